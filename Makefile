@@ -1,0 +1,35 @@
+# TapeBox. `make demo` runs the main job; `make test` passes the tests. See README.md.
+GO      ?= go
+PKGS    ?= ./...
+TESTFLAGS ?= -timeout 30m
+
+.PHONY: build test check bench demo executor sandbox-image clean
+
+build: executor
+	$(GO) build -o bin/tapebox ./cmd/tapebox
+
+# Static executor binaries for both Linux architectures (stdlib only, no cgo).
+executor:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w" -o dist/tapebox-exec-amd64 ./cmd/tapebox-exec
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags="-s -w" -o dist/tapebox-exec-arm64 ./cmd/tapebox-exec
+
+test: executor
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+check: executor
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) test -race $(TESTFLAGS) $(PKGS)
+
+bench:
+	mkdir -p bench-out
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS) | tee bench-out/bench.txt
+
+demo: build
+	./scripts/demo.sh
+
+sandbox-image:
+	./scripts/sandbox-image.sh
+
+clean:
+	rm -rf bin dist bench-out demo-out

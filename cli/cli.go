@@ -1,0 +1,164 @@
+// Package cli is the tapebox command line: Run parses the arguments, runs one verb and
+// returns the process exit code. cmd/tapebox only wires it to os.Args and the standard
+// streams, so the CLI can be tested and embedded.
+//
+// Exit codes: 0 success, 1 failure (an invalid tape, a replay that did not reach the end,
+// tapes that differ), 2 usage error (unknown verb, bad flag, missing argument).
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// Env is what a verb may touch of the outside world.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads an environment variable.
+	Getenv func(string) string
+}
+
+// command is one verb.
+type command struct {
+	name    string
+	summary string
+	// run executes the verb with the arguments after the verb's name.
+	run func(ctx context.Context, env *Env, args []string) int
+}
+
+var commands = map[string]*command{}
+
+// register adds a verb; each verb's file calls it from init.
+func register(c *command) {
+	if _, dup := commands[c.name]; dup {
+		panic("cli: verb registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+// Run runs the tapebox command line with args (without the program name).
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return RunEnv(ctx, args, &Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv})
+}
+
+// RunEnv is Run with every outside dependency given.
+func RunEnv(ctx context.Context, args []string, env *Env) int {
+	if env.Getenv == nil {
+		env.Getenv = os.Getenv
+	}
+	if env.Stdin == nil {
+		env.Stdin = strings.NewReader("")
+	}
+	if len(args) == 0 {
+		usage(env.Stderr)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				return c.run(ctx, env, []string{"--help"})
+			}
+		}
+		usage(env.Stdout)
+		return ExitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "tapebox: unknown verb %q\n\n", args[0])
+		usage(env.Stderr)
+		return ExitUsage
+	}
+	return c.run(ctx, env, args[1:])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `tapebox records what an AI agent does in a sandbox as a tape, replays the tape in a fresh
+sandbox without a model, and turns tapes into a dataset.
+
+Usage: tapebox VERB [flags] [args]
+
+Verbs:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(w, `
+Run "tapebox VERB --help" for a verb's flags.
+Exit codes: 0 success, 1 failure, 2 usage error.
+`)
+}
+
+// newFlagSet returns a FlagSet for a verb whose --help prints the verb's usage line, its
+// description and its flags.
+func newFlagSet(env *Env, name, usageLine, description string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: tapebox %s %s\n\n%s\n", name, usageLine, strings.TrimSpace(description))
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprint(out, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parse parses args; it returns done=true with the exit code when the verb should stop
+// (after --help, or on a usage error).
+func parse(env *Env, fs *flag.FlagSet, args []string) (code int, done bool) {
+	fs.SetOutput(env.Stderr)
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(env.Stdout)
+			fs.Usage()
+			return ExitOK, true
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, true
+		}
+		return ExitUsage, true
+	}
+	return 0, false
+}
+
+// usageError prints a usage error with a hint and returns ExitUsage.
+func usageError(env *Env, fs *flag.FlagSet, format string, args ...any) int {
+	fmt.Fprintf(env.Stderr, "tapebox %s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
+	fmt.Fprintf(env.Stderr, "Run \"tapebox %s --help\" for usage.\n", fs.Name())
+	return ExitUsage
+}
+
+// failf prints an error for verb and returns ExitFailure.
+func failf(env *Env, verb, format string, args ...any) int {
+	fmt.Fprintf(env.Stderr, "tapebox %s: %s\n", verb, fmt.Sprintf(format, args...))
+	return ExitFailure
+}

@@ -1,0 +1,19 @@
+// Command tapebox records agent runs as tapes, replays them in sandboxes and exports them
+// as datasets. See package cli for the verbs.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/tapebox/tapebox/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

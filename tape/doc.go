@@ -1,0 +1,31 @@
+// Package tape defines the TapeBox tape format, version 1: one JSON object per agent run,
+// holding every model call of every conversation (thread) with its request, response,
+// tool calls, tool results and timing.
+//
+// Layout (the contract; schema/tape.schema.json describes the same thing):
+//
+//	tape
+//	  version        1
+//	  meta           tape_id, harness, harness_version, provider, model, started_at,
+//	                 task{}, replay_of, labels{}, ended{reason, at, detail} (null while running)
+//	  threads[]      one per conversation: the main agent, then each subagent
+//	    id, parent   parent = [thread id, tool call id] that spawned it, null for the main thread
+//	    steps[]      one per model call
+//	      request    path, system, messages[], tools[], params{}, stream, headers{}, raw
+//	      response   status, headers{}, content[] (text | thinking | tool_use), stop_reason,
+//	                 usage{}, raw, chunks[] (at_ms, data)
+//	      tool_calls[]    id, name, input{}, kind        parsed from the response
+//	      tool_results[]  tool_call_id, content[], is_error, duration_ms
+//	                                                     taken from the thread's next request
+//	      timing     request_at, first_byte_at, last_byte_at, next_request_at
+//	                 (ms since meta.started_at)
+//
+// Normalized fields (system, messages, tools, params, content, stop_reason, usage,
+// tool_calls, tool_results) are always derived from the raw bodies by package
+// tape/provider, so a tape can be re-normalized from raw.
+//
+// Marshal gives the canonical encoding (the same tape gives the same bytes; Load then
+// Marshal reproduces a canonical file). Save writes atomically. Writer persists a tape that
+// grows one model call at a time at a cost that does not grow with the tape; its doc
+// explains how.
+package tape

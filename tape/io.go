@@ -1,0 +1,280 @@
+package tape
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// NewID returns a fresh random identifier (32 hex digits).
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Marshal returns the canonical encoding of t: compact JSON, fields in the order of this
+// package's types, map keys sorted, no HTML escaping, one trailing newline. The same tape
+// always gives the same bytes, and Load followed by Marshal reproduces a canonical file
+// byte for byte.
+func Marshal(t *Tape) ([]byte, error) {
+	t.normalize()
+	var buf bytes.Buffer
+	if err := encode(&buf, t); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// encode writes v as canonical JSON followed by a newline.
+func encode(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode tape: %w", err)
+	}
+	return nil
+}
+
+// marshalPiece is the canonical encoding of v without the trailing newline.
+func marshalPiece(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encode(&buf, v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// normalize replaces nil slices and maps with empty ones so that a tape built in code and
+// the same tape loaded from disk encode identically.
+func (t *Tape) normalize() {
+	if t.Threads == nil {
+		t.Threads = []*Thread{}
+	}
+	t.Meta.normalize()
+	for _, th := range t.Threads {
+		if th.Steps == nil {
+			th.Steps = []*Step{}
+		}
+		for _, s := range th.Steps {
+			s.normalize()
+		}
+	}
+}
+
+func (m *Meta) normalize() {
+	if m.Task == nil {
+		m.Task = map[string]string{}
+	}
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.StartedAt = m.StartedAt.UTC()
+	if m.Ended != nil {
+		m.Ended.At = m.Ended.At.UTC()
+	}
+}
+
+func (s *Step) normalize() {
+	if s.Request.Messages == nil {
+		s.Request.Messages = []Message{}
+	}
+	for i := range s.Request.Messages {
+		if s.Request.Messages[i].Content == nil {
+			s.Request.Messages[i].Content = []Block{}
+		}
+	}
+	if s.Request.Tools == nil {
+		s.Request.Tools = []Tool{}
+	}
+	if s.Request.Params == nil {
+		s.Request.Params = map[string]json.RawMessage{}
+	}
+	if s.Request.Headers == nil {
+		s.Request.Headers = Headers{}
+	}
+	if s.Request.Raw == nil {
+		s.Request.Raw = json.RawMessage("null")
+	}
+	if s.Response.Headers == nil {
+		s.Response.Headers = Headers{}
+	}
+	if s.Response.Content == nil {
+		s.Response.Content = []Block{}
+	}
+	if s.Response.Raw == nil {
+		s.Response.Raw = json.RawMessage("null")
+	}
+	if s.Response.Chunks == nil {
+		s.Response.Chunks = []Chunk{}
+	}
+	if s.ToolCalls == nil {
+		s.ToolCalls = []ToolCall{}
+	}
+	for i := range s.ToolCalls {
+		if s.ToolCalls[i].Input == nil {
+			s.ToolCalls[i].Input = json.RawMessage("{}")
+		}
+	}
+	if s.ToolResults == nil {
+		s.ToolResults = []ToolResult{}
+	}
+	for i := range s.ToolResults {
+		if s.ToolResults[i].Content == nil {
+			s.ToolResults[i].Content = []Block{}
+		}
+	}
+}
+
+// Unmarshal decodes a tape. It returns an error wrapping ErrUnsupportedVersion when the tape's
+// version is not Version, and an error naming the offending field or byte offset when the
+// JSON does not fit the format. Fields this version does not know are an error, so that
+// nothing is silently dropped on a load and save.
+func Unmarshal(data []byte) (*Tape, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var t Tape
+	err := dec.Decode(&t)
+	if err != nil || t.Version != Version {
+		// Report a version this build does not read before any layout error it causes.
+		var probe struct {
+			Version *json.RawMessage `json:"version"`
+		}
+		if perr := json.Unmarshal(data, &probe); perr == nil {
+			if probe.Version == nil {
+				return nil, fmt.Errorf("tape: missing field \"version\"")
+			}
+			if v := string(*probe.Version); v != "1" {
+				return nil, fmt.Errorf("tape: version %s: %w (this build reads version %d)", v, ErrUnsupportedVersion, Version)
+			}
+		}
+		if err == nil {
+			err = fmt.Errorf("version is not %d", Version)
+		}
+		return nil, describeJSONError(data, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("tape: unexpected data after the tape object at byte %d", dec.InputOffset())
+	}
+	for i, th := range t.Threads {
+		if th == nil {
+			return nil, fmt.Errorf("tape: /threads/%d is null", i)
+		}
+		for j, s := range th.Steps {
+			if s == nil {
+				return nil, fmt.Errorf("tape: /threads/%d/steps/%d is null", i, j)
+			}
+		}
+	}
+	t.normalize()
+	return &t, nil
+}
+
+// describeJSONError turns encoding/json's errors into messages that name the field or the
+// line and column.
+func describeJSONError(data []byte, err error) error {
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		line, col := lineCol(data, e.Offset)
+		return fmt.Errorf("tape: not valid JSON at line %d, column %d: %w", line, col, err)
+	case *json.UnmarshalTypeError:
+		return fmt.Errorf("tape: field %q: cannot use JSON %s as %s", e.Field, e.Value, e.Type)
+	}
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		return fmt.Errorf("tape: truncated: the JSON ends after %d bytes: %w", len(data), io.ErrUnexpectedEOF)
+	}
+	return fmt.Errorf("tape: %w", err)
+}
+
+func lineCol(data []byte, off int64) (line, col int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1)
+	return line, col
+}
+
+// Load reads and decodes a tape from r.
+func Load(r io.Reader) (*Tape, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read tape: %w", err)
+	}
+	return Unmarshal(data)
+}
+
+// LoadFile reads the tape at path.
+func LoadFile(path string) (*Tape, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load tape: %w", err)
+	}
+	t, err := Unmarshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("load tape %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Save writes t to path atomically in its canonical encoding: it writes a temporary file in
+// the same directory, syncs it, renames it over path and syncs the directory, so a reader
+// sees the old tape or the new one, never a torn file. Parent directories are created.
+func Save(path string, t *Tape) error {
+	data, err := Marshal(t)
+	if err != nil {
+		return fmt.Errorf("save tape %s: %w", path, err)
+	}
+	if err := WriteFileAtomic(path, data); err != nil {
+		return fmt.Errorf("save tape %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to path through a synced temporary file and a rename.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,301 @@
+package tape
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Version is the tape format version this package reads and writes.
+const Version = 1
+
+// Provider names a wire format (an API shape), not a vendor's product.
+type Provider string
+
+// The wire formats a tape can hold.
+const (
+	// ProviderAnthropic is the Anthropic Messages API (POST /v1/messages).
+	ProviderAnthropic Provider = "anthropic"
+	// ProviderOpenAIChat is the OpenAI Chat Completions API (POST /v1/chat/completions).
+	ProviderOpenAIChat Provider = "openai-chat"
+	// ProviderOpenAIResponses is the OpenAI Responses API (POST /v1/responses).
+	ProviderOpenAIResponses Provider = "openai-responses"
+)
+
+// EndReason says how a run ended.
+type EndReason string
+
+// The ways a run can end.
+const (
+	// EndComplete: the agent finished and the recorder (or replay) was closed normally.
+	EndComplete EndReason = "complete"
+	// EndCut: the run was stopped from outside (signal, POST /tapebox/end) before the agent finished,
+	// or a replay was stopped by the user.
+	EndCut EndReason = "cut"
+	// EndUpstreamError: the provider failed (network error, 5xx) and the agent gave up.
+	EndUpstreamError EndReason = "upstream_error"
+	// EndDiverged: a replay's sandbox or harness did something the tape did not.
+	EndDiverged EndReason = "diverged"
+	// EndError: TapeBox itself failed (sandbox lost, executor error, disk full).
+	EndError EndReason = "error"
+)
+
+// EndReasons lists every valid EndReason, for validation and schemas.
+var EndReasons = []EndReason{EndComplete, EndCut, EndUpstreamError, EndDiverged, EndError}
+
+// Tape is one agent run: the model calls of every conversation (thread) the harness held,
+// with the tool calls the model asked for and the tool results the harness sent back.
+type Tape struct {
+	Version int       `json:"version"`
+	Meta    Meta      `json:"meta"`
+	Threads []*Thread `json:"threads"`
+}
+
+// Meta describes the run as a whole.
+type Meta struct {
+	TapeID         string            `json:"tape_id"`
+	Harness        string            `json:"harness"`
+	HarnessVersion string            `json:"harness_version"`
+	Provider       Provider          `json:"provider"`
+	Model          string            `json:"model"`
+	StartedAt      time.Time         `json:"started_at"`
+	Task           map[string]string `json:"task"`
+	ReplayOf       *string           `json:"replay_of"`
+	Labels         map[string]string `json:"labels"`
+	// Ended is nil while the run is in progress. A tape on disk whose Ended is nil was
+	// either still being written or its writer was killed: treat it as cut short.
+	Ended *Ended `json:"ended"`
+}
+
+// Ended says how and when a run ended.
+type Ended struct {
+	Reason EndReason `json:"reason"`
+	At     time.Time `json:"at"`
+	// Detail is a human explanation: the upstream error, the diverging step, the signal.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Thread is one conversation: the main agent's, or a subagent's.
+type Thread struct {
+	ID string `json:"id"`
+	// Parent is the tool call that spawned this thread; nil for the main thread.
+	Parent *Parent `json:"parent"`
+	Steps  []*Step `json:"steps"`
+}
+
+// Parent points at the tool call that spawned a thread. On disk it is the pair
+// [thread id, tool call id].
+type Parent struct {
+	ThreadID   string
+	ToolCallID string
+}
+
+// MarshalJSON encodes p as [thread id, tool call id].
+func (p Parent) MarshalJSON() ([]byte, error) {
+	return json.Marshal([2]string{p.ThreadID, p.ToolCallID})
+}
+
+// UnmarshalJSON decodes [thread id, tool call id].
+func (p *Parent) UnmarshalJSON(b []byte) error {
+	var pair []string
+	if err := json.Unmarshal(b, &pair); err != nil {
+		return fmt.Errorf("parent: want [thread id, tool call id]: %w", err)
+	}
+	if len(pair) != 2 {
+		return fmt.Errorf("parent: want [thread id, tool call id], got %d elements", len(pair))
+	}
+	p.ThreadID, p.ToolCallID = pair[0], pair[1]
+	return nil
+}
+
+// Step is one model call: what the harness sent, what the model answered, the tool calls
+// in the answer, and the results of those calls as the harness reported them in the
+// thread's next request.
+type Step struct {
+	Request     Request      `json:"request"`
+	Response    Response     `json:"response"`
+	ToolCalls   []ToolCall   `json:"tool_calls"`
+	ToolResults []ToolResult `json:"tool_results"`
+	Timing      Timing       `json:"timing"`
+}
+
+// Request is a model call as the harness sent it. System, Messages, Tools and Params are
+// derived from Raw by the provider adapter (package tape/provider).
+type Request struct {
+	Path     string                     `json:"path"`
+	System   string                     `json:"system"`
+	Messages []Message                  `json:"messages"`
+	Tools    []Tool                     `json:"tools"`
+	Params   map[string]json.RawMessage `json:"params"`
+	Stream   bool                       `json:"stream"`
+	Headers  Headers                    `json:"headers"`
+	Raw      json.RawMessage            `json:"raw"`
+}
+
+// Headers are HTTP headers, lower-cased names, one value each (repeated headers are joined
+// with ", "), with credentials redacted.
+type Headers map[string]string
+
+// Message is one turn of a conversation in normalized form.
+type Message struct {
+	// Role is user, assistant, system (instructions that arrive inside the conversation,
+	// as Claude Code's role:system entries and OpenAI's developer messages), or tool.
+	Role    string  `json:"role"`
+	Content []Block `json:"content"`
+}
+
+// Block types.
+const (
+	BlockText       = "text"
+	BlockThinking   = "thinking"
+	BlockToolUse    = "tool_use"
+	BlockToolResult = "tool_result"
+	BlockImage      = "image"
+	// BlockOther holds a block this version does not model; Raw keeps it whole.
+	BlockOther = "other"
+)
+
+// Block is one piece of content.
+type Block struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	// ID and Name identify a tool_use block; Input is its arguments.
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// ToolCallID, Content and IsError describe a tool_result block.
+	ToolCallID string  `json:"tool_call_id,omitempty"`
+	Content    []Block `json:"content,omitempty"`
+	IsError    bool    `json:"is_error,omitempty"`
+	// Raw keeps the provider's own form of blocks of type image and other.
+	Raw json.RawMessage `json:"raw,omitempty"`
+}
+
+// Tool is a tool offered to the model.
+type Tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Kind is "function" for tools with a JSON input schema, "custom" for freeform tools
+	// (Codex apply_patch), or the provider's own type for built-in tools (web_search).
+	Kind        string          `json:"kind"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+}
+
+// Response is the model's answer. Content, StopReason and Usage are derived from Raw (a JSON
+// body) or Chunks (a stream) by the provider adapter.
+type Response struct {
+	Status     int     `json:"status"`
+	Headers    Headers `json:"headers"`
+	Content    []Block `json:"content"`
+	StopReason string  `json:"stop_reason"`
+	Usage      Usage   `json:"usage"`
+	// Raw is the response body when it was not a stream: JSON as received, or a JSON string
+	// holding a body that was not JSON. Null for a stream.
+	Raw json.RawMessage `json:"raw"`
+	// Chunks is the stream as received, one server-sent event each; empty when not a stream.
+	Chunks []Chunk `json:"chunks"`
+}
+
+// Usage counts tokens. Cache counts are zero when the provider did not report them.
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	ReasoningTokens          int64 `json:"reasoning_tokens"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:              u.InputTokens + v.InputTokens,
+		OutputTokens:             u.OutputTokens + v.OutputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
+		ReasoningTokens:          u.ReasoningTokens + v.ReasoningTokens,
+	}
+}
+
+// Chunk is one server-sent event of a streamed response, verbatim (the "event:" and "data:"
+// lines and the blank line that ends the event).
+type Chunk struct {
+	// AtMS is milliseconds since the step's request_at.
+	AtMS float64 `json:"at_ms"`
+	Data string  `json:"data"`
+}
+
+// ToolCall is a tool call parsed from a response.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Input is the call's arguments, a JSON object. A freeform (custom) tool's text input is
+	// stored as {"input": TEXT}, the shape older harness versions used for the same tool.
+	Input json.RawMessage `json:"input"`
+	// Kind is "function" or "custom" (freeform input); empty means function.
+	Kind string `json:"kind,omitempty"`
+}
+
+// ToolResult is a tool call's result, as the harness reported it in the thread's next
+// request (in a recording) or as the sandbox produced it (in a replay).
+type ToolResult struct {
+	ToolCallID string  `json:"tool_call_id"`
+	Content    []Block `json:"content"`
+	IsError    bool    `json:"is_error"`
+	// DurationMS is how long the tool ran, when known (a replay measures it; a recording
+	// does not see it).
+	DurationMS *float64 `json:"duration_ms"`
+}
+
+// Text returns the concatenated text of the result's text blocks.
+func (r ToolResult) Text() string { return BlocksText(r.Content) }
+
+// BlocksText concatenates the text of text blocks.
+func BlocksText(bs []Block) string {
+	var s string
+	for _, b := range bs {
+		if b.Type == BlockText {
+			s += b.Text
+		}
+	}
+	return s
+}
+
+// Timing of a step, in milliseconds since Meta.StartedAt.
+type Timing struct {
+	RequestAt   float64 `json:"request_at"`
+	FirstByteAt float64 `json:"first_byte_at"`
+	LastByteAt  float64 `json:"last_byte_at"`
+	// NextRequestAt is when the thread's next request arrived; nil for a thread's last step.
+	NextRequestAt *float64 `json:"next_request_at"`
+}
+
+// ErrUnsupportedVersion is returned when a tape has a version this package does not read.
+var ErrUnsupportedVersion = errors.New("unsupported tape version")
+
+// New returns an empty tape of the current version with a fresh id.
+func New(provider Provider, startedAt time.Time) *Tape {
+	return &Tape{
+		Version: Version,
+		Meta: Meta{
+			TapeID:    NewID(),
+			Provider:  provider,
+			StartedAt: startedAt.UTC(),
+			Task:      map[string]string{},
+			Labels:    map[string]string{},
+		},
+		Threads: []*Thread{},
+	}
+}
+
+// MS converts a point in time into milliseconds since the tape's start, rounded to
+// microseconds.
+func (t *Tape) MS(at time.Time) float64 {
+	return RoundMS(at.Sub(t.Meta.StartedAt))
+}
+
+// RoundMS converts a duration to milliseconds, rounded to microseconds so that encodings
+// stay short and stable.
+func RoundMS(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
+}

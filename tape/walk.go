@@ -1,0 +1,146 @@
+package tape
+
+import (
+	"iter"
+	"slices"
+)
+
+// Thread returns the thread with the given id, or nil.
+func (t *Tape) Thread(id string) *Thread {
+	for _, th := range t.Threads {
+		if th.ID == id {
+			return th
+		}
+	}
+	return nil
+}
+
+// Main returns the main thread (the first one without a parent), or nil for an empty tape.
+func (t *Tape) Main() *Thread {
+	for _, th := range t.Threads {
+		if th.Parent == nil {
+			return th
+		}
+	}
+	return nil
+}
+
+// Children returns the threads spawned by tool calls of th, in tape order.
+func (t *Tape) Children(th *Thread) []*Thread {
+	var out []*Thread
+	for _, c := range t.Threads {
+		if c.Parent != nil && c.Parent.ThreadID == th.ID {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ChildOf returns the thread spawned by tool call callID of thread th, or nil.
+func (t *Tape) ChildOf(threadID, callID string) *Thread {
+	for _, c := range t.Threads {
+		if c.Parent != nil && c.Parent.ThreadID == threadID && c.Parent.ToolCallID == callID {
+			return c
+		}
+	}
+	return nil
+}
+
+// StepRef locates a step in a tape.
+type StepRef struct {
+	Thread *Thread
+	Index  int // the step's index in its thread
+	Step   *Step
+}
+
+// ParentCall returns the step and tool call that spawned th; ok is false for the main
+// thread or when the tape does not hold the parent call.
+func (t *Tape) ParentCall(th *Thread) (ref StepRef, call ToolCall, ok bool) {
+	if th.Parent == nil {
+		return StepRef{}, ToolCall{}, false
+	}
+	p := t.Thread(th.Parent.ThreadID)
+	if p == nil {
+		return StepRef{}, ToolCall{}, false
+	}
+	for i, s := range p.Steps {
+		for _, c := range s.ToolCalls {
+			if c.ID == th.Parent.ToolCallID {
+				return StepRef{Thread: p, Index: i, Step: s}, c, true
+			}
+		}
+	}
+	return StepRef{}, ToolCall{}, false
+}
+
+// Steps yields every step of every thread in recorded order: by request time, ties kept in
+// tape order (threads in order, steps in order).
+func (t *Tape) Steps() iter.Seq[StepRef] {
+	var refs []StepRef
+	for _, th := range t.Threads {
+		for i, s := range th.Steps {
+			refs = append(refs, StepRef{Thread: th, Index: i, Step: s})
+		}
+	}
+	slices.SortStableFunc(refs, func(a, b StepRef) int {
+		switch {
+		case a.Step.Timing.RequestAt < b.Step.Timing.RequestAt:
+			return -1
+		case a.Step.Timing.RequestAt > b.Step.Timing.RequestAt:
+			return 1
+		}
+		return 0
+	})
+	return slices.Values(refs)
+}
+
+// ToolResult returns the result recorded for the tool call with the given id in step s.
+func (s *Step) ToolResult(callID string) (ToolResult, bool) {
+	for _, r := range s.ToolResults {
+		if r.ToolCallID == callID {
+			return r, true
+		}
+	}
+	return ToolResult{}, false
+}
+
+// Text returns the text of the response (thinking excluded).
+func (r *Response) Text() string { return BlocksText(r.Content) }
+
+// Totals sums a tape.
+type Totals struct {
+	Threads   int
+	Steps     int
+	ToolCalls int
+	Usage     Usage
+	// DurationMS is from the tape's start to the last byte of its last response (or to the
+	// end time when the tape says how it ended and that is later).
+	DurationMS float64
+	// ToolNames lists the distinct tool names called, sorted.
+	ToolNames []string
+}
+
+// Totals computes the tape's totals.
+func (t *Tape) Totals() Totals {
+	tot := Totals{Threads: len(t.Threads)}
+	names := map[string]bool{}
+	for _, th := range t.Threads {
+		for _, s := range th.Steps {
+			tot.Steps++
+			tot.ToolCalls += len(s.ToolCalls)
+			tot.Usage = tot.Usage.Add(s.Response.Usage)
+			for _, c := range s.ToolCalls {
+				names[c.Name] = true
+			}
+			tot.DurationMS = max(tot.DurationMS, s.Timing.LastByteAt)
+		}
+	}
+	if e := t.Meta.Ended; e != nil && !e.At.IsZero() {
+		tot.DurationMS = max(tot.DurationMS, t.MS(e.At))
+	}
+	for n := range names {
+		tot.ToolNames = append(tot.ToolNames, n)
+	}
+	slices.Sort(tot.ToolNames)
+	return tot
+}

@@ -1,0 +1,383 @@
+package tape
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Writer persists a tape that grows one model call at a time: a recording or a replay.
+// After every Sync the file at its path is a complete, valid, canonical tape, and the cost
+// of a Sync does not grow with the tape.
+//
+// How: the canonical encoding of a tape is a concatenation of pieces (the head with the
+// meta, each thread's head, each step, the closing brackets), and each piece is encoded
+// once, when it is created or changed. The Writer keeps two slot files beside the tape
+// (".NAME.slot-a", ".NAME.slot-b") and alternates between them: a Sync brings the idle slot
+// up to date by rewriting it from the first piece that changed since that slot was last
+// written (usually the step just appended, and the step before it, which learned its tool
+// results), truncates it, fsyncs it, then publishes it by hard-linking it to a temporary
+// name and renaming that over the tape's path. A reader that opens the path gets an inode
+// that is complete and that the Writer will not touch until one more Sync has published the
+// other slot. Where hard links are not available, Sync falls back to rewriting the whole
+// file through a temporary file and a rename.
+//
+// Close (or Finish) removes the slot files; the tape stays at its path.
+//
+// The Writer owns the tape it was created with: change it only through the Writer's
+// methods. Methods are safe for concurrent use.
+type Writer struct {
+	mu   sync.Mutex
+	path string
+	t    *Tape
+
+	head    piece // {"version":1,"meta":{...},"threads":[
+	threads []*threadPieces
+
+	slots   [2]*slot
+	next    int // slot to write on the next Sync
+	nextID  uint64
+	noLinks bool
+	closed  bool
+}
+
+type piece struct {
+	id   uint64
+	data []byte
+}
+
+type threadPieces struct {
+	head  piece // [","]{"id":...,"parent":...,"steps":[
+	steps []piece
+}
+
+type slot struct {
+	path   string
+	f      *os.File
+	layout []uint64 // piece ids in file order
+	sizes  []int
+}
+
+// Fixed pieces have fixed ids, so that positional comparison of layouts stays exact.
+const (
+	idThreadTail = 1 // ]}
+	idTail       = 2 // ]}\n
+	firstID      = 16
+)
+
+var (
+	threadTail = []byte("]}")
+	tapeTail   = []byte("]}\n")
+)
+
+// Create starts persisting t at path (parent directories are created, an existing file is
+// replaced) and writes it once.
+func Create(path string, t *Tape) (*Writer, error) {
+	t.normalize()
+	w := &Writer{path: path, t: t, nextID: firstID}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create tape %s: %w", path, err)
+	}
+	if err := w.encodeHead(); err != nil {
+		return nil, err
+	}
+	for _, th := range t.Threads {
+		if err := w.addThreadPieces(th); err != nil {
+			return nil, err
+		}
+	}
+	for i, name := range []string{"a", "b"} {
+		p := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".slot-"+name)
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			w.closeSlots()
+			return nil, fmt.Errorf("create tape %s: %w", path, err)
+		}
+		w.slots[i] = &slot{path: p, f: f}
+	}
+	if err := w.Sync(); err != nil {
+		w.closeSlots()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Path returns the path the tape is written to.
+func (w *Writer) Path() string { return w.path }
+
+// Tape returns the tape being written. Read it only while no other goroutine uses the
+// Writer, or after Close.
+func (w *Writer) Tape() *Tape { return w.t }
+
+// View calls fn with the tape under the Writer's lock; fn must not change it.
+func (w *Writer) View(fn func(*Tape)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fn(w.t)
+}
+
+func (w *Writer) newPiece(data []byte) piece {
+	w.nextID++
+	return piece{id: w.nextID, data: data}
+}
+
+func (w *Writer) encodeHead() error {
+	meta, err := marshalPiece(&w.t.Meta)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"version":%d,"meta":`, w.t.Version)
+	b.Write(meta)
+	b.WriteString(`,"threads":[`)
+	w.head = w.newPiece(b.Bytes())
+	return nil
+}
+
+func (w *Writer) encodeThreadHead(i int) ([]byte, error) {
+	th := w.t.Threads[i]
+	id, err := marshalPiece(th.ID)
+	if err != nil {
+		return nil, err
+	}
+	parent, err := marshalPiece(th.Parent)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if i > 0 {
+		b.WriteByte(',')
+	}
+	b.WriteString(`{"id":`)
+	b.Write(id)
+	b.WriteString(`,"parent":`)
+	b.Write(parent)
+	b.WriteString(`,"steps":[`)
+	return b.Bytes(), nil
+}
+
+func (w *Writer) encodeStep(ti, si int) ([]byte, error) {
+	s := w.t.Threads[ti].Steps[si]
+	s.normalize()
+	data, err := marshalPiece(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
+	}
+	if si > 0 {
+		data = append([]byte{','}, data...)
+	}
+	return data, nil
+}
+
+// addThreadPieces encodes a thread already appended to w.t.Threads.
+func (w *Writer) addThreadPieces(th *Thread) error {
+	i := len(w.threads)
+	if th.Steps == nil {
+		th.Steps = []*Step{}
+	}
+	head, err := w.encodeThreadHead(i)
+	if err != nil {
+		return err
+	}
+	tp := &threadPieces{head: w.newPiece(head)}
+	w.threads = append(w.threads, tp)
+	for j := range th.Steps {
+		data, err := w.encodeStep(i, j)
+		if err != nil {
+			return err
+		}
+		tp.steps = append(tp.steps, w.newPiece(data))
+	}
+	return nil
+}
+
+// UpdateMeta changes the tape's meta. The change is persisted by the next Sync; it costs a
+// rewrite of the whole file, so call it rarely (at the start and at the end of a run).
+func (w *Writer) UpdateMeta(fn func(*Meta)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fn(&w.t.Meta)
+	w.t.Meta.normalize()
+	return w.encodeHead()
+}
+
+// AddThread appends a thread (with no steps yet) and returns its index.
+func (w *Writer) AddThread(id string, parent *Parent) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.t.Thread(id) != nil {
+		return 0, fmt.Errorf("add thread %q: a thread with this id exists", id)
+	}
+	th := &Thread{ID: id, Parent: parent, Steps: []*Step{}}
+	w.t.Threads = append(w.t.Threads, th)
+	if err := w.addThreadPieces(th); err != nil {
+		return 0, err
+	}
+	return len(w.t.Threads) - 1, nil
+}
+
+// AppendStep appends s to the thread with index ti and returns the step's index. The Writer
+// owns s from then on.
+func (w *Writer) AppendStep(ti int, s *Step) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ti < 0 || ti >= len(w.t.Threads) {
+		return 0, fmt.Errorf("append step: no thread %d", ti)
+	}
+	th := w.t.Threads[ti]
+	th.Steps = append(th.Steps, s)
+	si := len(th.Steps) - 1
+	data, err := w.encodeStep(ti, si)
+	if err != nil {
+		th.Steps = th.Steps[:si]
+		return 0, err
+	}
+	w.threads[ti].steps = append(w.threads[ti].steps, w.newPiece(data))
+	return si, nil
+}
+
+// UpdateStep changes step si of thread ti (to add the tool results and next_request_at that
+// the thread's next request brings). Persisted by the next Sync.
+func (w *Writer) UpdateStep(ti, si int, fn func(*Step)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ti < 0 || ti >= len(w.t.Threads) || si < 0 || si >= len(w.t.Threads[ti].Steps) {
+		return fmt.Errorf("update step: no step %d in thread %d", si, ti)
+	}
+	fn(w.t.Threads[ti].Steps[si])
+	data, err := w.encodeStep(ti, si)
+	if err != nil {
+		return err
+	}
+	w.threads[ti].steps[si] = w.newPiece(data)
+	return nil
+}
+
+// layout lists the current pieces in file order.
+func (w *Writer) layout() []piece {
+	ps := []piece{w.head}
+	for _, tp := range w.threads {
+		ps = append(ps, tp.head)
+		ps = append(ps, tp.steps...)
+		ps = append(ps, piece{id: idThreadTail, data: threadTail})
+	}
+	return append(ps, piece{id: idTail, data: tapeTail})
+}
+
+// Sync persists the tape: when it returns nil, the file at the Writer's path is the
+// complete tape as it is now.
+func (w *Writer) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return errors.New("sync tape: writer is closed")
+	}
+	if err := w.sync(); err != nil {
+		return fmt.Errorf("sync tape %s: %w", w.path, err)
+	}
+	return nil
+}
+
+func (w *Writer) sync() error {
+	ps := w.layout()
+	if w.noLinks {
+		return w.rewrite(ps)
+	}
+	s := w.slots[w.next]
+	// Find the first piece that differs from what the slot holds.
+	var off int64
+	i := 0
+	for ; i < len(ps) && i < len(s.layout) && ps[i].id == s.layout[i]; i++ {
+		off += int64(s.sizes[i])
+	}
+	var buf bytes.Buffer
+	for _, p := range ps[i:] {
+		buf.Write(p.data)
+	}
+	s.layout = s.layout[:0]
+	s.sizes = s.sizes[:0]
+	if _, err := s.f.WriteAt(buf.Bytes(), off); err != nil {
+		return err
+	}
+	end := off + int64(buf.Len())
+	if err := s.f.Truncate(end); err != nil {
+		return err
+	}
+	if err := s.f.Sync(); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		s.layout = append(s.layout, p.id)
+		s.sizes = append(s.sizes, len(p.data))
+	}
+	tmp := filepath.Join(filepath.Dir(w.path), "."+filepath.Base(w.path)+".publish-"+NewID()[:8])
+	if err := os.Link(s.path, tmp); err != nil {
+		// No hard links on this file system: fall back to whole-file rewrites.
+		w.noLinks = true
+		return w.rewrite(ps)
+	}
+	if err := os.Rename(tmp, w.path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	w.next = 1 - w.next
+	return syncDir(filepath.Dir(w.path))
+}
+
+func (w *Writer) rewrite(ps []piece) error {
+	var buf bytes.Buffer
+	for _, p := range ps {
+		buf.Write(p.data)
+	}
+	return WriteFileAtomic(w.path, buf.Bytes())
+}
+
+// Finish records how the run ended, persists the tape and closes the Writer.
+func (w *Writer) Finish(reason EndReason, at time.Time, detail string) error {
+	if err := w.UpdateMeta(func(m *Meta) {
+		m.Ended = &Ended{Reason: reason, At: at.UTC(), Detail: detail}
+	}); err != nil {
+		return err
+	}
+	if err := w.Sync(); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// Close releases the slot files. It does not sync: call Sync or Finish first.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	return w.closeSlots()
+}
+
+func (w *Writer) closeSlots() error {
+	var errs []error
+	for _, s := range w.slots {
+		if s == nil {
+			continue
+		}
+		errs = append(errs, s.f.Close())
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MarshalStep returns the canonical encoding of one step (used by tests and tools that
+// compare steps).
+func MarshalStep(s *Step) (json.RawMessage, error) {
+	s.normalize()
+	return marshalPiece(s)
+}

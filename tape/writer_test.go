@@ -1,0 +1,117 @@
+package tape
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func testStep(i int, size int) *Step {
+	return &Step{
+		Request: Request{
+			Path:     "/v1/messages",
+			Messages: []Message{{Role: "user", Content: []Block{{Type: BlockText, Text: strings.Repeat("x", size)}}}},
+			Raw:      json.RawMessage(fmt.Sprintf(`{"model":"m","n":%d}`, i)),
+		},
+		Response: Response{Status: 200, StopReason: "tool_use"},
+		ToolCalls: []ToolCall{{ID: fmt.Sprintf("toolu_%d", i), Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}},
+		Timing:    Timing{RequestAt: float64(i)},
+	}
+}
+
+// TestWriterMatchesMarshal checks after every Sync that the file is exactly the canonical
+// encoding of the tape as it is in memory.
+func TestWriterMatchesMarshal(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "run.json")
+	tp := New(ProviderAnthropic, time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	w, err := Create(path, tp)
+	require.NoError(t, err)
+	check := func() {
+		t.Helper()
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		want, err := Marshal(w.Tape())
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+		loaded, err := Unmarshal(got)
+		require.NoError(t, err)
+		again, err := Marshal(loaded)
+		require.NoError(t, err)
+		require.Equal(t, string(got), string(again))
+	}
+	check()
+	main, err := w.AddThread("main", nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Sync())
+	check()
+	for i := range 6 {
+		_, err := w.AppendStep(main, testStep(i, 10))
+		require.NoError(t, err)
+		require.NoError(t, w.Sync())
+		check()
+		if i == 2 {
+			sub, err := w.AddThread("sub-1", &Parent{ThreadID: "main", ToolCallID: "toolu_2"})
+			require.NoError(t, err)
+			_, err = w.AppendStep(sub, testStep(100, 5))
+			require.NoError(t, err)
+			require.NoError(t, w.Sync())
+			check()
+		}
+		if i > 0 {
+			require.NoError(t, w.UpdateStep(main, i-1, func(s *Step) {
+				s.ToolResults = []ToolResult{{ToolCallID: s.ToolCalls[0].ID, Content: []Block{{Type: BlockText, Text: "ok <&>"}}}}
+				next := float64(i)
+				s.Timing.NextRequestAt = &next
+			}))
+			require.NoError(t, w.Sync())
+			check()
+		}
+	}
+	require.NoError(t, w.UpdateMeta(func(m *Meta) { m.Model = "claude-x"; m.Harness = "claude-code" }))
+	require.NoError(t, w.Sync())
+	check()
+	require.NoError(t, w.Finish(EndComplete, time.Date(2026, 11, 29, 10, 1, 0, 0, time.UTC), ""))
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "slot files and temporary names are removed")
+	loaded, err := LoadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, EndComplete, loaded.Meta.Ended.Reason)
+	require.Len(t, loaded.Threads, 2)
+	require.Len(t, loaded.Main().Steps, 6)
+	ref, call, ok := loaded.ParentCall(loaded.Threads[1])
+	require.True(t, ok)
+	require.Equal(t, "toolu_2", call.ID)
+	require.Equal(t, 2, ref.Index)
+	require.Equal(t, "ok <&>", loaded.Main().Steps[0].ToolResults[0].Text())
+	tot := loaded.Totals()
+	require.Equal(t, 7, tot.Steps)
+	require.Equal(t, 7, tot.ToolCalls)
+}
+
+func TestUnmarshalErrors(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"not json", "hello", "not valid JSON at line 1, column 1"},
+		{"truncated", `{"version":1,"meta":{`, "truncated"},
+		{"version 2", `{"version":2,"meta":{"x":1}}`, "unsupported tape version"},
+		{"no version", `{"meta":{}}`, `missing field "version"`},
+		{"wrong type", `{"version":1,"meta":{"tape_id":5}}`, `field "meta.tape_id"`},
+		{"unknown field", `{"version":1,"bogus":true}`, `unknown field "bogus"`},
+		{"trailing", `{"version":1,"meta":{},"threads":[]} {}`, "unexpected data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Unmarshal([]byte(tc.in))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := Unmarshal([]byte(`{"version":7}`))
+	require.ErrorIs(t, err, ErrUnsupportedVersion)
+}

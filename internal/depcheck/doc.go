@@ -1,0 +1,3 @@
+// Package depcheck holds the test that enforces the dependency direction of DESIGN.md. It
+// has no code of its own.
+package depcheck

@@ -1,0 +1,85 @@
+package tape
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bigStep is a step whose raw request holds a large conversation (64 KiB), as real agent
+// requests do.
+func bigStep(i int) *Step {
+	s := testStep(i, 1024)
+	s.Request.Raw = json.RawMessage(fmt.Sprintf(`{"model":"m","n":%d,"messages":[{"role":"user","content":%q}]}`, i, strings.Repeat("lorem ipsum ", 64<<10/12)))
+	return s
+}
+
+// BenchmarkWriterStep measures persisting one model call (the previous step learns its tool
+// results, the new step is appended, Sync) when the tape already holds N steps. The cost at
+// step 500 should be within 1.5x of step 1; "rewrite" is the naive whole-file Save at the
+// same size, for comparison.
+func BenchmarkWriterStep(b *testing.B) {
+	for _, n := range []int{1, 500} {
+		b.Run(fmt.Sprintf("step=%d", n), func(b *testing.B) {
+			w, main := benchWriter(b, n)
+			i := n
+			for b.Loop() {
+				persistStep(b, w, main, i)
+				i++
+			}
+		})
+	}
+	b.Run("rewrite/step=500", func(b *testing.B) {
+		w, _ := benchWriter(b, 500)
+		path := filepath.Join(b.TempDir(), "naive.json")
+		for b.Loop() {
+			if err := Save(path, w.Tape()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func benchWriter(b *testing.B, n int) (*Writer, int) {
+	b.Helper()
+	w, err := Create(filepath.Join(b.TempDir(), "run.json"), New(ProviderAnthropic, time.Unix(0, 0)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close() })
+	main, err := w.AddThread("main", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n - 1 {
+		if _, err := w.AppendStep(main, bigStep(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Sync(); err != nil { // both slots hold the prefix
+		b.Fatal(err)
+	}
+	return w, main
+}
+
+func persistStep(b *testing.B, w *Writer, main, i int) {
+	if i > 1 {
+		if err := w.UpdateStep(main, i-2, func(s *Step) {
+			s.ToolResults = []ToolResult{{ToolCallID: s.ToolCalls[0].ID, Content: []Block{{Type: BlockText, Text: "done"}}}}
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := w.AppendStep(main, bigStep(i)); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -19,7 +19,7 @@ func testStep(i int, size int) *Step {
 			Messages: []Message{{Role: "user", Content: []Block{{Type: BlockText, Text: strings.Repeat("x", size)}}}},
 			Raw:      json.RawMessage(fmt.Sprintf(`{"model":"m","n":%d}`, i)),
 		},
-		Response: Response{Status: 200, StopReason: "tool_use"},
+		Response:  Response{Status: 200, StopReason: "tool_use"},
 		ToolCalls: []ToolCall{{ID: fmt.Sprintf("toolu_%d", i), Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}},
 		Timing:    Timing{RequestAt: float64(i)},
 	}

@@ -43,6 +43,7 @@ type Writer struct {
 	next    int // slot to write on the next Sync
 	nextID  uint64
 	noLinks bool
+	noFsync bool
 	closed  bool
 }
 
@@ -105,6 +106,15 @@ func Create(path string, t *Tape) (*Writer, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// SetFsync chooses whether Sync makes each step durable (fsync of the file and its
+// directory, the default) or only publishes it atomically. Readers never see a torn file
+// either way; without fsync a machine crash may lose the last steps.
+func (w *Writer) SetFsync(on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.noFsync = !on
 }
 
 // Path returns the path the tape is written to.
@@ -308,8 +318,10 @@ func (w *Writer) sync() error {
 	if err := s.f.Truncate(end); err != nil {
 		return err
 	}
-	if err := s.f.Sync(); err != nil {
-		return err
+	if !w.noFsync {
+		if err := s.f.Sync(); err != nil {
+			return err
+		}
 	}
 	for _, p := range ps {
 		s.layout = append(s.layout, p.id)
@@ -326,6 +338,9 @@ func (w *Writer) sync() error {
 		return err
 	}
 	w.next = 1 - w.next
+	if w.noFsync {
+		return nil
+	}
 	return syncDir(filepath.Dir(w.path))
 }
 

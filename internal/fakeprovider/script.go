@@ -1,0 +1,155 @@
+package fakeprovider
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Script is what the fake model answers: one list of turns per thread.
+type Script struct {
+	// Threads are the conversations the server knows. Thread names must be unique.
+	Threads []Thread
+	// Match picks the thread of a model call by name; "" means no thread. Nil means: the
+	// thread whose Marker appears in the request's opening text (see Request.Opening; the
+	// longest such marker wins), else the first thread with an empty Marker.
+	Match func(r *Request) string
+	// Models are the model ids GET .../models lists; empty means ["fake-model"].
+	Models []string
+	// PieceSize is the number of bytes per streamed text or argument delta (split on
+	// character boundaries); 0 means 16.
+	PieceSize int
+}
+
+// Thread is one conversation of the script.
+type Thread struct {
+	// Name identifies the thread and goes into the ids of its answers.
+	Name string
+	// Marker selects the thread's requests with DefaultMatch: a string that appears in the
+	// thread's opening text (the prompt given to the harness, or a subagent's prompt). A
+	// thread with an empty Marker takes the requests no other thread matches.
+	Marker string
+	// Turns are the model's answers in order: the request with n assistant turns already in
+	// it gets Turns[n].
+	Turns []Turn
+}
+
+// Turn is one model answer: text, tool calls, or both (text first).
+type Turn struct {
+	// Text is the answer's text; with no Calls it ends the agent's turn.
+	Text string
+	// Calls are the tool calls the model asks for, in order. An empty ID is filled in
+	// deterministically from the thread name, the step and the call's position.
+	Calls []tape.ToolCall
+	// Fault, when set, spoils or slows the answer to this step.
+	Fault *Fault
+}
+
+// Fault changes how a step is answered, for testing what sits between a harness and its
+// provider. Status answers with an error instead of the turn; the delays and Cut apply to
+// the turn itself.
+type Fault struct {
+	// Times is how many attempts at the step the fault affects: 0 means the first attempt
+	// only, a negative number means every attempt. Later attempts get the plain turn.
+	Times int
+	// Status, when non-zero, answers with this HTTP status and Body instead of the turn.
+	Status int
+	// Body is the error body; empty means a JSON error in the wire format's own shape.
+	Body string
+	// RetryAfter, when set, is sent as the Retry-After header.
+	RetryAfter string
+	// Header holds further headers to send with the answer.
+	Header http.Header
+	// FirstByte is how long to wait before sending anything.
+	FirstByte time.Duration
+	// BetweenChunks is how long to wait between two events of a stream.
+	BetweenChunks time.Duration
+	// Cut, when positive, drops the connection after that many stream events (or, for a
+	// non-streamed answer, after half of the body), without ending the response.
+	Cut int
+}
+
+// Call returns a function tool call named name whose input is input encoded as JSON
+// (json.RawMessage and []byte are taken as JSON text). It panics when input cannot be
+// encoded, as regexp.MustCompile does for a bad pattern.
+func Call(name string, input any) tape.ToolCall {
+	var raw json.RawMessage
+	switch v := input.(type) {
+	case json.RawMessage:
+		raw = v
+	case []byte:
+		raw = v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			panic(fmt.Sprintf("fakeprovider.Call(%q): %v", name, err))
+		}
+		raw = b
+	}
+	if !json.Valid(raw) {
+		panic(fmt.Sprintf("fakeprovider.Call(%q): input is not JSON: %q", name, raw))
+	}
+	return tape.ToolCall{Name: name, Input: raw, Kind: "function"}
+}
+
+// Custom returns a freeform tool call (an OpenAI custom tool such as Codex's apply_patch)
+// whose input is text. Like the tape, it stores the text as {"input": text}.
+func Custom(name, text string) tape.ToolCall {
+	b, _ := json.Marshal(map[string]string{"input": text})
+	return tape.ToolCall{Name: name, Input: b, Kind: "custom"}
+}
+
+// customText returns the text of a custom call's {"input": text}.
+func customText(c tape.ToolCall) string {
+	var v struct {
+		Input string `json:"input"`
+	}
+	_ = json.Unmarshal(c.Input, &v)
+	return v.Input
+}
+
+// pieceSize is the effective delta size.
+func (s *Script) pieceSize() int {
+	if s.PieceSize > 0 {
+		return s.PieceSize
+	}
+	return 16
+}
+
+// thread returns the named thread or nil.
+func (s *Script) thread(name string) *Thread {
+	for i := range s.Threads {
+		if s.Threads[i].Name == name {
+			return &s.Threads[i]
+		}
+	}
+	return nil
+}
+
+// matchMarker is the default matcher (see Script.Match).
+func (s *Script) matchMarker(r *Request) string {
+	opening := r.Opening()
+	best, fallback := -1, -1
+	for i, t := range s.Threads {
+		if t.Marker == "" {
+			if fallback < 0 {
+				fallback = i
+			}
+			continue
+		}
+		if len(opening) > 0 && strings.Contains(opening, t.Marker) && (best < 0 || len(t.Marker) > len(s.Threads[best].Marker)) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return s.Threads[best].Name
+	}
+	if fallback >= 0 {
+		return s.Threads[fallback].Name
+	}
+	return ""
+}

@@ -127,4 +127,3 @@ func clip(s string, n int) string {
 	}
 	return s
 }
-

@@ -1,0 +1,364 @@
+package action
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Tasks runs detached background commands and answers for them. Each task lives in its
+// own directory, Dir/<id>/:
+//
+//	task.json  the request (command, cwd, start time) and the wrapper's pid
+//	output     stdout and stderr, interleaved
+//	exit       the exit code, written by the wrapper shell when the command ends
+//	killed     present when the task was stopped through Kill
+//	cursor     how far Poll has read output
+//
+// The command runs under a wrapper shell in its own session, so it outlives the executor,
+// and a restarted executor (a new Tasks on the same Dir) still answers for it: everything
+// but stdin is on disk.
+type Tasks struct {
+	// Dir holds one directory per task (<state_dir>/tasks).
+	Dir string
+
+	mu   sync.Mutex
+	live map[string]*liveTask
+}
+
+type liveTask struct {
+	done  chan struct{}
+	stdin io.WriteCloser
+}
+
+// TaskRequest starts a background task.
+type TaskRequest struct {
+	// ID names the task; empty picks a random one (see NewTaskID).
+	ID      string
+	Command string
+	Shell   string
+	Login   bool
+	Dir     string
+	Env     []string
+	// Stdin keeps a pipe to the command's stdin open for Write; otherwise stdin is
+	// /dev/null.
+	Stdin bool
+}
+
+// TaskStatus is what is known of a task.
+type TaskStatus struct {
+	ID        string    `json:"id"`
+	Command   string    `json:"command"`
+	Cwd       string    `json:"cwd"`
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+	// Running is true until the command ends or is killed.
+	Running bool `json:"-"`
+	// ExitCode is set once the command has ended by itself.
+	ExitCode *int `json:"-"`
+	Killed   bool `json:"-"`
+}
+
+// State names the task's state the way the harnesses do: running, completed, failed or
+// killed.
+func (s TaskStatus) State() string {
+	switch {
+	case s.Running:
+		return "running"
+	case s.Killed:
+		return "killed"
+	case s.ExitCode != nil && *s.ExitCode == 0:
+		return "completed"
+	default:
+		return "failed"
+	}
+}
+
+// ErrNoTask is returned for a task id that has no directory.
+var ErrNoTask = errors.New("no such task")
+
+// NewTaskID returns prefix followed by n random characters of [0-9a-z].
+func NewTaskID(prefix string, n int) string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return prefix + string(b)
+}
+
+func (t *Tasks) dir(id string) (string, error) {
+	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
+		return "", fmt.Errorf("task %q: %w", id, ErrNoTask)
+	}
+	return filepath.Join(t.Dir, id), nil
+}
+
+// OutputPath is the file that holds a task's output.
+func (t *Tasks) OutputPath(id string) string { return filepath.Join(t.Dir, id, "output") }
+
+// wrapper runs the command and records its exit code atomically.
+const wrapper = `"$0" ` + `$3 "$1"; c=$?; printf '%s' "$c" > "$2/exit.tmp"; mv -f "$2/exit.tmp" "$2/exit"; exit $c`
+
+// Start launches a background task and returns at once.
+func (t *Tasks) Start(ctx context.Context, req TaskRequest) (TaskStatus, error) {
+	if req.ID == "" {
+		req.ID = NewTaskID("", 9)
+	}
+	dir, err := t.dir(req.ID)
+	if err != nil {
+		return TaskStatus{}, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
+	}
+	out, err := os.OpenFile(filepath.Join(dir, "output"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
+	}
+	defer out.Close()
+	sh := req.Shell
+	if sh == "" {
+		sh = FindShell()
+	}
+	flag := "-c"
+	if req.Login {
+		flag = "-lc"
+	}
+	cmd := exec.Command(sh, "-c", wrapper, sh, req.Command, dir, flag)
+	cmd.Dir = req.Dir
+	cmd.Env = req.Env
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	var stdin io.WriteCloser
+	if req.Stdin {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return TaskStatus{}, fmt.Errorf("start task %s: stdin: %w", req.ID, err)
+		}
+		defer pr.Close()
+		cmd.Stdin = pr
+		stdin = pw
+	}
+	if err := cmd.Start(); err != nil {
+		if stdin != nil {
+			stdin.Close()
+		}
+		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
+	}
+	st := TaskStatus{ID: req.ID, Command: req.Command, Cwd: req.Dir, PID: cmd.Process.Pid,
+		StartedAt: time.Now().UTC(), Running: true}
+	meta, _ := json.Marshal(st)
+	if err := os.WriteFile(filepath.Join(dir, "task.json"), meta, 0o644); err != nil {
+		killGroup(st.PID)
+		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
+	}
+	lt := &liveTask{done: make(chan struct{}), stdin: stdin}
+	t.mu.Lock()
+	if t.live == nil {
+		t.live = map[string]*liveTask{}
+	}
+	t.live[req.ID] = lt
+	t.mu.Unlock()
+	go func() {
+		_ = cmd.Wait() // reap; the wrapper has written the exit code
+		close(lt.done)
+	}()
+	return st, nil
+}
+
+// Status reads a task's state from its directory.
+func (t *Tasks) Status(id string) (TaskStatus, error) {
+	dir, err := t.dir(id)
+	if err != nil {
+		return TaskStatus{}, err
+	}
+	var st TaskStatus
+	b, err := os.ReadFile(filepath.Join(dir, "task.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return TaskStatus{}, fmt.Errorf("task %q: %w", id, ErrNoTask)
+	}
+	if err != nil {
+		return TaskStatus{}, fmt.Errorf("task %s: %w", id, err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return TaskStatus{}, fmt.Errorf("task %s: task.json: %w", id, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "killed")); err == nil {
+		st.Killed = true
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "exit")); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			st.ExitCode = &n
+		}
+	}
+	st.Running = !st.Killed && st.ExitCode == nil && t.alive(id, st.PID)
+	return st, nil
+}
+
+func (t *Tasks) alive(id string, pid int) bool {
+	t.mu.Lock()
+	lt := t.live[id]
+	t.mu.Unlock()
+	if lt != nil {
+		select {
+		case <-lt.done:
+			return false
+		default:
+			return true
+		}
+	}
+	// Not started by this process: ask the kernel. A pid reused by now is an accepted risk.
+	return pid > 0 && syscall.Kill(pid, 0) == nil
+}
+
+// Wait waits until the task ends or timeout passes, and returns its status.
+func (t *Tasks) Wait(ctx context.Context, id string, timeout time.Duration) (TaskStatus, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	t.mu.Lock()
+	lt := t.live[id]
+	t.mu.Unlock()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := t.Status(id)
+		if err != nil || !st.Running {
+			return st, err
+		}
+		var done <-chan struct{}
+		if lt != nil {
+			done = lt.done
+		}
+		select {
+		case <-done:
+			// The wrapper has exited: its exit file is in place.
+			lt = nil
+		case <-tick.C:
+		case <-deadline.C:
+			return t.Status(id)
+		case <-ctx.Done():
+			return st, ctx.Err()
+		}
+	}
+}
+
+// Kill stops a task's whole process group and marks it killed.
+func (t *Tasks) Kill(id string) (TaskStatus, error) {
+	st, err := t.Status(id)
+	if err != nil {
+		return st, err
+	}
+	if !st.Running {
+		return st, nil
+	}
+	dir, _ := t.dir(id)
+	if err := os.WriteFile(filepath.Join(dir, "killed"), nil, 0o644); err != nil {
+		return st, fmt.Errorf("kill task %s: %w", id, err)
+	}
+	_ = syscall.Kill(-st.PID, syscall.SIGKILL)
+	t.mu.Lock()
+	lt := t.live[id]
+	t.mu.Unlock()
+	if lt != nil {
+		select {
+		case <-lt.done:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	st.Running, st.Killed = false, true
+	return st, nil
+}
+
+// Write sends data to a task's stdin. Only a task started with Stdin by this process has
+// one.
+func (t *Tasks) Write(id string, data []byte) error {
+	t.mu.Lock()
+	lt := t.live[id]
+	t.mu.Unlock()
+	if lt == nil || lt.stdin == nil {
+		return fmt.Errorf("write to task %s: stdin is not open", id)
+	}
+	if _, err := lt.stdin.Write(data); err != nil {
+		return fmt.Errorf("write to task %s: %w", id, err)
+	}
+	return nil
+}
+
+// Output returns a task's whole output so far.
+func (t *Tasks) Output(id string) ([]byte, error) {
+	dir, err := t.dir(id)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "output"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("task %q: %w", id, ErrNoTask)
+	}
+	return b, err
+}
+
+// Poll returns the output written since the previous Poll of the same task, and moves the
+// cursor (kept on disk, so it survives a restart).
+func (t *Tasks) Poll(id string) ([]byte, error) {
+	dir, err := t.dir(id)
+	if err != nil {
+		return nil, err
+	}
+	out, err := t.Output(id)
+	if err != nil {
+		return nil, err
+	}
+	cur := 0
+	if b, err := os.ReadFile(filepath.Join(dir, "cursor")); err == nil {
+		cur, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	if cur > len(out) {
+		cur = len(out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cursor"), []byte(strconv.Itoa(len(out))), 0o644); err != nil {
+		return nil, fmt.Errorf("poll task %s: %w", id, err)
+	}
+	return out[cur:], nil
+}
+
+// Remove forgets a task that has ended: its directory is deleted.
+func (t *Tasks) Remove(id string) error {
+	dir, err := t.dir(id)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	if lt := t.live[id]; lt != nil && lt.stdin != nil {
+		lt.stdin.Close()
+	}
+	delete(t.live, id)
+	t.mu.Unlock()
+	return os.RemoveAll(dir)
+}
+
+// Close closes the stdin pipes this Tasks holds; the tasks themselves keep running.
+func (t *Tasks) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, lt := range t.live {
+		if lt.stdin != nil {
+			lt.stdin.Close()
+		}
+	}
+	return nil
+}

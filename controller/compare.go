@@ -1,0 +1,237 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Difference is one place where a replay did not do what the recording did.
+type Difference struct {
+	Thread string `json:"thread"`
+	Step   int    `json:"step"`
+	// Field is what differs: "step" (missing or extra), "stop_reason", "tool_calls",
+	// "tool_call.input", "tool_result", "tool_result.is_error".
+	Field    string `json:"field"`
+	CallID   string `json:"call_id,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	Recorded string `json:"recorded"`
+	Replayed string `json:"replayed"`
+}
+
+// Report is the outcome of Compare.
+type Report struct {
+	Recording     string `json:"recording"`
+	Replay        string `json:"replay"`
+	Harness       string `json:"harness"`
+	StepsRecorded int    `json:"steps_recorded"`
+	StepsReplayed int    `json:"steps_replayed"`
+	StepsCompared int    `json:"steps_compared"`
+	// ReachedEnd says whether the replay played every step of every thread and did not end
+	// in error or divergence.
+	ReachedEnd bool   `json:"reached_end"`
+	Ended      string `json:"ended"`
+	// Identical says the replay reached the end and nothing differs.
+	Identical   bool              `json:"identical"`
+	Differences []Difference      `json:"differences"`
+	Identifiers map[string]string `json:"identifiers"`
+	// Volatile lists the fields ignored because the harness changes them on every run.
+	Volatile []string `json:"volatile"`
+
+	provider tape.Provider
+}
+
+// Compare diffs a replay against its recording step by step: tool calls (after identifier
+// substitution), tool results (volatile fields masked, identifiers learned in recorded
+// order), stop reasons, and whether every thread was played to its end.
+func Compare(rec, rep *tape.Tape) *Report {
+	h := rec.Meta.Harness
+	r := &Report{
+		Recording:     rec.Meta.TapeID,
+		Replay:        rep.Meta.TapeID,
+		Harness:       h,
+		StepsRecorded: rec.Totals().Steps,
+		StepsReplayed: rep.Totals().Steps,
+		Identifiers:   map[string]string{},
+		Volatile:      VolatileNames(h),
+		Differences:   []Difference{},
+		provider:      rec.Meta.Provider,
+	}
+	ids := NewIdentifiers()
+	reached := true
+	for ref := range rec.Steps() {
+		th := rep.Thread(ref.Thread.ID)
+		if th == nil || ref.Index >= len(th.Steps) {
+			reached = false
+			r.add(Difference{Thread: ref.Thread.ID, Step: ref.Index, Field: "step", Recorded: "present", Replayed: "missing"})
+			continue
+		}
+		r.StepsCompared++
+		compareStep(r, ids, h, ref.Thread.ID, ref.Index, ref.Step, th.Steps[ref.Index])
+	}
+	for _, th := range rep.Threads {
+		rth := rec.Thread(th.ID)
+		n := 0
+		if rth != nil {
+			n = len(rth.Steps)
+		}
+		for i := n; i < len(th.Steps); i++ {
+			r.add(Difference{Thread: th.ID, Step: i, Field: "step", Recorded: "missing", Replayed: "present"})
+		}
+	}
+	r.Ended = "running or cut short"
+	if e := rep.Meta.Ended; e != nil {
+		r.Ended = string(e.Reason)
+		if e.Detail != "" {
+			r.Ended += ": " + e.Detail
+		}
+		if e.Reason != tape.EndComplete {
+			reached = false
+		}
+	}
+	r.ReachedEnd = reached
+	r.Identical = reached && len(r.Differences) == 0
+	r.Identifiers = ids.Map()
+	return r
+}
+
+// carriesIsError says whether a wire format can tell a failed tool result from a good one.
+func carriesIsError(p tape.Provider) bool {
+	return p != tape.ProviderOpenAIChat && p != tape.ProviderOpenAIResponses
+}
+
+func (r *Report) add(d Difference) { r.Differences = append(r.Differences, d) }
+
+func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tape.Step) {
+	if a.Response.StopReason != b.Response.StopReason {
+		r.add(Difference{Thread: thread, Step: i, Field: "stop_reason", Recorded: a.Response.StopReason, Replayed: b.Response.StopReason})
+	}
+	if len(a.ToolCalls) != len(b.ToolCalls) {
+		r.add(Difference{Thread: thread, Step: i, Field: "tool_calls", Recorded: callNames(a.ToolCalls), Replayed: callNames(b.ToolCalls)})
+		return
+	}
+	for k, ca := range a.ToolCalls {
+		cb := b.ToolCalls[k]
+		if ca.Name != cb.Name {
+			r.add(Difference{Thread: thread, Step: i, Field: "tool_calls", CallID: ca.ID, Recorded: ca.Name, Replayed: cb.Name})
+			continue
+		}
+		if !jsonEqual(ids.ApplyJSON(ca.Input), cb.Input) {
+			r.add(Difference{Thread: thread, Step: i, Field: "tool_call.input", CallID: ca.ID, Tool: ca.Name, Recorded: string(ca.Input), Replayed: string(cb.Input)})
+		}
+	}
+	for _, ca := range a.ToolCalls {
+		ra, okA := a.ToolResult(ca.ID)
+		rb, okB := b.ToolResult(ca.ID)
+		if !okA && !okB {
+			continue
+		}
+		if okA != okB {
+			r.add(Difference{Thread: thread, Step: i, Field: "tool_result", CallID: ca.ID, Tool: ca.Name, Recorded: presence(okA), Replayed: presence(okB)})
+			continue
+		}
+		ta, tb := Mask(h, resultText(ra)), Mask(h, resultText(rb))
+		ids.Learn(ta, tb)
+		if ids.Apply(ta) != tb {
+			r.add(Difference{Thread: thread, Step: i, Field: "tool_result", CallID: ca.ID, Tool: ca.Name, Recorded: ta, Replayed: tb})
+		}
+		// OpenAI's wire formats cannot carry is_error, so a recording from them never has it.
+		if ra.IsError != rb.IsError && carriesIsError(r.provider) {
+			r.add(Difference{Thread: thread, Step: i, Field: "tool_result.is_error", CallID: ca.ID, Tool: ca.Name, Recorded: fmt.Sprint(ra.IsError), Replayed: fmt.Sprint(rb.IsError)})
+		}
+	}
+}
+
+// resultText flattens a result's content for comparison: text blocks as they are, other
+// blocks as their JSON.
+func resultText(r tape.ToolResult) string {
+	var b strings.Builder
+	for i, blk := range r.Content {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if blk.Type == tape.BlockText {
+			b.WriteString(blk.Text)
+			continue
+		}
+		j, _ := json.Marshal(blk)
+		b.Write(j)
+	}
+	return b.String()
+}
+
+func presence(ok bool) string {
+	if ok {
+		return "present"
+	}
+	return "missing"
+}
+
+func callNames(cs []tape.ToolCall) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return "[" + strings.Join(names, ", ") + "]"
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// WriteText prints the report for people.
+func (r *Report) WriteText(w io.Writer) {
+	verdict := "IDENTICAL"
+	switch {
+	case !r.ReachedEnd:
+		verdict = "DID NOT REACH THE END"
+	case !r.Identical:
+		verdict = "DIFFERS"
+	}
+	fmt.Fprintf(w, "compare %s -> %s (%s): %s\n", short(r.Recording), short(r.Replay), r.Harness, verdict)
+	fmt.Fprintf(w, "  steps: %d recorded, %d replayed, %d compared; replay ended: %s\n", r.StepsRecorded, r.StepsReplayed, r.StepsCompared, r.Ended)
+	if len(r.Identifiers) > 0 {
+		fmt.Fprintf(w, "  identifiers learned: %d\n", len(r.Identifiers))
+	}
+	for _, d := range r.Differences {
+		where := fmt.Sprintf("thread %s step %d", d.Thread, d.Step)
+		if d.CallID != "" {
+			where += fmt.Sprintf(" call %s", d.CallID)
+			if d.Tool != "" {
+				where += " (" + d.Tool + ")"
+			}
+		}
+		fmt.Fprintf(w, "  - %s: %s differs\n      recorded: %s\n      replayed: %s\n", where, d.Field, clip(d.Recorded, 300), clip(d.Replayed, 300))
+	}
+	if len(r.Volatile) > 0 {
+		fmt.Fprintf(w, "  ignored as volatile: %s\n", strings.Join(r.Volatile, "; "))
+	}
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

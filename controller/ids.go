@@ -1,0 +1,175 @@
+package controller
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+)
+
+// Identifiers maps identifiers of a recording to the ones a replay produced in their place
+// (background task ids and their output paths, session ids, subagent ids). It is learned by
+// comparing each tool result of the replay with the recorded one, and applied to the tool
+// calls and responses sent from then on. Safe for concurrent use.
+type Identifiers struct {
+	mu sync.Mutex
+	m  map[string]string // recorded -> replayed
+}
+
+// NewIdentifiers returns an empty map.
+func NewIdentifiers() *Identifiers { return &Identifiers{m: map[string]string{}} }
+
+// tokenRE matches the runs that can hold an identifier: letters, digits and the punctuation
+// of paths and ids.
+var tokenRE = regexp.MustCompile(`[A-Za-z0-9_\-./:]+`)
+
+// Learn compares a recorded text with the replayed one. When both split into the same
+// sequence of tokens except for some that look like identifiers, it records each such pair
+// and returns them. Texts with a different shape teach nothing.
+func (ids *Identifiers) Learn(recorded, replayed string) map[string]string {
+	pairs := identifierPairs(recorded, replayed)
+	if len(pairs) == 0 {
+		return nil
+	}
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	for r, n := range pairs {
+		ids.m[r] = n
+	}
+	return pairs
+}
+
+// tokens returns the spans of tokenRE in s, without trailing sentence punctuation.
+func tokens(s string) [][]int {
+	spans := tokenRE.FindAllStringIndex(s, -1)
+	for _, sp := range spans {
+		for sp[1] > sp[0]+1 && strings.ContainsRune(".:", rune(s[sp[1]-1])) {
+			sp[1]--
+		}
+	}
+	return spans
+}
+
+// identifierPairs aligns two texts token by token.
+func identifierPairs(a, b string) map[string]string {
+	if a == b {
+		return nil
+	}
+	ta, tb := tokens(a), tokens(b)
+	if len(ta) != len(tb) {
+		return nil
+	}
+	// The text between tokens must agree, so that only tokens differ.
+	prevA, prevB := 0, 0
+	var pairs map[string]string
+	for i := range ta {
+		if a[prevA:ta[i][0]] != b[prevB:tb[i][0]] {
+			return nil
+		}
+		x, y := a[ta[i][0]:ta[i][1]], b[tb[i][0]:tb[i][1]]
+		prevA, prevB = ta[i][1], tb[i][1]
+		if x == y {
+			continue
+		}
+		if !looksLikeID(x) || !looksLikeID(y) {
+			return nil
+		}
+		if pairs == nil {
+			pairs = map[string]string{}
+		}
+		pairs[x] = y
+		// A path that differs also teaches its differing segments (the id inside it).
+		sx, sy := strings.FieldsFunc(x, isPathSep), strings.FieldsFunc(y, isPathSep)
+		if len(sx) == len(sy) {
+			for j := range sx {
+				if sx[j] != sy[j] && looksLikeID(sx[j]) && looksLikeID(sy[j]) {
+					pairs[sx[j]] = sy[j]
+				}
+			}
+		}
+	}
+	if a[prevA:] != b[prevB:] {
+		return nil
+	}
+	return pairs
+}
+
+func isPathSep(r rune) bool { return r == '/' || r == '.' }
+
+// looksLikeID says whether a token can be a generated identifier rather than a word or a
+// measurement: a path, a token of 4 or more characters mixing letters and digits, or an
+// integer of 3 or more digits (Codex session ids). Decimal numbers (times) never are.
+func looksLikeID(s string) bool {
+	if strings.Contains(s, "/") {
+		return true
+	}
+	digits := 0
+	for _, r := range s {
+		if unicode.IsDigit(r) {
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if strings.Trim(s, "0123456789.") == "" { // a number
+		return !strings.Contains(s, ".") && len(s) >= 3
+	}
+	return len(s) >= 4
+}
+
+// Len returns how many identifiers are known.
+func (ids *Identifiers) Len() int {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	return len(ids.m)
+}
+
+// Map returns a copy of the mapping.
+func (ids *Identifiers) Map() map[string]string {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	out := make(map[string]string, len(ids.m))
+	for k, v := range ids.m {
+		out[k] = v
+	}
+	return out
+}
+
+// Apply replaces every known recorded identifier in s with its replayed counterpart,
+// longest first so that a path is replaced before the id inside it.
+func (ids *Identifiers) Apply(s string) string {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	if len(ids.m) == 0 {
+		return s
+	}
+	keys := make([]string, 0, len(ids.m))
+	for k := range ids.m {
+		if strings.Contains(s, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return s
+	}
+	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
+	args := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		args = append(args, k, ids.m[k])
+	}
+	return strings.NewReplacer(args...).Replace(s)
+}
+
+// ApplyJSON replaces identifiers inside a JSON document's strings. Identifiers hold no
+// characters that JSON escapes, so a textual replacement keeps the document valid; the
+// result is checked anyway and the input returned unchanged if it would not be.
+func (ids *Identifiers) ApplyJSON(raw json.RawMessage) json.RawMessage {
+	out := ids.Apply(string(raw))
+	if out == string(raw) || !json.Valid([]byte(out)) {
+		return raw
+	}
+	return json.RawMessage(out)
+}

@@ -1,0 +1,48 @@
+package controller
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestIdentifiersLearnAndApply(t *testing.T) {
+	for _, tc := range []struct {
+		name, rec, rep string
+		want           map[string]string
+	}{
+		{"same text teaches nothing", "ok", "ok", nil},
+		{"claude background task",
+			"Command running in background with ID: bsfryt1j0. Output is being written to: /tmp/claude-0/-app/80e1/tasks/bsfryt1j0.output. You will be notified.",
+			"Command running in background with ID: k2p9xq4ma. Output is being written to: /app/.tapebox/tasks/k2p9xq4ma.output. You will be notified.",
+			map[string]string{"bsfryt1j0": "k2p9xq4ma", "/tmp/claude-0/-app/80e1/tasks/bsfryt1j0.output": "/app/.tapebox/tasks/k2p9xq4ma.output"}},
+		{"codex session id", "Process running with session ID 48213", "Process running with session ID 90112",
+			map[string]string{"48213": "90112"}},
+		{"different words teach nothing", "Exit code 1\nfailed", "Exit code 0\nworked", nil},
+		{"times are not ids", "took 0.0012 s", "took 0.0031 s", nil},
+		{"different shape teaches nothing", "a b c", "a b", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ids := NewIdentifiers()
+			got := ids.Learn(tc.rec, tc.rep)
+			for k, v := range tc.want {
+				require.Equal(t, v, got[k], "pair for %s", k)
+			}
+			if tc.want == nil {
+				require.Empty(t, got)
+			}
+		})
+	}
+	ids := NewIdentifiers()
+	ids.Learn("ID: bsfryt1j0 at /tmp/x/bsfryt1j0.output", "ID: zz99zz99z at /app/t/zz99zz99z.output")
+	in := json.RawMessage(`{"file_path":"/tmp/x/bsfryt1j0.output","task_id":"bsfryt1j0"}`)
+	require.JSONEq(t, `{"file_path":"/app/t/zz99zz99z.output","task_id":"zz99zz99z"}`, string(ids.ApplyJSON(in)))
+}
+
+func TestMask(t *testing.T) {
+	a := "Chunk ID: 8e7254\nWall time: 0.0000 seconds\nProcess exited with code 0\nOutput:\nhi\n"
+	b := "Chunk ID: 1fac80\nWall time: 0.0123 seconds\nProcess exited with code 0\nOutput:\nhi\n"
+	require.Equal(t, Mask("codex", a), Mask("codex", b))
+	require.NotEqual(t, Mask("codex", a), Mask("codex", "Chunk ID: 1fac80\nWall time: 0.0123 seconds\nProcess exited with code 1\nOutput:\nhi\n"))
+}

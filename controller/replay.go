@@ -1,0 +1,434 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Options configure a replay in executor mode.
+type Options struct {
+	// Cwd is the working directory in the sandbox (the harness's cwd at recording time).
+	Cwd string
+	// Env is passed to the executor's hello.
+	Env map[string]string
+	// Speed scales the recorded model latency: 1 reproduces it, 2 halves it, 0 removes it.
+	Speed float64
+	// Output is where the replay tape is written after every step; "" writes none.
+	Output string
+	// CallTimeout bounds each tool call; a call that takes longer gets an error result and
+	// the replay goes on. Zero means 10 minutes.
+	CallTimeout time.Duration
+	// MaxRestarts bounds how often a dead executor session is restarted. Zero means 3.
+	MaxRestarts int
+	// Fsync makes the replay tape durable after every step (slower). A replay can be run
+	// again, so by default each step is published atomically but not fsynced.
+	Fsync bool
+	// Logf receives progress and problems; nil discards them.
+	Logf func(format string, args ...any)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Result is what a replay did.
+type Result struct {
+	// Tape is the replay tape (also at Options.Output when set).
+	Tape *tape.Tape
+	// Steps played, tool calls run in the sandbox, executor restarts.
+	Steps, ToolCalls, Restarts int
+	// Wall is the whole replay; ToolTime sums tool execution as the executor measured it;
+	// ModelTime sums the paced model latency.
+	Wall, ToolTime, ModelTime time.Duration
+	// Identifiers learned.
+	Identifiers map[string]string
+}
+
+// IncompleteError says which thread and step a replay could not play, and why.
+type IncompleteError struct {
+	Thread string
+	Step   int
+	Err    error
+}
+
+func (e *IncompleteError) Error() string {
+	return fmt.Sprintf("replay stopped at thread %q step %d: %v", e.Thread, e.Step, e.Err)
+}
+
+func (e *IncompleteError) Unwrap() error { return e.Err }
+
+// Replay plays rec in executor mode: the controller plays the model (the recorded responses,
+// paced by Speed) and drives tapebox-exec in sb to run every tool call. It returns the
+// replay's result, and an *IncompleteError when some thread could not be played to its end
+// (the replay tape written so far stays valid and says so).
+func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Result, error) {
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = 10 * time.Minute
+	}
+	if opts.MaxRestarts == 0 {
+		opts.MaxRestarts = 3
+	}
+	if opts.Speed < 0 {
+		return nil, fmt.Errorf("replay: speed %v: must be 0 or more", opts.Speed)
+	}
+	main := rec.Main()
+	if main == nil {
+		return nil, errors.New("replay: the tape has no main thread")
+	}
+	p := &player{rec: rec, sb: sb, opts: opts, ids: NewIdentifiers(), start: opts.Now()}
+	p.hello = protocol.Hello{Harness: rec.Meta.Harness, Cwd: opts.Cwd, Env: opts.Env}
+	if p.hello.Env == nil {
+		p.hello.Env = map[string]string{}
+	}
+	if err := p.openOutput(); err != nil {
+		return nil, err
+	}
+	s, err := startSession(ctx, sb, p.hello, opts.Logf)
+	if err != nil {
+		p.finish(tape.EndError, err.Error())
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	p.sess = s
+	p.policy = s.hello.Policy
+	opts.Logf("executor %s (protocol %d, harness %s, %s): parallel tool calls %v, spawning tools %v",
+		s.hello.Version, s.hello.Protocol, s.hello.Harness, s.hello.Platform, p.policy.ParallelToolCalls, p.policy.SpawningTools)
+
+	err = p.playThread(ctx, main)
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	p.currentSession().close(closeCtx)
+	cancel()
+	res := &Result{Steps: p.steps, ToolCalls: p.calls, Restarts: p.restarts, Wall: opts.Now().Sub(p.start),
+		ToolTime: p.toolTime, ModelTime: p.modelTime, Identifiers: p.ids.Map()}
+	if err != nil {
+		reason := tape.EndError
+		if errors.Is(err, context.Canceled) {
+			reason = tape.EndCut
+		}
+		p.finish(reason, err.Error())
+		res.Tape = p.out
+		return res, err
+	}
+	if werr := p.finish(tape.EndComplete, ""); werr != nil {
+		return res, werr
+	}
+	res.Tape = p.out
+	return res, nil
+}
+
+type player struct {
+	rec    *tape.Tape
+	sb     Sandbox
+	opts   Options
+	ids    *Identifiers
+	hello  protocol.Hello
+	policy protocol.Policy
+	start  time.Time
+
+	out     *tape.Tape
+	w       *tape.Writer
+	threadI map[string]int // replay thread index by id
+
+	mu        sync.Mutex
+	sess      *session
+	restarts  int
+	steps     int
+	calls     int
+	toolTime  time.Duration
+	modelTime time.Duration
+}
+
+// openOutput prepares the replay tape: the recording's meta with replay_of set, and every
+// thread of the recording (same ids and parents), filled as they are played.
+func (p *player) openOutput() error {
+	out := tape.New(p.rec.Meta.Provider, p.start)
+	m := p.rec.Meta
+	recID := m.TapeID
+	out.Meta = tape.Meta{TapeID: out.Meta.TapeID, Harness: m.Harness, HarnessVersion: m.HarnessVersion,
+		Provider: m.Provider, Model: m.Model, StartedAt: p.start.UTC(), Task: m.Task, ReplayOf: &recID,
+		Labels: map[string]string{"mode": "executor"}}
+	for k, v := range m.Labels {
+		if _, ok := out.Meta.Labels[k]; !ok {
+			out.Meta.Labels[k] = v
+		}
+	}
+	p.out = out
+	p.threadI = map[string]int{}
+	for i, th := range p.rec.Threads {
+		out.Threads = append(out.Threads, &tape.Thread{ID: th.ID, Parent: th.Parent, Steps: []*tape.Step{}})
+		p.threadI[th.ID] = i
+	}
+	if p.opts.Output == "" {
+		return nil
+	}
+	w, err := tape.Create(p.opts.Output, out)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	w.SetFsync(p.opts.Fsync)
+	p.w = w
+	return nil
+}
+
+func (p *player) finish(reason tape.EndReason, detail string) error {
+	now := p.opts.Now()
+	if p.w == nil {
+		p.out.Meta.Ended = &tape.Ended{Reason: reason, At: now.UTC(), Detail: detail}
+		return nil
+	}
+	return p.w.Finish(reason, now, detail)
+}
+
+func (p *player) ms(t time.Time) float64 { return tape.RoundMS(t.Sub(p.start)) }
+
+// pace sleeps for a scaled duration and returns when it ends.
+func (p *player) pace(ctx context.Context, d time.Duration) error {
+	if p.opts.Speed == 0 || d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(float64(d) / p.opts.Speed))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+// playThread plays every step of th in order.
+func (p *player) playThread(ctx context.Context, th *tape.Thread) error {
+	ti := p.threadI[th.ID]
+	for si, st := range th.Steps {
+		if err := ctx.Err(); err != nil {
+			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+		}
+		reqAt := p.opts.Now()
+		if si > 0 {
+			next := p.ms(reqAt)
+			p.updateStep(ti, si-1, func(s *tape.Step) { s.Timing.NextRequestAt = &next })
+		}
+		// The model's latency: request to first byte, first byte to last byte.
+		if err := p.pace(ctx, msDur(st.Timing.FirstByteAt-st.Timing.RequestAt)); err != nil {
+			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+		}
+		firstAt := p.opts.Now()
+		if err := p.pace(ctx, msDur(st.Timing.LastByteAt-st.Timing.FirstByteAt)); err != nil {
+			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+		}
+		lastAt := p.opts.Now()
+		p.mu.Lock()
+		p.modelTime += lastAt.Sub(reqAt)
+		p.mu.Unlock()
+
+		calls := make([]tape.ToolCall, len(st.ToolCalls))
+		for i, c := range st.ToolCalls {
+			c.Input = p.ids.ApplyJSON(c.Input)
+			calls[i] = c
+		}
+		step := &tape.Step{
+			Request:   st.Request,
+			Response:  st.Response,
+			ToolCalls: calls,
+			Timing:    tape.Timing{RequestAt: p.ms(reqAt), FirstByteAt: p.ms(firstAt), LastByteAt: p.ms(lastAt)},
+		}
+		if err := p.appendStep(ti, step); err != nil {
+			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+		}
+		results, err := p.runCalls(ctx, th, st, calls)
+		if err != nil {
+			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+		}
+		p.updateStep(ti, si, func(s *tape.Step) { s.ToolResults = results })
+		if err := p.sync(); err != nil {
+			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+		}
+	}
+	return nil
+}
+
+func (p *player) appendStep(ti int, s *tape.Step) error {
+	p.mu.Lock()
+	p.steps++
+	p.mu.Unlock()
+	if p.w == nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.out.Threads[ti].Steps = append(p.out.Threads[ti].Steps, s)
+		return nil
+	}
+	_, err := p.w.AppendStep(ti, s)
+	return err
+}
+
+func (p *player) updateStep(ti, si int, fn func(*tape.Step)) {
+	if p.w == nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		fn(p.out.Threads[ti].Steps[si])
+		return
+	}
+	if err := p.w.UpdateStep(ti, si, fn); err != nil {
+		p.opts.Logf("update replay tape: %v", err)
+	}
+}
+
+func (p *player) sync() error {
+	if p.w == nil {
+		return nil
+	}
+	return p.w.Sync()
+}
+
+// runCalls runs the tool calls of one step: concurrently when the harness runs a response's
+// calls in parallel, else in order. Spawning calls play their child thread.
+func (p *player) runCalls(ctx context.Context, th *tape.Thread, st *tape.Step, calls []tape.ToolCall) ([]tape.ToolResult, error) {
+	results := make([]tape.ToolResult, len(calls))
+	errs := make([]error, len(calls))
+	run := func(i int) {
+		results[i], errs[i] = p.runCall(ctx, th, st, calls[i])
+	}
+	if p.policy.ParallelToolCalls && len(calls) > 1 {
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() { run(i) })
+		}
+		wg.Wait()
+	} else {
+		for i := range calls {
+			run(i)
+			if errs[i] != nil {
+				break
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+func (p *player) runCall(ctx context.Context, th *tape.Thread, st *tape.Step, c tape.ToolCall) (tape.ToolResult, error) {
+	recorded, hasRecorded := st.ToolResult(c.ID)
+	if slices.Contains(p.policy.SpawningTools, c.Name) {
+		return p.playChild(ctx, th, c, recorded, hasRecorded)
+	}
+	var rp *tape.ToolResult
+	if hasRecorded {
+		r := recorded
+		rp = &r
+	}
+	res, err := p.callWithRestart(ctx, c, rp)
+	if err != nil {
+		return tape.ToolResult{}, err
+	}
+	res.ToolCallID = c.ID
+	if hasRecorded {
+		h := p.rec.Meta.Harness
+		p.ids.Learn(Mask(h, resultText(recorded)), Mask(h, resultText(res)))
+	}
+	return res, nil
+}
+
+// playChild plays the thread spawned by call c and returns the spawning call's result: the
+// recorded one (which wraps the child's final text the way the harness does), or the child's
+// final text when the recording has none.
+func (p *player) playChild(ctx context.Context, parent *tape.Thread, c tape.ToolCall, recorded tape.ToolResult, hasRecorded bool) (tape.ToolResult, error) {
+	child := p.rec.ChildOf(parent.ID, c.ID)
+	if child == nil {
+		p.opts.Logf("thread %s: spawning call %s (%s) has no child thread in the tape; replaying its recorded result", parent.ID, c.ID, c.Name)
+		if !hasRecorded {
+			return tape.ToolResult{ToolCallID: c.ID, IsError: true, Content: []tape.Block{{Type: tape.BlockText,
+				Text: fmt.Sprintf("tapebox: spawning call %s (%s) has neither a child thread nor a recorded result", c.ID, c.Name)}}}, nil
+		}
+		return recorded, nil
+	}
+	if err := p.playThread(ctx, child); err != nil {
+		return tape.ToolResult{}, err
+	}
+	if hasRecorded {
+		return recorded, nil
+	}
+	final := ""
+	if n := len(child.Steps); n > 0 {
+		final = child.Steps[n-1].Response.Text()
+	}
+	return tape.ToolResult{ToolCallID: c.ID, Content: []tape.Block{{Type: tape.BlockText, Text: final}}}, nil
+}
+
+func (p *player) currentSession() *session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sess
+}
+
+// callWithRestart runs a call, restarting a dead executor session (background tasks live on
+// the sandbox's disk, so a new session still answers for them). A call that times out gets
+// an error result.
+func (p *player) callWithRestart(ctx context.Context, c tape.ToolCall, recorded *tape.ToolResult) (tape.ToolResult, error) {
+	for {
+		s := p.currentSession()
+		cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+		res, err := s.call(cctx, c, recorded)
+		cancel()
+		var ee *ExecutorError
+		switch {
+		case err == nil:
+			p.mu.Lock()
+			p.calls++
+			if res.DurationMS != nil {
+				p.toolTime += msDur(*res.DurationMS)
+			}
+			p.mu.Unlock()
+			return res, nil
+		case errors.As(err, &ee):
+			return errorResult(c, "tapebox: the executor could not run this call: "+ee.Message), nil
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			p.opts.Logf("tool call %s (%s) timed out after %v", c.ID, c.Name, p.opts.CallTimeout)
+			return errorResult(c, fmt.Sprintf("tapebox: tool call timed out after %v", p.opts.CallTimeout)), nil
+		case errors.Is(err, errSessionDied):
+			if rerr := p.restart(ctx, s, err); rerr != nil {
+				return tape.ToolResult{}, rerr
+			}
+		default:
+			return tape.ToolResult{}, err
+		}
+	}
+}
+
+func errorResult(c tape.ToolCall, msg string) tape.ToolResult {
+	return tape.ToolResult{ToolCallID: c.ID, IsError: true, Content: []tape.Block{{Type: tape.BlockText, Text: msg}}}
+}
+
+// restart replaces a dead session (once, however many calls noticed it).
+func (p *player) restart(ctx context.Context, dead *session, cause error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sess != dead {
+		return nil // another call restarted it already
+	}
+	if p.restarts >= p.opts.MaxRestarts {
+		return fmt.Errorf("executor session died %d times, giving up: %w", p.restarts+1, cause)
+	}
+	p.restarts++
+	p.opts.Logf("executor session died (%v); restarting it (%d/%d)", cause, p.restarts, p.opts.MaxRestarts)
+	dead.conn.Close()
+	s, err := startSession(ctx, p.sb, p.hello, p.opts.Logf)
+	if err != nil {
+		return fmt.Errorf("restart executor: %w (after: %v)", err, cause)
+	}
+	p.sess = s
+	return nil
+}

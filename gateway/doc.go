@@ -1,0 +1,16 @@
+// Package gateway records an agent's model calls: Gateway is a reverse proxy between the
+// agent and its provider that speaks Anthropic Messages, OpenAI Chat Completions and OpenAI
+// Responses, streaming and not, and writes every call into one tape.
+//
+// Streams are forwarded chunk by chunk as they arrive (never buffered) and recorded event by
+// event with their time. Each call is attributed to a thread: a request that answers the
+// tool calls of a thread's last step continues it; a request that starts a new conversation
+// while a spawning tool call (Claude Code's Agent/Task, Codex's spawn_agent) waits for its
+// child becomes that child's thread. A step's tool results are taken from its thread's next
+// request. The tape is persisted after every call with tape.Writer, so a gateway killed at
+// any moment leaves a valid tape with every finished call.
+//
+// Credentials never reach the tape: Authorization, x-api-key, cookies and any header whose
+// name looks like a secret are redacted. With Injection the gateway holds the real key and
+// the agent a placeholder.
+package gateway

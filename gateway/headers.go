@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Redacted replaces a credential's value in a tape.
+const Redacted = "[redacted]"
+
+// credentialHeaders are the headers that carry credentials, lower case.
+var credentialHeaders = []string{
+	"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie",
+	"anthropic-api-key", "openai-api-key", "x-goog-api-key",
+}
+
+// credentialName matches other header names that look like they carry a secret.
+var credentialName = regexp.MustCompile(`(?i)(secret|token|password|passwd|api[-_]?key|auth|session-token|cookie)`)
+
+// IsCredential says whether a header (any case) carries a credential.
+func IsCredential(name string) bool {
+	n := strings.ToLower(name)
+	return slices.Contains(credentialHeaders, n) || credentialName.MatchString(n)
+}
+
+// hopHeaders are connection-level headers a proxy does not forward.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// recordHeaders turns HTTP headers into a tape's: lower-case names, repeated values joined,
+// credentials redacted.
+func recordHeaders(h http.Header, extraSecret []string) tape.Headers {
+	out := tape.Headers{}
+	for name, vals := range h {
+		n := strings.ToLower(name)
+		if IsCredential(n) || slices.Contains(extraSecret, n) {
+			out[n] = Redacted
+			continue
+		}
+		out[n] = strings.Join(vals, ", ")
+	}
+	return out
+}
+
+// Injection makes the gateway hold a credential: requests to Host get header Name set to
+// Value, and any credential the agent sent for that host is dropped first.
+type Injection struct {
+	Host  string // host[:port] of the upstream
+	Name  string
+	Value string
+}
+
+// ParseInjection parses HOST:NAME=VALUE. VALUE may be $VAR or env:VAR to read an
+// environment variable (through getenv), so the key never appears in a command line.
+func ParseInjection(s string, getenv func(string) string) (Injection, error) {
+	hostName, value, ok := strings.Cut(s, "=")
+	if !ok {
+		return Injection{}, fmt.Errorf("inject header %q: want HOST:NAME=VALUE", s)
+	}
+	i := strings.LastIndex(hostName, ":")
+	if i <= 0 || i == len(hostName)-1 {
+		return Injection{}, fmt.Errorf("inject header %q: want HOST:NAME=VALUE", s)
+	}
+	inj := Injection{Host: strings.ToLower(hostName[:i]), Name: hostName[i+1:], Value: value}
+	var env string
+	switch {
+	case strings.HasPrefix(value, "$"):
+		env = value[1:]
+	case strings.HasPrefix(value, "env:"):
+		env = value[4:]
+	}
+	if env != "" {
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		inj.Value = getenv(env)
+		if inj.Value == "" {
+			return Injection{}, fmt.Errorf("inject header %q: environment variable %s is empty or unset", s, env)
+		}
+	}
+	return inj, nil
+}
+
+// matches says whether the injection applies to an upstream host (with or without port).
+func (inj Injection) matches(host string) bool {
+	host = strings.ToLower(host)
+	if inj.Host == host {
+		return true
+	}
+	h, _, _ := strings.Cut(host, ":")
+	return inj.Host == h
+}

@@ -1,0 +1,171 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// SpawningTools are the tools known to start a subagent: Claude Code's Agent and Task,
+// Codex's multi-agent spawn tools.
+var SpawningTools = []string{"Agent", "Task", "spawn_agent", "spawn_subagent", "create_agent"}
+
+// thread is the gateway's view of one conversation while recording.
+type thread struct {
+	id     string
+	index  int // index in the tape, -1 until its first step is written
+	parent *tape.Parent
+	key    string // system prompt + tool names + first user message
+	steps  int    // steps written
+	// last is the thread's last written step (its tool calls wait for results).
+	last      *tape.Step
+	lastIndex int
+	// inFlight counts requests of this thread not yet answered.
+	inFlight int
+}
+
+// threadKey identifies a conversation by what stays the same across its calls.
+func threadKey(req *tape.Request) string {
+	h := sha256.New()
+	h.Write([]byte(req.System))
+	for _, t := range req.Tools {
+		h.Write([]byte{0})
+		h.Write([]byte(t.Name))
+	}
+	h.Write([]byte{1})
+	h.Write([]byte(firstUserText(req)))
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// firstUserText is the text of the first user message.
+func firstUserText(req *tape.Request) string {
+	for _, m := range req.Messages {
+		if m.Role == "user" {
+			var b strings.Builder
+			for _, blk := range m.Content {
+				if blk.Type == tape.BlockText {
+					b.WriteString(blk.Text)
+					b.WriteString("\n")
+				}
+			}
+			return b.String()
+		}
+	}
+	return ""
+}
+
+// assistantTurns counts the assistant messages in a request: how many model calls of the
+// thread came before it.
+func assistantTurns(req *tape.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			n++
+		}
+	}
+	return n
+}
+
+// answeredCalls returns the tool call ids a request carries results for.
+func answeredCalls(req *tape.Request) map[string]bool {
+	ids := map[string]bool{}
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			if b.Type == tape.BlockToolResult {
+				ids[b.ToolCallID] = true
+			}
+		}
+	}
+	return ids
+}
+
+// attribute decides which thread a request belongs to, creating one when it starts a new
+// conversation. It must be called with the gateway's lock held.
+//
+// In order: a request that answers the tool calls of a thread's last step continues that
+// thread; a request with the same conversation key as a thread, with as many assistant
+// turns as the thread has steps, continues it (a follow-up without tool calls); anything
+// else starts a thread, whose parent is the pending spawning call whose prompt its first
+// user message carries (else the oldest pending spawning call, else none).
+func (g *Gateway) attribute(req *tape.Request) (th *thread, continued bool) {
+	answered := answeredCalls(req)
+	key := threadKey(req)
+	turns := assistantTurns(req)
+	if len(answered) > 0 {
+		for _, t := range g.threads {
+			if t.last == nil {
+				continue
+			}
+			for _, c := range t.last.ToolCalls {
+				if answered[c.ID] {
+					return t, true
+				}
+			}
+		}
+	}
+	for _, t := range g.threads {
+		if t.key == key && turns > 0 && turns == t.steps+t.inFlight {
+			return t, true
+		}
+	}
+	th = &thread{index: -1, key: key}
+	if len(g.threads) == 0 {
+		th.id = "main"
+	} else {
+		th.id = fmt.Sprintf("t%d", len(g.threads))
+		th.parent = g.claimSpawn(firstUserText(req))
+	}
+	g.threads = append(g.threads, th)
+	return th, false
+}
+
+// spawn is a spawning tool call waiting for its child's first request.
+type spawn struct {
+	thread string
+	callID string
+	prompt string
+}
+
+// noteSpawns remembers the spawning calls of a finished step.
+func (g *Gateway) noteSpawns(th *thread, s *tape.Step) {
+	for _, c := range s.ToolCalls {
+		if !slices.Contains(g.spawning, c.Name) {
+			continue
+		}
+		g.spawns = append(g.spawns, spawn{thread: th.id, callID: c.ID, prompt: spawnPrompt(c)})
+	}
+}
+
+// spawnPrompt takes the task text from a spawning call's input.
+func spawnPrompt(c tape.ToolCall) string {
+	for _, k := range []string{"prompt", "message", "task", "instructions", "input"} {
+		if v := jsonField(c.Input, k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// claimSpawn finds the parent of a new thread whose first user message is text.
+func (g *Gateway) claimSpawn(text string) *tape.Parent {
+	if len(g.spawns) == 0 {
+		return nil
+	}
+	pick := -1
+	for i, s := range g.spawns {
+		if s.prompt != "" && strings.Contains(text, s.prompt) {
+			pick = i
+			break
+		}
+	}
+	if pick < 0 {
+		pick = 0
+	}
+	s := g.spawns[pick]
+	g.spawns = slices.Delete(g.spawns, pick, pick+1)
+	return &tape.Parent{ThreadID: s.thread, ToolCallID: s.callID}
+}

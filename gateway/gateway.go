@@ -587,3 +587,25 @@ func jsonField(raw json.RawMessage, key string) string {
 	}
 	return s
 }
+
+// Outcome says how the run looks now: complete when the main thread's last call was
+// answered with a final message (no tool calls), upstream_error when the last call failed
+// upstream, cut otherwise. Use it to finish a recording stopped by a signal or an exiting
+// agent.
+func (g *Gateway) Outcome() (tape.EndReason, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lastErr != "" {
+		return tape.EndUpstreamError, g.lastErr
+	}
+	for _, th := range g.threads {
+		if th.parent != nil || th.last == nil {
+			continue
+		}
+		if len(th.last.ToolCalls) == 0 && th.last.Response.Status < 400 && th.inFlight == 0 {
+			return tape.EndComplete, ""
+		}
+		return tape.EndCut, fmt.Sprintf("thread %s stopped after step %d, waiting for %d tool results", th.id, th.lastIndex, len(th.last.ToolCalls))
+	}
+	return tape.EndCut, "no model call was answered"
+}

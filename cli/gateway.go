@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/tape"
+)
+
+func init() {
+	register(&command{name: "gateway", summary: "record an agent's model calls into a tape (a recording proxy)", run: runGateway})
+}
+
+// gatewayFlags are the flags gateway and record share.
+type gatewayFlags struct {
+	output, upstream, harness string
+	task, labels              kvFlag
+	inject                    listFlag
+	quiet                     bool
+}
+
+func (gf *gatewayFlags) addFlags(fs *flag.FlagSet) {
+	gf.task, gf.labels = kvFlag{}, kvFlag{}
+	fs.StringVar(&gf.output, "output", gf.output, "the tape to write (parent directories are created, an existing file is replaced)")
+	fs.StringVar(&gf.upstream, "upstream", "", "send every call to this base URL instead of the providers' public hosts (api.anthropic.com, api.openai.com)")
+	fs.StringVar(&gf.harness, "harness", "", "the agent's harness (claude-code, codex); detected from the traffic when empty")
+	fs.Var(gf.task, "task", "KEY=VALUE describing the task, repeatable (e.g. --task bench=tb4 --task id=hello-world)")
+	fs.Var(gf.labels, "label", "KEY=VALUE label for the tape, repeatable")
+	fs.Var(&gf.inject, "inject-header", "HOST:NAME=VALUE header the gateway adds for upstream HOST; VALUE may be $VAR or env:VAR (repeatable)")
+	fs.BoolVar(&gf.quiet, "quiet", false, "no log line per call")
+}
+
+func (gf *gatewayFlags) config(env *Env, verb string) (gateway.Config, error) {
+	cfg := gateway.Config{Output: gf.output, Upstream: gf.upstream, Harness: gf.harness, Task: gf.task, Labels: gf.labels}
+	for _, s := range gf.inject {
+		inj, err := gateway.ParseInjection(s, env.Getenv)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Inject = append(cfg.Inject, inj)
+	}
+	if !gf.quiet {
+		cfg.Logf = func(format string, args ...any) {
+			fmt.Fprintf(env.Stderr, "tapebox %s: %s\n", verb, fmt.Sprintf(format, args...))
+		}
+	}
+	return cfg, nil
+}
+
+func runGateway(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "gateway", "--output run.json [--listen :8080] [--upstream URL] [flags]", `
+Runs a recording reverse proxy. Point the agent's base URL at it (ANTHROPIC_BASE_URL=http://HOST:8080,
+an OpenAI base URL of http://HOST:8080/v1); every model call (Anthropic Messages, OpenAI Chat
+Completions, OpenAI Responses; streaming or not) is forwarded upstream and recorded into one tape,
+persisted after every call. A base URL with a path prefix works: http://HOST:8080/r/LABEL.
+
+The recording ends with "curl -X POST http://HOST:8080/tapebox/end" or SIGINT/SIGTERM; meta.ended
+says how (complete, cut, upstream_error). Credentials (Authorization, x-api-key, cookies ...) are
+redacted in the tape. With --inject-header the gateway holds the real key: the agent gets a
+placeholder, the gateway drops the agent's credentials for that host and sets the header itself.`)
+	var gf gatewayFlags
+	gf.addFlags(fs)
+	listen := fs.String("listen", ":8080", "address to listen on")
+	if code, done := parse(env, fs, args); done {
+		return code
+	}
+	if gf.output == "" {
+		return usageError(env, fs, "--output is required")
+	}
+	if fs.NArg() > 0 {
+		return usageError(env, fs, "unexpected arguments %q", fs.Args())
+	}
+	cfg, err := gf.config(env, "gateway")
+	if err != nil {
+		return usageError(env, fs, "%v", err)
+	}
+	ended := make(chan struct{})
+	cfg.OnEnd = func() { close(ended) }
+	g, err := gateway.New(cfg)
+	if err != nil {
+		return failf(env, "gateway", "%v", err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		g.Finish(tape.EndError, err.Error())
+		return failf(env, "gateway", "listen on %s: %v", *listen, err)
+	}
+	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
+	fmt.Fprintf(env.Stderr, "tapebox gateway: recording into %s; listening on http://%s (POST /tapebox/end to finish)\n", gf.output, ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	stoppedBySignal := false
+	select {
+	case <-ctx.Done():
+		stoppedBySignal = true
+	case <-ended:
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			g.Finish(tape.EndError, err.Error())
+			return failf(env, "gateway", "serve: %v", err)
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdownCtx)
+	if stoppedBySignal {
+		reason, detail := g.Outcome()
+		if err := g.Finish(reason, detail); err != nil {
+			return failf(env, "gateway", "%v", err)
+		}
+	}
+	fmt.Fprintf(env.Stderr, "tapebox gateway: %d model calls recorded into %s\n", g.Steps(), gf.output)
+	return ExitOK
+}

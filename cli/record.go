@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/tape"
+)
+
+func init() {
+	register(&command{name: "record", summary: "run an agent command and record its model calls into a tape", run: runRecord})
+}
+
+// RecordEnv lists the environment variables record sets for the agent, and why.
+var RecordEnv = [][2]string{
+	{"ANTHROPIC_BASE_URL", "http://127.0.0.1:PORT (Claude Code, the Anthropic SDKs)"},
+	{"OPENAI_BASE_URL", "http://127.0.0.1:PORT/v1 (the OpenAI SDKs; Codex CLI ignores it for its built-in provider: give Codex a custom provider whose base_url is $TAPEBOX_GATEWAY_URL/v1)"},
+	{"TAPEBOX_GATEWAY_URL", "http://127.0.0.1:PORT"},
+}
+
+func runRecord(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "record", "[flags] -- CMD ARGS...", `
+Records any agent in one command: starts a gateway on a free loopback port, runs CMD with these
+variables pointing at it, finishes the tape when CMD exits, and exits with CMD's exit code.
+
+  ANTHROPIC_BASE_URL   http://127.0.0.1:PORT        (Claude Code, the Anthropic SDKs)
+  OPENAI_BASE_URL      http://127.0.0.1:PORT/v1     (the OpenAI SDKs)
+  TAPEBOX_GATEWAY_URL  http://127.0.0.1:PORT        (for anything else; Codex CLI ignores
+                       OPENAI_BASE_URL for its built-in provider: configure a custom
+                       model provider with base_url = "$TAPEBOX_GATEWAY_URL/v1")
+
+The tape ends complete when CMD exits 0 after a final answer, cut otherwise, upstream_error when
+the provider failed last. --harness is detected from the traffic when not given.`)
+	gf := gatewayFlags{output: "run.json"}
+	gf.addFlags(fs)
+	if code, done := parse(env, fs, args); done {
+		return code
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return usageError(env, fs, "no command to record: tapebox record [flags] -- CMD ARGS...")
+	}
+	cfg, err := gf.config(env, "record")
+	if err != nil {
+		return usageError(env, fs, "%v", err)
+	}
+	g, err := gateway.New(cfg)
+	if err != nil {
+		return failf(env, "record", "%v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		g.Finish(tape.EndError, err.Error())
+		return failf(env, "record", "listen: %v", err)
+	}
+	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
+	go srv.Serve(ln)
+	base := "http://" + ln.Addr().String()
+
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
+	cmd.Env = append(os.Environ(),
+		"ANTHROPIC_BASE_URL="+base,
+		"OPENAI_BASE_URL="+base+"/v1",
+		"TAPEBOX_GATEWAY_URL="+base,
+	)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	fmt.Fprintf(env.Stderr, "tapebox record: gateway on %s, recording into %s\n", base, gf.output)
+	runErr := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case runErr == nil:
+	case errors.As(runErr, &ee):
+		code = ee.ExitCode()
+		if code < 0 {
+			code = 128 + 2
+		}
+	default:
+		srv.Close()
+		g.Finish(tape.EndError, runErr.Error())
+		return failf(env, "record", "run %s: %v", argv[0], runErr)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	srv.Shutdown(shutdownCtx)
+	cancel()
+	reason, detail := g.Outcome()
+	if code != 0 && reason == tape.EndComplete {
+		reason, detail = tape.EndCut, fmt.Sprintf("%s exited with code %d", argv[0], code)
+	}
+	if err := g.Finish(reason, detail); err != nil {
+		return failf(env, "record", "%v", err)
+	}
+	fmt.Fprintf(env.Stderr, "tapebox record: %d model calls recorded into %s (%s)\n", g.Steps(), gf.output, reason)
+	return code
+}

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
+)
+
+func init() {
+	register(&command{name: "replay", summary: "play a tape in a fresh sandbox without a model (executor or simulator mode)", run: runReplay})
+}
+
+type replayFlags struct {
+	tapePath, sandboxSpec, cwd, output string
+	speed                              float64
+	install                            bool
+	network, runtime                   string
+	memory                             string
+	cpus                               float64
+	pids                               int64
+	readOnly                           bool
+	callTimeout                        time.Duration
+	listen                             string
+	quiet                              bool
+	env                                kvFlag
+}
+
+func runReplay(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "replay", "--tape run.json (--sandbox SPEC | --listen ADDR) [--output replay.json] [flags]", `
+Executor mode (--sandbox): the controller plays the model (recorded responses, recorded latency
+scaled by --speed) and drives tapebox-exec inside the sandbox over one session to run every tool
+call. It exits 1, naming the thread and step, if some thread could not be played to its end.
+
+Sandboxes:
+  local:DIR            the executor runs as a host process in DIR. It isolates NOTHING: the tape's
+                       commands run on this machine with your rights. For trusted tapes only.
+  docker:NAME          an existing, running container (add --install-executor unless
+                       tapebox-exec is on its PATH)
+  docker-image:IMAGE   a fresh container from IMAGE, removed at the end; safe defaults: all
+                       capabilities dropped, no-new-privileges, no network unless --network
+
+Simulator mode (--listen): the real harness replays against the recorded responses.`)
+	f := replayFlags{env: kvFlag{}}
+	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
+	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, docker:NAME or docker-image:IMAGE")
+	fs.StringVar(&f.cwd, "cwd", "", "working directory inside the sandbox (default: the container's; ignored for local:DIR)")
+	fs.StringVar(&f.output, "output", "", "write the replay tape here, after every step")
+	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")
+	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into the container with the Engine API (always done for docker-image:)")
+	fs.StringVar(&f.network, "network", "", "network of a created container (default none)")
+	fs.StringVar(&f.memory, "memory", "", "memory limit of a created container (e.g. 512m, 2g)")
+	fs.Float64Var(&f.cpus, "cpus", 0, "CPU limit of a created container (e.g. 1.5)")
+	fs.Int64Var(&f.pids, "pids-limit", 0, "process limit of a created container")
+	fs.BoolVar(&f.readOnly, "read-only", false, "read-only root for a created container (workdir and /tmp stay writable)")
+	fs.StringVar(&f.runtime, "runtime", "", "OCI runtime of a created container (e.g. runsc)")
+	fs.DurationVar(&f.callTimeout, "call-timeout", 10*time.Minute, "per tool call; a call that takes longer gets an error result and the replay goes on")
+	fs.Var(f.env, "env", "KEY=VALUE for the executor's environment, repeatable")
+	fs.StringVar(&f.listen, "listen", "", "simulator mode: serve the provider's API on this address")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	if code, done := parse(env, fs, args); done {
+		return code
+	}
+	if f.tapePath == "" {
+		return usageError(env, fs, "--tape is required")
+	}
+	if f.speed < 0 {
+		return usageError(env, fs, "--speed must be 0 or more")
+	}
+	if (f.sandboxSpec == "") == (f.listen == "") {
+		return usageError(env, fs, "give exactly one of --sandbox (executor mode) or --listen (simulator mode)")
+	}
+	rec, code := loadValidTape(env, "replay", f.tapePath)
+	if rec == nil {
+		return code
+	}
+	if f.listen != "" {
+		return runSimulator(ctx, env, fs.Name(), rec, &f)
+	}
+	return runExecutorReplay(ctx, env, rec, &f)
+}
+
+// loadValidTape reads a tape and checks it against the schema, printing every problem.
+func loadValidTape(env *Env, verb, path string) (*tape.Tape, int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, failf(env, verb, "%v", err)
+	}
+	if err := schema.Validate(data); err != nil {
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				fmt.Fprintf(env.Stderr, "%s: %s: %s\n", path, p.Pointer, p.Message)
+			}
+			return nil, failf(env, verb, "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", path, len(ve.Problems), path)
+		}
+		return nil, failf(env, verb, "%s: %v", path, err)
+	}
+	t, err := tape.Unmarshal(data)
+	if err != nil {
+		return nil, failf(env, verb, "%s: %v", path, err)
+	}
+	return t, ExitOK
+}
+
+func parseBytes(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	l := strings.ToLower(s)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}} {
+		if strings.HasSuffix(l, u.suffix) || strings.HasSuffix(l, u.suffix+"b") {
+			mult = u.m
+			l = strings.TrimSuffix(strings.TrimSuffix(l, "b"), u.suffix)
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscan(l, &n); err != nil || n < 0 {
+		return 0, fmt.Errorf("bad size %q (want e.g. 512m or 2g)", s)
+	}
+	return n * mult, nil
+}
+
+func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayFlags) int {
+	logf := func(format string, args ...any) {
+		if !f.quiet {
+			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
+		}
+	}
+	mem, err := parseBytes(f.memory)
+	if err != nil {
+		return failf(env, "replay", "--memory: %v", err)
+	}
+	spec, err := sandbox.ParseSpec(f.sandboxSpec)
+	if err != nil {
+		return failf(env, "replay", "%v", err)
+	}
+	opts := sandbox.Options{Cwd: f.cwd, InstallExecutor: f.install || spec.Scheme == "docker-image", Env: f.env, Logf: logf,
+		Network: f.network, Memory: mem, CPUs: f.cpus, PidsLimit: f.pids, ReadOnlyRoot: f.readOnly, Runtime: f.runtime}
+	sb, err := sandbox.Open(ctx, f.sandboxSpec, opts)
+	if err != nil {
+		return failf(env, "replay", "%v", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := sb.Close(cctx); err != nil {
+			logf("close sandbox: %v", err)
+		}
+	}()
+	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Env: f.env, Speed: f.speed, Output: f.output,
+		CallTimeout: f.callTimeout, Logf: logf})
+	if res != nil {
+		logf("%d steps, %d tool calls in %v (tools %v, model pacing %v), %d executor restarts, %d identifiers learned",
+			res.Steps, res.ToolCalls, res.Wall.Round(time.Millisecond), res.ToolTime.Round(time.Millisecond),
+			res.ModelTime.Round(time.Millisecond), res.Restarts, len(res.Identifiers))
+	}
+	if err != nil {
+		msg := err.Error()
+		if f.output != "" {
+			msg += fmt.Sprintf(" (the replay tape so far is in %s)", f.output)
+		}
+		return failf(env, "replay", "%s", msg)
+	}
+	if f.output != "" {
+		logf("replay tape written to %s; compare with: tapebox compare %s %s", f.output, f.tapePath, f.output)
+	}
+	return ExitOK
+}

@@ -1,0 +1,368 @@
+package claudecode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tapebox/tapebox/executor/action"
+	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/tape"
+)
+
+const (
+	defaultTimeoutMS = 120000
+	maxTimeoutMS     = 600000
+	defaultMaxOutput = 30000
+	maxMaxOutput     = 150000
+)
+
+type bashInput struct {
+	Command         string `json:"command"`
+	Timeout         *int64 `json:"timeout"`
+	Description     string `json:"description"`
+	RunInBackground bool   `json:"run_in_background"`
+}
+
+func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in bashInput
+	if err := harness.Decode(call, &in); err != nil {
+		return inputError(call, err)
+	}
+	if strings.TrimSpace(in.Command) == "" {
+		return missingParam(call, "command")
+	}
+	if in.RunInBackground {
+		return s.bashBackground(ctx, call, in, rec)
+	}
+	timeout := int64(defaultTimeoutMS)
+	if in.Timeout != nil && *in.Timeout > 0 {
+		timeout = min(*in.Timeout, maxTimeoutMS)
+	}
+	cwdFile, err := os.CreateTemp("", "tapebox-cwd-*")
+	if err != nil {
+		return harness.Text(call, "tapebox-exec: "+err.Error(), true)
+	}
+	cwdFile.Close()
+	defer os.Remove(cwdFile.Name())
+	script := in.Command + "\n__tapebox_status=$?\npwd -P >| \"$TAPEBOX_CWD_FILE\" 2>/dev/null\nexit $__tapebox_status"
+	s.mu.Lock()
+	dir := s.cwd
+	s.mu.Unlock()
+	res, err := action.Shell(ctx, action.ShellRequest{
+		Command: script,
+		Dir:     dir,
+		Env:     append(s.env.Environ[:len(s.env.Environ):len(s.env.Environ)], "TAPEBOX_CWD_FILE="+cwdFile.Name()),
+		Timeout: time.Duration(timeout) * time.Millisecond,
+	})
+	if err != nil {
+		return harness.Text(call, err.Error(), true)
+	}
+	resetNote := s.updateCwd(cwdFile.Name())
+	limit := s.maxOutput()
+	out := string(res.Output)
+	if res.TimedOut {
+		text := strings.TrimSpace(truncate(out, limit) + "\n" + fmt.Sprintf("Command timed out after %s", humanMS(timeout)))
+		return harness.Text(call, text, true)
+	}
+	if res.ExitCode != 0 {
+		parts := []string{"Exit code " + strconv.Itoa(res.ExitCode), truncate(out, limit)}
+		if resetNote != "" {
+			parts = append(parts, resetNote)
+		}
+		return harness.Text(call, strings.TrimSpace(strings.Join(nonEmpty(parts), "\n")), true)
+	}
+	stdout := leadingBlank.ReplaceAllString(out, "")
+	stdout = strings.TrimRight(stdout, " \t\r\n\v\f")
+	stdout = truncate(stdout, limit)
+	text := strings.Join(nonEmpty([]string{stdout, resetNote}), "\n")
+	if strings.TrimSpace(text) == "" {
+		text = "(Bash completed with no output)"
+	}
+	return harness.Text(call, text, false)
+}
+
+var leadingBlank = regexp.MustCompile(`^(\s*\n)+`)
+
+func nonEmpty(ss []string) []string {
+	out := ss[:0:0]
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// updateCwd takes the directory the command ended in as the next command's; a directory
+// outside the project is reset, with Claude Code's note.
+func (s *session) updateCwd(file string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	dir := strings.TrimSpace(string(b))
+	if dir == "" {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	root := s.env.Cwd
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
+	if dir != root && !strings.HasPrefix(dir, root+"/") {
+		s.cwd = s.env.Cwd
+		return "Shell cwd was reset to " + s.env.Cwd
+	}
+	s.cwd = dir
+	return ""
+}
+
+func (s *session) maxOutput() int {
+	if v, err := strconv.Atoi(s.env.Getenv("BASH_MAX_OUTPUT_LENGTH")); err == nil && v > 0 {
+		return min(v, maxMaxOutput)
+	}
+	return defaultMaxOutput
+}
+
+// truncate cuts s after limit characters and counts the lines left out, as Claude Code
+// does: "<head>\n... [N lines truncated] ...".
+func truncate(s string, limit int) string {
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	cut := 0
+	for i := range s {
+		if limit == 0 {
+			cut = i
+			break
+		}
+		limit--
+	}
+	n := strings.Count(s[cut:], "\n") + 1
+	return fmt.Sprintf("%s\n... [%d lines truncated] ...", s[:cut], n)
+}
+
+func humanMS(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	if d < time.Minute {
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+	}
+	m := int(d / time.Minute)
+	sec := (d % time.Minute).Seconds()
+	if sec == 0 {
+		return fmt.Sprintf("%dm", m)
+	}
+	return fmt.Sprintf("%dm %ss", m, strconv.FormatFloat(sec, 'f', -1, 64))
+}
+
+var bgRecorded = regexp.MustCompile(`(?s)^Command running in background with ID: (\S+?)\. Output is being written to: (.+?\.output)\.(.*)$`)
+
+const bgDefaultTail = " You will be notified when it completes. To check interim output, use Read on that file path."
+
+func (s *session) bashBackground(ctx context.Context, call tape.ToolCall, in bashInput, rec *tape.ToolResult) tape.ToolResult {
+	s.mu.Lock()
+	dir := s.cwd
+	s.mu.Unlock()
+	st, err := s.env.Tasks.Start(ctx, action.TaskRequest{
+		ID:      action.NewTaskID("b", 8),
+		Command: in.Command,
+		Dir:     dir,
+		Env:     s.env.Environ,
+	})
+	if err != nil {
+		return harness.Text(call, err.Error(), true)
+	}
+	rt := harness.RecordedText(rec)
+	if strings.HasPrefix(rt, "Command running in background with ID: ") && !strings.Contains(rt, "Output is being written to") {
+		return harness.Text(call, "Command running in background with ID: "+st.ID, false)
+	}
+	tail := bgDefaultTail
+	if m := bgRecorded.FindStringSubmatch(rt); m != nil {
+		tail = m[3]
+	}
+	return harness.Text(call, fmt.Sprintf("Command running in background with ID: %s. Output is being written to: %s.%s",
+		st.ID, s.env.Tasks.OutputPath(st.ID), tail), false)
+}
+
+// taskID maps an id the model used (the recording's, after the controller's
+// substitution) to a task.
+func (s *session) task(id string) (action.TaskStatus, error) {
+	return s.env.Tasks.Status(id)
+}
+
+type bashOutputInput struct {
+	BashID string `json:"bash_id"`
+	Filter string `json:"filter"`
+}
+
+func (s *session) bashOutput(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in bashOutputInput
+	if err := harness.Decode(call, &in); err != nil {
+		return inputError(call, err)
+	}
+	st, err := s.task(in.BashID)
+	if err != nil {
+		return asRecorded(harness.Text(call, "No shell found with ID: "+in.BashID, true), rec)
+	}
+	out, err := s.env.Tasks.Poll(in.BashID)
+	if err != nil {
+		return harness.Text(call, err.Error(), true)
+	}
+	text := string(out)
+	if in.Filter != "" {
+		re, err := regexp.Compile(in.Filter)
+		if err != nil {
+			return harness.Text(call, "Invalid regex pattern \""+in.Filter+"\": "+err.Error(), true)
+		}
+		var keep []string
+		for _, l := range strings.Split(text, "\n") {
+			if re.MatchString(l) {
+				keep = append(keep, l)
+			}
+		}
+		text = strings.Join(keep, "\n")
+	}
+	parts := []string{"<status>" + st.State() + "</status>"}
+	if st.ExitCode != nil {
+		parts = append(parts, fmt.Sprintf("<exit_code>%d</exit_code>", *st.ExitCode))
+	}
+	if strings.TrimSpace(text) != "" {
+		parts = append(parts, "<stdout>\n"+strings.TrimRight(truncate(text, s.maxOutput()), " \t\r\n")+"\n</stdout>")
+	}
+	parts = append(parts, "<timestamp>"+time.Now().UTC().Format("2006-01-02T15:04:05.000Z")+"</timestamp>")
+	return harness.Text(call, strings.Join(parts, "\n\n"), false)
+}
+
+type taskOutputInput struct {
+	TaskID  string `json:"task_id"`
+	ShellID string `json:"shell_id"`
+	Block   *bool  `json:"block"`
+	Timeout *int64 `json:"timeout"`
+}
+
+func (s *session) taskOutput(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in taskOutputInput
+	if err := harness.Decode(call, &in); err != nil {
+		return inputError(call, err)
+	}
+	id := in.TaskID
+	if id == "" {
+		id = in.ShellID
+	}
+	if id == "" {
+		return missingParam(call, "task_id")
+	}
+	st, err := s.task(id)
+	if err != nil {
+		return asRecorded(harness.Text(call, "No task found with ID: "+id, true), rec)
+	}
+	block := in.Block == nil || *in.Block
+	timeout := int64(30000)
+	if in.Timeout != nil && *in.Timeout >= 0 {
+		timeout = min(*in.Timeout, maxTimeoutMS)
+	}
+	status := "success"
+	if block && st.Running {
+		st, err = s.env.Tasks.Wait(ctx, id, time.Duration(timeout)*time.Millisecond)
+		if err != nil {
+			return harness.Text(call, err.Error(), true)
+		}
+		if st.Running {
+			status = "timeout"
+		}
+	} else if st.Running {
+		status = "not_ready"
+	}
+	out, err := s.env.Tasks.Output(id)
+	if err != nil {
+		return harness.Text(call, err.Error(), true)
+	}
+	parts := []string{
+		"<retrieval_status>" + status + "</retrieval_status>",
+		"<task_id>" + id + "</task_id>",
+		"<task_type>local_bash</task_type>",
+		"<status>" + st.State() + "</status>",
+	}
+	if st.ExitCode != nil {
+		parts = append(parts, fmt.Sprintf("<exit_code>%d</exit_code>", *st.ExitCode))
+	}
+	if text := string(out); strings.TrimSpace(text) != "" {
+		parts = append(parts, "<output>\n"+strings.TrimRight(truncate(text, s.maxOutput()), " \t\r\n")+"\n</output>")
+	}
+	return harness.Text(call, strings.Join(parts, "\n\n"), false)
+}
+
+type killInput struct {
+	ShellID string `json:"shell_id"`
+	TaskID  string `json:"task_id"`
+}
+
+func (s *session) killShell(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in killInput
+	if err := harness.Decode(call, &in); err != nil {
+		return inputError(call, err)
+	}
+	st, err := s.task(in.ShellID)
+	if err != nil {
+		return asRecorded(harness.Text(call, "No shell found with ID: "+in.ShellID, true), rec)
+	}
+	if !st.Running {
+		return asRecorded(harness.Text(call, fmt.Sprintf("Shell %s is not running, so cannot be killed (status: %s)", in.ShellID, st.State()), true), rec)
+	}
+	if _, err := s.env.Tasks.Kill(in.ShellID); err != nil {
+		return harness.Text(call, err.Error(), true)
+	}
+	return harness.Text(call, jsonText(struct {
+		Message string `json:"message"`
+		ShellID string `json:"shell_id"`
+	}{fmt.Sprintf("Successfully killed shell: %s (%s)", in.ShellID, st.Command), in.ShellID}), false)
+}
+
+func (s *session) taskStop(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in killInput
+	if err := harness.Decode(call, &in); err != nil {
+		return inputError(call, err)
+	}
+	id := in.TaskID
+	if id == "" {
+		id = in.ShellID
+	}
+	if id == "" {
+		return toolUseError(call, "Missing required parameter: task_id")
+	}
+	st, err := s.task(id)
+	if err != nil {
+		return asRecorded(harness.Text(call, "No task found with ID: "+id, true), rec)
+	}
+	if !st.Running {
+		return asRecorded(harness.Text(call, fmt.Sprintf("Task %s is not running (status: %s)", id, st.State()), true), rec)
+	}
+	if _, err := s.env.Tasks.Kill(id); err != nil {
+		return harness.Text(call, err.Error(), true)
+	}
+	return harness.Text(call, jsonText(struct {
+		Message  string `json:"message"`
+		TaskID   string `json:"task_id"`
+		TaskType string `json:"task_type"`
+		Command  string `json:"command"`
+	}{fmt.Sprintf("Successfully stopped task: %s (%s)", id, st.Command), id, "local_bash", st.Command}), false)
+}
+
+// jsonText encodes v as JavaScript's JSON.stringify does (no HTML escaping).
+func jsonText(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
+}

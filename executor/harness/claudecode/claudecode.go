@@ -1,0 +1,135 @@
+package claudecode
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Name is the harness's name in hello.
+const Name = "claude-code"
+
+// Harness is the Claude Code module.
+type Harness struct{}
+
+var _ harness.Harness = Harness{}
+
+// New returns the Claude Code module.
+func New() Harness { return Harness{} }
+
+// Name implements harness.Harness.
+func (Harness) Name() string { return Name }
+
+// Policy implements harness.Harness.
+func (Harness) Policy() protocol.Policy {
+	return protocol.Policy{ParallelToolCalls: true, SpawningTools: []string{"Agent", "Task"}}
+}
+
+// NewSession implements harness.Harness.
+func (Harness) NewSession(env *harness.Env) harness.Session {
+	return &session{env: env, cwd: env.Cwd}
+}
+
+type session struct {
+	env *harness.Env
+
+	mu  sync.Mutex
+	cwd string // the Bash tool's working directory, which persists between calls
+}
+
+type toolFunc func(s *session, ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult
+
+var tools map[string]toolFunc
+
+func init() {
+	tools = map[string]toolFunc{
+		"Bash":         (*session).bash,
+		"BashOutput":   (*session).bashOutput,
+		"TaskOutput":   (*session).taskOutput,
+		"KillShell":    (*session).killShell,
+		"KillBash":     (*session).killShell,
+		"TaskStop":     (*session).taskStop,
+		"Read":         (*session).read,
+		"Write":        (*session).write,
+		"Edit":         (*session).edit,
+		"MultiEdit":    (*session).multiEdit,
+		"NotebookEdit": (*session).notebookEdit,
+		"Glob":         (*session).glob,
+		"Grep":         (*session).grep,
+		"Agent":        spawning,
+		"Task":         spawning,
+	}
+}
+
+// Tools lists the tools this module performs in the sandbox; every other tool is a Noop
+// (TodoWrite, WebFetch, WebSearch, Skill, ToolSearch, ExitPlanMode, ListAgents,
+// ReportFindings, ScheduleWakeup, Workflow, Monitor, MCP tools ...).
+func Tools() []string {
+	return []string{"Bash", "BashOutput", "TaskOutput", "KillShell", "KillBash", "TaskStop", "Read",
+		"Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep"}
+}
+
+func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	f, ok := tools[call.Name]
+	if !ok {
+		return harness.Replay(call, rec)
+	}
+	return f(s, ctx, call, rec)
+}
+
+func (s *session) Close() error { return s.env.Tasks.Close() }
+
+func spawning(_ *session, _ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {
+	return harness.Text(call, fmt.Sprintf("tapebox-exec: %s spawns a subagent; the controller plays it, the executor does not", call.Name), true)
+}
+
+// toolUseError wraps a validation message as Claude Code does.
+func toolUseError(call tape.ToolCall, msg string) tape.ToolResult {
+	return harness.Text(call, "<tool_use_error>"+msg+"</tool_use_error>", true)
+}
+
+// inputError words a bad input as Claude Code's schema check does.
+func inputError(call tape.ToolCall, err error) tape.ToolResult {
+	var b strings.Builder
+	fmt.Fprintf(&b, "InputValidationError: %s failed due to the following issue:\n", call.Name)
+	if ie, ok := err.(*harness.InputError); ok && ie.Field != "" && ie.Want != "" {
+		fmt.Fprintf(&b, "The parameter `%s` type is expected as `%s` but provided as `%s`", ie.Field, ie.Want, ie.Got)
+	} else {
+		b.WriteString(err.Error())
+	}
+	return toolUseError(call, b.String())
+}
+
+func missingParam(call tape.ToolCall, name string) tape.ToolResult {
+	return toolUseError(call, fmt.Sprintf("InputValidationError: %s failed due to the following issue:\nThe required parameter `%s` is missing", call.Name, name))
+}
+
+// asRecorded wraps or unwraps an error text in <tool_use_error> to match the recording,
+// where versions differ on it.
+func asRecorded(r tape.ToolResult, rec *tape.ToolResult) tape.ToolResult {
+	if rec == nil || !r.IsError || len(r.Content) != 1 {
+		return r
+	}
+	rt := rec.Text()
+	t := r.Content[0].Text
+	wrapped := strings.HasPrefix(t, "<tool_use_error>")
+	switch {
+	case strings.HasPrefix(rt, "<tool_use_error>") && !wrapped:
+		r.Content[0].Text = "<tool_use_error>" + t + "</tool_use_error>"
+	case !strings.HasPrefix(rt, "<tool_use_error>") && wrapped:
+		r.Content[0].Text = strings.TrimSuffix(strings.TrimPrefix(t, "<tool_use_error>"), "</tool_use_error>")
+	}
+	return r
+}
+
+func pluralize(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

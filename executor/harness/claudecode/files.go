@@ -1,0 +1,287 @@
+package claudecode
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/tapebox/tapebox/executor/action"
+	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// stateNote is the suffix Claude Code 2.1 adds to Write and Edit results.
+const stateNote = " (file state is current in your context — no need to Read it back)"
+
+const (
+	maxReadBytes   = 256 << 10
+	oldReadLimit   = 2000
+	oldLineLimit   = 2000
+	readEmptyNote  = "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
+	notebookHint   = "File is a Jupyter Notebook. Use the NotebookEdit to edit this file."
+	binaryReadNote = "This tool cannot read binary files. The file appears to be a binary %s file. Use a skill for this file type if one is available, or a shell command or script that can read the format."
+)
+
+var imageTypes = map[string]string{".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
+
+func (s *session) notExist(call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	return asRecorded(harness.Text(call, "File does not exist. Note: your current working directory is "+s.currentDir()+".", true), rec)
+}
+
+func (s *session) currentDir() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cwd
+}
+
+// refused reports whether the recording shows Claude Code refusing a write for a reason
+// the sandbox cannot see (the file was not read first, or changed since): then the replay
+// refuses too, with the recorded words, and changes nothing.
+func refused(rec *tape.ToolResult) bool {
+	if rec == nil || !rec.IsError {
+		return false
+	}
+	t := rec.Text()
+	for _, p := range []string{"has not been read yet", "modified since", "since this session read it", "Read it first"} {
+		if strings.Contains(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+type readInput struct {
+	FilePath string `json:"file_path"`
+	Offset   *int   `json:"offset"`
+	Limit    *int   `json:"limit"`
+}
+
+var taskOutputPath = regexp.MustCompile(`/tasks/([A-Za-z0-9_-]+)\.output$`)
+
+func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in readInput
+	if err := harness.Decode(call, &in); err != nil {
+		return inputError(call, err)
+	}
+	if in.FilePath == "" {
+		return missingParam(call, "file_path")
+	}
+	path := s.env.Path(in.FilePath)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// A background command's output file, under the harness's own directory in the
+		// recording: read the task's output instead.
+		if m := taskOutputPath.FindStringSubmatch(path); m != nil {
+			if _, err := s.env.Tasks.Status(m[1]); err == nil {
+				path = s.env.Tasks.OutputPath(m[1])
+			}
+		}
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	if mt, ok := imageTypes[ext]; ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return s.notExist(call, rec)
+		}
+		raw := jsonText(map[string]any{"type": "image", "source": map[string]string{
+			"type": "base64", "data": base64.StdEncoding.EncodeToString(b), "media_type": mt}})
+		return tape.ToolResult{ToolCallID: call.ID, Content: []tape.Block{{Type: tape.BlockImage, Raw: []byte(raw)}}}
+	}
+	arrow := strings.Contains(harness.RecordedText(rec), "\u2192")
+	offset, limit := 1, 0
+	if in.Offset != nil && *in.Offset > 0 {
+		offset = *in.Offset
+	}
+	if in.Limit != nil && *in.Limit > 0 {
+		limit = *in.Limit
+	}
+	if arrow && limit == 0 {
+		limit = oldReadLimit
+	}
+	if st, err := os.Stat(path); err == nil && !st.IsDir() && st.Size() > maxReadBytes && in.Offset == nil && in.Limit == nil && !arrow {
+		return asRecorded(harness.Text(call, fmt.Sprintf("File content (%dKB) exceeds maximum allowed size (256KB). Please use offset and limit parameters to read specific portions of the file, or use the Grep tool to search for specific content.", st.Size()>>10), true), rec)
+	}
+	ft, err := action.ReadFile(path, offset, limit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return s.notExist(call, rec)
+	case errors.Is(err, action.ErrBinary):
+		if ext == "" {
+			ext = "(no extension)"
+		}
+		return asRecorded(toolUseError(call, fmt.Sprintf(binaryReadNote, ext)), rec)
+	case err != nil && strings.Contains(err.Error(), "is a directory"):
+		return asRecorded(harness.Text(call, "EISDIR: illegal operation on a directory, read", true), rec)
+	case err != nil:
+		return harness.Text(call, err.Error(), true)
+	}
+	switch {
+	case ft.Total == 0:
+		return harness.Text(call, readEmptyNote, false)
+	case len(ft.Lines) == 0:
+		return harness.Text(call, fmt.Sprintf("<system-reminder>Warning: the file exists but is shorter than the provided offset (%d). The file has %d lines.</system-reminder>", offset, ft.Total), false)
+	}
+	var b strings.Builder
+	for i, l := range ft.Lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		l = strings.TrimSuffix(l, "\r")
+		if arrow {
+			if len([]rune(l)) > oldLineLimit {
+				l = string([]rune(l)[:oldLineLimit]) + "... (line truncated)"
+			}
+			fmt.Fprintf(&b, "%6d\u2192%s", ft.Offset+i, l)
+		} else {
+			fmt.Fprintf(&b, "%d\t%s", ft.Offset+i, l)
+		}
+	}
+	return harness.Text(call, b.String(), false)
+}
+
+type writeInput struct {
+	FilePath string  `json:"file_path"`
+	Content  *string `json:"content"`
+}
+
+func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in writeInput
+	if err := harness.Decode(call, &in); err != nil {
+		return inputError(call, err)
+	}
+	if in.FilePath == "" {
+		return missingParam(call, "file_path")
+	}
+	if in.Content == nil {
+		return missingParam(call, "content")
+	}
+	if refused(rec) {
+		return harness.Replay(call, rec)
+	}
+	path := s.env.Path(in.FilePath)
+	created, err := action.WriteFile(path, *in.Content)
+	if err != nil {
+		return harness.Text(call, err.Error(), true)
+	}
+	note := stateNote
+	if rec != nil && !strings.Contains(rec.Text(), stateNote) {
+		note = ""
+	}
+	if created {
+		return harness.Text(call, "File created successfully at: "+in.FilePath+note, false)
+	}
+	return harness.Text(call, "The file "+in.FilePath+" has been updated successfully."+note, false)
+}
+
+type editInput struct {
+	FilePath   string  `json:"file_path"`
+	OldString  *string `json:"old_string"`
+	NewString  *string `json:"new_string"`
+	ReplaceAll bool    `json:"replace_all"`
+}
+
+func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in editInput
+	if err := harness.Decode(call, &in); err != nil {
+		return inputError(call, err)
+	}
+	switch {
+	case in.FilePath == "":
+		return missingParam(call, "file_path")
+	case in.OldString == nil:
+		return missingParam(call, "old_string")
+	case in.NewString == nil:
+		return missingParam(call, "new_string")
+	}
+	if refused(rec) {
+		return harness.Replay(call, rec)
+	}
+	if strings.HasSuffix(in.FilePath, ".ipynb") {
+		return asRecorded(toolUseError(call, notebookHint), rec)
+	}
+	edits := []action.Edit{{Old: *in.OldString, New: *in.NewString, All: in.ReplaceAll}}
+	if _, err := action.EditFile(s.env.Path(in.FilePath), edits); err != nil {
+		return asRecorded(s.editError(call, err), rec)
+	}
+	note := ""
+	if rec != nil && strings.Contains(rec.Text(), stateNote) {
+		note = stateNote
+	}
+	if in.ReplaceAll {
+		return harness.Text(call, "The file "+in.FilePath+" has been updated. All occurrences were successfully replaced."+note, false)
+	}
+	return harness.Text(call, "The file "+in.FilePath+" has been updated successfully."+note, false)
+}
+
+func (s *session) editError(call tape.ToolCall, err error) tape.ToolResult {
+	var ee *action.EditError
+	if !errors.As(err, &ee) {
+		return harness.Text(call, err.Error(), true)
+	}
+	switch ee.Kind {
+	case action.EditNotFound:
+		return toolUseError(call, "String to replace not found in file.\nString: "+ee.Old)
+	case action.EditAmbiguous:
+		return toolUseError(call, fmt.Sprintf("Found %d matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: %s", ee.Count, ee.Old))
+	case action.EditNoChange:
+		return toolUseError(call, "No changes to make: old_string and new_string are exactly the same.")
+	case action.EditFileMissing:
+		return toolUseError(call, "File does not exist. Note: your current working directory is "+s.currentDir()+".")
+	case action.EditFileExists:
+		return toolUseError(call, "Cannot create new file - file already exists.")
+	case action.EditOverlap:
+		return toolUseError(call, "Cannot edit file: old_string is a substring of a new_string from a previous edit.")
+	}
+	return harness.Text(call, err.Error(), true)
+}
+
+type multiEditInput struct {
+	FilePath string `json:"file_path"`
+	Edits    []struct {
+		OldString  string `json:"old_string"`
+		NewString  string `json:"new_string"`
+		ReplaceAll bool   `json:"replace_all"`
+	} `json:"edits"`
+}
+
+func (s *session) multiEdit(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in multiEditInput
+	if err := harness.Decode(call, &in); err != nil {
+		return inputError(call, err)
+	}
+	if in.FilePath == "" {
+		return missingParam(call, "file_path")
+	}
+	if len(in.Edits) == 0 {
+		return missingParam(call, "edits")
+	}
+	if refused(rec) {
+		return harness.Replay(call, rec)
+	}
+	edits := make([]action.Edit, len(in.Edits))
+	for i, e := range in.Edits {
+		edits[i] = action.Edit{Old: e.OldString, New: e.NewString, All: e.ReplaceAll}
+	}
+	if _, err := action.EditFile(s.env.Path(in.FilePath), edits); err != nil {
+		return asRecorded(s.editError(call, err), rec)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Applied %d %s to %s:", len(edits), pluralize(len(edits), "edit"), in.FilePath)
+	for i, e := range edits {
+		fmt.Fprintf(&b, "\n%d. Replaced \"%s\" with \"%s\"", i+1, clip(e.Old, 100), clip(e.New, 100))
+	}
+	return harness.Text(call, b.String(), false)
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "..."
+}

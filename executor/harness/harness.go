@@ -1,0 +1,227 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tapebox/tapebox/executor/action"
+	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Harness is one agent harness's module.
+type Harness interface {
+	// Name is the harness's name in hello ("claude-code", "codex").
+	Name() string
+	// Policy is what the controller needs to know: parallel tool calls, spawning tools.
+	Policy() protocol.Policy
+	// NewSession starts a session in env. Sessions keep the state a harness keeps between
+	// tool calls (a shell's working directory, running command sessions).
+	NewSession(env *Env) Session
+}
+
+// Session runs the tool calls of one executor session. Run is safe for concurrent use.
+type Session interface {
+	// Run performs a call and returns its result, formatted as the harness does. It never
+	// fails: a tool that fails, a bad input, an unknown tool are all results (with
+	// is_error set where the harness sets it). recorded is the tape's result, or nil.
+	Run(ctx context.Context, call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult
+	// Close releases what the session holds; background tasks keep running.
+	Close() error
+}
+
+// Env is where a session's tool calls run.
+type Env struct {
+	// Cwd is the absolute working directory.
+	Cwd string
+	// StateDir holds executor state, background tasks under StateDir/tasks.
+	StateDir string
+	// Environ is the environment of commands: the executor's, plus hello's env.
+	Environ []string
+	// Tasks runs background commands under StateDir/tasks.
+	Tasks *action.Tasks
+}
+
+// NewEnv returns the Env for a hello: cwd made absolute, stateDir defaulting to
+// <cwd>/.tapebox, env added to the executor's own environment.
+func NewEnv(cwd string, stateDir *string, env map[string]string) (*Env, error) {
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("session cwd: %w", err)
+		}
+		cwd = wd
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return nil, fmt.Errorf("session cwd %q: %w", cwd, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("session cwd %q: %w", cwd, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("session cwd %q: not a directory", cwd)
+	}
+	sd := filepath.Join(abs, ".tapebox")
+	if stateDir != nil && *stateDir != "" {
+		sd = *stateDir
+		if !filepath.IsAbs(sd) {
+			sd = filepath.Join(abs, sd)
+		}
+	}
+	environ := os.Environ()
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		environ = append(environ, k+"="+env[k])
+	}
+	return &Env{Cwd: abs, StateDir: sd, Environ: environ, Tasks: &action.Tasks{Dir: filepath.Join(sd, "tasks")}}, nil
+}
+
+// Getenv returns a variable of the session's environment (the last one wins).
+func (e *Env) Getenv(key string) string {
+	for i := len(e.Environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(e.Environ[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// Path resolves p against the session's working directory.
+func (e *Env) Path(p string) string {
+	if p == "" {
+		return e.Cwd
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(e.Cwd, p)
+}
+
+// Registry finds harness modules by name.
+type Registry struct {
+	byName map[string]Harness
+}
+
+// NewRegistry returns a registry of the given modules.
+func NewRegistry(hs ...Harness) *Registry {
+	r := &Registry{byName: map[string]Harness{}}
+	for _, h := range hs {
+		r.byName[h.Name()] = h
+	}
+	return r
+}
+
+// Lookup returns the module named name.
+func (r *Registry) Lookup(name string) (Harness, bool) {
+	h, ok := r.byName[name]
+	return h, ok
+}
+
+// Names lists the registered modules, sorted.
+func (r *Registry) Names() []string {
+	ns := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// Text returns a result holding one text block.
+func Text(call tape.ToolCall, text string, isError bool) tape.ToolResult {
+	return tape.ToolResult{
+		ToolCallID: call.ID,
+		Content:    []tape.Block{{Type: tape.BlockText, Text: text}},
+		IsError:    isError,
+	}
+}
+
+// Replay returns the recorded result for call (the Noop action): its content verbatim,
+// under the call's id. Without a recording it returns an error result naming the tool.
+func Replay(call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult {
+	if recorded == nil {
+		return Text(call, fmt.Sprintf("tapebox-exec: tool %q has no effect in the sandbox and the call has no recorded result to replay", call.Name), true)
+	}
+	r := *recorded
+	r.ToolCallID = call.ID
+	r.DurationMS = nil
+	if r.Content == nil {
+		r.Content = []tape.Block{}
+	}
+	return r
+}
+
+// RecordedText returns the recorded result's text, "" without one.
+func RecordedText(recorded *tape.ToolResult) string {
+	if recorded == nil {
+		return ""
+	}
+	return recorded.Text()
+}
+
+// InputError describes a tool input that does not decode into the tool's parameters.
+type InputError struct {
+	Tool string
+	// Field is the parameter at fault ("" when the input is not an object at all).
+	Field string
+	// Want and Got are the expected and given JSON types, when known.
+	Want, Got string
+	Err       error
+}
+
+func (e *InputError) Error() string {
+	if e.Field != "" && e.Want != "" {
+		return fmt.Sprintf("%s: parameter %q must be %s, got %s", e.Tool, e.Field, e.Want, e.Got)
+	}
+	return fmt.Sprintf("%s: bad input: %v", e.Tool, e.Err)
+}
+
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Decode decodes a tool call's input into v, describing type mismatches as *InputError.
+func Decode(call tape.ToolCall, v any) error {
+	in := call.Input
+	if len(in) == 0 || string(in) == "null" {
+		in = json.RawMessage("{}")
+	}
+	err := json.Unmarshal(in, v)
+	if err == nil {
+		return nil
+	}
+	ie := &InputError{Tool: call.Name, Err: err}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		ie.Field = te.Field
+		ie.Got = te.Value
+		ie.Want = jsonType(te.Type.Kind().String())
+	}
+	return ie
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct":
+		return "object"
+	case "int", "int64", "int32", "uint", "uint64", "float64", "float32":
+		return "number"
+	}
+	return kind
+}

@@ -1,0 +1,277 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/tapebox/tapebox/internal/fakeprovider"
+	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// harnesses pairs each harness with its cases and how to run it.
+var harnesses = []struct {
+	name  string
+	cases []Case
+	run   func(context.Context, realharness.Options) (realharness.Result, error)
+	spawn map[string]bool // tools that start a subagent
+}{
+	{realharness.Claude, claudeCases, realharness.RunClaude, map[string]bool{"Agent": true, "Task": true}},
+	{realharness.Codex, codexCases, realharness.RunCodex, map[string]bool{}},
+}
+
+// needHarness skips the test when the harness is missing, unless
+// TAPEBOX_REQUIRE_HARNESSES=1.
+func needHarness(t *testing.T, harness string) {
+	t.Helper()
+	claude, codex, why := realharness.Available()
+	if (harness == realharness.Claude && claude) || (harness == realharness.Codex && codex) {
+		return
+	}
+	if realharness.Required() {
+		t.Fatalf("%s is required (%s=1) but not installed: %s", harness, realharness.EnvRequire, why)
+	}
+	t.Skipf("%s not installed (cd harnesses && npm ci): %s", harness, why)
+}
+
+// TestCapture runs every case through the real harness. With -update it rewrites the
+// fixture; without, it checks that the installed harness still produces the fixture's
+// results (volatile fields aside), so a harness upgrade that changes a format shows up here
+// before the executor is compared against stale fixtures.
+func TestCapture(t *testing.T) {
+	for _, h := range harnesses {
+		t.Run(h.name, func(t *testing.T) {
+			needHarness(t, h.name)
+			version, err := realharness.Version(t.Context(), h.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fx := &Fixture{Harness: h.name, Version: version, Root: caseRoot(h.name)}
+			var want *Fixture
+			if !*update {
+				want = loadFixture(t, h.name)
+				if want.Version != version {
+					t.Skipf("fixture is for %s %s, installed is %s: rerun with -update", h.name, want.Version, version)
+				}
+			}
+			for i := range h.cases {
+				c := &h.cases[i]
+				t.Run(c.Name, func(t *testing.T) {
+					got := capture(t, h.name, h.run, h.spawn, c)
+					fx.Cases = append(fx.Cases, got)
+					if want != nil {
+						checkDrift(t, h.name, want, got)
+					}
+				})
+			}
+			if *update && !t.Failed() {
+				saveFixture(t, fx)
+				t.Logf("wrote %s: %d cases", fixturePath(h.name), len(fx.Cases))
+			}
+		})
+	}
+}
+
+// capture runs one case and returns what the harness did.
+func capture(t *testing.T, harness string, run func(context.Context, realharness.Options) (realharness.Result, error), spawn map[string]bool, c *Case) FixtureCase {
+	cwd := caseRoot(harness) + "/" + c.Name
+	layout(t, cwd, c.Before)
+	calls := c.Calls(cwd)
+	marker := "[conformance:" + c.Name + "]"
+	main := fakeprovider.Thread{Name: "main", Marker: marker}
+	for _, call := range calls {
+		main.Turns = append(main.Turns, fakeprovider.Turn{Calls: []tape.ToolCall{call}})
+	}
+	main.Turns = append(main.Turns, fakeprovider.Turn{Text: "Done."})
+	script := fakeprovider.Script{Threads: []fakeprovider.Thread{main}}
+	if c.Sub != nil {
+		script.Threads = append(script.Threads, *c.Sub)
+	}
+	srv := fakeprovider.New(script)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	res, err := run(t.Context(), realharness.Options{
+		BaseURL: srv.URL(),
+		Dir:     cwd,
+		Home:    t.TempDir(),
+		Prompt:  marker + " Run the tool calls you are given, then stop.",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Errorf("%s exited %d\nstdout: %s\nstderr: %s", harness, res.ExitCode, clip(string(res.Stdout), 4000), clip(string(res.Stderr), 4000))
+	}
+	if err := srv.Err(); err != nil {
+		t.Logf("note: %v", err)
+	}
+
+	out := FixtureCase{Name: c.Name, Cwd: cwd, Before: c.Before, After: snapshot(t, cwd)}
+	if out.Before == nil {
+		out.Before = []File{}
+	}
+	reqs := srv.ThreadRequests("main")
+	for i, call := range calls {
+		call.ID = callID(harness, i)
+		step := Step{Call: call, Spawn: spawn[call.Name]}
+		found := false
+		for _, r := range reqs {
+			if r.Step != i+1 || r.Attempt != 0 {
+				continue
+			}
+			result, raw, err := harnessResult(harness, r.Body, call.ID)
+			if err != nil {
+				t.Fatalf("step %d (%s): %v", i, call.Name, err)
+			}
+			step.Result, step.Raw, found = result, raw, true
+			break
+		}
+		if !found {
+			t.Fatalf("step %d (%s): the harness sent no request with its result (%d requests in thread main)\nstdout: %s\nstderr: %s",
+				i, call.Name, len(reqs), clip(string(res.Stdout), 4000), clip(string(res.Stderr), 2000))
+		}
+		out.Steps = append(out.Steps, step)
+	}
+	return out
+}
+
+// callID is the id the fake provider gives the i-th call of thread main (one call a turn).
+func callID(harness string, i int) string {
+	if harness == realharness.Claude {
+		return fmt.Sprintf("toolu_fake_main_%d_0", i)
+	}
+	return fmt.Sprintf("call_fake_main_%d_0", i)
+}
+
+// harnessResult finds the result of call id in a request body the harness sent, parsing
+// the wire format directly: an Anthropic tool_result block, or a Responses
+// function_call_output / custom_tool_call_output item.
+func harnessResult(harness string, body []byte, id string) (tape.ToolResult, json.RawMessage, error) {
+	if harness == realharness.Claude {
+		var req struct {
+			Messages []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return tape.ToolResult{}, nil, fmt.Errorf("decode request: %w", err)
+		}
+		for _, m := range req.Messages {
+			var blocks []json.RawMessage
+			if m.Role != "user" || json.Unmarshal(m.Content, &blocks) != nil {
+				continue
+			}
+			for _, raw := range blocks {
+				var b struct {
+					Type      string          `json:"type"`
+					ToolUseID string          `json:"tool_use_id"`
+					Content   json.RawMessage `json:"content"`
+					IsError   bool            `json:"is_error"`
+				}
+				if json.Unmarshal(raw, &b) != nil || b.Type != "tool_result" || b.ToolUseID != id {
+					continue
+				}
+				content, err := contentBlocks(b.Content)
+				if err != nil {
+					return tape.ToolResult{}, nil, fmt.Errorf("tool_result %s: %w", id, err)
+				}
+				return tape.ToolResult{ToolCallID: id, Content: content, IsError: b.IsError}, raw, nil
+			}
+		}
+		return tape.ToolResult{}, nil, fmt.Errorf("no tool_result for %s in the request", id)
+	}
+	var req struct {
+		Input []json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return tape.ToolResult{}, nil, fmt.Errorf("decode request: %w", err)
+	}
+	for _, raw := range req.Input {
+		var it struct {
+			Type   string          `json:"type"`
+			CallID string          `json:"call_id"`
+			Output json.RawMessage `json:"output"`
+		}
+		if json.Unmarshal(raw, &it) != nil || it.CallID != id ||
+			(it.Type != "function_call_output" && it.Type != "custom_tool_call_output") {
+			continue
+		}
+		content, err := contentBlocks(it.Output)
+		if err != nil {
+			return tape.ToolResult{}, nil, fmt.Errorf("%s %s: %w", it.Type, id, err)
+		}
+		// The Responses wire carries no error flag.
+		return tape.ToolResult{ToolCallID: id, Content: content}, raw, nil
+	}
+	return tape.ToolResult{}, nil, fmt.Errorf("no function_call_output or custom_tool_call_output for %s in the request", id)
+}
+
+// contentBlocks turns a result's content (a string, or a list of text parts) into the
+// tape's blocks.
+func contentBlocks(raw json.RawMessage) ([]tape.Block, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []tape.Block{{Type: tape.BlockText, Text: s}}, nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, fmt.Errorf("content is neither a string nor a list: %s", clip(string(raw), 200))
+	}
+	blocks := make([]tape.Block, 0, len(parts))
+	for _, p := range parts {
+		var b struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(p, &b); err != nil {
+			return nil, fmt.Errorf("content part: %w", err)
+		}
+		switch b.Type {
+		case "text", "input_text", "output_text":
+			blocks = append(blocks, tape.Block{Type: tape.BlockText, Text: b.Text})
+		case "image", "input_image":
+			blocks = append(blocks, tape.Block{Type: tape.BlockImage, Raw: p})
+		default:
+			blocks = append(blocks, tape.Block{Type: tape.BlockOther, Raw: p})
+		}
+	}
+	return blocks, nil
+}
+
+// checkDrift compares a fresh capture with the fixture's case of the same name.
+func checkDrift(t *testing.T, harness string, want *Fixture, got FixtureCase) {
+	t.Helper()
+	for _, w := range want.Cases {
+		if w.Name != got.Name {
+			continue
+		}
+		if len(w.Steps) != len(got.Steps) {
+			t.Errorf("%d steps, fixture has %d", len(got.Steps), len(w.Steps))
+			return
+		}
+		for i := range w.Steps {
+			if diff := diffResults(harness, w.Steps[i].Call, w.Steps[i].Result, got.Steps[i].Result); diff != "" {
+				t.Errorf("step %d (%s): the harness's result drifted from the fixture (rerun with -update):\n%s", i, w.Steps[i].Call.Name, diff)
+			}
+		}
+		if diff := diffFiles(w.After, got.After); diff != "" {
+			t.Errorf("end state drifted from the fixture:\n%s", diff)
+		}
+		return
+	}
+	t.Errorf("case %s is not in the fixture (rerun with -update)", got.Name)
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n/2] + "\n...\n" + s[len(s)-n/2:]
+	}
+	return s
+}
+

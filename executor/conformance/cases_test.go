@@ -1,0 +1,166 @@
+package conformance
+
+import (
+	"path/filepath"
+
+	"github.com/tapebox/tapebox/internal/fakeprovider"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Case is one tool variant to run through a harness: the directory it starts from and the
+// tool calls the fake model asks for, one per turn (earlier calls set the stage: Claude
+// Code edits only files it has read).
+type Case struct {
+	Name   string
+	Before []File
+	// Calls builds the calls for the case's absolute working directory.
+	Calls func(cwd string) []tape.ToolCall
+	// Sub is a subagent thread's script, for cases whose call spawns one; its Marker is
+	// found in the spawning call's prompt.
+	Sub *fakeprovider.Thread
+}
+
+func file(path, content string) File { return File{Path: path, Mode: "0644", Content: content} }
+
+func call(name string, input map[string]any) tape.ToolCall { return fakeprovider.Call(name, input) }
+
+// claudeCases covers the tools Claude Code 2.1.332 offers by default (Bash, Read, Write,
+// Edit, Agent) in each variant.
+var claudeCases = []Case{
+	{Name: "bash-output", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Bash", map[string]any{"command": `printf 'line 1\nline 2\nline 3\n'`, "description": "print three lines"})}
+	}},
+	{Name: "bash-no-output", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Bash", map[string]any{"command": "touch made.txt", "description": "make a file"})}
+	}},
+	{Name: "bash-fail", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Bash", map[string]any{"command": "echo about to fail; exit 1", "description": "fail"})}
+	}},
+	{Name: "bash-stderr", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Bash", map[string]any{"command": "echo to stdout; echo to stderr >&2", "description": "print to both streams"})}
+	}},
+	{Name: "bash-fail-stderr", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Bash", map[string]any{"command": "echo some output; echo broken >&2; exit 3", "description": "fail with stderr"})}
+	}},
+	{Name: "bash-long-output", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Bash", map[string]any{"command": "seq 1 20000", "description": "print a lot"})}
+	}},
+	{Name: "bash-background", Calls: func(string) []tape.ToolCall {
+		// The second call waits for the first, so the end state does not race the exit.
+		return []tape.ToolCall{
+			call("Bash", map[string]any{"command": "echo background done > bg.txt; sleep 0.2", "description": "run in background", "run_in_background": true}),
+			call("Bash", map[string]any{"command": "sleep 1; cat bg.txt", "description": "wait for it"}),
+		}
+	}},
+	{Name: "read-whole", Before: []File{file("notes.txt", "alpha\nbeta\ngamma")}, Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "notes.txt")})}
+	}},
+	{Name: "read-trailing-newline", Before: []File{file("notes.txt", "one\ntwo\nthree\nfour\nfive\n")}, Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "notes.txt")})}
+	}},
+	{Name: "read-offset-limit", Before: []File{file("notes.txt", "alpha\nbeta\ngamma\ndelta\nepsilon\n")}, Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "notes.txt"), "offset": 2, "limit": 2})}
+	}},
+	{Name: "read-missing", Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "missing.txt")})}
+	}},
+	{Name: "read-empty", Before: []File{file("empty.txt", "")}, Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "empty.txt")})}
+	}},
+	{Name: "write-new", Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Write", map[string]any{"file_path": filepath.Join(cwd, "notes.txt"), "content": "first line\nsecond line\n"})}
+	}},
+	{Name: "write-new-subdir", Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Write", map[string]any{"file_path": filepath.Join(cwd, "deep", "er", "notes.txt"), "content": "nested\n"})}
+	}},
+	{Name: "write-overwrite", Before: []File{file("notes.txt", "old content\n")}, Calls: func(cwd string) []tape.ToolCall {
+		p := filepath.Join(cwd, "notes.txt")
+		return []tape.ToolCall{
+			call("Read", map[string]any{"file_path": p}),
+			call("Write", map[string]any{"file_path": p, "content": "new content\n"}),
+		}
+	}},
+	{Name: "edit", Before: []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, Calls: func(cwd string) []tape.ToolCall {
+		p := filepath.Join(cwd, "notes.txt")
+		return []tape.ToolCall{
+			call("Read", map[string]any{"file_path": p}),
+			call("Edit", map[string]any{"file_path": p, "old_string": "beta", "new_string": "BETA"}),
+		}
+	}},
+	{Name: "edit-replace-all", Before: []File{file("notes.txt", "cat dog cat\ncat\n")}, Calls: func(cwd string) []tape.ToolCall {
+		p := filepath.Join(cwd, "notes.txt")
+		return []tape.ToolCall{
+			call("Read", map[string]any{"file_path": p}),
+			call("Edit", map[string]any{"file_path": p, "old_string": "cat", "new_string": "bird", "replace_all": true}),
+		}
+	}},
+	{Name: "edit-not-found", Before: []File{file("notes.txt", "alpha\nbeta\n")}, Calls: func(cwd string) []tape.ToolCall {
+		p := filepath.Join(cwd, "notes.txt")
+		return []tape.ToolCall{
+			call("Read", map[string]any{"file_path": p}),
+			call("Edit", map[string]any{"file_path": p, "old_string": "no such text", "new_string": "x"}),
+		}
+	}},
+	{Name: "edit-not-unique", Before: []File{file("notes.txt", "same\nsame\n")}, Calls: func(cwd string) []tape.ToolCall {
+		p := filepath.Join(cwd, "notes.txt")
+		return []tape.ToolCall{
+			call("Read", map[string]any{"file_path": p}),
+			call("Edit", map[string]any{"file_path": p, "old_string": "same", "new_string": "other"}),
+		}
+	}},
+	{Name: "agent", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Agent", map[string]any{
+			"description":       "answer a question",
+			"prompt":            "[conformance:agent-sub] Say which tests pass.",
+			"subagent_type":     "general-purpose",
+			"run_in_background": false,
+		})}
+	}, Sub: &fakeprovider.Thread{Name: "sub", Marker: "[conformance:agent-sub]", Turns: []fakeprovider.Turn{{Text: "All tests pass."}}}},
+}
+
+// codexCases covers Codex 0.171.0's exec_command and apply_patch (a freeform tool).
+var codexCases = []Case{
+	{Name: "exec-output", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": `printf 'line 1\nline 2\nline 3\n'`})}
+	}},
+	{Name: "exec-no-output", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "touch made.txt"})}
+	}},
+	{Name: "exec-fail", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "echo about to fail; exit 1"})}
+	}},
+	{Name: "exec-stderr", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "echo to stdout; echo to stderr >&2"})}
+	}},
+	{Name: "exec-long-output", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "seq 1 20000"})}
+	}},
+	{Name: "exec-workdir", Before: []File{{Path: "sub", Mode: "0755", Dir: true}}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "pwd", "workdir": "sub"})}
+	}},
+	{Name: "patch-add", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Add File: docs/first.txt\n+hello\n+world\n*** End Patch")}
+	}},
+	{Name: "patch-update", Before: []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: notes.txt\n@@\n alpha\n-beta\n+BETA\n gamma\n*** End Patch")}
+	}},
+	{Name: "patch-delete", Before: []File{file("old.txt", "bye\n")}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Delete File: old.txt\n*** End Patch")}
+	}},
+	{Name: "patch-move", Before: []File{file("docs/first.txt", "one\ntwo\n")}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: docs/first.txt\n*** Move to: docs/renamed.txt\n@@\n one\n-two\n+TWO\n*** End Patch")}
+	}},
+	{Name: "patch-multi", Before: []File{
+		file("a.txt", "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"),
+		file("gone.txt", "x\n"),
+	}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n"+
+			"*** Update File: a.txt\n@@\n 1\n-2\n+two\n 3\n@@\n 8\n-9\n+nine\n 10\n"+
+			"*** Add File: b.txt\n+new file\n"+
+			"*** Delete File: gone.txt\n"+
+			"*** End Patch")}
+	}},
+	{Name: "patch-fail", Before: []File{file("renamed.txt", "one\ntwo\n")}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: renamed.txt\n@@\n-this line is not in the file\n+replacement\n*** End Patch")}
+	}},
+}

@@ -1,0 +1,194 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+var update = flag.Bool("update", false, "run the real harnesses and rewrite testdata/<harness>.json")
+
+// Fixture is testdata/<harness>.json: what one harness version did with every case.
+type Fixture struct {
+	Harness string `json:"harness"`
+	Version string `json:"version"`
+	// Root is the directory under which each case ran in <Root>/<case name>; results hold
+	// these absolute paths, so the executor runs at the same paths.
+	Root  string        `json:"root"`
+	Cases []FixtureCase `json:"cases"`
+}
+
+// FixtureCase is one case as the harness ran it.
+type FixtureCase struct {
+	Name string `json:"name"`
+	// Cwd is the absolute working directory the harness ran in.
+	Cwd string `json:"cwd"`
+	// Before and After are the directory's files before the first call and after the run.
+	Before []File `json:"before"`
+	After  []File `json:"after"`
+	Steps  []Step `json:"steps"`
+}
+
+// Step is one tool call and the harness's result for it.
+type Step struct {
+	Call tape.ToolCall `json:"call"`
+	// Result is the harness's result in the tape's form.
+	Result tape.ToolResult `json:"result"`
+	// Raw is the result as it appeared in the harness's next request (an Anthropic
+	// tool_result block, a Responses function_call_output or custom_tool_call_output item).
+	Raw json.RawMessage `json:"raw"`
+	// Spawn marks a call whose tool starts a subagent: the controller plays those, they
+	// never reach the executor.
+	Spawn bool `json:"spawn,omitempty"`
+}
+
+// File is one regular file (or directory, with Dir set) of a case's directory.
+type File struct {
+	Path    string `json:"path"`
+	Mode    string `json:"mode"`
+	Dir     bool   `json:"dir,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+func fixturePath(harness string) string { return filepath.Join("testdata", harness+".json") }
+
+func loadFixture(t *testing.T, harness string) *Fixture {
+	t.Helper()
+	b, err := os.ReadFile(fixturePath(harness))
+	if err != nil {
+		t.Fatalf("load fixture: %v (run go test ./executor/conformance -run TestCapture -update with the harnesses installed)", err)
+	}
+	var f Fixture
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("decode %s: %v", fixturePath(harness), err)
+	}
+	return &f
+}
+
+func saveFixture(t *testing.T, f *Fixture) {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(f); err != nil {
+		t.Fatalf("encode fixture: %v", err)
+	}
+	p := fixturePath(f.Harness)
+	if err := os.WriteFile(p+".tmp", buf.Bytes(), 0o644); err != nil {
+		t.Fatalf("write fixture: %v", err)
+	}
+	if err := os.Rename(p+".tmp", p); err != nil {
+		t.Fatalf("write fixture: %v", err)
+	}
+}
+
+// caseRoot is where cases run: a fixed absolute path, since harness results hold absolute
+// paths and the executor must see the same ones.
+func caseRoot(harness string) string {
+	return filepath.Join("/tmp", "tapebox-conformance", harness)
+}
+
+// layout makes dir fresh and holds exactly files.
+func layout(t *testing.T, dir string, files []File) {
+	t.Helper()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatalf("clear %s: %v", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("make %s: %v", dir, err)
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		var mode uint32
+		if _, err := fmt.Sscanf(f.Mode, "%o", &mode); err != nil {
+			t.Fatalf("file %s: mode %q: %v", f.Path, f.Mode, err)
+		}
+		if f.Dir {
+			if err := os.MkdirAll(p, fs.FileMode(mode)); err != nil {
+				t.Fatalf("make %s: %v", p, err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatalf("make %s: %v", filepath.Dir(p), err)
+		}
+		if err := os.WriteFile(p, []byte(f.Content), fs.FileMode(mode)); err != nil {
+			t.Fatalf("write %s: %v", p, err)
+		}
+		if err := os.Chmod(p, fs.FileMode(mode)); err != nil {
+			t.Fatalf("chmod %s: %v", p, err)
+		}
+	}
+}
+
+// snapshot lists dir's files and directories, sorted, leaving out the paths the
+// comparison ignores (see ignoredPaths).
+func snapshot(t *testing.T, dir string) []File {
+	t.Helper()
+	var files []File
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "." {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if ignoredPath(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		f := File{Path: rel, Mode: fmt.Sprintf("%04o", info.Mode().Perm())}
+		switch {
+		case d.IsDir():
+			f.Dir = true
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			f.Content = string(b)
+		default:
+			f.Content = "<" + info.Mode().Type().String() + ">"
+		}
+		files = append(files, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("snapshot %s: %v", dir, err)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files
+}
+
+// ignoredPath says whether a path of a case directory is left out of the before/after
+// comparison: the executor's own state directory.
+func ignoredPath(rel string) bool {
+	return rel == ".tapebox" || strings.HasPrefix(rel, ".tapebox/")
+}
+
+// text returns a result's text blocks joined, for messages.
+func text(r tape.ToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}

@@ -1,0 +1,133 @@
+package conformance
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// volatile is one part of a harness's tool result that changes on every run, so the
+// comparison replaces it with a placeholder on both sides. This table is the complete list
+// of what the comparison does not check byte for byte.
+type volatile struct {
+	harness string
+	tool    string // "" means every tool of the harness
+	what    string
+	re      *regexp.Regexp
+	repl    string
+}
+
+var volatiles = []volatile{
+	{realharness.Codex, "exec_command", "chunk id (random per output chunk)",
+		regexp.MustCompile(`(?m)^Chunk ID: [0-9a-f]+$`), "Chunk ID: <chunk-id>"},
+	{realharness.Codex, "exec_command", "wall time",
+		regexp.MustCompile(`(?m)^Wall time: [0-9]+(\.[0-9]+)? seconds$`), "Wall time: <seconds> seconds"},
+	{realharness.Codex, "apply_patch", "wall time",
+		regexp.MustCompile(`(?m)^Wall time: [0-9]+(\.[0-9]+)? seconds$`), "Wall time: <seconds> seconds"},
+	{realharness.Claude, "Bash", "background task id and output file (/tmp/claude-<uid>/<cwd-slug>/<session>/tasks/<id>.output)",
+		regexp.MustCompile(`Command running in background with ID: [A-Za-z0-9_-]+\. Output is being written to: \S+\.output\.`),
+		"Command running in background with ID: <task-id>. Output is being written to: <task-output>."},
+	{realharness.Claude, "Bash", "file holding output past the limit (<HOME>/.claude/projects/<cwd-slug>/<session>/tool-results/<id>.txt)",
+		regexp.MustCompile(`Full output saved to: \S+\.txt\n`), "Full output saved to: <output-file>\n"},
+	{realharness.Claude, "Agent", "subagent id",
+		regexp.MustCompile(`\ba[0-9a-f]{16}\b`), "<agent-id>"},
+	{realharness.Claude, "Agent", "subagent duration",
+		regexp.MustCompile(`(?m)^duration_ms: [0-9]+`), "duration_ms: <ms>"},
+}
+
+// ignored names what is compared not at all, and why.
+var ignored = []struct{ harness, what, why string }{
+	{realharness.Codex, "is_error", "the Responses wire carries no error flag: the harness's side is always false"},
+	{realharness.Claude, "Agent and Task calls", "spawning tools start a subagent the controller plays; their calls never reach the executor"},
+	{"", "<cwd>/.tapebox/", "the executor's own state (background tasks) in the end-state comparison"},
+}
+
+// isErrorCompared says whether the harness's wire format carries is_error.
+func isErrorCompared(harness string) bool { return harness != realharness.Codex }
+
+// normalize replaces the volatile parts of a result's text.
+func normalize(harness, tool, text string) string {
+	for _, v := range volatiles {
+		if v.harness == harness && (v.tool == "" || v.tool == tool) {
+			text = v.re.ReplaceAllString(text, v.repl)
+		}
+	}
+	return text
+}
+
+// diffResults returns "" when got matches want for a call, else a description of the
+// first differences: block count and types, each text block (after normalize), is_error.
+func diffResults(harness string, call tape.ToolCall, want, got tape.ToolResult) string {
+	var out []string
+	if isErrorCompared(harness) && want.IsError != got.IsError {
+		out = append(out, fmt.Sprintf("is_error: harness %v, got %v", want.IsError, got.IsError))
+	}
+	if len(want.Content) != len(got.Content) {
+		out = append(out, fmt.Sprintf("content blocks: harness %d, got %d\n  harness: %q\n  got:     %q", len(want.Content), len(got.Content), clip(text(want), 600), clip(text(got), 600)))
+		return strings.Join(out, "\n")
+	}
+	for i := range want.Content {
+		w, g := want.Content[i], got.Content[i]
+		if w.Type != g.Type {
+			out = append(out, fmt.Sprintf("block %d type: harness %q, got %q", i, w.Type, g.Type))
+			continue
+		}
+		if w.Type != tape.BlockText {
+			if string(w.Raw) != string(g.Raw) {
+				out = append(out, fmt.Sprintf("block %d (%s) differs", i, w.Type))
+			}
+			continue
+		}
+		wt, gt := normalize(harness, call.Name, w.Text), normalize(harness, call.Name, g.Text)
+		if wt != gt {
+			out = append(out, fmt.Sprintf("block %d text:\n%s", i, textDiff(wt, gt)))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// textDiff shows where two texts part: the common prefix length and the rest of each.
+func textDiff(want, got string) string {
+	p := 0
+	for p < len(want) && p < len(got) && want[p] == got[p] {
+		p++
+	}
+	start := max(0, p-40)
+	return fmt.Sprintf("  lengths: harness %d, got %d; first difference at byte %d\n  harness: %q\n  got:     %q",
+		len(want), len(got), p, clip(want[start:], 400), clip(got[start:], 400))
+}
+
+// diffFiles compares two directory snapshots.
+func diffFiles(want, got []File) string {
+	index := func(fs []File) map[string]File {
+		m := map[string]File{}
+		for _, f := range fs {
+			m[f.Path] = f
+		}
+		return m
+	}
+	w, g := index(want), index(got)
+	var out []string
+	for _, f := range want {
+		o, ok := g[f.Path]
+		switch {
+		case !ok:
+			out = append(out, "  missing: "+f.Path)
+		case f.Dir != o.Dir:
+			out = append(out, fmt.Sprintf("  %s: dir %v, got dir %v", f.Path, f.Dir, o.Dir))
+		case f.Mode != o.Mode:
+			out = append(out, fmt.Sprintf("  %s: mode %s, got %s", f.Path, f.Mode, o.Mode))
+		case f.Content != o.Content:
+			out = append(out, fmt.Sprintf("  %s: content %q, got %q", f.Path, clip(f.Content, 200), clip(o.Content, 200)))
+		}
+	}
+	for _, f := range got {
+		if _, ok := w[f.Path]; !ok {
+			out = append(out, "  unexpected: "+f.Path)
+		}
+	}
+	return strings.Join(out, "\n")
+}

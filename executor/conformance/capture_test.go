@@ -274,4 +274,3 @@ func clip(s string, n int) string {
 	}
 	return s
 }
-

@@ -1,0 +1,146 @@
+package codex
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Name is the harness's name in hello.
+const Name = "codex"
+
+// Harness is the Codex module.
+type Harness struct{}
+
+var _ harness.Harness = Harness{}
+
+// New returns the Codex module.
+func New() Harness { return Harness{} }
+
+// Name implements harness.Harness.
+func (Harness) Name() string { return Name }
+
+// Policy implements harness.Harness.
+func (Harness) Policy() protocol.Policy {
+	return protocol.Policy{ParallelToolCalls: true, SpawningTools: []string{"spawn_agent"}}
+}
+
+// NewSession implements harness.Harness.
+func (Harness) NewSession(env *harness.Env) harness.Session {
+	return &session{env: env}
+}
+
+type session struct {
+	env *harness.Env
+	mu  sync.Mutex // serializes polls of one exec session
+}
+
+// Tools lists the tools this module performs in the sandbox; every other tool is a Noop.
+func Tools() []string {
+	return []string{"exec_command", "write_stdin", "apply_patch", "shell", "container.exec", "shell_command", "local_shell"}
+}
+
+func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	switch call.Name {
+	case "exec_command":
+		return s.execCommand(ctx, call, rec)
+	case "write_stdin":
+		return s.writeStdin(ctx, call, rec)
+	case "apply_patch":
+		return s.applyPatch(call)
+	case "shell", "container.exec", "local_shell":
+		return s.shell(ctx, call, rec)
+	case "shell_command":
+		return s.shellCommand(ctx, call, rec)
+	case "spawn_agent":
+		return harness.Text(call, "tapebox-exec: spawn_agent spawns a subagent; the controller plays it, the executor does not", true)
+	case "update_plan":
+		if rec == nil {
+			return text(call, "Plan updated")
+		}
+	}
+	return harness.Replay(call, rec)
+}
+
+func (s *session) Close() error { return s.env.Tasks.Close() }
+
+func text(call tape.ToolCall, t string) tape.ToolResult { return harness.Text(call, t, false) }
+
+// badInput words a bad input as Codex does for function arguments it cannot parse.
+func badInput(call tape.ToolCall, err error) tape.ToolResult {
+	return text(call, "failed to parse function arguments: "+err.Error())
+}
+
+// ApproxTokens is Codex's token estimate for n bytes of text: ceil(n/4).
+func ApproxTokens(n int) int { return (n + 3) / 4 }
+
+// TruncateTokens cuts text to about maxTokens tokens as Codex does (its
+// formatted_truncate_text with a token policy): the head and tail kept, the middle
+// replaced by "…N tokens truncated…", a "Total output lines: N" line first.
+func TruncateTokens(s string, maxTokens int) string {
+	budget := maxTokens * 4
+	if len(s) <= budget {
+		return s
+	}
+	lines := strings.Count(s, "\n")
+	if !strings.HasSuffix(s, "\n") {
+		lines++
+	}
+	left := budget / 2
+	right := budget - left
+	head := s[:charFloor(s, left)]
+	tail := s[charCeil(s, len(s)-right):]
+	removed := len(s) - len(head) - len(tail)
+	return fmt.Sprintf("Total output lines: %d\n\n%s…%d tokens truncated…%s", lines, head, ApproxTokens(removed), tail)
+}
+
+// charFloor returns the largest rune boundary <= i.
+func charFloor(s string, i int) int {
+	for i > 0 && i < len(s) && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return i
+}
+
+// charCeil returns the smallest rune boundary >= i.
+func charCeil(s string, i int) int {
+	for i < len(s) && s[i]&0xC0 == 0x80 {
+		i++
+	}
+	return i
+}
+
+func chunkID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// rustFloat prints f as Rust's Display does for an f32 rounded to one decimal: "0",
+// "0.1", "12".
+func rustFloat(d time.Duration) string {
+	v := math.Round(d.Seconds()*10) / 10
+	return strconv.FormatFloat(v, 'f', -1, 32)
+}
+
+// serdeFloat prints a duration rounded to one decimal as serde_json prints an f32:
+// always with a fractional part ("0.0", "1.2").
+func serdeFloat(d time.Duration) string {
+	v := math.Round(d.Seconds()*10) / 10
+	s := strconv.FormatFloat(v, 'f', -1, 32)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
+}
+

@@ -1,0 +1,291 @@
+package codex
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tapebox/tapebox/executor/action"
+	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/tape"
+)
+
+const (
+	defaultExecYieldMS  = 10000
+	defaultWriteYieldMS = 250
+	minYieldMS          = 250
+	maxYieldMS          = 30000
+	defaultMaxTokens    = 10000
+	defaultShellTimeout = 10000
+	timeoutExitCode     = 124
+)
+
+type execInput struct {
+	Cmd             string `json:"cmd"`
+	Workdir         string `json:"workdir"`
+	Shell           string `json:"shell"`
+	Login           *bool  `json:"login"`
+	TTY             bool   `json:"tty"`
+	YieldTimeMS     *int64 `json:"yield_time_ms"`
+	MaxOutputTokens *int   `json:"max_output_tokens"`
+}
+
+func yield(v *int64, def int64) time.Duration {
+	ms := def
+	if v != nil {
+		ms = *v
+	}
+	ms = max(minYieldMS, min(ms, maxYieldMS))
+	return time.Duration(ms) * time.Millisecond
+}
+
+func maxTokens(v *int) int {
+	if v != nil && *v > 0 {
+		return *v
+	}
+	return defaultMaxTokens
+}
+
+func taskID(session int) string { return "exec-" + strconv.Itoa(session) }
+
+func newSessionID() int {
+	n, _ := rand.Int(rand.Reader, big.NewInt(90000))
+	return int(n.Int64()) + 10000
+}
+
+func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in execInput
+	if err := harness.Decode(call, &in); err != nil {
+		return badInput(call, err)
+	}
+	if strings.TrimSpace(in.Cmd) == "" {
+		return badInput(call, errors.New("missing field `cmd`"))
+	}
+	if patch, ok := heredocPatch(in.Cmd); ok {
+		return s.patchAsExec(call, in.Workdir, patch)
+	}
+	login := in.Login == nil || *in.Login
+	start := time.Now()
+	id := newSessionID()
+	for i := 0; i < 5; i++ {
+		if _, err := s.env.Tasks.Status(taskID(id)); err != nil {
+			break
+		}
+		id = newSessionID()
+	}
+	_, err := s.env.Tasks.Start(ctx, action.TaskRequest{
+		ID: taskID(id), Command: in.Cmd, Shell: in.Shell, Login: login,
+		Dir: s.env.Path(in.Workdir), Env: s.env.Environ, Stdin: true,
+	})
+	if err != nil {
+		return text(call, "exec_command failed: "+err.Error())
+	}
+	return s.collect(ctx, call, id, start, yield(in.YieldTimeMS, defaultExecYieldMS), maxTokens(in.MaxOutputTokens))
+}
+
+// collect waits up to wait for the session's command, then reports the output since the
+// last poll in unified exec's format.
+func (s *session) collect(ctx context.Context, call tape.ToolCall, id int, start time.Time, wait time.Duration, tokens int) tape.ToolResult {
+	tid := taskID(id)
+	st, err := s.env.Tasks.Wait(ctx, tid, wait)
+	if err != nil {
+		return text(call, "exec_command failed: "+err.Error())
+	}
+	s.mu.Lock()
+	out, err := s.env.Tasks.Poll(tid)
+	s.mu.Unlock()
+	if err != nil {
+		return text(call, "exec_command failed: "+err.Error())
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Chunk ID: %s\nWall time: %.4f seconds\n", chunkID(), time.Since(start).Seconds())
+	if st.Running {
+		fmt.Fprintf(&b, "Process running with session ID %d\n", id)
+	} else {
+		code := -1
+		if st.ExitCode != nil {
+			code = *st.ExitCode
+		}
+		fmt.Fprintf(&b, "Process exited with code %d\n", code)
+		_ = s.env.Tasks.Remove(tid)
+	}
+	fmt.Fprintf(&b, "Original token count: %d\nOutput:\n%s", ApproxTokens(len(out)), TruncateTokens(string(out), tokens))
+	return text(call, b.String())
+}
+
+type writeInput struct {
+	SessionID       json.RawMessage `json:"session_id"`
+	Chars           string          `json:"chars"`
+	YieldTimeMS     *int64          `json:"yield_time_ms"`
+	MaxOutputTokens *int            `json:"max_output_tokens"`
+}
+
+func (s *session) writeStdin(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in writeInput
+	if err := harness.Decode(call, &in); err != nil {
+		return badInput(call, err)
+	}
+	raw := strings.Trim(string(in.SessionID), `"`)
+	id, err := strconv.Atoi(raw)
+	if err != nil {
+		return badInput(call, fmt.Errorf("invalid session_id %s", in.SessionID))
+	}
+	start := time.Now()
+	if _, err := s.env.Tasks.Status(taskID(id)); err != nil {
+		return text(call, fmt.Sprintf("write_stdin failed: Unknown process id %d", id))
+	}
+	if in.Chars != "" {
+		if err := s.env.Tasks.Write(taskID(id), []byte(in.Chars)); err != nil {
+			return text(call, "write_stdin failed: "+err.Error())
+		}
+	}
+	return s.collect(ctx, call, id, start, yield(in.YieldTimeMS, defaultWriteYieldMS), maxTokens(in.MaxOutputTokens))
+}
+
+type shellInput struct {
+	Command   json.RawMessage `json:"command"`
+	Workdir   string          `json:"workdir"`
+	TimeoutMS *int64          `json:"timeout_ms"`
+	Login     *bool           `json:"login"`
+	// local_shell wraps its parameters in an action.
+	Action *struct {
+		Command          []string          `json:"command"`
+		WorkingDirectory string            `json:"working_directory"`
+		TimeoutMS        *int64            `json:"timeout_ms"`
+		Env              map[string]string `json:"env"`
+	} `json:"action"`
+}
+
+// shell runs the argv of the shell, container.exec and local_shell tools.
+func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in shellInput
+	if err := harness.Decode(call, &in); err != nil {
+		return badInput(call, err)
+	}
+	var argv []string
+	workdir, timeout := in.Workdir, in.TimeoutMS
+	env := s.env.Environ
+	if in.Action != nil {
+		argv, workdir, timeout = in.Action.Command, in.Action.WorkingDirectory, in.Action.TimeoutMS
+		for k, v := range in.Action.Env {
+			env = append(env[:len(env):len(env)], k+"="+v)
+		}
+	} else if len(in.Command) > 0 {
+		if err := json.Unmarshal(in.Command, &argv); err != nil {
+			return badInput(call, fmt.Errorf("invalid type for `command`: expected a sequence: %w", err))
+		}
+	}
+	if len(argv) == 0 {
+		return badInput(call, errors.New("missing field `command`"))
+	}
+	jsonForm := !strings.HasPrefix(harness.RecordedText(rec), "Exit code:")
+	if patch, ok := argvPatch(argv); ok {
+		return s.patchAsShell(call, workdir, patch, jsonForm)
+	}
+	return s.runShell(ctx, call, action.ShellRequest{Argv: argv, Dir: s.env.Path(workdir), Env: env}, timeout, jsonForm)
+}
+
+func (s *session) shellCommand(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var in shellInput
+	if err := harness.Decode(call, &in); err != nil {
+		return badInput(call, err)
+	}
+	var script string
+	if err := json.Unmarshal(in.Command, &script); err != nil || script == "" {
+		return badInput(call, errors.New("missing field `command`"))
+	}
+	jsonForm := strings.HasPrefix(harness.RecordedText(rec), "{")
+	if patch, ok := heredocPatch(script); ok {
+		return s.patchAsShell(call, in.Workdir, patch, jsonForm)
+	}
+	login := in.Login == nil || *in.Login
+	return s.runShell(ctx, call, action.ShellRequest{Command: script, Login: login, Dir: s.env.Path(in.Workdir), Env: s.env.Environ}, in.TimeoutMS, jsonForm)
+}
+
+func (s *session) runShell(ctx context.Context, call tape.ToolCall, req action.ShellRequest, timeoutMS *int64, jsonForm bool) tape.ToolResult {
+	ms := int64(defaultShellTimeout)
+	if timeoutMS != nil && *timeoutMS > 0 {
+		ms = *timeoutMS
+	}
+	req.Timeout = time.Duration(ms) * time.Millisecond
+	res, err := action.Shell(ctx, req)
+	if err != nil {
+		return text(call, "execution error: "+err.Error())
+	}
+	out := string(res.Output)
+	code := res.ExitCode
+	if res.TimedOut {
+		code = timeoutExitCode
+		out = fmt.Sprintf("command timed out after %d milliseconds\n%s", res.Duration.Milliseconds(), out)
+	}
+	return text(call, shellOutput(out, code, res.Duration, jsonForm))
+}
+
+// shellOutput words a finished command as the shell tools do.
+func shellOutput(out string, code int, d time.Duration, jsonForm bool) string {
+	shown := TruncateTokens(out, defaultMaxTokens)
+	if jsonForm {
+		return fmt.Sprintf(`{"output":%s,"metadata":{"exit_code":%d,"duration_seconds":%s}}`, jsonString(shown), code, serdeFloat(d))
+	}
+	return fmt.Sprintf("Exit code: %d\nWall time: %s seconds\nOutput:\n%s", code, rustFloat(d), shown)
+}
+
+// jsonString quotes s as serde_json does: only quotes, backslashes and control
+// characters are escaped.
+func jsonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// argvPatch recognizes apply_patch invoked through a shell tool.
+func argvPatch(argv []string) (string, bool) {
+	if len(argv) == 2 && (argv[0] == "apply_patch" || argv[0] == "applypatch") {
+		return argv[1], true
+	}
+	if len(argv) == 3 && (argv[1] == "-lc" || argv[1] == "-c") {
+		return heredocPatch(argv[2])
+	}
+	return "", false
+}
+
+var heredoc = regexp.MustCompile(`(?s)^\s*(?:apply_patch|applypatch)\s+<<\s*['"]?(\w+)['"]?\s*\n(.*?)\n(\w+)\s*$`)
+
+// heredocPatch recognizes `apply_patch <<'EOF' ... EOF` in a script.
+func heredocPatch(script string) (string, bool) {
+	m := heredoc.FindStringSubmatch(script)
+	if m == nil || m[1] != m[3] {
+		return "", false
+	}
+	return m[2], true
+}

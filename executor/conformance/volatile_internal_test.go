@@ -1,0 +1,75 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/tape"
+)
+
+func result(text string, isError bool) tape.ToolResult {
+	return tape.ToolResult{ToolCallID: "x", Content: []tape.Block{{Type: tape.BlockText, Text: text}}, IsError: isError}
+}
+
+// The comparison ignores exactly the volatile fields and catches everything else.
+func TestDiffResults(t *testing.T) {
+	execOut := "Chunk ID: 95fad4\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 6\nOutput:\nline 1\n"
+	bg := "Command running in background with ID: bajdswjfd. Output is being written to: /tmp/claude-0/-tmp-x/02a44c8d-31e2-49da-962b-5d17bb927c11/tasks/bajdswjfd.output. You will be notified when it completes."
+	cases := []struct {
+		name      string
+		harness   string
+		tool      string
+		want, got tape.ToolResult
+		same      bool
+	}{
+		{"identical", realharness.Claude, "Bash", result("a\nb", false), result("a\nb", false), true},
+		{"one byte", realharness.Claude, "Bash", result("a\nb", false), result("a\nc", false), false},
+		{"trailing newline", realharness.Claude, "Read", result("1\ta", false), result("1\ta\n", false), false},
+		{"is_error on the Anthropic wire", realharness.Claude, "Bash", result("x", true), result("x", false), false},
+		{"is_error not on the Responses wire", realharness.Codex, "exec_command", result(execOut, false), result(execOut, true), true},
+		{"chunk id and wall time", realharness.Codex, "exec_command", result(execOut, false),
+			result(strings.NewReplacer("95fad4", "0a1b2c", "0.0000", "1.2500").Replace(execOut), false), true},
+		{"exit code is not volatile", realharness.Codex, "exec_command", result(execOut, false),
+			result(strings.Replace(execOut, "code 0", "code 1", 1), false), false},
+		{"chunk id only volatile for exec_command", realharness.Codex, "apply_patch", result("Chunk ID: 95fad4", false), result("Chunk ID: 000000", false), false},
+		{"background id and path", realharness.Claude, "Bash", result(bg, false),
+			result("Command running in background with ID: t1. Output is being written to: /w/.tapebox/tasks/t1.output. You will be notified when it completes.", false), true},
+		{"background tail is compared", realharness.Claude, "Bash", result(bg, false),
+			result("Command running in background with ID: t1. Output is being written to: /w/.tapebox/tasks/t1.output. You will be told.", false), false},
+		{"block count", realharness.Claude, "Bash", result("a", false), tape.ToolResult{Content: []tape.Block{{Type: "text", Text: "a"}, {Type: "text"}}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			diff := diffResults(tc.harness, tape.ToolCall{Name: tc.tool}, tc.want, tc.got)
+			if tc.same {
+				assert.Empty(t, diff)
+			} else {
+				assert.NotEmpty(t, diff)
+			}
+		})
+	}
+}
+
+// Every volatile pattern still matches something the harness really produced: a pattern
+// gone stale after a harness upgrade would otherwise hide nothing and mislead.
+func TestVolatilesMatchFixtures(t *testing.T) {
+	hits := make([]int, len(volatiles))
+	for _, h := range harnesses {
+		fx := loadFixture(t, h.name)
+		for _, c := range fx.Cases {
+			for _, s := range c.Steps {
+				for i, v := range volatiles {
+					if v.harness == h.name && (v.tool == "" || v.tool == s.Call.Name) && v.re.MatchString(text(s.Result)) {
+						hits[i]++
+					}
+				}
+			}
+		}
+	}
+	for i, v := range volatiles {
+		assert.Positive(t, hits[i], "volatile %q (%s %s) matches no fixture result", v.what, v.harness, v.tool)
+	}
+}

@@ -2,11 +2,83 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
 
+	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/tape"
 )
 
-// runSimulator serves the tape's recorded responses to a real harness (simulator mode).
+// simulatorGrace is how long the simulator waits, once every run has finished, for another
+// run to start before it exits.
+const simulatorGrace = 2 * time.Second
+
+// runSimulator serves the tape's recorded responses to a real harness (simulator mode) until
+// every run has finished or a signal stops it.
 func runSimulator(ctx context.Context, env *Env, verb string, rec *tape.Tape, f *replayFlags) int {
-	return failf(env, verb, "simulator mode (--listen) is not in this build yet; use executor mode (--sandbox)")
+	logf := func(format string, args ...any) {
+		if !f.quiet {
+			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
+		}
+	}
+	sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: f.speed, Output: f.output, Logf: logf})
+	if err != nil {
+		return failf(env, verb, "%v", err)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return failf(env, verb, "listen on %s: %v", f.listen, err)
+	}
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(env.Stderr, "tapebox replay: simulating %s (%s, %s) on http://%s; point the harness's base URL here (/r/RUN/ for concurrent runs)\n",
+		rec.Meta.TapeID, rec.Meta.Harness, rec.Meta.Provider, ln.Addr())
+	code := ExitOK
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case err := <-errc:
+			if !errors.Is(err, http.ErrServerClosed) {
+				code = failf(env, verb, "serve: %v", err)
+			}
+			break wait
+		case <-sim.Finished():
+			// Let a run that starts right after the others finish be served too.
+			t := time.NewTimer(simulatorGrace)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			break wait
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdownCtx)
+	if err := sim.Close(); err != nil {
+		return failf(env, verb, "%v", err)
+	}
+	for _, run := range sim.Runs() {
+		t := sim.RunTape(run)
+		reason := "running"
+		if t != nil && t.Meta.Ended != nil {
+			reason = string(t.Meta.Ended.Reason)
+			if t.Meta.Ended.Reason != tape.EndComplete {
+				code = ExitFailure
+			}
+		}
+		where := controller.OutputFor(f.output, run)
+		if where == "" {
+			where = "(no --output)"
+		}
+		logf("run %s: %s; replay tape %s", run, reason, where)
+	}
+	return code
 }

@@ -64,6 +64,9 @@ func Compare(rec, rep *tape.Tape) *Report {
 	ids := NewIdentifiers()
 	reached := true
 	for ref := range rec.Steps() {
+		if !reachable(rec, ref.Thread) {
+			continue // a side conversation (a title or summary call) that replays do not play
+		}
 		th := rep.Thread(ref.Thread.ID)
 		if th == nil || ref.Index >= len(th.Steps) {
 			reached = false

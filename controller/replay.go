@@ -148,30 +148,17 @@ type player struct {
 	modelTime time.Duration
 }
 
-// openOutput prepares the replay tape: the recording's meta with replay_of set, and every
-// thread of the recording (same ids and parents), filled as they are played.
+// openOutput prepares the replay tape (see newReplayTape).
 func (p *player) openOutput() error {
-	out := tape.New(p.rec.Meta.Provider, p.start)
-	m := p.rec.Meta
-	recID := m.TapeID
-	out.Meta = tape.Meta{TapeID: out.Meta.TapeID, Harness: m.Harness, HarnessVersion: m.HarnessVersion,
-		Provider: m.Provider, Model: m.Model, StartedAt: p.start.UTC(), Task: m.Task, ReplayOf: &recID,
-		Labels: map[string]string{"mode": "executor"}}
-	for k, v := range m.Labels {
-		if _, ok := out.Meta.Labels[k]; !ok {
-			out.Meta.Labels[k] = v
-		}
-	}
-	p.out = out
+	p.out = newReplayTape(p.rec, p.start, map[string]string{"mode": "executor"})
 	p.threadI = map[string]int{}
 	for i, th := range p.rec.Threads {
-		out.Threads = append(out.Threads, &tape.Thread{ID: th.ID, Parent: th.Parent, Steps: []*tape.Step{}})
 		p.threadI[th.ID] = i
 	}
 	if p.opts.Output == "" {
 		return nil
 	}
-	w, err := tape.Create(p.opts.Output, out)
+	w, err := tape.Create(p.opts.Output, p.out)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}

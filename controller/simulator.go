@@ -1,0 +1,315 @@
+package controller
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
+)
+
+// SimulatorOptions configure simulator mode.
+type SimulatorOptions struct {
+	// Speed scales the recorded latency: 1 as recorded, 2 twice as fast, 0 none.
+	Speed float64
+	// Output is the replay tape of run "default"; run R's goes to <stem>.R.json beside it.
+	// "" writes no tapes.
+	Output string
+	// Logf receives one line per request and per problem; nil discards them.
+	Logf func(format string, args ...any)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Simulator serves a tape's recorded responses on the providers' own paths, so that a real
+// harness replays without a model. It is an http.Handler. Each run (a harness replaying the
+// tape: /r/<run>/v1/..., or "default" for a plain /v1/...) has its own cursor, identifiers and
+// replay tape, so several harnesses can replay the same tape at once.
+//
+// For each model call it finds the thread (by system prompt, tools and opening messages,
+// among the threads whose parent call was already served) and the step (by the number of
+// model turns the request already holds), checks that the tool results it carries match the
+// recording (volatile fields masked, identifiers learned), and serves the recorded raw
+// response, chunk by chunk with the recorded timing scaled by Speed, identifiers
+// substituted. A request that does not match gets an error in the provider's own shape that
+// names the thread and step, and ends that run as diverged.
+type Simulator struct {
+	rec   *tape.Tape
+	opts  SimulatorOptions
+	keys  []threadSig // per recorded thread
+	model map[string]bool
+
+	mu       sync.Mutex
+	runs     map[string]*simRun
+	finished chan struct{} // closed when every started run has finished
+	closed   bool
+}
+
+// threadSig is what identifies a recorded thread in a request.
+type threadSig struct {
+	system  string
+	tools   string
+	opening string
+}
+
+func sigOf(req *tape.Request) threadSig {
+	var tools []string
+	for _, t := range req.Tools {
+		tools = append(tools, t.Name)
+	}
+	return threadSig{system: req.System, tools: strings.Join(tools, ","), opening: openingText(req)}
+}
+
+// openingText is the text of the messages before the first model turn.
+func openingText(req *tape.Request) string {
+	var b strings.Builder
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			break
+		}
+		for _, blk := range m.Content {
+			if blk.Type == tape.BlockText {
+				b.WriteString(blk.Text)
+				b.WriteByte('\n')
+			}
+		}
+	}
+	return b.String()
+}
+
+// score says how well a request's signature fits a thread's: the opening messages weigh
+// most, then the tools, then the system prompt (which holds dates and paths that change).
+func (a threadSig) score(b threadSig) int {
+	s := 0
+	if a.opening == b.opening {
+		s += 4
+	} else if similar(a.opening, b.opening) {
+		s += 2
+	}
+	if a.tools == b.tools {
+		s += 2
+	}
+	if a.system == b.system {
+		s++
+	}
+	return s
+}
+
+// similar says whether two texts differ only in identifier-like tokens.
+func similar(a, b string) bool {
+	return a == b || identifierPairs(a, b) != nil
+}
+
+// NewSimulator prepares a simulator for rec.
+func NewSimulator(rec *tape.Tape, opts SimulatorOptions) (*Simulator, error) {
+	if rec.Main() == nil {
+		return nil, errors.New("simulator: the tape has no main thread")
+	}
+	if opts.Speed < 0 {
+		return nil, fmt.Errorf("simulator: speed %v: must be 0 or more", opts.Speed)
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Simulator{rec: rec, opts: opts, runs: map[string]*simRun{}, finished: make(chan struct{}), model: map[string]bool{}}
+	for _, th := range rec.Threads {
+		var sig threadSig
+		if len(th.Steps) > 0 {
+			sig = sigOf(&th.Steps[0].Request)
+			for _, st := range th.Steps {
+				if m := provider.Model(st.Request.Raw); m != "" {
+					s.model[m] = true
+				}
+			}
+		}
+		s.keys = append(s.keys, sig)
+	}
+	if rec.Meta.Model != "" {
+		s.model[rec.Meta.Model] = true
+	}
+	return s, nil
+}
+
+// Finished is closed once at least one run started and every started run has finished.
+func (s *Simulator) Finished() <-chan struct{} { return s.finished }
+
+// Close ends every run still going as cut and writes its tape.
+func (s *Simulator) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	var errs []error
+	for _, r := range s.runs {
+		errs = append(errs, r.end(tape.EndCut, "simulator stopped"))
+	}
+	return errors.Join(errs...)
+}
+
+// Runs returns the names of the runs seen so far.
+func (s *Simulator) Runs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for n := range s.runs {
+		out = append(out, n)
+	}
+	return out
+}
+
+// RunTape returns a run's replay tape so far (nil for an unknown run). Do not change it.
+func (s *Simulator) RunTape(name string) *tape.Tape {
+	s.mu.Lock()
+	r := s.runs[name]
+	s.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out
+}
+
+var (
+	runPrefix = regexp.MustCompile(`^/r/([^/]*)(/.*)$`)
+	safeRun   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+)
+
+// OutputFor returns where run name's replay tape goes given the default output path.
+func OutputFor(output, name string) string {
+	if output == "" || name == "default" {
+		return output
+	}
+	ext := filepath.Ext(output)
+	return strings.TrimSuffix(output, ext) + "." + name + ".json"
+}
+
+// ServeHTTP answers one request of a harness.
+func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	run, path := "default", r.URL.Path
+	if m := runPrefix.FindStringSubmatch(path); m != nil {
+		run, path = m[1], m[2]
+		if !safeRun.MatchString(run) {
+			p, _ := provider.Detect(path)
+			s.opts.Logf("run %q: not a safe file name", run)
+			writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error",
+				fmt.Sprintf("tapebox simulator: run id %q is not a safe file name (letters, digits, '.', '_', '-'; at most 128)", run))
+			return
+		}
+	}
+	p, isModel := provider.Detect(path)
+	switch {
+	case r.Method == http.MethodGet && strings.HasSuffix(path, "/v1/responses"):
+		// Codex tries a WebSocket first; 426 makes it fall back to SSE.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUpgradeRequired)
+		io.WriteString(w, `{"error":{"message":"tapebox simulator: use HTTP streaming","type":"invalid_request_error"}}`)
+		return
+	case isModel && r.Method == http.MethodPost:
+	case r.Method == http.MethodGet && strings.HasSuffix(path, "/v1/models"):
+		s.serveModels(w, path)
+		return
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/v1/messages/count_tokens"):
+		s.serveCountTokens(w, r)
+		return
+	default:
+		if p == "" {
+			p = s.rec.Meta.Provider
+		}
+		s.opts.Logf("run %s: %s %s: not a path the tape has", run, r.Method, r.URL.Path)
+		writeProviderError(w, p, http.StatusNotFound, "not_found_error", fmt.Sprintf("tapebox simulator: %s %s is not a path this tape recorded", r.Method, path))
+		return
+	}
+	if p != s.rec.Meta.Provider {
+		writeProviderError(w, p, http.StatusNotFound, "not_found_error",
+			fmt.Sprintf("tapebox simulator: the tape was recorded with %s, not %s", s.rec.Meta.Provider, p))
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+	if err != nil {
+		writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error", "tapebox simulator: read body: "+err.Error())
+		return
+	}
+	rn, err := s.run(run)
+	if err != nil {
+		writeProviderError(w, p, http.StatusServiceUnavailable, "api_error", "tapebox simulator: "+err.Error())
+		return
+	}
+	rn.serve(w, r, p, body)
+}
+
+func (s *Simulator) run(name string) (*simRun, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("the simulator is shutting down")
+	}
+	if r, ok := s.runs[name]; ok {
+		return r, nil
+	}
+	r, err := newSimRun(s, name)
+	if err != nil {
+		return nil, err
+	}
+	s.runs[name] = r
+	return r, nil
+}
+
+// runFinished closes Finished when every run has finished.
+func (s *Simulator) runFinished() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.runs {
+		if !r.isDone() {
+			return
+		}
+	}
+	select {
+	case <-s.finished:
+	default:
+		close(s.finished)
+	}
+}
+
+func (s *Simulator) serveModels(w http.ResponseWriter, path string) {
+	var data []map[string]any
+	for m := range s.model {
+		data = append(data, map[string]any{"id": m, "type": "model", "object": "model", "display_name": m, "owned_by": "tapebox", "created_at": s.rec.Meta.StartedAt.Format(time.RFC3339)})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "has_more": false})
+}
+
+func (s *Simulator) serveCountTokens(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+	if !json.Valid(body) {
+		writeProviderError(w, tape.ProviderAnthropic, http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the body is not JSON")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"input_tokens":%d}`+"\n", max(1, len(body)/4))
+}
+
+// writeProviderError answers with an error in the provider's own shape.
+func writeProviderError(w http.ResponseWriter, p tape.Provider, status int, typ, msg string) {
+	var body any
+	if p == tape.ProviderAnthropic {
+		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
+	} else {
+		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": "tapebox_" + typ}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Tapebox-Error", "1")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
+}

@@ -1,0 +1,144 @@
+package controller_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/internal/fakeprovider"
+	"github.com/tapebox/tapebox/internal/miniharness"
+	"github.com/tapebox/tapebox/tape"
+)
+
+func script() fakeprovider.Script {
+	bash := func(cmd string) tape.ToolCall { return fakeprovider.Call("Bash", map[string]string{"command": cmd}) }
+	return fakeprovider.Script{Threads: []fakeprovider.Thread{
+		{Name: "main", Turns: []fakeprovider.Turn{
+			{Text: "Two at once.", Calls: []tape.ToolCall{bash("echo one > one.txt && echo made one"), bash("mkdir -p sub && echo ready")}},
+			{Calls: []tape.ToolCall{fakeprovider.Call("Agent", map[string]string{"prompt": "SUBTASK-1: write sub/two.txt"})}},
+			{Calls: []tape.ToolCall{bash("cat one.txt sub/two.txt")}},
+			{Text: "All done."},
+		}},
+		{Name: "sub", Marker: "SUBTASK-1", Turns: []fakeprovider.Turn{
+			{Calls: []tape.ToolCall{bash("echo two > sub/two.txt")}},
+			{Text: "Wrote sub/two.txt."},
+		}},
+	}}
+}
+
+// record runs the mini harness through the gateway against the scripted provider.
+func record(t *testing.T, p tape.Provider, stream bool) (*tape.Tape, string) {
+	t.Helper()
+	up := httptest.NewServer(fakeprovider.New(script()))
+	defer up.Close()
+	out := filepath.Join(t.TempDir(), "run.json")
+	g, err := gateway.New(gateway.Config{Output: out, Upstream: up.URL, Harness: "claude-code"})
+	require.NoError(t, err)
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	_, err = miniharness.Run(t.Context(), miniharness.Config{BaseURL: gw.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: t.TempDir(), APIKey: "sk-x"})
+	require.NoError(t, err)
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+	rec, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	return rec, out
+}
+
+func TestSimulatorReplaysEveryFormat(t *testing.T) {
+	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
+		for _, stream := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/stream=%v", p, stream), func(t *testing.T) {
+				rec, _ := record(t, p, stream)
+				out := filepath.Join(t.TempDir(), "replay.json")
+				sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: 0, Output: out, Logf: t.Logf})
+				require.NoError(t, err)
+				srv := httptest.NewServer(sim)
+				defer srv.Close()
+				dir := t.TempDir()
+				final, err := miniharness.Run(t.Context(), miniharness.Config{BaseURL: srv.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
+				require.NoError(t, err)
+				require.Equal(t, "All done.", final)
+				<-sim.Finished()
+				rep, err := tape.LoadFile(out)
+				require.NoError(t, err)
+				require.Equal(t, tape.EndComplete, rep.Meta.Ended.Reason)
+				report := controller.Compare(rec, rep)
+				require.True(t, report.Identical, "%+v", report.Differences)
+				two, err := os.ReadFile(filepath.Join(dir, "sub", "two.txt"))
+				require.NoError(t, err)
+				require.Equal(t, "two\n", string(two))
+			})
+		}
+	}
+}
+
+func TestSimulatorConcurrentRuns(t *testing.T) {
+	rec, _ := record(t, tape.ProviderAnthropic, true)
+	out := filepath.Join(t.TempDir(), "replay.json")
+	sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: 0, Output: out})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = miniharness.Run(t.Context(), miniharness.Config{BaseURL: fmt.Sprintf("%s/r/run-%d", srv.URL, i),
+				Provider: tape.ProviderAnthropic, Stream: true, Prompt: "do it", Dir: t.TempDir(), APIKey: "sk-x"})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "run %d", i)
+	}
+	<-sim.Finished()
+	for i := range n {
+		rep, err := tape.LoadFile(controller.OutputFor(out, fmt.Sprintf("run-%d", i)))
+		require.NoError(t, err)
+		require.True(t, controller.Compare(rec, rep).Identical, "run %d", i)
+	}
+}
+
+func TestSimulatorDivergesClearly(t *testing.T) {
+	rec, _ := record(t, tape.ProviderAnthropic, false)
+	out := filepath.Join(t.TempDir(), "replay.json")
+	sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Output: out, Speed: 0})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	dir := t.TempDir()
+	// sub/ already exists with a file: the harness's "cat" will still match, but make the
+	// first command's output differ by making one.txt unwritable.
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "one.txt"), 0o755))
+	_, err = miniharness.Run(t.Context(), miniharness.Config{BaseURL: srv.URL, Provider: tape.ProviderAnthropic, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "diverged")
+	require.Contains(t, err.Error(), "thread main step 1")
+	require.Contains(t, err.Error(), "tool result")
+	rep, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, tape.EndDiverged, rep.Meta.Ended.Reason)
+	require.False(t, controller.Compare(rec, rep).Identical)
+
+	// Bad input: a run id that is not a safe file name, a body that is not JSON, an unknown path.
+	for _, tc := range []struct{ path, body string }{
+		{"/r/..%2f..%2fetc/v1/messages", `{}`},
+		{"/r/ok/v1/messages", `not json`},
+		{"/v1/embeddings", `{}`},
+	} {
+		resp, err := http.Post(srv.URL+tc.path, "application/json", stringsReader(tc.body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.GreaterOrEqual(t, resp.StatusCode, 400, tc.path)
+		require.Equal(t, "1", resp.Header.Get("X-Tapebox-Error"), tc.path)
+	}
+}

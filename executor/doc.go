@@ -1,0 +1,8 @@
+// Package executor is the sandbox side of replay: the session behind "tapebox-exec
+// serve" (Serve) and the one-shot runner behind "tapebox-exec call" (Call). It speaks the
+// executor protocol of package executor/protocol and hands each tool call to the harness
+// module named in hello (Harnesses: claude-code, codex).
+//
+// The executor and its modules import the standard library and packages tape and
+// executor/protocol only, so that cmd/tapebox-exec builds as a small static binary.
+package executor

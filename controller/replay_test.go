@@ -1,0 +1,69 @@
+package controller_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// TestReplayLocalRoundTrip records a run of the mini harness (parallel calls, a subagent, a
+// failing command) and replays it in executor mode on the local sandbox.
+func TestReplayLocalRoundTrip(t *testing.T) {
+	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIResponses} {
+		t.Run(string(p), func(t *testing.T) {
+			rec, _ := record(t, p, true)
+			dir := t.TempDir()
+			sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{})
+			require.NoError(t, err)
+			defer sb.Close(t.Context())
+			out := filepath.Join(t.TempDir(), "replay.json")
+			res, err := controller.Replay(t.Context(), rec, sb, controller.Options{Cwd: sb.Cwd(), Speed: 0, Output: out, Logf: t.Logf})
+			require.NoError(t, err)
+			require.Equal(t, 6, res.Steps)
+			require.Equal(t, 4, res.ToolCalls, "the Agent call is played by the controller, not the executor")
+			rep, err := tape.LoadFile(out)
+			require.NoError(t, err)
+			require.Equal(t, tape.EndComplete, rep.Meta.Ended.Reason)
+			require.Equal(t, rec.Meta.TapeID, *rep.Meta.ReplayOf)
+			report := controller.Compare(rec, rep)
+			require.True(t, report.Identical, "%+v", report.Differences)
+			two, err := os.ReadFile(filepath.Join(dir, "sub", "two.txt"))
+			require.NoError(t, err)
+			require.Equal(t, "two\n", string(two))
+		})
+	}
+}
+
+// TestCompareFindsDifferences checks that compare reports a changed result and a missing step.
+func TestCompareFindsDifferences(t *testing.T) {
+	rec, _ := record(t, tape.ProviderAnthropic, false)
+	again, err := tape.Unmarshal(mustMarshal(t, rec))
+	require.NoError(t, err)
+	again.Meta.Ended = &tape.Ended{Reason: tape.EndComplete, At: rec.Meta.StartedAt}
+	require.True(t, controller.Compare(rec, again).Identical)
+
+	again.Threads[0].Steps[0].ToolResults[0].Content[0].Text = "something else"
+	again.Threads[1].Steps = again.Threads[1].Steps[:1]
+	r := controller.Compare(rec, again)
+	require.False(t, r.Identical)
+	require.False(t, r.ReachedEnd)
+	fields := map[string]bool{}
+	for _, d := range r.Differences {
+		fields[d.Field] = true
+	}
+	require.True(t, fields["tool_result"], "%+v", r.Differences)
+	require.True(t, fields["step"], "%+v", r.Differences)
+}
+
+func mustMarshal(t *testing.T, tp *tape.Tape) []byte {
+	t.Helper()
+	b, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	return b
+}

@@ -7,7 +7,7 @@ import (
 )
 
 func ExampleCompare() {
-	a := []float64{101, 99, 103, 98, 100}  // wall ms of five replays on sandbox A
+	a := []float64{101, 99, 103, 98, 100}   // wall ms of five replays on sandbox A
 	b := []float64{121, 119, 125, 118, 122} // ... and on sandbox B
 	c := stats.Compare(a, b, stats.LowerIsBetter, stats.Options{})
 	fmt.Printf("A %.1f ± %.2f, B %.1f ± %.2f\n", c.A.Mean, c.A.StdDev, c.B.Mean, c.B.StdDev)

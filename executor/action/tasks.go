@@ -59,11 +59,12 @@ type TaskRequest struct {
 
 // TaskStatus is what is known of a task.
 type TaskStatus struct {
-	ID        string    `json:"id"`
-	Command   string    `json:"command"`
-	Cwd       string    `json:"cwd"`
-	PID       int       `json:"pid"`
-	StartedAt time.Time `json:"started_at"`
+	ID      string `json:"id"`
+	Command string `json:"command"`
+	Cwd     string `json:"cwd"`
+	PID     int    `json:"pid"`
+	// StartedMS is the start time in milliseconds since the Unix epoch.
+	StartedMS int64 `json:"started_ms"`
 	// Running is true until the command ends or is killed.
 	Running bool `json:"-"`
 	// ExitCode is set once the command has ended by itself.
@@ -161,7 +162,7 @@ func (t *Tasks) Start(ctx context.Context, req TaskRequest) (TaskStatus, error) 
 		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
 	}
 	st := TaskStatus{ID: req.ID, Command: req.Command, Cwd: req.Dir, PID: cmd.Process.Pid,
-		StartedAt: time.Now().UTC(), Running: true}
+		StartedMS: time.Now().UnixMilli(), Running: true}
 	meta, _ := json.Marshal(st)
 	if err := os.WriteFile(filepath.Join(dir, "task.json"), meta, 0o644); err != nil {
 		killGroup(st.PID)

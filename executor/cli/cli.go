@@ -3,10 +3,10 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/tapebox/tapebox/executor"
 	"github.com/tapebox/tapebox/executor/protocol"
@@ -22,6 +22,23 @@ Commands:
   version   print the version
 
 Run "tapebox-exec <command> --help" for a command's flags.
+`
+
+const serveUsage = `usage: tapebox-exec serve
+
+Runs one executor protocol session (see package executor/protocol): requests on stdin,
+replies on stdout, logs on stderr. The process's own stdout is pointed at stderr first,
+so nothing a tool prints reaches the channel.
+`
+
+const callUsage = `usage: tapebox-exec call --harness NAME [--cwd DIR] [--state-dir DIR] < call.json
+
+Reads one {"op":"call",...} line from stdin and writes its {"op":"result",...} line on
+stdout, or an {"op":"error",...} line and exit status 1 when it cannot run.
+
+  --harness NAME     harness module: claude-code or codex (required)
+  --cwd DIR          working directory (default: the current one)
+  --state-dir DIR    state directory for background tasks (default: <cwd>/.tapebox)
 `
 
 // Run runs the command line args (without the program name) and returns the exit
@@ -47,28 +64,48 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return 2
 }
 
-func parse(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
+var errHelp = errors.New("help requested")
+
+// parseFlags reads --name VALUE and --name=VALUE flags (one or two dashes) into the
+// given names; -h and --help return errHelp.
+func parseFlags(args []string, flags map[string]*string) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-h" || a == "-help" || a == "--help" {
+			return errHelp
 		}
-		return 2, false
+		if !strings.HasPrefix(a, "-") {
+			return fmt.Errorf("unexpected argument %q", a)
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		p, ok := flags[name]
+		if !ok {
+			return fmt.Errorf("unknown flag %q", a)
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return fmt.Errorf("flag %q needs a value", a)
+			}
+			i++
+			value = args[i]
+		}
+		*p = value
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "tapebox-exec %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return 2, false
+	return nil
+}
+
+func usageError(stdout, stderr io.Writer, cmd, text string, err error) int {
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, text)
+		return 0
 	}
-	return 0, true
+	fmt.Fprintf(stderr, "tapebox-exec %s: %v\n%s", cmd, err, text)
+	return 2
 }
 
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: tapebox-exec serve\n\nRuns one executor protocol session (see package executor/protocol). The process's\nown stdout is pointed at stderr first, so nothing a tool prints reaches the channel.\n")
-	}
-	if code, ok := parse(fs, args); !ok {
-		return code
+	if err := parseFlags(args, nil); err != nil {
+		return usageError(stdout, stderr, "serve", serveUsage, err)
 	}
 	out := stdout
 	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
@@ -88,21 +125,13 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 }
 
 func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	harnessName := fs.String("harness", "", "harness module: claude-code or codex (required)")
-	cwd := fs.String("cwd", "", "working directory (default: the current one)")
-	stateDir := fs.String("state-dir", "", "state directory for background tasks (default: <cwd>/.tapebox)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: tapebox-exec call --harness NAME --cwd DIR [--state-dir DIR] < call.json\n\nReads one {\"op\":\"call\",...} line from stdin and writes its {\"op\":\"result\",...} line\non stdout (an {\"op\":\"error\",...} line and status 1 if it cannot run).\n\n")
-		fs.PrintDefaults()
+	var harnessName, cwd, stateDir string
+	err := parseFlags(args, map[string]*string{"harness": &harnessName, "cwd": &cwd, "state-dir": &stateDir})
+	if err == nil && harnessName == "" {
+		err = errors.New("--harness is required (claude-code or codex)")
 	}
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
-	if *harnessName == "" {
-		fmt.Fprint(stderr, "tapebox-exec call: --harness is required (claude-code or codex)\n")
-		return 2
+	if err != nil {
+		return usageError(stdout, stderr, "call", callUsage, err)
 	}
 	enc := protocol.NewEncoder(stdout)
 	fail := func(id *string, msg string) int {
@@ -122,10 +151,10 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return fail(nil, fmt.Sprintf("want a call request, got op %q", env.Op))
 	}
 	var sd *string
-	if *stateDir != "" {
-		sd = stateDir
+	if stateDir != "" {
+		sd = &stateDir
 	}
-	res, err := executor.Call(ctx, *harnessName, *cwd, sd, *env.Call)
+	res, err := executor.Call(ctx, harnessName, cwd, sd, *env.Call)
 	if err != nil {
 		return fail(&env.Call.ID, err.Error())
 	}

@@ -239,7 +239,7 @@ func (s *session) bashOutput(_ context.Context, call tape.ToolCall, rec *tape.To
 	if strings.TrimSpace(text) != "" {
 		parts = append(parts, "<stdout>\n"+strings.TrimRight(truncate(text, s.maxOutput()), " \t\r\n")+"\n</stdout>")
 	}
-	parts = append(parts, "<timestamp>"+time.Now().UTC().Format("2006-01-02T15:04:05.000Z")+"</timestamp>")
+	parts = append(parts, "<timestamp>"+isoMillis(time.Now())+"</timestamp>")
 	return harness.Text(call, strings.Join(parts, "\n\n"), false)
 }
 
@@ -365,4 +365,12 @@ func jsonText(v any) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// isoMillis formats t as JavaScript's Date.toISOString does.
+func isoMillis(t time.Time) string {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	h, mi, sec := t.Clock()
+	return fmt.Sprintf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, int(mo), d, h, mi, sec, t.Nanosecond()/1e6)
 }

@@ -143,4 +143,3 @@ func serdeFloat(d time.Duration) string {
 	}
 	return s
 }
-

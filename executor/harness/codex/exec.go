@@ -3,10 +3,10 @@ package codex
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"regexp"
 	"strconv"
 	"strings"
@@ -56,8 +56,9 @@ func maxTokens(v *int) int {
 func taskID(session int) string { return "exec-" + strconv.Itoa(session) }
 
 func newSessionID() int {
-	n, _ := rand.Int(rand.Reader, big.NewInt(90000))
-	return int(n.Int64()) + 10000
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return int(binary.BigEndian.Uint32(b[:])%90000) + 10000
 }
 
 func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {

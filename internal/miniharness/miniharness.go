@@ -41,17 +41,30 @@ type Config struct {
 	Client *http.Client
 	// MaxTurns bounds a conversation (default 50).
 	MaxTurns int
+	// Tools replaces the tools offered (default: Bash and Agent).
+	Tools []Tool
+	// RunTool, when set, answers tool calls instead of the built-in tools: it returns the
+	// result and true, or false to let the built-in tool run (Agent always spawns). Tests use
+	// it to record tapes whose results are written by hand in a harness's exact format.
+	RunTool func(ctx context.Context, c tape.ToolCall) (tape.ToolResult, bool)
+}
+
+// Tool is a tool the harness offers the model. A Custom tool takes freeform text (an OpenAI
+// custom tool, such as Codex's apply_patch).
+type Tool struct {
+	Name, Description string
+	// Schema is the JSON Schema of a function tool's input.
+	Schema string
+	Custom bool
 }
 
 // System is the harness's system prompt.
 const System = "You are tapebox-mini, a tiny coding agent. Use Bash to act and Agent to delegate."
 
-var tools = []struct {
-	name, description string
-	schema            string
-}{
-	{"Bash", "Run a bash command in the working directory.", `{"type":"object","properties":{"command":{"type":"string"},"description":{"type":"string"}},"required":["command"]}`},
-	{"Agent", "Delegate a task to a subagent; returns its final answer.", `{"type":"object","properties":{"description":{"type":"string"},"prompt":{"type":"string"},"subagent_type":{"type":"string"}},"required":["prompt"]}`},
+// DefaultTools are Bash and Agent, in Claude Code's shapes.
+var DefaultTools = []Tool{
+	{"Bash", "Run a bash command in the working directory.", `{"type":"object","properties":{"command":{"type":"string"},"description":{"type":"string"}},"required":["command"]}`, false},
+	{"Agent", "Delegate a task to a subagent; returns its final answer.", `{"type":"object","properties":{"description":{"type":"string"},"prompt":{"type":"string"},"subagent_type":{"type":"string"}},"required":["prompt"]}`, false},
 }
 
 // Run plays one conversation to its end and returns the model's final text.
@@ -64,6 +77,9 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 	}
 	if cfg.Model == "" {
 		cfg.Model = "fake-model"
+	}
+	if cfg.Tools == nil {
+		cfg.Tools = DefaultTools
 	}
 	conv := newConversation(cfg)
 	for turn := 0; turn < cfg.MaxTurns; turn++ {
@@ -87,6 +103,12 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 
 // runTool runs one tool call and formats its result as Claude Code does.
 func runTool(ctx context.Context, cfg Config, c tape.ToolCall) tape.ToolResult {
+	if cfg.RunTool != nil && c.Name != "Agent" {
+		if res, ok := cfg.RunTool(ctx, c); ok {
+			res.ToolCallID = c.ID
+			return res
+		}
+	}
 	res := tape.ToolResult{ToolCallID: c.ID}
 	var in map[string]any
 	_ = json.Unmarshal(c.Input, &in)
@@ -148,6 +170,7 @@ func bash(ctx context.Context, dir, cmdline string) (string, int) {
 type conversation struct {
 	cfg      Config
 	messages []any // wire-format messages (Anthropic, Chat) or input items (Responses)
+	custom   map[string]bool
 }
 
 func newConversation(cfg Config) *conversation {
@@ -170,15 +193,17 @@ func (c *conversation) body() ([]byte, string) {
 	var ts []any
 	body := map[string]any{"model": c.cfg.Model, "stream": c.cfg.Stream}
 	path := "/v1/messages"
-	for _, t := range tools {
-		schema := json.RawMessage(t.schema)
-		switch c.cfg.Provider {
-		case tape.ProviderAnthropic:
-			ts = append(ts, map[string]any{"name": t.name, "description": t.description, "input_schema": schema})
-		case tape.ProviderOpenAIChat:
-			ts = append(ts, map[string]any{"type": "function", "function": map[string]any{"name": t.name, "description": t.description, "parameters": schema}})
+	for _, t := range c.cfg.Tools {
+		schema := json.RawMessage(t.Schema)
+		switch {
+		case c.cfg.Provider == tape.ProviderAnthropic:
+			ts = append(ts, map[string]any{"name": t.Name, "description": t.Description, "input_schema": schema})
+		case c.cfg.Provider == tape.ProviderOpenAIChat:
+			ts = append(ts, map[string]any{"type": "function", "function": map[string]any{"name": t.Name, "description": t.Description, "parameters": schema}})
+		case t.Custom:
+			ts = append(ts, map[string]any{"type": "custom", "name": t.Name, "description": t.Description})
 		default:
-			ts = append(ts, map[string]any{"type": "function", "name": t.name, "description": t.description, "parameters": schema})
+			ts = append(ts, map[string]any{"type": "function", "name": t.Name, "description": t.Description, "parameters": schema})
 		}
 	}
 	body["tools"] = ts
@@ -273,7 +298,19 @@ func (c *conversation) addAnswer(s *tape.Step) {
 			c.messages = append(c.messages, map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": text}}})
 		}
 		for _, tc := range s.ToolCalls {
+			if tc.Kind == "custom" {
+				var in struct {
+					Input string `json:"input"`
+				}
+				_ = json.Unmarshal(tc.Input, &in)
+				c.messages = append(c.messages, map[string]any{"type": "custom_tool_call", "call_id": tc.ID, "name": tc.Name, "input": in.Input})
+				continue
+			}
 			c.messages = append(c.messages, map[string]any{"type": "function_call", "call_id": tc.ID, "name": tc.Name, "arguments": string(tc.Input)})
+		}
+		c.custom = map[string]bool{}
+		for _, tc := range s.ToolCalls {
+			c.custom[tc.ID] = tc.Kind == "custom"
 		}
 	}
 }
@@ -293,7 +330,11 @@ func (c *conversation) addResults(rs []tape.ToolResult) {
 		}
 	default:
 		for _, r := range rs {
-			c.messages = append(c.messages, map[string]any{"type": "function_call_output", "call_id": r.ToolCallID, "output": r.Text()})
+			typ := "function_call_output"
+			if c.custom[r.ToolCallID] {
+				typ = "custom_tool_call_output"
+			}
+			c.messages = append(c.messages, map[string]any{"type": typ, "call_id": r.ToolCallID, "output": r.Text()})
 		}
 	}
 }

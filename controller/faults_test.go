@@ -1,0 +1,117 @@
+package controller_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// bashTape is a claude-code tape whose main thread runs one Bash command per step, with the
+// given recorded outputs.
+func bashTape(cmds, outputs []string) *tape.Tape {
+	tp := tape.New(tape.ProviderAnthropic, time.Unix(0, 0))
+	tp.Meta.Harness = "claude-code"
+	th := &tape.Thread{ID: "main"}
+	for i, c := range cmds {
+		id := fmt.Sprintf("toolu_%02d", i)
+		in, _ := json.Marshal(map[string]string{"command": c})
+		th.Steps = append(th.Steps, &tape.Step{
+			Response:    tape.Response{Status: 200, StopReason: "tool_use"},
+			ToolCalls:   []tape.ToolCall{{ID: id, Name: "Bash", Input: in}},
+			ToolResults: []tape.ToolResult{{ToolCallID: id, Content: []tape.Block{{Type: tape.BlockText, Text: outputs[i]}}}},
+		})
+	}
+	th.Steps = append(th.Steps, &tape.Step{Response: tape.Response{Status: 200, StopReason: "end_turn",
+		Content: []tape.Block{{Type: tape.BlockText, Text: "done"}}}})
+	tp.Threads = []*tape.Thread{th}
+	return tp
+}
+
+func localSandbox(t *testing.T) *sandbox.Sandbox {
+	t.Helper()
+	sb, err := sandbox.Open(t.Context(), "local:"+t.TempDir(), sandbox.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { sb.Close(t.Context()) })
+	return sb
+}
+
+// TestReplayRestartsDeadExecutor kills the executor from inside a tool call: the controller
+// restarts the session, runs the call again, and a background task started before the death
+// is still answered for.
+func TestReplayRestartsDeadExecutor(t *testing.T) {
+	rec := bashTape(
+		[]string{
+			"echo started > bg.txt",
+			"if [ ! -f .killed ]; then touch .killed; kill -9 $PPID; fi; echo alive",
+			"cat bg.txt",
+		},
+		[]string{"(Bash completed with no output)", "alive", "started"},
+	)
+	sb := localSandbox(t)
+	out := filepath.Join(t.TempDir(), "replay.json")
+	res, err := controller.Replay(t.Context(), rec, sb, controller.Options{Cwd: sb.Cwd(), Output: out, Logf: t.Logf})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Restarts)
+	rep, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	r := controller.Compare(rec, rep)
+	require.True(t, r.Identical, "%+v", r.Differences)
+}
+
+// TestReplayCallTimeout: a call that hangs gets an error result after the per-call timeout
+// and the replay goes on.
+func TestReplayCallTimeout(t *testing.T) {
+	rec := bashTape([]string{"sleep 30", "echo next"}, []string{"(Bash completed with no output)", "next"})
+	sb := localSandbox(t)
+	out := filepath.Join(t.TempDir(), "replay.json")
+	_, err := controller.Replay(t.Context(), rec, sb, controller.Options{Cwd: sb.Cwd(), Output: out, CallTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	rep, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	first := rep.Main().Steps[0].ToolResults[0]
+	require.True(t, first.IsError)
+	require.Contains(t, first.Text(), "timed out after 300ms")
+	require.Equal(t, "next", rep.Main().Steps[1].ToolResults[0].Text())
+	r := controller.Compare(rec, rep)
+	require.False(t, r.Identical)
+	require.True(t, r.ReachedEnd)
+}
+
+// TestReplayUnknownHarness: the executor refuses the hello; the error says so and the replay
+// tape written so far is valid and says it ended in error.
+func TestReplayUnknownHarness(t *testing.T) {
+	rec := bashTape([]string{"true"}, []string{"(Bash completed with no output)"})
+	rec.Meta.Harness = "no-such-harness"
+	sb := localSandbox(t)
+	out := filepath.Join(t.TempDir(), "replay.json")
+	_, err := controller.Replay(t.Context(), rec, sb, controller.Options{Cwd: sb.Cwd(), Output: out})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "no-such-harness")
+	rep, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, tape.EndError, rep.Meta.Ended.Reason)
+}
+
+// TestReplayExecutorGone: a sandbox whose executor cannot start fails with the reason.
+func TestReplayExecutorGone(t *testing.T) {
+	rec := bashTape([]string{"true"}, []string{"(Bash completed with no output)"})
+	missing := filepath.Join(t.TempDir(), "tapebox-exec-missing")
+	require.NoFileExists(t, missing)
+	sb, err := sandbox.Open(t.Context(), "local:"+t.TempDir(), sandbox.Options{ExecutorPath: missing})
+	if err == nil {
+		defer sb.Close(t.Context())
+		_, err = controller.Replay(t.Context(), rec, sb, controller.Options{Cwd: sb.Cwd()})
+	}
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "tapebox-exec-missing")
+	_ = os.Remove(missing)
+}

@@ -24,6 +24,8 @@ type WalkOptions struct {
 	GlobFold bool
 	// SkipDirs are directory names never entered (such as ".git").
 	SkipDirs []string
+	// SkipPaths are absolute paths never entered (the executor's own state directory).
+	SkipPaths []string
 }
 
 // FileEntry is a file a walk selected.
@@ -39,6 +41,7 @@ type walker struct {
 	opt       WalkOptions
 	over      *overrides
 	skip      map[string]bool
+	skipPaths map[string]bool
 	inGit     bool
 	ancestors []*ignoreFile
 }
@@ -53,9 +56,12 @@ func Walk(ctx context.Context, root string, opt WalkOptions, fn func(FileEntry) 
 	if !st.IsDir() {
 		return fn(FileEntry{Path: root, Rel: filepath.Base(root), ModTime: st.ModTime(), Size: st.Size()})
 	}
-	w := &walker{opt: opt, skip: map[string]bool{}}
+	w := &walker{opt: opt, skip: map[string]bool{}, skipPaths: map[string]bool{}}
 	for _, d := range opt.SkipDirs {
 		w.skip[d] = true
+	}
+	for _, p := range opt.SkipPaths {
+		w.skipPaths[filepath.Clean(p)] = true
 	}
 	w.over, err = compileOverrides(opt.Globs, opt.GlobFold)
 	if err != nil {
@@ -151,7 +157,7 @@ func (w *walker) dir(ctx context.Context, abs, rel string, stack []*ignoreFile, 
 		if !w.opt.Hidden && strings.HasPrefix(name, ".") {
 			continue
 		}
-		if isDir && w.skip[name] {
+		if isDir && (w.skip[name] || w.skipPaths[childAbs]) {
 			continue
 		}
 		d := w.over.decide(childRel, isDir)

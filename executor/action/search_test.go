@@ -1,0 +1,141 @@
+package action
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tree writes files (path -> content) under a new directory, each a second older than
+// the next in the given order.
+func tree(t *testing.T, files [][2]string) string {
+	t.Helper()
+	root := t.TempDir()
+	base := time.Now().Add(-time.Hour)
+	for i, f := range files {
+		p := filepath.Join(root, f[0])
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(f[1]), 0o644))
+		mt := base.Add(time.Duration(i) * time.Second)
+		require.NoError(t, os.Chtimes(p, mt, mt))
+	}
+	return root
+}
+
+func rels(fs []FileEntry) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, f.Rel)
+	}
+	return out
+}
+
+func TestGlobRegexp(t *testing.T) {
+	tests := []struct {
+		glob  string
+		match []string
+		miss  []string
+	}{
+		{"*.go", []string{"a.go", "x/y/b.go"}, []string{"a.gox", "go"}},
+		{"src/*.go", []string{"src/a.go"}, []string{"src/x/a.go", "y/src/a.go"}},
+		{"**/test/*.py", []string{"test/a.py", "a/b/test/c.py"}, []string{"test/x/a.py"}},
+		{"*.{ts,tsx}", []string{"a.ts", "b.tsx"}, []string{"c.js"}},
+		{"[ab].txt", []string{"a.txt", "b.txt"}, []string{"c.txt"}},
+		{"[!ab].txt", []string{"c.txt"}, []string{"a.txt"}},
+		{"docs/**", []string{"docs/a", "docs/x/y"}, []string{"doc/a"}},
+		{"a?c", []string{"abc"}, []string{"a/c", "abbc"}},
+	}
+	for _, tt := range tests {
+		p, err := compilePattern(tt.glob, false)
+		require.NoError(t, err, tt.glob)
+		for _, m := range tt.match {
+			assert.True(t, p.re.MatchString(m), "%s should match %s", tt.glob, m)
+		}
+		for _, m := range tt.miss {
+			assert.False(t, p.re.MatchString(m), "%s should not match %s", tt.glob, m)
+		}
+	}
+	_, err := compilePattern("{a,b", false)
+	require.Error(t, err)
+}
+
+func TestGlob(t *testing.T) {
+	root := tree(t, [][2]string{
+		{"b.go", ""}, {"a.go", ""}, {"sub/c.go", ""}, {".hidden/d.go", ""}, {"x.txt", ""},
+		{"ignored/e.go", ""}, {".gitignore", "ignored/\n"},
+	})
+	require.NoError(t, os.Mkdir(filepath.Join(root, ".git"), 0o755))
+	got, err := Glob(t.Context(), GlobRequest{Root: root, Pattern: "**/*.go"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b.go", "a.go", "sub/c.go"}, rels(got), "oldest first; hidden and ignored left out")
+
+	got, err = Glob(t.Context(), GlobRequest{Root: root, Pattern: "*.go", Walk: WalkOptions{Hidden: true, NoIgnore: true}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b.go", "a.go", "sub/c.go", ".hidden/d.go", "ignored/e.go"}, rels(got))
+
+	got, err = Glob(t.Context(), GlobRequest{Pattern: filepath.Join(root, "sub", "*.go")})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c.go"}, rels(got), "absolute pattern")
+}
+
+func TestGrep(t *testing.T) {
+	root := tree(t, [][2]string{
+		{"a.txt", "one\nfoo two\nthree\nfour\nfive foo\n"},
+		{"b.go", "package b\n// FOO\n"},
+		{"bin.dat", "foo\x00bar"},
+		{".git/config", "foo"},
+		{".env", "foo=1\n"},
+		{"vendor/v.txt", "foo\n"},
+		{".ignore", "vendor/\n"},
+	})
+	walk := WalkOptions{Hidden: true, SkipDirs: []string{".git"}}
+	tests := []struct {
+		name  string
+		req   GrepRequest
+		files []string
+		lines map[string][]GrepLine
+	}{
+		{"plain", GrepRequest{Pattern: "foo"}, []string{".env", "a.txt"}, map[string][]GrepLine{
+			"a.txt": {{N: 2, Text: "foo two", Match: true}, {N: 5, Text: "five foo", Match: true}}}},
+		{"ignore case", GrepRequest{Pattern: "foo", IgnoreCase: true, Walk: WalkOptions{Globs: []string{"*.go"}}}, []string{"b.go"}, nil},
+		{"type", GrepRequest{Pattern: "(?i)foo", Type: "go"}, []string{"b.go"}, nil},
+		{"context", GrepRequest{Pattern: "two", Before: 1, After: 1, Walk: WalkOptions{Globs: []string{"a.txt"}}}, []string{"a.txt"}, map[string][]GrepLine{
+			"a.txt": {{N: 1, Text: "one"}, {N: 2, Text: "foo two", Match: true}, {N: 3, Text: "three"}}}},
+		{"only matching", GrepRequest{Pattern: "f[a-z]+", OnlyMatching: true, Walk: WalkOptions{Globs: []string{"a.txt"}}}, []string{"a.txt"}, map[string][]GrepLine{
+			"a.txt": {{N: 2, Text: "foo", Match: true}, {N: 4, Text: "four", Match: true}, {N: 5, Text: "five", Match: true}, {N: 5, Text: "foo", Match: true}}}},
+		{"multiline", GrepRequest{Pattern: "two.three", Multiline: true}, []string{"a.txt"}, map[string][]GrepLine{
+			"a.txt": {{N: 2, Text: "foo two", Match: true}, {N: 3, Text: "three", Match: true}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.req.Root = root
+			if tt.req.Walk.Globs == nil {
+				tt.req.Walk = walk
+			} else {
+				tt.req.Walk.Hidden, tt.req.Walk.SkipDirs = true, walk.SkipDirs
+			}
+			got, err := Grep(t.Context(), tt.req)
+			require.NoError(t, err)
+			var names []string
+			for _, f := range got {
+				names = append(names, f.Rel)
+				if want, ok := tt.lines[f.Rel]; ok {
+					assert.Equal(t, want, f.Lines)
+				}
+			}
+			assert.Equal(t, tt.files, names)
+		})
+	}
+	_, err := Grep(t.Context(), GrepRequest{Root: root, Pattern: "("})
+	require.ErrorContains(t, err, "regex parse error")
+	_, err = Grep(t.Context(), GrepRequest{Root: root, Pattern: "x", Type: "nosuch"})
+	require.ErrorContains(t, err, "unrecognized file type")
+	got, err := Grep(t.Context(), GrepRequest{Root: filepath.Join(root, "a.txt"), Pattern: "three"})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, 1, got[0].Count)
+}

@@ -1,0 +1,374 @@
+package provider
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// anthropic is the Anthropic Messages API (POST /v1/messages).
+type anthropic struct{}
+
+var _ format = anthropic{}
+
+func (anthropic) request(raw []byte) (request, error) {
+	m, err := object(raw)
+	if err != nil {
+		return request{}, err
+	}
+	r := request{params: params(m, "messages", "system", "tools", "stream")}
+	if err := field(m, "stream", &r.stream); err != nil {
+		return request{}, err
+	}
+	if sys, ok := m["system"]; ok && !isNull(sys) {
+		if r.system, err = anthropicSystem(sys); err != nil {
+			return request{}, fmt.Errorf("system: %w", err)
+		}
+	}
+	var msgs []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := field(m, "messages", &msgs); err != nil {
+		return request{}, err
+	}
+	r.messages = make([]tape.Message, 0, len(msgs))
+	for i, msg := range msgs {
+		content, err := anthropicContent(msg.Content)
+		if err != nil {
+			return request{}, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		r.messages = append(r.messages, tape.Message{Role: role(msg.Role), Content: content})
+	}
+	var tools []json.RawMessage
+	if err := field(m, "tools", &tools); err != nil {
+		return request{}, err
+	}
+	for i, raw := range tools {
+		var t struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return request{}, fmt.Errorf("tools[%d]: %w", i, err)
+		}
+		kind := t.Type
+		if kind == "" || kind == "custom" {
+			kind = "function" // a custom Anthropic tool takes a JSON input schema
+		}
+		if t.Name == "" {
+			t.Name = t.Type
+		}
+		r.tools = append(r.tools, tape.Tool{Name: t.Name, Description: t.Description, Kind: kind, InputSchema: t.InputSchema})
+	}
+	return r, nil
+}
+
+// anthropicSystem returns the system prompt: a string, or the text of its text blocks
+// joined with "\n".
+func anthropicSystem(raw json.RawMessage) (string, error) {
+	if s, ok := jsonString(raw); ok {
+		return s, nil
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", err
+	}
+	var texts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			texts = append(texts, b.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// anthropicContent normalizes a message's or a tool result's content: a string or a list
+// of blocks.
+func anthropicContent(raw json.RawMessage) ([]tape.Block, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	if s, ok := jsonString(raw); ok {
+		if s == "" {
+			return nil, nil
+		}
+		return []tape.Block{textBlock(s)}, nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("content: %w", err)
+	}
+	out := make([]tape.Block, 0, len(list))
+	for i, b := range list {
+		nb, err := anthropicBlock(b)
+		if err != nil {
+			return nil, fmt.Errorf("content[%d]: %w", i, err)
+		}
+		out = append(out, nb)
+	}
+	return out, nil
+}
+
+func anthropicBlock(raw json.RawMessage) (tape.Block, error) {
+	typ, err := typeOf(raw)
+	if err != nil {
+		return tape.Block{}, err
+	}
+	switch typ {
+	case "text":
+		var b struct {
+			Text string `json:"text"`
+		}
+		err = json.Unmarshal(raw, &b)
+		return textBlock(b.Text), err
+	case "thinking":
+		var b struct {
+			Thinking string `json:"thinking"`
+		}
+		err = json.Unmarshal(raw, &b)
+		return tape.Block{Type: tape.BlockThinking, Text: b.Thinking}, err
+	case "redacted_thinking":
+		return tape.Block{Type: tape.BlockThinking}, nil
+	case "tool_use":
+		var b struct {
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}
+		err = json.Unmarshal(raw, &b)
+		return tape.Block{Type: tape.BlockToolUse, ID: b.ID, Name: b.Name, Input: objectInput(b.Input)}, err
+	case "tool_result":
+		var b struct {
+			ToolUseID string          `json:"tool_use_id"`
+			Content   json.RawMessage `json:"content"`
+			IsError   bool            `json:"is_error"`
+		}
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return tape.Block{}, err
+		}
+		content, err := anthropicContent(b.Content)
+		return tape.Block{Type: tape.BlockToolResult, ToolCallID: b.ToolUseID, Content: content, IsError: b.IsError}, err
+	case "image":
+		return rawBlock(tape.BlockImage, raw), nil
+	}
+	return rawBlock(tape.BlockOther, raw), nil
+}
+
+// anthropicUsage is a usage object; nil counts were absent, which matters when a stream's
+// message_delta updates the counts of message_start.
+type anthropicUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
+
+func (u *anthropicUsage) update(v anthropicUsage) {
+	for _, p := range []struct{ dst, src **int64 }{
+		{&u.InputTokens, &v.InputTokens},
+		{&u.OutputTokens, &v.OutputTokens},
+		{&u.CacheCreationInputTokens, &v.CacheCreationInputTokens},
+		{&u.CacheReadInputTokens, &v.CacheReadInputTokens},
+	} {
+		if *p.src != nil {
+			*p.dst = *p.src
+		}
+	}
+}
+
+func (u anthropicUsage) tape() tape.Usage {
+	n := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	return tape.Usage{
+		InputTokens:              n(u.InputTokens),
+		OutputTokens:             n(u.OutputTokens),
+		CacheReadInputTokens:     n(u.CacheReadInputTokens),
+		CacheCreationInputTokens: n(u.CacheCreationInputTokens),
+	}
+}
+
+func (anthropic) body(raw []byte) (reply, error) {
+	var msg struct {
+		Content    []json.RawMessage `json:"content"`
+		StopReason *string           `json:"stop_reason"`
+		Usage      anthropicUsage    `json:"usage"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		return reply{}, err
+	}
+	rep, err := anthropicReply(msg.Content)
+	if err != nil {
+		return reply{}, err
+	}
+	if msg.StopReason != nil {
+		rep.stop = *msg.StopReason
+	}
+	rep.usage = msg.Usage.tape()
+	return rep, nil
+}
+
+// anthropicReply normalizes a response's content blocks and finds its tool calls.
+func anthropicReply(blocks []json.RawMessage) (reply, error) {
+	var rep reply
+	for i, raw := range blocks {
+		b, err := anthropicBlock(raw)
+		if err != nil {
+			return reply{}, fmt.Errorf("content[%d]: %w", i, err)
+		}
+		rep.content = append(rep.content, b)
+		if b.Type == tape.BlockToolUse {
+			rep.calls = append(rep.calls, toolCall(b, "function"))
+		}
+	}
+	return rep, nil
+}
+
+// anthropicBlockState is a content block being streamed: the block from
+// content_block_start and the deltas that followed.
+type anthropicBlockState struct {
+	index int
+	start map[string]json.RawMessage
+	text  map[string]*strings.Builder // by field: text, thinking, signature
+	input *strings.Builder            // input_json_delta
+}
+
+func (b *anthropicBlockState) appendTo(field, s string) {
+	sb := b.text[field]
+	if sb == nil {
+		sb = &strings.Builder{}
+		if prev, ok := jsonString(b.start[field]); ok {
+			sb.WriteString(prev)
+		}
+		b.text[field] = sb
+	}
+	sb.WriteString(s)
+}
+
+// block returns the finished block in the shape a JSON body has.
+func (b *anthropicBlockState) block() json.RawMessage {
+	for f, sb := range b.text {
+		b.start[f] = marshal(sb.String())
+	}
+	if b.input != nil {
+		b.start["input"] = argsInput(b.input.String())
+	}
+	return marshal(b.start)
+}
+
+func (anthropic) stream(events []event) (reply, error) {
+	var (
+		blocks = map[int]*anthropicBlockState{}
+		usage  anthropicUsage
+		stop   string
+	)
+	for _, ev := range events {
+		var e struct {
+			Type         string          `json:"type"`
+			Index        int             `json:"index"`
+			Message      json.RawMessage `json:"message"`
+			ContentBlock json.RawMessage `json:"content_block"`
+			Delta        json.RawMessage `json:"delta"`
+			Usage        json.RawMessage `json:"usage"`
+		}
+		if ok, err := decodeEvent(ev, &e); !ok {
+			if err != nil {
+				return reply{}, err
+			}
+			continue
+		}
+		if e.Type == "" {
+			e.Type = ev.name
+		}
+		switch e.Type {
+		case "message_start":
+			var msg struct {
+				Usage anthropicUsage `json:"usage"`
+			}
+			if err := json.Unmarshal(e.Message, &msg); err != nil {
+				return reply{}, fmt.Errorf("message_start: %w", err)
+			}
+			usage.update(msg.Usage)
+		case "content_block_start":
+			var start map[string]json.RawMessage
+			if err := json.Unmarshal(e.ContentBlock, &start); err != nil || start == nil {
+				return reply{}, fmt.Errorf("content_block_start %d: content_block is not an object", e.Index)
+			}
+			blocks[e.Index] = &anthropicBlockState{index: e.Index, start: start, text: map[string]*strings.Builder{}}
+		case "content_block_delta":
+			b := blocks[e.Index]
+			if b == nil {
+				continue // a delta for a block that never started: nothing to add it to
+			}
+			var d struct {
+				Type        string `json:"type"`
+				Text        string `json:"text"`
+				Thinking    string `json:"thinking"`
+				Signature   string `json:"signature"`
+				PartialJSON string `json:"partial_json"`
+			}
+			if err := json.Unmarshal(e.Delta, &d); err != nil {
+				return reply{}, fmt.Errorf("content_block_delta %d: %w", e.Index, err)
+			}
+			switch d.Type {
+			case "text_delta":
+				b.appendTo("text", d.Text)
+			case "thinking_delta":
+				b.appendTo("thinking", d.Thinking)
+			case "signature_delta":
+				b.appendTo("signature", d.Signature)
+			case "input_json_delta":
+				if b.input == nil {
+					b.input = &strings.Builder{}
+				}
+				b.input.WriteString(d.PartialJSON)
+			}
+		case "message_delta":
+			var d struct {
+				StopReason *string `json:"stop_reason"`
+			}
+			if err := json.Unmarshal(e.Delta, &d); err != nil {
+				return reply{}, fmt.Errorf("message_delta: %w", err)
+			}
+			if d.StopReason != nil {
+				stop = *d.StopReason
+			}
+			if !isNull(e.Usage) {
+				var u anthropicUsage
+				if err := json.Unmarshal(e.Usage, &u); err != nil {
+					return reply{}, fmt.Errorf("message_delta usage: %w", err)
+				}
+				usage.update(u)
+			}
+		}
+		// content_block_stop, message_stop, ping, error and unknown events add nothing.
+	}
+	states := make([]*anthropicBlockState, 0, len(blocks))
+	for _, b := range blocks {
+		states = append(states, b)
+	}
+	slices.SortFunc(states, func(a, b *anthropicBlockState) int { return a.index - b.index })
+	raws := make([]json.RawMessage, len(states))
+	for i, b := range states {
+		raws[i] = b.block()
+	}
+	rep, err := anthropicReply(raws)
+	if err != nil {
+		return reply{}, err
+	}
+	rep.stop = stop
+	rep.usage = usage.tape()
+	return rep, nil
+}

@@ -1,0 +1,374 @@
+package provider
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// InvalidArgumentsKey is the key under which a tool call's input keeps arguments that are
+// not a JSON object, as text: {"_invalid_arguments": "{\"cmd\": \"ls"}.
+const InvalidArgumentsKey = "_invalid_arguments"
+
+// Detect returns the wire format served at an HTTP path. The path may carry a query string
+// (Claude Code sends /v1/messages?beta=true) and any prefix (/r/<run>/v1/messages); it must
+// end in /v1/messages, /v1/chat/completions or /v1/responses.
+func Detect(path string) (tape.Provider, bool) {
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	switch {
+	case strings.HasSuffix(path, "/v1/messages"):
+		return tape.ProviderAnthropic, true
+	case strings.HasSuffix(path, "/v1/chat/completions"):
+		return tape.ProviderOpenAIChat, true
+	case strings.HasSuffix(path, "/v1/responses"):
+		return tape.ProviderOpenAIResponses, true
+	}
+	return "", false
+}
+
+// Model returns the "model" field of a raw request body ("" if absent or not a string, or
+// if the body is not a JSON object).
+func Model(raw []byte) string {
+	var v struct {
+		Model json.RawMessage `json:"model"`
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v.Model, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// Normalize fills every normalized field of s (request system, messages, tools, params and
+// stream; response content, stop_reason and usage; tool_calls) from s.Request.Raw,
+// s.Response.Raw and s.Response.Chunks. It does not touch tool_results, timing, headers,
+// status or path. The request and the response are normalized independently: when one of
+// them does not fit the format, its normalized fields are left empty, the other's are
+// filled, and the error says which failed.
+func Normalize(p tape.Provider, s *tape.Step) error {
+	f, err := formatOf(p)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	req, err := f.request(s.Request.Raw)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("normalize %s request: %w", p, err))
+		req = request{}
+	}
+	s.Request.System = req.system
+	s.Request.Messages = req.messages
+	s.Request.Tools = req.tools
+	s.Request.Params = req.params
+	s.Request.Stream = req.stream
+
+	rep, err := responseOf(f, &s.Response)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("normalize %s response: %w", p, err))
+		rep = reply{}
+	}
+	s.Response.Content = rep.content
+	s.Response.StopReason = rep.stop
+	s.Response.Usage = rep.usage
+	s.ToolCalls = rep.calls
+	return errors.Join(errs...)
+}
+
+// ToolResults returns the results of calls found in a thread's next request body: the
+// tool_result blocks, function_call_output / custom_tool_call_output items or role:tool
+// messages that answer those call ids, in call order. Calls with no answer in the request
+// are omitted. When an id is answered more than once, the last answer counts.
+func ToolResults(p tape.Provider, nextRequestRaw []byte, calls []tape.ToolCall) ([]tape.ToolResult, error) {
+	f, err := formatOf(p)
+	if err != nil {
+		return nil, err
+	}
+	req, err := f.request(nextRequestRaw)
+	if err != nil {
+		return nil, fmt.Errorf("tool results from %s request: %w", p, err)
+	}
+	answers := map[string]tape.Block{}
+	for _, m := range req.messages {
+		for _, b := range m.Content {
+			if b.Type == tape.BlockToolResult {
+				answers[b.ToolCallID] = b
+			}
+		}
+	}
+	var out []tape.ToolResult
+	for _, c := range calls {
+		b, ok := answers[c.ID]
+		if !ok {
+			continue
+		}
+		content := b.Content
+		if content == nil {
+			content = []tape.Block{}
+		}
+		out = append(out, tape.ToolResult{ToolCallID: c.ID, Content: content, IsError: b.IsError})
+	}
+	return out, nil
+}
+
+// format is one wire format's adapter.
+type format interface {
+	// request normalizes a request body.
+	request(raw []byte) (request, error)
+	// body normalizes a JSON response body (an object).
+	body(raw []byte) (reply, error)
+	// stream normalizes a stream, given its events' data in order. The last event may be
+	// cut short (the stream ended inside it); its data then fails to decode and is dropped.
+	stream(events []event) (reply, error)
+}
+
+// event is one server-sent event of a recorded stream.
+type event struct {
+	name, data string
+	// last is true for what followed the last complete event: possibly cut short.
+	last bool
+}
+
+type request struct {
+	system   string
+	messages []tape.Message
+	tools    []tape.Tool
+	params   map[string]json.RawMessage
+	stream   bool
+}
+
+type reply struct {
+	content []tape.Block
+	calls   []tape.ToolCall
+	stop    string
+	usage   tape.Usage
+}
+
+func formatOf(p tape.Provider) (format, error) {
+	switch p {
+	case tape.ProviderAnthropic:
+		return anthropic{}, nil
+	case tape.ProviderOpenAIChat:
+		return chat{}, nil
+	case tape.ProviderOpenAIResponses:
+		return responses{}, nil
+	}
+	return nil, fmt.Errorf("unknown provider %q", p)
+}
+
+// responseOf normalizes a recorded response: its stream when it has chunks, else its body.
+// A missing body and a body that was not JSON (stored as a JSON string) give an empty reply.
+func responseOf(f format, r *tape.Response) (reply, error) {
+	if len(r.Chunks) > 0 {
+		return f.stream(splitChunks(r.Chunks))
+	}
+	raw := bytes.TrimSpace(r.Raw)
+	switch {
+	case len(raw) == 0, string(raw) == "null":
+		return reply{}, nil
+	case raw[0] == '"' && json.Valid(raw):
+		return reply{}, nil
+	case raw[0] != '{':
+		return reply{}, errors.New("response body is neither a JSON object nor a JSON string")
+	}
+	return f.body(raw)
+}
+
+// splitChunks splits recorded chunks into events again: a gateway records one event per
+// chunk, but nothing else has to.
+func splitChunks(chunks []tape.Chunk) []event {
+	var sp EventSplitter
+	var evs []event
+	add := func(ev string, last bool) {
+		name, data := ParseEvent(ev)
+		if data != "" {
+			evs = append(evs, event{name: name, data: data, last: last})
+		}
+	}
+	for _, c := range chunks {
+		for _, ev := range sp.Write([]byte(c.Data)) {
+			add(ev, false)
+		}
+	}
+	if rest := sp.Flush(); rest != "" {
+		add(rest, true)
+	}
+	return evs
+}
+
+// decodeEvent decodes an event's JSON data into v. It reports ok=false without an error
+// for the cut-short last event of a stream.
+func decodeEvent(ev event, v any) (ok bool, err error) {
+	if err := json.Unmarshal([]byte(ev.data), v); err != nil {
+		if ev.last {
+			return false, nil
+		}
+		return false, fmt.Errorf("event %q: %w", cut(ev.data, 80), err)
+	}
+	return true, nil
+}
+
+// object decodes a JSON object into its fields, keeping their raw values.
+func object(raw []byte) (map[string]json.RawMessage, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' {
+		return nil, errors.New("body is not a JSON object")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(t, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// params returns the fields of m not listed in skip.
+func params(m map[string]json.RawMessage, skip ...string) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	for _, k := range skip {
+		delete(out, k)
+	}
+	return out
+}
+
+// field decodes m[key] into v when present and not null.
+func field(m map[string]json.RawMessage, key string, v any) error {
+	raw, ok := m[key]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return nil
+}
+
+func isNull(raw []byte) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
+}
+
+// typeOf returns the "type" of a JSON object.
+func typeOf(raw []byte) (string, error) {
+	var v struct {
+		Type string `json:"type"`
+	}
+	err := json.Unmarshal(raw, &v)
+	return v.Type, err
+}
+
+// role normalizes a message role: instructions inside the conversation are "system".
+func role(r string) string {
+	if r == "developer" {
+		return "system"
+	}
+	return r
+}
+
+func textBlock(s string) tape.Block { return tape.Block{Type: tape.BlockText, Text: s} }
+
+func rawBlock(typ string, raw json.RawMessage) tape.Block {
+	return tape.Block{Type: typ, Raw: bytes.Clone(raw)}
+}
+
+// argsInput turns a function call's arguments, a string holding JSON, into a tool input
+// object.
+func argsInput(args string) json.RawMessage {
+	t := strings.TrimSpace(args)
+	if t == "" {
+		return json.RawMessage(`{}`)
+	}
+	if t[0] == '{' {
+		if in, ok := compactObject([]byte(t)); ok {
+			return in
+		}
+	}
+	return marshal(map[string]string{InvalidArgumentsKey: args})
+}
+
+// compactObject returns the compact form of a JSON object (tool inputs are kept compact,
+// however the provider spaced them, so that a stream and a body give the same bytes).
+func compactObject(raw []byte) (json.RawMessage, bool) {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return nil, false
+	}
+	return b.Bytes(), true
+}
+
+// objectInput turns a tool call's input given as JSON (Anthropic tool_use) into a tool
+// input object.
+func objectInput(raw json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	if t[0] == '{' {
+		if in, ok := compactObject(t); ok {
+			return in
+		}
+	}
+	return marshal(map[string]string{InvalidArgumentsKey: string(t)})
+}
+
+// customInput is the tool input of a freeform (custom) tool call.
+func customInput(text string) json.RawMessage {
+	return marshal(map[string]string{"input": text})
+}
+
+// marshal encodes v without HTML escaping, like the tape's canonical encoding.
+func marshal(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(fmt.Sprintf("provider: marshal %T: %v", v, err)) // only called with strings, maps and raw JSON
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// jsonString decodes a JSON string value; it reports false for anything else.
+func jsonString(raw json.RawMessage) (string, bool) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(t, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// toolCall builds the tool call of a tool_use block.
+func toolCall(b tape.Block, kind string) tape.ToolCall {
+	return tape.ToolCall{ID: b.ID, Name: b.Name, Input: b.Input, Kind: kind}
+}
+
+// openAIUsage builds a tape.Usage from OpenAI-style counts, where the prompt count includes
+// the cached tokens.
+func openAIUsage(prompt, cached, output, reasoning int64) tape.Usage {
+	return tape.Usage{
+		InputTokens:          max(prompt-cached, 0),
+		OutputTokens:         output,
+		CacheReadInputTokens: cached,
+		ReasoningTokens:      reasoning,
+	}
+}

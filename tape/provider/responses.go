@@ -1,0 +1,424 @@
+package provider
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// responses is the OpenAI Responses API (POST /v1/responses).
+type responses struct{}
+
+var _ format = responses{}
+
+func (responses) request(raw []byte) (request, error) {
+	m, err := object(raw)
+	if err != nil {
+		return request{}, err
+	}
+	r := request{params: params(m, "input", "instructions", "tools", "stream")}
+	if err := field(m, "stream", &r.stream); err != nil {
+		return request{}, err
+	}
+	// instructions is a string; a stored prompt can make it a list, which stays in raw.
+	r.system, _ = jsonString(m["instructions"])
+	if input, ok := m["input"]; ok && !isNull(input) {
+		if s, ok := jsonString(input); ok {
+			r.messages = []tape.Message{{Role: "user", Content: []tape.Block{textBlock(s)}}}
+		} else {
+			var items []json.RawMessage
+			if err := json.Unmarshal(input, &items); err != nil {
+				return request{}, fmt.Errorf("input: %w", err)
+			}
+			r.messages = make([]tape.Message, 0, len(items))
+			for i, it := range items {
+				msg, _, err := responsesItem(it)
+				if err != nil {
+					return request{}, fmt.Errorf("input[%d]: %w", i, err)
+				}
+				r.messages = append(r.messages, msg)
+			}
+		}
+	}
+	var tools []json.RawMessage
+	if err := field(m, "tools", &tools); err != nil {
+		return request{}, err
+	}
+	for i, raw := range tools {
+		var t struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return request{}, fmt.Errorf("tools[%d]: %w", i, err)
+		}
+		tool := tape.Tool{Name: t.Name, Description: t.Description, Kind: t.Type}
+		if t.Type == "function" {
+			tool.InputSchema = t.Parameters
+		}
+		if tool.Name == "" {
+			tool.Name = t.Type // built-in tools (web_search, local_shell) have no name
+		}
+		r.tools = append(r.tools, tool)
+	}
+	return r, nil
+}
+
+// responsesItem normalizes one input or output item into a message (see the package doc
+// for the roles) and, for a call the client must run, the tool call.
+func responsesItem(raw json.RawMessage) (tape.Message, *tape.ToolCall, error) {
+	var it struct {
+		Type      string          `json:"type"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		ID        string          `json:"id"`
+		CallID    string          `json:"call_id"`
+		Name      string          `json:"name"`
+		Arguments string          `json:"arguments"`
+		Input     string          `json:"input"`
+		Action    json.RawMessage `json:"action"`
+		Output    json.RawMessage `json:"output"`
+		Summary   []struct {
+			Text string `json:"text"`
+		} `json:"summary"`
+	}
+	typ, err := typeOf(raw)
+	if err != nil {
+		return tape.Message{}, nil, err
+	}
+	assistant := func(b tape.Block, kind string) (tape.Message, *tape.ToolCall, error) {
+		msg := tape.Message{Role: "assistant", Content: []tape.Block{b}}
+		if kind == "" {
+			return msg, nil, nil
+		}
+		c := toolCall(b, kind)
+		return msg, &c, nil
+	}
+	switch {
+	case typ == "" || typ == "message":
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return tape.Message{}, nil, err
+		}
+		content, err := responsesContent(it.Content)
+		return tape.Message{Role: role(it.Role), Content: content}, nil, err
+	case typ == "function_call":
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return tape.Message{}, nil, err
+		}
+		return assistant(tape.Block{Type: tape.BlockToolUse, ID: it.CallID, Name: it.Name, Input: argsInput(it.Arguments)}, "function")
+	case typ == "custom_tool_call":
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return tape.Message{}, nil, err
+		}
+		return assistant(tape.Block{Type: tape.BlockToolUse, ID: it.CallID, Name: it.Name, Input: customInput(it.Input)}, "custom")
+	case typ == "local_shell_call":
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return tape.Message{}, nil, err
+		}
+		id := it.CallID
+		if id == "" {
+			id = it.ID
+		}
+		return assistant(tape.Block{Type: tape.BlockToolUse, ID: id, Name: "local_shell", Input: objectInput(it.Action)}, "function")
+	case typ == "reasoning":
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return tape.Message{}, nil, err
+		}
+		texts := make([]string, 0, len(it.Summary))
+		for _, s := range it.Summary {
+			texts = append(texts, s.Text)
+		}
+		if len(texts) == 0 {
+			// Raw reasoning text, from servers that show it.
+			var rc struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			}
+			if json.Unmarshal(raw, &rc) == nil {
+				for _, c := range rc.Content {
+					texts = append(texts, c.Text)
+				}
+			}
+		}
+		return assistant(tape.Block{Type: tape.BlockThinking, Text: strings.Join(texts, "\n")}, "")
+	case strings.HasSuffix(typ, "_output"):
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return tape.Message{}, nil, err
+		}
+		id := it.CallID
+		if id == "" {
+			id = it.ID // local_shell_call_output names its call by id
+		}
+		content, err := responsesOutput(it.Output)
+		b := tape.Block{Type: tape.BlockToolResult, ToolCallID: id, Content: content}
+		return tape.Message{Role: "tool", Content: []tape.Block{b}}, nil, err
+	}
+	return assistant(rawBlock(tape.BlockOther, raw), "")
+}
+
+// responsesContent normalizes a message item's content: a string or a list of parts.
+func responsesContent(raw json.RawMessage) ([]tape.Block, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	if s, ok := jsonString(raw); ok {
+		if s == "" {
+			return nil, nil
+		}
+		return []tape.Block{textBlock(s)}, nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, fmt.Errorf("content: %w", err)
+	}
+	out := make([]tape.Block, 0, len(parts))
+	for i, p := range parts {
+		b, err := responsesPart(p)
+		if err != nil {
+			return nil, fmt.Errorf("content[%d]: %w", i, err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func responsesPart(raw json.RawMessage) (tape.Block, error) {
+	typ, err := typeOf(raw)
+	if err != nil {
+		return tape.Block{}, err
+	}
+	switch typ {
+	case "input_text", "output_text", "text":
+		var t struct {
+			Text string `json:"text"`
+		}
+		err := json.Unmarshal(raw, &t)
+		return textBlock(t.Text), err
+	case "input_image":
+		return rawBlock(tape.BlockImage, raw), nil
+	}
+	return rawBlock(tape.BlockOther, raw), nil
+}
+
+// responsesOutput normalizes a call output: a string, a list of parts, or an object
+// (a computer screenshot).
+func responsesOutput(raw json.RawMessage) ([]tape.Block, error) {
+	if len(raw) > 0 && raw[0] == '{' {
+		return []tape.Block{rawBlock(tape.BlockOther, raw)}, nil
+	}
+	return responsesContent(raw)
+}
+
+type responsesObject struct {
+	Status string            `json:"status"`
+	Output []json.RawMessage `json:"output"`
+	Usage  *struct {
+		InputTokens        int64 `json:"input_tokens"`
+		OutputTokens       int64 `json:"output_tokens"`
+		InputTokensDetails struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+		OutputTokensDetails struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
+	} `json:"usage"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+}
+
+// reply normalizes the output items; the status and usage are the response's.
+func (r *responsesObject) reply(output []json.RawMessage) (reply, error) {
+	var rep reply
+	for i, raw := range output {
+		msg, call, err := responsesItem(raw)
+		if err != nil {
+			return reply{}, fmt.Errorf("output[%d]: %w", i, err)
+		}
+		rep.content = append(rep.content, msg.Content...)
+		if call != nil {
+			rep.calls = append(rep.calls, *call)
+		}
+	}
+	if r == nil {
+		return rep, nil
+	}
+	rep.stop = r.Status
+	if r.Status == "incomplete" && r.IncompleteDetails != nil && r.IncompleteDetails.Reason != "" {
+		rep.stop = r.IncompleteDetails.Reason
+	}
+	if u := r.Usage; u != nil {
+		rep.usage = openAIUsage(u.InputTokens, u.InputTokensDetails.CachedTokens, u.OutputTokens, u.OutputTokensDetails.ReasoningTokens)
+	}
+	return rep, nil
+}
+
+func (responses) body(raw []byte) (reply, error) {
+	var r responsesObject
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return reply{}, err
+	}
+	return r.reply(r.Output)
+}
+
+// responsesItemState is an output item being streamed: the item from
+// response.output_item.added, the deltas that followed, and the finished item from
+// response.output_item.done once it arrives.
+type responsesItemState struct {
+	added     map[string]json.RawMessage
+	done      json.RawMessage
+	parts     map[int]json.RawMessage // content_part.added, by content index
+	text      map[int]*strings.Builder
+	summary   map[int]*strings.Builder
+	reasoning map[int]*strings.Builder
+	input     *strings.Builder // function call arguments or custom tool call input
+}
+
+func appendAt(m map[int]*strings.Builder, i int, s string) {
+	sb := m[i]
+	if sb == nil {
+		sb = &strings.Builder{}
+		m[i] = sb
+	}
+	sb.WriteString(s)
+}
+
+// item returns the finished item: as output_item.done gave it, or rebuilt from what
+// arrived when the stream was cut before it.
+func (st *responsesItemState) item() json.RawMessage {
+	if st.done != nil {
+		return st.done
+	}
+	m := maps.Clone(st.added)
+	typ, _ := jsonString(m["type"])
+	texts := func(field, partType string, acc map[int]*strings.Builder, parts map[int]json.RawMessage) {
+		idx := slices.Sorted(maps.Keys(acc))
+		for i := range parts {
+			if acc[i] == nil {
+				idx = append(idx, i)
+			}
+		}
+		slices.Sort(idx)
+		var list []json.RawMessage
+		for _, i := range idx {
+			p := map[string]json.RawMessage{"type": marshal(partType)}
+			if raw, ok := parts[i]; ok {
+				_ = json.Unmarshal(raw, &p)
+			}
+			if sb := acc[i]; sb != nil {
+				p["text"] = marshal(sb.String())
+			}
+			list = append(list, marshal(p))
+		}
+		if len(list) > 0 {
+			m[field] = marshal(list)
+		}
+	}
+	switch typ {
+	case "message":
+		texts("content", "output_text", st.text, st.parts)
+	case "reasoning":
+		texts("summary", "summary_text", st.summary, nil)
+		texts("content", "reasoning_text", st.reasoning, nil)
+	case "function_call":
+		if st.input != nil {
+			m["arguments"] = marshal(st.input.String())
+		}
+	case "custom_tool_call":
+		if st.input != nil {
+			m["input"] = marshal(st.input.String())
+		}
+	}
+	return marshal(m)
+}
+
+func (responses) stream(events []event) (reply, error) {
+	items := map[int]*responsesItemState{}
+	var final *responsesObject
+	for _, ev := range events {
+		var e struct {
+			Type         string          `json:"type"`
+			OutputIndex  int             `json:"output_index"`
+			ContentIndex int             `json:"content_index"`
+			SummaryIndex int             `json:"summary_index"`
+			Item         json.RawMessage `json:"item"`
+			Part         json.RawMessage `json:"part"`
+			Delta        json.RawMessage `json:"delta"`
+			Response     json.RawMessage `json:"response"`
+		}
+		if ok, err := decodeEvent(ev, &e); !ok {
+			if err != nil {
+				return reply{}, err
+			}
+			continue
+		}
+		if e.Type == "" {
+			e.Type = ev.name
+		}
+		st := items[e.OutputIndex]
+		delta, _ := jsonString(e.Delta)
+		switch e.Type {
+		case "response.output_item.added":
+			var added map[string]json.RawMessage
+			if err := json.Unmarshal(e.Item, &added); err != nil || added == nil {
+				return reply{}, fmt.Errorf("%s %d: item is not an object", e.Type, e.OutputIndex)
+			}
+			items[e.OutputIndex] = &responsesItemState{
+				added:     added,
+				parts:     map[int]json.RawMessage{},
+				text:      map[int]*strings.Builder{},
+				summary:   map[int]*strings.Builder{},
+				reasoning: map[int]*strings.Builder{},
+			}
+		case "response.output_item.done":
+			if st != nil && !isNull(e.Item) {
+				st.done = e.Item
+			}
+		case "response.content_part.added":
+			if st != nil {
+				st.parts[e.ContentIndex] = e.Part
+			}
+		case "response.output_text.delta":
+			if st != nil {
+				appendAt(st.text, e.ContentIndex, delta)
+			}
+		case "response.reasoning_summary_text.delta":
+			if st != nil {
+				appendAt(st.summary, e.SummaryIndex, delta)
+			}
+		case "response.reasoning_text.delta":
+			if st != nil {
+				appendAt(st.reasoning, e.ContentIndex, delta)
+			}
+		case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
+			if st != nil {
+				if st.input == nil {
+					st.input = &strings.Builder{}
+				}
+				st.input.WriteString(delta)
+			}
+		case "response.completed", "response.incomplete", "response.failed", "response.cancelled":
+			final = &responsesObject{}
+			if err := json.Unmarshal(e.Response, final); err != nil {
+				return reply{}, fmt.Errorf("%s: %w", e.Type, err)
+			}
+		}
+		// response.created, response.in_progress, *.done events whose content the
+		// output_item.done event repeats, error and unknown events add nothing.
+	}
+	if final != nil && len(final.Output) > 0 {
+		return final.reply(final.Output)
+	}
+	output := make([]json.RawMessage, 0, len(items))
+	for _, i := range slices.Sorted(maps.Keys(items)) {
+		output = append(output, items[i].item())
+	}
+	return final.reply(output)
+}

@@ -414,7 +414,7 @@ func (p *player) restart(ctx context.Context, dead *session, cause error) error 
 	dead.conn.Close()
 	s, err := startSession(ctx, p.sb, p.hello, p.opts.Logf)
 	if err != nil {
-		return fmt.Errorf("restart executor: %w (after: %v)", err, cause)
+		return fmt.Errorf("the executor session died (%v) and could not be restarted: %w; is the sandbox still running?", cause, err)
 	}
 	p.sess = s
 	return nil

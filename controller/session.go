@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -104,6 +105,11 @@ func startSession(ctx context.Context, sb Sandbox, h protocol.Hello, logf func(s
 	case err := <-helloc:
 		if err != nil {
 			conn.Close()
+			if se, ok := conn.(interface{ Stderr() string }); ok {
+				if tail := strings.TrimSpace(se.Stderr()); tail != "" {
+					err = fmt.Errorf("%w; the executor's stderr ends with: %s", err, lastLines(tail, 5))
+				}
+			}
 			return nil, err
 		}
 	case <-ctx.Done():
@@ -115,6 +121,15 @@ func startSession(ctx context.Context, sb Sandbox, h protocol.Hello, logf func(s
 		return nil, fmt.Errorf("executor speaks protocol %d (ok=%v), this controller speaks %d", s.hello.Protocol, s.hello.OK, protocol.Version)
 	}
 	return s, nil
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
 }
 
 // readLoop delivers replies until the stream ends, then fails every pending call.

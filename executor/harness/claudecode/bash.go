@@ -70,7 +70,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	limit := s.maxOutput()
 	out := string(res.Output)
 	if res.TimedOut {
-		text := strings.TrimSpace(truncate(out, limit) + "\n" + fmt.Sprintf("Command timed out after %s", humanMS(timeout)))
+		text := strings.TrimSpace(strings.TrimRight(truncate(out, limit), " \t\r\n") + "\n" + fmt.Sprintf("Command timed out after %s", humanMS(timeout)))
 		return harness.Text(call, text, true)
 	}
 	if res.ExitCode != 0 {

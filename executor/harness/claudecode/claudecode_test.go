@@ -1,0 +1,319 @@
+package claudecode_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/executor/harness/claudecode"
+	"github.com/tapebox/tapebox/tape"
+)
+
+type fixture struct {
+	t    *testing.T
+	dir  string
+	env  *harness.Env
+	sess harness.Session
+}
+
+func newFixture(t *testing.T) *fixture {
+	dir := t.TempDir()
+	env, err := harness.NewEnv(dir, nil, map[string]string{"BASH_MAX_OUTPUT_LENGTH": "200"})
+	require.NoError(t, err)
+	sess := claudecode.New().NewSession(env)
+	t.Cleanup(func() { sess.Close() })
+	return &fixture{t: t, dir: env.Cwd, env: env, sess: sess}
+}
+
+func (f *fixture) write(name, content string) string {
+	p := filepath.Join(f.dir, name)
+	require.NoError(f.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(f.t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+func (f *fixture) run(name string, input any, rec *tape.ToolResult) tape.ToolResult {
+	f.t.Helper()
+	b, err := json.Marshal(input)
+	require.NoError(f.t, err)
+	res := f.sess.Run(f.t.Context(), tape.ToolCall{ID: "toolu_1", Name: name, Input: b}, rec)
+	require.Equal(f.t, "toolu_1", res.ToolCallID)
+	return res
+}
+
+func recorded(text string, isErr bool) *tape.ToolResult {
+	return &tape.ToolResult{ToolCallID: "old", Content: []tape.Block{{Type: tape.BlockText, Text: text}}, IsError: isErr}
+}
+
+type m = map[string]any
+
+func TestPolicy(t *testing.T) {
+	p := claudecode.New().Policy()
+	assert.True(t, p.ParallelToolCalls)
+	assert.Equal(t, []string{"Agent", "Task"}, p.SpawningTools)
+	assert.Equal(t, "claude-code", claudecode.New().Name())
+}
+
+func TestBash(t *testing.T) {
+	f := newFixture(t)
+	long := strings.Repeat("x", 150) + "\n" + strings.Repeat("y", 100) + "\nz\n"
+	f.write("long.txt", long)
+	tests := []struct {
+		name  string
+		input m
+		want  string
+		isErr bool
+	}{
+		{"no output", m{"command": "true"}, "(Bash completed with no output)", false},
+		{"output", m{"command": "printf '\\n\\nline 1\\nline 2\\nline 3\\n\\n'"}, "line 1\nline 2\nline 3", false},
+		{"stderr", m{"command": "echo out; echo err >&2"}, "out\nerr", false},
+		{"failure", m{"command": "echo about to fail; exit 1"}, "Exit code 1\nabout to fail", true},
+		{"failure without output", m{"command": "exit 2"}, "Exit code 2", true},
+		{"truncated", m{"command": "cat long.txt"}, strings.Repeat("x", 150) + "\n" + strings.Repeat("y", 49) + "\n... [2 lines truncated] ...", false},
+		{"timeout", m{"command": "echo started; sleep 30", "timeout": 300}, "started\nCommand timed out after 0.3s", true},
+		{"missing command", m{}, "<tool_use_error>InputValidationError: Bash failed due to the following issue:\nThe required parameter `command` is missing</tool_use_error>", true},
+		{"wrong type", m{"command": 12}, "<tool_use_error>InputValidationError: Bash failed due to the following issue:\nThe parameter `command` type is expected as `string` but provided as `number`</tool_use_error>", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := f.run("Bash", tt.input, nil)
+			assert.Equal(t, tt.want, res.Text())
+			assert.Equal(t, tt.isErr, res.IsError)
+		})
+	}
+}
+
+func TestBashCwdPersists(t *testing.T) {
+	f := newFixture(t)
+	require.NoError(t, os.Mkdir(filepath.Join(f.dir, "sub"), 0o755))
+	assert.Equal(t, "(Bash completed with no output)", f.run("Bash", m{"command": "cd sub"}, nil).Text())
+	assert.Equal(t, filepath.Join(f.dir, "sub"), f.run("Bash", m{"command": "pwd"}, nil).Text())
+	assert.Equal(t, "Shell cwd was reset to "+f.dir, f.run("Bash", m{"command": "cd /"}, nil).Text())
+	assert.Equal(t, f.dir, f.run("Bash", m{"command": "pwd"}, nil).Text())
+}
+
+var bgText = regexp.MustCompile(`^Command running in background with ID: (b[0-9a-z]{8})\. Output is being written to: (\S+)\. You will be notified when it completes\. To check interim output, use Read on that file path\.$`)
+
+func TestBackground(t *testing.T) {
+	f := newFixture(t)
+	res := f.run("Bash", m{"command": "echo bg out; sleep 0.2; exit 3", "run_in_background": true}, nil)
+	match := bgText.FindStringSubmatch(res.Text())
+	require.NotNil(t, match, res.Text())
+	id, path := match[1], match[2]
+	assert.Equal(t, filepath.Join(f.env.StateDir, "tasks", id, "output"), path)
+
+	out := f.run("TaskOutput", m{"task_id": id, "block": true, "timeout": 30000}, nil)
+	assert.Equal(t, "<retrieval_status>success</retrieval_status>\n\n<task_id>"+id+"</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>failed</status>\n\n<exit_code>3</exit_code>\n\n<output>\nbg out\n</output>", out.Text())
+
+	// Read of the recording's output path reaches the task's output.
+	rd := f.run("Read", m{"file_path": "/tmp/claude-0/-app/0000/tasks/" + id + ".output"}, nil)
+	assert.Equal(t, "1\tbg out\n2\t", rd.Text())
+
+	bo := f.run("BashOutput", m{"bash_id": id}, nil)
+	assert.Regexp(t, `^<status>failed</status>\n\n<exit_code>3</exit_code>\n\n<stdout>\nbg out\n</stdout>\n\n<timestamp>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z</timestamp>$`, bo.Text())
+	bo = f.run("BashOutput", m{"bash_id": id}, nil)
+	assert.NotContains(t, bo.Text(), "<stdout>", "only new output")
+
+	// The old wording, picked by the recording.
+	old := f.run("Bash", m{"command": "sleep 60", "run_in_background": true}, recorded("Command running in background with ID: bash_1", false))
+	require.Regexp(t, `^Command running in background with ID: b[0-9a-z]{8}$`, old.Text())
+	killID := strings.TrimPrefix(old.Text(), "Command running in background with ID: ")
+	kill := f.run("KillShell", m{"shell_id": killID}, nil)
+	assert.Equal(t, `{"message":"Successfully killed shell: `+killID+` (sleep 60)","shell_id":"`+killID+`"}`, kill.Text())
+	again := f.run("KillShell", m{"shell_id": killID}, nil)
+	assert.Equal(t, "Shell "+killID+" is not running, so cannot be killed (status: killed)", again.Text())
+	assert.True(t, again.IsError)
+
+	stop := f.run("Bash", m{"command": "sleep 60", "run_in_background": true}, nil)
+	stopID := bgText.FindStringSubmatch(stop.Text())[1]
+	res = f.run("TaskStop", m{"task_id": stopID}, nil)
+	assert.Equal(t, `{"message":"Successfully stopped task: `+stopID+` (sleep 60)","task_id":"`+stopID+`","task_type":"local_bash","command":"sleep 60"}`, res.Text())
+
+	nf := f.run("TaskOutput", m{"task_id": "nope", "block": false}, nil)
+	assert.Equal(t, "No task found with ID: nope", nf.Text())
+	assert.True(t, nf.IsError)
+
+	running := f.run("Bash", m{"command": "sleep 60", "run_in_background": true}, nil)
+	runID := bgText.FindStringSubmatch(running.Text())[1]
+	nr := f.run("TaskOutput", m{"task_id": runID, "block": false}, nil)
+	assert.Equal(t, "<retrieval_status>not_ready</retrieval_status>\n\n<task_id>"+runID+"</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>running</status>", nr.Text())
+	f.run("TaskStop", m{"task_id": runID}, nil)
+}
+
+func TestRead(t *testing.T) {
+	f := newFixture(t)
+	notes := f.write("notes.txt", "alpha\nbeta\ngamma\n")
+	empty := f.write("empty.txt", "")
+	bin := f.write("data.bin", "\x00\x01")
+	crlf := f.write("crlf.txt", "a\r\nb")
+	tests := []struct {
+		name  string
+		input m
+		rec   *tape.ToolResult
+		want  string
+		isErr bool
+	}{
+		{"whole", m{"file_path": notes}, nil, "1\talpha\n2\tbeta\n3\tgamma\n4\t", false},
+		{"offset limit", m{"file_path": notes, "offset": 2, "limit": 2}, nil, "2\tbeta\n3\tgamma", false},
+		{"arrow variant", m{"file_path": notes}, recorded("     1\u2192alpha", false), "     1\u2192alpha\n     2\u2192beta\n     3\u2192gamma\n     4\u2192", false},
+		{"crlf", m{"file_path": crlf}, nil, "1\ta\n2\tb", false},
+		{"empty", m{"file_path": empty}, nil, "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>", false},
+		{"past the end", m{"file_path": notes, "offset": 10}, nil, "<system-reminder>Warning: the file exists but is shorter than the provided offset (10). The file has 4 lines.</system-reminder>", false},
+		{"missing", m{"file_path": filepath.Join(f.dir, "nope.txt")}, nil, "File does not exist. Note: your current working directory is " + f.dir + ".", true},
+		{"missing, old wrapping", m{"file_path": filepath.Join(f.dir, "nope.txt")}, recorded("<tool_use_error>File does not exist.</tool_use_error>", true), "<tool_use_error>File does not exist. Note: your current working directory is " + f.dir + ".</tool_use_error>", true},
+		{"binary", m{"file_path": bin}, nil, "<tool_use_error>This tool cannot read binary files. The file appears to be a binary .bin file. Use a skill for this file type if one is available, or a shell command or script that can read the format.</tool_use_error>", true},
+		{"no path", m{}, nil, "<tool_use_error>InputValidationError: Read failed due to the following issue:\nThe required parameter `file_path` is missing</tool_use_error>", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := f.run("Read", tt.input, tt.rec)
+			assert.Equal(t, tt.want, res.Text())
+			assert.Equal(t, tt.isErr, res.IsError)
+		})
+	}
+	img := f.write("p.png", "\x89PNG")
+	res := f.run("Read", m{"file_path": img}, nil)
+	require.Len(t, res.Content, 1)
+	assert.Equal(t, tape.BlockImage, res.Content[0].Type)
+	assert.JSONEq(t, `{"type":"image","source":{"type":"base64","data":"iVBORw==","media_type":"image/png"}}`, string(res.Content[0].Raw))
+}
+
+func TestWriteAndEdit(t *testing.T) {
+	f := newFixture(t)
+	p := filepath.Join(f.dir, "notes.txt")
+	const note = " (file state is current in your context — no need to Read it back)"
+	tests := []struct {
+		name  string
+		tool  string
+		input m
+		rec   *tape.ToolResult
+		want  string
+		isErr bool
+		file  string
+	}{
+		{"create", "Write", m{"file_path": p, "content": "a b a\n"}, nil, "File created successfully at: " + p + note, false, "a b a\n"},
+		{"update", "Write", m{"file_path": p, "content": "a b a b\n"}, nil, "The file " + p + " has been updated successfully." + note, false, "a b a b\n"},
+		{"update, older wording", "Write", m{"file_path": p, "content": "a b a\n"}, recorded("The file "+p+" has been updated successfully.", false), "The file " + p + " has been updated successfully.", false, "a b a\n"},
+		{"refused in the recording", "Write", m{"file_path": p, "content": "zzz"}, recorded("File has not been read yet. Read it first before writing to it.", true), "File has not been read yet. Read it first before writing to it.", true, "a b a\n"},
+		{"edit", "Edit", m{"file_path": p, "old_string": "b", "new_string": "c"}, nil, "The file " + p + " has been updated successfully.", false, "a c a\n"},
+		{"edit with note", "Edit", m{"file_path": p, "old_string": "c", "new_string": "b"}, recorded("The file "+p+" has been updated successfully."+note, false), "The file " + p + " has been updated successfully." + note, false, "a b a\n"},
+		{"ambiguous", "Edit", m{"file_path": p, "old_string": "a", "new_string": "x"}, nil, "<tool_use_error>Found 2 matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: a</tool_use_error>", true, "a b a\n"},
+		{"replace all", "Edit", m{"file_path": p, "old_string": "a", "new_string": "x", "replace_all": true}, nil, "The file " + p + " has been updated. All occurrences were successfully replaced.", false, "x b x\n"},
+		{"not found", "Edit", m{"file_path": p, "old_string": "no such text", "new_string": "y"}, nil, "<tool_use_error>String to replace not found in file.\nString: no such text</tool_use_error>", true, "x b x\n"},
+		{"no change", "Edit", m{"file_path": p, "old_string": "b", "new_string": "b"}, nil, "<tool_use_error>No changes to make: old_string and new_string are exactly the same.</tool_use_error>", true, "x b x\n"},
+		{"multi", "MultiEdit", m{"file_path": p, "edits": []m{{"old_string": "b", "new_string": "B"}, {"old_string": "x", "new_string": "X", "replace_all": true}}}, nil, "Applied 2 edits to " + p + ":\n1. Replaced \"b\" with \"B\"\n2. Replaced \"x\" with \"X\"", false, "X B X\n"},
+		{"multi fails whole", "MultiEdit", m{"file_path": p, "edits": []m{{"old_string": "B", "new_string": "b"}, {"old_string": "q", "new_string": "Q"}}}, nil, "<tool_use_error>String to replace not found in file.\nString: q</tool_use_error>", true, "X B X\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := f.run(tt.tool, tt.input, tt.rec)
+			assert.Equal(t, tt.want, res.Text())
+			assert.Equal(t, tt.isErr, res.IsError)
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			assert.Equal(t, tt.file, string(b))
+		})
+	}
+	res := f.run("Edit", m{"file_path": filepath.Join(f.dir, "missing.txt"), "old_string": "a", "new_string": "b"}, nil)
+	assert.Equal(t, "<tool_use_error>File does not exist. Note: your current working directory is "+f.dir+".</tool_use_error>", res.Text())
+}
+
+func TestNotebookEdit(t *testing.T) {
+	f := newFixture(t)
+	nb := f.write("n.ipynb", `{"cells":[{"cell_type":"code","id":"c1","metadata":{},"source":"print(1)","execution_count":3,"outputs":[{"output_type":"stream","text":"1"}]},{"cell_type":"markdown","id":"m1","metadata":{},"source":"# t"}],"metadata":{},"nbformat":4,"nbformat_minor":5}`)
+	res := f.run("NotebookEdit", m{"notebook_path": nb, "cell_id": "c1", "new_source": "print(2)"}, nil)
+	assert.Equal(t, "Updated cell c1 with print(2)", res.Text())
+	res = f.run("NotebookEdit", m{"notebook_path": nb, "cell_id": "m1", "edit_mode": "delete"}, nil)
+	assert.Equal(t, "Deleted cell m1", res.Text())
+	res = f.run("NotebookEdit", m{"notebook_path": nb, "cell_id": "c1", "edit_mode": "insert", "cell_type": "markdown", "new_source": "after"}, nil)
+	assert.Regexp(t, `^Inserted cell [0-9a-z]{12} with after$`, res.Text())
+	res = f.run("NotebookEdit", m{"notebook_path": nb, "cell_id": "zz", "new_source": "x"}, nil)
+	assert.Equal(t, `Cell with ID "zz" not found in notebook.`, res.Text())
+	assert.True(t, res.IsError)
+	var doc struct {
+		Cells []struct {
+			Type    string `json:"cell_type"`
+			Source  string `json:"source"`
+			Outputs []any  `json:"outputs"`
+			Count   *int   `json:"execution_count"`
+		} `json:"cells"`
+	}
+	b, _ := os.ReadFile(nb)
+	require.NoError(t, json.Unmarshal(b, &doc))
+	require.Len(t, doc.Cells, 2)
+	assert.Equal(t, "print(2)", doc.Cells[0].Source)
+	assert.Empty(t, doc.Cells[0].Outputs)
+	assert.Nil(t, doc.Cells[0].Count)
+	assert.Equal(t, "after", doc.Cells[1].Source)
+	res = f.run("NotebookEdit", m{"notebook_path": f.write("x.txt", ""), "new_source": "x"}, nil)
+	assert.Equal(t, "<tool_use_error>File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.</tool_use_error>", res.Text())
+}
+
+func TestGlobAndGrep(t *testing.T) {
+	f := newFixture(t)
+	base := time.Now().Add(-time.Hour)
+	for i, name := range []string{"src/old.go", "src/mid.go", "README.md", "src/new.go"} {
+		p := f.write(name, "package x\n// TODO: one\nfunc f() {}\n// TODO: two\n")
+		require.NoError(t, os.Chtimes(p, base.Add(time.Duration(i)*time.Minute), base.Add(time.Duration(i)*time.Minute)))
+	}
+	f.write(".gitignore", "ignored.go\n")
+	f.write("ignored.go", "// TODO: hidden by gitignore\n")
+	require.NoError(t, os.Mkdir(filepath.Join(f.dir, ".git"), 0o755))
+	// The executor's own state must never show up.
+	f.run("Bash", m{"command": "echo TODO", "run_in_background": true}, nil)
+
+	tests := []struct {
+		tool  string
+		input m
+		rec   *tape.ToolResult
+		want  string
+	}{
+		{"Glob", m{"pattern": "**/*.go"}, nil, "src/old.go\nsrc/mid.go\nsrc/new.go\nignored.go"},
+		{"Glob", m{"pattern": "*.go", "path": "src"}, recorded("/abs/x.go", false), f.dir + "/src/old.go\n" + f.dir + "/src/mid.go\n" + f.dir + "/src/new.go"},
+		{"Glob", m{"pattern": "*.rs"}, nil, "No files found"},
+		{"Glob", m{"pattern": "*", "path": "nope"}, nil, "Directory does not exist: nope. Note: your current working directory is " + f.dir + "."},
+		{"Grep", m{"pattern": "TODO"}, nil, "Found 4 files\nsrc/new.go\nREADME.md\nsrc/mid.go\nsrc/old.go"},
+		{"Grep", m{"pattern": "TODO", "head_limit": 2}, nil, "Found 2 files limit: 2\nsrc/new.go\nREADME.md"},
+		// As in ripgrep, a --glob that names a file overrides .gitignore.
+		{"Grep", m{"pattern": "TODO", "glob": "*.go", "output_mode": "count"}, nil, "ignored.go:1\nsrc/mid.go:2\nsrc/new.go:2\nsrc/old.go:2\nFound 7 total occurrences across 4 files."},
+		{"Grep", m{"pattern": "two", "path": "src/new.go", "output_mode": "content", "-B": 1}, nil, "3-func f() {}\n4:// TODO: two"},
+		{"Grep", m{"pattern": "one", "type": "go", "output_mode": "content", "-A": 1}, nil, "src/mid.go:2:// TODO: one\nsrc/mid.go-3-func f() {}\n--\nsrc/new.go:2:// TODO: one\nsrc/new.go-3-func f() {}\n--\nsrc/old.go:2:// TODO: one\nsrc/old.go-3-func f() {}"},
+		{"Grep", m{"pattern": "one", "glob": "*.md", "output_mode": "content", "-n": false}, nil, "README.md:// TODO: one"},
+		{"Grep", m{"pattern": "TODO", "output_mode": "content", "head_limit": 1, "offset": 1}, nil, "README.md:4:// TODO: two\n[Showing results with pagination = limit: 1, offset: 1]"},
+		{"Grep", m{"pattern": "zzz", "output_mode": "content"}, nil, "No matches found"},
+		{"Grep", m{"pattern": "zzz"}, nil, "No files found"},
+		{"Grep", m{"pattern": "zzz", "output_mode": "count"}, nil, "No matches found\nFound 0 total occurrences across 0 files."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool+" "+tt.want[:min(20, len(tt.want))], func(t *testing.T) {
+			res := f.run(tt.tool, tt.input, tt.rec)
+			assert.Equal(t, tt.want, res.Text())
+		})
+	}
+}
+
+func TestNoopAndSpawning(t *testing.T) {
+	f := newFixture(t)
+	rec := &tape.ToolResult{ToolCallID: "old", Content: []tape.Block{{Type: tape.BlockText, Text: "Todos have been modified successfully."}}}
+	for _, tool := range []string{"TodoWrite", "WebFetch", "WebSearch", "Skill", "ToolSearch", "mcp__x__y", "Monitor"} {
+		res := f.run(tool, m{"anything": 1}, rec)
+		assert.Equal(t, "Todos have been modified successfully.", res.Text())
+		assert.False(t, res.IsError)
+	}
+	res := f.run("WebFetch", m{}, nil)
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Text(), `"WebFetch"`)
+	for _, tool := range []string{"Agent", "Task"} {
+		res := f.run(tool, m{"prompt": "x"}, rec)
+		assert.True(t, res.IsError)
+		assert.Contains(t, res.Text(), "subagent")
+	}
+}

@@ -1,0 +1,149 @@
+package codex_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/executor/harness/codex"
+	"github.com/tapebox/tapebox/tape"
+)
+
+type m = map[string]any
+
+type fixture struct {
+	t    *testing.T
+	dir  string
+	sess harness.Session
+}
+
+func newFixture(t *testing.T) *fixture {
+	env, err := harness.NewEnv(t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	sess := codex.New().NewSession(env)
+	t.Cleanup(func() { sess.Close() })
+	return &fixture{t: t, dir: env.Cwd, sess: sess}
+}
+
+func (f *fixture) run(name string, input any, rec *tape.ToolResult) string {
+	f.t.Helper()
+	b, err := json.Marshal(input)
+	require.NoError(f.t, err)
+	res := f.sess.Run(f.t.Context(), tape.ToolCall{ID: "call_1", Name: name, Input: b}, rec)
+	require.Equal(f.t, "call_1", res.ToolCallID)
+	return res.Text()
+}
+
+// volatile replaces what Codex itself makes volatile: chunk ids, wall times, session ids.
+func volatile(s string) string {
+	s = regexp.MustCompile(`Chunk ID: [0-9a-f]{6}`).ReplaceAllString(s, "Chunk ID: XXXXXX")
+	s = regexp.MustCompile(`Wall time: [0-9.]+ seconds`).ReplaceAllString(s, "Wall time: W seconds")
+	s = regexp.MustCompile(`"duration_seconds":[0-9.]+`).ReplaceAllString(s, `"duration_seconds":D`)
+	s = regexp.MustCompile(`timed out after \d+ milliseconds`).ReplaceAllString(s, "timed out after T milliseconds")
+	return regexp.MustCompile(`session ID \d+`).ReplaceAllString(s, "session ID N")
+}
+
+func TestPolicy(t *testing.T) {
+	p := codex.New().Policy()
+	assert.True(t, p.ParallelToolCalls)
+	assert.Equal(t, []string{"spawn_agent"}, p.SpawningTools)
+}
+
+func TestExecCommand(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		input m
+		want  string
+	}{
+		{m{"cmd": "echo made", "login": false}, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nmade\n"},
+		{m{"cmd": "echo hello > out.txt"}, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 0\nOutput:\n"},
+		{m{"cmd": "echo about to fail; exit 1", "login": false}, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 1\nOriginal token count: 4\nOutput:\nabout to fail\n"},
+		{m{"cmd": "seq 1 100", "login": false, "max_output_tokens": 10}, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 73\nOutput:\nTotal output lines: 100\n\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10…63 tokens truncated…\n95\n96\n97\n98\n99\n100\n"},
+		{m{"cmd": 5}, "failed to parse function arguments: exec_command: parameter \"cmd\" must be string, got number"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, volatile(f.run("exec_command", tt.input, nil)))
+	}
+	b, err := os.ReadFile(filepath.Join(f.dir, "out.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "hello\n", string(b))
+}
+
+func TestExecSession(t *testing.T) {
+	f := newFixture(t)
+	out := f.run("exec_command", m{"cmd": "echo ready; read x; echo got $x", "login": false, "yield_time_ms": 250}, nil)
+	require.Regexp(t, `^Chunk ID: [0-9a-f]{6}\nWall time: [0-9.]+ seconds\nProcess running with session ID \d+\nOriginal token count: 2\nOutput:\nready\n$`, out)
+	id := regexp.MustCompile(`session ID (\d+)`).FindStringSubmatch(out)[1]
+	out = f.run("write_stdin", json.RawMessage(`{"session_id":`+id+`,"chars":"abc\n","yield_time_ms":5000}`), nil)
+	assert.Equal(t, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\ngot abc\n", volatile(out))
+	out = f.run("write_stdin", m{"session_id": id, "chars": ""}, nil)
+	assert.Equal(t, "write_stdin failed: Unknown process id "+id, out, "an ended session is gone")
+}
+
+func TestApplyPatch(t *testing.T) {
+	f := newFixture(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(f.dir, "docs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.dir, "docs/first.txt"), []byte("one\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(f.dir, "old.txt"), []byte("keep\n"), 0o644))
+	patch := "*** Begin Patch\n*** Add File: docs/second.txt\n+two\n*** Delete File: docs/first.txt\n*** Update File: old.txt\n*** Move to: renamed.txt\n@@\n-keep\n+kept\n*** End Patch"
+	out := f.run("apply_patch", m{"input": patch}, nil)
+	assert.Equal(t, "Exit code: 0\nWall time: W seconds\nOutput:\nSuccess. Updated the following files:\nA docs/second.txt\nM renamed.txt\nD docs/first.txt\n", volatile(out))
+	assert.Regexp(t, `Wall time: 0 seconds`, out)
+
+	out = f.run("apply_patch", m{"input": "*** Begin Patch\n*** Update File: renamed.txt\n@@\n-this line is not in the file\n+x\n*** End Patch"}, nil)
+	assert.Equal(t, "apply_patch verification failed: Failed to find expected lines in "+filepath.Join(f.dir, "renamed.txt")+":\nthis line is not in the file", out)
+	out = f.run("apply_patch", m{"input": "*** Begin Patch\nnonsense\n*** End Patch"}, nil)
+	assert.Equal(t, "apply_patch verification failed: invalid hunk at line 2, 'nonsense' is not a valid hunk header. Valid hunk headers: '*** Add File: {path}', '*** Delete File: {path}', '*** Update File: {path}'", out)
+
+	// apply_patch through exec_command and the older shell tool.
+	out = f.run("exec_command", m{"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: h.txt\n+x\n*** End Patch\nEOF"}, nil)
+	assert.Equal(t, "Exit code: 0\nWall time: W seconds\nOutput:\nSuccess. Updated the following files:\nA h.txt\n", volatile(out))
+	out = f.run("shell", m{"command": []string{"apply_patch", "*** Begin Patch\n*** Delete File: h.txt\n*** End Patch"}}, nil)
+	assert.Equal(t, `{"output":"Success. Updated the following files:\nD h.txt\n","metadata":{"exit_code":0,"duration_seconds":D}}`, volatile(out))
+}
+
+func TestOlderShellTools(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		tool  string
+		input m
+		rec   *tape.ToolResult
+		want  string
+	}{
+		{"shell", m{"command": []string{"bash", "-c", "echo 'a \"q\"'; exit 2"}, "workdir": f.dir}, nil, `{"output":"a \"q\"\n","metadata":{"exit_code":2,"duration_seconds":D}}`},
+		{"shell", m{"command": []string{"sleep", "5"}, "timeout_ms": 100}, nil, `{"output":"command timed out after T milliseconds\n","metadata":{"exit_code":124,"duration_seconds":D}}`},
+		{"shell", m{"command": []string{"echo", "x"}}, &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "Exit code: 0\nWall time: 0 seconds\nOutput:\nx\n"}}}, "Exit code: 0\nWall time: W seconds\nOutput:\nx\n"},
+		{"shell_command", m{"command": "echo hi", "login": false}, nil, "Exit code: 0\nWall time: W seconds\nOutput:\nhi\n"},
+		{"local_shell", m{"action": m{"type": "exec", "command": []string{"pwd"}, "working_directory": "/"}}, nil, `{"output":"/\n","metadata":{"exit_code":0,"duration_seconds":D}}`},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, volatile(f.run(tt.tool, tt.input, tt.rec)))
+	}
+}
+
+func TestNoop(t *testing.T) {
+	f := newFixture(t)
+	rec := &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "recorded"}}}
+	for _, tool := range []string{"update_plan", "view_image", "web_search", "request_user_input", "get_goal", "create_goal", "update_goal", "tool_search", "wait", "something_new"} {
+		assert.Equal(t, "recorded", f.run(tool, m{}, rec))
+	}
+	assert.Equal(t, "Plan updated", f.run("update_plan", m{"plan": []m{}}, nil))
+	assert.Contains(t, f.run("view_image", m{}, nil), `"view_image"`)
+	assert.Contains(t, f.run("spawn_agent", m{}, rec), "subagent")
+}
+
+func TestTruncateTokens(t *testing.T) {
+	assert.Equal(t, "short", codex.TruncateTokens("short", 10))
+	s := strings.Repeat("é", 30) // 60 bytes
+	got := codex.TruncateTokens(s, 5)
+	assert.Equal(t, "Total output lines: 1\n\néé…10 tokens truncated…éé", strings.ReplaceAll(got, strings.Repeat("é", 5), "éé"))
+	assert.Equal(t, 0, codex.ApproxTokens(0))
+	assert.Equal(t, 2, codex.ApproxTokens(5))
+}

@@ -35,7 +35,7 @@ func script() fakeprovider.Script {
 }
 
 // record runs the mini harness through the gateway against the scripted provider.
-func record(t *testing.T, p tape.Provider, stream bool) (*tape.Tape, string) {
+func record(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
 	t.Helper()
 	up := httptest.NewServer(fakeprovider.New(script()))
 	defer up.Close()

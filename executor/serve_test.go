@@ -236,4 +236,3 @@ func readLines(r io.Reader) []string {
 	}
 	return out
 }
-

@@ -1,0 +1,743 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/bits"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// maxDepth bounds the nesting of arrays and objects, as encoding/json does, so that
+// hostile input cannot exhaust the stack.
+const maxDepth = 10000
+
+// SyntaxError reports bytes that are not one well-formed JSON value.
+type SyntaxError struct {
+	// Offset is the byte offset of the error; Line and Column (1-based, in bytes) locate it.
+	Offset int64
+	Line   int
+	Column int
+	// Msg says what was wrong.
+	Msg string
+	// Truncated is true when the input ended in the middle of the value.
+	Truncated bool
+}
+
+// Error implements error.
+func (e *SyntaxError) Error() string {
+	if e.Truncated {
+		return fmt.Sprintf("truncated JSON: the input ends after %d bytes (line %d, column %d): %s", e.Offset, e.Line, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("not valid JSON at line %d, column %d: %s", e.Line, e.Column, e.Msg)
+}
+
+// Unwrap returns io.ErrUnexpectedEOF for a truncated input, so that callers can branch with
+// errors.Is.
+func (e *SyntaxError) Unwrap() error {
+	if e.Truncated {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+
+// Values shared by every placeholder: the validator only reads them.
+var (
+	emptyObject = map[string]any{}
+	emptyArray  = []any{}
+)
+
+// decoder turns JSON bytes into the values jsonschema validates (map[string]any, []any,
+// string, json.Number, bool, nil), building only what the schema's shape needs.
+type decoder struct {
+	data  []byte
+	i     int
+	depth int
+	stack []byte // open brackets while skipping
+
+	// record says whether unit instances are reduced and recorded (decoding a tape) or
+	// skipped (building one distinct unit instance, whose own units are recorded already).
+	record bool
+	units  units
+}
+
+// decode decodes data, which must hold exactly one JSON value, following sh. It returns
+// the distinct unit instances met on the way, which the value holds as placeholders.
+func decode(data []byte, sh *shape) (any, []*unitRun, error) {
+	return decodeUnits(data, sh, false)
+}
+
+// locateUnits decodes data again and returns its distinct unit instances by reduced
+// encoding, each with the offset of every occurrence.
+func locateUnits(data []byte, sh *shape) (map[string]*unitRun, error) {
+	_, runs, err := decodeUnits(data, sh, true)
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[string]*unitRun, len(runs))
+	for _, r := range runs {
+		byKey[r.key] = r
+	}
+	return byKey, nil
+}
+
+func decodeUnits(data []byte, sh *shape, locate bool) (any, []*unitRun, error) {
+	d := &decoder{data: data, record: true}
+	d.units.locate = locate
+	v, err := d.value(sh)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.ws()
+	if d.i < len(d.data) {
+		return nil, nil, d.errorf("invalid character %s after the top-level value", quoteChar(d.data[d.i]))
+	}
+	return v, d.units.runs, nil
+}
+
+func (d *decoder) errorf(format string, args ...any) *SyntaxError {
+	off := min(d.i, len(d.data))
+	line, col := lineCol(d.data, off)
+	return &SyntaxError{Offset: int64(off), Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (d *decoder) eof(what string) *SyntaxError {
+	d.i = len(d.data)
+	e := d.errorf("unexpected end of input %s", what)
+	e.Truncated = true
+	return e
+}
+
+func lineCol(data []byte, off int) (line, col int) {
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = off - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+func quoteChar(c byte) string {
+	switch {
+	case c == '\'':
+		return `'\''`
+	case c == '"':
+		return `'"'`
+	case c >= utf8.RuneSelf:
+		return fmt.Sprintf("byte 0x%02x", c)
+	}
+	return strconv.QuoteRune(rune(c))
+}
+
+// ws skips whitespace.
+func (d *decoder) ws() {
+	for d.i < len(d.data) {
+		switch d.data[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// value decodes the value at d.i following sh (nil: in full).
+func (d *decoder) value(sh *shape) (any, error) {
+	d.ws()
+	if d.i >= len(d.data) {
+		return nil, d.eof("looking for a value")
+	}
+	c := d.data[d.i]
+	if sh != nil {
+		switch sh.mode {
+		case modeOpen:
+			return nil, d.skip()
+		case modeUnit:
+			if d.record {
+				return nil, d.reduceUnit(sh.unit)
+			}
+			return nil, d.skip()
+		case modeTypeOnly:
+			switch c {
+			case '"':
+				_, _, err := d.scanString()
+				return "", err
+			case '{':
+				return emptyObject, d.skip()
+			case '[':
+				return emptyArray, d.skip()
+			case 't', 'f', 'n':
+			default:
+				return d.typeOnlyNumber()
+			}
+		case modeEnum:
+			if c == '"' {
+				return d.enumString(sh.maxEnum)
+			}
+		}
+	}
+	switch c {
+	case '{':
+		return d.object(sh)
+	case '[':
+		return d.array(sh)
+	case '"':
+		return d.str()
+	case 't':
+		return true, d.literal("true")
+	case 'f':
+		return false, d.literal("false")
+	case 'n':
+		return nil, d.literal("null")
+	}
+	return d.number()
+}
+
+func (d *decoder) object(sh *shape) (any, error) {
+	if d.depth++; d.depth > maxDepth {
+		return nil, d.errorf("exceeded max depth of %d", maxDepth)
+	}
+	defer func() { d.depth-- }()
+	d.i++ // {
+	m := make(map[string]any)
+	d.ws()
+	if d.i < len(d.data) && d.data[d.i] == '}' {
+		d.i++
+		return m, nil
+	}
+	for {
+		d.ws()
+		if d.i >= len(d.data) {
+			return nil, d.eof("looking for an object key")
+		}
+		if d.data[d.i] != '"' {
+			return nil, d.errorf("invalid character %s looking for the beginning of an object key", quoteChar(d.data[d.i]))
+		}
+		key, child, err := d.key(sh)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.colon(); err != nil {
+			return nil, err
+		}
+		v, err := d.value(child)
+		if err != nil {
+			return nil, err
+		}
+		m[key] = v
+		d.ws()
+		if d.i >= len(d.data) {
+			return nil, d.eof("after an object value")
+		}
+		switch d.data[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return m, nil
+		default:
+			return nil, d.errorf("invalid character %s after an object value (want ',' or '}')", quoteChar(d.data[d.i]))
+		}
+	}
+}
+
+// key decodes an object key and returns it with the shape of its value.
+func (d *decoder) key(sh *shape) (string, *shape, error) {
+	start, end, esc, err := d.scanStringAt()
+	if err != nil {
+		return "", nil, err
+	}
+	var key string
+	raw := d.data[start+1 : end-1]
+	if sh != nil && !esc {
+		if p, ok := sh.props[string(raw)]; ok {
+			return p.name, p.shape, nil
+		}
+	}
+	if esc {
+		key = d.unescape(raw)
+	} else {
+		key = string(raw)
+	}
+	if sh == nil {
+		return key, nil, nil
+	}
+	if p, ok := sh.props[key]; ok {
+		return p.name, p.shape, nil
+	}
+	return key, sh.other, nil
+}
+
+func (d *decoder) colon() error {
+	d.ws()
+	if d.i >= len(d.data) {
+		return d.eof("after an object key")
+	}
+	if d.data[d.i] != ':' {
+		return d.errorf("invalid character %s after an object key (want ':')", quoteChar(d.data[d.i]))
+	}
+	d.i++
+	return nil
+}
+
+func (d *decoder) array(sh *shape) (any, error) {
+	if d.depth++; d.depth > maxDepth {
+		return nil, d.errorf("exceeded max depth of %d", maxDepth)
+	}
+	defer func() { d.depth-- }()
+	if sh != nil && sh.unitItems {
+		return emptyArray, d.unitItems(sh.items.unit)
+	}
+	d.i++ // [
+	var items *shape
+	if sh != nil {
+		items = sh.items
+	}
+	arr := []any{}
+	d.ws()
+	if d.i < len(d.data) && d.data[d.i] == ']' {
+		d.i++
+		return arr, nil
+	}
+	for {
+		v, err := d.value(items)
+		if err != nil {
+			return nil, err
+		}
+		arr = append(arr, v)
+		d.ws()
+		if d.i >= len(d.data) {
+			return nil, d.eof("after an array element")
+		}
+		switch d.data[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return arr, nil
+		default:
+			return nil, d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(d.data[d.i]))
+		}
+	}
+}
+
+// unitItems moves past an array of unit instances, recording them (or skipping them when
+// not recording).
+func (d *decoder) unitItems(def *unitDef) error {
+	if !d.record {
+		return d.skip()
+	}
+	d.i++ // [
+	d.ws()
+	if d.i < len(d.data) && d.data[d.i] == ']' {
+		d.i++
+		return nil
+	}
+	for {
+		if err := d.reduceUnit(def); err != nil {
+			return err
+		}
+		d.ws()
+		if d.i >= len(d.data) {
+			return d.eof("after an array element")
+		}
+		switch d.data[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return nil
+		default:
+			return d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(d.data[d.i]))
+		}
+	}
+}
+
+func (d *decoder) str() (any, error) {
+	start, end, esc, err := d.scanStringAt()
+	if err != nil {
+		return nil, err
+	}
+	raw := d.data[start+1 : end-1]
+	if esc {
+		return d.unescape(raw), nil
+	}
+	return string(raw), nil
+}
+
+// enumString decodes a string that must be one of an enum whose longest member has maxLen
+// bytes. A string that cannot be that short once unescaped (an escape takes at most six
+// bytes for one byte of text) cannot match: it is cut to a prefix that still cannot match,
+// so a huge string costs no copy and no huge error message.
+func (d *decoder) enumString(maxLen int) (any, error) {
+	start, end, esc, err := d.scanStringAt()
+	if err != nil {
+		return nil, err
+	}
+	raw := d.data[start+1 : end-1]
+	if limit := enumLimit(maxLen); len(raw) > limit {
+		return string(bytes.ToValidUTF8(raw[:limit], nil)) + "…", nil
+	}
+	if esc {
+		return d.unescape(raw), nil
+	}
+	return string(raw), nil
+}
+
+// enumLimit is the raw length past which a string cannot match an enum whose longest
+// member has maxLen bytes.
+func enumLimit(maxLen int) int { return 6*maxLen + 64 }
+
+func (d *decoder) literal(lit string) error {
+	rest := d.data[d.i:]
+	if len(rest) >= len(lit) {
+		if string(rest[:len(lit)]) == lit {
+			d.i += len(lit)
+			return nil
+		}
+	} else if string(rest) == lit[:len(rest)] {
+		return d.eof("in literal " + lit)
+	}
+	// Point at the first byte that differs.
+	for j := 0; j < len(rest) && j < len(lit); j++ {
+		if rest[j] != lit[j] {
+			d.i += j
+			break
+		}
+	}
+	return d.errorf("invalid character %s in literal %s", quoteChar(d.data[d.i]), lit)
+}
+
+// Placeholders for numbers whose schema constrains only their type: the validator asks
+// of them only whether they are numbers and whether they are integers.
+var (
+	someInteger = json.Number("0")
+)
+
+// typeOnlyNumber decodes a number for a schema that constrains only its type: a literal
+// without fraction or exponent is an integer and becomes someInteger; others keep their
+// text, which is rare and lets the validator decide (1.0 and 1e3 are integers).
+func (d *decoder) typeOnlyNumber() (any, error) {
+	start := d.i
+	if err := d.scanNumber(); err != nil {
+		return nil, err
+	}
+	lit := d.data[start:d.i]
+	if bytes.IndexAny(lit, ".eE") < 0 {
+		return someInteger, nil
+	}
+	return json.Number(lit), nil
+}
+
+// number decodes a number as a json.Number, which keeps its exact text.
+func (d *decoder) number() (any, error) {
+	start := d.i
+	if err := d.scanNumber(); err != nil {
+		return nil, err
+	}
+	return json.Number(d.data[start:d.i]), nil
+}
+
+// scanNumber moves past a number, checking JSON's grammar:
+// -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+func (d *decoder) scanNumber() error {
+	data := d.data
+	i := d.i
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	if i >= len(data) {
+		d.i = i
+		return d.eof("in a number")
+	}
+	switch c := data[i]; {
+	case c == '0':
+		i++
+	case '1' <= c && c <= '9':
+		for i++; i < len(data) && isDigit(data[i]); i++ {
+		}
+	default:
+		d.i = i
+		return d.errorf("invalid character %s looking for the beginning of a value", quoteChar(c))
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		if i >= len(data) {
+			d.i = i
+			return d.eof("after a decimal point")
+		}
+		if !isDigit(data[i]) {
+			d.i = i
+			return d.errorf("invalid character %s after a decimal point in a number", quoteChar(data[i]))
+		}
+		for ; i < len(data) && isDigit(data[i]); i++ {
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if i >= len(data) {
+			d.i = i
+			return d.eof("in a number's exponent")
+		}
+		if !isDigit(data[i]) {
+			d.i = i
+			return d.errorf("invalid character %s in a number's exponent", quoteChar(data[i]))
+		}
+		for ; i < len(data) && isDigit(data[i]); i++ {
+		}
+	}
+	d.i = i
+	return nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// scanString moves past the string at d.i.
+func (d *decoder) scanString() (start, end int, err error) {
+	start, end, _, err = d.scanStringAt()
+	return start, end, err
+}
+
+const (
+	lsb   = 0x0101010101010101
+	msb   = 0x8080808080808080
+	quote = '"' * lsb
+	bslsh = '\\' * lsb
+	ctl   = 0x20 * lsb
+)
+
+// scanStringAt moves past the string whose opening quote is at d.i; [start, end) spans it
+// with its quotes. esc says whether it holds escapes. Eight bytes at a time, it looks for
+// the first byte that is a quote, a backslash or a control character: in each 64-bit word,
+// (x - lsb) & ^x & msb flags the bytes of x that are zero, and the lowest flag is exact.
+func (d *decoder) scanStringAt() (start, end int, esc bool, err error) {
+	data := d.data
+	start = d.i
+	i := start + 1
+	for {
+		for i+8 <= len(data) {
+			w := binary.LittleEndian.Uint64(data[i:])
+			q := w ^ quote
+			b := w ^ bslsh
+			m := ((q - lsb) & ^q) | ((b - lsb) & ^b) | ((w - ctl) & ^w)
+			m &= msb
+			if m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		for ; i < len(data); i++ {
+			if c := data[i]; c == '"' || c == '\\' || c < 0x20 {
+				break
+			}
+		}
+		if i >= len(data) {
+			d.i = i
+			return 0, 0, false, d.eof("in a string")
+		}
+		switch c := data[i]; {
+		case c == '"':
+			d.i = i + 1
+			return start, i + 1, esc, nil
+		case c == '\\':
+			esc = true
+			if i+1 >= len(data) {
+				d.i = i + 1
+				return 0, 0, false, d.eof("in a string escape")
+			}
+			switch data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				for j := i + 2; j < i+6; j++ {
+					if j >= len(data) {
+						d.i = j
+						return 0, 0, false, d.eof("in a \\u escape")
+					}
+					if !isHex(data[j]) {
+						d.i = j
+						return 0, 0, false, d.errorf("invalid character %s in a \\u escape", quoteChar(data[j]))
+					}
+				}
+				i += 6
+			default:
+				d.i = i + 1
+				return 0, 0, false, d.errorf("invalid escape character %s in a string", quoteChar(data[i+1]))
+			}
+		default:
+			d.i = i
+			return 0, 0, false, d.errorf("invalid control character %s in a string", quoteChar(c))
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return isDigit(c) || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+}
+
+// unescape decodes the content of a string already checked by scanStringAt into a new
+// string (one allocation). Invalid surrogates become U+FFFD, as encoding/json does.
+func (d *decoder) unescape(raw []byte) string {
+	var out strings.Builder
+	out.Grow(len(raw))
+	for len(raw) > 0 {
+		k := bytes.IndexByte(raw, '\\')
+		if k < 0 {
+			out.Write(raw)
+			break
+		}
+		out.Write(raw[:k])
+		raw = raw[k:]
+		switch raw[1] {
+		case 'b':
+			out.WriteByte('\b')
+		case 'f':
+			out.WriteByte('\f')
+		case 'n':
+			out.WriteByte('\n')
+		case 'r':
+			out.WriteByte('\r')
+		case 't':
+			out.WriteByte('\t')
+		case 'u':
+			r := hex4(raw[2:6])
+			raw = raw[6:]
+			if utf16.IsSurrogate(r) {
+				if len(raw) >= 6 && raw[0] == '\\' && raw[1] == 'u' {
+					if r2 := utf16.DecodeRune(r, hex4(raw[2:6])); r2 != utf8.RuneError {
+						raw = raw[6:]
+						out.WriteRune(r2)
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out.WriteRune(r)
+			continue
+		default: // " \ /
+			out.WriteByte(raw[1])
+		}
+		raw = raw[2:]
+	}
+	return out.String()
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case isDigit(c):
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// skip moves past one value, checking its syntax, without building anything. It keeps
+// its own stack of open brackets instead of recursing.
+func (d *decoder) skip() error {
+	stack := d.stack[:0]
+	defer func() { d.stack = stack[:0] }()
+	for {
+		// A value.
+		d.ws()
+		if d.i >= len(d.data) {
+			return d.eof("looking for a value")
+		}
+		switch c := d.data[d.i]; c {
+		case '{', '[':
+			if d.depth+len(stack) >= maxDepth {
+				return d.errorf("exceeded max depth of %d", maxDepth)
+			}
+			d.i++
+			d.ws()
+			if d.i < len(d.data) && d.data[d.i] == c+2 { // '}' is '{'+2, ']' is '['+2
+				d.i++
+				break
+			}
+			stack = append(stack, c)
+			if c == '{' {
+				if err := d.skipKey(); err != nil {
+					return err
+				}
+			}
+			continue
+		case '"':
+			if _, _, err := d.scanString(); err != nil {
+				return err
+			}
+		case 't':
+			if err := d.literal("true"); err != nil {
+				return err
+			}
+		case 'f':
+			if err := d.literal("false"); err != nil {
+				return err
+			}
+		case 'n':
+			if err := d.literal("null"); err != nil {
+				return err
+			}
+		default:
+			if err := d.scanNumber(); err != nil {
+				return err
+			}
+		}
+		// After a value: close brackets until a comma or the end.
+		for {
+			if len(stack) == 0 {
+				return nil
+			}
+			d.ws()
+			if d.i >= len(d.data) {
+				return d.eof("after a value")
+			}
+			top := stack[len(stack)-1]
+			c := d.data[d.i]
+			if c == ',' {
+				d.i++
+				if top == '{' {
+					if err := d.skipKey(); err != nil {
+						return err
+					}
+				}
+				break
+			}
+			if c != top+2 {
+				if top == '{' {
+					return d.errorf("invalid character %s after an object value (want ',' or '}')", quoteChar(c))
+				}
+				return d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(c))
+			}
+			d.i++
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// skipKey moves past an object key and its colon.
+func (d *decoder) skipKey() error {
+	d.ws()
+	if d.i >= len(d.data) {
+		return d.eof("looking for an object key")
+	}
+	if d.data[d.i] != '"' {
+		return d.errorf("invalid character %s looking for the beginning of an object key", quoteChar(d.data[d.i]))
+	}
+	if _, _, err := d.scanString(); err != nil {
+		return err
+	}
+	return d.colon()
+}

@@ -1,0 +1,87 @@
+package tape
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// FuzzLoad: Load never panics or hangs, and a tape it accepts has a canonical encoding
+// that loads again into the same encoding.
+func FuzzLoad(f *testing.F) {
+	for _, pattern := range []string{"../testdata/*.json", "../schema/testdata/*.json"} {
+		paths, _ := filepath.Glob(pattern)
+		for _, p := range paths {
+			if data, err := os.ReadFile(p); err == nil && len(data) < 64<<10 {
+				f.Add(data)
+			}
+		}
+	}
+	tp := New(ProviderAnthropic, time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))
+	tp.Threads = []*Thread{
+		{ID: "main", Steps: []*Step{fuzzSeedStep("c0"), fuzzSeedStep("c1")}},
+		{ID: "sub", Parent: &Parent{ThreadID: "main", ToolCallID: "c0"}},
+	}
+	tp.Meta.Ended = &Ended{Reason: EndCut, At: tp.Meta.StartedAt.Add(time.Second), Detail: "signal"}
+	seed, err := Marshal(tp)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add(seed[:len(seed)/2])
+	f.Add([]byte(`{"version":2,"meta":{}}`))
+	f.Add([]byte(`{"version":1,"threads":[null]}`))
+	f.Add([]byte(`{"version":1,"threads":[{"parent":["a"],"steps":[null]}]}`))
+	f.Add([]byte(`{"version":1,"meta":{"started_at":"2026-01-01T00:00:00+02:00","ended":{"at":"2026-01-01T00:00:00.5Z"}}} x`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		loaded, err := Load(bytes.NewReader(data))
+		if err != nil {
+			if loaded != nil {
+				t.Fatalf("Load returned a tape and an error: %v", err)
+			}
+			return
+		}
+		first, err := Marshal(loaded)
+		if err != nil {
+			t.Fatalf("Marshal of a loaded tape: %v", err)
+		}
+		if !json.Valid(first) {
+			t.Fatalf("Marshal gave invalid JSON: %q", first)
+		}
+		again, err := Unmarshal(first)
+		if err != nil {
+			t.Fatalf("Unmarshal(Marshal(Load(data))): %v\n%s", err, first)
+		}
+		second, err := Marshal(again)
+		if err != nil {
+			t.Fatalf("second Marshal: %v", err)
+		}
+		if !bytes.Equal(first, second) {
+			t.Fatalf("canonical encoding is not stable:\n%s\n%s", first, second)
+		}
+	})
+}
+
+func fuzzSeedStep(callID string) *Step {
+	next := 2.5
+	return &Step{
+		Request: Request{
+			Path:     "/v1/messages",
+			Messages: []Message{{Role: "user", Content: []Block{{Type: BlockText, Text: "hi \u00e9 \"q\""}}}},
+			Params:   map[string]json.RawMessage{"max_tokens": json.RawMessage(`100`)},
+			Raw:      json.RawMessage(`{"model":"m","messages":[]}`),
+		},
+		Response: Response{
+			Status: 200, StopReason: "tool_use",
+			Content: []Block{{Type: BlockToolUse, ID: callID, Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}},
+			Chunks:  []Chunk{{AtMS: 1.25, Data: "event: ping\ndata: {}\n\n"}},
+			Usage:   Usage{InputTokens: 1, OutputTokens: 2},
+		},
+		ToolCalls:   []ToolCall{{ID: callID, Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}},
+		ToolResults: []ToolResult{{ToolCallID: callID, Content: []Block{{Type: BlockText, Text: "ok"}}, DurationMS: &next}},
+		Timing:      Timing{RequestAt: 1, FirstByteAt: 1.5, LastByteAt: 2, NextRequestAt: &next},
+	}
+}

@@ -57,24 +57,36 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	s.mu.Lock()
 	dir := s.cwd
 	s.mu.Unlock()
-	res, err := action.Shell(ctx, action.ShellRequest{
-		Command: script,
-		Dir:     dir,
-		Env:     append(s.env.Environ[:len(s.env.Environ):len(s.env.Environ)], "TAPEBOX_CWD_FILE="+cwdFile.Name()),
-		Timeout: time.Duration(timeout) * time.Millisecond,
-	})
+	// The command runs as a background task from the start, so that one which outlives
+	// its timeout can be moved to the background, as Claude Code does, rather than killed.
+	id := action.NewTaskID("b", 8)
+	tasks := s.env.Tasks
+	if _, err := tasks.Start(ctx, action.TaskRequest{
+		ID: id, Command: script, Dir: dir,
+		Env: append(s.env.Environ[:len(s.env.Environ):len(s.env.Environ)], "TAPEBOX_CWD_FILE="+cwdFile.Name()),
+	}); err != nil {
+		return harness.Text(call, err.Error(), true)
+	}
+	st, err := tasks.Wait(ctx, id, time.Duration(timeout)*time.Millisecond)
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
-	resetNote := s.updateCwd(cwdFile.Name())
-	limit := s.maxOutput()
-	out := string(res.Output)
-	if res.TimedOut {
-		text := strings.TrimSpace(strings.TrimRight(truncate(out, limit), " \t\r\n") + "\n" + fmt.Sprintf("Command timed out after %s", humanMS(timeout)))
-		return harness.Text(call, text, true)
+	outBytes, _ := tasks.Output(id)
+	out := string(outBytes)
+	if st.Running {
+		stdout := strings.TrimRight(leadingBlank.ReplaceAllString(out, ""), " \t\r\n\v\f")
+		msg := fmt.Sprintf("Command did not complete within its %ds timeout and was moved to the background (ID: %s). Output is being written to: %s.%s",
+			max(1, (timeout+500)/1000), id, tasks.OutputPath(id), movedTail(rec))
+		return harness.Text(call, strings.Join(nonEmpty([]string{stdout, msg}), "\n"), false)
 	}
-	if res.ExitCode != 0 {
-		parts := []string{"Exit code " + strconv.Itoa(res.ExitCode), truncate(out, limit)}
+	_ = tasks.Remove(id)
+	resetNote := s.updateCwd(cwdFile.Name())
+	code := -1
+	if st.ExitCode != nil {
+		code = *st.ExitCode
+	}
+	if code != 0 {
+		parts := []string{"Exit code " + strconv.Itoa(code), s.limitOutput(out)}
 		if resetNote != "" {
 			parts = append(parts, resetNote)
 		}
@@ -82,12 +94,66 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	stdout := leadingBlank.ReplaceAllString(out, "")
 	stdout = strings.TrimRight(stdout, " \t\r\n\v\f")
-	stdout = truncate(stdout, limit)
+	stdout = s.limitOutput(stdout)
 	text := strings.Join(nonEmpty([]string{stdout, resetNote}), "\n")
 	if strings.TrimSpace(text) == "" {
 		text = "(Bash completed with no output)"
 	}
 	return harness.Text(call, text, false)
+}
+
+const movedDefaultTail = " You will be notified when it completes. If it is still running after 10m in the background, it will be stopped and you will be notified. It is running now: do not start a second copy while it runs. If it is no longer needed, stop it with TaskStop. To check interim output, use Read on that file path."
+
+var movedRecorded = regexp.MustCompile(`(?s)was moved to the background \(ID: \S+?\)\. Output is being written to: .+?\.output\.(.*)$`)
+
+// movedTail is the advice after a timed-out command's output path: the recording's,
+// which depends on the harness's state, or 2.1.332's default.
+func movedTail(rec *tape.ToolResult) string {
+	if m := movedRecorded.FindStringSubmatch(harness.RecordedText(rec)); m != nil {
+		return m[1]
+	}
+	return movedDefaultTail
+}
+
+// limitOutput applies Claude Code's output limit. Claude Code 2.1 saves a longer output
+// to a file and shows a 2 KB preview; the older "... [N lines truncated] ..." cut is in
+// truncate.
+func (s *session) limitOutput(out string) string {
+	limit := s.maxOutput()
+	if utf8.RuneCountInString(out) <= limit {
+		return out
+	}
+	dir := filepath.Join(s.env.StateDir, "tool-results")
+	path := filepath.Join(dir, action.NewTaskID("b", 8)+".txt")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		_ = os.WriteFile(path, []byte(out), 0o644)
+	}
+	preview := out
+	if len(preview) > 2000 {
+		cut := 2000
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		preview = out[:cut]
+	}
+	if !strings.HasSuffix(preview, "\n") {
+		preview += "\n"
+	}
+	return fmt.Sprintf("<persisted-output>\nOutput too large (%s). Full output saved to: %s\n\nPreview (first 2KB):\n%s...\n</persisted-output>", fileSize(len(out)), path, preview)
+}
+
+// fileSize words a size as Claude Code does: "512 bytes", "29.3KB", "1.2MB".
+func fileSize(n int) string {
+	kb := float64(n) / 1024
+	switch {
+	case kb < 1:
+		return strconv.Itoa(n) + " bytes"
+	case kb < 1024:
+		return strconv.FormatFloat(kb, 'f', 1, 64) + "KB"
+	case kb < 1024*1024:
+		return strconv.FormatFloat(kb/1024, 'f', 1, 64) + "MB"
+	}
+	return strconv.FormatFloat(kb/1024/1024, 'f', 1, 64) + "GB"
 }
 
 var leadingBlank = regexp.MustCompile(`^(\s*\n)+`)
@@ -152,18 +218,6 @@ func truncate(s string, limit int) string {
 	return fmt.Sprintf("%s\n... [%d lines truncated] ...", s[:cut], n)
 }
 
-func humanMS(ms int64) string {
-	d := time.Duration(ms) * time.Millisecond
-	if d < time.Minute {
-		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
-	}
-	m := int(d / time.Minute)
-	sec := (d % time.Minute).Seconds()
-	if sec == 0 {
-		return fmt.Sprintf("%dm", m)
-	}
-	return fmt.Sprintf("%dm %ss", m, strconv.FormatFloat(sec, 'f', -1, 64))
-}
 
 var bgRecorded = regexp.MustCompile(`(?s)^Command running in background with ID: (\S+?)\. Output is being written to: (.+?\.output)\.(.*)$`)
 

@@ -77,8 +77,6 @@ func TestBash(t *testing.T) {
 		{"stderr", m{"command": "echo out; echo err >&2"}, "out\nerr", false},
 		{"failure", m{"command": "echo about to fail; exit 1"}, "Exit code 1\nabout to fail", true},
 		{"failure without output", m{"command": "exit 2"}, "Exit code 2", true},
-		{"truncated", m{"command": "cat long.txt"}, strings.Repeat("x", 150) + "\n" + strings.Repeat("y", 49) + "\n... [2 lines truncated] ...", false},
-		{"timeout", m{"command": "echo started; sleep 30", "timeout": 300}, "started\nCommand timed out after 0.3s", true},
 		{"missing command", m{}, "<tool_use_error>InputValidationError: Bash failed due to the following issue:\nThe required parameter `command` is missing</tool_use_error>", true},
 		{"wrong type", m{"command": 12}, "<tool_use_error>InputValidationError: Bash failed due to the following issue:\nThe parameter `command` type is expected as `string` but provided as `number`</tool_use_error>", true},
 	}
@@ -89,6 +87,28 @@ func TestBash(t *testing.T) {
 			assert.Equal(t, tt.isErr, res.IsError)
 		})
 	}
+}
+
+func TestBashLimits(t *testing.T) {
+	f := newFixture(t)
+	long := strings.Repeat("x", 150) + "\n" + strings.Repeat("y", 100) + "\nz\n"
+	f.write("long.txt", long)
+	res := f.run("Bash", m{"command": "cat long.txt"}, nil)
+	match := regexp.MustCompile(`^<persisted-output>\nOutput too large \(253 bytes\)\. Full output saved to: (\S+)\n\nPreview \(first 2KB\):\n([^\x00]*)\.\.\.\n</persisted-output>$`).FindStringSubmatch(res.Text())
+	require.NotNil(t, match, res.Text())
+	assert.Equal(t, strings.TrimSuffix(long, "\n")+"\n", match[2])
+	saved, err := os.ReadFile(match[1])
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimSuffix(long, "\n"), string(saved))
+
+	// A command that outlives its timeout moves to the background and keeps running.
+	res = f.run("Bash", m{"command": "echo started; sleep 0.5; echo finished", "timeout": 200}, nil)
+	assert.False(t, res.IsError)
+	match = regexp.MustCompile(`^started\nCommand did not complete within its 1s timeout and was moved to the background \(ID: (b[0-9a-z]{8})\)\. Output is being written to: \S+\.output|^started\nCommand did not complete within its 1s timeout and was moved to the background \(ID: (b[0-9a-z]{8})\)\. Output is being written to: (\S+)\. You will be notified when it completes\. If it is still running after 10m in the background, it will be stopped and you will be notified\. It is running now: do not start a second copy while it runs\. If it is no longer needed, stop it with TaskStop\. To check interim output, use Read on that file path\.$`).FindStringSubmatch(res.Text())
+	require.NotNil(t, match, res.Text())
+	id := match[2]
+	out := f.run("TaskOutput", m{"task_id": id}, nil)
+	assert.Contains(t, out.Text(), "<output>\nstarted\nfinished\n</output>")
 }
 
 func TestBashCwdPersists(t *testing.T) {
@@ -203,10 +223,10 @@ func TestWriteAndEdit(t *testing.T) {
 		{"update", "Write", m{"file_path": p, "content": "a b a b\n"}, nil, "The file " + p + " has been updated successfully." + note, false, "a b a b\n"},
 		{"update, older wording", "Write", m{"file_path": p, "content": "a b a\n"}, recorded("The file "+p+" has been updated successfully.", false), "The file " + p + " has been updated successfully.", false, "a b a\n"},
 		{"refused in the recording", "Write", m{"file_path": p, "content": "zzz"}, recorded("File has not been read yet. Read it first before writing to it.", true), "File has not been read yet. Read it first before writing to it.", true, "a b a\n"},
-		{"edit", "Edit", m{"file_path": p, "old_string": "b", "new_string": "c"}, nil, "The file " + p + " has been updated successfully.", false, "a c a\n"},
-		{"edit with note", "Edit", m{"file_path": p, "old_string": "c", "new_string": "b"}, recorded("The file "+p+" has been updated successfully."+note, false), "The file " + p + " has been updated successfully." + note, false, "a b a\n"},
+		{"edit", "Edit", m{"file_path": p, "old_string": "b", "new_string": "c"}, nil, "The file " + p + " has been updated successfully." + note, false, "a c a\n"},
+		{"edit, older wording", "Edit", m{"file_path": p, "old_string": "c", "new_string": "b"}, recorded("The file "+p+" has been updated successfully.", false), "The file " + p + " has been updated successfully.", false, "a b a\n"},
 		{"ambiguous", "Edit", m{"file_path": p, "old_string": "a", "new_string": "x"}, nil, "<tool_use_error>Found 2 matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: a</tool_use_error>", true, "a b a\n"},
-		{"replace all", "Edit", m{"file_path": p, "old_string": "a", "new_string": "x", "replace_all": true}, nil, "The file " + p + " has been updated. All occurrences were successfully replaced.", false, "x b x\n"},
+		{"replace all", "Edit", m{"file_path": p, "old_string": "a", "new_string": "x", "replace_all": true}, nil, "The file " + p + " has been updated. All occurrences were successfully replaced." + note, false, "x b x\n"},
 		{"not found", "Edit", m{"file_path": p, "old_string": "no such text", "new_string": "y"}, nil, "<tool_use_error>String to replace not found in file.\nString: no such text</tool_use_error>", true, "x b x\n"},
 		{"no change", "Edit", m{"file_path": p, "old_string": "b", "new_string": "b"}, nil, "<tool_use_error>No changes to make: old_string and new_string are exactly the same.</tool_use_error>", true, "x b x\n"},
 		{"multi", "MultiEdit", m{"file_path": p, "edits": []m{{"old_string": "b", "new_string": "B"}, {"old_string": "x", "new_string": "X", "replace_all": true}}}, nil, "Applied 2 edits to " + p + ":\n1. Replaced \"b\" with \"B\"\n2. Replaced \"x\" with \"X\"", false, "X B X\n"},

@@ -11,8 +11,14 @@
 // Policy: parallel_tool_calls true; spawning_tools Agent and Task (their calls never reach
 // the executor; if one does, it gets an error result).
 //
-// Limits, as Claude Code's defaults: Bash output is cut at 30000 characters
-// (BASH_MAX_OUTPUT_LENGTH in hello's env overrides it) with "... [N lines truncated] ...";
-// Bash timeout 120000 ms by default, 600000 ms at most; Glob lists 100 files; Grep's
-// head_limit defaults to 250 and lines over 500 characters are omitted.
+// Limits, as Claude Code's defaults: Bash output over 30000 characters
+// (BASH_MAX_OUTPUT_LENGTH in hello's env overrides it) is saved to
+// <state_dir>/tool-results/<id>.txt and shown as a "<persisted-output>" 2 KB preview;
+// a Bash command that outlives its timeout (120000 ms by default, 600000 ms at most) is
+// moved to the background, not killed, and reported with its task id. Glob lists 100
+// files; Grep's head_limit defaults to 250 and lines over 500 characters are omitted.
+//
+// Foreground Bash commands run as background tasks from the start (see action.Tasks), so
+// that moving one to the background needs no restart; the working directory a command
+// ends in is the next command's, reset to the session's cwd when it leaves it.
 package claudecode

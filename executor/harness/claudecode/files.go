@@ -116,7 +116,7 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 		}
 		return asRecorded(toolUseError(call, fmt.Sprintf(binaryReadNote, ext)), rec)
 	case err != nil && strings.Contains(err.Error(), "is a directory"):
-		return asRecorded(harness.Text(call, "EISDIR: illegal operation on a directory, read", true), rec)
+		return asRecorded(harness.Text(call, "EISDIR: illegal operation on a directory, read '"+path+"'", true), rec)
 	case err != nil:
 		return harness.Text(call, err.Error(), true)
 	}
@@ -208,9 +208,9 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	if _, err := action.EditFile(s.env.Path(in.FilePath), edits); err != nil {
 		return asRecorded(s.editError(call, err), rec)
 	}
-	note := ""
-	if rec != nil && strings.Contains(rec.Text(), stateNote) {
-		note = stateNote
+	note := stateNote
+	if rec != nil && !strings.Contains(rec.Text(), stateNote) {
+		note = ""
 	}
 	if in.ReplaceAll {
 		return harness.Text(call, "The file "+in.FilePath+" has been updated. All occurrences were successfully replaced."+note, false)

@@ -65,7 +65,7 @@ func TestExecCommand(t *testing.T) {
 		{m{"cmd": "echo made", "login": false}, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nmade\n"},
 		{m{"cmd": "echo hello > out.txt"}, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 0\nOutput:\n"},
 		{m{"cmd": "echo about to fail; exit 1", "login": false}, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 1\nOriginal token count: 4\nOutput:\nabout to fail\n"},
-		{m{"cmd": "seq 1 100", "login": false, "max_output_tokens": 10}, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 73\nOutput:\nTotal output lines: 100\n\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10…63 tokens truncated…\n95\n96\n97\n98\n99\n100\n"},
+		{m{"cmd": "seq 1 100", "login": false, "max_output_tokens": 10}, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 73\nOutput:\nWarning: truncated output (original token count: 73)\nTotal output lines: 100\n\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10…63 tokens truncated…\n95\n96\n97\n98\n99\n100\n"},
 		{m{"cmd": 5}, "failed to parse function arguments: exec_command: parameter \"cmd\" must be string, got number"},
 	}
 	for _, tt := range tests {

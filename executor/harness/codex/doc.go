@@ -8,7 +8,8 @@
 //     a session ("Process running with session ID N" instead of the exit code), polled
 //     and fed by write_stdin (default yield 250 ms). Tokens are counted as Codex
 //     approximates them, ceil(bytes/4); output over max_output_tokens (default 10000) is
-//     cut in the middle with "…N tokens truncated…" after a "Total output lines: N" line.
+//     cut in the middle with "…N tokens truncated…", after the lines "Warning: truncated
+//     output (original token count: T)" and "Total output lines: N".
 //   - apply_patch (custom tool, or a function tool with {"input": PATCH}, or a shell call
 //     whose argv is ["apply_patch", PATCH]): the full patch grammar of package action;
 //     success "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following

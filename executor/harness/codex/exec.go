@@ -117,7 +117,12 @@ func (s *session) collect(ctx context.Context, call tape.ToolCall, id int, start
 		fmt.Fprintf(&b, "Process exited with code %d\n", code)
 		_ = s.env.Tasks.Remove(tid)
 	}
-	fmt.Fprintf(&b, "Original token count: %d\nOutput:\n%s", ApproxTokens(len(out)), TruncateTokens(string(out), tokens))
+	shown := TruncateTokens(string(out), tokens)
+	fmt.Fprintf(&b, "Original token count: %d\nOutput:\n", ApproxTokens(len(out)))
+	if len(shown) != len(out) || shown != string(out) {
+		fmt.Fprintf(&b, "Warning: truncated output (original token count: %d)\n", ApproxTokens(len(out)))
+	}
+	b.WriteString(shown)
 	return text(call, b.String())
 }
 

@@ -20,10 +20,18 @@ type thread struct {
 	index  int // index in the tape, -1 until its first step is written
 	parent *tape.Parent
 	key    string // system prompt + tool names + first user message
-	steps  int    // steps written
-	// last is the thread's last written step (its tool calls wait for results).
+	// firstText is the first user message, which names a subagent's task.
+	firstText string
+	steps     int // steps written
+	// turns counts the steps that got a complete answer: the assistant turns the harness
+	// holds in its history. A failed or broken call does not count, so its retry continues
+	// the thread.
+	turns int
+	// last is the thread's last written step (its tool calls wait for results); lastOK
+	// says it got a complete answer.
 	last      *tape.Step
 	lastIndex int
+	lastOK    bool
 	// inFlight counts requests of this thread not yet answered.
 	inFlight int
 }
@@ -88,9 +96,13 @@ func answeredCalls(req *tape.Request) map[string]bool {
 //
 // In order: a request that answers the tool calls of a thread's last step continues that
 // thread; a request with the same conversation key as a thread, with as many assistant
-// turns as the thread has steps, continues it (a follow-up without tool calls); anything
-// else starts a thread, whose parent is the pending spawning call whose prompt its first
-// user message carries (else the oldest pending spawning call, else none).
+// turns as the thread has complete answers, continues it (a follow-up without tool calls,
+// or the retry of a call that failed); anything else starts a thread, whose parent is the
+// pending spawning call whose prompt its first user message carries (else the oldest
+// pending spawning call, else none).
+//
+// Roles other than user and assistant (Claude Code's role:system entries, OpenAI developer
+// messages) count neither as the first user message nor as turns.
 func (g *Gateway) attribute(req *tape.Request) (th *thread, continued bool) {
 	answered := answeredCalls(req)
 	key := threadKey(req)
@@ -108,16 +120,16 @@ func (g *Gateway) attribute(req *tape.Request) (th *thread, continued bool) {
 		}
 	}
 	for _, t := range g.threads {
-		if t.key == key && turns > 0 && turns == t.steps+t.inFlight {
+		if t.key == key && turns == t.turns && (turns > 0 || t.last != nil && !t.lastOK) {
 			return t, true
 		}
 	}
-	th = &thread{index: -1, key: key}
+	th = &thread{index: -1, key: key, firstText: firstUserText(req)}
 	if len(g.threads) == 0 {
 		th.id = "main"
 	} else {
 		th.id = fmt.Sprintf("t%d", len(g.threads))
-		th.parent = g.claimSpawn(firstUserText(req))
+		th.parent = g.claimSpawn(th.firstText)
 	}
 	g.threads = append(g.threads, th)
 	return th, false

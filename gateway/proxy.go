@@ -1,0 +1,384 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
+)
+
+// proxy forwards r upstream and copies the answer back. When rec is set, the exchange is
+// recorded as a step: a stream is forwarded event by event as it arrives, a body once it is
+// complete, and either is recorded before the client gets its last byte. Every path with a
+// rec ends in g.commit. When the upstream breaks off an answer the client is still reading,
+// the client's connection is aborted too, as a broken upstream connection would look.
+func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, body []byte, rec *recording) {
+	out, err := g.upstreamRequest(r, p, body, rec != nil)
+	if err != nil {
+		g.fail(w, rec, p, fmt.Sprintf("build upstream request: %v", err))
+		return
+	}
+	resp, err := g.transport.RoundTrip(out)
+	if err != nil {
+		if r.Context().Err() != nil {
+			// The client left before any answer: nothing to forward, nothing failed upstream.
+			g.logf("%s %s: the client went away before the upstream answered", r.Method, r.URL.Path)
+			if rec != nil {
+				now := g.now()
+				g.commit(rec, &answer{firstByte: now, lastByte: now})
+			}
+			return
+		}
+		g.fail(w, rec, p, fmt.Sprintf("upstream %s: %v", out.URL.Host, err))
+		return
+	}
+	defer resp.Body.Close()
+	copyHeaders(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	stream := isEventStream(resp.Header)
+	var broke bool // the upstream broke off while the client was still reading
+	switch {
+	case rec == nil:
+		broke = g.pipe(w, r, resp, stream)
+	case stream:
+		broke = g.relayStream(w, r, resp, rec)
+	default:
+		broke = g.relayBody(w, r, resp, rec)
+	}
+	if rec != nil {
+		g.kickSync()
+	}
+	if broke {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// upstreamRequest builds the request to send upstream. A recorded call's body was read
+// whole; anything else streams through.
+func (g *Gateway) upstreamRequest(r *http.Request, p tape.Provider, body []byte, recorded bool) (*http.Request, error) {
+	base := g.upstreams[p]
+	target := strings.TrimSuffix(base.Scheme+"://"+base.Host+base.EscapedPath(), "/") + upstreamPath(r.URL.EscapedPath())
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	var rd io.Reader = r.Body
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		out.ContentLength = int64(len(body))
+	} else if r.ContentLength != 0 {
+		out.ContentLength = r.ContentLength
+	}
+	g.copyRequestHeaders(out.Header, r.Header, base.Host, recorded)
+	return out, nil
+}
+
+func (g *Gateway) copyRequestHeaders(dst, src http.Header, host string, recorded bool) {
+	var inject []Injection
+	for _, inj := range g.cfg.Inject {
+		if inj.matches(host) {
+			inject = append(inject, inj)
+		}
+	}
+	connection := src.Values("Connection")
+	for k, vs := range src {
+		switch {
+		case isHop(k, connection), strings.EqualFold(k, "Host"):
+			continue
+		case recorded && (k == "Accept-Encoding" || k == "Expect"):
+			// A recorded answer must be readable: ask for it uncompressed (the client asked
+			// for an encoding it accepts, and identity is always acceptable). The body is
+			// already read, so there is nothing to wait for with Expect.
+			continue
+		case len(inject) > 0 && IsCredential(k):
+			continue // the gateway holds this host's credentials
+		}
+		dst[k] = vs
+	}
+	for _, inj := range inject {
+		dst.Set(inj.Name, inj.Value)
+	}
+}
+
+// copyHeaders copies a response's end-to-end headers.
+func copyHeaders(dst, src http.Header) {
+	connection := src.Values("Connection")
+	for k, vs := range src {
+		if isHop(k, connection) {
+			continue
+		}
+		dst[k] = vs
+	}
+}
+
+// isHop says whether a header is connection-level: a hop-by-hop header, or one the
+// Connection header names.
+func isHop(name string, connection []string) bool {
+	for _, h := range hopHeaders {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	for _, v := range connection {
+		for _, f := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isEventStream(h http.Header) bool {
+	ct, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && ct == "text/event-stream"
+}
+
+const copyBuffer = 32 << 10
+
+// pipe copies an answer that is not recorded, flushing every read of a stream. It reports
+// whether the upstream broke off while the client was still there.
+func (g *Gateway) pipe(w http.ResponseWriter, r *http.Request, resp *http.Response, stream bool) (broke bool) {
+	rc := http.NewResponseController(w)
+	if stream {
+		if err := rc.Flush(); err != nil {
+			return false
+		}
+	}
+	buf := make([]byte, copyBuffer)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return false
+			}
+			if stream {
+				if werr := rc.Flush(); werr != nil {
+					return false
+				}
+			}
+		}
+		if err != nil {
+			return err != io.EOF && r.Context().Err() == nil
+		}
+	}
+}
+
+// relayStream forwards an event stream as it arrives and records it event by event. The
+// step is recorded (and published) when the stream's final event arrives, before that
+// event is forwarded; whatever follows it amends the step.
+func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http.Response, rec *recording) (broke bool) {
+	rc := http.NewResponseController(w)
+	writeErr := rc.Flush() // the headers, as soon as the upstream sent them
+	a := &answer{status: resp.StatusCode, header: resp.Header, stream: true, problems: statusProblems(resp.StatusCode)}
+	var (
+		split     provider.EventSplitter
+		committed = -1 // how many events the recorded step holds, once recorded
+		readErr   error
+	)
+	buf := make([]byte, copyBuffer)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			now := g.now()
+			if a.firstByte.IsZero() {
+				a.firstByte = now
+			}
+			a.lastByte = now
+			at := tape.RoundMS(now.Sub(rec.at))
+			for _, ev := range split.Write(buf[:n]) {
+				a.chunks = append(a.chunks, tape.Chunk{AtMS: at, Data: ev})
+				if !a.complete && isTerminal(rec.p, ev) {
+					a.complete = true
+				}
+			}
+			if a.complete && committed < 0 {
+				g.commit(rec, a.clip())
+				committed = len(a.chunks)
+			}
+			if writeErr == nil {
+				if _, writeErr = w.Write(buf[:n]); writeErr == nil {
+					writeErr = rc.Flush()
+				}
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				readErr = err
+			}
+			break
+		}
+	}
+	if rest := split.Flush(); rest != "" {
+		a.chunks = append(a.chunks, tape.Chunk{AtMS: tape.RoundMS(a.lastByte.Sub(rec.at)), Data: rest})
+	}
+	clientGone := r.Context().Err() != nil || writeErr != nil
+	var broken []string
+	if readErr != nil && !clientGone {
+		broken = append(broken, fmt.Sprintf("upstream stream broke: %v", readErr))
+	}
+	if clientGone && !a.complete {
+		g.logf("%s: the client went away mid-stream; recording the %d events that arrived", r.URL.Path, len(a.chunks))
+	}
+	if a.firstByte.IsZero() {
+		a.firstByte = g.now()
+		a.lastByte = a.firstByte
+	}
+	switch {
+	case committed < 0:
+		a.problems = append(a.problems, broken...)
+		g.commit(rec, a)
+	case len(a.chunks) > committed || len(broken) > 0:
+		g.amend(rec, a, broken)
+	}
+	return readErr != nil && !clientGone
+}
+
+// relayBody reads an answer that is not a stream whole, records it, then forwards it.
+func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, resp *http.Response, rec *recording) (broke bool) {
+	a := &answer{status: resp.StatusCode, header: resp.Header}
+	var body bytes.Buffer
+	if resp.ContentLength > 0 && resp.ContentLength <= MaxResponseBody {
+		body.Grow(int(resp.ContentLength))
+	}
+	buf := make([]byte, copyBuffer)
+	var readErr error
+	for body.Len() <= MaxResponseBody {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if a.firstByte.IsZero() {
+				a.firstByte = g.now()
+			}
+			body.Write(buf[:n])
+		}
+		if err != nil {
+			if err != io.EOF {
+				readErr = err
+			}
+			break
+		}
+	}
+	a.lastByte = g.now()
+	if a.firstByte.IsZero() {
+		a.firstByte = a.lastByte
+	}
+	overLimit := body.Len() > MaxResponseBody && readErr == nil
+	a.complete = readErr == nil && !overLimit
+	a.raw = body.Bytes()
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && a.complete {
+		if plain, err := decodeBody(a.raw, enc); err == nil {
+			a.raw = plain
+		}
+	}
+	clientGone := r.Context().Err() != nil
+	switch {
+	case overLimit:
+		a.problems = append(a.problems, fmt.Sprintf("answer over %d bytes: recorded cut", MaxResponseBody))
+	case readErr != nil && !clientGone:
+		a.problems = append(a.problems, fmt.Sprintf("upstream body broke: %v", readErr))
+	}
+	a.problems = append(a.problems, statusProblems(resp.StatusCode)...)
+	g.commit(rec, a)
+	if _, err := w.Write(body.Bytes()); err != nil {
+		return false
+	}
+	if overLimit {
+		if _, err := io.CopyBuffer(w, resp.Body, buf); err != nil {
+			return !errors.Is(err, io.EOF) && r.Context().Err() == nil
+		}
+	}
+	return readErr != nil && !clientGone
+}
+
+// statusProblems says when a status is an upstream failure: a server error or a rate limit.
+// Other client errors are the agent's, not the provider's.
+func statusProblems(status int) []string {
+	if status >= 500 || status == http.StatusTooManyRequests {
+		return []string{fmt.Sprintf("upstream answered %d %s", status, http.StatusText(status))}
+	}
+	return nil
+}
+
+// fail answers a request the gateway could not forward, in the wire format's error shape,
+// and records it first.
+func (g *Gateway) fail(w http.ResponseWriter, rec *recording, p tape.Provider, msg string) {
+	g.logf("%s", msg)
+	body := errorBody(p, "tapebox gateway: "+msg)
+	if rec != nil {
+		now := g.now()
+		h := http.Header{"Content-Type": {"application/json"}}
+		g.commit(rec, &answer{status: http.StatusBadGateway, header: h, raw: body, firstByte: now, lastByte: now, problems: []string{msg}})
+		g.kickSync()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadGateway)
+	w.Write(body)
+}
+
+// errorBody is an api_error in the wire format's shape.
+func errorBody(p tape.Provider, msg string) []byte {
+	var v any
+	if p == tape.ProviderAnthropic {
+		v = map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": msg}}
+	} else {
+		v = map[string]any{"error": map[string]any{"message": msg, "type": "api_error", "param": nil, "code": nil}}
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// answer is what came back for a recorded call.
+type answer struct {
+	status int
+	header http.Header
+	stream bool
+	raw    []byte       // a body (not a stream)
+	chunks []tape.Chunk // a stream's events
+	// firstByte and lastByte are when the first and the last byte arrived.
+	firstByte, lastByte time.Time
+	// complete says the whole answer arrived: a stream's final event, a body to its end.
+	complete bool
+	// problems say what failed upstream, if anything.
+	problems []string
+}
+
+// clip returns a copy of a that later appends to a.chunks cannot reach.
+func (a *answer) clip() *answer {
+	c := *a
+	c.chunks = a.chunks[:len(a.chunks):len(a.chunks)]
+	c.problems = a.problems[:len(a.problems):len(a.problems)]
+	return &c
+}
+
+// isTerminal says whether a stream event is the last one of an answer.
+func isTerminal(p tape.Provider, ev string) bool {
+	name, data := provider.ParseEvent(ev)
+	if p == tape.ProviderOpenAIChat {
+		return strings.TrimSpace(data) == "[DONE]"
+	}
+	if name == "" && strings.HasPrefix(data, "{") {
+		name = jsonField(json.RawMessage(data), "type")
+	}
+	switch name {
+	case "error":
+		return true
+	case "message_stop":
+		return p == tape.ProviderAnthropic
+	case "response.completed", "response.incomplete", "response.failed":
+		return p == tape.ProviderOpenAIResponses
+	}
+	return false
+}

@@ -1,0 +1,377 @@
+package gateway
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
+)
+
+// recording is one model call being recorded.
+type recording struct {
+	p  tape.Provider
+	at time.Time // when the request arrived
+	// ready is closed when begin has prepared step and attributed the call; until then only
+	// begin touches step and th.
+	ready chan struct{}
+	step  *tape.Step
+	th    *thread // nil when the recording was finished before the call arrived
+	index int     // the step's index in its thread, once committed (-1 before)
+}
+
+// ms converts a time to milliseconds since the tape's start.
+func (g *Gateway) ms(at time.Time) float64 { return tape.RoundMS(at.Sub(g.start)) }
+
+// begin prepares a model call's step from its request, attributes it to a thread and
+// records the tool results it carries for the thread's previous step. It runs while the
+// request travels upstream.
+func (g *Gateway) begin(rec *recording, r *http.Request, body []byte) {
+	defer close(rec.ready)
+	rec.index = -1
+	decoded, err := decodeBody(body, r.Header.Get("Content-Encoding"))
+	if err != nil {
+		g.logf("%s %s: %v; recording the body as received", r.Method, r.URL.Path, err)
+		decoded = body
+	}
+	step := &tape.Step{Request: tape.Request{Path: r.URL.RequestURI(), Headers: recordHeaders(r.Header, g.injected)}}
+	if json.Valid(decoded) {
+		step.Request.Raw = json.RawMessage(decoded)
+	} else {
+		step.Request.Raw, _ = json.Marshal(string(decoded))
+	}
+	if err := provider.Normalize(rec.p, step); err != nil {
+		g.logf("%s: %v", r.URL.Path, err)
+	}
+	step.Timing.RequestAt = g.ms(rec.at)
+	rec.step = step
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.finished {
+		return
+	}
+	if !g.metaSet {
+		g.metaSet = true
+		g.setMeta(r.Header, rec.p, step)
+	}
+	th, continued := g.attribute(&step.Request)
+	th.inFlight++
+	rec.th = th
+	if !continued || th.last == nil {
+		return
+	}
+	results := toolResults(&step.Request, th.last.ToolCalls)
+	next := step.Timing.RequestAt
+	if err := g.w.UpdateStep(th.index, th.lastIndex, func(s *tape.Step) {
+		if results != nil {
+			s.ToolResults = results
+		}
+		s.Timing.NextRequestAt = &next
+	}); err != nil {
+		g.logf("thread %s: %v", th.id, err)
+		return
+	}
+	g.dirty.Store(true)
+	g.kickSync()
+}
+
+// toolResults returns the results a request carries for calls, in call order (as
+// provider.ToolResults does, from the request already normalized).
+func toolResults(req *tape.Request, calls []tape.ToolCall) []tape.ToolResult {
+	if len(calls) == 0 {
+		return nil
+	}
+	answers := map[string]tape.Block{}
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			if b.Type == tape.BlockToolResult {
+				answers[b.ToolCallID] = b
+			}
+		}
+	}
+	var out []tape.ToolResult
+	for _, c := range calls {
+		b, ok := answers[c.ID]
+		if !ok {
+			continue
+		}
+		content := b.Content
+		if content == nil {
+			content = []tape.Block{}
+		}
+		out = append(out, tape.ToolResult{ToolCallID: c.ID, Content: content, IsError: b.IsError})
+	}
+	return out
+}
+
+// commit records a call's answer as a step of its thread and publishes the tape. It is
+// called before the answer's last byte is forwarded.
+func (g *Gateway) commit(rec *recording, a *answer) {
+	<-rec.ready
+	if rec.th == nil {
+		return
+	}
+	s := rec.step
+	s.Response.Status = a.status
+	s.Response.Headers = recordHeaders(a.header, nil)
+	if a.stream {
+		s.Response.Chunks = a.chunks
+		s.Response.Raw = json.RawMessage("null")
+	} else {
+		s.Response.Raw = rawBody(a.raw)
+	}
+	if err := normalizeResponse(rec.p, s); err != nil && a.status < 400 && a.complete {
+		g.logf("thread %s: %v", rec.th.id, err)
+	}
+	s.Timing.FirstByteAt = g.ms(a.firstByte)
+	s.Timing.LastByteAt = g.ms(a.lastByte)
+
+	g.mu.Lock()
+	th := rec.th
+	th.inFlight--
+	if g.finished {
+		g.mu.Unlock()
+		return
+	}
+	if th.index < 0 {
+		if th.parent == nil && th.id != "main" {
+			th.parent = g.claimSpawn(th.firstText) // its spawning call may have been recorded since
+		}
+		i, err := g.w.AddThread(th.id, th.parent)
+		if err != nil {
+			g.mu.Unlock()
+			g.logf("thread %s: %v", th.id, err)
+			return
+		}
+		th.index = i
+	}
+	si, err := g.w.AppendStep(th.index, s)
+	if err != nil {
+		g.mu.Unlock()
+		g.logf("thread %s: %v", th.id, err)
+		return
+	}
+	rec.index = si
+	th.last, th.lastIndex = s, si
+	th.lastOK = a.complete && a.status > 0 && a.status < 400
+	if th.lastOK {
+		th.turns++
+	}
+	th.steps++
+	g.steps++
+	g.noteSpawns(th, s)
+	switch {
+	case len(a.problems) > 0:
+		g.lastErr = strings.Join(a.problems, "; ")
+	case th.lastOK:
+		g.lastErr = ""
+	}
+	calls := len(s.ToolCalls)
+	g.mu.Unlock()
+
+	g.publish()
+	g.logf("thread %s step %d: %s %d, %d events, %d tool calls, %.0f ms", th.id, si, s.Request.Path, a.status,
+		len(a.chunks), calls, a.lastByte.Sub(rec.at).Seconds()*1000)
+}
+
+// amend updates a recorded stream with what followed its final event: more events, or a
+// broken connection.
+func (g *Gateway) amend(rec *recording, a *answer, problems []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.finished || rec.th == nil || rec.index < 0 {
+		return
+	}
+	last := g.ms(a.lastByte)
+	err := g.w.UpdateStep(rec.th.index, rec.index, func(s *tape.Step) {
+		s.Response.Chunks = a.chunks
+		s.Timing.LastByteAt = last
+		if err := normalizeResponse(rec.p, s); err != nil {
+			g.logf("thread %s: %v", rec.th.id, err)
+		}
+	})
+	if err != nil {
+		g.logf("thread %s: %v", rec.th.id, err)
+		return
+	}
+	if len(problems) > 0 {
+		g.lastErr = strings.Join(problems, "; ")
+	}
+	g.dirty.Store(true)
+}
+
+// emptyRequest stands in for a request when only a response is normalized.
+var emptyRequest = json.RawMessage(`{}`)
+
+// normalizeResponse fills the normalized fields of s's response and its tool calls, leaving
+// its request (normalized by begin) alone: parsing a long request once is enough.
+func normalizeResponse(p tape.Provider, s *tape.Step) error {
+	tmp := tape.Step{Request: tape.Request{Raw: emptyRequest}, Response: s.Response}
+	err := provider.Normalize(p, &tmp)
+	s.Response.Content = tmp.Response.Content
+	s.Response.StopReason = tmp.Response.StopReason
+	s.Response.Usage = tmp.Response.Usage
+	s.ToolCalls = tmp.ToolCalls
+	return err
+}
+
+// publish makes the tape on disk hold every change so far (atomically; without fsync, which
+// the syncer does next).
+func (g *Gateway) publish() {
+	if err := g.w.Sync(); err != nil && !g.isFinished() {
+		g.logf("persist tape: %v", err)
+	}
+}
+
+func (g *Gateway) isFinished() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.finished
+}
+
+// kickSync asks the syncer to publish pending changes and fsync the tape.
+func (g *Gateway) kickSync() {
+	select {
+	case g.kick <- struct{}{}:
+	default: // a sync is pending already; it will see this change too
+	}
+}
+
+// syncLoop is the syncer: it runs until Finish.
+func (g *Gateway) syncLoop() {
+	defer close(g.syncDone)
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-g.kick:
+		}
+		if g.dirty.Swap(false) {
+			g.publish()
+		}
+		if err := fsyncPath(g.cfg.Output); err != nil && !g.isFinished() {
+			g.logf("persist tape: %v", err)
+		}
+	}
+}
+
+// fsyncPath makes the file at path and its directory entry durable.
+func fsyncPath(path string) error {
+	var errs []error
+	for _, p := range []string{path, filepath.Dir(path)} {
+		f, err := os.Open(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := f.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("fsync %s: %w", p, err))
+		}
+		f.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// setMeta fills what the first call tells of the run.
+func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
+	harness, version := detectHarness(h)
+	model := provider.Model(step.Request.Raw)
+	err := g.w.UpdateMeta(func(m *tape.Meta) {
+		m.Provider = p
+		m.Model = model
+		if m.Harness == "" {
+			m.Harness, m.HarnessVersion = harness, version
+		}
+	})
+	if err != nil {
+		g.logf("meta: %v", err)
+	}
+	g.dirty.Store(true)
+}
+
+var (
+	claudeUA = regexp.MustCompile(`claude-cli/([0-9][^\s]*)`)
+	codexUA  = regexp.MustCompile(`codex[_a-z]*/([0-9][^\s]*)`)
+)
+
+// detectHarness names the agent from its headers.
+func detectHarness(h http.Header) (name, version string) {
+	ua := h.Get("User-Agent")
+	if m := claudeUA.FindStringSubmatch(ua); m != nil {
+		return "claude-code", m[1]
+	}
+	if m := codexUA.FindStringSubmatch(ua); m != nil || strings.HasPrefix(h.Get("Originator"), "codex") {
+		if m != nil {
+			return "codex", m[1]
+		}
+		return "codex", ""
+	}
+	if h.Get("X-Claude-Code-Session-Id") != "" {
+		return "claude-code", ""
+	}
+	return "", ""
+}
+
+// decodeBody undoes a body's Content-Encoding (gzip, zstd) for recording.
+func decodeBody(body []byte, encoding string) ([]byte, error) {
+	switch strings.ToLower(strings.TrimSpace(encoding)) {
+	case "", "identity":
+		return body, nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("decode gzip body: %w", err)
+		}
+		out, err := io.ReadAll(io.LimitReader(zr, MaxRequestBody))
+		if err != nil {
+			return nil, fmt.Errorf("decode gzip body: %w", err)
+		}
+		return out, nil
+	case "zstd":
+		zr, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderMaxMemory(MaxRequestBody), zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, fmt.Errorf("decode zstd body: %w", err)
+		}
+		defer zr.Close()
+		out, err := io.ReadAll(zr)
+		if err != nil {
+			return nil, fmt.Errorf("decode zstd body: %w", err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown content encoding %q", encoding)
+}
+
+// rawBody stores a response body: JSON as it is, anything else as a JSON string.
+func rawBody(b []byte) json.RawMessage {
+	if len(bytes.TrimSpace(b)) > 0 && json.Valid(b) {
+		return json.RawMessage(bytes.Clone(b))
+	}
+	s, _ := json.Marshal(string(b))
+	return s
+}
+
+// jsonField reads a string field of a JSON object ("" when absent).
+func jsonField(raw json.RawMessage, key string) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(m[key], &s) != nil {
+		return ""
+	}
+	return s
+}

@@ -59,7 +59,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	s.mu.Unlock()
 	// The command runs as a background task from the start, so that one which outlives
 	// its timeout can be moved to the background, as Claude Code does, rather than killed.
-	id := action.NewTaskID("b", 8)
+	id := s.taskID(rec)
 	tasks := s.env.Tasks
 	if _, err := tasks.Start(ctx, action.TaskRequest{
 		ID: id, Command: script, Dir: dir,
@@ -218,7 +218,6 @@ func truncate(s string, limit int) string {
 	return fmt.Sprintf("%s\n... [%d lines truncated] ...", s[:cut], n)
 }
 
-
 var bgRecorded = regexp.MustCompile(`(?s)^Command running in background with ID: (\S+?)\. Output is being written to: (.+?\.output)\.(.*)$`)
 
 const bgDefaultTail = " You will be notified when it completes. To check interim output, use Read on that file path."
@@ -228,7 +227,7 @@ func (s *session) bashBackground(ctx context.Context, call tape.ToolCall, in bas
 	dir := s.cwd
 	s.mu.Unlock()
 	st, err := s.env.Tasks.Start(ctx, action.TaskRequest{
-		ID:      action.NewTaskID("b", 8),
+		ID:      s.taskID(rec),
 		Command: in.Command,
 		Dir:     dir,
 		Env:     s.env.Environ,
@@ -427,4 +426,18 @@ func isoMillis(t time.Time) string {
 	y, mo, d := t.Date()
 	h, mi, sec := t.Clock()
 	return fmt.Sprintf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, int(mo), d, h, mi, sec, t.Nanosecond()/1e6)
+}
+
+var recordedTaskID = regexp.MustCompile(`(?:with ID: |\(ID: )([A-Za-z0-9_-]+)`)
+
+// taskID names a new background task: the recording's id when it has one that is free,
+// so that later calls naming it (TaskOutput, KillShell, a Read of its output file) reach
+// this task without any substitution; else a fresh id in Claude Code's style.
+func (s *session) taskID(rec *tape.ToolResult) string {
+	if m := recordedTaskID.FindStringSubmatch(harness.RecordedText(rec)); m != nil {
+		if _, err := s.env.Tasks.Status(m[1]); err != nil {
+			return m[1]
+		}
+	}
+	return action.NewTaskID("b", 8)
 }

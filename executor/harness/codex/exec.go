@@ -74,7 +74,10 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 	}
 	login := in.Login == nil || *in.Login
 	start := time.Now()
-	id := newSessionID()
+	id := recordedSession(rec)
+	if id == 0 {
+		id = newSessionID()
+	}
 	for i := 0; i < 5; i++ {
 		if _, err := s.env.Tasks.Status(taskID(id)); err != nil {
 			break
@@ -294,4 +297,20 @@ func heredocPatch(script string) (string, bool) {
 		return "", false
 	}
 	return m[2], true
+}
+
+var recordedSessionID = regexp.MustCompile(`Process running with session ID (\d+)`)
+
+// recordedSession returns the session id of the recording, so that the replay's later
+// write_stdin calls, which name it, reach the same session; 0 when there is none.
+func recordedSession(rec *tape.ToolResult) int {
+	m := recordedSessionID.FindStringSubmatch(harness.RecordedText(rec))
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
 }

@@ -27,8 +27,9 @@ func TestBinary(t *testing.T) {
 		in := strings.Join([]string{
 			`{"op":"hello","harness":"claude-code","cwd":` + quote(dir) + `,"env":{},"state_dir":null}`,
 			`{"op":"call","id":"1","call":{"id":"t1","name":"Bash","input":{"command":"echo captured"}},"recorded":null}`,
-			// Written straight to the executor's own fd 1: it must land in the log.
-			`{"op":"call","id":"2","call":{"id":"t2","name":"Bash","input":{"command":"echo direct-write > /proc/$PPID/fd/1"}},"recorded":null}`,
+			// Written straight to the executor's own fd 1 (the command's parent is the task
+			// wrapper, whose parent is the executor): it must land in the log.
+			`{"op":"call","id":"2","call":{"id":"t2","name":"Bash","input":{"command":"echo direct-write > /proc/$(cut -d' ' -f4 /proc/$PPID/stat)/fd/1"}},"recorded":null}`,
 			`not json`,
 			`{"op":"bye"}`,
 		}, "\n") + "\n"

@@ -1,0 +1,551 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// Where InstallExecutor puts the executor: on the PATH, or in an anonymous volume when the
+// root filesystem is read-only (the Engine API cannot copy into a read-only root or a tmpfs).
+const (
+	installDir         = "/usr/local/bin"
+	installDirReadOnly = "/opt/tapebox"
+)
+
+// Label marks the containers TapeBox creates; a crashed run's leftovers are found with
+// docker ps -a --filter label=org.tapebox.sandbox.
+const Label = "org.tapebox.sandbox"
+
+// sessionGrace is how long Session.Close waits for the command to exit after closing stdin.
+const sessionGrace = 2 * time.Second
+
+// noEngineHint says what to do when no engine answers.
+const noEngineHint = "start one (sudo dockerd &, or sudo scripts/ci-setup.sh in a checkout), point DOCKER_HOST at one, or use a local:DIR sandbox (no isolation)"
+
+// DockerClient connects to the Docker engine the environment names (DOCKER_HOST, DOCKER_API_VERSION,
+// DOCKER_CERT_PATH, DOCKER_TLS_VERIFY; else the default socket) with API version negotiation,
+// and checks that it answers. The error wraps ErrNoEngine when it does not.
+func DockerClient(ctx context.Context) (*client.Client, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("connect to the Docker engine: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		host := cli.DaemonHost()
+		cli.Close()
+		return nil, fmt.Errorf("connect to the Docker engine at %s: %w (%v); %s", host, ErrNoEngine, err, noEngineHint)
+	}
+	cli.NegotiateAPIVersion(ctx)
+	return cli, nil
+}
+
+type dockerBackend struct {
+	cli     *client.Client
+	spec    Spec
+	id      string
+	name    string
+	created bool // TapeBox created the container; close removes it
+	cwd     string
+	env     []string
+	logf    func(string, ...any)
+}
+
+func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err error) {
+	if opts.ExecutorPath != "" && !opts.InstallExecutor {
+		return nil, fmt.Errorf("open sandbox %s: %w: ExecutorPath names the host binary to install; set InstallExecutor too, or SandboxExecutor for a binary already in the container",
+			spec, ErrOption)
+	}
+	cli, err := DockerClient(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
+	}
+	d := &dockerBackend{cli: cli, spec: spec, env: envList(opts.Env), logf: opts.logf}
+	defer func() {
+		if err != nil {
+			d.close(context.WithoutCancel(ctx), nil)
+		}
+	}()
+	sb := &Sandbox{spec: spec, b: d}
+	var imageRef string
+	if spec.Scheme == SchemeDocker {
+		ci, err := cli.ContainerInspect(ctx, spec.Target)
+		if err != nil {
+			return nil, d.containerErr("open sandbox", err)
+		}
+		if ci.State == nil || !ci.State.Running || ci.State.Paused || ci.State.Restarting {
+			return nil, fmt.Errorf("open sandbox %s: %w: container %s is %s; start it (docker start %s) or use docker-image:IMAGE for a fresh one",
+				spec, ErrNotRunning, spec.Target, stateName(ci.State), spec.Target)
+		}
+		d.id, d.name = ci.ID, strings.TrimPrefix(ci.Name, "/")
+		imageRef = ci.Image
+		d.cwd = opts.Cwd
+		if d.cwd == "" && ci.Config != nil {
+			d.cwd = ci.Config.WorkingDir
+		}
+	}
+	img, err := cli.ImageInspect(ctx, cmp.Or(imageRef, spec.Target))
+	if err != nil {
+		if errdefs.IsNotFound(err) && spec.Scheme == SchemeDockerImage {
+			return nil, fmt.Errorf("open sandbox %s: image %s: %w; TapeBox never pulls: build tapebox/sandbox:bookworm with make sandbox-image, or bring the image in with docker import, docker load or docker pull",
+				spec, spec.Target, ErrNotFound)
+		}
+		if client.IsErrConnectionFailed(err) {
+			return nil, fmt.Errorf("open sandbox %s: %w (%v); %s", spec, ErrNoEngine, err, noEngineHint)
+		}
+		return nil, fmt.Errorf("open sandbox %s: inspect image %s: %w", spec, cmp.Or(imageRef, spec.Target), err)
+	}
+	sb.arch = img.Architecture
+	if a, err := NormalizeArch(img.Architecture); err == nil {
+		sb.arch = a
+	}
+	if spec.Scheme == SchemeDockerImage {
+		d.cwd = opts.Cwd
+		if d.cwd == "" && img.Config != nil {
+			d.cwd = img.Config.WorkingDir
+		}
+	}
+	d.cwd = path.Clean("/" + cmp.Or(d.cwd, "/"))
+	if opts.Cwd != "" && !path.IsAbs(opts.Cwd) {
+		return nil, fmt.Errorf("open sandbox %s: %w: Cwd %q must be an absolute path in the container", spec, ErrOption, opts.Cwd)
+	}
+	sb.cwd = d.cwd
+
+	// The executor: installed by us (chosen by the image's architecture), or expected inside.
+	var exe string
+	if opts.InstallExecutor {
+		exe = opts.ExecutorPath
+		if exe == "" {
+			if exe, err = ExecutorPath(ctx, sb.arch); err != nil {
+				return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
+			}
+		}
+		if err := checkExecutorArch(exe, sb.arch, "sandbox "+spec.String()); err != nil {
+			return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
+		}
+		sb.executor = path.Join(installDir, ExecutorName)
+		if opts.ReadOnlyRoot {
+			sb.executor = path.Join(installDirReadOnly, ExecutorName)
+		}
+	} else {
+		sb.executor = cmp.Or(opts.SandboxExecutor, ExecutorName)
+	}
+
+	if spec.Scheme == SchemeDockerImage {
+		if err := d.create(ctx, opts); err != nil {
+			return nil, err
+		}
+	} else if err := d.ensureDir(ctx, d.cwd); err != nil {
+		return nil, err
+	}
+	if exe != "" {
+		if err := d.install(ctx, exe, sb.executor); err != nil {
+			return nil, err
+		}
+	}
+	if d.created {
+		// Started last: the executor was copied into the created container's filesystem
+		// beforehand, which saves an exec.
+		if err := cli.ContainerStart(ctx, d.id, container.StartOptions{}); err != nil {
+			return nil, fmt.Errorf("open sandbox %s: start container %s: %w", spec, d.name, err)
+		}
+		d.logf("sandbox %s: started container %s (%.12s)", spec, d.name, d.id)
+	}
+	sb.containerID = d.id
+	return sb, nil
+}
+
+// create creates (does not start) a container with safe defaults.
+func (d *dockerBackend) create(ctx context.Context, opts Options) error {
+	if opts.ReadOnlyRoot && d.cwd == "/" {
+		return fmt.Errorf("open sandbox %s: %w: ReadOnlyRoot needs a Cwd other than / (it becomes a writable volume)", d.spec, ErrOption)
+	}
+	init := true
+	cfg := &container.Config{
+		Image: d.spec.Target,
+		// Keeps the container alive for execs; docker-init (Init) is PID 1 and reaps the
+		// orphans of background commands. The image needs sleep (coreutils or busybox).
+		Entrypoint: []string{"sleep", "infinity"},
+		WorkingDir: d.cwd, // created by the engine at start when missing
+		Env:        d.env,
+		Labels:     map[string]string{Label: "1"},
+	}
+	hc := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(cmp.Or(opts.Network, "none")),
+		CapDrop:        []string{"ALL"},
+		CapAdd:         opts.CapAdd,
+		SecurityOpt:    []string{"no-new-privileges"},
+		Init:           &init,
+		ReadonlyRootfs: opts.ReadOnlyRoot,
+		Runtime:        opts.Runtime,
+		Resources: container.Resources{
+			Memory:   opts.Memory,
+			NanoCPUs: int64(opts.CPUs * 1e9),
+		},
+	}
+	if opts.PidsLimit > 0 {
+		hc.PidsLimit = &opts.PidsLimit
+	}
+	if opts.Memory > 0 {
+		hc.MemorySwap = opts.Memory // no swap beyond the limit
+	}
+	if opts.ReadOnlyRoot {
+		hc.Mounts = []mount.Mount{{Type: mount.TypeVolume, Target: d.cwd}}
+		if opts.InstallExecutor {
+			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Target: installDirReadOnly})
+		}
+		if d.cwd != "/tmp" {
+			hc.Tmpfs = map[string]string{"/tmp": "rw,exec,nosuid,nodev,mode=1777"}
+		}
+	}
+	name := "tapebox-" + randomHex(6)
+	resp, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	if err != nil {
+		hint := ""
+		if opts.Runtime != "" && strings.Contains(strings.ToLower(err.Error()), "runtime") {
+			hint = fmt.Sprintf("; is runtime %q configured in the engine (docker info, daemon.json \"runtimes\")?", opts.Runtime)
+		}
+		return fmt.Errorf("open sandbox %s: create a container: %w%s", d.spec, err, hint)
+	}
+	d.id, d.name, d.created = resp.ID, name, true
+	d.logf("sandbox %s: created container %s (%.12s)", d.spec, name, resp.ID)
+	return nil
+}
+
+// ensureDir creates dir in the container when it is missing.
+func (d *dockerBackend) ensureDir(ctx context.Context, dir string) error {
+	if _, err := d.cli.ContainerStatPath(ctx, d.id, dir); err == nil {
+		return nil
+	} else if !errdefs.IsNotFound(err) {
+		return d.containerErr("check working directory "+dir, err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(dir, "/") + "/", Mode: 0o755, ModTime: time.Now()}); err != nil {
+		return fmt.Errorf("create %s in %s: %w", dir, d.spec, err)
+	}
+	tw.Close()
+	if err := d.cli.CopyToContainer(ctx, d.id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+		return d.containerErr("create working directory "+dir, err)
+	}
+	d.logf("sandbox %s: created %s", d.spec, dir)
+	return nil
+}
+
+// install copies the host binary exe to dest in the container.
+func (d *dockerBackend) install(ctx context.Context, exe, dest string) error {
+	f, err := os.Open(exe)
+	if err != nil {
+		return fmt.Errorf("install the executor in %s: %w", d.spec, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("install the executor in %s: %w", d.spec, err)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + 2048)
+	tw := tar.NewWriter(&buf)
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: path.Base(dest), Mode: 0o755, Size: fi.Size(), ModTime: fi.ModTime()}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("install the executor in %s: %w", d.spec, err)
+	}
+	if _, err := io.Copy(tw, f); err != nil {
+		return fmt.Errorf("install the executor in %s: read %s: %w", d.spec, exe, err)
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("install the executor in %s: %w", d.spec, err)
+	}
+	if err := d.cli.CopyToContainer(ctx, d.id, path.Dir(dest), &buf, container.CopyToContainerOptions{}); err != nil {
+		err = d.containerErr("install the executor at "+dest, err)
+		if strings.Contains(strings.ToLower(err.Error()), "read-only") {
+			err = fmt.Errorf("%w; the container's root is read-only: copy tapebox-exec into a writable volume yourself and set SandboxExecutor", err)
+		}
+		return err
+	}
+	d.logf("sandbox %s: installed %s at %s", d.spec, exe, dest)
+	return nil
+}
+
+// containerErr wraps an engine error about the container with what happened and what to do.
+func (d *dockerBackend) containerErr(op string, err error) error {
+	who := d.spec.Target
+	if d.name != "" {
+		who = d.name
+	}
+	switch {
+	case client.IsErrConnectionFailed(err):
+		return fmt.Errorf("%s in %s: %w (%v); %s", op, d.spec, ErrNoEngine, err, noEngineHint)
+	case errdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "container"):
+		return fmt.Errorf("%s in %s: container %s: %w (%v); list containers with docker ps -a, or use docker-image:IMAGE for a fresh one",
+			op, d.spec, who, ErrNotFound, err)
+	case errdefs.IsConflict(err) && strings.Contains(strings.ToLower(err.Error()), "not running"):
+		return fmt.Errorf("%s in %s: %w: container %s %s", op, d.spec, ErrNotRunning, who, d.stoppedDetail())
+	}
+	return fmt.Errorf("%s in %s: %w", op, d.spec, err)
+}
+
+// stoppedDetail says how the container ended and what to do, for a not-running error.
+func (d *dockerBackend) stoppedDetail() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ci, err := d.cli.ContainerInspect(ctx, d.id)
+	if err != nil || ci.State == nil {
+		return "is not running"
+	}
+	s := fmt.Sprintf("is %s (exit code %d", stateName(ci.State), ci.State.ExitCode)
+	if ci.State.OOMKilled {
+		s += ", killed for running out of memory"
+	}
+	s += ")"
+	if d.created {
+		if ci.State.ExitCode == 127 {
+			s += "; the image has no sleep command to keep the container alive (it needs coreutils or busybox)"
+		}
+		return s + "; the sandbox is gone: open a new one"
+	}
+	return s + fmt.Sprintf("; start it again (docker start %s)", d.spec.Target)
+}
+
+func stateName(st *container.State) string {
+	switch {
+	case st == nil:
+		return "in an unknown state"
+	case st.Paused:
+		return "paused"
+	case st.Restarting:
+		return "restarting"
+	case st.Status != "":
+		return st.Status
+	}
+	return "not running"
+}
+
+func (d *dockerBackend) start(ctx context.Context, argv []string) (*Session, error) {
+	what := "start " + argv[0]
+	ex, err := d.cli.ContainerExecCreate(ctx, d.id, container.ExecOptions{
+		Cmd: argv, AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		WorkingDir: d.cwd, Env: d.env,
+	})
+	if err != nil {
+		return nil, d.containerErr(what, err)
+	}
+	resp, err := d.cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return nil, d.containerErr(what, err)
+	}
+	pr, pw := io.Pipe()
+	s := &Session{
+		Stdin:  &hijackedStdin{conn: resp.Conn, closeWrite: resp.CloseWrite},
+		Stdout: pr,
+		stderr: newTailBuffer(stderrTailSize),
+		done:   make(chan struct{}),
+	}
+	var cut sync.Once
+	cutStream := func() { cut.Do(func() { resp.Close() }) }
+	s.stop = func() error {
+		_ = resp.CloseWrite()
+		select {
+		case <-s.done:
+		case <-time.After(sessionGrace):
+			// The Engine API cannot signal an exec's process: cutting the stream closes its
+			// stdio, and the executor exits when it sees that.
+			cutStream()
+			<-s.done
+			return nil // ended as Close asked; Wait reports the cut
+		}
+		cutStream()
+		return closeResult(s.err)
+	}
+	go func() {
+		_, copyErr := stdcopy.StdCopy(pw, s.stderr, resp.Reader)
+		pw.CloseWithError(copyErr) // nil: readers get io.EOF
+		s.finish(d.execExit(ex.ID, argv[0], s.stderr.String(), copyErr))
+	}()
+	return s, nil
+}
+
+// execExit waits for the exec's exit status once its stream has ended.
+func (d *dockerBackend) execExit(execID, command, stderr string, streamErr error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		ins, err := d.cli.ContainerExecInspect(ctx, execID)
+		if err != nil {
+			if streamErr != nil {
+				return fmt.Errorf("session %s in %s: stream broken: %w", command, d.spec, streamErr)
+			}
+			return d.containerErr("session "+command+": read exit status", err)
+		}
+		if !ins.Running {
+			if ins.ExitCode == 0 {
+				return nil
+			}
+			return &ExitError{Command: command, Code: ins.ExitCode, Stderr: stderr, Hint: exitHint(command, ins.ExitCode, stderr)}
+		}
+		if streamErr != nil {
+			return fmt.Errorf("session %s in %s: stream cut while the command runs: %w", command, d.spec, streamErr)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("session %s in %s: output ended but the command still runs after 10 s", command, d.spec)
+		case <-time.After(delay):
+		}
+	}
+}
+
+// hijackedStdin is a session's stdin: writes go to the hijacked connection, Close half-closes it.
+type hijackedStdin struct {
+	conn       io.Writer
+	closeWrite func() error
+}
+
+func (w *hijackedStdin) Write(p []byte) (int, error) { return w.conn.Write(p) }
+func (w *hijackedStdin) Close() error                { return w.closeWrite() }
+
+func (d *dockerBackend) exec(ctx context.Context, argv []string) (*ExecResult, error) {
+	what := "exec " + argv[0]
+	ex, err := d.cli.ContainerExecCreate(ctx, d.id, container.ExecOptions{
+		Cmd: argv, AttachStdout: true, AttachStderr: true, WorkingDir: d.cwd, Env: d.env,
+	})
+	if err != nil {
+		return nil, d.containerErr(what, err)
+	}
+	resp, err := d.cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return nil, d.containerErr(what, err)
+	}
+	defer resp.Close()
+	stop := context.AfterFunc(ctx, resp.Close) // the hijacked stream does not follow ctx
+	defer stop()
+	var stdout, stderr bytes.Buffer
+	if _, err := stdcopy.StdCopy(&stdout, &stderr, resp.Reader); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s in %s: %w", what, d.spec, ctx.Err())
+		}
+		return nil, fmt.Errorf("%s in %s: read output: %w", what, d.spec, err)
+	}
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		ins, err := d.cli.ContainerExecInspect(ctx, ex.ID)
+		if err != nil {
+			return nil, d.containerErr(what+": read exit status", err)
+		}
+		if !ins.Running {
+			res := &ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: ins.ExitCode}
+			if (ins.ExitCode == 126 || ins.ExitCode == 127) && isOCIExecFailure(res) {
+				return res, fmt.Errorf("%s in %s: %w", what, d.spec,
+					&ExitError{Command: argv[0], Code: ins.ExitCode, Stderr: string(res.Stdout) + string(res.Stderr), Hint: exitHint(argv[0], ins.ExitCode, string(res.Stdout)+string(res.Stderr))})
+			}
+			return res, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s in %s: %w", what, d.spec, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+// isOCIExecFailure recognizes the runtime's message for a command it could not start (not
+// found, not executable), as opposed to a command that ran and exited 126 or 127 itself.
+func isOCIExecFailure(res *ExecResult) bool {
+	out := strings.ToLower(string(res.Stdout) + string(res.Stderr))
+	return strings.Contains(out, "oci runtime exec failed") || strings.Contains(out, "exec failed:")
+}
+
+func (d *dockerBackend) abs(dir string) string {
+	if path.IsAbs(dir) {
+		return path.Clean(dir)
+	}
+	return path.Join(d.cwd, dir)
+}
+
+func (d *dockerBackend) snapshot(ctx context.Context, dir string) (map[string]File, error) {
+	abs := d.abs(dir)
+	rc, _, err := d.cli.CopyFromContainer(ctx, d.id, abs)
+	if err != nil {
+		if errdefs.IsNotFound(err) && !strings.Contains(strings.ToLower(err.Error()), "no such container") {
+			return nil, fmt.Errorf("snapshot %s in %s: %w: no such directory", abs, d.spec, ErrNotFound)
+		}
+		return nil, d.containerErr("snapshot "+abs, err)
+	}
+	defer rc.Close()
+	files, err := readTar(rc)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s in %s: %w", abs, d.spec, err)
+	}
+	return files, nil
+}
+
+func (d *dockerBackend) writeFiles(ctx context.Context, dir string, files map[string]File) error {
+	abs := d.abs(dir)
+	dest, prefix := abs, ""
+	if _, err := d.cli.ContainerStatPath(ctx, d.id, abs); err != nil {
+		if !errdefs.IsNotFound(err) {
+			return d.containerErr("write files to "+abs, err)
+		}
+		// Extract from / so that the engine creates the missing directories.
+		dest, prefix = "/", strings.TrimPrefix(abs, "/")
+	}
+	var buf bytes.Buffer
+	if err := writeTar(&buf, prefix, files); err != nil {
+		return fmt.Errorf("write files to %s in %s: %w", abs, d.spec, err)
+	}
+	if err := d.cli.CopyToContainer(ctx, d.id, dest, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true}); err != nil {
+		return d.containerErr("write files to "+abs, err)
+	}
+	return nil
+}
+
+func (d *dockerBackend) close(ctx context.Context, open []*Session) error {
+	var errs []error
+	if d.created && d.id != "" {
+		// Removing the container ends its sessions at once.
+		err := d.cli.ContainerRemove(ctx, d.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("close sandbox %s: remove container %s: %w; remove it by hand: docker rm -f %s", d.spec, d.name, err, d.id))
+		} else {
+			d.logf("sandbox %s: removed container %s", d.spec, d.name)
+		}
+	}
+	closeSessions(open)
+	if err := d.cli.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close sandbox %s: close the engine client: %w", d.spec, err))
+	}
+	return errors.Join(errs...)
+}
+
+func envList(env map[string]string) []string {
+	list := make([]string, 0, len(env))
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	slices.Sort(list)
+	return list
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

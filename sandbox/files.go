@@ -1,0 +1,205 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxSnapshot bounds the bytes a Snapshot reads into memory.
+const maxSnapshot = 2 << 30
+
+// readTar turns the archive CopyFromContainer returns for a directory into Snapshot's map.
+// Its entries are named "<base of dir>/<path>"; the first element is dropped and the
+// directory's own entry is left out.
+func readTar(r io.Reader) (map[string]File, error) {
+	files := map[string]File{}
+	tr := tar.NewReader(r)
+	var total int64
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the archive: %w", err)
+		}
+		name := strings.TrimSuffix(path.Clean(hdr.Name), "/")
+		_, rel, ok := strings.Cut(name, "/")
+		if !ok || rel == "" {
+			continue // the directory itself
+		}
+		f := File{Mode: hdr.FileInfo().Mode()}
+		switch hdr.Typeflag {
+		case tar.TypeReg:
+			total += hdr.Size
+			if total > maxSnapshot {
+				return nil, fmt.Errorf("more than %d bytes of files: snapshot a smaller directory", maxSnapshot)
+			}
+			f.Data = make([]byte, hdr.Size)
+			if _, err := io.ReadFull(tr, f.Data); err != nil {
+				return nil, fmt.Errorf("read %s from the archive: %w", rel, err)
+			}
+		case tar.TypeLink:
+			// A hard link to an earlier entry: the same contents.
+			_, target, _ := strings.Cut(path.Clean(hdr.Linkname), "/")
+			orig, ok := files[target]
+			if !ok {
+				return nil, fmt.Errorf("hard link %s to %s: target not in the archive", rel, hdr.Linkname)
+			}
+			f = File{Mode: orig.Mode, Data: orig.Data}
+		case tar.TypeSymlink:
+			f.Link = hdr.Linkname
+		}
+		files[rel] = f
+	}
+}
+
+// writeTar writes files as an archive, each under prefix (slash-separated, may be empty).
+// Directories come before what they hold.
+func writeTar(w io.Writer, prefix string, files map[string]File) error {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	tw := tar.NewWriter(w)
+	now := time.Now()
+	for _, n := range names {
+		f := files[n]
+		hdr := &tar.Header{Name: path.Join(prefix, n), Mode: int64(f.Mode.Perm()), ModTime: now}
+		switch {
+		case f.Mode.IsDir():
+			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
+			if f.Mode.Perm() == 0 {
+				hdr.Mode = 0o755
+			}
+		case f.Mode&fs.ModeSymlink != 0:
+			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, f.Link
+			hdr.Mode = 0o777
+		case f.Mode.IsRegular():
+			hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(f.Data))
+			if f.Mode.Perm() == 0 {
+				hdr.Mode = 0o644
+			}
+		default:
+			return fmt.Errorf("%s: unsupported file type %v: only files, directories and symbolic links", n, f.Mode.Type())
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(f.Data); err != nil {
+				return fmt.Errorf("%s: %w", n, err)
+			}
+		}
+	}
+	return tw.Close()
+}
+
+// snapshotDir reads the host directory dir like Snapshot.
+func snapshotDir(dir string) (map[string]File, error) {
+	files := map[string]File{}
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		f := File{Mode: fi.Mode()}
+		switch {
+		case fi.Mode().IsRegular():
+			total += fi.Size()
+			if total > maxSnapshot {
+				return fmt.Errorf("more than %d bytes of files: snapshot a smaller directory", maxSnapshot)
+			}
+			if f.Data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if f.Link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		files[rel] = f
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// writeDir writes files under the host directory dir like WriteFiles.
+func writeDir(dir string, files map[string]File) error {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		f := files[n]
+		p := filepath.Join(dir, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		switch {
+		case f.Mode.IsDir():
+			perm := f.Mode.Perm()
+			if perm == 0 {
+				perm = 0o755
+			}
+			if err := os.MkdirAll(p, perm); err != nil {
+				return err
+			}
+			if err := os.Chmod(p, perm); err != nil {
+				return err
+			}
+		case f.Mode&fs.ModeSymlink != 0:
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			if err := os.Symlink(f.Link, p); err != nil {
+				return err
+			}
+		case f.Mode.IsRegular():
+			perm := f.Mode.Perm()
+			if perm == 0 {
+				perm = 0o644
+			}
+			if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+				if err := os.RemoveAll(p); err != nil {
+					return err
+				}
+			}
+			if err := os.WriteFile(p, f.Data, perm); err != nil {
+				return err
+			}
+			if err := os.Chmod(p, perm); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: unsupported file type %v: only files, directories and symbolic links", n, f.Mode.Type())
+		}
+	}
+	return nil
+}

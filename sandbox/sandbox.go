@@ -1,0 +1,345 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+)
+
+// The sandbox spec schemes Open accepts.
+const (
+	SchemeLocal       = "local"
+	SchemeDocker      = "docker"
+	SchemeDockerImage = "docker-image"
+)
+
+// Errors callers may branch on; the errors Open and the methods return wrap them with the
+// operation, the subject and what to do.
+var (
+	// ErrBadSpec: the sandbox spec is malformed or has an unknown scheme.
+	ErrBadSpec = errors.New("bad sandbox spec")
+	// ErrNoEngine: no Docker engine answered.
+	ErrNoEngine = errors.New("no Docker engine reachable")
+	// ErrNotFound: the container or image does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrNotRunning: the container exists but is not running (stopped, killed, paused).
+	ErrNotRunning = errors.New("container not running")
+	// ErrWrongArch: the executor binary is built for another architecture than the sandbox's.
+	ErrWrongArch = errors.New("executor built for another architecture")
+	// ErrNoExecutor: no tapebox-exec binary could be found or built.
+	ErrNoExecutor = errors.New("no tapebox-exec binary")
+	// ErrOption: an option that does not apply to the sandbox's kind, or a bad option value.
+	ErrOption = errors.New("option does not apply")
+)
+
+// Options prepare a sandbox. The zero value is valid: safe defaults for created containers,
+// the executor looked up on the sandbox's PATH.
+type Options struct {
+	// Cwd is the working directory inside the sandbox for the executor and Exec; it is created
+	// when missing. Default: the container's (or image's) working directory, else "/". The
+	// local backend ignores it: its working directory is the spec's DIR.
+	Cwd string
+	// InstallExecutor copies the tapebox-exec binary matching the sandbox's architecture into a
+	// Docker sandbox (to /usr/local/bin/tapebox-exec, or /opt/tapebox/tapebox-exec with
+	// ReadOnlyRoot) with the Engine API. Without it the executor must already be on the
+	// container's PATH.
+	InstallExecutor bool
+	// ExecutorPath is the host's tapebox-exec binary to install (Docker) or run (local).
+	// Default: ExecutorPath(ctx, arch), see the package doc.
+	ExecutorPath string
+	// SandboxExecutor is the executor's path inside the sandbox when it is not installed by
+	// TapeBox. Default: "tapebox-exec", looked up on the container's PATH.
+	SandboxExecutor string
+	// Env is added to the environment of the executor and of Exec commands (and of created
+	// containers).
+	Env map[string]string
+	// Logf, when set, receives progress lines (container created, executor installed ...).
+	Logf func(format string, args ...any)
+
+	// The options below apply only to containers TapeBox creates (docker-image:); Open rejects
+	// them for other sandboxes.
+
+	// Network is the created container's network mode; default "none" (no network at all).
+	// "bridge", "host" or a network's name give it one.
+	Network string
+	// Memory limits the container's memory, in bytes; 0 means no limit.
+	Memory int64
+	// CPUs limits the container to this many CPUs (1.5 = one and a half); 0 means no limit.
+	CPUs float64
+	// PidsLimit caps the number of processes in the container; 0 means no limit.
+	PidsLimit int64
+	// ReadOnlyRoot makes the container's root filesystem read-only. Cwd and the executor's
+	// directory are then anonymous volumes (removed with the container) and /tmp a tmpfs, so
+	// the workdir stays writable and the executor can still be copied in.
+	ReadOnlyRoot bool
+	// Runtime is the OCI runtime for the container, such as "runsc" (gVisor); default: the
+	// engine's default runtime.
+	Runtime string
+	// CapAdd gives back capabilities to the container, which otherwise drops them all.
+	CapAdd []string
+}
+
+func (o *Options) logf(format string, args ...any) {
+	if o.Logf != nil {
+		o.Logf(format, args...)
+	}
+}
+
+// createdOnly names the set options that only containers TapeBox creates can honour.
+func (o *Options) createdOnly() []string {
+	var set []string
+	if o.Network != "" {
+		set = append(set, "Network")
+	}
+	if o.Memory != 0 {
+		set = append(set, "Memory")
+	}
+	if o.CPUs != 0 {
+		set = append(set, "CPUs")
+	}
+	if o.PidsLimit != 0 {
+		set = append(set, "PidsLimit")
+	}
+	if o.ReadOnlyRoot {
+		set = append(set, "ReadOnlyRoot")
+	}
+	if o.Runtime != "" {
+		set = append(set, "Runtime")
+	}
+	if len(o.CapAdd) > 0 {
+		set = append(set, "CapAdd")
+	}
+	return set
+}
+
+func (o *Options) check() error {
+	if o.Memory < 0 || o.CPUs < 0 || o.PidsLimit < 0 {
+		return fmt.Errorf("%w: Memory, CPUs and PidsLimit must not be negative (0 means no limit)", ErrOption)
+	}
+	return nil
+}
+
+// File is one entry of a sandbox's file tree, as Snapshot returns it and WriteFiles takes it.
+type File struct {
+	// Mode is the type and permission bits (fs.ModeDir for a directory, fs.ModeSymlink for a
+	// symbolic link, 0 type bits for a regular file).
+	Mode fs.FileMode
+	// Data is a regular file's contents.
+	Data []byte
+	// Link is a symbolic link's target.
+	Link string
+}
+
+// ExecResult is what a one-shot command did.
+type ExecResult struct {
+	Stdout, Stderr []byte
+	// ExitCode is the command's exit status.
+	ExitCode int
+}
+
+// Spec is a parsed sandbox spec.
+type Spec struct {
+	// Scheme is SchemeLocal, SchemeDocker or SchemeDockerImage.
+	Scheme string
+	// Target is the directory, the container's name or ID, or the image reference.
+	Target string
+}
+
+func (s Spec) String() string { return s.Scheme + ":" + s.Target }
+
+// ParseSpec parses "local:DIR", "docker:NAME" or "docker-image:IMAGE".
+func ParseSpec(spec string) (Spec, error) {
+	scheme, target, ok := strings.Cut(spec, ":")
+	if !ok {
+		return Spec{}, fmt.Errorf("%w %q: want local:DIR, docker:CONTAINER or docker-image:IMAGE", ErrBadSpec, spec)
+	}
+	switch scheme {
+	case SchemeLocal, SchemeDocker, SchemeDockerImage:
+	default:
+		return Spec{}, fmt.Errorf("%w %q: unknown scheme %q; use local:DIR, docker:CONTAINER or docker-image:IMAGE", ErrBadSpec, spec, scheme)
+	}
+	if strings.TrimSpace(target) == "" || target != strings.TrimSpace(target) {
+		what := map[string]string{SchemeLocal: "a directory", SchemeDocker: "a container name or ID", SchemeDockerImage: "an image reference"}[scheme]
+		return Spec{}, fmt.Errorf("%w %q: %s: needs %s after the colon, without spaces", ErrBadSpec, spec, scheme, what)
+	}
+	return Spec{Scheme: scheme, Target: target}, nil
+}
+
+// backend is what one kind of sandbox implements; Sandbox adds the shared checks.
+type backend interface {
+	start(ctx context.Context, argv []string) (*Session, error)
+	exec(ctx context.Context, argv []string) (*ExecResult, error)
+	snapshot(ctx context.Context, dir string) (map[string]File, error)
+	writeFiles(ctx context.Context, dir string, files map[string]File) error
+	// close releases the sandbox; open are the sessions still open, for the backend to end
+	// in the order that suits it.
+	close(ctx context.Context, open []*Session) error
+}
+
+// Sandbox is where tool calls run: a local directory or a Docker container. Its methods are
+// safe for concurrent use.
+type Sandbox struct {
+	spec        Spec
+	cwd         string
+	arch        string
+	containerID string
+	executor    string // the executor's path or name inside the sandbox
+	executorErr error  // why there is no executor; Start returns it
+	b           backend
+
+	mu       sync.Mutex
+	sessions map[*Session]struct{}
+	closed   bool
+}
+
+// Open parses a sandbox spec and prepares the sandbox:
+//
+//   - "local:DIR": the executor runs as a host process with DIR (created if missing) as its
+//     working directory. It isolates NOTHING: tool calls act on the host as the current user.
+//   - "docker:NAME": an existing, running container, by name or ID; Close leaves it running.
+//   - "docker-image:IMAGE": a fresh container from a local image (never pulled), with safe
+//     defaults (see Options); Close removes it.
+//
+// The Docker engine is the one the environment names (DOCKER_HOST, else the default socket).
+// ctx bounds the preparation only; the sandbox lives until Close.
+func Open(ctx context.Context, spec string, opts Options) (*Sandbox, error) {
+	s, err := ParseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("open sandbox %s: %w", s, err)
+	}
+	if s.Scheme != SchemeDockerImage {
+		if set := opts.createdOnly(); len(set) > 0 {
+			return nil, fmt.Errorf("open sandbox %s: %w: %s only apply to containers TapeBox creates; use docker-image:IMAGE",
+				s, ErrOption, strings.Join(set, ", "))
+		}
+	}
+	switch s.Scheme {
+	case SchemeLocal:
+		return openLocal(ctx, s, opts)
+	default:
+		return openDocker(ctx, s, opts)
+	}
+}
+
+// Spec returns the sandbox's parsed spec.
+func (s *Sandbox) Spec() Spec { return s.spec }
+
+// Cwd returns the working directory inside the sandbox, as an absolute path: what the
+// controller sends in the executor's hello.
+func (s *Sandbox) Cwd() string { return s.cwd }
+
+// Arch returns the sandbox's architecture in Go's terms: "amd64" or "arm64" (or another
+// GOARCH for an unusual image).
+func (s *Sandbox) Arch() string { return s.arch }
+
+// ContainerID returns the Docker container's full ID, or "" for a local sandbox.
+func (s *Sandbox) ContainerID() string { return s.containerID }
+
+// Executor returns the path (or PATH name) of tapebox-exec inside the sandbox.
+func (s *Sandbox) Executor() string { return s.executor }
+
+// Start runs "tapebox-exec serve" in the sandbox, in Cwd with Options.Env, and returns its
+// stdio as a session. On Docker it is one exec with a hijacked stdin/stdout stream; locally a
+// host process. ctx bounds the start only; the session lives until it ends or is closed.
+func (s *Sandbox) Start(ctx context.Context) (*Session, error) {
+	if s.executorErr != nil {
+		return nil, s.executorErr
+	}
+	return s.StartCommand(ctx, []string{s.executor, "serve"})
+}
+
+// StartCommand is Start for any command: argv runs in the sandbox with its stdin, stdout and
+// stderr as a Session.
+func (s *Sandbox) StartCommand(ctx context.Context, argv []string) (*Session, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, fmt.Errorf("start a session in %s: empty command", s.spec)
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("start %s in %s: the sandbox is closed", argv[0], s.spec)
+	}
+	sess, err := s.b.start(ctx, argv)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.sessions == nil {
+		s.sessions = map[*Session]struct{}{}
+	}
+	s.sessions[sess] = struct{}{}
+	s.mu.Unlock()
+	stop := sess.stop
+	sess.stop = func() error {
+		err := stop()
+		s.mu.Lock()
+		delete(s.sessions, sess)
+		s.mu.Unlock()
+		return err
+	}
+	return sess, nil
+}
+
+// Exec runs a one-shot command in the sandbox (in Cwd, with Options.Env) and waits for it. A
+// command that runs and exits non-zero is not an error: see ExecResult.ExitCode. The error is
+// for a command that could not run (not found, sandbox gone).
+func (s *Sandbox) Exec(ctx context.Context, argv []string) (*ExecResult, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("exec in %s: empty command", s.spec)
+	}
+	return s.b.exec(ctx, argv)
+}
+
+// Snapshot returns the file tree under dir (relative to Cwd unless absolute): every file,
+// directory and symbolic link keyed by its slash-separated path relative to dir (dir itself
+// is not included). It is the sandbox's end state for checks and comparisons; contents are
+// read into memory.
+func (s *Sandbox) Snapshot(ctx context.Context, dir string) (map[string]File, error) {
+	return s.b.snapshot(ctx, dir)
+}
+
+// WriteFiles creates files, directories and symbolic links under dir (relative to Cwd unless
+// absolute), keyed by slash-separated relative paths, overwriting what exists. Missing parent
+// directories are created. It seeds a sandbox's starting state.
+func (s *Sandbox) WriteFiles(ctx context.Context, dir string, files map[string]File) error {
+	for name := range files {
+		if !fs.ValidPath(name) || name == "." {
+			return fmt.Errorf("write files to %s in %s: bad path %q: use a slash-separated path relative to the directory, without . or .. elements", dir, s.spec, name)
+		}
+	}
+	return s.b.writeFiles(ctx, dir, files)
+}
+
+// Close releases the sandbox: it removes the container when TapeBox created it (with its
+// anonymous volumes) and closes the engine connection. Sessions still open are cut off. A
+// local directory is left as it is.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	open := make([]*Session, 0, len(s.sessions))
+	for sess := range s.sessions {
+		open = append(open, sess)
+	}
+	s.mu.Unlock()
+	return s.b.close(ctx, open)
+}
+
+// closeSessions closes sessions concurrently (each may wait its grace period).
+func closeSessions(open []*Session) {
+	var wg sync.WaitGroup
+	for _, sess := range open {
+		wg.Go(func() { _ = sess.Close() })
+	}
+	wg.Wait()
+}

@@ -111,8 +111,10 @@ func (t *Tasks) dir(id string) (string, error) {
 // OutputPath is the file that holds a task's output.
 func (t *Tasks) OutputPath(id string) string { return filepath.Join(t.Dir, id, "output") }
 
-// wrapper runs the command and records its exit code atomically.
-const wrapper = `"$0" ` + `$3 "$1"; c=$?; printf '%s' "$c" > "$2/exit.tmp"; mv -f "$2/exit.tmp" "$2/exit"; exit $c`
+// wrapper runs the command and records its exit code with a builtin (no extra process).
+// A reader that finds the exit file still empty sees the wrapper alive and reports the
+// task as running.
+const wrapper = `"$0" ` + `$3 "$1"; c=$?; printf '%s' "$c" > "$2/exit"; exit $c`
 
 // Start launches a background task and returns at once.
 func (t *Tasks) Start(ctx context.Context, req TaskRequest) (TaskStatus, error) {

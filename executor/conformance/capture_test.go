@@ -81,8 +81,29 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 	calls := c.Calls(cwd)
 	marker := "[conformance:" + c.Name + "]"
 	main := fakeprovider.Thread{Name: "main", Marker: marker}
-	for _, call := range calls {
-		main.Turns = append(main.Turns, fakeprovider.Turn{Calls: []tape.ToolCall{call}})
+	for i, call := range calls {
+		if !hasPlaceholder(call.Input) {
+			main.Turns = append(main.Turns, fakeprovider.Turn{Calls: []tape.ToolCall{call}})
+			continue
+		}
+		// The model uses an id the harness made up: fill it in from the results so far.
+		main.Turns = append(main.Turns, fakeprovider.Turn{Dynamic: func(r *fakeprovider.Request) fakeprovider.Turn {
+			var results []tape.ToolResult
+			for j := range i {
+				res, _, err := harnessResult(harness, r.Body, callID(harness, j))
+				if err != nil {
+					return fakeprovider.Turn{Text: "conformance: " + err.Error()}
+				}
+				results = append(results, res)
+			}
+			input, err := substitute(call.Input, harvest(harness, results))
+			if err != nil {
+				return fakeprovider.Turn{Text: "conformance: " + err.Error()}
+			}
+			filled := call
+			filled.Input = input
+			return fakeprovider.Turn{Calls: []tape.ToolCall{filled}}
+		}})
 	}
 	main.Turns = append(main.Turns, fakeprovider.Turn{Text: "Done."})
 	script := fakeprovider.Script{Threads: []fakeprovider.Thread{main}}
@@ -116,9 +137,17 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 		out.Before = []File{}
 	}
 	reqs := srv.ThreadRequests("main")
+	var results []tape.ToolResult
 	for i, call := range calls {
 		call.ID = callID(harness, i)
 		step := Step{Call: call, Spawn: spawn[call.Name]}
+		if hasPlaceholder(call.Input) {
+			input, err := substitute(call.Input, harvest(harness, results))
+			if err != nil {
+				t.Fatalf("step %d (%s): %v", i, call.Name, err)
+			}
+			step.Template, step.Call.Input = call.Input, input
+		}
 		found := false
 		for _, r := range reqs {
 			if r.Step != i+1 || r.Attempt != 0 {
@@ -136,6 +165,7 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 				i, call.Name, len(reqs), clip(string(res.Stdout), 4000), clip(string(res.Stderr), 2000))
 		}
 		out.Steps = append(out.Steps, step)
+		results = append(results, step.Result)
 	}
 	return out
 }

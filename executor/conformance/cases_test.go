@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/tapebox/tapebox/internal/fakeprovider"
 	"github.com/tapebox/tapebox/tape"
@@ -52,6 +54,26 @@ var claudeCases = []Case{
 			call("Bash", map[string]any{"command": "sleep 1; cat bg.txt", "description": "wait for it"}),
 		}
 	}},
+	{Name: "bash-background-read", Calls: func(string) []tape.ToolCall {
+		// The model reads the task's output file at the path the harness made up.
+		return []tape.ToolCall{
+			call("Bash", map[string]any{"command": "echo hi from the background", "description": "background echo", "run_in_background": true}),
+			call("Bash", map[string]any{"command": "sleep 1", "description": "wait"}),
+			call("Read", map[string]any{"file_path": "<<taskpath:0>>"}),
+		}
+	}},
+	{Name: "bash-output-30000", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Bash", map[string]any{"command": `head -c 30000 /dev/zero | tr '\0' a`, "description": "30000 characters"})}
+	}},
+	{Name: "bash-output-30001", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Bash", map[string]any{"command": `head -c 30001 /dev/zero | tr '\0' a`, "description": "30001 characters"})}
+	}},
+	{Name: "bash-long-line", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Bash", map[string]any{"command": `head -c 50000 /dev/zero | tr '\0' b; echo; echo tail`, "description": "one long line"})}
+	}},
+	{Name: "bash-timeout", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("Bash", map[string]any{"command": "echo before; sleep 5; echo never", "description": "time out", "timeout": 1000})}
+	}},
 	{Name: "read-whole", Before: []File{file("notes.txt", "alpha\nbeta\ngamma")}, Calls: func(cwd string) []tape.ToolCall {
 		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "notes.txt")})}
 	}},
@@ -66,6 +88,18 @@ var claudeCases = []Case{
 	}},
 	{Name: "read-empty", Before: []File{file("empty.txt", "")}, Calls: func(cwd string) []tape.ToolCall {
 		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "empty.txt")})}
+	}},
+	{Name: "read-offset-past-end", Before: []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "notes.txt"), "offset": 10})}
+	}},
+	{Name: "read-long-line", Before: []File{file("wide.txt", "short\n"+strings.Repeat("w", 2500)+"\nend\n")}, Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "wide.txt")})}
+	}},
+	{Name: "read-many-lines", Before: []File{file("many.txt", manyLines(2500))}, Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "many.txt")})}
+	}},
+	{Name: "read-directory", Before: []File{{Path: "sub", Mode: "0755", Dir: true}}, Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Read", map[string]any{"file_path": filepath.Join(cwd, "sub")})}
 	}},
 	{Name: "write-new", Calls: func(cwd string) []tape.ToolCall {
 		return []tape.ToolCall{call("Write", map[string]any{"file_path": filepath.Join(cwd, "notes.txt"), "content": "first line\nsecond line\n"})}
@@ -108,6 +142,23 @@ var claudeCases = []Case{
 			call("Edit", map[string]any{"file_path": p, "old_string": "same", "new_string": "other"}),
 		}
 	}},
+	{Name: "edit-create-file", Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("Edit", map[string]any{"file_path": filepath.Join(cwd, "fresh.txt"), "old_string": "", "new_string": "made by Edit\n"})}
+	}},
+	{Name: "edit-no-change", Before: []File{file("notes.txt", "alpha\n")}, Calls: func(cwd string) []tape.ToolCall {
+		p := filepath.Join(cwd, "notes.txt")
+		return []tape.ToolCall{
+			call("Read", map[string]any{"file_path": p}),
+			call("Edit", map[string]any{"file_path": p, "old_string": "alpha", "new_string": "alpha"}),
+		}
+	}},
+	{Name: "edit-multiline", Before: []File{file("code.go", "func a() {\n\treturn 1\n}\n")}, Calls: func(cwd string) []tape.ToolCall {
+		p := filepath.Join(cwd, "code.go")
+		return []tape.ToolCall{
+			call("Read", map[string]any{"file_path": p}),
+			call("Edit", map[string]any{"file_path": p, "old_string": "\treturn 1\n}", "new_string": "\tx := 2\n\treturn x\n}"}),
+		}
+	}},
 	{Name: "agent", Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{call("Agent", map[string]any{
 			"description":       "answer a question",
@@ -130,13 +181,30 @@ var codexCases = []Case{
 		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "echo about to fail; exit 1"})}
 	}},
 	{Name: "exec-stderr", Calls: func(string) []tape.ToolCall {
-		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "echo to stdout; echo to stderr >&2"})}
+		// Codex reads stdout and stderr from two pipes: the sleep orders them.
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "echo to stderr >&2; sleep 0.2; echo to stdout"})}
 	}},
 	{Name: "exec-long-output", Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "seq 1 20000"})}
 	}},
 	{Name: "exec-workdir", Before: []File{{Path: "sub", Mode: "0755", Dir: true}}, Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "pwd", "workdir": "sub"})}
+	}},
+	{Name: "exec-max-output-tokens", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "seq 1 3000", "max_output_tokens": 50})}
+	}},
+	{Name: "exec-session", Calls: func(string) []tape.ToolCall {
+		// A command outlives its yield time; the model polls its session.
+		return []tape.ToolCall{
+			call("exec_command", map[string]any{"cmd": "echo early; sleep 1; echo late", "yield_time_ms": 250}),
+			call("write_stdin", map[string]any{"session_id": "<<session:0>>", "chars": "", "yield_time_ms": 5000}),
+		}
+	}},
+	{Name: "exec-session-stdin", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{
+			call("exec_command", map[string]any{"cmd": "read x; echo got $x", "tty": true, "yield_time_ms": 250}),
+			call("write_stdin", map[string]any{"session_id": "<<session:0>>", "chars": "hello\n", "yield_time_ms": 2000}),
+		}
 	}},
 	{Name: "patch-add", Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Add File: docs/first.txt\n+hello\n+world\n*** End Patch")}
@@ -160,7 +228,31 @@ var codexCases = []Case{
 			"*** Delete File: gone.txt\n"+
 			"*** End Patch")}
 	}},
+	{Name: "patch-add-existing", Before: []File{file("there.txt", "old\n")}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Add File: there.txt\n+new\n*** End Patch")}
+	}},
+	{Name: "patch-end-of-file", Before: []File{file("tail.txt", "a\nb\nlast\n")}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: tail.txt\n@@\n b\n-last\n+LAST\n+appended\n*** End of File\n*** End Patch")}
+	}},
+	{Name: "patch-update-missing", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: nowhere.txt\n@@\n-a\n+b\n*** End Patch")}
+	}},
+	{Name: "patch-delete-missing", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Delete File: nowhere.txt\n*** End Patch")}
+	}},
+	{Name: "patch-invalid", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "this is not a patch")}
+	}},
 	{Name: "patch-fail", Before: []File{file("renamed.txt", "one\ntwo\n")}, Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: renamed.txt\n@@\n-this line is not in the file\n+replacement\n*** End Patch")}
 	}},
+}
+
+// manyLines is "line 1\n" ... "line n\n".
+func manyLines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
 }

@@ -88,14 +88,28 @@ func TestExecutorMatchesHarness(t *testing.T) {
 			for _, c := range fx.Cases {
 				t.Run(c.Name, func(t *testing.T) {
 					layout(t, c.Cwd, c.Before)
+					var results []tape.ToolResult // the executor's, for identifier substitution
 					for i, s := range c.Steps {
 						if s.Spawn {
 							spawns++
 							t.Logf("step %d (%s): spawns a subagent, played by the controller: not an executor call", i, s.Call.Name)
+							results = append(results, s.Result)
 							continue
 						}
 						steps++
-						got, err := runExecutor(t.Context(), bin, h.name, c.Cwd, s.Call)
+						call := s.Call
+						if s.Template != nil {
+							input, err := substitute(s.Template, harvest(h.name, results))
+							if err != nil {
+								t.Errorf("step %d (%s): %v", i, s.Call.Name, err)
+								mismatches = append(mismatches, fmt.Sprintf("%s[%d] %s: %v", c.Name, i, s.Call.Name, err))
+								results = append(results, tape.ToolResult{})
+								continue
+							}
+							call.Input = input
+						}
+						got, err := runExecutor(t.Context(), bin, h.name, c.Cwd, call)
+						results = append(results, got)
 						if err != nil {
 							t.Errorf("step %d (%s): %v", i, s.Call.Name, err)
 							mismatches = append(mismatches, fmt.Sprintf("%s[%d] %s: %v", c.Name, i, s.Call.Name, firstLine(err.Error())))

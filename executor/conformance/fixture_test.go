@@ -46,6 +46,10 @@ type Step struct {
 	// Raw is the result as it appeared in the harness's next request (an Anthropic
 	// tool_result block, a Responses function_call_output or custom_tool_call_output item).
 	Raw json.RawMessage `json:"raw"`
+	// Template is the call's input with "<<name:step>>" placeholders for ids the harness
+	// made up in earlier results (see identifiers); Call holds it filled in with the
+	// harness's ids. Empty when the call refers to none.
+	Template json.RawMessage `json:"template,omitempty"`
 	// Spawn marks a call whose tool starts a subagent: the controller plays those, they
 	// never reach the executor.
 	Spawn bool `json:"spawn,omitempty"`

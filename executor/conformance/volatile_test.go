@@ -1,8 +1,10 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/tapebox/tapebox/internal/realharness"
@@ -14,27 +16,27 @@ import (
 // of what the comparison does not check byte for byte.
 type volatile struct {
 	harness string
-	tool    string // "" means every tool of the harness
+	tools   []string
 	what    string
 	re      *regexp.Regexp
 	repl    string
 }
 
 var volatiles = []volatile{
-	{realharness.Codex, "exec_command", "chunk id (random per output chunk)",
+	{realharness.Codex, []string{"exec_command", "write_stdin"}, "chunk id (random per output chunk)",
 		regexp.MustCompile(`(?m)^Chunk ID: [0-9a-f]+$`), "Chunk ID: <chunk-id>"},
-	{realharness.Codex, "exec_command", "wall time",
+	{realharness.Codex, []string{"exec_command", "write_stdin", "apply_patch"}, "wall time",
 		regexp.MustCompile(`(?m)^Wall time: [0-9]+(\.[0-9]+)? seconds$`), "Wall time: <seconds> seconds"},
-	{realharness.Codex, "apply_patch", "wall time",
-		regexp.MustCompile(`(?m)^Wall time: [0-9]+(\.[0-9]+)? seconds$`), "Wall time: <seconds> seconds"},
-	{realharness.Claude, "Bash", "background task id and output file (/tmp/claude-<uid>/<cwd-slug>/<session>/tasks/<id>.output)",
-		regexp.MustCompile(`Command running in background with ID: [A-Za-z0-9_-]+\. Output is being written to: \S+\.output\.`),
-		"Command running in background with ID: <task-id>. Output is being written to: <task-output>."},
-	{realharness.Claude, "Bash", "file holding output past the limit (<HOME>/.claude/projects/<cwd-slug>/<session>/tool-results/<id>.txt)",
+	{realharness.Codex, []string{"exec_command", "write_stdin"}, "session id of a command still running",
+		regexp.MustCompile(`(?m)^Process running with session ID [0-9]+$`), "Process running with session ID <session-id>"},
+	{realharness.Claude, []string{"Bash"}, "background task id and output file (the harness's /tmp/claude-<uid>/<cwd-slug>/<session>/tasks/<id>.output; the executor's own path), for run_in_background and for a command moved to the background at its timeout",
+		regexp.MustCompile(`(in background with ID: |moved to the background \(ID: )[A-Za-z0-9_-]+(\)?)\. Output is being written to: \S+\. `),
+		"${1}<task-id>${2}. Output is being written to: <task-output>. "},
+	{realharness.Claude, []string{"Bash"}, "file holding output past the limit (<HOME>/.claude/projects/<cwd-slug>/<session>/tool-results/<id>.txt)",
 		regexp.MustCompile(`Full output saved to: \S+\.txt\n`), "Full output saved to: <output-file>\n"},
-	{realharness.Claude, "Agent", "subagent id",
+	{realharness.Claude, []string{"Agent"}, "subagent id",
 		regexp.MustCompile(`\ba[0-9a-f]{16}\b`), "<agent-id>"},
-	{realharness.Claude, "Agent", "subagent duration",
+	{realharness.Claude, []string{"Agent"}, "subagent duration",
 		regexp.MustCompile(`(?m)^duration_ms: [0-9]+`), "duration_ms: <ms>"},
 }
 
@@ -51,7 +53,7 @@ func isErrorCompared(harness string) bool { return harness != realharness.Codex 
 // normalize replaces the volatile parts of a result's text.
 func normalize(harness, tool, text string) string {
 	for _, v := range volatiles {
-		if v.harness == harness && (v.tool == "" || v.tool == tool) {
+		if v.harness == harness && slices.Contains(v.tools, tool) {
 			text = v.re.ReplaceAllString(text, v.repl)
 		}
 	}
@@ -130,4 +132,72 @@ func diffFiles(want, got []File) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// identifiers are the volatile ids a harness makes up in a result that the model then
+// passes back in a later call. A case's call refers to one as "<<name:step>>" in its input;
+// the capture fills in the harness's id, the comparison the executor's (the identifier
+// substitution a replay does).
+var identifiers = []struct {
+	harness, name string
+	re            *regexp.Regexp
+}{
+	{realharness.Codex, "session", regexp.MustCompile(`session ID ([0-9]+)`)},
+	{realharness.Claude, "task", regexp.MustCompile(`(?:in background with ID: |moved to the background \(ID: )([A-Za-z0-9_-]+)`)},
+	{realharness.Claude, "taskpath", regexp.MustCompile(`Output is being written to: (\S+)\. `)},
+}
+
+var placeholder = regexp.MustCompile(`"?<<([a-z]+:[0-9]+)>>"?`)
+
+// hasPlaceholder says whether a call input refers to an identifier.
+func hasPlaceholder(input []byte) bool { return placeholder.Match(input) }
+
+// harvest collects the identifiers of earlier results, keyed "name:step".
+func harvest(harness string, results []tape.ToolResult) map[string]string {
+	ids := map[string]string{}
+	for step, r := range results {
+		for _, id := range identifiers {
+			if id.harness != harness {
+				continue
+			}
+			if m := id.re.FindStringSubmatch(text(r)); m != nil {
+				ids[fmt.Sprintf("%s:%d", id.name, step)] = m[1]
+			}
+		}
+	}
+	return ids
+}
+
+// substitute fills the placeholders of a call input with ids: a placeholder that is a whole
+// JSON string becomes a number when the id is one, else the id goes into the string.
+func substitute(input json.RawMessage, ids map[string]string) (json.RawMessage, error) {
+	var missing []string
+	out := placeholder.ReplaceAllStringFunc(string(input), func(m string) string {
+		key := placeholder.FindStringSubmatch(m)[1]
+		v, ok := ids[key]
+		if !ok {
+			missing = append(missing, key)
+			return m
+		}
+		quoted := strings.HasPrefix(m, `"`) && strings.HasSuffix(m, `"`)
+		if quoted && strings.Trim(v, "0123456789") == "" && v != "" {
+			return v
+		}
+		b, _ := json.Marshal(v)
+		s := string(b[1 : len(b)-1])
+		if strings.HasPrefix(m, `"`) {
+			s = `"` + s
+		}
+		if strings.HasSuffix(m, `"`) {
+			s += `"`
+		}
+		return s
+	})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("no id for %s in the earlier results", strings.Join(missing, ", "))
+	}
+	if !json.Valid([]byte(out)) {
+		return nil, fmt.Errorf("input after substitution is not JSON: %s", out)
+	}
+	return json.RawMessage(out), nil
 }

@@ -1,6 +1,7 @@
 package fakeprovider
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -47,6 +48,10 @@ type Turn struct {
 	Calls []tape.ToolCall
 	// Fault, when set, spoils or slows the answer to this step.
 	Fault *Fault
+	// Dynamic, when set, computes the turn from the request instead (the fields above are
+	// ignored): a model that reacts to what the harness sent, such as an id it made up.
+	// It is called on the request's goroutine, once per attempt.
+	Dynamic func(r *Request) Turn
 }
 
 // Fault changes how a step is answered, for testing what sits between a harness and its
@@ -84,11 +89,14 @@ func Call(name string, input any) tape.ToolCall {
 	case []byte:
 		raw = v
 	default:
-		b, err := json.Marshal(v)
-		if err != nil {
+		// Without HTML escaping: a model writes "<" in a command as "<", not "\u003c".
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
 			panic(fmt.Sprintf("fakeprovider.Call(%q): %v", name, err))
 		}
-		raw = b
+		raw = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	}
 	if !json.Valid(raw) {
 		panic(fmt.Sprintf("fakeprovider.Call(%q): input is not JSON: %q", name, raw))
@@ -99,8 +107,11 @@ func Call(name string, input any) tape.ToolCall {
 // Custom returns a freeform tool call (an OpenAI custom tool such as Codex's apply_patch)
 // whose input is text. Like the tape, it stores the text as {"input": text}.
 func Custom(name, text string) tape.ToolCall {
-	b, _ := json.Marshal(map[string]string{"input": text})
-	return tape.ToolCall{Name: name, Input: b, Kind: "custom"}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]string{"input": text})
+	return tape.ToolCall{Name: name, Input: bytes.TrimSuffix(b.Bytes(), []byte("\n")), Kind: "custom"}
 }
 
 // customText returns the text of a custom call's {"input": text}.

@@ -212,6 +212,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	turn := thread.Turns[req.Step]
+	if turn.Dynamic != nil {
+		turn = turn.Dynamic(&req)
+	}
 	if f := turn.Fault; f != nil && !f.applies(req.Attempt) {
 		turn.Fault = nil
 	}

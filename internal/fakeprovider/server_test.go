@@ -598,3 +598,28 @@ func TestCallPanicsOnBadInput(t *testing.T) {
 	assert.JSONEq(t, `{"a":1}`, string(c.Input))
 	assert.Equal(t, "custom", fakeprovider.Custom("p", "text").Kind)
 }
+
+// A dynamic turn sees the request: here it echoes an id the client made up.
+func TestDynamicTurn(t *testing.T) {
+	srv := start(t, oneThread(
+		fakeprovider.Turn{Calls: []tape.ToolCall{fakeprovider.Call("start", map[string]any{})}},
+		fakeprovider.Turn{Dynamic: func(r *fakeprovider.Request) fakeprovider.Turn {
+			var body struct {
+				Messages []struct {
+					Content string `json:"content"`
+				} `json:"messages"`
+			}
+			_ = json.Unmarshal(r.Body, &body)
+			id := body.Messages[len(body.Messages)-1].Content
+			return fakeprovider.Turn{Calls: []tape.ToolCall{fakeprovider.Call("poll", map[string]any{"session": id})}}
+		}},
+	))
+	m := decode(t, post(t, srv.URL()+"/v1/messages", map[string]any{"messages": []any{
+		map[string]any{"role": "user", "content": "go"},
+		map[string]any{"role": "assistant", "content": "started"},
+		map[string]any{"role": "user", "content": "session-42"},
+	}}))
+	call := m["content"].([]any)[0].(map[string]any)
+	assert.Equal(t, "toolu_fake_main_1_0", call["id"])
+	assert.Equal(t, map[string]any{"session": "session-42"}, call["input"])
+}

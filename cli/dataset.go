@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/tapebox/tapebox/dataset"
+)
+
+func init() {
+	register(&command{name: "dataset", summary: "export tapes as a Hugging Face dataset, import them back, validate one", run: runDataset})
+}
+
+const datasetUsage = `Usage: tapebox dataset SUBVERB [flags] [args]
+
+Subverbs:
+  export    tapes -> dataset folder (Parquet shards, optional Arrow IPC, README.md card)
+  import    dataset folder -> tape files, byte-identical to the exported tapes
+  validate  check a dataset folder: card against files, every tape against the schema
+
+Run "tapebox dataset SUBVERB --help" for a subverb's flags.
+`
+
+func runDataset(ctx context.Context, env *Env, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, datasetUsage)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "export":
+		return runDatasetExport(ctx, env, args[1:])
+	case "import":
+		return runDatasetImport(ctx, env, args[1:])
+	case "validate":
+		return runDatasetValidate(ctx, env, args[1:])
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(env.Stdout, datasetUsage)
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stderr, "tapebox dataset: unknown subverb %q\n\n%s", args[0], datasetUsage)
+	return ExitUsage
+}
+
+// parseInterspersed parses flags that may come before, between or after the positional
+// arguments (tapebox dataset import DIR --out X); everything after "--" is positional.
+func parseInterspersed(env *Env, fs *flag.FlagSet, args []string) (pos []string, code int, done bool) {
+	var tail []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, tail = args[:i], args[i+1:]
+	}
+	if code, done = parse(env, fs, args); done {
+		return nil, code, true
+	}
+	rest := fs.Args()
+	for len(rest) > 0 {
+		pos = append(pos, rest[0])
+		rest = rest[1:]
+		if len(rest) > 0 && strings.HasPrefix(rest[0], "-") && rest[0] != "-" {
+			if code, done = parse(env, fs, rest); done {
+				return nil, code, true
+			}
+			rest = fs.Args()
+		}
+	}
+	return append(pos, tail...), 0, false
+}
+
+// progressTo returns stderr when it is a terminal, for progress bars; nil otherwise.
+func progressTo(env *Env) io.Writer {
+	if dataset.IsTerminal(env.Stderr) {
+		return env.Stderr
+	}
+	return nil
+}
+
+func runDatasetExport(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] TAPES...", `
+Writes the tapes (files, directories searched for *.json, or glob patterns) to a folder that
+can be pushed to the Hugging Face Hub as it is: data/tapes/<split>-NNNNN-of-MMMMM.parquet and
+data/steps/... shards (zstd, page index, row groups of at most about 100 MB, shards of about
+500 MB of uncompressed data), Arrow IPC files beside them with --format arrow or both, and
+README.md, a dataset card whose YAML lists configs, features, splits and sizes.
+
+Every tape is validated against the tape schema first; an invalid tape is reported with its
+file and JSON pointer and fails the export (nothing is written), unless --skip-invalid.
+Shards of other splits already in the folder are kept. Memory stays bounded whatever the
+number of tapes. A progress bar is drawn when stderr is a terminal.`)
+	split := fs.String("split", "train", "split the tapes go to")
+	out := fs.String("out", "dataset", "dataset folder")
+	format := fs.String("format", "parquet", "files to write: parquet, arrow or both")
+	jobs := fs.Int("jobs", 0, "tapes parsed and validated at once (default: number of CPUs)")
+	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
+	pos, code, done := parseInterspersed(env, fs, args)
+	if done {
+		return code
+	}
+	if len(pos) == 0 {
+		return usageError(env, fs, "no tapes given")
+	}
+	f, err := dataset.ParseFormat(*format)
+	if err != nil {
+		return usageError(env, fs, "--format: %v", err)
+	}
+	if *jobs < 0 {
+		return usageError(env, fs, "--jobs must be at least 1")
+	}
+	inputs, err := dataset.ExpandInputs(pos)
+	if err != nil {
+		return failf(env, "dataset export", "%v", err)
+	}
+	if len(inputs) == 0 {
+		return failf(env, "dataset export", "no tape files in %s", strings.Join(pos, " "))
+	}
+	opts := dataset.ExportOptions{
+		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip,
+		MadeWith: "tapebox " + Version,
+	}
+	opts.Progress = progressTo(env)
+	res, err := dataset.Export(ctx, inputs, opts)
+	var invalid *dataset.InvalidTapesError
+	if errors.As(err, &invalid) {
+		fmt.Fprintln(env.Stderr, invalid.Error())
+		fmt.Fprintln(env.Stderr, "(--skip-invalid exports the valid tapes and skips these)")
+		return ExitFailure
+	}
+	if err != nil {
+		return failf(env, "dataset export", "%v", err)
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(env.Stderr, "skipped %s\n", s.Error())
+	}
+	mbps := float64(res.InputBytes) / 1e6 / max(res.Elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(env.Stdout, "exported %d tapes (%d steps) from %d files, %.1f MB of tape JSON, to %s in %.1fs (%.0f MB/s)\n",
+		res.Tapes, res.Steps, len(inputs), float64(res.InputBytes)/1e6, *out, res.Elapsed.Seconds(), mbps)
+	if len(res.Skipped) > 0 {
+		fmt.Fprintf(env.Stdout, "skipped %d invalid tapes\n", len(res.Skipped))
+	}
+	return ExitOK
+}
+
+func runDatasetImport(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "dataset import", "DIR --out TAPES_DIR [--split S] [--verify]", `
+Rebuilds one tape file per row of the dataset's tapes table (TAPE_ID.json), byte-identical
+to the canonical encoding of the tape that was exported.`)
+	out := fs.String("out", "", "folder for the tape files (required)")
+	split := fs.String("split", "", "import only this split (default: every split)")
+	verify := fs.Bool("verify", false, "validate each tape against the schema and check its encoding before writing it")
+	pos, code, done := parseInterspersed(env, fs, args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(env, fs, "want one dataset folder, got %d arguments", len(pos))
+	}
+	if *out == "" {
+		return usageError(env, fs, "--out is required")
+	}
+	opts := dataset.ImportOptions{Out: *out, Verify: *verify}
+	if *split != "" {
+		opts.Splits = []string{*split}
+	}
+	opts.Progress = progressTo(env)
+	res, err := dataset.Import(ctx, pos[0], opts)
+	if err != nil {
+		return failf(env, "dataset import", "%v", err)
+	}
+	fmt.Fprintf(env.Stdout, "imported %d tapes (%.1f MB) to %s in %.1fs (%.0f MB/s)\n",
+		res.Tapes, float64(res.Bytes)/1e6, *out, res.Elapsed.Seconds(), float64(res.Bytes)/1e6/max(res.Elapsed.Seconds(), 1e-9))
+	return ExitOK
+}
+
+func runDatasetValidate(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "dataset validate", "[--jobs N] DIR", `
+Checks a dataset folder: README.md's YAML matches the files exactly (configs, features,
+splits, row counts, sizes); every row's tape passes the schema and is in canonical encoding;
+every column of both tables agrees with the tape it comes from. Exits 1 and lists every
+problem (file, row, JSON pointer or column) when the dataset is not valid.`)
+	jobs := fs.Int("jobs", 0, "tapes checked at once (default: number of CPUs)")
+	pos, code, done := parseInterspersed(env, fs, args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(env, fs, "want one dataset folder, got %d arguments", len(pos))
+	}
+	opts := dataset.ValidateOptions{Jobs: *jobs}
+	opts.Progress = progressTo(env)
+	rep, err := dataset.Validate(ctx, pos[0], opts)
+	if err != nil {
+		return failf(env, "dataset validate", "%v", err)
+	}
+	if err := rep.Err(); err != nil {
+		fmt.Fprintln(env.Stderr, err)
+		return ExitFailure
+	}
+	fmt.Fprintf(env.Stdout, "%s: valid dataset: %d tapes, %d steps\n", pos[0], rep.Tapes, rep.Steps)
+	return ExitOK
+}

@@ -1,0 +1,33 @@
+// Command gencorpus writes a generated tape corpus (dataset.GenerateCorpus) for the
+// export benchmarks: gencorpus -n 250 -seed 1 DIR.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/tapebox/tapebox/dataset"
+)
+
+func main() {
+	n := flag.Int("n", 250, "number of tapes")
+	seed := flag.Uint64("seed", 1, "seed")
+	steps := flag.Int("steps", 25, "mean steps per tape")
+	output := flag.Int("tool-output", 2500, "mean bytes of a tool output")
+	lean := flag.Bool("lean", false, "short system prompts and tool descriptions")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: gencorpus [-n N] [-seed S] [-steps N] [-tool-output B] [-lean] DIR")
+		os.Exit(2)
+	}
+	st, err := dataset.GenerateCorpus(context.Background(), flag.Arg(0), dataset.CorpusOptions{
+		Tapes: *n, Seed: *seed, MeanSteps: *steps, MeanToolOutput: *output, Lean: *lean,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gencorpus:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("%d tapes, %d steps, %d bytes in %s\n", st.Tapes, st.Steps, st.Bytes, flag.Arg(0))
+}

@@ -1,0 +1,411 @@
+package dataset
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// cardFile is the dataset card's name in a dataset folder.
+const cardFile = "README.md"
+
+// Card is a Hugging Face dataset card: YAML metadata (the front matter) and a Markdown
+// body. The metadata follows the Hub's schema: configs with data_files per split,
+// dataset_info with features, splits, download_size and dataset_size.
+type Card struct {
+	License        string       `yaml:"license"`
+	PrettyName     string       `yaml:"pretty_name,omitempty"`
+	Tags           []string     `yaml:"tags,omitempty"`
+	SizeCategories []string     `yaml:"size_categories"`
+	Configs        []CardConfig `yaml:"configs"`
+	DatasetInfo    []ConfigInfo `yaml:"dataset_info"`
+	// Body is the Markdown after the front matter.
+	Body string `yaml:"-"`
+}
+
+// CardConfig is one config (one table) and the files of each of its splits.
+type CardConfig struct {
+	ConfigName string      `yaml:"config_name"`
+	DataFiles  []DataFiles `yaml:"data_files"`
+	Default    bool        `yaml:"default,omitempty"`
+}
+
+// DataFiles names the files of one split, by a glob relative to the dataset folder.
+type DataFiles struct {
+	Split string `yaml:"split"`
+	Path  string `yaml:"path"`
+}
+
+// ConfigInfo describes one config's columns and sizes.
+type ConfigInfo struct {
+	ConfigName   string      `yaml:"config_name"`
+	Features     []Feature   `yaml:"features"`
+	Splits       []SplitInfo `yaml:"splits"`
+	DownloadSize int64       `yaml:"download_size"`
+	DatasetSize  int64       `yaml:"dataset_size"`
+}
+
+// Feature is one column: a scalar Dtype, or List for a list of that dtype.
+type Feature struct {
+	Name  string `yaml:"name"`
+	Dtype string `yaml:"dtype,omitempty"`
+	List  string `yaml:"list,omitempty"`
+}
+
+// SplitInfo gives a split's row count and its uncompressed size in bytes (the Arrow
+// in-memory size of its columns).
+type SplitInfo struct {
+	Name        string `yaml:"name"`
+	NumBytes    int64  `yaml:"num_bytes"`
+	NumExamples int64  `yaml:"num_examples"`
+}
+
+// CardOptions configures BuildCard.
+type CardOptions struct {
+	// MadeWith names the program, for the body ("tapebox 0.1.0").
+	MadeWith string
+}
+
+const licensePlaceholder = "unknown"
+
+// BuildCard describes the data files in dir as a dataset card: the configs, the features
+// read from each file's schema, the row counts and sizes from each file's footer (the
+// num_bytes each Parquet shard records in its key-value metadata; Arrow files are read),
+// and a body that counts harnesses, models and providers. The license, pretty name and
+// tags of an existing README.md are kept.
+func BuildCard(dir string, opts CardOptions) (*Card, error) {
+	l, err := scanLayout(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Card{
+		License:    licensePlaceholder,
+		PrettyName: "TapeBox agent tapes",
+		Tags:       []string{"tapebox", "agent-traces", "tool-use", "llm-agents", "coding-agents"},
+	}
+	if old, err := LoadCard(dir); err == nil {
+		c.License = cmp.Or(old.License, c.License)
+		c.PrettyName = cmp.Or(old.PrettyName, c.PrettyName)
+		if len(old.Tags) > 0 {
+			c.Tags = old.Tags
+		}
+	}
+	var st bodyStats
+	for _, config := range configs {
+		if len(l[config]) == 0 {
+			continue
+		}
+		cc := CardConfig{ConfigName: config, Default: config == configTapes}
+		info := ConfigInfo{ConfigName: config}
+		for _, split := range l.splits(config) {
+			ext, files := l.primary(config, split)
+			if len(files) == 0 {
+				continue
+			}
+			cc.DataFiles = append(cc.DataFiles, DataFiles{Split: split, Path: fmt.Sprintf("data/%s/%s-*.%s", config, split, ext)})
+			si := SplitInfo{Name: split}
+			for _, f := range files {
+				fi, err := describeFile(f)
+				if err != nil {
+					return nil, err
+				}
+				if info.Features == nil {
+					info.Features = fi.features
+				} else if !slices.Equal(info.Features, fi.features) {
+					return nil, fmt.Errorf("%s: its columns differ from those of the other %s files", f.path, config)
+				}
+				si.NumBytes += fi.numBytes
+				si.NumExamples += fi.rows
+				info.DownloadSize += f.size
+			}
+			info.Splits = append(info.Splits, si)
+			info.DatasetSize += si.NumBytes
+			st.rows(config, split, si.NumExamples)
+			if config == configTapes {
+				if err := st.tapes(split, files); err != nil {
+					return nil, err
+				}
+			}
+		}
+		c.Configs = append(c.Configs, cc)
+		c.DatasetInfo = append(c.DatasetInfo, info)
+	}
+	if len(c.Configs) == 0 {
+		return nil, fmt.Errorf("%s: no data files under data/", dir)
+	}
+	c.SizeCategories = []string{sizeCategory(st.totalTapes())}
+	c.Body = st.body(l, c, opts)
+	return c, nil
+}
+
+// fileInfo is what a data file's metadata says.
+type fileInfo struct {
+	features []Feature
+	rows     int64
+	numBytes int64
+}
+
+// describeFile reads a data file's schema and counts; a Parquet file's footer is enough,
+// an Arrow stream is read through.
+func describeFile(f shardFile) (fileInfo, error) {
+	t := tableFor(f.config)
+	if f.ext == "arrow" {
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return fileInfo{}, err
+		}
+		defer fh.Close()
+		r, err := ipc.NewReader(fh)
+		if err != nil {
+			return fileInfo{}, fmt.Errorf("%s: %w", f.path, err)
+		}
+		defer r.Release()
+		fi := fileInfo{}
+		if fi.features, err = featuresOfArrow(r.Schema()); err != nil {
+			return fileInfo{}, fmt.Errorf("%s: %w", f.path, err)
+		}
+		if f.config == configSteps {
+			err = countArrow[StepRow](f, t, &fi)
+		} else {
+			err = countArrow[TapeRow](f, t, &fi)
+		}
+		return fi, err
+	}
+	p, err := openParquet(f.path)
+	if err != nil {
+		return fileInfo{}, err
+	}
+	defer p.Close()
+	fi := fileInfo{rows: p.file.NumRows()}
+	if fi.features, err = featuresOfParquet(p.file.Schema()); err != nil {
+		return fileInfo{}, fmt.Errorf("%s: %w", f.path, err)
+	}
+	v, ok := p.lookup(metaNumBytes)
+	if !ok {
+		return fileInfo{}, fmt.Errorf("%s: no %s in the key-value metadata (not written by tapebox?)", f.path, metaNumBytes)
+	}
+	if fi.numBytes, err = strconv.ParseInt(v, 10, 64); err != nil {
+		return fileInfo{}, fmt.Errorf("%s: %s: %w", f.path, metaNumBytes, err)
+	}
+	return fi, nil
+}
+
+// countArrow counts the rows of an Arrow shard and their bytes.
+func countArrow[R any](f shardFile, t *table, fi *fileInfo) error {
+	return readArrow(f.path, t, func(_ int64, rows []R) error {
+		for i := range rows {
+			fi.rows++
+			fi.numBytes += t.rowBytes(reflect.ValueOf(&rows[i]).Elem())
+		}
+		return nil
+	})
+}
+
+// featuresOfParquet maps a Parquet schema to Hugging Face features.
+func featuresOfParquet(s *parquet.Schema) ([]Feature, error) {
+	var out []Feature
+	for _, f := range s.Fields() {
+		ft := Feature{Name: f.Name()}
+		if f.Leaf() {
+			d, err := parquetDtype(f)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: %w", f.Name(), err)
+			}
+			ft.Dtype = d
+		} else {
+			lt := f.Type().LogicalType()
+			if lt == nil {
+				return nil, fmt.Errorf("column %s: a group that is not a LIST", f.Name())
+			}
+			if _, ok := lt.Value.(*format.ListType); !ok {
+				return nil, fmt.Errorf("column %s: a group that is not a LIST", f.Name())
+			}
+			rep := f.Fields()
+			if len(rep) != 1 || len(rep[0].Fields()) != 1 || !rep[0].Fields()[0].Leaf() {
+				return nil, fmt.Errorf("column %s: a LIST of something other than scalars", f.Name())
+			}
+			d, err := parquetDtype(rep[0].Fields()[0])
+			if err != nil {
+				return nil, fmt.Errorf("column %s: element: %w", f.Name(), err)
+			}
+			ft.List = d
+		}
+		out = append(out, ft)
+	}
+	return out, nil
+}
+
+func parquetDtype(n parquet.Node) (string, error) {
+	typ := n.Type()
+	lt := typ.LogicalType()
+	var ltv format.LogicalTypeValue
+	if lt != nil {
+		ltv = lt.Value
+	}
+	switch typ.Kind() {
+	case parquet.ByteArray:
+		if _, ok := ltv.(*format.StringType); ok {
+			return "string", nil
+		}
+	case parquet.Int64:
+		switch v := ltv.(type) {
+		case nil:
+			return "int64", nil
+		case *format.IntType:
+			if v.BitWidth == 64 && v.IsSigned {
+				return "int64", nil
+			}
+		case *format.TimestampType:
+			if _, ok := v.Unit.Value.(*format.MicroSeconds); ok && v.IsAdjustedToUTC {
+				return "timestamp[us, tz=UTC]", nil
+			}
+		}
+	case parquet.Double:
+		if ltv == nil {
+			return "float64", nil
+		}
+	case parquet.Boolean:
+		if ltv == nil {
+			return "bool", nil
+		}
+	}
+	return "", fmt.Errorf("no Hugging Face dtype for %s %v", typ.Kind(), lt)
+}
+
+// featuresOfArrow maps an Arrow schema to Hugging Face features.
+func featuresOfArrow(s *arrow.Schema) ([]Feature, error) {
+	var out []Feature
+	for _, f := range s.Fields() {
+		ft := Feature{Name: f.Name}
+		if l, ok := f.Type.(*arrow.ListType); ok {
+			d, err := arrowDtype(l.Elem())
+			if err != nil {
+				return nil, fmt.Errorf("column %s: element: %w", f.Name, err)
+			}
+			ft.List = d
+		} else {
+			d, err := arrowDtype(f.Type)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: %w", f.Name, err)
+			}
+			ft.Dtype = d
+		}
+		out = append(out, ft)
+	}
+	return out, nil
+}
+
+func arrowDtype(t arrow.DataType) (string, error) {
+	switch t.ID() {
+	case arrow.STRING:
+		return "string", nil
+	case arrow.INT64:
+		return "int64", nil
+	case arrow.FLOAT64:
+		return "float64", nil
+	case arrow.BOOL:
+		return "bool", nil
+	case arrow.TIMESTAMP:
+		ts := t.(*arrow.TimestampType)
+		if ts.Unit == arrow.Microsecond && ts.TimeZone == "UTC" {
+			return "timestamp[us, tz=UTC]", nil
+		}
+	}
+	return "", fmt.Errorf("no Hugging Face dtype for %s", t)
+}
+
+// sizeCategory is the Hub's size bucket for n rows.
+func sizeCategory(n int64) string {
+	bounds := []struct {
+		max  int64
+		name string
+	}{
+		{1_000, "n<1K"}, {10_000, "1K<n<10K"}, {100_000, "10K<n<100K"}, {1_000_000, "100K<n<1M"},
+		{10_000_000, "1M<n<10M"}, {100_000_000, "10M<n<100M"}, {1_000_000_000, "100M<n<1B"},
+	}
+	for _, b := range bounds {
+		if n < b.max {
+			return b.name
+		}
+	}
+	return "n>1B"
+}
+
+// Marshal renders the card: "---", the YAML metadata, "---", the body.
+func (c *Card) Marshal() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("---\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("encode card: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode card: %w", err)
+	}
+	b.WriteString("---\n\n")
+	b.WriteString(c.Body)
+	return b.Bytes(), nil
+}
+
+// Save writes the card to dir/README.md atomically.
+func (c *Card) Save(dir string) error {
+	data, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := tape.WriteFileAtomic(filepath.Join(dir, cardFile), data); err != nil {
+		return fmt.Errorf("write card: %w", err)
+	}
+	return nil
+}
+
+// ParseCard splits a dataset card into its YAML metadata and its body and decodes the
+// metadata. Fields the Card type does not know are ignored.
+func ParseCard(data []byte) (*Card, error) {
+	text := strings.ReplaceAll(string(data), "\r\n", "\n")
+	rest, ok := strings.CutPrefix(text, "---\n")
+	if !ok {
+		return nil, errors.New("no YAML front matter: the card does not start with ---")
+	}
+	meta, body, ok := strings.Cut(rest, "\n---\n")
+	if !ok {
+		if meta, ok = strings.CutSuffix(rest, "\n---"); !ok {
+			return nil, errors.New("the YAML front matter has no closing ---")
+		}
+	}
+	var c Card
+	if err := yaml.Unmarshal([]byte(meta), &c); err != nil {
+		return nil, fmt.Errorf("YAML front matter: %w", err)
+	}
+	c.Body = strings.TrimPrefix(body, "\n")
+	return &c, nil
+}
+
+// LoadCard reads dir/README.md.
+func LoadCard(dir string) (*Card, error) {
+	data, err := os.ReadFile(filepath.Join(dir, cardFile))
+	if err != nil {
+		return nil, err
+	}
+	c, err := ParseCard(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, cardFile), err)
+	}
+	return c, nil
+}

@@ -1,0 +1,162 @@
+package dataset
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// bodyStats gathers what the card's body says about the tapes.
+type bodyStats struct {
+	rowCount  map[string]map[string]int64 // config, split
+	harnesses map[string]int64
+	models    map[string]int64
+	providers map[string]int64
+	ended     map[string]int64
+	tapeBytes map[string]int64 // split
+}
+
+// tapeSummary is the projection of the tapes table the body needs.
+type tapeSummary struct {
+	Harness        string  `parquet:"harness"`
+	HarnessVersion string  `parquet:"harness_version"`
+	Provider       string  `parquet:"provider"`
+	Model          string  `parquet:"model"`
+	EndedReason    *string `parquet:"ended_reason,optional"`
+	TapeBytes      int64   `parquet:"tape_bytes"`
+}
+
+func (s *bodyStats) rows(config, split string, n int64) {
+	if s.rowCount == nil {
+		s.rowCount = map[string]map[string]int64{}
+	}
+	if s.rowCount[config] == nil {
+		s.rowCount[config] = map[string]int64{}
+	}
+	s.rowCount[config][split] += n
+}
+
+func (s *bodyStats) totalTapes() int64 {
+	var n int64
+	for _, v := range s.rowCount[configTapes] {
+		n += v
+	}
+	return n
+}
+
+// tapes reads the small columns of a split's tapes shards.
+func (s *bodyStats) tapes(split string, files []shardFile) error {
+	if s.harnesses == nil {
+		s.harnesses, s.models, s.providers, s.ended, s.tapeBytes = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}
+	}
+	for _, f := range files {
+		err := readShard(f, tapesTable, 256, func(_ int64, rows []tapeSummary) error {
+			for _, r := range rows {
+				s.harnesses[r.Harness+" "+r.HarnessVersion]++
+				s.models[r.Model]++
+				s.providers[r.Provider]++
+				s.ended[cmp.Or(deref(r.EndedReason), "running or killed")]++
+				s.tapeBytes[split] += r.TapeBytes
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// counted renders "a (3), b (1)", most frequent first.
+func counted(m map[string]int64) string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := cmp.Compare(m[b], m[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s (%d)", k, m[k])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// body writes the card's Markdown.
+func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", c.PrettyName)
+	b.WriteString("Runs of AI coding agents recorded by [TapeBox](https://github.com/tapebox/tapebox) as *tapes*: " +
+		"every model call an agent made (request, response, timing), the tool calls in each answer and the tool " +
+		"results the harness sent back, for the main agent and each subagent. One tape per run.\n\n")
+
+	b.WriteString("## Contents\n\n| split | tapes | steps (model calls) | tape JSON |\n|---|---:|---:|---:|\n")
+	for _, split := range l.splits(configTapes) {
+		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", split, s.rowCount[configTapes][split], s.rowCount[configSteps][split], humanBytes(s.tapeBytes[split]))
+	}
+	fmt.Fprintf(&b, "\n- Harnesses: %s\n- Models: %s\n- Providers (wire formats): %s\n- Ended: %s\n\n",
+		counted(s.harnesses), counted(s.models), counted(s.providers), counted(s.ended))
+
+	b.WriteString("## Configs\n\n")
+	b.WriteString("- `tapes` (default): one row per tape: id, harness and version, provider, model, start, how the run " +
+		"ended, task and labels, replay_of, counts of threads, steps and tool calls, tool names, token totals " +
+		"(cache tokens included), duration, and `tape_json`, the whole tape in its canonical encoding, so that " +
+		"nothing is lost.\n")
+	b.WriteString("- `steps`: one row per model call: tape and thread ids, the thread's parent tool call, step index, " +
+		"model, stop reason, token usage, latency (request, first byte, last byte, next request; milliseconds " +
+		"since the tape's start), the messages new in this step, the response content, the tool calls and their " +
+		"results. A step holds only the messages after the prefix its request shares with the thread's previous " +
+		"request (`message_offset` says how many it shares), and `system` and `tools_json` only when they changed, " +
+		"so the table grows linearly with a conversation. Raw bodies and stream chunks are in `tape_json`.\n\n")
+	b.WriteString("Nested values that Parquet readers handle poorly (variable shapes, free-form objects) are JSON " +
+		"strings; decode them with `json.loads`:\n\n")
+	for _, config := range configs {
+		cols := make([]string, len(jsonColumns[config]))
+		for i, col := range jsonColumns[config] {
+			cols[i] = "`" + col + "`"
+		}
+		fmt.Fprintf(&b, "- `%s`: %s\n", config, strings.Join(cols, ", "))
+	}
+
+	b.WriteString("\n## Use\n\n```python\nfrom datasets import load_dataset\n\n" +
+		"tapes = load_dataset(\"OWNER/NAME\", \"tapes\", split=\"train\")\n" +
+		"steps = load_dataset(\"OWNER/NAME\", \"steps\", split=\"train\")\n```\n\n" +
+		"`tapebox dataset import DIR --out TAPES_DIR` rebuilds every tape file, byte for byte; " +
+		"`tapebox replay` plays one back in a sandbox without a model.\n\n")
+
+	b.WriteString("## How it was made\n\n")
+	made := "`tapebox dataset export`"
+	if opts.MadeWith != "" {
+		made += " (" + opts.MadeWith + ")"
+	}
+	fmt.Fprintf(&b, "Exported by %s. Every tape was validated against the TapeBox tape schema (format version 1) "+
+		"on the way in. Parquet shards are zstd-compressed, with a page index, row groups of at most about 100 MB "+
+		"and shards of at most about 500 MB of uncompressed data; `num_bytes` counts the Arrow in-memory size of "+
+		"the columns.", made)
+	hasArrow := false
+	for _, config := range configs {
+		for _, split := range l.splits(config) {
+			hasArrow = hasArrow || len(l[config][split]["arrow"]) > 0
+		}
+	}
+	if hasArrow {
+		b.WriteString(" The `.arrow` files beside the shards hold the same rows as Arrow IPC streams " +
+			"(zstd-compressed buffers), the format `datasets` reads for Arrow data files.")
+	}
+	b.WriteString("\n\nLicense: set `license` in the metadata above before publishing; the tapes' content comes " +
+		"from the agents' tasks and repositories.\n")
+	return b.String()
+}

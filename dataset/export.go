@@ -1,0 +1,402 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// ExportOptions configures Export. The zero value of a field means its default.
+type ExportOptions struct {
+	// Out is the dataset folder; it is created if needed. Shards of other splits already
+	// in it are kept (and listed in the card); older shards of this split are replaced.
+	Out string
+	// Split names the split the tapes go to (default "train"): letters, digits and _.
+	Split string
+	// Format selects Parquet, Arrow IPC or both (default Parquet).
+	Format Format
+	// Jobs is how many tapes are read, validated and converted at once (default
+	// GOMAXPROCS).
+	Jobs int
+	// SkipInvalid skips tapes that fail validation (they are listed in the result)
+	// instead of failing the export.
+	SkipInvalid bool
+	// ShardBytes closes a shard once it holds this much uncompressed row data (default
+	// 500 MiB); RowGroupBytes does the same for a Parquet row group (default 100 MiB).
+	ShardBytes    int64
+	RowGroupBytes int64
+	// Progress, when set, receives a progress line that rewrites itself (for a terminal).
+	Progress io.Writer
+	// MadeWith names the program in the card ("tapebox 0.1.0"); optional.
+	MadeWith string
+}
+
+// ExportResult says what an export did.
+type ExportResult struct {
+	// Tapes and Steps count the rows written.
+	Tapes int
+	Steps int64
+	// InputBytes is the size of every input read, skipped tapes included.
+	InputBytes int64
+	// Skipped lists the invalid tapes left out (with SkipInvalid).
+	Skipped []*InvalidTapeError
+	// Files lists the data files written and the card, relative to Out.
+	Files   []string
+	Elapsed time.Duration
+}
+
+// InvalidTapeError says why a tape file cannot be exported: it is not JSON, it breaks the
+// schema (Err is a *schema.ValidationError naming each JSON pointer), it does not decode,
+// or its tape id was already exported.
+type InvalidTapeError struct {
+	Path string
+	Err  error
+}
+
+// Error returns one "path: pointer: message" line per problem.
+func (e *InvalidTapeError) Error() string {
+	var ve *schema.ValidationError
+	if errors.As(e.Err, &ve) && len(ve.Problems) > 0 {
+		lines := make([]string, len(ve.Problems))
+		for i, p := range ve.Problems {
+			lines[i] = e.Path + ": " + p.String()
+		}
+		return strings.Join(lines, "\n")
+	}
+	return e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *InvalidTapeError) Unwrap() error { return e.Err }
+
+// InvalidTapesError fails an export that met invalid tapes without SkipInvalid. Nothing
+// was written.
+type InvalidTapesError struct {
+	Invalid []*InvalidTapeError
+	Total   int
+}
+
+// Error lists every invalid tape.
+func (e *InvalidTapesError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d tapes are invalid; nothing was written", len(e.Invalid), e.Total)
+	for _, it := range e.Invalid {
+		b.WriteString("\n")
+		b.WriteString(it.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the individual errors.
+func (e *InvalidTapesError) Unwrap() []error {
+	errs := make([]error, len(e.Invalid))
+	for i, it := range e.Invalid {
+		errs[i] = it
+	}
+	return errs
+}
+
+var splitName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+// maxInFlight bounds the bytes of tape files read but not yet written, which bounds
+// memory whatever the corpus size. A tape larger than this is still taken, alone.
+const maxInFlight = 48 << 20
+
+// prepared is one input after a worker read, validated and converted it.
+type prepared struct {
+	seq     int
+	in      Input
+	weight  int64
+	row     TapeRow
+	steps   []StepRow
+	invalid *InvalidTapeError
+	err     error // not about the tape: the export fails
+}
+
+// Export converts tape files into a dataset folder in the layout Hugging Face expects:
+// data/tapes/<split>-NNNNN-of-MMMMM.parquet and data/steps/... shards (and .arrow files
+// with Format Arrow), and README.md, a dataset card whose YAML describes the files. Every
+// tape is validated against the schema first. Rows keep the order of inputs. Shards are
+// written under temporary names and renamed only when the export succeeds, so a failed
+// or cancelled export leaves no partial shard under a final name. Memory stays bounded:
+// tapes stream through a few at a time, Parquet row groups are buffered compressed.
+func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportResult, error) {
+	start := time.Now()
+	if opts.Split == "" {
+		opts.Split = "train"
+	}
+	if !splitName.MatchString(opts.Split) {
+		return nil, fmt.Errorf("export: split %q: use letters, digits and _ only", opts.Split)
+	}
+	if opts.Format == 0 {
+		opts.Format = Parquet
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.ShardBytes <= 0 {
+		opts.ShardBytes = DefaultShardBytes
+	}
+	if opts.RowGroupBytes <= 0 {
+		opts.RowGroupBytes = DefaultRowGroupBytes
+	}
+	if opts.Out == "" {
+		return nil, errors.New("export: no output folder")
+	}
+
+	tapesSet := newShardSet[TapeRow](filepath.Join(opts.Out, "data", configTapes), opts.Split, tapesTable, opts.Format, opts.ShardBytes, opts.RowGroupBytes)
+	stepsSet := newShardSet[StepRow](filepath.Join(opts.Out, "data", configSteps), opts.Split, stepsTable, opts.Format, opts.ShardBytes, opts.RowGroupBytes)
+	res := &ExportResult{}
+	published := false
+	defer func() {
+		if !published {
+			tapesSet.abort()
+			stepsSet.abort()
+		}
+	}()
+
+	var total int64
+	for _, in := range inputs {
+		total += in.Size
+	}
+	prog := newProgress(opts.Progress, "export", len(inputs), total)
+	defer prog.stop()
+
+	var failed atomic.Bool // an invalid tape was met: from now on, only validate
+	var invalid []*InvalidTapeError
+	ids := make(map[string]string, len(inputs))
+
+	err := runOrdered(ctx, inputs, opts.Jobs, func(p *prepared) {
+		prepare(p, failed.Load() && !opts.SkipInvalid)
+	}, func(p *prepared) error {
+		prog.add(p.in.Size)
+		res.InputBytes += p.in.Size
+		if p.err != nil {
+			return p.err
+		}
+		if p.invalid == nil {
+			if first, dup := ids[p.row.TapeID]; dup {
+				p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in the dataset, from %s", p.row.TapeID, first)}
+			} else if p.row.TapeID != "" {
+				ids[p.row.TapeID] = p.in.Path
+			}
+		}
+		if p.invalid != nil {
+			invalid = append(invalid, p.invalid)
+			if !opts.SkipInvalid {
+				failed.Store(true)
+			}
+			return nil
+		}
+		if failed.Load() {
+			return nil
+		}
+		if err := tapesSet.write([]TapeRow{p.row}); err != nil {
+			return err
+		}
+		if err := stepsSet.write(p.steps); err != nil {
+			return err
+		}
+		res.Tapes++
+		res.Steps += int64(len(p.steps))
+		return nil
+	})
+	prog.stop()
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if failed.Load() {
+		return nil, &InvalidTapesError{Invalid: invalid, Total: len(inputs)}
+	}
+	res.Skipped = invalid
+
+	// Complete every shard before renaming any.
+	for _, err := range []error{tapesSet.closeCurrentOrEmpty(), stepsSet.closeCurrentOrEmpty()} {
+		if err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+	}
+	var files []string
+	for _, publish := range []func() ([]string, error){tapesSet.publish, stepsSet.publish} {
+		paths, err := publish()
+		files = append(files, paths...)
+		if err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+	}
+	published = true
+	if err := removeStale(opts.Out, opts.Split, files); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	card, err := BuildCard(opts.Out, CardOptions{MadeWith: opts.MadeWith})
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if err := card.Save(opts.Out); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel(opts.Out, f)
+		res.Files = append(res.Files, filepath.ToSlash(rel))
+	}
+	res.Files = append(res.Files, cardFile)
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// prepare reads, validates and converts one tape; validateOnly skips the conversion.
+func prepare(p *prepared, validateOnly bool) {
+	data, err := os.ReadFile(p.in.Path)
+	if err != nil {
+		p.err = err
+		return
+	}
+	if err := validateTape(data); err != nil {
+		var ve *schema.ValidationError
+		var se *schema.SyntaxError
+		if errors.As(err, &ve) || errors.As(err, &se) {
+			p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
+			return
+		}
+		p.err = fmt.Errorf("validate %s: %w", p.in.Path, err)
+		return
+	}
+	if validateOnly {
+		return
+	}
+	t, err := tape.Unmarshal(data)
+	if err != nil {
+		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
+		return
+	}
+	canonical, err := tape.Marshal(t)
+	if err != nil {
+		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
+		return
+	}
+	if bytes.Equal(canonical, data) {
+		canonical = data // most files are canonical already: keep one copy
+	}
+	p.row, p.steps, err = RowsOf(t, canonical)
+	if err != nil {
+		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
+	}
+}
+
+// runOrdered runs work on every input with jobs goroutines and hands the results to
+// write one at a time, in input order. At most maxInFlight bytes of inputs are between
+// the two. write's first error stops everything and is returned.
+func runOrdered(ctx context.Context, inputs []Input, jobs int, work func(*prepared), write func(*prepared) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	sem := semaphore.NewWeighted(maxInFlight)
+	todo := make(chan *prepared)
+	done := make(chan *prepared, jobs)
+
+	g.Go(func() error {
+		defer close(todo)
+		for i, in := range inputs {
+			p := &prepared{seq: i, in: in, weight: min(max(in.Size, 1), maxInFlight)}
+			if err := sem.Acquire(ctx, p.weight); err != nil {
+				return err
+			}
+			select {
+			case todo <- p:
+			case <-ctx.Done():
+				sem.Release(p.weight)
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Go(func() {
+			for p := range todo {
+				work(p)
+				select {
+				case done <- p:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	g.Go(func() error {
+		wg.Wait()
+		close(done)
+		return nil
+	})
+	g.Go(func() error {
+		pending := map[int]*prepared{}
+		next := 0
+		for p := range done {
+			pending[p.seq] = p
+			for q := pending[next]; q != nil; q = pending[next] {
+				delete(pending, next)
+				next++
+				err := write(q)
+				sem.Release(q.weight)
+				if err != nil {
+					return err
+				}
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if next != len(inputs) {
+			return fmt.Errorf("internal error: %d of %d tapes written", next, len(inputs))
+		}
+		return nil
+	})
+	err := g.Wait()
+	// Workers that gave up on a cancelled context may leave todo unread.
+	for range todo {
+	}
+	return err
+}
+
+// removeStale deletes the shards of split in out's data folders that this export did not
+// write (shards of an earlier export of the same split, which had a different count).
+func removeStale(out, split string, keep []string) error {
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[filepath.Clean(k)] = true
+	}
+	for _, config := range configs {
+		dir := filepath.Join(out, "data", config)
+		for _, ext := range []string{"parquet", "arrow"} {
+			matches, err := filepath.Glob(filepath.Join(dir, split+"-*-of-*."+ext))
+			if err != nil {
+				return err
+			}
+			for _, m := range matches {
+				if _, ok := parseShardName(filepath.Base(m)); ok && !kept[filepath.Clean(m)] {
+					if err := os.Remove(m); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// validateTape is the schema check every tape passes on the way in and out.
+var validateTape = schema.Validate

@@ -1,0 +1,413 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// requireRoundTrip imports dir and checks that every input comes back byte for byte as
+// the canonical encoding of its tape.
+func requireRoundTrip(t *testing.T, dir string, inputs []Input, opts ImportOptions) {
+	t.Helper()
+	if opts.Out == "" {
+		opts.Out = filepath.Join(t.TempDir(), "imported")
+	}
+	res, err := Import(t.Context(), dir, opts)
+	require.NoError(t, err)
+	require.Equal(t, len(inputs), res.Tapes)
+	require.Len(t, files(t, opts.Out), len(inputs), "one file per tape, no temporary files")
+	for _, in := range inputs {
+		want := canonical(t, in.Path)
+		tp, err := tape.Unmarshal(want)
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(opts.Out, TapeFileName(tp.Meta.TapeID)))
+		require.NoError(t, err, in.Path)
+		require.True(t, string(want) == string(got), "%s: imported tape differs from tape.Marshal of the original", in.Path)
+	}
+}
+
+func TestExportImportRoundTrip(t *testing.T) {
+	inputs := append(smallCorpus(t, 12, 1), goldenInputs(t)...)
+	tests := []struct {
+		format Format
+		files  []string
+	}{
+		{Parquet, []string{"README.md", "data/steps/train-00000-of-00001.parquet", "data/tapes/train-00000-of-00001.parquet"}},
+		{Arrow, []string{"README.md", "data/steps/train-00000-of-00001.arrow", "data/tapes/train-00000-of-00001.arrow"}},
+		{Both, []string{"README.md", "data/steps/train-00000-of-00001.arrow", "data/steps/train-00000-of-00001.parquet",
+			"data/tapes/train-00000-of-00001.arrow", "data/tapes/train-00000-of-00001.parquet"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format.String(), func(t *testing.T) {
+			dir, res := export(t, inputs, ExportOptions{Format: tt.format, Jobs: 3})
+			require.Equal(t, len(inputs), res.Tapes)
+			require.Empty(t, res.Skipped)
+			assert.Equal(t, tt.files, files(t, dir))
+			var steps int64
+			for _, in := range inputs {
+				tp, err := tape.LoadFile(in.Path)
+				require.NoError(t, err)
+				steps += int64(tp.Totals().Steps)
+			}
+			require.Equal(t, steps, res.Steps)
+
+			rep := requireValid(t, dir)
+			perFormat := int64(1)
+			if tt.format == Both {
+				perFormat = 2
+			}
+			assert.Equal(t, perFormat*int64(len(inputs)), rep.Tapes)
+			assert.Equal(t, perFormat*steps, rep.Steps)
+			requireRoundTrip(t, dir, inputs, ImportOptions{Verify: true})
+		})
+	}
+}
+
+func TestExportIsDeterministic(t *testing.T) {
+	inputs := smallCorpus(t, 8, 2)
+	a, _ := export(t, inputs, ExportOptions{Format: Both, Jobs: 1})
+	b, _ := export(t, inputs, ExportOptions{Format: Both, Jobs: 4})
+	for _, f := range files(t, a) {
+		x, err := os.ReadFile(filepath.Join(a, f))
+		require.NoError(t, err)
+		y, err := os.ReadFile(filepath.Join(b, f))
+		require.NoError(t, err)
+		assert.True(t, string(x) == string(y), "%s differs between two exports of the same tapes", f)
+	}
+}
+
+// writeTapeFile writes tp (canonical) into dir and returns its input.
+func writeTapeFile(t *testing.T, dir, name string, tp *tape.Tape) Input {
+	t.Helper()
+	data, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	return writeBytes(t, dir, name, data)
+}
+
+func writeBytes(t *testing.T, dir, name string, data []byte) Input {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	return Input{Path: p, Size: int64(len(data))}
+}
+
+func TestExportInvalidTapes(t *testing.T) {
+	good := smallCorpus(t, 6, 3)
+	bad := t.TempDir()
+	opts := CorpusOptions{Seed: 9, MeanSteps: 3, Lean: true}
+	badProvider := GenerateTape(opts, 0)
+	badProvider.Meta.Provider = "bogus"
+	dupData, err := os.ReadFile(good[2].Path)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name  string
+		input Input
+		want  []string // in the error
+	}{
+		{"schema", writeTapeFile(t, bad, "provider.json", badProvider), []string{"provider.json: /meta/provider"}},
+		{"truncated", writeBytes(t, bad, "truncated.json", dupData[:len(dupData)/2]), []string{"truncated.json"}},
+		{"not json", writeBytes(t, bad, "text.json", []byte("hello\n")), []string{"text.json"}},
+		{"duplicate id", writeBytes(t, bad, "copy.json", dupData), []string{"copy.json", "already in the dataset", good[2].Path}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inputs := slices.Insert(slices.Clone(good), 4, tt.input)
+			out := filepath.Join(t.TempDir(), "dataset")
+			_, err := Export(t.Context(), inputs, ExportOptions{Out: out, Format: Both, ShardBytes: 4 << 10})
+			var ite *InvalidTapesError
+			require.ErrorAs(t, err, &ite)
+			require.Len(t, ite.Invalid, 1)
+			assert.Equal(t, tt.input.Path, ite.Invalid[0].Path)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			if _, statErr := os.Stat(out); statErr == nil {
+				assert.Empty(t, files(t, out), "a failed export leaves no file")
+			}
+
+			dir, res := export(t, inputs, ExportOptions{Format: Both, SkipInvalid: true})
+			require.Len(t, res.Skipped, 1)
+			assert.Equal(t, tt.input.Path, res.Skipped[0].Path)
+			assert.Equal(t, len(good), res.Tapes)
+			requireValid(t, dir)
+			requireRoundTrip(t, dir, good, ImportOptions{})
+		})
+	}
+}
+
+func TestExportReportsEveryInvalidTapeWithPointer(t *testing.T) {
+	dir := t.TempDir()
+	var inputs []Input
+	for i := range 3 {
+		tp := GenerateTape(CorpusOptions{Seed: 4, MeanSteps: 2, Lean: true}, i)
+		tp.Threads[0].Steps[0].Request.Messages[0].Role = "robot"
+		inputs = append(inputs, writeTapeFile(t, dir, fmt.Sprintf("bad-%d.json", i), tp))
+	}
+	_, err := Export(t.Context(), inputs, ExportOptions{Out: filepath.Join(dir, "out")})
+	var ite *InvalidTapesError
+	require.ErrorAs(t, err, &ite)
+	require.Len(t, ite.Invalid, 3)
+	for i, it := range ite.Invalid {
+		var ve *schema.ValidationError
+		require.ErrorAs(t, it, &ve)
+		assert.Contains(t, it.Error(), fmt.Sprintf("bad-%d.json: /threads/0/steps/0/request/messages/0/role", i))
+	}
+}
+
+func TestFailedExportLeavesNoPartialShard(t *testing.T) {
+	inputs := smallCorpus(t, 20, 5)
+	// An earlier export in the same folder must survive a failed one untouched.
+	out, _ := export(t, inputs[:3], ExportOptions{Format: Both})
+	before := files(t, out)
+	card, err := os.ReadFile(filepath.Join(out, cardFile))
+	require.NoError(t, err)
+
+	missing := slices.Clone(inputs)
+	missing[15].Path += ".gone" // fails to read, after several shards were completed
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for name, run := range map[string]func() error{
+		"unreadable input": func() error {
+			_, err := Export(t.Context(), missing, ExportOptions{Out: out, Format: Both, ShardBytes: 8 << 10, RowGroupBytes: 2 << 10})
+			return err
+		},
+		"cancelled": func() error {
+			_, err := Export(ctx, inputs, ExportOptions{Out: out, Format: Both, ShardBytes: 8 << 10})
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Error(t, run())
+			assert.Equal(t, before, files(t, out), "no partial shard, no temporary file")
+			now, err := os.ReadFile(filepath.Join(out, cardFile))
+			require.NoError(t, err)
+			assert.Equal(t, string(card), string(now))
+		})
+	}
+	requireValid(t, out)
+	_, err = Export(t.Context(), missing, ExportOptions{Out: out})
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestShardsAndRowGroups(t *testing.T) {
+	inputs := smallCorpus(t, 40, 6)
+	dir, res := export(t, inputs, ExportOptions{Format: Both, ShardBytes: 64 << 10, RowGroupBytes: 16 << 10})
+	l, err := scanLayout(dir)
+	require.NoError(t, err)
+	for _, config := range configs {
+		pq := l[config]["train"]["parquet"]
+		ar := l[config]["train"]["arrow"]
+		require.Greater(t, len(pq), 1, "%s: several shards", config)
+		require.Len(t, ar, len(pq))
+		var rows int64
+		multi := 0
+		for i, f := range pq {
+			assert.Equal(t, shardName("train", i, len(pq), "parquet"), filepath.Base(f.path))
+			p, err := openParquet(f.path)
+			require.NoError(t, err)
+			md := p.file.Metadata()
+			rows += md.NumRows
+			if len(md.RowGroups) > 1 {
+				multi++
+			}
+			for _, rg := range md.RowGroups {
+				for _, c := range rg.Columns {
+					assert.Positive(t, c.ColumnIndexOffset, "%s: column index of %v", f.path, c.MetaData.PathInSchema)
+					assert.Positive(t, c.OffsetIndexOffset, "%s: offset index of %v", f.path, c.MetaData.PathInSchema)
+					assert.Equal(t, "ZSTD", c.MetaData.Codec.String())
+				}
+			}
+			v, ok := p.lookup(metaTable)
+			assert.True(t, ok)
+			assert.Equal(t, config, v)
+			require.NoError(t, p.Close())
+		}
+		assert.Positive(t, multi, "%s: shards of several row groups", config)
+		if config == configTapes {
+			assert.Equal(t, int64(res.Tapes), rows)
+		} else {
+			assert.Equal(t, res.Steps, rows)
+		}
+	}
+	card, err := LoadCard(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []DataFiles{{Split: "train", Path: "data/tapes/train-*.parquet"}}, card.Configs[0].DataFiles)
+	requireValid(t, dir)
+	requireRoundTrip(t, dir, inputs, ImportOptions{})
+}
+
+func TestSplitsAccumulateAndReplace(t *testing.T) {
+	inputs := smallCorpus(t, 30, 7)
+	out := filepath.Join(t.TempDir(), "dataset")
+	export(t, inputs[:20], ExportOptions{Out: out, ShardBytes: 32 << 10})
+	export(t, inputs[20:], ExportOptions{Out: out, Split: "test"})
+	requireValid(t, out)
+	card, err := LoadCard(out)
+	require.NoError(t, err)
+	for _, info := range card.DatasetInfo {
+		require.Len(t, info.Splits, 2)
+		assert.Equal(t, "train", info.Splits[0].Name)
+		assert.Equal(t, "test", info.Splits[1].Name)
+	}
+	assert.Equal(t, int64(20), card.DatasetInfo[0].Splits[0].NumExamples)
+	assert.Equal(t, int64(10), card.DatasetInfo[0].Splits[1].NumExamples)
+	requireRoundTrip(t, out, inputs[20:], ImportOptions{Splits: []string{"test"}})
+
+	// A smaller train split replaces the older one: no stale shard is left behind.
+	export(t, inputs[:2], ExportOptions{Out: out})
+	requireValid(t, out)
+	for _, config := range configs {
+		matches, err := filepath.Glob(filepath.Join(out, "data", config, "train-*"))
+		require.NoError(t, err)
+		assert.Equal(t, []string{filepath.Join(out, "data", config, "train-00000-of-00001.parquet")}, matches)
+	}
+	requireRoundTrip(t, out, slices.Concat(inputs[:2], inputs[20:]), ImportOptions{})
+}
+
+func TestExportEmptySplit(t *testing.T) {
+	bad := t.TempDir()
+	tp := GenerateTape(CorpusOptions{Seed: 1, MeanSteps: 2, Lean: true}, 0)
+	tp.Meta.Provider = "bogus"
+	dir, res := export(t, []Input{writeTapeFile(t, bad, "bad.json", tp)}, ExportOptions{SkipInvalid: true})
+	assert.Zero(t, res.Tapes)
+	requireValid(t, dir)
+	card, err := LoadCard(dir)
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), card.DatasetInfo[0].Splits[0].NumExamples)
+}
+
+func TestExportOptionsErrors(t *testing.T) {
+	inputs := smallCorpus(t, 1, 1)
+	for name, opts := range map[string]ExportOptions{
+		"no out":    {},
+		"bad split": {Out: t.TempDir(), Split: "train-1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Export(t.Context(), inputs, opts)
+			require.Error(t, err)
+			var ite *InvalidTapesError
+			assert.False(t, errors.As(err, &ite))
+		})
+	}
+}
+
+func TestStepsHoldOnlyNewMessages(t *testing.T) {
+	tp := GenerateTape(CorpusOptions{Seed: 11, MeanSteps: 25}, 3)
+	data, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	_, rows, err := RowsOf(tp, data)
+	require.NoError(t, err)
+	require.Len(t, rows, tp.Totals().Steps)
+
+	var deltaBytes, fullBytes int
+	i := 0
+	for _, th := range tp.Threads {
+		var prev []tape.Message
+		for si, s := range th.Steps {
+			r := rows[i]
+			i++
+			require.Equal(t, th.ID, r.ThreadID)
+			require.Equal(t, int64(si), r.StepIndex)
+			var msgs []tape.Message
+			require.NoError(t, unmarshalJSON(r.NewMessages, &msgs))
+			rebuilt := append(slices.Clone(prev[:r.MessageOffset]), msgs...)
+			want, _ := jsonOf(s.Request.Messages)
+			got, _ := jsonOf(rebuilt)
+			require.Equal(t, string(want), string(got), "thread %s step %d: messages rebuilt from the steps table", th.ID, si)
+			prev = rebuilt
+			deltaBytes += len(r.NewMessages)
+			fullBytes += len(want)
+			if si == 0 {
+				require.NotNil(t, r.System)
+				require.NotNil(t, r.ToolsJSON)
+			} else {
+				assert.Nil(t, r.System, "system unchanged: not repeated")
+				assert.Nil(t, r.ToolsJSON, "tools unchanged: not repeated")
+			}
+		}
+	}
+	t.Logf("%d steps: %d bytes of new messages, %d bytes of full conversations", len(rows), deltaBytes, fullBytes)
+	assert.Less(t, deltaBytes*4, fullBytes, "the steps table grows linearly, the conversations quadratically")
+}
+
+func TestTenThousandTapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 000 tapes: skipped with -short")
+	}
+	dir := filepath.Join(t.TempDir(), "tapes")
+	st, err := GenerateCorpus(t.Context(), dir, CorpusOptions{Tapes: 10_000, Seed: 10, MeanSteps: 2, MeanToolOutput: 200, Lean: true, Jobs: 4})
+	require.NoError(t, err)
+	inputs, err := ExpandInputs([]string{dir})
+	require.NoError(t, err)
+	require.Len(t, inputs, 10_000)
+	out, res := export(t, inputs, ExportOptions{})
+	require.Equal(t, 10_000, res.Tapes)
+	require.Equal(t, int64(st.Steps), res.Steps)
+
+	back := filepath.Join(t.TempDir(), "back")
+	ir, err := Import(t.Context(), out, ImportOptions{Out: back})
+	require.NoError(t, err)
+	require.Equal(t, 10_000, ir.Tapes)
+	require.Equal(t, st.Bytes, ir.Bytes)
+	for _, in := range inputs {
+		want, err := os.ReadFile(in.Path) // generated tapes are canonical
+		require.NoError(t, err)
+		tp, err := tape.Unmarshal(want)
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(back, TapeFileName(tp.Meta.TapeID)))
+		require.NoError(t, err)
+		if string(want) != string(got) {
+			t.Fatalf("%s: imported tape differs", in.Path)
+		}
+	}
+	card, err := LoadCard(out)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10K<n<100K"}, card.SizeCategories)
+}
+
+func TestTapeFileName(t *testing.T) {
+	for id, want := range map[string]string{
+		"0123abcd":      "0123abcd.json",
+		"run-1_b.2":     "run-1_b.2.json",
+		"../etc/passwd": "%2E.%2Fetc%2Fpasswd.json",
+		".hidden":       "%2Ehidden.json",
+		"a b/c":         "a%20b%2Fc.json",
+		"":              "%.json",
+		"\u00e9t\u00e9": "%C3%A9t%C3%A9.json",
+	} {
+		assert.Equal(t, want, TapeFileName(id), "id %q", id)
+	}
+	assert.False(t, strings.Contains(TapeFileName("a/../b"), "/"))
+}
+
+func TestParquetSchemaOfTables(t *testing.T) {
+	// The Parquet schema of each table maps to the features the card lists.
+	for _, tb := range []*table{tapesTable, stepsTable} {
+		var s *parquet.Schema
+		if tb == tapesTable {
+			s = parquet.SchemaOf(TapeRow{})
+		} else {
+			s = parquet.SchemaOf(StepRow{})
+		}
+		fs, err := featuresOfParquet(s)
+		require.NoError(t, err)
+		assert.Equal(t, tb.features(), fs)
+		fa, err := featuresOfArrow(tb.arrowSchema())
+		require.NoError(t, err)
+		assert.Equal(t, tb.features(), fa)
+	}
+}

@@ -1,0 +1,93 @@
+package dataset
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// smallCorpus writes a generated corpus of n short tapes and returns its inputs.
+func smallCorpus(t testing.TB, n int, seed uint64) []Input {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tapes")
+	_, err := GenerateCorpus(t.Context(), dir, CorpusOptions{Tapes: n, Seed: seed, MeanSteps: 6, MeanToolOutput: 600, Lean: true})
+	require.NoError(t, err)
+	inputs, err := ExpandInputs([]string{dir})
+	require.NoError(t, err)
+	require.Len(t, inputs, n)
+	return inputs
+}
+
+// goldenInputs returns the golden tapes of the repository (testdata/**.json), if any.
+func goldenInputs(t testing.TB) []Input {
+	t.Helper()
+	if _, err := os.Stat("../testdata"); err != nil {
+		return nil
+	}
+	inputs, err := ExpandInputs([]string{"../testdata"})
+	require.NoError(t, err)
+	return inputs
+}
+
+// canonical returns tape.Marshal of the tape in a file.
+func canonical(t testing.TB, path string) []byte {
+	t.Helper()
+	tp, err := tape.LoadFile(path)
+	require.NoError(t, err)
+	data, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	return data
+}
+
+// export runs Export into a fresh folder and returns the folder.
+func export(t testing.TB, inputs []Input, opts ExportOptions) (string, *ExportResult) {
+	t.Helper()
+	if opts.Out == "" {
+		opts.Out = filepath.Join(t.TempDir(), "dataset")
+	}
+	res, err := Export(t.Context(), inputs, opts)
+	require.NoError(t, err)
+	return opts.Out, res
+}
+
+// files lists every file under dir, relative, sorted.
+func files(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	slices.Sort(out)
+	return out
+}
+
+// requireValid fails the test when Validate finds problems in dir.
+func requireValid(t testing.TB, dir string) *Report {
+	t.Helper()
+	rep, err := Validate(t.Context(), dir, ValidateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, rep.Err())
+	return rep
+}
+
+func unmarshalJSON(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// jsonOf encodes v the way tape.Marshal does.
+func jsonOf(v any) ([]byte, error) {
+	var e pieceEncoder
+	return e.encode(v)
+}

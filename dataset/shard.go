@@ -1,0 +1,326 @@
+package dataset
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// Format selects the files an export writes.
+type Format int
+
+// Formats. Both writes each shard twice, as Parquet and as Arrow, with the same rows.
+const (
+	Parquet Format = 1 << iota
+	Arrow
+	Both = Parquet | Arrow
+)
+
+// String returns parquet, arrow or both.
+func (f Format) String() string {
+	switch f {
+	case Parquet:
+		return "parquet"
+	case Arrow:
+		return "arrow"
+	case Both:
+		return "both"
+	}
+	return "Format(" + strconv.Itoa(int(f)) + ")"
+}
+
+// ParseFormat parses parquet, arrow or both.
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "parquet":
+		return Parquet, nil
+	case "arrow":
+		return Arrow, nil
+	case "both":
+		return Both, nil
+	}
+	return 0, fmt.Errorf("unknown format %q (want parquet, arrow or both)", s)
+}
+
+// Keys of the Parquet key-value metadata each shard carries.
+const (
+	metaTable    = "tapebox.table"
+	metaNumBytes = "tapebox.num_bytes"
+	metaVersion  = "tapebox.dataset_version"
+	// datasetVersion is the layout version of the tables.
+	datasetVersion = "1"
+)
+
+// Sizes of the pieces of a dataset, in bytes of uncompressed row data (rowBytes).
+const (
+	DefaultShardBytes    = 500 << 20
+	DefaultRowGroupBytes = 100 << 20
+	// arrowBatchBytes bounds an Arrow record batch: its builders hold the rows
+	// uncompressed until the batch is written.
+	arrowBatchBytes = 16 << 20
+)
+
+var zstdCodec = &zstd.Codec{Level: zstd.SpeedDefault}
+
+// shardSet writes the rows of one table of one split as numbered shards under temporary
+// names; finish renames them to their final names once their count is known.
+type shardSet[R any] struct {
+	dir           string // data/<config>
+	split         string
+	t             *table
+	formats       Format
+	shardBytes    int64
+	rowGroupBytes int64
+
+	cur  *shard[R]
+	done []*shard[R]
+}
+
+// shard is one shard being written, or written under its temporary names.
+type shard[R any] struct {
+	index    int
+	rows     int64
+	numBytes int64
+
+	pqTmp string
+	pqF   *os.File
+	pw    *parquet.GenericWriter[R]
+	rgB   int64
+
+	arTmp string
+	arF   *os.File
+	aw    *ipc.Writer
+	rb    *recordBuilder
+	batB  int64
+}
+
+func newShardSet[R any](dir, split string, t *table, formats Format, shardBytes, rowGroupBytes int64) *shardSet[R] {
+	return &shardSet[R]{dir: dir, split: split, t: t, formats: formats, shardBytes: shardBytes, rowGroupBytes: rowGroupBytes}
+}
+
+// write appends rows, opening, flushing and closing shards, row groups and batches as
+// their sizes require.
+func (s *shardSet[R]) write(rows []R) error {
+	for len(rows) > 0 {
+		if s.cur == nil {
+			if err := s.open(); err != nil {
+				return err
+			}
+		}
+		sh := s.cur
+		// Take rows up to the end of the current row group, shard or batch.
+		n, size := 0, int64(0)
+		for n < len(rows) {
+			b := s.t.rowBytes(reflect.ValueOf(&rows[n]).Elem())
+			n++
+			size += b
+			if sh.numBytes+size >= s.shardBytes || sh.rgB+size >= s.rowGroupBytes || sh.batB+size >= arrowBatchBytes {
+				break
+			}
+		}
+		chunk := rows[:n]
+		rows = rows[n:]
+		sh.rows += int64(n)
+		sh.numBytes += size
+		if sh.pw != nil {
+			if _, err := sh.pw.Write(chunk); err != nil {
+				return s.errorf(sh, "write rows: %w", err)
+			}
+			sh.rgB += size
+			if sh.rgB >= s.rowGroupBytes {
+				if err := sh.pw.Flush(); err != nil {
+					return s.errorf(sh, "flush row group: %w", err)
+				}
+				sh.rgB = 0
+			}
+		}
+		if sh.aw != nil {
+			for i := range chunk {
+				sh.rb.append(reflect.ValueOf(&chunk[i]).Elem())
+			}
+			sh.batB += size
+			if sh.batB >= arrowBatchBytes {
+				if err := sh.writeBatch(); err != nil {
+					return s.errorf(sh, "write record batch: %w", err)
+				}
+			}
+		}
+		if sh.numBytes >= s.shardBytes {
+			if err := s.closeCurrent(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *shardSet[R]) errorf(sh *shard[R], format string, args ...any) error {
+	return fmt.Errorf("%s shard %d of %s: %w", s.t.name, sh.index, s.split, fmt.Errorf(format, args...))
+}
+
+func (s *shardSet[R]) open() error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	sh := &shard[R]{index: len(s.done)}
+	s.cur = sh
+	base := fmt.Sprintf(".%s-%05d", s.split, sh.index)
+	if s.formats&Parquet != 0 {
+		f, err := os.CreateTemp(s.dir, base+".parquet.tmp-*")
+		if err != nil {
+			return err
+		}
+		sh.pqF, sh.pqTmp = f, f.Name()
+		opts := append([]parquet.WriterOption{
+			parquet.Compression(zstdCodec),
+			parquet.CreatedBy("tapebox", datasetVersion, ""),
+			parquet.KeyValueMetadata(metaTable, s.t.name),
+			parquet.KeyValueMetadata(metaVersion, datasetVersion),
+		}, s.t.parquetOptions()...)
+		sh.pw = parquet.NewGenericWriter[R](f, opts...)
+	}
+	if s.formats&Arrow != 0 {
+		f, err := os.CreateTemp(s.dir, base+".arrow.tmp-*")
+		if err != nil {
+			return err
+		}
+		sh.arF, sh.arTmp = f, f.Name()
+		sh.rb = newRecordBuilder(s.t)
+		sh.aw = ipc.NewWriter(f, ipc.WithSchema(sh.rb.b.Schema()), ipc.WithZstd())
+	}
+	return nil
+}
+
+func (sh *shard[R]) writeBatch() error {
+	sh.batB = 0
+	if sh.rb.n == 0 {
+		return nil
+	}
+	rec := sh.rb.flush()
+	defer rec.Release()
+	return sh.aw.Write(rec)
+}
+
+// closeCurrent completes the current shard under its temporary names.
+func (s *shardSet[R]) closeCurrent() error {
+	sh := s.cur
+	if sh == nil {
+		return nil
+	}
+	s.cur = nil
+	s.done = append(s.done, sh)
+	if sh.pw != nil {
+		sh.pw.SetKeyValueMetadata(metaNumBytes, strconv.FormatInt(sh.numBytes, 10))
+		err := sh.pw.Close()
+		if err == nil {
+			err = sh.pqF.Sync()
+		}
+		if cerr := sh.pqF.Close(); err == nil {
+			err = cerr
+		}
+		sh.pqF = nil
+		if err != nil {
+			return s.errorf(sh, "close parquet: %w", err)
+		}
+	}
+	if sh.aw != nil {
+		err := sh.writeBatch()
+		if cerr := sh.aw.Close(); err == nil {
+			err = cerr
+		}
+		sh.rb.release()
+		if err == nil {
+			err = sh.arF.Sync()
+		}
+		if cerr := sh.arF.Close(); err == nil {
+			err = cerr
+		}
+		sh.arF = nil
+		if err != nil {
+			return s.errorf(sh, "close arrow: %w", err)
+		}
+	}
+	return nil
+}
+
+// shardName is the final name of shard i of n of a split.
+func shardName(split string, i, n int, ext string) string {
+	return fmt.Sprintf("%s-%05d-of-%05d.%s", split, i, n, ext)
+}
+
+// closeCurrentOrEmpty closes the last shard. A split with no rows gets one empty shard,
+// so that the card's data files always match a file.
+func (s *shardSet[R]) closeCurrentOrEmpty() error {
+	if s.cur == nil && len(s.done) == 0 {
+		if err := s.open(); err != nil {
+			return err
+		}
+	}
+	return s.closeCurrent()
+}
+
+// publish renames every closed shard to its final name and returns the final paths.
+func (s *shardSet[R]) publish() (paths []string, err error) {
+	n := len(s.done)
+	for _, sh := range s.done {
+		for _, f := range []struct {
+			tmp *string
+			ext string
+		}{{&sh.pqTmp, "parquet"}, {&sh.arTmp, "arrow"}} {
+			if *f.tmp == "" {
+				continue
+			}
+			p := filepath.Join(s.dir, shardName(s.split, sh.index, n, f.ext))
+			if err := os.Rename(*f.tmp, p); err != nil {
+				return paths, err
+			}
+			*f.tmp = ""
+			paths = append(paths, p)
+		}
+	}
+	return paths, syncDir(s.dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// abort closes and removes every temporary file.
+func (s *shardSet[R]) abort() error {
+	var errs []error
+	if sh := s.cur; sh != nil {
+		if sh.pqF != nil {
+			errs = append(errs, sh.pqF.Close())
+		}
+		if sh.arF != nil {
+			if sh.rb != nil {
+				sh.rb.release()
+			}
+			errs = append(errs, sh.arF.Close())
+		}
+		s.done = append(s.done, sh)
+		s.cur = nil
+	}
+	for _, sh := range s.done {
+		for _, p := range []string{sh.pqTmp, sh.arTmp} {
+			if p != "" {
+				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

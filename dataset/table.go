@@ -1,0 +1,193 @@
+package dataset
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/parquet-go/parquet-go"
+)
+
+// The tables a dataset holds, one Hugging Face config each.
+const (
+	configTapes = "tapes"
+	configSteps = "steps"
+)
+
+// configs lists the tables in the order the card shows them; the first is the default.
+var configs = []string{configTapes, configSteps}
+
+// kind is a column's value type; it decides the Parquet, Arrow and Hugging Face types.
+type kind int
+
+const (
+	kString    kind = iota // string, or []byte holding UTF-8 text (JSON)
+	kInt64                 // int64
+	kFloat64               // float64
+	kBool                  // bool
+	kTimestamp             // time.Time, microseconds, UTC
+	kStrings               // []string, a list of strings
+)
+
+// column describes one column of a table, derived from a row struct field.
+type column struct {
+	name     string
+	kind     kind
+	nullable bool
+	text     bool         // long text: no Parquet page statistics
+	index    int          // struct field index
+	goType   reflect.Type // the field's type
+}
+
+// hfType is the column's feature in a Hugging Face card (dtype or list).
+func (c column) hfType() Feature {
+	switch c.kind {
+	case kInt64:
+		return Feature{Name: c.name, Dtype: "int64"}
+	case kFloat64:
+		return Feature{Name: c.name, Dtype: "float64"}
+	case kBool:
+		return Feature{Name: c.name, Dtype: "bool"}
+	case kTimestamp:
+		return Feature{Name: c.name, Dtype: "timestamp[us, tz=UTC]"}
+	case kStrings:
+		return Feature{Name: c.name, List: "string"}
+	}
+	return Feature{Name: c.name, Dtype: "string"}
+}
+
+// arrowType is the column's Arrow type.
+func (c column) arrowType() arrow.DataType {
+	switch c.kind {
+	case kInt64:
+		return arrow.PrimitiveTypes.Int64
+	case kFloat64:
+		return arrow.PrimitiveTypes.Float64
+	case kBool:
+		return arrow.FixedWidthTypes.Boolean
+	case kTimestamp:
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	case kStrings:
+		return arrow.ListOf(arrow.BinaryTypes.String)
+	}
+	return arrow.BinaryTypes.String
+}
+
+// table describes a row type R: its columns, in struct order.
+type table struct {
+	name    string
+	columns []column
+}
+
+var (
+	tapesTable = tableOf[TapeRow](configTapes)
+	stepsTable = tableOf[StepRow](configSteps)
+)
+
+func tableFor(config string) *table {
+	if config == configSteps {
+		return stepsTable
+	}
+	return tapesTable
+}
+
+func tableOf[R any](name string) *table {
+	rt := reflect.TypeFor[R]()
+	t := &table{name: name}
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		tag := strings.Split(f.Tag.Get("parquet"), ",")
+		c := column{name: tag[0], index: i, goType: f.Type, text: f.Tag.Get("dataset") == "text"}
+		for _, opt := range tag[1:] {
+			if opt == "optional" {
+				c.nullable = true
+			}
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+			c.nullable = true
+		}
+		switch {
+		case ft == reflect.TypeFor[time.Time]():
+			c.kind = kTimestamp
+		case ft.Kind() == reflect.String, ft == reflect.TypeFor[[]byte]():
+			c.kind = kString
+		case ft.Kind() == reflect.Int64:
+			c.kind = kInt64
+		case ft.Kind() == reflect.Float64:
+			c.kind = kFloat64
+		case ft.Kind() == reflect.Bool:
+			c.kind = kBool
+		case ft == reflect.TypeFor[[]string]():
+			c.kind = kStrings
+		default:
+			panic(fmt.Sprintf("dataset: %s.%s: no column kind for %s", rt.Name(), f.Name, f.Type))
+		}
+		t.columns = append(t.columns, c)
+	}
+	return t
+}
+
+// parquetOptions are the writer options specific to the table.
+func (t *table) parquetOptions() []parquet.WriterOption {
+	var opts []parquet.WriterOption
+	for _, c := range t.columns {
+		if c.text {
+			opts = append(opts, parquet.SkipPageStatistics(c.name), parquet.SkipPageBounds(c.name))
+		}
+	}
+	return opts
+}
+
+// arrowSchema is the table's Arrow schema.
+func (t *table) arrowSchema() *arrow.Schema {
+	fields := make([]arrow.Field, len(t.columns))
+	for i, c := range t.columns {
+		fields[i] = arrow.Field{Name: c.name, Type: c.arrowType(), Nullable: c.nullable}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// features is the table's feature list for the card.
+func (t *table) features() []Feature {
+	out := make([]Feature, len(t.columns))
+	for i, c := range t.columns {
+		out[i] = c.hfType()
+	}
+	return out
+}
+
+// rowBytes is the Arrow in-memory size of a row (what Hugging Face calls num_bytes): 8
+// bytes per number and timestamp, 1 per boolean, the bytes of a string plus its 4-byte
+// offset, and for a list its 4-byte offset plus its strings. Validity bitmaps are not
+// counted.
+func (t *table) rowBytes(row reflect.Value) int64 {
+	var n int64
+	for _, c := range t.columns {
+		v := row.Field(c.index)
+		switch c.kind {
+		case kString:
+			if v.Kind() == reflect.Pointer {
+				if !v.IsNil() {
+					n += int64(v.Elem().Len())
+				}
+			} else {
+				n += int64(v.Len())
+			}
+			n += 4
+		case kInt64, kFloat64, kTimestamp:
+			n += 8
+		case kBool:
+			n++
+		case kStrings:
+			n += 4
+			for i := range v.Len() {
+				n += 4 + int64(v.Index(i).Len())
+			}
+		}
+	}
+	return n
+}

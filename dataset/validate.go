@@ -1,0 +1,513 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// ValidateOptions configures Validate.
+type ValidateOptions struct {
+	// Jobs is how many tapes are checked at once (default GOMAXPROCS).
+	Jobs int
+	// MaxProblems stops the check after this many problems (default 200).
+	MaxProblems int
+	// Progress, when set, receives a progress line that rewrites itself.
+	Progress io.Writer
+}
+
+// Problem is one thing wrong with a dataset folder.
+type Problem struct {
+	// File is relative to the dataset folder (README.md for the card).
+	File string
+	// Row is the row's index in File, or -1 when the problem is not about a row.
+	Row int64
+	// Pointer is the JSON pointer of the problem inside the row's tape, or the column.
+	Pointer string
+	Message string
+}
+
+// String returns "file row N: pointer: message".
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Row >= 0 {
+		fmt.Fprintf(&b, " row %d", p.Row)
+	}
+	if p.Pointer != "" {
+		b.WriteString(": " + p.Pointer)
+	}
+	b.WriteString(": " + p.Message)
+	return b.String()
+}
+
+// Report is the outcome of Validate.
+type Report struct {
+	// Tapes and Steps count the rows checked (every format of every split).
+	Tapes int64
+	Steps int64
+	// Problems lists what is wrong, in file and row order; empty for a valid dataset.
+	Problems []Problem
+	// Truncated is set when the check stopped at MaxProblems.
+	Truncated bool
+}
+
+// Err returns nil for a valid dataset, or an error listing every problem.
+func (r *Report) Err() error {
+	if len(r.Problems) == 0 {
+		return nil
+	}
+	lines := make([]string, 0, len(r.Problems)+1)
+	more := ""
+	if r.Truncated {
+		more = " (stopped there)"
+	}
+	lines = append(lines, fmt.Sprintf("invalid dataset: %d problems%s", len(r.Problems), more))
+	for _, p := range r.Problems {
+		lines = append(lines, p.String())
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+// Validate checks a dataset folder: the shards of each table and split form complete
+// sets; README.md's YAML (configs, features, splits, sizes, size category) matches what
+// the files hold exactly; every row's tape passes the schema and is in canonical encoding;
+// every other column of every row, in both tables and in every format present, equals
+// what the tape gives (so counts, token totals and step rows agree); tape ids are unique;
+// and each Parquet shard's recorded num_bytes is right. The returned error is for
+// failures to read; what is wrong with the dataset is in the report.
+func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, error) {
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.MaxProblems <= 0 {
+		opts.MaxProblems = 200
+	}
+	v := &validator{dir: dir, opts: opts, rep: &Report{}}
+	l, err := scanLayout(dir)
+	if err != nil {
+		v.add(Problem{File: "data", Row: -1, Message: err.Error()})
+		return v.report(), nil
+	}
+	v.checkCard()
+	v.prog = newProgress(opts.Progress, "validate", 0, 0)
+	defer v.prog.stop()
+	seen := map[string]map[string]string{"parquet": {}, "arrow": {}} // format, tape id: where
+	for _, split := range l.splits(configTapes) {
+		for _, ext := range []string{"parquet", "arrow"} {
+			tapes := l[configTapes][split][ext]
+			if len(tapes) == 0 {
+				continue
+			}
+			steps := l[configSteps][split][ext]
+			if len(steps) == 0 {
+				v.add(Problem{File: "data/" + configSteps, Row: -1, Message: fmt.Sprintf("split %s has %s tapes shards but no %s steps shards", split, ext, ext)})
+			}
+			if err := v.checkRows(ctx, tapes, steps, seen[ext]); err != nil {
+				return nil, err
+			}
+			if v.full() {
+				return v.report(), nil
+			}
+		}
+	}
+	for split := range l[configSteps] {
+		if _, ok := l[configTapes][split]; !ok {
+			v.add(Problem{File: "data/" + configSteps, Row: -1, Message: fmt.Sprintf("split %s has steps but no tapes", split)})
+		}
+	}
+	return v.report(), nil
+}
+
+type validator struct {
+	dir  string
+	opts ValidateOptions
+	prog *progress
+
+	mu  sync.Mutex
+	rep *Report
+	seq []int64 // order key of each problem
+}
+
+func (v *validator) rel(path string) string {
+	r, err := filepath.Rel(v.dir, path)
+	if err != nil {
+		return path
+	}
+	return filepath.ToSlash(r)
+}
+
+func (v *validator) add(p Problem) { v.addAt(-1, p) }
+
+// addAt records a problem found while checking the tape with the given order key.
+func (v *validator) addAt(seq int64, p Problem) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.rep.Problems) >= v.opts.MaxProblems {
+		v.rep.Truncated = true
+		return
+	}
+	v.rep.Problems = append(v.rep.Problems, p)
+	v.seq = append(v.seq, seq)
+}
+
+func (v *validator) full() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.rep.Truncated
+}
+
+func (v *validator) report() *Report {
+	idx := make([]int, len(v.rep.Problems))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return int(v.seq[a] - v.seq[b]) })
+	ps := make([]Problem, len(idx))
+	for i, j := range idx {
+		ps[i] = v.rep.Problems[j]
+	}
+	v.rep.Problems = ps
+	return v.rep
+}
+
+// checkCard compares README.md's metadata with a card built from the files.
+func (v *validator) checkCard() {
+	bad := func(field, format string, args ...any) {
+		v.add(Problem{File: cardFile, Row: -1, Pointer: field, Message: fmt.Sprintf(format, args...)})
+	}
+	want, err := BuildCard(v.dir, CardOptions{})
+	if err != nil {
+		v.add(Problem{File: "data", Row: -1, Message: err.Error()})
+		return
+	}
+	got, err := LoadCard(v.dir)
+	if err != nil {
+		v.add(Problem{File: cardFile, Row: -1, Message: err.Error()})
+		return
+	}
+	if got.License == "" {
+		bad("license", "missing")
+	}
+	if !slices.Equal(got.SizeCategories, want.SizeCategories) {
+		bad("size_categories", "%v, the files hold %v", got.SizeCategories, want.SizeCategories)
+	}
+	for _, w := range want.Configs {
+		i := slices.IndexFunc(got.Configs, func(c CardConfig) bool { return c.ConfigName == w.ConfigName })
+		field := "configs[" + w.ConfigName + "]"
+		if i < 0 {
+			bad("configs", "no config %s, the files hold one", w.ConfigName)
+			continue
+		}
+		g := got.Configs[i]
+		if !slices.Equal(g.DataFiles, w.DataFiles) {
+			bad(field+".data_files", "%v, the files are %v", g.DataFiles, w.DataFiles)
+		}
+		if g.Default != w.Default {
+			bad(field+".default", "%v, want %v", g.Default, w.Default)
+		}
+	}
+	for _, g := range got.Configs {
+		if !slices.ContainsFunc(want.Configs, func(c CardConfig) bool { return c.ConfigName == g.ConfigName }) {
+			bad("configs", "config %s has no files", g.ConfigName)
+		}
+		for _, df := range g.DataFiles {
+			matches, err := filepath.Glob(filepath.Join(v.dir, filepath.FromSlash(df.Path)))
+			if err != nil || len(matches) == 0 {
+				bad("configs["+g.ConfigName+"].data_files", "%s matches no file", df.Path)
+			}
+		}
+	}
+	for _, w := range want.DatasetInfo {
+		i := slices.IndexFunc(got.DatasetInfo, func(c ConfigInfo) bool { return c.ConfigName == w.ConfigName })
+		field := "dataset_info[" + w.ConfigName + "]"
+		if i < 0 {
+			bad("dataset_info", "no entry for config %s", w.ConfigName)
+			continue
+		}
+		g := got.DatasetInfo[i]
+		if !slices.Equal(g.Features, w.Features) {
+			bad(field+".features", "%s; the files' schema gives %s", featureList(g.Features), featureList(w.Features))
+		}
+		if !slices.Equal(g.Splits, w.Splits) {
+			bad(field+".splits", "%v, the files hold %v", g.Splits, w.Splits)
+		}
+		if g.DownloadSize != w.DownloadSize {
+			bad(field+".download_size", "%d, the files take %d bytes", g.DownloadSize, w.DownloadSize)
+		}
+		if g.DatasetSize != w.DatasetSize {
+			bad(field+".dataset_size", "%d, the files hold %d bytes", g.DatasetSize, w.DatasetSize)
+		}
+	}
+	for _, g := range got.DatasetInfo {
+		if !slices.ContainsFunc(want.DatasetInfo, func(c ConfigInfo) bool { return c.ConfigName == g.ConfigName }) {
+			bad("dataset_info", "config %s has no files", g.ConfigName)
+		}
+	}
+}
+
+func featureList(fs []Feature) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		if f.List != "" {
+			parts[i] = f.Name + ": list<" + f.List + ">"
+		} else {
+			parts[i] = f.Name + ": " + f.Dtype
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// tapeCheck is one tape row and the steps rows that follow it in the steps table.
+type tapeCheck struct {
+	seq   int64
+	tape  located[TapeRow]
+	steps []located[StepRow]
+}
+
+// checkRows checks the rows of one split in one format: the tapes shards and, in step
+// with them, the steps shards.
+func (v *validator) checkRows(ctx context.Context, tapes, steps []shardFile, seen map[string]string) error {
+	g, ctx := errgroup.WithContext(ctx)
+	checks := make(chan *tapeCheck, v.opts.Jobs)
+	g.Go(func() error {
+		defer close(checks)
+		return v.readRows(ctx, tapes, steps, seen, checks)
+	})
+	for range v.opts.Jobs {
+		g.Go(func() error {
+			for c := range checks {
+				v.checkTape(c)
+				v.prog.add(int64(len(c.tape.v.TapeJSON)))
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	for range checks {
+	}
+	return err
+}
+
+// readRows pairs each tape row with its steps rows (the run of steps rows with its
+// tape_id) and checks what needs the order of rows: unique ids, orphan steps, the
+// recorded num_bytes of each shard.
+func (v *validator) readRows(ctx context.Context, tapes, steps []shardFile, seen map[string]string, out chan<- *tapeCheck) error {
+	bytesOf := map[string]int64{}
+	next, stop := iter.Pull2(rowsOf[StepRow](steps, stepsTable, 64))
+	defer stop()
+	var peek *located[StepRow]
+	pull := func() (*located[StepRow], error) {
+		if peek != nil {
+			s := peek
+			peek = nil
+			return s, nil
+		}
+		s, err, ok := next()
+		if !ok {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		bytesOf[s.file] += stepsTable.rowBytes(reflect.ValueOf(&s.v).Elem())
+		return &s, nil
+	}
+	var seq int64
+	for t, err := range rowsOf[TapeRow](tapes, tapesTable, 1) {
+		if err != nil {
+			return err
+		}
+		if v.full() {
+			return nil
+		}
+		seq++
+		bytesOf[t.file] += tapesTable.rowBytes(reflect.ValueOf(&t.v).Elem())
+		where := fmt.Sprintf("%s row %d", v.rel(t.file), t.row)
+		if first, dup := seen[t.v.TapeID]; dup {
+			v.addAt(seq, Problem{File: v.rel(t.file), Row: t.row, Pointer: "tape_id", Message: fmt.Sprintf("%q is also at %s", t.v.TapeID, first)})
+		} else {
+			seen[t.v.TapeID] = where
+		}
+		c := &tapeCheck{seq: seq, tape: t}
+		for {
+			s, err := pull()
+			if err != nil {
+				return err
+			}
+			if s == nil {
+				break
+			}
+			if s.v.TapeID != t.v.TapeID {
+				if seen[s.v.TapeID] == "" {
+					peek = s // a later tape's steps
+					break
+				}
+				v.addAt(seq, Problem{File: v.rel(s.file), Row: s.row, Pointer: "tape_id", Message: fmt.Sprintf("step of tape %q, out of place: its tape came earlier (the current tape is %q, %s)", s.v.TapeID, t.v.TapeID, where)})
+				continue
+			}
+			c.steps = append(c.steps, *s)
+		}
+		select {
+		case out <- c:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for {
+		s, err := pull()
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			break
+		}
+		v.addAt(seq+1, Problem{File: v.rel(s.file), Row: s.row, Pointer: "tape_id", Message: fmt.Sprintf("step of tape %q, which has no row in the tapes table", s.v.TapeID)})
+	}
+	for _, f := range slices.Concat(tapes, steps) {
+		if f.ext != "parquet" {
+			continue
+		}
+		p, err := openParquet(f.path)
+		if err != nil {
+			return err
+		}
+		recorded, _ := p.lookup(metaNumBytes)
+		p.Close()
+		if want := strconv.FormatInt(bytesOf[f.path], 10); recorded != want {
+			v.addAt(seq+1, Problem{File: v.rel(f.path), Row: -1, Pointer: metaNumBytes, Message: fmt.Sprintf("records %q, the rows hold %s bytes", recorded, want)})
+		}
+	}
+	return nil
+}
+
+// checkTape checks one tape row and its steps rows against the tape in its tape_json.
+func (v *validator) checkTape(c *tapeCheck) {
+	file, row := v.rel(c.tape.file), c.tape.row
+	v.mu.Lock()
+	v.rep.Tapes++
+	v.rep.Steps += int64(len(c.steps))
+	v.mu.Unlock()
+	bad := func(pointer, format string, args ...any) {
+		v.addAt(c.seq, Problem{File: file, Row: row, Pointer: pointer, Message: fmt.Sprintf(format, args...)})
+	}
+	data := c.tape.v.TapeJSON
+	if err := validateTape(data); err != nil {
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				bad("tape_json"+p.Pointer, "%s", p.Message)
+			}
+		} else {
+			bad("tape_json", "%v", err)
+		}
+		return
+	}
+	t, err := tape.Unmarshal(data)
+	if err != nil {
+		bad("tape_json", "%v", err)
+		return
+	}
+	canonical, err := tape.Marshal(t)
+	if err != nil {
+		bad("tape_json", "%v", err)
+		return
+	}
+	if !bytes.Equal(canonical, data) {
+		bad("tape_json", "not the canonical encoding of the tape (tape.Marshal gives %d bytes, the row has %d)", len(canonical), len(data))
+	}
+	wantRow, wantSteps, err := RowsOf(t, data)
+	if err != nil {
+		bad("tape_json", "%v", err)
+		return
+	}
+	for _, d := range diffRow(tapesTable, reflect.ValueOf(&wantRow).Elem(), reflect.ValueOf(&c.tape.v).Elem()) {
+		bad(d.column, "%s", d.message)
+	}
+	if len(c.steps) != len(wantSteps) {
+		bad("num_steps", "the steps table holds %d rows for this tape, its tape has %d steps", len(c.steps), len(wantSteps))
+	}
+	for i := range min(len(c.steps), len(wantSteps)) {
+		s := c.steps[i]
+		for _, d := range diffRow(stepsTable, reflect.ValueOf(&wantSteps[i]).Elem(), reflect.ValueOf(&s.v).Elem()) {
+			v.addAt(c.seq, Problem{File: v.rel(s.file), Row: s.row, Pointer: d.column,
+				Message: fmt.Sprintf("%s (tape %s, thread %s, step %d)", d.message, c.tape.v.TapeID, wantSteps[i].ThreadID, wantSteps[i].StepIndex)})
+		}
+	}
+}
+
+type columnDiff struct {
+	column  string
+	message string
+}
+
+// diffRow compares a row as derived from its tape (want) with the row read (got).
+func diffRow(t *table, want, got reflect.Value) []columnDiff {
+	var out []columnDiff
+	for _, c := range t.columns {
+		w, g := want.Field(c.index), got.Field(c.index)
+		if !valueEqual(w, g) {
+			out = append(out, columnDiff{column: c.name, message: fmt.Sprintf("%s, the tape gives %s", show(g), show(w))})
+		}
+	}
+	return out
+}
+
+func valueEqual(a, b reflect.Value) bool {
+	if a.Kind() == reflect.Pointer {
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return valueEqual(a.Elem(), b.Elem())
+	}
+	switch x := a.Interface().(type) {
+	case []byte:
+		return bytes.Equal(x, b.Interface().([]byte))
+	case time.Time:
+		return x.Equal(b.Interface().(time.Time))
+	case []string:
+		return slices.Equal(x, b.Interface().([]string))
+	}
+	return a.Equal(b)
+}
+
+// show renders a value for a message, cut to 80 bytes.
+func show(v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "null"
+		}
+		v = v.Elem()
+	}
+	var s string
+	switch x := v.Interface().(type) {
+	case []byte:
+		s = strconv.Quote(string(x))
+	case string:
+		s = strconv.Quote(x)
+	case time.Time:
+		s = x.Format(time.RFC3339Nano)
+	default:
+		s = fmt.Sprint(x)
+	}
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}

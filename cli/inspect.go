@@ -1,0 +1,353 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+func init() {
+	register(&command{name: "inspect", summary: "summarize a tape: meta, threads, steps, tool calls", run: runInspect})
+}
+
+// inputWidth is how many characters of a tool call's input inspect shows.
+const inputWidth = 80
+
+// inspectSummary is what inspect --json prints.
+type inspectSummary struct {
+	Meta tape.Meta `json:"meta"`
+	// Ended is how the run ended ("complete", "cut", ...), or "unknown" when the tape records
+	// no end: the run was still going or its recorder was killed.
+	Ended   string                 `json:"ended"`
+	Totals  inspectSummaryTotals   `json:"totals"`
+	Threads []inspectSummaryThread `json:"threads"`
+}
+
+// inspectSummaryTotals sums the tape.
+type inspectSummaryTotals struct {
+	Threads    int        `json:"threads"`
+	Steps      int        `json:"steps"`
+	ToolCalls  int        `json:"tool_calls"`
+	Usage      tape.Usage `json:"usage"`
+	DurationMS float64    `json:"duration_ms"`
+	ToolNames  []string   `json:"tool_names"`
+}
+
+// inspectSummaryThread is one thread and its steps.
+type inspectSummaryThread struct {
+	ID     string                `json:"id"`
+	Parent *inspectSummaryParent `json:"parent"`
+	Steps  []inspectSummaryStep  `json:"steps"`
+}
+
+// inspectSummaryParent is the tool call that spawned a thread.
+type inspectSummaryParent struct {
+	ThreadID   string `json:"thread_id"`
+	ToolCallID string `json:"tool_call_id"`
+	// ToolName is the spawning tool's name; empty when the tape does not hold the call.
+	ToolName string `json:"tool_name"`
+	Step     *int   `json:"step"` // index of the parent thread's step holding the call
+}
+
+// inspectSummaryStep is one model call.
+type inspectSummaryStep struct {
+	Index     int     `json:"index"`
+	Model     string  `json:"model"`
+	RequestAt float64 `json:"request_at_ms"`
+	// FirstByteMS and LastByteMS are the latencies from the request.
+	FirstByteMS float64                  `json:"first_byte_ms"`
+	LastByteMS  float64                  `json:"last_byte_ms"`
+	Usage       tape.Usage               `json:"usage"`
+	StopReason  string                   `json:"stop_reason"`
+	Status      int                      `json:"status"`
+	Stream      bool                     `json:"stream"`
+	ToolCalls   []inspectSummaryToolCall `json:"tool_calls"`
+}
+
+// inspectSummaryToolCall is one tool call and the outcome of its result.
+type inspectSummaryToolCall struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Input string `json:"input"` // one line, cut to about 80 characters
+	// Result is "ok", "error", or "none" when the tape holds no result (the thread's last
+	// step, or a run cut short).
+	Result string `json:"result"`
+}
+
+func runInspect(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "inspect", "[--json] FILE", `
+Prints a inspectSummary of a tape: its meta (id, harness, provider, model, start, task, labels, how
+and when the run ended), totals (threads, steps, tool calls, tokens, duration), and each
+thread with the tool call that spawned it and its steps: model, latency to the first and last
+byte, tokens, stop reason, and tool calls with short inputs and the outcome of their results.`)
+	asJSON := fs.Bool("json", false, "print the inspectSummary as JSON")
+	if code, done := parse(env, fs, args); done {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return usageError(env, fs, "want one tape file")
+	}
+	t, err := tape.LoadFile(fs.Arg(0))
+	if err != nil {
+		return failf(env, "inspect", "%v", err)
+	}
+	s := summarizeTape(t)
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			return failf(env, "inspect", "write inspectSummary: %v", err)
+		}
+		return ExitOK
+	}
+	if err := s.writeText(env.Stdout); err != nil {
+		return failf(env, "inspect", "write inspectSummary: %v", err)
+	}
+	return ExitOK
+}
+
+func summarizeTape(t *tape.Tape) *inspectSummary {
+	tot := t.Totals()
+	s := &inspectSummary{
+		Meta:  t.Meta,
+		Ended: "unknown",
+		Totals: inspectSummaryTotals{
+			Threads: tot.Threads, Steps: tot.Steps, ToolCalls: tot.ToolCalls,
+			Usage: tot.Usage, DurationMS: tot.DurationMS, ToolNames: tot.ToolNames,
+		},
+		Threads: []inspectSummaryThread{},
+	}
+	if s.Totals.ToolNames == nil {
+		s.Totals.ToolNames = []string{}
+	}
+	if e := t.Meta.Ended; e != nil {
+		s.Ended = string(e.Reason)
+	}
+	for _, th := range t.Threads {
+		st := inspectSummaryThread{ID: th.ID, Steps: []inspectSummaryStep{}}
+		if th.Parent != nil {
+			st.Parent = &inspectSummaryParent{ThreadID: th.Parent.ThreadID, ToolCallID: th.Parent.ToolCallID}
+			if ref, call, ok := t.ParentCall(th); ok {
+				st.Parent.ToolName = call.Name
+				st.Parent.Step = &ref.Index
+			}
+		}
+		for i, step := range th.Steps {
+			st.Steps = append(st.Steps, summarizeStep(t, i, step))
+		}
+		s.Threads = append(s.Threads, st)
+	}
+	return s
+}
+
+func summarizeStep(t *tape.Tape, i int, s *tape.Step) inspectSummaryStep {
+	ss := inspectSummaryStep{
+		Index:       i,
+		Model:       stepModel(t, s),
+		RequestAt:   s.Timing.RequestAt,
+		FirstByteMS: s.Timing.FirstByteAt - s.Timing.RequestAt,
+		LastByteMS:  s.Timing.LastByteAt - s.Timing.RequestAt,
+		Usage:       s.Response.Usage,
+		StopReason:  s.Response.StopReason,
+		Status:      s.Response.Status,
+		Stream:      s.Request.Stream,
+		ToolCalls:   []inspectSummaryToolCall{},
+	}
+	for _, c := range s.ToolCalls {
+		result := "none"
+		if r, ok := s.ToolResult(c.ID); ok {
+			result = "ok"
+			if r.IsError {
+				result = "error"
+			}
+		}
+		ss.ToolCalls = append(ss.ToolCalls, inspectSummaryToolCall{ID: c.ID, Name: c.Name, Input: oneLine(c.Input, inputWidth), Result: result})
+	}
+	return ss
+}
+
+// stepModel is the model a step asked for: the request's model parameter, else the model
+// named in its raw body, else the tape's.
+func stepModel(t *tape.Tape, s *tape.Step) string {
+	var m string
+	if raw, ok := s.Request.Params["model"]; ok && json.Unmarshal(raw, &m) == nil && m != "" {
+		return m
+	}
+	var body struct {
+		Model string `json:"model"`
+	}
+	if json.Unmarshal(s.Request.Raw, &body) == nil && body.Model != "" {
+		return body.Model
+	}
+	return t.Meta.Model
+}
+
+// oneLine shows a JSON value compactly on one line, cut to about width characters. A
+// freeform tool's {"input": TEXT} shows as the text.
+func oneLine(raw json.RawMessage, width int) string {
+	var s string
+	var freeform struct {
+		Input *string `json:"input"`
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(raw, &probe) == nil && len(probe) == 1 && json.Unmarshal(raw, &freeform) == nil && freeform.Input != nil {
+		s = *freeform.Input
+	} else {
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) == nil {
+			s = unescapeHTML(buf.String())
+		} else {
+			s = string(raw)
+		}
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	runes := []rune(s)
+	return string(runes[:width-1]) + "…"
+}
+
+// unescapeHTML turns the \u0026, \u003c and \u003e escapes that encoding/json writes
+// by default back into &, < and >, for reading.
+func unescapeHTML(s string) string {
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			if s[i+1] == 'u' && i+6 <= len(s) {
+				switch s[i+2 : i+6] {
+				case "0026":
+					b.WriteByte('&')
+					i += 5
+					continue
+				case "003c":
+					b.WriteByte('<')
+					i += 5
+					continue
+				case "003e":
+					b.WriteByte('>')
+					i += 5
+					continue
+				}
+			}
+			b.WriteString(s[i : i+2]) // any other escape, kept whole
+			i++
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func (s *inspectSummary) writeText(w io.Writer) error {
+	var b strings.Builder
+	m := s.Meta
+	row := func(label, format string, args ...any) {
+		fmt.Fprintf(&b, "%-10s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	id := m.TapeID
+	if m.ReplayOf != nil {
+		id += " (replay of " + *m.ReplayOf + ")"
+	}
+	row("tape", "%s", id)
+	row("harness", "%s", strings.TrimSpace(m.Harness+" "+m.HarnessVersion))
+	row("provider", "%s", m.Provider)
+	row("model", "%s", m.Model)
+	row("started", "%s", m.StartedAt.Format(time.RFC3339Nano))
+	if len(m.Task) > 0 {
+		row("task", "%s", pairs(m.Task))
+	}
+	if len(m.Labels) > 0 {
+		row("labels", "%s", pairs(m.Labels))
+	}
+	if e := m.Ended; e != nil {
+		line := fmt.Sprintf("%s at %s (%s after the start)", e.Reason, e.At.Format(time.RFC3339Nano), e.At.Sub(m.StartedAt).Round(time.Millisecond))
+		if e.Detail != "" {
+			line += ": " + e.Detail
+		}
+		row("ended", "%s", line)
+	} else {
+		row("ended", "no end recorded: still running or cut short")
+	}
+	tot := s.Totals
+	b.WriteByte('\n')
+	row("totals", "%s, %s, %s", plural(tot.Threads, "thread"), plural(tot.Steps, "step"), plural(tot.ToolCalls, "tool call"))
+	if len(tot.ToolNames) > 0 {
+		row("tools", "%s", strings.Join(tot.ToolNames, ", "))
+	}
+	u := tot.Usage
+	row("tokens", "input %d, output %d, cache read %d, cache write %d, reasoning %d", u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.ReasoningTokens)
+	row("duration", "%s", ms(tot.DurationMS))
+	for _, th := range s.Threads {
+		fmt.Fprintf(&b, "\nthread %s", th.ID)
+		if p := th.Parent; p != nil {
+			name := p.ToolName
+			if name == "" {
+				name = "call not in the tape"
+			}
+			fmt.Fprintf(&b, "  spawned by %s / %s (%s)", p.ThreadID, p.ToolCallID, name)
+		}
+		fmt.Fprintf(&b, ": %s\n", plural(len(th.Steps), "step"))
+		for _, st := range th.Steps {
+			u := st.Usage
+			fmt.Fprintf(&b, "  step %-3d %s  first byte %s, last byte %s  tokens in %d out %d cache-read %d cache-write %d  stop %s\n",
+				st.Index, st.Model, ms(st.FirstByteMS), ms(st.LastByteMS),
+				u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, orDash(st.StopReason))
+			for _, c := range st.ToolCalls {
+				flag := ""
+				switch c.Result {
+				case "error":
+					flag = "  [error]"
+				case "none":
+					flag = "  [no result]"
+				}
+				fmt.Fprintf(&b, "    %s %s %s%s\n", c.Name, c.ID, c.Input, flag)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func pairs(m map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// ms formats milliseconds: "812 ms" below ten seconds, else seconds.
+func ms(v float64) string {
+	if v < 10000 {
+		return fmt.Sprintf("%.0f ms", v)
+	}
+	return fmt.Sprintf("%.1f s", v/1000)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

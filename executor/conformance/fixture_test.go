@@ -102,7 +102,8 @@ func caseRoot(harness string) string {
 	return filepath.Join("/tmp", "tapebox-conformance", harness)
 }
 
-// layout makes dir fresh and holds exactly files.
+// layout makes dir fresh and holds exactly files; it is removed after the test unless it
+// failed.
 func layout(t *testing.T, dir string, files []File) {
 	t.Helper()
 	if err := os.RemoveAll(dir); err != nil {
@@ -111,6 +112,12 @@ func layout(t *testing.T, dir string, files []File) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("make %s: %v", dir, err)
 	}
+	// A failed case leaves its directory for a look.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(dir)
+		}
+	})
 	for _, f := range files {
 		p := filepath.Join(dir, filepath.FromSlash(f.Path))
 		var mode uint32

@@ -221,7 +221,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	if f := turn.Fault; f != nil && f.Status != 0 {
 		req.Faulted = true
 		s.record(req)
-		s.serveFault(w, &req, f)
+		s.serveFault(hr.Context(), w, &req, f)
 		return
 	}
 	s.record(req)
@@ -345,7 +345,7 @@ func includeUsage(req *Request) bool {
 }
 
 // serveFault answers with the fault's status and body.
-func (s *Server) serveFault(w http.ResponseWriter, req *Request, f *Fault) {
+func (s *Server) serveFault(ctx context.Context, w http.ResponseWriter, req *Request, f *Fault) {
 	for k, vs := range f.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)
@@ -359,6 +359,8 @@ func (s *Server) serveFault(w http.ResponseWriter, req *Request, f *Fault) {
 		defer t.Stop()
 		select {
 		case <-t.C:
+		case <-ctx.Done():
+			return
 		case <-s.ctx.Done():
 			return
 		}

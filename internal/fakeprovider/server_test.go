@@ -9,6 +9,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -622,4 +624,30 @@ func TestDynamicTurn(t *testing.T) {
 	call := m["content"].([]any)[0].(map[string]any)
 	assert.Equal(t, "toolu_fake_main_1_0", call["id"])
 	assert.Equal(t, map[string]any{"session": "session-42"}, call["input"])
+}
+
+// Whatever a client sends, the server answers without panicking and records the request.
+func FuzzServe(f *testing.F) {
+	f.Add("/v1/messages", `{"stream":true,"messages":[{"role":"user","content":"[m]"},{"role":"assistant","content":[]}]}`)
+	f.Add("/v1/responses", `{"input":[{"type":"function_call"},{"type":"message","role":"user","content":"x"}],"instructions":"[m]"}`)
+	f.Add("/r/x/v1/chat/completions", `{"messages":[{"role":"system","content":[{"type":"text","text":"[m]"}]}],"stream":true,"stream_options":{"include_usage":true}}`)
+	f.Add("/v1/messages", `{"messages":"not a list","system":7}`)
+	f.Add("/nope", `[]`)
+	f.Fuzz(func(t *testing.T, path, body string) {
+		if u, err := url.ParseRequestURI(path); err != nil || u.RawQuery != "" || strings.ContainsAny(path, "# \t\r\n") {
+			return
+		}
+		srv := fakeprovider.New(fakeprovider.Script{Threads: []fakeprovider.Thread{
+			{Name: "main", Marker: "[m]", Turns: []fakeprovider.Turn{richTurn, {Text: "done"}}},
+			{Name: "other", Turns: []fakeprovider.Turn{{Text: "fallback"}}},
+		}})
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, path, strings.NewReader(body)))
+		if rec.Code == 0 {
+			t.Fatal("no status")
+		}
+		if n := len(srv.Requests()); n != 1 {
+			t.Fatalf("%d requests recorded, want 1", n)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/tape"
 )
@@ -170,7 +171,7 @@ func responseOf(f format, r *tape.Response) (reply, error) {
 	if len(r.Chunks) > 0 {
 		return f.stream(splitChunks(r.Chunks))
 	}
-	raw := bytes.TrimSpace(r.Raw)
+	raw := trimJSON(r.Raw)
 	switch {
 	case len(raw) == 0, string(raw) == "null":
 		return reply{}, nil
@@ -188,7 +189,7 @@ func splitChunks(chunks []tape.Chunk) []event {
 	var sp EventSplitter
 	var evs []event
 	add := func(ev string, last bool) {
-		name, data := ParseEvent(ev)
+		name, data := ParseEvent(validUTF8(ev))
 		if data != "" {
 			evs = append(evs, event{name: name, data: data, last: last})
 		}
@@ -204,6 +205,27 @@ func splitChunks(chunks []tape.Chunk) []event {
 	return evs
 }
 
+// validUTF8 replaces each byte of s that is not UTF-8 with U+FFFD, as encoding/json does
+// when a tape stores a chunk. Events are cleaned the same way before they are decoded, so
+// that a stream normalizes alike before and after its tape is saved and loaded.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
 // decodeEvent decodes an event's JSON data into v. It reports ok=false without an error
 // for the cut-short last event of a stream.
 func decodeEvent(ev event, v any) (ok bool, err error) {
@@ -216,9 +238,13 @@ func decodeEvent(ev event, v any) (ok bool, err error) {
 	return true, nil
 }
 
+// trimJSON trims JSON whitespace (which, unlike bytes.TrimSpace's, does not include \f
+// or \v: a body that starts with those is not JSON).
+func trimJSON(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
+
 // object decodes a JSON object into its fields, keeping their raw values.
 func object(raw []byte) (map[string]json.RawMessage, error) {
-	t := bytes.TrimSpace(raw)
+	t := trimJSON(raw)
 	if len(t) == 0 || t[0] != '{' {
 		return nil, errors.New("body is not a JSON object")
 	}
@@ -254,7 +280,7 @@ func field(m map[string]json.RawMessage, key string, v any) error {
 }
 
 func isNull(raw []byte) bool {
-	t := bytes.TrimSpace(raw)
+	t := trimJSON(raw)
 	return len(t) == 0 || string(t) == "null"
 }
 
@@ -284,7 +310,7 @@ func rawBlock(typ string, raw json.RawMessage) tape.Block {
 // argsInput turns a function call's arguments, a string holding JSON, into a tool input
 // object.
 func argsInput(args string) json.RawMessage {
-	t := strings.TrimSpace(args)
+	t := strings.Trim(args, " \t\r\n")
 	if t == "" {
 		return json.RawMessage(`{}`)
 	}
@@ -309,7 +335,7 @@ func compactObject(raw []byte) (json.RawMessage, bool) {
 // objectInput turns a tool call's input given as JSON (Anthropic tool_use) into a tool
 // input object.
 func objectInput(raw json.RawMessage) json.RawMessage {
-	t := bytes.TrimSpace(raw)
+	t := trimJSON(raw)
 	if len(t) == 0 || string(t) == "null" {
 		return json.RawMessage(`{}`)
 	}
@@ -339,7 +365,7 @@ func marshal(v any) json.RawMessage {
 
 // jsonString decodes a JSON string value; it reports false for anything else.
 func jsonString(raw json.RawMessage) (string, bool) {
-	t := bytes.TrimSpace(raw)
+	t := trimJSON(raw)
 	if len(t) == 0 || t[0] != '"' {
 		return "", false
 	}

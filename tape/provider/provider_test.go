@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -266,20 +267,10 @@ func TestRequests(t *testing.T) {
 				tools = append(tools, tl.Name+"/"+tl.Kind)
 			}
 			assert.Equal(t, tc.tools, tools)
-			assert.Equal(t, tc.params, slices.Sorted(mapsKeys(s.Request.Params)))
+			assert.Equal(t, tc.params, slices.Sorted(maps.Keys(s.Request.Params)))
 			assert.Equal(t, tc.stream, s.Request.Stream)
 			assert.Equal(t, provider.Model(raw), unquote(s.Request.Params["model"]))
 		})
-	}
-}
-
-func mapsKeys(m map[string]json.RawMessage) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 

@@ -1,0 +1,102 @@
+package testkit
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Bench replays the tape at tapePath in executor mode once per iteration of b.Loop, each time
+// in a fresh sandbox (see Replay for sandboxSpec), and reports per-op metrics:
+//
+//	replay-ms/op      the replay's wall time (controller.Result.Wall)
+//	tool-ms/op        tool execution as the executor measured it, summed over calls
+//	overhead-ms/step  (wall - tool - model) / steps: what the controller, the executor
+//	                  session and the sandbox add per step; here tool is the tool time on
+//	                  the critical path (ToolPath), so that calls run in parallel count once
+//	steps/s           steps played per second of replay
+//
+// Opening and closing the sandbox is not timed, so ns/op is the replay alone. Model latency
+// is removed unless the Speed option says otherwise. A replay that fails, or stops before the
+// end, fails the benchmark with the reason and reports no time.
+func Bench(b *testing.B, tapePath, sandboxSpec string, opts ...Option) {
+	b.Helper()
+	c := newConfig(opts)
+	rec, err := LoadTape(tapePath)
+	if err != nil {
+		b.Fatalf("%v", err)
+	}
+	var wall, tool, path, model time.Duration
+	steps, ops := 0, 0
+	for b.Loop() {
+		b.StopTimer()
+		tmp, err := os.MkdirTemp("", "testkit-bench-")
+		if err != nil {
+			b.Fatalf("testkit.Bench: %v", err)
+		}
+		sb, err := openSandbox(b.Context(), sandboxSpec, tmp, c)
+		if err != nil {
+			os.RemoveAll(tmp)
+			skipOrFatal(b, err)
+		}
+		b.StartTimer()
+		res, err := controller.Replay(b.Context(), rec, sb, controller.Options{Cwd: sb.Cwd(), Env: c.env, Speed: c.speed,
+			CallTimeout: c.callTimeout, Logf: c.logf})
+		b.StopTimer()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(b.Context()), time.Minute)
+		cerr := sb.Close(cctx)
+		cancel()
+		os.RemoveAll(tmp)
+		if err != nil {
+			b.Fatalf("testkit.Bench: replay %s in %s: %v", tapePath, sb.Spec(), err)
+		}
+		if cerr != nil {
+			b.Fatalf("testkit.Bench: close sandbox %s: %v", sb.Spec(), cerr)
+		}
+		if res.Steps == 0 {
+			b.Fatalf("testkit.Bench: replay %s in %s played no step", tapePath, sb.Spec())
+		}
+		wall += res.Wall
+		tool += res.ToolTime
+		path += ToolPath(res.Tape)
+		model += res.ModelTime
+		steps += res.Steps
+		ops++
+		b.StartTimer()
+	}
+	if ops == 0 || steps == 0 {
+		return
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+	b.ReportMetric(ms(wall)/float64(ops), "replay-ms/op")
+	b.ReportMetric(ms(tool)/float64(ops), "tool-ms/op")
+	b.ReportMetric(ms(wall-path-model)/float64(steps), "overhead-ms/step")
+	b.ReportMetric(float64(steps)/wall.Seconds(), "steps/s")
+}
+
+// ToolPath returns the tool time on a replay's critical path: for every step of every thread,
+// the longest of its tool calls that ran in the sandbox (the harnesses TapeBox knows run a
+// response's calls concurrently). Spawning calls are left out: their child threads' steps
+// count instead. controller.Result.ToolTime, a sum over calls, counts parallel calls each.
+func ToolPath(replay *tape.Tape) time.Duration {
+	if replay == nil {
+		return 0
+	}
+	var total float64
+	for _, th := range replay.Threads {
+		for _, st := range th.Steps {
+			longest := 0.0
+			for _, r := range st.ToolResults {
+				if r.DurationMS != nil && *r.DurationMS > longest && replay.ChildOf(th.ID, r.ToolCallID) == nil {
+					longest = *r.DurationMS
+				}
+			}
+			total += longest
+		}
+	}
+	return time.Duration(total * float64(time.Millisecond))
+}

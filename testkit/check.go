@@ -1,0 +1,364 @@
+package testkit
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/sandbox"
+)
+
+// The -update flag rewrites the golden files CheckSnapshot compares with. A test package that
+// imports testkit gets the flag from it: it must not define its own -update, and can ask
+// Updating for its own golden files.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files (testkit.CheckSnapshot) instead of comparing with them")
+	}
+}
+
+// Updating reports whether the test binary runs with -update.
+func Updating() bool {
+	f := flag.Lookup("update")
+	if f == nil {
+		return false
+	}
+	v, _ := strconv.ParseBool(f.Value.String())
+	return v
+}
+
+// CheckError lists every problem one check found.
+type CheckError struct {
+	// Check is the checker's name, such as "CheckFiles".
+	Check    string
+	Problems []string
+}
+
+func (e *CheckError) Error() string {
+	s := "s"
+	if len(e.Problems) == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("testkit.%s: %d problem%s:\n\t%s", e.Check, len(e.Problems), s, strings.Join(e.Problems, "\n\t"))
+}
+
+// problems collects a check's findings; err is nil when there are none.
+type problems struct {
+	check string
+	list  []string
+}
+
+func (p *problems) addf(format string, args ...any) {
+	p.list = append(p.list, fmt.Sprintf(format, args...))
+}
+
+func (p *problems) err() error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	return &CheckError{Check: p.check, Problems: p.list}
+}
+
+// usable reports a result that cannot be checked.
+func (p *problems) usable(r *Result) bool {
+	if r == nil || r.Recording == nil || r.Tape == nil {
+		p.addf("no replay to check (a nil or empty Result)")
+		return false
+	}
+	return true
+}
+
+// CheckReachedEnd checks that the replay played every step of every thread of the recording
+// to its end.
+func CheckReachedEnd(r *Result) error {
+	p := &problems{check: "CheckReachedEnd"}
+	if !p.usable(r) {
+		return p.err()
+	}
+	if r.Err != nil {
+		p.addf("the replay stopped: %v", r.Err)
+	}
+	rep := controller.Compare(r.Recording, r.Tape)
+	if !rep.ReachedEnd {
+		p.addf("the replay did not reach the end: %d of %d steps played, ended %s", rep.StepsReplayed, rep.StepsRecorded, rep.Ended)
+	}
+	return p.err()
+}
+
+// CheckIdentical checks that the replay reached the end and that compare finds nothing
+// different from the recording: the same tool calls, tool results (volatile fields and
+// learned identifiers aside) and stop reasons, step by step.
+func CheckIdentical(r *Result) error {
+	p := &problems{check: "CheckIdentical"}
+	if !p.usable(r) {
+		return p.err()
+	}
+	rep := controller.Compare(r.Recording, r.Tape)
+	if !rep.ReachedEnd {
+		p.addf("the replay did not reach the end: %d of %d steps played, ended %s", rep.StepsReplayed, rep.StepsRecorded, rep.Ended)
+	}
+	for _, d := range rep.Differences {
+		where := fmt.Sprintf("thread %s step %d", d.Thread, d.Step)
+		if d.CallID != "" {
+			where += " call " + d.CallID
+			if d.Tool != "" {
+				where += " (" + d.Tool + ")"
+			}
+		}
+		p.addf("%s: %s differs: recorded %q, replayed %q", where, d.Field, clip(d.Recorded, 200), clip(d.Replayed, 200))
+	}
+	return p.err()
+}
+
+// stateDir is the executor's own state (background tasks) in the working directory; the
+// checks leave it out.
+const stateDir = ".tapebox"
+
+// Files returns the sandbox's file tree under its working directory (the executor's .tapebox
+// state directory left out), keyed by slash-separated relative paths.
+func (r *Result) Files(ctx context.Context) (map[string]sandbox.File, error) {
+	if r == nil || r.Sandbox == nil {
+		return nil, errors.New("testkit: no sandbox to read")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	files, err := r.Sandbox.Snapshot(ctx, r.Sandbox.Cwd())
+	if err != nil {
+		return nil, fmt.Errorf("testkit: %w", err)
+	}
+	for name := range files {
+		if name == stateDir || strings.HasPrefix(name, stateDir+"/") {
+			delete(files, name)
+		}
+	}
+	return files, nil
+}
+
+// CheckFiles checks that each file of want exists in the sandbox's working directory as a
+// regular file with exactly the given contents. Paths are slash-separated and relative to the
+// working directory; other files may exist.
+func CheckFiles(r *Result, want map[string]string) error {
+	p := &problems{check: "CheckFiles"}
+	if r == nil || r.Sandbox == nil {
+		p.addf("no sandbox to check (a nil Result)")
+		return p.err()
+	}
+	got, err := r.Files(context.Background())
+	if err != nil {
+		p.addf("%v", err)
+		return p.err()
+	}
+	for _, name := range sortedKeys(want) {
+		if !fs.ValidPath(name) || name == "." {
+			p.addf("%s: not a slash-separated path relative to the working directory", name)
+			continue
+		}
+		f, ok := got[name]
+		switch {
+		case !ok:
+			p.addf("%s: missing", name)
+		case !f.Mode.IsRegular():
+			p.addf("%s: a %s, want a regular file", name, kind(f.Mode))
+		case string(f.Data) != want[name]:
+			p.addf("%s: %s", name, contentDiff(string(f.Data), want[name]))
+		}
+	}
+	return p.err()
+}
+
+// snapshotVersion is the golden file format's version.
+const snapshotVersion = 1
+
+// golden is a golden snapshot file: JSON with sorted keys, readable in a diff.
+type golden struct {
+	Version int                    `json:"tapebox_snapshot"`
+	Files   map[string]goldenEntry `json:"files"`
+}
+
+// goldenEntry is one file, directory or symbolic link. Text files keep their contents as a
+// string, other files in base64.
+type goldenEntry struct {
+	Mode    string  `json:"mode"`
+	Content *string `json:"content,omitempty"`
+	Base64  string  `json:"base64,omitempty"`
+	Target  string  `json:"target,omitempty"`
+}
+
+func entryOf(f sandbox.File) goldenEntry {
+	e := goldenEntry{Mode: f.Mode.String()}
+	switch {
+	case f.Mode.Type() == fs.ModeSymlink:
+		e.Target = f.Link
+	case f.Mode.IsRegular():
+		if utf8.Valid(f.Data) && !bytes.ContainsRune(f.Data, 0) {
+			s := string(f.Data)
+			e.Content = &s
+		} else {
+			e.Base64 = base64.StdEncoding.EncodeToString(f.Data)
+		}
+	}
+	return e
+}
+
+func (e goldenEntry) data() string {
+	if e.Content != nil {
+		return *e.Content
+	}
+	b, err := base64.StdEncoding.DecodeString(e.Base64)
+	if err != nil {
+		return "(bad base64: " + err.Error() + ")"
+	}
+	return string(b)
+}
+
+// CheckSnapshot checks the sandbox's end state against a golden file (by convention under
+// testdata/): every file, directory and symbolic link of the working directory (the
+// executor's .tapebox state left out) with its mode, contents and link target; nothing
+// missing, nothing more. With -update it writes the golden file instead (creating its
+// directory) and returns nil.
+func CheckSnapshot(r *Result, goldenPath string) error {
+	p := &problems{check: "CheckSnapshot"}
+	if r == nil || r.Sandbox == nil {
+		p.addf("no sandbox to check (a nil Result)")
+		return p.err()
+	}
+	files, err := r.Files(context.Background())
+	if err != nil {
+		p.addf("%v", err)
+		return p.err()
+	}
+	got := golden{Version: snapshotVersion, Files: map[string]goldenEntry{}}
+	for name, f := range files {
+		got.Files[name] = entryOf(f)
+	}
+	if Updating() {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(got); err != nil {
+			p.addf("encode the snapshot: %v", err)
+			return p.err()
+		}
+		if err := os.MkdirAll(filepath.Dir(goldenPath), 0o755); err != nil {
+			p.addf("%v", err)
+			return p.err()
+		}
+		if err := os.WriteFile(goldenPath, buf.Bytes(), 0o644); err != nil {
+			p.addf("%v", err)
+		}
+		return p.err()
+	}
+	data, err := os.ReadFile(goldenPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		p.addf("golden file %s does not exist; create it with go test -update", goldenPath)
+		return p.err()
+	}
+	if err != nil {
+		p.addf("%v", err)
+		return p.err()
+	}
+	var want golden
+	if err := json.Unmarshal(data, &want); err != nil {
+		p.addf("golden file %s: %v; regenerate it with go test -update", goldenPath, err)
+		return p.err()
+	}
+	if want.Version != snapshotVersion {
+		p.addf("golden file %s: format version %d, want %d; regenerate it with go test -update", goldenPath, want.Version, snapshotVersion)
+		return p.err()
+	}
+	names := sortedKeys(want.Files)
+	for name := range got.Files {
+		if _, ok := want.Files[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		w, inGolden := want.Files[name]
+		g, inSandbox := got.Files[name]
+		switch {
+		case !inSandbox:
+			p.addf("%s: missing (golden: %s)", name, w.Mode)
+		case !inGolden:
+			p.addf("%s: unexpected %s", name, g.Mode)
+		default:
+			if g.Mode != w.Mode {
+				p.addf("%s: mode %s, want %s", name, g.Mode, w.Mode)
+			}
+			if g.Target != w.Target {
+				p.addf("%s: links to %q, want %q", name, g.Target, w.Target)
+			}
+			if gd, wd := g.data(), w.data(); gd != wd {
+				p.addf("%s: %s", name, contentDiff(gd, wd))
+			}
+		}
+	}
+	if len(p.list) > 0 {
+		p.addf("(golden file %s; if the new state is right, regenerate it with go test -update)", goldenPath)
+	}
+	return p.err()
+}
+
+// contentDiff describes how got differs from want: both in full when short, else the first
+// line that differs.
+func contentDiff(got, want string) string {
+	if len(got) <= 120 && len(want) <= 120 {
+		return fmt.Sprintf("content %q, want %q", got, want)
+	}
+	gl, wl := strings.SplitAfter(got, "\n"), strings.SplitAfter(want, "\n")
+	for i := 0; i < max(len(gl), len(wl)); i++ {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			return fmt.Sprintf("content differs (%d bytes, want %d) from line %d: %q, want %q", len(got), len(want), i+1, clip(g, 120), clip(w, 120))
+		}
+	}
+	return fmt.Sprintf("content differs (%d bytes, want %d)", len(got), len(want))
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m.Type() == fs.ModeSymlink:
+		return "symbolic link"
+	case m.IsRegular():
+		return "regular file"
+	}
+	return "special file (" + m.String() + ")"
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,54 @@
+// Package testkit lets go test record agent runs as tapes, replay tapes against sandboxes,
+// check what the replays did, and benchmark them, in the style of net/http/httptest and
+// testing/fstest: helpers take a testing.TB and clean up with tb.Cleanup; checkers return
+// one error listing every problem.
+//
+// A test that replays a recorded tape in a fresh container and checks its end state:
+//
+//	func TestFixBug(t *testing.T) {
+//		r := testkit.Replay(t, "testdata/fix-bug.json", "docker-image:tapebox/sandbox:bookworm",
+//			testkit.Cwd("/app"))
+//		if err := testkit.CheckIdentical(r); err != nil {
+//			t.Error(err)
+//		}
+//		if err := testkit.CheckSnapshot(r, "testdata/fix-bug.golden"); err != nil {
+//			t.Error(err) // go test -update rewrites the golden file
+//		}
+//	}
+//
+// The sandbox is "local" (a fresh temporary directory; the executor runs as a host process
+// and isolates nothing), "local:DIR", "docker-image:IMAGE" or just an image reference (a
+// fresh container, removed at the end), or "docker:NAME" (an existing container). Docker
+// sandboxes skip the test when no engine answers or the image is missing, unless
+// TAPEBOX_REQUIRE_DOCKER=1. The replay runs in executor mode with the model latency removed
+// (Speed changes that).
+//
+// Checkers: CheckReachedEnd (every thread played to its end), CheckIdentical (compare finds
+// no difference with the recording), CheckFiles (expected files and contents) and
+// CheckSnapshot (every file, mode and content of the working directory against a golden file
+// in testdata/, rewritten with -update). A test package that imports testkit gets its -update
+// flag and must not define its own; Updating reports it.
+//
+// Recording: NewProvider serves a Script (a scripted model speaking the Anthropic and OpenAI
+// wire formats) and NewGateway records the calls an agent makes through it into a tape, so a
+// project can record its own tapes in its tests:
+//
+//	p := testkit.NewProvider(t, testkit.Script{Threads: []testkit.Thread{{Name: "main", Turns: []testkit.Turn{
+//		{Calls: []tape.ToolCall{testkit.Call("Bash", map[string]string{"command": "make test"})}},
+//		{Text: "Tests pass."},
+//	}}}})
+//	g := testkit.NewGateway(t, p.URL(), testkit.Harness("claude-code"))
+//	// ... run the agent with ANTHROPIC_BASE_URL=g.URL ...
+//	rec, err := g.Finish() // the tape, at g.Path
+//
+// Benchmarks: Bench replays a tape once per b.Loop iteration in a fresh sandbox and reports
+// replay-ms/op, tool-ms/op, overhead-ms/step and steps/s; a failed replay fails the
+// benchmark.
+//
+//	func BenchmarkFixBug(b *testing.B) {
+//		testkit.Bench(b, "testdata/fix-bug.json", "docker-image:tapebox/sandbox:bookworm", testkit.Cwd("/app"))
+//	}
+//
+// Run, StartProvider and StartGateway are the same without a testing.TB, for examples and
+// programs; their callers close what they return.
+package testkit

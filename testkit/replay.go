@@ -1,0 +1,243 @@
+package testkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// RequireDockerEnv is the variable that turns skips for a missing Docker engine or image into
+// failures: Replay and Bench skip a Docker sandbox when no engine answers or the image is
+// missing, unless TAPEBOX_REQUIRE_DOCKER=1 (CI sets it).
+const RequireDockerEnv = "TAPEBOX_REQUIRE_DOCKER"
+
+// Option configures Replay, Run and Bench.
+type Option func(*config)
+
+type config struct {
+	cwd         string
+	speed       float64
+	env         map[string]string
+	sandbox     sandbox.Options
+	output      string
+	callTimeout time.Duration
+	logf        func(string, ...any)
+}
+
+// Cwd sets the working directory inside a Docker sandbox (the recording's working directory,
+// when its tool calls use absolute paths). Default: the image's. A local sandbox's working
+// directory is its directory.
+func Cwd(dir string) Option { return func(c *config) { c.cwd = dir } }
+
+// Speed scales the recorded model latency: 0 (the default) removes it, 1 reproduces it.
+func Speed(speed float64) Option { return func(c *config) { c.speed = speed } }
+
+// Env adds variables to the executor's environment.
+func Env(env map[string]string) Option {
+	return func(c *config) {
+		if c.env == nil {
+			c.env = map[string]string{}
+		}
+		for k, v := range env {
+			c.env[k] = v
+		}
+	}
+}
+
+// SandboxOptions sets the options the sandbox is opened with (limits, runtime, network of a
+// created container ...). Cwd and Env options given to testkit take precedence.
+func SandboxOptions(o sandbox.Options) Option { return func(c *config) { c.sandbox = o } }
+
+// Output writes the replay tape to path. Default: a file in a temporary directory.
+func Output(path string) Option { return func(c *config) { c.output = path } }
+
+// CallTimeout bounds each tool call (default one minute); a call that takes longer gets an
+// error result and the replay goes on.
+func CallTimeout(d time.Duration) Option { return func(c *config) { c.callTimeout = d } }
+
+// Logf receives the controller's and the sandbox's progress lines. Replay and Bench default to
+// the test's log.
+func Logf(logf func(format string, args ...any)) Option { return func(c *config) { c.logf = logf } }
+
+func newConfig(opts []Option) *config {
+	c := &config{callTimeout: time.Minute}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Result is a replay: the recording, the replay tape, what the controller measured, and the
+// sandbox in its end state for checks. Its sandbox stays open until the test ends (Replay) or
+// Close (Run).
+type Result struct {
+	// Recording is the tape that was replayed; RecordingPath its file.
+	Recording     *tape.Tape
+	RecordingPath string
+	// Tape is the replay tape, also written at TapePath.
+	Tape     *tape.Tape
+	TapePath string
+	// Controller is what the controller measured: steps, tool calls, wall, tool and model time.
+	Controller *controller.Result
+	// Sandbox is where the replay ran, still open, for end-state checks (Snapshot, Exec).
+	Sandbox *sandbox.Sandbox
+	// Err is why the replay stopped before the end of some thread (an
+	// *controller.IncompleteError), or nil. CheckReachedEnd reports it.
+	Err error
+
+	cleanup []func() error
+}
+
+// Close closes the sandbox (removing a container TapeBox created) and the temporary
+// directories of the replay. Replay registers it with tb.Cleanup.
+func (r *Result) Close() error {
+	var errs []error
+	for i := len(r.cleanup) - 1; i >= 0; i-- {
+		errs = append(errs, r.cleanup[i]())
+	}
+	r.cleanup = nil
+	return errors.Join(errs...)
+}
+
+// Replay replays the tape at tapePath in executor mode into a fresh sandbox and returns the
+// result; the sandbox and temporary files are cleaned up with tb.Cleanup. sandboxSpec is:
+//
+//	"local"               a fresh temporary directory (the executor runs as a host process)
+//	"local:DIR"           the directory DIR, as it is
+//	"docker-image:IMAGE"  a fresh container from a local image, removed at the end
+//	"IMAGE"               the same, for a spec without a known scheme
+//	"docker:NAME"         an existing container
+//
+// A tape that cannot be loaded or a sandbox that cannot be opened fails tb. A Docker
+// sandbox with no engine reachable, or a missing image, skips tb, unless
+// TAPEBOX_REQUIRE_DOCKER=1. A replay that stops before the end does not fail tb by itself:
+// Result.Err says why, and CheckReachedEnd reports it.
+func Replay(tb testing.TB, tapePath, sandboxSpec string, opts ...Option) *Result {
+	tb.Helper()
+	opts = append([]Option{Logf(tb.Logf)}, opts...)
+	r, err := Run(tb.Context(), tapePath, sandboxSpec, opts...)
+	if err != nil {
+		skipOrFatal(tb, err)
+	}
+	tb.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			tb.Errorf("testkit: %v", err)
+		}
+	})
+	if r.Err != nil {
+		tb.Logf("testkit: replay of %s in %s stopped early: %v", tapePath, sandboxSpec, r.Err)
+	}
+	return r
+}
+
+// skipOrFatal skips tb for a missing Docker engine or image (unless TAPEBOX_REQUIRE_DOCKER=1)
+// and fails it for anything else.
+func skipOrFatal(tb testing.TB, err error) {
+	tb.Helper()
+	docker := errors.Is(err, sandbox.ErrNoEngine) || (errors.Is(err, sandbox.ErrNotFound) && strings.Contains(err.Error(), ": image "))
+	if docker && os.Getenv(RequireDockerEnv) != "1" {
+		tb.Skipf("testkit: %v (set %s=1 to make this a failure)", err, RequireDockerEnv)
+	}
+	tb.Fatalf("testkit: %v", err)
+}
+
+// Run is Replay without a testing.TB: the caller closes the result. The error is for a tape
+// that cannot be loaded or a sandbox or executor that cannot be started; a replay that
+// stops before the end returns a result with Err set.
+func Run(ctx context.Context, tapePath, sandboxSpec string, opts ...Option) (_ *Result, err error) {
+	c := newConfig(opts)
+	rec, err := LoadTape(tapePath)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Recording: rec, RecordingPath: tapePath}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	tmp, err := os.MkdirTemp("", "testkit-replay-")
+	if err != nil {
+		return nil, fmt.Errorf("testkit: %w", err)
+	}
+	r.cleanup = append(r.cleanup, func() error { return os.RemoveAll(tmp) })
+	sb, err := openSandbox(ctx, sandboxSpec, tmp, c)
+	if err != nil {
+		return nil, err
+	}
+	r.Sandbox = sb
+	r.cleanup = append(r.cleanup, func() error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := sb.Close(cctx); err != nil {
+			return fmt.Errorf("close sandbox %s: %w", sb.Spec(), err)
+		}
+		return nil
+	})
+	r.TapePath = c.output
+	if r.TapePath == "" {
+		r.TapePath = filepath.Join(tmp, "replay.json")
+	}
+	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Env: c.env, Speed: c.speed,
+		Output: r.TapePath, CallTimeout: c.callTimeout, Logf: c.logf})
+	if res == nil {
+		return nil, fmt.Errorf("testkit: replay %s in %s: %w", tapePath, sb.Spec(), err)
+	}
+	r.Controller, r.Tape, r.Err = res, res.Tape, err
+	return r, nil
+}
+
+// openSandbox opens a sandbox for spec; "local" is a fresh directory under tmp.
+func openSandbox(ctx context.Context, spec, tmp string, c *config) (*sandbox.Sandbox, error) {
+	switch {
+	case spec == "local":
+		spec = sandbox.SchemeLocal + ":" + filepath.Join(tmp, "sandbox")
+	case strings.HasPrefix(spec, sandbox.SchemeLocal+":"), strings.HasPrefix(spec, sandbox.SchemeDocker+":"),
+		strings.HasPrefix(spec, sandbox.SchemeDockerImage+":"):
+	default:
+		spec = sandbox.SchemeDockerImage + ":" + spec
+	}
+	o := c.sandbox
+	if c.cwd != "" {
+		o.Cwd = c.cwd
+	}
+	if len(c.env) > 0 {
+		o.Env = c.env
+	}
+	if o.Logf == nil {
+		o.Logf = c.logf
+	}
+	o.InstallExecutor = o.InstallExecutor || strings.HasPrefix(spec, sandbox.SchemeDockerImage+":")
+	sb, err := sandbox.Open(ctx, spec, o)
+	if err != nil {
+		return nil, fmt.Errorf("open sandbox: %w", err)
+	}
+	return sb, nil
+}
+
+// LoadTape reads a tape and checks it against the tape schema, with every problem in the
+// error.
+func LoadTape(path string) (*tape.Tape, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("testkit: %w", err)
+	}
+	if err := schema.Validate(data); err != nil {
+		return nil, fmt.Errorf("testkit: %s is not a valid tape: %w", path, err)
+	}
+	t, err := tape.Unmarshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("testkit: %s: %w", path, err)
+	}
+	return t, nil
+}

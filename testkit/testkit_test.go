@@ -1,0 +1,237 @@
+package testkit_test
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/miniharness"
+	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit"
+)
+
+func bash(cmd string) tape.ToolCall { return testkit.Call("Bash", map[string]string{"command": cmd}) }
+
+// script is a small agent run: two calls in parallel, a subagent, a failing command.
+var script = testkit.Script{Threads: []testkit.Thread{
+	{Name: "main", Turns: []testkit.Turn{
+		{Text: "Setting up.", Calls: []tape.ToolCall{
+			bash("mkdir -p app && printf 'hello tapebox\\n' > app/greeting.txt && echo created"),
+			bash("printf '#!/bin/sh\\necho run\\n' > run.sh && chmod 755 run.sh && ln -s app/greeting.txt link"),
+		}},
+		{Calls: []tape.ToolCall{testkit.Call("Agent", map[string]string{
+			"description": "count words", "prompt": "SUBTASK: count the words in app/greeting.txt into app/count.txt",
+		})}},
+		{Calls: []tape.ToolCall{bash("test -f app/missing.txt || { echo 'app/missing.txt is not there'; exit 1; }")}},
+		{Calls: []tape.ToolCall{bash("cat app/greeting.txt app/count.txt")}},
+		{Text: "Done."},
+	}},
+	{Name: "sub", Marker: "SUBTASK:", Turns: []testkit.Turn{
+		{Calls: []tape.ToolCall{bash("wc -w < app/greeting.txt | tr -d ' ' > app/count.txt && cat app/count.txt")}},
+		{Text: "Wrote 2 to app/count.txt."},
+	}},
+}}
+
+var wantFiles = map[string]string{
+	"app/greeting.txt": "hello tapebox\n",
+	"app/count.txt":    "2\n",
+	"run.sh":           "#!/bin/sh\necho run\n",
+}
+
+// record records script with a real small agent through the gateway and returns the tape's
+// path.
+func record(tb testing.TB) string {
+	tb.Helper()
+	p := testkit.NewProvider(tb, script)
+	g := testkit.NewGateway(tb, p.URL(), testkit.Harness("claude-code"), testkit.Task("id", "greeting"))
+	work := tb.TempDir()
+	final, err := miniharness.Run(tb.Context(), miniharness.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic, Stream: true,
+		Prompt: "Set up app/ with a greeting and its word count.", Dir: work, APIKey: "sk-test-placeholder"})
+	require.NoError(tb, err)
+	require.Equal(tb, "Done.", final)
+	rec, err := g.Finish()
+	require.NoError(tb, err)
+	require.Equal(tb, tape.EndComplete, rec.Meta.Ended.Reason)
+	require.Equal(tb, "greeting", rec.Meta.Task["id"])
+	require.Len(tb, rec.Threads, 2)
+	require.Len(tb, p.Requests(), 7)
+	again, err := g.Finish()
+	require.NoError(tb, err)
+	require.Same(tb, rec, again, "Finish is idempotent")
+	return g.Path
+}
+
+func TestRecordAndReplay(t *testing.T) {
+	path := record(t)
+	tests := []struct {
+		name, sandbox string
+		opts          []testkit.Option
+	}{
+		{"local", "local", nil},
+		{"docker", "docker-image:" + dockertest.SandboxImage, []testkit.Option{testkit.Cwd("/work")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "docker" {
+				dockertest.Image(t, dockertest.SandboxImage)
+			}
+			r := testkit.Replay(t, path, tt.sandbox, tt.opts...)
+			require.NoError(t, r.Err)
+			assert.NoError(t, testkit.CheckReachedEnd(r))
+			assert.NoError(t, testkit.CheckIdentical(r))
+			assert.NoError(t, testkit.CheckFiles(r, wantFiles))
+			// The same golden file for both sandboxes: the end states match, modes included.
+			assert.NoError(t, testkit.CheckSnapshot(r, "testdata/greeting.golden"))
+			assert.Equal(t, 7, r.Controller.Steps)
+			assert.Equal(t, 5, r.Controller.ToolCalls, "the Agent call is played by the controller, not the executor")
+			assert.FileExists(t, r.TapePath)
+			assert.Equal(t, r.Recording.Meta.TapeID, *r.Tape.Meta.ReplayOf)
+			if tt.name == "docker" {
+				assert.NotEmpty(t, r.Sandbox.ContainerID())
+				assert.Equal(t, "/work", r.Sandbox.Cwd())
+			}
+		})
+	}
+}
+
+// TestChecksListEveryProblem spoils a replay's end state and tape and checks that each
+// checker names every problem.
+func TestChecksListEveryProblem(t *testing.T) {
+	r := testkit.Replay(t, record(t), "local")
+	require.NoError(t, testkit.CheckIdentical(r))
+	golden := filepath.Join(t.TempDir(), "sub", "state.golden")
+	t.Run("update", func(t *testing.T) {
+		setUpdate(t, true)
+		require.NoError(t, testkit.CheckSnapshot(r, golden))
+		assert.FileExists(t, golden)
+	})
+	require.NoError(t, testkit.CheckSnapshot(r, golden))
+
+	// Spoil the sandbox: change a file, remove one, add one, make a file a directory, chmod.
+	dir := r.Sandbox.Cwd()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "app/greeting.txt"), []byte("hello world\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(dir, "app/count.txt")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "extra.txt"), []byte("x"), 0o644))
+	require.NoError(t, os.Chmod(filepath.Join(dir, "run.sh"), 0o600))
+	require.NoError(t, os.Remove(filepath.Join(dir, "link")))
+	require.NoError(t, os.Symlink("elsewhere", filepath.Join(dir, "link")))
+
+	checkProblems(t, testkit.CheckFiles(r, map[string]string{
+		"app/greeting.txt": "hello tapebox\n",
+		"app/count.txt":    "2\n",
+		"app":              "",
+		"../escape":        "",
+		"run.sh":           wantFiles["run.sh"],
+	}), "CheckFiles",
+		`../escape: not a slash-separated path relative to the working directory`,
+		`app: a directory, want a regular file`,
+		`app/count.txt: missing`,
+		`app/greeting.txt: content "hello world\n", want "hello tapebox\n"`,
+	)
+	checkProblems(t, testkit.CheckSnapshot(r, golden), "CheckSnapshot",
+		`app/count.txt: missing (golden: -rw-r--r--)`,
+		`app/greeting.txt: content "hello world\n", want "hello tapebox\n"`,
+		`extra.txt: unexpected -rw-r--r--`,
+		`link: links to "elsewhere", want "app/greeting.txt"`,
+		`run.sh: mode -rw-------, want -rwxr-xr-x`,
+		`(golden file `+golden+`; if the new state is right, regenerate it with go test -update)`,
+	)
+
+	// Spoil the replay tape: a different tool result, and a replay cut before its last step.
+	var spoiled testkit.Result = *r
+	spoiled.Tape = cloneTape(t, r.Tape)
+	main := spoiled.Tape.Main()
+	main.Steps[3].ToolResults[0].Content[0].Text = "something else"
+	main.Steps = main.Steps[:len(main.Steps)-1]
+	spoiled.Err = errors.New("executor session ended")
+	checkProblems(t, testkit.CheckReachedEnd(&spoiled), "CheckReachedEnd",
+		"the replay stopped: executor session ended",
+		"the replay did not reach the end: 6 of 7 steps played, ended complete",
+	)
+	err := testkit.CheckIdentical(&spoiled)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the replay did not reach the end")
+	assert.Contains(t, err.Error(), `thread main step 3 call`)
+	assert.Contains(t, err.Error(), `replayed "something else"`)
+
+	for name, check := range map[string]func(*testkit.Result) error{
+		"CheckReachedEnd": testkit.CheckReachedEnd, "CheckIdentical": testkit.CheckIdentical,
+		"CheckFiles":    func(r *testkit.Result) error { return testkit.CheckFiles(r, wantFiles) },
+		"CheckSnapshot": func(r *testkit.Result) error { return testkit.CheckSnapshot(r, golden) },
+	} {
+		assert.ErrorContains(t, check(nil), "testkit."+name+": 1 problem:", "a nil result is a problem, not a panic")
+	}
+	var missing testkit.Result = *r
+	assert.ErrorContains(t, testkit.CheckSnapshot(&missing, filepath.Join(t.TempDir(), "none.golden")), "create it with go test -update")
+}
+
+func checkProblems(t *testing.T, err error, check string, want ...string) {
+	t.Helper()
+	var ce *testkit.CheckError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, check, ce.Check)
+	assert.Equal(t, want, ce.Problems)
+	assert.True(t, strings.HasPrefix(err.Error(), "testkit."+check+": "), err.Error())
+}
+
+func cloneTape(t *testing.T, tp *tape.Tape) *tape.Tape {
+	t.Helper()
+	data, err := json.Marshal(tp)
+	require.NoError(t, err)
+	out, err := tape.Unmarshal(data)
+	require.NoError(t, err)
+	return out
+}
+
+// setUpdate sets -update for the test.
+func setUpdate(t *testing.T, on bool) {
+	old := testkit.Updating()
+	require.NoError(t, flagSet("update", on))
+	t.Cleanup(func() { flagSet("update", old) })
+}
+
+func TestRunErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"version": 1, "meta": {}}`), 0o644))
+	path := record(t)
+	rec, err := tape.LoadFile(path)
+	require.NoError(t, err)
+	rec.Meta.Harness = "no-such-harness"
+	unknown := filepath.Join(dir, "unknown-harness.json")
+	require.NoError(t, tape.Save(unknown, rec))
+
+	tests := []struct {
+		name, tape, sandbox string
+		want                string
+		is                  error
+	}{
+		{"missing tape", filepath.Join(dir, "none.json"), "local", "no such file", nil},
+		{"invalid tape", bad, "local", "is not a valid tape", nil},
+		{"bad sandbox", path, "local:", "bad sandbox spec", sandbox.ErrBadSpec},
+		{"unknown harness", unknown, "local", "no-such-harness", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := testkit.Run(t.Context(), tt.tape, tt.sandbox)
+			require.Error(t, err)
+			assert.Nil(t, r)
+			assert.Contains(t, err.Error(), tt.want)
+			if tt.is != nil {
+				assert.ErrorIs(t, err, tt.is)
+			}
+		})
+	}
+}
+
+func flagSet(name string, on bool) error { return flag.Set(name, strconv.FormatBool(on)) }

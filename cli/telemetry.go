@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -49,4 +50,35 @@ func startTelemetry(ctx context.Context, env *Env, container string, start time.
 		}
 		logf("telemetry: %d samples (%s) in %s", s.Rows(), s.Source(), path)
 	}, nil
+}
+
+// telemetryFlags are --telemetry and --container, for the verbs that sample a container
+// while they record or replay.
+type telemetryFlags struct {
+	on        bool
+	container string
+}
+
+// addTelemetryFlags adds --telemetry to fs, and --container NAME when withContainer (gateway
+// and simulator mode, where no sandbox names the container).
+func addTelemetryFlags(fs *flag.FlagSet, withContainer bool) *telemetryFlags {
+	tf := &telemetryFlags{}
+	fs.BoolVar(&tf.on, "telemetry", false, "sample the container's CPU and memory 4 times a second into <output stem>.telemetry.csv")
+	if withContainer {
+		fs.StringVar(&tf.container, "container", "", "the container --telemetry samples (name or ID)")
+	}
+	return tf
+}
+
+// start starts sampling when --telemetry is set (see startTelemetry); --container, when
+// given, wins over container (the sandbox's). Without --telemetry it does nothing and
+// returns a stop that does nothing.
+func (tf *telemetryFlags) start(ctx context.Context, env *Env, container string, start time.Time, outputPath string) (stop func(), err error) {
+	if tf == nil || !tf.on {
+		return func() {}, nil
+	}
+	if tf.container != "" {
+		container = tf.container
+	}
+	return startTelemetry(ctx, env, container, start, outputPath)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,6 +67,45 @@ func TestStartTelemetry(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.want)
 			if tt.is != nil {
 				assert.ErrorIs(t, err, tt.is)
+			}
+		})
+	}
+}
+
+func TestTelemetryFlags(t *testing.T) {
+	_, name := dockertest.Run(t, dockertest.TinyImage)
+	env := &Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: os.Getenv}
+	tests := []struct {
+		name          string
+		args          []string
+		withContainer bool
+		sandbox       string // the container the verb knows of
+		wantFile      bool
+		wantErr       string
+	}{
+		{"off", nil, true, "", false, ""},
+		{"off ignores a bad container", []string{"--container", "tapebox-no-such-container"}, true, "", false, ""},
+		{"sandbox's container", []string{"--telemetry"}, false, name, true, ""},
+		{"--container wins", []string{"--telemetry", "--container", name}, true, "tapebox-no-such-container", true, ""},
+		{"local sandbox", []string{"--telemetry"}, false, "", false, "--telemetry needs a container"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("x", flag.ContinueOnError)
+			tf := addTelemetryFlags(fs, tt.withContainer)
+			require.NoError(t, fs.Parse(tt.args))
+			output := filepath.Join(t.TempDir(), "run.json")
+			stop, err := tf.start(t.Context(), env, tt.sandbox, time.Now(), output)
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			stop()
+			if tt.wantFile {
+				assert.FileExists(t, telemetryPath(output))
+			} else {
+				assert.NoFileExists(t, telemetryPath(output))
 			}
 		})
 	}

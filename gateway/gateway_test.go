@@ -25,7 +25,7 @@ func script() fakeprovider.Script {
 		{Name: "main", Turns: []fakeprovider.Turn{
 			{Text: "Looking around.", Calls: []tape.ToolCall{
 				fakeprovider.Call("Bash", map[string]string{"command": "echo one > one.txt && echo made one"}),
-				fakeprovider.Call("Bash", map[string]string{"command": "mkdir -p sub && ls"}),
+				fakeprovider.Call("Bash", map[string]string{"command": "mkdir -p sub && ls -d sub"}),
 			}},
 			{Calls: []tape.ToolCall{fakeprovider.Call("Agent", map[string]string{"description": "helper", "prompt": "SUBTASK-1: write sub/two.txt"})}},
 			{Calls: []tape.ToolCall{fakeprovider.Call("Bash", map[string]string{"command": "cat sub/two.txt; exit 3"})}},
@@ -49,7 +49,7 @@ func TestRecordRoundTripShapes(t *testing.T) {
 				fp := fakeprovider.New(script())
 				up := httptest.NewServer(fp)
 				defer up.Close()
-				out := filepath.Join(t.TempDir(), "run.json")
+				out := filepath.Join(tapeDir(t), "run.json")
 				g, err := gateway.New(gateway.Config{Output: out, Upstream: up.URL, Harness: "claude-code",
 					Task: map[string]string{"id": "round-trip"}, Logf: t.Logf})
 				require.NoError(t, err)
@@ -62,6 +62,7 @@ func TestRecordRoundTripShapes(t *testing.T) {
 				require.Equal(t, "All done.", final)
 				require.NoError(t, fp.Err())
 				require.NoError(t, g.Finish(tape.EndComplete, ""))
+				require.NoError(t, g.Close(t.Context()))
 
 				data, err := os.ReadFile(out)
 				require.NoError(t, err)
@@ -84,7 +85,7 @@ func TestRecordRoundTripShapes(t *testing.T) {
 				require.Len(t, s0.ToolCalls, 2)
 				require.Len(t, s0.ToolResults, 2)
 				require.Equal(t, "made one", s0.ToolResults[0].Text())
-				require.Contains(t, s0.ToolResults[1].Text(), "one.txt")
+				require.Equal(t, "sub", s0.ToolResults[1].Text())
 				require.Equal(t, "Wrote sub/two.txt.", main.Steps[1].ToolResults[0].Text())
 				require.Equal(t, "Exit code 3\ntwo", main.Steps[2].ToolResults[0].Text())
 				require.Equal(t, stream, s0.Request.Stream)

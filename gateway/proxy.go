@@ -295,6 +295,11 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, resp *http.R
 	if _, err := w.Write(body.Bytes()); err != nil {
 		return false
 	}
+	if readErr != nil && !clientGone {
+		// Let the client have what arrived before its connection breaks.
+		http.NewResponseController(w).Flush()
+		return true
+	}
 	if overLimit {
 		if _, err := io.CopyBuffer(w, resp.Body, buf); err != nil {
 			return !errors.Is(err, io.EOF) && r.Context().Err() == nil

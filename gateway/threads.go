@@ -66,14 +66,18 @@ func firstUserText(req *tape.Request) string {
 	return ""
 }
 
-// assistantTurns counts the assistant messages in a request: how many model calls of the
-// thread came before it.
+// assistantTurns counts the model's answers a request holds: runs of consecutive assistant
+// messages, since one answer may come back as several entries (a Responses answer's
+// reasoning, message and function_call items each become a message).
 func assistantTurns(req *tape.Request) int {
 	n := 0
+	inRun := false
 	for _, m := range req.Messages {
-		if m.Role == "assistant" {
+		out := m.Role == "assistant"
+		if out && !inRun {
 			n++
 		}
+		inRun = out
 	}
 	return n
 }

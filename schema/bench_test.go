@@ -101,25 +101,35 @@ func benchmarkValidate(b *testing.B, data []byte) {
 	})
 }
 
-// BenchmarkValidateFiles measures ValidateFiles on several copies of the big tape, all
-// cores; the bytes counted are those of every file.
+// BenchmarkValidateFiles measures ValidateFiles on four copies of each big tape, on every
+// core; the bytes counted are those of every file.
 func BenchmarkValidateFiles(b *testing.B) {
-	data := bigTape()
-	dir := b.TempDir()
-	var paths []string
-	for i := range 4 {
-		p := filepath.Join(dir, "tape"+strconv.Itoa(i)+".json")
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			b.Fatal(err)
-		}
-		paths = append(paths, p)
-	}
-	b.SetBytes(int64(len(data) * len(paths)))
-	for b.Loop() {
-		for _, r := range ValidateFiles(b.Context(), paths) {
-			if r.Err != nil {
-				b.Fatal(r.Err)
+	for _, tt := range []struct {
+		name string
+		data []byte
+	}{
+		{"tape=long-strings", bigTape()},
+		{"tape=many-values", chattyTape()},
+		{"tape=tiny-values", tinyValuesTape()},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			dir := b.TempDir()
+			var paths []string
+			for i := range 4 {
+				p := filepath.Join(dir, "tape"+strconv.Itoa(i)+".json")
+				if err := os.WriteFile(p, tt.data, 0o644); err != nil {
+					b.Fatal(err)
+				}
+				paths = append(paths, p)
 			}
-		}
+			b.SetBytes(int64(len(tt.data) * len(paths)))
+			for b.Loop() {
+				for _, r := range ValidateFiles(b.Context(), paths) {
+					if r.Err != nil {
+						b.Fatal(r.Err)
+					}
+				}
+			}
+		})
 	}
 }

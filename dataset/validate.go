@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -90,14 +91,18 @@ func (r *Report) Err() error {
 // the files hold exactly; every row's tape passes the schema and is in canonical encoding;
 // every other column of every row, in both tables and in every format present, equals
 // what the tape gives (so counts, token totals and step rows agree); tape ids are unique;
-// and each Parquet shard's recorded num_bytes is right. The returned error is for
-// failures to read; what is wrong with the dataset is in the report.
+// and each Parquet shard's recorded num_bytes is right. What is wrong with the dataset,
+// files that cannot be read through included, is in the report; the error is for a
+// folder that does not exist or a cancelled context.
 func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
 	}
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = 200
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
 	}
 	v := &validator{dir: dir, opts: opts, rep: &Report{}}
 	l, err := scanLayout(dir)
@@ -120,7 +125,11 @@ func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, e
 				v.add(Problem{File: "data/" + configSteps, Row: -1, Message: fmt.Sprintf("split %s has %s tapes shards but no %s steps shards", split, ext, ext)})
 			}
 			if err := v.checkRows(ctx, tapes, steps, seen[ext]); err != nil {
-				return nil, err
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				// A file that cannot be read through is a problem of the dataset.
+				v.add(Problem{File: "data", Row: -1, Message: err.Error()})
 			}
 			if v.full() {
 				return v.report(), nil

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/tape"
+)
+
+func runDatasetCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = RunEnv(t.Context(), append([]string{"dataset"}, args...), &Env{Stdout: &out, Stderr: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+func TestDatasetExportImportValidate(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 6, Seed: 1, MeanSteps: 4, Lean: true})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "ds")
+
+	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--format", "both", "--jobs", "2", filepath.Join(tapes, "*.json"))
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "exported 6 tapes")
+	assert.Empty(t, stderr, "no progress bar when stderr is not a terminal")
+	for _, f := range []string{"README.md", "data/tapes/train-00000-of-00001.parquet", "data/steps/train-00000-of-00001.arrow"} {
+		assert.FileExists(t, filepath.Join(out, f))
+	}
+
+	code, stdout, stderr = runDatasetCLI(t, "validate", out)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "valid dataset: 12 tapes")
+
+	back := filepath.Join(t.TempDir(), "back")
+	code, stdout, stderr = runDatasetCLI(t, "import", out, "--out", back, "--verify") // flags after the folder
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "imported 6 tapes")
+	entries, err := os.ReadDir(tapes)
+	require.NoError(t, err)
+	for _, e := range entries {
+		want, err := os.ReadFile(filepath.Join(tapes, e.Name()))
+		require.NoError(t, err)
+		tp, err := tape.Unmarshal(want)
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(back, dataset.TapeFileName(tp.Meta.TapeID)))
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(want, got), e.Name())
+	}
+
+	// A broken card fails validation with exit code 1 and says where.
+	card := filepath.Join(out, "README.md")
+	data, err := os.ReadFile(card)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(card, bytes.Replace(data, []byte("num_examples: 6"), []byte("num_examples: 60"), 1), 0o644))
+	code, _, stderr = runDatasetCLI(t, "validate", out)
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, stderr, "README.md: dataset_info[tapes].splits")
+}
+
+func TestDatasetExportInvalidTape(t *testing.T) {
+	dir := t.TempDir()
+	good := dataset.GenerateTape(dataset.CorpusOptions{Seed: 2, MeanSteps: 2, Lean: true}, 0)
+	bad := dataset.GenerateTape(dataset.CorpusOptions{Seed: 2, MeanSteps: 2, Lean: true}, 1)
+	bad.Meta.Provider = "bogus"
+	for name, tp := range map[string]*tape.Tape{"good.json": good, "bad.json": bad} {
+		require.NoError(t, tape.Save(filepath.Join(dir, name), tp))
+	}
+	out := filepath.Join(t.TempDir(), "ds")
+	code, _, stderr := runDatasetCLI(t, "export", "--out", out, dir)
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, stderr, "1 of 2 tapes are invalid; nothing was written")
+	assert.Contains(t, stderr, filepath.Join(dir, "bad.json")+": /meta/provider")
+	assert.NoDirExists(t, filepath.Join(out, "data", "tapes"))
+
+	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--skip-invalid", "--split", "test", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "exported 1 tapes")
+	assert.Contains(t, stdout, "skipped 1 invalid tapes")
+	assert.Contains(t, stderr, "skipped "+filepath.Join(dir, "bad.json")+": /meta/provider")
+	assert.FileExists(t, filepath.Join(out, "data", "tapes", "test-00000-of-00001.parquet"))
+}
+
+func TestDatasetUsage(t *testing.T) {
+	tests := []struct {
+		args   []string
+		code   int
+		stderr string
+		stdout string
+	}{
+		{nil, ExitUsage, "Subverbs:", ""},
+		{[]string{"frobnicate"}, ExitUsage, `unknown subverb "frobnicate"`, ""},
+		{[]string{"--help"}, ExitOK, "", "Subverbs:"},
+		{[]string{"export"}, ExitUsage, "no tapes given", ""},
+		{[]string{"export", "--format", "csv", "x.json"}, ExitUsage, `unknown format "csv"`, ""},
+		{[]string{"export", "--nope", "x.json"}, ExitUsage, "flag provided but not defined", ""},
+		{[]string{"export", "--help"}, ExitOK, "", "--skip-invalid"},
+		{[]string{"export", "missing-dir/"}, ExitFailure, "missing-dir", ""},
+		{[]string{"import", "ds"}, ExitUsage, "--out is required", ""},
+		{[]string{"import", "--out", "x"}, ExitUsage, "want one dataset folder", ""},
+		{[]string{"import", "--help"}, ExitOK, "", "--verify"},
+		{[]string{"validate"}, ExitUsage, "want one dataset folder", ""},
+		{[]string{"validate", "a", "b"}, ExitUsage, "want one dataset folder, got 2", ""},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, stdout, stderr := runDatasetCLI(t, tt.args...)
+			assert.Equal(t, tt.code, code, "stderr: %s", stderr)
+			assert.Contains(t, stderr, tt.stderr)
+			assert.Contains(t, stdout, tt.stdout)
+		})
+	}
+}
+
+func TestDatasetValidateMissingFolder(t *testing.T) {
+	code, _, stderr := runDatasetCLI(t, "validate", filepath.Join(t.TempDir(), "nothing"))
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, stderr, "no such file or directory")
+}
+
+func TestParseInterspersed(t *testing.T) {
+	var out, errOut bytes.Buffer
+	env := &Env{Stdout: &out, Stderr: &errOut}
+	fs := newFlagSet(env, "x", "", "")
+	o := fs.String("out", "", "")
+	v := fs.Bool("v", false, "")
+	pos, code, done := parseInterspersed(env, fs, []string{"a", "--out", "o", "b", "-v", "--", "-c", "--out"})
+	require.False(t, done, "code %d: %s", code, errOut.String())
+	assert.Equal(t, []string{"a", "b", "-c", "--out"}, pos)
+	assert.Equal(t, "o", *o)
+	assert.True(t, *v)
+}

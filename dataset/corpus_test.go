@@ -1,0 +1,75 @@
+package dataset
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
+)
+
+func TestGenerateCorpus(t *testing.T) {
+	opts := CorpusOptions{Tapes: 24, Seed: 3, MeanSteps: 10, MeanToolOutput: 800}
+	a, b := t.TempDir(), t.TempDir()
+	st, err := GenerateCorpus(t.Context(), a, opts)
+	require.NoError(t, err)
+	opts.Jobs = 5
+	_, err = GenerateCorpus(t.Context(), b, opts)
+	require.NoError(t, err)
+
+	var steps, subagents, replays, anthropic, responses int
+	var size int64
+	for i := range opts.Tapes {
+		name := filepath.Base(filepath.Join(a, "tape-"+pad5(i)+".json"))
+		x, err := os.ReadFile(filepath.Join(a, name))
+		require.NoError(t, err)
+		y, err := os.ReadFile(filepath.Join(b, name))
+		require.NoError(t, err)
+		require.Equal(t, string(x), string(y), "%s: the same options give the same bytes", name)
+		require.NoError(t, schema.Validate(x), name)
+		tp, err := tape.Unmarshal(x)
+		require.NoError(t, err)
+		again, err := tape.Marshal(tp)
+		require.NoError(t, err)
+		require.Equal(t, string(x), string(again), "%s is canonical", name)
+		size += int64(len(x))
+		steps += tp.Totals().Steps
+		if len(tp.Threads) > 1 {
+			subagents++
+			_, _, ok := tp.ParentCall(tp.Threads[1])
+			assert.True(t, ok, "%s: the subagent's parent call is in the tape", name)
+		}
+		if tp.Meta.ReplayOf != nil {
+			replays++
+		}
+		switch tp.Meta.Provider {
+		case tape.ProviderAnthropic:
+			anthropic++
+		case tape.ProviderOpenAIResponses:
+			responses++
+		}
+		// Every request carries the whole conversation: the next request of a thread
+		// starts with all the messages of this one.
+		for _, th := range tp.Threads {
+			for k := 1; k < len(th.Steps); k++ {
+				prev, cur := th.Steps[k-1].Request.Messages, th.Steps[k].Request.Messages
+				require.Equal(t, len(prev), commonPrefix(prev, cur), "%s thread %s step %d", name, th.ID, k)
+			}
+		}
+	}
+	assert.Equal(t, st.Steps, steps)
+	assert.Equal(t, st.Bytes, size)
+	assert.InDelta(t, 10, float64(steps)/float64(opts.Tapes), 4, "mean steps")
+	assert.Positive(t, anthropic)
+	assert.Positive(t, responses)
+	assert.Positive(t, subagents+replays)
+}
+
+func pad5(i int) string {
+	s := "0000" + itoa(int64(i))
+	return s[len(s)-5:]
+}

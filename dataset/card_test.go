@@ -14,7 +14,7 @@ func TestCardMarshalParse(t *testing.T) {
 		PrettyName:     "x",
 		Tags:           []string{"a"},
 		SizeCategories: []string{"n<1K"},
-		Configs: []CardConfig{{ConfigName: configTapes, Default: true, DataFiles: []DataFiles{{Split: "train", Path: "data/tapes/train-*.parquet"}}}},
+		Configs:        []CardConfig{{ConfigName: configTapes, Default: true, DataFiles: []DataFiles{{Split: "train", Path: "data/tapes/train-*.parquet"}}}},
 		DatasetInfo: []ConfigInfo{{ConfigName: configTapes, Features: tapesTable.features(),
 			Splits: []SplitInfo{{Name: "train", NumBytes: 10, NumExamples: 2}}, DownloadSize: 5, DatasetSize: 10}},
 		Body: "# Title\n\ntext\n",

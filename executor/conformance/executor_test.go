@@ -3,8 +3,8 @@ package conformance
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,31 +42,68 @@ func executorBinary(t *testing.T) string {
 	return bin
 }
 
-// runExecutor runs `tapebox-exec call` for one call in cwd and returns its result.
-func runExecutor(ctx context.Context, bin, harness, cwd string, call tape.ToolCall) (tape.ToolResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	var in bytes.Buffer
-	if err := protocol.NewEncoder(&in).Encode(protocol.Call{Op: protocol.OpCall, ID: "1", Call: call}); err != nil {
-		return tape.ToolResult{}, fmt.Errorf("encode call: %w", err)
+// session is one "tapebox-exec serve" process: the way a replay drives the executor, so
+// background commands and sessions started by one call are there for the next.
+type session struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	enc    *protocol.Encoder
+	dec    *protocol.Decoder
+	stderr bytes.Buffer
+	next   int
+}
+
+// startSession starts the executor and says hello for harness in cwd.
+func startSession(ctx context.Context, bin, harness, cwd string) (*session, error) {
+	s := &session{}
+	s.cmd = exec.CommandContext(ctx, bin, "serve")
+	s.cmd.Dir = cwd
+	s.cmd.Stderr = &s.stderr
+	// A background command may hold the pipes open after bye: do not wait for it.
+	s.cmd.WaitDelay = time.Second
+	var err error
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin, "call", "--harness", harness, "--cwd", cwd)
-	cmd.Dir = cwd
-	cmd.Stdin = &in
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// A background command the call starts may hold the pipes open: do not wait for it.
-	cmd.WaitDelay = time.Second
-	err := cmd.Run()
-	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
-		return tape.ToolResult{}, fmt.Errorf("tapebox-exec call: %w\nstdout: %s\nstderr: %s", err, clip(stdout.String(), 2000), clip(stderr.String(), 2000))
-	}
-	env, err := protocol.NewReplyDecoder(&stdout).Decode()
+	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
-		return tape.ToolResult{}, fmt.Errorf("decode reply: %w\nstdout: %s\nstderr: %s", err, clip(stdout.String(), 2000), clip(stderr.String(), 2000))
+		return nil, err
 	}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start tapebox-exec serve: %w", err)
+	}
+	s.enc, s.dec = protocol.NewEncoder(s.stdin), protocol.NewReplyDecoder(stdout)
+	if err := s.enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: harness, Cwd: cwd, Env: map[string]string{}}); err != nil {
+		s.close()
+		return nil, fmt.Errorf("send hello: %w", err)
+	}
+	env, err := s.dec.Decode()
+	if err != nil || env.HelloReply == nil || !env.HelloReply.OK {
+		s.close()
+		return nil, fmt.Errorf("hello: %v %s\nstderr: %s", err, envRaw(env), clip(s.stderr.String(), 2000))
+	}
+	return s, nil
+}
+
+func envRaw(env *protocol.Envelope) string {
+	if env == nil {
+		return ""
+	}
+	return string(env.Raw)
+}
+
+// call runs one tool call and returns its result.
+func (s *session) call(c tape.ToolCall) (tape.ToolResult, error) {
+	s.next++
+	id := fmt.Sprint(s.next)
+	if err := s.enc.Encode(protocol.Call{Op: protocol.OpCall, ID: id, Call: c}); err != nil {
+		return tape.ToolResult{}, fmt.Errorf("send call: %w", err)
+	}
+	env, err := s.dec.Decode()
 	switch {
-	case env.Result != nil:
+	case err != nil:
+		return tape.ToolResult{}, fmt.Errorf("read reply: %w\nstderr: %s", err, clip(s.stderr.String(), 2000))
+	case env.Result != nil && env.Result.ID == id:
 		return env.Result.Result, nil
 	case env.Error != nil:
 		return tape.ToolResult{}, fmt.Errorf("executor error: %s", env.Error.Message)
@@ -74,8 +111,20 @@ func runExecutor(ctx context.Context, bin, harness, cwd string, call tape.ToolCa
 	return tape.ToolResult{}, fmt.Errorf("unexpected reply %s", env.Raw)
 }
 
-// TestExecutorMatchesHarness gives tapebox-exec every call of the fixtures, in an identical
-// fresh directory at the same absolute path, and checks that each result equals the
+// close says bye and waits for the executor to exit.
+func (s *session) close() {
+	if s.enc != nil {
+		_ = s.enc.Encode(protocol.Bye{Op: protocol.OpBye})
+		if s.dec != nil {
+			_, _ = s.dec.Decode()
+		}
+	}
+	_ = s.stdin.Close()
+	_ = s.cmd.Wait()
+}
+
+// TestExecutorMatchesHarness gives tapebox-exec every call of the fixtures, one "serve"
+// session per case in an identical fresh directory at the same absolute path, and checks that each result equals the
 // harness's byte for byte (volatile fields aside: see volatiles and ignored) and that the
 // directory ends in the same state.
 func TestExecutorMatchesHarness(t *testing.T) {
@@ -88,6 +137,10 @@ func TestExecutorMatchesHarness(t *testing.T) {
 			for _, c := range fx.Cases {
 				t.Run(c.Name, func(t *testing.T) {
 					layout(t, c.Cwd, c.Before)
+					sess, err := startSession(t.Context(), bin, h.name, c.Cwd)
+					if err != nil {
+						t.Fatal(err)
+					}
 					var results []tape.ToolResult // the executor's, for identifier substitution
 					for i, s := range c.Steps {
 						if s.Spawn {
@@ -108,7 +161,7 @@ func TestExecutorMatchesHarness(t *testing.T) {
 							}
 							call.Input = input
 						}
-						got, err := runExecutor(t.Context(), bin, h.name, c.Cwd, call)
+						got, err := sess.call(call)
 						results = append(results, got)
 						if err != nil {
 							t.Errorf("step %d (%s): %v", i, s.Call.Name, err)
@@ -122,6 +175,7 @@ func TestExecutorMatchesHarness(t *testing.T) {
 						}
 						matched++
 					}
+					sess.close()
 					ends++
 					if diff := diffFiles(c.After, snapshot(t, c.Cwd)); diff != "" {
 						t.Errorf("end state differs from the harness's:\n%s", diff)

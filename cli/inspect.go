@@ -290,7 +290,7 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 	}
 	u := tot.Usage
 	row("tokens", "input %d, output %d, cache read %d, cache write %d, reasoning %d", u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.ReasoningTokens)
-	row("duration", "%s", ms(tot.DurationMS))
+	row("duration", "%s", duration(tot.DurationMS))
 	for _, th := range s.Threads {
 		fmt.Fprintf(&b, "\nthread %s", th.ID)
 		if p := th.Parent; p != nil {
@@ -303,8 +303,8 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, ": %s\n", plural(len(th.Steps), "step"))
 		for _, st := range th.Steps {
 			u := st.Usage
-			fmt.Fprintf(&b, "  step %-3d %s  first byte %s, last byte %s  tokens in %d out %d cache-read %d cache-write %d  stop %s\n",
-				st.Index, st.Model, ms(st.FirstByteMS), ms(st.LastByteMS),
+			fmt.Fprintf(&b, "  step %-3d %s  first byte %.0f ms, last byte %.0f ms  tokens in %d out %d cache-read %d cache-write %d  stop %s\n",
+				st.Index, st.Model, st.FirstByteMS, st.LastByteMS,
 				u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, orDash(st.StopReason))
 			for _, c := range st.ToolCalls {
 				flag := ""
@@ -330,8 +330,8 @@ func pairs(m map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// ms formats milliseconds: "812 ms" below ten seconds, else seconds.
-func ms(v float64) string {
+// duration formats milliseconds: "812 ms" below ten seconds, else seconds.
+func duration(v float64) string {
 	if v < 10000 {
 		return fmt.Sprintf("%.0f ms", v)
 	}

@@ -48,7 +48,7 @@ func TestInspectText(t *testing.T) {
 				`    Bash toolu_a {"command":"echo hello; echo hello; echo hello; echo hello; echo hello; echo he…  [error]`,
 				"    apply_patch toolu_b *** Begin Patch *** End Patch",
 				`    Task toolu_task {"prompt":"look around"}  [no result]`,
-				"  step 1   claude-sonnet-4-5  first byte 400 ms, last byte 12.0 s  tokens in 200 out 30 cache-read 0 cache-write 0  stop end_turn",
+				"  step 1   claude-sonnet-4-5  first byte 400 ms, last byte 12000 ms  tokens in 200 out 30 cache-read 0 cache-write 0  stop end_turn",
 				"thread sub-1  spawned by main / toolu_task (Task): 1 step",
 				"  step 0   claude-haiku-4-5  first byte 100 ms, last byte 200 ms",
 			},

@@ -2,22 +2,19 @@ package tape
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 )
 
-// NewID returns a fresh random identifier (32 hex digits).
+// NewID returns a fresh random identifier (32 hex digits). It uses math/rand/v2, whose
+// generator is ChaCha8 seeded from the OS: unpredictable enough for ids, and without
+// crypto/rand, which would add half a megabyte to the sandbox-side executor.
 func NewID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on Linux
-	}
-	return hex.EncodeToString(b[:])
+	return fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
 }
 
 // Marshal returns the canonical encoding of t: compact JSON, fields in the order of this
@@ -35,12 +32,45 @@ func Marshal(t *Tape) ([]byte, error) {
 
 // encode writes v as canonical JSON followed by a newline.
 func encode(buf *bytes.Buffer, v any) error {
+	start := buf.Len()
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode tape: %w", err)
 	}
+	if b := buf.Bytes()[start:]; bytes.Contains(b, escapedReplacement) {
+		fixed := unescapeReplacement(b)
+		buf.Truncate(start)
+		buf.Write(fixed)
+	}
 	return nil
+}
+
+var escapedReplacement = []byte(`\ufffd`)
+
+// unescapeReplacement writes U+FFFD as itself rather than as the escape \ufffd. encoding/json
+// escapes it where a string held invalid UTF-8 but writes it raw where the string held the
+// character, so without this a tape with invalid UTF-8 would not encode the same after a
+// load. An escape is one whose backslash is not itself escaped.
+func unescapeReplacement(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] == '\\' {
+			if bytes.HasPrefix(b[i:], escapedReplacement) {
+				out = append(out, "\uFFFD"...)
+				i += len(escapedReplacement) - 1
+				continue
+			}
+			// Any other escape: copy it whole so its backslash cannot start a match.
+			if i+1 < len(b) {
+				out = append(out, b[i], b[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, b[i])
+	}
+	return out
 }
 
 // marshalPiece is the canonical encoding of v without the trailing newline.

@@ -115,3 +115,20 @@ func TestUnmarshalErrors(t *testing.T) {
 	_, err := Unmarshal([]byte(`{"version":7}`))
 	require.ErrorIs(t, err, ErrUnsupportedVersion)
 }
+
+// TestMarshalInvalidUTF8 checks that a tape holding invalid UTF-8 (a provider can send it)
+// encodes the same before and after a load, and that a literal "\ufffd" text is kept.
+func TestMarshalInvalidUTF8(t *testing.T) {
+	tp := New(ProviderAnthropic, time.Unix(0, 0))
+	s := testStep(0, 1)
+	s.Response.Chunks = []Chunk{{Data: "bad \xff\xfe byte, a real \uFFFD, and a literal \\ufffd and \\\\ufffd"}}
+	tp.Threads = []*Thread{{ID: "main", Steps: []*Step{s}}}
+	first, err := Marshal(tp)
+	require.NoError(t, err)
+	loaded, err := Unmarshal(first)
+	require.NoError(t, err)
+	again, err := Marshal(loaded)
+	require.NoError(t, err)
+	require.Equal(t, string(first), string(again))
+	require.Equal(t, "bad \uFFFD\uFFFD byte, a real \uFFFD, and a literal \\ufffd and \\\\ufffd", loaded.Threads[0].Steps[0].Response.Chunks[0].Data)
+}

@@ -2,7 +2,6 @@ package codex
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/tape"
@@ -122,7 +122,7 @@ func charCeil(s string, i int) int {
 
 func chunkID() string {
 	b := make([]byte, 3)
-	_, _ = rand.Read(b)
+	action.FillRandom(b)
 	return hex.EncodeToString(b)
 }
 

@@ -2,7 +2,6 @@ package codex
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -57,7 +56,7 @@ func taskID(session int) string { return "exec-" + strconv.Itoa(session) }
 
 func newSessionID() int {
 	var b [4]byte
-	_, _ = rand.Read(b[:])
+	action.FillRandom(b[:])
 	return int(binary.BigEndian.Uint32(b[:])%90000) + 10000
 }
 

@@ -1,0 +1,511 @@
+package e2e
+
+// What the real-harness tests share: the tapebox binaries they drive, the environment a real
+// harness runs in, processes in their own groups, end states, and reading the tool results a
+// harness sent straight from its requests (independently of the gateway's parser).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/fakeprovider"
+	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// rig builds the tapebox binary once per top-level test, with tapebox-exec-<arch> beside it
+// so that replays find the executor the way a release does.
+type rig struct {
+	dir  string
+	once sync.Once
+	bin  string
+	err  error
+}
+
+func newRig(t *testing.T) *rig { return &rig{dir: t.TempDir()} }
+
+// tapebox returns the path of the built tapebox binary.
+func (r *rig) tapebox(t *testing.T) string {
+	t.Helper()
+	r.once.Do(func() {
+		bin := filepath.Join(r.dir, "tapebox")
+		build := func(env []string, out, pkg string) error {
+			cmd := exec.Command("go", "build", "-o", out, pkg)
+			cmd.Env = append(os.Environ(), env...)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+			}
+			return nil
+		}
+		if r.err = build(nil, bin, "github.com/tapebox/tapebox/cmd/tapebox"); r.err != nil {
+			return
+		}
+		exe := filepath.Join(r.dir, sandbox.ExecutorName+"-"+runtime.GOARCH)
+		if r.err = build([]string{"CGO_ENABLED=0", "GOOS=linux"}, exe, "github.com/tapebox/tapebox/cmd/tapebox-exec"); r.err != nil {
+			return
+		}
+		r.bin = bin
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.bin
+}
+
+// run runs tapebox with args in dir and returns its exit code, stdout and stderr. Unless env
+// sets HOME, it gets an empty one, as the harnesses had: a local executor's login shell then
+// reads no profile of this machine's user.
+func (r *rig) run(t *testing.T, dir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }) {
+		env = append(env, "HOME="+t.TempDir())
+	}
+	p := startProc(t, dir, env, r.tapebox(t), args...)
+	code := p.wait(t, 5*time.Minute)
+	return code, p.stdout(), p.stderr()
+}
+
+// needHarness skips the test when the harness is missing, unless TAPEBOX_REQUIRE_HARNESSES=1.
+func needHarness(t *testing.T, harness string) {
+	t.Helper()
+	claude, codex, why := realharness.Available()
+	if (harness == realharness.Claude && claude) || (harness == realharness.Codex && codex) {
+		return
+	}
+	if realharness.Required() {
+		t.Fatalf("%s is required (%s=1) but not installed: %s", harness, realharness.EnvRequire, why)
+	}
+	t.Skipf("%s not installed (cd harnesses && npm ci): %s", harness, why)
+}
+
+// cleanEnv is this process's environment without anything that would point a harness
+// elsewhere or change its behaviour (credentials, base URLs, a parent Claude Code session),
+// plus extra.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "HOME", name == "CLAUDECODE", name == "IS_SANDBOX", name == "TAPEBOX_GATEWAY_URL",
+			strings.HasPrefix(name, "ANTHROPIC_"), strings.HasPrefix(name, "CLAUDE_"),
+			strings.HasPrefix(name, "OPENAI_"), strings.HasPrefix(name, "CODEX_"),
+			strings.HasSuffix(name, "_PROXY"), strings.HasSuffix(name, "_proxy"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// proc is a command in its own process group, its output going to files (a background
+// command the harness leaves behind must not hold a pipe open).
+type proc struct {
+	cmd        *exec.Cmd
+	out, errf  string
+	waited     bool
+	exitCode   int
+	waitResult chan error
+}
+
+func startProc(t *testing.T, dir string, env []string, name string, args ...string) *proc {
+	t.Helper()
+	logs := t.TempDir()
+	p := &proc{out: filepath.Join(logs, "stdout"), errf: filepath.Join(logs, "stderr"), waitResult: make(chan error, 1)}
+	stdout, err := os.Create(p.out)
+	require.NoError(t, err)
+	stderr, err := os.Create(p.errf)
+	require.NoError(t, err)
+	p.cmd = exec.Command(name, args...)
+	p.cmd.Dir, p.cmd.Env = dir, env
+	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, p.cmd.Start(), "start %s", name)
+	stdout.Close()
+	stderr.Close()
+	go func() { p.waitResult <- p.cmd.Wait() }()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+// wait waits for the process (at most limit, then kills its group and fails) and returns
+// its exit code. Whatever it left running in its group is killed.
+func (p *proc) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	if p.waited {
+		return p.exitCode
+	}
+	select {
+	case <-p.waitResult:
+	case <-t.Context().Done():
+		p.kill()
+		<-p.waitResult
+		t.Fatalf("%s: test ended while it ran\nstderr:\n%s", p.cmd.Path, clipText(p.stderr(), 4000))
+	case <-time.After(limit):
+		p.kill()
+		<-p.waitResult
+		t.Fatalf("%s did not finish in %v\nstdout:\n%s\nstderr:\n%s", p.cmd.Path, limit, clipText(p.stdout(), 4000), clipText(p.stderr(), 4000))
+	}
+	p.waited, p.exitCode = true, p.cmd.ProcessState.ExitCode()
+	p.kill()
+	return p.exitCode
+}
+
+func (p *proc) kill() {
+	if p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+func (p *proc) stdout() string { b, _ := os.ReadFile(p.out); return string(b) }
+func (p *proc) stderr() string { b, _ := os.ReadFile(p.errf); return string(b) }
+
+// waitLine waits until the process's stderr holds a line containing prefix and returns the
+// rest of that line after prefix.
+func (p *proc) waitLine(t *testing.T, prefix string, limit time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		sc := bufio.NewScanner(strings.NewReader(p.stderr()))
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), prefix); ok {
+				return rest
+			}
+		}
+		select {
+		case <-p.waitResult:
+			p.waited, p.exitCode = true, p.cmd.ProcessState.ExitCode()
+			t.Fatalf("%s exited (%d) before printing %q\nstderr:\n%s", p.cmd.Path, p.exitCode, prefix, clipText(p.stderr(), 4000))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s printed no %q in %v\nstderr:\n%s", p.cmd.Path, prefix, limit, clipText(p.stderr(), 4000))
+	return ""
+}
+
+// simulator starts tapebox replay in simulator mode on a free loopback port and returns the
+// process and its base URL.
+func (r *rig) simulator(t *testing.T, tapePath, output string) (*proc, string) {
+	t.Helper()
+	p := startProc(t, t.TempDir(), cleanEnv(), r.tapebox(t), "replay", "--tape", tapePath, "--listen", "127.0.0.1:0",
+		"--output", output, "--speed", "0")
+	addr := strings.Fields(p.waitLine(t, ") on http://", 30*time.Second))[0]
+	addr = strings.TrimSuffix(addr, ";")
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		t.Fatalf("simulator address %q: %v", addr, err)
+	}
+	return p, "http://" + addr
+}
+
+// freshDir removes dir and creates it empty; the test removes it at the end.
+func freshDir(t *testing.T, dir string) {
+	t.Helper()
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	t.Cleanup(func() { os.RemoveAll(dir) })
+}
+
+// private names the entries of a working directory that are not the task's: the executor's
+// state and the harnesses' own.
+var private = map[string]bool{".tapebox": true, ".claude": true, ".codex": true}
+
+// endState reads the files under a sandbox's cwd: path -> contents, directories as "path/"
+// -> "", symbolic links as "path@" -> target; private entries are left out.
+func endState(ctx context.Context, t *testing.T, sb *sandbox.Sandbox) map[string]string {
+	t.Helper()
+	snap, err := sb.Snapshot(ctx, sb.Cwd())
+	require.NoError(t, err)
+	out := map[string]string{}
+	for p, f := range snap {
+		if private[strings.Split(p, "/")[0]] {
+			continue
+		}
+		switch {
+		case f.Mode.IsDir():
+			out[p+"/"] = ""
+		case f.Mode&fs.ModeSymlink != 0:
+			out[p+"@"] = f.Link
+		default:
+			out[p] = string(f.Data)
+		}
+	}
+	return out
+}
+
+// localState is endState of a directory on this machine.
+func localState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{})
+	require.NoError(t, err)
+	defer sb.Close(context.WithoutCancel(t.Context()))
+	return endState(t.Context(), t, sb)
+}
+
+// requireIdentical runs tapebox compare on the two tapes and fails with its report unless
+// it says identical (exit 0); the report of controller.Compare must agree.
+func (r *rig) requireIdentical(t *testing.T, recPath, repPath string) *controller.Report {
+	t.Helper()
+	code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), "compare", recPath, repPath)
+	rec, err := tape.LoadFile(recPath)
+	require.NoError(t, err)
+	rep, err := tape.LoadFile(repPath)
+	require.NoError(t, err)
+	report := controller.Compare(rec, rep)
+	if code != 0 || !report.Identical {
+		t.Fatalf("tapebox compare %s %s: exit %d (controller.Compare identical=%v)\n%s%s", filepath.Base(recPath), filepath.Base(repPath), code, report.Identical, out, errOut)
+	}
+	return report
+}
+
+// dockerReplay replays a tape in executor mode in a fresh container of the sandbox image,
+// with the same code path as tapebox replay --sandbox docker-image:IMAGE --cwd CWD, and returns
+// the replay tape's path and the container's end state.
+func dockerReplay(t *testing.T, rec *tape.Tape, cwd string) (string, map[string]string) {
+	t.Helper()
+	dockertest.Image(t, "tapebox/sandbox:bookworm")
+	ctx := t.Context()
+	sb, err := sandbox.Open(ctx, "docker-image:tapebox/sandbox:bookworm", sandbox.Options{Cwd: cwd, InstallExecutor: true})
+	require.NoError(t, err)
+	defer sb.Close(context.WithoutCancel(ctx))
+	out := filepath.Join(t.TempDir(), "replay-docker.json")
+	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Speed: 0, Output: out, Logf: t.Logf})
+	if err != nil {
+		rep, lerr := tape.LoadFile(out)
+		if lerr == nil {
+			var b strings.Builder
+			controller.Compare(rec, rep).WriteText(&b)
+			t.Fatalf("replay in docker: %v\n%s", err, b.String())
+		}
+		t.Fatalf("replay in docker: %v", err)
+	}
+	t.Logf("docker replay: %d steps, %d tool calls, %d identifiers learned, %v", res.Steps, res.ToolCalls, len(res.Identifiers), res.Wall.Round(time.Millisecond))
+	return out, endState(ctx, t, sb)
+}
+
+// requireSameState fails with the differences between two end states.
+func requireSameState(t *testing.T, want, got map[string]string, what string) {
+	t.Helper()
+	var diffs []string
+	for _, p := range sortedKeys(want, got) {
+		w, wok := want[p]
+		g, gok := got[p]
+		switch {
+		case !gok:
+			diffs = append(diffs, fmt.Sprintf("%s: missing (want %q)", p, clipText(w, 200)))
+		case !wok:
+			diffs = append(diffs, fmt.Sprintf("%s: unexpected (%q)", p, clipText(g, 200)))
+		case w != g:
+			diffs = append(diffs, fmt.Sprintf("%s: %q, want %q", p, clipText(g, 200), clipText(w, 200)))
+		}
+	}
+	if len(diffs) > 0 {
+		t.Fatalf("%s: end state differs from the recording's:\n\t%s", what, strings.Join(diffs, "\n\t"))
+	}
+}
+
+func sortedKeys(ms ...map[string]string) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, m := range ms {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// sentResult is a tool result as it appears in a request body the harness sent.
+type sentResult struct {
+	text  string
+	isErr bool
+}
+
+// sentResults reads the tool results of a request body, by call id, straight from the wire
+// format: Anthropic tool_result blocks, Responses function_call_output and
+// custom_tool_call_output items.
+func sentResults(t *testing.T, p tape.Provider, body []byte) map[string]sentResult {
+	t.Helper()
+	out, err := parseSent(p, body)
+	require.NoError(t, err)
+	return out
+}
+
+// parseSent is sentResults without a test, for a fake model reacting to a request.
+func parseSent(p tape.Provider, body []byte) (map[string]sentResult, error) {
+	out := map[string]sentResult{}
+	blocksText := func(raw json.RawMessage) (string, error) {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s, nil
+		}
+		var blocks []struct {
+			Type, Text string
+		}
+		if err := json.Unmarshal(raw, &blocks); err != nil {
+			return "", fmt.Errorf("tool result content %s: %w", clipText(string(raw), 300), err)
+		}
+		var b strings.Builder
+		for _, bl := range blocks {
+			b.WriteString(bl.Text)
+		}
+		return b.String(), nil
+	}
+	switch p {
+	case tape.ProviderAnthropic:
+		var req struct {
+			Messages []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, fmt.Errorf("request body: %w", err)
+		}
+		for _, m := range req.Messages {
+			var blocks []struct {
+				Type      string          `json:"type"`
+				ToolUseID string          `json:"tool_use_id"`
+				Content   json.RawMessage `json:"content"`
+				IsError   bool            `json:"is_error"`
+			}
+			if m.Role != "user" || json.Unmarshal(m.Content, &blocks) != nil {
+				continue
+			}
+			for _, b := range blocks {
+				if b.Type != "tool_result" {
+					continue
+				}
+				text, err := blocksText(b.Content)
+				if err != nil {
+					return nil, err
+				}
+				out[b.ToolUseID] = sentResult{text: text, isErr: b.IsError}
+			}
+		}
+	case tape.ProviderOpenAIResponses:
+		var req struct {
+			Input []struct {
+				Type   string          `json:"type"`
+				CallID string          `json:"call_id"`
+				Output json.RawMessage `json:"output"`
+			} `json:"input"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, fmt.Errorf("request body: %w", err)
+		}
+		for _, it := range req.Input {
+			if it.Type != "function_call_output" && it.Type != "custom_tool_call_output" {
+				continue
+			}
+			text, err := blocksText(it.Output)
+			if err != nil {
+				return nil, err
+			}
+			out[it.CallID] = sentResult{text: text}
+		}
+	default:
+		return nil, fmt.Errorf("tool results of provider %s: not supported here", p)
+	}
+	return out, nil
+}
+
+// requireResultsAsSent checks every tool result of the tape against what the harness sent
+// the fake provider for that call (the first request carrying it), and that every tool
+// call but those of a thread's last step has a result. It returns how many results it
+// checked.
+func requireResultsAsSent(t *testing.T, rec *tape.Tape, srv *fakeprovider.Server) int {
+	t.Helper()
+	sent := map[string]sentResult{}
+	for _, r := range srv.Requests() {
+		if r.Endpoint != fakeprovider.EndpointMessages && r.Endpoint != fakeprovider.EndpointResponses {
+			continue
+		}
+		for id, res := range sentResults(t, rec.Meta.Provider, r.Body) {
+			if _, ok := sent[id]; !ok {
+				sent[id] = res
+			}
+		}
+	}
+	n := 0
+	for _, th := range rec.Threads {
+		for i, st := range th.Steps {
+			byID := map[string]tape.ToolResult{}
+			for _, res := range st.ToolResults {
+				byID[res.ToolCallID] = res
+			}
+			for _, c := range st.ToolCalls {
+				want, ok := sent[c.ID]
+				got, have := byID[c.ID]
+				if !ok {
+					require.False(t, have, "thread %s step %d: the tape has a result for %s %s the harness never sent", th.ID, i, c.Name, c.ID)
+					require.Equal(t, len(th.Steps)-1, i, "thread %s step %d: the harness sent no result for %s %s", th.ID, i, c.Name, c.ID)
+					continue
+				}
+				require.True(t, have, "thread %s step %d: the tape lacks the result of %s %s: %q", th.ID, i, c.Name, c.ID, clipText(want.text, 300))
+				require.Equal(t, want.text, got.Text(), "thread %s step %d: result of %s %s", th.ID, i, c.Name, c.ID)
+				if rec.Meta.Provider == tape.ProviderAnthropic {
+					require.Equal(t, want.isErr, got.IsError, "thread %s step %d: is_error of %s %s", th.ID, i, c.Name, c.ID)
+				}
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// callsOf lists a tape's tool calls as "thread/step name", thread by thread.
+func callsOf(rec *tape.Tape) []string {
+	var out []string
+	for _, th := range rec.Threads {
+		for i, st := range th.Steps {
+			for _, c := range st.ToolCalls {
+				out = append(out, fmt.Sprintf("%s/%d %s", th.ID, i, c.Name))
+			}
+		}
+	}
+	return out
+}
+
+// copyFile copies a file (a tape kept beside the test's logs).
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := os.Create(to)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+}
+
+func clipText(s string, n int) string {
+	if len(s) > n {
+		return s[:n/2] + "\n...\n" + s[len(s)-n/2:]
+	}
+	return s
+}

@@ -67,6 +67,7 @@ placeholder, the gateway drops the agent's credentials for that host and sets th
 	var gf gatewayFlags
 	gf.addFlags(fs)
 	listen := fs.String("listen", ":8080", "address to listen on")
+	tf := addTelemetryFlags(fs, true)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -86,6 +87,12 @@ placeholder, the gateway drops the agent's credentials for that host and sets th
 	if err != nil {
 		return failf(env, "gateway", "%v", err)
 	}
+	stopTelemetry, err := tf.start(ctx, env, "", g.StartedAt(), gf.output)
+	if err != nil {
+		g.Finish(tape.EndError, err.Error())
+		return failf(env, "gateway", "%v", err)
+	}
+	defer stopTelemetry()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		g.Finish(tape.EndError, err.Error())

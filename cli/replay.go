@@ -31,6 +31,7 @@ type replayFlags struct {
 	listen                             string
 	quiet                              bool
 	env                                kvFlag
+	telemetry                          *telemetryFlags
 }
 
 func runReplay(ctx context.Context, env *Env, args []string) int {
@@ -65,6 +66,7 @@ Simulator mode (--listen): the real harness replays against the recorded respons
 	fs.Var(f.env, "env", "KEY=VALUE for the executor's environment, repeatable")
 	fs.StringVar(&f.listen, "listen", "", "simulator mode: serve the provider's API on this address")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	f.telemetry = addTelemetryFlags(fs, true)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -160,6 +162,11 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 			logf("close sandbox: %v", err)
 		}
 	}()
+	stopTelemetry, err := f.telemetry.start(ctx, env, sb.ContainerID(), time.Now(), f.output)
+	if err != nil {
+		return failf(env, "replay", "%v", err)
+	}
+	defer stopTelemetry()
 	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Env: f.env, Speed: f.speed, Output: f.output,
 		CallTimeout: f.callTimeout, Logf: logf})
 	if res != nil {

@@ -28,6 +28,11 @@ func runSimulator(ctx context.Context, env *Env, verb string, rec *tape.Tape, f 
 	if err != nil {
 		return failf(env, verb, "%v", err)
 	}
+	stopTelemetry, err := f.telemetry.start(ctx, env, "", time.Now(), f.output)
+	if err != nil {
+		return failf(env, verb, "%v", err)
+	}
+	defer stopTelemetry()
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return failf(env, verb, "listen on %s: %v", f.listen, err)

@@ -291,7 +291,7 @@ func benchOnce(ctx context.Context, rec *tape.Tape, side *benchSide, f *benchFla
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 	r := &benchRun{WallMS: ms(res.Wall), ToolMS: ms(res.ToolTime), ModelMS: ms(res.ModelTime), SetupMS: ms(setup),
 		Steps: res.Steps, ToolCalls: res.ToolCalls}
-	r.ToolPathMS = ms(benchToolPath(res.Tape))
+	r.ToolPathMS = ms(res.ToolPath)
 	r.OverheadMSPerStep = (r.WallMS - r.ToolPathMS - r.ModelMS) / float64(res.Steps)
 	r.StepsPerS = float64(res.Steps) / res.Wall.Seconds()
 	r.Identical = controller.Compare(rec, res.Tape).Identical
@@ -486,24 +486,4 @@ func benchVerdict(v stats.Verdict) string {
 		return "n/a"
 	}
 	return "no"
-}
-
-// benchToolPath is the tool time on a replay's critical path: per step of every thread, the
-// longest call that ran in the sandbox (spawning calls left out: their child threads' steps
-// count). The same as testkit.ToolPath, which the CLI does not import (testkit imports
-// testing).
-func benchToolPath(replay *tape.Tape) time.Duration {
-	var total float64
-	for _, th := range replay.Threads {
-		for _, st := range th.Steps {
-			longest := 0.0
-			for _, r := range st.ToolResults {
-				if r.DurationMS != nil && *r.DurationMS > longest && replay.ChildOf(th.ID, r.ToolCallID) == nil {
-					longest = *r.DurationMS
-				}
-			}
-			total += longest
-		}
-	}
-	return time.Duration(total * float64(time.Millisecond))
 }

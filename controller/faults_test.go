@@ -51,7 +51,9 @@ func TestReplayRestartsDeadExecutor(t *testing.T) {
 	rec := bashTape(
 		[]string{
 			"echo started > bg.txt",
-			"if [ ! -f .killed ]; then touch .killed; kill -9 $PPID; fi; echo alive",
+			// Kill the topmost tapebox-exec ancestor: the serving executor (a foreground
+			// command may run under a wrapper process of the executor's own).
+			`if [ ! -f .killed ]; then touch .killed; p=$PPID; top=; while [ "$p" -gt 1 ]; do case "$(cat /proc/$p/comm)" in tapebox-exec*) top=$p;; esac; p=$(cut -d' ' -f4 /proc/$p/stat); done; kill -9 $top; fi; echo alive`,
 			"cat bg.txt",
 		},
 		[]string{"(Bash completed with no output)", "alive", "started"},

@@ -43,8 +43,9 @@ type Result struct {
 	// Steps played, tool calls run in the sandbox, executor restarts.
 	Steps, ToolCalls, Restarts int
 	// Wall is the whole replay; ToolTime sums tool execution as the executor measured it;
-	// ModelTime sums the paced model latency.
-	Wall, ToolTime, ModelTime time.Duration
+	// ToolPath is the tool time on the critical path (see ToolPath); ModelTime sums the paced
+	// model latency. Wall - ToolPath - ModelTime is the controller's own overhead.
+	Wall, ToolTime, ToolPath, ModelTime time.Duration
 	// Identifiers learned.
 	Identifiers map[string]string
 }
@@ -109,7 +110,7 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 	p.currentSession().close(closeCtx)
 	cancel()
 	res := &Result{Steps: p.steps, ToolCalls: p.calls, Restarts: p.restarts, Wall: opts.Now().Sub(p.start),
-		ToolTime: p.toolTime, ModelTime: p.modelTime, Identifiers: p.ids.Map()}
+		ToolTime: p.toolTime, ToolPath: ToolPath(p.out), ModelTime: p.modelTime, Identifiers: p.ids.Map()}
 	if err != nil {
 		reason := tape.EndError
 		if errors.Is(err, context.Canceled) {
@@ -418,4 +419,27 @@ func (p *player) restart(ctx context.Context, dead *session, cause error) error 
 	}
 	p.sess = s
 	return nil
+}
+
+// ToolPath returns the tool time on a replay's critical path: for every step of every thread,
+// the longest of its tool calls that ran in the sandbox (the calls of one response run
+// concurrently). Spawning calls are left out: their child threads' steps count instead.
+// Result.ToolTime, a sum over calls, counts parallel calls each.
+func ToolPath(replay *tape.Tape) time.Duration {
+	if replay == nil {
+		return 0
+	}
+	var total float64
+	for _, th := range replay.Threads {
+		for _, st := range th.Steps {
+			longest := 0.0
+			for _, r := range st.ToolResults {
+				if r.DurationMS != nil && *r.DurationMS > longest && replay.ChildOf(th.ID, r.ToolCallID) == nil {
+					longest = *r.DurationMS
+				}
+			}
+			total += longest
+		}
+	}
+	return msDur(total)
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/tape"
 )
 
 // Bench replays the tape at tapePath in executor mode once per iteration of b.Loop, each time
@@ -17,7 +16,7 @@ import (
 //	tool-ms/op        tool execution as the executor measured it, summed over calls
 //	overhead-ms/step  (wall - tool - model) / steps: what the controller, the executor
 //	                  session and the sandbox add per step; here tool is the tool time on
-//	                  the critical path (ToolPath), so that calls run in parallel count once
+//	                  the critical path (controller.ToolPath), so that calls run in parallel count once
 //	steps/s           steps played per second of replay
 //
 // Opening and closing the sandbox is not timed, so ns/op is the replay alone. Model latency
@@ -62,7 +61,7 @@ func Bench(b *testing.B, tapePath, sandboxSpec string, opts ...Option) {
 		}
 		wall += res.Wall
 		tool += res.ToolTime
-		path += ToolPath(res.Tape)
+		path += res.ToolPath
 		model += res.ModelTime
 		steps += res.Steps
 		ops++
@@ -76,27 +75,4 @@ func Bench(b *testing.B, tapePath, sandboxSpec string, opts ...Option) {
 	b.ReportMetric(ms(tool)/float64(ops), "tool-ms/op")
 	b.ReportMetric(ms(wall-path-model)/float64(steps), "overhead-ms/step")
 	b.ReportMetric(float64(steps)/wall.Seconds(), "steps/s")
-}
-
-// ToolPath returns the tool time on a replay's critical path: for every step of every thread,
-// the longest of its tool calls that ran in the sandbox (the harnesses TapeBox knows run a
-// response's calls concurrently). Spawning calls are left out: their child threads' steps
-// count instead. controller.Result.ToolTime, a sum over calls, counts parallel calls each.
-func ToolPath(replay *tape.Tape) time.Duration {
-	if replay == nil {
-		return 0
-	}
-	var total float64
-	for _, th := range replay.Threads {
-		for _, st := range th.Steps {
-			longest := 0.0
-			for _, r := range st.ToolResults {
-				if r.DurationMS != nil && *r.DurationMS > longest && replay.ChildOf(th.ID, r.ToolCallID) == nil {
-					longest = *r.DurationMS
-				}
-			}
-			total += longest
-		}
-	}
-	return time.Duration(total * float64(time.Millisecond))
 }

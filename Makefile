@@ -30,7 +30,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS) | tee bench-out/bench.txt
 
 demo: build
-	./scripts/demo.sh
+	./bin/tapebox demo --out demo-out
 
 sandbox-image:
 	./scripts/sandbox-image.sh

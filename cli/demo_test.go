@@ -1,0 +1,28 @@
+package cli
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// TestDemo runs the main job end to end on the local sandbox.
+func TestDemo(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "demo")
+	var stdout, stderr bytes.Buffer
+	code := RunEnv(t.Context(), []string{"demo", "--out", out, "--docker-image", ""}, &Env{Stdout: &stdout, Stderr: &stderr})
+	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	require.Equal(t, 1, strings.Count(stdout.String(), "IDENTICAL"), stdout.String())
+	require.Contains(t, stdout.String(), "end state: the same 2 files as the recording")
+	rec, err := tape.LoadFile(filepath.Join(out, "run.json"))
+	require.NoError(t, err)
+	require.Len(t, rec.Threads, 2)
+	rep, err := tape.LoadFile(filepath.Join(out, "replay-local.json"))
+	require.NoError(t, err)
+	require.Equal(t, rec.Meta.TapeID, *rep.Meta.ReplayOf)
+}

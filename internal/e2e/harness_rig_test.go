@@ -277,6 +277,13 @@ func (r *rig) requireIdentical(t *testing.T, recPath, repPath string) *controlle
 	return report
 }
 
+// compareText is what tapebox compare says about two tapes, for a failure message.
+func (r *rig) compareText(t *testing.T, recPath, repPath string) string {
+	t.Helper()
+	code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), "compare", recPath, repPath)
+	return fmt.Sprintf("tapebox compare %s %s: exit %d\n%s%s", filepath.Base(recPath), filepath.Base(repPath), code, out, errOut)
+}
+
 // dockerReplay replays a tape in executor mode in a fresh container of the sandbox image,
 // with the same code path as tapebox replay --sandbox docker-image:IMAGE --cwd CWD, and returns
 // the replay tape's path and the container's end state.
@@ -501,6 +508,14 @@ func copyFile(t *testing.T, from, to string) {
 	_, err = io.Copy(out, in)
 	require.NoError(t, err)
 	require.NoError(t, out.Close())
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
 }
 
 func clipText(s string, n int) string {

@@ -44,9 +44,12 @@ type realCase struct {
 // TestRealHarnesses records real Claude Code and real Codex CLI through tapebox record
 // against the scripted provider (issue 5), replays each tape in executor mode in a fresh
 // container and locally, and replays it in simulator mode with the same harness (issue 6).
-// Every replay must end in the files the harness left and compare identical.
+// Every replay must end in the files the harness left and compare identical. The official
+// SDKs, streaming and not, replay against the simulator too. (One top-level test, so that
+// the tapebox binary is built once.)
 func TestRealHarnesses(t *testing.T) {
 	r := newRig(t)
+	t.Run("official-sdks", func(t *testing.T) { officialSDKs(t, r) })
 	for _, c := range []realCase{claudeCase(), codexCase()} {
 		t.Run(c.harness, func(t *testing.T) {
 			needHarness(t, c.harness)
@@ -146,12 +149,11 @@ func simulateReal(t *testing.T, r *rig, c realCase, recPath string, state map[st
 	sim, root := r.simulator(t, recPath, repPath)
 	argv, env := c.command(t, t.TempDir())
 	h := startProc(t, c.cwd, cleanEnv(append(env, c.baseURL(root))...), argv[0], argv[1:]...)
-	if code := h.wait(t, 3*time.Minute); code != 0 {
-		t.Fatalf("%s against the simulator: exit %d\nstdout:\n%s\nstderr:\n%s\nsimulator:\n%s", c.harness, code,
-			clipText(h.stdout(), 6000), clipText(h.stderr(), 4000), clipText(sim.stderr(), 6000))
-	}
-	if code := sim.wait(t, time.Minute); code != 0 {
-		t.Fatalf("simulator: exit %d\n%s", code, clipText(sim.stderr(), 8000))
+	code := h.wait(t, 3*time.Minute)
+	simCode := sim.wait(t, time.Minute)
+	if code != 0 || simCode != 0 {
+		t.Fatalf("%s against the simulator: exit %d; simulator: exit %d\n%s\nsimulator log:\n%s\n%s output (end):\n%s",
+			c.harness, code, simCode, r.compareText(t, recPath, repPath), clipText(sim.stderr(), 6000), c.harness, tail(h.stdout()+h.stderr(), 1500))
 	}
 	keep(t, repPath, c.harness+".sim.json")
 	r.requireIdentical(t, recPath, repPath)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -50,10 +51,16 @@ var (
 	shellPath string
 )
 
-// FindShell returns bash when present, else sh.
+// FindShell returns bash when present, else sh. Bash is $SHELL when that is a bash, else
+// /bin/bash, as both harnesses find it: the path shows in the shell's own messages
+// ("/bin/bash: line 1: x: command not found").
 func FindShell() string {
 	shellOnce.Do(func() {
-		for _, c := range []string{"bash", "/bin/bash", "/usr/bin/bash"} {
+		var cands []string
+		if sh := os.Getenv("SHELL"); filepath.IsAbs(sh) && filepath.Base(sh) == "bash" {
+			cands = append(cands, sh)
+		}
+		for _, c := range append(cands, "/bin/bash", "/usr/bin/bash", "bash") {
 			if p, err := exec.LookPath(c); err == nil {
 				shellPath = p
 				return

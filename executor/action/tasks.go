@@ -1,6 +1,7 @@
 package action
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,7 +30,9 @@ import (
 //
 // The command runs under a wrapper shell in its own session, so it outlives the executor,
 // and a restarted executor (a new Tasks on the same Dir) still answers for it: everything
-// but stdin is on disk.
+// but stdin is on disk. A task in a pseudo-terminal (TaskRequest.TTY) is the exception:
+// this process copies its terminal's output to the output file, so it ends with the
+// executor (its terminal hangs up), as a Codex session ends with Codex.
 type Tasks struct {
 	// Dir holds one directory per task (<state_dir>/tasks).
 	Dir string
@@ -39,6 +42,7 @@ type Tasks struct {
 }
 
 type liveTask struct {
+	// done is closed once the command has ended and its output is all in the file.
 	done  chan struct{}
 	stdin io.WriteCloser
 }
@@ -55,6 +59,13 @@ type TaskRequest struct {
 	// Stdin keeps a pipe to the command's stdin open for Write; otherwise stdin is
 	// /dev/null.
 	Stdin bool
+	// TTY runs the command in a new pseudo-terminal (its stdin, stdout and stderr, and its
+	// controlling terminal); Write types into it. The terminal's line discipline echoes
+	// input and turns "\n" into "\r\n", as for Codex's exec_command with tty: true.
+	TTY bool
+	// ExitLine appends "\n[exited with code N]\n" to the output file when the command
+	// ends, as Claude Code does to a background task's file. Output and Poll leave it out.
+	ExitLine bool
 }
 
 // TaskStatus is what is known of a task.
@@ -65,6 +76,8 @@ type TaskStatus struct {
 	PID     int    `json:"pid"`
 	// StartedMS is the start time in milliseconds since the Unix epoch.
 	StartedMS int64 `json:"started_ms"`
+	TTY       bool  `json:"tty,omitempty"`
+	ExitLine  bool  `json:"exit_line,omitempty"`
 	// Running is true until the command ends or is killed.
 	Running bool `json:"-"`
 	// ExitCode is set once the command has ended by itself.
@@ -90,6 +103,10 @@ func (s TaskStatus) State() string {
 // ErrNoTask is returned for a task id that has no directory.
 var ErrNoTask = errors.New("no such task")
 
+// ErrNoStdin is returned by Write for a task whose stdin is not open: started without
+// Stdin or TTY, or by another process.
+var ErrNoStdin = errors.New("stdin is not open")
+
 // NewTaskID returns prefix followed by n random characters of [0-9a-z].
 func NewTaskID(prefix string, n int) string {
 	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -113,8 +130,12 @@ func (t *Tasks) OutputPath(id string) string { return filepath.Join(t.Dir, id, "
 
 // wrapper runs the command and records its exit code with a builtin (no extra process).
 // A reader that finds the exit file still empty sees the wrapper alive and reports the
-// task as running.
-const wrapper = `"$0" ` + `$3 "$1"; c=$?; printf '%s' "$c" > "$2/exit"; exit $c`
+// task as running. $4, when set, is the line to append to the output (ExitLine); it is
+// written before the exit file, so a finished task's output always has it.
+const wrapper = `"$0" ` + `$3 "$1"; c=$?; [ -z "$4" ] || printf "$4" "$c" >> "$2/output"; printf '%s' "$c" > "$2/exit"; exit $c`
+
+// exitLine is Claude Code's last line of a finished task's output file, a printf format.
+const exitLine = "\n[exited with code %s]\n"
 
 // Start launches a background task and returns at once.
 func (t *Tasks) Start(ctx context.Context, req TaskRequest) (TaskStatus, error) {
@@ -132,7 +153,6 @@ func (t *Tasks) Start(ctx context.Context, req TaskRequest) (TaskStatus, error) 
 	if err != nil {
 		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
 	}
-	defer out.Close()
 	sh := req.Shell
 	if sh == "" {
 		sh = FindShell()
@@ -141,16 +161,31 @@ func (t *Tasks) Start(ctx context.Context, req TaskRequest) (TaskStatus, error) 
 	if req.Login {
 		flag = "-lc"
 	}
-	cmd := exec.Command(sh, "-c", wrapper, sh, req.Command, dir, flag)
+	line := ""
+	if req.ExitLine {
+		line = exitLine
+	}
+	cmd := exec.Command(sh, "-c", wrapper, sh, req.Command, dir, flag, line)
 	cmd.Dir = req.Dir
 	cmd.Env = req.Env
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	var stdin io.WriteCloser
-	if req.Stdin {
+	var stdin, master, slave *os.File
+	switch {
+	case req.TTY:
+		if master, slave, err = openPTY(); err != nil {
+			out.Close()
+			return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
+		}
+		defer slave.Close()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		cmd.SysProcAttr = ttyAttr()
+		stdin = master
+	case req.Stdin:
 		pr, pw, err := os.Pipe()
 		if err != nil {
+			out.Close()
 			return TaskStatus{}, fmt.Errorf("start task %s: stdin: %w", req.ID, err)
 		}
 		defer pr.Close()
@@ -158,31 +193,60 @@ func (t *Tasks) Start(ctx context.Context, req TaskRequest) (TaskStatus, error) 
 		stdin = pw
 	}
 	if err := cmd.Start(); err != nil {
+		out.Close()
 		if stdin != nil {
 			stdin.Close()
 		}
 		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
 	}
 	st := TaskStatus{ID: req.ID, Command: req.Command, Cwd: req.Dir, PID: cmd.Process.Pid,
-		StartedMS: time.Now().UnixMilli(), Running: true}
+		StartedMS: time.Now().UnixMilli(), TTY: req.TTY, ExitLine: req.ExitLine, Running: true}
 	meta, _ := json.Marshal(st)
 	if err := os.WriteFile(filepath.Join(dir, "task.json"), meta, 0o644); err != nil {
 		killGroup(st.PID)
+		out.Close()
 		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
 	}
-	lt := &liveTask{done: make(chan struct{}), stdin: stdin}
+	lt := &liveTask{done: make(chan struct{})}
+	if stdin != nil {
+		lt.stdin = stdin
+	}
 	t.mu.Lock()
 	if t.live == nil {
 		t.live = map[string]*liveTask{}
 	}
 	t.live[req.ID] = lt
 	t.mu.Unlock()
+	copied := make(chan struct{})
+	if master != nil {
+		go func() {
+			// Until every holder of the terminal has closed it (EIO), or Remove closes
+			// the master.
+			_, _ = io.Copy(out, master)
+			out.Close()
+			close(copied)
+		}()
+	} else {
+		out.Close() // the wrapper has its own descriptor
+		close(copied)
+	}
 	go func() {
 		_ = cmd.Wait() // reap; the wrapper has written the exit code
+		// What the command wrote to its terminal just before it ended may still be in
+		// the terminal's buffer: wait for the copy, but not for a child the command left
+		// running with the terminal open.
+		select {
+		case <-copied:
+		case <-time.After(ttyDrain):
+		}
 		close(lt.done)
 	}()
 	return st, nil
 }
+
+// ttyDrain bounds the wait, after a terminal's command has ended, for the rest of its
+// output.
+const ttyDrain = 250 * time.Millisecond
 
 // Status reads a task's state from its directory.
 func (t *Tasks) Status(id string) (TaskStatus, error) {
@@ -190,6 +254,28 @@ func (t *Tasks) Status(id string) (TaskStatus, error) {
 	if err != nil {
 		return TaskStatus{}, err
 	}
+	st, err := readMeta(id, dir)
+	if err != nil {
+		return TaskStatus{}, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "killed")); err == nil {
+		st.Killed = true
+	}
+	var code *int
+	if b, err := os.ReadFile(filepath.Join(dir, "exit")); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			code = &n
+		}
+	}
+	st.Running = !st.Killed && t.running(id, st.PID, code != nil)
+	if !st.Running {
+		st.ExitCode = code
+	}
+	return st, nil
+}
+
+// readMeta reads a task's task.json.
+func readMeta(id, dir string) (TaskStatus, error) {
 	var st TaskStatus
 	b, err := os.ReadFile(filepath.Join(dir, "task.json"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -201,19 +287,12 @@ func (t *Tasks) Status(id string) (TaskStatus, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return TaskStatus{}, fmt.Errorf("task %s: task.json: %w", id, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "killed")); err == nil {
-		st.Killed = true
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "exit")); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			st.ExitCode = &n
-		}
-	}
-	st.Running = !st.Killed && st.ExitCode == nil && t.alive(id, st.PID)
 	return st, nil
 }
 
-func (t *Tasks) alive(id string, pid int) bool {
+// running says whether a task has yet to end. One started by this process runs until
+// its wrapper is reaped and its output is all in the file.
+func (t *Tasks) running(id string, pid int, exited bool) bool {
 	t.mu.Lock()
 	lt := t.live[id]
 	t.mu.Unlock()
@@ -226,7 +305,7 @@ func (t *Tasks) alive(id string, pid int) bool {
 		}
 	}
 	// Not started by this process: ask the kernel. A pid reused by now is an accepted risk.
-	return pid > 0 && syscall.Kill(pid, 0) == nil
+	return !exited && pid > 0 && syscall.Kill(pid, 0) == nil
 }
 
 // Wait waits until the task ends or timeout passes, and returns its status.
@@ -294,7 +373,7 @@ func (t *Tasks) Write(id string, data []byte) error {
 	lt := t.live[id]
 	t.mu.Unlock()
 	if lt == nil || lt.stdin == nil {
-		return fmt.Errorf("write to task %s: stdin is not open", id)
+		return fmt.Errorf("write to task %s: %w", id, ErrNoStdin)
 	}
 	if _, err := lt.stdin.Write(data); err != nil {
 		return fmt.Errorf("write to task %s: %w", id, err)
@@ -302,7 +381,7 @@ func (t *Tasks) Write(id string, data []byte) error {
 	return nil
 }
 
-// Output returns a task's whole output so far.
+// Output returns a task's whole output so far, without the ExitLine.
 func (t *Tasks) Output(id string) ([]byte, error) {
 	dir, err := t.dir(id)
 	if err != nil {
@@ -312,7 +391,18 @@ func (t *Tasks) Output(id string) ([]byte, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("task %q: %w", id, ErrNoTask)
 	}
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	const open = "\n[exited with code "
+	if i := bytes.LastIndex(b, []byte(open)); i >= 0 && bytes.HasSuffix(b, []byte("]\n")) {
+		if _, err := strconv.Atoi(string(b[i+len(open) : len(b)-2])); err == nil {
+			if st, err := readMeta(id, dir); err == nil && st.ExitLine {
+				b = b[:i]
+			}
+		}
+	}
+	return b, nil
 }
 
 // Poll returns the output written since the previous Poll of the same task, and moves the
@@ -354,7 +444,8 @@ func (t *Tasks) Remove(id string) error {
 	return os.RemoveAll(dir)
 }
 
-// Close closes the stdin pipes this Tasks holds; the tasks themselves keep running.
+// Close closes the stdin pipes this Tasks holds; the tasks themselves keep running, but
+// for those in a terminal, which it hangs up.
 func (t *Tasks) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()

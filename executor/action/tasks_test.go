@@ -1,6 +1,7 @@
 package action
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -76,4 +77,85 @@ func TestTasksStdin(t *testing.T) {
 	_, err = tasks.Status("s")
 	require.ErrorIs(t, err, ErrNoTask)
 	require.Error(t, (&Tasks{Dir: tasks.Dir}).Write("s", []byte("x")))
+}
+
+// ExitLine: Claude Code ends a background task's file with its exit code; Output and Poll
+// give the command's output alone.
+func TestTasksExitLine(t *testing.T) {
+	tests := []struct{ command, file, output string }{
+		{"echo hi", "hi\n\n[exited with code 0]\n", "hi\n"},
+		{"printf 'no newline'; exit 3", "no newline\n[exited with code 3]\n", "no newline"},
+		{"true", "\n[exited with code 0]\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.command, func(t *testing.T) {
+			tasks := &Tasks{Dir: t.TempDir()}
+			_, err := tasks.Start(t.Context(), TaskRequest{ID: "e", Command: tt.command, ExitLine: true})
+			require.NoError(t, err)
+			st, err := tasks.Wait(t.Context(), "e", time.Minute)
+			require.NoError(t, err)
+			require.False(t, st.Running)
+			file, err := os.ReadFile(tasks.OutputPath("e"))
+			require.NoError(t, err)
+			assert.Equal(t, tt.file, string(file))
+			for _, tasks := range []*Tasks{tasks, {Dir: tasks.Dir}} {
+				out, err := tasks.Output("e")
+				require.NoError(t, err)
+				assert.Equal(t, tt.output, string(out))
+			}
+		})
+	}
+
+	// Still running: the file holds the output so far and no exit line.
+	tasks := &Tasks{Dir: t.TempDir()}
+	_, err := tasks.Start(t.Context(), TaskRequest{ID: "r", Command: "echo a; sleep 60", ExitLine: true})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(tasks.OutputPath("r"))
+		return string(b) == "a\n"
+	}, 10*time.Second, 10*time.Millisecond)
+	_, err = tasks.Kill("r")
+	require.NoError(t, err)
+}
+
+func TestTasksTTY(t *testing.T) {
+	if _, err := os.Stat("/dev/ptmx"); err != nil {
+		t.Skip("no /dev/ptmx")
+	}
+	tasks := &Tasks{Dir: t.TempDir()}
+	defer tasks.Close()
+	_, err := tasks.Start(t.Context(), TaskRequest{ID: "t", Command: `tty >/dev/null && echo tty; stty size; read x; printf 'got %s\n' "$x"`, TTY: true})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		out, _ := tasks.Output("t")
+		return string(out) == "tty\r\n24 80\r\n"
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, tasks.Write("t", []byte("hello\n")))
+	st, err := tasks.Wait(t.Context(), "t", time.Minute)
+	require.NoError(t, err)
+	require.False(t, st.Running)
+	assert.Equal(t, 0, *st.ExitCode)
+	out, _ := tasks.Output("t")
+	// The terminal echoes what is typed, and writes "\n" as "\r\n".
+	assert.Equal(t, "tty\r\n24 80\r\nhello\r\ngot hello\r\n", string(out))
+
+	// ^D at the start of a line is the end of input.
+	_, err = tasks.Start(t.Context(), TaskRequest{ID: "cat", Command: "cat; echo rc=$?", TTY: true})
+	require.NoError(t, err)
+	require.NoError(t, tasks.Write("cat", []byte("a\x01\n\x04")))
+	_, err = tasks.Wait(t.Context(), "cat", time.Minute)
+	require.NoError(t, err)
+	out, _ = tasks.Output("cat")
+	assert.Equal(t, "a^A\r\na\x01\r\nrc=0\r\n", string(out))
+}
+
+func TestTasksNoStdin(t *testing.T) {
+	tasks := &Tasks{Dir: t.TempDir()}
+	_, err := tasks.Start(t.Context(), TaskRequest{ID: "n", Command: "cat; echo rc=$?"})
+	require.NoError(t, err)
+	require.ErrorIs(t, tasks.Write("n", []byte("x")), ErrNoStdin)
+	_, err = tasks.Wait(t.Context(), "n", time.Minute)
+	require.NoError(t, err)
+	out, _ := tasks.Output("n")
+	assert.Equal(t, "rc=0\n", string(out), "stdin is /dev/null")
 }

@@ -62,7 +62,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	id := s.taskID(rec)
 	tasks := s.env.Tasks
 	if _, err := tasks.Start(ctx, action.TaskRequest{
-		ID: id, Command: script, Dir: dir,
+		ID: id, Command: script, Dir: dir, ExitLine: true,
 		Env: append(s.env.Environ[:len(s.env.Environ):len(s.env.Environ)], "TAPEBOX_CWD_FILE="+cwdFile.Name()),
 	}); err != nil {
 		return harness.Text(call, err.Error(), true)
@@ -227,10 +227,11 @@ func (s *session) bashBackground(ctx context.Context, call tape.ToolCall, in bas
 	dir := s.cwd
 	s.mu.Unlock()
 	st, err := s.env.Tasks.Start(ctx, action.TaskRequest{
-		ID:      s.taskID(rec),
-		Command: in.Command,
-		Dir:     dir,
-		Env:     s.env.Environ,
+		ID:       s.taskID(rec),
+		Command:  in.Command,
+		Dir:      dir,
+		Env:      s.env.Environ,
+		ExitLine: true, // Claude Code's task file ends "\n[exited with code N]\n"
 	})
 	if err != nil {
 		return harness.Text(call, err.Error(), true)

@@ -133,9 +133,10 @@ func TestBackground(t *testing.T) {
 	out := f.run("TaskOutput", m{"task_id": id, "block": true, "timeout": 30000}, nil)
 	assert.Equal(t, "<retrieval_status>success</retrieval_status>\n\n<task_id>"+id+"</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>failed</status>\n\n<exit_code>3</exit_code>\n\n<output>\nbg out\n</output>", out.Text())
 
-	// Read of the recording's output path reaches the task's output.
+	// Read of the recording's output path reaches the task's output file, which ends
+	// with the exit line, as Claude Code 2.1.332's does.
 	rd := f.run("Read", m{"file_path": "/tmp/claude-0/-app/0000/tasks/" + id + ".output"}, nil)
-	assert.Equal(t, "1\tbg out\n2\t", rd.Text())
+	assert.Equal(t, "1\tbg out\n2\t\n3\t[exited with code 3]\n4\t", rd.Text())
 
 	bo := f.run("BashOutput", m{"bash_id": id}, nil)
 	assert.Regexp(t, `^<status>failed</status>\n\n<exit_code>3</exit_code>\n\n<stdout>\nbg out\n</stdout>\n\n<timestamp>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z</timestamp>$`, bo.Text())

@@ -20,5 +20,7 @@
 //
 // Foreground Bash commands run as background tasks from the start (see action.Tasks), so
 // that moving one to the background needs no restart; the working directory a command
-// ends in is the next command's, reset to the session's cwd when it leaves it.
+// ends in is the next command's, reset to the session's cwd when it leaves it. A
+// background task's output file, which the model may Read, holds the output so far and,
+// once the command has ended, "\n[exited with code N]\n", as Claude Code's does.
 package claudecode

@@ -362,7 +362,13 @@ func (d *dockerBackend) start(ctx context.Context, argv []string) (*Session, err
 		done:   make(chan struct{}),
 	}
 	var cut sync.Once
-	cutStream := func() { cut.Do(func() { resp.Close() }) }
+	cutStream := func() {
+		cut.Do(func() {
+			resp.Close()
+			// Unblocks the copier when nobody reads Stdout any more.
+			pr.CloseWithError(errSessionClosed)
+		})
+	}
 	s.stop = func() error {
 		_ = resp.CloseWrite()
 		select {
@@ -378,9 +384,16 @@ func (d *dockerBackend) start(ctx context.Context, argv []string) (*Session, err
 		return closeResult(s.err)
 	}
 	go func() {
-		_, copyErr := stdcopy.StdCopy(pw, s.stderr, resp.Reader)
+		// The runtime reports a command it cannot start (not found, wrong architecture) on
+		// stdout; keep the head of stdout to tell that apart.
+		head := &headBuffer{max: 1024}
+		_, copyErr := stdcopy.StdCopy(io.MultiWriter(head, pw), s.stderr, resp.Reader)
 		pw.CloseWithError(copyErr) // nil: readers get io.EOF
-		s.finish(d.execExit(ex.ID, argv[0], s.stderr.String(), copyErr))
+		diag := s.stderr.String()
+		if h := string(head.buf); isOCIExecFailure(h) {
+			diag = h + diag
+		}
+		s.finish(d.execExit(ex.ID, argv[0], diag, copyErr))
 	}()
 	return s, nil
 }
@@ -412,6 +425,19 @@ func (d *dockerBackend) execExit(execID, command, stderr string, streamErr error
 		case <-time.After(delay):
 		}
 	}
+}
+
+// headBuffer keeps the first max bytes written to it.
+type headBuffer struct {
+	max int
+	buf []byte
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	if room := h.max - len(h.buf); room > 0 {
+		h.buf = append(h.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
 }
 
 // hijackedStdin is a session's stdin: writes go to the hijacked connection, Close half-closes it.
@@ -452,9 +478,9 @@ func (d *dockerBackend) exec(ctx context.Context, argv []string) (*ExecResult, e
 		}
 		if !ins.Running {
 			res := &ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: ins.ExitCode}
-			if (ins.ExitCode == 126 || ins.ExitCode == 127) && isOCIExecFailure(res) {
+			if out := string(res.Stdout) + string(res.Stderr); (ins.ExitCode == 126 || ins.ExitCode == 127) && isOCIExecFailure(out) {
 				return res, fmt.Errorf("%s in %s: %w", what, d.spec,
-					&ExitError{Command: argv[0], Code: ins.ExitCode, Stderr: string(res.Stdout) + string(res.Stderr), Hint: exitHint(argv[0], ins.ExitCode, string(res.Stdout)+string(res.Stderr))})
+					&ExitError{Command: argv[0], Code: ins.ExitCode, Stderr: out, Hint: exitHint(argv[0], ins.ExitCode, out)})
 			}
 			return res, nil
 		}
@@ -468,8 +494,8 @@ func (d *dockerBackend) exec(ctx context.Context, argv []string) (*ExecResult, e
 
 // isOCIExecFailure recognizes the runtime's message for a command it could not start (not
 // found, not executable), as opposed to a command that ran and exited 126 or 127 itself.
-func isOCIExecFailure(res *ExecResult) bool {
-	out := strings.ToLower(string(res.Stdout) + string(res.Stderr))
+func isOCIExecFailure(out string) bool {
+	out = strings.ToLower(out)
 	return strings.Contains(out, "oci runtime exec failed") || strings.Contains(out, "exec failed:")
 }
 

@@ -8,6 +8,9 @@ import (
 	"sync"
 )
 
+// errSessionClosed is what Stdout returns after Close cut the session off.
+var errSessionClosed = errors.New("session closed")
+
 // stderrTailSize is how much of a session's stderr is kept for error messages.
 const stderrTailSize = 64 << 10
 
@@ -15,8 +18,10 @@ const stderrTailSize = 64 << 10
 // "tapebox-exec serve", or any command from StartCommand.
 //
 // Write requests to Stdin and read replies from Stdout; Stdout returns io.EOF once the command
-// has exited and its output is drained. Stderr is kept (its last 64 KiB) for error messages.
-// Call Close when done, even after the command has exited.
+// has exited and its output is drained. As with os/exec, read Stdout to the end before relying
+// on Wait: unread output holds the command (and Wait) up. Stderr is kept (its last 64 KiB)
+// for error messages. Call Close when done, even after the command has exited; Close does not
+// need Stdout to be drained.
 type Session struct {
 	// Stdin is the command's standard input; closing it sends end-of-file.
 	Stdin io.WriteCloser

@@ -1,0 +1,461 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/internal/dockertest"
+)
+
+// openImage opens a fresh docker-image: sandbox and closes it when the test ends.
+func openImage(t *testing.T, ref string, opts Options) *Sandbox {
+	t.Helper()
+	dockertest.Image(t, ref)
+	sb, err := Open(t.Context(), "docker-image:"+ref, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		assert.NoError(t, sb.Close(ctx))
+	})
+	return sb
+}
+
+// TestDockerSmoke proves the engine works: it lists images and runs a container from the
+// image built from Debian packages.
+func TestDockerSmoke(t *testing.T) {
+	cli, ref := dockertest.Image(t, dockertest.SandboxImage)
+	images, err := cli.ImageList(t.Context(), image.ListOptions{})
+	require.NoError(t, err)
+	var tags []string
+	for _, im := range images {
+		tags = append(tags, im.RepoTags...)
+	}
+	assert.Contains(t, tags, ref)
+
+	sb := openImage(t, ref, Options{})
+	res, err := sb.Exec(t.Context(), []string{"sh", "-c", "cat /etc/debian_version; command -v python3 || echo no-python"})
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	require.Len(t, lines, 2)
+	assert.True(t, strings.HasPrefix(lines[0], "12."), "debian_version %q is not bookworm", lines[0])
+	assert.Equal(t, "no-python", lines[1])
+}
+
+func TestDockerSessionEcho(t *testing.T) {
+	sb := openImage(t, dockertest.TinyImage, Options{})
+	s, err := sb.StartCommand(t.Context(), []string{"cat"})
+	require.NoError(t, err)
+	r := bufio.NewReader(s.Stdout)
+	for _, line := range []string{"one", `{"op":"call","id":"1"}`, strings.Repeat("y", 1<<20), "last"} {
+		assert.Equal(t, line, roundTrip(t, s, r, line))
+	}
+	require.NoError(t, s.Stdin.Close())
+	_, err = r.ReadByte()
+	assert.ErrorIs(t, err, io.EOF)
+	assert.NoError(t, waitDone(t, s))
+	assert.NoError(t, s.Close())
+}
+
+func TestDockerSessionStderrAndExit(t *testing.T) {
+	sb := openImage(t, dockertest.TinyImage, Options{})
+	s, err := sb.StartCommand(t.Context(), []string{"sh", "-c", "echo out; echo oops >&2; exit 3"})
+	require.NoError(t, err)
+	out, err := io.ReadAll(s.Stdout)
+	require.NoError(t, err)
+	assert.Equal(t, "out\n", string(out), "stderr is demultiplexed away from stdout")
+	var ee *ExitError
+	require.ErrorAs(t, waitDone(t, s), &ee)
+	assert.Equal(t, 3, ee.Code)
+	assert.Equal(t, "oops\n", ee.Stderr)
+	assert.NoError(t, s.Close())
+}
+
+func TestDockerSessionsConcurrent(t *testing.T) {
+	sb := openImage(t, dockertest.TinyImage, Options{})
+	const n = 4
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			s, err := sb.StartCommand(t.Context(), []string{"cat"})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close()
+			want := strings.Repeat(string(rune('a'+i)), 1000)
+			go func() { s.Stdin.Write([]byte(want + "\n")) }()
+			got, err := bufio.NewReader(s.Stdout).ReadString('\n')
+			if err == nil && got != want+"\n" {
+				err = assert.AnError
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		assert.NoError(t, <-errs)
+	}
+}
+
+func TestDockerExec(t *testing.T) {
+	sb := openImage(t, dockertest.TinyImage, Options{Cwd: "/work/app", Env: map[string]string{"TAPEBOX_TEST": "yes"}})
+	assert.Equal(t, "/work/app", sb.Cwd())
+	tests := []struct {
+		name     string
+		argv     []string
+		stdout   string
+		stderr   string
+		exitCode int
+		wantErr  string
+	}{
+		{name: "cwd created and used", argv: []string{"pwd"}, stdout: "/work/app\n"},
+		{name: "env", argv: []string{"sh", "-c", "echo $TAPEBOX_TEST"}, stdout: "yes\n"},
+		{name: "exit status and stderr", argv: []string{"sh", "-c", "echo e >&2; exit 4"}, stderr: "e\n", exitCode: 4},
+		{name: "exit 127 from a shell is a result", argv: []string{"sh", "-c", "exit 127"}, exitCode: 127},
+		{name: "not found", argv: []string{"no-such-command-tapebox"}, wantErr: "could not be run"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := sb.Exec(t.Context(), tt.argv)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.Contains(t, err.Error(), "exec no-such-command-tapebox in docker-image:")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.stdout, string(res.Stdout))
+			assert.Equal(t, tt.stderr, string(res.Stderr))
+			assert.Equal(t, tt.exitCode, res.ExitCode)
+		})
+	}
+}
+
+func TestDockerExecCancel(t *testing.T) {
+	sb := openImage(t, dockertest.TinyImage, Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err := sb.Exec(ctx, []string{"sleep", "60"})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// TestDockerSafeDefaults checks what a created container gets, from the engine's view and
+// from inside.
+func TestDockerSafeDefaults(t *testing.T) {
+	cli := dockertest.Client(t)
+	tests := []struct {
+		name  string
+		opts  Options
+		check func(t *testing.T, sb *Sandbox, hc *container.HostConfig)
+	}{
+		{
+			name: "defaults",
+			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+				assert.Equal(t, []string{"ALL"}, []string(hc.CapDrop))
+				assert.Contains(t, hc.SecurityOpt, "no-new-privileges")
+				assert.Equal(t, "none", string(hc.NetworkMode))
+				assert.False(t, hc.ReadonlyRootfs)
+				status := execOut(t, sb, "cat", "/proc/self/status")
+				assert.Contains(t, status, "CapEff:\t0000000000000000")
+				assert.Contains(t, status, "NoNewPrivs:\t1")
+				links := execOut(t, sb, "ls", "/sys/class/net")
+				assert.Equal(t, "lo", strings.TrimSpace(links), "no network but loopback")
+				assert.Contains(t, execOut(t, sb, "ps", "-o", "pid,args"), "docker-init", "PID 1 reaps orphans")
+			},
+		},
+		{
+			name: "limits",
+			opts: Options{Memory: 256 << 20, CPUs: 0.5, PidsLimit: 64, Network: "bridge", CapAdd: []string{"CHOWN"}},
+			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+				assert.Equal(t, int64(256<<20), hc.Memory)
+				assert.Equal(t, int64(5e8), hc.NanoCPUs)
+				require.NotNil(t, hc.PidsLimit)
+				assert.Equal(t, int64(64), *hc.PidsLimit)
+				assert.Equal(t, "bridge", string(hc.NetworkMode))
+				assert.Contains(t, []string(hc.CapAdd), "CAP_CHOWN")
+				assert.Contains(t, execOut(t, sb, "ls", "/sys/class/net"), "eth0")
+			},
+		},
+		{
+			name: "read-only root",
+			opts: Options{ReadOnlyRoot: true, Cwd: "/app", InstallExecutor: true, ExecutorPath: fakeExecutor(t, hostArch())},
+			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+				assert.True(t, hc.ReadonlyRootfs)
+				assert.Equal(t, "/opt/tapebox/tapebox-exec", sb.Executor())
+				res, err := sb.Exec(t.Context(), []string{"touch", "/root-file"})
+				require.NoError(t, err)
+				assert.NotEqual(t, 0, res.ExitCode, "the root is writable")
+				for _, p := range []string{"/app/f", "/tmp/f"} {
+					res, err := sb.Exec(t.Context(), []string{"touch", p})
+					require.NoError(t, err)
+					assert.Equal(t, 0, res.ExitCode, "%s: %s", p, res.Stderr)
+				}
+				// The executor installed in the volume runs, and so does a binary in /tmp.
+				assert.Equal(t, hostArch()+"\n", execOut(t, sb, sb.Executor(), "arch"))
+				assert.Equal(t, "ok\n", execOut(t, sb, "sh", "-c", "cp /bin/busybox /tmp/busybox && /tmp/busybox echo ok"))
+				files, err := sb.Snapshot(t.Context(), ".")
+				require.NoError(t, err)
+				assert.Contains(t, files, "f")
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sb := openImage(t, dockertest.TinyImage, tt.opts)
+			ci, err := cli.ContainerInspect(t.Context(), sb.ContainerID())
+			require.NoError(t, err)
+			assert.Equal(t, "1", ci.Config.Labels[Label])
+			tt.check(t, sb, ci.HostConfig)
+		})
+	}
+}
+
+func execOut(t *testing.T, sb *Sandbox, argv ...string) string {
+	t.Helper()
+	res, err := sb.Exec(t.Context(), argv)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "%v: %s", argv, res.Stderr)
+	return string(res.Stdout)
+}
+
+func TestDockerCloseRemovesCreated(t *testing.T) {
+	cli, ref := dockertest.Image(t, dockertest.TinyImage)
+	sb, err := Open(t.Context(), "docker-image:"+ref, Options{ReadOnlyRoot: true, Cwd: "/app"})
+	require.NoError(t, err)
+	id := sb.ContainerID()
+	require.Len(t, id, 64)
+	ci, err := cli.ContainerInspect(t.Context(), id)
+	require.NoError(t, err)
+	var volumes []string
+	for _, m := range ci.Mounts {
+		if m.Type == "volume" {
+			volumes = append(volumes, m.Name)
+		}
+	}
+	require.NotEmpty(t, volumes)
+	s, err := sb.StartCommand(t.Context(), []string{"cat"})
+	require.NoError(t, err)
+
+	require.NoError(t, sb.Close(t.Context()))
+	_, err = cli.ContainerInspect(t.Context(), id)
+	assert.Error(t, err, "container still there after Close")
+	for _, v := range volumes {
+		_, err := cli.VolumeInspect(t.Context(), v)
+		assert.Error(t, err, "volume %s still there after Close", v)
+	}
+	assert.Error(t, waitDone(t, s), "session of a removed container")
+	assert.NoError(t, sb.Close(t.Context()), "second Close")
+}
+
+func TestDockerExistingContainer(t *testing.T) {
+	cli := dockertest.Client(t)
+	id, name := dockertest.Run(t, dockertest.TinyImage)
+	exe := fakeExecutor(t, hostArch())
+
+	sb, err := Open(t.Context(), "docker:"+name, Options{Cwd: "/data", InstallExecutor: true, ExecutorPath: exe})
+	require.NoError(t, err)
+	assert.Equal(t, id, sb.ContainerID())
+	assert.Equal(t, hostArch(), sb.Arch())
+	assert.Equal(t, "/usr/local/bin/tapebox-exec", sb.Executor())
+	assert.Equal(t, "/data\n", execOut(t, sb, "pwd"), "Cwd created in an existing container")
+
+	s, err := sb.Start(t.Context())
+	require.NoError(t, err)
+	r := bufio.NewReader(s.Stdout)
+	assert.Equal(t, "ping", roundTrip(t, s, r, "ping"))
+	require.NoError(t, s.Close())
+	assert.NoError(t, s.Wait())
+
+	require.NoError(t, sb.Close(t.Context()))
+	ci, err := cli.ContainerInspect(t.Context(), id)
+	require.NoError(t, err, "Close must leave a container it did not create")
+	assert.True(t, ci.State.Running)
+
+	// By ID, without installing: the executor is now on the PATH.
+	sb, err = Open(t.Context(), "docker:"+id[:12], Options{})
+	require.NoError(t, err)
+	defer sb.Close(t.Context())
+	assert.Equal(t, "tapebox-exec", sb.Executor())
+	assert.Equal(t, "/", sb.Cwd(), "the container's own working directory")
+	assert.Equal(t, hostArch()+"\n", execOut(t, sb, "tapebox-exec", "arch"))
+}
+
+func TestDockerWriteFilesSnapshot(t *testing.T) {
+	sb := openImage(t, dockertest.TinyImage, Options{Cwd: "/app"})
+	require.NoError(t, sb.WriteFiles(t.Context(), "proj", seedFiles), "into a missing directory")
+	got, err := sb.Snapshot(t.Context(), "proj")
+	require.NoError(t, err)
+	assert.Equal(t, withParents(seedFiles), got)
+
+	require.NoError(t, sb.WriteFiles(t.Context(), "/app/proj", map[string]File{"README.md": {Mode: 0o600, Data: []byte("new")}}), "into an existing one")
+	got, err = sb.Snapshot(t.Context(), "/app/proj/")
+	require.NoError(t, err)
+	assert.Equal(t, File{Mode: 0o600, Data: []byte("new")}, got["README.md"])
+
+	// Files made inside the sandbox, hard links included, show up too.
+	execOut(t, sb, "sh", "-c", "mkdir -p made && echo hi > made/a && ln made/a made/b && ln -s a made/c")
+	got, err = sb.Snapshot(t.Context(), "made")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]File{
+		"a": {Mode: 0o644, Data: []byte("hi\n")},
+		"b": {Mode: 0o644, Data: []byte("hi\n")},
+		"c": {Mode: fs.ModeSymlink | 0o777, Link: "a"},
+	}, got)
+
+	_, err = sb.Snapshot(t.Context(), "missing")
+	require.ErrorIs(t, err, ErrNotFound)
+	assert.Contains(t, err.Error(), "snapshot /app/missing")
+}
+
+// TestDockerLocalSameSnapshot: the two backends see the same end state for the same files.
+func TestDockerLocalSameSnapshot(t *testing.T) {
+	docker := openImage(t, dockertest.TinyImage, Options{Cwd: "/app"})
+	local, _ := openLocalT(t, Options{})
+	var snaps []map[string]File
+	for _, sb := range []*Sandbox{docker, local} {
+		require.NoError(t, sb.WriteFiles(t.Context(), "", seedFiles))
+		res, err := sb.Exec(t.Context(), []string{"sh", "-c", "echo made > made.txt && chmod 640 made.txt && rm src/empty"})
+		require.NoError(t, err)
+		require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+		snap, err := sb.Snapshot(t.Context(), ".")
+		require.NoError(t, err)
+		snaps = append(snaps, snap)
+	}
+	assert.Equal(t, snaps[0], snaps[1])
+	assert.Equal(t, File{Mode: 0o640, Data: []byte("made\n")}, snaps[0]["made.txt"])
+}
+
+func TestDockerBadInput(t *testing.T) {
+	dockertest.Image(t, dockertest.TinyImage)
+	_, stopped := dockertest.Run(t, dockertest.TinyImage, "true")
+	waitExited(t, stopped)
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[hostArch()]
+
+	tests := []struct {
+		name    string
+		spec    string
+		opts    Options
+		wantErr error
+		want    []string
+	}{
+		{"missing container", "docker:tapebox-no-such-container", Options{}, ErrNotFound, []string{"docker ps -a", "docker-image:IMAGE"}},
+		{"stopped container", "docker:" + stopped, Options{}, ErrNotRunning, []string{"is exited", "docker start " + stopped}},
+		{"missing image", "docker-image:tapebox/no-such-image:1", Options{}, ErrNotFound, []string{"make sandbox-image", "docker import"}},
+		{"wrong architecture", "docker-image:" + dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: fakeExecutor(t, other)},
+			ErrWrongArch, []string{"built for " + other, "is " + hostArch(), "tapebox exec-binary --arch " + hostArch()}},
+		{"read-only root without cwd", "docker-image:" + dockertest.TinyImage, Options{ReadOnlyRoot: true}, ErrOption, []string{"needs a Cwd other than /"}},
+		{"relative cwd", "docker-image:" + dockertest.TinyImage, Options{Cwd: "app"}, ErrOption, []string{"must be an absolute path"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sb, err := Open(t.Context(), tt.spec, tt.opts)
+			if sb != nil {
+				sb.Close(t.Context())
+			}
+			require.ErrorIs(t, err, tt.wantErr)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func waitExited(t *testing.T, name string) {
+	t.Helper()
+	cli := dockertest.Client(t)
+	waitc, errc := cli.ContainerWait(t.Context(), name, container.WaitConditionNotRunning)
+	select {
+	case <-waitc:
+	case err := <-errc:
+		require.NoError(t, err)
+	}
+}
+
+// TestDockerFailedOpenCleansUp: a failed Open removes the container it created.
+func TestDockerFailedOpenCleansUp(t *testing.T) {
+	_, ref := dockertest.Image(t, dockertest.TinyImage)
+	before := tapeboxContainers(t)
+	// A missing runtime fails at create; a working directory under /proc fails at start,
+	// after create.
+	_, err := Open(t.Context(), "docker-image:"+ref, Options{Runtime: "tapebox-no-such-runtime"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `is runtime "tapebox-no-such-runtime" configured`)
+	_, err = Open(t.Context(), "docker-image:"+ref, Options{Cwd: "/proc/tapebox"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "start container")
+	assert.Equal(t, before, tapeboxContainers(t))
+}
+
+func tapeboxContainers(t *testing.T) []string {
+	t.Helper()
+	cli := dockertest.Client(t)
+	list, err := cli.ContainerList(t.Context(), container.ListOptions{All: true})
+	require.NoError(t, err)
+	var ids []string
+	for _, c := range list {
+		if c.Labels[Label] != "" {
+			ids = append(ids, c.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func TestDockerMissingExecutor(t *testing.T) {
+	sb := openImage(t, dockertest.TinyImage, Options{})
+	s, err := sb.Start(t.Context())
+	require.NoError(t, err, "the exec starts; the command is missing")
+	defer s.Close()
+	_, _ = io.Copy(io.Discard, s.Stdout)
+	var ee *ExitError
+	require.ErrorAs(t, waitDone(t, s), &ee)
+	assert.Contains(t, []int{126, 127}, ee.Code)
+	assert.Contains(t, ee.Error(), "executable file not found")
+	assert.Contains(t, ee.Error(), "--install-executor")
+}
+
+func TestDockerContainerKilled(t *testing.T) {
+	cli := dockertest.Client(t)
+	sb := openImage(t, dockertest.TinyImage, Options{})
+	s, err := sb.StartCommand(t.Context(), []string{"cat"})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, cli.ContainerKill(t.Context(), sb.ContainerID(), "KILL"))
+	_, _ = io.Copy(io.Discard, s.Stdout)
+	assert.Error(t, waitDone(t, s), "a killed container ends the session with an error")
+
+	_, err = sb.Exec(t.Context(), []string{"true"})
+	require.ErrorIs(t, err, ErrNotRunning)
+	assert.Contains(t, err.Error(), "open a new one")
+	_, err = sb.StartCommand(t.Context(), []string{"cat"})
+	require.ErrorIs(t, err, ErrNotRunning)
+}
+
+// TestDockerRealExecutor installs the real tapebox-exec (chosen by the image's
+// architecture) and says hello; it skips until the executor exists.
+func TestDockerRealExecutor(t *testing.T) {
+	realExecutor(t, hostArch())
+	for _, ref := range []string{dockertest.SandboxImage, dockertest.TinyImage} {
+		t.Run(ref, func(t *testing.T) {
+			sb := openImage(t, ref, Options{Cwd: "/app", InstallExecutor: true})
+			s, err := sb.Start(t.Context())
+			require.NoError(t, err)
+			defer s.Close()
+			hello := helloRoundTrip(t, s, "/app")
+			assert.Equal(t, "/app", hello.Cwd)
+			bye(t, s)
+		})
+	}
+}

@@ -43,6 +43,9 @@ func (Harness) NewSession(env *harness.Env) harness.Session {
 type session struct {
 	env *harness.Env
 	mu  sync.Mutex // serializes polls of one exec session
+
+	snapOnce sync.Once
+	snapEnv  []string // see loginEnv
 }
 
 // Tools lists the tools this module performs in the sandbox; every other tool is a Noop.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/harness/codex"
 	"github.com/tapebox/tapebox/tape"
@@ -21,6 +22,7 @@ type m = map[string]any
 type fixture struct {
 	t    *testing.T
 	dir  string
+	env  *harness.Env
 	sess harness.Session
 }
 
@@ -29,7 +31,7 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 	sess := codex.New().NewSession(env)
 	t.Cleanup(func() { sess.Close() })
-	return &fixture{t: t, dir: env.Cwd, sess: sess}
+	return &fixture{t: t, dir: env.Cwd, env: env, sess: sess}
 }
 
 func (f *fixture) run(name string, input any, rec *tape.ToolResult) string {
@@ -78,13 +80,37 @@ func TestExecCommand(t *testing.T) {
 
 func TestExecSession(t *testing.T) {
 	f := newFixture(t)
-	out := f.run("exec_command", m{"cmd": "echo ready; read x; echo got $x", "login": false, "yield_time_ms": 250}, nil)
-	require.Regexp(t, `^Chunk ID: [0-9a-f]{6}\nWall time: [0-9.]+ seconds\nProcess running with session ID \d+\nOriginal token count: 2\nOutput:\nready\n$`, out)
+	// With tty, a terminal: what is typed is echoed, and "\n" comes out as "\r\n".
+	out := f.run("exec_command", m{"cmd": "echo ready; read x; echo got $x", "tty": true, "yield_time_ms": 250}, nil)
+	require.Regexp(t, `^Chunk ID: [0-9a-f]{6}\nWall time: [0-9.]+ seconds\nProcess running with session ID \d+\nOriginal token count: 2\nOutput:\nready\r\n$`, out)
 	id := regexp.MustCompile(`session ID (\d+)`).FindStringSubmatch(out)[1]
 	out = f.run("write_stdin", json.RawMessage(`{"session_id":`+id+`,"chars":"abc\n","yield_time_ms":5000}`), nil)
-	assert.Equal(t, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\ngot abc\n", volatile(out))
+	assert.Equal(t, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 4\nOutput:\nabc\r\ngot abc\r\n", volatile(out))
 	out = f.run("write_stdin", m{"session_id": id, "chars": ""}, nil)
 	assert.Equal(t, "write_stdin failed: Unknown process id "+id, out, "an ended session is gone")
+
+	// Without tty, no stdin: a poll works, typing does not.
+	out = f.run("exec_command", m{"cmd": "cat; echo early; sleep 0.6; echo late", "yield_time_ms": 250}, nil)
+	require.Regexp(t, `^Chunk ID: [0-9a-f]{6}\nWall time: [0-9.]+ seconds\nProcess running with session ID \d+\nOriginal token count: 2\nOutput:\nearly\n$`, out)
+	id = regexp.MustCompile(`session ID (\d+)`).FindStringSubmatch(out)[1]
+	out = f.run("write_stdin", json.RawMessage(`{"session_id":`+id+`,"chars":"abc\n"}`), nil)
+	assert.Equal(t, "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open", out)
+	out = f.run("write_stdin", json.RawMessage(`{"session_id":`+id+`,"chars":"","yield_time_ms":5000}`), nil)
+	assert.Equal(t, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nlate\n", volatile(out))
+}
+
+// With login (the default), commands run as `bash -c` in the environment a login shell
+// left, captured once: Codex's shell snapshot.
+func TestExecLoginSnapshot(t *testing.T) {
+	f := newFixture(t)
+	home := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".profile"), []byte("export FROM_PROFILE=yes\nprofilefn() { :; }\necho noise\n"), 0o644))
+	f.env.Environ = append(f.env.Environ, "HOME="+home)
+	const cmd = `echo "p=$FROM_PROFILE $(type -t profilefn) $(shopt -p login_shell) 0=$0"`
+	out := f.run("exec_command", m{"cmd": cmd}, nil)
+	assert.True(t, strings.HasSuffix(out, "\nOutput:\np=yes  shopt -u login_shell 0="+action.FindShell()+"\n"), out)
+	out = f.run("exec_command", m{"cmd": cmd, "login": false}, nil)
+	assert.True(t, strings.HasSuffix(out, "\nOutput:\np=  shopt -u login_shell 0="+action.FindShell()+"\n"), out)
 }
 
 func TestApplyPatch(t *testing.T) {

@@ -6,10 +6,15 @@
 //     exited with code N\nOriginal token count: T\nOutput:\n<output>". A command still
 //     running after yield_time_ms (default 10000, clamped to 250..30000) keeps running as
 //     a session ("Process running with session ID N" instead of the exit code), polled
-//     and fed by write_stdin (default yield 250 ms). Tokens are counted as Codex
-//     approximates them, ceil(bytes/4); output over max_output_tokens (default 10000) is
-//     cut in the middle with "…N tokens truncated…", after the lines "Warning: truncated
-//     output (original token count: T)" and "Total output lines: N".
+//     and fed by write_stdin (default yield 250 ms). As in Codex 0.171: with tty true the
+//     command runs in a pseudo-terminal (echo, "\r\n" line ends, 80x24), without it
+//     stdin is /dev/null and write_stdin can only poll ("stdin is closed for this
+//     session ..."); with login true (the default) the command runs as `bash -c CMD` in
+//     the environment of the session's shell snapshot, a login shell run once. Tokens
+//     are counted as Codex approximates them, ceil(bytes/4); output over
+//     max_output_tokens (default 10000) is cut in the middle with "…N tokens
+//     truncated…", after the lines "Warning: truncated output (original token count: T)"
+//     and "Total output lines: N".
 //   - apply_patch (custom tool, or a function tool with {"input": PATCH}, or a shell call
 //     whose argv is ["apply_patch", PATCH]): the full patch grammar of package action;
 //     success "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following

@@ -71,7 +71,12 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 	if patch, ok := heredocPatch(in.Cmd); ok {
 		return s.patchAsExec(call, in.Workdir, patch)
 	}
-	login := in.Login == nil || *in.Login
+	env, login := s.env.Environ, in.Login == nil || *in.Login
+	if login {
+		if snap := s.loginEnv(ctx); snap != nil {
+			env, login = snap, false
+		}
+	}
 	start := time.Now()
 	id := recordedSession(rec)
 	if id == 0 {
@@ -83,9 +88,11 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 		}
 		id = newSessionID()
 	}
+	// Without tty, Codex gives the command no stdin (it reads end of file at once, and
+	// write_stdin can only poll); with tty, a pseudo-terminal that write_stdin types into.
 	_, err := s.env.Tasks.Start(ctx, action.TaskRequest{
-		ID: taskID(id), Command: in.Cmd, Shell: in.Shell, Login: login,
-		Dir: s.env.Path(in.Workdir), Env: s.env.Environ, Stdin: true,
+		ID: taskID(id), Command: in.Cmd, Shell: shellPath(in.Shell), Login: login,
+		Dir: s.env.Path(in.Workdir), Env: env, TTY: in.TTY,
 	})
 	if err != nil {
 		return text(call, "exec_command failed: "+err.Error())
@@ -150,7 +157,11 @@ func (s *session) writeStdin(ctx context.Context, call tape.ToolCall, rec *tape.
 		return text(call, fmt.Sprintf("write_stdin failed: Unknown process id %d", id))
 	}
 	if in.Chars != "" {
-		if err := s.env.Tasks.Write(taskID(id), []byte(in.Chars)); err != nil {
+		err := s.env.Tasks.Write(taskID(id), []byte(in.Chars))
+		if errors.Is(err, action.ErrNoStdin) {
+			return text(call, "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open")
+		}
+		if err != nil {
 			return text(call, "write_stdin failed: "+err.Error())
 		}
 	}

@@ -1,0 +1,312 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+
+	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// latencies collects per-iteration times and reports their p50 and p99.
+type latencies []time.Duration
+
+func (l *latencies) time(start time.Time) { *l = append(*l, time.Since(start)) }
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Nanoseconds())/1e6, "p50-ms")
+	b.ReportMetric(float64(l[len(l)*99/100].Nanoseconds())/1e6, "p99-ms")
+}
+
+// benchSandbox opens a docker-image: sandbox for a benchmark.
+func benchSandbox(b *testing.B, ref string, opts Options) *Sandbox {
+	b.Helper()
+	dockertest.Image(b, ref)
+	sb, err := Open(b.Context(), "docker-image:"+ref, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
+
+// noopCall is a Claude Code TodoWrite call: the executor's Noop action, which replays the
+// recorded result.
+var noopCall = protocol.Call{Op: protocol.OpCall, ID: "1",
+	Call:     tape.ToolCall{ID: "toolu_1", Name: "TodoWrite", Input: []byte(`{"todos":[]}`)},
+	Recorded: &tape.ToolResult{ToolCallID: "toolu_1", Content: []tape.Block{{Type: tape.BlockText, Text: "Todos have been modified successfully."}}},
+}
+
+// BenchmarkDockerRoundTrip compares, in one run on one container, a round trip through ONE
+// long-lived exec session with one `docker exec` (create + start + wait) per call:
+//
+//   - floor-raw-cat: a line echoed by cat through a hijacked exec stream read with the bare
+//     Go client (frame headers parsed inline): the floor of this path on this engine.
+//   - session-cat: the same through Session (stdcopy demultiplexing into a pipe).
+//   - session-executor-noop: a Noop call (Claude Code TodoWrite) through tapebox-exec serve
+//     (skipped until the executor exists). Target: within 1.2x of floor-raw-cat.
+//   - exec-per-call: Exec of "echo x", one exec per call, the peer's way.
+func BenchmarkDockerRoundTrip(b *testing.B) {
+	sb := benchSandbox(b, dockertest.SandboxImage, Options{Cwd: "/app"})
+	line := []byte(`{"op":"call","id":"1","call":{"id":"toolu_1","name":"TodoWrite","input":{"todos":[]}},"recorded":null}` + "\n")
+
+	b.Run("floor-raw-cat", func(b *testing.B) {
+		cli := dockertest.Client(b)
+		ex, err := cli.ContainerExecCreate(b.Context(), sb.ContainerID(), container.ExecOptions{
+			Cmd: []string{"cat"}, AttachStdin: true, AttachStdout: true, AttachStderr: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, err := cli.ContainerExecAttach(b.Context(), ex.ID, container.ExecAttachOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Close()
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			if _, err := resp.Conn.Write(line); err != nil {
+				b.Fatal(err)
+			}
+			readFramesUntilNewline(b, resp.Reader, len(line))
+			lat.time(start)
+		}
+		lat.report(b)
+	})
+
+	b.Run("session-cat", func(b *testing.B) {
+		s, err := sb.StartCommand(b.Context(), []string{"cat"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		r := bufio.NewReader(s.Stdout)
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			if _, err := s.Stdin.Write(line); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.ReadSlice('\n'); err != nil {
+				b.Fatal(err)
+			}
+			lat.time(start)
+		}
+		lat.report(b)
+	})
+
+	b.Run("session-executor-noop", func(b *testing.B) {
+		exe := realExecutor(b, sb.Arch())
+		esb := benchSandbox(b, dockertest.SandboxImage, Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe})
+		s, err := esb.Start(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
+		if err := enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: "/app", Env: map[string]string{}}); err != nil {
+			b.Fatal(err)
+		}
+		if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
+			b.Fatalf("hello: %v; stderr: %s", err, s.Stderr())
+		}
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			if err := enc.Encode(noopCall); err != nil {
+				b.Fatal(err)
+			}
+			env, err := dec.Decode()
+			if err != nil || env.Result == nil {
+				b.Fatalf("result: %v %s; stderr: %s", err, envRaw(env), s.Stderr())
+			}
+			lat.time(start)
+		}
+		lat.report(b)
+	})
+
+	b.Run("exec-per-call", func(b *testing.B) {
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			res, err := sb.Exec(b.Context(), []string{"echo", "x"})
+			if err != nil || res.ExitCode != 0 {
+				b.Fatalf("exec: %v", err)
+			}
+			lat.time(start)
+		}
+		lat.report(b)
+	})
+}
+
+func envRaw(env *protocol.Envelope) string {
+	if env == nil {
+		return ""
+	}
+	return string(env.Raw)
+}
+
+// readFramesUntilNewline reads multiplexed stream frames (8-byte header, payload) until n
+// payload bytes ending in a newline have arrived.
+func readFramesUntilNewline(b *testing.B, r *bufio.Reader, n int) {
+	var hdr [8]byte
+	got := 0
+	for got < n {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			b.Fatal(err)
+		}
+		size := int(binary.BigEndian.Uint32(hdr[4:]))
+		if _, err := r.Discard(size); err != nil {
+			b.Fatal(err)
+		}
+		if hdr[0] == 1 {
+			got += size
+		}
+	}
+}
+
+// BenchmarkDockerReady compares a sandbox made ready for a replay (create with the safe
+// defaults, install the executor, start, start the executor session and say hello) with a
+// bare create + start of the same image through the Go client. Removal is not timed.
+// Target: sandbox-ready within 1.2x of bare-create-start.
+func BenchmarkDockerReady(b *testing.B) {
+	cli, ref := dockertest.Image(b, dockertest.SandboxImage)
+
+	b.Run("bare-create-start", func(b *testing.B) {
+		benchBare(b, cli, ref, &container.HostConfig{})
+	})
+	b.Run("bare-create-start-nonet", func(b *testing.B) {
+		benchBare(b, cli, ref, &container.HostConfig{NetworkMode: "none"})
+	})
+
+	b.Run("sandbox-ready", func(b *testing.B) {
+		exe, hello := fakeExecutor(b, hostArch()), false
+		if p, err := ExecutorPath(b.Context(), hostArch()); err == nil {
+			exe, hello = p, true
+		}
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			sb, err := Open(b.Context(), "docker-image:"+ref, Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := sb.Start(b.Context())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if hello {
+				enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
+				if err := enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: "/app", Env: map[string]string{}}); err != nil {
+					b.Fatal(err)
+				}
+				if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
+					b.Fatalf("hello: %v; stderr: %s", err, s.Stderr())
+				}
+			} else {
+				// The stand-in echoes: one round trip proves the session is up.
+				s.Stdin.Write([]byte("ready\n"))
+				if _, err := bufio.NewReader(s.Stdout).ReadString('\n'); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat.time(start)
+			b.StopTimer()
+			if err := sb.Close(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		lat.report(b)
+	})
+}
+
+func benchBare(b *testing.B, cli *client.Client, ref string, hc *container.HostConfig) {
+	var lat latencies
+	for b.Loop() {
+		start := time.Now()
+		c, err := cli.ContainerCreate(b.Context(), &container.Config{Image: ref, Cmd: []string{"sleep", "infinity"}}, hc, nil, nil, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cli.ContainerStart(b.Context(), c.ID, container.StartOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		lat.time(start)
+		b.StopTimer()
+		if err := cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	lat.report(b)
+}
+
+// BenchmarkLocalRoundTrip is the local backend's round trip: cat, and a Noop call through
+// tapebox-exec serve as a host process (target p50 <= 0.05 ms).
+func BenchmarkLocalRoundTrip(b *testing.B) {
+	dir := b.TempDir()
+	sb, err := Open(b.Context(), "local:"+dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	line := []byte(`{"op":"call","id":"1"}` + "\n")
+	b.Run("session-cat", func(b *testing.B) {
+		s, err := sb.StartCommand(b.Context(), []string{"cat"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		r := bufio.NewReader(s.Stdout)
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			s.Stdin.Write(line)
+			if _, err := r.ReadSlice('\n'); err != nil {
+				b.Fatal(err)
+			}
+			lat.time(start)
+		}
+		lat.report(b)
+	})
+	b.Run("session-executor-noop", func(b *testing.B) {
+		realExecutor(b, hostArch())
+		s, err := sb.Start(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
+		if err := enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: dir, Env: map[string]string{}}); err != nil {
+			b.Fatal(err)
+		}
+		if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
+			b.Fatalf("hello: %v", err)
+		}
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			enc.Encode(noopCall)
+			if env, err := dec.Decode(); err != nil || env.Result == nil {
+				b.Fatalf("result: %v %s", err, envRaw(env))
+			}
+			lat.time(start)
+		}
+		lat.report(b)
+	})
+}
+

@@ -200,7 +200,12 @@ func (d *decoder) object(sh *shape) (any, error) {
 	if d.depth++; d.depth > maxDepth {
 		return nil, d.errorf("exceeded max depth of %d", maxDepth)
 	}
-	defer func() { d.depth-- }()
+	v, err := d.objectBody(sh)
+	d.depth--
+	return v, err
+}
+
+func (d *decoder) objectBody(sh *shape) (any, error) {
 	d.i++ // {
 	m := make(map[string]any)
 	d.ws()
@@ -253,7 +258,7 @@ func (d *decoder) key(sh *shape) (string, *shape, error) {
 	var key string
 	raw := d.data[start+1 : end-1]
 	if sh != nil && !esc {
-		if p, ok := sh.props[string(raw)]; ok {
+		if p, ok := sh.prop(raw); ok {
 			return p.name, p.shape, nil
 		}
 	}
@@ -265,7 +270,7 @@ func (d *decoder) key(sh *shape) (string, *shape, error) {
 	if sh == nil {
 		return key, nil, nil
 	}
-	if p, ok := sh.props[key]; ok {
+	if p, ok := sh.prop([]byte(key)); ok {
 		return p.name, p.shape, nil
 	}
 	return key, sh.other, nil
@@ -287,7 +292,12 @@ func (d *decoder) array(sh *shape) (any, error) {
 	if d.depth++; d.depth > maxDepth {
 		return nil, d.errorf("exceeded max depth of %d", maxDepth)
 	}
-	defer func() { d.depth-- }()
+	v, err := d.arrayBody(sh)
+	d.depth--
+	return v, err
+}
+
+func (d *decoder) arrayBody(sh *shape) (any, error) {
 	if sh != nil && sh.unitItems {
 		return emptyArray, d.unitItems(sh.items.unit)
 	}
@@ -648,8 +658,7 @@ func hex4(b []byte) rune {
 // skip moves past one value, checking its syntax, without building anything. It keeps
 // its own stack of open brackets instead of recursing.
 func (d *decoder) skip() error {
-	stack := d.stack[:0]
-	defer func() { d.stack = stack[:0] }()
+	d.stack = d.stack[:0]
 	for {
 		// A value.
 		d.ws()
@@ -658,7 +667,7 @@ func (d *decoder) skip() error {
 		}
 		switch c := d.data[d.i]; c {
 		case '{', '[':
-			if d.depth+len(stack) >= maxDepth {
+			if d.depth+len(d.stack) >= maxDepth {
 				return d.errorf("exceeded max depth of %d", maxDepth)
 			}
 			d.i++
@@ -667,7 +676,7 @@ func (d *decoder) skip() error {
 				d.i++
 				break
 			}
-			stack = append(stack, c)
+			d.stack = append(d.stack, c)
 			if c == '{' {
 				if err := d.skipKey(); err != nil {
 					return err
@@ -697,14 +706,14 @@ func (d *decoder) skip() error {
 		}
 		// After a value: close brackets until a comma or the end.
 		for {
-			if len(stack) == 0 {
+			if len(d.stack) == 0 {
 				return nil
 			}
 			d.ws()
 			if d.i >= len(d.data) {
 				return d.eof("after a value")
 			}
-			top := stack[len(stack)-1]
+			top := d.stack[len(d.stack)-1]
 			c := d.data[d.i]
 			if c == ',' {
 				d.i++
@@ -722,7 +731,7 @@ func (d *decoder) skip() error {
 				return d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(c))
 			}
 			d.i++
-			stack = stack[:len(stack)-1]
+			d.stack = d.stack[:len(d.stack)-1]
 		}
 	}
 }

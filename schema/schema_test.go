@@ -540,28 +540,29 @@ func TestSchema(t *testing.T) {
 func TestShape(t *testing.T) {
 	c, err := load()
 	require.NoError(t, err)
-	step := c.shape.props["threads"].shape.items.props["steps"].shape.items
-	req := step.props["request"].shape
+	step := c.shape.child("threads").items.child("steps").items
+	req := step.child("request")
 	tests := []struct {
 		name string
 		sh   *shape
 		want string
 	}{
-		{"version", c.shape.props["version"].shape, "full"},
-		{"request.raw", req.props["raw"].shape, "open"},
-		{"request.params values", req.props["params"].shape.other, "open"},
-		{"request.system", req.props["system"].shape, "type"},
-		{"request.messages items", req.props["messages"].shape.items, "unit(message)"},
-		{"response.raw", step.props["response"].shape.props["raw"].shape, "open"},
-		{"provider", c.shape.props["meta"].shape.props["provider"].shape, "enum(16)"},
-		{"started_at", c.shape.props["meta"].shape.props["started_at"].shape, "full"},
+		{"version", c.shape.child("version"), "full"},
+		{"request.raw", req.child("raw"), "open"},
+		{"request.params values", req.child("params").other, "open"},
+		{"request.system", req.child("system"), "type"},
+		{"request.messages items", req.child("messages").items, "unit(message)"},
+		{"response.raw", step.child("response").child("raw"), "open"},
+		{"provider", c.shape.child("meta").child("provider"), "enum(16)"},
+		{"started_at", c.shape.child("meta").child("started_at"), "full"},
+		{"unknown meta field", c.shape.child("meta").child("nope"), "open"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, tt.sh.String())
 		})
 	}
-	assert.True(t, req.props["messages"].shape.unitItems)
+	assert.True(t, req.child("messages").unitItems)
 	assert.Len(t, c.units, len(unitDefs))
 }
 

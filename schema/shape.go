@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -30,8 +31,9 @@ const (
 // A nil *shape means "unknown": decode the value in full, children included.
 type shape struct {
 	mode mode
-	// props maps an object's property names to their shapes (modeFull).
-	props map[string]prop
+	// props lists an object's properties and their shapes (modeFull). A slice: objects
+	// have few properties, and a scan of short names beats hashing them.
+	props []prop
 	// other is the shape of properties not in props; nil means build in full.
 	other *shape
 	// items is the shape of an array's items; nil means build in full.
@@ -210,9 +212,8 @@ func (b *shapeBuilder) shapeOf(s any) *shape {
 		}
 		sh := &shape{mode: modeFull, other: openShape, items: openShape}
 		if props, ok := s["properties"].(map[string]any); ok {
-			sh.props = make(map[string]prop, len(props))
-			for name, ps := range props {
-				sh.props[name] = prop{name: name, shape: b.build(ps)}
+			for _, name := range slices.Sorted(maps.Keys(props)) {
+				sh.props = append(sh.props, prop{name: name, shape: b.build(props[name])})
 			}
 		}
 		if ap, ok := s["additionalProperties"]; ok {
@@ -292,6 +293,24 @@ func (b *shapeBuilder) ref(ref string) *shape {
 	}
 	*sh = *built
 	return sh
+}
+
+// prop returns the property whose name is the bytes name.
+func (s *shape) prop(name []byte) (prop, bool) {
+	for _, p := range s.props {
+		if p.name == string(name) {
+			return p, true
+		}
+	}
+	return prop{}, false
+}
+
+// child returns the shape of property name, or of the other properties.
+func (s *shape) child(name string) *shape {
+	if p, ok := s.prop([]byte(name)); ok {
+		return p.shape
+	}
+	return s.other
 }
 
 // String describes a shape, for tests and debugging.

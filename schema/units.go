@@ -154,47 +154,19 @@ func (d *decoder) reduce(sh *shape) error {
 	}
 	switch c {
 	case '{':
-		return d.reduceObject(sh)
+		if d.depth++; d.depth > maxDepth {
+			return d.errorf("exceeded max depth of %d", maxDepth)
+		}
+		err := d.reduceObject(sh)
+		d.depth--
+		return err
 	case '[':
 		if d.depth++; d.depth > maxDepth {
 			return d.errorf("exceeded max depth of %d", maxDepth)
 		}
-		defer func() { d.depth-- }()
-		if sh != nil && sh.unitItems {
-			u.tag(tagSomeArray)
-			return d.unitItems(sh.items.unit)
-		}
-		var items *shape
-		if sh != nil {
-			items = sh.items
-		}
-		u.tag(tagArray)
-		d.i++
-		d.ws()
-		if d.i < len(d.data) && d.data[d.i] == ']' {
-			d.i++
-			u.tag(tagEnd)
-			return nil
-		}
-		for {
-			if err := d.reduce(items); err != nil {
-				return err
-			}
-			d.ws()
-			if d.i >= len(d.data) {
-				return d.eof("after an array element")
-			}
-			switch d.data[d.i] {
-			case ',':
-				d.i++
-			case ']':
-				d.i++
-				u.tag(tagEnd)
-				return nil
-			default:
-				return d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(d.data[d.i]))
-			}
-		}
+		err := d.reduceArray(sh)
+		d.depth--
+		return err
 	case '"':
 		start, end, _, err := d.scanStringAt()
 		if err != nil {
@@ -220,11 +192,46 @@ func (d *decoder) reduce(sh *shape) error {
 	return nil
 }
 
-func (d *decoder) reduceObject(sh *shape) error {
-	if d.depth++; d.depth > maxDepth {
-		return d.errorf("exceeded max depth of %d", maxDepth)
+func (d *decoder) reduceArray(sh *shape) error {
+	u := &d.units
+	if sh != nil && sh.unitItems {
+		u.tag(tagSomeArray)
+		return d.unitItems(sh.items.unit)
 	}
-	defer func() { d.depth-- }()
+	var items *shape
+	if sh != nil {
+		items = sh.items
+	}
+	u.tag(tagArray)
+	d.i++
+	d.ws()
+	if d.i < len(d.data) && d.data[d.i] == ']' {
+		d.i++
+		u.tag(tagEnd)
+		return nil
+	}
+	for {
+		if err := d.reduce(items); err != nil {
+			return err
+		}
+		d.ws()
+		if d.i >= len(d.data) {
+			return d.eof("after an array element")
+		}
+		switch d.data[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			u.tag(tagEnd)
+			return nil
+		default:
+			return d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(d.data[d.i]))
+		}
+	}
+}
+
+func (d *decoder) reduceObject(sh *shape) error {
 	u := &d.units
 	u.tag(tagObject)
 	d.i++
@@ -277,12 +284,12 @@ func (d *decoder) childShape(sh *shape, raw []byte, esc bool) *shape {
 		return nil
 	}
 	if !esc {
-		if p, ok := sh.props[string(raw)]; ok {
+		if p, ok := sh.prop(raw); ok {
 			return p.shape
 		}
 		return sh.other
 	}
-	if p, ok := sh.props[d.unescape(raw)]; ok {
+	if p, ok := sh.prop([]byte(d.unescape(raw))); ok {
 		return p.shape
 	}
 	return sh.other

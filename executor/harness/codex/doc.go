@@ -6,7 +6,9 @@
 //     exited with code N\nOriginal token count: T\nOutput:\n<output>". A command still
 //     running after yield_time_ms (default 10000, clamped to 250..30000) keeps running as
 //     a session ("Process running with session ID N" instead of the exit code), polled
-//     and fed by write_stdin (default yield 250 ms). As in Codex 0.171: with tty true the
+//     and fed by write_stdin (default yield 250 ms). The yield, and the wall time, start
+//     once the command has had 150 ms to exit (a quick command reports 0.0000 seconds),
+//     or 100 ms after write_stdin's characters. As in Codex 0.171: with tty true the
 //     command runs in a pseudo-terminal (echo, "\r\n" line ends, 80x24), without it
 //     stdin is /dev/null and write_stdin can only poll ("stdin is closed for this
 //     session ..."); with login true (the default) the command runs as `bash -c CMD` in

@@ -24,6 +24,14 @@ const (
 	defaultMaxTokens    = 10000
 	defaultShellTimeout = 10000
 	timeoutExitCode     = 124
+
+	// earlyExitGrace is how long Codex waits after starting a command for it to exit,
+	// before the yield (and the wall time) starts: a quick command reports "Wall time:
+	// 0.0000 seconds", and one still running is polled after up to 150 ms + yield.
+	earlyExitGrace = 150 * time.Millisecond
+	// inputSettle is how long Codex lets a process react to write_stdin's characters
+	// before the yield starts.
+	inputSettle = 100 * time.Millisecond
 )
 
 type execInput struct {
@@ -77,7 +85,6 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 			env, login = snap, false
 		}
 	}
-	start := time.Now()
 	id := recordedSession(rec)
 	if id == 0 {
 		id = newSessionID()
@@ -97,14 +104,24 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 	if err != nil {
 		return text(call, "exec_command failed: "+err.Error())
 	}
-	return s.collect(ctx, call, id, start, yield(in.YieldTimeMS, defaultExecYieldMS), maxTokens(in.MaxOutputTokens))
+	if _, err := s.env.Tasks.Wait(ctx, taskID(id), earlyExitGrace); err != nil {
+		return text(call, "exec_command failed: "+err.Error())
+	}
+	return s.collect(ctx, call, id, yield(in.YieldTimeMS, defaultExecYieldMS), maxTokens(in.MaxOutputTokens))
 }
 
 // collect waits up to wait for the session's command, then reports the output since the
-// last poll in unified exec's format.
-func (s *session) collect(ctx context.Context, call tape.ToolCall, id int, start time.Time, wait time.Duration, tokens int) tape.ToolResult {
+// last poll in unified exec's format. The wall time is that wait: none for a command
+// that had already ended.
+func (s *session) collect(ctx context.Context, call tape.ToolCall, id int, wait time.Duration, tokens int) tape.ToolResult {
 	tid := taskID(id)
-	st, err := s.env.Tasks.Wait(ctx, tid, wait)
+	start := time.Now()
+	st, err := s.env.Tasks.Status(tid)
+	var wall time.Duration
+	if err == nil && st.Running {
+		st, err = s.env.Tasks.Wait(ctx, tid, wait)
+		wall = time.Since(start)
+	}
 	if err != nil {
 		return text(call, "exec_command failed: "+err.Error())
 	}
@@ -115,7 +132,7 @@ func (s *session) collect(ctx context.Context, call tape.ToolCall, id int, start
 		return text(call, "exec_command failed: "+err.Error())
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Chunk ID: %s\nWall time: %.4f seconds\n", chunkID(), time.Since(start).Seconds())
+	fmt.Fprintf(&b, "Chunk ID: %s\nWall time: %.4f seconds\n", chunkID(), wall.Seconds())
 	if st.Running {
 		fmt.Fprintf(&b, "Process running with session ID %d\n", id)
 	} else {
@@ -152,7 +169,6 @@ func (s *session) writeStdin(ctx context.Context, call tape.ToolCall, rec *tape.
 	if err != nil {
 		return badInput(call, fmt.Errorf("invalid session_id %s", in.SessionID))
 	}
-	start := time.Now()
 	if _, err := s.env.Tasks.Status(taskID(id)); err != nil {
 		return text(call, fmt.Sprintf("write_stdin failed: Unknown process id %d", id))
 	}
@@ -164,8 +180,12 @@ func (s *session) writeStdin(ctx context.Context, call tape.ToolCall, rec *tape.
 		if err != nil {
 			return text(call, "write_stdin failed: "+err.Error())
 		}
+		select {
+		case <-time.After(inputSettle):
+		case <-ctx.Done():
+		}
 	}
-	return s.collect(ctx, call, id, start, yield(in.YieldTimeMS, defaultWriteYieldMS), maxTokens(in.MaxOutputTokens))
+	return s.collect(ctx, call, id, yield(in.YieldTimeMS, defaultWriteYieldMS), maxTokens(in.MaxOutputTokens))
 }
 
 type shellInput struct {

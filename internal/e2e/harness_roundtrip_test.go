@@ -50,6 +50,7 @@ type realCase struct {
 func TestRealHarnesses(t *testing.T) {
 	r := newRig(t)
 	t.Run("official-sdks", func(t *testing.T) { officialSDKs(t, r) })
+	t.Run("codex-concurrent-runs", func(t *testing.T) { codexConcurrentRuns(t, r) })
 	for _, c := range []realCase{claudeCase(), codexCase()} {
 		t.Run(c.harness, func(t *testing.T) {
 			needHarness(t, c.harness)
@@ -59,8 +60,8 @@ func TestRealHarnesses(t *testing.T) {
 				require.NoError(t, err)
 				repPath, got := dockerReplay(t, rec, c.cwd)
 				keep(t, repPath, c.harness+".docker.json")
+				checkSameState(t, state, got, "docker replay")
 				report := r.requireIdentical(t, recPath, repPath)
-				requireSameState(t, state, got, "docker replay")
 				t.Logf("docker: compare identical, %d steps, %d identifiers", report.StepsCompared, len(report.Identifiers))
 			})
 			t.Run("executor/local", func(t *testing.T) {
@@ -70,8 +71,8 @@ func TestRealHarnesses(t *testing.T) {
 					"--output", repPath, "--speed", "0")
 				require.Equal(t, 0, code, "tapebox replay --sandbox local:%s\n%s", c.cwd, errOut)
 				keep(t, repPath, c.harness+".local.json")
+				checkSameState(t, state, localState(t, c.cwd), "local replay")
 				r.requireIdentical(t, recPath, repPath)
-				requireSameState(t, state, localState(t, c.cwd), "local replay")
 			})
 			t.Run("simulator", func(t *testing.T) {
 				simulateReal(t, r, c, recPath, state)
@@ -151,18 +152,18 @@ func simulateReal(t *testing.T, r *rig, c realCase, recPath string, state map[st
 	h := startProc(t, c.cwd, cleanEnv(append(env, c.baseURL(root))...), argv[0], argv[1:]...)
 	code := h.wait(t, 3*time.Minute)
 	simCode := sim.wait(t, time.Minute)
+	keep(t, repPath, c.harness+".sim.json")
+	checkSameState(t, state, localState(t, c.cwd), "simulator replay")
 	if code != 0 || simCode != 0 {
 		t.Fatalf("%s against the simulator: exit %d; simulator: exit %d\n%s\nsimulator log:\n%s\n%s output (end):\n%s",
 			c.harness, code, simCode, r.compareText(t, recPath, repPath), clipText(sim.stderr(), 6000), c.harness, tail(h.stdout()+h.stderr(), 1500))
 	}
-	keep(t, repPath, c.harness+".sim.json")
 	r.requireIdentical(t, recPath, repPath)
 	rec, err := tape.LoadFile(recPath)
 	require.NoError(t, err)
 	rep, err := tape.LoadFile(repPath)
 	require.NoError(t, err)
 	assert.Equal(t, callsOf(rec), callsOf(rep), "the harness made the recorded tool calls")
-	requireSameState(t, state, localState(t, c.cwd), "simulator replay")
 }
 
 // keep copies a tape into $TAPEBOX_E2E_KEEP, when set, to look at after the test.

@@ -60,6 +60,7 @@ func officialSDKs(t *testing.T, r *rig) {
 
 	for _, s := range sdkShapes {
 		t.Run(s.shape, func(t *testing.T) {
+			t.Parallel()
 			recPath := filepath.Join(t.TempDir(), "recording.json")
 			code, recorded, errOut := r.run(t, t.TempDir(), cleanEnv(keys...), "record", "--output", recPath, "--upstream", srv.URL(),
 				"--task", "id=sdk-"+s.shape, "--", node, script, harnesses, s.shape)

@@ -309,4 +309,3 @@ func BenchmarkLocalRoundTrip(b *testing.B) {
 		lat.report(b)
 	})
 }
-

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -354,48 +355,69 @@ func (d *dockerBackend) start(ctx context.Context, argv []string) (*Session, err
 	if err != nil {
 		return nil, d.containerErr(what, err)
 	}
-	pr, pw := io.Pipe()
 	s := &Session{
 		Stdin:  &hijackedStdin{conn: resp.Conn, closeWrite: resp.CloseWrite},
-		Stdout: pr,
 		stderr: newTailBuffer(stderrTailSize),
 		done:   make(chan struct{}),
 	}
-	var cut sync.Once
-	cutStream := func() {
-		cut.Do(func() {
-			resp.Close()
-			// Unblocks the copier when nobody reads Stdout any more.
-			pr.CloseWithError(errSessionClosed)
+	// The runtime reports a command it cannot start (not found, wrong architecture) on
+	// stdout; the head of stdout tells that apart from the command's own output.
+	head := &headBuffer{max: 1024}
+	var ended sync.Once
+	streamEnded := func(streamErr error) {
+		ended.Do(func() {
+			go func() {
+				diag := s.stderr.String()
+				if h := head.String(); isOCIExecFailure(h) {
+					diag = h + diag
+				}
+				s.finish(d.execExit(ex.ID, argv[0], diag, streamErr))
+			}()
 		})
 	}
+	s.Stdout = &demuxReader{r: resp.Reader, stderr: s.stderr, head: head, onEnd: streamEnded}
 	s.stop = func() error {
 		_ = resp.CloseWrite()
-		select {
-		case <-s.done:
-		case <-time.After(sessionGrace):
-			// The Engine API cannot signal an exec's process: cutting the stream closes its
-			// stdio, and the executor exits when it sees that.
-			cutStream()
-			<-s.done
+		exited := d.waitExec(ex.ID, s.done, sessionGrace)
+		// The Engine API cannot signal an exec's process: cutting the stream closes its
+		// stdio, and the executor exits when it sees that. It also ends a Read in progress.
+		resp.Close()
+		streamEnded(errSessionClosed)
+		<-s.done
+		if !exited {
 			return nil // ended as Close asked; Wait reports the cut
 		}
-		cutStream()
 		return closeResult(s.err)
 	}
-	go func() {
-		// The runtime reports a command it cannot start (not found, wrong architecture) on
-		// stdout; keep the head of stdout to tell that apart.
-		head := &headBuffer{max: 1024}
-		_, copyErr := stdcopy.StdCopy(io.MultiWriter(head, pw), s.stderr, resp.Reader)
-		pw.CloseWithError(copyErr) // nil: readers get io.EOF
-		diag := s.stderr.String()
-		if h := string(head.buf); isOCIExecFailure(h) {
-			diag = h + diag
-		}
-		s.finish(d.execExit(ex.ID, argv[0], diag, copyErr))
-	}()
 	return s, nil
+}
+
+// waitExec waits up to grace for an exec's process to exit (or done to close), polling the
+// engine; it reports whether it did. An exec the engine no longer knows counts as exited.
+func (d *dockerBackend) waitExec(execID string, done <-chan struct{}, grace time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	for delay := 2 * time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		select {
+		case <-done:
+			return true
+		default:
+		}
+		ins, err := d.cli.ContainerExecInspect(ctx, execID)
+		if ctx.Err() != nil {
+			return false
+		}
+		if err != nil || !ins.Running {
+			return true
+		}
+		select {
+		case <-done:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-time.After(delay):
+		}
+	}
 }
 
 // execExit waits for the exec's exit status once its stream has ended.
@@ -427,17 +449,33 @@ func (d *dockerBackend) execExit(execID, command, stderr string, streamErr error
 	}
 }
 
-// headBuffer keeps the first max bytes written to it.
+// headBuffer keeps the first max bytes written to it. It is safe for concurrent use.
 type headBuffer struct {
-	max int
-	buf []byte
+	mu   sync.Mutex
+	max  int
+	buf  []byte
+	full atomic.Bool
 }
 
 func (h *headBuffer) Write(p []byte) (int, error) {
+	if h.full.Load() {
+		return len(p), nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if room := h.max - len(h.buf); room > 0 {
 		h.buf = append(h.buf, p[:min(room, len(p))]...)
 	}
+	if len(h.buf) >= h.max {
+		h.full.Store(true)
+	}
 	return len(p), nil
+}
+
+func (h *headBuffer) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.buf)
 }
 
 // hijackedStdin is a session's stdin: writes go to the hijacked connection, Close half-closes it.

@@ -1,0 +1,300 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/internal/fakeprovider"
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
+)
+
+// The benchmarks run each measurement twice side by side: "direct" calls the upstream
+// itself, "gateway" calls it through a recording gateway; the difference is what the
+// gateway adds. Besides ns/op they report the median of the per-call (or per-event)
+// durations, since a p50 is what the targets name:
+//
+//	go test -run '^$' -bench . -count 6 ./gateway/ | tee new.txt && benchstat new.txt
+
+// benchCallID is the tool call every scripted answer makes and every request answers, so
+// that each call through the gateway continues the same thread, as an agent's calls do.
+const benchCallID = "toolu_bench_0"
+
+func benchScript() fakeprovider.Script {
+	turn := fakeprovider.Turn{Text: "Running it.", Calls: []tape.ToolCall{{ID: benchCallID, Name: "Bash", Input: json.RawMessage(`{"command":"true"}`), Kind: "function"}}}
+	return fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: []fakeprovider.Turn{turn, turn}}}}
+}
+
+// benchRequest is a call that answers benchCallID, with a user prompt of about promptSize
+// bytes.
+func benchRequest(stream bool, promptSize int) []byte {
+	call := tape.ToolCall{ID: benchCallID, Name: "Bash", Input: json.RawMessage(`{"command":"true"}`)}
+	return anthropicRequest(stream,
+		userText("Benchmark the gateway. "+strings.Repeat("lorem ipsum ", promptSize/12)),
+		systemEntry("# Environment\nPrimary working directory: /work"),
+		assistantCalls([]tape.ToolCall{call}),
+		toolResults([]tape.ToolCall{call}, func(tape.ToolCall) string { return "(Bash completed with no output)" }))
+}
+
+// benchTarget is where a benchmark sends its calls.
+type benchTarget struct {
+	url    string
+	client *http.Client
+	g      *gateway.Gateway // nil for direct
+	close  func()
+}
+
+// benchTargets returns the two sides: the upstream itself, and a gateway recording into a
+// fresh tape in front of it.
+func benchTargets(b *testing.B, upstream http.Handler) (direct, viaGateway benchTarget) {
+	b.Helper()
+	up := httptest.NewServer(upstream)
+	b.Cleanup(up.Close)
+	direct = benchTarget{url: up.URL, client: benchClient(b)}
+	viaGateway = newBenchGateway(b, up.URL)
+	return direct, viaGateway
+}
+
+func newBenchGateway(b *testing.B, upstream string) benchTarget {
+	b.Helper()
+	g, err := gateway.New(gateway.Config{Output: filepath.Join(tapeDir(b), "run.json"), Upstream: upstream})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	bt := benchTarget{url: gw.URL, client: benchClient(b), g: g, close: func() {
+		gw.Close()
+		g.Close(context.Background())
+	}}
+	b.Cleanup(bt.close)
+	return bt
+}
+
+func benchClient(b *testing.B) *http.Client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 8, DisableCompression: true}
+	b.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// post sends body and returns the response, failing b on a transport error or a bad status.
+func (bt benchTarget) post(b *testing.B, body []byte) *http.Response {
+	req, err := http.NewRequest(http.MethodPost, bt.url+"/v1/messages?beta=true", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	req.Header.Set("User-Agent", "claude-cli/2.1.332 (external, sdk-cli)")
+	resp, err := bt.client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		b.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	return resp
+}
+
+// durations collects per-call durations and reports their median.
+type durations []time.Duration
+
+func (d durations) report(b *testing.B, name string) {
+	if len(d) == 0 {
+		return
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	b.ReportMetric(float64(s[len(s)/2].Nanoseconds())/1e3, name+"-p50-us")
+}
+
+func sides(b *testing.B, direct, viaGateway benchTarget, run func(b *testing.B, bt benchTarget)) {
+	b.Run("direct", func(b *testing.B) { run(b, direct) })
+	b.Run("gateway", func(b *testing.B) { run(b, viaGateway) })
+}
+
+// BenchmarkNonStreamCall: one non-streamed call with a 4 KiB prompt, answered by the fake
+// provider; the gateway records it (and publishes the tape) before answering.
+func BenchmarkNonStreamCall(b *testing.B) {
+	direct, viaGateway := benchTargets(b, fakeprovider.New(benchScript()))
+	body := benchRequest(false, 4<<10)
+	sides(b, direct, viaGateway, func(b *testing.B, bt benchTarget) {
+		var d durations
+		for b.Loop() {
+			start := time.Now()
+			resp := bt.post(b, body)
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			d = append(d, time.Since(start))
+		}
+		d.report(b, "call")
+	})
+}
+
+// BenchmarkStreamFirstByte: the time from sending a streamed call until its first event
+// arrives (ttfb), and the whole call (ns/op).
+func BenchmarkStreamFirstByte(b *testing.B) {
+	direct, viaGateway := benchTargets(b, fakeprovider.New(benchScript()))
+	body := benchRequest(true, 4<<10)
+	sides(b, direct, viaGateway, func(b *testing.B, bt benchTarget) {
+		var ttfb durations
+		buf := make([]byte, 32<<10)
+		for b.Loop() {
+			start := time.Now()
+			resp := bt.post(b, body)
+			if n, err := resp.Body.Read(buf); n == 0 {
+				b.Fatal(err)
+			}
+			ttfb = append(ttfb, time.Since(start))
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		ttfb.report(b, "ttfb")
+	})
+}
+
+// lockstepUpstream streams events one at a time: each carries the time it was written, and
+// the next is written only when the client has read the one before (ack), so every event
+// crosses an idle pipeline.
+type lockstepUpstream struct {
+	events int
+	ack    chan struct{}
+}
+
+func (u *lockstepUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl := w.(http.Flusher)
+	fl.Flush()
+	for i := range u.events {
+		if i > 0 {
+			select {
+			case <-u.ack:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		name, data := "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`
+		switch i {
+		case 0:
+			name, data = "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"usage":{"input_tokens":1,"output_tokens":0}}}`
+		case 1:
+			name, data = "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+		case u.events - 1:
+			name, data = "message_stop", `{"type":"message_stop"}`
+		}
+		fmt.Fprintf(w, "event: %s\n: sent %d\ndata: %s\n\n", name, time.Now().UnixNano(), data)
+		fl.Flush()
+	}
+}
+
+// BenchmarkChunkDelay: the time between the upstream writing a stream event and the client
+// reading it (per event), over streams of 16 events; "last" is the final event alone, which
+// the gateway holds until the step is recorded.
+func BenchmarkChunkDelay(b *testing.B) {
+	up := &lockstepUpstream{events: 16, ack: make(chan struct{})}
+	direct, viaGateway := benchTargets(b, up)
+	body := benchRequest(true, 1<<10)
+	sides(b, direct, viaGateway, func(b *testing.B, bt benchTarget) {
+		var all, last durations
+		for b.Loop() {
+			resp := bt.post(b, body)
+			var sp provider.EventSplitter
+			buf := make([]byte, 32<<10)
+			seen := 0
+			for seen < up.events {
+				n, err := resp.Body.Read(buf)
+				now := time.Now()
+				for _, ev := range sp.Write(buf[:n]) {
+					_, rest, _ := strings.Cut(ev, ": sent ")
+					rest, _, _ = strings.Cut(rest, "\n")
+					sent, perr := strconv.ParseInt(rest, 10, 64)
+					if perr != nil {
+						b.Fatalf("event without a time: %q", ev)
+					}
+					d := now.Sub(time.Unix(0, sent))
+					all = append(all, d)
+					seen++
+					if seen == up.events {
+						last = append(last, d)
+					} else {
+						up.ack <- struct{}{}
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if seen != up.events {
+				b.Fatalf("got %d events, want %d", seen, up.events)
+			}
+		}
+		all.report(b, "event")
+		last.report(b, "last")
+	})
+}
+
+// BenchmarkRecordedCallAtStep: one non-streamed call with a 64 KiB prompt (the size of a
+// real agent's requests) through the gateway when the tape holds 1 step and when it holds
+// 500; the cost should not grow with the tape. step=1 starts a fresh tape every 8 calls
+// (off the clock); step=500 records 499 calls before the clock starts.
+func BenchmarkRecordedCallAtStep(b *testing.B) {
+	up := httptest.NewServer(fakeprovider.New(benchScript()))
+	b.Cleanup(up.Close)
+	body := benchRequest(false, 64<<10)
+	call := func(b *testing.B, bt benchTarget) {
+		resp := bt.post(b, body)
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	b.Run("step=1", func(b *testing.B) {
+		var d durations
+		bt := newBenchGateway(b, up.URL)
+		for b.Loop() {
+			if bt.g.Steps() >= 8 {
+				b.StopTimer()
+				bt.close()
+				bt = newBenchGateway(b, up.URL)
+				b.StartTimer()
+			}
+			start := time.Now()
+			call(b, bt)
+			d = append(d, time.Since(start))
+		}
+		d.report(b, "call")
+	})
+	b.Run("step=500", func(b *testing.B) {
+		var d durations
+		bt := newBenchGateway(b, up.URL)
+		for bt.g.Steps() < 499 {
+			call(b, bt)
+		}
+		for b.Loop() {
+			start := time.Now()
+			call(b, bt)
+			d = append(d, time.Since(start))
+		}
+		d.report(b, "call")
+	})
+}

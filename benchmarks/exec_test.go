@@ -1,0 +1,196 @@
+package benchmarks
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/sandbox"
+)
+
+// BenchmarkExecRoundTrip measures one tool call's round trip between the host and a
+// sandbox. In one container of the sandbox image (runc):
+//
+//	docker-cli-per-call    the peer: `docker exec CONTAINER true`, one CLI process per call
+//	docker-exec-per-call   one Engine API exec per call (create, attach, wait), no CLI
+//	exec-stream-floor      a line as long as a Noop call echoed by cat through ONE hijacked
+//	                       exec stream, frames parsed inline: the floor of this path
+//	tapebox-session        a Noop call through tapebox-exec serve in one exec session, as a
+//	                       replay sends it (target: within 1.2x of exec-stream-floor)
+//
+// and over local pipes (the local sandbox):
+//
+//	local-pipes-floor      the same line echoed by cat
+//	tapebox-local          a Noop call through tapebox-exec serve (target: p50 <= 0.05 ms)
+func BenchmarkExecRoundTrip(b *testing.B) {
+	line, err := json.Marshal(noopCall)
+	if err != nil {
+		b.Fatal(err)
+	}
+	line = append(line, '\n')
+
+	// One container serves the Docker sub-benchmarks; it is opened by the first that runs.
+	var docker *sandbox.Sandbox
+	defer func() {
+		if docker != nil {
+			closeSandbox(b, docker)
+		}
+	}()
+	inDocker := func(b *testing.B) *sandbox.Sandbox {
+		if docker == nil {
+			docker = openDocker(b, "runc", "/app")
+		}
+		return docker
+	}
+
+	b.Run("docker-cli-per-call", func(b *testing.B) {
+		sb := inDocker(b)
+		bin, err := exec.LookPath("docker")
+		if err != nil {
+			b.Skipf("no docker CLI on PATH: %v", err)
+		}
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			if out, err := exec.CommandContext(b.Context(), bin, "exec", sb.ContainerID(), "true").CombinedOutput(); err != nil {
+				b.Fatalf("docker exec: %v: %s", err, out)
+			}
+			lat.since(start)
+		}
+		lat.report(b)
+	})
+
+	b.Run("docker-exec-per-call", func(b *testing.B) {
+		sb := inDocker(b)
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			res, err := sb.Exec(b.Context(), []string{"true"})
+			if err != nil {
+				b.Fatalf("exec: %v", err)
+			}
+			if res.ExitCode != 0 {
+				b.Fatalf("exec true: exit code %d: %s", res.ExitCode, res.Stderr)
+			}
+			lat.since(start)
+		}
+		lat.report(b)
+	})
+
+	b.Run("exec-stream-floor", func(b *testing.B) {
+		sb := inDocker(b)
+		cli := dockertest.Client(b)
+		ex, err := cli.ContainerExecCreate(b.Context(), sb.ContainerID(), container.ExecOptions{
+			Cmd: []string{"cat"}, AttachStdin: true, AttachStdout: true, AttachStderr: true})
+		if err != nil {
+			b.Fatalf("exec create: %v", err)
+		}
+		resp, err := cli.ContainerExecAttach(b.Context(), ex.ID, container.ExecAttachOptions{})
+		if err != nil {
+			b.Fatalf("exec attach: %v", err)
+		}
+		defer resp.Close()
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			if _, err := resp.Conn.Write(line); err != nil {
+				b.Fatalf("write: %v", err)
+			}
+			if err := readStdout(resp.Reader, len(line)); err != nil {
+				b.Fatalf("read the echo: %v", err)
+			}
+			lat.since(start)
+		}
+		lat.report(b)
+	})
+
+	b.Run("tapebox-session", func(b *testing.B) {
+		sb := inDocker(b)
+		s, err := sb.Start(b.Context())
+		if err != nil {
+			b.Fatalf("start the executor: %v", err)
+		}
+		defer s.Close()
+		enc, dec := greet(b, s, sb.Cwd())
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			noop(b, s, enc, dec)
+			lat.since(start)
+		}
+		lat.report(b)
+	})
+
+	local := func(b *testing.B) *sandbox.Sandbox {
+		sb, err := sandbox.Open(b.Context(), "local:"+b.TempDir(), sandbox.Options{})
+		if err != nil {
+			b.Fatalf("open a local sandbox: %v", err)
+		}
+		b.Cleanup(func() { closeSandbox(b, sb) })
+		return sb
+	}
+
+	b.Run("local-pipes-floor", func(b *testing.B) {
+		s, err := local(b).StartCommand(b.Context(), []string{"cat"})
+		if err != nil {
+			b.Fatalf("start cat: %v", err)
+		}
+		defer s.Close()
+		r := bufio.NewReader(s.Stdout)
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			if _, err := s.Stdin.Write(line); err != nil {
+				b.Fatalf("write: %v", err)
+			}
+			if _, err := r.ReadSlice('\n'); err != nil {
+				b.Fatalf("read the echo: %v", err)
+			}
+			lat.since(start)
+		}
+		lat.report(b)
+	})
+
+	b.Run("tapebox-local", func(b *testing.B) {
+		sb := local(b)
+		s, err := sb.Start(b.Context())
+		if err != nil {
+			b.Fatalf("start the executor: %v", err)
+		}
+		defer s.Close()
+		enc, dec := greet(b, s, sb.Cwd())
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			noop(b, s, enc, dec)
+			lat.since(start)
+		}
+		lat.report(b)
+	})
+}
+
+// readStdout reads multiplexed exec stream frames (an 8-byte header: stream, 3 zero bytes,
+// big-endian size; then the payload) until n bytes of stdout have arrived.
+func readStdout(r *bufio.Reader, n int) error {
+	var hdr [8]byte
+	for got := 0; got < n; {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return err
+		}
+		size := int(binary.BigEndian.Uint32(hdr[4:]))
+		if _, err := r.Discard(size); err != nil {
+			return err
+		}
+		if hdr[0] == 1 {
+			got += size
+		}
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package benchmarks
+
+import (
+	"context"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// scratch holds the directories shared by the whole run (the generated corpus, the
+// miniharness recording); TestMain removes them at the end.
+var scratch struct {
+	mu   sync.Mutex
+	dirs []string
+}
+
+// scratchDir makes a directory that lives until the test binary ends, for data that is
+// built once and shared by every -count round of a benchmark.
+func scratchDir(pattern string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	scratch.mu.Lock()
+	scratch.dirs = append(scratch.dirs, dir)
+	scratch.mu.Unlock()
+	return dir, nil
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, dir := range scratch.dirs {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+// ms converts a duration to milliseconds for ReportMetric.
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// latencies collects per-iteration times and reports their median and 99th percentile.
+type latencies []time.Duration
+
+func (l *latencies) since(start time.Time) { *l = append(*l, time.Since(start)) }
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	b.ReportMetric(ms(s[len(s)/2]), "p50-ms")
+	b.ReportMetric(ms(s[len(s)*99/100]), "p99-ms")
+}
+
+// closeCtx bounds cleanup that must run even when the benchmark's context is done.
+func closeCtx(b *testing.B) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(b.Context()), time.Minute)
+}
+
+// requireRuntime skips b unless the Docker engine lists the OCI runtime rt (runc, runsc);
+// with no engine or no sandbox image it skips, or fails under TAPEBOX_REQUIRE_DOCKER=1.
+func requireRuntime(b *testing.B, rt string) {
+	b.Helper()
+	cli, _ := dockertest.Image(b, dockertest.SandboxImage)
+	info, err := cli.Info(b.Context())
+	if err != nil {
+		b.Fatalf("docker info: %v", err)
+	}
+	if _, ok := info.Runtimes[rt]; !ok {
+		b.Skipf("runtime %s is not installed: docker info lists %s (install gVisor and register runsc in daemon.json to measure it)",
+			rt, strings.Join(slices.Sorted(maps.Keys(info.Runtimes)), ", "))
+	}
+}
+
+// runtimes are the OCI runtimes Docker replays are measured on; one that docker info does
+// not list is skipped with a message.
+var runtimes = []string{"runc", "runsc"}
+
+// openDocker opens a fresh container of the sandbox image on runtime rt, with the executor
+// installed; the caller closes it.
+func openDocker(b *testing.B, rt, cwd string) *sandbox.Sandbox {
+	b.Helper()
+	requireRuntime(b, rt)
+	sb, err := sandbox.Open(b.Context(), "docker-image:"+dockertest.SandboxImage,
+		sandbox.Options{Cwd: cwd, InstallExecutor: true, Runtime: rt})
+	if err != nil {
+		b.Fatalf("open a %s sandbox: %v", rt, err)
+	}
+	return sb
+}
+
+// closeSandbox removes what sb created, failing b if it cannot.
+func closeSandbox(b *testing.B, sb *sandbox.Sandbox) {
+	ctx, cancel := closeCtx(b)
+	defer cancel()
+	if err := sb.Close(ctx); err != nil {
+		b.Errorf("close sandbox %s: %v", sb.Spec(), err)
+	}
+}
+
+// noopCall is a Claude Code TodoWrite call: the executor's Noop action, which answers with
+// the recorded result without touching the sandbox.
+var noopCall = protocol.Call{Op: protocol.OpCall, ID: "1",
+	Call: tape.ToolCall{ID: "toolu_1", Name: "TodoWrite", Input: []byte(`{"todos":[]}`)},
+	Recorded: &tape.ToolResult{ToolCallID: "toolu_1",
+		Content: []tape.Block{{Type: tape.BlockText, Text: "Todos have been modified successfully."}}},
+}
+
+// greet says hello on an executor session and returns its encoder and decoder.
+func greet(b *testing.B, s *sandbox.Session, cwd string) (*protocol.Encoder, *protocol.Decoder) {
+	b.Helper()
+	enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
+	if err := enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: cwd, Env: map[string]string{}}); err != nil {
+		b.Fatalf("send hello: %v; stderr: %s", err, s.Stderr())
+	}
+	if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
+		b.Fatalf("hello: %v %s; stderr: %s", err, rawOf(env), s.Stderr())
+	}
+	return enc, dec
+}
+
+// noop sends noopCall and waits for its result.
+func noop(b *testing.B, s *sandbox.Session, enc *protocol.Encoder, dec *protocol.Decoder) {
+	if err := enc.Encode(noopCall); err != nil {
+		b.Fatalf("send call: %v; stderr: %s", err, s.Stderr())
+	}
+	env, err := dec.Decode()
+	if err != nil || env.Result == nil {
+		b.Fatalf("result: %v %s; stderr: %s", err, rawOf(env), s.Stderr())
+	}
+}
+
+func rawOf(env *protocol.Envelope) string {
+	if env == nil {
+		return ""
+	}
+	return string(env.Raw)
+}

@@ -261,13 +261,18 @@ func (t *Tasks) Status(id string) (TaskStatus, error) {
 	if _, err := os.Stat(filepath.Join(dir, "killed")); err == nil {
 		st.Killed = true
 	}
+	// Whether it runs, before its exit code: a wrapper seen ended has written it.
+	running, live := t.running(id, st.PID)
 	var code *int
 	if b, err := os.ReadFile(filepath.Join(dir, "exit")); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 			code = &n
 		}
 	}
-	st.Running = !st.Killed && t.running(id, st.PID, code != nil)
+	if !live && code != nil {
+		running = false // the wrapper is on its way out
+	}
+	st.Running = !st.Killed && running
 	if !st.Running {
 		st.ExitCode = code
 	}
@@ -290,22 +295,22 @@ func readMeta(id, dir string) (TaskStatus, error) {
 	return st, nil
 }
 
-// running says whether a task has yet to end. One started by this process runs until
-// its wrapper is reaped and its output is all in the file.
-func (t *Tasks) running(id string, pid int, exited bool) bool {
+// running says whether a task has yet to end, and whether this process started it. One
+// started here runs until its wrapper is reaped and its output is all in the file.
+func (t *Tasks) running(id string, pid int) (running, live bool) {
 	t.mu.Lock()
 	lt := t.live[id]
 	t.mu.Unlock()
 	if lt != nil {
 		select {
 		case <-lt.done:
-			return false
+			return false, true
 		default:
-			return true
+			return true, true
 		}
 	}
 	// Not started by this process: ask the kernel. A pid reused by now is an accepted risk.
-	return !exited && pid > 0 && syscall.Kill(pid, 0) == nil
+	return pid > 0 && syscall.Kill(pid, 0) == nil, false
 }
 
 // Wait waits until the task ends or timeout passes, and returns its status.

@@ -1,0 +1,84 @@
+package benchmarks
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/sandbox"
+)
+
+// BenchmarkSandboxReady measures how long a fresh container takes to be ready, removal
+// not timed:
+//
+//	docker-create-start        the peer: bare create + start through the Go client
+//	docker-create-start-nonet  the same without a network, as TapeBox creates them
+//	tapebox-sandbox-ready      sandbox.Open (safe defaults, executor copied in), start
+//	                           tapebox-exec serve and say hello: ready for the first call
+//	                           (target: within 1.2x of docker-create-start)
+func BenchmarkSandboxReady(b *testing.B) {
+	bare := func(b *testing.B, hc *container.HostConfig) {
+		requireRuntime(b, "runc")
+		cli := dockertest.Client(b)
+		cfg := &container.Config{Image: dockertest.SandboxImage, Cmd: []string{"sleep", "infinity"},
+			Labels: map[string]string{dockertest.Label: b.Name()}}
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			c, err := cli.ContainerCreate(b.Context(), cfg, hc, nil, nil, "")
+			if err != nil {
+				b.Fatalf("create: %v", err)
+			}
+			err = cli.ContainerStart(b.Context(), c.ID, container.StartOptions{})
+			lat.since(start)
+			b.StopTimer()
+			dockertest.Remove(b, c.ID)
+			if err != nil {
+				b.Fatalf("start: %v", err)
+			}
+			b.StartTimer()
+		}
+		lat.report(b)
+	}
+	b.Run("docker-create-start", func(b *testing.B) { bare(b, &container.HostConfig{}) })
+	b.Run("docker-create-start-nonet", func(b *testing.B) { bare(b, &container.HostConfig{NetworkMode: "none"}) })
+
+	b.Run("tapebox-sandbox-ready", func(b *testing.B) {
+		requireRuntime(b, "runc")
+		// Find (or build) the executor once, off the clock, as a release finds it beside tapebox.
+		exe, err := sandbox.ExecutorPath(b.Context(), runtime.GOARCH)
+		if err != nil {
+			b.Fatalf("executor: %v", err)
+		}
+		var sb *sandbox.Sandbox // the open one, removed if the benchmark fails midway
+		defer func() {
+			if sb != nil {
+				closeSandbox(b, sb)
+			}
+		}()
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			sb, err = sandbox.Open(b.Context(), "docker-image:"+dockertest.SandboxImage,
+				sandbox.Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe})
+			if err != nil {
+				b.Fatalf("open: %v", err)
+			}
+			s, err := sb.Start(b.Context())
+			if err != nil {
+				b.Fatalf("start the executor: %v", err)
+			}
+			greet(b, s, sb.Cwd())
+			lat.since(start)
+			b.StopTimer()
+			s.Close()
+			closeSandbox(b, sb)
+			sb = nil
+			b.StartTimer()
+		}
+		lat.report(b)
+	})
+}

@@ -70,6 +70,8 @@ func codexConcurrentRuns(t *testing.T, r *rig) {
 	t.Cleanup(func() { os.Remove(barrier) })
 	recPath, state := recordReal(t, r, c)
 	require.NoError(t, os.Remove(barrier))
+	rec, err := tape.LoadFile(recPath)
+	require.NoError(t, err)
 
 	out := filepath.Join(t.TempDir(), "replay.json")
 	sim, base := r.simulator(t, recPath, out)
@@ -112,6 +114,9 @@ func codexConcurrentRuns(t *testing.T, r *rig) {
 		}
 		t.Run(rn.name, func(t *testing.T) {
 			checkSameState(t, state, localState(t, rn.dir), rn.name)
+			rep, err := tape.LoadFile(repPath)
+			require.NoError(t, err)
+			checkServedIdentifiers(t, rec, rep)
 			report := r.requireIdentical(t, recPath, repPath)
 			t.Logf("identical; identifiers learned: %v", report.Identifiers)
 		})

@@ -43,7 +43,24 @@ type rig struct {
 	err  error
 }
 
-func newRig(t *testing.T) *rig { return &rig{dir: t.TempDir()} }
+// newRig takes the machine-wide lock of the real-harness tests (their working directories
+// are fixed absolute paths, so two go test processes must not run them at once) and returns
+// a rig whose binaries are built on first use.
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "tapebox-real-harnesses.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	require.NoError(t, err)
+	deadline := time.Now().Add(10 * time.Minute)
+	for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		if time.Now().After(deadline) {
+			f.Close()
+			t.Fatal("another go test process held the real-harness lock for 10 minutes")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Cleanup(func() { f.Close() })
+	return &rig{dir: t.TempDir()}
+}
 
 // tapebox returns the path of the built tapebox binary.
 func (r *rig) tapebox(t *testing.T) string {
@@ -483,6 +500,27 @@ func requireResultsAsSent(t *testing.T, rec *tape.Tape, srv *fakeprovider.Server
 		}
 	}
 	return n
+}
+
+// checkServedIdentifiers marks the test failed for every tool call a simulator served that
+// still carries a recorded identifier the run replaced with its own (a task id, a session
+// id, a path the harness made up): once the simulator has learned that the run's id stands
+// for the recorded one, the harness must get its own id back. It does not stop the test.
+func checkServedIdentifiers(t *testing.T, rec, rep *tape.Tape) {
+	t.Helper()
+	ids := controller.Compare(rec, rep).Identifiers
+	for _, th := range rep.Threads {
+		for i, st := range th.Steps {
+			for _, c := range st.ToolCalls {
+				for recorded, own := range ids {
+					if recorded != own && strings.Contains(string(c.Input), recorded) {
+						t.Errorf("thread %s step %d: the simulator served %s %s with the recorded identifier %q; this run's is %q (input %s)",
+							th.ID, i, c.Name, c.ID, recorded, own, clipText(string(c.Input), 300))
+					}
+				}
+			}
+		}
+	}
 }
 
 // callsOf lists a tape's tool calls as "thread/step name", thread by thread.

@@ -154,15 +154,16 @@ func simulateReal(t *testing.T, r *rig, c realCase, recPath string, state map[st
 	simCode := sim.wait(t, time.Minute)
 	keep(t, repPath, c.harness+".sim.json")
 	checkSameState(t, state, localState(t, c.cwd), "simulator replay")
-	if code != 0 || simCode != 0 {
-		t.Fatalf("%s against the simulator: exit %d; simulator: exit %d\n%s\nsimulator log:\n%s\n%s output (end):\n%s",
-			c.harness, code, simCode, r.compareText(t, recPath, repPath), clipText(sim.stderr(), 6000), c.harness, tail(h.stdout()+h.stderr(), 1500))
-	}
-	r.requireIdentical(t, recPath, repPath)
 	rec, err := tape.LoadFile(recPath)
 	require.NoError(t, err)
 	rep, err := tape.LoadFile(repPath)
 	require.NoError(t, err)
+	checkServedIdentifiers(t, rec, rep)
+	if code != 0 || simCode != 0 {
+		t.Fatalf("%s against the simulator: exit %d; simulator: exit %d\n%s\nsimulator log:\n%s\n%s output (end):\n%s",
+			c.harness, code, simCode, r.compareText(t, recPath, repPath), clipText(sim.stderr(), 6000), c.harness, tail(h.stdout()+h.stderr(), 800))
+	}
+	r.requireIdentical(t, recPath, repPath)
 	assert.Equal(t, callsOf(rec), callsOf(rep), "the harness made the recorded tool calls")
 }
 

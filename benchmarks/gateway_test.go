@@ -138,4 +138,3 @@ func BenchmarkGateway(b *testing.B) {
 		})
 	})
 }
-

@@ -1,7 +1,6 @@
 package dataset
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -116,7 +115,7 @@ var splitName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 // maxInFlight bounds the bytes of tape files read but not yet written, which bounds
 // memory whatever the corpus size. A tape larger than this is still taken, alone.
-const maxInFlight = 48 << 20
+const maxInFlight = 32 << 20
 
 // prepared is one input after a worker read, validated and converted it.
 type prepared struct {
@@ -285,13 +284,12 @@ func prepare(p *prepared, validateOnly bool) {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
 		return
 	}
-	canonical, err := tape.Marshal(t)
-	if err != nil {
-		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
-		return
-	}
-	if bytes.Equal(canonical, data) {
-		canonical = data // most files are canonical already: keep one copy
+	canonical := data // most files are canonical already: keep one copy
+	if !isCanonical(t, data) {
+		if canonical, err = tape.Marshal(t); err != nil {
+			p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
+			return
+		}
 	}
 	p.row, p.steps, err = RowsOf(t, canonical)
 	if err != nil {

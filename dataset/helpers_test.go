@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -91,3 +92,5 @@ func jsonOf(v any) ([]byte, error) {
 	var e pieceEncoder
 	return e.encode(v)
 }
+
+func jsonIndent(dst *bytes.Buffer, src []byte) error { return json.Indent(dst, src, "", "  ") }

@@ -171,6 +171,9 @@ func verifyTape(data []byte) error {
 	if err != nil {
 		return err
 	}
+	if isCanonical(t, data) {
+		return nil
+	}
 	canonical, err := tape.Marshal(t)
 	if err != nil {
 		return err

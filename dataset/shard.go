@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
 // Format selects the files an export writes.
@@ -67,7 +66,7 @@ const (
 	arrowBatchBytes = 16 << 20
 )
 
-var zstdCodec = &zstd.Codec{Level: zstd.SpeedDefault}
+var parquetZstd = newZstdCodec()
 
 // shardSet writes the rows of one table of one split as numbered shards under temporary
 // names; finish renames them to their final names once their count is known.
@@ -179,7 +178,7 @@ func (s *shardSet[R]) open() error {
 		}
 		sh.pqF, sh.pqTmp = f, f.Name()
 		opts := append([]parquet.WriterOption{
-			parquet.Compression(zstdCodec),
+			parquet.Compression(parquetZstd),
 			parquet.CreatedBy("tapebox", datasetVersion, ""),
 			parquet.KeyValueMetadata(metaTable, s.t.name),
 			parquet.KeyValueMetadata(metaVersion, datasetVersion),

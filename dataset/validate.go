@@ -433,13 +433,15 @@ func (v *validator) checkTape(c *tapeCheck) {
 		bad("tape_json", "%v", err)
 		return
 	}
-	canonical, err := tape.Marshal(t)
-	if err != nil {
-		bad("tape_json", "%v", err)
-		return
-	}
-	if !bytes.Equal(canonical, data) {
-		bad("tape_json", "not the canonical encoding of the tape (tape.Marshal gives %d bytes, the row has %d)", len(canonical), len(data))
+	if !isCanonical(t, data) {
+		canonical, err := tape.Marshal(t)
+		if err != nil {
+			bad("tape_json", "%v", err)
+			return
+		}
+		if !bytes.Equal(canonical, data) {
+			bad("tape_json", "not the canonical encoding of the tape (tape.Marshal gives %d bytes, the row has %d)", len(canonical), len(data))
+		}
 	}
 	wantRow, wantSteps, err := RowsOf(t, data)
 	if err != nil {

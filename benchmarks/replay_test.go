@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -91,8 +92,8 @@ func BenchmarkControllerStep(b *testing.B) {
 // corpusTape is a tape of the replay corpus and the working directory it was recorded in.
 type corpusTape struct {
 	name, path, cwd string
-	// local says the tape stays inside its working directory, so it can replay in a fresh
-	// local directory; the hand-built tapes write to their absolute recorded paths on the host.
+	// local says the tape can replay in a fresh local directory: it never names its
+	// recorded working directory (a tape that does writes to that absolute path on the host).
 	local bool
 }
 
@@ -117,7 +118,11 @@ func corpus(b *testing.B) []corpusTape {
 		if !ok {
 			b.Fatalf("%s: no working directory known for it; add it to handTapeCwd", p)
 		}
-		tapes = append(tapes, corpusTape{name: name, path: p, cwd: cwd})
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tapes = append(tapes, corpusTape{name: name, path: p, cwd: cwd, local: !bytes.Contains(data, []byte(cwd))})
 	}
 	mini, err := miniRecording()
 	if err != nil {
@@ -203,7 +208,7 @@ func BenchmarkReplayCorpus(b *testing.B) {
 		b.Run("tape="+ct.name, func(b *testing.B) {
 			b.Run("sandbox=local", func(b *testing.B) {
 				if !ct.local {
-					b.Skipf("%s writes to its recorded absolute paths under %s: replayed only in containers", ct.name, ct.cwd)
+					b.Skipf("%s names its recorded working directory %s (absolute paths on the host): replayed only in containers", ct.name, ct.cwd)
 				}
 				benchReplay(b, rec, func(b *testing.B) *sandbox.Sandbox { return openLocal(b) })
 			})

@@ -152,32 +152,63 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 		sb.executor = cmp.Or(opts.SandboxExecutor, ExecutorName)
 	}
 
-	if spec.Scheme == SchemeDockerImage {
-		if err := d.create(ctx, opts); err != nil {
+	if spec.Scheme != SchemeDockerImage {
+		if err := d.ensureDir(ctx, d.cwd); err != nil {
 			return nil, err
 		}
-	} else if err := d.ensureDir(ctx, d.cwd); err != nil {
-		return nil, err
+		if exe != "" {
+			if err := d.install(ctx, exe, sb.executor); err != nil {
+				return nil, err
+			}
+		}
+		sb.containerID = d.id
+		return sb, nil
 	}
-	if exe != "" {
-		if err := d.install(ctx, exe, sb.executor); err != nil {
+
+	// A created container on an engine of this machine gets the executor bind-mounted
+	// read-only: no copy (about 50 ms of a 0.3 s start). Elsewhere, or if the engine refuses
+	// the mount (a VM that does not share the path), it is copied in before the start.
+	bind := exe != "" && !opts.CopyExecutor && localEngine(cli)
+	for {
+		mountExe := ""
+		if bind {
+			mountExe = exe
+		}
+		if err := d.create(ctx, opts, mountExe, sb.executor); err != nil {
+			if bind && isMountErr(err) {
+				d.logf("sandbox %s: bind-mounting the executor failed (%v); copying it instead", spec, err)
+				bind = false
+				continue
+			}
 			return nil, err
 		}
-	}
-	if d.created {
-		// Started last: the executor was copied into the created container's filesystem
-		// beforehand, which saves an exec.
-		if err := cli.ContainerStart(ctx, d.id, container.StartOptions{}); err != nil {
-			return nil, fmt.Errorf("open sandbox %s: start container %s: %w", spec, d.name, err)
+		if exe != "" && !bind {
+			if err := d.install(ctx, exe, sb.executor); err != nil {
+				return nil, err
+			}
 		}
-		d.logf("sandbox %s: started container %s (%.12s)", spec, d.name, d.id)
+		err := cli.ContainerStart(ctx, d.id, container.StartOptions{})
+		if err == nil {
+			break
+		}
+		err = fmt.Errorf("open sandbox %s: start container %s: %w", spec, d.name, err)
+		if !bind || !isMountErr(err) {
+			return nil, err
+		}
+		d.logf("sandbox %s: bind-mounting the executor failed (%v); copying it instead", spec, err)
+		if err := d.remove(ctx); err != nil {
+			return nil, err
+		}
+		bind = false
 	}
+	d.logf("sandbox %s: started container %s (%.12s)", spec, d.name, d.id)
 	sb.containerID = d.id
 	return sb, nil
 }
 
 // create creates (does not start) a container with safe defaults.
-func (d *dockerBackend) create(ctx context.Context, opts Options) error {
+// exe, when set, is bind-mounted read-only at dest.
+func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest string) error {
 	if opts.ReadOnlyRoot && d.cwd == "/" {
 		return fmt.Errorf("open sandbox %s: %w: ReadOnlyRoot needs a Cwd other than / (it becomes a writable volume)", d.spec, ErrOption)
 	}
@@ -210,9 +241,12 @@ func (d *dockerBackend) create(ctx context.Context, opts Options) error {
 	if opts.Memory > 0 {
 		hc.MemorySwap = opts.Memory // no swap beyond the limit
 	}
+	if exe != "" {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: exe, Target: dest, ReadOnly: true})
+	}
 	if opts.ReadOnlyRoot {
-		hc.Mounts = []mount.Mount{{Type: mount.TypeVolume, Target: d.cwd}}
-		if opts.InstallExecutor {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Target: d.cwd})
+		if opts.InstallExecutor && exe == "" {
 			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Target: installDirReadOnly})
 		}
 		if d.cwd != "/tmp" {
@@ -230,6 +264,33 @@ func (d *dockerBackend) create(ctx context.Context, opts Options) error {
 	}
 	d.id, d.name, d.created = resp.ID, name, true
 	d.logf("sandbox %s: created container %s (%.12s)", d.spec, name, resp.ID)
+	return nil
+}
+
+// localEngine reports whether the engine listens on this machine (a unix socket or a named
+// pipe), so that it can bind-mount the host's files.
+func localEngine(cli *client.Client) bool {
+	h := cli.DaemonHost()
+	return strings.HasPrefix(h, "unix://") || strings.HasPrefix(h, "npipe://")
+}
+
+// isMountErr recognizes an engine's refusal of a bind mount.
+func isMountErr(err error) bool {
+	e := strings.ToLower(err.Error())
+	return strings.Contains(e, "mount") || strings.Contains(e, "bind source") || strings.Contains(e, "not shared")
+}
+
+// remove force-removes the created container and its anonymous volumes.
+func (d *dockerBackend) remove(ctx context.Context) error {
+	if !d.created || d.id == "" {
+		return nil
+	}
+	err := d.cli.ContainerRemove(ctx, d.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("sandbox %s: remove container %s: %w; remove it by hand: docker rm -f %s", d.spec, d.name, err, d.id)
+	}
+	d.logf("sandbox %s: removed container %s", d.spec, d.name)
+	d.id, d.created = "", false
 	return nil
 }
 
@@ -583,14 +644,9 @@ func (d *dockerBackend) writeFiles(ctx context.Context, dir string, files map[st
 
 func (d *dockerBackend) close(ctx context.Context, open []*Session) error {
 	var errs []error
-	if d.created && d.id != "" {
-		// Removing the container ends its sessions at once.
-		err := d.cli.ContainerRemove(ctx, d.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !errdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("close sandbox %s: remove container %s: %w; remove it by hand: docker rm -f %s", d.spec, d.name, err, d.id))
-		} else {
-			d.logf("sandbox %s: removed container %s", d.spec, d.name)
-		}
+	// Removing the container ends its sessions at once.
+	if err := d.remove(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("close %w", err))
 	}
 	closeSessions(open)
 	if err := d.cli.Close(); err != nil {

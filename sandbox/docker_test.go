@@ -12,6 +12,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -189,6 +190,32 @@ func TestDockerSafeDefaults(t *testing.T) {
 			},
 		},
 		{
+			name: "executor bind-mounted",
+			opts: Options{InstallExecutor: true, ExecutorPath: fakeExecutor(t, hostArch())},
+			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+				require.Len(t, hc.Mounts, 1)
+				assert.Equal(t, mount.Mount{Type: mount.TypeBind, Source: fakeExecutor(t, hostArch()), Target: "/usr/local/bin/tapebox-exec", ReadOnly: true}, hc.Mounts[0])
+				assert.Equal(t, hostArch()+"\n", execOut(t, sb, "tapebox-exec", "arch"))
+			},
+		},
+		{
+			name: "executor copied",
+			opts: Options{InstallExecutor: true, CopyExecutor: true, ExecutorPath: fakeExecutor(t, hostArch())},
+			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+				assert.Empty(t, hc.Mounts)
+				assert.Equal(t, hostArch()+"\n", execOut(t, sb, "tapebox-exec", "arch"))
+			},
+		},
+		{
+			name: "read-only root, executor copied",
+			opts: Options{ReadOnlyRoot: true, Cwd: "/app", InstallExecutor: true, CopyExecutor: true, ExecutorPath: fakeExecutor(t, hostArch())},
+			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+				assert.True(t, hc.ReadonlyRootfs)
+				assert.Equal(t, "/opt/tapebox/tapebox-exec", sb.Executor())
+				assert.Equal(t, hostArch()+"\n", execOut(t, sb, sb.Executor(), "arch"))
+			},
+		},
+		{
 			name: "read-only root",
 			opts: Options{ReadOnlyRoot: true, Cwd: "/app", InstallExecutor: true, ExecutorPath: fakeExecutor(t, hostArch())},
 			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
@@ -202,7 +229,7 @@ func TestDockerSafeDefaults(t *testing.T) {
 					require.NoError(t, err)
 					assert.Equal(t, 0, res.ExitCode, "%s: %s", p, res.Stderr)
 				}
-				// The executor installed in the volume runs, and so does a binary in /tmp.
+				// The executor runs, and so does a binary in /tmp.
 				assert.Equal(t, hostArch()+"\n", execOut(t, sb, sb.Executor(), "arch"))
 				assert.Equal(t, "ok\n", execOut(t, sb, "sh", "-c", "cp /bin/busybox /tmp/busybox && /tmp/busybox echo ok"))
 				files, err := sb.Snapshot(t.Context(), ".")
@@ -257,6 +284,8 @@ func TestDockerCloseRemovesCreated(t *testing.T) {
 	}
 	assert.Error(t, waitDone(t, s), "session of a removed container")
 	assert.NoError(t, sb.Close(t.Context()), "second Close")
+	_, err = sb.Exec(t.Context(), []string{"true"})
+	assert.ErrorContains(t, err, "the sandbox is closed")
 }
 
 func TestDockerExistingContainer(t *testing.T) {

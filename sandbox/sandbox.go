@@ -42,11 +42,14 @@ type Options struct {
 	// when missing. Default: the container's (or image's) working directory, else "/". The
 	// local backend ignores it: its working directory is the spec's DIR.
 	Cwd string
-	// InstallExecutor copies the tapebox-exec binary matching the sandbox's architecture into a
-	// Docker sandbox (to /usr/local/bin/tapebox-exec, or /opt/tapebox/tapebox-exec with
-	// ReadOnlyRoot) with the Engine API. Without it the executor must already be on the
-	// container's PATH.
+	// InstallExecutor puts the tapebox-exec binary matching the sandbox's architecture into a
+	// Docker sandbox, at /usr/local/bin/tapebox-exec (/opt/tapebox/tapebox-exec with
+	// ReadOnlyRoot): copied with the Engine API (CopyToContainer), or, for a container TapeBox
+	// creates on an engine of this machine, bind-mounted read-only, which saves the copy.
+	// Without it the executor must already be on the container's PATH.
 	InstallExecutor bool
+	// CopyExecutor makes InstallExecutor always copy, never bind-mount.
+	CopyExecutor bool
 	// ExecutorPath is the host's tapebox-exec binary to install (Docker) or run (local).
 	// Default: ExecutorPath(ctx, arch), see the package doc.
 	ExecutorPath string
@@ -260,11 +263,8 @@ func (s *Sandbox) StartCommand(ctx context.Context, argv []string) (*Session, er
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, fmt.Errorf("start a session in %s: empty command", s.spec)
 	}
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("start %s in %s: the sandbox is closed", argv[0], s.spec)
+	if err := s.checkOpen("start " + argv[0]); err != nil {
+		return nil, err
 	}
 	sess, err := s.b.start(ctx, argv)
 	if err != nil {
@@ -291,8 +291,11 @@ func (s *Sandbox) StartCommand(ctx context.Context, argv []string) (*Session, er
 // command that runs and exits non-zero is not an error: see ExecResult.ExitCode. The error is
 // for a command that could not run (not found, sandbox gone).
 func (s *Sandbox) Exec(ctx context.Context, argv []string) (*ExecResult, error) {
-	if len(argv) == 0 {
+	if len(argv) == 0 || argv[0] == "" {
 		return nil, fmt.Errorf("exec in %s: empty command", s.spec)
+	}
+	if err := s.checkOpen("exec " + argv[0]); err != nil {
+		return nil, err
 	}
 	return s.b.exec(ctx, argv)
 }
@@ -302,6 +305,9 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (*ExecResult, error) 
 // is not included). It is the sandbox's end state for checks and comparisons; contents are
 // read into memory.
 func (s *Sandbox) Snapshot(ctx context.Context, dir string) (map[string]File, error) {
+	if err := s.checkOpen("snapshot " + dir); err != nil {
+		return nil, err
+	}
 	return s.b.snapshot(ctx, dir)
 }
 
@@ -314,7 +320,20 @@ func (s *Sandbox) WriteFiles(ctx context.Context, dir string, files map[string]F
 			return fmt.Errorf("write files to %s in %s: bad path %q: use a slash-separated path relative to the directory, without . or .. elements", dir, s.spec, name)
 		}
 	}
+	if err := s.checkOpen("write files to " + dir); err != nil {
+		return err
+	}
 	return s.b.writeFiles(ctx, dir, files)
+}
+
+// checkOpen fails op once the sandbox is closed.
+func (s *Sandbox) checkOpen(op string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%s in %s: the sandbox is closed", op, s.spec)
+	}
+	return nil
 }
 
 // Close releases the sandbox: it removes the container when TapeBox created it (with its

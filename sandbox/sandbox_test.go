@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -296,5 +297,16 @@ func TestExitErrorHints(t *testing.T) {
 		e := &ExitError{Command: tt.cmd, Code: tt.code, Stderr: tt.stderr, Hint: exitHint(tt.cmd, tt.code, tt.stderr)}
 		assert.Contains(t, e.Error(), tt.want)
 		assert.Contains(t, e.Error(), tt.stderr)
+	}
+}
+
+func TestIsMountErr(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"Error response from daemon: invalid mount config for type \"bind\": bind source path does not exist: /x": true,
+		"Mounts denied: The path /Users/x is not shared from the host":                                            true,
+		"Error response from daemon: No such image: x":                                                            false,
+		"OCI runtime create failed: runc create failed: unable to start container process":                        false,
+	} {
+		assert.Equal(t, want, isMountErr(errors.New(msg)), msg)
 	}
 }

@@ -249,3 +249,16 @@ func bye(t testing.TB, s *Session) {
 		assert.NoError(t, err, "executor exit; stderr: %s", s.Stderr())
 	}
 }
+
+// TestLocalStartExecutor: the session as one io.ReadWriteCloser, the controller's view.
+func TestLocalStartExecutor(t *testing.T) {
+	sb, _ := openLocalT(t, Options{ExecutorPath: fakeExecutor(t, hostArch())})
+	rwc, err := sb.StartExecutor(t.Context())
+	require.NoError(t, err)
+	_, err = rwc.Write([]byte("ping\n"))
+	require.NoError(t, err)
+	got, err := bufio.NewReader(rwc).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "ping\n", got)
+	assert.NoError(t, rwc.Close())
+}

@@ -49,8 +49,6 @@ type realCase struct {
 // the tapebox binary is built once.)
 func TestRealHarnesses(t *testing.T) {
 	r := newRig(t)
-	t.Run("official-sdks", func(t *testing.T) { officialSDKs(t, r) })
-	t.Run("codex-concurrent-runs", func(t *testing.T) { codexConcurrentRuns(t, r) })
 	for _, c := range []realCase{claudeCase(), codexCase()} {
 		t.Run(c.harness, func(t *testing.T) {
 			needHarness(t, c.harness)
@@ -79,6 +77,8 @@ func TestRealHarnesses(t *testing.T) {
 			})
 		})
 	}
+	t.Run("codex-concurrent-runs", func(t *testing.T) { codexConcurrentRuns(t, r) })
+	t.Run("official-sdks", func(t *testing.T) { officialSDKs(t, r) })
 }
 
 // fresh empties the working directory and removes the harness's scratch directories.

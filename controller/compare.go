@@ -123,8 +123,8 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_calls", CallID: ca.ID, Recorded: ca.Name, Replayed: cb.Name})
 			continue
 		}
-		if !jsonEqual(ids.ApplyJSON(ca.Input), cb.Input) {
-			r.add(Difference{Thread: thread, Step: i, Field: "tool_call.input", CallID: ca.ID, Tool: ca.Name, Recorded: string(ca.Input), Replayed: string(cb.Input)})
+		if want := ids.ApplyJSON(ca.Input); !jsonEqual(want, cb.Input) {
+			r.add(Difference{Thread: thread, Step: i, Field: "tool_call.input", CallID: ca.ID, Tool: ca.Name, Recorded: string(want), Replayed: string(cb.Input)})
 		}
 	}
 	for _, ca := range a.ToolCalls {

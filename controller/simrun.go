@@ -309,11 +309,12 @@ func (r *simRun) write(w http.ResponseWriter, hr *http.Request, rec *tape.Step, 
 	}
 	w.WriteHeader(served.Status)
 	served.Raw = json.RawMessage("null")
-	for _, c := range src.Chunks {
+	datas := substituteStream(r.ids, src.Chunks)
+	for i, c := range src.Chunks {
 		if err := wait(c.AtMS); err != nil {
 			return served, fmt.Errorf("client went away mid-stream: %w", err)
 		}
-		data := r.ids.Apply(c.Data)
+		data := datas[i]
 		if _, err := w.Write([]byte(data)); err != nil {
 			return served, fmt.Errorf("client went away mid-stream: %w", err)
 		}

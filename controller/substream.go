@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
+)
+
+// substituteStream returns the data of a recorded stream's chunks with identifiers
+// substituted. A provider streams a tool call's arguments (and text) as small deltas, so an
+// identifier is rarely whole in one chunk: the deltas of each content block are joined,
+// substituted, and split again at the same offsets (the last delta takes any difference in
+// length). Chunks that carry whole values (a block's start, Responses' response.completed)
+// are substituted as they are.
+func substituteStream(ids *Identifiers, chunks []tape.Chunk) []string {
+	out := make([]string, len(chunks))
+	if ids.Len() == 0 {
+		for i, c := range chunks {
+			out[i] = c.Data
+		}
+		return out
+	}
+	type piece struct {
+		chunk int
+		get   func() string
+		set   func(string)
+	}
+	var order []string
+	groups := map[string][]piece{}
+	events := make([]map[string]any, len(chunks))
+	names := make([]string, len(chunks))
+	for i, c := range chunks {
+		name, data := provider.ParseEvent(c.Data)
+		if !strings.Contains(data, "delta") {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(data), &m) != nil {
+			continue
+		}
+		add := func(key string, obj map[string]any, field string) {
+			if _, ok := obj[field].(string); !ok {
+				return
+			}
+			if _, seen := groups[key]; !seen {
+				order = append(order, key)
+			}
+			groups[key] = append(groups[key], piece{chunk: i,
+				get: func() string { return obj[field].(string) },
+				set: func(s string) { obj[field] = s }})
+			events[i], names[i] = m, name
+		}
+		typ, _ := m["type"].(string)
+		switch {
+		case typ == "content_block_delta": // Anthropic
+			if d, ok := m["delta"].(map[string]any); ok {
+				for _, f := range []string{"partial_json", "text", "thinking"} {
+					add(fmt.Sprintf("a%v.%s", m["index"], f), d, f)
+				}
+			}
+		case strings.HasSuffix(typ, ".delta"): // OpenAI Responses
+			add(fmt.Sprintf("r%v.%v.%s", m["output_index"], m["content_index"], typ), m, "delta")
+		default: // OpenAI Chat Completions
+			choices, _ := m["choices"].([]any)
+			for ci, c := range choices {
+				cm, _ := c.(map[string]any)
+				d, _ := cm["delta"].(map[string]any)
+				if d == nil {
+					continue
+				}
+				add(fmt.Sprintf("c%d.content", ci), d, "content")
+				tcs, _ := d["tool_calls"].([]any)
+				for _, tc := range tcs {
+					tcm, _ := tc.(map[string]any)
+					fn, _ := tcm["function"].(map[string]any)
+					if fn != nil {
+						add(fmt.Sprintf("c%d.tc%v", ci, tcm["index"]), fn, "arguments")
+					}
+				}
+			}
+		}
+	}
+	dirty := make([]bool, len(chunks))
+	for _, key := range order {
+		ps := groups[key]
+		orig := make([]string, len(ps))
+		var joined strings.Builder
+		for k, p := range ps {
+			orig[k] = p.get()
+			joined.WriteString(orig[k])
+		}
+		sub := ids.Apply(joined.String())
+		if sub == joined.String() {
+			continue
+		}
+		for k, s := range redistribute(orig, sub) {
+			ps[k].set(s)
+			dirty[ps[k].chunk] = true
+		}
+	}
+	for i, c := range chunks {
+		if !dirty[i] {
+			out[i] = ids.Apply(c.Data)
+			continue
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(events[i]); err != nil {
+			out[i] = ids.Apply(c.Data)
+			continue
+		}
+		data := strings.TrimSuffix(b.String(), "\n")
+		if names[i] != "" {
+			out[i] = "event: " + names[i] + "\ndata: " + data + "\n\n"
+		} else {
+			out[i] = "data: " + data + "\n\n"
+		}
+	}
+	return out
+}
+
+// redistribute splits s into len(orig) pieces at the offsets orig had (moved back to a rune
+// boundary); the last piece takes the rest.
+func redistribute(orig []string, s string) []string {
+	out := make([]string, len(orig))
+	off := 0
+	for i := range orig {
+		if i == len(orig)-1 {
+			out[i] = s[off:]
+			break
+		}
+		end := min(off+len(orig[i]), len(s))
+		for end > off && end < len(s) && !utf8.RuneStart(s[end]) {
+			end--
+		}
+		out[i] = s[off:end]
+		off = end
+	}
+	return out
+}

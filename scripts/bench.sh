@@ -10,7 +10,8 @@
 # Usage: scripts/bench.sh [go test flags...]   e.g. scripts/bench.sh -bench 'ExecRoundTrip|Gateway'
 #
 # Environment:
-#   COUNT                   runs of each benchmark (-count; default 5: about 6 minutes on 2 cores)
+#   COUNT                   runs of each benchmark (-count; default 6, the fewest benchstat gives a
+#                           confidence interval for: about 6 minutes on 2 cores)
 #   BENCH                   the -bench pattern (default .)
 #   OUT                     the output directory (default bench-out)
 #   GO                      the Go command (default go)
@@ -21,7 +22,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-COUNT=${COUNT:-5}
+COUNT=${COUNT:-6}
 BENCH=${BENCH:-.}
 OUT=${OUT:-bench-out}
 GO=${GO:-go}

@@ -49,7 +49,7 @@ install_packages() {
 		fi
 	done
 	[ ${#available[@]} -eq 0 ] && return
-	apt-get install -y -q --no-install-recommends "${available[@]}" >/dev/null ||
+	apt-get install -y -q "${available[@]}" >/dev/null ||
 		die "apt-get install ${available[*]} failed"
 }
 

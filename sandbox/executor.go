@@ -175,7 +175,28 @@ func checkoutExecutor(ctx context.Context, root, goarch string) (string, error) 
 	if isFile(out) {
 		return out, nil
 	}
-	return out, goBuild(ctx, root, goarch, "./cmd/tapebox-exec", out)
+	if err := goBuild(ctx, root, goarch, "./cmd/tapebox-exec", out); err != nil {
+		return "", err
+	}
+	pruneBuilds(filepath.Dir(filepath.Dir(out)), filepath.Base(filepath.Dir(out)))
+	return out, nil
+}
+
+// pruneBuilds removes the builds of other checkout sources (src-*) under dir that have not
+// changed for a day: each edit of the executor leaves one behind.
+func pruneBuilds(dir, keep string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == keep || !strings.HasPrefix(e.Name(), "src-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // sourceFiles lists the executor's source files in the checkout (relative, sorted) and the

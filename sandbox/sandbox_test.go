@@ -232,6 +232,19 @@ func TestExecutorPathCheckout(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fi.ModTime(), fi2.ModTime(), "built twice")
 
+	// A build of other sources older than a day is pruned by the next build; a recent one stays.
+	stale, recent := filepath.Join(cache, "tapebox", "exec", "src-old"), filepath.Join(cache, "tapebox", "exec", "src-recent")
+	require.NoError(t, os.MkdirAll(stale, 0o755))
+	require.NoError(t, os.MkdirAll(recent, 0o755))
+	require.NoError(t, os.Chtimes(stale, old.Add(-48*time.Hour), old.Add(-48*time.Hour)))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "tape/doc.go"), []byte("package tape // changed\n"), 0o644))
+	rebuilt, err := ExecutorPath(t.Context(), "arm64")
+	require.NoError(t, err)
+	assert.NotEqual(t, got, rebuilt)
+	assert.NoDirExists(t, stale)
+	assert.DirExists(t, recent)
+	assert.FileExists(t, got, "the previous build is recent")
+
 	// A checkout without cmd/tapebox-exec says so.
 	require.NoError(t, os.RemoveAll(filepath.Join(root, "cmd")))
 	_, err = ExecutorPath(t.Context(), "amd64")

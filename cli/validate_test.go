@@ -106,7 +106,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "wrong enum", args: []string{"-q", badEnum}, code: ExitFailure,
-			stdout: []string{badEnum + `: /meta/provider: got "gemini", want one of "anthropic", "openai-chat", "openai-responses"`},
+			stdout: []string{badEnum + `: /meta/provider: got "gemini", want one of "", "anthropic", "openai-chat", "openai-responses"`},
 		},
 		{name: "not JSON", args: []string{"-q", notJSON}, code: ExitFailure, stdout: []string{notJSON + ": not valid JSON at line 2, column 3: invalid character 'n' looking for the beginning of an object key"}},
 		{name: "truncated", args: []string{"-q", truncated}, code: ExitFailure, stdout: []string{truncated + ": truncated JSON: the input ends after"}},

@@ -197,7 +197,7 @@ func TestSchemaEnums(t *testing.T) {
 		got  []string
 		want []string
 	}{
-		{"provider", doc.Defs["meta"].Properties["provider"].Enum, []string{string(tape.ProviderAnthropic), string(tape.ProviderOpenAIChat), string(tape.ProviderOpenAIResponses)}},
+		{"provider", doc.Defs["meta"].Properties["provider"].Enum, []string{string(tape.ProviderUnknown), string(tape.ProviderAnthropic), string(tape.ProviderOpenAIChat), string(tape.ProviderOpenAIResponses)}},
 		{"ended.reason", doc.Defs["meta"].Properties["ended"].Properties["reason"].Enum, reasons},
 		{"block type", doc.Defs["block"].Properties["type"].Enum, []string{tape.BlockText, tape.BlockThinking, tape.BlockToolUse, tape.BlockToolResult, tape.BlockImage, tape.BlockOther}},
 	}
@@ -291,7 +291,7 @@ func TestValidateReportsProblems(t *testing.T) {
 		{
 			name: "wrong enum",
 			data: mutate(t, good, "/meta/provider", set("gemini")),
-			want: []Problem{{"/meta/provider", `got "gemini", want one of "anthropic", "openai-chat", "openai-responses"`}},
+			want: []Problem{{"/meta/provider", `got "gemini", want one of "", "anthropic", "openai-chat", "openai-responses"`}},
 		},
 		{
 			name: "wrong enum in a message",

@@ -15,6 +15,8 @@ type Provider string
 
 // The wire formats a tape can hold.
 const (
+	// ProviderUnknown: a recording that has seen no model call yet.
+	ProviderUnknown Provider = ""
 	// ProviderAnthropic is the Anthropic Messages API (POST /v1/messages).
 	ProviderAnthropic Provider = "anthropic"
 	// ProviderOpenAIChat is the OpenAI Chat Completions API (POST /v1/chat/completions).

@@ -170,14 +170,19 @@ func (s *server) call(ctx context.Context, c *protocol.Call) {
 		return
 	}
 	s.wg.Add(1)
-	go func() {
+	run := func() {
 		defer s.wg.Done()
 		res := Run(ctx, s.sess, c.Call, c.Recorded)
 		s.mu.Lock()
 		delete(s.inflight, id)
 		s.mu.Unlock()
 		s.send(protocol.Result{Op: protocol.OpResult, ID: id, Result: res})
-	}()
+	}
+	if im, ok := s.sess.(harness.Immediate); ok && im.Immediate(c.Call) {
+		run() // finishes at once: no hand-off to another goroutine
+		return
+	}
+	go run()
 }
 
 // Run performs one call in a session and times it. A module that panics yields an error

@@ -36,6 +36,13 @@ type Session interface {
 	Close() error
 }
 
+// Immediate is implemented by sessions that can tell calls which finish at once (a Noop
+// replaying its recorded result): the executor runs those on its reading goroutine, which
+// saves a goroutine hand-off on the round trip, and every other call concurrently.
+type Immediate interface {
+	Immediate(call tape.ToolCall) bool
+}
+
 // Env is where a session's tool calls run.
 type Env struct {
 	// Cwd is the absolute working directory.

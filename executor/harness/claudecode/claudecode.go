@@ -82,6 +82,12 @@ func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolRes
 	return f(s, ctx, call, rec)
 }
 
+// Immediate says a call is a Noop: it replays its recorded result at once.
+func (s *session) Immediate(call tape.ToolCall) bool {
+	_, performed := tools[call.Name]
+	return !performed
+}
+
 func (s *session) Close() error { return s.env.Tasks.Close() }
 
 func spawning(_ *session, _ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,11 @@ type session struct {
 // Tools lists the tools this module performs in the sandbox; every other tool is a Noop.
 func Tools() []string {
 	return []string{"exec_command", "write_stdin", "apply_patch", "shell", "container.exec", "shell_command", "local_shell"}
+}
+
+// Immediate says a call is a Noop: it replays its recorded result (or a fixed text) at once.
+func (s *session) Immediate(call tape.ToolCall) bool {
+	return !slices.Contains(Tools(), call.Name)
 }
 
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {

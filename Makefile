@@ -25,9 +25,11 @@ check: executor
 	$(GO) vet $(PKGS)
 	$(GO) test -race $(TESTFLAGS) $(PKGS)
 
-bench:
-	mkdir -p bench-out
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS) | tee bench-out/bench.txt
+# The side-by-side suite (benchmarks/, scripts/bench.sh): bench-out/bench.txt, and
+# bench-out/benchstat.txt when benchstat is on PATH. BENCH_COUNT=n runs each benchmark n times.
+BENCH_COUNT ?= 6
+bench: executor
+	COUNT=$(BENCH_COUNT) GO=$(GO) ./scripts/bench.sh
 
 demo: build
 	./bin/tapebox demo --out demo-out

@@ -311,7 +311,7 @@ func goBuild(ctx context.Context, dir, goarch, pkg, out string) error {
 	tmp := fmt.Sprintf("%s.tmp%d", out, os.Getpid())
 	defer os.Remove(tmp)
 	env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + goarch}
-	if err := runGo(ctx, dir, env, "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, pkg); err != nil {
+	if err := runGo(ctx, dir, env, "build", "-trimpath", "-gcflags=all=-l", "-ldflags=-s -w", "-o", tmp, pkg); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, out); err != nil {

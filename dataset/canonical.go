@@ -8,13 +8,14 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// isCanonical reports whether data is tape.Marshal(t) for a tape t decoded from data,
-// without building the whole encoding: it encodes the tape piece by piece (the meta, each
-// thread's head, each step) in the layout tape.Marshal writes and compares each piece with
-// data as it goes, so memory stays at the size of one step. (tape.Marshal would hold the
-// whole encoding twice over; a tape can be tens of megabytes.) A false answer only means
-// the caller must encode the tape with tape.Marshal; TestIsCanonicalAgreesWithMarshal
-// keeps the layout in step with package tape.
+// isCanonical reports whether data is tape.Marshal(t) for a tape t decoded from data by
+// tape.Unmarshal, without building the whole encoding: it encodes the tape piece by piece
+// (the meta, each thread's head, each step) with encoding/json in the layout tape.Marshal
+// writes and compares each piece with data as it goes, so memory stays at the size of one
+// step (tape.Marshal would hold the whole encoding twice over; a tape can be tens of
+// megabytes). It is the reference check Validate and Import use; Export's fast decoder
+// checks the same thing while it decodes. TestIsCanonicalAgreesWithMarshal keeps the
+// layout in step with package tape.
 func isCanonical(t *tape.Tape, data []byte) bool {
 	c := canonicalChecker{rest: data}
 	c.enc = json.NewEncoder(&c.buf)

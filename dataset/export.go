@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tapebox/tapebox/schema"
-	"github.com/tapebox/tapebox/tape"
 )
 
 // ExportOptions configures Export. The zero value of a field means its default.
@@ -279,17 +278,10 @@ func prepare(p *prepared, validateOnly bool) {
 	if validateOnly {
 		return
 	}
-	t, err := tape.Unmarshal(data)
+	t, canonical, err := decodeCanonical(data)
 	if err != nil {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
 		return
-	}
-	canonical := data // most files are canonical already: keep one copy
-	if !isCanonical(t, data) {
-		if canonical, err = tape.Marshal(t); err != nil {
-			p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
-			return
-		}
 	}
 	p.row, p.steps, err = RowsOf(t, canonical)
 	if err != nil {

@@ -1,7 +1,6 @@
 package dataset
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -171,14 +170,7 @@ func verifyTape(data []byte) error {
 	if err != nil {
 		return err
 	}
-	if isCanonical(t, data) {
-		return nil
-	}
-	canonical, err := tape.Marshal(t)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(canonical, data) {
+	if !isCanonical(t, data) {
 		return errors.New("tape_json is not the canonical encoding of its tape")
 	}
 	return nil

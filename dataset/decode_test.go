@@ -1,0 +1,280 @@
+package dataset
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// decodeTestTapes returns generated and golden tapes in canonical encoding.
+func decodeTestTapes(t testing.TB) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for i := range 10 {
+		data, err := tape.Marshal(GenerateTape(CorpusOptions{Seed: 71, MeanSteps: 4, Lean: true}, i))
+		require.NoError(t, err)
+		out = append(out, data)
+	}
+	for _, in := range goldenInputs(t) {
+		out = append(out, canonical(t, in.Path))
+	}
+	return out
+}
+
+// edgeTape holds the strings and numbers whose canonical encoding has special cases.
+func edgeTape() *tape.Tape {
+	t := tape.New(tape.ProviderAnthropic, time.Date(2026, 2, 3, 4, 5, 6, 789012345, time.UTC))
+	t.Meta.TapeID = "edge"
+	t.Meta.Labels = map[string]string{"b": "2", "a": "1", "\u00e9": "x"}
+	t.Meta.Ended = &tape.Ended{Reason: tape.EndCut, At: t.Meta.StartedAt.Add(time.Second), Detail: "a<b>&c"}
+	tiny, huge, neg := 1e-7, 1e21, -0.25
+	text := "ctl:\x1b\x00\x7f bs:\b ff:\f nl:\n cr:\r tab:\t q:\" back:\\ sep:\u2028\u2029 html:<&> uni:\u00e9\U0001F600 slash:/"
+	t.Threads = []*tape.Thread{{ID: "main", Steps: []*tape.Step{{
+		Request: tape.Request{Path: "/v1/messages", System: text,
+			Messages: []tape.Message{{Role: "user", Content: []tape.Block{{Type: "text", Text: text}, {Type: "tool_result", ToolCallID: "c", IsError: true,
+				Content: []tape.Block{{Type: "text", Text: "x"}}}}}},
+			Tools:   []tape.Tool{{Name: "Bash", Kind: "function", InputSchema: json.RawMessage(`{"type":"object"}`)}, {Name: "apply_patch", Kind: "custom", Description: "d"}},
+			Params:  map[string]json.RawMessage{"z": json.RawMessage(`1`), "a": json.RawMessage(`{"k":["\/","\u00e9",1e5,-0.0,true,null]}`)},
+			Headers: tape.Headers{"x-b": "1", "x-a": "<2>"},
+			Raw:     json.RawMessage(`{"s":"\u2028 \/ \ud83d\ude00","n":[0,-1,2.5e-10]}`)},
+		Response: tape.Response{Status: 200, Content: []tape.Block{{Type: "thinking", Text: text}, {Type: "other", Raw: json.RawMessage(`{"x":1}`)}},
+			StopReason: "end_turn", Usage: tape.Usage{InputTokens: 1, ReasoningTokens: 9},
+			Raw:    json.RawMessage(`"not json body"`),
+			Chunks: []tape.Chunk{{AtMS: tiny, Data: text}, {AtMS: huge, Data: ""}, {AtMS: neg}}},
+		ToolCalls:   []tape.ToolCall{{ID: "c", Name: "Bash", Input: json.RawMessage(`{}`)}, {ID: "d", Name: "apply_patch", Kind: "custom", Input: json.RawMessage(`{"input":"x"}`)}},
+		ToolResults: []tape.ToolResult{{ToolCallID: "c", Content: []tape.Block{{Type: "text", Text: text}}, DurationMS: &tiny}},
+		Timing:      tape.Timing{RequestAt: 0.001, FirstByteAt: 123456.789, LastByteAt: 1e-6, NextRequestAt: &huge},
+	}}}, {ID: "sub<1>&", Parent: &tape.Parent{ThreadID: "main", ToolCallID: "<c>&"}, Steps: []*tape.Step{}}}
+	return t
+}
+
+func TestDecodeTapeAgreesWithUnmarshal(t *testing.T) {
+	edge, err := tape.Marshal(edgeTape())
+	require.NoError(t, err)
+	for i, data := range append(decodeTestTapes(t), edge) {
+		fast, canon, err := decodeTape(data)
+		require.NoError(t, err, "tape %d", i)
+		require.True(t, canon, "tape %d: the canonical encoding is recognized", i)
+		require.True(t, isCanonical(fast, data), "tape %d", i)
+		ref, err := tape.Unmarshal(data)
+		require.NoError(t, err)
+		a, err := tape.Marshal(fast)
+		require.NoError(t, err)
+		b, err := tape.Marshal(ref)
+		require.NoError(t, err)
+		require.Equal(t, string(b), string(a), "tape %d", i)
+		ra, sa, err := RowsOf(fast, data)
+		require.NoError(t, err)
+		rb, sb, err := RowsOf(ref, data)
+		require.NoError(t, err)
+		assert.Equal(t, rb, ra)
+		assert.Equal(t, sb, sa)
+	}
+}
+
+func TestDecodeTapeSeesNonCanonical(t *testing.T) {
+	data, err := tape.Marshal(edgeTape())
+	require.NoError(t, err)
+	var indented bytes.Buffer
+	require.NoError(t, json.Indent(&indented, data, "", " "))
+	swap := func(a, b string) []byte {
+		i, j := bytes.Index(data, []byte(a)), bytes.Index(data, []byte(b))
+		require.True(t, i >= 0 && j >= i+len(a), "%s before %s", a, b)
+		out := bytes.Clone(data[:i])
+		out = append(out, b...)
+		out = append(out, data[i+len(a):j]...)
+		out = append(out, a...)
+		return append(out, data[j+len(b):]...)
+	}
+	replace := func(old, new string) []byte {
+		require.Contains(t, string(data), old)
+		return bytes.Replace(data, []byte(old), []byte(new), 1)
+	}
+	tests := map[string][]byte{
+		"indented":               indented.Bytes(),
+		"space after colon":      replace(`"tape_id":`, `"tape_id": `),
+		"escaped letter":         replace(`"tape_id":"edge"`, `"tape_id":"\u0065dge"`),
+		"escaped key":            replace(`"tape_id":`, `"tap\u0065_id":`),
+		"escaped slash":          replace(`slash:/`, `slash:\/`),
+		"upper-case hex":         replace(`\u001b`, `\u001B`),
+		"long form of newline":   replace(`nl:\n`, `nl:\u000a`),
+		"raw line separator":     replace(`\u2028\u2029 html`, "\u2028 html"),
+		"escaped html":           replace(`html:<&>`, `html:\u003c&>`),
+		"raw html in parent":     replace(`"\u003cc\u003e\u0026"`, `"<c>&"`),
+		"number trailing zero":   replace(`"first_byte_at":123456.789`, `"first_byte_at":123456.7890`),
+		"number exponent":        replace(`"first_byte_at":123456.789`, `"first_byte_at":1.23456789e5`),
+		"int exponent":           replace(`"status":200`, `"status":2e2`),
+		"negative zero int":      replace(`"output_tokens":0`, `"output_tokens":-0`),
+		"time offset":            replace(`"started_at":"2026-02-03T04:05:06.789012345Z"`, `"started_at":"2026-02-03T05:05:06.789012345+01:00"`),
+		"key order":              swap(`"harness":"",`, `"harness_version":"",`),
+		"map order":              swap(`"a":"1",`, `"b":"2",`),
+		"duplicate key":          replace(`"tape_id":"edge",`, `"tape_id":"edge","tape_id":"edge",`),
+		"empty omitempty field":  replace(`{"type":"text","text":"x"}`, `{"type":"text","text":"x","id":""}`),
+		"empty omitempty list":   replace(`{"type":"text","text":"x"}`, `{"type":"text","text":"x","content":[]}`),
+		"false omitempty bool":   replace(`{"type":"text","text":"x"}`, `{"type":"text","text":"x","is_error":false}`),
+		"null normalized list":   replace(`"tool_results":[`, `"tool_results":null,"x":[`),
+		"missing required field": replace(`"stop_reason":"end_turn",`, ``),
+		"missing tool input":     replace(`{"id":"c","name":"Bash","input":{}}`, `{"id":"c","name":"Bash"}`),
+		"raw with space":         replace(`{"x":1}`, `{"x": 1}`),
+		"no newline":             data[:len(data)-1],
+		"two newlines":           append(bytes.Clone(data), '\n'),
+	}
+	for name, in := range tests {
+		t.Run(name, func(t *testing.T) {
+			require.NotEqual(t, string(data), string(in))
+			want := []byte(nil)
+			if ref, err := tape.Unmarshal(in); err == nil {
+				want, err = tape.Marshal(ref)
+				require.NoError(t, err)
+			}
+			_, canon, err := decodeTape(in)
+			if err == nil {
+				assert.False(t, canon, "%s is not canonical", name)
+			}
+			got, gotCanon, err := decodeCanonical(in)
+			if want == nil {
+				assert.Error(t, err, "tape.Unmarshal refuses it, so must decodeCanonical")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(gotCanon))
+			again, err := tape.Marshal(got)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(again))
+		})
+	}
+}
+
+func TestNormalizeTapeAgreesWithTape(t *testing.T) {
+	// A tape with every nil the format allows, and times not in UTC.
+	build := func() *tape.Tape {
+		return &tape.Tape{
+			Version: tape.Version,
+			Meta: tape.Meta{StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600)),
+				Ended: &tape.Ended{Reason: tape.EndCut, At: time.Date(2026, 1, 2, 4, 0, 0, 0, time.FixedZone("y", -7200))}},
+			Threads: []*tape.Thread{{ID: "a"}, {ID: "b", Steps: []*tape.Step{{
+				Request:     tape.Request{Messages: []tape.Message{{Role: "user"}}},
+				ToolCalls:   []tape.ToolCall{{ID: "c"}},
+				ToolResults: []tape.ToolResult{{ToolCallID: "c"}},
+			}}}},
+		}
+	}
+	mine := build()
+	normalizeTape(mine)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	require.NoError(t, enc.Encode(mine))
+	want, err := tape.Marshal(build())
+	require.NoError(t, err)
+	assert.Equal(t, string(want), b.String())
+	back, canon, err := decodeTape(want)
+	require.NoError(t, err)
+	assert.True(t, canon)
+	assert.True(t, isCanonical(back, want))
+}
+
+func TestDecodeTapeErrors(t *testing.T) {
+	data := decodeTestTapes(t)[1]
+	for name, in := range map[string][]byte{
+		"unknown field":  bytes.Replace(data, []byte(`"version":1,`), []byte(`"version":1,"extra":2,`), 1),
+		"version 2":      bytes.Replace(data, []byte(`"version":1,`), []byte(`"version":2,`), 1),
+		"truncated":      data[:len(data)/3],
+		"trailing data":  append(bytes.Clone(data), '{', '}'),
+		"invalid utf-8":  bytes.Replace(data, []byte(`"harness":"`), []byte("\"harness\":\"\xff"), 1),
+		"not an object":  []byte(`[1,2]`),
+		"lone surrogate": bytes.Replace(data, []byte(`"harness":"`), []byte(`"harness":"\ud800`), 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.NotEqual(t, string(data), string(in))
+			_, _, err := decodeTape(in)
+			require.Error(t, err)
+		})
+	}
+}
+
+// FuzzDecodeCanonical checks the property Export relies on: whenever the fast path
+// accepts data as canonical, tape.Unmarshal accepts it too and tape.Marshal gives data
+// back byte for byte.
+func FuzzDecodeCanonical(f *testing.F) {
+	// Small seeds: the fuzzer mutates them quickly.
+	small := tape.New(tape.ProviderAnthropic, corpusEpoch)
+	small.Meta.TapeID, small.Meta.Task = "t1", map[string]string{"id": "x<y"}
+	next := 2.5
+	small.Threads = []*tape.Thread{{ID: "main", Steps: []*tape.Step{{
+		Request: tape.Request{Path: "/v1/messages", Messages: []tape.Message{{Role: "user", Content: []tape.Block{{Type: "text", Text: "hi\n\"there\" \u00e9"}}}},
+			Params: map[string]json.RawMessage{"model": json.RawMessage(`"m"`)}, Raw: json.RawMessage(`{"a":[1,2.5e-7,"x\\"]}`)},
+		Response: tape.Response{Status: 200, Content: []tape.Block{{Type: "tool_use", ID: "c", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}},
+			Chunks: []tape.Chunk{{AtMS: 1.25, Data: "event: x\ndata: {}\n\n"}}},
+		ToolCalls:   []tape.ToolCall{{ID: "c", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}},
+		ToolResults: []tape.ToolResult{{ToolCallID: "c", Content: []tape.Block{{Type: "text", Text: "ok"}}, DurationMS: &next}},
+		Timing:      tape.Timing{RequestAt: 0.5, FirstByteAt: 1, LastByteAt: 2, NextRequestAt: &next},
+	}}}, {ID: "sub", Parent: &tape.Parent{ThreadID: "main", ToolCallID: "c"}}}
+	data, err := tape.Marshal(small)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte(`{"version":1,"meta":{},"threads":[]}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, canon, err := decodeTape(data)
+		if err != nil || !canon {
+			return
+		}
+		if !isCanonical(fast, data) {
+			t.Fatalf("the fast decoder calls canonical what the reference check does not")
+		}
+		ref, err := tape.Unmarshal(data)
+		if err != nil {
+			t.Fatalf("fast path accepted what tape.Unmarshal rejects: %v", err)
+		}
+		again, err := tape.Marshal(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again, data) {
+			t.Fatalf("fast path accepted a non-canonical tape:\n%s\n%s", data, again)
+		}
+		if strings.Contains(string(data), "\r") {
+			t.Log("carriage return")
+		}
+	})
+}
+
+func TestScanText(t *testing.T) {
+	naive := func(s []byte) (control, ascii bool) {
+		ascii = true
+		for _, c := range s {
+			control = control || c < 0x20
+			ascii = ascii && c < 0x80
+		}
+		return control, ascii
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	for range 20000 {
+		s := make([]byte, r.IntN(40))
+		for i := range s {
+			switch r.IntN(4) {
+			case 0:
+				s[i] = byte(r.IntN(256))
+			default:
+				s[i] = byte(0x20 + r.IntN(0x60))
+			}
+		}
+		c1, a1 := scanText(s)
+		c2, a2 := naive(s)
+		require.Equal(t, c2, c1, "control in %q", s)
+		require.Equal(t, a2, a1, "ascii in %q", s)
+	}
+	assert.Equal(t, 5, nextQuoteOrBackslash([]byte(`abcde"f\`), 0))
+	assert.Equal(t, 3, nextQuoteOrBackslash([]byte(`abc\e"f`), 0))
+	assert.Equal(t, 4, nextQuoteOrBackslash([]byte(`abcd`), 1))
+}

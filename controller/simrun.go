@@ -23,8 +23,9 @@ type simRun struct {
 	mu      sync.Mutex
 	out     *tape.Tape
 	w       *tape.Writer
-	served  []int // per recorded thread: the next step to serve
-	written []int // per recorded thread: steps in the replay tape
+	served  []int                 // per recorded thread: the next step to serve
+	written []int                 // per recorded thread: steps in the replay tape
+	pending map[[2]int]*tape.Step // steps served ahead of their predecessor's write, by [thread, step]
 	done    bool
 	reason  tape.EndReason
 }
@@ -336,11 +337,26 @@ func (r *simRun) record(ti, si int, in *tape.Step) {
 	if r.done {
 		return
 	}
-	r.prevResults(ti, si, in)
-	if si < r.written[ti] {
+	switch {
+	case si < r.written[ti]: // a retry of a step already written
+		r.prevResults(ti, si, in)
 		r.update(ti, si, func(s *tape.Step) { *s = *in })
-	} else {
-		r.append(ti, in)
+	case si > r.written[ti]:
+		// The harness had the previous answer and asked for this step before the previous
+		// step's handler wrote it: keep it until the steps before it are written.
+		if r.pending == nil {
+			r.pending = map[[2]int]*tape.Step{}
+		}
+		r.pending[[2]int{ti, si}] = in
+		return
+	default:
+		for next := in; next != nil; {
+			r.prevResults(ti, r.written[ti], next)
+			r.append(ti, next)
+			key := [2]int{ti, r.written[ti]}
+			next = r.pending[key]
+			delete(r.pending, key)
+		}
 	}
 	r.sync()
 	if r.complete() {

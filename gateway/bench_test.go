@@ -21,9 +21,11 @@ import (
 	"github.com/tapebox/tapebox/tape/provider"
 )
 
-// The benchmarks run each measurement twice side by side: "direct" calls the upstream
-// itself, "gateway" calls it through a recording gateway; the difference is what the
-// gateway adds. Besides ns/op they report the median of the per-call (or per-event)
+// The benchmarks run each measurement side by side: "direct" calls the upstream itself,
+// "gateway" calls it through a recording gateway; the difference is what the gateway adds.
+// "passthrough" calls the same upstream endpoint through the same gateway under a path the
+// gateway does not record (a trailing slash), to tell the cost of the extra hop from the
+// cost of recording. Besides ns/op they report the median of the per-call (or per-event)
 // durations, since a p50 is what the targets name:
 //
 //	go test -run '^$' -bench . -count 6 ./gateway/ | tee new.txt && benchstat new.txt
@@ -54,6 +56,7 @@ type benchTarget struct {
 	client *http.Client
 	g      *gateway.Gateway // nil for direct
 	close  func()
+	path   string // "" for /v1/messages
 }
 
 // benchTargets returns the two sides: the upstream itself, and a gateway recording into a
@@ -90,7 +93,11 @@ func benchClient(b *testing.B) *http.Client {
 
 // post sends body and returns the response, failing b on a transport error or a bad status.
 func (bt benchTarget) post(b *testing.B, body []byte) *http.Response {
-	req, err := http.NewRequest(http.MethodPost, bt.url+"/v1/messages?beta=true", bytes.NewReader(body))
+	path := bt.path
+	if path == "" {
+		path = "/v1/messages"
+	}
+	req, err := http.NewRequest(http.MethodPost, bt.url+path+"?beta=true", bytes.NewReader(body))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -122,7 +129,16 @@ func (d durations) report(b *testing.B, name string) {
 
 func sides(b *testing.B, direct, viaGateway benchTarget, run func(b *testing.B, bt benchTarget)) {
 	b.Run("direct", func(b *testing.B) { run(b, direct) })
-	b.Run("gateway", func(b *testing.B) { run(b, viaGateway) })
+	passthrough := viaGateway
+	passthrough.path = "/v1/messages/"
+	b.Run("passthrough", func(b *testing.B) { run(b, passthrough) })
+	b.Run("gateway", func(b *testing.B) {
+		steps := viaGateway.g.Steps()
+		run(b, viaGateway)
+		if viaGateway.g.Steps() == steps {
+			b.Fatal("the gateway recorded nothing")
+		}
+	})
 }
 
 // BenchmarkNonStreamCall: one non-streamed call with a 4 KiB prompt, answered by the fake
@@ -235,7 +251,11 @@ func BenchmarkChunkDelay(b *testing.B) {
 					if seen == up.events {
 						last = append(last, d)
 					} else {
-						up.ack <- struct{}{}
+						select {
+						case up.ack <- struct{}{}:
+						case <-time.After(10 * time.Second):
+							b.Fatalf("event %d: the upstream does not wait for an acknowledgement", seen)
+						}
 					}
 				}
 				if err != nil {

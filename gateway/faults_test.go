@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -352,6 +353,37 @@ func TestUnknownPaths(t *testing.T) {
 	require.Zero(t, rg.g.Steps())
 	tp := rg.load(t)
 	require.Empty(t, tp.Threads)
+}
+
+// TestPassthroughFullDuplex: an upstream may start its answer before it has read the whole
+// request (here: one event, then it reads the body, then the rest). On a path the gateway
+// does not record, the client's body streams through while the answer streams back; an
+// HTTP/1 server that drained the body itself when the answer's header went out would steal
+// it from the transport, which would then drop the upstream connection mid-answer.
+func TestPassthroughFullDuplex(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789"), 20<<10) // under the server's 256 KiB drain limit
+	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, http.NewResponseController(w).EnableFullDuplex())
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		got, err := io.ReadAll(r.Body)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Errorf("the upstream got %d bytes of %d (%v)", len(got), len(body), err)
+			return
+		}
+		io.WriteString(w, "data: second\n\ndata: [DONE]\n\n")
+	})
+	up := httptest.NewServer(upstream) // not behind capture, which reads bodies first
+	defer up.Close()
+	rg := newRig(t, fakeprovider.Script{}, func(c *gateway.Config) { c.Upstream = up.URL })
+	for i := range 20 {
+		rep := rg.do(t, call{path: "/v1/some/stream", body: body})
+		require.NoError(t, rep.err, "call %d", i)
+		require.Equal(t, "data: first\n\ndata: second\n\ndata: [DONE]\n\n", string(rep.body), "call %d", i)
+	}
+	require.Zero(t, rg.g.Steps())
 }
 
 // TestStreamNotBuffered proves that every event reaches the client before the upstream

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
@@ -25,6 +26,13 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider,
 	if err != nil {
 		g.fail(w, rec, p, fmt.Sprintf("build upstream request: %v", err))
 		return
+	}
+	if body == nil && r.ContentLength != 0 {
+		// The transport reads the client's body while the answer is written back; without
+		// full duplex, an HTTP/1 server drains and closes the body when the answer's header
+		// goes out, and the transport, still reading it, fails and drops the upstream
+		// connection mid-answer.
+		_ = http.NewResponseController(w).EnableFullDuplex()
 	}
 	resp, err := g.transport.RoundTrip(out)
 	if err != nil {
@@ -149,6 +157,14 @@ func isEventStream(h http.Header) bool {
 
 const copyBuffer = 32 << 10
 
+// buffers recycles copy buffers across calls.
+var buffers = sync.Pool{New: func() any { return new([copyBuffer]byte) }}
+
+func getBuffer() (*[copyBuffer]byte, []byte) {
+	p := buffers.Get().(*[copyBuffer]byte)
+	return p, p[:]
+}
+
 // pipe copies an answer that is not recorded, flushing every read of a stream. It reports
 // whether the upstream broke off while the client was still there.
 func (g *Gateway) pipe(w http.ResponseWriter, r *http.Request, resp *http.Response, stream bool) (broke bool) {
@@ -158,7 +174,8 @@ func (g *Gateway) pipe(w http.ResponseWriter, r *http.Request, resp *http.Respon
 			return false
 		}
 	}
-	buf := make([]byte, copyBuffer)
+	p, buf := getBuffer()
+	defer buffers.Put(p)
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
@@ -189,7 +206,8 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 		committed = -1 // how many events the recorded step holds, once recorded
 		readErr   error
 	)
-	buf := make([]byte, copyBuffer)
+	p, buf := getBuffer()
+	defer buffers.Put(p)
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
@@ -254,7 +272,8 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, resp *http.R
 	if resp.ContentLength > 0 && resp.ContentLength <= MaxResponseBody {
 		body.Grow(int(resp.ContentLength))
 	}
-	buf := make([]byte, copyBuffer)
+	p, buf := getBuffer()
+	defer buffers.Put(p)
 	var readErr error
 	for body.Len() <= MaxResponseBody {
 		n, err := resp.Body.Read(buf)

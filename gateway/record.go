@@ -47,12 +47,11 @@ func (g *Gateway) begin(rec *recording, r *http.Request, body []byte) {
 		decoded = body
 	}
 	step := &tape.Step{Request: tape.Request{Path: r.URL.RequestURI(), Headers: recordHeaders(r.Header, g.injected)}}
-	if json.Valid(decoded) {
-		step.Request.Raw = json.RawMessage(decoded)
-	} else {
-		step.Request.Raw, _ = json.Marshal(string(decoded))
-	}
+	step.Request.Raw = json.RawMessage(decoded)
 	if err := provider.Normalize(rec.p, step); err != nil {
+		if !json.Valid(decoded) { // only a body that did not normalize can be other than JSON
+			step.Request.Raw, _ = json.Marshal(string(decoded))
+		}
 		g.logf("%s: %v", r.URL.Path, err)
 	}
 	step.Timing.RequestAt = g.ms(rec.at)
@@ -230,6 +229,7 @@ func normalizeResponse(p tape.Provider, s *tape.Step) error {
 // publish makes the tape on disk hold every change so far (atomically; without fsync, which
 // the syncer does next).
 func (g *Gateway) publish() {
+	g.dirty.Store(false) // a change made from now on sets it again
 	if err := g.w.Sync(); err != nil && !g.isFinished() {
 		g.logf("persist tape: %v", err)
 	}
@@ -249,16 +249,29 @@ func (g *Gateway) kickSync() {
 	}
 }
 
+// syncDelay is how long the syncer waits after a kick: the call that kicked it usually
+// publishes its answer by then (so the syncer does not contend with it for the Writer), and
+// one fsync covers more calls.
+const syncDelay = 10 * time.Millisecond
+
 // syncLoop is the syncer: it runs until Finish.
 func (g *Gateway) syncLoop() {
 	defer close(g.syncDone)
+	delay := time.NewTimer(syncDelay)
+	delay.Stop()
 	for {
 		select {
 		case <-g.stop:
 			return
 		case <-g.kick:
 		}
-		if g.dirty.Swap(false) {
+		delay.Reset(syncDelay)
+		select {
+		case <-g.stop:
+			return
+		case <-delay.C:
+		}
+		if g.dirty.Load() {
 			g.publish()
 		}
 		if err := fsyncPath(g.cfg.Output); err != nil && !g.isFinished() {

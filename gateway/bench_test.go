@@ -34,9 +34,26 @@ import (
 // that each call through the gateway continues the same thread, as an agent's calls do.
 const benchCallID = "toolu_bench_0"
 
-func benchScript() fakeprovider.Script {
+// benchScript answers every call after wait (0: at once).
+func benchScript(wait time.Duration) fakeprovider.Script {
 	turn := fakeprovider.Turn{Text: "Running it.", Calls: []tape.ToolCall{{ID: benchCallID, Name: "Bash", Input: json.RawMessage(`{"command":"true"}`), Kind: "function"}}}
+	if wait > 0 {
+		turn.Fault = &fakeprovider.Fault{Times: -1, FirstByte: wait}
+	}
 	return fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: []fakeprovider.Turn{turn, turn}}}}
+}
+
+// upstreamWaits are the upstream's times to answer the benchmarks try: at once (the fake
+// provider's own work, about 0.3 ms here, less than a recording's CPU work, which then shows
+// as latency on two cores), and 5 ms (a real provider takes longer still before its first
+// byte; the gateway's work on the request happens meanwhile).
+var upstreamWaits = []time.Duration{0, 5 * time.Millisecond}
+
+func waitName(d time.Duration) string {
+	if d == 0 {
+		return "upstream=instant"
+	}
+	return "upstream=" + d.String()
 }
 
 // benchRequest is a call that answers benchCallID, with a user prompt of about promptSize
@@ -144,45 +161,53 @@ func sides(b *testing.B, direct, viaGateway benchTarget, run func(b *testing.B, 
 // BenchmarkNonStreamCall: one non-streamed call with a 4 KiB prompt, answered by the fake
 // provider; the gateway records it (and publishes the tape) before answering.
 func BenchmarkNonStreamCall(b *testing.B) {
-	direct, viaGateway := benchTargets(b, fakeprovider.New(benchScript()))
 	body := benchRequest(false, 4<<10)
-	sides(b, direct, viaGateway, func(b *testing.B, bt benchTarget) {
-		var d durations
-		for b.Loop() {
-			start := time.Now()
-			resp := bt.post(b, body)
-			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-			d = append(d, time.Since(start))
-		}
-		d.report(b, "call")
-	})
+	for _, wait := range upstreamWaits {
+		b.Run(waitName(wait), func(b *testing.B) {
+			direct, viaGateway := benchTargets(b, fakeprovider.New(benchScript(wait)))
+			sides(b, direct, viaGateway, func(b *testing.B, bt benchTarget) {
+				var d durations
+				for b.Loop() {
+					start := time.Now()
+					resp := bt.post(b, body)
+					if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+						b.Fatal(err)
+					}
+					resp.Body.Close()
+					d = append(d, time.Since(start))
+				}
+				d.report(b, "call")
+			})
+		})
+	}
 }
 
 // BenchmarkStreamFirstByte: the time from sending a streamed call until its first event
 // arrives (ttfb), and the whole call (ns/op).
 func BenchmarkStreamFirstByte(b *testing.B) {
-	direct, viaGateway := benchTargets(b, fakeprovider.New(benchScript()))
 	body := benchRequest(true, 4<<10)
-	sides(b, direct, viaGateway, func(b *testing.B, bt benchTarget) {
-		var ttfb durations
-		buf := make([]byte, 32<<10)
-		for b.Loop() {
-			start := time.Now()
-			resp := bt.post(b, body)
-			if n, err := resp.Body.Read(buf); n == 0 {
-				b.Fatal(err)
-			}
-			ttfb = append(ttfb, time.Since(start))
-			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-		}
-		ttfb.report(b, "ttfb")
-	})
+	for _, wait := range upstreamWaits {
+		b.Run(waitName(wait), func(b *testing.B) {
+			direct, viaGateway := benchTargets(b, fakeprovider.New(benchScript(wait)))
+			sides(b, direct, viaGateway, func(b *testing.B, bt benchTarget) {
+				var ttfb durations
+				buf := make([]byte, 32<<10)
+				for b.Loop() {
+					start := time.Now()
+					resp := bt.post(b, body)
+					if n, err := resp.Body.Read(buf); n == 0 {
+						b.Fatal(err)
+					}
+					ttfb = append(ttfb, time.Since(start))
+					if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+						b.Fatal(err)
+					}
+					resp.Body.Close()
+				}
+				ttfb.report(b, "ttfb")
+			})
+		})
+	}
 }
 
 // lockstepUpstream streams events one at a time: each carries the time it was written, and
@@ -276,9 +301,10 @@ func BenchmarkChunkDelay(b *testing.B) {
 // BenchmarkRecordedCallAtStep: one non-streamed call with a 64 KiB prompt (the size of a
 // real agent's requests) through the gateway when the tape holds 1 step and when it holds
 // 500; the cost should not grow with the tape. step=1 starts a fresh tape every 8 calls
-// (off the clock); step=500 records 499 calls before the clock starts.
+// (off the clock); step=500 records 499 calls before the clock starts; direct is the same
+// call without the gateway.
 func BenchmarkRecordedCallAtStep(b *testing.B) {
-	up := httptest.NewServer(fakeprovider.New(benchScript()))
+	up := httptest.NewServer(fakeprovider.New(benchScript(0)))
 	b.Cleanup(up.Close)
 	body := benchRequest(false, 64<<10)
 	call := func(b *testing.B, bt benchTarget) {
@@ -288,6 +314,16 @@ func BenchmarkRecordedCallAtStep(b *testing.B) {
 		}
 		resp.Body.Close()
 	}
+	b.Run("direct", func(b *testing.B) {
+		var d durations
+		bt := benchTarget{url: up.URL, client: benchClient(b)}
+		for b.Loop() {
+			start := time.Now()
+			call(b, bt)
+			d = append(d, time.Since(start))
+		}
+		d.report(b, "call")
+	})
 	b.Run("step=1", func(b *testing.B) {
 		var d durations
 		bt := newBenchGateway(b, up.URL)

@@ -203,9 +203,17 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 	a := &answer{status: resp.StatusCode, header: resp.Header, stream: true, problems: statusProblems(resp.StatusCode)}
 	var (
 		split     provider.EventSplitter
+		pending   int  // bytes in split not yet out in an event
 		committed = -1 // how many events the recorded step holds, once recorded
 		readErr   error
 	)
+	forward := func(b []byte) {
+		if writeErr == nil && len(b) > 0 {
+			if _, writeErr = w.Write(b); writeErr == nil {
+				writeErr = rc.Flush()
+			}
+		}
+	}
 	p, buf := getBuffer()
 	defer buffers.Put(p)
 	for {
@@ -217,20 +225,27 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 			}
 			a.lastByte = now
 			at := tape.RoundMS(now.Sub(rec.at))
+			before := pending
+			pending += n
+			hold, consumed := -1, 0
 			for _, ev := range split.Write(buf[:n]) {
 				a.chunks = append(a.chunks, tape.Chunk{AtMS: at, Data: ev})
+				consumed += len(ev)
+				pending -= len(ev)
 				if !a.complete && isTerminal(rec.p, ev) {
 					a.complete = true
+					hold = consumed - before - 1 // the final event's last byte, in buf
 				}
 			}
-			if a.complete && committed < 0 {
+			if hold >= 0 && committed < 0 {
+				// Everything but the final event's last byte goes out now; the rest once the
+				// step is recorded, so that a client never holds an answer the tape lacks.
+				forward(buf[:hold])
 				g.commit(rec, a.clip())
 				committed = len(a.chunks)
-			}
-			if writeErr == nil {
-				if _, writeErr = w.Write(buf[:n]); writeErr == nil {
-					writeErr = rc.Flush()
-				}
+				forward(buf[hold:n])
+			} else {
+				forward(buf[:n])
 			}
 		}
 		if err != nil {
@@ -310,8 +325,18 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, resp *http.R
 		a.problems = append(a.problems, fmt.Sprintf("upstream body broke: %v", readErr))
 	}
 	a.problems = append(a.problems, statusProblems(resp.StatusCode)...)
+	b := body.Bytes()
+	if a.complete && len(b) > 1 {
+		// All but the last byte goes out now; that byte once the step is recorded.
+		if _, err := w.Write(b[:len(b)-1]); err != nil {
+			g.commit(rec, a)
+			return false
+		}
+		http.NewResponseController(w).Flush()
+		b = b[len(b)-1:]
+	}
 	g.commit(rec, a)
-	if _, err := w.Write(body.Bytes()); err != nil {
+	if _, err := w.Write(b); err != nil {
 		return false
 	}
 	if readErr != nil && !clientGone {

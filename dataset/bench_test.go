@@ -96,7 +96,7 @@ func BenchmarkTape(b *testing.B) {
 		{"validate", func() error { return validateTape(data) }},
 		{"unmarshal", func() error { _, err := tape.Unmarshal(data); return err }},
 		{"decode", func() error {
-			if _, canon, err := decodeTape(data); err != nil || !canon {
+			if _, canon, err := decodeTape(data, true); err != nil || !canon {
 				b.Fatal("decodeTape", err)
 			}
 			return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tapebox/tapebox/tape"
 )
@@ -27,8 +28,11 @@ import (
 // tape.Unmarshal and tape.Marshal; it says canonical only when it has checked every byte.
 // Tests hold it to tape.Marshal on generated, golden and randomly mutated tapes, and
 // Validate checks exported rows with the reference path.
-func decodeTape(data []byte) (t *tape.Tape, canonical bool, err error) {
-	d := &decoder{data: data}
+//
+// With lean, the data of stream chunks is checked but not kept (Chunk.Data stays empty):
+// the rows count chunks and read nothing else of them.
+func decodeTape(data []byte, lean bool) (t *tape.Tape, canonical bool, err error) {
+	d := &decoder{data: data, lean: lean}
 	t = &tape.Tape{}
 	var o order
 	err = d.object(func(key []byte) error {
@@ -152,9 +156,9 @@ func normalizeStep(s *tape.Step) {
 
 // decodeCanonical decodes a tape and returns it with its canonical encoding, which is data
 // itself (no copy) when data is canonical, as files TapeBox writes are. It takes the fast
-// path when it can and tape.Unmarshal and tape.Marshal otherwise.
-func decodeCanonical(data []byte) (*tape.Tape, []byte, error) {
-	if t, canonical, err := decodeTape(data); err == nil && canonical {
+// path when it can and tape.Unmarshal and tape.Marshal otherwise. lean is decodeTape's.
+func decodeCanonical(data []byte, lean bool) (*tape.Tape, []byte, error) {
+	if t, canonical, err := decodeTape(data, lean); err == nil && canonical {
 		return t, data, nil
 	}
 	t, err := tape.Unmarshal(data)
@@ -177,6 +181,36 @@ type decoder struct {
 	data     []byte
 	i        int
 	nonCanon bool
+	lean     bool        // leave stream chunks' data empty (rows only count chunks)
+	memo     *threadMemo // of the thread being decoded
+}
+
+// threadMemo remembers the thread's previous request as spans of data. A request
+// repeats the conversation so far, the system prompt and the tools of the one before it:
+// where the bytes are the same, the values decoded from them are taken over instead of
+// decoded again, which keeps decoding linear in the length of a conversation.
+type threadMemo struct {
+	system     []byte // the system string, quotes included
+	systemText string
+	tools      []byte // the tools array
+	toolList   []tape.Tool
+	msgSpans   [][]byte
+	msgs       []tape.Message
+}
+
+// reuse reports whether span (a complete JSON value from earlier) comes next in data,
+// and consumes it if so. A complete value ends itself, so a byte-equal prefix is the
+// same value.
+func (d *decoder) reuse(span []byte) bool {
+	if len(span) == 0 {
+		return false
+	}
+	d.next()
+	if bytes.HasPrefix(d.data[d.i:], span) {
+		d.i += len(span)
+		return true
+	}
+	return false
 }
 
 var errUnusual = errors.New("unusual input")
@@ -354,7 +388,7 @@ func (d *decoder) strBytes(html bool) ([]byte, error) {
 		return nil, d.errorf("unterminated string")
 	}
 	if bytes.IndexByte(rest[:end], '\\') >= 0 {
-		return d.unescape(html)
+		return d.unescape(html, true)
 	}
 	s := rest[:end]
 	control, ascii := scanText(s)
@@ -419,20 +453,21 @@ var (
 )
 
 // unescape reads the rest of a string that holds escapes, and checks that each escape
-// is the one encoding/json writes.
-func (d *decoder) unescape(html bool) ([]byte, error) {
-	out := make([]byte, 0, 64)
+// is the one encoding/json writes. Without keep it only checks, and returns nil.
+func (d *decoder) unescape(html, keep bool) ([]byte, error) {
+	var out []byte
+	if keep {
+		// The unescaped string is no longer than its escaped form: size the buffer once.
+		out = make([]byte, 0, d.rawStringLen())
+	}
 	start := d.i
+	nonASCII := false
 	for d.i < len(d.data) {
 		c := d.data[d.i]
 		switch {
 		case c == '"':
-			if !utf8.Valid(out) {
-				return nil, d.errorf("invalid UTF-8")
-			}
-			if bytes.Contains(out, lineSep) || bytes.Contains(out, paraSep) {
-				// Only escaped forms are canonical, and those were checked; a raw one
-				// among them is not.
+			if nonASCII {
+				// encoding/json writes U+2028 and U+2029 escaped.
 				d.checkRawSeparators(start)
 			}
 			d.i++
@@ -443,22 +478,23 @@ func (d *decoder) unescape(html bool) ([]byte, error) {
 			}
 			e := d.data[d.i+1]
 			d.i += 2
+			var b byte
 			switch e {
 			case '"', '\\':
-				out = append(out, e)
+				b = e
 			case '/':
-				out = append(out, e)
+				b = e
 				d.nonCanon = true
 			case 'b':
-				out = append(out, '\b')
+				b = '\b'
 			case 'f':
-				out = append(out, '\f')
+				b = '\f'
 			case 'n':
-				out = append(out, '\n')
+				b = '\n'
 			case 'r':
-				out = append(out, '\r')
+				b = '\r'
 			case 't':
-				out = append(out, '\t')
+				b = '\t'
 			case 'u':
 				hexStart := d.i
 				r, ok := d.hex4()
@@ -478,26 +514,63 @@ func (d *decoder) unescape(html bool) ([]byte, error) {
 						return nil, d.errorf("lone surrogate")
 					}
 				}
-				out = utf8.AppendRune(out, r)
+				if keep {
+					out = utf8.AppendRune(out, r)
+				}
+				continue
 			default:
 				return nil, d.errorf("bad escape")
 			}
+			if keep {
+				out = append(out, b)
+			}
 		default:
-			// Copy up to the next quote or backslash in one go.
+			// Take up to the next quote or backslash in one go. Escapes are ASCII, so
+			// checking UTF-8 piece by piece checks the whole string.
 			j := nextQuoteOrBackslash(d.data, d.i)
 			seg := d.data[d.i:j]
-			if control, _ := scanText(seg); control {
+			control, ascii := scanText(seg)
+			if control {
 				return nil, d.errorf("control character in a string")
+			}
+			if !ascii {
+				if !utf8.Valid(seg) {
+					return nil, d.errorf("invalid UTF-8")
+				}
+				nonASCII = true
 			}
 			if html && bytes.ContainsAny(seg, "<>&") {
 				d.nonCanon = true
 			}
-			out = append(out, seg...)
+			if keep {
+				out = append(out, seg...)
+			}
 			d.i = j
 		}
 	}
 	d.i = start
 	return nil, d.errorf("unterminated string")
+}
+
+// rawStringLen returns the length of the escaped string that starts at d.i (after its
+// opening quote), up to its closing quote, or to the end of data.
+func (d *decoder) rawStringLen() int {
+	i := d.i
+	for {
+		j := bytes.IndexByte(d.data[i:], '"')
+		if j < 0 {
+			return len(d.data) - d.i
+		}
+		k := i + j
+		n := 0
+		for k-1-n >= d.i && d.data[k-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return k - d.i
+		}
+		i = k + 1
+	}
 }
 
 // checkRawSeparators marks the string from start as not canonical if it holds U+2028 or
@@ -551,14 +624,53 @@ func (d *decoder) hex4() (rune, bool) {
 	return v, true
 }
 
+// skipStr checks a string value as strBytes does, without keeping it.
+func (d *decoder) skipStr() error {
+	if err := d.expect('"'); err != nil {
+		return err
+	}
+	rest := d.data[d.i:]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return d.errorf("unterminated string")
+	}
+	if bytes.IndexByte(rest[:end], '\\') >= 0 {
+		_, err := d.unescape(false, false)
+		return err
+	}
+	d.i--
+	_, err := d.strBytes(false)
+	return err
+}
+
+// str reads a string value.
 func (d *decoder) str() (string, error) {
+	b, fresh, err := d.strBytesFresh()
+	if err != nil || !fresh {
+		return string(b), err
+	}
+	// unescape's buffer is ours and never written again: make it the string.
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil
+}
+
+// strBytesFresh is strBytes(false) that also says whether the result is a fresh buffer
+// rather than a slice of data.
+func (d *decoder) strBytesFresh() ([]byte, bool, error) {
+	d.next()
+	fresh := false
+	if d.i < len(d.data) && d.data[d.i] == '"' {
+		rest := d.data[d.i+1:]
+		if end := bytes.IndexByte(rest, '"'); end >= 0 {
+			fresh = bytes.IndexByte(rest[:end], '\\') >= 0
+		}
+	}
 	b, err := d.strBytes(false)
-	return string(b), err
+	return b, fresh && len(b) > 0, err
 }
 
 func (d *decoder) strInto(dst *string) error {
-	b, err := d.strBytes(false)
-	*dst = string(b)
+	s, err := d.str()
+	*dst = s
 	return err
 }
 
@@ -879,6 +991,8 @@ func (d *decoder) thread(th *tape.Thread) error {
 				return nil
 			}
 			th.Steps = []*tape.Step{}
+			d.memo = &threadMemo{}
+			defer func() { d.memo = nil }()
 			return d.array(func() error {
 				s := &tape.Step{}
 				th.Steps = append(th.Steps, s)
@@ -1034,24 +1148,50 @@ func (d *decoder) request(r *tape.Request) error {
 			err = d.strInto(&r.Path)
 		case "system":
 			d.field(&o, 1)
+			if m := d.memo; m != nil && d.reuse(m.system) {
+				r.System = m.systemText
+				return nil
+			}
+			start := d.i
 			err = d.strInto(&r.System)
+			if m := d.memo; m != nil && err == nil {
+				m.system, m.systemText = d.data[start:d.i], r.System
+			}
 		case "messages":
 			d.field(&o, 2)
 			if d.nullNormalized() {
 				return nil
 			}
 			r.Messages = []tape.Message{}
+			var spans [][]byte
 			err = d.array(func() error {
-				var m tape.Message
-				err := d.message(&m)
-				r.Messages = append(r.Messages, m)
+				k := len(r.Messages)
+				if m := d.memo; m != nil && k < len(m.msgSpans) && d.reuse(m.msgSpans[k]) {
+					r.Messages = append(r.Messages, m.msgs[k])
+					spans = append(spans, m.msgSpans[k])
+					return nil
+				}
+				var msg tape.Message
+				d.next()
+				start := d.i
+				err := d.message(&msg)
+				r.Messages = append(r.Messages, msg)
+				spans = append(spans, d.data[start:d.i])
 				return err
 			})
+			if m := d.memo; m != nil && err == nil {
+				m.msgSpans, m.msgs = spans, r.Messages
+			}
 		case "tools":
 			d.field(&o, 3)
 			if d.nullNormalized() {
 				return nil
 			}
+			if m := d.memo; m != nil && d.reuse(m.tools) {
+				r.Tools = m.toolList
+				return nil
+			}
+			start := d.i
 			r.Tools = []tape.Tool{}
 			err = d.array(func() error {
 				var t tape.Tool
@@ -1059,6 +1199,9 @@ func (d *decoder) request(r *tape.Request) error {
 				r.Tools = append(r.Tools, t)
 				return err
 			})
+			if m := d.memo; m != nil && err == nil {
+				m.tools, m.toolList = d.data[start:d.i], r.Tools
+			}
 		case "params":
 			d.field(&o, 4)
 			if d.nullNormalized() {
@@ -1222,7 +1365,11 @@ func (d *decoder) chunk(c *tape.Chunk) error {
 			c.AtMS, err = d.float()
 		case "data":
 			d.field(&o, 1)
-			err = d.strInto(&c.Data)
+			if d.lean {
+				err = d.skipStr()
+			} else {
+				err = d.strInto(&c.Data)
+			}
 		default:
 			err = d.unknown(key)
 		}

@@ -60,7 +60,7 @@ func TestDecodeTapeAgreesWithUnmarshal(t *testing.T) {
 	edge, err := tape.Marshal(edgeTape())
 	require.NoError(t, err)
 	for i, data := range append(decodeTestTapes(t), edge) {
-		fast, canon, err := decodeTape(data)
+		fast, canon, err := decodeTape(data, false)
 		require.NoError(t, err, "tape %d", i)
 		require.True(t, canon, "tape %d: the canonical encoding is recognized", i)
 		require.True(t, isCanonical(fast, data), "tape %d", i)
@@ -71,12 +71,17 @@ func TestDecodeTapeAgreesWithUnmarshal(t *testing.T) {
 		b, err := tape.Marshal(ref)
 		require.NoError(t, err)
 		require.Equal(t, string(b), string(a), "tape %d", i)
-		ra, sa, err := RowsOf(fast, data)
-		require.NoError(t, err)
 		rb, sb, err := RowsOf(ref, data)
 		require.NoError(t, err)
-		assert.Equal(t, rb, ra)
-		assert.Equal(t, sb, sa)
+		lean, leanCanon, err := decodeTape(data, true)
+		require.NoError(t, err)
+		require.True(t, leanCanon)
+		for _, tp := range []*tape.Tape{fast, lean} {
+			ra, sa, err := RowsOf(tp, data)
+			require.NoError(t, err)
+			assert.Equal(t, rb, ra)
+			assert.Equal(t, sb, sa)
+		}
 	}
 }
 
@@ -135,11 +140,13 @@ func TestDecodeTapeSeesNonCanonical(t *testing.T) {
 				want, err = tape.Marshal(ref)
 				require.NoError(t, err)
 			}
-			_, canon, err := decodeTape(in)
-			if err == nil {
-				assert.False(t, canon, "%s is not canonical", name)
+			for _, lean := range []bool{false, true} {
+				_, canon, err := decodeTape(in, lean)
+				if err == nil {
+					assert.False(t, canon, "%s is not canonical (lean %v)", name, lean)
+				}
 			}
-			got, gotCanon, err := decodeCanonical(in)
+			got, gotCanon, err := decodeCanonical(in, false)
 			if want == nil {
 				assert.Error(t, err, "tape.Unmarshal refuses it, so must decodeCanonical")
 				return
@@ -176,7 +183,7 @@ func TestNormalizeTapeAgreesWithTape(t *testing.T) {
 	want, err := tape.Marshal(build())
 	require.NoError(t, err)
 	assert.Equal(t, string(want), b.String())
-	back, canon, err := decodeTape(want)
+	back, canon, err := decodeTape(want, false)
 	require.NoError(t, err)
 	assert.True(t, canon)
 	assert.True(t, isCanonical(back, want))
@@ -195,7 +202,9 @@ func TestDecodeTapeErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.NotEqual(t, string(data), string(in))
-			_, _, err := decodeTape(in)
+			_, _, err := decodeTape(in, false)
+			require.Error(t, err)
+			_, _, err = decodeTape(in, true)
 			require.Error(t, err)
 		})
 	}
@@ -225,7 +234,11 @@ func FuzzDecodeCanonical(f *testing.F) {
 	f.Add(data)
 	f.Add([]byte(`{"version":1,"meta":{},"threads":[]}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fast, canon, err := decodeTape(data)
+		_, leanCanon, leanErr := decodeTape(data, true)
+		fast, canon, err := decodeTape(data, false)
+		if (err == nil && canon) != (leanErr == nil && leanCanon) {
+			t.Fatalf("lean and full decoding disagree: %v %v, %v %v", canon, err, leanCanon, leanErr)
+		}
 		if err != nil || !canon {
 			return
 		}

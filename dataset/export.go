@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
@@ -118,9 +119,15 @@ const maxInFlight = 32 << 20
 
 // prepared is one input after a worker read, validated and converted it.
 type prepared struct {
-	seq     int
-	in      Input
-	weight  int64
+	seq    int
+	in     Input
+	weight int64
+	data   []byte // the file, from the buffer pool; row.TapeJSON may point into it
+	// rowSize and stepSizes are the rows' sizes (table.rowBytes), computed by the worker.
+	rowSize   int64
+	stepSizes []int64
+	// done gives the bytes the tape holds back to the in-flight budget.
+	done    func()
 	row     TapeRow
 	steps   []StepRow
 	invalid *InvalidTapeError
@@ -180,41 +187,74 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	var invalid []*InvalidTapeError
 	ids := make(map[string]string, len(inputs))
 
-	err := runOrdered(ctx, inputs, opts.Jobs, func(p *prepared) {
-		prepare(p, failed.Load() && !opts.SkipInvalid)
-	}, func(p *prepared) error {
-		prog.add(p.in.Size)
-		res.InputBytes += p.in.Size
-		if p.err != nil {
-			return p.err
-		}
-		if p.invalid == nil {
-			if first, dup := ids[p.row.TapeID]; dup {
-				p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in the dataset, from %s", p.row.TapeID, first)}
-			} else if p.row.TapeID != "" {
-				ids[p.row.TapeID] = p.in.Path
+	buffers := newBufferPool(maxInFlight / 2)
+	// Two writers, one per table, so that the Parquet encoding and compression of the
+	// tapes table (the bulk of the bytes) has a core of its own.
+	g, gctx := errgroup.WithContext(ctx)
+	tapeRows := make(chan *prepared, 2)
+	stepRows := make(chan *prepared, 4)
+	g.Go(func() error {
+		for p := range tapeRows {
+			err := tapesSet.write([]TapeRow{p.row}, []int64{p.rowSize})
+			// The writer copied what it keeps: the file's buffer can serve another.
+			buffers.put(p.data)
+			p.done()
+			if err != nil {
+				return err
 			}
 		}
-		if p.invalid != nil {
-			invalid = append(invalid, p.invalid)
-			if !opts.SkipInvalid {
-				failed.Store(true)
-			}
-			return nil
-		}
-		if failed.Load() {
-			return nil
-		}
-		if err := tapesSet.write([]TapeRow{p.row}); err != nil {
-			return err
-		}
-		if err := stepsSet.write(p.steps); err != nil {
-			return err
-		}
-		res.Tapes++
-		res.Steps += int64(len(p.steps))
 		return nil
 	})
+	g.Go(func() error {
+		for p := range stepRows {
+			if err := stepsSet.write(p.steps, p.stepSizes); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	g.Go(func() error {
+		defer close(tapeRows)
+		defer close(stepRows)
+		return runOrdered(gctx, inputs, opts.Jobs, func(p *prepared) {
+			prepare(p, buffers, failed.Load() && !opts.SkipInvalid)
+		}, func(p *prepared) error {
+			prog.add(p.in.Size)
+			res.InputBytes += p.in.Size
+			if p.err != nil {
+				return p.err
+			}
+			if p.invalid == nil {
+				if first, dup := ids[p.row.TapeID]; dup {
+					p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in the dataset, from %s", p.row.TapeID, first)}
+				} else if p.row.TapeID != "" {
+					ids[p.row.TapeID] = p.in.Path
+				}
+			}
+			if p.invalid != nil {
+				invalid = append(invalid, p.invalid)
+				if !opts.SkipInvalid {
+					failed.Store(true)
+				}
+			}
+			if p.invalid != nil || failed.Load() {
+				buffers.put(p.data)
+				p.done()
+				return nil
+			}
+			res.Tapes++
+			res.Steps += int64(len(p.steps))
+			for _, ch := range []chan *prepared{stepRows, tapeRows} {
+				select {
+				case ch <- p:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+			return nil
+		})
+	})
+	err := g.Wait()
 	prog.stop()
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
@@ -259,12 +299,13 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 }
 
 // prepare reads, validates and converts one tape; validateOnly skips the conversion.
-func prepare(p *prepared, validateOnly bool) {
-	data, err := os.ReadFile(p.in.Path)
+func prepare(p *prepared, buffers *bufferPool, validateOnly bool) {
+	data, err := buffers.readFile(p.in.Path)
 	if err != nil {
 		p.err = err
 		return
 	}
+	p.data = data
 	if err := validateTape(data); err != nil {
 		var ve *schema.ValidationError
 		var se *schema.SyntaxError
@@ -278,7 +319,8 @@ func prepare(p *prepared, validateOnly bool) {
 	if validateOnly {
 		return
 	}
-	t, canonical, err := decodeCanonical(data)
+	// The rows need no chunk data: decode lean.
+	t, canonical, err := decodeCanonical(data, true)
 	if err != nil {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
 		return
@@ -286,12 +328,19 @@ func prepare(p *prepared, validateOnly bool) {
 	p.row, p.steps, err = RowsOf(t, canonical)
 	if err != nil {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
+		return
+	}
+	p.rowSize = tapesTable.rowBytes(reflect.ValueOf(&p.row).Elem())
+	p.stepSizes = make([]int64, len(p.steps))
+	for i := range p.steps {
+		p.stepSizes[i] = stepsTable.rowBytes(reflect.ValueOf(&p.steps[i]).Elem())
 	}
 }
 
 // runOrdered runs work on every input with jobs goroutines and hands the results to
-// write one at a time, in input order. At most maxInFlight bytes of inputs are between
-// the two. write's first error stops everything and is returned.
+// write one at a time, in input order. A result's bytes count against the in-flight
+// budget (maxInFlight) until its done is called, which write must arrange, then or
+// later. write's first error stops everything and is returned.
 func runOrdered(ctx context.Context, inputs []Input, jobs int, work func(*prepared), write func(*prepared) error) error {
 	g, ctx := errgroup.WithContext(ctx)
 	sem := semaphore.NewWeighted(maxInFlight)
@@ -302,6 +351,7 @@ func runOrdered(ctx context.Context, inputs []Input, jobs int, work func(*prepar
 		defer close(todo)
 		for i, in := range inputs {
 			p := &prepared{seq: i, in: in, weight: min(max(in.Size, 1), maxInFlight)}
+			p.done = sync.OnceFunc(func() { sem.Release(p.weight) })
 			if err := sem.Acquire(ctx, p.weight); err != nil {
 				return err
 			}
@@ -340,9 +390,7 @@ func runOrdered(ctx context.Context, inputs []Input, jobs int, work func(*prepar
 			for q := pending[next]; q != nil; q = pending[next] {
 				delete(pending, next)
 				next++
-				err := write(q)
-				sem.Release(q.weight)
-				if err != nil {
+				if err := write(q); err != nil {
 					return err
 				}
 			}

@@ -104,9 +104,9 @@ func newShardSet[R any](dir, split string, t *table, formats Format, shardBytes,
 	return &shardSet[R]{dir: dir, split: split, t: t, formats: formats, shardBytes: shardBytes, rowGroupBytes: rowGroupBytes}
 }
 
-// write appends rows, opening, flushing and closing shards, row groups and batches as
-// their sizes require.
-func (s *shardSet[R]) write(rows []R) error {
+// write appends rows, whose sizes (table.rowBytes) are given, opening, flushing and
+// closing shards, row groups and batches as their sizes require.
+func (s *shardSet[R]) write(rows []R, sizes []int64) error {
 	for len(rows) > 0 {
 		if s.cur == nil {
 			if err := s.open(); err != nil {
@@ -117,15 +117,14 @@ func (s *shardSet[R]) write(rows []R) error {
 		// Take rows up to the end of the current row group, shard or batch.
 		n, size := 0, int64(0)
 		for n < len(rows) {
-			b := s.t.rowBytes(reflect.ValueOf(&rows[n]).Elem())
+			size += sizes[n]
 			n++
-			size += b
 			if sh.numBytes+size >= s.shardBytes || sh.rgB+size >= s.rowGroupBytes || sh.batB+size >= arrowBatchBytes {
 				break
 			}
 		}
 		chunk := rows[:n]
-		rows = rows[n:]
+		rows, sizes = rows[n:], sizes[n:]
 		sh.rows += int64(n)
 		sh.numBytes += size
 		if sh.pw != nil {

@@ -3,6 +3,7 @@ package dataset
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,8 +133,8 @@ func craft(t *testing.T, tapes []TapeRow, steps []StepRow) string {
 	dir := filepath.Join(t.TempDir(), "dataset")
 	ts := newShardSet[TapeRow](filepath.Join(dir, "data", configTapes), "train", tapesTable, Parquet, DefaultShardBytes, DefaultRowGroupBytes)
 	ss := newShardSet[StepRow](filepath.Join(dir, "data", configSteps), "train", stepsTable, Parquet, DefaultShardBytes, DefaultRowGroupBytes)
-	require.NoError(t, ts.write(tapes))
-	require.NoError(t, ss.write(steps))
+	require.NoError(t, ts.write(tapes, sizesOf(tapesTable, tapes)))
+	require.NoError(t, ss.write(steps, sizesOf(stepsTable, steps)))
 	require.NoError(t, ts.closeCurrentOrEmpty())
 	require.NoError(t, ss.closeCurrentOrEmpty())
 	_, err := ts.publish()
@@ -144,6 +145,14 @@ func craft(t *testing.T, tapes []TapeRow, steps []StepRow) string {
 	require.NoError(t, err)
 	require.NoError(t, card.Save(dir))
 	return dir
+}
+
+func sizesOf[R any](tb *table, rows []R) []int64 {
+	out := make([]int64, len(rows))
+	for i := range rows {
+		out[i] = tb.rowBytes(reflect.ValueOf(&rows[i]).Elem())
+	}
+	return out
 }
 
 // rowsOfTapes derives the rows of n generated tapes.

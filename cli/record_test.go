@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,7 +67,7 @@ func TestRecord(t *testing.T) {
 			t.Setenv("TAPEBOX_TEST_AGENT_EXIT", strconv.Itoa(tc.exit))
 			dir := t.TempDir()
 			out := filepath.Join(dir, "run.json")
-			var stdout, stderr bytes.Buffer
+			var stdout, stderr syncBuffer // the gateway logs from its handlers
 			env := &Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string {
 				if k == "REAL_KEY" {
 					return gwInjected

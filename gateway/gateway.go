@@ -53,7 +53,8 @@ type Config struct {
 	// Transport reaches the upstream; nil means a clone of http.DefaultTransport without
 	// proxy-from-environment.
 	Transport http.RoundTripper
-	// Logf receives one line per call and per problem; nil discards them.
+	// Logf receives one line per call and per problem, from several goroutines at once; nil
+	// discards them.
 	Logf func(format string, args ...any)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

@@ -511,6 +511,7 @@ func TestClientDisconnects(t *testing.T) {
 		waitSteps(t, rg, 1)
 		s := rg.load(t).Threads[0].Steps[0]
 		require.Zero(t, s.Response.Status, "no answer: status 0")
+		require.JSONEq(t, "null", string(s.Response.Raw))
 		reason, detail := rg.g.Outcome()
 		require.Equal(t, tape.EndCut, reason, "a client that leaves is no upstream failure: %s", detail)
 	})

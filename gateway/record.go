@@ -125,10 +125,13 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	s := rec.step
 	s.Response.Status = a.status
 	s.Response.Headers = recordHeaders(a.header, nil)
-	if a.stream {
+	switch {
+	case a.stream:
 		s.Response.Chunks = a.chunks
 		s.Response.Raw = json.RawMessage("null")
-	} else {
+	case a.status == 0: // no answer at all
+		s.Response.Raw = json.RawMessage("null")
+	default:
 		s.Response.Raw = rawBody(a.raw)
 	}
 	if err := normalizeResponse(rec.p, s); err != nil && a.status < 400 && a.complete {

@@ -63,7 +63,7 @@ const (
 	DefaultRowGroupBytes = 100 << 20
 	// arrowBatchBytes bounds an Arrow record batch: its builders hold the rows
 	// uncompressed until the batch is written.
-	arrowBatchBytes = 16 << 20
+	arrowBatchBytes = 4 << 20
 )
 
 var parquetZstd = newZstdCodec()

@@ -289,6 +289,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Attribution parses the request; it runs while the request travels upstream, and the
 	// answer waits for it only before it is recorded.
 	go g.begin(rec, r, body)
+	defer func() { <-rec.ready }() // begin reads r, which must not outlive this call
 	g.proxy(w, r, p, body, rec)
 }
 

@@ -348,20 +348,24 @@ func TestTenThousandTapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10 000 tapes: skipped with -short")
 	}
+	n := 10_000
+	if raceEnabled {
+		n = 1_000 // the race detector makes it ten times slower
+	}
 	dir := filepath.Join(t.TempDir(), "tapes")
-	st, err := GenerateCorpus(t.Context(), dir, CorpusOptions{Tapes: 10_000, Seed: 10, MeanSteps: 2, MeanToolOutput: 200, Lean: true, Jobs: 4})
+	st, err := GenerateCorpus(t.Context(), dir, CorpusOptions{Tapes: n, Seed: 10, MeanSteps: 2, MeanToolOutput: 200, Lean: true, Jobs: 4})
 	require.NoError(t, err)
 	inputs, err := ExpandInputs([]string{dir})
 	require.NoError(t, err)
-	require.Len(t, inputs, 10_000)
+	require.Len(t, inputs, n)
 	out, res := export(t, inputs, ExportOptions{})
-	require.Equal(t, 10_000, res.Tapes)
+	require.Equal(t, n, res.Tapes)
 	require.Equal(t, int64(st.Steps), res.Steps)
 
 	back := filepath.Join(t.TempDir(), "back")
 	ir, err := Import(t.Context(), out, ImportOptions{Out: back})
 	require.NoError(t, err)
-	require.Equal(t, 10_000, ir.Tapes)
+	require.Equal(t, n, ir.Tapes)
 	require.Equal(t, st.Bytes, ir.Bytes)
 	for _, in := range inputs {
 		want, err := os.ReadFile(in.Path) // generated tapes are canonical
@@ -376,7 +380,9 @@ func TestTenThousandTapes(t *testing.T) {
 	}
 	card, err := LoadCard(out)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"10K<n<100K"}, card.SizeCategories)
+	if n == 10_000 {
+		assert.Equal(t, []string{"10K<n<100K"}, card.SizeCategories)
+	}
 }
 
 func TestTapeFileName(t *testing.T) {

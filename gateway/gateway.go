@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -151,7 +149,6 @@ func New(cfg Config) (*Gateway, error) {
 	for k, v := range cfg.Labels {
 		tp.Meta.Labels[k] = v
 	}
-	removeStaleFiles(cfg.Output, g.logf)
 	w, err := tape.Create(cfg.Output, tp)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -163,24 +160,6 @@ func New(cfg Config) (*Gateway, error) {
 	g.syncDone = make(chan struct{})
 	go g.syncLoop()
 	return g, nil
-}
-
-// removeStaleFiles removes what a tape.Writer killed mid-recording leaves beside its tape:
-// its ".NAME.slot-a/b" files and any ".NAME.publish-*" link. tape.Create would truncate the
-// slots in place, but the tape at NAME may be one of them (the killed writer's last
-// publish): the new writer's first publish would then rename a link onto the same file,
-// which does nothing and leaves the link behind, and the truncation would empty the old
-// tape before the new one is published.
-func removeStaleFiles(output string, logf func(string, ...any)) {
-	prefix := filepath.Join(filepath.Dir(output), "."+filepath.Base(output))
-	for _, pattern := range []string{prefix + ".slot-[ab]", prefix + ".publish-*"} {
-		stale, _ := filepath.Glob(pattern)
-		for _, p := range stale {
-			if err := os.Remove(p); err != nil {
-				logf("remove stale %s: %v", p, err)
-			}
-		}
-	}
 }
 
 // Path returns the tape's path.

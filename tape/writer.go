@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -45,6 +46,7 @@ type Writer struct {
 	noLinks bool
 	noFsync bool
 	closed  bool
+	first   bool // no publish yet
 }
 
 type piece struct {
@@ -80,7 +82,7 @@ var (
 // replaced) and writes it once.
 func Create(path string, t *Tape) (*Writer, error) {
 	t.normalize()
-	w := &Writer{path: path, t: t, nextID: firstID}
+	w := &Writer{path: path, t: t, nextID: firstID, first: true}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create tape %s: %w", path, err)
 	}
@@ -92,9 +94,10 @@ func Create(path string, t *Tape) (*Writer, error) {
 			return nil, err
 		}
 	}
+	removeStale(path)
 	for i, name := range []string{"a", "b"} {
 		p := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".slot-"+name)
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
 			w.closeSlots()
 			return nil, fmt.Errorf("create tape %s: %w", path, err)
@@ -115,6 +118,34 @@ func (w *Writer) SetFsync(on bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.noFsync = !on
+}
+
+// removeStale removes the slot and publish files a killed Writer left beside path. They must
+// go, not be truncated: after a kill the tape itself may be a hard link to a slot file.
+func removeStale(path string) {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	for _, pattern := range []string{"." + base + ".slot-*", "." + base + ".publish-*"} {
+		matches, _ := filepath.Glob(filepath.Join(dir, globEscape(pattern)))
+		for _, m := range matches {
+			os.Remove(m)
+		}
+	}
+}
+
+// globEscape escapes the glob metacharacters of a file name, keeping a trailing "*".
+func globEscape(pattern string) string {
+	stem, star := strings.CutSuffix(pattern, "*")
+	var b strings.Builder
+	for _, r := range stem {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	if star {
+		b.WriteByte('*')
+	}
+	return b.String()
 }
 
 // Path returns the path the tape is written to.
@@ -336,6 +367,12 @@ func (w *Writer) sync() error {
 	if err := os.Rename(tmp, w.path); err != nil {
 		os.Remove(tmp)
 		return err
+	}
+	if w.first {
+		// Renaming a link onto a name of the same file does nothing and leaves the link:
+		// possible only on the first publish, when the path was a stale slot's link.
+		os.Remove(tmp)
+		w.first = false
 	}
 	w.next = 1 - w.next
 	if w.noFsync {

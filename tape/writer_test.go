@@ -132,3 +132,34 @@ func TestMarshalInvalidUTF8(t *testing.T) {
 	require.Equal(t, string(first), string(again))
 	require.Equal(t, "bad \uFFFD\uFFFD byte, a real \uFFFD, and a literal \\ufffd and \\\\ufffd", loaded.Threads[0].Steps[0].Response.Chunks[0].Data)
 }
+
+// TestCreateAfterKill: a Writer killed after publishing leaves its slot files, and the tape is
+// a hard link to one of them. A new Writer on the same path must not truncate the old tape
+// through that link before its own first publish, and must leave only the tape behind.
+func TestCreateAfterKill(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.json")
+	w, err := Create(path, New(ProviderAnthropic, time.Unix(0, 0)))
+	require.NoError(t, err)
+	main, err := w.AddThread("main", nil)
+	require.NoError(t, err)
+	_, err = w.AppendStep(main, testStep(0, 10))
+	require.NoError(t, err)
+	require.NoError(t, w.Sync())
+	// "Kill" it: no Close, the slot files stay.
+	os.WriteFile(filepath.Join(dir, ".run.json.publish-deadbeef"), []byte("x"), 0o644)
+
+	w2, err := Create(path, New(ProviderOpenAIChat, time.Unix(0, 0)))
+	require.NoError(t, err)
+	require.NoError(t, w2.Finish(EndComplete, time.Unix(1, 0), ""))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{"run.json"}, names)
+	got, err := LoadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, ProviderOpenAIChat, got.Meta.Provider)
+}

@@ -485,24 +485,4 @@ func (r *simRun) finish(reason tape.EndReason, detail string) error {
 }
 
 // simHeaders records a harness's request headers with credentials redacted.
-func simHeaders(h http.Header) tape.Headers {
-	out := tape.Headers{}
-	for k, vs := range h {
-		n := strings.ToLower(k)
-		if isSecretHeader(n) {
-			out[n] = "[redacted]"
-			continue
-		}
-		out[n] = strings.Join(vs, ", ")
-	}
-	return out
-}
-
-func isSecretHeader(n string) bool {
-	for _, s := range []string{"authorization", "x-api-key", "api-key", "cookie", "token", "secret", "auth", "password"} {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	return false
-}
+func simHeaders(h http.Header) tape.Headers { return tape.RedactHeaders(h) }

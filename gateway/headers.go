@@ -4,49 +4,25 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
 )
 
 // Redacted replaces a credential's value in a tape.
-const Redacted = "[redacted]"
-
-// credentialHeaders are the headers that carry credentials, lower case.
-var credentialHeaders = []string{
-	"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie",
-	"anthropic-api-key", "openai-api-key", "x-goog-api-key",
-}
-
-// credentialName matches other header names that look like they carry a secret.
-var credentialName = regexp.MustCompile(`(?i)(secret|token|password|passwd|api[-_]?key|auth|session-token|cookie)`)
+const Redacted = tape.Redacted
 
 // IsCredential says whether a header (any case) carries a credential.
-func IsCredential(name string) bool {
-	n := strings.ToLower(name)
-	return slices.Contains(credentialHeaders, n) || credentialName.MatchString(n)
-}
+func IsCredential(name string) bool { return tape.IsCredential(name) }
 
 // hopHeaders are connection-level headers a proxy does not forward.
 var hopHeaders = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-// recordHeaders turns HTTP headers into a tape's: lower-case names, repeated values joined,
-// credentials redacted.
+// recordHeaders turns HTTP headers into a tape's, credentials redacted.
 func recordHeaders(h http.Header, extraSecret []string) tape.Headers {
-	out := tape.Headers{}
-	for name, vals := range h {
-		n := strings.ToLower(name)
-		if IsCredential(n) || slices.Contains(extraSecret, n) {
-			out[n] = Redacted
-			continue
-		}
-		out[n] = strings.Join(vals, ", ")
-	}
-	return out
+	return tape.RedactHeaders(h, extraSecret...)
 }
 
 // Injection makes the gateway hold a credential: requests to Host get header Name set to

@@ -15,6 +15,15 @@ type anthropic struct{}
 var _ format = anthropic{}
 
 func (anthropic) request(raw []byte) (request, error) {
+	if r, err := anthropicRequestFast(raw); err == nil {
+		return r, nil
+	}
+	return anthropicRequestSlow(raw)
+}
+
+// anthropicRequestSlow decodes a request with encoding/json; anthropicRequestFast must
+// give the same result whenever it succeeds.
+func anthropicRequestSlow(raw []byte) (request, error) {
 	m, err := object(raw)
 	if err != nil {
 		return request{}, err

@@ -16,6 +16,15 @@ type responses struct{}
 var _ format = responses{}
 
 func (responses) request(raw []byte) (request, error) {
+	if r, err := responsesRequestFast(raw); err == nil {
+		return r, nil
+	}
+	return responsesRequestSlow(raw)
+}
+
+// responsesRequestSlow decodes a request with encoding/json; responsesRequestFast must
+// give the same result whenever it succeeds.
+func responsesRequestSlow(raw []byte) (request, error) {
 	m, err := object(raw)
 	if err != nil {
 		return request{}, err

@@ -1,0 +1,710 @@
+package provider
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// The fast paths read a request body in one pass, into the same request the slow paths
+// (encoding/json into maps, raw messages and structs, level by level) make. They give up
+// with errSlow on anything unusual, and the slow path then decides.
+
+// fastObject reads the request object: the fields named in fields go to f (by index),
+// every other field becomes a param.
+func fastObject(raw []byte, fields []string, f func(d *scanner, field int) error) (map[string]json.RawMessage, error) {
+	t := trimJSON(raw)
+	if len(t) == 0 || t[0] != '{' {
+		return nil, errSlow
+	}
+	d := newScanner(t)
+	params := map[string]json.RawMessage{}
+	var seen uint64
+	if err := d.enter('{'); err != nil {
+		return nil, err
+	}
+	for n := 0; ; n++ {
+		ok, err := d.more('}', n)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		k, err := d.key()
+		if err != nil {
+			return nil, err
+		}
+		idx := -1
+		for i, name := range fields {
+			if string(k) == name {
+				idx = i
+				break
+			}
+		}
+		if idx >= 0 {
+			if seen&(1<<idx) != 0 {
+				return nil, errSlow
+			}
+			seen |= 1 << idx
+			err = f(d, idx)
+		} else {
+			if _, dup := params[string(k)]; dup {
+				return nil, errSlow
+			}
+			var v json.RawMessage
+			v, err = d.kept()
+			params[string(k)] = v
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return params, d.end()
+}
+
+// fastStream reads the stream field.
+func fastStream(d *scanner, dst *bool) error {
+	bad, err := d.optBool(dst)
+	if bad {
+		return errSlow
+	}
+	return err
+}
+
+// fastArray calls f for each element of an array (null for a null array).
+func fastArray(d *scanner, f func() error) error {
+	if err := d.enter('['); err != nil {
+		return err
+	}
+	for n := 0; ; n++ {
+		ok, err := d.more(']', n)
+		if err != nil || !ok {
+			return err
+		}
+		if err := f(); err != nil {
+			return err
+		}
+	}
+}
+
+// fastFields calls f with the index in names of each field of an object; unknown
+// fields are skipped, a field seen twice or a key matching a name only when case is
+// ignored takes the slow path.
+func fastFields(d *scanner, names []string, f func(field int) error) error {
+	if err := d.enter('{'); err != nil {
+		return err
+	}
+	var seen uint64
+	for n := 0; ; n++ {
+		ok, err := d.more('}', n)
+		if err != nil || !ok {
+			return err
+		}
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		idx := -1
+		for i, name := range names {
+			if string(k) == name {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			if folds(k, names...) {
+				return errSlow
+			}
+			if _, err := d.skip(); err != nil {
+				return err
+			}
+			continue
+		}
+		if seen&(1<<idx) != 0 {
+			return errSlow
+		}
+		seen |= 1 << idx
+		if err := f(idx); err != nil {
+			return err
+		}
+	}
+}
+
+// str reads a string field; a type error takes the slow path.
+func fastString(d *scanner, dst *string) error {
+	bad, err := d.optString(dst)
+	if bad {
+		return errSlow
+	}
+	return err
+}
+
+var anthropicTop = []string{"messages", "system", "tools", "stream"}
+
+func anthropicRequestFast(raw []byte) (request, error) {
+	var r request
+	params, err := fastObject(raw, anthropicTop, func(d *scanner, field int) error {
+		switch field {
+		case 0:
+			switch d.peek() {
+			case 'n':
+				_, err := d.skip()
+				return err
+			case '[':
+			default:
+				return errSlow
+			}
+			return fastArray(d, func() error {
+				var m tape.Message
+				switch d.peek() {
+				case 'n':
+					_, err := d.skip()
+					r.messages = append(r.messages, m)
+					return err
+				case '{':
+				default:
+					return errSlow
+				}
+				err := fastFields(d, []string{"role", "content"}, func(field int) error {
+					if field == 0 {
+						return fastString(d, &m.Role)
+					}
+					var err error
+					m.Content, err = anthropicContentFast(d)
+					return err
+				})
+				m.Role = role(m.Role)
+				r.messages = append(r.messages, m)
+				return err
+			})
+		case 1:
+			switch d.peek() {
+			case 'n':
+				_, err := d.skip()
+				return err
+			case '"':
+				var err error
+				r.system, err = d.str()
+				return err
+			case '[':
+			default:
+				return errSlow
+			}
+			var texts []string
+			err := fastArray(d, func() error {
+				switch d.peek() {
+				case 'n':
+					_, err := d.skip()
+					return err
+				case '{':
+				default:
+					return errSlow
+				}
+				var typ, text string
+				err := fastFields(d, []string{"type", "text"}, func(field int) error {
+					if field == 0 {
+						return fastString(d, &typ)
+					}
+					return fastString(d, &text)
+				})
+				if typ == "text" {
+					texts = append(texts, text)
+				}
+				return err
+			})
+			r.system = strings.Join(texts, "\n")
+			return err
+		case 2:
+			switch d.peek() {
+			case 'n':
+				_, err := d.skip()
+				return err
+			case '[':
+			default:
+				return errSlow
+			}
+			return fastArray(d, func() error {
+				var t tape.Tool
+				var typ string
+				switch d.peek() {
+				case 'n':
+					_, err := d.skip()
+					if err != nil {
+						return err
+					}
+				case '{':
+					err := fastFields(d, []string{"type", "name", "description", "input_schema"}, func(field int) error {
+						switch field {
+						case 0:
+							return fastString(d, &typ)
+						case 1:
+							return fastString(d, &t.Name)
+						case 2:
+							return fastString(d, &t.Description)
+						}
+						var err error
+						t.InputSchema, err = d.kept()
+						return err
+					})
+					if err != nil {
+						return err
+					}
+				default:
+					return errSlow
+				}
+				t.Kind = typ
+				if t.Kind == "" || t.Kind == "custom" {
+					t.Kind = "function"
+				}
+				if t.Name == "" {
+					t.Name = typ
+				}
+				r.tools = append(r.tools, t)
+				return nil
+			})
+		}
+		return fastStream(d, &r.stream)
+	})
+	if err != nil {
+		return request{}, err
+	}
+	r.params = params
+	if r.messages == nil {
+		r.messages = []tape.Message{}
+	}
+	return r, nil
+}
+
+// anthropicContentFast reads a message's or a tool result's content.
+func anthropicContentFast(d *scanner) ([]tape.Block, error) {
+	switch d.peek() {
+	case 'n':
+		_, err := d.skip()
+		return nil, err
+	case '"':
+		s, err := d.str()
+		if err != nil || s == "" {
+			return nil, err
+		}
+		return []tape.Block{textBlock(s)}, nil
+	case '[':
+	default:
+		return nil, errSlow
+	}
+	out := []tape.Block{}
+	err := fastArray(d, func() error {
+		b, err := anthropicBlockFast(d)
+		out = append(out, b)
+		return err
+	})
+	return out, err
+}
+
+var anthropicBlockFields = []string{"type", "text", "thinking", "id", "name", "input", "tool_use_id", "content", "is_error"}
+
+func anthropicBlockFast(d *scanner) (tape.Block, error) {
+	switch d.peek() {
+	case 'n':
+		raw, err := d.raw()
+		return rawBlock(tape.BlockOther, raw), err
+	case '{':
+	default:
+		return tape.Block{}, errSlow
+	}
+	start := d.i
+	var (
+		typ, text, thinking, id, name, toolUseID string
+		input                                    []byte
+		content                                  []tape.Block
+		contentAt                                = -1
+		contentDone, isError                     bool
+		bad                                      uint16
+	)
+	err := fastFields(d, anthropicBlockFields, func(field int) error {
+		var b bool
+		var err error
+		switch field {
+		case 0:
+			b, err = d.optString(&typ)
+		case 1:
+			b, err = d.optString(&text)
+		case 2:
+			b, err = d.optString(&thinking)
+		case 3:
+			b, err = d.optString(&id)
+		case 4:
+			b, err = d.optString(&name)
+		case 5:
+			input, err = d.raw()
+		case 6:
+			b, err = d.optString(&toolUseID)
+		case 7:
+			if typ == "tool_result" {
+				content, err = anthropicContentFast(d)
+				contentDone = true
+			} else {
+				d.ws()
+				contentAt = d.i
+				_, err = d.skip()
+			}
+		case 8:
+			b, err = d.optBool(&isError)
+		}
+		if b {
+			bad |= 1 << field
+		}
+		return err
+	})
+	if err != nil {
+		return tape.Block{}, err
+	}
+	raw := d.b[start:d.i]
+	if bad&1 != 0 {
+		return tape.Block{}, errSlow
+	}
+	switch typ {
+	case "text":
+		if bad&(1<<1) != 0 {
+			return tape.Block{}, errSlow
+		}
+		return textBlock(text), nil
+	case "thinking":
+		if bad&(1<<2) != 0 {
+			return tape.Block{}, errSlow
+		}
+		return tape.Block{Type: tape.BlockThinking, Text: thinking}, nil
+	case "redacted_thinking":
+		return tape.Block{Type: tape.BlockThinking}, nil
+	case "tool_use":
+		if bad&(1<<3|1<<4) != 0 {
+			return tape.Block{}, errSlow
+		}
+		return tape.Block{Type: tape.BlockToolUse, ID: id, Name: name, Input: objectInputValid(input)}, nil
+	case "tool_result":
+		if bad&(1<<6|1<<8) != 0 {
+			return tape.Block{}, errSlow
+		}
+		if !contentDone && contentAt >= 0 {
+			if err := d.at(contentAt, func() (err error) {
+				content, err = anthropicContentFast(d)
+				return err
+			}); err != nil {
+				return tape.Block{}, err
+			}
+		}
+		return tape.Block{Type: tape.BlockToolResult, ToolCallID: toolUseID, Content: content, IsError: isError}, nil
+	case "image":
+		return rawBlock(tape.BlockImage, raw), nil
+	}
+	return rawBlock(tape.BlockOther, raw), nil
+}
+
+var responsesTop = []string{"input", "instructions", "tools", "stream"}
+
+func responsesRequestFast(raw []byte) (request, error) {
+	var r request
+	params, err := fastObject(raw, responsesTop, func(d *scanner, field int) error {
+		switch field {
+		case 0:
+			switch d.peek() {
+			case 'n':
+				_, err := d.skip()
+				return err
+			case '"':
+				s, err := d.str()
+				r.messages = []tape.Message{{Role: "user", Content: []tape.Block{textBlock(s)}}}
+				return err
+			case '[':
+			default:
+				return errSlow
+			}
+			r.messages = []tape.Message{}
+			return fastArray(d, func() error {
+				m, err := responsesItemFast(d)
+				r.messages = append(r.messages, m)
+				return err
+			})
+		case 1:
+			if d.peek() == '"' {
+				var err error
+				r.system, err = d.str()
+				return err
+			}
+			_, err := d.skip()
+			return err
+		case 2:
+			switch d.peek() {
+			case 'n':
+				_, err := d.skip()
+				return err
+			case '[':
+			default:
+				return errSlow
+			}
+			return fastArray(d, func() error {
+				var t tape.Tool
+				var params json.RawMessage
+				switch d.peek() {
+				case 'n':
+					_, err := d.skip()
+					if err != nil {
+						return err
+					}
+				case '{':
+					err := fastFields(d, []string{"type", "name", "description", "parameters"}, func(field int) error {
+						switch field {
+						case 0:
+							return fastString(d, &t.Kind)
+						case 1:
+							return fastString(d, &t.Name)
+						case 2:
+							return fastString(d, &t.Description)
+						}
+						var err error
+						params, err = d.kept()
+						return err
+					})
+					if err != nil {
+						return err
+					}
+				default:
+					return errSlow
+				}
+				if t.Kind == "function" {
+					t.InputSchema = params
+				}
+				if t.Name == "" {
+					t.Name = t.Kind
+				}
+				r.tools = append(r.tools, t)
+				return nil
+			})
+		}
+		return fastStream(d, &r.stream)
+	})
+	if err != nil {
+		return request{}, err
+	}
+	r.params = params
+	return r, nil
+}
+
+var responsesItemFields = []string{"type", "role", "content", "id", "call_id", "name", "arguments", "input", "action", "output", "summary"}
+
+// responsesItemFast reads an input item, as responsesItem does.
+func responsesItemFast(d *scanner) (tape.Message, error) {
+	switch d.peek() {
+	case 'n':
+		_, err := d.skip()
+		return tape.Message{}, err
+	case '{':
+	default:
+		return tape.Message{}, errSlow
+	}
+	start := d.i
+	var (
+		typ, rol, id, callID, name, args, input string
+		content                                 []tape.Block
+		contentAt, outputAt                     = -1, -1
+		contentDone                             bool
+		action, output, contentRaw              []byte
+		summary                                 []string
+		bad                                     uint16
+	)
+	err := fastFields(d, responsesItemFields, func(field int) error {
+		var b bool
+		var err error
+		switch field {
+		case 0:
+			b, err = d.optString(&typ)
+		case 1:
+			b, err = d.optString(&rol)
+		case 2:
+			d.ws()
+			contentAt = d.i
+			if typ == "message" {
+				content, err = responsesContentFast(d)
+				contentDone = true
+			} else {
+				contentRaw, err = d.raw()
+			}
+		case 3:
+			b, err = d.optString(&id)
+		case 4:
+			b, err = d.optString(&callID)
+		case 5:
+			b, err = d.optString(&name)
+		case 6:
+			b, err = d.optString(&args)
+		case 7:
+			b, err = d.optString(&input)
+		case 8:
+			action, err = d.raw()
+		case 9:
+			d.ws()
+			outputAt = d.i
+			output, err = d.raw()
+		case 10:
+			summary, b, err = summaryFast(d)
+		}
+		if b {
+			bad |= 1 << field
+		}
+		return err
+	})
+	if err != nil {
+		return tape.Message{}, err
+	}
+	raw := d.b[start:d.i]
+	if bad&1 != 0 {
+		return tape.Message{}, errSlow
+	}
+	assistant := func(b tape.Block) tape.Message {
+		return tape.Message{Role: "assistant", Content: []tape.Block{b}}
+	}
+	decoded := typ == "" || typ == "message" || typ == "function_call" || typ == "custom_tool_call" ||
+		typ == "local_shell_call" || typ == "reasoning" || strings.HasSuffix(typ, "_output")
+	if decoded && bad != 0 {
+		return tape.Message{}, errSlow
+	}
+	switch {
+	case typ == "" || typ == "message":
+		if !contentDone && contentAt >= 0 {
+			if err := d.at(contentAt, func() (err error) {
+				content, err = responsesContentFast(d)
+				return err
+			}); err != nil {
+				return tape.Message{}, err
+			}
+		}
+		return tape.Message{Role: role(rol), Content: content}, nil
+	case typ == "function_call":
+		return assistant(tape.Block{Type: tape.BlockToolUse, ID: callID, Name: name, Input: argsInput(args)}), nil
+	case typ == "custom_tool_call":
+		return assistant(tape.Block{Type: tape.BlockToolUse, ID: callID, Name: name, Input: customInput(input)}), nil
+	case typ == "local_shell_call":
+		if callID == "" {
+			callID = id
+		}
+		return assistant(tape.Block{Type: tape.BlockToolUse, ID: callID, Name: "local_shell", Input: objectInputValid(action)}), nil
+	case typ == "reasoning":
+		if len(summary) == 0 && len(contentRaw) > 0 && string(contentRaw) != "null" {
+			return tape.Message{}, errSlow // raw reasoning text: rare
+		}
+		return assistant(tape.Block{Type: tape.BlockThinking, Text: strings.Join(summary, "\n")}), nil
+	case strings.HasSuffix(typ, "_output"):
+		if callID == "" {
+			callID = id
+		}
+		var content []tape.Block
+		if len(output) > 0 && output[0] == '{' {
+			content = []tape.Block{rawBlock(tape.BlockOther, output)}
+		} else if outputAt >= 0 {
+			if err := d.at(outputAt, func() (err error) {
+				content, err = responsesContentFast(d)
+				return err
+			}); err != nil {
+				return tape.Message{}, err
+			}
+		}
+		return tape.Message{Role: "tool", Content: []tape.Block{{Type: tape.BlockToolResult, ToolCallID: callID, Content: content}}}, nil
+	}
+	return assistant(rawBlock(tape.BlockOther, raw)), nil
+}
+
+// summaryFast reads a reasoning item's summary, a list of {text}; bad is a type error.
+func summaryFast(d *scanner) (texts []string, bad bool, err error) {
+	switch d.peek() {
+	case 'n':
+		_, err := d.skip()
+		return nil, false, err
+	case '[':
+	default:
+		_, err := d.skip()
+		return nil, true, err
+	}
+	texts = []string{}
+	err = fastArray(d, func() error {
+		var text string
+		switch d.peek() {
+		case 'n':
+			_, err := d.skip()
+			texts = append(texts, text)
+			return err
+		case '{':
+		default:
+			bad = true
+			_, err := d.skip()
+			return err
+		}
+		err := fastFields(d, []string{"text"}, func(int) error {
+			b, err := d.optString(&text)
+			bad = bad || b
+			return err
+		})
+		texts = append(texts, text)
+		return err
+	})
+	return texts, bad, err
+}
+
+// responsesContentFast reads a message item's content or a call output.
+func responsesContentFast(d *scanner) ([]tape.Block, error) {
+	switch d.peek() {
+	case 'n':
+		_, err := d.skip()
+		return nil, err
+	case '"':
+		s, err := d.str()
+		if err != nil || s == "" {
+			return nil, err
+		}
+		return []tape.Block{textBlock(s)}, nil
+	case '[':
+	default:
+		return nil, errSlow
+	}
+	out := []tape.Block{}
+	err := fastArray(d, func() error {
+		switch d.peek() {
+		case 'n':
+			raw, err := d.raw()
+			out = append(out, rawBlock(tape.BlockOther, raw))
+			return err
+		case '{':
+		default:
+			return errSlow
+		}
+		start := d.i
+		var typ, text string
+		var bad uint8
+		err := fastFields(d, []string{"type", "text"}, func(field int) error {
+			b, err := d.optString(map[bool]*string{true: &typ, false: &text}[field == 0])
+			if b {
+				bad |= 1 << field
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if bad&1 != 0 {
+			return errSlow
+		}
+		switch typ {
+		case "input_text", "output_text", "text":
+			if bad != 0 {
+				return errSlow
+			}
+			out = append(out, textBlock(text))
+		case "input_image":
+			out = append(out, rawBlock(tape.BlockImage, d.b[start:d.i]))
+		default:
+			out = append(out, rawBlock(tape.BlockOther, d.b[start:d.i]))
+		}
+		return nil
+	})
+	return out, err
+}

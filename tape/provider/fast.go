@@ -341,12 +341,16 @@ func anthropicBlockFast(d *scanner) (tape.Block, error) {
 		case 6:
 			b, err = d.optString(&toolUseID)
 		case 7:
-			if typ == "tool_result" {
-				content, err = anthropicContentFast(d)
+			// Read as a tool result's content whatever the type (which may come
+			// later); if that fails, skip it and see once the type is known.
+			d.ws()
+			at, depth := d.i, d.depth
+			if content, err = anthropicContentFast(d); err == nil {
 				contentDone = true
 			} else {
-				d.ws()
-				contentAt = d.i
+				d.i, d.depth = at, depth
+				contentAt = at
+				content = nil
 				_, err = d.skip()
 			}
 		case 8:

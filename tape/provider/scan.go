@@ -21,13 +21,12 @@ const maxDepth = 10000
 type scanner struct {
 	b     []byte
 	s     string // a copy of b: strings without escapes are substrings of it
-	keep  []byte // a copy of b: kept raw values are slices of it
 	i     int
 	depth int
 }
 
 func newScanner(b []byte) *scanner {
-	return &scanner{b: b, s: string(b), keep: bytes.Clone(b)}
+	return &scanner{b: b, s: string(b)}
 }
 
 func (d *scanner) ws() {
@@ -120,6 +119,12 @@ func (d *scanner) stringEnd() (end int, simple, ascii bool, err error) {
 	start := i
 	simple, ascii = true, true
 	for i < len(b) {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -161,6 +166,15 @@ func (d *scanner) stringEnd() (end int, simple, ascii bool, err error) {
 	}
 	return 0, false, false, errSlow
 }
+
+// plain marks the bytes a string holds as they are: not a quote, a backslash, a control
+// byte or part of a multi-byte UTF-8 sequence.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
@@ -258,13 +272,13 @@ func (d *scanner) raw() ([]byte, error) {
 	return d.b[start:d.i], nil
 }
 
-// kept validates the next value and returns its bytes, in a copy of the input.
+// kept validates the next value and returns a copy of its bytes.
 func (d *scanner) kept() (json.RawMessage, error) {
 	start, err := d.skip()
 	if err != nil {
 		return nil, err
 	}
-	return d.keep[start:d.i:d.i], nil
+	return bytes.Clone(d.b[start:d.i]), nil
 }
 
 func (d *scanner) literal(lit string) error {

@@ -12,9 +12,9 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// simulatorGrace is how long the simulator waits, once every run has finished, for another
-// run to start before it exits.
-const simulatorGrace = 2 * time.Second
+// simulatorGrace is how long the simulator must see no request, once every run has finished,
+// before it exits.
+const simulatorGrace = 3 * time.Second
 
 // runSimulator serves the tape's recorded responses to a real harness (simulator mode) until
 // every run has finished or a signal stops it.
@@ -54,13 +54,18 @@ wait:
 			}
 			break wait
 		case <-sim.Finished():
-			// Let a run that starts right after the others finish be served too.
-			t := time.NewTimer(simulatorGrace)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
+			// A harness may still ask something after its run's last step (a late retry or
+			// notification: it gets a clear error), and another run may start: stop only once
+			// no request has come for simulatorGrace.
+			for sim.Idle() < simulatorGrace {
+				t := time.NewTimer(simulatorGrace - sim.Idle())
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					break wait
+				case <-t.C:
+				}
 			}
-			t.Stop()
 			break wait
 		}
 	}

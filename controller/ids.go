@@ -63,37 +63,74 @@ func identifierPairs(a, b string) map[string]string {
 	}
 	// The text between tokens must agree, so that only tokens differ.
 	prevA, prevB := 0, 0
-	var pairs map[string]string
+	var diff [][2]string
 	for i := range ta {
 		if a[prevA:ta[i][0]] != b[prevB:tb[i][0]] {
 			return nil
 		}
 		x, y := a[ta[i][0]:ta[i][1]], b[tb[i][0]:tb[i][1]]
 		prevA, prevB = ta[i][1], tb[i][1]
-		if x == y {
-			continue
-		}
-		if !looksLikeID(x) || !looksLikeID(y) {
-			return nil
-		}
-		if pairs == nil {
-			pairs = map[string]string{}
-		}
-		pairs[x] = y
-		// A path that differs also teaches its differing segments (the id inside it).
-		sx, sy := strings.FieldsFunc(x, isPathSep), strings.FieldsFunc(y, isPathSep)
-		if len(sx) == len(sy) {
-			for j := range sx {
-				if sx[j] != sy[j] && looksLikeID(sx[j]) && looksLikeID(sy[j]) {
-					pairs[sx[j]] = sy[j]
-				}
-			}
+		if x != y {
+			diff = append(diff, [2]string{x, y})
 		}
 	}
 	if a[prevA:] != b[prevB:] {
 		return nil
 	}
+	// A path that differs teaches its differing segments (the id inside it), even when such
+	// a segment, alone, would not look like an id (a random id may have no digit).
+	pairs := map[string]string{}
+	for _, d := range diff {
+		if !strings.Contains(d[0], "/") || !strings.Contains(d[1], "/") {
+			continue
+		}
+		sx, sy := strings.FieldsFunc(d[0], isPathSep), strings.FieldsFunc(d[1], isPathSep)
+		if len(sx) != len(sy) {
+			continue
+		}
+		for j := range sx {
+			if sx[j] != sy[j] && (idPair(sx[j], sy[j]) || sameShape(sx[j], sy[j])) {
+				pairs[sx[j]] = sy[j]
+			}
+		}
+	}
+	for _, d := range diff {
+		if _, fromPath := pairs[d[0]]; !fromPath && !idPair(d[0], d[1]) {
+			return nil
+		}
+		pairs[d[0]] = d[1]
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
 	return pairs
+}
+
+// idPair says whether two differing tokens are one identifier standing for another: both
+// look like ids, or they have the same length and alphabet and one looks like an id (random
+// ids of one kind sometimes draw no digit: bhasuphlv for b86y08nu1).
+func idPair(x, y string) bool {
+	if looksLikeID(x) && looksLikeID(y) {
+		return true
+	}
+	return sameShape(x, y) && (looksLikeID(x) || looksLikeID(y))
+}
+
+// sameShape says whether two tokens have the same length (6 or more) and are made of
+// letters, digits, '_' and '-' only.
+func sameShape(x, y string) bool {
+	if len(x) != len(y) || len(x) < 6 {
+		return false
+	}
+	word := func(s string) bool {
+		for _, r := range s {
+			if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+		return true
+	}
+	return word(x) && word(y)
 }
 
 func isPathSep(r rune) bool { return r == '/' || r == '.' }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
@@ -46,6 +47,8 @@ type Simulator struct {
 	opts  SimulatorOptions
 	keys  []threadSig // per recorded thread
 	model map[string]bool
+
+	lastRequest atomic.Int64 // unix nanoseconds of the latest request
 
 	mu       sync.Mutex
 	runs     map[string]*simRun
@@ -141,6 +144,15 @@ func NewSimulator(rec *tape.Tape, opts SimulatorOptions) (*Simulator, error) {
 	return s, nil
 }
 
+// Idle returns how long it has been since the latest request (since the start when none came).
+func (s *Simulator) Idle() time.Duration {
+	last := s.lastRequest.Load()
+	if last == 0 {
+		return 0
+	}
+	return s.opts.Now().Sub(time.Unix(0, last))
+}
+
 // Finished is closed once at least one run started and every started run has finished.
 func (s *Simulator) Finished() <-chan struct{} { return s.finished }
 
@@ -196,6 +208,7 @@ func OutputFor(output, name string) string {
 
 // ServeHTTP answers one request of a harness.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.lastRequest.Store(s.opts.Now().UnixNano())
 	run, path := "default", r.URL.Path
 	if m := runPrefix.FindStringSubmatch(path); m != nil {
 		run, path = m[1], m[2]

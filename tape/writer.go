@@ -64,6 +64,7 @@ type slot struct {
 	f      *os.File
 	layout []uint64 // piece ids in file order
 	sizes  []int
+	size   int64 // the file's length
 }
 
 // Fixed pieces have fixed ids, so that positional comparison of layouts stays exact.
@@ -346,9 +347,12 @@ func (w *Writer) sync() error {
 		return err
 	}
 	end := off + int64(buf.Len())
-	if err := s.f.Truncate(end); err != nil {
-		return err
+	if end < s.size { // only a shrinking tape (a meta rewrite) leaves bytes to cut
+		if err := s.f.Truncate(end); err != nil {
+			return err
+		}
 	}
+	s.size = end
 	if !w.noFsync {
 		if err := s.f.Sync(); err != nil {
 			return err

@@ -149,11 +149,27 @@ func peekID(line []byte) *string {
 	return &s
 }
 
+// leadingOp reads the op of a line that starts with {"op":"NAME", as every Encoder writes
+// them, which spares decoding the line twice. Any other line takes the general path.
+func leadingOp(line []byte) (Op, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"op":"`))
+	if !ok {
+		return "", false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end <= 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return Op(rest[:end]), true
+}
+
 func (d *Decoder) parse(line []byte) (*Envelope, error) {
 	var head struct {
 		Op Op `json:"op"`
 	}
-	if err := json.Unmarshal(line, &head); err != nil {
+	if op, ok := leadingOp(line); ok {
+		head.Op = op // the typed decode below checks the whole line
+	} else if err := json.Unmarshal(line, &head); err != nil {
 		return nil, fmt.Errorf("malformed JSON: %w", err)
 	}
 	env := &Envelope{Op: head.Op, Raw: append(json.RawMessage(nil), line...)}
@@ -183,6 +199,10 @@ func (d *Decoder) parse(line []byte) (*Envelope, error) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownOp, head.Op)
 	}
 	if err := json.Unmarshal(line, target); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("malformed JSON: %w", err)
+		}
 		return nil, fmt.Errorf("%s message: %w", head.Op, err)
 	}
 	if env.Call != nil {

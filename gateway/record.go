@@ -86,33 +86,9 @@ func (g *Gateway) begin(rec *recording, r *http.Request, body []byte) {
 	g.kickSync()
 }
 
-// toolResults returns the results a request carries for calls, in call order (as
-// provider.ToolResults does, from the request already normalized).
+// toolResults returns the results a request carries for calls, in call order.
 func toolResults(req *tape.Request, calls []tape.ToolCall) []tape.ToolResult {
-	if len(calls) == 0 {
-		return nil
-	}
-	answers := map[string]tape.Block{}
-	for _, m := range req.Messages {
-		for _, b := range m.Content {
-			if b.Type == tape.BlockToolResult {
-				answers[b.ToolCallID] = b
-			}
-		}
-	}
-	var out []tape.ToolResult
-	for _, c := range calls {
-		b, ok := answers[c.ID]
-		if !ok {
-			continue
-		}
-		content := b.Content
-		if content == nil {
-			content = []tape.Block{}
-		}
-		out = append(out, tape.ToolResult{ToolCallID: c.ID, Content: content, IsError: b.IsError})
-	}
-	return out
+	return tape.ResultsFor(req.Messages, calls)
 }
 
 // commit records a call's answer as a step of its thread and publishes the tape. It is

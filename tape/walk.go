@@ -144,3 +144,33 @@ func (t *Tape) Totals() Totals {
 	slices.Sort(tot.ToolNames)
 	return tot
 }
+
+// ResultsFor returns the results that messages (a thread's next request) carry for calls:
+// its tool_result blocks answering those call ids, in call order. Calls with no answer are
+// left out; when an id is answered twice, the last answer counts.
+func ResultsFor(messages []Message, calls []ToolCall) []ToolResult {
+	if len(calls) == 0 {
+		return nil
+	}
+	answers := map[string]Block{}
+	for _, m := range messages {
+		for _, b := range m.Content {
+			if b.Type == BlockToolResult {
+				answers[b.ToolCallID] = b
+			}
+		}
+	}
+	var out []ToolResult
+	for _, c := range calls {
+		b, ok := answers[c.ID]
+		if !ok {
+			continue
+		}
+		content := b.Content
+		if content == nil {
+			content = []Block{}
+		}
+		out = append(out, ToolResult{ToolCallID: c.ID, Content: content, IsError: b.IsError})
+	}
+	return out
+}

@@ -97,27 +97,7 @@ func ToolResults(p tape.Provider, nextRequestRaw []byte, calls []tape.ToolCall) 
 	if err != nil {
 		return nil, fmt.Errorf("tool results from %s request: %w", p, err)
 	}
-	answers := map[string]tape.Block{}
-	for _, m := range req.messages {
-		for _, b := range m.Content {
-			if b.Type == tape.BlockToolResult {
-				answers[b.ToolCallID] = b
-			}
-		}
-	}
-	var out []tape.ToolResult
-	for _, c := range calls {
-		b, ok := answers[c.ID]
-		if !ok {
-			continue
-		}
-		content := b.Content
-		if content == nil {
-			content = []tape.Block{}
-		}
-		out = append(out, tape.ToolResult{ToolCallID: c.ID, Content: content, IsError: b.IsError})
-	}
-	return out, nil
+	return tape.ResultsFor(req.messages, calls), nil
 }
 
 // format is one wire format's adapter.

@@ -175,15 +175,17 @@ func (ids *Identifiers) Map() map[string]string {
 	return out
 }
 
-// Apply replaces every known recorded identifier in s with its replayed counterpart,
-// longest first so that a path is replaced before the id inside it.
+// Apply replaces every known recorded identifier in s with its replayed counterpart. Only
+// whole tokens are replaced (an id 2000 is not replaced inside 20006 or in a time of 2000
+// ms), and the longest id wins where several start at one place (a path before the id
+// inside it).
 func (ids *Identifiers) Apply(s string) string {
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
 	if len(ids.m) == 0 {
 		return s
 	}
-	keys := make([]string, 0, len(ids.m))
+	var keys []string
 	for k := range ids.m {
 		if strings.Contains(s, k) {
 			keys = append(keys, k)
@@ -193,11 +195,45 @@ func (ids *Identifiers) Apply(s string) string {
 		return s
 	}
 	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
-	args := make([]string, 0, 2*len(keys))
-	for _, k := range keys {
-		args = append(args, k, ids.m[k])
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		if i > 0 && isIDChar(s[i-1]) && isIDChar(s[i]) {
+			i++
+			continue
+		}
+		matched := ""
+		for _, k := range keys {
+			if strings.HasPrefix(s[i:], k) && (i+len(k) == len(s) || !isIDChar(s[i+len(k)]) || !isIDChar(k[len(k)-1])) {
+				matched = k
+				break
+			}
+		}
+		if matched == "" {
+			i++
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(ids.m[matched])
+		i += len(matched)
+		last = i
 	}
-	return strings.NewReplacer(args...).Replace(s)
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// ContainsID says whether s holds id as a whole token, the way Apply would find it.
+func ContainsID(s, id string) bool {
+	probe := &Identifiers{m: map[string]string{id: "\x00"}}
+	return probe.Apply(s) != s
+}
+
+// isIDChar says whether a byte continues an identifier token: a letter, a digit, '_' or '-'.
+func isIDChar(c byte) bool {
+	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // ApplyJSON replaces identifiers inside a JSON document's strings. Identifiers hold no

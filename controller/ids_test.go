@@ -53,3 +53,14 @@ func TestMask(t *testing.T) {
 	require.Equal(t, Mask("codex", a), Mask("codex", b))
 	require.NotEqual(t, Mask("codex", a), Mask("codex", "Chunk ID: 1fac80\nWall time: 0.0123 seconds\nProcess exited with code 1\nOutput:\nhi\n"))
 }
+
+// TestApplyWholeTokens: a recorded id is replaced only where it stands as a whole token.
+func TestApplyWholeTokens(t *testing.T) {
+	ids := NewIdentifiers()
+	ids.Learn("Process running with session ID 2000", "Process running with session ID 20006")
+	require.Equal(t, "20006 and 20001 and x2000", ids.Apply("2000 and 20001 and x2000"))
+	require.True(t, ContainsID(`{"session_id":2000}`, "2000"))
+	require.False(t, ContainsID(`{"session_id":20006}`, "2000"))
+	ids.Learn("at /tmp/a/b1234567.output.", "at /w/t/k7654321.output.")
+	require.Equal(t, "read /w/t/k7654321.output now", ids.Apply("read /tmp/a/b1234567.output now"))
+}

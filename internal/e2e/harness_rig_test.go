@@ -513,7 +513,7 @@ func checkServedIdentifiers(t *testing.T, rec, rep *tape.Tape) {
 		for i, st := range th.Steps {
 			for _, c := range st.ToolCalls {
 				for recorded, own := range ids {
-					if recorded != own && strings.Contains(string(c.Input), recorded) {
+					if recorded != own && controller.ContainsID(string(c.Input), recorded) {
 						t.Errorf("thread %s step %d: the simulator served %s %s with the recorded identifier %q; this run's is %q (input %s)",
 							th.ID, i, c.Name, c.ID, recorded, own, clipText(string(c.Input), 300))
 					}

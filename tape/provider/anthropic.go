@@ -103,28 +103,7 @@ func anthropicSystem(raw json.RawMessage) (string, error) {
 // anthropicContent normalizes a message's or a tool result's content: a string or a list
 // of blocks.
 func anthropicContent(raw json.RawMessage) ([]tape.Block, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	if s, ok := jsonString(raw); ok {
-		if s == "" {
-			return nil, nil
-		}
-		return []tape.Block{textBlock(s)}, nil
-	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("content: %w", err)
-	}
-	out := make([]tape.Block, 0, len(list))
-	for i, b := range list {
-		nb, err := anthropicBlock(b)
-		if err != nil {
-			return nil, fmt.Errorf("content[%d]: %w", i, err)
-		}
-		out = append(out, nb)
-	}
-	return out, nil
+	return contentOf(raw, anthropicBlock)
 }
 
 func anthropicBlock(raw json.RawMessage) (tape.Block, error) {

@@ -130,41 +130,27 @@ func (msg chatMessage) normalize() (tape.Message, error) {
 
 // chatContent normalizes a message's content: a string, a list of parts, or null.
 func chatContent(raw json.RawMessage) ([]tape.Block, error) {
-	if isNull(raw) {
-		return nil, nil
+	return contentOf(raw, chatPart)
+}
+
+func chatPart(p json.RawMessage) (tape.Block, error) {
+	typ, err := typeOf(p)
+	if err != nil {
+		return tape.Block{}, err
 	}
-	if s, ok := jsonString(raw); ok {
-		if s == "" {
-			return nil, nil
+	switch typ {
+	case "text":
+		var t struct {
+			Text string `json:"text"`
 		}
-		return []tape.Block{textBlock(s)}, nil
-	}
-	var parts []json.RawMessage
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, fmt.Errorf("content: %w", err)
-	}
-	out := make([]tape.Block, 0, len(parts))
-	for i, p := range parts {
-		typ, err := typeOf(p)
-		if err != nil {
-			return nil, fmt.Errorf("content[%d]: %w", i, err)
+		if err := json.Unmarshal(p, &t); err != nil {
+			return tape.Block{}, err
 		}
-		switch typ {
-		case "text":
-			var t struct {
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal(p, &t); err != nil {
-				return nil, fmt.Errorf("content[%d]: %w", i, err)
-			}
-			out = append(out, textBlock(t.Text))
-		case "image_url":
-			out = append(out, rawBlock(tape.BlockImage, p))
-		default:
-			out = append(out, rawBlock(tape.BlockOther, p))
-		}
+		return textBlock(t.Text), nil
+	case "image_url":
+		return rawBlock(tape.BlockImage, p), nil
 	}
-	return out, nil
+	return rawBlock(tape.BlockOther, p), nil
 }
 
 type chatUsage struct {

@@ -378,3 +378,30 @@ func openAIUsage(prompt, cached, output, reasoning int64) tape.Usage {
 		ReasoningTokens:      reasoning,
 	}
 }
+
+// contentOf normalizes content that is null, a string (one text block; none when empty) or
+// a list of blocks, each normalized by block.
+func contentOf(raw json.RawMessage, block func(json.RawMessage) (tape.Block, error)) ([]tape.Block, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	if s, ok := jsonString(raw); ok {
+		if s == "" {
+			return nil, nil
+		}
+		return []tape.Block{textBlock(s)}, nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("content: %w", err)
+	}
+	out := make([]tape.Block, 0, len(list))
+	for i, b := range list {
+		nb, err := block(b)
+		if err != nil {
+			return nil, fmt.Errorf("content[%d]: %w", i, err)
+		}
+		out = append(out, nb)
+	}
+	return out, nil
+}

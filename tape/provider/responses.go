@@ -174,28 +174,7 @@ func responsesItem(raw json.RawMessage) (tape.Message, *tape.ToolCall, error) {
 
 // responsesContent normalizes a message item's content: a string or a list of parts.
 func responsesContent(raw json.RawMessage) ([]tape.Block, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	if s, ok := jsonString(raw); ok {
-		if s == "" {
-			return nil, nil
-		}
-		return []tape.Block{textBlock(s)}, nil
-	}
-	var parts []json.RawMessage
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, fmt.Errorf("content: %w", err)
-	}
-	out := make([]tape.Block, 0, len(parts))
-	for i, p := range parts {
-		b, err := responsesPart(p)
-		if err != nil {
-			return nil, fmt.Errorf("content[%d]: %w", i, err)
-		}
-		out = append(out, b)
-	}
-	return out, nil
+	return contentOf(raw, responsesPart)
 }
 
 func responsesPart(raw json.RawMessage) (tape.Block, error) {

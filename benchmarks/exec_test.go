@@ -111,28 +111,10 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		lat.report(b)
 	})
 
-	b.Run("tapebox-session", func(b *testing.B) {
-		sb := inDocker(b)
-		s, err := sb.Start(b.Context())
-		if err != nil {
-			b.Fatalf("start the executor: %v", err)
-		}
-		defer s.Close()
-		enc, dec := greet(b, s, sb.Cwd())
-		var lat latencies
-		for b.Loop() {
-			start := time.Now()
-			noop(b, s, enc, dec)
-			lat.since(start)
-		}
-		lat.report(b)
-	})
+	b.Run("tapebox-session", func(b *testing.B) { noopRoundTrips(b, inDocker(b)) })
 
 	local := func(b *testing.B) *sandbox.Sandbox {
-		sb, err := sandbox.Open(b.Context(), "local:"+b.TempDir(), sandbox.Options{})
-		if err != nil {
-			b.Fatalf("open a local sandbox: %v", err)
-		}
+		sb := openLocal(b)
 		b.Cleanup(func() { closeSandbox(b, sb) })
 		return sb
 	}
@@ -158,22 +140,24 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		lat.report(b)
 	})
 
-	b.Run("tapebox-local", func(b *testing.B) {
-		sb := local(b)
-		s, err := sb.Start(b.Context())
-		if err != nil {
-			b.Fatalf("start the executor: %v", err)
-		}
-		defer s.Close()
-		enc, dec := greet(b, s, sb.Cwd())
-		var lat latencies
-		for b.Loop() {
-			start := time.Now()
-			noop(b, s, enc, dec)
-			lat.since(start)
-		}
-		lat.report(b)
-	})
+	b.Run("tapebox-local", func(b *testing.B) { noopRoundTrips(b, local(b)) })
+}
+
+// noopRoundTrips times Noop calls through one executor session in sb.
+func noopRoundTrips(b *testing.B, sb *sandbox.Sandbox) {
+	s, err := sb.Start(b.Context())
+	if err != nil {
+		b.Fatalf("start the executor: %v", err)
+	}
+	defer s.Close()
+	enc, dec := greet(b, s, sb.Cwd())
+	var lat latencies
+	for b.Loop() {
+		start := time.Now()
+		noop(b, s, enc, dec)
+		lat.since(start)
+	}
+	lat.report(b)
 }
 
 // readStdout reads multiplexed exec stream frames (an 8-byte header: stream, 3 zero bytes,

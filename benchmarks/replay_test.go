@@ -59,11 +59,16 @@ func openLocal(b *testing.B) *sandbox.Sandbox {
 // Sandboxes: local (pipes to a host process) and a container per runtime (runc, runsc).
 func BenchmarkControllerStep(b *testing.B) {
 	rec := noopTape(1000)
+	withOutput := false
 	run := func(b *testing.B, sb *sandbox.Sandbox) {
 		var wall, path, model time.Duration
 		steps := 0
 		for b.Loop() {
-			res, err := controller.Replay(b.Context(), rec, sb, controller.Options{Cwd: sb.Cwd(), Speed: 0})
+			opts := controller.Options{Cwd: sb.Cwd(), Speed: 0}
+			if withOutput {
+				opts.Output = filepath.Join(b.TempDir(), "replay.json")
+			}
+			res, err := controller.Replay(b.Context(), rec, sb, opts)
 			if err != nil {
 				b.Fatalf("replay the Noop tape in %s: %v", sb.Spec(), err)
 			}
@@ -78,6 +83,14 @@ func BenchmarkControllerStep(b *testing.B) {
 	b.Run("sandbox=local", func(b *testing.B) {
 		sb := openLocal(b)
 		defer closeSandbox(b, sb)
+		run(b, sb)
+	})
+	// The same with the replay tape written after every step.
+	b.Run("sandbox=local/output=tape", func(b *testing.B) {
+		sb := openLocal(b)
+		defer closeSandbox(b, sb)
+		withOutput = true
+		defer func() { withOutput = false }()
 		run(b, sb)
 	})
 	for _, rt := range runtimes {

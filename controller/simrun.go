@@ -180,7 +180,7 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 	if turns == 0 {
 		r.ids.Learn(r.s.keys[best].system, sig.system)
 		r.ids.Learn(r.s.keys[best].opening, sig.opening)
-	} else if d := r.checkResults(th, turns, in, body); d != nil {
+	} else if d := r.checkResults(th, turns, in); d != nil {
 		return best, turns, nil, d
 	}
 	r.served[best] = turns + 1
@@ -211,12 +211,9 @@ func (r *simRun) threadIndex(id string) int {
 
 // checkResults compares the tool results a request carries for step si-1 with the recorded
 // ones, learning identifiers on the way.
-func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step, body []byte) *divergence {
+func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step) *divergence {
 	prev := th.Steps[si-1]
-	got, err := provider.ToolResults(r.s.rec.Meta.Provider, body, prev.ToolCalls)
-	if err != nil {
-		return &divergence{thread: th.ID, step: si, msg: "cannot read the tool results: " + err.Error()}
-	}
+	got := tape.ResultsFor(in.Request.Messages, prev.ToolCalls) // the request is normalized already
 	h := r.s.rec.Meta.Harness
 	for _, c := range prev.ToolCalls {
 		want, hasWant := prev.ToolResult(c.ID)
@@ -370,7 +367,7 @@ func (r *simRun) prevResults(ti, si int, in *tape.Step) {
 		return
 	}
 	th := r.s.rec.Threads[ti]
-	results, _ := provider.ToolResults(r.s.rec.Meta.Provider, in.Request.Raw, th.Steps[si-1].ToolCalls)
+	results := tape.ResultsFor(in.Request.Messages, th.Steps[si-1].ToolCalls)
 	next := in.Timing.RequestAt
 	r.update(ti, si-1, func(s *tape.Step) {
 		if results != nil {

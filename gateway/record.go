@@ -28,6 +28,9 @@ type recording struct {
 	// begin touches step and th.
 	ready chan struct{}
 	step  *tape.Step
+	// prep is step with its request encoded already, off the answer's path (nil when the
+	// encoding failed: the step is then encoded whole when appended).
+	prep  *tape.PreparedStep
 	th    *thread // nil when the recording was finished before the call arrived
 	index int     // the step's index in its thread, once committed (-1 before)
 }
@@ -56,6 +59,11 @@ func (g *Gateway) begin(rec *recording, r *http.Request, body []byte) {
 	}
 	step.Timing.RequestAt = g.ms(rec.at)
 	rec.step = step
+	if prep, err := tape.Prepare(step); err == nil {
+		rec.prep = prep
+	} else {
+		g.logf("%s: %v", r.URL.Path, err)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.finished {
@@ -73,11 +81,11 @@ func (g *Gateway) begin(rec *recording, r *http.Request, body []byte) {
 	}
 	results := toolResults(&step.Request, th.last.ToolCalls)
 	next := step.Timing.RequestAt
-	if err := g.w.UpdateStep(th.index, th.lastIndex, func(s *tape.Step) {
+	if err := g.w.UpdateStepEnd(th.index, th.lastIndex, func(rs *[]tape.ToolResult, timing *tape.Timing) {
 		if results != nil {
-			s.ToolResults = results
+			*rs = results
 		}
-		s.Timing.NextRequestAt = &next
+		timing.NextRequestAt = &next
 	}); err != nil {
 		g.logf("thread %s: %v", th.id, err)
 		return
@@ -135,7 +143,13 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 		}
 		th.index = i
 	}
-	si, err := g.w.AppendStep(th.index, s)
+	var si int
+	var err error
+	if rec.prep != nil {
+		si, err = g.w.AppendPrepared(th.index, rec.prep)
+	} else {
+		si, err = g.w.AppendStep(th.index, s)
+	}
 	if err != nil {
 		g.mu.Unlock()
 		g.logf("thread %s: %v", th.id, err)
@@ -173,7 +187,7 @@ func (g *Gateway) amend(rec *recording, a *answer, problems []string) {
 		return
 	}
 	last := g.ms(a.lastByte)
-	err := g.w.UpdateStep(rec.th.index, rec.index, func(s *tape.Step) {
+	err := g.w.UpdateStepAnswer(rec.th.index, rec.index, func(s *tape.Step) {
 		s.Response.Chunks = a.chunks
 		s.Timing.LastByteAt = last
 		if err := normalizeResponse(rec.p, s); err != nil {

@@ -65,6 +65,60 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
+// FuzzWriterParts checks that a step the Writer encodes in parts (a prepared request, then
+// the answer, then the tool results) is byte for byte the step encoded whole.
+func FuzzWriterParts(f *testing.F) {
+	f.Add("hi \u00e9 \"q\" <&>", "event: ping\ndata: {}\n\n", "ok")
+	f.Add("\xff\xfe \\ufffd", "\ufffd\\", "\x00\u2028")
+	f.Fuzz(func(t *testing.T, text, chunk, result string) {
+		w, err := Create(filepath.Join(t.TempDir(), "run.json"), New(ProviderAnthropic, time.Unix(0, 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		main, err := w.AddThread("main", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			s := fuzzSeedStep("toolu_" + text)
+			s.Request.Messages[0].Content[0].Text = text
+			s.ToolResults = nil
+			p, err := Prepare(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Response.Chunks[0].Data = chunk
+			s.Response.Content[0].Text = text
+			if _, err := w.AppendPrepared(main, p); err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 {
+				err := w.UpdateStepEnd(main, i-1, func(results *[]ToolResult, timing *Timing) {
+					*results = []ToolResult{{ToolCallID: text, Content: []Block{{Type: BlockText, Text: result}}}}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(w.Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Marshal(w.Tape())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("encoded in parts:\n%s\nwhole:\n%s", got, want)
+			}
+		}
+	})
+}
+
 func fuzzSeedStep(callID string) *Step {
 	next := 2.5
 	return &Step{

@@ -57,6 +57,16 @@ type piece struct {
 type threadPieces struct {
 	head  piece // [","]{"id":...,"parent":...,"steps":[
 	steps []piece
+	parts []stepParts // each step's encoding in parts, to re-encode only what changes
+}
+
+// stepParts are the parts of a step's encoding: {"request":REQUEST,"response":...,
+// "tool_calls":...,"tool_results":...,"timing":...}. A step's piece is their concatenation
+// (after a comma for all but a thread's first step).
+type stepParts struct {
+	request []byte // the encoded request
+	answer  []byte // ,"response":...,"tool_calls":...
+	end     []byte // ,"tool_results":...,"timing":...}
 }
 
 type slot struct {
@@ -203,17 +213,77 @@ func (w *Writer) encodeThreadHead(i int) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func (w *Writer) encodeStep(ti, si int) ([]byte, error) {
+// encodeStep encodes step si of thread ti whole.
+func (w *Writer) encodeStep(ti, si int) (stepParts, error) {
 	s := w.t.Threads[ti].Steps[si]
 	s.normalize()
-	data, err := marshalPiece(s)
+	req, err := marshalPiece(&s.Request)
 	if err != nil {
-		return nil, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
+		return stepParts{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}
+	return w.encodeStepAnswer(ti, si, stepParts{request: req})
+}
+
+// encodeStepAnswer encodes what follows a step's request.
+func (w *Writer) encodeStepAnswer(ti, si int, parts stepParts) (stepParts, error) {
+	s := w.t.Threads[ti].Steps[si]
+	s.normalize()
+	var b bytes.Buffer
+	b.WriteString(`,"response":`)
+	err := encodeInto(&b, &s.Response)
+	if err == nil {
+		b.WriteString(`,"tool_calls":`)
+		err = encodeInto(&b, s.ToolCalls)
+	}
+	if err != nil {
+		return stepParts{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
+	}
+	parts.answer = b.Bytes()
+	return w.encodeStepEnd(ti, si, parts)
+}
+
+// encodeStepEnd encodes a step's tool results and timing.
+func (w *Writer) encodeStepEnd(ti, si int, parts stepParts) (stepParts, error) {
+	s := w.t.Threads[ti].Steps[si]
+	s.normalize()
+	var b bytes.Buffer
+	b.WriteString(`,"tool_results":`)
+	err := encodeInto(&b, s.ToolResults)
+	if err == nil {
+		b.WriteString(`,"timing":`)
+		err = encodeInto(&b, &s.Timing)
+	}
+	if err != nil {
+		return stepParts{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
+	}
+	b.WriteByte('}')
+	parts.end = b.Bytes()
+	return parts, nil
+}
+
+// stepPiece joins a step's parts into its piece.
+func (w *Writer) stepPiece(si int, parts stepParts) piece {
+	n := 1 + len(stepOpen) + len(parts.request) + len(parts.answer) + len(parts.end)
+	data := make([]byte, 0, n)
 	if si > 0 {
-		data = append([]byte{','}, data...)
+		data = append(data, ',')
 	}
-	return data, nil
+	data = append(data, stepOpen...)
+	data = append(data, parts.request...)
+	data = append(data, parts.answer...)
+	data = append(data, parts.end...)
+	return w.newPiece(data)
+}
+
+const stepOpen = `{"request":`
+
+// encodeInto appends the canonical encoding of v to b, without a trailing newline.
+func encodeInto(b *bytes.Buffer, v any) error {
+	if err := encode(b, v); err != nil {
+		return err
+	}
+	b.Truncate(b.Len() - 1)
+	return nil
 }
 
 // addThreadPieces encodes a thread already appended to w.t.Threads.
@@ -229,11 +299,12 @@ func (w *Writer) addThreadPieces(th *Thread) error {
 	tp := &threadPieces{head: w.newPiece(head)}
 	w.threads = append(w.threads, tp)
 	for j := range th.Steps {
-		data, err := w.encodeStep(i, j)
+		parts, err := w.encodeStep(i, j)
 		if err != nil {
 			return err
 		}
-		tp.steps = append(tp.steps, w.newPiece(data))
+		tp.steps = append(tp.steps, w.stepPiece(j, parts))
+		tp.parts = append(tp.parts, parts)
 	}
 	return nil
 }
@@ -266,6 +337,37 @@ func (w *Writer) AddThread(id string, parent *Parent) (int, error) {
 // AppendStep appends s to the thread with index ti and returns the step's index. The Writer
 // owns s from then on.
 func (w *Writer) AppendStep(ti int, s *Step) (int, error) {
+	return w.appendStep(ti, s, nil)
+}
+
+// PreparedStep is a step whose request is encoded ahead of AppendPrepared, for instance
+// while the call is in flight, so that appending it encodes only the answer.
+type PreparedStep struct {
+	step    *Step
+	request []byte
+}
+
+// Prepare encodes s's request for AppendPrepared. s.Request must not change after it;
+// the rest of s may.
+func Prepare(s *Step) (*PreparedStep, error) {
+	s.normalize()
+	req, err := marshalPiece(&s.Request)
+	if err != nil {
+		return nil, fmt.Errorf("prepare step: %w", err)
+	}
+	return &PreparedStep{step: s, request: req}, nil
+}
+
+// Step returns the prepared step.
+func (p *PreparedStep) Step() *Step { return p.step }
+
+// AppendPrepared is AppendStep for a prepared step: it encodes only what follows the
+// request. The Writer owns the step from then on.
+func (w *Writer) AppendPrepared(ti int, p *PreparedStep) (int, error) {
+	return w.appendStep(ti, p.step, p.request)
+}
+
+func (w *Writer) appendStep(ti int, s *Step, request []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if ti < 0 || ti >= len(w.t.Threads) {
@@ -274,17 +376,27 @@ func (w *Writer) AppendStep(ti int, s *Step) (int, error) {
 	th := w.t.Threads[ti]
 	th.Steps = append(th.Steps, s)
 	si := len(th.Steps) - 1
-	data, err := w.encodeStep(ti, si)
+	var (
+		parts stepParts
+		err   error
+	)
+	if request != nil {
+		parts, err = w.encodeStepAnswer(ti, si, stepParts{request: request})
+	} else {
+		parts, err = w.encodeStep(ti, si)
+	}
 	if err != nil {
 		th.Steps = th.Steps[:si]
 		return 0, err
 	}
-	w.threads[ti].steps = append(w.threads[ti].steps, w.newPiece(data))
+	tp := w.threads[ti]
+	tp.steps = append(tp.steps, w.stepPiece(si, parts))
+	tp.parts = append(tp.parts, parts)
 	return si, nil
 }
 
-// UpdateStep changes step si of thread ti (to add the tool results and next_request_at that
-// the thread's next request brings). Persisted by the next Sync.
+// UpdateStep changes step si of thread ti. Persisted by the next Sync. The step is encoded
+// again whole; UpdateStepEnd is cheaper for the tool results and the timing.
 func (w *Writer) UpdateStep(ti, si int, fn func(*Step)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -292,12 +404,54 @@ func (w *Writer) UpdateStep(ti, si int, fn func(*Step)) error {
 		return fmt.Errorf("update step: no step %d in thread %d", si, ti)
 	}
 	fn(w.t.Threads[ti].Steps[si])
-	data, err := w.encodeStep(ti, si)
+	parts, err := w.encodeStep(ti, si)
 	if err != nil {
 		return err
 	}
-	w.threads[ti].steps[si] = w.newPiece(data)
+	w.setStep(ti, si, parts)
 	return nil
+}
+
+// UpdateStepAnswer changes what follows the request of step si of thread ti (its
+// response, tool calls, tool results and timing: what more of a stream brings); fn must not
+// change the step's request, which is not encoded again. Persisted by the next Sync.
+func (w *Writer) UpdateStepAnswer(ti, si int, fn func(*Step)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ti < 0 || ti >= len(w.t.Threads) || si < 0 || si >= len(w.t.Threads[ti].Steps) {
+		return fmt.Errorf("update step: no step %d in thread %d", si, ti)
+	}
+	fn(w.t.Threads[ti].Steps[si])
+	parts, err := w.encodeStepAnswer(ti, si, w.threads[ti].parts[si])
+	if err != nil {
+		return err
+	}
+	w.setStep(ti, si, parts)
+	return nil
+}
+
+// UpdateStepEnd changes the tool results and the timing of step si of thread ti (what the
+// thread's next request brings); only those are encoded again. Persisted by the next Sync.
+func (w *Writer) UpdateStepEnd(ti, si int, fn func(results *[]ToolResult, timing *Timing)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ti < 0 || ti >= len(w.t.Threads) || si < 0 || si >= len(w.t.Threads[ti].Steps) {
+		return fmt.Errorf("update step: no step %d in thread %d", si, ti)
+	}
+	s := w.t.Threads[ti].Steps[si]
+	fn(&s.ToolResults, &s.Timing)
+	parts, err := w.encodeStepEnd(ti, si, w.threads[ti].parts[si])
+	if err != nil {
+		return err
+	}
+	w.setStep(ti, si, parts)
+	return nil
+}
+
+func (w *Writer) setStep(ti, si int, parts stepParts) {
+	tp := w.threads[ti]
+	tp.steps[si] = w.stepPiece(si, parts)
+	tp.parts[si] = parts
 }
 
 // layout lists the current pieces in file order.

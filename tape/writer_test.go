@@ -52,7 +52,15 @@ func TestWriterMatchesMarshal(t *testing.T) {
 	require.NoError(t, w.Sync())
 	check()
 	for i := range 6 {
-		_, err := w.AppendStep(main, testStep(i, 10))
+		if i%2 == 0 {
+			_, err = w.AppendStep(main, testStep(i, 10))
+		} else {
+			var p *PreparedStep
+			p, err = Prepare(testStep(i, 10))
+			require.NoError(t, err)
+			p.Step().Response.Content = []Block{{Type: BlockText, Text: "answer \ufffd <&>"}}
+			_, err = w.AppendPrepared(main, p)
+		}
 		require.NoError(t, err)
 		require.NoError(t, w.Sync())
 		check()
@@ -64,11 +72,27 @@ func TestWriterMatchesMarshal(t *testing.T) {
 			require.NoError(t, w.Sync())
 			check()
 		}
-		if i > 0 {
+		switch {
+		case i == 0:
+		case i%2 == 0:
 			require.NoError(t, w.UpdateStep(main, i-1, func(s *Step) {
 				s.ToolResults = []ToolResult{{ToolCallID: s.ToolCalls[0].ID, Content: []Block{{Type: BlockText, Text: "ok <&>"}}}}
 				next := float64(i)
 				s.Timing.NextRequestAt = &next
+			}))
+			require.NoError(t, w.Sync())
+			check()
+		default:
+			require.NoError(t, w.UpdateStepAnswer(main, i-1, func(s *Step) {
+				s.Response.Chunks = append(s.Response.Chunks, Chunk{AtMS: 1.5, Data: "data: [DONE]\n\n"})
+				s.Timing.LastByteAt = 2
+			}))
+			require.NoError(t, w.Sync())
+			check()
+			require.NoError(t, w.UpdateStepEnd(main, i-1, func(results *[]ToolResult, timing *Timing) {
+				*results = []ToolResult{{ToolCallID: "toolu_x", Content: []Block{{Type: BlockText, Text: "ok <&>"}}}}
+				next := float64(i)
+				timing.NextRequestAt = &next
 			}))
 			require.NoError(t, w.Sync())
 			check()

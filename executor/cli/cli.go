@@ -117,6 +117,15 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		defer ch.Close()
 		out = ch
 	}
+	if f, ok := stdin.(*os.File); ok && f == os.Stdin {
+		in, err := ProtocolStdin()
+		if err != nil {
+			fmt.Fprintf(stderr, "tapebox-exec serve: %v\n", err)
+			return 1
+		}
+		defer in.Close()
+		stdin = in
+	}
 	if err := executor.Serve(ctx, stdin, out, stderr); err != nil {
 		fmt.Fprintf(stderr, "tapebox-exec serve: %v\n", err)
 		return 1

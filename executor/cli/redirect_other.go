@@ -2,8 +2,14 @@
 
 package cli
 
-import "os"
+import (
+	"io"
+	"os"
+)
 
 // RedirectStdout returns os.Stdout unchanged: the executor runs on Linux, where fd 1 is
 // pointed at stderr; elsewhere (development builds) nothing is redirected.
-func RedirectStdout() (*os.File, error) { return os.Stdout, nil }
+func RedirectStdout() (io.WriteCloser, error) { return os.Stdout, nil }
+
+// ProtocolStdin returns os.Stdin unchanged (see RedirectStdout).
+func ProtocolStdin() (io.ReadCloser, error) { return os.Stdin, nil }

@@ -64,6 +64,9 @@ type decoder struct {
 	// skipped (building one distinct unit instance, whose own units are recorded already).
 	record bool
 	units  units
+
+	open  map[openKey]*openMemo   // see memo.go
+	items map[*unitDef]*itemsMemo // when recording, not locating
 }
 
 // decode decodes data, which must hold exactly one JSON value, following sh. It returns
@@ -157,7 +160,8 @@ func (d *decoder) value(sh *shape) (any, error) {
 			return nil, d.skip()
 		case modeUnit:
 			if d.record {
-				return nil, d.reduceUnit(sh.unit)
+				_, err := d.reduceUnit(sh.unit)
+				return nil, err
 			}
 			return nil, d.skip()
 		case modeTypeOnly:
@@ -228,7 +232,12 @@ func (d *decoder) objectBody(sh *shape) (any, error) {
 		if err := d.colon(); err != nil {
 			return nil, err
 		}
-		v, err := d.value(child)
+		var v any
+		if d.ws(); child != nil && child.mode == modeOpen && d.i < len(d.data) && d.data[d.i] == '{' {
+			err = d.openValue(openKey{sh, key})
+		} else {
+			v, err = d.value(child)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -346,9 +355,44 @@ func (d *decoder) unitItems(def *unitDef) error {
 		d.i++
 		return nil
 	}
+	// Items equal to those at the same index of the last array of the same definition
+	// are the same instances (see memo.go); locating needs every occurrence instead.
+	var prev, cur *itemsMemo
+	if !d.units.locate {
+		if prev = d.items[def]; prev != nil && prev.depth != d.depth {
+			prev = nil
+		}
+		cur = &itemsMemo{depth: d.depth}
+		if prev != nil {
+			cur.spans = make([][]byte, 0, len(prev.spans)+2)
+			cur.runs = make([]*unitRun, 0, len(prev.spans)+2)
+		}
+		defer func() {
+			if d.items == nil {
+				d.items = map[*unitDef]*itemsMemo{}
+			}
+			d.items[def] = cur
+		}()
+	}
 	for {
-		if err := d.reduceUnit(def); err != nil {
-			return err
+		d.ws()
+		start := d.i
+		switch {
+		case cur == nil:
+			if _, err := d.reduceUnit(def); err != nil {
+				return err
+			}
+		case prev != nil && len(cur.spans) < len(prev.spans) && d.reuse(prev.spans[len(cur.spans)]):
+			k := len(cur.spans)
+			cur.spans = append(cur.spans, prev.spans[k])
+			cur.runs = append(cur.runs, prev.runs[k])
+		default:
+			r, err := d.reduceUnit(def)
+			if err != nil {
+				return err
+			}
+			cur.spans = append(cur.spans, d.data[start:d.i])
+			cur.runs = append(cur.runs, r)
 		}
 		d.ws()
 		if d.i >= len(d.data) {

@@ -68,14 +68,15 @@ func (u *units) text(t byte, b []byte) {
 	u.enc = append(u.enc, b...)
 }
 
-// reduceUnit reduces the unit instance at d.i and records it.
-func (d *decoder) reduceUnit(def *unitDef) error {
+// reduceUnit reduces the unit instance at d.i, records it and returns its distinct
+// instance.
+func (d *decoder) reduceUnit(def *unitDef) (*unitRun, error) {
 	d.ws()
 	start := d.i
 	mark := len(d.units.enc)
 	d.units.text(tagKey, []byte(def.name)) // instances of different definitions differ
 	if err := d.reduce(def.shape); err != nil {
-		return err
+		return nil, err
 	}
 	enc := d.units.enc[mark:]
 	r, ok := d.units.seen[string(enc)]
@@ -91,7 +92,7 @@ func (d *decoder) reduceUnit(def *unitDef) error {
 		r.at = append(r.at, start)
 	}
 	d.units.enc = d.units.enc[:mark]
-	return nil
+	return r, nil
 }
 
 // reduce moves past the value at d.i, checking its syntax, and appends its reduced
@@ -110,7 +111,8 @@ func (d *decoder) reduce(sh *shape) error {
 			return d.skip()
 		case modeUnit:
 			u.tag(tagUnit)
-			return d.reduceUnit(sh.unit)
+			_, err := d.reduceUnit(sh.unit)
+			return err
 		case modeTypeOnly:
 			switch c {
 			case '"':

@@ -196,13 +196,15 @@ type threadMemo struct {
 	toolList   []tape.Tool
 	msgSpans   [][]byte
 	msgs       []tape.Message
+	raw        *rawMemo // the raw body
 }
 
 // reuse reports whether span (a complete JSON value from earlier) comes next in data,
 // and consumes it if so. A complete value ends itself, so a byte-equal prefix is the
 // same value.
 func (d *decoder) reuse(span []byte) bool {
-	if len(span) == 0 {
+	// A number is not complete in itself: 12 is a prefix of 123.
+	if len(span) == 0 || (span[len(span)-1] != '}' && span[len(span)-1] != ']' && span[len(span)-1] != '"') {
 		return false
 	}
 	d.next()
@@ -1221,7 +1223,11 @@ func (d *decoder) request(r *tape.Request) error {
 			err = d.headers(&r.Headers)
 		case "raw":
 			d.field(&o, 7)
-			r.Raw, err = d.raw()
+			if m := d.memo; m != nil {
+				r.Raw, m.raw, err = d.rawReusing(m.raw)
+			} else {
+				r.Raw, err = d.raw()
+			}
 		default:
 			err = d.unknown(key)
 		}
@@ -1435,4 +1441,77 @@ func (d *decoder) block(b *tape.Block) error {
 	d.check(o, 1|bit(1, b.Text != "")|bit(2, b.ID != "")|bit(3, b.Name != "")|bit(4, len(b.Input) > 0)|
 		bit(5, b.ToolCallID != "")|bit(6, len(b.Content) > 0)|bit(7, b.IsError)|bit(8, len(b.Raw) > 0))
 	return err
+}
+
+// rawMemo remembers a raw request body (a JSON object) as spans of data: each member's
+// value and, for an array value, each element. The next request of the thread repeats
+// most of them (the conversation so far, the system prompt, the tools); those are taken
+// over with one comparison of bytes instead of being scanned again.
+type rawMemo struct {
+	keys  [][]byte
+	vals  [][]byte
+	elems [][][]byte // element spans of array values, nil for other values
+}
+
+// rawReusing is raw for a request body, reusing what prev (the thread's previous body,
+// or nil) holds, and returns the memo of this body for the next.
+func (d *decoder) rawReusing(prev *rawMemo) (json.RawMessage, *rawMemo, error) {
+	if d.next() != '{' {
+		v, err := d.raw()
+		return v, nil, err
+	}
+	start := d.i
+	m := &rawMemo{}
+	if prev != nil {
+		m.keys = make([][]byte, 0, len(prev.keys))
+		m.vals = make([][]byte, 0, len(prev.keys))
+		m.elems = make([][][]byte, 0, len(prev.keys))
+	}
+	err := d.object(func(key []byte) error {
+		var cand []byte
+		var candElems [][]byte
+		if prev != nil {
+			// Members mostly come in the same order: look where this one was first.
+			n := len(m.keys)
+			for j := range prev.keys {
+				k := (n + j) % len(prev.keys)
+				if bytes.Equal(prev.keys[k], key) {
+					cand, candElems = prev.vals[k], prev.elems[k]
+					break
+				}
+			}
+		}
+		d.next()
+		vs := d.i
+		var elems [][]byte
+		var err error
+		switch {
+		case d.reuse(cand):
+			elems = candElems
+		case d.data[d.i] == '[':
+			elems = make([][]byte, 0, len(candElems)+2)
+			err = d.array(func() error {
+				k := len(elems)
+				if k < len(candElems) && d.reuse(candElems[k]) {
+					elems = append(elems, candElems[k])
+					return nil
+				}
+				d.next()
+				es := d.i
+				err := d.skip()
+				elems = append(elems, d.data[es:d.i])
+				return err
+			})
+		default:
+			err = d.skip()
+		}
+		m.keys = append(m.keys, key)
+		m.vals = append(m.vals, d.data[vs:d.i])
+		m.elems = append(m.elems, elems)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return json.RawMessage(d.data[start:d.i]), m, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,4 +291,43 @@ func TestScanText(t *testing.T) {
 	assert.Equal(t, 5, nextQuoteOrBackslash([]byte(`abcde"f\`), 0))
 	assert.Equal(t, 3, nextQuoteOrBackslash([]byte(`abc\e"f`), 0))
 	assert.Equal(t, 4, nextQuoteOrBackslash([]byte(`abcd`), 1))
+}
+
+// TestDecodeTapeReusedRawBodies checks the raw-body memo (rawReusing): later requests of a
+// thread repeat the members and messages of the one before, which are taken over by a
+// comparison of bytes. A longer number after a shorter one, a changed member and a
+// broken value after a repeated prefix must decode as tape.Unmarshal does.
+func TestDecodeTapeReusedRawBodies(t *testing.T) {
+	msgs := []string{`{"role":"user","content":"fix it"}`}
+	var steps []*tape.Step
+	for i, maxTokens := range []string{"32000", "320001", "32000", "32000"} {
+		raw := `{"max_tokens":` + maxTokens + `,"messages":[` + strings.Join(msgs, ",") + `],"model":"m","n":` + strconv.Itoa(i) + `}`
+		steps = append(steps, &tape.Step{
+			Request:  tape.Request{Path: "/v1/messages", Raw: json.RawMessage(raw)},
+			Response: tape.Response{Status: 200},
+		})
+		msgs = append(msgs, `{"role":"assistant","content":"step `+strconv.Itoa(i)+`"}`)
+	}
+	tp := tape.New(tape.ProviderAnthropic, corpusEpoch)
+	tp.Meta.TapeID = "raw-memo"
+	tp.Threads = []*tape.Thread{{ID: "main", Steps: steps}}
+	data, err := tape.Marshal(tp)
+	require.NoError(t, err)
+
+	got, canon, err := decodeTape(data, false)
+	require.NoError(t, err)
+	require.True(t, canon)
+	for i, s := range got.Threads[0].Steps {
+		assert.JSONEq(t, string(steps[i].Request.Raw), string(s.Request.Raw), "step %d", i)
+		assert.Equal(t, string(steps[i].Request.Raw), string(s.Request.Raw), "step %d", i)
+	}
+
+	// Break the last body after the part it repeats.
+	last := bytes.LastIndex(data, []byte(`"step 2"}`))
+	require.Positive(t, last)
+	broken := append(append(bytes.Clone(data[:last]), `"step 2"]}`...), data[last+len(`"step 2"}`):]...)
+	_, refErr := tape.Unmarshal(broken)
+	require.Error(t, refErr)
+	_, canon, err = decodeTape(broken, false)
+	assert.False(t, err == nil && canon, "a broken raw body is not taken for a canonical tape")
 }

@@ -195,7 +195,11 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	stepRows := make(chan *prepared, 4)
 	g.Go(func() error {
 		for p := range tapeRows {
-			err := tapesSet.write([]TapeRow{p.row}, []int64{p.rowSize})
+			// TapeJSON may be the file, mapped: guard turns its shrinking into an error.
+			err := guard(func() error { return tapesSet.write([]TapeRow{p.row}, []int64{p.rowSize}) })
+			if errors.Is(err, errFileChanged) {
+				err = fmt.Errorf("%s: %w", p.in.Path, err)
+			}
 			// The writer copied what it keeps: the file's buffer can serve another.
 			buffers.put(p.data)
 			p.done()
@@ -306,6 +310,13 @@ func prepare(p *prepared, buffers *bufferPool, validateOnly bool) {
 		return
 	}
 	p.data = data
+	if err := guard(func() error { prepareData(p, data, validateOnly); return nil }); err != nil {
+		p.err = fmt.Errorf("%s: %w", p.in.Path, err)
+	}
+}
+
+// prepareData is prepare once the file is read.
+func prepareData(p *prepared, data []byte, validateOnly bool) {
 	if err := validateTape(data); err != nil {
 		var ve *schema.ValidationError
 		var se *schema.SyntaxError

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package dataset
+
+import "os"
+
+func mapFile(*os.File, int) []byte { return nil }
+
+func unmapFile([]byte) {}

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package dataset
+
+const mapPopulate = 0

@@ -1,7 +1,11 @@
 package executor_test
 
 import (
+	"bufio"
 	"bytes"
+	"io"
+	"net"
+	"os"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/tape"
 )
 
 // TestBinary builds tapebox-exec and drives it as the controller and the conformance
@@ -92,6 +97,64 @@ func TestBinary(t *testing.T) {
 		assert.Contains(t, perr.Message, "malformed JSON")
 	})
 
+	t.Run("serve-listen", func(t *testing.T) {
+		dir := t.TempDir()
+		sock := filepath.Join(dir, "exec.sock")
+		// A socket left by an executor that died is replaced.
+		stale, err := net.Listen("unix", sock)
+		require.NoError(t, err)
+		stale.(*net.UnixListener).SetUnlinkOnClose(false)
+		stale.Close()
+		require.FileExists(t, sock)
+
+		cmd := exec.CommandContext(t.Context(), bin, "serve", "--listen", "unix:"+sock)
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		// A file, not a buffer: os/exec then copies nothing in a goroutine of its own.
+		stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+		require.NoError(t, err)
+		defer stderr.Close()
+		cmd.Stderr = stderr
+		require.NoError(t, cmd.Start())
+		ready, err := bufio.NewReader(stdout).ReadString('\n')
+		require.NoError(t, err, logOf(stderr))
+		assert.Equal(t, "listening unix:"+sock+"\n", ready)
+
+		conn, err := net.Dial("unix", sock)
+		require.NoError(t, err)
+		defer conn.Close()
+		enc, dec := protocol.NewEncoder(conn), protocol.NewReplyDecoder(conn)
+		require.NoError(t, enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: dir, Env: map[string]string{}}))
+		env, err := dec.Decode()
+		require.NoError(t, err, logOf(stderr))
+		require.NotNil(t, env.HelloReply, string(env.Raw))
+		require.NoError(t, enc.Encode(protocol.Call{Op: protocol.OpCall, ID: "1",
+			Call: tape.ToolCall{ID: "t1", Name: "Bash", Input: []byte(`{"command":"echo over-the-socket"}`)}}))
+		env, err = dec.Decode()
+		require.NoError(t, err, logOf(stderr))
+		require.NotNil(t, env.Result, string(env.Raw))
+		assert.Equal(t, "over-the-socket", env.Result.Result.Text())
+		assert.NoFileExists(t, sock, "the socket file goes once the client is connected")
+
+		// The end of stdin (the exec stream closed) ends the session.
+		require.NoError(t, stdin.Close())
+		_, err = dec.Decode()
+		assert.ErrorIs(t, err, io.EOF)
+		require.NoError(t, cmd.Wait(), logOf(stderr))
+	})
+
+	t.Run("serve-listen-no-client", func(t *testing.T) {
+		sock := filepath.Join(t.TempDir(), "exec.sock")
+		cmd := exec.CommandContext(t.Context(), bin, "serve", "--listen", "unix:"+sock)
+		cmd.Stdin = strings.NewReader("") // the controller went away before connecting
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		assert.Equal(t, "listening unix:"+sock+"\n", string(out))
+		assert.NoFileExists(t, sock)
+	})
+
 	t.Run("usage", func(t *testing.T) {
 		for _, tt := range []struct {
 			args []string
@@ -103,6 +166,9 @@ func TestBinary(t *testing.T) {
 			{[]string{"call", "--help"}, 0, "usage: tapebox-exec call --harness NAME"},
 			{[]string{"call", "--cwd", "/"}, 2, "--harness is required"},
 			{[]string{"serve", "extra"}, 2, "unexpected argument"},
+			{[]string{"serve", "--listen", "tcp:1"}, 2, "want unix:PATH"},
+			{[]string{"serve", "--listen", "unix:/" + strings.Repeat("x", 120)}, 1, "over the 107 a unix socket address holds"},
+			{[]string{"serve", "--listen", "unix:/nonexistent-dir/exec.sock"}, 1, "is the directory there and writable?"},
 			{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 			{nil, 2, "usage:"},
 		} {
@@ -112,6 +178,11 @@ func TestBinary(t *testing.T) {
 			assert.Contains(t, string(out), tt.out, "%v", tt.args)
 		}
 	})
+}
+
+func logOf(f *os.File) string {
+	b, _ := os.ReadFile(f.Name())
+	return string(b)
 }
 
 func quote(s string) string {

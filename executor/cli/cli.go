@@ -24,11 +24,18 @@ Commands:
 Run "tapebox-exec <command> --help" for a command's flags.
 `
 
-const serveUsage = `usage: tapebox-exec serve
+const serveUsage = `usage: tapebox-exec serve [--listen unix:PATH]
 
 Runs one executor protocol session (see package executor/protocol): requests on stdin,
 replies on stdout, logs on stderr. The process's own stdout is pointed at stderr first,
 so nothing a tool prints reaches the channel.
+
+  --listen unix:PATH   serve the session on the first connection to a unix socket at PATH
+                       instead (a socket left there is replaced). stdout gets one line,
+                       "listening unix:PATH", once a client may connect; the end of stdin
+                       ends the wait or the session. TapeBox uses it for containers it
+                       creates, with PATH in a directory bind-mounted from the host, so
+                       that calls bypass the Docker engine.
 `
 
 const callUsage = `usage: tapebox-exec call --harness NAME [--cwd DIR] [--state-dir DIR] < call.json
@@ -104,7 +111,13 @@ func usageError(stdout, stderr io.Writer, cmd, text string, err error) int {
 }
 
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if err := parseFlags(args, nil); err != nil {
+	var listen string
+	err := parseFlags(args, map[string]*string{"listen": &listen})
+	sockPath, isUnix := strings.CutPrefix(listen, "unix:")
+	if err == nil && listen != "" && (!isUnix || sockPath == "") {
+		err = fmt.Errorf("--listen %q: want unix:PATH", listen)
+	}
+	if err != nil {
 		return usageError(stdout, stderr, "serve", serveUsage, err)
 	}
 	out := stdout
@@ -126,7 +139,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		defer in.Close()
 		stdin = in
 	}
-	if err := executor.Serve(ctx, stdin, out, stderr); err != nil {
+	if listen != "" {
+		err = serveUnix(ctx, sockPath, stdin, out, stderr)
+	} else {
+		err = executor.Serve(ctx, stdin, out, stderr)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "tapebox-exec serve: %v\n", err)
 		return 1
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"io"
 	"os"
 	"syscall"
@@ -58,6 +59,8 @@ func (r *rawFile) Read(p []byte) (int, error) {
 		}
 	})
 	switch {
+	case errors.Is(err, os.ErrClosed):
+		return 0, io.EOF // closed by this process: the session is over
 	case err != nil:
 		return 0, err
 	case errno != 0:

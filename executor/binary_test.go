@@ -3,10 +3,10 @@ package executor_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"net"
 	"os"
-	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"

@@ -62,6 +62,7 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider,
 		broke = g.relayBody(w, r, resp, rec)
 	}
 	if rec != nil {
+		g.w.PrepareSync() // the next call's publish then costs one rename
 		g.kickSync()
 	}
 	if broke {
@@ -338,6 +339,10 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, resp *http.R
 	g.commit(rec, a)
 	if _, err := w.Write(b); err != nil {
 		return false
+	}
+	if a.complete {
+		// The answer is out: the client has it now, before the handler's work after it.
+		http.NewResponseController(w).Flush()
 	}
 	if readErr != nil && !clientGone {
 		// Let the client have what arrived before its connection breaks.

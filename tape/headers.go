@@ -1,7 +1,6 @@
 package tape
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -15,13 +14,22 @@ var credentialHeaders = []string{
 	"anthropic-api-key", "openai-api-key", "x-goog-api-key",
 }
 
-// credentialName matches other header names that look like they carry a secret.
-var credentialName = regexp.MustCompile(`(?i)(secret|token|password|passwd|api[-_]?key|auth|session-token|cookie)`)
+// credentialWords mark other header names that look like they carry a secret: a name
+// (lower case) that contains one of them is a credential.
+var credentialWords = []string{"secret", "token", "password", "passwd", "apikey", "api-key", "api_key", "auth", "cookie"}
 
 // IsCredential says whether a header (any case) carries a credential.
 func IsCredential(name string) bool {
 	n := strings.ToLower(name)
-	return slices.Contains(credentialHeaders, n) || credentialName.MatchString(n)
+	if slices.Contains(credentialHeaders, n) {
+		return true
+	}
+	for _, w := range credentialWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // RedactHeaders turns HTTP headers (an http.Header) into a tape's: lower-case names,

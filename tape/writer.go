@@ -25,7 +25,8 @@ import (
 // results), truncates it, fsyncs it, then publishes it by hard-linking it to a temporary
 // name and renaming that over the tape's path. A reader that opens the path gets an inode
 // that is complete and that the Writer will not touch until one more Sync has published the
-// other slot. Where hard links are not available, Sync falls back to rewriting the whole
+// other slot. PrepareSync makes the next Sync's link ahead of time, so that publishing costs
+// one rename. Where hard links are not available, Sync falls back to rewriting the whole
 // file through a temporary file and a rename.
 //
 // Close (or Finish) removes the slot files; the tape stays at its path.
@@ -41,7 +42,9 @@ type Writer struct {
 	threads []*threadPieces
 
 	slots   [2]*slot
-	next    int // slot to write on the next Sync
+	next    int     // slot to write on the next Sync
+	ps      []piece // the layout, reused across Syncs
+	buf     []byte  // what a Sync writes, reused across Syncs
 	nextID  uint64
 	noLinks bool
 	noFsync bool
@@ -75,6 +78,8 @@ type slot struct {
 	layout []uint64 // piece ids in file order
 	sizes  []int
 	size   int64 // the file's length
+	// link is a hard link to the slot made ahead of its next publish (by PrepareSync), or "".
+	link string
 }
 
 // Fixed pieces have fixed ids, so that positional comparison of layouts stays exact.
@@ -456,13 +461,15 @@ func (w *Writer) setStep(ti, si int, parts stepParts) {
 
 // layout lists the current pieces in file order.
 func (w *Writer) layout() []piece {
-	ps := []piece{w.head}
+	ps := append(w.ps[:0], w.head)
 	for _, tp := range w.threads {
 		ps = append(ps, tp.head)
 		ps = append(ps, tp.steps...)
 		ps = append(ps, piece{id: idThreadTail, data: threadTail})
 	}
-	return append(ps, piece{id: idTail, data: tapeTail})
+	ps = append(ps, piece{id: idTail, data: tapeTail})
+	w.ps = ps
+	return ps
 }
 
 // Sync persists the tape: when it returns nil, the file at the Writer's path is the
@@ -491,16 +498,20 @@ func (w *Writer) sync() error {
 	for ; i < len(ps) && i < len(s.layout) && ps[i].id == s.layout[i]; i++ {
 		off += int64(s.sizes[i])
 	}
-	var buf bytes.Buffer
+	buf := w.buf[:0]
 	for _, p := range ps[i:] {
-		buf.Write(p.data)
+		buf = append(buf, p.data...)
+	}
+	w.buf = buf
+	if cap(buf) > 64<<20 {
+		w.buf = nil // a huge step: do not hold its copy
 	}
 	s.layout = s.layout[:0]
 	s.sizes = s.sizes[:0]
-	if _, err := s.f.WriteAt(buf.Bytes(), off); err != nil {
+	if _, err := s.f.WriteAt(buf, off); err != nil {
 		return err
 	}
-	end := off + int64(buf.Len())
+	end := off + int64(len(buf))
 	if end < s.size { // only a shrinking tape (a meta rewrite) leaves bytes to cut
 		if err := s.f.Truncate(end); err != nil {
 			return err
@@ -516,11 +527,15 @@ func (w *Writer) sync() error {
 		s.layout = append(s.layout, p.id)
 		s.sizes = append(s.sizes, len(p.data))
 	}
-	tmp := filepath.Join(filepath.Dir(w.path), "."+filepath.Base(w.path)+".publish-"+NewID()[:8])
-	if err := os.Link(s.path, tmp); err != nil {
-		// No hard links on this file system: fall back to whole-file rewrites.
-		w.noLinks = true
-		return w.rewrite(ps)
+	tmp := s.link
+	s.link = ""
+	if tmp == "" {
+		var err error
+		if tmp, err = w.linkSlot(s); err != nil {
+			// No hard links on this file system: fall back to whole-file rewrites.
+			w.noLinks = true
+			return w.rewrite(ps)
+		}
 	}
 	if err := os.Rename(tmp, w.path); err != nil {
 		os.Remove(tmp)
@@ -537,6 +552,34 @@ func (w *Writer) sync() error {
 		return nil
 	}
 	return syncDir(filepath.Dir(w.path))
+}
+
+// linkSlot makes a new hard link to slot s, to publish it by renaming the link over the
+// tape's path.
+func (w *Writer) linkSlot(s *slot) (string, error) {
+	tmp := filepath.Join(filepath.Dir(w.path), "."+filepath.Base(w.path)+".publish-"+NewID()[:8])
+	if err := os.Link(s.path, tmp); err != nil {
+		return "", err
+	}
+	return tmp, nil
+}
+
+// PrepareSync does ahead of time what the next Sync needs besides writing: the hard link
+// that will publish the slot it writes. Call it when the Writer would otherwise wait (a
+// recorder calls it once an answer is out); Sync does it itself when it was not done.
+func (w *Writer) PrepareSync() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.noLinks {
+		return
+	}
+	s := w.slots[w.next]
+	if s.link != "" {
+		return
+	}
+	if tmp, err := w.linkSlot(s); err == nil {
+		s.link = tmp
+	}
 }
 
 func (w *Writer) rewrite(ps []piece) error {
@@ -578,9 +621,15 @@ func (w *Writer) closeSlots() error {
 			continue
 		}
 		errs = append(errs, s.f.Close())
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+		for _, p := range []string{s.path, s.link} {
+			if p == "" {
+				continue
+			}
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
+		s.link = ""
 	}
 	return errors.Join(errs...)
 }

@@ -57,7 +57,9 @@ var noopCall = protocol.Call{Op: protocol.OpCall, ID: "1",
 //     Go client (frame headers parsed inline): the floor of this path on this engine.
 //   - session-cat: the same through Session (stdcopy demultiplexing into a pipe).
 //   - session-executor-noop: a Noop call (Claude Code TodoWrite) through tapebox-exec serve
-//     (skipped until the executor exists). Target: within 1.2x of floor-raw-cat.
+//     over the exec stream (TransportStream). Target: within 1.2x of floor-raw-cat.
+//   - session-socket-noop: the same over the unix socket in a bind-mounted directory
+//     (TransportSocket), which bypasses the engine. Target: p50 <= 0.05 ms.
 //   - exec-per-call: Exec of "echo x", one exec per call, the peer's way.
 func BenchmarkDockerRoundTrip(b *testing.B) {
 	sb := benchSandbox(b, dockertest.SandboxImage, Options{Cwd: "/app"})
@@ -108,9 +110,9 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 		lat.report(b)
 	})
 
-	b.Run("session-executor-noop", func(b *testing.B) {
+	noopLoop := func(b *testing.B, tr Transport) {
 		exe := realExecutor(b, sb.Arch())
-		esb := benchSandbox(b, dockertest.SandboxImage, Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe})
+		esb := benchSandbox(b, dockertest.SandboxImage, Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe, Transport: tr})
 		s, err := esb.Start(b.Context())
 		if err != nil {
 			b.Fatal(err)
@@ -136,7 +138,9 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 			lat.time(start)
 		}
 		lat.report(b)
-	})
+	}
+	b.Run("session-executor-noop", func(b *testing.B) { noopLoop(b, TransportStream) })
+	b.Run("session-socket-noop", func(b *testing.B) { noopLoop(b, TransportSocket) })
 
 	b.Run("exec-per-call", func(b *testing.B) {
 		var lat latencies

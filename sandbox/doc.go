@@ -26,6 +26,19 @@
 // nothing to the stream's own round trip. The Engine API cannot signal an exec's process:
 // Session.Close closes the stream and the executor exits when its stdin ends.
 //
+// # Executor transport
+//
+// A container TapeBox creates (docker-image:) on an engine of this machine, with the default
+// runtime, gets a host directory (private, removed by Close) bind-mounted at
+// /run/tapebox-exec; Start runs "tapebox-exec serve --listen unix:/run/tapebox-exec/exec-ID.sock"
+// through an exec session, waits for its "listening" line and connects to the socket from
+// the host side. Calls then bypass the engine (about 0.03 ms a Noop round trip against 0.1
+// ms). The exec session stays as the executor's lifeline (its end ends the executor) and
+// carries its stderr. Where the socket cannot work (remote engine, another runtime, a socket
+// path over 107 bytes, a refused mount, an executor without --listen) the exec stream is
+// used and Options.Logf says why; Options.Transport forces either (Sandbox.Transport tells
+// which is in use). Existing containers (docker:) always use the exec stream.
+//
 // # Containers TapeBox creates
 //
 // docker-image: containers get safe defaults: every capability dropped (Options.CapAdd gives

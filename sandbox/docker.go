@@ -70,6 +70,12 @@ type dockerBackend struct {
 	cwd     string
 	env     []string
 	logf    func(string, ...any)
+
+	// The socket transport (socket.go): the host directory bind-mounted at sockDirIn and
+	// its private parent; sockOff is set once it failed and the stream took over.
+	sockHost, sockParent string
+	sockForced           bool
+	sockOff              atomic.Bool
 }
 
 func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err error) {
@@ -169,15 +175,34 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 	// read-only: no copy (about 50 ms of a 0.3 s start). Elsewhere, or if the engine refuses
 	// the mount (a VM that does not share the path), it is copied in before the start.
 	bind := exe != "" && !opts.CopyExecutor && localEngine(cli)
+	if err := d.planSocket(opts); err != nil {
+		return nil, err
+	}
+	// When the engine refuses a bind mount, give up the socket's (unless forced), then the
+	// executor's.
+	retryMount := func(err error) bool {
+		if !isMountErr(err) {
+			return false
+		}
+		switch {
+		case d.sockHost != "" && !d.sockForced:
+			d.logf("sandbox %s: bind-mounting the socket directory failed (%v); the executor will use the exec stream", spec, err)
+			d.dropSocket()
+		case bind:
+			d.logf("sandbox %s: bind-mounting the executor failed (%v); copying it instead", spec, err)
+			bind = false
+		default:
+			return false
+		}
+		return true
+	}
 	for {
 		mountExe := ""
 		if bind {
 			mountExe = exe
 		}
 		if err := d.create(ctx, opts, mountExe, sb.executor); err != nil {
-			if bind && isMountErr(err) {
-				d.logf("sandbox %s: bind-mounting the executor failed (%v); copying it instead", spec, err)
-				bind = false
+			if retryMount(err) {
 				continue
 			}
 			return nil, err
@@ -192,14 +217,12 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 			break
 		}
 		err = fmt.Errorf("open sandbox %s: start container %s: %w", spec, d.name, err)
-		if !bind || !isMountErr(err) {
+		if !retryMount(err) {
 			return nil, err
 		}
-		d.logf("sandbox %s: bind-mounting the executor failed (%v); copying it instead", spec, err)
 		if err := d.remove(ctx); err != nil {
 			return nil, err
 		}
-		bind = false
 	}
 	d.logf("sandbox %s: started container %s (%.12s)", spec, d.name, d.id)
 	sb.containerID = d.id
@@ -243,6 +266,9 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 	}
 	if exe != "" {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: exe, Target: dest, ReadOnly: true})
+	}
+	if d.sockHost != "" {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: d.sockHost, Target: sockDirIn})
 	}
 	if opts.ReadOnlyRoot {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Target: d.cwd})
@@ -649,6 +675,7 @@ func (d *dockerBackend) close(ctx context.Context, open []*Session) error {
 		errs = append(errs, fmt.Errorf("close %w", err))
 	}
 	closeSessions(open)
+	d.dropSocket()
 	if err := d.cli.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close sandbox %s: close the engine client: %w", d.spec, err))
 	}

@@ -191,7 +191,7 @@ func TestDockerSafeDefaults(t *testing.T) {
 		},
 		{
 			name: "executor bind-mounted",
-			opts: Options{InstallExecutor: true, ExecutorPath: fakeExecutor(t, hostArch())},
+			opts: Options{InstallExecutor: true, ExecutorPath: fakeExecutor(t, hostArch()), Transport: TransportStream},
 			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
 				require.Len(t, hc.Mounts, 1)
 				assert.Equal(t, mount.Mount{Type: mount.TypeBind, Source: fakeExecutor(t, hostArch()), Target: "/usr/local/bin/tapebox-exec", ReadOnly: true}, hc.Mounts[0])
@@ -200,7 +200,7 @@ func TestDockerSafeDefaults(t *testing.T) {
 		},
 		{
 			name: "executor copied",
-			opts: Options{InstallExecutor: true, CopyExecutor: true, ExecutorPath: fakeExecutor(t, hostArch())},
+			opts: Options{InstallExecutor: true, CopyExecutor: true, ExecutorPath: fakeExecutor(t, hostArch()), Transport: TransportStream},
 			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
 				assert.Empty(t, hc.Mounts)
 				assert.Equal(t, hostArch()+"\n", execOut(t, sb, "tapebox-exec", "arch"))
@@ -478,13 +478,16 @@ func TestDockerRealExecutor(t *testing.T) {
 	realExecutor(t, hostArch())
 	for _, ref := range []string{dockertest.SandboxImage, dockertest.TinyImage} {
 		t.Run(ref, func(t *testing.T) {
-			sb := openImage(t, ref, Options{Cwd: "/app", InstallExecutor: true})
-			s, err := sb.Start(t.Context())
-			require.NoError(t, err)
-			defer s.Close()
-			hello := helloRoundTrip(t, s, "/app")
-			assert.Equal(t, "/app", hello.Cwd)
-			bye(t, s)
+			for _, tr := range []Transport{TransportStream, TransportSocket} {
+				sb := openImage(t, ref, Options{Cwd: "/app", InstallExecutor: true, Transport: tr})
+				s, err := sb.Start(t.Context())
+				require.NoError(t, err)
+				hello := helloRoundTrip(t, s, "/app")
+				assert.Equal(t, "/app", hello.Cwd)
+				bye(t, s)
+				require.NoError(t, s.Close(), "%s", tr)
+				assert.NoError(t, s.Wait(), "%s: the executor exits 0 after bye; stderr: %s", tr, s.Stderr())
+			}
 		})
 	}
 }

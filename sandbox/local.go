@@ -55,6 +55,12 @@ func openLocal(ctx context.Context, spec Spec, opts Options) (*Sandbox, error) {
 	return sb, nil
 }
 
+func (l *localBackend) startExecutor(ctx context.Context, argv []string) (*Session, error) {
+	return l.start(ctx, argv)
+}
+
+func (l *localBackend) transport() string { return "pipes" }
+
 func (l *localBackend) start(ctx context.Context, argv []string) (*Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", argv[0], l.spec, err)

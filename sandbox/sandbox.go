@@ -61,6 +61,9 @@ type Options struct {
 	Env map[string]string
 	// Logf, when set, receives progress lines (container created, executor installed ...).
 	Logf func(format string, args ...any)
+	// Transport is how the executor session reaches a Docker sandbox: TransportAuto (the
+	// default), TransportStream or TransportSocket. See Transport.
+	Transport Transport
 
 	// The options below apply only to containers TapeBox creates (docker-image:); Open rejects
 	// them for other sandboxes.
@@ -174,6 +177,10 @@ func ParseSpec(spec string) (Spec, error) {
 // backend is what one kind of sandbox implements; Sandbox adds the shared checks.
 type backend interface {
 	start(ctx context.Context, argv []string) (*Session, error)
+	// startExecutor starts "tapebox-exec serve" (argv) on the backend's transport.
+	startExecutor(ctx context.Context, argv []string) (*Session, error)
+	// transport names what startExecutor uses now.
+	transport() string
 	exec(ctx context.Context, argv []string) (*ExecResult, error)
 	snapshot(ctx context.Context, dir string) (map[string]File, error)
 	writeFiles(ctx context.Context, dir string, files map[string]File) error
@@ -216,6 +223,9 @@ func Open(ctx context.Context, spec string, opts Options) (*Sandbox, error) {
 	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", s, err)
 	}
+	if err := opts.Transport.check(s); err != nil {
+		return nil, fmt.Errorf("open sandbox %s: %w", s, err)
+	}
 	if s.Scheme != SchemeDockerImage {
 		if set := opts.createdOnly(); len(set) > 0 {
 			return nil, fmt.Errorf("open sandbox %s: %w: %s only apply to containers TapeBox creates; use docker-image:IMAGE",
@@ -254,19 +264,32 @@ func (s *Sandbox) Start(ctx context.Context) (*Session, error) {
 	if s.executorErr != nil {
 		return nil, s.executorErr
 	}
-	return s.StartCommand(ctx, []string{s.executor, "serve"})
+	return s.startSession(ctx, []string{s.executor, "serve"}, true)
 }
+
+// Transport names how Start reaches the executor: "pipes" (local), "exec-stream" (a Docker
+// exec's hijacked stream through the engine) or "unix-socket" (a unix socket in a directory
+// bind-mounted from the host, which bypasses the engine; see Options.Transport).
+func (s *Sandbox) Transport() string { return s.b.transport() }
 
 // StartCommand is Start for any command: argv runs in the sandbox with its stdin, stdout and
 // stderr as a Session.
 func (s *Sandbox) StartCommand(ctx context.Context, argv []string) (*Session, error) {
+	return s.startSession(ctx, argv, false)
+}
+
+func (s *Sandbox) startSession(ctx context.Context, argv []string, executor bool) (*Session, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, fmt.Errorf("start a session in %s: empty command", s.spec)
 	}
 	if err := s.checkOpen("start " + argv[0]); err != nil {
 		return nil, err
 	}
-	sess, err := s.b.start(ctx, argv)
+	start := s.b.start
+	if executor {
+		start = s.b.startExecutor
+	}
+	sess, err := start(ctx, argv)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,166 @@
+package sandbox
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/docker/docker/api/types/mount"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/internal/dockertest"
+)
+
+// logLines collects Options.Logf lines.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// TestDockerSocketTransport: a container TapeBox creates serves the executor session on a
+// unix socket in a bind-mounted host directory; the session survives the executor's death
+// by a restart, and the directory goes with the sandbox.
+func TestDockerSocketTransport(t *testing.T) {
+	cli := dockertest.Client(t)
+	exe := fakeExecutor(t, hostArch())
+	var log logLines
+	sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf})
+	assert.Equal(t, "unix-socket", sb.Transport(), "the default for a created container on a local engine")
+
+	ci, err := cli.ContainerInspect(t.Context(), sb.ContainerID())
+	require.NoError(t, err)
+	var hostDir string
+	for _, m := range ci.HostConfig.Mounts {
+		if m.Target == sockDirIn {
+			assert.Equal(t, mount.TypeBind, m.Type)
+			hostDir = m.Source
+		}
+	}
+	require.NotEmpty(t, hostDir, "socket directory mounted at %s: %+v", sockDirIn, ci.HostConfig.Mounts)
+	require.DirExists(t, hostDir)
+
+	s, err := sb.Start(t.Context())
+	require.NoError(t, err)
+	assert.IsType(t, sockStdin{}, s.Stdin, "the session travels over the socket")
+	assert.Contains(t, log.String(), "executor session over unix socket "+hostDir)
+	r := bufio.NewReader(s.Stdout)
+	assert.Equal(t, "ping", roundTrip(t, s, r, "ping"))
+	long := strings.Repeat("x", 300<<10) // fills the socket buffers both ways
+	assert.Equal(t, long, roundTrip(t, s, r, long))
+	entries, err := os.ReadDir(hostDir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the executor removes its socket file once connected")
+
+	// The executor dies: the session ends with an error, and a new one works.
+	res, err := sb.Exec(t.Context(), []string{"sh", "-c", "kill -9 $(pidof tapebox-exec)"})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	_, err = io.Copy(io.Discard, s.Stdout)
+	assert.NoError(t, err, "the connection ends with EOF")
+	assert.Error(t, waitDone(t, s), "a killed executor is a failed session")
+	s.Close()
+
+	s, err = sb.Start(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "again", roundTrip(t, s, bufio.NewReader(s.Stdout), "again"))
+	require.NoError(t, s.Close())
+	assert.NoError(t, s.Wait(), "closing the connection ends the executor cleanly; stderr: %s", s.Stderr())
+	assert.Contains(t, s.Stderr(), "fakeexec: connection closed")
+
+	require.NoError(t, sb.Close(t.Context()))
+	assert.NoDirExists(t, filepath.Dir(hostDir), "Close removes the socket directory")
+}
+
+// TestDockerSocketContainerKilled: killing the container ends a socket session with an
+// error, and a restart fails with ErrNotRunning, as on the exec stream.
+func TestDockerSocketContainerKilled(t *testing.T) {
+	cli := dockertest.Client(t)
+	sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: fakeExecutor(t, hostArch()), Transport: TransportSocket})
+	s, err := sb.Start(t.Context())
+	require.NoError(t, err)
+	defer s.Close()
+	require.IsType(t, sockStdin{}, s.Stdin)
+	assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
+	require.NoError(t, cli.ContainerKill(t.Context(), sb.ContainerID(), "KILL"))
+	_, _ = io.Copy(io.Discard, s.Stdout)
+	assert.Error(t, waitDone(t, s), "a killed container ends the session with an error")
+	_, err = sb.Start(t.Context())
+	require.ErrorIs(t, err, ErrNotRunning)
+}
+
+// TestDockerSocketFallback: where the socket cannot work, auto says why and uses the exec
+// stream; a forced socket is an error that says what to do.
+func TestDockerSocketFallback(t *testing.T) {
+	dockertest.Client(t)
+	exe := fakeExecutor(t, hostArch())
+
+	t.Run("executor without --listen", func(t *testing.T) {
+		var log logLines
+		sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf,
+			Env: map[string]string{"FAKEEXEC_OLD": "1"}})
+		require.Equal(t, "unix-socket", sb.Transport())
+		s, err := sb.Start(t.Context())
+		require.NoError(t, err)
+		defer s.Close()
+		assert.NotEqual(t, sockStdin{}, s.Stdin)
+		assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
+		assert.Equal(t, "exec-stream", sb.Transport(), "the stream from then on")
+		assert.Contains(t, log.String(), "does not know serve --listen")
+	})
+
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	require.NoError(t, os.MkdirAll(long, 0o755))
+	for _, tt := range []struct {
+		name, tmpdir, why string
+	}{
+		{"socket path too long", long, "over the 107 a unix socket address holds"},
+		{"no temporary directory", filepath.Join(t.TempDir(), "missing"), "is $TMPDIR writable?"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("TMPDIR", tt.tmpdir)
+			var log logLines
+			sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf})
+			assert.Equal(t, "exec-stream", sb.Transport())
+			assert.Contains(t, log.String(), tt.why)
+			s, err := sb.Start(t.Context())
+			require.NoError(t, err)
+			defer s.Close()
+			assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
+
+			_, err = Open(t.Context(), "docker-image:"+dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Transport: TransportSocket})
+			require.ErrorIs(t, err, ErrOption)
+			assert.ErrorContains(t, err, tt.why)
+			assert.ErrorContains(t, err, "--exec-transport stream or auto")
+		})
+	}
+
+	t.Run("forced where impossible", func(t *testing.T) {
+		_, err := Open(t.Context(), "docker-image:"+dockertest.TinyImage, Options{Transport: TransportSocket, Runtime: "runsc"})
+		require.ErrorIs(t, err, ErrOption)
+		assert.ErrorContains(t, err, "runtime runsc")
+		_, name := dockertest.Run(t, dockertest.TinyImage)
+		_, err = Open(t.Context(), "docker:"+name, Options{Transport: TransportSocket})
+		require.ErrorIs(t, err, ErrOption)
+		assert.ErrorContains(t, err, "needs a container TapeBox creates")
+		_, err = Open(t.Context(), "docker:"+name, Options{Transport: "carrier-pigeon"})
+		assert.ErrorContains(t, err, `unknown executor transport "carrier-pigeon"`)
+	})
+}

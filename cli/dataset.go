@@ -31,8 +31,9 @@ Run "tapebox dataset SUBVERB --help" for a subverb's flags.
 // GOMEMLIMIT is set: tapes stream through a few at a time, but the Parquet writer and the
 // JSON codecs keep pools of large buffers that the collector frees only under pressure.
 // With the limit, exporting a corpus of multi-megabyte tapes stays under 256 MB of RSS for
-// about 20% more CPU time.
-const datasetMemoryLimit = 192 << 20
+// about 20% more CPU time. RSS also counts the pages of the tape files being read (export
+// maps files of 1 MiB or more, at most 32 MiB at a time), hence 176 MiB and not more.
+const datasetMemoryLimit = 176 << 20
 
 func runDataset(ctx context.Context, env *Env, args []string) int {
 	if env.Getenv("GOMEMLIMIT") == "" {
@@ -100,7 +101,7 @@ README.md, a dataset card whose YAML lists configs, features, splits and sizes.
 Every tape is validated against the tape schema first; an invalid tape is reported with its
 file and JSON pointer and fails the export (nothing is written), unless --skip-invalid.
 Shards of other splits already in the folder are kept. Memory stays bounded whatever the
-number of tapes (the dataset verbs set a soft heap limit of 192 MiB unless GOMEMLIMIT is
+number of tapes (the dataset verbs set a soft heap limit of 176 MiB unless GOMEMLIMIT is
 set). A progress bar is drawn when stderr is a terminal.`)
 	split := fs.String("split", "train", "split the tapes go to")
 	out := fs.String("out", "dataset", "dataset folder")

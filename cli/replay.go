@@ -27,6 +27,7 @@ type replayFlags struct {
 	cpus                               float64
 	pids                               int64
 	readOnly                           bool
+	transport                          string
 	callTimeout                        time.Duration
 	listen                             string
 	quiet                              bool
@@ -48,6 +49,13 @@ Sandboxes:
   docker-image:IMAGE   a fresh container from IMAGE, removed at the end; safe defaults: all
                        capabilities dropped, no-new-privileges, no network unless --network
 
+Executor transport (--exec-transport): for docker-image: on an engine of this machine (with the
+default runtime) the calls travel over a unix socket in a host directory bind-mounted into the
+container, bypassing the engine (about 0.03 ms a call); elsewhere, and for docker:NAME, over the
+docker exec session's stream (about 0.1 ms). auto picks the socket when it can and otherwise
+falls back to the stream, saying why; "--exec-transport stream" forces the exec stream,
+"--exec-transport socket" the socket (an error where it is impossible). local:DIR uses pipes.
+
 Simulator mode (--listen): the real harness replays against the recorded responses.`)
 	f := replayFlags{env: kvFlag{}}
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
@@ -62,6 +70,7 @@ Simulator mode (--listen): the real harness replays against the recorded respons
 	fs.Int64Var(&f.pids, "pids-limit", 0, "process limit of a created container")
 	fs.BoolVar(&f.readOnly, "read-only", false, "read-only root for a created container (workdir and /tmp stay writable)")
 	fs.StringVar(&f.runtime, "runtime", "", "OCI runtime of a created container (e.g. runsc)")
+	fs.StringVar(&f.transport, "exec-transport", "auto", "how calls reach the executor: auto, stream (the docker exec stream) or socket (a unix socket, docker-image: only)")
 	fs.DurationVar(&f.callTimeout, "call-timeout", 10*time.Minute, "per tool call; a call that takes longer gets an error result and the replay goes on")
 	fs.Var(f.env, "env", "KEY=VALUE for the executor's environment, repeatable")
 	fs.StringVar(&f.listen, "listen", "", "simulator mode: serve the provider's API on this address")
@@ -149,8 +158,13 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	if err != nil {
 		return failf(env, "replay", "%v", err)
 	}
+	transport, err := sandbox.ParseTransport(f.transport)
+	if err != nil {
+		return failf(env, "replay", "--exec-transport: %v", err)
+	}
 	opts := sandbox.Options{Cwd: f.cwd, InstallExecutor: f.install || spec.Scheme == "docker-image", Env: f.env, Logf: logf,
-		Network: f.network, Memory: mem, CPUs: f.cpus, PidsLimit: f.pids, ReadOnlyRoot: f.readOnly, Runtime: f.runtime}
+		Network: f.network, Memory: mem, CPUs: f.cpus, PidsLimit: f.pids, ReadOnlyRoot: f.readOnly, Runtime: f.runtime,
+		Transport: transport}
 	sb, err := sandbox.Open(ctx, f.sandboxSpec, opts)
 	if err != nil {
 		return failf(env, "replay", "%v", err)
@@ -162,6 +176,7 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 			logf("close sandbox: %v", err)
 		}
 	}()
+	logf("sandbox %s: executor calls over %s", sb.Spec(), sb.Transport())
 	stopTelemetry, err := f.telemetry.start(ctx, env, sb.ContainerID(), time.Now(), f.output)
 	if err != nil {
 		return failf(env, "replay", "%v", err)

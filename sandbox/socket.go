@@ -196,7 +196,23 @@ func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Sessio
 		return st, nil
 	}
 	if want := "listening unix:" + inPath; line != want {
+		// The runtime's own failure ("cannot exec in a stopped state") ends the exec at once:
+		// the ended session reports it as a stream session would.
+		drained := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, st.Stdout)
+			close(drained)
+		}()
+		t := time.NewTimer(sessionGrace)
+		defer t.Stop()
+		select {
+		case <-drained:
+			<-st.Done()
+			return st, nil
+		case <-t.C:
+		}
 		st.Close()
+		<-drained
 		return nil, &socketError{fmt.Sprintf("the executor said %q, not %q", line, want)}
 	}
 	c, err := net.DialTimeout("unix", hostPath, readyTimeout)

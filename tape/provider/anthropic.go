@@ -257,20 +257,217 @@ func (b *anthropicBlockState) block() json.RawMessage {
 }
 
 func (anthropic) stream(events []event) (reply, error) {
+	if rep, err := anthropicStreamFast(events); err == nil {
+		return rep, nil
+	}
+	return anthropicStreamSlow(events)
+}
+
+// anthropicEvent is a stream event, its parts left raw.
+type anthropicEvent struct {
+	Type         string          `json:"type"`
+	Index        int             `json:"index"`
+	Message      json.RawMessage `json:"message"`
+	ContentBlock json.RawMessage `json:"content_block"`
+	Delta        json.RawMessage `json:"delta"`
+	Usage        json.RawMessage `json:"usage"`
+}
+
+// anthropicDelta is a content_block_delta's delta.
+type anthropicDelta struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	Thinking    string `json:"thinking"`
+	Signature   string `json:"signature"`
+	PartialJSON string `json:"partial_json"`
+}
+
+// anthropicFastBlock is a text, thinking or tool_use block being streamed.
+type anthropicFastBlock struct {
+	index    int
+	typ      string
+	id, name string
+	text     strings.Builder // text or thinking
+	input    *strings.Builder
+	start    json.RawMessage // a tool_use block's input from content_block_start
+}
+
+// anthropicStreamFast normalizes a stream building its blocks directly (the slow path
+// encodes each block back to JSON and decodes it again), for the blocks the API streams
+// (text, thinking, tool_use with only the API's fields). It gives up with errSlow on
+// anything else or anything that fails to decode, and anthropicStreamSlow, which must give
+// the same reply whenever this succeeds, decides.
+func anthropicStreamFast(events []event) (reply, error) {
+	var (
+		blocks = map[int]*anthropicFastBlock{}
+		usage  anthropicUsage
+		stop   string
+	)
+	for _, ev := range events {
+		var e anthropicEvent
+		if json.Unmarshal([]byte(ev.data), &e) != nil {
+			return reply{}, errSlow
+		}
+		if e.Type == "" {
+			e.Type = ev.name
+		}
+		switch e.Type {
+		case "message_start":
+			var msg struct {
+				Usage anthropicUsage `json:"usage"`
+			}
+			if json.Unmarshal(e.Message, &msg) != nil {
+				return reply{}, errSlow
+			}
+			usage.update(msg.Usage)
+		case "content_block_start":
+			b, err := anthropicFastStart(e.ContentBlock)
+			if err != nil {
+				return reply{}, err
+			}
+			b.index = e.Index
+			blocks[e.Index] = b
+		case "content_block_delta":
+			b := blocks[e.Index]
+			if b == nil {
+				continue
+			}
+			var d anthropicDelta
+			if json.Unmarshal(e.Delta, &d) != nil {
+				return reply{}, errSlow
+			}
+			switch {
+			case d.Type == "text_delta" && b.typ == "text":
+				b.text.WriteString(d.Text)
+			case d.Type == "thinking_delta" && b.typ == "thinking":
+				b.text.WriteString(d.Thinking)
+			case d.Type == "input_json_delta":
+				if b.input == nil {
+					b.input = &strings.Builder{}
+				}
+				b.input.WriteString(d.PartialJSON)
+			}
+			// Other deltas add fields the block's type does not keep.
+		case "message_delta":
+			var d struct {
+				StopReason *string `json:"stop_reason"`
+			}
+			if json.Unmarshal(e.Delta, &d) != nil {
+				return reply{}, errSlow
+			}
+			if d.StopReason != nil {
+				stop = *d.StopReason
+			}
+			if !isNull(e.Usage) {
+				var u anthropicUsage
+				if json.Unmarshal(e.Usage, &u) != nil {
+					return reply{}, errSlow
+				}
+				usage.update(u)
+			}
+		}
+	}
+	states := make([]*anthropicFastBlock, 0, len(blocks))
+	for _, b := range blocks {
+		states = append(states, b)
+	}
+	slices.SortFunc(states, func(a, b *anthropicFastBlock) int { return a.index - b.index })
+	var rep reply
+	for _, b := range states {
+		var nb tape.Block
+		switch b.typ {
+		case "text":
+			nb = textBlock(b.text.String())
+		case "thinking":
+			nb = tape.Block{Type: tape.BlockThinking, Text: b.text.String()}
+		case "tool_use":
+			nb = tape.Block{Type: tape.BlockToolUse, ID: b.id, Name: b.name}
+			if b.input != nil {
+				nb.Input = argsInput(b.input.String())
+			} else {
+				nb.Input = objectInput(b.start)
+			}
+		}
+		rep.content = append(rep.content, nb)
+		if nb.Type == tape.BlockToolUse {
+			rep.calls = append(rep.calls, toolCall(nb, "function"))
+		}
+	}
+	rep.stop = stop
+	rep.usage = usage.tape()
+	return rep, nil
+}
+
+// anthropicFastStart reads a content_block_start's block: a text, thinking or tool_use
+// block with only the fields the API sends.
+func anthropicFastStart(raw json.RawMessage) (*anthropicFastBlock, error) {
+	var start map[string]json.RawMessage
+	if json.Unmarshal(raw, &start) != nil || start == nil {
+		return nil, errSlow
+	}
+	str := func(key string) (string, bool) {
+		v, ok := start[key]
+		if !ok {
+			return "", true
+		}
+		return jsonString(v)
+	}
+	typ, ok := str("type")
+	if !ok {
+		return nil, errSlow
+	}
+	b := &anthropicFastBlock{typ: typ}
+	var allowed []string
+	switch typ {
+	case "text":
+		allowed = []string{"type", "text"}
+		t, ok := str("text")
+		if !ok {
+			return nil, errSlow
+		}
+		b.text.WriteString(t)
+	case "thinking":
+		allowed = []string{"type", "thinking", "signature"}
+		t, ok := str("thinking")
+		if _, sok := str("signature"); !ok || !sok {
+			return nil, errSlow
+		}
+		b.text.WriteString(t)
+	case "tool_use":
+		allowed = []string{"type", "id", "name", "input"}
+		if b.id, ok = str("id"); !ok {
+			return nil, errSlow
+		}
+		if b.name, ok = str("name"); !ok {
+			return nil, errSlow
+		}
+		if in, ok := start["input"]; ok {
+			if t := trimJSON(in); len(t) == 0 || (t[0] != '{' && string(t) != "null") {
+				return nil, errSlow // the slow path keeps its compact form
+			}
+			b.start = in
+		}
+	default:
+		return nil, errSlow
+	}
+	for k := range start {
+		if !slices.Contains(allowed, k) {
+			return nil, errSlow
+		}
+	}
+	return b, nil
+}
+
+// anthropicStreamSlow normalizes a stream with encoding/json, event by event and block by
+// block.
+func anthropicStreamSlow(events []event) (reply, error) {
 	var (
 		blocks = map[int]*anthropicBlockState{}
 		usage  anthropicUsage
 		stop   string
 	)
 	for _, ev := range events {
-		var e struct {
-			Type         string          `json:"type"`
-			Index        int             `json:"index"`
-			Message      json.RawMessage `json:"message"`
-			ContentBlock json.RawMessage `json:"content_block"`
-			Delta        json.RawMessage `json:"delta"`
-			Usage        json.RawMessage `json:"usage"`
-		}
+		var e anthropicEvent
 		if ok, err := decodeEvent(ev, &e); !ok {
 			if err != nil {
 				return reply{}, err
@@ -300,13 +497,7 @@ func (anthropic) stream(events []event) (reply, error) {
 			if b == nil {
 				continue // a delta for a block that never started: nothing to add it to
 			}
-			var d struct {
-				Type        string `json:"type"`
-				Text        string `json:"text"`
-				Thinking    string `json:"thinking"`
-				Signature   string `json:"signature"`
-				PartialJSON string `json:"partial_json"`
-			}
+			var d anthropicDelta
 			if err := json.Unmarshal(e.Delta, &d); err != nil {
 				return reply{}, fmt.Errorf("content_block_delta %d: %w", e.Index, err)
 			}

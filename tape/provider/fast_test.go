@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
 // fastSeeds are request bodies: the testdata requests and every request of the golden
@@ -98,4 +100,82 @@ func TestFastPathTaken(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// FuzzAnthropicStreamFast checks that the fast stream path, when it succeeds, makes the
+// reply the slow path makes.
+func FuzzAnthropicStreamFast(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "anthropic", "*.sse"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{ \"a\" : 1 }}}\n\n" +
+		"data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"a\\u00e9\",\"signature\":\"\"}}\n\n" +
+		"data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n" +
+		"data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"y\"}}\n\n" +
+		"data: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"data: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"[1\"}}\n\n" +
+		"data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":3}}\n\n"))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		events := splitChunks([]tape.Chunk{{Data: string(stream)}})
+		got, err := anthropicStreamFast(events)
+		if err != nil {
+			return
+		}
+		want, err := anthropicStreamSlow(events)
+		if err != nil {
+			t.Fatalf("the fast path accepts what the slow path rejects (%v): %q", err, stream)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("fast and slow paths differ on %q:\n%#v\n%#v", stream, got, want)
+		}
+	})
+}
+
+// TestAnthropicStreamFastTaken checks that recorded streams do not fall back to the slow
+// path.
+func TestAnthropicStreamFastTaken(t *testing.T) {
+	for _, name := range []string{"stream_parallel.sse"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "anthropic", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := anthropicStreamFast(splitChunks([]tape.Chunk{{Data: string(b)}})); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// FuzzAnthropicStreamBlocks is FuzzAnthropicStreamFast on streams of the API's shape with
+// fuzzed block starts and deltas.
+func FuzzAnthropicStreamBlocks(f *testing.F) {
+	f.Add(`"text","text":""`, `"text_delta","text":"hi"`, `"input_json_delta","partial_json":"{}"`)
+	f.Add(`"tool_use","id":"t","name":"Bash","input":{}`, `"input_json_delta","partial_json":"{\"a\": "`, `"input_json_delta","partial_json":"1}"`)
+	f.Add(`"tool_use","id":"t","name":"Bash","input":{ "a" : [1, 2] }`, `"text_delta","text":"x"`, `"signature_delta","signature":"s"`)
+	f.Add(`"thinking","thinking":"a","signature":""`, `"thinking_delta","thinking":"b"`, `"signature_delta","signature":"s"`)
+	f.Add(`"text","TEXT":"a","text":"b"`, `"text_delta","Text":"c"`, `"text_delta","text":null`)
+	f.Fuzz(func(t *testing.T, start, delta1, delta2 string) {
+		stream := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":" + start + "}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":" + delta1 + "}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":" + delta2 + "}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n"
+		events := splitChunks([]tape.Chunk{{Data: stream}})
+		got, err := anthropicStreamFast(events)
+		if err != nil {
+			return
+		}
+		want, err := anthropicStreamSlow(events)
+		if err != nil {
+			t.Fatalf("the fast path accepts what the slow path rejects (%v): %q", err, stream)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("fast and slow paths differ on %q:\n%#v\n%#v", stream, got, want)
+		}
+	})
 }

@@ -42,6 +42,11 @@ func (rb *recordBuilder) append(row reflect.Value) {
 			} else if c.nullable && v.IsNil() {
 				sb.AppendNull()
 			} else {
+				if b := v.Bytes(); len(b) >= 1<<20 {
+					// A whole tape: room for exactly it, not twice what the
+					// buffer had (a builder grows by doubling).
+					sb.BinaryBuilder.ReserveData(len(b))
+				}
 				sb.BinaryBuilder.Append(v.Bytes())
 			}
 		case kInt64:

@@ -165,8 +165,13 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 		return nil, errors.New("export: no output folder")
 	}
 
-	tapesSet := newShardSet[TapeRow](filepath.Join(opts.Out, "data", configTapes), opts.Split, tapesTable, opts.Format, opts.ShardBytes, opts.RowGroupBytes)
-	stepsSet := newShardSet[StepRow](filepath.Join(opts.Out, "data", configSteps), opts.Split, stepsTable, opts.Format, opts.ShardBytes, opts.RowGroupBytes)
+	// Both formats: Parquet first, then Arrow from the Parquet shards (addArrow).
+	streamed := opts.Format
+	if streamed == Both {
+		streamed = Parquet
+	}
+	tapesSet := newShardSet[TapeRow](filepath.Join(opts.Out, "data", configTapes), opts.Split, tapesTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
+	stepsSet := newShardSet[StepRow](filepath.Join(opts.Out, "data", configSteps), opts.Split, stepsTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
 	res := &ExportResult{}
 	published := false
 	defer func() {
@@ -274,6 +279,11 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 			return nil, fmt.Errorf("export: %w", err)
 		}
 	}
+	if opts.Format == Both {
+		if err := addArrow(ctx, opts.Progress, tapesSet, stepsSet); err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+	}
 	var files []string
 	for _, publish := range []func() ([]string, error){tapesSet.publish, stepsSet.publish} {
 		paths, err := publish()
@@ -300,6 +310,25 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	res.Files = append(res.Files, cardFile)
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// addArrow writes the Arrow shards of both tables from their Parquet shards, the two
+// tables at once.
+func addArrow(ctx context.Context, w io.Writer, tapes *shardSet[TapeRow], steps *shardSet[StepRow]) error {
+	var shards int
+	var total int64
+	for _, sh := range tapes.done {
+		shards, total = shards+1, total+sh.numBytes
+	}
+	for _, sh := range steps.done {
+		shards, total = shards+1, total+sh.numBytes
+	}
+	prog := newProgress(w, "arrow", shards, total)
+	defer prog.stop()
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return tapes.addArrow(ctx, prog) })
+	g.Go(func() error { return steps.addArrow(ctx, prog) })
+	return g.Wait()
 }
 
 // prepare reads, validates and converts one tape; validateOnly skips the conversion.

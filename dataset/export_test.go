@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -416,4 +417,39 @@ func TestParquetSchemaOfTables(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, tb.features(), fa)
 	}
+}
+
+// TestArrowConversionFailureLeavesNothing: with both formats, the Arrow shards are written
+// from the Parquet ones after the tapes are read; a failure there (here a cancelled
+// context) removes every temporary file, Parquet included.
+func TestArrowConversionFailureLeavesNothing(t *testing.T) {
+	inputs := smallCorpus(t, 4, 3)
+	dir := t.TempDir()
+	set := newShardSet[TapeRow](dir, "train", tapesTable, Parquet, DefaultShardBytes, DefaultRowGroupBytes)
+	for _, in := range inputs {
+		data, err := os.ReadFile(in.Path)
+		require.NoError(t, err)
+		tp, canonical, err := decodeCanonical(data, true)
+		require.NoError(t, err)
+		row, _, err := RowsOf(tp, canonical)
+		require.NoError(t, err)
+		require.NoError(t, set.write([]TapeRow{row}, []int64{tapesTable.rowBytes(reflect.ValueOf(&row).Elem())}))
+	}
+	require.NoError(t, set.closeCurrent())
+	require.NotEmpty(t, files(t, dir), "a Parquet shard under its temporary name")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := set.addArrow(ctx, newProgress(nil, "arrow", 1, 1))
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, set.abort())
+	assert.Empty(t, files(t, dir))
+
+	// The same shards convert when nothing goes wrong.
+	set = newShardSet[TapeRow](dir, "train", tapesTable, Parquet, DefaultShardBytes, DefaultRowGroupBytes)
+	require.NoError(t, set.closeCurrentOrEmpty())
+	require.NoError(t, set.addArrow(t.Context(), newProgress(nil, "arrow", 1, 1)))
+	require.NotEmpty(t, set.done[0].arTmp)
+	require.NoError(t, set.abort())
+	assert.Empty(t, files(t, dir))
 }

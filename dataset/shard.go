@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -321,4 +322,63 @@ func (s *shardSet[R]) abort() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// addArrow writes an Arrow shard beside each closed Parquet shard, with the same rows,
+// read back from the Parquet file. An export in both formats writes Parquet first and
+// converts afterwards, so that the Parquet and Arrow writers, which each keep large
+// buffers and zstd windows, never hold memory at the same time.
+func (s *shardSet[R]) addArrow(ctx context.Context, prog *progress) error {
+	// Whole tapes are big rows: read them a few at a time.
+	batch := 256
+	if s.t == tapesTable {
+		batch = 2
+	}
+	for _, sh := range s.done {
+		if sh.pqTmp == "" || sh.arTmp != "" {
+			continue
+		}
+		f, err := os.CreateTemp(s.dir, fmt.Sprintf(".%s-%05d.arrow.tmp-*", s.split, sh.index))
+		if err != nil {
+			return err
+		}
+		sh.arF, sh.arTmp = f, f.Name()
+		sh.rb = newRecordBuilder(s.t)
+		sh.aw = ipc.NewWriter(f, ipc.WithSchema(sh.rb.b.Schema()), ipc.WithZstd())
+		err = readParquet(sh.pqTmp, batch, func(_ int64, rows []R) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			for i := range rows {
+				v := reflect.ValueOf(&rows[i]).Elem()
+				sh.rb.append(v)
+				if sh.batB += s.t.rowBytes(v); sh.batB >= arrowBatchBytes {
+					if err := sh.writeBatch(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			err = sh.writeBatch()
+		}
+		if cerr := sh.aw.Close(); err == nil {
+			err = cerr
+		}
+		sh.rb.release()
+		sh.aw, sh.rb = nil, nil
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		sh.arF = nil
+		if err != nil {
+			return s.errorf(sh, "write arrow: %w", err)
+		}
+		prog.add(sh.numBytes)
+	}
+	return nil
 }

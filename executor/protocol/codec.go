@@ -16,8 +16,9 @@ const MaxLine = 16 << 20
 
 // Encoder writes messages, one per line. It is safe for concurrent use.
 type Encoder struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+	mu      sync.Mutex
+	w       *bufio.Writer
+	scratch []byte // the line being encoded by hand (fast.go), under mu
 }
 
 // NewEncoder returns an Encoder writing to w.
@@ -25,6 +26,23 @@ func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: bufio.NewWriterSize(w
 
 // Encode writes msg as one line and flushes it.
 func (e *Encoder) Encode(msg any) error {
+	var c *Call
+	var r *Result
+	switch m := msg.(type) {
+	case Call:
+		c = &m
+	case *Call:
+		c = m
+	case Result:
+		r = &m
+	case *Result:
+		r = m
+	}
+	if c != nil || r != nil {
+		if done, err := e.encodeFast(c, r); done {
+			return err
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -37,6 +55,29 @@ func (e *Encoder) Encode(msg any) error {
 		return err
 	}
 	return e.w.Flush()
+}
+
+// encodeFast writes a call or a result encoded by hand; done is false when the message
+// needs encoding/json (see fast.go).
+func (e *Encoder) encodeFast(c *Call, r *Result) (done bool, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ok bool
+	if c != nil {
+		e.scratch, ok = appendCall(e.scratch[:0], c)
+	} else {
+		e.scratch, ok = appendResult(e.scratch[:0], r)
+	}
+	if !ok {
+		return false, nil
+	}
+	if len(e.scratch) > 1<<20 {
+		defer func() { e.scratch = nil }() // do not keep a huge line's buffer
+	}
+	if _, err := e.w.Write(e.scratch); err != nil {
+		return true, err
+	}
+	return true, e.w.Flush()
 }
 
 // LineError is a line the Decoder could not turn into a message. The stream is still
@@ -183,9 +224,17 @@ func (d *Decoder) parse(line []byte) (*Envelope, error) {
 		target = env.Hello
 	case head.Op == OpCall && !d.replies:
 		env.Call = &Call{}
+		if decodeCall(line, env.Call) {
+			return env, env.checkCall()
+		}
+		*env.Call = Call{}
 		target = env.Call
 	case head.Op == OpResult && d.replies:
 		env.Result = &Result{}
+		if decodeResult(line, env.Result) {
+			return env, nil
+		}
+		*env.Result = Result{}
 		target = env.Result
 	case head.Op == OpBye:
 		env.Bye = &Bye{}
@@ -205,13 +254,19 @@ func (d *Decoder) parse(line []byte) (*Envelope, error) {
 		}
 		return nil, fmt.Errorf("%s message: %w", head.Op, err)
 	}
-	if env.Call != nil {
-		if env.Call.ID == "" {
-			return nil, errors.New(`call without "id"`)
-		}
-		if env.Call.Call.Name == "" {
-			return nil, errors.New(`call without "call.name"`)
-		}
+	return env, env.checkCall()
+}
+
+// checkCall checks the fields a call needs.
+func (env *Envelope) checkCall() error {
+	if env.Call == nil {
+		return nil
 	}
-	return env, nil
+	if env.Call.ID == "" {
+		return errors.New(`call without "id"`)
+	}
+	if env.Call.Call.Name == "" {
+		return errors.New(`call without "call.name"`)
+	}
+	return nil
 }

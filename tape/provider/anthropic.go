@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
@@ -304,8 +305,8 @@ func anthropicStreamFast(events []event) (reply, error) {
 		stop   string
 	)
 	for _, ev := range events {
-		var e anthropicEvent
-		if json.Unmarshal([]byte(ev.data), &e) != nil {
+		e, err := scanAnthropicEvent(ev.data)
+		if err != nil {
 			return reply{}, errSlow
 		}
 		if e.Type == "" {
@@ -332,8 +333,8 @@ func anthropicStreamFast(events []event) (reply, error) {
 			if b == nil {
 				continue
 			}
-			var d anthropicDelta
-			if json.Unmarshal(e.Delta, &d) != nil {
+			d, err := scanAnthropicDelta(e.Delta)
+			if err != nil {
 				return reply{}, errSlow
 			}
 			switch {
@@ -396,6 +397,78 @@ func anthropicStreamFast(events []event) (reply, error) {
 	rep.stop = stop
 	rep.usage = usage.tape()
 	return rep, nil
+}
+
+var (
+	anthropicEventFields = []string{"type", "index", "message", "content_block", "delta", "usage"}
+	anthropicDeltaFields = []string{"type", "text", "thinking", "signature", "partial_json"}
+)
+
+// scanAnthropicEvent decodes an event's data as json.Unmarshal into an anthropicEvent does,
+// in one pass; errSlow when it is not a plain object of plain fields.
+func scanAnthropicEvent(data string) (anthropicEvent, error) {
+	var e anthropicEvent
+	d := newScanner([]byte(data))
+	err := fastFields(d, anthropicEventFields, func(field int) error {
+		switch field {
+		case 0:
+			return fastString(d, &e.Type)
+		case 1:
+			if d.peek() == 'n' {
+				return d.literal("null")
+			}
+			raw, err := d.raw()
+			if err != nil {
+				return err
+			}
+			n, err := strconv.ParseInt(string(raw), 10, 0)
+			if err != nil {
+				return errSlow
+			}
+			e.Index = int(n)
+			return nil
+		}
+		raw, err := d.raw()
+		switch field {
+		case 2:
+			e.Message = raw
+		case 3:
+			e.ContentBlock = raw
+		case 4:
+			e.Delta = raw
+		case 5:
+			e.Usage = raw
+		}
+		return err
+	})
+	if err != nil {
+		return anthropicEvent{}, err
+	}
+	return e, d.end()
+}
+
+// scanAnthropicDelta decodes a content_block_delta's delta as json.Unmarshal does, in one
+// pass; errSlow when it is not a plain object of plain fields (or null).
+func scanAnthropicDelta(raw []byte) (anthropicDelta, error) {
+	var delta anthropicDelta
+	if len(raw) == 0 {
+		return delta, errSlow
+	}
+	d := newScanner(raw)
+	if d.peek() == 'n' {
+		if err := d.literal("null"); err != nil {
+			return delta, err
+		}
+		return delta, d.end()
+	}
+	err := fastFields(d, anthropicDeltaFields, func(field int) error {
+		dst := [...]*string{&delta.Type, &delta.Text, &delta.Thinking, &delta.Signature, &delta.PartialJSON}[field]
+		return fastString(d, dst)
+	})
+	if err != nil {
+		return anthropicDelta{}, err
+	}
+	return delta, d.end()
 }
 
 // anthropicFastStart reads a content_block_start's block: a text, thinking or tool_use

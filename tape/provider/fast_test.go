@@ -120,6 +120,11 @@ func FuzzAnthropicStreamFast(f *testing.F) {
 		"data: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
 		"data: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"[1\"}}\n\n" +
 		"data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":3}}\n\n"))
+	f.Add([]byte("data: {\"type\":\"content_block_start\",\"index\":null,\"content_block\":{\"type\":\"text\",\"text\":\"a\"}}\n\n" +
+		"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":null}\n\n" +
+		"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"b\\u00e9\",\"x\":[1,{}]}}\n\n" +
+		"data: {\"type\":\"content_block_delta\",\"Index\":1.0,\"index\":0,\"delta\":{}}\n\n" +
+		"event: message_delta\ndata: {\"delta\":{\"stop_reason\":null},\"usage\":null,\"type\":null}\n\n"))
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		events := splitChunks([]tape.Chunk{{Data: string(stream)}})
 		got, err := anthropicStreamFast(events)

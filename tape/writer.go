@@ -17,12 +17,12 @@ import (
 // of a Sync does not grow with the tape.
 //
 // How: the canonical encoding of a tape is a concatenation of pieces (the head with the
-// meta, each thread's head, each step, the closing brackets), and each piece is encoded
-// once, when it is created or changed. The Writer keeps two slot files beside the tape
+// meta, each thread's head, each step's request, answer, and tool results with timing, the
+// closing brackets), and each piece is encoded once, when it is created or changed. The Writer keeps two slot files beside the tape
 // (".NAME.slot-a", ".NAME.slot-b") and alternates between them: a Sync brings the idle slot
 // up to date by rewriting it from the first piece that changed since that slot was last
-// written (usually the step just appended, and the step before it, which learned its tool
-// results), truncates it, fsyncs it, then publishes it by hard-linking it to a temporary
+// written (usually the tool results the step before last learned, and the steps after
+// them), truncates it, fsyncs it, then publishes it by hard-linking it to a temporary
 // name and renaming that over the tape's path. A reader that opens the path gets an inode
 // that is complete and that the Writer will not touch until one more Sync has published the
 // other slot. PrepareSync makes the next Sync's link ahead of time, so that publishing costs
@@ -59,17 +59,18 @@ type piece struct {
 
 type threadPieces struct {
 	head  piece // [","]{"id":...,"parent":...,"steps":[
-	steps []piece
-	parts []stepParts // each step's encoding in parts, to re-encode only what changes
+	steps []stepPieces
 }
 
-// stepParts are the parts of a step's encoding: {"request":REQUEST,"response":...,
-// "tool_calls":...,"tool_results":...,"timing":...}. A step's piece is their concatenation
-// (after a comma for all but a thread's first step).
-type stepParts struct {
-	request []byte // the encoded request
-	answer  []byte // ,"response":...,"tool_calls":...
-	end     []byte // ,"tool_results":...,"timing":...}
+// stepPieces are the pieces of a step: [","]{"request": (a fixed piece), then the request,
+// then ,"response":...,"tool_calls":..., then ,"tool_results":...,"timing":...}. A change
+// re-encodes only its piece, and a Sync rewrites a slot only from the first piece that
+// changed: the tool results a step learns from the thread's next request cost their own
+// bytes, not the step's.
+type stepPieces struct {
+	request piece
+	answer  piece
+	end     piece
 }
 
 type slot struct {
@@ -84,14 +85,18 @@ type slot struct {
 
 // Fixed pieces have fixed ids, so that positional comparison of layouts stays exact.
 const (
-	idThreadTail = 1 // ]}
-	idTail       = 2 // ]}\n
-	firstID      = 16
+	idThreadTail    = 1 // ]}
+	idTail          = 2 // ]}\n
+	idFirstStepOpen = 3 // {"request":
+	idStepOpen      = 4 // ,{"request":
+	firstID         = 16
 )
 
 var (
-	threadTail = []byte("]}")
-	tapeTail   = []byte("]}\n")
+	threadTail    = []byte("]}")
+	tapeTail      = []byte("]}\n")
+	firstStepOpen = piece{id: idFirstStepOpen, data: []byte(`{"request":`)}
+	stepOpen      = piece{id: idStepOpen, data: []byte(`,{"request":`)}
 )
 
 // Create starts persisting t at path (parent directories are created, an existing file is
@@ -219,18 +224,18 @@ func (w *Writer) encodeThreadHead(i int) ([]byte, error) {
 }
 
 // encodeStep encodes step si of thread ti whole.
-func (w *Writer) encodeStep(ti, si int) (stepParts, error) {
+func (w *Writer) encodeStep(ti, si int) (stepPieces, error) {
 	s := w.t.Threads[ti].Steps[si]
 	s.normalize()
 	req, err := marshalPiece(&s.Request)
 	if err != nil {
-		return stepParts{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
+		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}
-	return w.encodeStepAnswer(ti, si, stepParts{request: req})
+	return w.encodeStepAnswer(ti, si, stepPieces{request: w.newPiece(req)})
 }
 
 // encodeStepAnswer encodes what follows a step's request.
-func (w *Writer) encodeStepAnswer(ti, si int, parts stepParts) (stepParts, error) {
+func (w *Writer) encodeStepAnswer(ti, si int, ps stepPieces) (stepPieces, error) {
 	s := w.t.Threads[ti].Steps[si]
 	s.normalize()
 	var b bytes.Buffer
@@ -241,14 +246,14 @@ func (w *Writer) encodeStepAnswer(ti, si int, parts stepParts) (stepParts, error
 		err = encodeInto(&b, s.ToolCalls)
 	}
 	if err != nil {
-		return stepParts{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
+		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}
-	parts.answer = b.Bytes()
-	return w.encodeStepEnd(ti, si, parts)
+	ps.answer = w.newPiece(b.Bytes())
+	return w.encodeStepEnd(ti, si, ps)
 }
 
 // encodeStepEnd encodes a step's tool results and timing.
-func (w *Writer) encodeStepEnd(ti, si int, parts stepParts) (stepParts, error) {
+func (w *Writer) encodeStepEnd(ti, si int, ps stepPieces) (stepPieces, error) {
 	s := w.t.Threads[ti].Steps[si]
 	s.normalize()
 	var b bytes.Buffer
@@ -259,28 +264,12 @@ func (w *Writer) encodeStepEnd(ti, si int, parts stepParts) (stepParts, error) {
 		err = encodeInto(&b, &s.Timing)
 	}
 	if err != nil {
-		return stepParts{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
+		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}
 	b.WriteByte('}')
-	parts.end = b.Bytes()
-	return parts, nil
+	ps.end = w.newPiece(b.Bytes())
+	return ps, nil
 }
-
-// stepPiece joins a step's parts into its piece.
-func (w *Writer) stepPiece(si int, parts stepParts) piece {
-	n := 1 + len(stepOpen) + len(parts.request) + len(parts.answer) + len(parts.end)
-	data := make([]byte, 0, n)
-	if si > 0 {
-		data = append(data, ',')
-	}
-	data = append(data, stepOpen...)
-	data = append(data, parts.request...)
-	data = append(data, parts.answer...)
-	data = append(data, parts.end...)
-	return w.newPiece(data)
-}
-
-const stepOpen = `{"request":`
 
 // encodeInto appends the canonical encoding of v to b, without a trailing newline.
 func encodeInto(b *bytes.Buffer, v any) error {
@@ -304,12 +293,11 @@ func (w *Writer) addThreadPieces(th *Thread) error {
 	tp := &threadPieces{head: w.newPiece(head)}
 	w.threads = append(w.threads, tp)
 	for j := range th.Steps {
-		parts, err := w.encodeStep(i, j)
+		ps, err := w.encodeStep(i, j)
 		if err != nil {
 			return err
 		}
-		tp.steps = append(tp.steps, w.stepPiece(j, parts))
-		tp.parts = append(tp.parts, parts)
+		tp.steps = append(tp.steps, ps)
 	}
 	return nil
 }
@@ -382,21 +370,19 @@ func (w *Writer) appendStep(ti int, s *Step, request []byte) (int, error) {
 	th.Steps = append(th.Steps, s)
 	si := len(th.Steps) - 1
 	var (
-		parts stepParts
-		err   error
+		ps  stepPieces
+		err error
 	)
 	if request != nil {
-		parts, err = w.encodeStepAnswer(ti, si, stepParts{request: request})
+		ps, err = w.encodeStepAnswer(ti, si, stepPieces{request: w.newPiece(request)})
 	} else {
-		parts, err = w.encodeStep(ti, si)
+		ps, err = w.encodeStep(ti, si)
 	}
 	if err != nil {
 		th.Steps = th.Steps[:si]
 		return 0, err
 	}
-	tp := w.threads[ti]
-	tp.steps = append(tp.steps, w.stepPiece(si, parts))
-	tp.parts = append(tp.parts, parts)
+	w.threads[ti].steps = append(w.threads[ti].steps, ps)
 	return si, nil
 }
 
@@ -409,11 +395,11 @@ func (w *Writer) UpdateStep(ti, si int, fn func(*Step)) error {
 		return fmt.Errorf("update step: no step %d in thread %d", si, ti)
 	}
 	fn(w.t.Threads[ti].Steps[si])
-	parts, err := w.encodeStep(ti, si)
+	ps, err := w.encodeStep(ti, si)
 	if err != nil {
 		return err
 	}
-	w.setStep(ti, si, parts)
+	w.threads[ti].steps[si] = ps
 	return nil
 }
 
@@ -427,11 +413,11 @@ func (w *Writer) UpdateStepAnswer(ti, si int, fn func(*Step)) error {
 		return fmt.Errorf("update step: no step %d in thread %d", si, ti)
 	}
 	fn(w.t.Threads[ti].Steps[si])
-	parts, err := w.encodeStepAnswer(ti, si, w.threads[ti].parts[si])
+	ps, err := w.encodeStepAnswer(ti, si, w.threads[ti].steps[si])
 	if err != nil {
 		return err
 	}
-	w.setStep(ti, si, parts)
+	w.threads[ti].steps[si] = ps
 	return nil
 }
 
@@ -445,18 +431,12 @@ func (w *Writer) UpdateStepEnd(ti, si int, fn func(results *[]ToolResult, timing
 	}
 	s := w.t.Threads[ti].Steps[si]
 	fn(&s.ToolResults, &s.Timing)
-	parts, err := w.encodeStepEnd(ti, si, w.threads[ti].parts[si])
+	ps, err := w.encodeStepEnd(ti, si, w.threads[ti].steps[si])
 	if err != nil {
 		return err
 	}
-	w.setStep(ti, si, parts)
+	w.threads[ti].steps[si] = ps
 	return nil
-}
-
-func (w *Writer) setStep(ti, si int, parts stepParts) {
-	tp := w.threads[ti]
-	tp.steps[si] = w.stepPiece(si, parts)
-	tp.parts[si] = parts
 }
 
 // layout lists the current pieces in file order.
@@ -464,7 +444,14 @@ func (w *Writer) layout() []piece {
 	ps := append(w.ps[:0], w.head)
 	for _, tp := range w.threads {
 		ps = append(ps, tp.head)
-		ps = append(ps, tp.steps...)
+		for i, sp := range tp.steps {
+			if i == 0 {
+				ps = append(ps, firstStepOpen)
+			} else {
+				ps = append(ps, stepOpen)
+			}
+			ps = append(ps, sp.request, sp.answer, sp.end)
+		}
 		ps = append(ps, piece{id: idThreadTail, data: threadTail})
 	}
 	ps = append(ps, piece{id: idTail, data: tapeTail})

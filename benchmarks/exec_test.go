@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ import (
 //	tapebox-session        a Noop call through tapebox-exec serve in one exec session, as a
 //	                       replay sends it over the exec stream (--exec-transport stream;
 //	                       target: within 1.2x of exec-stream-floor)
+//	tapebox-session-paired floor and session round trips taken in turn, one each per
+//	                       iteration, so that both see the same load on a shared machine:
+//	                       floor-p50-ms, session-p50-ms and their ratio x-floor
 //	tapebox-socket         the same over a unix socket in a directory bind-mounted from the
 //	                       host (--exec-transport socket, the default for docker-image: on a
 //	                       local engine), which bypasses the engine (target: p50 <= 0.05 ms)
@@ -88,7 +92,8 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		lat.report(b)
 	})
 
-	b.Run("exec-stream-floor", func(b *testing.B) {
+	// floorConn starts cat in the stream sandbox's container through a bare hijacked exec.
+	floorConn := func(b *testing.B) func() {
 		sb := inDocker(b)
 		cli := dockertest.Client(b)
 		ex, err := cli.ContainerExecCreate(b.Context(), sb.ContainerID(), container.ExecOptions{
@@ -100,22 +105,54 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		if err != nil {
 			b.Fatalf("exec attach: %v", err)
 		}
-		defer resp.Close()
-		var lat latencies
-		for b.Loop() {
-			start := time.Now()
+		b.Cleanup(resp.Close)
+		return func() {
 			if _, err := resp.Conn.Write(line); err != nil {
 				b.Fatalf("write: %v", err)
 			}
 			if err := readStdout(resp.Reader, len(line)); err != nil {
 				b.Fatalf("read the echo: %v", err)
 			}
+		}
+	}
+
+	b.Run("exec-stream-floor", func(b *testing.B) {
+		echo := floorConn(b)
+		var lat latencies
+		for b.Loop() {
+			start := time.Now()
+			echo()
 			lat.since(start)
 		}
 		lat.report(b)
 	})
 
 	b.Run("tapebox-session", func(b *testing.B) { noopRoundTrips(b, inDocker(b)) })
+
+	b.Run("tapebox-session-paired", func(b *testing.B) {
+		echo := floorConn(b)
+		sb := inDocker(b)
+		sess, err := sb.Start(b.Context())
+		if err != nil {
+			b.Fatalf("start the executor: %v", err)
+		}
+		defer sess.Close()
+		enc, dec := greet(b, sess, sb.Cwd())
+		var floor, session latencies
+		for b.Loop() {
+			start := time.Now()
+			echo()
+			mid := time.Now()
+			noop(b, sess, enc, dec)
+			floor, session = append(floor, mid.Sub(start)), append(session, time.Since(mid))
+		}
+		slices.Sort(floor)
+		slices.Sort(session)
+		f, s := floor[len(floor)/2], session[len(session)/2]
+		b.ReportMetric(ms(f), "floor-p50-ms")
+		b.ReportMetric(ms(s), "session-p50-ms")
+		b.ReportMetric(float64(s)/float64(f), "x-floor")
+	})
 
 	b.Run("tapebox-socket", func(b *testing.B) {
 		sb := openTransport(b, sandbox.TransportSocket)

@@ -62,7 +62,6 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider,
 		broke = g.relayBody(w, r, resp, rec)
 	}
 	if rec != nil {
-		g.w.PrepareSync() // the next call's publish then costs one rename
 		g.kickSync()
 	}
 	if broke {

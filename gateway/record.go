@@ -64,6 +64,7 @@ func (g *Gateway) begin(rec *recording, r *http.Request, body []byte) {
 	} else {
 		g.logf("%s: %v", r.URL.Path, err)
 	}
+	g.w.PrepareSync() // the answer's publish then costs one rename
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.finished {

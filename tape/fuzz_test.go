@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,9 +69,17 @@ func FuzzLoad(f *testing.F) {
 // FuzzWriterParts checks that a step the Writer encodes in parts (a prepared request, then
 // the answer, then the tool results) is byte for byte the step encoded whole.
 func FuzzWriterParts(f *testing.F) {
-	f.Add("hi \u00e9 \"q\" <&>", "event: ping\ndata: {}\n\n", "ok")
-	f.Add("\xff\xfe \\ufffd", "\ufffd\\", "\x00\u2028")
-	f.Fuzz(func(t *testing.T, text, chunk, result string) {
+	f.Add("hi \u00e9 \"q\" <&>", "event: ping\ndata: {}\n\n", "ok", `{"a": [1, "\ufffd"]}`)
+	f.Add("\xff\xfe \\ufffd", "\ufffd\\", "\x00\u2028", "\"\xff\\\\ufffd\\\"\"")
+	f.Add("x", "y", "z", `{"raw":0,"chunks":[]} `)
+	f.Fuzz(func(t *testing.T, text, chunk, result, raw string) {
+		// Raw bodies long enough to take the Writer's own compaction.
+		pad := strings.Repeat("p ", 300)
+		reqRaw := json.RawMessage(`{"pad": "` + pad + `", "v": ` + raw + "}\n")
+		respRaw := json.RawMessage(` [ "` + pad + `" , ` + raw + ` ] `)
+		if !json.Valid(reqRaw) {
+			return
+		}
 		w, err := Create(filepath.Join(t.TempDir(), "run.json"), New(ProviderAnthropic, time.Unix(0, 0)))
 		if err != nil {
 			t.Fatal(err)
@@ -83,6 +92,8 @@ func FuzzWriterParts(f *testing.F) {
 		for i := range 2 {
 			s := fuzzSeedStep("toolu_" + text)
 			s.Request.Messages[0].Content[0].Text = text
+			s.Request.Raw = reqRaw
+			s.Response.Raw = respRaw
 			s.ToolResults = nil
 			p, err := Prepare(s)
 			if err != nil {
@@ -138,4 +149,29 @@ func fuzzSeedStep(callID string) *Step {
 		ToolResults: []ToolResult{{ToolCallID: callID, Content: []Block{{Type: BlockText, Text: "ok"}}, DurationMS: &next}},
 		Timing:      Timing{RequestAt: 1, FirstByteAt: 1.5, LastByteAt: 2, NextRequestAt: &next},
 	}
+}
+
+// FuzzCompactJSON checks that compactJSON accepts only what json.Valid accepts and then
+// writes what json.Compact writes.
+func FuzzCompactJSON(f *testing.F) {
+	for _, s := range []string{`{"a": [1, 2.5e-3, -0, true, false, null, "x\"y\\u00e9\ud800"]}`, ` [ ] `, `{}`, `"\x7f\xff"`,
+		`{"a":1,}`, `01`, `1.`, `-`, `"\u12g4"`, "\"a\tb\"", `{"a" 1}`, `[1 2]`, `nul`, `{"raw":0,"chunks":[]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := compactJSON(nil, b)
+		if !ok {
+			return
+		}
+		if !json.Valid(b) {
+			t.Fatalf("compactJSON accepts invalid JSON %q", b)
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, b); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("compactJSON(%q) = %q, want %q", b, got, want.Bytes())
+		}
+	})
 }

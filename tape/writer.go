@@ -227,7 +227,7 @@ func (w *Writer) encodeThreadHead(i int) ([]byte, error) {
 func (w *Writer) encodeStep(ti, si int) (stepPieces, error) {
 	s := w.t.Threads[ti].Steps[si]
 	s.normalize()
-	req, err := marshalPiece(&s.Request)
+	req, err := marshalRequest(&s.Request)
 	if err != nil {
 		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}
@@ -240,7 +240,8 @@ func (w *Writer) encodeStepAnswer(ti, si int, ps stepPieces) (stepPieces, error)
 	s.normalize()
 	var b bytes.Buffer
 	b.WriteString(`,"response":`)
-	err := encodeInto(&b, &s.Response)
+	resp, err := marshalResponse(&s.Response)
+	b.Write(resp)
 	if err == nil {
 		b.WriteString(`,"tool_calls":`)
 		err = encodeInto(&b, s.ToolCalls)
@@ -344,7 +345,7 @@ type PreparedStep struct {
 // the rest of s may.
 func Prepare(s *Step) (*PreparedStep, error) {
 	s.normalize()
-	req, err := marshalPiece(&s.Request)
+	req, err := marshalRequest(&s.Request)
 	if err != nil {
 		return nil, fmt.Errorf("prepare step: %w", err)
 	}

@@ -77,8 +77,8 @@ func FuzzWriterParts(f *testing.F) {
 		pad := strings.Repeat("p ", 300)
 		reqRaw := json.RawMessage(`{"pad": "` + pad + `", "v": ` + raw + "}\n")
 		respRaw := json.RawMessage(` [ "` + pad + `" , ` + raw + ` ] `)
-		if !json.Valid(reqRaw) {
-			return
+		if !json.Valid(reqRaw) || !json.Valid(respRaw) {
+			return // the Writer refuses it, as Marshal does
 		}
 		w, err := Create(filepath.Join(t.TempDir(), "run.json"), New(ProviderAnthropic, time.Unix(0, 0)))
 		if err != nil {

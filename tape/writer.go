@@ -74,11 +74,14 @@ type stepPieces struct {
 }
 
 type slot struct {
-	path   string
-	f      *os.File
-	layout []uint64 // piece ids in file order
-	sizes  []int
-	size   int64 // the file's length
+	path string
+	f    *os.File
+	// ends are the end offsets of the pieces the slot holds, in layout order.
+	ends []int64
+	// from is the layout position of the first piece changed since the slot was last
+	// written (clean when past its last piece).
+	from int
+	size int64 // the file's length
 	// link is a hard link to the slot made ahead of its next publish (by PrepareSync), or "".
 	link string
 }
@@ -183,6 +186,31 @@ func (w *Writer) View(fn func(*Tape)) {
 	fn(w.t)
 }
 
+// changed notes that the pieces from layout position pos on changed (or moved).
+func (w *Writer) changed(pos int) {
+	for _, s := range w.slots {
+		if s != nil && pos < s.from {
+			s.from = pos
+		}
+	}
+}
+
+// threadPos is the layout position of thread ti's head: after the tape's head and the
+// pieces of the threads before it (head, four per step, tail).
+func (w *Writer) threadPos(ti int) int {
+	pos := 1
+	for _, tp := range w.threads[:ti] {
+		pos += 2 + 4*len(tp.steps)
+	}
+	return pos
+}
+
+// stepPos is the layout position of piece k (0 the opening, 1 the request, 2 the answer, 3
+// the tool results and timing) of step si of thread ti.
+func (w *Writer) stepPos(ti, si, k int) int {
+	return w.threadPos(ti) + 1 + 4*si + k
+}
+
 func (w *Writer) newPiece(data []byte) piece {
 	w.nextID++
 	return piece{id: w.nextID, data: data}
@@ -198,6 +226,7 @@ func (w *Writer) encodeHead() error {
 	b.Write(meta)
 	b.WriteString(`,"threads":[`)
 	w.head = w.newPiece(b.Bytes())
+	w.changed(0)
 	return nil
 }
 
@@ -292,6 +321,7 @@ func (w *Writer) addThreadPieces(th *Thread) error {
 		return err
 	}
 	tp := &threadPieces{head: w.newPiece(head)}
+	w.changed(w.threadPos(i))
 	w.threads = append(w.threads, tp)
 	for j := range th.Steps {
 		ps, err := w.encodeStep(i, j)
@@ -383,6 +413,7 @@ func (w *Writer) appendStep(ti int, s *Step, request []byte) (int, error) {
 		th.Steps = th.Steps[:si]
 		return 0, err
 	}
+	w.changed(w.stepPos(ti, si, 0))
 	w.threads[ti].steps = append(w.threads[ti].steps, ps)
 	return si, nil
 }
@@ -401,6 +432,7 @@ func (w *Writer) UpdateStep(ti, si int, fn func(*Step)) error {
 		return err
 	}
 	w.threads[ti].steps[si] = ps
+	w.changed(w.stepPos(ti, si, 1))
 	return nil
 }
 
@@ -419,6 +451,7 @@ func (w *Writer) UpdateStepAnswer(ti, si int, fn func(*Step)) error {
 		return err
 	}
 	w.threads[ti].steps[si] = ps
+	w.changed(w.stepPos(ti, si, 2))
 	return nil
 }
 
@@ -437,6 +470,7 @@ func (w *Writer) UpdateStepEnd(ti, si int, fn func(results *[]ToolResult, timing
 		return err
 	}
 	w.threads[ti].steps[si] = ps
+	w.changed(w.stepPos(ti, si, 3))
 	return nil
 }
 
@@ -474,28 +508,79 @@ func (w *Writer) Sync() error {
 	return nil
 }
 
+// appendFrom appends to buf the data of the pieces from layout position from on, and to
+// ends their end offsets counted from off.
+func (w *Writer) appendFrom(buf []byte, ends []int64, from int, off int64) ([]byte, []int64) {
+	add := func(p piece) {
+		buf = append(buf, p.data...)
+		off += int64(len(p.data))
+		ends = append(ends, off)
+	}
+	pos := 0
+	if from <= pos {
+		add(w.head)
+	}
+	pos++
+	for _, tp := range w.threads {
+		size := 2 + 4*len(tp.steps)
+		if pos+size <= from {
+			pos += size
+			continue
+		}
+		if from <= pos {
+			add(tp.head)
+		}
+		pos++
+		first := 0
+		if from > pos {
+			first = (from - pos) / 4
+		}
+		pos += 4 * first
+		for si := first; si < len(tp.steps); si++ {
+			sp := tp.steps[si]
+			open := stepOpen
+			if si == 0 {
+				open = firstStepOpen
+			}
+			for _, p := range [4]piece{open, sp.request, sp.answer, sp.end} {
+				if from <= pos {
+					add(p)
+				}
+				pos++
+			}
+		}
+		if from <= pos {
+			add(piece{id: idThreadTail, data: threadTail})
+		}
+		pos++
+	}
+	if from <= pos {
+		add(piece{id: idTail, data: tapeTail})
+	}
+	return buf, ends
+}
+
+// clean is a slot's from when nothing changed since the slot was written.
+const clean = int(^uint(0) >> 1)
+
 func (w *Writer) sync() error {
-	ps := w.layout()
 	if w.noLinks {
-		return w.rewrite(ps)
+		return w.rewrite(w.layout())
 	}
 	s := w.slots[w.next]
-	// Find the first piece that differs from what the slot holds.
+	// Rewrite the slot from the first piece that changed since it was last written.
+	from := min(s.from, len(s.ends))
 	var off int64
-	i := 0
-	for ; i < len(ps) && i < len(s.layout) && ps[i].id == s.layout[i]; i++ {
-		off += int64(s.sizes[i])
+	if from > 0 {
+		off = s.ends[from-1]
 	}
-	buf := w.buf[:0]
-	for _, p := range ps[i:] {
-		buf = append(buf, p.data...)
-	}
+	buf, ends := w.appendFrom(w.buf[:0], s.ends[:from], from, off)
 	w.buf = buf
 	if cap(buf) > 64<<20 {
 		w.buf = nil // a huge step: do not hold its copy
 	}
-	s.layout = s.layout[:0]
-	s.sizes = s.sizes[:0]
+	// Until the write succeeds the slot's content is unknown: rewrite it whole next time.
+	s.ends, s.from = ends[:0], 0
 	if _, err := s.f.WriteAt(buf, off); err != nil {
 		return err
 	}
@@ -511,10 +596,7 @@ func (w *Writer) sync() error {
 			return err
 		}
 	}
-	for _, p := range ps {
-		s.layout = append(s.layout, p.id)
-		s.sizes = append(s.sizes, len(p.data))
-	}
+	s.ends, s.from = ends, clean
 	tmp := s.link
 	s.link = ""
 	if tmp == "" {
@@ -522,7 +604,7 @@ func (w *Writer) sync() error {
 		if tmp, err = w.linkSlot(s); err != nil {
 			// No hard links on this file system: fall back to whole-file rewrites.
 			w.noLinks = true
-			return w.rewrite(ps)
+			return w.rewrite(w.layout())
 		}
 	}
 	if err := os.Rename(tmp, w.path); err != nil {

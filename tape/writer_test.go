@@ -3,6 +3,7 @@ package tape
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,4 +191,66 @@ func TestCreateAfterKill(t *testing.T) {
 	got, err := LoadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, ProviderOpenAIChat, got.Meta.Provider)
+}
+
+// TestWriterRandomOps checks the file against the canonical encoding after every Sync of a
+// random mix of the Writer's changes over several threads (steps appended to a thread in
+// the middle move every piece after it).
+func TestWriterRandomOps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	path := filepath.Join(t.TempDir(), "run.json")
+	w, err := Create(path, New(ProviderAnthropic, time.Unix(0, 0)))
+	require.NoError(t, err)
+	defer w.Close()
+	var threads []int
+	steps := map[int]int{}
+	for op := range 2000 {
+		switch k := rng.IntN(10); {
+		case len(threads) == 0 || k == 0 && len(threads) < 4:
+			ti, err := w.AddThread(fmt.Sprintf("t%d", len(threads)), nil)
+			require.NoError(t, err)
+			threads = append(threads, ti)
+		case k <= 3:
+			ti := threads[rng.IntN(len(threads))]
+			s := testStep(op, rng.IntN(50))
+			if k == 3 {
+				p, err := Prepare(s)
+				require.NoError(t, err)
+				_, err = w.AppendPrepared(ti, p)
+				require.NoError(t, err)
+			} else {
+				_, err := w.AppendStep(ti, s)
+				require.NoError(t, err)
+			}
+			steps[ti]++
+		case k <= 6:
+			ti := threads[rng.IntN(len(threads))]
+			if steps[ti] == 0 {
+				continue
+			}
+			si := rng.IntN(steps[ti])
+			text := strings.Repeat("r", rng.IntN(30))
+			switch k {
+			case 4:
+				require.NoError(t, w.UpdateStepEnd(ti, si, func(rs *[]ToolResult, tm *Timing) {
+					*rs = []ToolResult{{ToolCallID: "c", Content: []Block{{Type: BlockText, Text: text}}}}
+				}))
+			case 5:
+				require.NoError(t, w.UpdateStepAnswer(ti, si, func(s *Step) { s.Response.StopReason = text }))
+			default:
+				require.NoError(t, w.UpdateStep(ti, si, func(s *Step) { s.Request.Path = "/" + text }))
+			}
+		case k == 7:
+			require.NoError(t, w.UpdateMeta(func(m *Meta) { m.Model = strings.Repeat("m", rng.IntN(5)) }))
+		case k == 8:
+			w.PrepareSync()
+		default:
+			require.NoError(t, w.Sync())
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			want, err := Marshal(w.Tape())
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got), "after op %d", op)
+		}
+	}
 }

@@ -48,6 +48,7 @@ type Writer struct {
 	nextID  uint64
 	noLinks bool
 	noFsync bool
+	noAlloc bool // the file system does not preallocate
 	closed  bool
 	first   bool // no publish yet
 }
@@ -84,7 +85,12 @@ type slot struct {
 	size int64 // the file's length
 	// link is a hard link to the slot made ahead of its next publish (by PrepareSync), or "".
 	link string
+	// alloc is where the blocks preallocated for the slot end.
+	alloc int64
 }
+
+// preallocChunk is how much a slot's preallocation grows at a time.
+const preallocChunk = 1 << 20
 
 // Fixed pieces have fixed ids, so that positional comparison of layouts stays exact.
 const (
@@ -581,10 +587,13 @@ func (w *Writer) sync() error {
 	}
 	// Until the write succeeds the slot's content is unknown: rewrite it whole next time.
 	s.ends, s.from = ends[:0], 0
+	end := off + int64(len(buf))
+	if end > s.alloc {
+		w.grow(s, end) // usually done ahead, by PrepareSync
+	}
 	if _, err := s.f.WriteAt(buf, off); err != nil {
 		return err
 	}
-	end := off + int64(len(buf))
 	if end < s.size { // only a shrinking tape (a meta rewrite) leaves bytes to cut
 		if err := s.f.Truncate(end); err != nil {
 			return err
@@ -634,14 +643,34 @@ func (w *Writer) linkSlot(s *slot) (string, error) {
 	return tmp, nil
 }
 
-// PrepareSync does ahead of time what the next Sync needs besides writing: the hard link
-// that will publish the slot it writes. Call it when the Writer would otherwise wait (a
-// recorder calls it once an answer is out); Sync does it itself when it was not done.
+// grow preallocates slot s's blocks up to a chunk past end.
+func (w *Writer) grow(s *slot, end int64) {
+	if w.noAlloc {
+		return
+	}
+	to := end + preallocChunk
+	if err := preallocate(s.f, s.alloc, to); err != nil {
+		w.noAlloc = true
+		return
+	}
+	s.alloc = to
+}
+
+// PrepareSync does ahead of time what the next Syncs need besides writing: the hard link
+// that will publish the slot the next Sync writes, and room in the slots' files. Call it
+// when the Writer would otherwise wait (a recorder calls it while a call is upstream); Sync
+// does what it needs itself when it was not done.
 func (w *Writer) PrepareSync() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.noLinks {
 		return
+	}
+	size := max(w.slots[0].size, w.slots[1].size)
+	for _, s := range w.slots {
+		if size+preallocChunk/2 > s.alloc {
+			w.grow(s, size)
+		}
 	}
 	s := w.slots[w.next]
 	if s.link != "" {
@@ -689,6 +718,9 @@ func (w *Writer) closeSlots() error {
 	for _, s := range w.slots {
 		if s == nil {
 			continue
+		}
+		if s.alloc > s.size {
+			release(s.f, s.size) // the tape may be this file
 		}
 		errs = append(errs, s.f.Close())
 		for _, p := range []string{s.path, s.link} {

@@ -1,10 +1,10 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"hash/maphash"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
@@ -36,34 +36,49 @@ type thread struct {
 	inFlight int
 }
 
-// threadKey identifies a conversation by what stays the same across its calls.
+// threadSeed seeds the thread keys of this process (they are compared, never stored).
+var threadSeed = maphash.MakeSeed()
+
+// threadKey identifies a conversation by what stays the same across its calls: a hash of
+// the system prompt, the tool names and the first user message.
 func threadKey(req *tape.Request) string {
-	h := sha256.New()
-	h.Write([]byte(req.System))
+	var h maphash.Hash
+	h.SetSeed(threadSeed)
+	h.WriteString(req.System)
 	for _, t := range req.Tools {
-		h.Write([]byte{0})
-		h.Write([]byte(t.Name))
+		h.WriteByte(0)
+		h.WriteString(t.Name)
 	}
-	h.Write([]byte{1})
-	h.Write([]byte(firstUserText(req)))
-	return hex.EncodeToString(h.Sum(nil)[:12])
+	h.WriteByte(1)
+	eachFirstUserText(req, func(s string) {
+		h.WriteString(s)
+		h.WriteByte('\n')
+	})
+	return strconv.FormatUint(h.Sum64(), 16)
 }
 
 // firstUserText is the text of the first user message.
 func firstUserText(req *tape.Request) string {
+	var b strings.Builder
+	eachFirstUserText(req, func(s string) {
+		b.WriteString(s)
+		b.WriteString("\n")
+	})
+	return b.String()
+}
+
+// eachFirstUserText calls fn with the text of each text block of the first user message.
+func eachFirstUserText(req *tape.Request, fn func(string)) {
 	for _, m := range req.Messages {
 		if m.Role == "user" {
-			var b strings.Builder
 			for _, blk := range m.Content {
 				if blk.Type == tape.BlockText {
-					b.WriteString(blk.Text)
-					b.WriteString("\n")
+					fn(blk.Text)
 				}
 			}
-			return b.String()
+			return
 		}
 	}
-	return ""
 }
 
 // assistantTurns counts the model's answers a request holds: runs of consecutive assistant

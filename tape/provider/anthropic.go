@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
@@ -414,19 +413,7 @@ func scanAnthropicEvent(data string) (anthropicEvent, error) {
 		case 0:
 			return fastString(d, &e.Type)
 		case 1:
-			if d.peek() == 'n' {
-				return d.literal("null")
-			}
-			raw, err := d.raw()
-			if err != nil {
-				return err
-			}
-			n, err := strconv.ParseInt(string(raw), 10, 0)
-			if err != nil {
-				return errSlow
-			}
-			e.Index = int(n)
-			return nil
+			return fastInt(d, &e.Index)
 		}
 		raw, err := d.raw()
 		switch field {

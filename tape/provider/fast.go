@@ -2,6 +2,7 @@ package provider
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
@@ -139,6 +140,24 @@ func fastString(d *scanner, dst *string) error {
 		return errSlow
 	}
 	return err
+}
+
+// fastInt reads an int field of a struct as encoding/json does: null leaves it alone; a
+// number that is not an integer in range, or another kind of value, takes the slow path.
+func fastInt(d *scanner, dst *int) error {
+	if d.peek() == 'n' {
+		return d.literal("null")
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 0)
+	if err != nil {
+		return errSlow
+	}
+	*dst = int(n)
+	return nil
 }
 
 var anthropicTop = []string{"messages", "system", "tools", "stream"}

@@ -184,3 +184,46 @@ func FuzzAnthropicStreamBlocks(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSONString checks jsonString against json.Unmarshal into a string.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{`"a"`, `"`, `""`, ` "x" `, `"a\"b"`, "\"\xff\"", `"é"`, `"a"b"`, `5`, "\"\t\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := jsonString(raw)
+		var want string
+		t2 := trimJSON(raw)
+		err := json.Unmarshal(t2, &want)
+		wantOK := len(t2) > 0 && t2[0] == '"' && err == nil
+		if ok != wantOK || got != want && ok {
+			t.Fatalf("jsonString(%q) = %q, %v; json: %q, %v", raw, got, ok, want, err)
+		}
+	})
+}
+
+// FuzzResponsesEventScan checks that a Responses event the scanner reads decodes as
+// encoding/json decodes it.
+func FuzzResponsesEventScan(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"response.output_text.delta","output_index":1,"content_index":0,"delta":"hi"}`,
+		`{"type":"response.output_item.added","output_index":0,"item":{"type":"message","content":[]}}`,
+		`{"type":null,"output_index":null,"Delta":"x","delta":"y"}`,
+		`{"output_index":1.5}`, `{"output_index":"1"}`, `{"type":"a","type":"b"}`, `null`, `{"summary_index":-3,"response":{"output":[]}} `,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		got, err := scanResponsesEvent(data)
+		if err != nil {
+			return
+		}
+		var want responsesEvent
+		if err := json.Unmarshal([]byte(data), &want); err != nil {
+			t.Fatalf("the scanner accepts what encoding/json rejects (%v): %q", err, data)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("scanner and encoding/json differ on %q:\n%#v\n%#v", data, got, want)
+		}
+	})
+}

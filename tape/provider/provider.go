@@ -349,11 +349,25 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	if len(t) == 0 || t[0] != '"' {
 		return "", false
 	}
+	if len(t) >= 2 && t[len(t)-1] == '"' && plainString(t[1:len(t)-1]) {
+		return string(t[1 : len(t)-1]), true // no escapes: its bytes are its value
+	}
 	var s string
 	if json.Unmarshal(t, &s) != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// plainString says whether b, the inside of a JSON string, holds no quote, backslash or
+// control byte and is valid UTF-8: then the string's value is b itself.
+func plainString(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 func cut(s string, n int) string {

@@ -327,25 +327,56 @@ func (st *responsesItemState) item() json.RawMessage {
 	return marshal(m)
 }
 
+// responsesEvent is a stream event, its parts left raw.
+type responsesEvent struct {
+	Type         string          `json:"type"`
+	OutputIndex  int             `json:"output_index"`
+	ContentIndex int             `json:"content_index"`
+	SummaryIndex int             `json:"summary_index"`
+	Item         json.RawMessage `json:"item"`
+	Part         json.RawMessage `json:"part"`
+	Delta        json.RawMessage `json:"delta"`
+	Response     json.RawMessage `json:"response"`
+}
+
+var responsesEventFields = []string{"type", "output_index", "content_index", "summary_index", "item", "part", "delta", "response"}
+
+// scanResponsesEvent decodes an event's data as json.Unmarshal into a responsesEvent does,
+// in one pass; errSlow when it is not a plain object of plain fields, and the event is then
+// decoded with encoding/json.
+func scanResponsesEvent(data string) (responsesEvent, error) {
+	var e responsesEvent
+	d := newScanner([]byte(data))
+	err := fastFields(d, responsesEventFields, func(field int) error {
+		switch field {
+		case 0:
+			return fastString(d, &e.Type)
+		case 1, 2, 3:
+			return fastInt(d, [...]*int{&e.OutputIndex, &e.ContentIndex, &e.SummaryIndex}[field-1])
+		}
+		raw, err := d.raw()
+		*[...]*json.RawMessage{&e.Item, &e.Part, &e.Delta, &e.Response}[field-4] = raw
+		return err
+	})
+	if err != nil {
+		return responsesEvent{}, err
+	}
+	return e, d.end()
+}
+
 func (responses) stream(events []event) (reply, error) {
 	items := map[int]*responsesItemState{}
 	var final *responsesObject
 	for _, ev := range events {
-		var e struct {
-			Type         string          `json:"type"`
-			OutputIndex  int             `json:"output_index"`
-			ContentIndex int             `json:"content_index"`
-			SummaryIndex int             `json:"summary_index"`
-			Item         json.RawMessage `json:"item"`
-			Part         json.RawMessage `json:"part"`
-			Delta        json.RawMessage `json:"delta"`
-			Response     json.RawMessage `json:"response"`
-		}
-		if ok, err := decodeEvent(ev, &e); !ok {
-			if err != nil {
-				return reply{}, err
+		e, err := scanResponsesEvent(ev.data)
+		if err != nil {
+			e = responsesEvent{}
+			if ok, err := decodeEvent(ev, &e); !ok {
+				if err != nil {
+					return reply{}, err
+				}
+				continue
 			}
-			continue
 		}
 		if e.Type == "" {
 			e.Type = ev.name

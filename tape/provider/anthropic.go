@@ -189,6 +189,65 @@ func (u anthropicUsage) tape() tape.Usage {
 }
 
 func (anthropic) body(raw []byte) (reply, error) {
+	if rep, err := anthropicBodyFast(raw); err == nil {
+		return rep, nil
+	}
+	return anthropicBodySlow(raw)
+}
+
+var anthropicBodyFields = []string{"content", "stop_reason", "usage"}
+
+// anthropicBodyFast reads a response body in one pass, its blocks as the request's fast
+// path reads them; it gives up with errSlow on anything unusual, and anthropicBodySlow,
+// which must give the same reply whenever this succeeds, decides.
+func anthropicBodyFast(raw []byte) (reply, error) {
+	var (
+		rep      reply
+		usageRaw []byte
+	)
+	d := newScanner(trimJSON(raw))
+	err := fastFields(d, anthropicBodyFields, func(field int) error {
+		switch field {
+		case 0:
+			if d.peek() == 'n' {
+				return d.literal("null")
+			}
+			return fastArray(d, func() error {
+				b, err := anthropicBlockFast(d)
+				if err != nil {
+					return err
+				}
+				rep.content = append(rep.content, b)
+				if b.Type == tape.BlockToolUse {
+					rep.calls = append(rep.calls, toolCall(b, "function"))
+				}
+				return nil
+			})
+		case 1:
+			return fastString(d, &rep.stop)
+		}
+		var err error
+		usageRaw, err = d.raw()
+		return err
+	})
+	if err != nil {
+		return reply{}, err
+	}
+	if err := d.end(); err != nil {
+		return reply{}, err
+	}
+	if usageRaw != nil {
+		var u anthropicUsage
+		if json.Unmarshal(usageRaw, &u) != nil {
+			return reply{}, errSlow
+		}
+		rep.usage = u.tape()
+	}
+	return rep, nil
+}
+
+// anthropicBodySlow normalizes a response body with encoding/json.
+func anthropicBodySlow(raw []byte) (reply, error) {
 	var msg struct {
 		Content    []json.RawMessage `json:"content"`
 		StopReason *string           `json:"stop_reason"`

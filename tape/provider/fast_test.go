@@ -227,3 +227,48 @@ func FuzzResponsesEventScan(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAnthropicBodyFast checks that the fast response body path, when it succeeds, makes
+// the reply the slow path makes.
+func FuzzAnthropicBodyFast(f *testing.F) {
+	for _, name := range []string{"response_thinking_tools.json", "error_body.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "anthropic", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{
+		`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Running it."},{"type":"tool_use","id":"t","name":"Bash","input":{ "command" : "true" }}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`,
+		`{"content":null,"stop_reason":null,"usage":null}`,
+		`{"content":[null,{"type":"image","source":{}},{"type":"redacted_thinking","data":"x"},{"type":"tool_use","input":[1, 2]}],"Usage":{}}`,
+		`{"content":[],"stop_reason":5}`, `{"content":[{"type":"text","text":"a","text":"b"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := anthropicBodyFast(body)
+		if err != nil {
+			return
+		}
+		want, err := anthropicBodySlow(body)
+		if err != nil {
+			t.Fatalf("the fast path accepts what the slow path rejects (%v): %q", err, body)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("fast and slow paths differ on %q:\n%#v\n%#v", body, got, want)
+		}
+	})
+}
+
+// TestAnthropicBodyFastTaken checks that a recorded answer does not fall back to the slow
+// path.
+func TestAnthropicBodyFastTaken(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "anthropic", "response_thinking_tools.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anthropicBodyFast(b); err != nil {
+		t.Error(err)
+	}
+}

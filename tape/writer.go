@@ -26,7 +26,8 @@ import (
 // name and renaming that over the tape's path. A reader that opens the path gets an inode
 // that is complete and that the Writer will not touch until one more Sync has published the
 // other slot. PrepareSync makes the next Sync's link ahead of time, so that publishing costs
-// one rename. Where hard links are not available, Sync falls back to rewriting the whole
+// one rename, and preallocates the slots' files (on Linux), so that the rename does not
+// make ext4 allocate the written blocks first. Where hard links are not available, Sync falls back to rewriting the whole
 // file through a temporary file and a rename.
 //
 // Close (or Finish) removes the slot files; the tape stays at its path.

@@ -43,10 +43,8 @@ type Writer struct {
 	threads []*threadPieces
 
 	slots   [2]*slot
-	next    int     // slot to write on the next Sync
-	ps      []piece // the layout, reused across Syncs
-	buf     []byte  // what a Sync writes, reused across Syncs
-	nextID  uint64
+	next    int    // slot to write on the next Sync
+	buf     []byte // what a Sync writes, reused across Syncs
 	noLinks bool
 	noFsync bool
 	noAlloc bool // the file system does not preallocate
@@ -54,8 +52,9 @@ type Writer struct {
 	first   bool // no publish yet
 }
 
+// piece is a part of the tape's encoding, replaced (never changed) when what it encodes
+// changes.
 type piece struct {
-	id   uint64
 	data []byte
 }
 
@@ -93,27 +92,19 @@ type slot struct {
 // preallocChunk is how much a slot's preallocation grows at a time.
 const preallocChunk = 1 << 20
 
-// Fixed pieces have fixed ids, so that positional comparison of layouts stays exact.
-const (
-	idThreadTail    = 1 // ]}
-	idTail          = 2 // ]}\n
-	idFirstStepOpen = 3 // {"request":
-	idStepOpen      = 4 // ,{"request":
-	firstID         = 16
-)
-
+// The pieces that are the same wherever they are.
 var (
-	threadTail    = []byte("]}")
-	tapeTail      = []byte("]}\n")
-	firstStepOpen = piece{id: idFirstStepOpen, data: []byte(`{"request":`)}
-	stepOpen      = piece{id: idStepOpen, data: []byte(`,{"request":`)}
+	threadTail    = piece{data: []byte("]}")}
+	tapeTail      = piece{data: []byte("]}\n")}
+	firstStepOpen = piece{data: []byte(`{"request":`)}
+	stepOpen      = piece{data: []byte(`,{"request":`)}
 )
 
 // Create starts persisting t at path (parent directories are created, an existing file is
 // replaced) and writes it once.
 func Create(path string, t *Tape) (*Writer, error) {
 	t.normalize()
-	w := &Writer{path: path, t: t, nextID: firstID, first: true}
+	w := &Writer{path: path, t: t, first: true}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create tape %s: %w", path, err)
 	}
@@ -219,8 +210,7 @@ func (w *Writer) stepPos(ti, si, k int) int {
 }
 
 func (w *Writer) newPiece(data []byte) piece {
-	w.nextID++
-	return piece{id: w.nextID, data: data}
+	return piece{data: data}
 }
 
 func (w *Writer) encodeHead() error {
@@ -483,7 +473,7 @@ func (w *Writer) UpdateStepEnd(ti, si int, fn func(results *[]ToolResult, timing
 
 // layout lists the current pieces in file order.
 func (w *Writer) layout() []piece {
-	ps := append(w.ps[:0], w.head)
+	ps := []piece{w.head}
 	for _, tp := range w.threads {
 		ps = append(ps, tp.head)
 		for i, sp := range tp.steps {
@@ -494,11 +484,9 @@ func (w *Writer) layout() []piece {
 			}
 			ps = append(ps, sp.request, sp.answer, sp.end)
 		}
-		ps = append(ps, piece{id: idThreadTail, data: threadTail})
+		ps = append(ps, threadTail)
 	}
-	ps = append(ps, piece{id: idTail, data: tapeTail})
-	w.ps = ps
-	return ps
+	return append(ps, tapeTail)
 }
 
 // Sync persists the tape: when it returns nil, the file at the Writer's path is the
@@ -557,12 +545,12 @@ func (w *Writer) appendFrom(buf []byte, ends []int64, from int, off int64) ([]by
 			}
 		}
 		if from <= pos {
-			add(piece{id: idThreadTail, data: threadTail})
+			add(threadTail)
 		}
 		pos++
 	}
 	if from <= pos {
-		add(piece{id: idTail, data: tapeTail})
+		add(tapeTail)
 	}
 	return buf, ends
 }

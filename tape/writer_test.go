@@ -197,11 +197,19 @@ func TestCreateAfterKill(t *testing.T) {
 // random mix of the Writer's changes over several threads (steps appended to a thread in
 // the middle move every piece after it).
 func TestWriterRandomOps(t *testing.T) {
+	for _, noLinks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noLinks=%v", noLinks), func(t *testing.T) { testWriterRandomOps(t, noLinks) })
+	}
+}
+
+func testWriterRandomOps(t *testing.T, noLinks bool) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	path := filepath.Join(t.TempDir(), "run.json")
 	w, err := Create(path, New(ProviderAnthropic, time.Unix(0, 0)))
 	require.NoError(t, err)
 	defer w.Close()
+	w.SetFsync(false)
+	w.noLinks = noLinks // the fallback for file systems without hard links
 	var threads []int
 	steps := map[int]int{}
 	for op := range 2000 {

@@ -11,7 +11,9 @@ import (
 const zstdWindow = 2 << 20
 
 // zstdCodec is parquet-go's compress.Codec for zstd with a bounded window (parquet-go's own
-// codec uses the encoder's default window, whose history buffers cost 8 MiB or more each).
+// codec uses the encoder's default window, whose history buffers cost 8 MiB or more each)
+// at the fastest level, zstd's level 1: the default of Arrow's Parquet writer (pyarrow),
+// 8-12% less export time than level 3 for 10% bigger shards on a generated corpus.
 type zstdCodec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
@@ -19,7 +21,7 @@ type zstdCodec struct {
 
 func newZstdCodec() *zstdCodec {
 	enc, err := zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithWindowSize(zstdWindow),
 		zstd.WithEncoderConcurrency(2),
 		zstd.WithZeroFrames(true),

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"syscall"
 )
 
@@ -15,11 +16,28 @@ func RedirectStdout() (io.WriteCloser, error) {
 		return nil, fmt.Errorf("redirect stdout: dup fd 1: %w", err)
 	}
 	syscall.CloseOnExec(fd)
+	// O_NONBLOCK belongs to the open file, not the descriptor: when stdout and stderr are
+	// one pipe (2>&1), children writing to stderr would share it and fail with EAGAIN
+	// on a full pipe. Such an output stays blocking.
+	shared := sameFile(fd, 2)
 	if err := syscall.Dup3(2, 1, 0); err != nil {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("redirect stdout: point fd 1 at stderr: %w", err)
 	}
+	if shared {
+		return os.NewFile(uintptr(fd), "protocol-out"), nil
+	}
 	return streamFile(fd, "protocol-out"), nil
+}
+
+// sameFile says whether two descriptors refer to the same file (the same pipe, socket or
+// inode), in which case they may share one open file and its flags.
+func sameFile(a, b int) bool {
+	var sa, sb syscall.Stat_t
+	if syscall.Fstat(a, &sa) != nil || syscall.Fstat(b, &sb) != nil {
+		return false
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
 // ProtocolStdin returns the protocol's input: a copy of fd 0 read without blocking a

@@ -32,7 +32,7 @@
 //
 // Policy: parallel_tool_calls true (Codex sends parallel_tool_calls: true); spawning tool:
 // spawn_agent, of the multi_agent_v1 namespace ("Tools for spawning and managing
-// sub-agents"). The namespace's other tools (send_input, wait, close_agent,
+// sub-agents"). The namespace's other tools (send_input, wait_agent, close_agent,
 // resume_agent) manage agents the controller plays, so they replay their recordings.
 //
 // Codex's function-call outputs carry no error flag, so results here have is_error false

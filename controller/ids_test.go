@@ -54,6 +54,18 @@ func TestMask(t *testing.T) {
 	require.NotEqual(t, Mask("codex", a), Mask("codex", "Chunk ID: 1fac80\nWall time: 0.0123 seconds\nProcess exited with code 1\nOutput:\nhi\n"))
 }
 
+// TestSpawnAgentOutput: Codex's spawn_agent output (multi_agent_v1) differs between runs by
+// its agent id, an identifier to learn, and by a nickname drawn at random, which is masked.
+func TestSpawnAgentOutput(t *testing.T) {
+	rec := Mask("codex", `{"agent_id":"01a2278d-18fa-71c3-8041-bb571024e134","nickname":"Noether"}`)
+	rep := Mask("codex", `{"agent_id":"01a2278d-48cd-7c90-8f3c-25f47eb5e9df","nickname":"Singer"}`)
+	ids := NewIdentifiers()
+	require.Equal(t, map[string]string{"01a2278d-18fa-71c3-8041-bb571024e134": "01a2278d-48cd-7c90-8f3c-25f47eb5e9df"}, ids.Learn(rec, rep))
+	require.Equal(t, rep, ids.Apply(rec))
+	require.Equal(t, `{"targets":["01a2278d-48cd-7c90-8f3c-25f47eb5e9df"]}`, ids.Apply(`{"targets":["01a2278d-18fa-71c3-8041-bb571024e134"]}`))
+	require.Equal(t, `{"nickname":"Noether"}`, Mask("claude-code", `{"nickname":"Noether"}`), "only Codex's")
+}
+
 // TestApplyWholeTokens: a recorded id is replaced only where it stands as a whole token.
 func TestApplyWholeTokens(t *testing.T) {
 	ids := NewIdentifiers()

@@ -17,6 +17,9 @@ var VolatileFields = []Volatile{
 	{Harness: "codex", Name: "exec_command chunk id", re: regexp.MustCompile(`Chunk ID: [0-9a-fA-F]+`), repl: "Chunk ID: <chunk>"},
 	{Harness: "codex", Name: "wall time", re: regexp.MustCompile(`Wall time: [0-9.]+ seconds`), repl: "Wall time: <t> seconds"},
 	{Harness: "codex", Name: "shell duration_seconds", re: regexp.MustCompile(`"duration_seconds":\s*[0-9.]+`), repl: `"duration_seconds":<t>`},
+	// spawn_agent (multi_agent_v1) names each child with a nickname drawn at random
+	// ("Noether", "Singer"); its agent_id is an identifier, learned like the others.
+	{Harness: "codex", Name: "spawn_agent nickname", re: regexp.MustCompile(`"nickname":\s*"[^"\\]*"`), repl: `"nickname":"<name>"`},
 	{Harness: "claude-code", Name: "subagent usage footer: agentId", re: regexp.MustCompile(`agentId: [A-Za-z0-9_\-]+`), repl: "agentId: <id>"},
 	{Harness: "claude-code", Name: "subagent usage footer: durations and counts", re: regexp.MustCompile(`(duration_ms|total_tokens|tool_uses): ?[0-9]+`), repl: "$1: <n>"},
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 // realCase is a task for one real harness: the scripted model, where it runs, how to start
 // the harness, and what its recording must hold.
 type realCase struct {
+	name     string // the subtest's name and the kept tapes' stem; empty: harness
 	harness  string // realharness.Claude or realharness.Codex
 	version  string // pinned in harnesses/package.json
 	provider tape.Provider
@@ -49,15 +51,18 @@ type realCase struct {
 // the tapebox binary is built once.)
 func TestRealHarnesses(t *testing.T) {
 	r := newRig(t)
-	for _, c := range []realCase{claudeCase(), codexCase()} {
-		t.Run(c.harness, func(t *testing.T) {
+	for _, c := range []realCase{claudeCase(), codexCase(), codexSubagentCase()} {
+		if c.name == "" {
+			c.name = c.harness
+		}
+		t.Run(c.name, func(t *testing.T) {
 			needHarness(t, c.harness)
 			recPath, state := recordReal(t, r, c)
 			t.Run("executor/docker", func(t *testing.T) {
 				rec, err := tape.LoadFile(recPath)
 				require.NoError(t, err)
 				repPath, got := dockerReplay(t, rec, c.cwd)
-				keep(t, repPath, c.harness+".docker.json")
+				keep(t, repPath, c.name+".docker.json")
 				checkSameState(t, state, got, "docker replay")
 				report := r.requireIdentical(t, recPath, repPath)
 				t.Logf("docker: compare identical, %d steps, %d identifiers", report.StepsCompared, len(report.Identifiers))
@@ -68,7 +73,7 @@ func TestRealHarnesses(t *testing.T) {
 				code, _, errOut := r.run(t, t.TempDir(), cleanEnv(), "replay", "--tape", recPath, "--sandbox", "local:"+c.cwd,
 					"--output", repPath, "--speed", "0")
 				require.Equal(t, 0, code, "tapebox replay --sandbox local:%s\n%s", c.cwd, errOut)
-				keep(t, repPath, c.harness+".local.json")
+				keep(t, repPath, c.name+".local.json")
 				checkSameState(t, state, localState(t, c.cwd), "local replay")
 				r.requireIdentical(t, recPath, repPath)
 			})
@@ -103,7 +108,7 @@ func recordReal(t *testing.T, r *rig, c realCase) (string, map[string]string) {
 	t.Cleanup(func() { srv.Close() })
 	argv, env := c.command(t, t.TempDir())
 	recPath := filepath.Join(t.TempDir(), "recording.json")
-	args := append([]string{"record", "--output", recPath, "--upstream", srv.URL(), "--task", "id=real-" + c.harness, "--"}, argv...)
+	args := append([]string{"record", "--output", recPath, "--upstream", srv.URL(), "--task", "id=real-" + c.name, "--"}, argv...)
 	start := time.Now()
 	code, out, errOut := r.run(t, c.cwd, cleanEnv(env...), args...)
 	if code != 0 || srv.Err() != nil {
@@ -136,7 +141,7 @@ func recordReal(t *testing.T, r *rig, c realCase) (string, map[string]string) {
 	t.Logf("tape: %d threads, %d steps, %d tool calls, %d results as the harness sent them: %s",
 		len(rec.Threads), totals.Steps, len(callsOf(rec)), checked, strings.Join(callsOf(rec), ", "))
 	c.check(t, rec, state)
-	keep(t, recPath, c.harness+".json")
+	keep(t, recPath, c.name+".json")
 	return recPath, state
 }
 
@@ -152,7 +157,7 @@ func simulateReal(t *testing.T, r *rig, c realCase, recPath string, state map[st
 	h := startProc(t, c.cwd, cleanEnv(append(env, c.baseURL(root))...), argv[0], argv[1:]...)
 	code := h.wait(t, 3*time.Minute)
 	simCode := sim.wait(t, time.Minute)
-	keep(t, repPath, c.harness+".sim.json")
+	keep(t, repPath, c.name+".sim.json")
 	checkSameState(t, state, localState(t, c.cwd), "simulator replay")
 	rec, err := tape.LoadFile(recPath)
 	require.NoError(t, err)
@@ -336,6 +341,69 @@ func codexCase() realCase {
 			assert.Equal(t, map[string]string{"docs/": "", "docs/renamed.txt": "second, renamed\n", "docs/late.txt": "late\n"}, state)
 		},
 	}
+}
+
+// codexSubagentCase is a Codex run with a sub-agent, in multi_agent_v1, the tool set Codex
+// 0.171.0 offers by default (docs/codex-subagents.md): the model loads the deferred
+// namespace with tool_search, spawns a child that writes a file, waits for it with the
+// agent id the spawn returned, and ends. The child's thread must be linked to the spawn
+// call, and every replay must reproduce the child's file.
+func codexSubagentCase() realCase {
+	c := codexCase()
+	const cwd = "/tmp/tapebox-rh-codex-sub"
+	c.name, c.cwd = "codex-subagent", cwd
+	ns := map[string]string{"spawn_agent": "multi_agent_v1", "wait_agent": "multi_agent_v1"}
+	call := fakeprovider.Call
+	const spawnID = "call_fake_main_1_0"
+	c.script = func() fakeprovider.Script {
+		return fakeprovider.Script{Threads: []fakeprovider.Thread{
+			{Name: "main", Marker: "[rh-codex-sub]", Turns: []fakeprovider.Turn{
+				{Items: []map[string]any{{"type": "tool_search_call", "id": "ts_fake_main_0", "call_id": "ts_call_main_0", "status": "completed",
+					"execution": "client", "arguments": map[string]any{"query": "spawn a sub-agent", "limit": 8}}}},
+				{Calls: []tape.ToolCall{call("spawn_agent", map[string]any{"message": "[rh-codex-child] Write the word child to sub/child.txt, then answer done."})}, Namespaces: ns},
+				{Dynamic: func(q *fakeprovider.Request) fakeprovider.Turn {
+					sent, err := parseSent(tape.ProviderOpenAIResponses, q.Body)
+					if err != nil {
+						return fakeprovider.Turn{Text: "e2e: " + err.Error()}
+					}
+					var out struct {
+						AgentID string `json:"agent_id"`
+					}
+					if err := json.Unmarshal([]byte(sent[spawnID].text), &out); err != nil || out.AgentID == "" {
+						return fakeprovider.Turn{Text: "e2e: no agent id in the spawn output " + sent[spawnID].text}
+					}
+					return fakeprovider.Turn{Calls: []tape.ToolCall{call("wait_agent", map[string]any{"targets": []string{out.AgentID}, "timeout_ms": 30000})}, Namespaces: ns}
+				}},
+				{Text: "Done: the sub-agent wrote sub/child.txt."},
+			}},
+			{Name: "child", Marker: "[rh-codex-child]", Turns: []fakeprovider.Turn{
+				{Calls: []tape.ToolCall{call("exec_command", map[string]any{"cmd": "mkdir -p sub && echo child > sub/child.txt && echo wrote"})}},
+				{Text: "done"},
+			}},
+		}}
+	}
+	command := c.command
+	c.command = func(t *testing.T, home string) ([]string, []string) {
+		argv, env := command(t, home)
+		argv[len(argv)-1] = "[rh-codex-sub] Have a sub-agent write sub/child.txt."
+		return argv, env
+	}
+	c.check = func(t *testing.T, rec *tape.Tape, state map[string]string) {
+		require.Len(t, rec.Threads, 2)
+		main := rec.Main()
+		require.Len(t, main.Steps, 4)
+		child := rec.Threads[1]
+		require.NotNil(t, child.Parent, "the child thread is linked to its spawn call")
+		assert.Equal(t, tape.Parent{ThreadID: main.ID, ToolCallID: spawnID}, *child.Parent)
+		require.Len(t, child.Steps, 2)
+		require.Len(t, main.Steps[1].ToolResults, 1)
+		assert.Regexp(t, `^\{"agent_id":"[0-9a-f-]+","nickname":"[^"]+"\}$`, main.Steps[1].ToolResults[0].Text())
+		require.Len(t, main.Steps[2].ToolResults, 1)
+		assert.Contains(t, main.Steps[2].ToolResults[0].Text(), `"completed":"done"`)
+		assert.Contains(t, child.Steps[0].ToolResults[0].Text(), "Output:\nwrote\n")
+		assert.Equal(t, map[string]string{"sub/": "", "sub/child.txt": "child\n"}, state)
+	}
+	return c
 }
 
 // jsonNumber is an integer id as the model writes it in a tool call's JSON.

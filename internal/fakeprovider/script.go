@@ -46,6 +46,14 @@ type Turn struct {
 	// Calls are the tool calls the model asks for, in order. An empty ID is filled in
 	// deterministically from the thread name, the step and the call's position.
 	Calls []tape.ToolCall
+	// Namespaces gives, by call name, the namespace a Responses function_call carries
+	// (Codex's multi_agent_v1 tools: {"spawn_agent": "multi_agent_v1"}). Other wire
+	// formats have none and ignore it.
+	Namespaces map[string]string
+	// Items are further Responses output items, sent whole before the text and the calls
+	// (Codex's tool_search_call, which loads a deferred tool namespace). Other wire formats
+	// ignore them.
+	Items []map[string]any
 	// Fault, when set, spoils or slows the answer to this step.
 	Fault *Fault
 	// Dynamic, when set, computes the turn from the request instead (the fields above are

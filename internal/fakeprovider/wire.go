@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -139,6 +140,8 @@ type answer struct {
 	text      string
 	calls     []tape.ToolCall // ids filled in
 	itemIDs   []string        // Responses item ids of calls
+	ns        map[string]string
+	extra     []map[string]any // further Responses output items
 	inTokens  int
 	outTokens int
 }
@@ -152,7 +155,7 @@ func newAnswer(req *Request, turn Turn, thread string, step int) *answer {
 		m.Model = "fake-model"
 	}
 	tag := idPart(thread) + "_" + stepPart(step)
-	a := &answer{model: m.Model, text: turn.Text, inTokens: tokens(len(req.Body))}
+	a := &answer{model: m.Model, text: turn.Text, inTokens: tokens(len(req.Body)), ns: turn.Namespaces, extra: turn.Items}
 	out := len(turn.Text)
 	switch req.Endpoint {
 	case EndpointMessages:
@@ -446,6 +449,9 @@ func (a *answer) responsesItems(done bool) []map[string]any {
 		status = "completed"
 	}
 	var items []map[string]any
+	for _, it := range a.extra {
+		items = append(items, maps.Clone(it))
+	}
 	if a.text != "" {
 		content := []any{}
 		if done {
@@ -461,7 +467,11 @@ func (a *answer) responsesItems(done bool) []map[string]any {
 		if c.Kind == "custom" {
 			items = append(items, map[string]any{"id": a.itemIDs[i], "type": "custom_tool_call", "status": status, "call_id": c.ID, "name": c.Name, "input": text})
 		} else {
-			items = append(items, map[string]any{"id": a.itemIDs[i], "type": "function_call", "status": status, "call_id": c.ID, "name": c.Name, "arguments": text})
+			it := map[string]any{"id": a.itemIDs[i], "type": "function_call", "status": status, "call_id": c.ID, "name": c.Name, "arguments": text}
+			if ns := a.ns[c.Name]; ns != "" {
+				it["namespace"] = ns
+			}
+			items = append(items, it)
 		}
 	}
 	if items == nil {

@@ -20,7 +20,8 @@ type thread struct {
 	index  int // index in the tape, -1 until its first step is written
 	parent *tape.Parent
 	key    string // system prompt + tool names + first user message
-	// firstText is the first user message, which names a subagent's task.
+	// firstText is the opening user messages (those before the model's first answer),
+	// which name a subagent's task.
 	firstText string
 	steps     int // steps written
 	// turns counts the steps that got a complete answer: the assistant turns the harness
@@ -57,13 +58,25 @@ func threadKey(req *tape.Request) string {
 	return strconv.FormatUint(h.Sum64(), 16)
 }
 
-// firstUserText is the text of the first user message.
-func firstUserText(req *tape.Request) string {
+// openingUserText returns the text of the user messages before the first assistant one.
+// A subagent's task is among them, not always first: a Codex sub-agent's request opens with
+// its environment context, then the task spawn_agent gave it.
+func openingUserText(req *tape.Request) string {
 	var b strings.Builder
-	eachFirstUserText(req, func(s string) {
-		b.WriteString(s)
-		b.WriteString("\n")
-	})
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			break
+		}
+		if m.Role != "user" {
+			continue
+		}
+		for _, blk := range m.Content {
+			if blk.Type == tape.BlockText {
+				b.WriteString(blk.Text)
+				b.WriteString("\n")
+			}
+		}
+	}
 	return b.String()
 }
 
@@ -143,7 +156,7 @@ func (g *Gateway) attribute(req *tape.Request) (th *thread, continued bool) {
 			return t, true
 		}
 	}
-	th = &thread{index: -1, key: key, firstText: firstUserText(req)}
+	th = &thread{index: -1, key: key, firstText: openingUserText(req)}
 	if len(g.threads) == 0 {
 		th.id = "main"
 	} else {

@@ -298,6 +298,12 @@ func anthropicRequestFast(raw []byte) (request, error) {
 
 // anthropicContentFast reads a message's or a tool result's content.
 func anthropicContentFast(d *scanner) ([]tape.Block, error) {
+	return fastContent(d, func() (tape.Block, error) { return anthropicBlockFast(d) })
+}
+
+// fastContent reads content that is null, a string (one text block) or a list whose items
+// item reads.
+func fastContent(d *scanner, item func() (tape.Block, error)) ([]tape.Block, error) {
 	switch d.peek() {
 	case 'n':
 		_, err := d.skip()
@@ -314,7 +320,7 @@ func anthropicContentFast(d *scanner) ([]tape.Block, error) {
 	}
 	out := []tape.Block{}
 	err := fastArray(d, func() error {
-		b, err := anthropicBlockFast(d)
+		b, err := item()
 		out = append(out, b)
 		return err
 	})
@@ -675,59 +681,46 @@ func summaryFast(d *scanner) (texts []string, bad bool, err error) {
 
 // responsesContentFast reads a message item's content or a call output.
 func responsesContentFast(d *scanner) ([]tape.Block, error) {
-	switch d.peek() {
-	case 'n':
-		_, err := d.skip()
-		return nil, err
-	case '"':
-		s, err := d.str()
-		if err != nil || s == "" {
-			return nil, err
-		}
-		return []tape.Block{textBlock(s)}, nil
-	case '[':
-	default:
-		return nil, errSlow
-	}
-	out := []tape.Block{}
-	err := fastArray(d, func() error {
+	return fastContent(d, func() (tape.Block, error) {
 		switch d.peek() {
 		case 'n':
 			raw, err := d.raw()
-			out = append(out, rawBlock(tape.BlockOther, raw))
-			return err
+			return rawBlock(tape.BlockOther, raw), err
 		case '{':
 		default:
-			return errSlow
+			return tape.Block{}, errSlow
 		}
 		start := d.i
 		var typ, text string
 		var bad uint8
-		err := fastFields(d, []string{"type", "text"}, func(field int) error {
-			b, err := d.optString(map[bool]*string{true: &typ, false: &text}[field == 0])
+		err := fastFields(d, responsesPartFields, func(field int) error {
+			dst := &text
+			if field == 0 {
+				dst = &typ
+			}
+			b, err := d.optString(dst)
 			if b {
 				bad |= 1 << field
 			}
 			return err
 		})
 		if err != nil {
-			return err
+			return tape.Block{}, err
 		}
 		if bad&1 != 0 {
-			return errSlow
+			return tape.Block{}, errSlow
 		}
 		switch typ {
 		case "input_text", "output_text", "text":
 			if bad != 0 {
-				return errSlow
+				return tape.Block{}, errSlow
 			}
-			out = append(out, textBlock(text))
+			return textBlock(text), nil
 		case "input_image":
-			out = append(out, rawBlock(tape.BlockImage, d.b[start:d.i]))
-		default:
-			out = append(out, rawBlock(tape.BlockOther, d.b[start:d.i]))
+			return rawBlock(tape.BlockImage, d.b[start:d.i]), nil
 		}
-		return nil
+		return rawBlock(tape.BlockOther, d.b[start:d.i]), nil
 	})
-	return out, err
 }
+
+var responsesPartFields = []string{"type", "text"}

@@ -218,12 +218,8 @@ func (d *decoder) objectBody(sh *shape) (any, error) {
 		return m, nil
 	}
 	for {
-		d.ws()
-		if d.i >= len(d.data) {
-			return nil, d.eof("looking for an object key")
-		}
-		if d.data[d.i] != '"' {
-			return nil, d.errorf("invalid character %s looking for the beginning of an object key", quoteChar(d.data[d.i]))
+		if err := d.keyStart(); err != nil {
+			return nil, err
 		}
 		key, child, err := d.key(sh)
 		if err != nil {
@@ -242,20 +238,62 @@ func (d *decoder) objectBody(sh *shape) (any, error) {
 			return nil, err
 		}
 		m[key] = v
-		d.ws()
-		if d.i >= len(d.data) {
-			return nil, d.eof("after an object value")
+		more, err := d.nextMember()
+		if err != nil {
+			return nil, err
 		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
+		if !more {
 			return m, nil
-		default:
-			return nil, d.errorf("invalid character %s after an object value (want ',' or '}')", quoteChar(d.data[d.i]))
 		}
 	}
+}
+
+// keyStart checks that an object key comes next (after spaces).
+func (d *decoder) keyStart() error {
+	d.ws()
+	if d.i >= len(d.data) {
+		return d.eof("looking for an object key")
+	}
+	if d.data[d.i] != '"' {
+		return d.errorf("invalid character %s looking for the beginning of an object key", quoteChar(d.data[d.i]))
+	}
+	return nil
+}
+
+// nextMember moves past what follows an object value: a comma (more is true: a member
+// comes next) or the closing brace.
+func (d *decoder) nextMember() (more bool, err error) {
+	d.ws()
+	if d.i >= len(d.data) {
+		return false, d.eof("after an object value")
+	}
+	switch d.data[d.i] {
+	case ',':
+		d.i++
+		return true, nil
+	case '}':
+		d.i++
+		return false, nil
+	}
+	return false, d.errorf("invalid character %s after an object value (want ',' or '}')", quoteChar(d.data[d.i]))
+}
+
+// nextItem moves past what follows an array element: a comma (more is true: an element
+// comes next) or the closing bracket.
+func (d *decoder) nextItem() (more bool, err error) {
+	d.ws()
+	if d.i >= len(d.data) {
+		return false, d.eof("after an array element")
+	}
+	switch d.data[d.i] {
+	case ',':
+		d.i++
+		return true, nil
+	case ']':
+		d.i++
+		return false, nil
+	}
+	return false, d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(d.data[d.i]))
 }
 
 // key decodes an object key and returns it with the shape of its value.
@@ -327,18 +365,12 @@ func (d *decoder) arrayBody(sh *shape) (any, error) {
 			return nil, err
 		}
 		arr = append(arr, v)
-		d.ws()
-		if d.i >= len(d.data) {
-			return nil, d.eof("after an array element")
+		more, err := d.nextItem()
+		if err != nil {
+			return nil, err
 		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
+		if !more {
 			return arr, nil
-		default:
-			return nil, d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(d.data[d.i]))
 		}
 	}
 }
@@ -394,18 +426,12 @@ func (d *decoder) unitItems(def *unitDef) error {
 			cur.spans = append(cur.spans, d.data[start:d.i])
 			cur.runs = append(cur.runs, r)
 		}
-		d.ws()
-		if d.i >= len(d.data) {
-			return d.eof("after an array element")
+		more, err := d.nextItem()
+		if err != nil {
+			return err
 		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
+		if !more {
 			return nil
-		default:
-			return d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(d.data[d.i]))
 		}
 	}
 }
@@ -782,12 +808,8 @@ func (d *decoder) skip() error {
 
 // skipKey moves past an object key and its colon.
 func (d *decoder) skipKey() error {
-	d.ws()
-	if d.i >= len(d.data) {
-		return d.eof("looking for an object key")
-	}
-	if d.data[d.i] != '"' {
-		return d.errorf("invalid character %s looking for the beginning of an object key", quoteChar(d.data[d.i]))
+	if err := d.keyStart(); err != nil {
+		return err
 	}
 	if _, _, err := d.scanString(); err != nil {
 		return err

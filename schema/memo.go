@@ -103,12 +103,8 @@ func (d *decoder) objectReusing(prev *openMemo) (*openMemo, error) {
 		return m, nil
 	}
 	for {
-		d.ws()
-		if d.i >= len(d.data) {
-			return nil, d.eof("looking for an object key")
-		}
-		if d.data[d.i] != '"' {
-			return nil, d.errorf("invalid character %s looking for the beginning of an object key", quoteChar(d.data[d.i]))
+		if err := d.keyStart(); err != nil {
+			return nil, err
 		}
 		start, end, err := d.scanString()
 		if err != nil {
@@ -145,18 +141,12 @@ func (d *decoder) objectReusing(prev *openMemo) (*openMemo, error) {
 		m.keys = append(m.keys, key)
 		m.vals = append(m.vals, d.data[vs:d.i])
 		m.elems = append(m.elems, elems)
-		d.ws()
-		if d.i >= len(d.data) {
-			return nil, d.eof("after an object value")
+		more, err := d.nextMember()
+		if err != nil {
+			return nil, err
 		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
+		if !more {
 			return m, nil
-		default:
-			return nil, d.errorf("invalid character %s after an object value (want ',' or '}')", quoteChar(d.data[d.i]))
 		}
 	}
 }
@@ -184,18 +174,12 @@ func (d *decoder) arrayReusing(prev [][]byte) ([][]byte, error) {
 			}
 		}
 		elems = append(elems, d.data[start:d.i])
-		d.ws()
-		if d.i >= len(d.data) {
-			return nil, d.eof("after an array element")
+		more, err := d.nextItem()
+		if err != nil {
+			return nil, err
 		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
+		if !more {
 			return elems, nil
-		default:
-			return nil, d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(d.data[d.i]))
 		}
 	}
 }

@@ -216,19 +216,13 @@ func (d *decoder) reduceArray(sh *shape) error {
 		if err := d.reduce(items); err != nil {
 			return err
 		}
-		d.ws()
-		if d.i >= len(d.data) {
-			return d.eof("after an array element")
+		more, err := d.nextItem()
+		if err != nil {
+			return err
 		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
+		if !more {
 			u.tag(tagEnd)
 			return nil
-		default:
-			return d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(d.data[d.i]))
 		}
 	}
 }
@@ -244,12 +238,8 @@ func (d *decoder) reduceObject(sh *shape) error {
 		return nil
 	}
 	for {
-		d.ws()
-		if d.i >= len(d.data) {
-			return d.eof("looking for an object key")
-		}
-		if d.data[d.i] != '"' {
-			return d.errorf("invalid character %s looking for the beginning of an object key", quoteChar(d.data[d.i]))
+		if err := d.keyStart(); err != nil {
+			return err
 		}
 		start, end, esc, err := d.scanStringAt()
 		if err != nil {
@@ -263,19 +253,13 @@ func (d *decoder) reduceObject(sh *shape) error {
 		if err := d.reduce(d.childShape(sh, raw, esc)); err != nil {
 			return err
 		}
-		d.ws()
-		if d.i >= len(d.data) {
-			return d.eof("after an object value")
+		more, err := d.nextMember()
+		if err != nil {
+			return err
 		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
+		if !more {
 			u.tag(tagEnd)
 			return nil
-		default:
-			return d.errorf("invalid character %s after an object value (want ',' or '}')", quoteChar(d.data[d.i]))
 		}
 	}
 }

@@ -13,7 +13,8 @@ const zstdWindow = 2 << 20
 // zstdCodec is parquet-go's compress.Codec for zstd with a bounded window (parquet-go's own
 // codec uses the encoder's default window, whose history buffers cost 8 MiB or more each)
 // at the fastest level, zstd's level 1: the default of Arrow's Parquet writer (pyarrow),
-// 8-12% less export time than level 3 for 10% bigger shards on a generated corpus.
+// On the 1.17 GB generated corpus, three alternating runs: 5-17% less export time than
+// level 3, for shards 10% bigger (35.5 MB against 32.4).
 type zstdCodec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder

@@ -87,23 +87,31 @@ func (c *compactor) object(depth int) bool {
 		if !c.value(depth) {
 			return false
 		}
-		c.ws()
-		if c.i >= len(c.b) {
-			return false
-		}
-		switch c.b[c.i] {
-		case ',':
-			c.out = append(c.out, ',')
-			c.i++
-			c.ws()
-		case '}':
-			c.out = append(c.out, '}')
-			c.i++
-			return true
-		default:
-			return false
+		if more, ok := c.sep('}'); !more {
+			return ok
 		}
 	}
+}
+
+// sep copies what follows a value in a container that end closes: a comma (more: a value
+// comes next) or end; ok is false for anything else.
+func (c *compactor) sep(end byte) (more, ok bool) {
+	c.ws()
+	if c.i >= len(c.b) {
+		return false, false
+	}
+	switch c.b[c.i] {
+	case ',':
+		c.out = append(c.out, ',')
+		c.i++
+		c.ws()
+		return true, true
+	case end:
+		c.out = append(c.out, end)
+		c.i++
+		return false, true
+	}
+	return false, false
 }
 
 func (c *compactor) array(depth int) bool {
@@ -122,21 +130,8 @@ func (c *compactor) array(depth int) bool {
 		if !c.value(depth) {
 			return false
 		}
-		c.ws()
-		if c.i >= len(c.b) {
-			return false
-		}
-		switch c.b[c.i] {
-		case ',':
-			c.out = append(c.out, ',')
-			c.i++
-			c.ws()
-		case ']':
-			c.out = append(c.out, ']')
-			c.i++
-			return true
-		default:
-			return false
+		if more, ok := c.sep(']'); !more {
+			return ok
 		}
 	}
 }

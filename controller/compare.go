@@ -36,9 +36,10 @@ type Report struct {
 	ReachedEnd bool   `json:"reached_end"`
 	Ended      string `json:"ended"`
 	// Identical says the replay reached the end and nothing differs.
-	Identical   bool              `json:"identical"`
-	Differences []Difference      `json:"differences"`
-	Identifiers map[string]string `json:"identifiers"`
+	Identical   bool         `json:"identical"`
+	Differences []Difference `json:"differences"`
+	// Identifiers lists every identifier learned, with its evidence.
+	Identifiers []Learned `json:"identifiers"`
 	// Volatile lists the fields ignored because the harness changes them on every run.
 	Volatile []string `json:"volatile"`
 
@@ -56,12 +57,12 @@ func Compare(rec, rep *tape.Tape) *Report {
 		Harness:       h,
 		StepsRecorded: rec.Totals().Steps,
 		StepsReplayed: rep.Totals().Steps,
-		Identifiers:   map[string]string{},
+		Identifiers:   []Learned{},
 		Volatile:      VolatileNames(h),
 		Differences:   []Difference{},
 		provider:      rec.Meta.Provider,
 	}
-	ids := NewIdentifiers()
+	ids := NewIdentifiers(rec)
 	reached := true
 	for ref := range rec.Steps() {
 		if !reachable(rec, ref.Thread) {
@@ -98,7 +99,7 @@ func Compare(rec, rep *tape.Tape) *Report {
 	}
 	r.ReachedEnd = reached
 	r.Identical = reached && len(r.Differences) == 0
-	r.Identifiers = ids.Map()
+	r.Identifiers = ids.Learned()
 	return r
 }
 
@@ -138,7 +139,7 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 			continue
 		}
 		ta, tb := Mask(h, resultText(ra)), Mask(h, resultText(rb))
-		ids.Learn(ta, tb)
+		ids.Learn(Site{Thread: thread, Step: i}, ta, tb)
 		if ids.Apply(ta) != tb {
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_result", CallID: ca.ID, Tool: ca.Name, Recorded: ta, Replayed: tb})
 		}
@@ -208,6 +209,9 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  steps: %d recorded, %d replayed, %d compared; replay ended: %s\n", r.StepsRecorded, r.StepsReplayed, r.StepsCompared, r.Ended)
 	if len(r.Identifiers) > 0 {
 		fmt.Fprintf(w, "  identifiers learned: %d\n", len(r.Identifiers))
+		for _, l := range r.Identifiers {
+			fmt.Fprintf(w, "    %s -> %s (%s)\n", clip(l.Recorded, 120), clip(l.Replayed, 120), l.Evidence)
+		}
 	}
 	for _, d := range r.Differences {
 		where := fmt.Sprintf("thread %s step %d", d.Thread, d.Step)

@@ -1,44 +1,121 @@
 package controller
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
 // Identifiers maps identifiers of a recording to the ones a replay produced in their place
 // (background task ids and their output paths, session ids, subagent ids). It is learned by
 // comparing each tool result of the replay with the recorded one, and applied to the tool
 // calls and responses sent from then on. Safe for concurrent use.
+//
+// A pair is learned only from evidence, never from the two texts alone: either the harness
+// names the field it stands in as an identifier (IdentifierFields), or the recording uses the
+// recorded value again later (in a later tool call's input, or in the opening request of a
+// thread that starts later). A number, path or word that differs and that nothing in the
+// recording refers to is a difference, not an identifier.
 type Identifiers struct {
-	mu sync.Mutex
-	m  map[string]string // recorded -> replayed
+	mu      sync.Mutex
+	m       map[string]string // recorded -> replayed
+	learned []Learned
+	ev      *evidence
 }
 
-// NewIdentifiers returns an empty map.
-func NewIdentifiers() *Identifiers { return &Identifiers{m: map[string]string{}} }
+// Learned is one identifier pair and why it was accepted.
+type Learned struct {
+	Recorded string `json:"recorded"`
+	Replayed string `json:"replayed"`
+	// Evidence is the harness field that names the value, or where the recording uses the
+	// recorded value again.
+	Evidence string `json:"evidence"`
+}
+
+// Site is where a recorded text stands in the recording: the tool results of step Step of
+// thread Thread, or, with Step -1, the thread's opening request (its system prompt and first
+// messages).
+type Site struct {
+	Thread string
+	Step   int
+}
+
+// NewIdentifiers returns an empty map that learns from evidence in rec, the recording the
+// texts given to Learn come from.
+func NewIdentifiers(rec *tape.Tape) *Identifiers {
+	return &Identifiers{m: map[string]string{}, ev: newEvidence(rec)}
+}
 
 // tokenRE matches the runs that can hold an identifier: letters, digits and the punctuation
 // of paths and ids.
 var tokenRE = regexp.MustCompile(`[A-Za-z0-9_\-./:]+`)
 
-// Learn compares a recorded text with the replayed one. When both split into the same
-// sequence of tokens except for some that look like identifiers, it records each such pair
-// and returns them. Texts with a different shape teach nothing.
-func (ids *Identifiers) Learn(recorded, replayed string) map[string]string {
-	pairs := identifierPairs(recorded, replayed)
-	if len(pairs) == 0 {
+// Learn compares a recorded text, found at site at of the recording, with the replayed one.
+// When both split into the same sequence of tokens except for some that look like
+// identifiers, it records each pair that has evidence and returns the pairs it learned.
+// Texts with a different shape teach nothing.
+func (ids *Identifiers) Learn(at Site, recorded, replayed string) map[string]string {
+	cands := identifierPairs(recorded, replayed)
+	if len(cands) == 0 {
 		return nil
 	}
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
-	for r, n := range pairs {
-		ids.m[r] = n
+	out := map[string]string{}
+	accepted := map[string]string{} // path token -> evidence, for the segments inside it
+	for _, c := range cands {
+		if c.path != "" {
+			continue
+		}
+		if why, ok := ids.ev.why(at, recorded, c.rec); ok {
+			accepted[c.rec] = why
+			ids.add(c.rec, c.rep, why, out)
+		}
 	}
-	return pairs
+	for _, c := range cands {
+		if c.path == "" {
+			continue
+		}
+		why, ok := ids.ev.why(at, recorded, c.rec)
+		if !ok {
+			if pw, pok := accepted[c.path]; pok {
+				why, ok = "inside "+c.path+", "+pw, true
+			}
+		}
+		if ok {
+			ids.add(c.rec, c.rep, why, out)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// add records one pair; a recorded id learned before keeps its first evidence.
+func (ids *Identifiers) add(rec, rep, why string, out map[string]string) {
+	out[rec] = rep
+	if old, ok := ids.m[rec]; ok && old == rep {
+		return
+	}
+	ids.m[rec] = rep
+	for i := range ids.learned {
+		if ids.learned[i].Recorded == rec {
+			ids.learned[i].Replayed = rep
+			ids.learned[i].Evidence = why
+			return
+		}
+	}
+	ids.learned = append(ids.learned, Learned{Recorded: rec, Replayed: rep, Evidence: why})
 }
 
 // tokens returns the spans of tokenRE in s, without trailing sentence punctuation.
@@ -52,8 +129,13 @@ func tokens(s string) [][]int {
 	return spans
 }
 
-// identifierPairs aligns two texts token by token.
-func identifierPairs(a, b string) map[string]string {
+// candidate is a differing token pair that may be an identifier; path is set for a segment
+// of a differing path, naming the whole recorded path.
+type candidate struct{ rec, rep, path string }
+
+// identifierPairs aligns two texts token by token and returns the differing tokens that look
+// like identifiers, or nothing when the texts differ in anything else.
+func identifierPairs(a, b string) []candidate {
 	if a == b {
 		return nil
 	}
@@ -77,9 +159,19 @@ func identifierPairs(a, b string) map[string]string {
 	if a[prevA:] != b[prevB:] {
 		return nil
 	}
-	// A path that differs teaches its differing segments (the id inside it), even when such
+	var out []candidate
+	seen := map[string]bool{}
+	for _, d := range diff {
+		if !idPair(d[0], d[1]) {
+			return nil // a word or a measurement differs: the texts say different things
+		}
+		if !seen[d[0]] {
+			seen[d[0]] = true
+			out = append(out, candidate{rec: d[0], rep: d[1]})
+		}
+	}
+	// A path that differs offers its differing segments (the id inside it), even when such
 	// a segment, alone, would not look like an id (a random id may have no digit).
-	pairs := map[string]string{}
 	for _, d := range diff {
 		if !strings.Contains(d[0], "/") || !strings.Contains(d[1], "/") {
 			continue
@@ -89,24 +181,16 @@ func identifierPairs(a, b string) map[string]string {
 			continue
 		}
 		for j := range sx {
-			if sx[j] != sy[j] && (idPair(sx[j], sy[j]) || sameShape(sx[j], sy[j])) {
-				pairs[sx[j]] = sy[j]
+			if sx[j] != sy[j] && !seen[sx[j]] && (idPair(sx[j], sy[j]) || sameShape(sx[j], sy[j])) {
+				seen[sx[j]] = true
+				out = append(out, candidate{rec: sx[j], rep: sy[j], path: d[0]})
 			}
 		}
 	}
-	for _, d := range diff {
-		if _, fromPath := pairs[d[0]]; !fromPath && !idPair(d[0], d[1]) {
-			return nil
-		}
-		pairs[d[0]] = d[1]
-	}
-	if len(pairs) == 0 {
-		return nil
-	}
-	return pairs
+	return out
 }
 
-// idPair says whether two differing tokens are one identifier standing for another: both
+// idPair says whether two differing tokens can be one identifier standing for another: both
 // look like ids, or they have the same length and alphabet and one looks like an id (random
 // ids of one kind sometimes draw no digit: bhasuphlv for b86y08nu1).
 func idPair(x, y string) bool {
@@ -137,7 +221,8 @@ func isPathSep(r rune) bool { return r == '/' || r == '.' }
 
 // looksLikeID says whether a token can be a generated identifier rather than a word or a
 // measurement: a path, a token of 4 or more characters mixing letters and digits, or an
-// integer of 3 or more digits (Codex session ids). Decimal numbers (times) never are.
+// integer of 3 or more digits (Codex session ids). Decimal numbers (times) never are. This
+// is only the shape; Learn still wants evidence.
 func looksLikeID(s string) bool {
 	if strings.Contains(s, "/") {
 		return true
@@ -151,11 +236,14 @@ func looksLikeID(s string) bool {
 	if digits == 0 {
 		return false
 	}
-	if strings.Trim(s, "0123456789.") == "" { // a number
+	if isNumber(s) {
 		return !strings.Contains(s, ".") && len(s) >= 3
 	}
 	return len(s) >= 4
 }
+
+// isNumber says whether s is made of digits and dots only.
+func isNumber(s string) bool { return s != "" && strings.Trim(s, "0123456789.") == "" }
 
 // Len returns how many identifiers are known.
 func (ids *Identifiers) Len() int {
@@ -175,18 +263,32 @@ func (ids *Identifiers) Map() map[string]string {
 	return out
 }
 
-// Apply replaces every known recorded identifier in s with its replayed counterpart. Only
-// whole tokens are replaced (an id 2000 is not replaced inside 20006 or in a time of 2000
-// ms), and the longest id wins where several start at one place (a path before the id
-// inside it).
+// Learned returns the pairs learned, in the order they were learned, with their evidence.
+func (ids *Identifiers) Learned() []Learned {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	return slices.Clone(ids.learned)
+}
+
+// Apply replaces every known recorded identifier in the text s with its replayed
+// counterpart. Only whole tokens are replaced (an id 2000 is not replaced inside 20006), and
+// the longest id wins where several start at one place (a path before the id inside it).
 func (ids *Identifiers) Apply(s string) string {
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
-	if len(ids.m) == 0 {
+	return replaceTokens(ids.m, s, true)
+}
+
+// replaceTokens replaces the keys of m standing as whole tokens in s; numbers says whether
+// ids made only of digits are replaced anywhere (free text), or only where they are the
+// whole of s or a path segment (inside a JSON string, where "sleep 2000" is not a session
+// id but "/proc/2000" may hold one).
+func replaceTokens(m map[string]string, s string, numbers bool) string {
+	if len(m) == 0 {
 		return s
 	}
 	var keys []string
-	for k := range ids.m {
+	for k := range m {
 		if strings.Contains(s, k) {
 			keys = append(keys, k)
 		}
@@ -204,7 +306,8 @@ func (ids *Identifiers) Apply(s string) string {
 		}
 		matched := ""
 		for _, k := range keys {
-			if strings.HasPrefix(s[i:], k) && (i+len(k) == len(s) || !isIDChar(s[i+len(k)]) || !isIDChar(k[len(k)-1])) {
+			if strings.HasPrefix(s[i:], k) && (i+len(k) == len(s) || !isIDChar(s[i+len(k)]) || !isIDChar(k[len(k)-1])) &&
+				(numbers || !isNumber(k) || len(k) == len(s) || i > 0 && s[i-1] == '/' || i+len(k) < len(s) && s[i+len(k)] == '/') {
 				matched = k
 				break
 			}
@@ -214,7 +317,7 @@ func (ids *Identifiers) Apply(s string) string {
 			continue
 		}
 		b.WriteString(s[last:i])
-		b.WriteString(ids.m[matched])
+		b.WriteString(m[matched])
 		i += len(matched)
 		last = i
 	}
@@ -227,8 +330,7 @@ func (ids *Identifiers) Apply(s string) string {
 
 // ContainsID says whether s holds id as a whole token, the way Apply would find it.
 func ContainsID(s, id string) bool {
-	probe := &Identifiers{m: map[string]string{id: "\x00"}}
-	return probe.Apply(s) != s
+	return replaceTokens(map[string]string{id: "\x00"}, s, true) != s
 }
 
 // isIDChar says whether a byte continues an identifier token: a letter, a digit, '_' or '-'.
@@ -236,13 +338,268 @@ func isIDChar(c byte) bool {
 	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// ApplyJSON replaces identifiers inside a JSON document's strings. Identifiers hold no
-// characters that JSON escapes, so a textual replacement keeps the document valid; the
-// result is checked anyway and the input returned unchanged if it would not be.
+// ApplyJSON replaces identifiers inside a JSON document, JSON-aware: a string value gets its
+// id tokens replaced (a string that is itself a JSON document, as OpenAI's tool arguments,
+// is rewritten the same way, recursively); a number value is replaced only when it is a
+// learned id and stands in a field the harness table names as an identifier
+// (IdentifierKeys), so "yield_time_ms": 2000 stays when a session id is 2000. Keys and the
+// order of members are kept; a document that is not valid JSON is returned unchanged.
 func (ids *Identifiers) ApplyJSON(raw json.RawMessage) json.RawMessage {
-	out := ids.Apply(string(raw))
-	if out == string(raw) || !json.Valid([]byte(out)) {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	if len(ids.m) == 0 {
 		return raw
 	}
-	return json.RawMessage(out)
+	out, changed := rewriteJSON(ids.m, ids.ev.keys, raw)
+	if !changed {
+		return raw
+	}
+	return out
+}
+
+// ApplyText rewrites s as ApplyJSON when it is a JSON object or array, else as Apply.
+func (ids *Identifiers) ApplyText(s string) string {
+	t := strings.TrimSpace(s)
+	if t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+		return string(ids.ApplyJSON(json.RawMessage(s)))
+	}
+	return ids.Apply(s)
+}
+
+// rewriteJSON re-emits the document raw with identifiers replaced, and says whether anything
+// changed. Unchanged documents are not re-encoded by the caller, so their bytes stay as they
+// were.
+func rewriteJSON(m map[string]string, idKeys map[string]bool, raw []byte) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	type frame struct {
+		object  bool
+		n       int    // tokens written in this container
+		key     string // the member being written (objects), or the array's own key
+		wantKey bool
+	}
+	stack := []frame{{}}
+	changed := false
+	writeString := func(s string) {
+		_ = enc.Encode(s)
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return raw, false
+		}
+		top := &stack[len(stack)-1]
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			buf.WriteByte(byte(d))
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if top.n > 0 {
+			if top.object && top.wantKey {
+				buf.WriteByte(',')
+			} else if !top.object {
+				buf.WriteByte(',')
+			}
+		}
+		if top.object && top.wantKey {
+			k, _ := tok.(string)
+			writeString(k)
+			buf.WriteByte(':')
+			top.key, top.wantKey = k, false
+			top.n++
+			continue
+		}
+		key := top.key
+		if top.object {
+			top.wantKey = true
+		}
+		top.n++
+		switch v := tok.(type) {
+		case json.Delim:
+			buf.WriteByte(byte(v))
+			stack = append(stack, frame{object: v == '{', wantKey: v == '{', key: key})
+		case string:
+			s := v
+			if t := strings.TrimSpace(v); t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+				if inner, ok := rewriteJSON(m, idKeys, []byte(v)); ok {
+					s = string(inner)
+				}
+			} else {
+				s = replaceTokens(m, v, false)
+			}
+			if s != v {
+				changed = true
+			}
+			writeString(s)
+		case json.Number:
+			lit := string(v)
+			if rep, ok := m[lit]; ok && idKeys[key] {
+				changed = true
+				if isNumber(rep) && !strings.Contains(rep, ".") {
+					buf.WriteString(rep)
+				} else {
+					writeString(rep)
+				}
+				continue
+			}
+			buf.WriteString(lit)
+		case bool:
+			fmt.Fprint(&buf, v)
+		case nil:
+			buf.WriteString("null")
+		}
+	}
+	if !changed {
+		return raw, false
+	}
+	return buf.Bytes(), true
+}
+
+// evidence answers whether the recording backs a recorded value up as an identifier.
+type evidence struct {
+	harness string
+	keys    map[string]bool // JSON fields that hold identifiers, for ApplyJSON
+	sources []source        // built on first use
+	built   bool
+	rec     *tape.Tape
+	uses    map[string][]int // token -> indexes into sources that hold it
+}
+
+// source is a text of the recording where a recorded identifier can be used again.
+type source struct {
+	thread  string
+	step    int
+	opening bool    // a thread's opening request, not a tool call's input
+	at      float64 // ms since the recording started
+	what    string
+	text    string
+}
+
+func newEvidence(rec *tape.Tape) *evidence {
+	ev := &evidence{rec: rec, keys: map[string]bool{}, uses: map[string][]int{}}
+	if rec != nil {
+		ev.harness = rec.Meta.Harness
+	}
+	for _, f := range IdentifierFields {
+		if f.Harness == ev.harness || ev.harness == "" {
+			for _, k := range f.Keys {
+				ev.keys[k] = true
+			}
+		}
+	}
+	return ev
+}
+
+func (ev *evidence) build() {
+	ev.built = true
+	if ev.rec == nil {
+		return
+	}
+	for _, th := range ev.rec.Threads {
+		for si, st := range th.Steps {
+			if si == 0 && th.Parent != nil {
+				var b strings.Builder
+				b.WriteString(st.Request.System)
+				for _, msg := range st.Request.Messages {
+					for _, blk := range msg.Content {
+						b.WriteString("\n")
+						b.WriteString(blk.Text)
+						if len(blk.Input) > 0 {
+							b.WriteString("\n")
+							b.WriteString(jsonText(blk.Input))
+						}
+					}
+				}
+				ev.sources = append(ev.sources, source{thread: th.ID, step: 0, opening: true, at: st.Timing.RequestAt,
+					what: fmt.Sprintf("the opening request of thread %s", th.ID), text: b.String()})
+			}
+			for _, c := range st.ToolCalls {
+				ev.sources = append(ev.sources, source{thread: th.ID, step: si, at: st.Timing.LastByteAt,
+					what: fmt.Sprintf("thread %s step %d call %s (%s) input", th.ID, si, c.ID, c.Name), text: jsonText(c.Input)})
+			}
+		}
+	}
+}
+
+// jsonText is a JSON document as text to search for tokens: the document itself (numbers,
+// plain strings) and, after it, its strings decoded (paths inside escaped text).
+func jsonText(raw json.RawMessage) string {
+	var b strings.Builder
+	b.Write(raw)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		if s, ok := tok.(string); ok {
+			b.WriteString("\n")
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+// why returns the evidence that token, found in the recorded text at site at, is an
+// identifier: the harness field it stands in, or a later use in the recording.
+func (ev *evidence) why(at Site, recorded, token string) (string, bool) {
+	for _, f := range IdentifierFields {
+		if f.Harness != ev.harness && ev.harness != "" {
+			continue
+		}
+		for _, m := range f.re.FindAllStringSubmatch(recorded, -1) {
+			if m[1] == token {
+				return "named by the harness: " + f.Harness + " " + f.Name, true
+			}
+		}
+	}
+	if !ev.built {
+		ev.build()
+	}
+	idx, ok := ev.uses[token]
+	if !ok {
+		for i, s := range ev.sources {
+			if strings.Contains(s.text, token) && ContainsID(s.text, token) {
+				idx = append(idx, i)
+			}
+		}
+		ev.uses[token] = idx
+	}
+	from := ev.siteTime(at)
+	for _, i := range idx {
+		s := ev.sources[i]
+		if s.thread == at.Thread {
+			if !s.opening && s.step > at.Step {
+				return "used again: " + s.what, true
+			}
+			continue
+		}
+		if s.at >= from {
+			return "used again: " + s.what, true
+		}
+	}
+	return "", false
+}
+
+// siteTime is when the text at site at was recorded: the end of the step's answer (its tool
+// results come after), or the start of the thread.
+func (ev *evidence) siteTime(at Site) float64 {
+	if ev.rec == nil {
+		return 0
+	}
+	th := ev.rec.Thread(at.Thread)
+	if th == nil || len(th.Steps) == 0 {
+		return 0
+	}
+	if at.Step < 0 || at.Step >= len(th.Steps) {
+		return th.Steps[0].Timing.RequestAt
+	}
+	return th.Steps[at.Step].Timing.LastByteAt
 }

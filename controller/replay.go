@@ -87,7 +87,7 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 	if main == nil {
 		return nil, errors.New("replay: the tape has no main thread")
 	}
-	p := &player{rec: rec, sb: sb, opts: opts, ids: NewIdentifiers(), start: opts.Now()}
+	p := &player{rec: rec, sb: sb, opts: opts, ids: NewIdentifiers(rec), start: opts.Now()}
 	p.hello = protocol.Hello{Harness: rec.Meta.Harness, Cwd: opts.Cwd, Env: opts.Env}
 	if p.hello.Env == nil {
 		p.hello.Env = map[string]string{}
@@ -235,7 +235,7 @@ func (p *player) playThread(ctx context.Context, th *tape.Thread) error {
 		if err := p.appendStep(ti, step); err != nil {
 			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 		}
-		results, err := p.runCalls(ctx, th, st, calls)
+		results, err := p.runCalls(ctx, th, si, st, calls)
 		if err != nil {
 			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 		}
@@ -282,11 +282,11 @@ func (p *player) sync() error {
 
 // runCalls runs the tool calls of one step: concurrently when the harness runs a response's
 // calls in parallel, else in order. Spawning calls play their child thread.
-func (p *player) runCalls(ctx context.Context, th *tape.Thread, st *tape.Step, calls []tape.ToolCall) ([]tape.ToolResult, error) {
+func (p *player) runCalls(ctx context.Context, th *tape.Thread, si int, st *tape.Step, calls []tape.ToolCall) ([]tape.ToolResult, error) {
 	results := make([]tape.ToolResult, len(calls))
 	errs := make([]error, len(calls))
 	run := func(i int) {
-		results[i], errs[i] = p.runCall(ctx, th, st, calls[i])
+		results[i], errs[i] = p.runCall(ctx, th, si, st, calls[i])
 	}
 	if p.policy.ParallelToolCalls && len(calls) > 1 {
 		var wg sync.WaitGroup
@@ -308,7 +308,7 @@ func (p *player) runCalls(ctx context.Context, th *tape.Thread, st *tape.Step, c
 	return results, nil
 }
 
-func (p *player) runCall(ctx context.Context, th *tape.Thread, st *tape.Step, c tape.ToolCall) (tape.ToolResult, error) {
+func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.Step, c tape.ToolCall) (tape.ToolResult, error) {
 	recorded, hasRecorded := st.ToolResult(c.ID)
 	if slices.Contains(p.policy.SpawningTools, c.Name) {
 		return p.playChild(ctx, th, c, recorded, hasRecorded)
@@ -325,7 +325,7 @@ func (p *player) runCall(ctx context.Context, th *tape.Thread, st *tape.Step, c 
 	res.ToolCallID = c.ID
 	if hasRecorded {
 		h := p.rec.Meta.Harness
-		p.ids.Learn(Mask(h, resultText(recorded)), Mask(h, resultText(res)))
+		p.ids.Learn(Site{Thread: th.ID, Step: si}, Mask(h, resultText(recorded)), Mask(h, resultText(res)))
 	}
 	return res, nil
 }

@@ -32,7 +32,7 @@ type simRun struct {
 
 func newSimRun(s *Simulator, name string) (*simRun, error) {
 	start := s.opts.Now()
-	r := &simRun{s: s, name: name, start: start, ids: NewIdentifiers(),
+	r := &simRun{s: s, name: name, start: start, ids: NewIdentifiers(s.rec),
 		served: make([]int, len(s.rec.Threads)), written: make([]int, len(s.rec.Threads))}
 	r.out = newReplayTape(s.rec, start, map[string]string{"mode": "simulator", "run": name})
 	if out := OutputFor(s.opts.Output, name); out != "" {
@@ -178,8 +178,8 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 		}
 	}
 	if turns == 0 {
-		r.ids.Learn(r.s.keys[best].system, sig.system)
-		r.ids.Learn(r.s.keys[best].opening, sig.opening)
+		r.ids.Learn(Site{Thread: th.ID, Step: -1}, r.s.keys[best].system, sig.system)
+		r.ids.Learn(Site{Thread: th.ID, Step: -1}, r.s.keys[best].opening, sig.opening)
 	} else if d := r.checkResults(th, turns, in); d != nil {
 		return best, turns, nil, d
 	}
@@ -232,7 +232,7 @@ func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step) *divergenc
 			continue // the recording did not see this result (cut short); accept it
 		}
 		a, b := Mask(h, resultText(want)), Mask(h, resultText(*have))
-		r.ids.Learn(a, b)
+		r.ids.Learn(Site{Thread: th.ID, Step: si - 1}, a, b)
 		if r.ids.Apply(a) != b {
 			return &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("tool result of call %s (%s) differs:\n  recorded: %s\n  got:      %s", c.ID, c.Name, clip(a, 300), clip(b, 300))}
 		}
@@ -293,7 +293,7 @@ func (r *simRun) write(w http.ResponseWriter, hr *http.Request, rec *tape.Step, 
 		if err := wait(rec.Timing.LastByteAt - rec.Timing.RequestAt); err != nil {
 			return served, fmt.Errorf("client went away: %w", err)
 		}
-		body := r.ids.Apply(string(raw))
+		body := string(r.ids.ApplyJSON(raw))
 		served.Raw = json.RawMessage(body)
 		if !json.Valid(served.Raw) {
 			served.Raw, _ = json.Marshal(body)

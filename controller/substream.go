@@ -94,7 +94,7 @@ func substituteStream(ids *Identifiers, chunks []tape.Chunk) []string {
 			orig[k] = p.get()
 			joined.WriteString(orig[k])
 		}
-		sub := ids.Apply(joined.String())
+		sub := ids.ApplyText(joined.String())
 		if sub == joined.String() {
 			continue
 		}
@@ -105,14 +105,14 @@ func substituteStream(ids *Identifiers, chunks []tape.Chunk) []string {
 	}
 	for i, c := range chunks {
 		if !dirty[i] {
-			out[i] = ids.Apply(c.Data)
+			out[i] = applySSE(ids, c.Data)
 			continue
 		}
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(events[i]); err != nil {
-			out[i] = ids.Apply(c.Data)
+			out[i] = applySSE(ids, c.Data)
 			continue
 		}
 		data := strings.TrimSuffix(b.String(), "\n")
@@ -143,4 +143,33 @@ func redistribute(orig []string, s string) []string {
 		off = end
 	}
 	return out
+}
+
+// applySSE rewrites the identifiers in the JSON data lines of one SSE event, JSON-aware;
+// other lines are kept as they are.
+func applySSE(ids *Identifiers, event string) string {
+	lines := strings.SplitAfter(event, "\n")
+	changed := false
+	for i, l := range lines {
+		body, ok := strings.CutPrefix(l, "data:")
+		if !ok {
+			continue
+		}
+		nl := ""
+		if strings.HasSuffix(body, "\n") {
+			body, nl = body[:len(body)-1], "\n"
+		}
+		sp := ""
+		if strings.HasPrefix(body, " ") {
+			body, sp = body[1:], " "
+		}
+		if sub := ids.ApplyText(body); sub != body {
+			lines[i] = "data:" + sp + sub + nl
+			changed = true
+		}
+	}
+	if !changed {
+		return event
+	}
+	return strings.Join(lines, "")
 }

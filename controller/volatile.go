@@ -44,3 +44,29 @@ func VolatileNames(harness string) []string {
 	}
 	return out
 }
+
+// IdentifierField is a place where a harness puts an identifier it makes up on every run (a
+// background shell id, a session id, an agent id). A value standing there is learned as an
+// identifier without further evidence; any other value needs the recording to use it again
+// (see Identifiers).
+type IdentifierField struct {
+	Harness string
+	Name    string
+	// re finds the field in a tool result's text; its first group is the identifier.
+	re *regexp.Regexp
+	// Keys are the JSON fields of tool call inputs that carry the identifier back, where a
+	// number is replaced (ApplyJSON); strings are replaced wherever an id token stands.
+	Keys []string
+}
+
+// IdentifierFields lists the identifier fields TapeBox knows, per harness.
+var IdentifierFields = []IdentifierField{
+	{Harness: "claude-code", Name: "background shell id", re: regexp.MustCompile(`Command running in background with ID: ([A-Za-z0-9_\-]+)`), Keys: []string{"bash_id", "shell_id", "task_id"}},
+	{Harness: "claude-code", Name: "background output file", re: regexp.MustCompile(`Output is being written to: (\S+?)\.?(?:\s|$)`)},
+	{Harness: "claude-code", Name: "task id", re: regexp.MustCompile(`<task_id>([^<\s]+)</task_id>`), Keys: []string{"task_id"}},
+	{Harness: "claude-code", Name: "persisted output file", re: regexp.MustCompile(`Full output saved to: (\S+)`)},
+	{Harness: "claude-code", Name: "agent id", re: regexp.MustCompile(`agentId: ([A-Za-z0-9_\-]+)`), Keys: []string{"agentId", "agent_id"}},
+	{Harness: "claude-code", Name: "agent id to continue with SendMessage", re: regexp.MustCompile(`use SendMessage with to: '([A-Za-z0-9_\-]+)'`)},
+	{Harness: "codex", Name: "exec session id", re: regexp.MustCompile(`Process running with session ID (\d+)`), Keys: []string{"session_id"}},
+	{Harness: "codex", Name: "agent id", re: regexp.MustCompile(`"agent_id":\s*"([^"\\]+)"`), Keys: []string{"agent_id"}},
+}

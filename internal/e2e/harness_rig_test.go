@@ -291,6 +291,7 @@ func (r *rig) requireIdentical(t *testing.T, recPath, repPath string) *controlle
 	if code != 0 || !report.Identical {
 		t.Fatalf("tapebox compare %s %s: exit %d (controller.Compare identical=%v)\n%s%s", filepath.Base(recPath), filepath.Base(repPath), code, report.Identical, out, errOut)
 	}
+	checkMutationsCaught(t, rec, rep)
 	return report
 }
 
@@ -512,7 +513,8 @@ func checkServedIdentifiers(t *testing.T, rec, rep *tape.Tape) {
 	for _, th := range rep.Threads {
 		for i, st := range th.Steps {
 			for _, c := range st.ToolCalls {
-				for recorded, own := range ids {
+				for _, l := range ids {
+					recorded, own := l.Recorded, l.Replayed
 					if recorded != own && controller.ContainsID(string(c.Input), recorded) {
 						t.Errorf("thread %s step %d: the simulator served %s %s with the recorded identifier %q; this run's is %q (input %s)",
 							th.ID, i, c.Name, c.ID, recorded, own, clipText(string(c.Input), 300))

@@ -212,6 +212,7 @@ func replayAndCheck(t *testing.T, rec *tape.Tape, h handTape, spec string) {
 		t.Fatalf("replay differs:\n%s", b.String())
 	}
 	require.Positive(t, res.ToolCalls)
+	require.Positive(t, checkMutationsCaught(t, rec, rep))
 	snap, err := sb.Snapshot(ctx, sb.Cwd())
 	require.NoError(t, err)
 	for p, want := range h.files {

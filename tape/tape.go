@@ -65,6 +65,9 @@ type Meta struct {
 	Task           map[string]string `json:"task"`
 	ReplayOf       *string           `json:"replay_of"`
 	Labels         map[string]string `json:"labels"`
+	// Workspace is the working directory's start snapshot and end manifest; nil when the
+	// recording did not take them.
+	Workspace *Workspace `json:"workspace,omitempty"`
 	// Ended is nil while the run is in progress. A tape on disk whose Ended is nil was
 	// either still being written or its writer was killed: treat it as cut short.
 	Ended *Ended `json:"ended"`

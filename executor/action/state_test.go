@@ -88,9 +88,12 @@ func TestStateDirSharedRefusesPlanted(t *testing.T) {
 	assert.DirExists(t, filepath.Join(target, "tasks"))
 }
 
-// Tasks that all end and are removed leave no state directory behind.
+// Tasks that all end and are removed, or fail to start, leave no state directory behind.
 func TestTasksLeaveNoSharedState(t *testing.T) {
 	tasks := &Tasks{State: &StateDir{Path: filepath.Join(t.TempDir(), "state"), Shared: true}}
+	_, err := tasks.Start(t.Context(), TaskRequest{ID: "gone", Command: "true", Dir: filepath.Join(t.TempDir(), "missing")})
+	require.Error(t, err)
+	assert.NoDirExists(t, tasks.State.Path)
 	for _, id := range []string{"a", "b"} {
 		_, err := tasks.Start(t.Context(), TaskRequest{ID: id, Command: "echo " + id})
 		require.NoError(t, err)

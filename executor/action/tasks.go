@@ -144,17 +144,26 @@ const wrapper = `"$0" ` + `$3 "$1"; c=$?; [ -z "$4" ] || printf "$4" "$c" >> "$2
 const exitLine = "\n[exited with code %s]\n"
 
 // Start launches a background task and returns at once.
-func (t *Tasks) Start(ctx context.Context, req TaskRequest) (TaskStatus, error) {
+func (t *Tasks) Start(ctx context.Context, req TaskRequest) (_ TaskStatus, err error) {
 	if req.ID == "" {
 		req.ID = NewTaskID("", 9)
 	}
-	if _, err := t.dir(req.ID); err != nil {
+	dir, err := t.dir(req.ID)
+	if err != nil {
 		return TaskStatus{}, err
 	}
-	dir, err := t.State.Make(tasksDir, req.ID)
-	if err != nil {
+	_, err = os.Lstat(dir)
+	fresh := errors.Is(err, fs.ErrNotExist)
+	if dir, err = t.State.Make(tasksDir, req.ID); err != nil {
 		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
 	}
+	defer func() {
+		// A task that did not start leaves nothing behind (but what was there before).
+		if err != nil && fresh {
+			_ = os.RemoveAll(dir)
+			t.State.Prune(tasksDir)
+		}
+	}()
 	out, err := os.OpenFile(filepath.Join(dir, "output"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)

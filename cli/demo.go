@@ -181,14 +181,10 @@ func snapshotDir(ctx context.Context, spec string) (map[string]sandbox.File, err
 	return sb.Snapshot(ctx, sb.Cwd())
 }
 
-// diffFiles compares two snapshots, ignoring TapeBox's own state directory.
+// diffFiles compares two snapshots.
 func diffFiles(want, got map[string]sandbox.File) []string {
 	var out []string
-	skip := func(p string) bool { return p == ".tapebox" || strings.HasPrefix(p, ".tapebox/") }
 	for p, w := range want {
-		if skip(p) {
-			continue
-		}
 		g, ok := got[p]
 		switch {
 		case !ok:
@@ -200,7 +196,7 @@ func diffFiles(want, got map[string]sandbox.File) []string {
 		}
 	}
 	for p := range got {
-		if _, ok := want[p]; !ok && !skip(p) {
+		if _, ok := want[p]; !ok {
 			out = append(out, p+": unexpected")
 		}
 	}
@@ -210,8 +206,8 @@ func diffFiles(want, got map[string]sandbox.File) []string {
 
 func countFiles(m map[string]sandbox.File) int {
 	n := 0
-	for p, f := range m {
-		if f.Mode.IsRegular() && !strings.HasPrefix(p, ".tapebox") {
+	for _, f := range m {
+		if f.Mode.IsRegular() {
 			n++
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -40,6 +41,8 @@ func localSandbox(t *testing.T) *sandbox.Sandbox {
 	t.Helper()
 	sb, err := sandbox.Open(t.Context(), "local:"+t.TempDir(), sandbox.Options{})
 	require.NoError(t, err)
+	// The executor's state is outside the working directory; it goes after the sandbox.
+	t.Cleanup(func() { os.RemoveAll(harness.DefaultStateDir(sb.Cwd())) })
 	t.Cleanup(func() { sb.Close(t.Context()) })
 	return sb
 }
@@ -67,6 +70,14 @@ func TestReplayRestartsDeadExecutor(t *testing.T) {
 	require.NoError(t, err)
 	r := controller.Compare(rec, rep)
 	require.True(t, r.Identical, "%+v", r.Differences)
+	// The command the executor died in left its task behind, but not in the workspace.
+	entries, err := os.ReadDir(sb.Cwd())
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{".killed", "bg.txt"}, names)
 }
 
 // TestReplayCallTimeout: a call that hangs gets an error result after the per-call timeout

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -21,6 +22,7 @@ func TestReplayLocalRoundTrip(t *testing.T) {
 			dir := t.TempDir()
 			sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{})
 			require.NoError(t, err)
+			defer os.RemoveAll(harness.DefaultStateDir(sb.Cwd()))
 			defer sb.Close(t.Context())
 			out := filepath.Join(t.TempDir(), "replay.json")
 			res, err := controller.Replay(t.Context(), rec, sb, controller.Options{Cwd: sb.Cwd(), Speed: 0, Output: out, Logf: t.Logf})
@@ -36,6 +38,7 @@ func TestReplayLocalRoundTrip(t *testing.T) {
 			two, err := os.ReadFile(filepath.Join(dir, "sub", "two.txt"))
 			require.NoError(t, err)
 			require.Equal(t, "two\n", string(two))
+			require.NoDirExists(t, filepath.Join(dir, ".tapebox"), "the executor's state is not in the workspace")
 		})
 	}
 }

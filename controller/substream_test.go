@@ -14,7 +14,7 @@ import (
 // TestSubstituteStreamAcrossDeltas: an identifier split over several deltas is substituted,
 // in each wire format, and the stream still parses to the substituted tool call.
 func TestSubstituteStreamAcrossDeltas(t *testing.T) {
-	const old, repl = "/tmp/claude-0/-w/5c1d/tasks/bq7x2k9m1.output", "/w/.tapebox/tasks/b12345678.output"
+	const old, repl = "/tmp/claude-0/-w/5c1d/tasks/bq7x2k9m1.output", "/tmp/tapebox-exec-state-0-9f3c1e0a7b2d4c68/tasks/b12345678/output"
 	args := `{"file_path":"` + old + `"}`
 	split := func(s string, n int) []string {
 		var out []string

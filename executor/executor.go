@@ -146,7 +146,7 @@ func (s *server) hello(h *protocol.Hello) {
 		return
 	}
 	s.sess = mod.NewSession(env)
-	s.logf("session open: harness %s, cwd %s, state %s", mod.Name(), env.Cwd, env.StateDir)
+	s.logf("session open: harness %s, cwd %s, state %s", mod.Name(), env.Cwd, env.State.Path)
 	s.send(protocol.HelloReply{
 		Op: protocol.OpHello, OK: true, Version: Version, Protocol: protocol.Version,
 		Harness: mod.Name(), Cwd: env.Cwd, Policy: mod.Policy(), Platform: Platform(),
@@ -206,7 +206,8 @@ func Run(ctx context.Context, sess harness.Session, call tape.ToolCall, recorded
 }
 
 // Call runs a single call request without a session (tapebox-exec call): harness and cwd
-// stand in for hello, background tasks go under <cwd>/.tapebox unless stateDir is set.
+// stand in for hello, and the state directory is stateDir or, when nil, the one a session on
+// cwd has (harness.DefaultStateDir).
 func Call(ctx context.Context, harnessName, cwd string, stateDir *string, req protocol.Call) (protocol.Result, error) {
 	mod, ok := Harnesses().Lookup(harnessName)
 	if !ok {

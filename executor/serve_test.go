@@ -63,6 +63,7 @@ func (s *session) recv() *protocol.Envelope {
 }
 
 func (s *session) hello(harnessName, cwd string) *protocol.HelloReply {
+	removeState(s.t, cwd)
 	s.send(protocol.Hello{Op: protocol.OpHello, Harness: harnessName, Cwd: cwd, Env: map[string]string{}})
 	env := s.recv()
 	require.NotNil(s.t, env.HelloReply, string(env.Raw))

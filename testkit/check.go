@@ -123,12 +123,9 @@ func CheckIdentical(r *Result) error {
 	return p.err()
 }
 
-// stateDir is the executor's own state (background tasks) in the working directory; the
-// checks leave it out.
-const stateDir = ".tapebox"
-
-// Files returns the sandbox's file tree under its working directory (the executor's .tapebox
-// state directory left out), keyed by slash-separated relative paths.
+// Files returns the sandbox's file tree under its working directory, keyed by
+// slash-separated relative paths. It is all the replay's doing: the executor keeps its own
+// state outside the working directory.
 func (r *Result) Files(ctx context.Context) (map[string]sandbox.File, error) {
 	if r == nil || r.Sandbox == nil {
 		return nil, errors.New("testkit: no sandbox to read")
@@ -138,11 +135,6 @@ func (r *Result) Files(ctx context.Context) (map[string]sandbox.File, error) {
 	files, err := r.Sandbox.Snapshot(ctx, r.Sandbox.Cwd())
 	if err != nil {
 		return nil, fmt.Errorf("testkit: %w", err)
-	}
-	for name := range files {
-		if name == stateDir || strings.HasPrefix(name, stateDir+"/") {
-			delete(files, name)
-		}
 	}
 	return files, nil
 }
@@ -225,10 +217,9 @@ func (e goldenEntry) data() string {
 }
 
 // CheckSnapshot checks the sandbox's end state against a golden file (by convention under
-// testdata/): every file, directory and symbolic link of the working directory (the
-// executor's .tapebox state left out) with its mode, contents and link target; nothing
-// missing, nothing more. With -update it writes the golden file instead (creating its
-// directory) and returns nil.
+// testdata/): every file, directory and symbolic link of the working directory with its
+// mode, contents and link target; nothing missing, nothing more. With -update it writes the
+// golden file instead (creating its directory) and returns nil.
 func CheckSnapshot(r *Result, goldenPath string) error {
 	p := &problems{check: "CheckSnapshot"}
 	if r == nil || r.Sandbox == nil {

@@ -20,7 +20,7 @@ import (
 )
 
 // Tasks runs detached background commands and answers for them. Each task lives in its
-// own directory, Dir/<id>/:
+// own directory, <state dir>/tasks/<id>/, made when the task starts:
 //
 //	task.json  the request (command, cwd, start time) and the wrapper's pid
 //	output     stdout and stderr, interleaved
@@ -29,13 +29,14 @@ import (
 //	cursor     how far Poll has read output
 //
 // The command runs under a wrapper shell in its own session, so it outlives the executor,
-// and a restarted executor (a new Tasks on the same Dir) still answers for it: everything
-// but stdin is on disk. A task in a pseudo-terminal (TaskRequest.TTY) is the exception:
-// this process copies its terminal's output to the output file, so it ends with the
-// executor (its terminal hangs up), as a Codex session ends with Codex.
+// and a restarted executor (a new Tasks on the same state directory) still answers for it:
+// everything but stdin is on disk. A task in a pseudo-terminal (TaskRequest.TTY) is the
+// exception: this process copies its terminal's output to the output file, so it ends with
+// the executor (its terminal hangs up), as a Codex session ends with Codex.
 type Tasks struct {
-	// Dir holds one directory per task (<state_dir>/tasks).
-	Dir string
+	// State is the state directory. Start makes its "tasks" subdirectory, and Remove
+	// deletes that (and a shared state directory) once no task is left.
+	State *StateDir
 
 	mu   sync.Mutex
 	live map[string]*liveTask
@@ -122,11 +123,16 @@ func (t *Tasks) dir(id string) (string, error) {
 	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
 		return "", fmt.Errorf("task %q: %w", id, ErrNoTask)
 	}
-	return filepath.Join(t.Dir, id), nil
+	return filepath.Join(t.State.Path, tasksDir, id), nil
 }
 
+// tasksDir is the state directory's subdirectory of tasks.
+const tasksDir = "tasks"
+
 // OutputPath is the file that holds a task's output.
-func (t *Tasks) OutputPath(id string) string { return filepath.Join(t.Dir, id, "output") }
+func (t *Tasks) OutputPath(id string) string {
+	return filepath.Join(t.State.Path, tasksDir, id, "output")
+}
 
 // wrapper runs the command and records its exit code with a builtin (no extra process).
 // A reader that finds the exit file still empty sees the wrapper alive and reports the
@@ -138,7 +144,7 @@ const wrapper = `"$0" ` + `$3 "$1"; c=$?; [ -z "$4" ] || printf "$4" "$c" >> "$2
 const exitLine = "\n[exited with code %s]\n"
 
 // Start launches a background task and returns at once.
-func (t *Tasks) Start(ctx context.Context, req TaskRequest) (TaskStatus, error) {
+func (t *Tasks) Start(ctx context.Context, req TaskRequest) (_ TaskStatus, err error) {
 	if req.ID == "" {
 		req.ID = NewTaskID("", 9)
 	}
@@ -146,9 +152,18 @@ func (t *Tasks) Start(ctx context.Context, req TaskRequest) (TaskStatus, error) 
 	if err != nil {
 		return TaskStatus{}, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	_, err = os.Lstat(dir)
+	fresh := errors.Is(err, fs.ErrNotExist)
+	if dir, err = t.State.Make(tasksDir, req.ID); err != nil {
 		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
 	}
+	defer func() {
+		// A task that did not start leaves nothing behind (but what was there before).
+		if err != nil && fresh {
+			_ = os.RemoveAll(dir)
+			t.State.Prune(tasksDir)
+		}
+	}()
 	out, err := os.OpenFile(filepath.Join(dir, "output"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
@@ -434,7 +449,8 @@ func (t *Tasks) Poll(id string) ([]byte, error) {
 	return out[cur:], nil
 }
 
-// Remove forgets a task that has ended: its directory is deleted.
+// Remove forgets a task that has ended: its directory is deleted, and the tasks directory
+// with it when no other task is left.
 func (t *Tasks) Remove(id string) error {
 	dir, err := t.dir(id)
 	if err != nil {
@@ -446,7 +462,11 @@ func (t *Tasks) Remove(id string) error {
 	}
 	delete(t.live, id)
 	t.mu.Unlock()
-	return os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	t.State.Prune(tasksDir)
+	return nil
 }
 
 // Close closes the stdin pipes this Tasks holds; the tasks themselves keep running, but

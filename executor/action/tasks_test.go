@@ -2,7 +2,6 @@ package action
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,8 +9,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// newTasks returns a Tasks whose state directory is a new temporary one.
+func newTasks(t *testing.T) *Tasks {
+	return &Tasks{State: &StateDir{Path: t.TempDir()}}
+}
+
+// restarted returns the Tasks of a restarted executor: a new one on the same directory.
+func restarted(tasks *Tasks) *Tasks {
+	return &Tasks{State: &StateDir{Path: tasks.State.Path, Shared: tasks.State.Shared}}
+}
+
 func TestTasksLifecycle(t *testing.T) {
-	tasks := &Tasks{Dir: filepath.Join(t.TempDir(), "tasks")}
+	tasks := newTasks(t)
 	st, err := tasks.Start(t.Context(), TaskRequest{ID: "b1", Command: "echo one; echo two >&2; exit 4", Dir: t.TempDir()})
 	require.NoError(t, err)
 	assert.True(t, st.Running)
@@ -26,7 +35,7 @@ func TestTasksLifecycle(t *testing.T) {
 	assert.Equal(t, "one\ntwo\n", string(out))
 
 	// A restarted executor (a new Tasks on the same directory) still answers.
-	again := &Tasks{Dir: tasks.Dir}
+	again := restarted(tasks)
 	st, err = again.Status("b1")
 	require.NoError(t, err)
 	assert.Equal(t, 4, *st.ExitCode)
@@ -39,7 +48,7 @@ func TestTasksLifecycle(t *testing.T) {
 }
 
 func TestTasksKillAndPoll(t *testing.T) {
-	tasks := &Tasks{Dir: t.TempDir()}
+	tasks := newTasks(t)
 	_, err := tasks.Start(t.Context(), TaskRequest{ID: "k", Command: "echo ready; sleep 60", Dir: t.TempDir()})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -56,14 +65,14 @@ func TestTasksKillAndPoll(t *testing.T) {
 	st, err := tasks.Kill("k")
 	require.NoError(t, err)
 	assert.Equal(t, "killed", st.State())
-	st, err = (&Tasks{Dir: tasks.Dir}).Status("k")
+	st, err = restarted(tasks).Status("k")
 	require.NoError(t, err)
 	assert.False(t, st.Running)
 	assert.True(t, st.Killed)
 }
 
 func TestTasksStdin(t *testing.T) {
-	tasks := &Tasks{Dir: t.TempDir()}
+	tasks := newTasks(t)
 	defer tasks.Close()
 	_, err := tasks.Start(t.Context(), TaskRequest{ID: "s", Command: "read x; echo got $x", Stdin: true})
 	require.NoError(t, err)
@@ -76,7 +85,7 @@ func TestTasksStdin(t *testing.T) {
 	require.NoError(t, tasks.Remove("s"))
 	_, err = tasks.Status("s")
 	require.ErrorIs(t, err, ErrNoTask)
-	require.Error(t, (&Tasks{Dir: tasks.Dir}).Write("s", []byte("x")))
+	require.Error(t, restarted(tasks).Write("s", []byte("x")))
 }
 
 // ExitLine: Claude Code ends a background task's file with its exit code; Output and Poll
@@ -89,7 +98,7 @@ func TestTasksExitLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.command, func(t *testing.T) {
-			tasks := &Tasks{Dir: t.TempDir()}
+			tasks := newTasks(t)
 			_, err := tasks.Start(t.Context(), TaskRequest{ID: "e", Command: tt.command, ExitLine: true})
 			require.NoError(t, err)
 			st, err := tasks.Wait(t.Context(), "e", time.Minute)
@@ -98,7 +107,7 @@ func TestTasksExitLine(t *testing.T) {
 			file, err := os.ReadFile(tasks.OutputPath("e"))
 			require.NoError(t, err)
 			assert.Equal(t, tt.file, string(file))
-			for _, tasks := range []*Tasks{tasks, {Dir: tasks.Dir}} {
+			for _, tasks := range []*Tasks{tasks, restarted(tasks)} {
 				out, err := tasks.Output("e")
 				require.NoError(t, err)
 				assert.Equal(t, tt.output, string(out))
@@ -107,7 +116,7 @@ func TestTasksExitLine(t *testing.T) {
 	}
 
 	// Still running: the file holds the output so far and no exit line.
-	tasks := &Tasks{Dir: t.TempDir()}
+	tasks := newTasks(t)
 	_, err := tasks.Start(t.Context(), TaskRequest{ID: "r", Command: "echo a; sleep 60", ExitLine: true})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -122,7 +131,7 @@ func TestTasksTTY(t *testing.T) {
 	if _, err := os.Stat("/dev/ptmx"); err != nil {
 		t.Skip("no /dev/ptmx")
 	}
-	tasks := &Tasks{Dir: t.TempDir()}
+	tasks := newTasks(t)
 	defer tasks.Close()
 	_, err := tasks.Start(t.Context(), TaskRequest{ID: "t", Command: `tty >/dev/null && echo tty; stty size; read x; printf 'got %s\n' "$x"`, TTY: true})
 	require.NoError(t, err)
@@ -150,7 +159,7 @@ func TestTasksTTY(t *testing.T) {
 }
 
 func TestTasksNoStdin(t *testing.T) {
-	tasks := &Tasks{Dir: t.TempDir()}
+	tasks := newTasks(t)
 	_, err := tasks.Start(t.Context(), TaskRequest{ID: "n", Command: "cat; echo rc=$?"})
 	require.NoError(t, err)
 	require.ErrorIs(t, tasks.Write("n", []byte("x")), ErrNoStdin)

@@ -45,7 +45,8 @@ stdout, or an {"op":"error",...} line and exit status 1 when it cannot run.
 
   --harness NAME     harness module: claude-code or codex (required)
   --cwd DIR          working directory (default: the current one)
-  --state-dir DIR    state directory for background tasks (default: <cwd>/.tapebox)
+  --state-dir DIR    state directory for background tasks and saved outputs (default:
+                     $TMPDIR/tapebox-exec-state-<uid>-<hash of cwd>, made when needed)
 `
 
 // Run runs the command line args (without the program name) and returns the exit

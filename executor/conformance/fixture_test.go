@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -103,19 +104,24 @@ func caseRoot(harness string) string {
 }
 
 // layout makes dir fresh and holds exactly files; it is removed after the test unless it
-// failed.
+// failed. The executor's default state directory for dir (outside it) starts empty too:
+// the path is the same in every run.
 func layout(t *testing.T, dir string, files []File) {
 	t.Helper()
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatalf("clear %s: %v", dir, err)
+	state := harness.DefaultStateDir(dir)
+	for _, d := range []string{dir, state} {
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatalf("clear %s: %v", d, err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("make %s: %v", dir, err)
 	}
-	// A failed case leaves its directory for a look.
+	// A failed case leaves its directories for a look.
 	t.Cleanup(func() {
 		if !t.Failed() {
 			_ = os.RemoveAll(dir)
+			_ = os.RemoveAll(state)
 		}
 	})
 	for _, f := range files {
@@ -142,8 +148,8 @@ func layout(t *testing.T, dir string, files []File) {
 	}
 }
 
-// snapshot lists dir's files and directories, sorted, leaving out the paths the
-// comparison ignores (see ignoredPaths).
+// snapshot lists dir's files and directories, sorted: all of them, as the executor keeps
+// its own state elsewhere.
 func snapshot(t *testing.T, dir string) []File {
 	t.Helper()
 	var files []File
@@ -156,12 +162,6 @@ func snapshot(t *testing.T, dir string) []File {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
-		if ignoredPath(rel) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
 		info, err := d.Info()
 		if err != nil {
 			return err
@@ -187,12 +187,6 @@ func snapshot(t *testing.T, dir string) []File {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files
-}
-
-// ignoredPath says whether a path of a case directory is left out of the before/after
-// comparison: the executor's own state directory.
-func ignoredPath(rel string) bool {
-	return rel == ".tapebox" || strings.HasPrefix(rel, ".tapebox/")
 }
 
 // text returns a result's text blocks joined, for messages.

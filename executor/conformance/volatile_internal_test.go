@@ -38,12 +38,12 @@ func TestDiffResults(t *testing.T) {
 			result(strings.Replace(execOut, "code 0", "code 1", 1), false), false},
 		{"chunk id only volatile for commands", realharness.Codex, "apply_patch", result("Chunk ID: 95fad4", false), result("Chunk ID: 000000", false), false},
 		{"background id and path", realharness.Claude, "Bash", result(bg, false),
-			result("Command running in background with ID: t1. Output is being written to: /w/.tapebox/tasks/t1/output. You will be notified when it completes.", false), true},
+			result("Command running in background with ID: t1. Output is being written to: /tmp/tapebox-exec-state-0-9f3c1e0a7b2d4c68/tasks/t1/output. You will be notified when it completes.", false), true},
 		{"background tail is compared", realharness.Claude, "Bash", result(bg, false),
-			result("Command running in background with ID: t1. Output is being written to: /w/.tapebox/tasks/t1/output. You will be told.", false), false},
+			result("Command running in background with ID: t1. Output is being written to: /tmp/tapebox-exec-state-0-9f3c1e0a7b2d4c68/tasks/t1/output. You will be told.", false), false},
 		{"command moved to the background at its timeout", realharness.Claude, "Bash",
 			result("before\nCommand did not complete within its 1s timeout and was moved to the background (ID: b770dudwh). Output is being written to: /tmp/claude-0/x/s/tasks/b770dudwh.output. You will be notified.", false),
-			result("before\nCommand did not complete within its 1s timeout and was moved to the background (ID: 7). Output is being written to: /w/.tapebox/tasks/7/output. You will be notified.", false), true},
+			result("before\nCommand did not complete within its 1s timeout and was moved to the background (ID: 7). Output is being written to: /tmp/tapebox-exec-state-0-9f3c1e0a7b2d4c68/tasks/7/output. You will be notified.", false), true},
 		{"block count", realharness.Claude, "Bash", result("a", false), tape.ToolResult{Content: []tape.Block{{Type: "text", Text: "a"}, {Type: "text"}}}, false},
 	}
 	for _, tc := range cases {

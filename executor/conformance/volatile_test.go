@@ -44,7 +44,6 @@ var volatiles = []volatile{
 var ignored = []struct{ harness, what, why string }{
 	{realharness.Codex, "is_error", "the Responses wire carries no error flag: the harness's side is always false"},
 	{realharness.Claude, "Agent and Task calls", "spawning tools start a subagent the controller plays; their calls never reach the executor"},
-	{"", "<cwd>/.tapebox/", "the executor's own state (background tasks) in the end-state comparison"},
 }
 
 // isErrorCompared says whether the harness's wire format carries is_error.

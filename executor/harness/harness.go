@@ -47,16 +47,16 @@ type Immediate interface {
 type Env struct {
 	// Cwd is the absolute working directory.
 	Cwd string
-	// StateDir holds executor state, background tasks under StateDir/tasks.
-	StateDir string
+	// State holds executor state: background tasks under tasks/, saved outputs.
+	State *action.StateDir
 	// Environ is the environment of commands: the executor's, plus hello's env.
 	Environ []string
-	// Tasks runs background commands under StateDir/tasks.
+	// Tasks runs background commands in State.
 	Tasks *action.Tasks
 }
 
 // NewEnv returns the Env for a hello: cwd made absolute, stateDir defaulting to
-// <cwd>/.tapebox, env added to the executor's own environment.
+// DefaultStateDir(cwd), env added to the executor's own environment. It creates nothing.
 func NewEnv(cwd string, stateDir *string, env map[string]string) (*Env, error) {
 	if cwd == "" {
 		wd, err := os.Getwd()
@@ -76,11 +76,11 @@ func NewEnv(cwd string, stateDir *string, env map[string]string) (*Env, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("session cwd %q: not a directory", cwd)
 	}
-	sd := filepath.Join(abs, ".tapebox")
+	state := &action.StateDir{Path: DefaultStateDir(abs), Shared: true}
 	if stateDir != nil && *stateDir != "" {
-		sd = *stateDir
-		if !filepath.IsAbs(sd) {
-			sd = filepath.Join(abs, sd)
+		state = &action.StateDir{Path: *stateDir}
+		if !filepath.IsAbs(state.Path) {
+			state.Path = filepath.Join(abs, state.Path)
 		}
 	}
 	environ := os.Environ()
@@ -92,7 +92,21 @@ func NewEnv(cwd string, stateDir *string, env map[string]string) (*Env, error) {
 	for _, k := range keys {
 		environ = append(environ, k+"="+env[k])
 	}
-	return &Env{Cwd: abs, StateDir: sd, Environ: environ, Tasks: &action.Tasks{Dir: filepath.Join(sd, "tasks")}}, nil
+	return &Env{Cwd: abs, State: state, Environ: environ, Tasks: &action.Tasks{State: state}}, nil
+}
+
+// DefaultStateDir is where a session on the absolute directory cwd keeps its state when
+// hello names no state_dir: in the system's temporary directory, for the harnesses keep
+// theirs outside the workspace and a replayed workspace must end as the recorded one did.
+// The name is the same for every session of a user on cwd, so a restarted executor finds
+// the background tasks of the one before.
+func DefaultStateDir(cwd string) string {
+	// FNV-1a, 64 bits, written out: hash/fnv cost 4 KB of the executor's size budget.
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(cwd); i++ {
+		h = (h ^ uint64(cwd[i])) * 1099511628211
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("tapebox-exec-state-%d-%016x", os.Getuid(), h))
 }
 
 // Getenv returns a variable of the session's environment (the last one wins).

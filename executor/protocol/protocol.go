@@ -24,7 +24,12 @@
 //
 // Rules:
 //   - hello comes first and sets up the session (harness module, working directory,
-//     environment, state directory for background tasks; null means <cwd>/.tapebox). A call
+//     environment, state directory for background tasks). state_dir null means a directory
+//     in the sandbox's temporary directory named after the user and the absolute cwd
+//     ($TMPDIR/tapebox-exec-state-<uid>-<hash>), outside the workspace, which a restarted
+//     executor on the same cwd finds again; it is made, mode 0700, only when a task or a
+//     saved output needs it, and refused if something else (a symbolic link, another
+//     user's directory) is already there. A relative state_dir is relative to cwd. A call
 //     before hello gets an error naming the call's id.
 //   - Any number of calls may be in flight. Results come back in completion order and are
 //     matched by id; a call id must not be reused while its call is in flight (a duplicate
@@ -66,7 +71,8 @@ type Hello struct {
 	Harness string            `json:"harness"`
 	Cwd     string            `json:"cwd"`
 	Env     map[string]string `json:"env"`
-	// StateDir holds background tasks; nil means <cwd>/.tapebox.
+	// StateDir holds background tasks and saved outputs; nil means the default in the
+	// sandbox's temporary directory (see the package doc).
 	StateDir *string `json:"state_dir"`
 }
 

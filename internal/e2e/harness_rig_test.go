@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/internal/dockertest"
 	"github.com/tapebox/tapebox/internal/fakeprovider"
 	"github.com/tapebox/tapebox/internal/realharness"
@@ -234,17 +235,25 @@ func (r *rig) simulator(t *testing.T, tapePath, output string) (*proc, string) {
 	return p, "http://" + addr
 }
 
-// freshDir removes dir and creates it empty; the test removes it at the end.
+// freshDir removes dir and creates it empty; the test removes it at the end. A local
+// replay's executor keeps its state outside dir, at a path that is the same in every run:
+// that goes too.
 func freshDir(t *testing.T, dir string) {
 	t.Helper()
+	state := harness.DefaultStateDir(dir)
 	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.RemoveAll(state))
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		os.RemoveAll(dir)
+		os.RemoveAll(state)
+	})
 }
 
-// private names the entries of a working directory that are not the task's: the executor's
-// state and the harnesses' own.
-var private = map[string]bool{".tapebox": true, ".claude": true, ".codex": true}
+// private names the entries of a working directory that are not the task's: the harnesses'
+// own state. The executor keeps its state outside the working directory, so a replay's
+// directory must hold what the recording's does and nothing more.
+var private = map[string]bool{".claude": true, ".codex": true}
 
 // endState reads the files under a sandbox's cwd: path -> contents, directories as "path/"
 // -> "", symbolic links as "path@" -> target; private entries are left out.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -184,8 +183,7 @@ func TestHandTapesReplay(t *testing.T) {
 		rec, err := tape.LoadFile(tapePath(h.name))
 		require.NoError(t, err, "run with -update to build it")
 		t.Run(h.name+"/local", func(t *testing.T) {
-			require.NoError(t, os.RemoveAll(h.cwd))
-			t.Cleanup(func() { os.RemoveAll(h.cwd) })
+			freshDir(t, h.cwd)
 			replayAndCheck(t, rec, h, "local:"+h.cwd)
 		})
 		t.Run(h.name+"/docker", func(t *testing.T) {
@@ -215,6 +213,7 @@ func replayAndCheck(t *testing.T, rec *tape.Tape, h handTape, spec string) {
 	require.Positive(t, checkMutationsCaught(t, rec, rep))
 	snap, err := sb.Snapshot(ctx, sb.Cwd())
 	require.NoError(t, err)
+	require.NotContains(t, snap, ".tapebox", "the executor keeps its state outside the workspace")
 	for p, want := range h.files {
 		f, ok := snap[p]
 		if want == "" {

@@ -123,9 +123,8 @@ func (s *session) limitOutput(out string) string {
 	if utf8.RuneCountInString(out) <= limit {
 		return out
 	}
-	dir := filepath.Join(s.env.StateDir, "tool-results")
-	path := filepath.Join(dir, action.NewTaskID("b", 8)+".txt")
-	if err := os.MkdirAll(dir, 0o755); err == nil {
+	path := filepath.Join(s.env.State.Path, "tool-results", action.NewTaskID("b", 8)+".txt")
+	if _, err := s.env.State.Make("tool-results"); err == nil {
 		_ = os.WriteFile(path, []byte(out), 0o644)
 	}
 	preview := out

@@ -28,6 +28,8 @@ func newFixture(t *testing.T) *fixture {
 	dir := t.TempDir()
 	env, err := harness.NewEnv(dir, nil, map[string]string{"BASH_MAX_OUTPUT_LENGTH": "200"})
 	require.NoError(t, err)
+	// The default state directory is outside the test's; it goes after the session.
+	t.Cleanup(func() { os.RemoveAll(env.State.Path) })
 	sess := claudecode.New().NewSession(env)
 	t.Cleanup(func() { sess.Close() })
 	return &fixture{t: t, dir: env.Cwd, env: env, sess: sess}
@@ -128,7 +130,7 @@ func TestBackground(t *testing.T) {
 	match := bgText.FindStringSubmatch(res.Text())
 	require.NotNil(t, match, res.Text())
 	id, path := match[1], match[2]
-	assert.Equal(t, filepath.Join(f.env.StateDir, "tasks", id, "output"), path)
+	assert.Equal(t, filepath.Join(f.env.State.Path, "tasks", id, "output"), path)
 
 	out := f.run("TaskOutput", m{"task_id": id, "block": true, "timeout": 30000}, nil)
 	assert.Equal(t, "<retrieval_status>success</retrieval_status>\n\n<task_id>"+id+"</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>failed</status>\n\n<exit_code>3</exit_code>\n\n<output>\nbg out\n</output>", out.Text())

@@ -72,7 +72,7 @@ func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		}
 	}
 	files, err := action.Glob(ctx, action.GlobRequest{Root: root, Pattern: in.Pattern,
-		Walk: action.WalkOptions{Hidden: true, NoIgnore: true, SkipPaths: []string{s.env.StateDir}}})
+		Walk: action.WalkOptions{Hidden: true, NoIgnore: true, SkipPaths: []string{s.env.State.Path}}})
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
@@ -185,7 +185,7 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	isDir := st != nil && st.IsDir()
 	req := action.GrepRequest{
 		Root: root, Pattern: in.Pattern, IgnoreCase: in.IgnoreCase, Multiline: in.Multiline, Type: in.Type,
-		Walk: action.WalkOptions{Hidden: true, SkipDirs: vcsDirs, Globs: splitGlobs(in.Glob), SkipPaths: []string{s.env.StateDir}},
+		Walk: action.WalkOptions{Hidden: true, SkipDirs: vcsDirs, Globs: splitGlobs(in.Glob), SkipPaths: []string{s.env.State.Path}},
 	}
 	ctxLines := 0
 	if mode == "content" {

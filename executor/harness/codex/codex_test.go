@@ -29,6 +29,8 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	env, err := harness.NewEnv(t.TempDir(), nil, nil)
 	require.NoError(t, err)
+	// The default state directory is outside the test's; it goes after the session.
+	t.Cleanup(func() { os.RemoveAll(env.State.Path) })
 	sess := codex.New().NewSession(env)
 	t.Cleanup(func() { sess.Close() })
 	return &fixture{t: t, dir: env.Cwd, env: env, sess: sess}

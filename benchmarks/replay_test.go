@@ -110,13 +110,6 @@ type corpusTape struct {
 	local bool
 }
 
-// handTapeCwd is where internal/e2e recorded testdata/replay's hand-built tapes (the tapes
-// do not say).
-var handTapeCwd = map[string]string{
-	"claude-code": "/tmp/tapebox-e2e-claude",
-	"codex":       "/tmp/tapebox-e2e-codex",
-}
-
 // corpus returns testdata/replay/*.json and a fresh miniharness recording.
 func corpus(b *testing.B) []corpusTape {
 	b.Helper()
@@ -127,15 +120,24 @@ func corpus(b *testing.B) []corpusTape {
 	var tapes []corpusTape
 	for _, p := range paths {
 		name := strings.TrimSuffix(filepath.Base(p), ".json")
-		cwd, ok := handTapeCwd[name]
-		if !ok {
-			b.Fatalf("%s: no working directory known for it; add it to handTapeCwd", p)
-		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			b.Fatal(err)
 		}
-		tapes = append(tapes, corpusTape{name: name, path: p, cwd: cwd, local: !bytes.Contains(data, []byte(cwd))})
+		tp, err := tape.Unmarshal(data)
+		if err != nil {
+			b.Fatalf("%s: %v", p, err)
+		}
+		cwd := tp.Meta.Cwd
+		if cwd == "" {
+			b.Fatalf("%s: no meta.cwd: the benchmark needs to know where it was recorded", p)
+		}
+		tp.Meta.Cwd = "" // what matters is whether the calls name it
+		rest, err := tape.Marshal(tp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tapes = append(tapes, corpusTape{name: name, path: p, cwd: cwd, local: !bytes.Contains(rest, []byte(cwd))})
 	}
 	mini, err := miniRecording()
 	if err != nil {

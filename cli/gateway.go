@@ -67,6 +67,7 @@ placeholder, the gateway drops the agent's credentials for that host and sets th
 	var gf gatewayFlags
 	gf.addFlags(fs)
 	listen := fs.String("listen", ":8080", "address to listen on")
+	cwd := fs.String("cwd", "", "the agent's working directory, for meta.cwd (default: the one the harness names in its first request: Claude Code's environment block, Codex's environment context)")
 	tf := addTelemetryFlags(fs, true)
 	if code, done := parse(env, fs, args); done {
 		return code
@@ -81,6 +82,7 @@ placeholder, the gateway drops the agent's credentials for that host and sets th
 	if err != nil {
 		return usageError(env, fs, "%v", err)
 	}
+	cfg.Cwd = *cwd
 	ended := make(chan struct{})
 	cfg.OnEnd = func() { close(ended) }
 	g, err := gateway.New(cfg)

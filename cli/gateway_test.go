@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -438,4 +439,52 @@ func TestGatewayInjectHeaderFlag(t *testing.T) {
 	_, err := tape.LoadFile(out)
 	require.NoError(t, err)
 	gwScanCredentials(t, dir)
+}
+
+// TestGatewayCwdFlag: meta.cwd is what the first request names, unless --cwd gives it.
+func TestGatewayCwdFlag(t *testing.T) {
+	fp := fakeprovider.New(fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: []fakeprovider.Turn{{Text: "Hi."}}}}})
+	require.NoError(t, fp.Start())
+	t.Cleanup(func() { fp.Close() })
+	body, err := json.Marshal(map[string]any{"model": "fake-model", "max_tokens": 1024, "stream": true, "messages": []map[string]any{
+		{"role": "user", "content": "say hi"},
+		{"role": "system", "content": "# Environment\nYou have been invoked in the following environment: \n - Primary working directory: /tmp/learned\n - Platform: linux"},
+	}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"learned from the request", nil, "/tmp/learned"},
+		{"given", []string{"--cwd", "/srv/given"}, "/srv/given"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run.json")
+			var stderr syncBuffer
+			env := &Env{Stdout: &syncBuffer{}, Stderr: &stderr, Getenv: func(string) string { return "" }}
+			args := append([]string{"gateway", "--output", out, "--listen", "127.0.0.1:0", "--upstream", fp.URL(), "--quiet"}, tc.args...)
+			done := make(chan int, 1)
+			go func() { done <- RunEnv(t.Context(), args, env) }()
+			var addr string
+			require.Eventually(t, func() bool {
+				_, a, ok := strings.Cut(stderr.String(), "listening on http://")
+				addr, _, _ = strings.Cut(a, " ")
+				return ok && addr != ""
+			}, 30*time.Second, 10*time.Millisecond, "the gateway listens")
+			resp, err := http.Post("http://"+addr+"/v1/messages", "application/json", bytes.NewReader(body))
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			resp, err = http.Post("http://"+addr+"/tapebox/end", "", nil)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, ExitOK, <-done, "%s", &stderr)
+			tp, err := tape.LoadFile(out)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, tp.Meta.Cwd)
+		})
+	}
 }

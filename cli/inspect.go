@@ -85,11 +85,11 @@ type inspectSummaryToolCall struct {
 
 func runInspect(ctx context.Context, env *Env, args []string) int {
 	fs := newFlagSet(env, "inspect", "[--json] FILE", `
-Prints a inspectSummary of a tape: its meta (id, harness, provider, model, start, task, labels, how
-and when the run ended), totals (threads, steps, tool calls, tokens, duration), and each
+Prints a summary of a tape: its meta (id, harness, provider, model, the working directory it
+ran in, start, task, labels, how and when the run ended), totals (threads, steps, tool calls, tokens, duration), and each
 thread with the tool call that spawned it and its steps: model, latency to the first and last
 byte, tokens, stop reason, and tool calls with short inputs and the outcome of their results.`)
-	asJSON := fs.Bool("json", false, "print the inspectSummary as JSON")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -106,12 +106,12 @@ byte, tokens, stop reason, and tool calls with short inputs and the outcome of t
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(s); err != nil {
-			return failf(env, "inspect", "write inspectSummary: %v", err)
+			return failf(env, "inspect", "write summary: %v", err)
 		}
 		return ExitOK
 	}
 	if err := s.writeText(env.Stdout); err != nil {
-		return failf(env, "inspect", "write inspectSummary: %v", err)
+		return failf(env, "inspect", "write summary: %v", err)
 	}
 	return ExitOK
 }
@@ -266,6 +266,11 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 	row("harness", "%s", strings.TrimSpace(m.Harness+" "+m.HarnessVersion))
 	row("provider", "%s", m.Provider)
 	row("model", "%s", m.Model)
+	if m.Cwd != "" {
+		row("cwd", "%s", m.Cwd)
+	} else {
+		row("cwd", "unknown: the tape does not say where it ran (a replay in Docker needs --cwd)")
+	}
 	row("started", "%s", m.StartedAt.Format(time.RFC3339Nano))
 	if len(m.Task) > 0 {
 		row("task", "%s", pairs(m.Task))

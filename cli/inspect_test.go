@@ -20,6 +20,7 @@ func TestInspectText(t *testing.T) {
 	ended.Meta.Ended = &tape.Ended{Reason: tape.EndCut, At: ended.Meta.StartedAt.Add(20 * time.Second), Detail: "SIGTERM"}
 	replay := "fedcba9876543210fedcba9876543210"
 	ended.Meta.ReplayOf = &replay
+	ended.Meta.Cwd = "/tmp/replay-dir"
 	endedPath := writeTape(t, dir, "ended.json", ended)
 
 	tests := []struct {
@@ -35,6 +36,7 @@ func TestInspectText(t *testing.T) {
 				"harness    claude-code 2.1.3",
 				"provider   anthropic",
 				"model      claude-sonnet-4-5",
+				"cwd        unknown: the tape does not say where it ran (a replay in Docker needs --cwd)",
 				"started    2026-03-01T12:00:00Z",
 				"task       bench=tb4 id=hello",
 				"labels     run=7",
@@ -58,6 +60,7 @@ func TestInspectText(t *testing.T) {
 			path: endedPath,
 			want: []string{
 				"tape       0123456789abcdef0123456789abcdef (replay of fedcba9876543210fedcba9876543210)",
+				"cwd        /tmp/replay-dir",
 				"ended      cut at 2026-03-01T12:00:20Z (20s after the start): SIGTERM",
 				"duration   20.0 s",
 			},
@@ -82,12 +85,15 @@ func TestInspectText(t *testing.T) {
 }
 
 func TestInspectJSON(t *testing.T) {
-	path := writeTape(t, t.TempDir(), "run.json", inspectTestTape())
+	tp := inspectTestTape()
+	tp.Meta.Cwd = "/work/app"
+	path := writeTape(t, t.TempDir(), "run.json", tp)
 	code, stdout, stderr := runVerbForTest(t, "inspect", "--json", path)
 	require.Equal(t, ExitOK, code, stderr)
 	var got struct {
 		Meta struct {
 			TapeID string      `json:"tape_id"`
+			Cwd    string      `json:"cwd"`
 			Ended  *tape.Ended `json:"ended"`
 		} `json:"meta"`
 		Ended  string `json:"ended"`
@@ -124,6 +130,7 @@ func TestInspectJSON(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
 	assert.Equal(t, "0123456789abcdef0123456789abcdef", got.Meta.TapeID)
+	assert.Equal(t, "/work/app", got.Meta.Cwd)
 	assert.Nil(t, got.Meta.Ended)
 	assert.Equal(t, "unknown", got.Ended)
 	assert.Equal(t, 2, got.Totals.Threads)
@@ -152,6 +159,20 @@ func TestInspectJSON(t *testing.T) {
 	}
 	assert.Equal(t, []string{"error", "ok", "none"}, results)
 	assert.Empty(t, got.Threads[0].Steps[1].ToolCalls)
+}
+
+// TestInspectJSONWithoutCwd: a tape that does not say where it ran has no meta.cwd, as in
+// the tape itself.
+func TestInspectJSONWithoutCwd(t *testing.T) {
+	path := writeTape(t, t.TempDir(), "run.json", inspectTestTape())
+	code, stdout, stderr := runVerbForTest(t, "inspect", "--json", path)
+	require.Equal(t, ExitOK, code, stderr)
+	var got struct {
+		Meta map[string]json.RawMessage `json:"meta"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	assert.Contains(t, got.Meta, "tape_id")
+	assert.NotContains(t, got.Meta, "cwd")
 }
 
 func TestInspectErrors(t *testing.T) {

@@ -37,7 +37,8 @@ variables pointing at it, finishes the tape when CMD exits, and exits with CMD's
                        model provider with base_url = "$TAPEBOX_GATEWAY_URL/v1")
 
 The tape ends complete when CMD exits 0 after a final answer, cut otherwise, upstream_error when
-the provider failed last. --harness is detected from the traffic when not given.`)
+the provider failed last. --harness is detected from the traffic when not given. meta.cwd is
+the directory CMD runs in: this one.`)
 	gf := gatewayFlags{output: "run.json"}
 	gf.addFlags(fs)
 	if code, done := parse(env, fs, args); done {
@@ -50,6 +51,12 @@ the provider failed last. --harness is detected from the traffic when not given.
 	cfg, err := gf.config(env, "record")
 	if err != nil {
 		return usageError(env, fs, "%v", err)
+	}
+	// CMD runs in this directory, so it is meta.cwd whatever CMD's requests say.
+	if wd, err := os.Getwd(); err == nil {
+		cfg.Cwd = wd
+	} else {
+		fmt.Fprintf(env.Stderr, "tapebox record: working directory: %v; meta.cwd is left to what the harness names\n", err)
 	}
 	g, err := gateway.New(cfg)
 	if err != nil {

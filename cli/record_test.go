@@ -93,6 +93,7 @@ func TestRecord(t *testing.T) {
 			require.NotNil(t, tp.Meta.Ended)
 			assert.Equal(t, tc.wantReason, tp.Meta.Ended.Reason, tp.Meta.Ended.Detail)
 			assert.Equal(t, "make-file", tp.Meta.Task["id"])
+			assert.Equal(t, work, tp.Meta.Cwd, "meta.cwd is the directory the agent ran in")
 			require.Len(t, tp.Threads, 1)
 			steps := tp.Threads[0].Steps
 			require.Len(t, steps, 2)

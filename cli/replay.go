@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ func init() {
 
 type replayFlags struct {
 	tapePath, sandboxSpec, cwd, output string
+	cwdGiven                           bool // --cwd was on the command line, even empty
 	speed                              float64
 	install                            bool
 	network, runtime                   string
@@ -56,11 +59,16 @@ docker exec session's stream (about 0.1 ms). auto picks the socket when it can a
 falls back to the stream, saying why; "--exec-transport stream" forces the exec stream,
 "--exec-transport socket" the socket (an error where it is impossible). local:DIR uses pipes.
 
+Working directory: in a Docker sandbox the tool calls run where the recording ran, the tape's
+meta.cwd (created when missing), unless --cwd says otherwise; --cwd "" keeps the container's
+own. local:DIR always works in DIR: meta.cwd does not apply there. The replay tape's meta.cwd is
+the directory the replay ran in.
+
 Simulator mode (--listen): the real harness replays against the recorded responses.`)
 	f := replayFlags{env: kvFlag{}}
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
 	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, docker:NAME or docker-image:IMAGE")
-	fs.StringVar(&f.cwd, "cwd", "", "working directory inside the sandbox (default: the container's; ignored for local:DIR)")
+	fs.StringVar(&f.cwd, "cwd", "", "working directory inside a Docker sandbox (default: the tape's meta.cwd, else the container's; ignored for local:DIR)")
 	fs.StringVar(&f.output, "output", "", "write the replay tape here, after every step")
 	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")
 	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into the container with the Engine API (always done for docker-image:)")
@@ -79,6 +87,7 @@ Simulator mode (--listen): the real harness replays against the recorded respons
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	fs.Visit(func(fl *flag.Flag) { f.cwdGiven = f.cwdGiven || fl.Name == "cwd" })
 	if f.tapePath == "" {
 		return usageError(env, fs, "--tape is required")
 	}
@@ -144,6 +153,24 @@ func parseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
+// replayCwd is the working directory a replay asks its sandbox for: --cwd when given, else in
+// a Docker sandbox the recording's meta.cwd when it is an absolute path ("" leaves the
+// container's). A local:DIR sandbox works in DIR whatever it is asked.
+func replayCwd(f *replayFlags, spec sandbox.Spec, rec *tape.Tape, logf func(string, ...any)) string {
+	switch {
+	case f.cwdGiven || spec.Scheme == sandbox.SchemeLocal:
+		return f.cwd
+	case rec.Meta.Cwd == "":
+		logf("the tape does not say where it was recorded (no meta.cwd): the tool calls run in the container's working directory; --cwd sets one")
+		return ""
+	case !path.IsAbs(rec.Meta.Cwd):
+		logf("the tape was recorded in %q, not an absolute path in a container: the tool calls run in the container's working directory; --cwd sets one", rec.Meta.Cwd)
+		return ""
+	}
+	logf("working directory %s, where the tape was recorded (meta.cwd; --cwd sets another)", rec.Meta.Cwd)
+	return rec.Meta.Cwd
+}
+
 func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayFlags) int {
 	logf := func(format string, args ...any) {
 		if !f.quiet {
@@ -162,7 +189,7 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	if err != nil {
 		return failf(env, "replay", "--exec-transport: %v", err)
 	}
-	opts := sandbox.Options{Cwd: f.cwd, InstallExecutor: f.install || spec.Scheme == "docker-image", Env: f.env, Logf: logf,
+	opts := sandbox.Options{Cwd: replayCwd(f, spec, rec, logf), InstallExecutor: f.install || spec.Scheme == "docker-image", Env: f.env, Logf: logf,
 		Network: f.network, Memory: mem, CPUs: f.cpus, PidsLimit: f.pids, ReadOnlyRoot: f.readOnly, Runtime: f.runtime,
 		Transport: transport}
 	sb, err := sandbox.Open(ctx, f.sandboxSpec, opts)

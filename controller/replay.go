@@ -14,7 +14,8 @@ import (
 
 // Options configure a replay in executor mode.
 type Options struct {
-	// Cwd is the working directory in the sandbox (the harness's cwd at recording time).
+	// Cwd is the working directory in the sandbox (the harness's cwd at recording time,
+	// meta.cwd, when the sandbox allows); the replay tape's meta.cwd.
 	Cwd string
 	// Env is passed to the executor's hello.
 	Env map[string]string
@@ -152,6 +153,7 @@ type player struct {
 // openOutput prepares the replay tape (see newReplayTape).
 func (p *player) openOutput() error {
 	p.out = newReplayTape(p.rec, p.start, map[string]string{"mode": "executor"})
+	p.out.Meta.Cwd = p.opts.Cwd // where this replay ran, which may differ from the recording's
 	p.threadI = map[string]int{}
 	for i, th := range p.rec.Threads {
 		p.threadI[th.ID] = i

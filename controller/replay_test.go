@@ -33,6 +33,7 @@ func TestReplayLocalRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tape.EndComplete, rep.Meta.Ended.Reason)
 			require.Equal(t, rec.Meta.TapeID, *rep.Meta.ReplayOf)
+			require.Equal(t, sb.Cwd(), rep.Meta.Cwd, "the replay tape says where the replay ran")
 			report := controller.Compare(rec, rep)
 			require.True(t, report.Identical, "%+v", report.Differences)
 			two, err := os.ReadFile(filepath.Join(dir, "sub", "two.txt"))

@@ -111,8 +111,8 @@ func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 		counted(s.harnesses), counted(s.models), counted(s.providers), counted(s.ended))
 
 	b.WriteString("## Configs\n\n")
-	b.WriteString("- `tapes` (default): one row per tape: id, harness and version, provider, model, start, how the run " +
-		"ended, task and labels, replay_of, counts of threads, steps and tool calls, tool names, token totals " +
+	b.WriteString("- `tapes` (default): one row per tape: id, harness and version, provider, model, working directory, start, how " +
+		"the run ended, task and labels, replay_of, counts of threads, steps and tool calls, tool names, token totals " +
 		"(cache tokens included), duration, and `tape_json`, the whole tape in its canonical encoding, so that " +
 		"nothing is lost.\n")
 	b.WriteString("- `steps`: one row per model call: tape and thread ids, the thread's parent tool call, step index, " +

@@ -401,7 +401,8 @@ type claudeThread struct {
 func (g *gen) claudeTape(i int) *tape.Tape {
 	model := g.pick([]string{"claude-opus-5-5", "claude-sonnet-5", "claude-haiku-5"})
 	t := &tape.Tape{Version: tape.Version, Meta: g.meta(i, "claude-code", "2.1.332", tape.ProviderAnthropic, model)}
-	system := prompt(1, g.promptSize(12000)) + "\nPrimary working directory: /work/" + t.Meta.Task["id"] + "\n"
+	t.Meta.Cwd = "/work/" + t.Meta.Task["id"] // as the gateway learns it from the system prompt
+	system := prompt(1, g.promptSize(12000)) + "\nPrimary working directory: " + t.Meta.Cwd + "\n"
 	var tools []anthTool
 	var ntools []tape.Tool
 	for k, ts := range claudeTools {
@@ -655,7 +656,8 @@ func (g *gen) codexTape(i int) *tape.Tape {
 	rawTools = append(rawTools, respItem{"type": "custom", "name": "apply_patch", "description": "Use the `apply_patch` tool to edit files.", "format": respItem{"type": "grammar", "syntax": "lark", "definition": grammar}})
 	ntools = append(ntools, tape.Tool{Name: "apply_patch", Description: "Use the `apply_patch` tool to edit files.", Kind: "custom"})
 
-	env := "<environment_context>\n  <cwd>/work/" + t.Meta.Task["id"] + "</cwd>\n  <shell>bash</shell>\n</environment_context>"
+	t.Meta.Cwd = "/work/" + t.Meta.Task["id"] // as the gateway learns it from the environment context
+	env := "<environment_context>\n  <cwd>" + t.Meta.Cwd + "</cwd>\n  <shell>bash</shell>\n</environment_context>"
 	task := g.sentence() + " " + g.sentence()
 	input := []any{
 		respItem{"type": "message", "role": "developer", "content": []any{respItem{"type": "input_text", "text": env}}},

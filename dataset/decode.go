@@ -900,16 +900,19 @@ func (d *decoder) meta(m *tape.Meta) error {
 		case "model":
 			d.field(&o, 4)
 			return d.strInto(&m.Model)
-		case "started_at":
+		case "cwd":
 			d.field(&o, 5)
+			return d.strInto(&m.Cwd)
+		case "started_at":
+			d.field(&o, 6)
 			t, err := d.time()
 			m.StartedAt = t
 			return err
 		case "task":
-			d.field(&o, 6)
+			d.field(&o, 7)
 			return d.stringMap(&m.Task)
 		case "replay_of":
-			d.field(&o, 7)
+			d.field(&o, 8)
 			if d.null() {
 				m.ReplayOf = nil
 				return nil
@@ -918,10 +921,10 @@ func (d *decoder) meta(m *tape.Meta) error {
 			m.ReplayOf = &s
 			return err
 		case "labels":
-			d.field(&o, 8)
+			d.field(&o, 9)
 			return d.stringMap(&m.Labels)
 		case "ended":
-			d.field(&o, 9)
+			d.field(&o, 10)
 			if d.null() {
 				m.Ended = nil
 				return nil
@@ -932,7 +935,7 @@ func (d *decoder) meta(m *tape.Meta) error {
 		}
 		return d.unknown(key)
 	})
-	d.check(o, 0b11_1111_1111)
+	d.check(o, 0b111_1101_1111|bit(5, m.Cwd != ""))
 	return err
 }
 

@@ -34,6 +34,7 @@ func decodeTestTapes(t testing.TB) [][]byte {
 func edgeTape() *tape.Tape {
 	t := tape.New(tape.ProviderAnthropic, time.Date(2026, 2, 3, 4, 5, 6, 789012345, time.UTC))
 	t.Meta.TapeID = "edge"
+	t.Meta.Cwd = "/w\u00e9rk/<a&b>"
 	t.Meta.Labels = map[string]string{"b": "2", "a": "1", "\u00e9": "x"}
 	t.Meta.Ended = &tape.Ended{Reason: tape.EndCut, At: t.Meta.StartedAt.Add(time.Second), Detail: "a<b>&c"}
 	tiny, huge, neg := 1e-7, 1e21, -0.25
@@ -121,6 +122,8 @@ func TestDecodeTapeSeesNonCanonical(t *testing.T) {
 		"negative zero int":      replace(`"output_tokens":0`, `"output_tokens":-0`),
 		"time offset":            replace(`"started_at":"2026-02-03T04:05:06.789012345Z"`, `"started_at":"2026-02-03T05:05:06.789012345+01:00"`),
 		"key order":              swap(`"harness":"",`, `"harness_version":"",`),
+		"cwd out of order":       swap(`"cwd":"/wérk/<a&b>",`, `"started_at":"2026-02-03T04:05:06.789012345Z",`),
+		"empty cwd":              replace(`"cwd":"/wérk/<a&b>",`, `"cwd":"",`),
 		"map order":              swap(`"a":"1",`, `"b":"2",`),
 		"duplicate key":          replace(`"tape_id":"edge",`, `"tape_id":"edge","tape_id":"edge",`),
 		"empty omitempty field":  replace(`{"type":"text","text":"x"}`, `{"type":"text","text":"x","id":""}`),

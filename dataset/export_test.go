@@ -77,6 +77,37 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 }
 
+// TestExportImportKeepsCwd: meta.cwd is a column of the tapes table (null when the tape
+// does not say), and a tape comes back byte for byte with or without it.
+func TestExportImportKeepsCwd(t *testing.T) {
+	in := t.TempDir()
+	with := GenerateTape(CorpusOptions{Seed: 5, MeanSteps: 2, Lean: true}, 0)
+	with.Meta.Cwd = "/tmp/tapebox e2e/<é>"
+	without := GenerateTape(CorpusOptions{Seed: 5, MeanSteps: 2, Lean: true}, 1)
+	without.Meta.Cwd = ""
+	inputs := []Input{writeTapeFile(t, in, "with.json", with), writeTapeFile(t, in, "without.json", without)}
+	for _, format := range []Format{Parquet, Arrow} {
+		t.Run(format.String(), func(t *testing.T) {
+			dir, _ := export(t, inputs, ExportOptions{Format: format})
+			requireValid(t, dir)
+			requireRoundTrip(t, dir, inputs, ImportOptions{Verify: true})
+			if format != Parquet {
+				return
+			}
+			l, err := scanLayout(dir)
+			require.NoError(t, err)
+			got := map[string]*string{}
+			for r, err := range rowsOf[TapeRow](l[configTapes]["train"]["parquet"], tapesTable, 1) {
+				require.NoError(t, err)
+				got[r.v.TapeID] = r.v.Cwd
+			}
+			require.NotNil(t, got[with.Meta.TapeID])
+			assert.Equal(t, with.Meta.Cwd, *got[with.Meta.TapeID])
+			assert.Nil(t, got[without.Meta.TapeID])
+		})
+	}
+}
+
 func TestExportIsDeterministic(t *testing.T) {
 	inputs := smallCorpus(t, 8, 2)
 	a, _ := export(t, inputs, ExportOptions{Format: Both, Jobs: 1})

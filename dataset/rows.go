@@ -14,15 +14,17 @@ import (
 // encoding (tape.Marshal), so a tape is rebuilt from its row byte for byte; the other
 // columns are derived from it for queries.
 type TapeRow struct {
-	TapeID         string     `parquet:"tape_id"`
-	Harness        string     `parquet:"harness,dict"`
-	HarnessVersion string     `parquet:"harness_version,dict"`
-	Provider       string     `parquet:"provider,dict"`
-	Model          string     `parquet:"model,dict"`
-	StartedAt      time.Time  `parquet:"started_at,timestamp(microsecond)"`
-	EndedReason    *string    `parquet:"ended_reason,optional,dict"`
-	EndedAt        *time.Time `parquet:"ended_at,optional,timestamp(microsecond)"`
-	EndedDetail    *string    `parquet:"ended_detail,optional" dataset:"text"`
+	TapeID         string `parquet:"tape_id"`
+	Harness        string `parquet:"harness,dict"`
+	HarnessVersion string `parquet:"harness_version,dict"`
+	Provider       string `parquet:"provider,dict"`
+	Model          string `parquet:"model,dict"`
+	// Cwd is meta.cwd, null when the tape does not say.
+	Cwd         *string    `parquet:"cwd,optional"`
+	StartedAt   time.Time  `parquet:"started_at,timestamp(microsecond)"`
+	EndedReason *string    `parquet:"ended_reason,optional,dict"`
+	EndedAt     *time.Time `parquet:"ended_at,optional,timestamp(microsecond)"`
+	EndedDetail *string    `parquet:"ended_detail,optional" dataset:"text"`
 	// Task and Labels are JSON objects of strings.
 	Task     []byte  `parquet:"task,string" json:"task" dataset:"text"`
 	Labels   []byte  `parquet:"labels,string" json:"labels" dataset:"text"`
@@ -131,6 +133,10 @@ func RowsOf(t *tape.Tape, canonical []byte) (TapeRow, []StepRow, error) {
 		DurationMS:               tot.DurationMS,
 		TapeBytes:                int64(len(canonical)),
 		TapeJSON:                 canonical,
+	}
+	if t.Meta.Cwd != "" {
+		cwd := t.Meta.Cwd
+		row.Cwd = &cwd
 	}
 	if row.ToolNames == nil {
 		row.ToolNames = []string{}

@@ -10,6 +10,9 @@
 // request. The tape is persisted after every call with tape.Writer, so a gateway killed at
 // any moment leaves a valid tape with every finished call.
 //
+// The first call fills the meta: provider, model, harness (from the headers) and, unless
+// Config.Cwd gives it, the working directory the harness names in its request.
+//
 // Credentials never reach the tape: Authorization, x-api-key, cookies and any header whose
 // name looks like a secret are redacted. With Injection the gateway holds the real key and
 // the agent a placeholder.

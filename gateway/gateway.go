@@ -44,6 +44,9 @@ type Config struct {
 	Task, Labels map[string]string
 	// Harness and HarnessVersion name the agent; detected from the traffic when empty.
 	Harness, HarnessVersion string
+	// Cwd is the agent's working directory, for meta.cwd. When empty, the gateway learns it
+	// from the main thread's first request, where the harness names it (provider.Cwd).
+	Cwd string
 	// Inject makes the gateway hold credentials (see Injection).
 	Inject []Injection
 	// SpawningTools overrides the tools taken to start a subagent (default SpawningTools).
@@ -143,6 +146,7 @@ func New(cfg Config) (*Gateway, error) {
 	tp := tape.New("", g.start)
 	tp.Meta.Harness = cfg.Harness
 	tp.Meta.HarnessVersion = cfg.HarnessVersion
+	tp.Meta.Cwd = cfg.Cwd
 	for k, v := range cfg.Task {
 		tp.Meta.Task[k] = v
 	}

@@ -291,15 +291,24 @@ func fsyncPath(path string) error {
 	return errors.Join(errs...)
 }
 
-// setMeta fills what the first call tells of the run.
+// setMeta fills what the first call tells of the run. The first call is the main thread's
+// first request (it opens the first thread, which is main), the one place a harness is sure
+// to name its own working directory: a subagent's may name another.
 func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 	harness, version := detectHarness(h)
 	model := provider.Model(step.Request.Raw)
+	var cwd string
+	if g.cfg.Cwd == "" {
+		cwd = provider.Cwd(&step.Request)
+	}
 	err := g.w.UpdateMeta(func(m *tape.Meta) {
 		m.Provider = p
 		m.Model = model
 		if m.Harness == "" {
 			m.Harness, m.HarnessVersion = harness, version
+		}
+		if m.Cwd == "" {
+			m.Cwd = cwd
 		}
 	})
 	if err != nil {

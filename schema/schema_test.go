@@ -102,7 +102,7 @@ func TestEveryFieldValidates(t *testing.T) {
 	data := mustMarshal(everyField())
 	require.NoError(t, Validate(data))
 	// Every field is present in the encoding.
-	for _, name := range []string{`"replay_of":"`, `"detail":`, `"duration_ms":12.5`, `"next_request_at":4`, `"kind":"custom"`, `"input_schema":`, `"description":`, `"is_error":true`, `"tool_call_id":`, `"raw":{"type":"image"`, `"reasoning_tokens":50`} {
+	for _, name := range []string{`"cwd":"/work/app"`, `"replay_of":"`, `"detail":`, `"duration_ms":12.5`, `"next_request_at":4`, `"kind":"custom"`, `"input_schema":`, `"description":`, `"is_error":true`, `"tool_call_id":`, `"raw":{"type":"image"`, `"reasoning_tokens":50`} {
 		assert.Contains(t, string(data), name)
 	}
 }
@@ -292,6 +292,11 @@ func TestValidateReportsProblems(t *testing.T) {
 			name: "wrong enum",
 			data: mutate(t, good, "/meta/provider", set("gemini")),
 			want: []Problem{{"/meta/provider", `got "gemini", want one of "", "anthropic", "openai-chat", "openai-responses"`}},
+		},
+		{
+			name: "cwd not a string",
+			data: mutate(t, good, "/meta/cwd", set(json.Number("7"))),
+			want: []Problem{{"/meta/cwd", "wrong type: got number, want string"}},
 		},
 		{
 			name: "wrong enum in a message",

@@ -39,6 +39,7 @@ func newTape(p tape.Provider, id string) *tape.Tape {
 func everyField() *tape.Tape {
 	t := newTape(tape.ProviderAnthropic, "00000000000000000000000000000001")
 	t.Meta.ReplayOf = ptr("0123456789abcdef0123456789abcdef")
+	t.Meta.Cwd = "/work/app"
 	t.Meta.Labels = map[string]string{"run": "7"}
 	t.Meta.Ended = &tape.Ended{Reason: tape.EndDiverged, At: t0.Add(9 * time.Second), Detail: "step 2: tool result differs"}
 	all := []tape.Block{

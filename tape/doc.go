@@ -6,8 +6,9 @@
 //
 //	tape
 //	  version        1
-//	  meta           tape_id, harness, harness_version, provider, model, started_at,
-//	                 task{}, replay_of, labels{}, ended{reason, at, detail} (null while running)
+//	  meta           tape_id, harness, harness_version, provider, model, cwd (omitted when
+//	                 unknown), started_at, task{}, replay_of, labels{},
+//	                 ended{reason, at, detail} (null while running)
 //	  threads[]      one per conversation: the main agent, then each subagent
 //	    id, parent   parent = [thread id, tool call id] that spawned it, null for the main thread
 //	    steps[]      one per model call

@@ -56,15 +56,19 @@ type Tape struct {
 
 // Meta describes the run as a whole.
 type Meta struct {
-	TapeID         string            `json:"tape_id"`
-	Harness        string            `json:"harness"`
-	HarnessVersion string            `json:"harness_version"`
-	Provider       Provider          `json:"provider"`
-	Model          string            `json:"model"`
-	StartedAt      time.Time         `json:"started_at"`
-	Task           map[string]string `json:"task"`
-	ReplayOf       *string           `json:"replay_of"`
-	Labels         map[string]string `json:"labels"`
+	TapeID         string   `json:"tape_id"`
+	Harness        string   `json:"harness"`
+	HarnessVersion string   `json:"harness_version"`
+	Provider       Provider `json:"provider"`
+	Model          string   `json:"model"`
+	// Cwd is the working directory the agent ran in, as an absolute path in the machine or
+	// container it ran on; empty when unknown. A replay in a Docker sandbox runs there by
+	// default; a replay tape holds the directory the replay ran in.
+	Cwd       string            `json:"cwd,omitempty"`
+	StartedAt time.Time         `json:"started_at"`
+	Task      map[string]string `json:"task"`
+	ReplayOf  *string           `json:"replay_of"`
+	Labels    map[string]string `json:"labels"`
 	// Workspace is the working directory's start snapshot and end manifest; nil when the
 	// recording did not take them.
 	Workspace *Workspace `json:"workspace,omitempty"`

@@ -103,7 +103,7 @@ func TestWriterMatchesMarshal(t *testing.T) {
 			check()
 		}
 	}
-	require.NoError(t, w.UpdateMeta(func(m *Meta) { m.Model = "claude-x"; m.Harness = "claude-code" }))
+	require.NoError(t, w.UpdateMeta(func(m *Meta) { m.Model = "claude-x"; m.Harness = "claude-code"; m.Cwd = "/work/app" }))
 	require.NoError(t, w.Sync())
 	check()
 	require.NoError(t, w.Finish(EndComplete, time.Date(2026, 11, 29, 10, 1, 0, 0, time.UTC), ""))
@@ -113,6 +113,7 @@ func TestWriterMatchesMarshal(t *testing.T) {
 	loaded, err := LoadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, EndComplete, loaded.Meta.Ended.Reason)
+	require.Equal(t, "/work/app", loaded.Meta.Cwd)
 	require.Len(t, loaded.Threads, 2)
 	require.Len(t, loaded.Main().Steps, 6)
 	ref, call, ok := loaded.ParentCall(loaded.Threads[1])
@@ -123,6 +124,25 @@ func TestWriterMatchesMarshal(t *testing.T) {
 	tot := loaded.Totals()
 	require.Equal(t, 7, tot.Steps)
 	require.Equal(t, 7, tot.ToolCalls)
+}
+
+// TestMetaCwd: meta.cwd is left out of the encoding when unknown (tapes written before it
+// existed stay canonical) and follows model when known.
+func TestMetaCwd(t *testing.T) {
+	tp := New(ProviderAnthropic, time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	tp.Meta.Model = "m"
+	for _, tt := range []struct{ cwd, want string }{
+		{"", `"model":"m","started_at":`},
+		{"/tmp/run", `"model":"m","cwd":"/tmp/run","started_at":`},
+	} {
+		tp.Meta.Cwd = tt.cwd
+		data, err := Marshal(tp)
+		require.NoError(t, err)
+		require.Contains(t, string(data), tt.want)
+		loaded, err := Unmarshal(data)
+		require.NoError(t, err)
+		require.Equal(t, tt.cwd, loaded.Meta.Cwd)
+	}
 }
 
 func TestUnmarshalErrors(t *testing.T) {

@@ -37,7 +37,7 @@ func Bench(b *testing.B, tapePath, sandboxSpec string, opts ...Option) {
 		if err != nil {
 			b.Fatalf("testkit.Bench: %v", err)
 		}
-		sb, err := openSandbox(b.Context(), sandboxSpec, tmp, c)
+		sb, err := openSandbox(b.Context(), sandboxSpec, tmp, c, rec)
 		if err != nil {
 			os.RemoveAll(tmp)
 			skipOrFatal(b, err)

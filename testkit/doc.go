@@ -6,8 +6,7 @@
 // A test that replays a recorded tape in a fresh container and checks its end state:
 //
 //	func TestFixBug(t *testing.T) {
-//		r := testkit.Replay(t, "testdata/fix-bug.json", "docker-image:tapebox/sandbox:bookworm",
-//			testkit.Cwd("/app"))
+//		r := testkit.Replay(t, "testdata/fix-bug.json", "docker-image:tapebox/sandbox:bookworm")
 //		if err := testkit.CheckIdentical(r); err != nil {
 //			t.Error(err)
 //		}
@@ -21,7 +20,8 @@
 // fresh container, removed at the end), or "docker:NAME" (an existing container). Docker
 // sandboxes skip the test when no engine answers or the image is missing, unless
 // TAPEBOX_REQUIRE_DOCKER=1. The replay runs in executor mode with the model latency removed
-// (Speed changes that).
+// (Speed changes that); in a Docker sandbox it runs in the directory the tape was recorded in
+// (meta.cwd), unless Cwd says otherwise.
 //
 // Checkers: CheckReachedEnd (every thread played to its end), CheckIdentical (compare finds
 // no difference with the recording), CheckFiles (expected files and contents) and

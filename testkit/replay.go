@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ type Option func(*config)
 
 type config struct {
 	cwd         string
+	cwdSet      bool
 	speed       float64
 	env         map[string]string
 	sandbox     sandbox.Options
@@ -34,10 +36,10 @@ type config struct {
 	logf        func(string, ...any)
 }
 
-// Cwd sets the working directory inside a Docker sandbox (the recording's working directory,
-// when its tool calls use absolute paths). Default: the image's. A local sandbox's working
-// directory is its directory.
-func Cwd(dir string) Option { return func(c *config) { c.cwd = dir } }
+// Cwd sets the working directory inside a Docker sandbox. Default: where the tape was
+// recorded (its meta.cwd, when an absolute path), else the image's; Cwd("") keeps the
+// image's. A local sandbox works in its own directory whatever the tape says.
+func Cwd(dir string) Option { return func(c *config) { c.cwd, c.cwdSet = dir, true } }
 
 // Speed scales the recorded model latency: 0 (the default) removes it, 1 reproduces it.
 func Speed(speed float64) Option { return func(c *config) { c.speed = speed } }
@@ -55,7 +57,8 @@ func Env(env map[string]string) Option {
 }
 
 // SandboxOptions sets the options the sandbox is opened with (limits, runtime, network of a
-// created container ...). Cwd and Env options given to testkit take precedence.
+// created container ...). Cwd and Env options given to testkit take precedence; a Cwd set
+// here takes precedence over the tape's meta.cwd.
 func SandboxOptions(o sandbox.Options) Option { return func(c *config) { c.sandbox = o } }
 
 // Output writes the replay tape to path. Default: a file in a temporary directory.
@@ -171,7 +174,7 @@ func Run(ctx context.Context, tapePath, sandboxSpec string, opts ...Option) (_ *
 		return nil, fmt.Errorf("testkit: %w", err)
 	}
 	r.cleanup = append(r.cleanup, func() error { return os.RemoveAll(tmp) })
-	sb, err := openSandbox(ctx, sandboxSpec, tmp, c)
+	sb, err := openSandbox(ctx, sandboxSpec, tmp, c, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -197,8 +200,8 @@ func Run(ctx context.Context, tapePath, sandboxSpec string, opts ...Option) (_ *
 	return r, nil
 }
 
-// openSandbox opens a sandbox for spec; "local" is a fresh directory under tmp.
-func openSandbox(ctx context.Context, spec, tmp string, c *config) (*sandbox.Sandbox, error) {
+// openSandbox opens a sandbox for spec to replay rec; "local" is a fresh directory under tmp.
+func openSandbox(ctx context.Context, spec, tmp string, c *config, rec *tape.Tape) (*sandbox.Sandbox, error) {
 	switch {
 	case spec == "local":
 		spec = sandbox.SchemeLocal + ":" + filepath.Join(tmp, "sandbox")
@@ -208,8 +211,11 @@ func openSandbox(ctx context.Context, spec, tmp string, c *config) (*sandbox.San
 		spec = sandbox.SchemeDockerImage + ":" + spec
 	}
 	o := c.sandbox
-	if c.cwd != "" {
+	switch {
+	case c.cwdSet:
 		o.Cwd = c.cwd
+	case o.Cwd == "" && !strings.HasPrefix(spec, sandbox.SchemeLocal+":") && path.IsAbs(rec.Meta.Cwd):
+		o.Cwd = rec.Meta.Cwd // where the tape was recorded, as tapebox replay does
 	}
 	if len(c.env) > 0 {
 		o.Env = c.env

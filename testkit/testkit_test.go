@@ -104,6 +104,31 @@ func TestRecordAndReplay(t *testing.T) {
 	}
 }
 
+// TestReplayDefaultsToMetaCwd: the hand-built Claude Code tape writes to absolute paths under
+// the directory it was recorded in; a Docker replay runs there unless Cwd says otherwise.
+func TestReplayDefaultsToMetaCwd(t *testing.T) {
+	dockertest.Image(t, dockertest.SandboxImage)
+	path := filepath.Join("..", "testdata", "replay", "claude-code.json")
+	for _, tt := range []struct {
+		name      string
+		opts      []testkit.Option
+		want      string
+		identical bool
+	}{
+		{"meta.cwd", nil, "/tmp/tapebox-e2e-claude", true},
+		{"Cwd wins", []testkit.Option{testkit.Cwd("/app")}, "/app", false},
+		{"SandboxOptions.Cwd wins", []testkit.Option{testkit.SandboxOptions(sandbox.Options{Cwd: "/srv"})}, "/srv", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := testkit.Replay(t, path, "docker-image:"+dockertest.SandboxImage, tt.opts...)
+			require.NoError(t, r.Err)
+			assert.Equal(t, tt.want, r.Sandbox.Cwd())
+			assert.Equal(t, tt.want, r.Tape.Meta.Cwd, "the replay tape says where it ran")
+			assert.Equal(t, tt.identical, testkit.CheckIdentical(r) == nil)
+		})
+	}
+}
+
 // TestChecksListEveryProblem spoils a replay's end state and tape and checks that each
 // checker names every problem.
 func TestChecksListEveryProblem(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/tapebox/tapebox/internal/fakeprovider"
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
 )
 
 // realCase is a task for one real harness: the scripted model, where it runs, how to start
@@ -126,6 +127,11 @@ func recordReal(t *testing.T, r *rig, c realCase) (string, map[string]string) {
 	assert.Equal(t, c.harness, rec.Meta.Harness, "meta.harness detected from the traffic")
 	assert.Equal(t, c.version, rec.Meta.HarnessVersion, "meta.harness_version")
 	assert.Equal(t, c.provider, rec.Meta.Provider)
+	assert.Equal(t, c.cwd, rec.Meta.Cwd, "meta.cwd: where tapebox record ran the harness")
+	if main := rec.Main(); main != nil && len(main.Steps) > 0 {
+		assert.Equal(t, c.cwd, provider.Cwd(&main.Steps[0].Request),
+			"the harness names its working directory in its first request (what a gateway without record learns)")
+	}
 	require.NotNil(t, rec.Meta.Ended)
 	assert.Equal(t, tape.EndComplete, rec.Meta.Ended.Reason, rec.Meta.Ended.Detail)
 

@@ -136,7 +136,9 @@ func build(t *testing.T, h handTape) {
 	up := httptest.NewServer(fp)
 	defer up.Close()
 	tmp := filepath.Join(t.TempDir(), "run.json")
-	g, err := gateway.New(gateway.Config{Output: tmp, Upstream: up.URL, Harness: h.harness, HarnessVersion: "hand-built",
+	// The mini harness names no working directory in its requests: the tape gets the one its
+	// hand-written results use, as tapebox gateway --cwd gives it.
+	g, err := gateway.New(gateway.Config{Output: tmp, Upstream: up.URL, Harness: h.harness, HarnessVersion: "hand-built", Cwd: h.cwd,
 		Task: map[string]string{"id": "e2e-" + h.name}, Labels: map[string]string{"source": "internal/e2e"}})
 	require.NoError(t, err)
 	gw := httptest.NewServer(g)

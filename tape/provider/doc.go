@@ -59,4 +59,8 @@
 // carries the full final object (Responses response.completed), that object wins over the
 // deltas. A stream cut short gives what arrived; a tool call cut mid-arguments keeps the
 // partial text under InvalidArgumentsKey.
+//
+// Model and Cwd read what a request tells of the run: the model it asks for, and the working
+// directory the harness says it runs in (Claude Code's environment block, Codex's
+// environment context).
 package provider

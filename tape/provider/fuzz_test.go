@@ -45,6 +45,9 @@ func FuzzNormalize(f *testing.F) {
 		if err := provider.Normalize(p, s); err != nil {
 			return
 		}
+		if dir := provider.Cwd(&s.Request); strings.ContainsAny(dir, "\r\n") || dir != strings.TrimSpace(dir) {
+			t.Fatalf("Cwd %q: want one line without surrounding space", dir)
+		}
 		if len(bytes.TrimSpace(s.Response.Raw)) == 0 {
 			s.Response.Raw = nil // no body: the tape holds null
 		}

@@ -1,0 +1,85 @@
+package provider
+
+import (
+	"strings"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Cwd returns the working directory a harness names in a normalized request, or "" when it
+// names none. Two harnesses say where they run:
+//
+//   - Claude Code, in its environment block: a line "Primary working directory: DIR" (2.1,
+//     in a role:system entry of the conversation, "# Environment ... - Primary working
+//     directory: DIR") or "Working directory: DIR" (older versions, inside <env> in the
+//     system prompt). Only instructions are read for these (the system prompt and
+//     role:system messages), so that a user's prompt quoting such a line does not count.
+//   - Codex, in the environment context it sends as a user (or developer) message:
+//     "<environment_context>\n  <cwd>DIR</cwd> ...".
+//
+// The first directory named, in the order of the request (system prompt, then messages),
+// wins. Tool results are never read.
+func Cwd(req *tape.Request) string {
+	if dir := claudeCwd(req.System); dir != "" {
+		return dir
+	}
+	for _, m := range req.Messages {
+		if m.Role != "system" && m.Role != "user" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type != tape.BlockText {
+				continue
+			}
+			if m.Role == "system" {
+				if dir := claudeCwd(b.Text); dir != "" {
+					return dir
+				}
+			}
+			if dir := codexCwd(b.Text); dir != "" {
+				return dir
+			}
+		}
+	}
+	return ""
+}
+
+// claudeCwdLabels are the labels of the line of Claude Code's environment block that names
+// the working directory, newest first.
+var claudeCwdLabels = []string{"Primary working directory:", "Working directory:"}
+
+// claudeCwd reads the working directory line of a Claude Code environment block.
+func claudeCwd(text string) string {
+	if !strings.Contains(text, "orking directory:") {
+		return ""
+	}
+	for line := range strings.Lines(text) {
+		line = strings.TrimLeft(strings.TrimSpace(line), "-* ")
+		for _, label := range claudeCwdLabels {
+			if rest, ok := strings.CutPrefix(line, label); ok {
+				if dir := strings.TrimSpace(rest); dir != "" && !strings.ContainsRune(dir, '\r') {
+					return dir
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// codexCwd reads the <cwd> element of a Codex <environment_context>.
+func codexCwd(text string) string {
+	_, ctx, ok := strings.Cut(text, "<environment_context>")
+	if !ok {
+		return ""
+	}
+	ctx, _, _ = strings.Cut(ctx, "</environment_context>")
+	_, rest, ok := strings.Cut(ctx, "<cwd>")
+	if !ok {
+		return ""
+	}
+	dir, _, ok := strings.Cut(rest, "</cwd>")
+	if !ok || strings.ContainsAny(dir, "\r\n") {
+		return ""
+	}
+	return strings.TrimSpace(dir)
+}

@@ -379,11 +379,27 @@ func (r *simRun) prevResults(ti, si int, in *tape.Step) {
 
 func (r *simRun) append(ti int, s *tape.Step) {
 	r.written[ti]++
+	if r.written[ti] == 1 && r.s.rec.Threads[ti].Parent == nil {
+		// The replay tape says where this run's harness worked, as the gateway learns it.
+		if cwd := provider.Cwd(&s.Request); cwd != "" {
+			r.setCwd(cwd)
+		}
+	}
 	if r.w == nil {
 		r.out.Threads[ti].Steps = append(r.out.Threads[ti].Steps, s)
 		return
 	}
 	if _, err := r.w.AppendStep(ti, s); err != nil {
+		r.s.opts.Logf("run %s: %v", r.name, err)
+	}
+}
+
+func (r *simRun) setCwd(cwd string) {
+	if r.w == nil {
+		r.out.Meta.Cwd = cwd
+		return
+	}
+	if err := r.w.UpdateMeta(func(m *tape.Meta) { m.Cwd = cwd }); err != nil {
 		r.s.opts.Logf("run %s: %v", r.name, err)
 	}
 }

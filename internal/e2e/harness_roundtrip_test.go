@@ -176,6 +176,7 @@ func simulateReal(t *testing.T, r *rig, c realCase, recPath string, state map[st
 	}
 	r.requireIdentical(t, recPath, repPath)
 	assert.Equal(t, callsOf(rec), callsOf(rep), "the harness made the recorded tool calls")
+	assert.Equal(t, c.cwd, rep.Meta.Cwd, "a simulator replay tape's meta.cwd: where the harness ran, as its first request says")
 }
 
 // keep copies a tape into $TAPEBOX_E2E_KEEP, when set, to look at after the test.

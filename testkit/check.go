@@ -21,22 +21,17 @@ import (
 	"github.com/tapebox/tapebox/sandbox"
 )
 
-// The -update flag rewrites the golden files CheckSnapshot compares with. A test package that
-// imports testkit gets the flag from it: it must not define its own -update, and can ask
-// Updating for its own golden files.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files (testkit.CheckSnapshot) instead of comparing with them")
-	}
-}
-
-// Updating reports whether the test binary runs with -update.
+// Updating reports whether golden files are to be rewritten (CheckSnapshot) instead of
+// compared with: when the test package defines the usual -update flag and it is set, or when
+// the environment has TAPEBOX_UPDATE=1. testkit defines no flag of its own, so that it never
+// collides with a test package's flag.Bool("update", ...); it looks the flag up when asked.
 func Updating() bool {
-	f := flag.Lookup("update")
-	if f == nil {
-		return false
+	if f := flag.Lookup("update"); f != nil {
+		if v, err := strconv.ParseBool(f.Value.String()); err == nil && v {
+			return true
+		}
 	}
-	v, _ := strconv.ParseBool(f.Value.String())
+	v, _ := strconv.ParseBool(os.Getenv("TAPEBOX_UPDATE"))
 	return v
 }
 
@@ -218,8 +213,8 @@ func (e goldenEntry) data() string {
 
 // CheckSnapshot checks the sandbox's end state against a golden file (by convention under
 // testdata/): every file, directory and symbolic link of the working directory with its
-// mode, contents and link target; nothing missing, nothing more. With -update it writes the
-// golden file instead (creating its directory) and returns nil.
+// mode, contents and link target; nothing missing, nothing more. When Updating, it writes
+// the golden file instead (creating its directory) and returns nil.
 func CheckSnapshot(r *Result, goldenPath string) error {
 	p := &problems{check: "CheckSnapshot"}
 	if r == nil || r.Sandbox == nil {
@@ -255,7 +250,7 @@ func CheckSnapshot(r *Result, goldenPath string) error {
 	}
 	data, err := os.ReadFile(goldenPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		p.addf("golden file %s does not exist; create it with go test -update", goldenPath)
+		p.addf("golden file %s does not exist; create it with go test -update (or TAPEBOX_UPDATE=1)", goldenPath)
 		return p.err()
 	}
 	if err != nil {
@@ -264,11 +259,11 @@ func CheckSnapshot(r *Result, goldenPath string) error {
 	}
 	var want golden
 	if err := json.Unmarshal(data, &want); err != nil {
-		p.addf("golden file %s: %v; regenerate it with go test -update", goldenPath, err)
+		p.addf("golden file %s: %v; regenerate it with go test -update (or TAPEBOX_UPDATE=1)", goldenPath, err)
 		return p.err()
 	}
 	if want.Version != snapshotVersion {
-		p.addf("golden file %s: format version %d, want %d; regenerate it with go test -update", goldenPath, want.Version, snapshotVersion)
+		p.addf("golden file %s: format version %d, want %d; regenerate it with go test -update (or TAPEBOX_UPDATE=1)", goldenPath, want.Version, snapshotVersion)
 		return p.err()
 	}
 	names := sortedKeys(want.Files)
@@ -299,7 +294,7 @@ func CheckSnapshot(r *Result, goldenPath string) error {
 		}
 	}
 	if len(p.list) > 0 {
-		p.addf("(golden file %s; if the new state is right, regenerate it with go test -update)", goldenPath)
+		p.addf("(golden file %s; if the new state is right, regenerate it with go test -update (or TAPEBOX_UPDATE=1))", goldenPath)
 	}
 	return p.err()
 }

@@ -26,8 +26,9 @@
 // Checkers: CheckReachedEnd (every thread played to its end), CheckIdentical (compare finds
 // no difference with the recording), CheckFiles (expected files and contents) and
 // CheckSnapshot (every file, mode and content of the working directory against a golden file
-// in testdata/, rewritten with -update). A test package that imports testkit gets its -update
-// flag and must not define its own; Updating reports it.
+// in testdata/, rewritten when Updating: the test package's own -update flag, if it defines
+// one, or TAPEBOX_UPDATE=1). testkit defines no flag, so it never collides with a test
+// package's.
 //
 // Recording: NewProvider serves a Script (a scripted model speaking the Anthropic and OpenAI
 // wire formats) and NewGateway records the calls an agent makes through it into a tape, so a

@@ -169,7 +169,7 @@ func TestChecksListEveryProblem(t *testing.T) {
 		`extra.txt: unexpected -rw-r--r--`,
 		`link: links to "elsewhere", want "app/greeting.txt"`,
 		`run.sh: mode -rw-------, want -rwxr-xr-x`,
-		`(golden file `+golden+`; if the new state is right, regenerate it with go test -update)`,
+		`(golden file `+golden+`; if the new state is right, regenerate it with go test -update (or TAPEBOX_UPDATE=1))`,
 	)
 
 	// Spoil the replay tape: a different tool result, and a replay cut before its last step.
@@ -218,6 +218,11 @@ func cloneTape(t *testing.T, tp *tape.Tape) *tape.Tape {
 	return out
 }
 
+// update is this test package's own -update flag, defined the usual way: testkit defines
+// none, so the two do not collide (a second definition would panic at init), and
+// testkit.Updating reads this one.
+var update = flag.Bool("update", false, "rewrite golden files")
+
 // setUpdate sets -update for the test.
 func setUpdate(t *testing.T, on bool) {
 	old := testkit.Updating()
@@ -260,3 +265,12 @@ func TestRunErrors(t *testing.T) {
 }
 
 func flagSet(name string, on bool) error { return flag.Set(name, strconv.FormatBool(on)) }
+
+// TestUpdatingFromEnvironment: without the flag set, TAPEBOX_UPDATE=1 asks for rewriting.
+func TestUpdatingFromEnvironment(t *testing.T) {
+	require.False(t, *update)
+	t.Setenv("TAPEBOX_UPDATE", "")
+	require.False(t, testkit.Updating())
+	t.Setenv("TAPEBOX_UPDATE", "1")
+	require.True(t, testkit.Updating())
+}

@@ -1,0 +1,44 @@
+// Package workspace carries an agent's working directory with its tape: Snapshot packs the
+// starting state as a deterministic tar compressed with zstd, and a Manifest (path, type,
+// mode, size, SHA-256, link target of every entry) records the end state.
+//
+//	info, err := workspace.Snapshot(ctx, "/src/proj", w, workspace.Options{})
+//	...
+//	m, err := workspace.ManifestDir(ctx, "/src/proj", workspace.Options{})
+//
+// # What a snapshot holds
+//
+// Regular files, directories and symbolic links, in walk order (lexical within a directory,
+// a directory before its contents). Symbolic links are stored as links and never followed,
+// wherever they point. Hard-linked files are stored as separate copies. Named pipes, sockets
+// and devices are left out and listed in Info.Skipped. Owners are not kept (uid and gid 0, no
+// names), nor are setuid, setgid and sticky bits: permission bits only. Modification times
+// are kept to the second: tool calls such as ls -l, find -newer and make see what they saw
+// during the recording. So the same untouched directory gives the same bytes and the same
+// digest (with the same version of the zstd encoder), while two checkouts of one commit made
+// at different times do not.
+//
+// # What is left out
+//
+// Options.Exclude takes glob patterns (path.Match syntax) on slash-separated paths relative
+// to the workspace. A pattern without a slash matches an entry's name at any depth
+// ("node_modules", "*.log"); a pattern with one matches the path from the workspace's root
+// ("build/out", "/dist"). An excluded directory is left out with all it holds. DefaultExclude
+// applies unless Options.NoDefaultExclude is set:
+//
+//   - node_modules, .venv, __pycache__: dependencies and caches that an install recreates.
+//     They are often most of a workspace's bytes, and they rarely work elsewhere anyway: a
+//     virtualenv holds absolute host paths, node_modules native addons built for the host.
+//   - .tapebox: the executor's state directory (background tasks' output). A replay writes
+//     it afresh; a start state must not carry an earlier run's.
+//
+// .git is kept whole, objects included: agents run git status, git diff and git log, and a
+// repository without its objects is a broken one whose output would differ on replay. A
+// repository with a long history is what Options.MaxBytes is for.
+//
+// # Size cap
+//
+// Snapshot walks the whole workspace before writing a byte. A workspace holding more file
+// content than Options.MaxBytes (DefaultMaxBytes, 256 MiB) is refused with ErrTooBig and an
+// error naming the cap, the size and the biggest top-level entries; nothing is written.
+package workspace

@@ -1,10 +1,12 @@
 // Package workspace carries an agent's working directory with its tape: Snapshot packs the
 // starting state as a deterministic tar compressed with zstd, and a Manifest (path, type,
-// mode, size, SHA-256, link target of every entry) records the end state.
+// mode, size, SHA-256, link target of every entry) records the end state so that Diff can
+// tell a replay's end state from the recording's.
 //
 //	info, err := workspace.Snapshot(ctx, "/src/proj", w, workspace.Options{})
 //	...
-//	m, err := workspace.ManifestDir(ctx, "/src/proj", workspace.Options{})
+//	m, err := workspace.ManifestDir(ctx, "/tmp/replay", workspace.Options{})
+//	for _, c := range workspace.Diff(recorded, m) { fmt.Println(c) }
 //
 // # What a snapshot holds
 //

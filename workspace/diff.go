@@ -47,7 +47,7 @@ func (c Change) String() string {
 func describe(e Entry) string {
 	switch e.Type {
 	case TypeFile:
-		return fmt.Sprintf("file %s, %d bytes", e.Mode, e.Size)
+		return fmt.Sprintf("file %s, %s", e.Mode, byteCount(e.Size))
 	case TypeSymlink:
 		return "symlink to " + e.Link
 	}
@@ -125,7 +125,7 @@ func compare(rec, rep Entry) []Change {
 	switch rec.Type {
 	case TypeFile:
 		if rec.Size != rep.Size {
-			out = append(out, differs("size", fmt.Sprintf("%d bytes", rec.Size), fmt.Sprintf("%d bytes", rep.Size)))
+			out = append(out, differs("size", byteCount(rec.Size), byteCount(rep.Size)))
 		} else if rec.SHA256 != rep.SHA256 {
 			out = append(out, differs("content", shortSum(rec.SHA256), shortSum(rep.SHA256)))
 		}
@@ -138,6 +138,13 @@ func compare(rec, rep Entry) []Change {
 		out = append(out, differs("mode", rec.Mode, rep.Mode))
 	}
 	return out
+}
+
+func byteCount(n int64) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func shortSum(s string) string { return "sha256:" + s[:min(12, len(s))] }

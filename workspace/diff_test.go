@@ -26,18 +26,18 @@ func TestDiff(t *testing.T) {
 		{"content", Manifest{dir("d"), file("d/a", "A", "0644"), file("d/b", "b", "0644"), link("l", "d/a"), file("x", "x", "0755")},
 			[]string{"d/a: content differs: recorded sha256:" + sum("a")[:12] + ", replayed sha256:" + sum("A")[:12]}},
 		{"size and mode", Manifest{dir("d"), file("d/a", "a", "0644"), file("d/b", "bb", "0600"), link("l", "d/a"), file("x", "x", "0755")},
-			[]string{"d/b: size differs: recorded 1 bytes, replayed 2 bytes", "d/b: mode differs: recorded 0644, replayed 0600"}},
+			[]string{"d/b: size differs: recorded 1 byte, replayed 2 bytes", "d/b: mode differs: recorded 0644, replayed 0600"}},
 		{"link", Manifest{dir("d"), file("d/a", "a", "0644"), file("d/b", "b", "0644"), link("l", "d/b"), file("x", "x", "0755")},
 			[]string{"l: link differs: recorded d/a, replayed d/b"}},
 		{"type", Manifest{dir("d"), file("d/a", "a", "0644"), file("d/b", "b", "0644"), file("l", "d/a", "0644"), file("x", "x", "0755")},
 			[]string{"l: type differs: recorded symlink to d/a, replayed file 0644, 3 bytes"}},
 		{"missing and extra", Manifest{dir("d"), file("d/a", "a", "0644"), link("l", "d/a"), file("new", "n", "0644"), file("x", "x", "0755")},
-			[]string{"d/b: missing: recorded file 0644, 1 bytes", "new: extra: file 0644, 1 bytes"}},
+			[]string{"d/b: missing: recorded file 0644, 1 byte", "new: extra: file 0644, 1 byte"}},
 		{"a missing directory is one change", Manifest{link("l", "d/a"), file("x", "x", "0755")},
 			[]string{"d: missing: recorded dir 0755"}},
 		{"a directory that became a file", Manifest{file("d", "d", "0644"), link("l", "d/a"), file("x", "x", "0755")},
-			[]string{"d: type differs: recorded dir 0755, replayed file 0644, 1 bytes"}},
-		{"empty", nil, []string{"d: missing: recorded dir 0755", "l: missing: recorded symlink to d/a", "x: missing: recorded file 0755, 1 bytes"}},
+			[]string{"d: type differs: recorded dir 0755, replayed file 0644, 1 byte"}},
+		{"empty", nil, []string{"d: missing: recorded dir 0755", "l: missing: recorded symlink to d/a", "x: missing: recorded file 0755, 1 byte"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

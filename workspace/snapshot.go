@@ -154,7 +154,7 @@ func (t *tree) biggest(n int) string {
 func sizeString(n int64) string {
 	const unit = 1024
 	if n < unit {
-		return fmt.Sprintf("%d bytes", n)
+		return byteCount(n)
 	}
 	div, exp := int64(unit), 0
 	for m := n / unit; m >= unit && exp < 4; m /= unit {

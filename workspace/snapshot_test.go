@@ -187,7 +187,7 @@ func TestSnapshotCap(t *testing.T) {
 	assert.Zero(t, buf.Len(), "nothing written")
 	for _, want := range []string{
 		"6501 bytes (6.3 KiB) of files", "cap of 4096 bytes (4.0 KiB)",
-		"biggest: big/ 5000 bytes (4.9 KiB), mid.bin 1500 bytes (1.5 KiB), small/ 1 bytes",
+		"biggest: big/ 5000 bytes (4.9 KiB), mid.bin 1500 bytes (1.5 KiB), small/ 1 byte",
 		"Options.Exclude", "Options.MaxBytes",
 	} {
 		assert.Contains(t, err.Error(), want)
@@ -245,7 +245,7 @@ func TestSnapshotFile(t *testing.T) {
 
 func TestSizeString(t *testing.T) {
 	for n, want := range map[int64]string{
-		0: "0 bytes", 1023: "1023 bytes", 1024: "1024 bytes (1.0 KiB)",
+		0: "0 bytes", 1: "1 byte", 1023: "1023 bytes", 1024: "1024 bytes (1.0 KiB)",
 		256 << 20: "268435456 bytes (256.0 MiB)", 3 << 30: "3221225472 bytes (3.0 GiB)",
 	} {
 		assert.Equal(t, want, sizeString(n))

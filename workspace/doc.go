@@ -1,10 +1,12 @@
 // Package workspace carries an agent's working directory with its tape: Snapshot packs the
-// starting state as a deterministic tar compressed with zstd, and a Manifest (path, type,
-// mode, size, SHA-256, link target of every entry) records the end state so that Diff can
-// tell a replay's end state from the recording's.
+// starting state as a deterministic tar compressed with zstd, Restore unpacks it into a fresh
+// sandbox after checking its digest, and a Manifest (path, type, mode, size, SHA-256, link
+// target of every entry) records the end state so that Diff can tell a replay's end state
+// from the recording's.
 //
 //	info, err := workspace.Snapshot(ctx, "/src/proj", w, workspace.Options{})
 //	...
+//	err = workspace.Restore(ctx, f, info, "/tmp/replay") // f: the snapshot file
 //	m, err := workspace.ManifestDir(ctx, "/tmp/replay", workspace.Options{})
 //	for _, c := range workspace.Diff(recorded, m) { fmt.Println(c) }
 //
@@ -43,4 +45,20 @@
 // Snapshot walks the whole workspace before writing a byte. A workspace holding more file
 // content than Options.MaxBytes (DefaultMaxBytes, 256 MiB) is refused with ErrTooBig and an
 // error naming the cap, the size and the biggest top-level entries; nothing is written.
+//
+// # Restoring untrusted snapshots
+//
+// A tape may come from anyone, so Restore and Tar trust nothing in the archive. They read it
+// twice: first to hash it and check every entry, so a snapshot whose digest, size or counts
+// differ from its Info, or that holds one bad entry, is refused (ErrMismatch, ErrUnsafe)
+// before anything is written; then to extract, checking again. An entry is refused when its
+// name is absolute, holds a "." or ".." element or a NUL, appears twice, or lies under an
+// earlier symbolic link or file of the archive; a hard link is refused unless it names an
+// earlier regular file of the archive; sparse files (a few bytes that stand for terabytes)
+// and other types (devices, pipes) are refused. Restore writes only through an os.Root opened
+// on the target directory, so even a symbolic link that appeared on disk meanwhile cannot
+// lead it outside.
+//
+// What Restore writes is bounded by Info.Bytes (content beyond it is refused), and Info
+// comes from the tape: check it against a limit of your own before restoring a stranger's.
 package workspace

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -85,6 +86,30 @@ func symlink(name, target string) tent {
 
 func hardlink(name, target string) tent {
 	return tent{hdr: tar.Header{Typeflag: tar.TypeLink, Name: name, Linkname: target, Mode: 0o644, ModTime: stamp}}
+}
+
+// sparseTar is a tar whose one entry, name, is a PAX sparse file of 1 TiB of zeros in 1.5 KiB
+// (Go's tar.Writer writes no sparse files: the extended header is made by hand).
+func sparseTar(t testing.TB, name string) []byte {
+	t.Helper()
+	rec := func(k, v string) string {
+		kv := k + "=" + v + "\n"
+		for n := len(kv) + 2; ; n++ {
+			if s := fmt.Sprintf("%d %s", n, kv); len(s) == n {
+				return s
+			}
+		}
+	}
+	pax := rec("GNU.sparse.numblocks", "1") + rec("GNU.sparse.map", "0,0") + rec("GNU.sparse.size", "1099511627776")
+	b := tarOf(t, reg("PaxHeaders/"+name, pax), reg(name, ""))
+	b[156] = tar.TypeXHeader
+	copy(b[148:156], "        ")
+	sum := 0
+	for _, c := range b[:512] {
+		sum += int(c)
+	}
+	copy(b[148:156], fmt.Sprintf("%06o\x00 ", sum))
+	return b
 }
 
 // tarOf writes entries as an uncompressed tar.

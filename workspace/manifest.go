@@ -112,6 +112,9 @@ func ManifestTar(r io.Reader, prefix string, opts Options) (Manifest, error) {
 		if rel == "" || m.excludesAny(rel) {
 			continue
 		}
+		if isSparse(hdr) {
+			return nil, fmt.Errorf("manifest of an archive: entry %q is a sparse file: not supported", hdr.Name)
+		}
 		e := Entry{Path: rel, Mode: modeString(fs.FileMode(hdr.Mode))}
 		switch hdr.Typeflag {
 		case tar.TypeDir:

@@ -117,11 +117,15 @@ func TestManifestTarErrors(t *testing.T) {
 		{"hard link to nothing", []tent{hardlink("app/h", "app/missing")}, "hard link h to app/missing: no earlier file"},
 		{"hard link to an excluded file", []tent{reg("app/node_modules/x", "x"), hardlink("app/h", "app/node_modules/x")}, "excluded, or missing"},
 		{"truncated", nil, "unexpected EOF"},
+		{"sparse", []tent{}, `entry "app/big" is a sparse file`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tarOf(t, tc.entries...)
-			if tc.entries == nil {
+			switch {
+			case tc.entries == nil:
 				b = tarOf(t, reg("app/a", "abc"))[:514]
+			case len(tc.entries) == 0:
+				b = sparseTar(t, "app/big")
 			}
 			_, err := ManifestTar(bytes.NewReader(b), "app", Options{})
 			require.Error(t, err)

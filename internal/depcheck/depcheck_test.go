@@ -91,6 +91,18 @@ func TestDependencyDirection(t *testing.T) {
 		}
 	}
 
+	// workspace is a leaf: the standard library and zstd, no TapeBox package, so that gateway,
+	// controller, sandbox and dataset can all use it without importing each other.
+	if p, ok := pkgs["workspace"]; !ok {
+		t.Error("no workspace package")
+	} else {
+		for _, d := range p.Deps {
+			if !isStd(d) && d != "github.com/klauspost/compress" && !strings.HasPrefix(d, "github.com/klauspost/compress/") {
+				t.Errorf("workspace depends on %s: it may use the standard library and github.com/klauspost/compress only", d)
+			}
+		}
+	}
+
 	// Nothing imports cmd/...; only cmd/tapebox imports cli.
 	// gateway, controller, dataset and schema do not import each other (but dataset -> schema).
 	sideways := []string{"gateway", "controller", "dataset", "schema"}

@@ -1,0 +1,115 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// item is one entry found by walk.
+type item struct {
+	rel   string // slash-separated, relative to the workspace
+	typ   Type
+	perm  fs.FileMode
+	size  int64 // regular files
+	mtime time.Time
+	link  string // symbolic links
+}
+
+// tree is a walked workspace: its entries in walk order and what was left out.
+type tree struct {
+	dir     string // absolute, symbolic links resolved
+	items   []item
+	skipped []string // named pipes, sockets, devices
+	bytes   int64    // file content
+}
+
+// walk lists the workspace dir without following symbolic links (dir itself may be one).
+func walk(ctx context.Context, dir string, m matcher) (*tree, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", abs)
+	}
+	t := &tree{dir: abs}
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == abs {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(abs, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if m.excludes(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since the directory was read
+		} else if err != nil {
+			return err
+		}
+		it := item{rel: rel, perm: fi.Mode().Perm(), mtime: fi.ModTime().Truncate(time.Second)}
+		switch mode := fi.Mode(); {
+		case mode.IsRegular():
+			it.typ, it.size = TypeFile, fi.Size()
+			t.bytes += fi.Size()
+		case mode.IsDir():
+			it.typ = TypeDir
+		case mode&fs.ModeSymlink != 0:
+			it.typ, it.perm = TypeSymlink, 0o777
+			if it.link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		default:
+			t.skipped = append(t.skipped, rel)
+			return nil
+		}
+		t.items = append(t.items, it)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// open opens the regular file it of the tree through root and checks that it is still the
+// file the walk saw.
+func (t *tree) open(root *os.Root, it item) (*os.File, error) {
+	f, err := root.Open(filepath.FromSlash(it.rel))
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != it.size {
+		f.Close()
+		return nil, fmt.Errorf("%s changed while it was read (was a %d-byte file, now %v, %d bytes)", it.rel, it.size, fi.Mode().Type(), fi.Size())
+	}
+	return f, nil
+}

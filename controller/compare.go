@@ -35,8 +35,11 @@ type Report struct {
 	// in error or divergence.
 	ReachedEnd bool   `json:"reached_end"`
 	Ended      string `json:"ended"`
-	// Identical says the replay reached the end and nothing differs.
+	// Identical says the replay reached the end, no tool call or result differs, and the
+	// end state matches (EndState).
 	Identical   bool         `json:"identical"`
+	// EndState compares the workspace each run left.
+	EndState EndState `json:"end_state"`
 	Differences []Difference `json:"differences"`
 	// Identifiers lists every identifier learned, with its evidence.
 	Identifiers []Learned `json:"identifiers"`
@@ -48,7 +51,8 @@ type Report struct {
 
 // Compare diffs a replay against its recording step by step: tool calls (after identifier
 // substitution), tool results (volatile fields masked, identifiers learned in recorded
-// order), stop reasons, and whether every thread was played to its end.
+// order), stop reasons, whether every thread was played to its end, and the end state of the
+// workspace (meta.workspace.end of both tapes).
 func Compare(rec, rep *tape.Tape) *Report {
 	h := rec.Meta.Harness
 	r := &Report{
@@ -98,7 +102,8 @@ func Compare(rec, rep *tape.Tape) *Report {
 		}
 	}
 	r.ReachedEnd = reached
-	r.Identical = reached && len(r.Differences) == 0
+	r.EndState = compareEndState(rec, rep)
+	r.Identical = reached && len(r.Differences) == 0 && r.EndState.Identical
 	r.Identifiers = ids.Learned()
 	return r
 }
@@ -223,6 +228,7 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  - %s: %s differs\n      recorded: %s\n      replayed: %s\n", where, d.Field, clip(d.Recorded, 300), clip(d.Replayed, 300))
 	}
+	r.EndState.writeText(w)
 	if len(r.Volatile) > 0 {
 		fmt.Fprintf(w, "  ignored as volatile: %s\n", strings.Join(r.Volatile, "; "))
 	}

@@ -37,9 +37,9 @@ type Report struct {
 	Ended      string `json:"ended"`
 	// Identical says the replay reached the end, no tool call or result differs, and the
 	// end state matches (EndState).
-	Identical   bool         `json:"identical"`
+	Identical bool `json:"identical"`
 	// EndState compares the workspace each run left.
-	EndState EndState `json:"end_state"`
+	EndState    EndState     `json:"end_state"`
 	Differences []Difference `json:"differences"`
 	// Identifiers lists every identifier learned, with its evidence.
 	Identifiers []Learned `json:"identifiers"`

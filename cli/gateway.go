@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/workspace"
 )
 
 func init() {
@@ -23,6 +25,13 @@ type gatewayFlags struct {
 	task, labels              kvFlag
 	inject                    listFlag
 	quiet                     bool
+	// The workspace snapshot: record takes its own directory unless noWorkspace; gateway
+	// takes --workspace DIR.
+	workspace        string
+	noWorkspace      bool
+	wsExclude        listFlag
+	wsMax            string
+	noDefaultExclude bool
 }
 
 func (gf *gatewayFlags) addFlags(fs *flag.FlagSet) {
@@ -34,6 +43,9 @@ func (gf *gatewayFlags) addFlags(fs *flag.FlagSet) {
 	fs.Var(gf.labels, "label", "KEY=VALUE label for the tape, repeatable")
 	fs.Var(&gf.inject, "inject-header", "HOST:NAME=VALUE header the gateway adds for upstream HOST; VALUE may be $VAR or env:VAR (repeatable)")
 	fs.BoolVar(&gf.quiet, "quiet", false, "no log line per call")
+	fs.Var(&gf.wsExclude, "workspace-exclude", "a glob of workspace entries to leave out of the snapshot and the end manifest (repeatable; without a slash it matches a name at any depth, with one a path from the root); added to the defaults "+strings.Join(workspace.DefaultExclude, ", "))
+	fs.BoolVar(&gf.noDefaultExclude, "workspace-no-default-exclude", false, "do not leave out "+strings.Join(workspace.DefaultExclude, ", "))
+	fs.StringVar(&gf.wsMax, "workspace-max", "256m", "cap on the file content of the workspace snapshot (e.g. 64m, 2g; 0 means no cap): a bigger workspace is an error before the agent starts")
 }
 
 func (gf *gatewayFlags) config(env *Env, verb string) (gateway.Config, error) {
@@ -44,6 +56,17 @@ func (gf *gatewayFlags) config(env *Env, verb string) (gateway.Config, error) {
 			return cfg, err
 		}
 		cfg.Inject = append(cfg.Inject, inj)
+	}
+	if gf.workspace != "" && !gf.noWorkspace {
+		max, err := parseBytes(gf.wsMax)
+		if err != nil {
+			return cfg, fmt.Errorf("--workspace-max: %w", err)
+		}
+		if max == 0 {
+			max = -1
+		}
+		cfg.Workspace = gf.workspace
+		cfg.WorkspaceOptions = workspace.Options{Exclude: gf.wsExclude, NoDefaultExclude: gf.noDefaultExclude, MaxBytes: max}
 	}
 	if !gf.quiet {
 		cfg.Logf = func(format string, args ...any) {
@@ -67,6 +90,7 @@ placeholder, the gateway drops the agent's credentials for that host and sets th
 	var gf gatewayFlags
 	gf.addFlags(fs)
 	listen := fs.String("listen", ":8080", "address to listen on")
+	fs.StringVar(&gf.workspace, "workspace", "", "the agent's working directory on this machine: snapshot it beside the tape before the first call (<stem>.workspace.tar.zst) and record its end manifest when the recording ends, so a replay starts from the same files and compare checks the end state")
 	cwd := fs.String("cwd", "", "the agent's working directory, for meta.cwd (default: the one the harness names in its first request: Claude Code's environment block, Codex's environment context)")
 	tf := addTelemetryFlags(fs, true)
 	if code, done := parse(env, fs, args); done {

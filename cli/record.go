@@ -41,6 +41,7 @@ the provider failed last. --harness is detected from the traffic when not given.
 the directory CMD runs in: this one.`)
 	gf := gatewayFlags{output: "run.json"}
 	gf.addFlags(fs)
+	fs.BoolVar(&gf.noWorkspace, "no-workspace", false, "do not snapshot the working directory at the start nor record its end manifest")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -48,15 +49,20 @@ the directory CMD runs in: this one.`)
 	if len(argv) == 0 {
 		return usageError(env, fs, "no command to record: tapebox record [flags] -- CMD ARGS...")
 	}
+	// CMD runs in this directory, so it is meta.cwd whatever CMD's requests say, and the
+	// workspace whose start and end the tape carries.
+	wd, wdErr := os.Getwd()
+	if wdErr == nil {
+		gf.workspace = wd
+	}
 	cfg, err := gf.config(env, "record")
 	if err != nil {
 		return usageError(env, fs, "%v", err)
 	}
-	// CMD runs in this directory, so it is meta.cwd whatever CMD's requests say.
-	if wd, err := os.Getwd(); err == nil {
+	if wdErr == nil {
 		cfg.Cwd = wd
 	} else {
-		fmt.Fprintf(env.Stderr, "tapebox record: working directory: %v; meta.cwd is left to what the harness names\n", err)
+		fmt.Fprintf(env.Stderr, "tapebox record: working directory: %v; meta.cwd is left to what the harness names, and no workspace snapshot is taken\n", wdErr)
 	}
 	g, err := gateway.New(cfg)
 	if err != nil {

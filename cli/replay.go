@@ -14,6 +14,7 @@ import (
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/workspace"
 )
 
 func init() {
@@ -34,6 +35,7 @@ type replayFlags struct {
 	callTimeout                        time.Duration
 	listen                             string
 	quiet                              bool
+	noWorkspace                        bool
 	env                                kvFlag
 	telemetry                          *telemetryFlags
 }
@@ -64,6 +66,12 @@ meta.cwd (created when missing), unless --cwd says otherwise; --cwd "" keeps the
 own. local:DIR always works in DIR: meta.cwd does not apply there. The replay tape's meta.cwd is
 the directory the replay ran in.
 
+Workspace: a tape recorded with its workspace (meta.workspace) names a start snapshot beside it
+(<stem>.workspace.tar.zst). It is checked against its digest before anything runs, restored into
+the working directory before step 1 (local:DIR must then be empty or missing), and after the last
+step the sandbox's end manifest goes into the replay tape, so that compare checks the end state.
+--no-workspace skips both.
+
 Simulator mode (--listen): the real harness replays against the recorded responses.`)
 	f := replayFlags{env: kvFlag{}}
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
@@ -83,6 +91,7 @@ Simulator mode (--listen): the real harness replays against the recorded respons
 	fs.Var(f.env, "env", "KEY=VALUE for the executor's environment, repeatable")
 	fs.StringVar(&f.listen, "listen", "", "simulator mode: serve the provider's API on this address")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "do not restore the tape's start snapshot (meta.workspace) and take no end manifest: the replay starts from the sandbox as it is")
 	f.telemetry = addTelemetryFlags(fs, true)
 	if code, done := parse(env, fs, args); done {
 		return code
@@ -181,6 +190,13 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	if err != nil {
 		return failf(env, "replay", "--memory: %v", err)
 	}
+	var snapshot string
+	if !f.noWorkspace {
+		// Checked before any sandbox exists: a snapshot that is missing or altered runs nothing.
+		if snapshot, err = controller.SnapshotFor(f.tapePath, rec); err != nil {
+			return failf(env, "replay", "%v", err)
+		}
+	}
 	spec, err := sandbox.ParseSpec(f.sandboxSpec)
 	if err != nil {
 		return failf(env, "replay", "%v", err)
@@ -209,8 +225,12 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 		return failf(env, "replay", "%v", err)
 	}
 	defer stopTelemetry()
-	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Env: f.env, Speed: f.speed, Output: f.output,
-		CallTimeout: f.callTimeout, Logf: logf})
+	copts := controller.Options{Cwd: sb.Cwd(), Env: f.env, Speed: f.speed, Output: f.output,
+		CallTimeout: f.callTimeout, Logf: logf, Snapshot: snapshot, NoWorkspace: f.noWorkspace}
+	if spec.Scheme == sandbox.SchemeLocal && f.output != "" {
+		copts.WorkspaceExclude = workspace.OwnFiles(sb.Cwd(), f.output)
+	}
+	res, err := controller.Replay(ctx, rec, sb, copts)
 	if res != nil {
 		logf("%d steps, %d tool calls in %v (tools %v, model pacing %v), %d executor restarts, %d identifiers learned",
 			res.Steps, res.ToolCalls, res.Wall.Round(time.Millisecond), res.ToolTime.Round(time.Millisecond),

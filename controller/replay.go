@@ -35,6 +35,14 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Snapshot is the recording's start snapshot (SnapshotFor), restored into the sandbox's
+	// working directory before step 1. A tape that names one needs it, unless NoWorkspace.
+	Snapshot string
+	// NoWorkspace starts from the sandbox as it is and takes no end manifest.
+	NoWorkspace bool
+	// WorkspaceExclude adds exclusions to the end manifest (the replay's own files, when it
+	// writes them into the working directory).
+	WorkspaceExclude []string
 }
 
 // Result is what a replay did.
@@ -49,6 +57,8 @@ type Result struct {
 	Wall, ToolTime, ToolPath, ModelTime time.Duration
 	// Identifiers learned.
 	Identifiers map[string]string
+	// RestoreTime is the start snapshot's restore; ManifestTime the end manifest's reading.
+	RestoreTime, ManifestTime time.Duration
 }
 
 // IncompleteError says which thread and step a replay could not play, and why.
@@ -96,6 +106,10 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 	if err := p.openOutput(); err != nil {
 		return nil, err
 	}
+	if err := p.restoreWorkspace(ctx); err != nil {
+		p.finish(tape.EndError, err.Error())
+		return nil, fmt.Errorf("replay: %w", err)
+	}
 	s, err := startSession(ctx, sb, p.hello, opts.Logf)
 	if err != nil {
 		p.finish(tape.EndError, err.Error())
@@ -110,7 +124,10 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	p.currentSession().close(closeCtx)
 	cancel()
-	res := &Result{Steps: p.steps, ToolCalls: p.calls, Restarts: p.restarts, Wall: opts.Now().Sub(p.start),
+	if err == nil {
+		p.recordEndState(ctx)
+	}
+	res := &Result{RestoreTime: p.restoreTime, ManifestTime: p.manifestTime, Steps: p.steps, ToolCalls: p.calls, Restarts: p.restarts, Wall: opts.Now().Sub(p.start),
 		ToolTime: p.toolTime, ToolPath: ToolPath(p.out), ModelTime: p.modelTime, Identifiers: p.ids.Map()}
 	if err != nil {
 		reason := tape.EndError
@@ -148,6 +165,8 @@ type player struct {
 	calls     int
 	toolTime  time.Duration
 	modelTime time.Duration
+
+	restoreTime, manifestTime time.Duration
 }
 
 // openOutput prepares the replay tape (see newReplayTape).

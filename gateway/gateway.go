@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/workspace"
 	"github.com/tapebox/tapebox/tape/provider"
 )
 
@@ -61,6 +62,11 @@ type Config struct {
 	Now func() time.Time
 	// OnEnd is called once when POST /tapebox/end finished the tape.
 	OnEnd func()
+	// Workspace, when set, is the agent's working directory on this machine: New snapshots it
+	// beside the tape (workspace.SnapshotPath) before the first call, and Finish records its
+	// end manifest, both in meta.workspace. WorkspaceOptions choose exclusions and the cap.
+	Workspace        string
+	WorkspaceOptions workspace.Options
 }
 
 // Gateway is a recording reverse proxy: an http.Handler that forwards an agent's model
@@ -99,6 +105,7 @@ type Gateway struct {
 	finished bool
 	lastErr  string // the last upstream failure, for the end reason
 	steps    int
+	wsOpts   workspace.Options // the exclusions the start snapshot applied, for the end manifest
 }
 
 // New creates the tape at cfg.Output and returns a Gateway recording into it. Close (or
@@ -142,8 +149,16 @@ func New(cfg Config) (*Gateway, error) {
 		t.MaxIdleConnsPerHost = 64
 		g.transport = t
 	}
+	var ws *tape.Workspace
+	if cfg.Workspace != "" {
+		var err error
+		if ws, g.wsOpts, err = snapshotStart(context.Background(), &cfg); err != nil {
+			return nil, err
+		}
+	}
 	g.start = g.now()
 	tp := tape.New("", g.start)
+	tp.Meta.Workspace = ws
 	tp.Meta.Harness = cfg.Harness
 	tp.Meta.HarnessVersion = cfg.HarnessVersion
 	tp.Meta.Cwd = cfg.Cwd
@@ -190,6 +205,11 @@ func (g *Gateway) Finish(reason tape.EndReason, detail string) error {
 		g.mu.Unlock()
 		close(g.stop)
 		<-g.syncDone
+		if g.cfg.Workspace != "" {
+			if err := g.recordEnd(context.Background()); err != nil {
+				g.logf("%v", err)
+			}
+		}
 		if err := g.w.Finish(reason, g.now(), detail); err != nil {
 			g.finishErr = fmt.Errorf("gateway: finish tape: %w", err)
 			return

@@ -95,7 +95,8 @@ func CheckReachedEnd(r *Result) error {
 
 // CheckIdentical checks that the replay reached the end and that compare finds nothing
 // different from the recording: the same tool calls, tool results (volatile fields and
-// learned identifiers aside) and stop reasons, step by step.
+// learned identifiers aside) and stop reasons, step by step, and the same end state when the
+// recording carries one (see CheckEndState).
 func CheckIdentical(r *Result) error {
 	p := &problems{check: "CheckIdentical"}
 	if !p.usable(r) {
@@ -115,7 +116,34 @@ func CheckIdentical(r *Result) error {
 		}
 		p.addf("%s: %s differs: recorded %q, replayed %q", where, d.Field, clip(d.Recorded, 200), clip(d.Replayed, 200))
 	}
+	addEndState(p, rep.EndState)
 	return p.err()
+}
+
+// CheckEndState checks the workspace the replay left against the one the recording left
+// (meta.workspace.end of both tapes): every file, directory and symlink with its type, mode,
+// size, content digest and link target; nothing missing, nothing extra. A recording without
+// an end manifest is a problem here (record it with tapebox record, or gateway --workspace).
+func CheckEndState(r *Result) error {
+	p := &problems{check: "CheckEndState"}
+	if !p.usable(r) {
+		return p.err()
+	}
+	es := controller.Compare(r.Recording, r.Tape).EndState
+	if !es.Compared && es.Identical {
+		p.addf("%s", es.Note)
+	}
+	addEndState(p, es)
+	return p.err()
+}
+
+func addEndState(p *problems, es controller.EndState) {
+	if !es.Compared && !es.Identical {
+		p.addf("end state: %s", es.Note)
+	}
+	for _, c := range es.Changes {
+		p.addf("end state: %s", c)
+	}
 }
 
 // Files returns the sandbox's file tree under its working directory, keyed by

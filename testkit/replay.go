@@ -15,6 +15,7 @@ import (
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/workspace"
 )
 
 // RequireDockerEnv is the variable that turns skips for a missing Docker engine or image into
@@ -34,7 +35,13 @@ type config struct {
 	output      string
 	callTimeout time.Duration
 	logf        func(string, ...any)
+	noWorkspace bool
 }
+
+// NoWorkspace replays without restoring the tape's start snapshot (meta.workspace) and takes
+// no end manifest. By default a tape's snapshot, beside it, is checked and restored into the
+// sandbox before step 1, and the end manifest read into the replay tape (see CheckEndState).
+func NoWorkspace() Option { return func(c *config) { c.noWorkspace = true } }
 
 // Cwd sets the working directory inside a Docker sandbox. Default: where the tape was
 // recorded (its meta.cwd, when an absolute path), else the image's; Cwd("") keeps the
@@ -163,6 +170,12 @@ func Run(ctx context.Context, tapePath, sandboxSpec string, opts ...Option) (_ *
 	if err != nil {
 		return nil, err
 	}
+	var snapshot string
+	if !c.noWorkspace {
+		if snapshot, err = controller.SnapshotFor(tapePath, rec); err != nil {
+			return nil, fmt.Errorf("testkit: %w", err)
+		}
+	}
 	r := &Result{Recording: rec, RecordingPath: tapePath}
 	defer func() {
 		if err != nil {
@@ -192,7 +205,8 @@ func Run(ctx context.Context, tapePath, sandboxSpec string, opts ...Option) (_ *
 		r.TapePath = filepath.Join(tmp, "replay.json")
 	}
 	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Env: c.env, Speed: c.speed,
-		Output: r.TapePath, CallTimeout: c.callTimeout, Logf: c.logf})
+		Output: r.TapePath, CallTimeout: c.callTimeout, Logf: c.logf, Snapshot: snapshot, NoWorkspace: c.noWorkspace,
+		WorkspaceExclude: workspace.OwnFiles(sb.Cwd(), r.TapePath)})
 	if res == nil {
 		return nil, fmt.Errorf("testkit: replay %s in %s: %w", tapePath, sb.Spec(), err)
 	}

@@ -65,6 +65,15 @@
 // build-on-demand step keeps "go test" and "go install" users working without a make step;
 // release builds ship the binaries beside tapebox and never build.
 //
+// # Workspaces
+//
+// RestoreWorkspace puts a tape's start snapshot (package workspace) into the working
+// directory and WorkspaceManifest reads the end state back, both through the Engine API
+// (CopyToContainer, CopyFromContainer) or the local directory. The snapshot is verified
+// before anything reaches the sandbox. In a container the files belong to the container's
+// user: a numeric one is written into the archive's headers, a name is resolved by the
+// engine from the container's passwd file.
+//
 // # Errors
 //
 // Errors name the operation and the sandbox and say what to do; they wrap ErrBadSpec,

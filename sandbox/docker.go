@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,8 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/tapebox/tapebox/workspace"
 )
 
 // Where InstallExecutor puts the executor: on the PATH, or in an anonymous volume when the
@@ -68,6 +71,7 @@ type dockerBackend struct {
 	name    string
 	created bool // TapeBox created the container; close removes it
 	cwd     string
+	user    string // the container's user, as its config names it
 	env     []string
 	logf    func(string, ...any)
 
@@ -110,6 +114,9 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 		if d.cwd == "" && ci.Config != nil {
 			d.cwd = ci.Config.WorkingDir
 		}
+		if ci.Config != nil {
+			d.user = ci.Config.User
+		}
 	}
 	img, err := cli.ImageInspect(ctx, cmp.Or(imageRef, spec.Target))
 	if err != nil {
@@ -130,6 +137,9 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 		d.cwd = opts.Cwd
 		if d.cwd == "" && img.Config != nil {
 			d.cwd = img.Config.WorkingDir
+		}
+		if img.Config != nil {
+			d.user = img.Config.User
 		}
 	}
 	d.cwd = path.Clean("/" + cmp.Or(d.cwd, "/"))
@@ -666,6 +676,63 @@ func (d *dockerBackend) writeFiles(ctx context.Context, dir string, files map[st
 		return d.containerErr("write files to "+abs, err)
 	}
 	return nil
+}
+
+func (d *dockerBackend) restoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
+	// The files belong to the container's user, who runs the tool calls. A numeric user goes
+	// into the headers; a name is left to the engine (CopyUIDGID), which looks it up in the
+	// container's passwd file and fails for a user missing there, numeric ones included.
+	owner, byName := ownerOf(d.user)
+	// Tar verifies the whole snapshot before it returns, and checks every entry again as the
+	// engine reads them.
+	rc, err := workspace.Tar(snapshot, info, owner)
+	if err != nil {
+		return fmt.Errorf("restore workspace in %s: %w", d.spec, err)
+	}
+	defer rc.Close()
+	if err := d.ensureDir(ctx, d.cwd); err != nil {
+		return err
+	}
+	err = d.cli.CopyToContainer(ctx, d.id, d.cwd, rc, container.CopyToContainerOptions{CopyUIDGID: byName})
+	if err != nil {
+		return d.containerErr("restore workspace "+snapshot.Name()+" into "+d.cwd, err)
+	}
+	return nil
+}
+
+// ownerOf reads a container's user ("", "root", "UID", "UID:GID", "NAME[:GROUP]"): the owner
+// for numeric ones (group 0 when none is given, as the runtime does for a user missing from
+// passwd), or byName for the engine to resolve.
+func ownerOf(user string) (owner workspace.Owner, byName bool) {
+	u, g, _ := strings.Cut(user, ":")
+	if u == "" || u == "root" {
+		u = "0"
+	}
+	uid, err := strconv.Atoi(u)
+	if err != nil || uid < 0 {
+		return workspace.Owner{}, true
+	}
+	gid := 0
+	if g != "" {
+		if gid, err = strconv.Atoi(g); err != nil || gid < 0 {
+			return workspace.Owner{}, true
+		}
+	}
+	return workspace.Owner{UID: uid, GID: gid}, false
+}
+
+func (d *dockerBackend) workspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+	rc, _, err := d.cli.CopyFromContainer(ctx, d.id, d.cwd)
+	if err != nil {
+		return nil, d.containerErr("workspace manifest of "+d.cwd, err)
+	}
+	defer rc.Close()
+	// The archive names the directory's entries "<base of cwd>/<path>".
+	m, err := workspace.ManifestTar(rc, path.Base(d.cwd), opts)
+	if err != nil {
+		return nil, fmt.Errorf("workspace manifest of %s in %s: %w", d.cwd, d.spec, err)
+	}
+	return m, nil
 }
 
 func (d *dockerBackend) close(ctx context.Context, open []*Session) error {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +13,39 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tapebox/tapebox/workspace"
 )
+
+// RestoreWorkspace puts the workspace snapshot at snapshotPath (made by workspace.Snapshot and
+// described by info, as a tape records it) into the sandbox's working directory. The
+// snapshot is verified first (workspace.Verify): one that does not match info or holds an
+// entry that could reach outside is refused before anything reaches the sandbox. In a
+// container its entries are copied into Cwd with the Engine API (CopyToContainer), over what
+// the image has there, owned by the container's user; locally workspace.Restore extracts it
+// into DIR, which must be empty.
+func (s *Sandbox) RestoreWorkspace(ctx context.Context, snapshotPath string, info workspace.Info) error {
+	if err := s.checkOpen("restore workspace " + snapshotPath); err != nil {
+		return err
+	}
+	f, err := os.Open(snapshotPath)
+	if err != nil {
+		return fmt.Errorf("restore workspace in %s: %w", s.spec, err)
+	}
+	defer f.Close()
+	return s.b.restoreWorkspace(ctx, f, info)
+}
+
+// WorkspaceManifest returns the manifest of the sandbox's working directory, its end state
+// for comparison with a recording's (workspace.Diff), leaving out what opts exclude. A
+// container's directory is read as one tar stream from the Engine API (CopyFromContainer)
+// and hashed as it arrives, never holding a whole file; a local one is walked.
+func (s *Sandbox) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+	if err := s.checkOpen("workspace manifest"); err != nil {
+		return nil, err
+	}
+	return s.b.workspaceManifest(ctx, opts)
+}
 
 // maxSnapshot bounds the bytes a Snapshot reads into memory.
 const maxSnapshot = 2 << 30

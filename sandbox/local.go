@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/tapebox/tapebox/workspace"
 )
 
 // localBackend runs everything as host processes in a directory. It isolates nothing.
@@ -158,6 +160,21 @@ func (l *localBackend) writeFiles(ctx context.Context, dir string, files map[str
 		return fmt.Errorf("write files to %s in %s: %w", abs, l.spec, err)
 	}
 	return nil
+}
+
+func (l *localBackend) restoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
+	if err := workspace.Restore(ctx, snapshot, info, l.dir); err != nil {
+		return fmt.Errorf("restore workspace in %s: %w", l.spec, err)
+	}
+	return nil
+}
+
+func (l *localBackend) workspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+	m, err := workspace.ManifestDir(ctx, l.dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("workspace manifest in %s: %w", l.spec, err)
+	}
+	return m, nil
 }
 
 func (l *localBackend) close(ctx context.Context, open []*Session) error {

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 	"sync"
+
+	"github.com/tapebox/tapebox/workspace"
 )
 
 // The sandbox spec schemes Open accepts.
@@ -184,6 +187,9 @@ type backend interface {
 	exec(ctx context.Context, argv []string) (*ExecResult, error)
 	snapshot(ctx context.Context, dir string) (map[string]File, error)
 	writeFiles(ctx context.Context, dir string, files map[string]File) error
+	// restoreWorkspace puts a verified workspace snapshot into the working directory.
+	restoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error
+	workspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error)
 	// close releases the sandbox; open are the sessions still open, for the backend to end
 	// in the order that suits it.
 	close(ctx context.Context, open []*Session) error

@@ -57,7 +57,7 @@ func FuzzRestore(f *testing.F) {
 			return
 		}
 		// What Restore accepts, Tar accepts, and it reads back as the same tree.
-		rc, err := Tar(bytes.NewReader(z), info)
+		rc, err := Tar(bytes.NewReader(z), info, Owner{})
 		if err != nil {
 			t.Fatalf("Restore accepted what Tar refuses: %v", err)
 		}

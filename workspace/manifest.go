@@ -85,14 +85,22 @@ func ManifestDir(ctx context.Context, dir string, opts Options) (Manifest, error
 // holding any file's content. Entry names are taken relative to prefix: the Docker Engine
 // API's CopyFromContainer names the entries of a directory "<base of the directory>/<path>",
 // so pass path.Base of it; the entry named prefix itself is the workspace's root and left
-// out. An empty prefix takes names as they are ("./" in front is dropped). A hard link gets
+// out. For "/" (path.Base of the root directory) the engine names them "/<path>", which a
+// prefix of "/" takes. An empty prefix takes names as they are ("./" in front is dropped). A hard link gets
 // the content of the earlier entry it names; named pipes, sockets and devices are left out.
 func ManifestTar(r io.Reader, prefix string, opts Options) (Manifest, error) {
 	m, err := opts.matcher()
 	if err != nil {
 		return nil, fmt.Errorf("manifest of an archive: %w", err)
 	}
+	rooted := prefix == "/"
 	prefix = strings.Trim(prefix, "/")
+	relName := func(name string) (string, error) {
+		if rooted {
+			name = strings.TrimPrefix(name, "/")
+		}
+		return tarRel(name, prefix)
+	}
 	tr := tar.NewReader(r)
 	var out Manifest
 	index := map[string]int{}
@@ -105,7 +113,7 @@ func ManifestTar(r io.Reader, prefix string, opts Options) (Manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("manifest of an archive: %w", err)
 		}
-		rel, err := tarRel(hdr.Name, prefix)
+		rel, err := relName(hdr.Name)
 		if err != nil {
 			return nil, fmt.Errorf("manifest of an archive: %w", err)
 		}
@@ -129,7 +137,7 @@ func ManifestTar(r io.Reader, prefix string, opts Options) (Manifest, error) {
 			}
 			e.Type, e.Size, e.SHA256 = TypeFile, n, hex.EncodeToString(h.Sum(nil))
 		case tar.TypeLink:
-			target, err := tarRel(hdr.Linkname, prefix)
+			target, err := relName(hdr.Linkname)
 			if err != nil {
 				return nil, fmt.Errorf("manifest of an archive: hard link %s: %w", rel, err)
 			}

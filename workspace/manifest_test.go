@@ -100,6 +100,14 @@ func TestManifestTar(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, fromDir)
 
+	// CopyFromContainer of "/" names entries "/<path>".
+	m, err = ManifestTar(bytes.NewReader(tarOf(t, dirEnt("/"), reg("/a", "a"), hardlink("/b", "/a"))), "/", Options{})
+	require.NoError(t, err)
+	assert.Equal(t, Manifest{
+		{Path: "a", Type: TypeFile, Mode: "0644", Size: 1, SHA256: sum("a")},
+		{Path: "b", Type: TypeFile, Mode: "0644", Size: 1, SHA256: sum("a")},
+	}, m)
+
 	// Without a prefix, names are taken as they are ("./" dropped).
 	m, err = ManifestTar(bytes.NewReader(tarOf(t, dirEnt("./"), reg("./a", "a"))), "", Options{})
 	require.NoError(t, err)

@@ -404,13 +404,16 @@ func writeFile(root *os.Root, name string, r io.Reader, e entry, buf []byte) err
 	return err
 }
 
+// Owner is whom the entries of a Tar stream belong to, by number; the zero value is root.
+type Owner struct{ UID, GID int }
+
 // Tar verifies the snapshot in src (see Verify) and returns its content as an uncompressed
 // tar stream, entries checked again as they are read and rewritten in a normal form: clean
-// relative names, missing parent directories added, permission bits only, owner 0. It is for
-// the Docker Engine API's CopyToContainer, which extracts it under a directory. A digest that
-// differs at the end of the stream (src changed since) makes the last Read fail. Close
-// releases the decoder.
-func Tar(src io.ReaderAt, want Info) (io.ReadCloser, error) {
+// relative names, missing parent directories added, permission bits only, owned by owner. It
+// is for the Docker Engine API's CopyToContainer, which extracts it under a directory with
+// the owners the headers give. A digest that differs at the end of the stream (src changed
+// since) makes the last Read fail. Close releases the decoder.
+func Tar(src io.ReaderAt, want Info, owner Owner) (io.ReadCloser, error) {
 	if err := Verify(src, want); err != nil {
 		return nil, err
 	}
@@ -421,7 +424,7 @@ func Tar(src io.ReaderAt, want Info) (io.ReadCloser, error) {
 		return nil, err
 	}
 	name := snapshotName(src)
-	s := &tarStream{name: name, want: want.Digest, h: h, raw: raw, dec: dec, tr: tar.NewReader(dec), c: newChecker(name, &want)}
+	s := &tarStream{name: name, want: want.Digest, owner: owner, h: h, raw: raw, dec: dec, tr: tar.NewReader(dec), c: newChecker(name, &want)}
 	s.tw = tar.NewWriter(&s.buf)
 	return s, nil
 }
@@ -430,6 +433,7 @@ func Tar(src io.ReaderAt, want Info) (io.ReadCloser, error) {
 // buf with the next header or the next piece of content.
 type tarStream struct {
 	name, want string
+	owner      Owner
 	h          hash.Hash
 	raw        io.Reader // the compressed snapshot, through h
 	dec        *zstd.Decoder
@@ -492,11 +496,11 @@ func (s *tarStream) fill() error {
 		return err
 	}
 	for _, p := range e.parents {
-		if err := s.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: 0o755, ModTime: e.mtime}); err != nil {
+		if err := s.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: 0o755, ModTime: e.mtime, Uid: s.owner.UID, Gid: s.owner.GID}); err != nil {
 			return err
 		}
 	}
-	out := &tar.Header{Typeflag: e.typ, Name: e.name, Mode: int64(e.perm), ModTime: e.mtime}
+	out := &tar.Header{Typeflag: e.typ, Name: e.name, Mode: int64(e.perm), ModTime: e.mtime, Uid: s.owner.UID, Gid: s.owner.GID}
 	switch e.typ {
 	case tar.TypeDir:
 		out.Name += "/"

@@ -109,7 +109,7 @@ func TestRestoreModes(t *testing.T) {
 	}
 
 	// Tar rewrites the same way.
-	rc, err := Tar(f, info)
+	rc, err := Tar(f, info, Owner{})
 	require.NoError(t, err)
 	defer rc.Close()
 	for _, h := range listTar(t, rc) {
@@ -142,7 +142,7 @@ func TestRestoreParentsAndDotSlash(t *testing.T) {
 	require.NoError(t, Restore(t.Context(), f, info, dst))
 	assert.Equal(t, []string{"top", "x/", "x/y/", "x/y/z"}, listDir(t, dst))
 
-	rc, err := Tar(f, info)
+	rc, err := Tar(f, info, Owner{})
 	require.NoError(t, err)
 	defer rc.Close()
 	assert.Equal(t, []string{"x/", "x/y/", "x/y/z", "x/", "top"}, names(listTar(t, rc)),
@@ -202,7 +202,7 @@ func TestRestoreHostile(t *testing.T) {
 			assert.Empty(t, listDir(t, outside))
 			assert.NoFileExists(t, etcName)
 
-			_, err = Tar(f, info)
+			_, err = Tar(f, info, Owner{})
 			assert.ErrorIs(t, err, ErrUnsafe)
 		})
 	}
@@ -245,7 +245,7 @@ func TestRestoreMismatch(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Contains(t, err.Error(), f.Name(), "the error names the snapshot file")
 			assert.NoDirExists(t, dst, "refused before anything is written")
-			_, err = Tar(f, tc.info)
+			_, err = Tar(f, tc.info, Owner{})
 			assert.ErrorIs(t, err, ErrMismatch)
 		})
 	}
@@ -264,7 +264,7 @@ func TestRestoreDigestBeforeEntries(t *testing.T) {
 
 func TestTar(t *testing.T) {
 	f, info, src := snapshotOf(t, project)
-	rc, err := Tar(f, info)
+	rc, err := Tar(f, info, Owner{})
 	require.NoError(t, err)
 	m, err := ManifestTar(rc, "", Options{})
 	require.NoError(t, err)
@@ -274,7 +274,7 @@ func TestTar(t *testing.T) {
 	assert.Equal(t, want, m)
 
 	// Small reads see the same stream as one big one.
-	rc, err = Tar(f, info)
+	rc, err = Tar(f, info, Owner{})
 	require.NoError(t, err)
 	var small bytes.Buffer
 	p := make([]byte, 7)
@@ -287,7 +287,7 @@ func TestTar(t *testing.T) {
 		require.NoError(t, err)
 	}
 	rc.Close()
-	rc, err = Tar(f, info)
+	rc, err = Tar(f, info, Owner{})
 	require.NoError(t, err)
 	big, err := io.ReadAll(rc)
 	require.NoError(t, err)
@@ -295,8 +295,16 @@ func TestTar(t *testing.T) {
 	assert.Equal(t, big, small.Bytes())
 	assert.Equal(t, unzst(t, mustRead(t, f, info.Size)), big, "Snapshot's own archive is already in the normal form")
 
+	// An owner other than root is in every header.
+	rc, err = Tar(f, info, Owner{UID: 1234, GID: 5678})
+	require.NoError(t, err)
+	for _, h := range listTar(t, rc) {
+		assert.Equal(t, [2]int{1234, 5678}, [2]int{h.Uid, h.Gid}, h.Name)
+	}
+	rc.Close()
+
 	// Reading after Close fails.
-	rc, err = Tar(f, info)
+	rc, err = Tar(f, info, Owner{})
 	require.NoError(t, err)
 	require.NoError(t, rc.Close())
 	_, err = rc.Read(p)

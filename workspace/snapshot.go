@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -37,10 +38,13 @@ type Info struct {
 	Skipped []string `json:"skipped,omitempty"`
 }
 
-// The encoder: zstd's default level (3). One goroutine: the encoder's parallel mode buys
-// little on two cores and its output is harder to keep byte for byte stable.
+// The encoder: zstd's default level (3), compressing blocks on up to 4 goroutines while the
+// next files are read. Its output does not depend on the number of goroutines (tested), so a
+// snapshot's digest does not depend on the machine. Measured on the benchmark's 50 MB on 2
+// cores: 313 MB/s with 2 goroutines against 194 MB/s with one; level 1 would be 341 MB/s for
+// 8% more bytes.
 func newEncoder(w io.Writer) (*zstd.Encoder, error) {
-	return zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	return zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(min(runtime.GOMAXPROCS(0), 4)))
 }
 
 // maxWindow bounds the zstd window a snapshot may ask for, and so the decoder's memory.

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -90,6 +91,26 @@ func TestSnapshot(t *testing.T) {
 	info3, err := Snapshot(t.Context(), dir, &bytes.Buffer{}, Options{})
 	require.NoError(t, err)
 	assert.NotEqual(t, info.Digest, info3.Digest)
+}
+
+// TestSnapshotEncoderStable: the digest does not depend on how many goroutines compress.
+func TestSnapshotEncoderStable(t *testing.T) {
+	dir := t.TempDir()
+	build(t, dir, project)
+	build(t, dir, map[string]node{"big": {data: strings.Repeat("some text that compresses, ", 1<<18)}})
+	var ours bytes.Buffer
+	_, err := Snapshot(t.Context(), dir, &ours, Options{})
+	require.NoError(t, err)
+	raw := unzst(t, ours.Bytes())
+	for _, n := range []int{1, 3} {
+		var buf bytes.Buffer
+		zw, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(n))
+		require.NoError(t, err)
+		_, err = zw.Write(raw)
+		require.NoError(t, err)
+		require.NoError(t, zw.Close())
+		assert.Equal(t, ours.Bytes(), buf.Bytes(), "%d goroutines", n)
+	}
 }
 
 func TestSnapshotThroughSymlinkedRoot(t *testing.T) {

@@ -21,6 +21,9 @@ func init() {
 	register(&command{name: "replay", summary: "play a tape in a fresh sandbox without a model (executor or simulator mode)", run: runReplay})
 }
 
+// The sandbox backends restore workspaces and read their manifests.
+var _ controller.WorkspaceSandbox = (*sandbox.Sandbox)(nil)
+
 type replayFlags struct {
 	tapePath, sandboxSpec, cwd, output string
 	cwdGiven                           bool // --cwd was on the command line, even empty
@@ -36,6 +39,7 @@ type replayFlags struct {
 	listen                             string
 	quiet                              bool
 	noWorkspace                        bool
+	workspaceDir                       string
 	env                                kvFlag
 	telemetry                          *telemetryFlags
 }
@@ -72,7 +76,10 @@ the working directory before step 1 (local:DIR must then be empty or missing), a
 step the sandbox's end manifest goes into the replay tape, so that compare checks the end state.
 --no-workspace skips both.
 
-Simulator mode (--listen): the real harness replays against the recorded responses.`)
+Simulator mode (--listen): the real harness replays against the recorded responses. With
+--workspace DIR (where the harness will run) the start snapshot is restored into DIR first and a
+completed run's replay tape gets DIR's end manifest; without it compare cannot check the end
+state of a tape that carries one.`)
 	f := replayFlags{env: kvFlag{}}
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
 	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, docker:NAME or docker-image:IMAGE")
@@ -91,6 +98,7 @@ Simulator mode (--listen): the real harness replays against the recorded respons
 	fs.Var(f.env, "env", "KEY=VALUE for the executor's environment, repeatable")
 	fs.StringVar(&f.listen, "listen", "", "simulator mode: serve the provider's API on this address")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&f.workspaceDir, "workspace", "", "simulator mode: the directory the harness works in (empty or missing): the tape's start snapshot is restored there first, and each completed run's end manifest is read from it")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "do not restore the tape's start snapshot (meta.workspace) and take no end manifest: the replay starts from the sandbox as it is")
 	f.telemetry = addTelemetryFlags(fs, true)
 	if code, done := parse(env, fs, args); done {

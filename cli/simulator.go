@@ -10,6 +10,7 @@ import (
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/workspace"
 )
 
 // simulatorGrace is how long the simulator must see no request, once every run has finished,
@@ -24,7 +25,22 @@ func runSimulator(ctx context.Context, env *Env, verb string, rec *tape.Tape, f 
 			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
 		}
 	}
-	sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: f.speed, Output: f.output, Logf: logf})
+	sopts := controller.SimulatorOptions{Speed: f.speed, Output: f.output, Logf: logf}
+	if f.workspaceDir != "" && !f.noWorkspace {
+		snapshot, err := controller.SnapshotFor(f.tapePath, rec)
+		if err != nil {
+			return failf(env, verb, "%v", err)
+		}
+		if err := controller.RestoreSnapshot(ctx, rec, snapshot, f.workspaceDir); err != nil {
+			return failf(env, verb, "%v", err)
+		}
+		sopts.Workspace = f.workspaceDir
+		if f.output != "" {
+			sopts.WorkspaceExclude = workspace.OwnFiles(f.workspaceDir, f.output)
+		}
+		logf("workspace %s: the harness must run there", f.workspaceDir)
+	}
+	sim, err := controller.NewSimulator(rec, sopts)
 	if err != nil {
 		return failf(env, verb, "%v", err)
 	}

@@ -35,7 +35,7 @@ func compareEndState(rec, rep *tape.Tape) EndState {
 	}
 	es := EndState{Recorded: len(rw.End), Changes: []workspace.Change{}}
 	if pw == nil || pw.End == nil {
-		es.Note = "the replay has no end manifest (replayed with --no-workspace, or cut short)"
+		es.Note = "the replay has no end manifest (replayed with --no-workspace, in simulator mode without --workspace DIR, or cut short)"
 		return es
 	}
 	es.Compared = true

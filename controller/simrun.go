@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
+	"github.com/tapebox/tapebox/workspace"
 )
 
 // simRun is one harness replaying the tape in simulator mode.
@@ -487,6 +489,9 @@ func (r *simRun) finish(reason tape.EndReason, detail string) error {
 	r.done = true
 	r.reason = reason
 	r.s.opts.Logf("run %s: ended %s %s", r.name, reason, strings.TrimSpace(detail))
+	if reason == tape.EndComplete {
+		r.recordEndState()
+	}
 	var err error
 	if r.w != nil {
 		err = r.w.Finish(reason, r.s.opts.Now(), detail)
@@ -495,6 +500,30 @@ func (r *simRun) finish(reason tape.EndReason, detail string) error {
 	}
 	go r.s.runFinished()
 	return err
+}
+
+// recordEndState reads the harness's workspace into the replay tape when the simulator knows
+// where it is and the recording carries a workspace.
+func (r *simRun) recordEndState() {
+	w, dir := r.s.rec.Meta.Workspace, r.s.opts.Workspace
+	if w == nil || dir == "" {
+		return
+	}
+	opts := workspace.Recorded(w)
+	opts.Exclude = append(opts.Exclude, r.s.opts.WorkspaceExclude...)
+	m, err := workspace.ManifestDir(context.Background(), dir, opts)
+	if err != nil {
+		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
+		return
+	}
+	end := &tape.Workspace{Exclude: w.Exclude, End: m.TapeEntries()}
+	if r.w == nil {
+		r.out.Meta.Workspace = end
+		return
+	}
+	if err := r.w.UpdateMeta(func(meta *tape.Meta) { meta.Workspace = end }); err != nil {
+		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
+	}
 }
 
 // simHeaders records a harness's request headers with credentials redacted.

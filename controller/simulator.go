@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
+	"github.com/tapebox/tapebox/workspace"
 )
 
 // SimulatorOptions configure simulator mode.
@@ -28,6 +31,31 @@ type SimulatorOptions struct {
 	Logf func(format string, args ...any)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Workspace, when set, is the directory the harness works in, on this machine: a run
+	// that completes records its end manifest (with the recording's exclusions and
+	// WorkspaceExclude) into its replay tape, for compare's end-state check. Restore the
+	// start snapshot there first (RestoreSnapshot).
+	Workspace        string
+	WorkspaceExclude []string
+}
+
+// RestoreSnapshot puts a recording's start snapshot (SnapshotFor) into dir, which must be
+// empty or missing, for a simulator run whose harness works there. A tape without a snapshot
+// needs only the directory.
+func RestoreSnapshot(ctx context.Context, rec *tape.Tape, snapshot, dir string) error {
+	w := rec.Meta.Workspace
+	if w == nil || w.Snapshot == "" || snapshot == "" {
+		return os.MkdirAll(dir, 0o755)
+	}
+	f, err := os.Open(snapshot)
+	if err != nil {
+		return fmt.Errorf("restore the workspace: %w", err)
+	}
+	defer f.Close()
+	if err := workspace.Restore(ctx, f, workspace.InfoOf(w), dir); err != nil {
+		return fmt.Errorf("restore the workspace into %s: %w", dir, err)
+	}
+	return nil
 }
 
 // Simulator serves a tape's recorded responses on the providers' own paths, so that a real

@@ -223,10 +223,10 @@ func (p *proc) waitLine(t *testing.T, prefix string, limit time.Duration) string
 
 // simulator starts tapebox replay in simulator mode on a free loopback port and returns the
 // process and its base URL.
-func (r *rig) simulator(t *testing.T, tapePath, output string) (*proc, string) {
+func (r *rig) simulator(t *testing.T, tapePath, output string, extra ...string) (*proc, string) {
 	t.Helper()
-	p := startProc(t, t.TempDir(), cleanEnv(), r.tapebox(t), "replay", "--tape", tapePath, "--listen", "127.0.0.1:0",
-		"--output", output, "--speed", "0")
+	args := append([]string{"replay", "--tape", tapePath, "--listen", "127.0.0.1:0", "--output", output, "--speed", "0"}, extra...)
+	p := startProc(t, t.TempDir(), cleanEnv(), r.tapebox(t), args...)
 	addr := strings.Fields(p.waitLine(t, ") on http://", 30*time.Second))[0]
 	addr = strings.TrimSuffix(addr, ";")
 	if _, _, err := net.SplitHostPort(addr); err != nil {

@@ -157,8 +157,9 @@ func recordReal(t *testing.T, r *rig, c realCase) (string, map[string]string) {
 func simulateReal(t *testing.T, r *rig, c realCase, recPath string, state map[string]string) {
 	t.Helper()
 	c.fresh(t)
+	require.NoError(t, os.Remove(c.cwd)) // the simulator restores the workspace into a missing or empty directory
 	repPath := filepath.Join(t.TempDir(), "replay-sim.json")
-	sim, root := r.simulator(t, recPath, repPath)
+	sim, root := r.simulator(t, recPath, repPath, "--workspace", c.cwd)
 	argv, env := c.command(t, t.TempDir())
 	h := startProc(t, c.cwd, cleanEnv(append(env, c.baseURL(root))...), argv[0], argv[1:]...)
 	code := h.wait(t, 3*time.Minute)

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/workspace"
 	"github.com/tapebox/tapebox/tape/provider"
+	"github.com/tapebox/tapebox/workspace"
 )
 
 // DefaultUpstreams are the providers' public API hosts, per wire format.

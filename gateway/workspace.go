@@ -28,7 +28,7 @@ func snapshotStart(ctx context.Context, cfg *Config) (*tape.Workspace, workspace
 		os.Remove(snap)
 		return &tape.Workspace{Exclude: opts.Exclude}, opts, nil
 	}
-	return &tape.Workspace{Snapshot: filepath.Base(snap), Digest: info.Digest, Size: info.Size, Files: info.Files, Exclude: opts.Exclude}, opts, nil
+	return &tape.Workspace{Snapshot: filepath.Base(snap), Digest: info.Digest, Size: info.Size, Files: info.Files, Bytes: info.Bytes, Exclude: opts.Exclude}, opts, nil
 }
 
 // recordEnd writes the workspace's end manifest into the tape's meta.

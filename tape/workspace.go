@@ -13,6 +13,8 @@ type Workspace struct {
 	Size int64 `json:"size,omitempty"`
 	// Files counts the snapshot's entries (files, directories, symlinks).
 	Files int `json:"files,omitempty"`
+	// Bytes is the uncompressed content of the snapshot's files; a restore writes no more.
+	Bytes int64 `json:"bytes,omitempty"`
 	// Exclude lists the patterns (relative paths, path.Match syntax per element) left out of
 	// the snapshot and of the end manifest; a replay leaves the same out of its manifest.
 	Exclude []string `json:"exclude,omitempty"`

@@ -28,7 +28,7 @@ func FromTape(es []tape.FileEntry) Manifest {
 
 // InfoOf is the snapshot a tape names, as Verify and Restore check it.
 func InfoOf(w *tape.Workspace) Info {
-	return Info{Digest: w.Digest, Size: w.Size, Files: w.Files}
+	return Info{Digest: w.Digest, Size: w.Size, Files: w.Files, Bytes: w.Bytes}
 }
 
 // Patterns lists every exclusion o applies: DefaultExclude (unless NoDefaultExclude) and

@@ -314,15 +314,17 @@ func (r *rig) compareText(t *testing.T, recPath, repPath string) string {
 // dockerReplay replays a tape in executor mode in a fresh container of the sandbox image,
 // with the same code path as tapebox replay --sandbox docker-image:IMAGE --cwd CWD, and returns
 // the replay tape's path and the container's end state.
-func dockerReplay(t *testing.T, rec *tape.Tape, cwd string) (string, map[string]string) {
+func dockerReplay(t *testing.T, recPath string, rec *tape.Tape, cwd string) (string, map[string]string) {
 	t.Helper()
 	dockertest.Image(t, "tapebox/sandbox:bookworm")
+	snapshot, err := controller.SnapshotFor(recPath, rec)
+	require.NoError(t, err)
 	ctx := t.Context()
 	sb, err := sandbox.Open(ctx, "docker-image:tapebox/sandbox:bookworm", sandbox.Options{Cwd: cwd, InstallExecutor: true})
 	require.NoError(t, err)
 	defer sb.Close(context.WithoutCancel(ctx))
 	out := filepath.Join(t.TempDir(), "replay-docker.json")
-	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Speed: 0, Output: out, Logf: t.Logf})
+	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Speed: 0, Output: out, Logf: t.Logf, Snapshot: snapshot})
 	if err != nil {
 		rep, lerr := tape.LoadFile(out)
 		if lerr == nil {

@@ -42,6 +42,11 @@ type realCase struct {
 	baseURL func(root string) string
 	// check looks at the recording and the end state the harness left.
 	check func(t *testing.T, rec *tape.Tape, state map[string]string)
+	// repo, when set, is what the working directory holds before the harness starts (path ->
+	// contents; a path ending in "*" is made executable, without the star): a repository
+	// the agent works on. Only the recording gets it; every replay starts from the tape's
+	// snapshot of it.
+	repo map[string]string
 }
 
 // TestRealHarnesses records real Claude Code and real Codex CLI through tapebox record
@@ -52,7 +57,7 @@ type realCase struct {
 // the tapebox binary is built once.)
 func TestRealHarnesses(t *testing.T) {
 	r := newRig(t)
-	for _, c := range []realCase{claudeCase(), codexCase(), codexSubagentCase()} {
+	for _, c := range []realCase{claudeCase(), codexCase(), codexSubagentCase(), claudeRepoCase(), codexRepoCase()} {
 		if c.name == "" {
 			c.name = c.harness
 		}
@@ -62,7 +67,7 @@ func TestRealHarnesses(t *testing.T) {
 			t.Run("executor/docker", func(t *testing.T) {
 				rec, err := tape.LoadFile(recPath)
 				require.NoError(t, err)
-				repPath, got := dockerReplay(t, rec, c.cwd)
+				repPath, got := dockerReplay(t, recPath, rec, c.cwd)
 				keep(t, repPath, c.name+".docker.json")
 				checkSameState(t, state, got, "docker replay")
 				report := r.requireIdentical(t, recPath, repPath)
@@ -81,6 +86,9 @@ func TestRealHarnesses(t *testing.T) {
 			t.Run("simulator", func(t *testing.T) {
 				simulateReal(t, r, c, recPath, state)
 			})
+			if c.repo != nil {
+				t.Run("executor/docker-cli", func(t *testing.T) { repoReplays(t, r, c, recPath) })
+			}
 		})
 	}
 	t.Run("codex-concurrent-runs", func(t *testing.T) { codexConcurrentRuns(t, r) })
@@ -104,6 +112,7 @@ func (c realCase) fresh(t *testing.T) {
 func recordReal(t *testing.T, r *rig, c realCase) (string, map[string]string) {
 	t.Helper()
 	c.fresh(t)
+	writeRepo(t, c.cwd, c.repo)
 	srv := fakeprovider.New(c.script())
 	require.NoError(t, srv.Start())
 	t.Cleanup(func() { srv.Close() })

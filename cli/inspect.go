@@ -271,6 +271,19 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 	} else {
 		row("cwd", "unknown: the tape does not say where it ran (a replay in Docker needs --cwd)")
 	}
+	if ws := m.Workspace; ws != nil {
+		start := "start: empty (no snapshot)"
+		if ws.Snapshot != "" {
+			start = fmt.Sprintf("start: %s (%d entries, %d bytes of files, %d compressed, %s)", ws.Snapshot, ws.Files, ws.Bytes, ws.Size, ws.Digest)
+		}
+		end := "end: not recorded"
+		if ws.End != nil {
+			end = fmt.Sprintf("end: %d entries", len(ws.End))
+		}
+		row("workspace", "%s; %s", start, end)
+	} else {
+		row("workspace", "not recorded")
+	}
 	row("started", "%s", m.StartedAt.Format(time.RFC3339Nano))
 	if len(m.Task) > 0 {
 		row("task", "%s", pairs(m.Task))

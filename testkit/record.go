@@ -74,6 +74,11 @@ type GatewayOption func(*gateway.Config)
 // from the traffic; the replay's executor formats tool results the way that harness does.
 func Harness(name string) GatewayOption { return func(c *gateway.Config) { c.Harness = name } }
 
+// Workspace makes the recording carry the agent's working directory dir: its start snapshot
+// beside the tape and its end manifest, so that a replay restores it and CheckEndState can
+// check the end state.
+func Workspace(dir string) GatewayOption { return func(c *gateway.Config) { c.Workspace = dir } }
+
 // Task adds a key to the tape's meta.task.
 func Task(key, value string) GatewayOption {
 	return func(c *gateway.Config) {

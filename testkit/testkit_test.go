@@ -104,6 +104,42 @@ func TestRecordAndReplay(t *testing.T) {
 	}
 }
 
+// TestCheckEndState: a recording made with its workspace replays from the restored start
+// (the agent's files sit beside one the recording found there) and CheckEndState holds; an
+// end manifest without one of the files makes it name that file.
+func TestCheckEndState(t *testing.T) {
+	p := testkit.NewProvider(t, script)
+	work := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(work, "seed.txt"), []byte("was here first\n"), 0o644))
+	g := testkit.NewGateway(t, p.URL(), testkit.Harness("claude-code"), testkit.Workspace(work))
+	_, err := miniharness.Run(t.Context(), miniharness.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic, Stream: true,
+		Prompt: "Set up app/ with a greeting and its word count.", Dir: work, APIKey: "sk-test-placeholder"})
+	require.NoError(t, err)
+	rec, err := g.Finish()
+	require.NoError(t, err)
+	require.NotNil(t, rec.Meta.Workspace)
+	require.Equal(t, 1, rec.Meta.Workspace.Files)
+
+	r := testkit.Replay(t, g.Path, "local")
+	require.NoError(t, r.Err)
+	require.NoError(t, testkit.CheckEndState(r))
+	require.NoError(t, testkit.CheckIdentical(r))
+	require.NoError(t, testkit.CheckFiles(r, map[string]string{"seed.txt": "was here first\n"}))
+
+	var kept []tape.FileEntry
+	for _, e := range r.Tape.Meta.Workspace.End {
+		if e.Path != "seed.txt" {
+			kept = append(kept, e)
+		}
+	}
+	r.Tape.Meta.Workspace.End = kept
+	checkProblems(t, testkit.CheckEndState(r), "CheckEndState", "end state: seed.txt: missing: recorded file 0644, 15 bytes")
+	assert.ErrorContains(t, testkit.CheckIdentical(r), "seed.txt: missing")
+
+	noEnd := testkit.Replay(t, record(t), "local")
+	checkProblems(t, testkit.CheckEndState(noEnd), "CheckEndState", "the recording has no end manifest (recorded without a workspace)")
+}
+
 // TestReplayDefaultsToMetaCwd: the hand-built Claude Code tape writes to absolute paths under
 // the directory it was recorded in; a Docker replay runs there unless Cwd says otherwise.
 func TestReplayDefaultsToMetaCwd(t *testing.T) {

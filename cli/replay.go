@@ -39,6 +39,7 @@ type replayFlags struct {
 	listen                             string
 	quiet                              bool
 	noWorkspace                        bool
+	check                              bool
 	workspaceDir                       string
 	env                                kvFlag
 	telemetry                          *telemetryFlags
@@ -97,7 +98,8 @@ state of a tape that carries one.`)
 	fs.DurationVar(&f.callTimeout, "call-timeout", 10*time.Minute, "per tool call; a call that takes longer gets an error result and the replay goes on")
 	fs.Var(f.env, "env", "KEY=VALUE for the executor's environment, repeatable")
 	fs.StringVar(&f.listen, "listen", "", "simulator mode: serve the provider's API on this address")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines (on a terminal, a progress line shows the steps done, the thread and the tool)")
+	fs.BoolVar(&f.check, "check", false, "compare the replay with the recording when it ends (tool results and end state), print compare's report, and exit 1 when it differs: one command for CI")
 	fs.StringVar(&f.workspaceDir, "workspace", "", "simulator mode: the directory the harness works in (empty or missing): the tape's start snapshot is restored there first, and each completed run's end manifest is read from it")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "do not restore the tape's start snapshot (meta.workspace) and take no end manifest: the replay starts from the sandbox as it is")
 	f.telemetry = addTelemetryFlags(fs, true)
@@ -238,7 +240,12 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	if spec.Scheme == sandbox.SchemeLocal && f.output != "" {
 		copts.WorkspaceExclude = workspace.OwnFiles(sb.Cwd(), f.output)
 	}
+	prog := newReplayProgress(env.Stderr, f.quiet)
+	if prog != nil {
+		copts.Progress = prog.update
+	}
 	res, err := controller.Replay(ctx, rec, sb, copts)
+	prog.done()
 	if res != nil {
 		logf("%d steps, %d tool calls in %v (tools %v, model pacing %v), %d executor restarts, %d identifiers learned",
 			res.Steps, res.ToolCalls, res.Wall.Round(time.Millisecond), res.ToolTime.Round(time.Millisecond),
@@ -249,7 +256,18 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 		if f.output != "" {
 			msg += fmt.Sprintf(" (the replay tape so far is in %s)", f.output)
 		}
+		if f.check && res != nil && res.Tape != nil {
+			controller.Compare(rec, res.Tape).WriteText(env.Stdout)
+		}
 		return failf(env, "replay", "%s", msg)
+	}
+	if f.check {
+		report := controller.Compare(rec, res.Tape)
+		report.WriteText(env.Stdout)
+		if !report.Identical {
+			return ExitFailure
+		}
+		return ExitOK
 	}
 	if f.output != "" {
 		logf("replay tape written to %s; compare with: tapebox compare %s %s", f.output, f.tapePath, f.output)

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/internal/dockertest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
@@ -84,4 +86,33 @@ func TestReplayDockerDefaultsToMetaCwd(t *testing.T) {
 	assert.Equal(t, recorded.Meta.Cwd, rep.Meta.Cwd)
 	code, stdout, stderr := runVerbForTest(t, "compare", rec, out)
 	assert.Equal(t, ExitOK, code, "%s%s", stdout, stderr)
+}
+
+// TestReplayCheck: --check compares when the replay ends and exits 1 when it differs.
+func TestReplayCheck(t *testing.T) {
+	rec := filepath.Join("..", "testdata", "replay", "codex.json")
+	code, stdout, stderr := runVerbForTest(t, "replay", "--tape", rec, "--sandbox", "local:"+t.TempDir(), "--speed", "0", "--check")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, ": IDENTICAL")
+	assert.NotContains(t, stderr, "\r", "no progress line when stderr is not a terminal")
+
+	tp, err := tape.LoadFile(rec)
+	require.NoError(t, err)
+	tp.Main().Steps[0].ToolResults[0].Content[0].Text += "planted"
+	spoiled := filepath.Join(t.TempDir(), "spoiled.json")
+	require.NoError(t, tape.Save(spoiled, tp))
+	code, stdout, _ = runVerbForTest(t, "replay", "--tape", spoiled, "--sandbox", "local:"+t.TempDir(), "--speed", "0", "--check")
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, stdout, ": DIFFERS")
+	assert.Contains(t, stdout, "planted")
+}
+
+// TestReplayProgressLine: the progress line names the step, the thread and the tool.
+func TestReplayProgressLine(t *testing.T) {
+	var b strings.Builder
+	p := &replayProgress{w: &b}
+	p.update(controller.Progress{Done: 3, Total: 31, Thread: "main", Tool: "Bash"})
+	p.done()
+	assert.Equal(t, "\r\x1b[Kreplay: step 3/31, thread main: Bash\r\x1b[K", b.String())
+	assert.Nil(t, newReplayProgress(&b, false), "off when stderr is not a terminal")
 }

@@ -43,6 +43,28 @@ type Options struct {
 	// WorkspaceExclude adds exclusions to the end manifest (the replay's own files, when it
 	// writes them into the working directory).
 	WorkspaceExclude []string
+	// Progress, when set, is told when each step and each tool call starts (from several
+	// goroutines when calls run in parallel).
+	Progress func(Progress)
+}
+
+// Progress is where a replay is: steps started of the steps the tape holds, and the thread
+// and tool at work.
+type Progress struct {
+	Done, Total int
+	Thread      string
+	// Tool is the tool call just started; "" when a step (a model call) starts.
+	Tool string
+}
+
+func (p *player) progress(thread, tool string) {
+	if p.opts.Progress == nil {
+		return
+	}
+	p.mu.Lock()
+	pr := Progress{Done: p.steps, Total: p.total, Thread: thread, Tool: tool}
+	p.mu.Unlock()
+	p.opts.Progress(pr)
 }
 
 // Result is what a replay did.
@@ -98,7 +120,7 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 	if main == nil {
 		return nil, errors.New("replay: the tape has no main thread")
 	}
-	p := &player{rec: rec, sb: sb, opts: opts, ids: NewIdentifiers(rec), start: opts.Now()}
+	p := &player{rec: rec, sb: sb, opts: opts, ids: NewIdentifiers(rec), start: opts.Now(), total: rec.Totals().Steps}
 	p.hello = protocol.Hello{Harness: rec.Meta.Harness, Cwd: opts.Cwd, Env: opts.Env}
 	if p.hello.Env == nil {
 		p.hello.Env = map[string]string{}
@@ -167,6 +189,7 @@ type player struct {
 	modelTime time.Duration
 
 	restoreTime, manifestTime time.Duration
+	total                     int // steps the tape holds, for Progress
 }
 
 // openOutput prepares the replay tape (see newReplayTape).
@@ -224,6 +247,7 @@ func (p *player) playThread(ctx context.Context, th *tape.Thread) error {
 		if err := ctx.Err(); err != nil {
 			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 		}
+		p.progress(th.ID, "")
 		reqAt := p.opts.Now()
 		if si > 0 {
 			next := p.ms(reqAt)
@@ -334,6 +358,7 @@ func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.
 	if slices.Contains(p.policy.SpawningTools, c.Name) {
 		return p.playChild(ctx, th, c, recorded, hasRecorded)
 	}
+	p.progress(th.ID, c.Name)
 	var rp *tape.ToolResult
 	if hasRecorded {
 		r := recorded

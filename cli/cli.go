@@ -127,9 +127,22 @@ func newFlagSet(env *Env, name, usageLine, description string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args; it returns done=true with the exit code when the verb should stop
-// (after --help, or on a usage error).
+// parse parses args, with flags before, between or after the positional arguments
+// (tapebox inspect run.json --json), as docker, gh and kubectl users expect; everything after
+// "--" is positional. fs.Args() then holds the positional arguments in order. It returns
+// done=true with the exit code when the verb should stop (after --help, or on a usage error).
 func parse(env *Env, fs *flag.FlagSet, args []string) (code int, done bool) {
+	return parseArgs(env, fs, interspersed(fs, args))
+}
+
+// parseCommand parses the flags that come before a command line (tapebox record [flags] --
+// CMD ARGS...): the command starts at "--" or at the first argument that is not a flag, and
+// its own flags are left to it.
+func parseCommand(env *Env, fs *flag.FlagSet, args []string) (code int, done bool) {
+	return parseArgs(env, fs, args)
+}
+
+func parseArgs(env *Env, fs *flag.FlagSet, args []string) (code int, done bool) {
 	fs.SetOutput(env.Stderr)
 	for _, a := range args {
 		if a == "--" {
@@ -148,6 +161,40 @@ func parse(env *Env, fs *flag.FlagSet, args []string) (code int, done bool) {
 		return ExitUsage, true
 	}
 	return 0, false
+}
+
+// interspersed reorders args so that every flag (with its value) comes first, then "--" and
+// the positional arguments in their order, which the standard flag package parses.
+func interspersed(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a) // "-" alone (stdin) is positional too
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // an unknown flag: Parse reports it
+		}
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	return append(append(flags, "--"), pos...)
 }
 
 // usageError prints a usage error with a hint and returns ExitUsage.

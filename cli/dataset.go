@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"slices"
 	"strings"
 
 	"github.com/tapebox/tapebox/dataset"
@@ -58,28 +57,13 @@ func runDataset(ctx context.Context, env *Env, args []string) int {
 	return ExitUsage
 }
 
-// parseInterspersed parses flags that may come before, between or after the positional
-// arguments (tapebox dataset import DIR --out X); everything after "--" is positional.
+// parseInterspersed parses flags anywhere among the positional arguments (see parse) and
+// returns the positional arguments.
 func parseInterspersed(env *Env, fs *flag.FlagSet, args []string) (pos []string, code int, done bool) {
-	var tail []string
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, tail = args[:i], args[i+1:]
-	}
 	if code, done = parse(env, fs, args); done {
 		return nil, code, true
 	}
-	rest := fs.Args()
-	for len(rest) > 0 {
-		pos = append(pos, rest[0])
-		rest = rest[1:]
-		if len(rest) > 0 && strings.HasPrefix(rest[0], "-") && rest[0] != "-" {
-			if code, done = parse(env, fs, rest); done {
-				return nil, code, true
-			}
-			rest = fs.Args()
-		}
-	}
-	return append(pos, tail...), 0, false
+	return fs.Args(), 0, false
 }
 
 // progressTo returns stderr when it is a terminal, for progress bars; nil otherwise.

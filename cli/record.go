@@ -42,7 +42,7 @@ the directory CMD runs in: this one.`)
 	gf := gatewayFlags{output: "run.json"}
 	gf.addFlags(fs)
 	fs.BoolVar(&gf.noWorkspace, "no-workspace", false, "do not snapshot the working directory at the start nor record its end manifest")
-	if code, done := parse(env, fs, args); done {
+	if code, done := parseCommand(env, fs, args); done {
 		return code
 	}
 	argv := fs.Args()

@@ -116,3 +116,22 @@ func TestReplayProgressLine(t *testing.T) {
 	assert.Equal(t, "\r\x1b[Kreplay: step 3/31, thread main: Bash\r\x1b[K", b.String())
 	assert.Nil(t, newReplayProgress(&b, false), "off when stderr is not a terminal")
 }
+
+// TestFlagsAfterArguments: flags may follow the positional arguments on every verb, as the
+// README writes them; "--" ends the flags.
+func TestFlagsAfterArguments(t *testing.T) {
+	rec := filepath.Join("..", "testdata", "replay", "codex.json")
+	for _, args := range [][]string{
+		{"inspect", rec, "--json"},
+		{"compare", rec, rec, "--json"},
+		{"validate", rec, "--json"},
+		{"compare", "--json", rec, rec},
+	} {
+		code, stdout, stderr := runVerbForTest(t, args...)
+		require.Equal(t, ExitOK, code, "%v: %s", args, stderr)
+		assert.True(t, strings.HasPrefix(strings.TrimSpace(stdout), "{") || strings.HasPrefix(strings.TrimSpace(stdout), "["), "%v prints JSON: %s", args, stdout)
+	}
+	code, stdout, stderr := runVerbForTest(t, "validate", "--", "--json")
+	assert.Equal(t, ExitFailure, code, "after --, --json is a file name")
+	assert.Contains(t, stdout+stderr, "--json")
+}

@@ -53,12 +53,28 @@ func (gf *gatewayFlags) config(env *Env, verb string) (gateway.Config, error) {
 	return cfg, nil
 }
 
+// defaultListen keeps the gateway off the network unless --listen says otherwise: it has no
+// authentication, and with --inject-header it spends a real key for whoever reaches it.
+const defaultListen = "127.0.0.1:8080"
+
+// listenWarning is the warning for a gateway listening at addr, or "" on loopback.
+func listenWarning(addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		return ""
+	}
+	return fmt.Sprintf("listening on %s, beyond loopback, and the gateway has no authentication: anyone who can reach it can send model calls through it (with the keys --inject-header holds)", addr)
+}
+
 func runGateway(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "gateway", "--output run.json [--listen :8080] [--upstream URL] [flags]", `
+	fs := newFlagSet(env, "gateway", "--output run.json [--listen 127.0.0.1:8080] [--upstream URL] [flags]", `
 Runs a recording reverse proxy. Point the agent's base URL at it (ANTHROPIC_BASE_URL=http://HOST:8080,
 an OpenAI base URL of http://HOST:8080/v1); every model call (Anthropic Messages, OpenAI Chat
 Completions, OpenAI Responses; streaming or not) is forwarded upstream and recorded into one tape,
 persisted after every call. A base URL with a path prefix works: http://HOST:8080/r/LABEL.
+
+It listens on loopback only unless --listen names another address (e.g. --listen :8080 for an
+agent in a container). The gateway has no authentication: anyone who can reach it can send
+calls through it, with the keys --inject-header holds; it warns when it listens beyond loopback.
 
 The recording ends with "curl -X POST http://HOST:8080/tapebox/end" or SIGINT/SIGTERM; meta.ended
 says how (complete, cut, upstream_error). Credentials (Authorization, x-api-key, cookies ...) are
@@ -66,7 +82,7 @@ redacted in the tape. With --inject-header the gateway holds the real key: the a
 placeholder, the gateway drops the agent's credentials for that host and sets the header itself.`)
 	var gf gatewayFlags
 	gf.addFlags(fs)
-	listen := fs.String("listen", ":8080", "address to listen on")
+	listen := fs.String("listen", defaultListen, "address to listen on; an address beyond loopback (e.g. :8080) makes the gateway reachable from the network, without authentication")
 	cwd := fs.String("cwd", "", "the agent's working directory, for meta.cwd (default: the one the harness names in its first request: Claude Code's environment block, Codex's environment context)")
 	tf := addTelemetryFlags(fs, true)
 	if code, done := parse(env, fs, args); done {
@@ -102,6 +118,9 @@ placeholder, the gateway drops the agent's credentials for that host and sets th
 	}
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(env.Stderr, "tapebox gateway: recording into %s; listening on http://%s (POST /tapebox/end to finish)\n", gf.output, ln.Addr())
+	if w := listenWarning(ln.Addr()); w != "" {
+		fmt.Fprintf(env.Stderr, "tapebox gateway: warning: %s\n", w)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	stoppedBySignal := false

@@ -32,7 +32,7 @@ func (gf *gatewayFlags) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&gf.harness, "harness", "", "the agent's harness (claude-code, codex); detected from the traffic when empty")
 	fs.Var(gf.task, "task", "KEY=VALUE describing the task, repeatable (e.g. --task bench=tb4 --task id=hello-world)")
 	fs.Var(gf.labels, "label", "KEY=VALUE label for the tape, repeatable")
-	fs.Var(&gf.inject, "inject-header", "HOST:NAME=VALUE header the gateway adds for upstream HOST; VALUE may be $VAR or env:VAR (repeatable)")
+	fs.Var(&gf.inject, "inject-header", "HOST:NAME=VALUE header the gateway adds to the model calls it records (POST .../v1/messages, /v1/chat/completions, /v1/responses) for upstream HOST, never to other paths; VALUE may be $VAR or env:VAR (repeatable)")
 	fs.BoolVar(&gf.quiet, "quiet", false, "no log line per call")
 }
 
@@ -79,7 +79,9 @@ calls through it, with the keys --inject-header holds; it warns when it listens 
 The recording ends with "curl -X POST http://HOST:8080/tapebox/end" or SIGINT/SIGTERM; meta.ended
 says how (complete, cut, upstream_error). Credentials (Authorization, x-api-key, cookies ...) are
 redacted in the tape. With --inject-header the gateway holds the real key: the agent gets a
-placeholder, the gateway drops the agent's credentials for that host and sets the header itself.`)
+placeholder; on the model calls it records for that host the gateway drops the agent's
+credentials and sets the header itself. Other paths (count_tokens, models, admin APIs) never
+get the injected key.`)
 	var gf gatewayFlags
 	gf.addFlags(fs)
 	listen := fs.String("listen", defaultListen, "address to listen on; an address beyond loopback (e.g. :8080) makes the gateway reachable from the network, without authentication")

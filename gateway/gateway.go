@@ -47,7 +47,8 @@ type Config struct {
 	// Cwd is the agent's working directory, for meta.cwd. When empty, the gateway learns it
 	// from the main thread's first request, where the harness names it (provider.Cwd).
 	Cwd string
-	// Inject makes the gateway hold credentials (see Injection).
+	// Inject makes the gateway hold credentials for the model calls it records (see
+	// Injection).
 	Inject []Injection
 	// SpawningTools overrides the tools taken to start a subagent (default SpawningTools).
 	SpawningTools []string

@@ -77,7 +77,9 @@ agent in a container). The gateway has no authentication: anyone who can reach i
 calls through it, with the keys --inject-header holds; it warns when it listens beyond loopback.
 
 The recording ends with "curl -X POST http://HOST:8080/tapebox/end" or SIGINT/SIGTERM; meta.ended
-says how (complete, cut, upstream_error). Credentials (Authorization, x-api-key, cookies ...) are
+says how (complete, cut, upstream_error). /tapebox/end answers loopback peers; any other peer
+must send the end token the gateway prints at start (-H "Authorization: Bearer TOKEN" or
+?token=TOKEN), a new one each run. Credentials (Authorization, x-api-key, cookies ...) are
 redacted in the tape. With --inject-header the gateway holds the real key: the agent gets a
 placeholder; on the model calls it records for that host the gateway drops the agent's
 credentials and sets the header itself. Other paths (count_tokens, models, admin APIs) never
@@ -101,6 +103,7 @@ get the injected key.`)
 		return usageError(env, fs, "%v", err)
 	}
 	cfg.Cwd = *cwd
+	cfg.EndToken = gateway.NewToken()
 	ended := make(chan struct{})
 	cfg.OnEnd = func() { close(ended) }
 	g, err := gateway.New(cfg)
@@ -120,6 +123,7 @@ get the injected key.`)
 	}
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(env.Stderr, "tapebox gateway: recording into %s; listening on http://%s (POST /tapebox/end to finish)\n", gf.output, ln.Addr())
+	fmt.Fprintf(env.Stderr, "tapebox gateway: end token %s (POST /tapebox/end from beyond loopback needs it: Authorization: Bearer TOKEN or ?token=TOKEN)\n", cfg.EndToken)
 	if w := listenWarning(ln.Addr()); w != "" {
 		fmt.Fprintf(env.Stderr, "tapebox gateway: warning: %s\n", w)
 	}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -551,4 +552,52 @@ func TestGatewayListen(t *testing.T) {
 			assert.Contains(t, stderr.String(), "beyond loopback, and the gateway has no authentication")
 		})
 	}
+}
+
+// TestGatewayEndToken: the gateway prints a fresh end token at start; listening on a
+// non-loopback address of this machine, it refuses POST /tapebox/end from there without the
+// token and ends with it.
+func TestGatewayEndToken(t *testing.T) {
+	var ip string
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+				ip = n.IP.String()
+				break
+			}
+		}
+	}
+	if ip == "" {
+		t.Skip("no non-loopback IPv4 address on this machine")
+	}
+	fp := fakeprovider.New(fakeprovider.Script{})
+	require.NoError(t, fp.Start())
+	t.Cleanup(func() { fp.Close() })
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: time.Minute}
+	var tokens []string
+	for range 2 {
+		port, stderr, done := inProcessGateway(t, fp.URL(), "--listen", ip+":0")
+		_, after, ok := strings.Cut(stderr.String(), "end token ")
+		require.True(t, ok, "%s", stderr)
+		token, _, _ := strings.Cut(after, " ")
+		require.GreaterOrEqual(t, len(token), 20, "%s", stderr)
+		tokens = append(tokens, token)
+		end := "http://" + net.JoinHostPort(ip, port) + "/tapebox/end"
+
+		resp, err := client.Post(end, "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		select {
+		case code := <-done:
+			t.Fatalf("the gateway exited (%d) on a refused end\n%s", code, stderr)
+		default:
+		}
+		resp, err = client.Post(end+"?token="+token, "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, ExitOK, <-done, "%s", stderr)
+	}
+	assert.NotEqual(t, tokens[0], tokens[1], "a new token each run")
 }

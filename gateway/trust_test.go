@@ -1,9 +1,13 @@
 package gateway_test
 
 import (
+	"maps"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,4 +64,111 @@ func TestInjectHeaderOnlyOnModelCalls(t *testing.T) {
 	assert.Equal(t, injectedKey, model.header.Get("X-Api-Key"), "the recorded model call gets the held key")
 	assert.Empty(t, model.header.Get("Authorization"), "and none of the agent's credentials")
 	assert.False(t, strings.Contains(model.header.Get("X-Api-Key"), placeholder))
+}
+
+const endToken = "TESTENDTOKEN-7pWq2Rz"
+
+// TestEndPeers: POST /tapebox/end ends the recording for a loopback peer, or for any peer
+// with the end token; anyone else gets 403 and the recording goes on. The peer is the TCP
+// peer (r.RemoteAddr, set by hand here): a forwarding header does not make one loopback.
+func TestEndPeers(t *testing.T) {
+	const far = "192.0.2.1:40000"
+	cases := []struct {
+		name   string
+		token  string // the gateway's EndToken
+		peer   string
+		target string
+		header http.Header
+		want   int
+	}{
+		{"far, no token", endToken, far, "/tapebox/end", nil, http.StatusForbidden},
+		{"far, wrong bearer", endToken, far, "/tapebox/end", http.Header{"Authorization": {"Bearer nope"}}, http.StatusForbidden},
+		{"far, wrong query token", endToken, far, "/tapebox/end?token=nope", nil, http.StatusForbidden},
+		{"far, token as basic auth", endToken, far, "/tapebox/end", http.Header{"Authorization": {"Basic " + endToken}}, http.StatusForbidden},
+		{"far, forwarded for loopback", endToken, far, "/tapebox/end", http.Header{"X-Forwarded-For": {"127.0.0.1"}, "X-Real-Ip": {"127.0.0.1"}}, http.StatusForbidden},
+		{"far, under a label prefix", endToken, far, "/r/run-1/tapebox/end", nil, http.StatusForbidden},
+		{"far, gateway without a token, empty bearer", "", far, "/tapebox/end?token=", http.Header{"Authorization": {"Bearer "}}, http.StatusForbidden},
+		{"far, GET", endToken, far, "/tapebox/end", nil, http.StatusForbidden},
+		{"far, bearer token", endToken, far, "/tapebox/end", http.Header{"Authorization": {"Bearer " + endToken}}, http.StatusOK},
+		{"far, query token", endToken, far, "/tapebox/end?token=" + endToken, nil, http.StatusOK},
+		{"loopback v4", endToken, "127.0.0.1:40000", "/tapebox/end", nil, http.StatusOK},
+		{"loopback v4, another address of 127/8", "", "127.0.0.2:40000", "/r/run-1/tapebox/end", nil, http.StatusOK},
+		{"loopback v6", "", "[::1]:40000", "/tapebox/end", nil, http.StatusOK},
+		{"loopback v4 in v6", "", "[::ffff:127.0.0.1]:40000", "/tapebox/end", nil, http.StatusOK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ended := make(chan struct{})
+			rg := newRig(t, oneTurn(nil), func(c *gateway.Config) {
+				c.EndToken = tc.token
+				c.OnEnd = func() { close(ended) }
+			})
+			method := http.MethodPost
+			if strings.HasSuffix(tc.name, "GET") {
+				method = http.MethodGet
+			}
+			req := httptest.NewRequest(method, tc.target, nil)
+			req.RemoteAddr = tc.peer
+			maps.Copy(req.Header, tc.header)
+			w := httptest.NewRecorder()
+			rg.g.ServeHTTP(w, req)
+			require.Equal(t, tc.want, w.Code, "%s", w.Body)
+			if tc.want == http.StatusOK {
+				require.NotNil(t, rg.load(t).Meta.Ended, "the recording ended")
+				<-ended
+				return
+			}
+			assert.Nil(t, rg.load(t).Meta.Ended, "the recording goes on")
+			rep := rg.do(t, call{body: taskRequest(false)})
+			assert.Equal(t, http.StatusOK, rep.status)
+			assert.Equal(t, 1, rg.g.Steps(), "and records")
+		})
+	}
+}
+
+// TestEndFromTheNetwork: a gateway listening on a non-loopback address of this machine
+// refuses POST /tapebox/end from a peer there without the end token, and ends with it.
+func TestEndFromTheNetwork(t *testing.T) {
+	ip := nonLoopbackIP(t)
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Skipf("listen on %s: %v", ip, err)
+	}
+	rg := newRig(t, oneTurn(nil), func(c *gateway.Config) { c.EndToken = endToken })
+	srv := &http.Server{Handler: rg.g}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: time.Minute}
+	base := "http://" + ln.Addr().String() + "/tapebox/end"
+
+	resp, err := client.Post(base, "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Nil(t, rg.load(t).Meta.Ended)
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+endToken)
+	resp, err = client.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotNil(t, rg.load(t).Meta.Ended)
+}
+
+// nonLoopbackIP returns an address of this machine's that is not loopback, or skips t.
+func nonLoopbackIP(t *testing.T) net.IP {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skipf("interface addresses: %v", err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP
+		}
+	}
+	t.Skip("no non-loopback IPv4 address on this machine")
+	return nil
 }

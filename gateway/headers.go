@@ -15,9 +15,13 @@ const Redacted = tape.Redacted
 // IsCredential says whether a header (any case) carries a credential.
 func IsCredential(name string) bool { return tape.IsCredential(name) }
 
-// hopHeaders are connection-level headers a proxy does not forward.
+// hopHeaders are connection-level headers a proxy does not forward (RFC 9110 7.6.1, with
+// the Proxy-* headers of RFC 9110 11.7 and the legacy Proxy-Connection), either way: a
+// Proxy-Authorization meant for the gateway must never reach the provider. Headers the
+// Connection header names are dropped too (isHop).
 var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
 // recordHeaders turns HTTP headers into a tape's, credentials redacted.

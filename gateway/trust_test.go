@@ -1,11 +1,14 @@
 package gateway_test
 
 import (
+	"io"
 	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,4 +174,84 @@ func nonLoopbackIP(t *testing.T) net.IP {
 	}
 	t.Skip("no non-loopback IPv4 address on this machine")
 	return nil
+}
+
+// hopUpstream is a real upstream that keeps the headers of every request it gets and answers
+// a Messages call with connection-level headers of its own.
+type hopUpstream struct {
+	mu  sync.Mutex
+	got []http.Header
+}
+
+func (u *hopUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	u.got = append(u.got, r.Header.Clone())
+	u.mu.Unlock()
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Proxy-Authenticate", `Basic realm="upstream"`)
+	h.Set("Connection", "X-Hop-Answer")
+	h.Set("X-Hop-Answer", "hop")
+	h.Set("Keep-Alive", "timeout=5")
+	h.Set("Upgrade", "websocket")
+	h.Set("X-End-To-End", "kept")
+	io.WriteString(w, `{"id":"msg_hop","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+}
+
+// TestHopHeadersNotForwarded: Proxy-Authorization, the other hop-by-hop headers and those
+// the Connection header names stop at the gateway, both ways, on recorded model calls and on
+// anything else; end-to-end headers go through.
+func TestHopHeadersNotForwarded(t *testing.T) {
+	up := &hopUpstream{}
+	upSrv := httptest.NewServer(up)
+	defer upSrv.Close()
+	g, err := gateway.New(gateway.Config{Output: filepath.Join(tapeDir(t), "run.json"), Upstream: upSrv.URL, Logf: t.Logf})
+	require.NoError(t, err)
+	defer g.Close(t.Context())
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	hop := []string{"Proxy-Authorization", "Proxy-Authenticate", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Upgrade", "X-Hop-Named", "X-Hop-Named-Too"}
+	for _, path := range []string{"/v1/messages", "/v1/organizations/usage"} {
+		t.Run(path, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+path, strings.NewReader(string(taskRequest(false))))
+			require.NoError(t, err)
+			req.Header = http.Header{
+				"Content-Type":        {"application/json"},
+				"Proxy-Authorization": {"Basic " + bearer},
+				"Proxy-Authenticate":  {`Basic realm="agent"`},
+				"Proxy-Connection":    {"keep-alive"},
+				"Keep-Alive":          {"timeout=5"},
+				"Te":                  {"trailers"},
+				"Trailer":             {"X-Checksum"},
+				"Upgrade":             {"h2c"},
+				"Connection":          {"X-Hop-Named, x-hop-named-too"},
+				"X-Hop-Named":         {"hop"},
+				"X-Hop-Named-Too":     {"hop"},
+				"X-End-To-End":        {"kept"},
+			}
+			up.mu.Lock()
+			before := len(up.got)
+			up.mu.Unlock()
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+
+			up.mu.Lock()
+			require.Len(t, up.got, before+1)
+			got := up.got[before]
+			up.mu.Unlock()
+			for _, name := range hop {
+				assert.Empty(t, got.Values(name), "the upstream got %s", name)
+			}
+			assert.NotContains(t, got.Get("Connection"), "X-Hop-Named")
+			assert.Equal(t, "kept", got.Get("X-End-To-End"))
+			for _, name := range []string{"Proxy-Authenticate", "X-Hop-Answer", "Keep-Alive", "Upgrade"} {
+				assert.Empty(t, resp.Header.Values(name), "the client got the upstream's %s", name)
+			}
+			assert.Equal(t, "kept", resp.Header.Get("X-End-To-End"))
+		})
+	}
 }

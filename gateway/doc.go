@@ -13,7 +13,10 @@
 // The first call fills the meta: provider, model, harness (from the headers) and, unless
 // Config.Cwd gives it, the working directory the harness names in its request.
 //
-// Credentials never reach the tape: Authorization, x-api-key, cookies and any header whose
-// name looks like a secret are redacted. With Injection the gateway holds the real key and
-// the agent a placeholder.
+// Credentials are kept out of the tape by name: a request or answer header whose name
+// contains key, token, secret, auth, session, cookie, signature, password, passwd or
+// credential is recorded as "[redacted]", except the few harmless names tape.RedactHeaders
+// lists (with why), and an injected header is redacted whatever its name. The upstream and
+// the client still get every header as sent. With Injection the gateway holds the real key
+// and the agent a placeholder.
 package gateway

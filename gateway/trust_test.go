@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"context"
 	"io"
 	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/tape"
 )
 
 // The tests of this file check what DESIGN.md's trust model promises of the gateway: it
@@ -176,40 +179,54 @@ func nonLoopbackIP(t *testing.T) net.IP {
 	return nil
 }
 
-// hopUpstream is a real upstream that keeps the headers of every request it gets and answers
-// a Messages call with connection-level headers of its own.
-type hopUpstream struct {
-	mu  sync.Mutex
-	got []http.Header
+// headerUpstream is a real upstream that keeps the headers and the query of every request
+// it gets and answers with a Messages answer carrying answer's headers.
+type headerUpstream struct {
+	answer http.Header
+	mu     sync.Mutex
+	got    []http.Header
+	query  []string
 }
 
-func (u *hopUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (u *headerUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.got = append(u.got, r.Header.Clone())
+	u.query = append(u.query, r.URL.RawQuery)
 	u.mu.Unlock()
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Proxy-Authenticate", `Basic realm="upstream"`)
-	h.Set("Connection", "X-Hop-Answer")
-	h.Set("X-Hop-Answer", "hop")
-	h.Set("Keep-Alive", "timeout=5")
-	h.Set("Upgrade", "websocket")
-	h.Set("X-End-To-End", "kept")
+	maps.Copy(w.Header(), u.answer)
+	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, `{"id":"msg_hop","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+}
+
+// newHeaderGateway starts a gateway recording into a tape of tapeDir in front of up.
+func newHeaderGateway(t *testing.T, up *headerUpstream) (gw *httptest.Server, g *gateway.Gateway, out string) {
+	t.Helper()
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(upSrv.Close)
+	out = filepath.Join(tapeDir(t), "run.json")
+	g, err := gateway.New(gateway.Config{Output: out, Upstream: upSrv.URL, Logf: t.Logf})
+	require.NoError(t, err)
+	gw = httptest.NewServer(g)
+	t.Cleanup(func() {
+		gw.Close()
+		require.NoError(t, g.Close(context.Background()))
+	})
+	return gw, g, out
 }
 
 // TestHopHeadersNotForwarded: Proxy-Authorization, the other hop-by-hop headers and those
 // the Connection header names stop at the gateway, both ways, on recorded model calls and on
 // anything else; end-to-end headers go through.
 func TestHopHeadersNotForwarded(t *testing.T) {
-	up := &hopUpstream{}
-	upSrv := httptest.NewServer(up)
-	defer upSrv.Close()
-	g, err := gateway.New(gateway.Config{Output: filepath.Join(tapeDir(t), "run.json"), Upstream: upSrv.URL, Logf: t.Logf})
-	require.NoError(t, err)
-	defer g.Close(t.Context())
-	gw := httptest.NewServer(g)
-	defer gw.Close()
+	up := &headerUpstream{answer: http.Header{
+		"Proxy-Authenticate": {`Basic realm="upstream"`},
+		"Connection":         {"X-Hop-Answer"},
+		"X-Hop-Answer":       {"hop"},
+		"Keep-Alive":         {"timeout=5"},
+		"Upgrade":            {"websocket"},
+		"X-End-To-End":       {"kept"},
+	}}
+	gw, _, _ := newHeaderGateway(t, up)
 	hop := []string{"Proxy-Authorization", "Proxy-Authenticate", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Upgrade", "X-Hop-Named", "X-Hop-Named-Too"}
 	for _, path := range []string{"/v1/messages", "/v1/organizations/usage"} {
 		t.Run(path, func(t *testing.T) {
@@ -253,5 +270,93 @@ func TestHopHeadersNotForwarded(t *testing.T) {
 			}
 			assert.Equal(t, "kept", resp.Header.Get("X-End-To-End"))
 		})
+	}
+}
+
+// TestRecordRedactsHeadersByName: the tape keeps no value of a request or answer header
+// whose name says it is a credential, whatever the rest of the name (the audit found
+// x-custom-key, x-portkey-virtual-key and x-session kept in clear), while the upstream and
+// the client still get every one; the harmless names harnesses send are kept as sent.
+func TestRecordRedactsHeadersByName(t *testing.T) {
+	secretHeaders := map[string]string{
+		"X-Custom-Key":          "TESTCUSTOMKEY-c1Vb8",
+		"X-Portkey-Virtual-Key": "TESTPORTKEY-p0Rt5",
+		"X-Session":             "TESTXSESSION-s3Ss1",
+		"X-Amz-Security-Token":  "TESTAMZTOKEN-a9Mz2",
+		"X-Request-Signature":   "TESTSIGNATURE-g7Nt4",
+		"X-Db-Password":         "TESTPASSWORD-w0Rd6",
+		"X-Client-Secret":       "TESTCLIENTSECRET-e8Ct3",
+		"X-Oauth-Credential":    "TESTCREDENTIAL-d2Lq9",
+	}
+	answerSecrets := map[string]string{
+		"X-Upstream-Session-Token": "TESTANSWERTOKEN-u5Pq1",
+		"Set-Cookie":               "TESTANSWERCOOKIE-k4Ie7",
+		"X-Refresh-Key":            "TESTANSWERKEY-r6Fs0",
+	}
+	harmless := map[string]string{
+		"X-Claude-Code-Session-Id": "80e11c7d-1b7e-4c43-9a51-0e1b9a0f6f1a",
+		"Session-Id":               "01a22788-edaa-7bd0-9e1b-978b63b056f7",
+		"Idempotency-Key":          "stainless-node-retry-5e2f",
+		"Anthropic-Beta":           "oauth-2025-04-20,claude-code-20250219",
+		"X-Stainless-Retry-Count":  "0",
+	}
+	answerHarmless := map[string]string{
+		"Anthropic-Ratelimit-Input-Tokens-Remaining": "1999000",
+		"X-Ratelimit-Remaining-Tokens":               "149000",
+		"Request-Id":                                 "req_011CUtest",
+	}
+	up := &headerUpstream{answer: http.Header{}}
+	for k, v := range answerSecrets {
+		up.answer.Set(k, v)
+	}
+	for k, v := range answerHarmless {
+		up.answer.Set(k, v)
+	}
+	gw, g, out := newHeaderGateway(t, up)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+"/v1/messages", strings.NewReader(string(taskRequest(false))))
+	require.NoError(t, err)
+	req.Header = agentHeader()
+	for k, v := range secretHeaders {
+		req.Header.Set(k, v)
+	}
+	for k, v := range harmless {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+
+	got := up.got[0]
+	for k, v := range secretHeaders {
+		assert.Equal(t, v, got.Get(k), "the upstream gets %s", k)
+	}
+	for k, v := range answerSecrets {
+		assert.Equal(t, v, resp.Header.Get(k), "the client gets %s", k)
+	}
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	for _, m := range []map[string]string{secretHeaders, answerSecrets} {
+		for k, v := range m {
+			assert.NotContains(t, string(data), v, "the tape holds %s's value", k)
+		}
+	}
+	tp, err := tape.Unmarshal(data)
+	require.NoError(t, err)
+	s := tp.Threads[0].Steps[0]
+	for k := range secretHeaders {
+		assert.Equal(t, gateway.Redacted, s.Request.Headers[strings.ToLower(k)], k)
+	}
+	for k := range answerSecrets {
+		assert.Equal(t, gateway.Redacted, s.Response.Headers[strings.ToLower(k)], k)
+	}
+	for k, v := range harmless {
+		assert.Equal(t, v, s.Request.Headers[strings.ToLower(k)], k)
+	}
+	for k, v := range answerHarmless {
+		assert.Equal(t, v, s.Response.Headers[strings.ToLower(k)], k)
 	}
 }

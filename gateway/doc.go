@@ -16,7 +16,10 @@
 // Credentials are kept out of the tape by name: a request or answer header whose name
 // contains key, token, secret, auth, session, cookie, signature, password, passwd or
 // credential is recorded as "[redacted]", except the few harmless names tape.RedactHeaders
-// lists (with why), and an injected header is redacted whatever its name. The upstream and
-// the client still get every header as sent. With Injection the gateway holds the real key
+// lists (with why), and an injected header is redacted whatever its name. The same names
+// (and sig, pwd) mark query parameters, whose values are redacted in request.path, in
+// URL-valued headers (location, content-location, referer), in a form body and in the
+// errors a call records. The upstream and the client still get every header and query as
+// sent. With Injection the gateway holds the real key
 // and the agent a placeholder.
 package gateway

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -24,7 +25,7 @@ import (
 func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, body []byte, rec *recording) {
 	out, err := g.upstreamRequest(r, p, body, rec != nil)
 	if err != nil {
-		g.fail(w, rec, p, fmt.Sprintf("build upstream request: %v", err))
+		g.fail(w, rec, p, fmt.Sprintf("build upstream request: %v", redactError(err)))
 		return
 	}
 	if body == nil && r.ContentLength != 0 {
@@ -45,7 +46,7 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider,
 			}
 			return
 		}
-		g.fail(w, rec, p, fmt.Sprintf("upstream %s: %v", out.URL.Host, err))
+		g.fail(w, rec, p, fmt.Sprintf("upstream %s: %v", out.URL.Host, redactError(err)))
 		return
 	}
 	defer resp.Body.Close()
@@ -132,6 +133,16 @@ func (g *Gateway) copyRequestHeaders(dst, src http.Header, host string, recorded
 		dst.Set(inj.Name, inj.Value)
 	}
 	return strings.TrimSpace(withheld)
+}
+
+// redactError redacts the credentials in the query of the URL an error names (a
+// *url.Error's), since its message is recorded: in the step's answer and in meta.ended.
+func redactError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = tape.RedactURL(ue.URL)
+	}
+	return err
 }
 
 // copyHeaders copies a response's end-to-end headers.

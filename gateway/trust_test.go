@@ -2,11 +2,13 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,12 +188,15 @@ type headerUpstream struct {
 	mu     sync.Mutex
 	got    []http.Header
 	query  []string
+	bodies [][]byte
 }
 
 func (u *headerUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.got = append(u.got, r.Header.Clone())
 	u.query = append(u.query, r.URL.RawQuery)
+	body, _ := io.ReadAll(r.Body)
+	u.bodies = append(u.bodies, body)
 	u.mu.Unlock()
 	maps.Copy(w.Header(), u.answer)
 	w.Header().Set("Content-Type", "application/json")
@@ -341,7 +346,7 @@ func TestRecordRedactsHeadersByName(t *testing.T) {
 	require.NoError(t, err)
 	for _, m := range []map[string]string{secretHeaders, answerSecrets} {
 		for k, v := range m {
-			assert.NotContains(t, string(data), v, "the tape holds %s's value", k)
+			assert.False(t, strings.Contains(string(data), v), "the tape holds %s's value", k)
 		}
 	}
 	tp, err := tape.Unmarshal(data)
@@ -360,3 +365,83 @@ func TestRecordRedactsHeadersByName(t *testing.T) {
 		assert.Equal(t, v, s.Response.Headers[strings.ToLower(k)], k)
 	}
 }
+
+// TestRecordRedactsQuery: credentials in a query string (the audit found ?key=… kept in
+// request.path) are redacted wherever the tape keeps a URL: the request's path, URL-valued
+// headers both ways, a form body, and the error a failed call records; the upstream gets the
+// query as sent.
+func TestRecordRedactsQuery(t *testing.T) {
+	secrets := []string{"TESTQKEY-q1", "TESTQAPIKEY-q2", "TESTQACCESS-q3", "TESTQSIG-q4", "TESTQESCAPED-q5",
+		"TESTREFERER-q6", "TESTLOCATION-q7", "TESTFORM-q8", "TESTFAILED-q9"}
+	const query = "beta=true&key=TESTQKEY-q1&api_key=TESTQAPIKEY-q2&Access_Token=TESTQACCESS-q3&sig=TESTQSIG-q4&%6Bey=TESTQESCAPED-q5"
+	up := &headerUpstream{answer: http.Header{
+		"Location":         {"https://files.example/o?X-Amz-Signature=TESTLOCATION-q7&X-Amz-Date=20260101"},
+		"Content-Location": {"/v1/messages/msg_hop?token=TESTLOCATION-q7"},
+	}}
+	gw, g, out := newHeaderGateway(t, up)
+	post := func(path, contentType, body string, header http.Header) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		maps.Copy(req.Header, header)
+		req.Header.Set("Content-Type", contentType)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	post("/r/run-1/v1/messages?"+query, "application/json", string(taskRequest(false)),
+		http.Header{"Referer": {"https://app.example/chat?token=TESTREFERER-q6&tab=2"}})
+	post("/v1/chat/completions", "application/x-www-form-urlencoded", "model=m&api_key=TESTFORM-q8", nil)
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+
+	require.Len(t, up.query, 2)
+	assert.Equal(t, query, up.query[0], "the upstream gets the query as sent")
+	assert.Equal(t, "https://app.example/chat?token=TESTREFERER-q6&tab=2", up.got[0].Get("Referer"))
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	for _, s := range secrets {
+		assert.False(t, strings.Contains(string(data), s), "the tape holds %s", s)
+	}
+	tp, err := tape.Unmarshal(data)
+	require.NoError(t, err)
+	var steps []*tape.Step
+	for _, th := range tp.Threads {
+		steps = append(steps, th.Steps...)
+	}
+	require.Len(t, steps, 2)
+	s := steps[0]
+	assert.Equal(t, "/r/run-1/v1/messages?beta=true&key=[redacted]&api_key=[redacted]&Access_Token=[redacted]&sig=[redacted]&%6Bey=[redacted]", s.Request.Path)
+	assert.Equal(t, "https://app.example/chat?token=[redacted]&tab=2", s.Request.Headers["referer"])
+	assert.Equal(t, "https://files.example/o?X-Amz-Signature=[redacted]&X-Amz-Date=20260101", s.Response.Headers["location"])
+	assert.Equal(t, "/v1/messages/msg_hop?token=[redacted]", s.Response.Headers["content-location"])
+	assert.JSONEq(t, `"model=m&api_key=[redacted]"`, string(steps[1].Request.Raw))
+	assert.Equal(t, "model=m&api_key=TESTFORM-q8", string(up.bodies[1]), "the upstream gets the body as sent")
+
+	t.Run("a call that fails upstream", func(t *testing.T) {
+		out := filepath.Join(tapeDir(t), "run.json")
+		g, err := gateway.New(gateway.Config{Output: out, Upstream: "http://127.0.0.1:1", Logf: t.Logf,
+			Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				// as a transport built on an http.Client fails: the error names the URL
+				return nil, &url.Error{Op: "Post", URL: r.URL.String(), Err: errors.New("connection refused")}
+			})})
+		require.NoError(t, err)
+		gw := httptest.NewServer(g)
+		defer gw.Close()
+		resp, err := http.Post(gw.URL+"/v1/messages?key=TESTFAILED-q9", "application/json", strings.NewReader(string(taskRequest(false))))
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadGateway, resp.StatusCode)
+		assert.False(t, strings.Contains(string(body), "TESTFAILED-q9"), "the error the client gets holds the key: %s", body)
+		require.NoError(t, g.Finish(tape.EndComplete, ""))
+		data, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.False(t, strings.Contains(string(data), "TESTFAILED-q9"), "the tape holds the key")
+		assert.True(t, strings.Contains(string(data), "key=[redacted]"), "the tape names the redacted key")
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

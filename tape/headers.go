@@ -2,6 +2,7 @@ package tape
 
 import (
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -74,7 +75,13 @@ func IsCredential(name string) bool { return lookupHeader(name).secret }
 type headerName struct {
 	lower  string
 	secret bool
+	url    bool // the value is a URL, whose query may hold credentials (urlHeaders)
 }
+
+// urlHeaders are headers whose value is a URL: a signed one (a redirect to storage, a
+// referer) holds its credentials in the query, which RedactHeaders redacts like a
+// request's.
+var urlHeaders = []string{"location", "content-location", "referer"}
 
 // headerNames caches headerName per name as received: a harness sends the same few dozen
 // names on every call, so each is lowered and matched once, not once per call. The map is
@@ -94,7 +101,7 @@ func lookupHeader(name string) headerName {
 		}
 	}
 	n := strings.ToLower(name)
-	hn := headerName{lower: n, secret: isCredentialHeader(n)}
+	hn := headerName{lower: n, secret: isCredentialHeader(n), url: slices.Contains(urlHeaders, n)}
 	headerNamesMu.Lock()
 	defer headerNamesMu.Unlock()
 	old := headerNames.Load()
@@ -122,7 +129,85 @@ func RedactHeaders(h map[string][]string, extraSecret ...string) Headers {
 			out[hn.lower] = Redacted
 			continue
 		}
-		out[hn.lower] = strings.Join(vals, ", ")
+		v := strings.Join(vals, ", ")
+		if hn.url {
+			v = RedactURL(v)
+		}
+		out[hn.lower] = v
 	}
 	return out
+}
+
+// isCredentialParam says whether a query parameter's name (unescaped, lower case) carries a
+// credential: it contains a credential word, or it is sig (a signed URL's signature, as in
+// Azure's SAS) or pwd. The harmless header names do not apply to parameters.
+func isCredentialParam(n string) bool {
+	return credentialName(n) || n == "sig" || n == "pwd"
+}
+
+// RedactURL returns a URL, or a request URI (path?query), with the value of every query
+// parameter that carries a credential (any name with a credential word, sig, pwd) replaced
+// by Redacted. Everything else is kept byte for byte, and a URL without such a parameter is
+// returned as it is, without a copy.
+func RedactURL(u string) string {
+	path, query, ok := strings.Cut(u, "?")
+	if !ok {
+		return u
+	}
+	frag := ""
+	if i := strings.IndexByte(query, '#'); i >= 0 {
+		query, frag = query[:i], query[i:]
+	}
+	q := RedactQuery(query)
+	if len(q) == len(query) && q == query {
+		return u
+	}
+	return path + "?" + q + frag
+}
+
+// RedactQuery returns a URL query (or a form body: the same syntax) with the value of every
+// parameter that carries a credential replaced by Redacted; see RedactURL. Parameters are
+// separated by & or ;.
+func RedactQuery(query string) string {
+	var b []byte // the result, once a value is redacted
+	start := 0   // the current parameter's start in query
+	for start <= len(query) {
+		end := strings.IndexAny(query[start:], "&;")
+		if end < 0 {
+			end = len(query)
+		} else {
+			end += start
+		}
+		param := query[start:end]
+		name, _, hasValue := strings.Cut(param, "=")
+		if hasValue && isCredentialParam(paramName(name)) {
+			if b == nil {
+				b = append(make([]byte, 0, len(query)+len(Redacted)), query[:start]...)
+			}
+			b = append(b, name...)
+			b = append(b, '=')
+			b = append(b, Redacted...)
+		} else if b != nil {
+			b = append(b, param...)
+		}
+		if end < len(query) && b != nil {
+			b = append(b, query[end])
+		}
+		start = end + 1
+	}
+	if b == nil {
+		return query
+	}
+	return string(b)
+}
+
+// paramName unescapes a query parameter's name (a name that does not unescape is taken as
+// it is) and lowers it.
+func paramName(name string) string {
+	if strings.ContainsAny(name, "%+") {
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+	}
+	return strings.ToLower(name)
 }

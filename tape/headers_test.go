@@ -73,3 +73,64 @@ func TestRedactHeaders(t *testing.T) {
 		assert.Equal(t, want, RedactHeaders(in, "x-injected-route"))
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/v1/messages", "/v1/messages"},
+		{"/v1/messages?beta=true", "/v1/messages?beta=true"},
+		{"/v1/messages?key=AIzaSECRET", "/v1/messages?key=[redacted]"},
+		{"/v1/messages?beta=true&api_key=s1&Token=s2&sig=s3&X-Amz-Signature=s4&X-Amz-Credential=s5&model=m",
+			"/v1/messages?beta=true&api_key=[redacted]&Token=[redacted]&sig=[redacted]&X-Amz-Signature=[redacted]&X-Amz-Credential=[redacted]&model=m"},
+		{"/p?%6Bey=s1;access%5Ftoken=s2;pwd=s3", "/p?%6Bey=[redacted];access%5Ftoken=[redacted];pwd=[redacted]"},
+		{"/p?key&key=&=v&&signature=s#frag", "/p?key&key=[redacted]&=v&&signature=[redacted]#frag"},
+		{"https://bucket.s3.amazonaws.com/o?X-Amz-Security-Token=t&X-Amz-Date=d", "https://bucket.s3.amazonaws.com/o?X-Amz-Security-Token=[redacted]&X-Amz-Date=d"},
+		{"/p?design=1&sigma=2&monkey=3", "/p?design=1&sigma=2&monkey=[redacted]"},
+		{"/p?bad%zzkey=s", "/p?bad%zzkey=[redacted]"},
+	} {
+		assert.Equal(t, tc.want, RedactURL(tc.in), tc.in)
+	}
+}
+
+// FuzzRedactURL: RedactURL keeps every parameter but a credential's value, redacts every
+// credential's value, and is idempotent.
+func FuzzRedactURL(f *testing.F) {
+	for _, u := range []string{"/v1/messages?beta=true", "/p?key=1&a=2;TOKEN=3", "/p?&&=;%6bey=x#f", "https://h/o?sig=1"} {
+		f.Add(u)
+	}
+	f.Fuzz(func(t *testing.T, u string) {
+		got := RedactURL(u)
+		if again := RedactURL(got); again != got {
+			t.Fatalf("RedactURL(%q) = %q, then %q", u, got, again)
+		}
+		path, query, ok := strings.Cut(u, "?")
+		if !ok {
+			if got != u {
+				t.Fatalf("RedactURL(%q) = %q, want it as it is", u, got)
+			}
+			return
+		}
+		query, frag, _ := strings.Cut(query, "#")
+		gpath, gquery, _ := strings.Cut(got, "?")
+		gquery, gfrag, _ := strings.Cut(gquery, "#")
+		if gpath != path || gfrag != frag {
+			t.Fatalf("RedactURL(%q) = %q: path or fragment changed", u, got)
+		}
+		split := func(s string) []string {
+			return strings.FieldsFunc(s, func(r rune) bool { return r == '&' || r == ';' })
+		}
+		in, out := split(query), split(gquery)
+		if len(in) != len(out) {
+			t.Fatalf("RedactURL(%q) = %q: %d parameters, want %d", u, got, len(out), len(in))
+		}
+		for i := range in {
+			name, _, hasValue := strings.Cut(in[i], "=")
+			want := in[i]
+			if hasValue && isCredentialParam(paramName(name)) {
+				want = name + "=" + Redacted
+			}
+			if out[i] != want {
+				t.Fatalf("RedactURL(%q) = %q: parameter %d is %q, want %q", u, got, i, out[i], want)
+			}
+		}
+	})
+}

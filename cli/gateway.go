@@ -78,12 +78,15 @@ calls through it, with the keys --inject-header holds; it warns when it listens 
 
 The recording ends with "curl -X POST http://HOST:8080/tapebox/end" or SIGINT/SIGTERM; meta.ended
 says how (complete, cut, upstream_error). /tapebox/end answers loopback peers; any other peer
-must send the end token the gateway prints at start (-H "Authorization: Bearer TOKEN" or
-?token=TOKEN), a new one each run. Credentials (Authorization, x-api-key, cookies ...) are
-redacted in the tape. With --inject-header the gateway holds the real key: the agent gets a
-placeholder; on the model calls it records for that host the gateway drops the agent's
-credentials and sets the header itself. Other paths (count_tokens, models, admin APIs) never
-get the injected key.`)
+must send the end token the gateway prints at start, a new one each run (-H "Authorization:
+Bearer TOKEN" or ?token=TOKEN).
+
+Credentials are redacted in the tape by name: headers and query parameters whose names hold
+key, token, secret, auth, session, cookie, signature or password (a few harmless ones kept).
+Bodies are recorded as sent. With --inject-header the gateway holds the real key: the agent gets
+a placeholder; on the model calls it records for that host, the gateway drops the agent's
+credentials and sets the header itself. Other paths (count_tokens, models, admin APIs) never get
+the injected key.`)
 	var gf gatewayFlags
 	gf.addFlags(fs)
 	listen := fs.String("listen", defaultListen, "address to listen on; an address beyond loopback (e.g. :8080) makes the gateway reachable from the network, without authentication")

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -445,3 +446,42 @@ func TestRecordRedactsQuery(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestRecordKeepsBodiesAsSent: the gateway does not redact bodies by field name (see the
+// package doc): a JSON body is recorded as sent, so protocol fields whose names hold a
+// credential word (a thinking block's signature, prompt_cache_key, max_tokens, a Codex
+// session_id) and the tool-use ids replay needs stay intact: raw is the body as sent, and
+// the normalized form is derived from it.
+func TestRecordKeepsBodiesAsSent(t *testing.T) {
+	const signature = "EqQBCkgIBxABGAIqQKmSignatureOfThinking0123456789abcdef"
+	body, err := json.Marshal(map[string]any{
+		"model": "claude-opus-5-5", "max_tokens": 1024, "prompt_cache_key": "01a22788-edaa", "stream": false,
+		"messages": []map[string]any{
+			{"role": "user", "content": "run it"},
+			{"role": "assistant", "content": []map[string]any{
+				{"type": "thinking", "thinking": "Let me run it.", "signature": signature},
+				{"type": "tool_use", "id": "toolu_01KeepMe", "name": "Bash", "input": map[string]any{"command": "true", "session_id": 7}},
+			}},
+			{"role": "user", "content": []map[string]any{{"type": "tool_result", "tool_use_id": "toolu_01KeepMe", "content": "ok"}}},
+		},
+	})
+	require.NoError(t, err)
+	up := &headerUpstream{answer: http.Header{}}
+	gw, g, _ := newHeaderGateway(t, up)
+	resp, err := http.Post(gw.URL+"/v1/messages", "application/json", strings.NewReader(string(body)))
+	require.NoError(t, err)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+	tp, err := tape.LoadFile(g.Path())
+	require.NoError(t, err)
+	s := tp.Threads[0].Steps[0]
+	assert.JSONEq(t, string(body), string(s.Request.Raw))
+	assert.Equal(t, body, up.bodies[0])
+	require.Len(t, s.Request.Messages, 3)
+	assistant := s.Request.Messages[1].Content
+	require.Len(t, assistant, 2)
+	assert.Equal(t, tape.Block{Type: tape.BlockThinking, Text: "Let me run it."}, assistant[0]) // its signature is in raw
+	assert.Equal(t, "toolu_01KeepMe", assistant[1].ID)
+	assert.JSONEq(t, `{"command":"true","session_id":7}`, string(assistant[1].Input))
+}

@@ -159,7 +159,7 @@ func RedactURL(u string) string {
 		query, frag = query[:i], query[i:]
 	}
 	q := RedactQuery(query)
-	if len(q) == len(query) && q == query {
+	if q == query {
 		return u
 	}
 	return path + "?" + q + frag

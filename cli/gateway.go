@@ -41,7 +41,7 @@ func (gf *gatewayFlags) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&gf.harness, "harness", "", "the agent's harness (claude-code, codex); detected from the traffic when empty")
 	fs.Var(gf.task, "task", "KEY=VALUE describing the task, repeatable (e.g. --task bench=tb4 --task id=hello-world)")
 	fs.Var(gf.labels, "label", "KEY=VALUE label for the tape, repeatable")
-	fs.Var(&gf.inject, "inject-header", "HOST:NAME=VALUE header the gateway adds for upstream HOST; VALUE may be $VAR or env:VAR (repeatable)")
+	fs.Var(&gf.inject, "inject-header", "HOST:NAME=VALUE header the gateway adds to the model calls it records (POST .../v1/messages, /v1/chat/completions, /v1/responses) for upstream HOST, never to other paths; VALUE may be $VAR or env:VAR (repeatable)")
 	fs.BoolVar(&gf.quiet, "quiet", false, "no log line per call")
 	fs.Var(&gf.wsExclude, "workspace-exclude", "a glob of workspace entries to leave out of the snapshot and the end manifest (repeatable; without a slash it matches a name at any depth, with one a path from the root); added to the defaults "+strings.Join(workspace.DefaultExclude, ", "))
 	fs.BoolVar(&gf.noDefaultExclude, "workspace-no-default-exclude", false, "do not leave out "+strings.Join(workspace.DefaultExclude, ", "))
@@ -76,21 +76,44 @@ func (gf *gatewayFlags) config(env *Env, verb string) (gateway.Config, error) {
 	return cfg, nil
 }
 
+// defaultListen keeps the gateway off the network unless --listen says otherwise: it has no
+// authentication, and with --inject-header it spends a real key for whoever reaches it.
+const defaultListen = "127.0.0.1:8080"
+
+// listenWarning is the warning for a gateway listening at addr, or "" on loopback.
+func listenWarning(addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		return ""
+	}
+	return fmt.Sprintf("listening on %s, beyond loopback, and the gateway has no authentication: anyone who can reach it can send model calls through it (with the keys --inject-header holds)", addr)
+}
+
 func runGateway(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "gateway", "--output run.json [--listen :8080] [--upstream URL] [flags]", `
+	fs := newFlagSet(env, "gateway", "--output run.json [--listen 127.0.0.1:8080] [--upstream URL] [flags]", `
 Runs a recording reverse proxy. Point the agent's base URL at it (ANTHROPIC_BASE_URL=http://HOST:8080,
 an OpenAI base URL of http://HOST:8080/v1); every model call (Anthropic Messages, OpenAI Chat
 Completions, OpenAI Responses; streaming or not) is forwarded upstream and recorded into one tape,
 persisted after every call. A base URL with a path prefix works: http://HOST:8080/r/LABEL.
 
+It listens on loopback only unless --listen names another address (e.g. --listen :8080 for an
+agent in a container). The gateway has no authentication: anyone who can reach it can send
+calls through it, with the keys --inject-header holds; it warns when it listens beyond loopback.
+
 The recording ends with "curl -X POST http://HOST:8080/tapebox/end" or SIGINT/SIGTERM; meta.ended
-says how (complete, cut, upstream_error). Credentials (Authorization, x-api-key, cookies ...) are
-redacted in the tape. With --inject-header the gateway holds the real key: the agent gets a
-placeholder, the gateway drops the agent's credentials for that host and sets the header itself.`)
+says how (complete, cut, upstream_error). /tapebox/end answers loopback peers; any other peer
+must send the end token the gateway prints at start, a new one each run (-H "Authorization:
+Bearer TOKEN" or ?token=TOKEN).
+
+Credentials are redacted in the tape by name: headers and query parameters whose names hold
+key, token, secret, auth, session, cookie, signature or password (a few harmless ones kept).
+Bodies are recorded as sent. With --inject-header the gateway holds the real key: the agent gets
+a placeholder; on the model calls it records for that host, the gateway drops the agent's
+credentials and sets the header itself. Other paths (count_tokens, models, admin APIs) never get
+the injected key.`)
 	var gf gatewayFlags
 	gf.addFlags(fs)
-	listen := fs.String("listen", ":8080", "address to listen on")
 	fs.StringVar(&gf.workspace, "workspace", "", "the agent's working directory on this machine: snapshot it beside the tape before the first call (<stem>.workspace.tar.zst) and record its end manifest when the recording ends, so a replay starts from the same files and compare checks the end state")
+	listen := fs.String("listen", defaultListen, "address to listen on; an address beyond loopback (e.g. :8080) makes the gateway reachable from the network, without authentication")
 	cwd := fs.String("cwd", "", "the agent's working directory, for meta.cwd (default: the one the harness names in its first request: Claude Code's environment block, Codex's environment context)")
 	tf := addTelemetryFlags(fs, true)
 	if code, done := parse(env, fs, args); done {
@@ -107,6 +130,7 @@ placeholder, the gateway drops the agent's credentials for that host and sets th
 		return usageError(env, fs, "%v", err)
 	}
 	cfg.Cwd = *cwd
+	cfg.EndToken = gateway.NewToken()
 	ended := make(chan struct{})
 	cfg.OnEnd = func() { close(ended) }
 	g, err := gateway.New(cfg)
@@ -126,6 +150,10 @@ placeholder, the gateway drops the agent's credentials for that host and sets th
 	}
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(env.Stderr, "tapebox gateway: recording into %s; listening on http://%s (POST /tapebox/end to finish)\n", gf.output, ln.Addr())
+	fmt.Fprintf(env.Stderr, "tapebox gateway: end token %s (POST /tapebox/end from beyond loopback needs it: Authorization: Bearer TOKEN or ?token=TOKEN)\n", cfg.EndToken)
+	if w := listenWarning(ln.Addr()); w != "" {
+		fmt.Fprintf(env.Stderr, "tapebox gateway: warning: %s\n", w)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	stoppedBySignal := false

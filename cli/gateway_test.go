@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -487,4 +488,116 @@ func TestGatewayCwdFlag(t *testing.T) {
 			assert.Equal(t, tc.want, tp.Meta.Cwd)
 		})
 	}
+}
+
+// inProcessGateway runs `tapebox gateway` in this process with args after --output and
+// --upstream, and returns the port it listens on, its stderr and its exit code's channel.
+func inProcessGateway(t *testing.T, upstream string, args ...string) (port string, stderr *syncBuffer, done <-chan int) {
+	t.Helper()
+	stderr = &syncBuffer{}
+	env := &Env{Stdout: &syncBuffer{}, Stderr: stderr, Getenv: func(string) string { return "" }}
+	argv := append([]string{"gateway", "--output", filepath.Join(t.TempDir(), "run.json"), "--upstream", upstream, "--quiet"}, args...)
+	exit := make(chan int, 1)
+	go func() { exit <- RunEnv(t.Context(), argv, env) }()
+	require.Eventually(t, func() bool {
+		_, a, ok := strings.Cut(stderr.String(), "listening on http://")
+		a, _, _ = strings.Cut(a, " ")
+		if i := strings.LastIndex(a, ":"); ok && i >= 0 {
+			port = a[i+1:]
+		}
+		return port != ""
+	}, 30*time.Second, 10*time.Millisecond, "the gateway listens")
+	return port, stderr, exit
+}
+
+// endGateway posts /tapebox/end from loopback and waits for the gateway to exit.
+func endGateway(t *testing.T, port string, done <-chan int, stderr *syncBuffer) {
+	t.Helper()
+	resp, err := http.Post("http://127.0.0.1:"+port+"/tapebox/end", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, ExitOK, <-done, "%s", stderr)
+}
+
+// TestGatewayListen: the gateway listens on loopback by default; an address beyond loopback
+// is taken when given, with one warning line that the gateway has no authentication.
+func TestGatewayListen(t *testing.T) {
+	var help syncBuffer
+	require.Equal(t, ExitOK, RunEnv(t.Context(), []string{"gateway", "--help"}, &Env{Stdout: &help, Stderr: &help}))
+	assert.Contains(t, help.String(), `(default "127.0.0.1:8080")`)
+	assert.NotContains(t, help.String(), `(default ":8080")`)
+
+	fp := fakeprovider.New(fakeprovider.Script{})
+	require.NoError(t, fp.Start())
+	t.Cleanup(func() { fp.Close() })
+	for _, tc := range []struct {
+		listen string
+		warn   bool
+	}{
+		{"127.0.0.1:0", false},
+		{"localhost:0", false},
+		{":0", true},
+		{"0.0.0.0:0", true},
+	} {
+		t.Run(tc.listen, func(t *testing.T) {
+			port, stderr, done := inProcessGateway(t, fp.URL(), "--listen", tc.listen)
+			endGateway(t, port, done, stderr)
+			warnings := strings.Count(stderr.String(), "warning:")
+			if !tc.warn {
+				assert.Zero(t, warnings, "%s", stderr)
+				return
+			}
+			assert.Equal(t, 1, warnings, "%s", stderr)
+			assert.Contains(t, stderr.String(), "beyond loopback, and the gateway has no authentication")
+		})
+	}
+}
+
+// TestGatewayEndToken: the gateway prints a fresh end token at start; listening on a
+// non-loopback address of this machine, it refuses POST /tapebox/end from there without the
+// token and ends with it.
+func TestGatewayEndToken(t *testing.T) {
+	var ip string
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+				ip = n.IP.String()
+				break
+			}
+		}
+	}
+	if ip == "" {
+		t.Skip("no non-loopback IPv4 address on this machine")
+	}
+	fp := fakeprovider.New(fakeprovider.Script{})
+	require.NoError(t, fp.Start())
+	t.Cleanup(func() { fp.Close() })
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: time.Minute}
+	var tokens []string
+	for range 2 {
+		port, stderr, done := inProcessGateway(t, fp.URL(), "--listen", ip+":0")
+		_, after, ok := strings.Cut(stderr.String(), "end token ")
+		require.True(t, ok, "%s", stderr)
+		token, _, _ := strings.Cut(after, " ")
+		require.GreaterOrEqual(t, len(token), 20, "%s", stderr)
+		tokens = append(tokens, token)
+		end := "http://" + net.JoinHostPort(ip, port) + "/tapebox/end"
+
+		resp, err := client.Post(end, "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		select {
+		case code := <-done:
+			t.Fatalf("the gateway exited (%d) on a refused end\n%s", code, stderr)
+		default:
+		}
+		resp, err = client.Post(end+"?token="+token, "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, ExitOK, <-done, "%s", stderr)
+	}
+	assert.NotEqual(t, tokens[0], tokens[1], "a new token each run")
 }

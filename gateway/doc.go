@@ -13,7 +13,25 @@
 // The first call fills the meta: provider, model, harness (from the headers) and, unless
 // Config.Cwd gives it, the working directory the harness names in its request.
 //
-// Credentials never reach the tape: Authorization, x-api-key, cookies and any header whose
-// name looks like a secret are redacted. With Injection the gateway holds the real key and
-// the agent a placeholder.
+// Credentials are kept out of the tape by name: a request or answer header whose name
+// contains key, token, secret, auth, session, cookie, signature, password, passwd or
+// credential is recorded as "[redacted]", except the few harmless names tape.RedactHeaders
+// lists (with why), and an injected header is redacted whatever its name. The same names
+// (and sig, pwd) mark query parameters, whose values are redacted in request.path, in
+// URL-valued headers (location, content-location, referer), in a form body and in the
+// errors a call records. The upstream and the client still get every header and query as
+// sent. With Injection the gateway holds the real key and the agent a placeholder, and the
+// key is sent on the model calls it records only.
+//
+// JSON bodies are recorded as sent, not redacted by field name: the wire formats recorded
+// carry no credential field (the providers reject unknown top-level fields such as api_key),
+// while many protocol fields have a credential word in their names (a thinking block's
+// signature, prompt_cache_key, max_tokens, a tool's session_id), and replay and fork need
+// them and the tool-use ids byte for byte. A secret in a body sits in content (a prompt, a
+// tool result, a file), where no name says so: finding it takes a rule set over the values,
+// which `tapebox scan` and the dataset export gate apply to the finished tape.
+//
+// The gateway has no authentication of its own: what may reach it may send calls through
+// it. It is meant to listen on loopback; POST /tapebox/end answers loopback peers, or a
+// request with Config.EndToken.
 package gateway

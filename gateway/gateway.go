@@ -3,10 +3,14 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -48,7 +52,8 @@ type Config struct {
 	// Cwd is the agent's working directory, for meta.cwd. When empty, the gateway learns it
 	// from the main thread's first request, where the harness names it (provider.Cwd).
 	Cwd string
-	// Inject makes the gateway hold credentials (see Injection).
+	// Inject makes the gateway hold credentials for the model calls it records (see
+	// Injection).
 	Inject []Injection
 	// SpawningTools overrides the tools taken to start a subagent (default SpawningTools).
 	SpawningTools []string
@@ -67,6 +72,10 @@ type Config struct {
 	// end manifest, both in meta.workspace. WorkspaceOptions choose exclusions and the cap.
 	Workspace        string
 	WorkspaceOptions workspace.Options
+	// EndToken, when set, lets a peer that is not on loopback end the recording: its POST
+	// /tapebox/end must carry "Authorization: Bearer TOKEN" or "?token=TOKEN". Without it,
+	// only loopback peers may end the recording (NewToken makes one).
+	EndToken string
 }
 
 // Gateway is a recording reverse proxy: an http.Handler that forwards an agent's model
@@ -314,6 +323,11 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 func (g *Gateway) serveEnd(w http.ResponseWriter, r *http.Request) {
+	if !g.mayEnd(r) {
+		g.logf("POST /tapebox/end from %s refused: not loopback, and without the end token", r.RemoteAddr)
+		http.Error(w, "tapebox gateway: /tapebox/end answers loopback peers, or a request with the gateway's end token (Authorization: Bearer TOKEN or ?token=TOKEN)", http.StatusForbidden)
+		return
+	}
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST to end the recording", http.StatusMethodNotAllowed)
 		return
@@ -328,6 +342,35 @@ func (g *Gateway) serveEnd(w http.ResponseWriter, r *http.Request) {
 		g.endOnce.Do(func() { go g.cfg.OnEnd() })
 	}
 }
+
+// mayEnd says whether r may end the recording: it comes from loopback, or carries the end
+// token. The peer is the TCP peer: no forwarding header is trusted.
+func (g *Gateway) mayEnd(r *http.Request) bool {
+	if isLoopback(r.RemoteAddr) {
+		return true
+	}
+	if g.cfg.EndToken == "" {
+		return false
+	}
+	want := []byte(g.cfg.EndToken)
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && subtle.ConstantTimeCompare([]byte(tok), want) == 1 {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(r.URL.Query().Get("token")), want) == 1
+}
+
+// isLoopback says whether a peer's address (host:port) is a loopback address.
+func isLoopback(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// NewToken returns a fresh random token (128 bits or more) for Config.EndToken.
+func NewToken() string { return rand.Text() }
 
 // guessProvider picks an upstream for a path that is not a model call.
 func guessProvider(r *http.Request) tape.Provider {

@@ -15,9 +15,13 @@ const Redacted = tape.Redacted
 // IsCredential says whether a header (any case) carries a credential.
 func IsCredential(name string) bool { return tape.IsCredential(name) }
 
-// hopHeaders are connection-level headers a proxy does not forward.
+// hopHeaders are connection-level headers a proxy does not forward (RFC 9110 7.6.1, with
+// the Proxy-* headers of RFC 9110 11.7 and the legacy Proxy-Connection), either way: a
+// Proxy-Authorization meant for the gateway must never reach the provider. Headers the
+// Connection header names are dropped too (isHop).
 var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
 // recordHeaders turns HTTP headers into a tape's, credentials redacted.
@@ -25,8 +29,11 @@ func recordHeaders(h http.Header, extraSecret []string) tape.Headers {
 	return tape.RedactHeaders(h, extraSecret...)
 }
 
-// Injection makes the gateway hold a credential: requests to Host get header Name set to
-// Value, and any credential the agent sent for that host is dropped first.
+// Injection makes the gateway hold a credential: the model calls it records (POST to an
+// Anthropic Messages, OpenAI Chat Completions or Responses path, see provider.Detect) that go
+// to Host get header Name set to Value, and any credential the agent sent with them is
+// dropped first. Other requests to Host (count_tokens, models, admin and file APIs) are
+// forwarded with the agent's own headers: the held key is never spent on them.
 type Injection struct {
 	Host  string // host[:port] of the upstream
 	Name  string

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -24,7 +25,7 @@ import (
 func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, body []byte, rec *recording) {
 	out, err := g.upstreamRequest(r, p, body, rec != nil)
 	if err != nil {
-		g.fail(w, rec, p, fmt.Sprintf("build upstream request: %v", err))
+		g.fail(w, rec, p, fmt.Sprintf("build upstream request: %v", redactError(err)))
 		return
 	}
 	if body == nil && r.ContentLength != 0 {
@@ -45,7 +46,7 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider,
 			}
 			return
 		}
-		g.fail(w, rec, p, fmt.Sprintf("upstream %s: %v", out.URL.Host, err))
+		g.fail(w, rec, p, fmt.Sprintf("upstream %s: %v", out.URL.Host, redactError(err)))
 		return
 	}
 	defer resp.Body.Close()
@@ -90,16 +91,28 @@ func (g *Gateway) upstreamRequest(r *http.Request, p tape.Provider, body []byte,
 	} else if r.ContentLength != 0 {
 		out.ContentLength = r.ContentLength
 	}
-	g.copyRequestHeaders(out.Header, r.Header, base.Host, recorded)
+	if withheld := g.copyRequestHeaders(out.Header, r.Header, base.Host, recorded); withheld != "" {
+		g.logf("%s %s: not a model call the gateway records: sent without the injected %s", r.Method, r.URL.Path, withheld)
+	}
 	return out, nil
 }
 
-func (g *Gateway) copyRequestHeaders(dst, src http.Header, host string, recorded bool) {
+// copyRequestHeaders copies a request's end-to-end headers to dst and, on a recorded model
+// call, applies the injections for host. Injections apply to nothing else, so that a key the
+// gateway holds can be spent only on the calls it records, not on the provider's other APIs
+// (admin keys, files, organizations). It returns the names of the injected headers it
+// withheld from a call that is not recorded ("" when none).
+func (g *Gateway) copyRequestHeaders(dst, src http.Header, host string, recorded bool) (withheld string) {
 	var inject []Injection
 	for _, inj := range g.cfg.Inject {
-		if inj.matches(host) {
-			inject = append(inject, inj)
+		if !inj.matches(host) {
+			continue
 		}
+		if !recorded {
+			withheld += inj.Name + " "
+			continue
+		}
+		inject = append(inject, inj)
 	}
 	connection := src.Values("Connection")
 	for k, vs := range src {
@@ -119,6 +132,17 @@ func (g *Gateway) copyRequestHeaders(dst, src http.Header, host string, recorded
 	for _, inj := range inject {
 		dst.Set(inj.Name, inj.Value)
 	}
+	return strings.TrimSpace(withheld)
+}
+
+// redactError redacts the credentials in the query of the URL an error names (a
+// *url.Error's), since its message is recorded: in the step's answer and in meta.ended.
+func redactError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = tape.RedactURL(ue.URL)
+	}
+	return err
 }
 
 // copyHeaders copies a response's end-to-end headers.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,11 +50,16 @@ func (g *Gateway) begin(rec *recording, r *http.Request, body []byte) {
 		g.logf("%s %s: %v; recording the body as received", r.Method, r.URL.Path, err)
 		decoded = body
 	}
-	step := &tape.Step{Request: tape.Request{Path: r.URL.RequestURI(), Headers: recordHeaders(r.Header, g.injected)}}
+	// The upstream gets the query as sent; the tape, its credentials redacted.
+	step := &tape.Step{Request: tape.Request{Path: tape.RedactURL(r.URL.RequestURI()), Headers: recordHeaders(r.Header, g.injected)}}
 	step.Request.Raw = json.RawMessage(decoded)
 	if err := provider.Normalize(rec.p, step); err != nil {
 		if !json.Valid(decoded) { // only a body that did not normalize can be other than JSON
-			step.Request.Raw, _ = json.Marshal(string(decoded))
+			text := string(decoded)
+			if isForm(r.Header) { // query syntax: its credentials are redacted like a query's
+				text = tape.RedactQuery(text)
+			}
+			step.Request.Raw, _ = json.Marshal(text)
 		}
 		g.logf("%s: %v", r.URL.Path, err)
 	}
@@ -368,6 +374,12 @@ func decodeBody(body []byte, encoding string) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unknown content encoding %q", encoding)
+}
+
+// isForm says whether a request's body is a URL-encoded form.
+func isForm(h http.Header) bool {
+	ct, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && ct == "application/x-www-form-urlencoded"
 }
 
 // rawBody stores a response body: JSON as it is, anything else as a JSON string.

@@ -132,6 +132,8 @@ type Step struct {
 // Request is a model call as the harness sent it. System, Messages, Tools and Params are
 // derived from Raw by the provider adapter (package tape/provider).
 type Request struct {
+	// Path is the request URI (path and query) as sent, credentials in the query redacted
+	// (RedactURL).
 	Path     string                     `json:"path"`
 	System   string                     `json:"system"`
 	Messages []Message                  `json:"messages"`

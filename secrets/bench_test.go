@@ -1,0 +1,56 @@
+package secrets
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// BenchmarkScan scans the golden tapes one after another on one goroutine; MB/s is tape
+// JSON scanned per second.
+func BenchmarkScan(b *testing.B) {
+	s, err := Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var docs [][]byte
+	var size int64
+	for _, p := range goldenTapes(b) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		docs = append(docs, data)
+		size += int64(len(data))
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		for _, d := range docs {
+			if _, err := s.ScanJSON(b.Context(), bytes.NewReader(d)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkScanFiles is what tapebox scan does with the golden tapes: read and scan
+// them on GOMAXPROCS goroutines.
+func BenchmarkScanFiles(b *testing.B) {
+	paths := goldenTapes(b)
+	var size int64
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		for _, r := range ScanFiles(b.Context(), paths) {
+			if r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/tape"
 )
 
 // BenchmarkScan scans the golden tapes one after another on one goroutine; MB/s is tape
@@ -50,6 +53,38 @@ func BenchmarkScanFiles(b *testing.B) {
 		for _, r := range ScanFiles(b.Context(), paths) {
 			if r.Err != nil {
 				b.Fatal(r.Err)
+			}
+		}
+	}
+}
+
+// BenchmarkScanCorpus scans generated tapes of the size dataset export meets (25 steps on
+// average, every request carrying the whole conversation, long tool outputs), one after
+// another on one goroutine.
+func BenchmarkScanCorpus(b *testing.B) {
+	s, err := Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var docs [][]byte
+	var size int64
+	for i := range 4 {
+		data, err := tape.Marshal(dataset.GenerateTape(dataset.CorpusOptions{Seed: 14}, i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		docs = append(docs, data)
+		size += int64(len(data))
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		for _, d := range docs {
+			found, err := s.ScanJSON(b.Context(), bytes.NewReader(d))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(found) > 0 {
+				b.Fatalf("generated tape: %d findings, first %s", len(found), found[0])
 			}
 		}
 	}

@@ -104,6 +104,17 @@ func TestDependencyDirection(t *testing.T) {
 		}
 	}
 
+	// secrets -> tape, and no other package of ours.
+	if p, ok := pkgs["secrets"]; ok {
+		for _, d := range p.Deps {
+			if r, own := rel(d); own && r != "tape" {
+				t.Errorf("secrets depends on %s: it may use tape only of this module", d)
+			}
+		}
+	} else {
+		t.Error("go list found no secrets package")
+	}
+
 	// Nothing imports cmd/...; only cmd/tapebox imports cli.
 	// gateway, controller, dataset and schema do not import each other (but dataset -> schema).
 	sideways := []string{"gateway", "controller", "dataset", "schema"}
@@ -131,6 +142,14 @@ func TestDependencyDirection(t *testing.T) {
 			}
 			if strings.HasPrefix(imp, "github.com/docker/") && name != "sandbox" && !strings.HasPrefix(name, "sandbox/") && !strings.HasPrefix(name, "internal/") {
 				t.Errorf("%s imports %s: the Docker client lives in sandbox", name, imp)
+			}
+			// gitleaks brings viper, sprig and archive readers: only the secret scanner links
+			// it, and only the command line links the scanner.
+			if strings.HasPrefix(imp, "github.com/zricethezav/gitleaks/") && name != "secrets" {
+				t.Errorf("%s imports %s: gitleaks lives only in secrets", name, imp)
+			}
+			if own && r == "secrets" && name != "cli" {
+				t.Errorf("%s imports secrets: only cli may", name)
 			}
 		}
 	}

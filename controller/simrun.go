@@ -112,7 +112,7 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 		writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the request body is not JSON")
 		return
 	}
-	in := &tape.Step{Request: tape.Request{Path: hr.URL.RequestURI(), Raw: json.RawMessage(body), Headers: simHeaders(hr.Header)}}
+	in := &tape.Step{Request: tape.Request{Path: tape.RedactURL(hr.URL.RequestURI()), Raw: json.RawMessage(body), Headers: simHeaders(hr.Header)}}
 	if err := provider.Normalize(p, in); err != nil {
 		r.s.opts.Logf("run %s: %v", r.name, err)
 	}

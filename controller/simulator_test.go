@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -141,4 +142,25 @@ func TestSimulatorDivergesClearly(t *testing.T) {
 		require.GreaterOrEqual(t, resp.StatusCode, 400, tc.path)
 		require.Equal(t, "1", resp.Header.Get("X-Tapebox-Error"), tc.path)
 	}
+}
+
+// TestSimulatorRedactsQuery: a credential in the query string of a request the simulator
+// serves does not reach its replay tape.
+func TestSimulatorRedactsQuery(t *testing.T) {
+	rec, _ := record(t, tape.ProviderAnthropic, false)
+	out := filepath.Join(t.TempDir(), "replay.json")
+	sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: 0, Output: out})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	const planted = "sk-planted-query-secret-4242"
+	resp, err := http.Post(srv.URL+rec.Main().Steps[0].Request.Path+"?key="+planted, "application/json", bytes.NewReader(rec.Main().Steps[0].Request.Raw))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, sim.Close())
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.NotContains(t, string(data), planted)
+	require.Contains(t, string(data), "key="+tape.Redacted)
 }

@@ -2,7 +2,6 @@ package tape
 
 import (
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -201,13 +200,46 @@ func RedactQuery(query string) string {
 	return string(b)
 }
 
-// paramName unescapes a query parameter's name (a name that does not unescape is taken as
-// it is) and lowers it.
+// paramName unescapes a query parameter's name as url.QueryUnescape does ("+" is a space,
+// %XX a byte; a malformed escape leaves the name as it is) and lowers it. It is written out
+// rather than taken from net/url, which would grow the executor (it links package tape)
+// past its size budget.
 func paramName(name string) string {
 	if strings.ContainsAny(name, "%+") {
-		if n, err := url.QueryUnescape(name); err == nil {
+		if n, ok := queryUnescape(name); ok {
 			name = n
 		}
 	}
 	return strings.ToLower(name)
+}
+
+func queryUnescape(s string) (string, bool) {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '+':
+			b = append(b, ' ')
+		case c == '%':
+			if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
+				return s, false
+			}
+			b = append(b, byte(unhex(s[i+1])<<4|unhex(s[i+2])))
+			i += 2
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b), true
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }

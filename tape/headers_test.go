@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -133,4 +134,15 @@ func FuzzRedactURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestQueryUnescapeAsNetURL: the hand-written unescape gives url.QueryUnescape's answers.
+func TestQueryUnescapeAsNetURL(t *testing.T) {
+	for _, s := range []string{"api%5Fkey", "a+b", "%4B%45%59", "bad%zz", "trail%4", "%", "x%2", "plain", "%e2%9c%93"} {
+		want, err := url.QueryUnescape(s)
+		got, ok := queryUnescape(s)
+		if (err == nil) != ok || (ok && got != want) {
+			t.Errorf("queryUnescape(%q) = %q, %v; url.QueryUnescape = %q, %v", s, got, ok, want, err)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,4 +112,33 @@ func TestRecordWorkspaceOverCap(t *testing.T) {
 	tp, err := tape.LoadFile(out)
 	require.NoError(t, err)
 	assert.Nil(t, tp.Meta.Workspace)
+}
+
+// TestOutputsRefuseDevices: record --output and replay --output on a copy of /dev/null (and
+// on a FIFO) fail with a clear error and leave the node as it was.
+func TestOutputsRefuseDevices(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	nodes := []string{fifo}
+	null := filepath.Join(dir, "null")
+	if err := syscall.Mknod(null, syscall.S_IFCHR|0o666, 1<<8|3); err == nil {
+		nodes = append(nodes, null)
+	} else if os.Getuid() == 0 {
+		t.Fatalf("mknod: %v", err)
+	}
+	rec := filepath.Join("..", "testdata", "replay", "codex.json")
+	for _, node := range nodes {
+		before, err := os.Lstat(node)
+		require.NoError(t, err)
+		code, _, stderr := runVerbForTest(t, "replay", "--tape", rec, "--sandbox", "local:"+t.TempDir(), "--speed", "0", "--output", node)
+		assert.Equal(t, ExitFailure, code)
+		assert.Contains(t, stderr, "refusing to replace "+node)
+		code, _, stderr = runVerbForTest(t, "record", "--no-workspace", "--output", node, "--", "true")
+		assert.Equal(t, ExitFailure, code)
+		assert.Contains(t, stderr, "refusing to replace "+node)
+		after, err := os.Lstat(node)
+		require.NoError(t, err)
+		assert.Equal(t, before.Mode(), after.Mode(), "%s is as it was", node)
+	}
 }

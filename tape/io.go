@@ -3,8 +3,10 @@ package tape
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -269,8 +271,46 @@ func Save(path string, t *Tape) error {
 	return nil
 }
 
-// WriteFileAtomic writes data to path through a synced temporary file and a rename.
+// ErrNotRegular: an output path holds something other than a regular file (a device, a FIFO,
+// a directory, a symbolic link), which TapeBox never replaces.
+var ErrNotRegular = errors.New("not a regular file")
+
+// CheckOutput says whether path may be written over: it holds nothing, or a regular file.
+// Every TapeBox output goes through it before its rename, so that --output /dev/null, a FIFO
+// or a link can never be turned into a regular file.
+func CheckOutput(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	kind := "a " + fi.Mode().Type().String() + " entry"
+	switch {
+	case fi.IsDir():
+		kind = "a directory"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		kind = "a symbolic link"
+	case fi.Mode()&fs.ModeNamedPipe != 0:
+		kind = "a named pipe"
+	case fi.Mode()&fs.ModeDevice != 0:
+		kind = "a device"
+	case fi.Mode()&fs.ModeSocket != 0:
+		kind = "a socket"
+	}
+	return fmt.Errorf("refusing to replace %s: it is %s, and only a regular file or nothing is replaced (%w)", path, kind, ErrNotRegular)
+}
+
+// WriteFileAtomic writes data to path through a synced temporary file and a rename. It
+// refuses a path that holds anything but a regular file (CheckOutput).
 func WriteFileAtomic(path string, data []byte) error {
+	if err := CheckOutput(path); err != nil {
+		return err
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

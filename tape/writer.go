@@ -100,9 +100,12 @@ var (
 	stepOpen      = piece{data: []byte(`,{"request":`)}
 )
 
-// Create starts persisting t at path (parent directories are created, an existing file is
-// replaced) and writes it once.
+// Create starts persisting t at path (parent directories are created, an existing regular
+// file is replaced; anything else at path is refused: CheckOutput) and writes it once.
 func Create(path string, t *Tape) (*Writer, error) {
+	if err := CheckOutput(path); err != nil {
+		return nil, fmt.Errorf("create tape: %w", err)
+	}
 	t.normalize()
 	w := &Writer{path: path, t: t, first: true}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
 // ErrTooBig: the workspace holds more file content than Options.MaxBytes.
@@ -74,6 +76,9 @@ func Snapshot(ctx context.Context, dir string, w io.Writer, opts Options) (Info,
 // it, synced, then renamed, so name is either the whole snapshot or untouched. name should lie
 // outside dir.
 func SnapshotFile(ctx context.Context, dir, name string, opts Options) (_ Info, err error) {
+	if err := tape.CheckOutput(name); err != nil {
+		return Info{}, fmt.Errorf("snapshot %s: %w", dir, err)
+	}
 	t, err := plan(ctx, dir, opts)
 	if err != nil {
 		return Info{}, err

@@ -69,6 +69,8 @@ func RunEnv(ctx context.Context, args []string, env *Env) int {
 		return ExitUsage
 	}
 	switch args[0] {
+	case "--version", "-version", "-v":
+		return commands["version"].run(ctx, env, nil)
 	case "-h", "-help", "--help", "help":
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {

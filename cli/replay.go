@@ -209,7 +209,8 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	}
 	spec, err := sandbox.ParseSpec(f.sandboxSpec)
 	if err != nil {
-		return failf(env, "replay", "%v", err)
+		fmt.Fprintf(env.Stderr, "tapebox replay: %v\nRun \"tapebox replay --help\" for usage.\n", err)
+		return ExitUsage
 	}
 	transport, err := sandbox.ParseTransport(f.transport)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/schema"
 )
 
@@ -23,7 +24,7 @@ type validateResult struct {
 }
 
 func runValidate(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "validate", "[--json] [-q] FILE...", `
+	fs := newFlagSet(env, "validate", "[--json] [-q] FILE|DIR...", `
 Checks each tape against the tape JSON Schema (schema/tape.schema.json, draft 2020-12) and
 prints one line per problem: "FILE: JSON-POINTER: message", for example
   run.json: /threads/0/steps/3/response/stop_reason: required field is missing
@@ -37,7 +38,12 @@ Exits 0 when every tape is valid, 1 when any is invalid or cannot be read.`)
 	if fs.NArg() == 0 {
 		return usageError(env, fs, "want at least one tape file")
 	}
-	results := schema.ValidateFiles(ctx, fs.Args())
+	// A directory stands for the tapes in it (*.json, recursively), as for scan and dataset export.
+	inputs, err := dataset.ExpandInputs(fs.Args())
+	if err != nil {
+		return failf(env, "validate", "%v", err)
+	}
+	results := schema.ValidateFiles(ctx, inputPaths(inputs))
 	out := make([]validateResult, len(results))
 	invalid := 0
 	for i, r := range results {

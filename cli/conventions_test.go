@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestVersionFlag(t *testing.T) {
+	code, stdout, _ := runVerbForTest(t, "--version")
+	assert.Equal(t, ExitOK, code)
+	assert.True(t, strings.HasPrefix(stdout, "tapebox "+Version), stdout)
+}
+
+// TestCompletion: the scripts name every verb and each verb's flags, and bash parses its.
+func TestCompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		code, stdout, stderr := runVerbForTest(t, "completion", sh)
+		require.Equal(t, ExitOK, code, stderr)
+		for v := range commands {
+			assert.Contains(t, stdout, v, sh)
+		}
+		assert.Contains(t, stdout, "check", "%s: replay's --check", sh)
+		if sh == "bash" {
+			p := filepath.Join(t.TempDir(), "c.bash")
+			require.NoError(t, os.WriteFile(p, []byte(stdout), 0o644))
+			out, err := exec.Command("bash", "-n", p).CombinedOutput()
+			assert.NoError(t, err, "%s", out)
+		}
+	}
+	code, _, _ := runVerbForTest(t, "completion", "tcsh")
+	assert.Equal(t, ExitUsage, code)
+}
+
+func TestBadSandboxSpecIsAUsageError(t *testing.T) {
+	rec := filepath.Join("..", "testdata", "replay", "codex.json")
+	code, _, stderr := runVerbForTest(t, "replay", "--tape", rec, "--sandbox", "vm:nope")
+	assert.Equal(t, ExitUsage, code, stderr)
+	assert.Contains(t, stderr, "tapebox replay --help")
+}
+
+func TestValidateDirectory(t *testing.T) {
+	code, stdout, stderr := runVerbForTest(t, "validate", filepath.Join("..", "testdata", "replay"))
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "claude-code.json: ok")
+	assert.Contains(t, stdout, "codex.json: ok")
+}

@@ -83,4 +83,3 @@ Prints a completion script for the shell: verbs, and each verb's flags.
 	}
 	return ExitOK
 }
-

@@ -113,7 +113,7 @@ func TestValidate(t *testing.T) {
 		{name: "unreadable", args: []string{"-q", absent}, code: ExitFailure, stdout: []string{absent + ": read tape: open " + absent + ": no such file or directory"}},
 		{name: "no files", args: nil, code: ExitUsage, stderrHas: "want at least one tape file", stdoutNone: true},
 		{name: "bad flag", args: []string{"--nope", good}, code: ExitUsage, stdoutNone: true},
-		{name: "help", args: []string{"--help"}, code: ExitOK, stdout: []string{"Usage: tapebox validate [--json] [-q] FILE..."}},
+		{name: "help", args: []string{"--help"}, code: ExitOK, stdout: []string{"Usage: tapebox validate [--json] [-q] FILE|DIR..."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

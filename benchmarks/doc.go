@@ -11,7 +11,7 @@
 //	BenchmarkSandboxReady     docker-create-start(-nonet) vs tapebox-sandbox-ready
 //	BenchmarkGateway          direct vs gateway, non-stream call and first byte of a stream
 //	BenchmarkControllerStep   a 1000-step Noop tape at --speed 0, local and Docker
-//	BenchmarkReplayCorpus     testdata/replay/*.json and a miniharness recording, per runtime
+//	BenchmarkReplayCorpus     testdata/replay/*.json and a miniagent recording, per runtime
 //	BenchmarkDatasetExport    encoding/json decoding vs Parquet (and Arrow) export, MB/s
 //	BenchmarkSchemaValidate   encoding/json decoding vs schema validation, MB/s
 //

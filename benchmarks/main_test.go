@@ -17,7 +17,7 @@ import (
 )
 
 // scratch holds the directories shared by the whole run (the generated corpus, the
-// miniharness recording); TestMain removes them at the end.
+// miniagent recording); TestMain removes them at the end.
 var scratch struct {
 	mu   sync.Mutex
 	dirs []string

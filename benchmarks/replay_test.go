@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/internal/miniharness"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
@@ -110,7 +110,7 @@ type corpusTape struct {
 	local bool
 }
 
-// corpus returns testdata/replay/*.json and a fresh miniharness recording.
+// corpus returns testdata/replay/*.json and a fresh miniagent recording.
 func corpus(b *testing.B) []corpusTape {
 	b.Helper()
 	paths, err := filepath.Glob(filepath.Join("..", "testdata", "replay", "*.json"))
@@ -141,9 +141,9 @@ func corpus(b *testing.B) []corpusTape {
 	}
 	mini, err := miniRecording()
 	if err != nil {
-		b.Fatalf("record the miniharness tape: %v", err)
+		b.Fatalf("record the miniagent tape: %v", err)
 	}
-	return append(tapes, corpusTape{name: "miniharness", path: mini, cwd: "/work", local: true})
+	return append(tapes, corpusTape{name: "miniagent", path: mini, cwd: "/work", local: true})
 }
 
 // miniScript is a small agent run: two calls in parallel, a subagent, a failing command.
@@ -179,7 +179,7 @@ var miniRecording = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	defer p.Close()
-	g, err := testkit.StartGateway(p.URL(), filepath.Join(dir, "miniharness.json"), testkit.Harness("claude-code"))
+	g, err := testkit.StartGateway(p.URL(), filepath.Join(dir, "miniagent.json"), testkit.Harness("claude-code"))
 	if err != nil {
 		return "", err
 	}
@@ -189,7 +189,7 @@ var miniRecording = sync.OnceValues(func() (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := miniharness.Run(ctx, miniharness.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic, Stream: true,
+	if _, err := miniagent.Run(ctx, miniagent.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic, Stream: true,
 		Prompt: "Set up app/ with a greeting and its word count.", Dir: work, APIKey: "sk-bench-placeholder"}); err != nil {
 		g.Close()
 		return "", err
@@ -208,7 +208,7 @@ var miniRecording = sync.OnceValues(func() (string, error) {
 })
 
 // BenchmarkReplayCorpus replays each tape of the corpus (testdata/replay/*.json and a
-// miniharness recording) at --speed 0 in a fresh sandbox per iteration (opening and closing
+// miniagent recording) at --speed 0 in a fresh sandbox per iteration (opening and closing
 // it is not timed), side by side on each sandbox: local (only for tapes that stay in their
 // working directory) and a container on each runtime docker info lists (runc; runsc when
 // gVisor is installed). Every replay must be identical to its recording, or the benchmark

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/internal/miniharness"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
@@ -43,7 +43,7 @@ func recordBenchTape(t *testing.T) string {
 		}},
 	}})
 	g := testkit.NewGateway(t, p.URL(), testkit.Harness("claude-code"))
-	_, err := miniharness.Run(t.Context(), miniharness.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic,
+	_, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic,
 		Prompt: "Make files.", Dir: t.TempDir(), APIKey: "placeholder"})
 	require.NoError(t, err)
 	_, err = g.Finish()

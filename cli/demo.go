@@ -14,8 +14,8 @@ import (
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/internal/fakeprovider"
-	"github.com/tapebox/tapebox/internal/miniharness"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -95,7 +95,7 @@ same files as the recording's working directory.`)
 	}
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	final, err := miniharness.Run(ctx, miniharness.Config{BaseURL: "http://" + ln.Addr().String(), Provider: tape.ProviderAnthropic,
+	final, err := miniagent.Run(ctx, miniagent.Config{BaseURL: "http://" + ln.Addr().String(), Provider: tape.ProviderAnthropic,
 		Stream: true, Prompt: "Set up app/ with a greeting and its word count.", Dir: recordDir, APIKey: "sk-demo-placeholder"})
 	srv.Close()
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/internal/fakeprovider"
-	"github.com/tapebox/tapebox/internal/miniharness"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -29,7 +29,7 @@ func TestRecordHelperAgent(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(100)
 	}
-	final, err := miniharness.Run(t.Context(), miniharness.Config{BaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
+	final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
 		Provider: tape.ProviderAnthropic, Stream: true, Prompt: "RECORD-TASK: make a file", Dir: dir, APIKey: gwAPIKey})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/internal/fakeprovider"
-	"github.com/tapebox/tapebox/internal/miniharness"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -45,7 +45,7 @@ func record(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
 	require.NoError(t, err)
 	gw := httptest.NewServer(g)
 	defer gw.Close()
-	_, err = miniharness.Run(t.Context(), miniharness.Config{BaseURL: gw.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: t.TempDir(), APIKey: "sk-x"})
+	_, err = miniagent.Run(t.Context(), miniagent.Config{BaseURL: gw.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: t.TempDir(), APIKey: "sk-x"})
 	require.NoError(t, err)
 	require.NoError(t, g.Finish(tape.EndComplete, ""))
 	rec, err := tape.LoadFile(out)
@@ -64,7 +64,7 @@ func TestSimulatorReplaysEveryFormat(t *testing.T) {
 				srv := httptest.NewServer(sim)
 				defer srv.Close()
 				dir := t.TempDir()
-				final, err := miniharness.Run(t.Context(), miniharness.Config{BaseURL: srv.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
+				final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
 				require.NoError(t, err)
 				require.Equal(t, "All done.", final)
 				<-sim.Finished()
@@ -93,7 +93,7 @@ func TestSimulatorConcurrentRuns(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = miniharness.Run(t.Context(), miniharness.Config{BaseURL: fmt.Sprintf("%s/r/run-%d", srv.URL, i),
+			_, errs[i] = miniagent.Run(t.Context(), miniagent.Config{BaseURL: fmt.Sprintf("%s/r/run-%d", srv.URL, i),
 				Provider: tape.ProviderAnthropic, Stream: true, Prompt: "do it", Dir: t.TempDir(), APIKey: "sk-x"})
 		})
 	}
@@ -120,7 +120,7 @@ func TestSimulatorDivergesClearly(t *testing.T) {
 	// sub/ already exists with a file: the harness's "cat" will still match, but make the
 	// first command's output differ by making one.txt unwritable.
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "one.txt"), 0o755))
-	_, err = miniharness.Run(t.Context(), miniharness.Config{BaseURL: srv.URL, Provider: tape.ProviderAnthropic, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
+	_, err = miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: tape.ProviderAnthropic, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "diverged")
 	require.Contains(t, err.Error(), "thread main step 1")

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/internal/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/internal/fakeprovider"
-	"github.com/tapebox/tapebox/internal/miniharness"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -56,7 +56,7 @@ func TestRecordRoundTripShapes(t *testing.T) {
 				gw := httptest.NewServer(g)
 				defer gw.Close()
 				dir := t.TempDir()
-				final, err := miniharness.Run(t.Context(), miniharness.Config{BaseURL: gw.URL + "/r/run-1", Provider: p, Stream: stream,
+				final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: gw.URL + "/r/run-1", Provider: p, Stream: stream,
 					Prompt: "do the task", Dir: dir, APIKey: secret})
 				require.NoError(t, err)
 				require.Equal(t, "All done.", final)

@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tapebox/tapebox/internal/miniharness"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 )
 
 // Record a scripted agent run through the gateway, replay the tape in a fresh directory
@@ -28,7 +28,7 @@ func Example() {
 	g, _ := testkit.StartGateway(p.URL(), filepath.Join(dir, "run.json"), testkit.Harness("claude-code"))
 	work := filepath.Join(dir, "work")
 	os.Mkdir(work, 0o755)
-	answer, _ := miniharness.Run(ctx, miniharness.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic,
+	answer, _ := miniagent.Run(ctx, miniagent.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic,
 		Prompt: "Say hi in hello.txt.", Dir: work, APIKey: "placeholder"})
 	rec, err := g.Finish()
 	if err != nil {

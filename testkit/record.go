@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/internal/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/tape"
 )
 

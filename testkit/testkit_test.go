@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/internal/miniharness"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
@@ -55,7 +55,7 @@ func record(tb testing.TB) string {
 	p := testkit.NewProvider(tb, script)
 	g := testkit.NewGateway(tb, p.URL(), testkit.Harness("claude-code"), testkit.Task("id", "greeting"))
 	work := tb.TempDir()
-	final, err := miniharness.Run(tb.Context(), miniharness.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic, Stream: true,
+	final, err := miniagent.Run(tb.Context(), miniagent.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic, Stream: true,
 		Prompt: "Set up app/ with a greeting and its word count.", Dir: work, APIKey: "sk-test-placeholder"})
 	require.NoError(tb, err)
 	require.Equal(tb, "Done.", final)
@@ -112,7 +112,7 @@ func TestCheckEndState(t *testing.T) {
 	work := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(work, "seed.txt"), []byte("was here first\n"), 0o644))
 	g := testkit.NewGateway(t, p.URL(), testkit.Harness("claude-code"), testkit.Workspace(work))
-	_, err := miniharness.Run(t.Context(), miniharness.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic, Stream: true,
+	_, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: g.URL, Provider: tape.ProviderAnthropic, Stream: true,
 		Prompt: "Set up app/ with a greeting and its word count.", Dir: work, APIKey: "sk-test-placeholder"})
 	require.NoError(t, err)
 	rec, err := g.Finish()

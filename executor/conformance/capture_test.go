@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/tapebox/tapebox/internal/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
 )

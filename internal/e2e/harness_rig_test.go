@@ -29,7 +29,7 @@ import (
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/internal/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"

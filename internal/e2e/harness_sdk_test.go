@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/internal/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
 )

@@ -16,8 +16,8 @@ import (
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/internal/fakeprovider"
-	"github.com/tapebox/tapebox/internal/miniharness"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -33,7 +33,7 @@ type handTape struct {
 	harness  string
 	cwd      string
 	prompt   string
-	tools    []miniharness.Tool
+	tools    []miniagent.Tool
 	script   fakeprovider.Script
 	results  map[string]tape.ToolResult // by the call's position "thread/turn/index"
 	// files are the sandbox's expected end state (relative to cwd); "" means absent.
@@ -50,7 +50,7 @@ func claudeTape() handTape {
 	return handTape{
 		name: "claude-code", provider: tape.ProviderAnthropic, harness: "claude-code", cwd: cwd,
 		prompt: "Write notes, edit them, run a background job, and have a helper read the notes.",
-		tools: []miniharness.Tool{
+		tools: []miniagent.Tool{
 			{Name: "Bash", Schema: `{"type":"object"}`}, {Name: "Write", Schema: `{"type":"object"}`},
 			{Name: "Edit", Schema: `{"type":"object"}`}, {Name: "Read", Schema: `{"type":"object"}`},
 			{Name: "Agent", Schema: `{"type":"object"}`},
@@ -96,7 +96,7 @@ func codexTape() handTape {
 	return handTape{
 		name: "codex", provider: tape.ProviderOpenAIResponses, harness: "codex", cwd: cwd,
 		prompt: "Make docs, patch them, wait for a slow command.",
-		tools: []miniharness.Tool{
+		tools: []miniagent.Tool{
 			{Name: "exec_command", Schema: `{"type":"object"}`}, {Name: "write_stdin", Schema: `{"type":"object"}`},
 			{Name: "apply_patch", Custom: true},
 		},
@@ -156,7 +156,7 @@ func build(t *testing.T, h handTape) {
 		t.Errorf("no hand-written result for %s %s", c.Name, c.Input)
 		return text("missing", true), true
 	}
-	_, err = miniharness.Run(t.Context(), miniharness.Config{BaseURL: gw.URL, Provider: h.provider, Stream: true, Prompt: h.prompt,
+	_, err = miniagent.Run(t.Context(), miniagent.Config{BaseURL: gw.URL, Provider: h.provider, Stream: true, Prompt: h.prompt,
 		Dir: t.TempDir(), APIKey: "sk-hand", Tools: h.tools, RunTool: results})
 	require.NoError(t, err)
 	require.NoError(t, fp.Err())

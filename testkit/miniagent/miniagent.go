@@ -1,11 +1,11 @@
-// Package miniharness is a small, real agent harness: it sends model calls in any of the
+// Package miniagent is a small, real agent harness: it sends model calls in any of the
 // three wire formats TapeBox records (streaming or not), runs the Bash tool calls it gets for
 // real in its working directory, runs a response's tool calls in parallel, and plays an
 // Agent tool call as a subagent with a conversation of its own. Its tools take Claude Code's
 // shapes and its results Claude Code's formats, so its recordings replay with the
 // claude-code harness module. TapeBox uses it for the record-and-replay round trip and for
 // `tapebox demo`.
-package miniharness
+package miniagent
 
 import (
 	"bytes"
@@ -98,7 +98,7 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 		wg.Wait()
 		conv.addResults(results)
 	}
-	return "", fmt.Errorf("miniharness: no final answer after %d turns", cfg.MaxTurns)
+	return "", fmt.Errorf("miniagent: no final answer after %d turns", cfg.MaxTurns)
 }
 
 // runTool runs one tool call and formats its result as Claude Code does.
@@ -247,15 +247,15 @@ func (c *conversation) call(ctx context.Context) (*tape.Step, error) {
 	}
 	resp, err := c.cfg.Client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("miniharness: model call: %w", err)
+		return nil, fmt.Errorf("miniagent: model call: %w", err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("miniharness: read answer: %w", err)
+		return nil, fmt.Errorf("miniagent: read answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("miniharness: model call: %s: %s", resp.Status, bytes.TrimSpace(data))
+		return nil, fmt.Errorf("miniagent: model call: %s: %s", resp.Status, bytes.TrimSpace(data))
 	}
 	step := &tape.Step{Request: tape.Request{Raw: body}}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -264,7 +264,7 @@ func (c *conversation) call(ctx context.Context) (*tape.Step, error) {
 		step.Response.Raw = data
 	}
 	if err := provider.Normalize(c.cfg.Provider, step); err != nil {
-		return nil, fmt.Errorf("miniharness: parse answer: %w", err)
+		return nil, fmt.Errorf("miniagent: parse answer: %w", err)
 	}
 	c.addAnswer(step)
 	return step, nil

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 )
 
 // noopTape is a claude-code tape of n steps, each with one TodoWrite call (a Noop tool: the

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 )
 
 // benchCLI runs the command line and returns the exit code and output.

@@ -25,9 +25,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // The credentials the gateway tests of this package send; none may reach a file beside a

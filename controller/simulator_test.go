@@ -14,9 +14,9 @@ import (
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/testkit/miniagent"
-	"github.com/tapebox/tapebox/tape"
 )
 
 func script() fakeprovider.Script {

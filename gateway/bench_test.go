@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // The benchmarks run each measurement side by side: "direct" calls the upstream itself,

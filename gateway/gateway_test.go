@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/testkit/miniagent"
-	"github.com/tapebox/tapebox/tape"
 )
 
 const secret = "sk-test-SECRET-0123456789"

@@ -19,9 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // The credentials the suite sends (or has the upstream send back). None may appear in any

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // The scripted provider's types, so that tests outside this module can write scripts. See

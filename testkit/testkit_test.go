@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 )
 
 func bash(cmd string) tape.ToolCall { return testkit.Call("Bash", map[string]string{"command": cmd}) }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // harnesses pairs each harness with its cases and how to run it.

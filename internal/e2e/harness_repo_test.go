@@ -12,8 +12,8 @@ import (
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/workspace"
 )
 

@@ -29,10 +29,10 @@ import (
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // rig builds the tapebox binary once per top-level test, with tapebox-exec-<arch> beside it

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // realCase is a task for one real harness: the scripted model, where it runs, how to start

@@ -16,10 +16,10 @@ import (
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
-	"github.com/tapebox/tapebox/testkit/miniagent"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/miniagent"
 )
 
 var update = flag.Bool("update", false, "rebuild the hand-built tapes in ../../testdata/replay")

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // need skips the test when the harness is missing, unless TAPEBOX_REQUIRE_HARNESSES=1.

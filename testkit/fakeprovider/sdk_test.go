@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // The official SDKs parse every answer of the fake provider, streamed and not, into the

@@ -37,15 +37,23 @@ type ImportResult struct {
 	// Workspaces counts the start snapshot files written, WorkspaceBytes their size.
 	Workspaces     int
 	WorkspaceBytes int64
-	// Renamed lists the tapes (by id) whose start snapshot was written under another name
-	// than their meta.workspace.snapshot, which the tape file then names instead: a name
-	// that is not a plain file name, or one that another tape's different snapshot took.
-	// Their tape files differ from tape_json in that name only.
-	Renamed []string
+	// Renamed lists the tapes whose start snapshot was written under another name than
+	// their meta.workspace.snapshot, which the tape file then names instead: a name that
+	// is not a plain file name, or one that another tape's different snapshot took. Their
+	// tape files differ from tape_json in that name only.
+	Renamed []RenamedSnapshot
 	// WithoutWorkspace counts the tapes that name a start snapshot the dataset does not
 	// hold (exported without them); their tape files are written all the same.
 	WithoutWorkspace int
 	Elapsed          time.Duration
+}
+
+// RenamedSnapshot is a start snapshot Import wrote under a new name.
+type RenamedSnapshot struct {
+	TapeID string
+	// From is the tape's meta.workspace.snapshot in the dataset, To the file name written
+	// (beside the tape) and now in the tape's meta.
+	From, To string
 }
 
 // tapeJSON is the projection of the tapes table that Import reads.
@@ -120,11 +128,12 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 				seen[r.v.TapeID] = where
 				it := importTape{located: r}
 				if r.v.WorkspaceIncluded {
-					if it.rename, err = snaps.name(split, r.v); err != nil {
+					var from string
+					if from, it.rename, err = snaps.name(split, r.v); err != nil {
 						return fmt.Errorf("%s (tape %s): %w", where, r.v.TapeID, err)
 					}
 					if it.rename != "" {
-						res.Renamed = append(res.Renamed, r.v.TapeID)
+						res.Renamed = append(res.Renamed, RenamedSnapshot{TapeID: r.v.TapeID, From: from, To: it.rename})
 					}
 				} else if r.v.WorkspaceDigest != nil {
 					res.WithoutWorkspace++
@@ -236,17 +245,17 @@ func newSnapshotNames() *snapshotNames {
 
 // name picks the file name of the row's snapshot: meta.workspace.snapshot when it is a
 // plain file name that no other snapshot took, else <tape file stem>.workspace.tar.zst.
-// It returns the new name, or "" when the tape's own is kept.
-func (s *snapshotNames) name(split string, r tapeJSON) (string, error) {
+// It returns the tape's name and the new one, or "" when the tape's own is kept.
+func (s *snapshotNames) name(split string, r tapeJSON) (from, to string, err error) {
 	w, err := workspaceOf(r.TapeJSON)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if w == nil || w.Snapshot == "" || w.Digest == "" {
-		return "", errors.New("workspace_included, but tape_json names no start snapshot with a digest")
+		return "", "", errors.New("workspace_included, but tape_json names no start snapshot with a digest")
 	}
 	if r.WorkspaceDigest == nil || *r.WorkspaceDigest != w.Digest {
-		return "", fmt.Errorf("workspace_digest is not meta.workspace.digest %s", w.Digest)
+		return "", "", fmt.Errorf("workspace_digest is not meta.workspace.digest %s", w.Digest)
 	}
 	candidates := []string{strings.TrimSuffix(TapeFileName(r.TapeID), ".json") + snapshotSuffix}
 	if plainName(w.Snapshot) {
@@ -267,11 +276,11 @@ func (s *snapshotNames) name(split string, r tapeJSON) (string, error) {
 			s.by[w.Digest] = r.TapeID
 		}
 		if c == w.Snapshot {
-			return "", nil
+			return w.Snapshot, "", nil
 		}
-		return c, nil
+		return w.Snapshot, c, nil
 	}
-	return "", fmt.Errorf("no file name left for its start snapshot (%s and %s are another snapshot's)", w.Snapshot, candidates[len(candidates)-1])
+	return "", "", fmt.Errorf("no file name left for its start snapshot (%s and %s are another snapshot's)", w.Snapshot, candidates[len(candidates)-1])
 }
 
 // write reads the workspaces table of split, one snapshot at a time, checks each against

@@ -32,6 +32,15 @@ func (e *SnapshotError) Error() string { return "start snapshot " + e.Snapshot +
 // Unwrap returns the cause.
 func (e *SnapshotError) Unwrap() error { return e.Err }
 
+// missingError is a snapshot file that is not there; it is an os.ErrNotExist.
+type missingError struct{ name string }
+
+func (e missingError) Error() string {
+	return fmt.Sprintf("missing: meta.workspace.snapshot %q names no file beside the tape", e.name)
+}
+
+func (e missingError) Unwrap() error { return os.ErrNotExist }
+
 // ErrDigestMismatch reports a start snapshot whose bytes do not hash to the digest the tape
 // (or the workspaces table) gives for them.
 var ErrDigestMismatch = errors.New("digest mismatch")
@@ -65,7 +74,7 @@ func checkSnapshot(tapePath string, w *tape.Workspace) (string, error) {
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return fail("missing: meta.workspace.snapshot %q names no file beside the tape: %w", w.Snapshot, os.ErrNotExist)
+		return path, &SnapshotError{Snapshot: path, Err: missingError{w.Snapshot}}
 	}
 	if err != nil {
 		return fail("%w", err)

@@ -217,7 +217,10 @@ func TestImportRenamesSnapshots(t *testing.T) {
 	ir, err := Import(t.Context(), dir, ImportOptions{Out: back, Verify: true})
 	require.NoError(t, err)
 	clashID, nestedID := tapeOf(t, clash).Meta.TapeID, tapeOf(t, nested).Meta.TapeID
-	assert.Equal(t, []string{clashID, nestedID}, ir.Renamed)
+	assert.Equal(t, []RenamedSnapshot{
+		{TapeID: clashID, From: "run.workspace.tar.zst", To: clashID + snapshotSuffix},
+		{TapeID: nestedID, From: "snapshots/start.tar.zst", To: nestedID + snapshotSuffix},
+	}, ir.Renamed)
 	assert.Equal(t, 3, ir.Workspaces)
 	requireSameFile(t, first.Path, filepath.Join(back, TapeFileName(tapeOf(t, first).Meta.TapeID)))
 	requireSameFile(t, filepath.Join(root, "1", "run.workspace.tar.zst"), filepath.Join(back, "run.workspace.tar.zst"))

@@ -20,7 +20,11 @@ func decodeTestTapes(t testing.TB) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for i := range 10 {
-		data, err := tape.Marshal(GenerateTape(CorpusOptions{Seed: 71, MeanSteps: 4, Lean: true}, i))
+		opts := CorpusOptions{Seed: 71, MeanSteps: 4, Lean: true}
+		if i%3 == 2 {
+			opts.Workspaces = 2 // meta.workspace: a start snapshot and an end manifest
+		}
+		data, err := tape.Marshal(GenerateTape(opts, i))
 		require.NoError(t, err)
 		out = append(out, data)
 	}

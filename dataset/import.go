@@ -262,10 +262,11 @@ func (s *snapshotNames) name(split string, r tapeJSON) (from, to string, err err
 		candidates = append([]string{w.Snapshot}, candidates...)
 	}
 	for _, c := range candidates {
-		if d, taken := s.owner[c]; taken && d != w.Digest {
+		d, taken := s.owner[c]
+		if taken && d != w.Digest {
 			continue
 		}
-		if _, taken := s.owner[c]; !taken {
+		if !taken { // a name another tape gave the same snapshot is written once
 			s.owner[c] = w.Digest
 			if s.want[split] == nil {
 				s.want[split] = map[string][]string{}

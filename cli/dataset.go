@@ -75,7 +75,7 @@ func progressTo(env *Env) io.Writer {
 }
 
 func runDatasetExport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] TAPES...", `
+	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] TAPES...", `
 Writes the tapes (files, directories searched for *.json, or glob patterns) to a folder that
 can be pushed to the Hugging Face Hub as it is: data/tapes/<split>-NNNNN-of-MMMMM.parquet and
 data/steps/... shards (zstd, page index, row groups of at most about 100 MB, shards of about
@@ -84,6 +84,11 @@ README.md, a dataset card whose YAML lists configs, features, splits and sizes.
 
 Every tape is validated against the tape schema first; an invalid tape is reported with its
 file and JSON pointer and fails the export (nothing is written), unless --skip-invalid.
+
+A tape that names a start snapshot of its workspace (meta.workspace.snapshot, a file beside
+the tape) takes it along: the snapshot must be there and match meta.workspace.digest, or the
+tape is invalid. The snapshots go to data/workspaces/..., once per digest. --no-workspace
+exports the tapes without them.
 Shards of other splits already in the folder are kept. Memory stays bounded whatever the
 number of tapes (the dataset verbs set a soft heap limit of 176 MiB unless GOMEMLIMIT is
 set). A progress bar is drawn when stderr is a terminal.`)
@@ -92,6 +97,7 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	format := fs.String("format", "parquet", "files to write: parquet, arrow or both")
 	jobs := fs.Int("jobs", 0, "tapes parsed and validated at once (default: number of CPUs)")
 	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
+	noWorkspace := fs.Bool("no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
 	pos, code, done := parseInterspersed(env, fs, args)
 	if done {
 		return code
@@ -114,7 +120,7 @@ set). A progress bar is drawn when stderr is a terminal.`)
 		return failf(env, "dataset export", "no tape files in %s", strings.Join(pos, " "))
 	}
 	opts := dataset.ExportOptions{
-		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip,
+		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,
 		MadeWith: "tapebox " + Version,
 	}
 	opts.Progress = progressTo(env)
@@ -123,6 +129,10 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	if errors.As(err, &invalid) {
 		fmt.Fprintln(env.Stderr, invalid.Error())
 		fmt.Fprintln(env.Stderr, "(--skip-invalid exports the valid tapes and skips these)")
+		var snap *dataset.SnapshotError
+		if errors.As(err, &snap) {
+			fmt.Fprintln(env.Stderr, "(--no-workspace exports the tapes without their start snapshots)")
+		}
 		return ExitFailure
 	}
 	if err != nil {
@@ -134,6 +144,12 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	mbps := float64(res.InputBytes) / 1e6 / max(res.Elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(env.Stdout, "exported %d tapes (%d steps) from %d files, %.1f MB of tape JSON, to %s in %.1fs (%.0f MB/s)\n",
 		res.Tapes, res.Steps, len(inputs), float64(res.InputBytes)/1e6, *out, res.Elapsed.Seconds(), mbps)
+	if res.Workspaces > 0 {
+		fmt.Fprintf(env.Stdout, "with %d start snapshots (%.1f MB) in data/workspaces\n", res.Workspaces, float64(res.WorkspaceBytes)/1e6)
+	}
+	if res.WorkspacesLeftOut > 0 {
+		fmt.Fprintf(env.Stdout, "left out the start snapshots of %d tapes (--no-workspace): they cannot be replayed from the dataset alone\n", res.WorkspacesLeftOut)
+	}
 	if len(res.Skipped) > 0 {
 		fmt.Fprintf(env.Stdout, "skipped %d invalid tapes\n", len(res.Skipped))
 	}
@@ -143,7 +159,10 @@ set). A progress bar is drawn when stderr is a terminal.`)
 func runDatasetImport(ctx context.Context, env *Env, args []string) int {
 	fs := newFlagSet(env, "dataset import", "DIR --out TAPES_DIR [--split S] [--verify]", `
 Rebuilds one tape file per row of the dataset's tapes table (TAPE_ID.json), byte-identical
-to the canonical encoding of the tape that was exported.`)
+to the canonical encoding of the tape that was exported, and writes each tape's start
+snapshot beside it, checked against its digest, under the name meta.workspace.snapshot
+gives. A name that is not a plain file name, or that a different snapshot already took, is
+replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	out := fs.String("out", "", "folder for the tape files (required)")
 	split := fs.String("split", "", "import only this split (default: every split)")
 	verify := fs.Bool("verify", false, "validate each tape against the schema and check its encoding before writing it")
@@ -168,6 +187,15 @@ to the canonical encoding of the tape that was exported.`)
 	}
 	fmt.Fprintf(env.Stdout, "imported %d tapes (%.1f MB) to %s in %.1fs (%.0f MB/s)\n",
 		res.Tapes, float64(res.Bytes)/1e6, *out, res.Elapsed.Seconds(), float64(res.Bytes)/1e6/max(res.Elapsed.Seconds(), 1e-9))
+	if res.Workspaces > 0 {
+		fmt.Fprintf(env.Stdout, "with %d start snapshots (%.1f MB)\n", res.Workspaces, float64(res.WorkspaceBytes)/1e6)
+	}
+	for _, r := range res.Renamed {
+		fmt.Fprintf(env.Stdout, "tape %s: start snapshot %q written as %q (its name could not be kept); the tape file names it\n", r.TapeID, r.From, r.To)
+	}
+	if res.WithoutWorkspace > 0 {
+		fmt.Fprintf(env.Stdout, "%d tapes name a start snapshot the dataset does not hold (exported with --no-workspace)\n", res.WithoutWorkspace)
+	}
 	return ExitOK
 }
 
@@ -175,7 +203,8 @@ func runDatasetValidate(ctx context.Context, env *Env, args []string) int {
 	fs := newFlagSet(env, "dataset validate", "[--jobs N] DIR", `
 Checks a dataset folder: README.md's YAML matches the files exactly (configs, features,
 splits, row counts, sizes); every row's tape passes the schema and is in canonical encoding;
-every column of both tables agrees with the tape it comes from. Exits 1 and lists every
+every column of the tapes and steps tables agrees with the tape it comes from; every start
+snapshot hashes to its digest and every tape finds the one it names. Exits 1 and lists every
 problem (file, row, JSON pointer or column) when the dataset is not valid.`)
 	jobs := fs.Int("jobs", 0, "tapes checked at once (default: number of CPUs)")
 	pos, code, done := parseInterspersed(env, fs, args)
@@ -195,6 +224,10 @@ problem (file, row, JSON pointer or column) when the dataset is not valid.`)
 		fmt.Fprintln(env.Stderr, err)
 		return ExitFailure
 	}
-	fmt.Fprintf(env.Stdout, "%s: valid dataset: %d tapes, %d steps\n", pos[0], rep.Tapes, rep.Steps)
+	if rep.Workspaces > 0 {
+		fmt.Fprintf(env.Stdout, "%s: valid dataset: %d tapes, %d steps, %d start snapshots\n", pos[0], rep.Tapes, rep.Steps, rep.Workspaces)
+	} else {
+		fmt.Fprintf(env.Stdout, "%s: valid dataset: %d tapes, %d steps\n", pos[0], rep.Tapes, rep.Steps)
+	}
 	return ExitOK
 }

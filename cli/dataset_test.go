@@ -88,6 +88,47 @@ func TestDatasetExportInvalidTape(t *testing.T) {
 	assert.FileExists(t, filepath.Join(out, "data", "tapes", "test-00000-of-00001.parquet"))
 }
 
+// TestDatasetWorkspaces: export takes each tape's start snapshot along (once per digest),
+// validate checks it, import writes it back beside the tape; a missing snapshot fails the
+// export, naming the tape and the snapshot file, unless --no-workspace.
+func TestDatasetWorkspaces(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 4, Seed: 3, MeanSteps: 2, Lean: true, Workspaces: 2})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "ds")
+	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "with 2 start snapshots")
+	assert.FileExists(t, filepath.Join(out, "data", "workspaces", "train-00000-of-00001.parquet"))
+
+	code, stdout, stderr = runDatasetCLI(t, "validate", out)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "valid dataset: 4 tapes, 10 steps, 2 start snapshots")
+
+	back := filepath.Join(t.TempDir(), "back")
+	code, stdout, stderr = runDatasetCLI(t, "import", out, "--out", back)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "with 4 start snapshots", "one file per tape, as the tapes name them")
+	for i := range 4 {
+		name := dataset.SnapshotName(i)
+		want, err := os.ReadFile(filepath.Join(tapes, name))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(back, name))
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(want, got), name)
+	}
+
+	require.NoError(t, os.Remove(filepath.Join(tapes, dataset.SnapshotName(2))))
+	code, _, stderr = runDatasetCLI(t, "export", "--out", filepath.Join(t.TempDir(), "ds2"), tapes)
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, stderr, filepath.Join(tapes, "tape-00002.json")+": start snapshot "+filepath.Join(tapes, dataset.SnapshotName(2))+": missing")
+	assert.Contains(t, stderr, "--no-workspace exports the tapes without their start snapshots")
+
+	code, stdout, stderr = runDatasetCLI(t, "export", "--no-workspace", "--out", filepath.Join(t.TempDir(), "ds3"), tapes)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "left out the start snapshots of 4 tapes (--no-workspace)")
+}
+
 func TestDatasetUsage(t *testing.T) {
 	tests := []struct {
 		args   []string
@@ -102,6 +143,7 @@ func TestDatasetUsage(t *testing.T) {
 		{[]string{"export", "--format", "csv", "x.json"}, ExitUsage, `unknown format "csv"`, ""},
 		{[]string{"export", "--nope", "x.json"}, ExitUsage, "flag provided but not defined", ""},
 		{[]string{"export", "--help"}, ExitOK, "", "--skip-invalid"},
+		{[]string{"export", "--help"}, ExitOK, "", "--no-workspace"},
 		{[]string{"export", "missing-dir/"}, ExitFailure, "missing-dir", ""},
 		{[]string{"import", "ds"}, ExitUsage, "--out is required", ""},
 		{[]string{"import", "--out", "x"}, ExitUsage, "want one dataset folder", ""},

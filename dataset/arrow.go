@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"slices"
@@ -49,6 +50,14 @@ func (rb *recordBuilder) append(row reflect.Value) {
 				}
 				sb.BinaryBuilder.Append(v.Bytes())
 			}
+		case kBinary:
+			bb := fb.(*array.BinaryBuilder)
+			if v.IsNil() && c.nullable {
+				bb.AppendNull()
+				continue
+			}
+			bb.ReserveData(v.Len()) // room for exactly the value: a snapshot can be tens of MB
+			bb.Append(v.Bytes())
 		case kInt64:
 			fb.(*array.Int64Builder).Append(v.Int())
 		case kFloat64:
@@ -109,6 +118,8 @@ func rowsFromRecord[R any](t *table, rec arrow.RecordBatch) ([]R, error) {
 				} else {
 					dst.SetBytes([]byte(s))
 				}
+			case kBinary:
+				dst.SetBytes(bytes.Clone(col.(*array.Binary).Value(r)))
 			case kInt64:
 				dst.SetInt(col.(*array.Int64).Value(r))
 			case kFloat64:

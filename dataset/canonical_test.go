@@ -36,7 +36,7 @@ func TestIsCanonicalAgreesWithMarshal(t *testing.T) {
 		tapes = append(tapes, tp)
 	}
 	empty := tape.New(tape.ProviderAnthropic, corpusEpoch)
-	tapes = append(tapes, empty)
+	tapes = append(tapes, empty, edgeTape())
 	for i, tp := range tapes {
 		data, err := tape.Marshal(tp)
 		require.NoError(t, err)

@@ -179,9 +179,12 @@ func describeFile(f shardFile) (fileInfo, error) {
 		if fi.features, err = featuresOfArrow(r.Schema()); err != nil {
 			return fileInfo{}, fmt.Errorf("%s: %w", f.path, err)
 		}
-		if f.config == configSteps {
+		switch f.config {
+		case configSteps:
 			err = countArrow[StepRow](f, t, &fi)
-		} else {
+		case configWorkspaces:
+			err = countArrow[WorkspaceRow](f, t, &fi)
+		default:
 			err = countArrow[TapeRow](f, t, &fi)
 		}
 		return fi, err
@@ -262,6 +265,9 @@ func parquetDtype(n parquet.Node) (string, error) {
 		if _, ok := ltv.(*format.StringType); ok {
 			return "string", nil
 		}
+		if ltv == nil {
+			return "binary", nil
+		}
 	case parquet.Int64:
 		switch v := ltv.(type) {
 		case nil:
@@ -314,6 +320,8 @@ func arrowDtype(t arrow.DataType) (string, error) {
 	switch t.ID() {
 	case arrow.STRING:
 		return "string", nil
+	case arrow.BINARY:
+		return "binary", nil
 	case arrow.INT64:
 		return "int64", nil
 	case arrow.FLOAT64:

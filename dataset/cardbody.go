@@ -16,6 +16,9 @@ type bodyStats struct {
 	providers map[string]int64
 	ended     map[string]int64
 	tapeBytes map[string]int64 // split
+	// withSnapshot counts the tapes whose start snapshot the dataset holds, leftOut
+	// those that name one it does not hold.
+	withSnapshot, leftOut int64
 }
 
 // tapeSummary is the projection of the tapes table the body needs.
@@ -25,7 +28,11 @@ type tapeSummary struct {
 	Provider       string  `parquet:"provider"`
 	Model          string  `parquet:"model"`
 	EndedReason    *string `parquet:"ended_reason,optional"`
-	TapeBytes      int64   `parquet:"tape_bytes"`
+	// WorkspaceDigest and WorkspaceIncluded say whether the tape has a start snapshot and
+	// whether the dataset holds it.
+	WorkspaceDigest   *string `parquet:"workspace_digest,optional"`
+	WorkspaceIncluded bool    `parquet:"workspace_included"`
+	TapeBytes         int64   `parquet:"tape_bytes"`
 }
 
 func (s *bodyStats) rows(config, split string, n int64) {
@@ -59,6 +66,12 @@ func (s *bodyStats) tapes(split string, files []shardFile) error {
 				s.providers[r.Provider]++
 				s.ended[cmp.Or(deref(r.EndedReason), "running or killed")]++
 				s.tapeBytes[split] += r.TapeBytes
+				switch {
+				case r.WorkspaceIncluded:
+					s.withSnapshot++
+				case r.WorkspaceDigest != nil:
+					s.leftOut++
+				}
 			}
 			return nil
 		})
@@ -107,23 +120,51 @@ func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 	for _, split := range l.splits(configTapes) {
 		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", split, s.rowCount[configTapes][split], s.rowCount[configSteps][split], humanBytes(s.tapeBytes[split]))
 	}
-	fmt.Fprintf(&b, "\n- Harnesses: %s\n- Models: %s\n- Providers (wire formats): %s\n- Ended: %s\n\n",
+	fmt.Fprintf(&b, "\n- Harnesses: %s\n- Models: %s\n- Providers (wire formats): %s\n- Ended: %s\n",
 		counted(s.harnesses), counted(s.models), counted(s.providers), counted(s.ended))
+	var snapshots, snapshotBytes int64
+	for _, info := range c.DatasetInfo {
+		if info.ConfigName == configWorkspaces {
+			snapshotBytes = info.DownloadSize
+			for _, si := range info.Splits {
+				snapshots += si.NumExamples
+			}
+		}
+	}
+	if s.withSnapshot > 0 || snapshots > 0 {
+		fmt.Fprintf(&b, "- Start snapshots: %d tapes start from one of the %d in the `workspaces` config (%s)\n",
+			s.withSnapshot, snapshots, humanBytes(snapshotBytes))
+	}
+	if s.leftOut > 0 {
+		fmt.Fprintf(&b, "- %d tapes name a start snapshot that was left out of the dataset (`workspace_included` is false)\n", s.leftOut)
+	}
+	b.WriteString("\n")
 
 	b.WriteString("## Configs\n\n")
 	b.WriteString("- `tapes` (default): one row per tape: id, harness and version, provider, model, working directory, start, how " +
-		"the run ended, task and labels, replay_of, counts of threads, steps and tool calls, tool names, token totals " +
-		"(cache tokens included), duration, and `tape_json`, the whole tape in its canonical encoding, so that " +
-		"nothing is lost.\n")
+		"the run ended, task and labels, replay_of, the start snapshot of the workspace (`workspace_digest`, " +
+		"`workspace_size`, `workspace_files`; null when the run took none), the number of entries of its end manifest " +
+		"(`workspace_end_files`), whether the `workspaces` config holds the snapshot (`workspace_included`), counts " +
+		"of threads, steps and tool calls, tool names, token totals (cache tokens included), duration, and " +
+		"`tape_json`, the whole tape in its canonical encoding (the end manifest included), so that nothing is lost.\n")
 	b.WriteString("- `steps`: one row per model call: tape and thread ids, the thread's parent tool call, step index, " +
 		"model, stop reason, token usage, latency (request, first byte, last byte, next request; milliseconds " +
 		"since the tape's start), the messages new in this step, the response content, the tool calls and their " +
 		"results. A step holds only the messages after the prefix its request shares with the thread's previous " +
 		"request (`message_offset` says how many it shares), and `system` and `tools_json` only when they changed, " +
-		"so the table grows linearly with a conversation. Raw bodies and stream chunks are in `tape_json`.\n\n")
+		"so the table grows linearly with a conversation. Raw bodies and stream chunks are in `tape_json`.\n")
+	if len(l[configWorkspaces]) > 0 {
+		b.WriteString("- `workspaces`: one row per start snapshot: `digest` (`sha256:<hex>` of the bytes, the tapes' " +
+			"`workspace_digest`), `size` and `snapshot`, the bytes of the tar compressed with zstd that a replay " +
+			"unpacks as the starting workspace. Tapes that start from the same snapshot share its row.\n")
+	}
+	b.WriteString("\n")
 	b.WriteString("Nested values that Parquet readers handle poorly (variable shapes, free-form objects) are JSON " +
 		"strings; decode them with `json.loads`:\n\n")
 	for _, config := range configs {
+		if len(jsonColumns[config]) == 0 {
+			continue
+		}
 		cols := make([]string, len(jsonColumns[config]))
 		for i, col := range jsonColumns[config] {
 			cols[i] = "`" + col + "`"
@@ -134,8 +175,8 @@ func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 	b.WriteString("\n## Use\n\n```python\nfrom datasets import load_dataset\n\n" +
 		"tapes = load_dataset(\"OWNER/NAME\", \"tapes\", split=\"train\")\n" +
 		"steps = load_dataset(\"OWNER/NAME\", \"steps\", split=\"train\")\n```\n\n" +
-		"`tapebox dataset import DIR --out TAPES_DIR` rebuilds every tape file, byte for byte; " +
-		"`tapebox replay` plays one back in a sandbox without a model.\n\n")
+		"`tapebox dataset import DIR --out TAPES_DIR` rebuilds every tape file, byte for byte, with its start " +
+		"snapshot beside it; `tapebox replay` plays one back in a sandbox without a model.\n\n")
 
 	b.WriteString("## How it was made\n\n")
 	made := "`tapebox dataset export`"

@@ -32,6 +32,13 @@ type CorpusOptions struct {
 	Lean bool
 	// Jobs is how many tapes are generated at once (default 2).
 	Jobs int
+	// Workspaces, when positive, gives every tape a meta.workspace: tape i starts from
+	// snapshot i mod Workspaces (GenerateSnapshot: a real tar compressed with zstd), so
+	// that tapes share start snapshots as runs of one task do, and has an end manifest.
+	// GenerateCorpus writes each tape's snapshot beside it (SnapshotName).
+	Workspaces int
+	// SnapshotBytes is the size of the random data file in each snapshot (default 16 KiB).
+	SnapshotBytes int
 }
 
 func (o CorpusOptions) withDefaults() CorpusOptions {
@@ -43,6 +50,9 @@ func (o CorpusOptions) withDefaults() CorpusOptions {
 	}
 	if o.Jobs <= 0 {
 		o.Jobs = 2
+	}
+	if o.SnapshotBytes <= 0 {
+		o.SnapshotBytes = defaultSnapshotBytes
 	}
 	return o
 }
@@ -59,7 +69,8 @@ type CorpusStats struct {
 // and Codex tapes (OpenAI Responses, streamed) whose every request carries the whole
 // conversation in its raw body and in its normalized messages, with long tool outputs,
 // subagent threads, replays and runs that ended in each way. Every file is the canonical
-// encoding of its tape. The corpus depends only on opts (not on Jobs).
+// encoding of its tape. With opts.Workspaces, each tape's start snapshot is written beside
+// it. The corpus depends only on opts (not on Jobs).
 func GenerateCorpus(ctx context.Context, dir string, opts CorpusOptions) (CorpusStats, error) {
 	opts = opts.withDefaults()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -89,6 +100,12 @@ func GenerateCorpus(ctx context.Context, dir string, opts CorpusOptions) (Corpus
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				return fmt.Errorf("generate corpus: %w", err)
 			}
+			if opts.Workspaces > 0 {
+				snap := GenerateSnapshot(opts, i%opts.Workspaces)
+				if err := os.WriteFile(filepath.Join(dir, SnapshotName(i)), snap, 0o644); err != nil {
+					return fmt.Errorf("generate corpus: %w", err)
+				}
+			}
 			res[i] = one{steps: t.Totals().Steps, bytes: int64(len(data))}
 			return nil
 		})
@@ -114,10 +131,16 @@ func GenerateTape(opts CorpusOptions, i int) *tape.Tape {
 		rng:  rand.New(rand.NewPCG(opts.Seed, uint64(i)*0x9e3779b97f4a7c15+1)),
 		opts: opts,
 	}
+	var t *tape.Tape
 	if g.rng.IntN(10) < 6 {
-		return g.claudeTape(i)
+		t = g.claudeTape(i)
+	} else {
+		t = g.codexTape(i)
 	}
-	return g.codexTape(i)
+	if opts.Workspaces > 0 {
+		t.Meta.Workspace = corpusWorkspace(opts, i) // its own random stream: the rest is unchanged
+	}
+	return t
 }
 
 // gen builds one tape from its own random stream.

@@ -1,10 +1,18 @@
 package dataset
 
 import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -72,4 +80,45 @@ func TestGenerateCorpus(t *testing.T) {
 func pad5(i int) string {
 	s := "0000" + itoa(int64(i))
 	return s[len(s)-5:]
+}
+
+// TestGeneratedSnapshotIsATarZst: the corpus's snapshots are real: a tar compressed with
+// zstd holding the entries meta.workspace counts.
+func TestGeneratedSnapshotIsATarZst(t *testing.T) {
+	opts := CorpusOptions{Seed: 3, Workspaces: 2, SnapshotBytes: 1000}
+	snap := GenerateSnapshot(opts, 1)
+	assert.Equal(t, snap, GenerateSnapshot(opts, 1), "deterministic")
+	dec, err := zstd.NewReader(bytes.NewReader(snap))
+	require.NoError(t, err)
+	defer dec.Close()
+	tr := tar.NewReader(dec)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		names = append(names, h.Name)
+	}
+	assert.Equal(t, []string{"README.md", "data.bin", "src/", "src/main.go"}, names)
+	w := GenerateTape(opts, 3).Meta.Workspace
+	require.NotNil(t, w)
+	sum := sha256.Sum256(snap)
+	assert.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), w.Digest, "tape 3 starts from snapshot 3 mod 2")
+	assert.Equal(t, len(names), w.Files)
+
+	// GenerateCorpus writes each tape's snapshot beside it; the tapes pass the schema.
+	dir := t.TempDir()
+	opts.Tapes = 3
+	_, err = GenerateCorpus(t.Context(), dir, opts)
+	require.NoError(t, err)
+	for i := range opts.Tapes {
+		data, err := os.ReadFile(filepath.Join(dir, SnapshotName(i)))
+		require.NoError(t, err)
+		assert.Equal(t, GenerateSnapshot(opts, i%2), data)
+		tp, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("tape-%05d.json", i)))
+		require.NoError(t, err)
+		require.NoError(t, schema.Validate(tp))
+	}
 }

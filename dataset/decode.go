@@ -923,8 +923,17 @@ func (d *decoder) meta(m *tape.Meta) error {
 		case "labels":
 			d.field(&o, 9)
 			return d.stringMap(&m.Labels)
-		case "ended":
+		case "workspace":
 			d.field(&o, 10)
+			if d.nullNormalized() { // omitted when nil
+				m.Workspace = nil
+				return nil
+			}
+			w := &tape.Workspace{}
+			m.Workspace = w
+			return d.workspace(w)
+		case "ended":
+			d.field(&o, 11)
 			if d.null() {
 				m.Ended = nil
 				return nil
@@ -935,7 +944,95 @@ func (d *decoder) meta(m *tape.Meta) error {
 		}
 		return d.unknown(key)
 	})
-	d.check(o, 0b111_1101_1111|bit(5, m.Cwd != ""))
+	d.check(o, 0b1011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil))
+	return err
+}
+
+// workspace reads meta.workspace, whose every field is omitted when empty.
+func (d *decoder) workspace(w *tape.Workspace) error {
+	var o order
+	err := d.object(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "snapshot":
+			d.field(&o, 0)
+			err = d.strInto(&w.Snapshot)
+		case "digest":
+			d.field(&o, 1)
+			err = d.strInto(&w.Digest)
+		case "size":
+			d.field(&o, 2)
+			w.Size, err = d.int64()
+		case "files":
+			d.field(&o, 3)
+			var v int64
+			v, err = d.int64()
+			w.Files = int(v)
+		case "exclude":
+			d.field(&o, 4)
+			w.Exclude = nil
+			if d.null() {
+				return nil
+			}
+			w.Exclude = []string{}
+			err = d.array(func() error {
+				s, err := d.str()
+				w.Exclude = append(w.Exclude, s)
+				return err
+			})
+		case "end":
+			d.field(&o, 5)
+			w.End = nil
+			if d.null() {
+				return nil
+			}
+			w.End = []tape.FileEntry{}
+			err = d.array(func() error {
+				var e tape.FileEntry
+				err := d.fileEntry(&e)
+				w.End = append(w.End, e)
+				return err
+			})
+		default:
+			err = d.unknown(key)
+		}
+		return err
+	})
+	d.check(o, bit(0, w.Snapshot != "")|bit(1, w.Digest != "")|bit(2, w.Size != 0)|bit(3, w.Files != 0)|
+		bit(4, len(w.Exclude) > 0)|bit(5, len(w.End) > 0))
+	return err
+}
+
+// fileEntry reads one entry of the end manifest.
+func (d *decoder) fileEntry(e *tape.FileEntry) error {
+	var o order
+	err := d.object(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "path":
+			d.field(&o, 0)
+			err = d.strInto(&e.Path)
+		case "type":
+			d.field(&o, 1)
+			err = d.strInto(&e.Type)
+		case "mode":
+			d.field(&o, 2)
+			err = d.strInto(&e.Mode)
+		case "size":
+			d.field(&o, 3)
+			e.Size, err = d.int64()
+		case "sha256":
+			d.field(&o, 4)
+			err = d.strInto(&e.SHA256)
+		case "link":
+			d.field(&o, 5)
+			err = d.strInto(&e.Link)
+		default:
+			err = d.unknown(key)
+		}
+		return err
+	})
+	d.check(o, 0b1111|bit(4, e.SHA256 != "")|bit(5, e.Link != ""))
 	return err
 }
 

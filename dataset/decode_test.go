@@ -20,7 +20,11 @@ func decodeTestTapes(t testing.TB) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for i := range 10 {
-		data, err := tape.Marshal(GenerateTape(CorpusOptions{Seed: 71, MeanSteps: 4, Lean: true}, i))
+		opts := CorpusOptions{Seed: 71, MeanSteps: 4, Lean: true}
+		if i%3 == 2 {
+			opts.Workspaces = 2 // meta.workspace: a start snapshot and an end manifest
+		}
+		data, err := tape.Marshal(GenerateTape(opts, i))
 		require.NoError(t, err)
 		out = append(out, data)
 	}
@@ -36,6 +40,19 @@ func edgeTape() *tape.Tape {
 	t.Meta.TapeID = "edge"
 	t.Meta.Cwd = "/w\u00e9rk/<a&b>"
 	t.Meta.Labels = map[string]string{"b": "2", "a": "1", "\u00e9": "x"}
+	t.Meta.Workspace = &tape.Workspace{
+		Snapshot: "edge <1>&.workspace.tar.zst",
+		Digest:   "sha256:" + strings.Repeat("ab", 32),
+		Size:     123456789,
+		Files:    4,
+		Exclude:  []string{"node_modules", "build/<out>", "\u00e9*"},
+		End: []tape.FileEntry{
+			{Path: ".", Type: "dir", Mode: "0755"},
+			{Path: "a b/\u00e9<1>.txt", Type: "file", Mode: "0644", Size: 1 << 40, SHA256: strings.Repeat("0f", 32)},
+			{Path: "empty", Type: "file", Mode: "0600", SHA256: strings.Repeat("e3", 32)},
+			{Path: "link", Type: "symlink", Mode: "0777", Link: "../outside/\u2028&"},
+		},
+	}
 	t.Meta.Ended = &tape.Ended{Reason: tape.EndCut, At: t.Meta.StartedAt.Add(time.Second), Detail: "a<b>&c"}
 	tiny, huge, neg := 1e-7, 1e21, -0.25
 	text := "ctl:\x1b\x00\x7f bs:\b ff:\f nl:\n cr:\r tab:\t q:\" back:\\ sep:\u2028\u2029 html:<&> uni:\u00e9\U0001F600 slash:/"
@@ -106,25 +123,39 @@ func TestDecodeTapeSeesNonCanonical(t *testing.T) {
 		return bytes.Replace(data, []byte(old), []byte(new), 1)
 	}
 	tests := map[string][]byte{
-		"indented":               indented.Bytes(),
-		"space after colon":      replace(`"tape_id":`, `"tape_id": `),
-		"escaped letter":         replace(`"tape_id":"edge"`, `"tape_id":"\u0065dge"`),
-		"escaped key":            replace(`"tape_id":`, `"tap\u0065_id":`),
-		"escaped slash":          replace(`slash:/`, `slash:\/`),
-		"upper-case hex":         replace(`\u001b`, `\u001B`),
-		"long form of newline":   replace(`nl:\n`, `nl:\u000a`),
-		"raw line separator":     replace(`\u2028\u2029 html`, "\u2028 html"),
-		"escaped html":           replace(`html:<&>`, `html:\u003c&>`),
-		"raw html in parent":     replace(`"\u003cc\u003e\u0026"`, `"<c>&"`),
-		"number trailing zero":   replace(`"first_byte_at":123456.789`, `"first_byte_at":123456.7890`),
-		"number exponent":        replace(`"first_byte_at":123456.789`, `"first_byte_at":1.23456789e5`),
-		"int exponent":           replace(`"status":200`, `"status":2e2`),
-		"negative zero int":      replace(`"output_tokens":0`, `"output_tokens":-0`),
-		"time offset":            replace(`"started_at":"2026-02-03T04:05:06.789012345Z"`, `"started_at":"2026-02-03T05:05:06.789012345+01:00"`),
-		"key order":              swap(`"harness":"",`, `"harness_version":"",`),
-		"cwd out of order":       swap(`"cwd":"/wérk/<a&b>",`, `"started_at":"2026-02-03T04:05:06.789012345Z",`),
-		"empty cwd":              replace(`"cwd":"/wérk/<a&b>",`, `"cwd":"",`),
-		"map order":              swap(`"a":"1",`, `"b":"2",`),
+		"indented":             indented.Bytes(),
+		"space after colon":    replace(`"tape_id":`, `"tape_id": `),
+		"escaped letter":       replace(`"tape_id":"edge"`, `"tape_id":"\u0065dge"`),
+		"escaped key":          replace(`"tape_id":`, `"tap\u0065_id":`),
+		"escaped slash":        replace(`slash:/`, `slash:\/`),
+		"upper-case hex":       replace(`\u001b`, `\u001B`),
+		"long form of newline": replace(`nl:\n`, `nl:\u000a`),
+		"raw line separator":   replace(`\u2028\u2029 html`, "\u2028 html"),
+		"escaped html":         replace(`html:<&>`, `html:\u003c&>`),
+		"raw html in parent":   replace(`"\u003cc\u003e\u0026"`, `"<c>&"`),
+		"number trailing zero": replace(`"first_byte_at":123456.789`, `"first_byte_at":123456.7890`),
+		"number exponent":      replace(`"first_byte_at":123456.789`, `"first_byte_at":1.23456789e5`),
+		"int exponent":         replace(`"status":200`, `"status":2e2`),
+		"negative zero int":    replace(`"output_tokens":0`, `"output_tokens":-0`),
+		"time offset":          replace(`"started_at":"2026-02-03T04:05:06.789012345Z"`, `"started_at":"2026-02-03T05:05:06.789012345+01:00"`),
+		"key order":            swap(`"harness":"",`, `"harness_version":"",`),
+		"cwd out of order":     swap(`"cwd":"/wérk/<a&b>",`, `"started_at":"2026-02-03T04:05:06.789012345Z",`),
+		"empty cwd":            replace(`"cwd":"/wérk/<a&b>",`, `"cwd":"",`),
+		"map order":            swap(`"a":"1",`, `"b":"2",`),
+		"workspace out of order": bytes.Replace(replace(`"labels":{"a":"1","b":"2","é":"x"},`, ``),
+			[]byte(`]},"ended":`), []byte(`]},"labels":{"a":"1","b":"2","é":"x"},"ended":`), 1),
+		"workspace field order":  swap(`"snapshot":"edge <1>&.workspace.tar.zst",`, `"digest":"sha256:`+strings.Repeat("ab", 32)+`",`),
+		"workspace null":         replace(`"workspace":{`, `"workspace":null,"x":{`),
+		"empty workspace field":  replace(`"files":4,`, `"files":0,`),
+		"empty exclude":          replace(`"exclude":["node_modules","build/<out>","é*"],`, `"exclude":[],`),
+		"null exclude":           replace(`"exclude":["node_modules","build/<out>","é*"],`, `"exclude":null,`),
+		"empty end manifest":     replace(`"size":123456789,`, `"size":123456789,"end":[],`),
+		"entry field order":      swap(`"path":"empty","type":"file",`, `"mode":"0600",`),
+		"entry empty sha256":     replace(`{"path":".","type":"dir","mode":"0755","size":0}`, `{"path":".","type":"dir","mode":"0755","size":0,"sha256":""}`),
+		"entry missing size":     replace(`{"path":".","type":"dir","mode":"0755","size":0}`, `{"path":".","type":"dir","mode":"0755"}`),
+		"entry size exponent":    replace(`"size":1099511627776,`, `"size":1.099511627776e12,`),
+		"escaped html in link":   replace(`"link":"../outside/\u2028&"`, `"link":"../outside/\u2028\u0026"`),
+		"raw separator in link":  replace(`"link":"../outside/\u2028&"`, "\"link\":\"../outside/\u2028&\""),
 		"duplicate key":          replace(`"tape_id":"edge",`, `"tape_id":"edge","tape_id":"edge",`),
 		"empty omitempty field":  replace(`{"type":"text","text":"x"}`, `{"type":"text","text":"x","id":""}`),
 		"empty omitempty list":   replace(`{"type":"text","text":"x"}`, `{"type":"text","text":"x","content":[]}`),
@@ -221,6 +252,8 @@ func FuzzDecodeCanonical(f *testing.F) {
 	// Small seeds: the fuzzer mutates them quickly.
 	small := tape.New(tape.ProviderAnthropic, corpusEpoch)
 	small.Meta.TapeID, small.Meta.Task = "t1", map[string]string{"id": "x<y"}
+	small.Meta.Workspace = &tape.Workspace{Snapshot: "t1.workspace.tar.zst", Digest: "sha256:" + strings.Repeat("0", 64), Size: 10, Files: 2,
+		Exclude: []string{"node_modules"}, End: []tape.FileEntry{{Path: "a", Type: "file", Mode: "0644", Size: 1, SHA256: strings.Repeat("1", 64)}, {Path: "l", Type: "symlink", Mode: "0777", Link: "a"}}}
 	next := 2.5
 	small.Threads = []*tape.Thread{{ID: "main", Steps: []*tape.Step{{
 		Request: tape.Request{Path: "/v1/messages", Messages: []tape.Message{{Role: "user", Content: []tape.Block{{Type: "text", Text: "hi\n\"there\" \u00e9"}}}},
@@ -237,6 +270,7 @@ func FuzzDecodeCanonical(f *testing.F) {
 	}
 	f.Add(data)
 	f.Add([]byte(`{"version":1,"meta":{},"threads":[]}` + "\n"))
+	f.Add([]byte(`{"version":1,"meta":{"workspace":{"end":[{"path":"a","type":"dir","mode":"0755","size":0}]}},"threads":[]}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, leanCanon, leanErr := decodeTape(data, true)
 		fast, canon, err := decodeTape(data, false)

@@ -44,6 +44,11 @@ type ExportOptions struct {
 	Progress io.Writer
 	// MadeWith names the program in the card ("tapebox 0.1.0"); optional.
 	MadeWith string
+	// NoWorkspace leaves the tapes' start snapshots out: the snapshot files are neither
+	// read nor checked, the tapes go in as they are (meta.workspace stays in tape_json)
+	// with workspace_included false, and the split gets no workspaces table. Without it,
+	// a tape whose snapshot is missing or does not match its digest is invalid.
+	NoWorkspace bool
 }
 
 // ExportResult says what an export did.
@@ -55,6 +60,12 @@ type ExportResult struct {
 	InputBytes int64
 	// Skipped lists the invalid tapes left out (with SkipInvalid).
 	Skipped []*InvalidTapeError
+	// Workspaces counts the start snapshots written to the workspaces table (one per
+	// digest: tapes that start from the same snapshot share it) and WorkspaceBytes their
+	// size. WorkspacesLeftOut counts the tapes whose snapshot NoWorkspace left out.
+	Workspaces        int
+	WorkspaceBytes    int64
+	WorkspacesLeftOut int
 	// Files lists the data files written and the card, relative to Out.
 	Files   []string
 	Elapsed time.Duration
@@ -62,7 +73,8 @@ type ExportResult struct {
 
 // InvalidTapeError says why a tape file cannot be exported: it is not JSON, it breaks the
 // schema (Err is a *schema.ValidationError naming each JSON pointer), it does not decode,
-// or its tape id was already exported.
+// its tape id was already exported, or its start snapshot is missing or does not match
+// its digest (Err is a *SnapshotError naming the snapshot file).
 type InvalidTapeError struct {
 	Path string
 	Err  error
@@ -127,11 +139,16 @@ type prepared struct {
 	rowSize   int64
 	stepSizes []int64
 	// done gives the bytes the tape holds back to the in-flight budget.
-	done    func()
-	row     TapeRow
-	steps   []StepRow
-	invalid *InvalidTapeError
-	err     error // not about the tape: the export fails
+	done  func()
+	row   TapeRow
+	steps []StepRow
+	// snapshot is the path of the tape's start snapshot, checked against digest, when it
+	// goes into the dataset; leftOut is set when NoWorkspace leaves it out.
+	snapshot string
+	digest   string
+	leftOut  bool
+	invalid  *InvalidTapeError
+	err      error // not about the tape: the export fails
 }
 
 // Export converts tape files into a dataset folder in the layout Hugging Face expects:
@@ -172,12 +189,14 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	}
 	tapesSet := newShardSet[TapeRow](filepath.Join(opts.Out, "data", configTapes), opts.Split, tapesTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
 	stepsSet := newShardSet[StepRow](filepath.Join(opts.Out, "data", configSteps), opts.Split, stepsTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
+	wsSet := newShardSet[WorkspaceRow](filepath.Join(opts.Out, "data", configWorkspaces), opts.Split, workspacesTable, streamed, opts.ShardBytes, min(opts.RowGroupBytes, workspaceRowGroupBytes))
 	res := &ExportResult{}
 	published := false
 	defer func() {
 		if !published {
 			tapesSet.abort()
 			stepsSet.abort()
+			wsSet.abort()
 		}
 	}()
 
@@ -191,6 +210,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	var failed atomic.Bool // an invalid tape was met: from now on, only validate
 	var invalid []*InvalidTapeError
 	ids := make(map[string]string, len(inputs))
+	digests := map[string]bool{} // of the snapshots sent to the workspaces writer
 
 	buffers := newBufferPool(maxInFlight / 2)
 	// Two writers, one per table, so that the Parquet encoding and compression of the
@@ -198,6 +218,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	g, gctx := errgroup.WithContext(ctx)
 	tapeRows := make(chan *prepared, 2)
 	stepRows := make(chan *prepared, 4)
+	snapshots := make(chan snapshotJob, 1)
 	g.Go(func() error {
 		for p := range tapeRows {
 			// TapeJSON may be the file, mapped: guard turns its shrinking into an error.
@@ -222,11 +243,32 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 		}
 		return nil
 	})
+	// The workspaces writer reads one snapshot at a time, into one buffer: a snapshot can
+	// be tens of MB, and the Parquet writer keeps its own copy until its row group is out.
+	var wsCount int
+	var wsBytes int64
+	g.Go(func() error {
+		var buf []byte
+		for j := range snapshots {
+			var err error
+			if buf, err = readSnapshot(j.path, j.digest, buf); err != nil {
+				return fmt.Errorf("%s: %w", j.tape, &SnapshotError{Snapshot: j.path, Err: err})
+			}
+			row := WorkspaceRow{Digest: j.digest, Size: int64(len(buf)), Snapshot: buf}
+			if err := wsSet.write([]WorkspaceRow{row}, []int64{workspacesTable.rowBytes(reflect.ValueOf(&row).Elem())}); err != nil {
+				return err
+			}
+			wsCount++
+			wsBytes += row.Size
+		}
+		return nil
+	})
 	g.Go(func() error {
 		defer close(tapeRows)
 		defer close(stepRows)
+		defer close(snapshots)
 		return runOrdered(gctx, inputs, opts.Jobs, func(p *prepared) {
-			prepare(p, buffers, failed.Load() && !opts.SkipInvalid)
+			prepare(p, buffers, failed.Load() && !opts.SkipInvalid, opts.NoWorkspace)
 		}, func(p *prepared) error {
 			prog.add(p.in.Size)
 			res.InputBytes += p.in.Size
@@ -253,6 +295,17 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 			}
 			res.Tapes++
 			res.Steps += int64(len(p.steps))
+			if p.leftOut {
+				res.WorkspacesLeftOut++
+			}
+			if p.snapshot != "" && !digests[p.digest] {
+				digests[p.digest] = true
+				select {
+				case snapshots <- snapshotJob{tape: p.in.Path, path: p.snapshot, digest: p.digest}:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
 			for _, ch := range []chan *prepared{stepRows, tapeRows} {
 				select {
 				case ch <- p:
@@ -272,20 +325,22 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 		return nil, &InvalidTapesError{Invalid: invalid, Total: len(inputs)}
 	}
 	res.Skipped = invalid
+	res.Workspaces, res.WorkspaceBytes = wsCount, wsBytes
 
-	// Complete every shard before renaming any.
-	for _, err := range []error{tapesSet.closeCurrentOrEmpty(), stepsSet.closeCurrentOrEmpty()} {
+	// Complete every shard before renaming any. A split without snapshots has no
+	// workspaces shard, not an empty one.
+	for _, err := range []error{tapesSet.closeCurrentOrEmpty(), stepsSet.closeCurrentOrEmpty(), wsSet.closeCurrent()} {
 		if err != nil {
 			return nil, fmt.Errorf("export: %w", err)
 		}
 	}
 	if opts.Format == Both {
-		if err := addArrow(ctx, opts.Progress, tapesSet, stepsSet); err != nil {
+		if err := addArrow(ctx, opts.Progress, tapesSet, stepsSet, wsSet); err != nil {
 			return nil, fmt.Errorf("export: %w", err)
 		}
 	}
 	var files []string
-	for _, publish := range []func() ([]string, error){tapesSet.publish, stepsSet.publish} {
+	for _, publish := range []func() ([]string, error){tapesSet.publish, stepsSet.publish, wsSet.publish} {
 		paths, err := publish()
 		files = append(files, paths...)
 		if err != nil {
@@ -312,40 +367,47 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	return res, nil
 }
 
-// addArrow writes the Arrow shards of both tables from their Parquet shards, the two
-// tables at once.
-func addArrow(ctx context.Context, w io.Writer, tapes *shardSet[TapeRow], steps *shardSet[StepRow]) error {
+// addArrow writes the Arrow shards of every table from their Parquet shards, the tables
+// at once.
+func addArrow(ctx context.Context, w io.Writer, tapes *shardSet[TapeRow], steps *shardSet[StepRow], workspaces *shardSet[WorkspaceRow]) error {
 	var shards int
 	var total int64
-	for _, sh := range tapes.done {
-		shards, total = shards+1, total+sh.numBytes
-	}
-	for _, sh := range steps.done {
-		shards, total = shards+1, total+sh.numBytes
+	for _, sizes := range [][]int64{tapes.sizes(), steps.sizes(), workspaces.sizes()} {
+		for _, n := range sizes {
+			shards, total = shards+1, total+n
+		}
 	}
 	prog := newProgress(w, "arrow", shards, total)
 	defer prog.stop()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return tapes.addArrow(ctx, prog) })
 	g.Go(func() error { return steps.addArrow(ctx, prog) })
+	g.Go(func() error { return workspaces.addArrow(ctx, prog) })
 	return g.Wait()
 }
 
-// prepare reads, validates and converts one tape; validateOnly skips the conversion.
-func prepare(p *prepared, buffers *bufferPool, validateOnly bool) {
+// snapshotJob is a start snapshot for the workspaces writer: the file, checked against
+// digest by a worker, and the tape that names it first.
+type snapshotJob struct {
+	tape, path, digest string
+}
+
+// prepare reads, validates and converts one tape, and checks its start snapshot unless
+// noWorkspace; validateOnly skips the conversion.
+func prepare(p *prepared, buffers *bufferPool, validateOnly, noWorkspace bool) {
 	data, err := buffers.readFile(p.in.Path)
 	if err != nil {
 		p.err = err
 		return
 	}
 	p.data = data
-	if err := guard(func() error { prepareData(p, data, validateOnly); return nil }); err != nil {
+	if err := guard(func() error { prepareData(p, data, validateOnly, noWorkspace); return nil }); err != nil {
 		p.err = fmt.Errorf("%s: %w", p.in.Path, err)
 	}
 }
 
 // prepareData is prepare once the file is read.
-func prepareData(p *prepared, data []byte, validateOnly bool) {
+func prepareData(p *prepared, data []byte, validateOnly, noWorkspace bool) {
 	if err := validateTape(data); err != nil {
 		var ve *schema.ValidationError
 		var se *schema.SyntaxError
@@ -357,6 +419,12 @@ func prepareData(p *prepared, data []byte, validateOnly bool) {
 		return
 	}
 	if validateOnly {
+		// Still check the snapshot, so that the export lists every tape it refuses.
+		if w, err := workspaceOf(data); err == nil && w != nil && w.Snapshot != "" && !noWorkspace {
+			if _, err := checkSnapshot(p.in.Path, w); err != nil {
+				p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
+			}
+		}
 		return
 	}
 	// The rows need no chunk data: decode lean.
@@ -369,6 +437,19 @@ func prepareData(p *prepared, data []byte, validateOnly bool) {
 	if err != nil {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
 		return
+	}
+	if w := t.Meta.Workspace; w != nil && w.Snapshot != "" {
+		if noWorkspace {
+			p.leftOut = true
+		} else {
+			path, err := checkSnapshot(p.in.Path, w)
+			if err != nil {
+				p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
+				return
+			}
+			p.snapshot, p.digest = path, w.Digest
+			p.row.WorkspaceIncluded = true
+		}
 	}
 	p.rowSize = tapesTable.rowBytes(reflect.ValueOf(&p.row).Elem())
 	p.stepSizes = make([]int64, len(p.steps))

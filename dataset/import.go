@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,21 +32,54 @@ type ImportOptions struct {
 
 // ImportResult says what an import did.
 type ImportResult struct {
-	Tapes   int
-	Bytes   int64
-	Elapsed time.Duration
+	Tapes int
+	Bytes int64
+	// Workspaces counts the start snapshot files written, WorkspaceBytes their size.
+	Workspaces     int
+	WorkspaceBytes int64
+	// Renamed lists the tapes whose start snapshot was written under another name than
+	// their meta.workspace.snapshot, which the tape file then names instead: a name that
+	// is not a plain file name, or one that another tape's different snapshot took. Their
+	// tape files differ from tape_json in that name only.
+	Renamed []RenamedSnapshot
+	// WithoutWorkspace counts the tapes that name a start snapshot the dataset does not
+	// hold (exported without them); their tape files are written all the same.
+	WithoutWorkspace int
+	Elapsed          time.Duration
+}
+
+// RenamedSnapshot is a start snapshot Import wrote under a new name.
+type RenamedSnapshot struct {
+	TapeID string
+	// From is the tape's meta.workspace.snapshot in the dataset, To the file name written
+	// (beside the tape) and now in the tape's meta.
+	From, To string
 }
 
 // tapeJSON is the projection of the tapes table that Import reads.
 type tapeJSON struct {
-	TapeID   string `parquet:"tape_id"`
-	TapeJSON []byte `parquet:"tape_json,string"`
+	TapeID            string  `parquet:"tape_id"`
+	WorkspaceDigest   *string `parquet:"workspace_digest,optional"`
+	WorkspaceIncluded bool    `parquet:"workspace_included"`
+	TapeJSON          []byte  `parquet:"tape_json,string"`
+}
+
+// importTape is a row to write: the tape, and the name its snapshot gets when it differs
+// from meta.workspace.snapshot.
+type importTape struct {
+	located[tapeJSON]
+	rename string
 }
 
 // Import rebuilds tape files from the tapes table of the dataset in dir: one file per row,
 // named after the tape id (TAPE_ID.json; characters that do not belong in a file name are
 // %-escaped), holding the row's tape_json, which is the canonical encoding of the tape
-// that was exported, byte for byte. Each file is written to a temporary name and renamed.
+// that was exported, byte for byte. Then it writes each tape's start snapshot beside it,
+// from the split's workspaces table, under the name meta.workspace.snapshot gives, after
+// checking that its bytes hash to the digest; a snapshot whose name cannot be kept (not a
+// plain file name, or taken by another tape's different snapshot) is written as
+// <tape file stem>.workspace.tar.zst and its tape file says so (ImportResult.Renamed).
+// Each file is written to a temporary name and renamed.
 func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult, error) {
 	start := time.Now()
 	if opts.Out == "" {
@@ -66,37 +101,48 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 	if len(splits) == 0 {
 		return nil, fmt.Errorf("import: %s: no tapes table under data/%s", dir, configTapes)
 	}
-	var files []shardFile
-	for _, s := range splits {
-		_, fs := l.primary(configTapes, s)
-		files = append(files, fs...)
-	}
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
 	prog := newProgress(opts.Progress, "import", 0, 0)
 	defer prog.stop()
 
-	// One goroutine reads (decompression), two write files.
+	// One goroutine reads (decompression) and names the snapshots, two write files.
 	res := &ImportResult{}
-	g, ctx := errgroup.WithContext(ctx)
-	rows := make(chan located[tapeJSON], 4)
+	g, gctx := errgroup.WithContext(ctx)
+	rows := make(chan importTape, 4)
 	seen := map[string]string{}
+	snaps := newSnapshotNames()
 	g.Go(func() error {
 		defer close(rows)
-		for r, err := range rowsOf[tapeJSON](files, tapesTable, 1) {
-			if err != nil {
-				return err
-			}
-			where := fmt.Sprintf("%s row %d", r.file, r.row)
-			if first, dup := seen[r.v.TapeID]; dup {
-				return fmt.Errorf("%s: tape_id %q is also at %s", where, r.v.TapeID, first)
-			}
-			seen[r.v.TapeID] = where
-			select {
-			case rows <- r:
-			case <-ctx.Done():
-				return ctx.Err()
+		for _, split := range splits {
+			_, fs := l.primary(configTapes, split)
+			for r, err := range rowsOf[tapeJSON](fs, tapesTable, 1) {
+				if err != nil {
+					return err
+				}
+				where := fmt.Sprintf("%s row %d", r.file, r.row)
+				if first, dup := seen[r.v.TapeID]; dup {
+					return fmt.Errorf("%s: tape_id %q is also at %s", where, r.v.TapeID, first)
+				}
+				seen[r.v.TapeID] = where
+				it := importTape{located: r}
+				if r.v.WorkspaceIncluded {
+					var from string
+					if from, it.rename, err = snaps.name(split, r.v); err != nil {
+						return fmt.Errorf("%s (tape %s): %w", where, r.v.TapeID, err)
+					}
+					if it.rename != "" {
+						res.Renamed = append(res.Renamed, RenamedSnapshot{TapeID: r.v.TapeID, From: from, To: it.rename})
+					}
+				} else if r.v.WorkspaceDigest != nil {
+					res.WithoutWorkspace++
+				}
+				select {
+				case rows <- it:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
 			}
 		}
 		return nil
@@ -121,30 +167,54 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
-	if err := syncDir(opts.Out); err != nil {
-		return nil, fmt.Errorf("import: %w", err)
-	}
 	for _, c := range counts {
 		res.Tapes += c.Tapes
 		res.Bytes += c.Bytes
+	}
+	for _, split := range splits {
+		if err := snaps.write(ctx, l, split, opts.Out, res); err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+	}
+	if err := syncDir(opts.Out); err != nil {
+		return nil, fmt.Errorf("import: %w", err)
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
 
-func writeTape(opts ImportOptions, r located[tapeJSON]) error {
+func writeTape(opts ImportOptions, r importTape) error {
 	where := fmt.Sprintf("%s row %d (tape %s)", r.file, r.row, r.v.TapeID)
 	if opts.Verify {
 		if err := verifyTape(r.v.TapeJSON); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
+	data := r.v.TapeJSON
+	if r.rename != "" {
+		t, err := tape.Unmarshal(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		t.Meta.Workspace.Snapshot = r.rename
+		if data, err = tape.Marshal(t); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+	}
 	path := filepath.Join(opts.Out, TapeFileName(r.v.TapeID))
-	f, err := os.CreateTemp(opts.Out, "."+filepath.Base(path)+".tmp-*")
+	if err := writeFileAtomic(opts.Out, path, data); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to path (in dir) under a temporary name, then renames it.
+func writeFileAtomic(dir, path string, data []byte) error {
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(r.v.TapeJSON)
+	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -156,7 +226,100 @@ func writeTape(opts ImportOptions, r located[tapeJSON]) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("%s: write %s: %w", where, path, err)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// snapshotNames gives the start snapshots of the imported tapes their file names, one
+// digest per name, and remembers which names each snapshot of a split goes to.
+type snapshotNames struct {
+	owner map[string]string              // file name: digest
+	want  map[string]map[string][]string // split, digest: file names
+	by    map[string]string              // digest: the first tape that names it, for errors
+}
+
+func newSnapshotNames() *snapshotNames {
+	return &snapshotNames{owner: map[string]string{}, want: map[string]map[string][]string{}, by: map[string]string{}}
+}
+
+// name picks the file name of the row's snapshot: meta.workspace.snapshot when it is a
+// plain file name that no other snapshot took, else <tape file stem>.workspace.tar.zst.
+// It returns the tape's name and the new one, or "" when the tape's own is kept.
+func (s *snapshotNames) name(split string, r tapeJSON) (from, to string, err error) {
+	w, err := workspaceOf(r.TapeJSON)
+	if err != nil {
+		return "", "", err
+	}
+	if w == nil || w.Snapshot == "" || w.Digest == "" {
+		return "", "", errors.New("workspace_included, but tape_json names no start snapshot with a digest")
+	}
+	if r.WorkspaceDigest == nil || *r.WorkspaceDigest != w.Digest {
+		return "", "", fmt.Errorf("workspace_digest is not meta.workspace.digest %s", w.Digest)
+	}
+	candidates := []string{strings.TrimSuffix(TapeFileName(r.TapeID), ".json") + snapshotSuffix}
+	if plainName(w.Snapshot) {
+		candidates = append([]string{w.Snapshot}, candidates...)
+	}
+	for _, c := range candidates {
+		d, taken := s.owner[c]
+		if taken && d != w.Digest {
+			continue
+		}
+		if !taken { // a name another tape gave the same snapshot is written once
+			s.owner[c] = w.Digest
+			if s.want[split] == nil {
+				s.want[split] = map[string][]string{}
+			}
+			s.want[split][w.Digest] = append(s.want[split][w.Digest], c)
+		}
+		if _, ok := s.by[w.Digest]; !ok {
+			s.by[w.Digest] = r.TapeID
+		}
+		if c == w.Snapshot {
+			return w.Snapshot, "", nil
+		}
+		return w.Snapshot, c, nil
+	}
+	return "", "", fmt.Errorf("no file name left for its start snapshot (%s and %s are another snapshot's)", w.Snapshot, candidates[len(candidates)-1])
+}
+
+// write reads the workspaces table of split, one snapshot at a time, checks each against
+// its digest and writes it under every name the split's tapes gave it. A snapshot a tape
+// names that the table does not hold is an error.
+func (s *snapshotNames) write(ctx context.Context, l layout, split, out string, res *ImportResult) error {
+	want := s.want[split]
+	if len(want) == 0 {
+		return nil
+	}
+	_, fs := l.primary(configWorkspaces, split)
+	for r, err := range rowsOf[WorkspaceRow](fs, workspacesTable, 1) {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		names, ok := want[r.v.Digest]
+		if !ok {
+			continue
+		}
+		where := fmt.Sprintf("%s row %d", r.file, r.row)
+		if got := digestOf(r.v.Snapshot); got != r.v.Digest {
+			return fmt.Errorf("%s: start snapshot: %w: its bytes hash to %s, the row says %s", where, ErrDigestMismatch, got, r.v.Digest)
+		}
+		for _, name := range names {
+			if err := writeFileAtomic(out, filepath.Join(out, name), r.v.Snapshot); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			res.Workspaces++
+			res.WorkspaceBytes += int64(len(r.v.Snapshot))
+		}
+		delete(want, r.v.Digest)
+	}
+	if len(want) > 0 {
+		missing := slices.Sorted(maps.Keys(want))
+		return fmt.Errorf("tape %s: its start snapshot %s is not in the workspaces table of split %s (%d snapshots missing)", s.by[missing[0]], missing[0], split, len(missing))
 	}
 	return nil
 }

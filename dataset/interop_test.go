@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"bytes"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -99,5 +101,68 @@ func TestInteropArrowGoReadsEveryColumn(t *testing.T) {
 		for _, d := range diffRow(stepsTable, reflect.ValueOf(&wantSteps[i]).Elem(), reflect.ValueOf(&gotSteps[i]).Elem()) {
 			t.Errorf("steps row %d: %s: %s", i, d.column, d.message)
 		}
+	}
+}
+
+// TestInteropArrowGoReadsWorkspaces: arrow-go reads the workspace columns of the tapes
+// table and the workspaces table (binary, not compressed again, no statistics) as written.
+func TestInteropArrowGoReadsWorkspaces(t *testing.T) {
+	opts := CorpusOptions{Tapes: 8, Seed: 22, MeanSteps: 2, Lean: true, Workspaces: 3, SnapshotBytes: 40 << 10}
+	corpus := filepath.Join(t.TempDir(), "tapes")
+	_, err := GenerateCorpus(t.Context(), corpus, opts)
+	require.NoError(t, err)
+	inputs, err := ExpandInputs([]string{corpus})
+	require.NoError(t, err)
+	dir, res := export(t, inputs, ExportOptions{Format: Parquet, RowGroupBytes: 64 << 10})
+	require.Equal(t, 3, res.Workspaces)
+
+	l, err := scanLayout(dir)
+	require.NoError(t, err)
+	var gotTapes []TapeRow
+	for _, f := range l[configTapes]["train"]["parquet"] {
+		gotTapes = append(gotTapes, readWithArrowGo[TapeRow](t, f.path, tapesTable)...)
+	}
+	require.Len(t, gotTapes, len(inputs))
+	for i, in := range inputs {
+		data := canonical(t, in.Path)
+		tp, err := tape.Unmarshal(data)
+		require.NoError(t, err)
+		want, _, err := RowsOf(tp, data)
+		require.NoError(t, err)
+		want.WorkspaceIncluded = true
+		for _, d := range diffRow(tapesTable, reflect.ValueOf(&want).Elem(), reflect.ValueOf(&gotTapes[i]).Elem()) {
+			t.Errorf("tapes row %d: %s: %s", i, d.column, d.message)
+		}
+	}
+
+	wsFiles := l[configWorkspaces]["train"]["parquet"]
+	require.Len(t, wsFiles, 1)
+	got := readWithArrowGo[WorkspaceRow](t, wsFiles[0].path, workspacesTable)
+	require.Len(t, got, 3)
+	var total int64
+	for _, r := range got {
+		total += r.Size
+	}
+	assert.Less(t, wsFiles[0].size, total+8<<10, "the bytes once, and no page bounds that copy them")
+	for k, r := range got {
+		snap := GenerateSnapshot(opts, k)
+		assert.Equal(t, digestOf(snap), r.Digest)
+		assert.Equal(t, int64(len(snap)), r.Size)
+		assert.True(t, bytes.Equal(snap, r.Snapshot), "snapshot %d", k)
+	}
+	rdr, err := file.OpenParquetFile(wsFiles[0].path, false)
+	require.NoError(t, err)
+	defer rdr.Close()
+	for i := range rdr.NumRowGroups() {
+		cc, err := rdr.MetaData().RowGroup(i).ColumnChunk(2)
+		require.NoError(t, err)
+		require.Equal(t, "snapshot", cc.PathInSchema().String())
+		assert.Equal(t, "UNCOMPRESSED", cc.Compression().String())
+		st, err := cc.Statistics()
+		require.NoError(t, err)
+		if st != nil {
+			assert.False(t, st.HasMinMax(), "no min and max: they would copy the bytes into the footer")
+		}
+		assert.Less(t, rdr.MetaData().Size(), 4<<10, "the footer holds no snapshot bytes")
 	}
 }

@@ -30,6 +30,19 @@ type TapeRow struct {
 	Labels   []byte  `parquet:"labels,string" json:"labels" dataset:"text"`
 	ReplayOf *string `parquet:"replay_of,optional"`
 
+	// The workspace columns come from meta.workspace. WorkspaceDigest, WorkspaceSize and
+	// WorkspaceFiles describe the start snapshot (null when the tape has none);
+	// WorkspaceEndFiles counts the entries of the end manifest (null when the tape has
+	// none), which itself stays in tape_json. WorkspaceIncluded says whether the
+	// workspaces table of the split holds the snapshot's bytes, under WorkspaceDigest: it is
+	// the one column the tape does not give, false when the tape has no snapshot or the
+	// export left snapshots out.
+	WorkspaceDigest   *string `parquet:"workspace_digest,optional"`
+	WorkspaceSize     *int64  `parquet:"workspace_size,optional"`
+	WorkspaceFiles    *int64  `parquet:"workspace_files,optional"`
+	WorkspaceEndFiles *int64  `parquet:"workspace_end_files,optional"`
+	WorkspaceIncluded bool    `parquet:"workspace_included"`
+
 	NumThreads   int64    `parquet:"num_threads"`
 	NumSteps     int64    `parquet:"num_steps"`
 	NumToolCalls int64    `parquet:"num_tool_calls"`
@@ -97,6 +110,19 @@ type StepRow struct {
 	NumToolCalls    int64  `parquet:"num_tool_calls"`
 }
 
+// WorkspaceRow is one row of the workspaces table: the bytes of one start snapshot (a tar
+// compressed with zstd, the file a tape's meta.workspace.snapshot names), under its digest.
+// A snapshot that several tapes of a split start from is stored once. The column is not
+// compressed again: the bytes are zstd already.
+type WorkspaceRow struct {
+	// Digest is "sha256:<hex>" of Snapshot, as the tapes' meta.workspace.digest and the
+	// tapes table's workspace_digest give it.
+	Digest string `parquet:"digest"`
+	// Size is len(Snapshot).
+	Size     int64  `parquet:"size"`
+	Snapshot []byte `parquet:"snapshot,uncompressed"`
+}
+
 // Columns tagged dataset:"text" hold long text: the Parquet writer keeps no page
 // statistics for them (min and max would copy whole values into page headers and the
 // footer).
@@ -137,6 +163,17 @@ func RowsOf(t *tape.Tape, canonical []byte) (TapeRow, []StepRow, error) {
 	if t.Meta.Cwd != "" {
 		cwd := t.Meta.Cwd
 		row.Cwd = &cwd
+	}
+	if w := t.Meta.Workspace; w != nil {
+		if w.Digest != "" {
+			row.WorkspaceDigest = ptr(w.Digest)
+		}
+		if w.Snapshot != "" || w.Digest != "" {
+			row.WorkspaceSize, row.WorkspaceFiles = ptr(w.Size), ptr(int64(w.Files))
+		}
+		if len(w.End) > 0 {
+			row.WorkspaceEndFiles = ptr(int64(len(w.End)))
+		}
 	}
 	if row.ToolNames == nil {
 		row.ToolNames = []string{}

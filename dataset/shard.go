@@ -265,9 +265,21 @@ func (s *shardSet[R]) closeCurrentOrEmpty() error {
 	return s.closeCurrent()
 }
 
+// sizes returns the uncompressed size of each closed shard.
+func (s *shardSet[R]) sizes() []int64 {
+	out := make([]int64, len(s.done))
+	for i, sh := range s.done {
+		out[i] = sh.numBytes
+	}
+	return out
+}
+
 // publish renames every closed shard to its final name and returns the final paths.
 func (s *shardSet[R]) publish() (paths []string, err error) {
 	n := len(s.done)
+	if n == 0 {
+		return nil, nil // a table the split does not have (no snapshots)
+	}
 	for _, sh := range s.done {
 		for _, f := range []struct {
 			tmp *string
@@ -329,10 +341,13 @@ func (s *shardSet[R]) abort() error {
 // converts afterwards, so that the Parquet and Arrow writers, which each keep large
 // buffers and zstd windows, never hold memory at the same time.
 func (s *shardSet[R]) addArrow(ctx context.Context, prog *progress) error {
-	// Whole tapes are big rows: read them a few at a time.
+	// Whole tapes are big rows: read them a few at a time; snapshots one at a time.
 	batch := 256
-	if s.t == tapesTable {
+	switch s.t {
+	case tapesTable:
 		batch = 2
+	case workspacesTable:
+		batch = 1
 	}
 	for _, sh := range s.done {
 		if sh.pqTmp == "" || sh.arTmp != "" {

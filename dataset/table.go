@@ -12,12 +12,14 @@ import (
 
 // The tables a dataset holds, one Hugging Face config each.
 const (
-	configTapes = "tapes"
-	configSteps = "steps"
+	configTapes      = "tapes"
+	configSteps      = "steps"
+	configWorkspaces = "workspaces"
 )
 
 // configs lists the tables in the order the card shows them; the first is the default.
-var configs = []string{configTapes, configSteps}
+// A split has a workspaces table only when one of its tapes' start snapshots is in it.
+var configs = []string{configTapes, configSteps, configWorkspaces}
 
 // kind is a column's value type; it decides the Parquet, Arrow and Hugging Face types.
 type kind int
@@ -29,6 +31,7 @@ const (
 	kBool                  // bool
 	kTimestamp             // time.Time, microseconds, UTC
 	kStrings               // []string, a list of strings
+	kBinary                // []byte without the string option: bytes
 )
 
 // column describes one column of a table, derived from a row struct field.
@@ -36,7 +39,7 @@ type column struct {
 	name     string
 	kind     kind
 	nullable bool
-	text     bool         // long text: no Parquet page statistics
+	text     bool         // long text or bytes: no Parquet page statistics
 	index    int          // struct field index
 	goType   reflect.Type // the field's type
 }
@@ -54,6 +57,8 @@ func (c column) hfType() Feature {
 		return Feature{Name: c.name, Dtype: "timestamp[us, tz=UTC]"}
 	case kStrings:
 		return Feature{Name: c.name, List: "string"}
+	case kBinary:
+		return Feature{Name: c.name, Dtype: "binary"}
 	}
 	return Feature{Name: c.name, Dtype: "string"}
 }
@@ -71,6 +76,8 @@ func (c column) arrowType() arrow.DataType {
 		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 	case kStrings:
 		return arrow.ListOf(arrow.BinaryTypes.String)
+	case kBinary:
+		return arrow.BinaryTypes.Binary
 	}
 	return arrow.BinaryTypes.String
 }
@@ -82,13 +89,17 @@ type table struct {
 }
 
 var (
-	tapesTable = tableOf[TapeRow](configTapes)
-	stepsTable = tableOf[StepRow](configSteps)
+	tapesTable      = tableOf[TapeRow](configTapes)
+	stepsTable      = tableOf[StepRow](configSteps)
+	workspacesTable = tableOf[WorkspaceRow](configWorkspaces)
 )
 
 func tableFor(config string) *table {
-	if config == configSteps {
+	switch config {
+	case configSteps:
 		return stepsTable
+	case configWorkspaces:
+		return workspacesTable
 	}
 	return tapesTable
 }
@@ -100,9 +111,13 @@ func tableOf[R any](name string) *table {
 		f := rt.Field(i)
 		tag := strings.Split(f.Tag.Get("parquet"), ",")
 		c := column{name: tag[0], index: i, goType: f.Type, text: f.Tag.Get("dataset") == "text"}
+		isString := false
 		for _, opt := range tag[1:] {
-			if opt == "optional" {
+			switch opt {
+			case "optional":
 				c.nullable = true
+			case "string":
+				isString = true
 			}
 		}
 		ft := f.Type
@@ -113,6 +128,8 @@ func tableOf[R any](name string) *table {
 		switch {
 		case ft == reflect.TypeFor[time.Time]():
 			c.kind = kTimestamp
+		case ft == reflect.TypeFor[[]byte]() && !isString:
+			c.kind, c.text = kBinary, true
 		case ft.Kind() == reflect.String, ft == reflect.TypeFor[[]byte]():
 			c.kind = kString
 		case ft.Kind() == reflect.Int64:
@@ -169,7 +186,7 @@ func (t *table) rowBytes(row reflect.Value) int64 {
 	for _, c := range t.columns {
 		v := row.Field(c.index)
 		switch c.kind {
-		case kString:
+		case kString, kBinary:
 			if v.Kind() == reflect.Pointer {
 				if !v.IsNil() {
 					n += int64(v.Elem().Len())

@@ -2,11 +2,14 @@ package dataset
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -60,9 +63,10 @@ func (p Problem) String() string {
 
 // Report is the outcome of Validate.
 type Report struct {
-	// Tapes and Steps count the rows checked (every format of every split).
-	Tapes int64
-	Steps int64
+	// Tapes, Steps and Workspaces count the rows checked (every format of every split).
+	Tapes      int64
+	Steps      int64
+	Workspaces int64
 	// Problems lists what is wrong, in file and row order; empty for a valid dataset.
 	Problems []Problem
 	// Truncated is set when the check stopped at MaxProblems.
@@ -91,6 +95,8 @@ func (r *Report) Err() error {
 // the files hold exactly; every row's tape passes the schema and is in canonical encoding;
 // every other column of every row, in both tables and in every format present, equals
 // what the tape gives (so counts, token totals and step rows agree); tape ids are unique;
+// every start snapshot in the workspaces table hashes to its digest, is there once and is
+// some tape's, and every tape whose workspace_included is set finds its snapshot there;
 // and each Parquet shard's recorded num_bytes is right. What is wrong with the dataset,
 // files that cannot be read through included, is in the report; the error is for a
 // folder that does not exist or a cancelled context.
@@ -124,7 +130,12 @@ func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, e
 			if len(steps) == 0 {
 				v.add(Problem{File: "data/" + configSteps, Row: -1, Message: fmt.Sprintf("split %s has %s tapes shards but no %s steps shards", split, ext, ext)})
 			}
-			if err := v.checkRows(ctx, tapes, steps, seen[ext]); err != nil {
+			refs := map[string]snapshotRef{}
+			err := v.checkRows(ctx, tapes, steps, seen[ext], refs)
+			if err == nil {
+				err = v.checkWorkspaces(ctx, split, l[configWorkspaces][split][ext], refs)
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
@@ -136,9 +147,13 @@ func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, e
 			}
 		}
 	}
-	for split := range l[configSteps] {
-		if _, ok := l[configTapes][split]; !ok {
-			v.add(Problem{File: "data/" + configSteps, Row: -1, Message: fmt.Sprintf("split %s has steps but no tapes", split)})
+	for _, config := range []string{configSteps, configWorkspaces} {
+		for _, split := range l.splits(config) {
+			for ext := range l[config][split] {
+				if len(l[configTapes][split][ext]) == 0 {
+					v.add(Problem{File: "data/" + config, Row: -1, Message: fmt.Sprintf("split %s has %s %s shards but no %s tapes shards", split, ext, config, ext)})
+				}
+			}
 		}
 	}
 	return v.report(), nil
@@ -187,7 +202,7 @@ func (v *validator) report() *Report {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return int(v.seq[a] - v.seq[b]) })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(v.seq[a], v.seq[b]) })
 	ps := make([]Problem, len(idx))
 	for i, j := range idx {
 		ps[i] = v.rep.Problems[j]
@@ -290,14 +305,21 @@ type tapeCheck struct {
 	steps []located[StepRow]
 }
 
+// snapshotRef is the first tape row that says the workspaces table holds a snapshot.
+type snapshotRef struct {
+	file string
+	row  int64
+	seq  int64
+}
+
 // checkRows checks the rows of one split in one format: the tapes shards and, in step
-// with them, the steps shards.
-func (v *validator) checkRows(ctx context.Context, tapes, steps []shardFile, seen map[string]string) error {
+// with them, the steps shards. refs gets the snapshots the tapes say are in the dataset.
+func (v *validator) checkRows(ctx context.Context, tapes, steps []shardFile, seen map[string]string, refs map[string]snapshotRef) error {
 	g, ctx := errgroup.WithContext(ctx)
 	checks := make(chan *tapeCheck, v.opts.Jobs)
 	g.Go(func() error {
 		defer close(checks)
-		return v.readRows(ctx, tapes, steps, seen, checks)
+		return v.readRows(ctx, tapes, steps, seen, refs, checks)
 	})
 	for range v.opts.Jobs {
 		g.Go(func() error {
@@ -317,7 +339,7 @@ func (v *validator) checkRows(ctx context.Context, tapes, steps []shardFile, see
 // readRows pairs each tape row with its steps rows (the run of steps rows with its
 // tape_id) and checks what needs the order of rows: unique ids, orphan steps, the
 // recorded num_bytes of each shard.
-func (v *validator) readRows(ctx context.Context, tapes, steps []shardFile, seen map[string]string, out chan<- *tapeCheck) error {
+func (v *validator) readRows(ctx context.Context, tapes, steps []shardFile, seen map[string]string, refs map[string]snapshotRef, out chan<- *tapeCheck) error {
 	bytesOf := map[string]int64{}
 	next, stop := iter.Pull2(rowsOf[StepRow](steps, stepsTable, 64))
 	defer stop()
@@ -353,6 +375,11 @@ func (v *validator) readRows(ctx context.Context, tapes, steps []shardFile, seen
 			v.addAt(seq, Problem{File: v.rel(t.file), Row: t.row, Pointer: "tape_id", Message: fmt.Sprintf("%q is also at %s", t.v.TapeID, first)})
 		} else {
 			seen[t.v.TapeID] = where
+		}
+		if t.v.WorkspaceIncluded && t.v.WorkspaceDigest != nil {
+			if _, ok := refs[*t.v.WorkspaceDigest]; !ok {
+				refs[*t.v.WorkspaceDigest] = snapshotRef{file: t.file, row: t.row, seq: seq}
+			}
 		}
 		c := &tapeCheck{seq: seq, tape: t}
 		for {
@@ -448,6 +475,11 @@ func (v *validator) checkTape(c *tapeCheck) {
 		bad("tape_json", "%v", err)
 		return
 	}
+	// The one column the tape does not give: whether the export kept its snapshot.
+	wantRow.WorkspaceIncluded = c.tape.v.WorkspaceIncluded
+	if w := t.Meta.Workspace; wantRow.WorkspaceIncluded && (w == nil || w.Snapshot == "" || w.Digest == "") {
+		bad("workspace_included", "true, but the tape names no start snapshot with a digest")
+	}
 	for _, d := range diffRow(tapesTable, reflect.ValueOf(&wantRow).Elem(), reflect.ValueOf(&c.tape.v).Elem()) {
 		bad(d.column, "%s", d.message)
 	}
@@ -461,6 +493,71 @@ func (v *validator) checkTape(c *tapeCheck) {
 				Message: fmt.Sprintf("%s (tape %s, thread %s, step %d)", d.message, c.tape.v.TapeID, wantSteps[i].ThreadID, wantSteps[i].StepIndex)})
 		}
 	}
+}
+
+// afterTapes orders the problems of the workspaces table after those of the tapes.
+const afterTapes = math.MaxInt64
+
+// checkWorkspaces checks the workspaces shards of one split in one format, one snapshot
+// at a time: each hashes to its digest and has its size, is there once, and is the
+// snapshot of a tape in refs; and every snapshot in refs is there.
+func (v *validator) checkWorkspaces(ctx context.Context, split string, files []shardFile, refs map[string]snapshotRef) error {
+	found := map[string]string{}
+	bytesOf := map[string]int64{}
+	for r, err := range rowsOf[WorkspaceRow](files, workspacesTable, 1) {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		v.mu.Lock()
+		v.rep.Workspaces++
+		v.mu.Unlock()
+		v.prog.add(int64(len(r.v.Snapshot)))
+		bytesOf[r.file] += workspacesTable.rowBytes(reflect.ValueOf(&r.v).Elem())
+		file := v.rel(r.file)
+		bad := func(column, format string, args ...any) {
+			v.addAt(afterTapes, Problem{File: file, Row: r.row, Pointer: column, Message: fmt.Sprintf(format, args...)})
+		}
+		where := fmt.Sprintf("%s row %d", file, r.row)
+		if got := digestOf(r.v.Snapshot); got != r.v.Digest {
+			bad("snapshot", "the bytes hash to %s, not to the row's digest %s", got, r.v.Digest)
+		}
+		if r.v.Size != int64(len(r.v.Snapshot)) {
+			bad("size", "%d, the snapshot has %d bytes", r.v.Size, len(r.v.Snapshot))
+		}
+		if first, dup := found[r.v.Digest]; dup {
+			bad("digest", "%s is also at %s", r.v.Digest, first)
+			continue
+		}
+		found[r.v.Digest] = where
+		if _, ok := refs[r.v.Digest]; !ok {
+			bad("digest", "no tape of split %s with workspace_included starts from %s", split, r.v.Digest)
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(refs)) {
+		if _, ok := found[d]; !ok {
+			ref := refs[d]
+			v.addAt(ref.seq, Problem{File: v.rel(ref.file), Row: ref.row, Pointer: "workspace_digest",
+				Message: fmt.Sprintf("%s: workspace_included, but the workspaces table of split %s does not hold this snapshot", d, split)})
+		}
+	}
+	for _, f := range files {
+		if f.ext != "parquet" {
+			continue
+		}
+		p, err := openParquet(f.path)
+		if err != nil {
+			return err
+		}
+		recorded, _ := p.lookup(metaNumBytes)
+		p.Close()
+		if want := strconv.FormatInt(bytesOf[f.path], 10); recorded != want {
+			v.addAt(afterTapes, Problem{File: v.rel(f.path), Row: -1, Pointer: metaNumBytes, Message: fmt.Sprintf("records %q, the rows hold %s bytes", recorded, want)})
+		}
+	}
+	return nil
 }
 
 type columnDiff struct {

@@ -102,7 +102,7 @@ func TestEveryFieldValidates(t *testing.T) {
 	data := mustMarshal(everyField())
 	require.NoError(t, Validate(data))
 	// Every field is present in the encoding.
-	for _, name := range []string{`"cwd":"/work/app"`, `"replay_of":"`, `"detail":`, `"duration_ms":12.5`, `"next_request_at":4`, `"kind":"custom"`, `"input_schema":`, `"description":`, `"is_error":true`, `"tool_call_id":`, `"raw":{"type":"image"`, `"reasoning_tokens":50`} {
+	for _, name := range []string{`"cwd":"/work/app"`, `"workspace":{"snapshot":`, `"exclude":["node_modules"]`, `"sha256":"0f0f`, `"link":"a.txt"`, `"replay_of":"`, `"detail":`, `"duration_ms":12.5`, `"next_request_at":4`, `"kind":"custom"`, `"input_schema":`, `"description":`, `"is_error":true`, `"tool_call_id":`, `"raw":{"type":"image"`, `"reasoning_tokens":50`} {
 		assert.Contains(t, string(data), name)
 	}
 }
@@ -292,6 +292,16 @@ func TestValidateReportsProblems(t *testing.T) {
 			name: "wrong enum",
 			data: mutate(t, good, "/meta/provider", set("gemini")),
 			want: []Problem{{"/meta/provider", `got "gemini", want one of "", "anthropic", "openai-chat", "openai-responses"`}},
+		},
+		{
+			name: "workspace digest not sha256",
+			data: mutate(t, good, "/meta/workspace", set(map[string]any{"digest": "md5:00"})),
+			want: []Problem{{"/meta/workspace/digest", "'md5:00' does not match pattern '^sha256:[0-9a-f]{64}$'"}},
+		},
+		{
+			name: "end manifest entry of an unknown type",
+			data: mutate(t, good, "/meta/workspace", set(map[string]any{"end": []any{map[string]any{"path": "p", "type": "fifo", "mode": "0644", "size": 0}}})),
+			want: []Problem{{"/meta/workspace/end/0/type", `got "fifo", want one of "file", "dir", "symlink"`}},
 		},
 		{
 			name: "cwd not a string",

@@ -41,6 +41,15 @@ func everyField() *tape.Tape {
 	t.Meta.ReplayOf = ptr("0123456789abcdef0123456789abcdef")
 	t.Meta.Cwd = "/work/app"
 	t.Meta.Labels = map[string]string{"run": "7"}
+	t.Meta.Workspace = &tape.Workspace{
+		Snapshot: "run.workspace.tar.zst", Digest: "sha256:" + strings.Repeat("ab", 32), Size: 4096, Files: 3,
+		Exclude: []string{"node_modules"},
+		End: []tape.FileEntry{
+			{Path: "a.txt", Type: "file", Mode: "0644", Size: 2, SHA256: strings.Repeat("0f", 32)},
+			{Path: "bin", Type: "dir", Mode: "0755"},
+			{Path: "link", Type: "symlink", Mode: "0777", Link: "a.txt"},
+		},
+	}
 	t.Meta.Ended = &tape.Ended{Reason: tape.EndDiverged, At: t0.Add(9 * time.Second), Detail: "step 2: tool result differs"}
 	all := []tape.Block{
 		{Type: tape.BlockText, Text: "hello"},

@@ -90,6 +90,7 @@ func corpusWorkspace(opts CorpusOptions, i int) *tape.Workspace {
 		Digest:   "sha256:" + hex.EncodeToString(sum[:]),
 		Size:     int64(len(snap)),
 		Files:    len(files),
+		Bytes:    contentBytes(files),
 		Exclude:  []string{"node_modules", ".venv", "__pycache__", ".tapebox"},
 	}
 	files[3].content = append(bytes.Clone(files[3].content), fmt.Sprintf("// edited by tape %d\n", i)...)
@@ -107,4 +108,13 @@ func corpusWorkspace(opts CorpusOptions, i int) *tape.Workspace {
 	w.End = append(w.End, tape.FileEntry{Path: "src/latest", Type: "symlink", Mode: "0777", Link: "main.go"})
 	slices.SortFunc(w.End, func(a, b tape.FileEntry) int { return strings.Compare(a.Path, b.Path) })
 	return w
+}
+
+// contentBytes sums the files' content, as a snapshot's Info.Bytes does.
+func contentBytes(files []corpusFile) int64 {
+	var n int64
+	for _, f := range files {
+		n += int64(len(f.content))
+	}
+	return n
 }

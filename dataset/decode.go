@@ -968,8 +968,11 @@ func (d *decoder) workspace(w *tape.Workspace) error {
 			var v int64
 			v, err = d.int64()
 			w.Files = int(v)
-		case "exclude":
+		case "bytes":
 			d.field(&o, 4)
+			w.Bytes, err = d.int64()
+		case "exclude":
+			d.field(&o, 5)
 			w.Exclude = nil
 			if d.null() {
 				return nil
@@ -981,7 +984,7 @@ func (d *decoder) workspace(w *tape.Workspace) error {
 				return err
 			})
 		case "end":
-			d.field(&o, 5)
+			d.field(&o, 6)
 			w.End = nil
 			if d.null() {
 				return nil
@@ -999,7 +1002,7 @@ func (d *decoder) workspace(w *tape.Workspace) error {
 		return err
 	})
 	d.check(o, bit(0, w.Snapshot != "")|bit(1, w.Digest != "")|bit(2, w.Size != 0)|bit(3, w.Files != 0)|
-		bit(4, len(w.Exclude) > 0)|bit(5, len(w.End) > 0))
+		bit(4, w.Bytes != 0)|bit(5, len(w.Exclude) > 0)|bit(6, len(w.End) > 0))
 	return err
 }
 

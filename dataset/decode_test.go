@@ -45,6 +45,7 @@ func edgeTape() *tape.Tape {
 		Digest:   "sha256:" + strings.Repeat("ab", 32),
 		Size:     123456789,
 		Files:    4,
+		Bytes:    987654321,
 		Exclude:  []string{"node_modules", "build/<out>", "\u00e9*"},
 		End: []tape.FileEntry{
 			{Path: ".", Type: "dir", Mode: "0755"},

@@ -42,7 +42,7 @@ func everyField() *tape.Tape {
 	t.Meta.Cwd = "/work/app"
 	t.Meta.Labels = map[string]string{"run": "7"}
 	t.Meta.Workspace = &tape.Workspace{
-		Snapshot: "run.workspace.tar.zst", Digest: "sha256:" + strings.Repeat("ab", 32), Size: 4096, Files: 3,
+		Snapshot: "run.workspace.tar.zst", Digest: "sha256:" + strings.Repeat("ab", 32), Size: 4096, Files: 3, Bytes: 2,
 		Exclude: []string{"node_modules"},
 		End: []tape.FileEntry{
 			{Path: "a.txt", Type: "file", Mode: "0644", Size: 2, SHA256: strings.Repeat("0f", 32)},

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/secrets"
 )
 
 func init() {
@@ -75,7 +76,7 @@ func progressTo(env *Env) io.Writer {
 }
 
 func runDatasetExport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] TAPES...", `
+	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] [--allow-secrets] TAPES...", `
 Writes the tapes (files, directories searched for *.json, or glob patterns) to a folder that
 can be pushed to the Hugging Face Hub as it is: data/tapes/<split>-NNNNN-of-MMMMM.parquet and
 data/steps/... shards (zstd, page index, row groups of at most about 100 MB, shards of about
@@ -89,6 +90,10 @@ A tape that names a start snapshot of its workspace (meta.workspace.snapshot, a 
 the tape) takes it along: the snapshot must be there and match meta.workspace.digest, or the
 tape is invalid. The snapshots go to data/workspaces/..., once per digest. --no-workspace
 exports the tapes without them.
+
+Before anything is written, every tape is scanned for secrets (API keys, tokens, private keys,
+as tapebox scan does): a tape with a finding stops the export, naming the file, the JSON pointer
+and the rule, unless --allow-secrets.
 Shards of other splits already in the folder are kept. Memory stays bounded whatever the
 number of tapes (the dataset verbs set a soft heap limit of 176 MiB unless GOMEMLIMIT is
 set). A progress bar is drawn when stderr is a terminal.`)
@@ -98,6 +103,7 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	jobs := fs.Int("jobs", 0, "tapes parsed and validated at once (default: number of CPUs)")
 	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
 	noWorkspace := fs.Bool("no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
+	allowSecrets := fs.Bool("allow-secrets", false, "export tapes in which the secret scan finds something (see tapebox scan)")
 	pos, code, done := parseInterspersed(env, fs, args)
 	if done {
 		return code
@@ -118,6 +124,11 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	}
 	if len(inputs) == 0 {
 		return failf(env, "dataset export", "no tape files in %s", strings.Join(pos, " "))
+	}
+	if !*allowSecrets {
+		if err := secrets.Check(ctx, inputPaths(inputs)...); err != nil {
+			return failf(env, "dataset export", "%v\n(nothing was written; remove the secrets, or --allow-secrets exports them anyway)", err)
+		}
 	}
 	opts := dataset.ExportOptions{
 		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,

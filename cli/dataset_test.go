@@ -179,3 +179,26 @@ func TestParseInterspersed(t *testing.T) {
 	assert.Equal(t, "o", *o)
 	assert.True(t, *v)
 }
+
+// TestDatasetExportRefusesSecrets: a tape holding an API key in a tool result is refused,
+// naming the file, the JSON pointer and the rule, and nothing is written; --allow-secrets
+// exports it.
+func TestDatasetExportRefusesSecrets(t *testing.T) {
+	tp, err := tape.LoadFile(filepath.Join("..", "testdata", "replay", "codex.json"))
+	require.NoError(t, err)
+	key := "ghp_" + strings.Repeat("x", 4) + "Q7b2Lm9Zr4Tw8Yp1Kd6Fs3Hj5Nc0Vq2Ge8Ua"
+	tp.Main().Steps[0].ToolResults[0].Content[0].Text += "\nGITHUB_TOKEN=" + key
+	dir := t.TempDir()
+	path := filepath.Join(dir, "leaky.json")
+	require.NoError(t, tape.Save(path, tp))
+	out := filepath.Join(t.TempDir(), "ds")
+	code, _, stderr := runVerbForTest(t, "dataset", "export", "--out", out, path)
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, stderr, path)
+	assert.Contains(t, stderr, "/threads/0/steps/0/tool_results/0/content/0/text")
+	assert.Contains(t, stderr, "github")
+	assert.NotContains(t, stderr, key, "the secret itself is never printed")
+	assert.NoDirExists(t, out)
+	code, _, stderr = runVerbForTest(t, "dataset", "export", "--out", out, "--allow-secrets", path)
+	assert.Equal(t, ExitOK, code, stderr)
+}

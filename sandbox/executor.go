@@ -194,12 +194,20 @@ func (p program) fromSources(ctx context.Context, goarch string, tried *[]string
 	}
 	mod, dir := p.module()
 	switch {
+	case dir != "" && !filepath.IsAbs(dir):
+		// Relative to a go.mod whose place the binary does not record.
+		*tried = append(*tried, "its build info replaces "+Module+" with the relative directory "+dir)
 	case dir != "" && isCheckout(dir):
 		return checkoutExecutor(ctx, dir, goarch, "the replace directory in the running program's build info")
 	case dir != "":
 		*tried = append(*tried, "its build info replaces "+Module+" with "+dir+", which is not there")
 	case released(mod.Version):
-		return moduleExecutor(ctx, goarch, mod)
+		b, err := moduleExecutor(ctx, goarch, mod)
+		if err != nil && !errors.Is(err, errNoGo) {
+			// A version the proxy does not serve: a commit never pushed, a private fork.
+			err = fmt.Errorf("%w; %s", err, p.fix())
+		}
+		return b, err
 	default:
 		*tried = append(*tried, fmt.Sprintf("its version (%s) is no release to fetch the sources of", cmp.Or(mod.Version, "unknown")))
 	}
@@ -207,7 +215,7 @@ func (p program) fromSources(ctx context.Context, goarch string, tried *[]string
 }
 
 // module returns the TapeBox module the running program was built with: its path and
-// version, or the directory that replaces it.
+// version, or the directory that replaces it (as written in go.mod, maybe relative).
 func (p program) module() (mod debug.Module, dir string) {
 	if p.build != nil {
 		if p.build.Main.Path == Module {
@@ -220,12 +228,8 @@ func (p program) module() (mod debug.Module, dir string) {
 				return *d, ""
 			case d.Replace.Version != "":
 				return *d.Replace, "" // another module, a fork
-			case filepath.IsAbs(d.Replace.Path):
-				return debug.Module{}, d.Replace.Path
 			default:
-				// A relative directory, relative to a go.mod whose place the binary does not
-				// record.
-				return debug.Module{}, ""
+				return debug.Module{}, d.Replace.Path
 			}
 		}
 	}

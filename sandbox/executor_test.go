@@ -150,6 +150,10 @@ func TestFindExecutorPlaces(t *testing.T) {
 		{name: "a trimmed test binary of a module with a replace",
 			p:       program{exe: filepath.Join(loose, "user.test"), srcFile: Module + "@v0.0.0/sandbox/executor.go", build: &debug.BuildInfo{Main: debug.Module{Path: "example.com/user"}}},
 			wantErr: []string{"its version (v0.0.0) is no release", `set TAPEBOX_EXEC_DIR to its dist directory: export TAPEBOX_EXEC_DIR="$PWD/dist"`}},
+		{name: "a relative replace directory",
+			p: program{exe: filepath.Join(loose, "user-tool"), srcFile: trimmed, build: &debug.BuildInfo{
+				Main: debug.Module{Path: "example.com/user"}, Deps: []*debug.Module{{Path: Module, Version: "v0.0.0", Replace: &debug.Module{Path: "../tapebox"}}}}},
+			wantErr: []string{"replaces " + Module + " with the relative directory ../tapebox", "&& cp dist/"}},
 		{name: "a replace directory that is gone",
 			p: program{exe: filepath.Join(loose, "user-tool"), srcFile: trimmed, build: &debug.BuildInfo{
 				Main: debug.Module{Path: "example.com/user"}, Deps: []*debug.Module{{Path: Module, Version: "v0.0.0", Replace: &debug.Module{Path: gone}}}}},
@@ -342,6 +346,9 @@ func TestModuleExecutor(t *testing.T) {
 		{name: "a version the proxy does not have",
 			p:       program{exe: loose, srcFile: Module + "@v9.9.9/sandbox/executor.go"},
 			wantErr: "find the executor: fetch " + Module + "@v9.9.9, the running program's version"},
+		{name: "a pseudo-version of a commit the proxy does not have",
+			p:       program{exe: loose, srcFile: Module + "@v0.0.0-20260101000000-0123456789ab/sandbox/executor.go"},
+			wantErr: "; put the executors beside it: in a TapeBox checkout of the same version run make executor && cp dist/"},
 	}
 	var first string
 	for _, tt := range tests {

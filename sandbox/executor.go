@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -208,8 +207,10 @@ func (p program) fromSources(ctx context.Context, goarch string, tried *[]string
 			err = fmt.Errorf("%w; %s", err, p.fix())
 		}
 		return b, err
+	case mod.Version == "":
+		*tried = append(*tried, "it has no version to fetch its sources by")
 	default:
-		*tried = append(*tried, fmt.Sprintf("its version (%s) is no release to fetch the sources of", cmp.Or(mod.Version, "unknown")))
+		*tried = append(*tried, "its version "+mod.Version+" is no release to fetch the sources of")
 	}
 	return ExecutorBinary{}, nil
 }

@@ -14,14 +14,17 @@ func init() {
 
 func runExecBinary(ctx context.Context, env *Env, args []string) int {
 	fs := newFlagSet(env, "exec-binary", "[--arch amd64|arm64|x86_64|aarch64]", `
-Prints the path of the static Linux tapebox-exec binary for an architecture, to copy into a
-sandbox by hand:
+Prints the path of the static Linux tapebox-exec binary for an architecture on stdout, to copy
+into a sandbox by hand, and how it was found on stderr:
 
   docker cp "$(tapebox exec-binary --arch aarch64)" mybox:/usr/local/bin/tapebox-exec
 
-It looks in $TAPEBOX_EXEC_DIR, beside the tapebox executable, in dist/ of the TapeBox source
-checkout around the working directory (make executor), and otherwise builds it with the Go
-toolchain into the user cache directory.`)
+It is the one replay installs. It comes from $TAPEBOX_EXEC_DIR when set, else from beside the
+tapebox executable, else from the TapeBox sources tapebox was built from: dist/ of the
+checkout (make executor) when it is up to date, or else a build of those sources with the Go
+toolchain into the user cache directory, once. Those sources are the checkout of make build
+or go build, wherever the binary is copied to, or the module cache of go install ...@version;
+the working directory plays no part. When none of these exists, the error says what to run.`)
 	arch := fs.String("arch", runtime.GOARCH, "the sandbox's architecture: amd64 (x86_64) or arm64 (aarch64)")
 	if code, done := parse(env, fs, args); done {
 		return code
@@ -32,10 +35,11 @@ toolchain into the user cache directory.`)
 	if _, err := sandbox.NormalizeArch(*arch); err != nil {
 		return usageError(env, fs, "%v", err)
 	}
-	p, err := sandbox.ExecutorPath(ctx, *arch)
+	b, err := sandbox.FindExecutor(ctx, *arch)
 	if err != nil {
 		return failf(env, "exec-binary", "%v", err)
 	}
-	fmt.Fprintln(env.Stdout, p)
+	fmt.Fprintln(env.Stdout, b.Path)
+	fmt.Fprintf(env.Stderr, "tapebox exec-binary: %s-%s %s\n", sandbox.ExecutorName, b.Arch, b.Found)
 	return ExitOK
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,8 +22,10 @@ func TestExecBinary(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{args: []string{"--arch", "x86_64"}, code: ExitOK, stdout: filepath.Join(dir, "tapebox-exec-amd64") + "\n"},
-		{args: []string{"--arch", "aarch64"}, code: ExitOK, stdout: filepath.Join(dir, "tapebox-exec-arm64") + "\n"},
+		{args: []string{"--arch", "x86_64"}, code: ExitOK, stdout: filepath.Join(dir, "tapebox-exec-amd64") + "\n",
+			stderr: "tapebox exec-binary: tapebox-exec-amd64 in $TAPEBOX_EXEC_DIR\n"},
+		{args: []string{"--arch", "aarch64"}, code: ExitOK, stdout: filepath.Join(dir, "tapebox-exec-arm64") + "\n",
+			stderr: "tapebox exec-binary: tapebox-exec-arm64 in $TAPEBOX_EXEC_DIR\n"},
 		{args: []string{"--arch=arm64"}, code: ExitOK, stdout: filepath.Join(dir, "tapebox-exec-arm64") + "\n"},
 		{args: []string{"--arch", "mips"}, code: ExitUsage, stderr: `unknown architecture "mips"`},
 		{args: []string{"extra"}, code: ExitUsage, stderr: `unexpected argument "extra"`},
@@ -47,5 +50,19 @@ func TestExecBinary(t *testing.T) {
 		assert.Equal(t, ExitFailure, code)
 		assert.Contains(t, stderr, "tapebox exec-binary: find the executor")
 		assert.Contains(t, stderr, "make executor")
+	})
+
+	// This test binary was compiled from the checkout around it, which is where the
+	// executor comes from, whatever the working directory.
+	t.Run("from the sources", func(t *testing.T) {
+		t.Setenv("TAPEBOX_EXEC_DIR", "")
+		root, err := filepath.Abs("..")
+		require.NoError(t, err)
+		t.Chdir(t.TempDir())
+		code, stdout, stderr := runVerbForTest(t, "exec-binary", "--arch", "amd64")
+		require.Equal(t, ExitOK, code, "stderr: %s", stderr)
+		assert.Contains(t, stderr, "tapebox exec-binary: tapebox-exec-amd64 ")
+		assert.Contains(t, stderr, root+", the sources the running program was built from")
+		assert.FileExists(t, strings.TrimSpace(stdout))
 	})
 }

@@ -57,13 +57,13 @@
 // container gets it copied with the Engine API (a tar through CopyToContainer). A container
 // TapeBox creates on an engine of this machine gets it bind-mounted read-only, which saves the
 // copy (about 50 ms); on a remote engine, or when the engine refuses the mount, it is copied
-// into the created container before it starts. The host binary comes from Options.ExecutorPath or ExecutorPath, which
-// looks in $TAPEBOX_EXEC_DIR, beside the running executable, in dist/ of the source checkout
-// around the working directory (when it is newer than the executor's sources), and otherwise
-// builds it with the Go toolchain into the user cache dir (CGO_ENABLED=0, GOOS=linux, the
-// wanted GOARCH), from the checkout or from the module at the running program's version. The
-// build-on-demand step keeps "go test" and "go install" users working without a make step;
-// release builds ship the binaries beside tapebox and never build.
+// into the created container before it starts. The host binary comes from Options.ExecutorPath or FindExecutor, which
+// looks in $TAPEBOX_EXEC_DIR, beside the running executable, and otherwise in the TapeBox
+// sources the running program was built from (a checkout, a replace directory, the module
+// cache): their dist/ when it is newer than the executor's sources, else a build of them with
+// the Go toolchain into the user cache dir (CGO_ENABLED=0, GOOS=linux, the wanted GOARCH). The
+// build-on-demand step keeps "go test", "go install" and testkit users working without a make
+// step, from any directory; release archives ship the binaries beside tapebox and never build.
 //
 // # Workspaces
 //

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -72,58 +74,209 @@ func checkExecutorArch(path, arch, where string) error {
 	return nil
 }
 
-// ExecutorPath returns the path of a tapebox-exec binary for Linux on arch (amd64, arm64,
-// x86_64 or aarch64). It looks, in order:
+// ExecutorBinary is a tapebox-exec binary on this machine, as FindExecutor found it.
+type ExecutorBinary struct {
+	// Path is the binary's file.
+	Path string
+	// Arch is the Linux architecture it is built for, in Go's spelling: amd64 or arm64.
+	Arch string
+	// Found says, for people, where Path came from (tapebox exec-binary prints it).
+	Found string
+}
+
+// ExecutorPath returns the path of a tapebox-exec binary for Linux on arch: the Path of
+// FindExecutor's answer.
+func ExecutorPath(ctx context.Context, arch string) (string, error) {
+	b, err := FindExecutor(ctx, arch)
+	return b.Path, err
+}
+
+// FindExecutor finds, or builds, the tapebox-exec binary for Linux on arch (amd64, arm64,
+// x86_64 or aarch64) that belongs to the running program. It looks, in order:
 //
 //  1. in $TAPEBOX_EXEC_DIR (an error if set and the binary is not there);
-//  2. beside the running executable (how a release ships them);
-//  3. in dist/ of the TapeBox source checkout that holds the working directory (found by
-//     walking up to the go.mod of module github.com/tapebox/tapebox), when it is newer than
-//     the executor's sources (make executor writes it there);
-//  4. in the user cache dir, building it on demand with the Go toolchain: from that checkout
-//     when there is one (a stale dist/ binary lands here), else from the module at the
-//     version of the running program (a "go install" user). Builds are keyed by a hash of
-//     the sources, so each is built once.
+//  2. beside the running executable (how a release archive ships them);
+//  3. in the TapeBox sources the running program was compiled from, whose directory every
+//     build records unless made with -trimpath: a checkout (make build, go build, go test
+//     or go run in a clone, and a copy of such a binary), the directory of a replace
+//     directive (a module that uses testkit with its own checkout), or the module cache
+//     (go install ...@version, a module that requires a release);
+//  4. in the checkout above the running executable (bin/tapebox of a -trimpath build);
+//  5. in the module at the running program's version, from its build info or its trimmed
+//     source paths, fetched with "go mod download" (a release build whose module cache copy
+//     was cleaned, or one made with -trimpath).
 //
-// The file name is tapebox-exec-<arch> in each place.
-func ExecutorPath(ctx context.Context, arch string) (string, error) {
+// The file name is tapebox-exec-<arch> in each place. From a source directory, dist/ is used
+// when it is newer than the executor's sources (make executor writes it there); otherwise
+// the executor is built from those sources with the Go toolchain into the user cache dir,
+// once per distinct source. The working directory plays no part: the executor must match
+// the running program, not whichever checkout one stands in. When nothing applies, the
+// error (ErrNoExecutor) says what to run.
+func FindExecutor(ctx context.Context, arch string) (ExecutorBinary, error) {
 	goarch, err := NormalizeArch(arch)
 	if err != nil {
-		return "", fmt.Errorf("find the executor: %w", err)
+		return ExecutorBinary{}, fmt.Errorf("find the executor: %w", err)
 	}
-	name := ExecutorName + "-" + goarch
-	if dir := os.Getenv(ExecDirEnv); dir != "" {
-		p := filepath.Join(dir, name)
-		if isFile(p) {
-			return p, nil
-		}
-		return "", fmt.Errorf("find the executor: %w: %s=%s has no %s; build it there (make executor, then copy dist/%s) or unset %s",
-			ErrNoExecutor, ExecDirEnv, dir, name, name, ExecDirEnv)
-	}
-	var tried []string
+	return running().find(ctx, goarch)
+}
+
+// program is what FindExecutor knows about the running program; tests fill one in to stand
+// for other kinds of build.
+type program struct {
+	exe     string           // the executable, symlinks resolved; "" when unknown
+	srcFile string           // this file's name as compiled in: absolute, or module-relative with -trimpath
+	build   *debug.BuildInfo // nil when the binary has none
+	execDir string           // $TAPEBOX_EXEC_DIR
+}
+
+func running() program {
+	var p program
 	if exe, err := os.Executable(); err == nil {
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = real
 		}
-		p := filepath.Join(filepath.Dir(exe), name)
-		if isFile(p) {
-			return p, nil
-		}
-		tried = append(tried, p)
+		p.exe = exe
 	}
-	if wd, err := os.Getwd(); err == nil {
-		if root := findCheckout(wd); root != "" {
-			return checkoutExecutor(ctx, root, goarch)
+	_, p.srcFile, _, _ = runtime.Caller(0)
+	p.build, _ = debug.ReadBuildInfo()
+	p.execDir = os.Getenv(ExecDirEnv)
+	return p
+}
+
+func (p program) find(ctx context.Context, goarch string) (ExecutorBinary, error) {
+	name := ExecutorName + "-" + goarch
+	if p.execDir != "" {
+		path := filepath.Join(p.execDir, name)
+		if isFile(path) {
+			return ExecutorBinary{Path: path, Arch: goarch, Found: "in $" + ExecDirEnv}, nil
 		}
-		tried = append(tried, "no TapeBox checkout above "+wd)
+		return ExecutorBinary{}, fmt.Errorf("find the executor: %w: %s=%s has no %s; build it there (make executor, then copy dist/%s) or unset %s",
+			ErrNoExecutor, ExecDirEnv, p.execDir, name, name, ExecDirEnv)
 	}
-	return moduleExecutor(ctx, goarch, tried)
+	var tried []string
+	if p.exe != "" {
+		path := filepath.Join(filepath.Dir(p.exe), name)
+		if isFile(path) {
+			return ExecutorBinary{Path: path, Arch: goarch, Found: "beside the executable " + p.exe}, nil
+		}
+		tried = append(tried, "not beside "+p.exe)
+	}
+	b, err := p.fromSources(ctx, goarch, &tried)
+	if err != nil || b.Path != "" {
+		if errors.Is(err, errNoGo) {
+			err = fmt.Errorf("%w; install Go (https://go.dev/dl/), or %s", err, p.fix())
+		}
+		return b, err
+	}
+	return ExecutorBinary{}, fmt.Errorf("find the executor: %w for %s: %s; %s",
+		ErrNoExecutor, goarch, strings.Join(tried, ", "), p.fix())
+}
+
+// fromSources tries places 3 to 5 of FindExecutor, noting in tried why each did not apply.
+// It returns a zero ExecutorBinary and no error when none did.
+func (p program) fromSources(ctx context.Context, goarch string, tried *[]string) (ExecutorBinary, error) {
+	compiled := ""
+	if src := filepath.FromSlash(p.srcFile); filepath.IsAbs(src) {
+		compiled = filepath.Dir(filepath.Dir(src)) // src is <root>/sandbox/executor.go
+		if isCheckout(compiled) {
+			return checkoutExecutor(ctx, compiled, goarch, "the sources the running program was built from")
+		}
+		*tried = append(*tried, "the sources it was built from ("+compiled+") are gone")
+	} else {
+		*tried = append(*tried, "built with -trimpath, so it does not know where its sources are")
+	}
+	if p.exe != "" {
+		if root := findCheckout(filepath.Dir(p.exe)); root != "" && root != compiled {
+			return checkoutExecutor(ctx, root, goarch, "the checkout that holds the executable")
+		}
+		*tried = append(*tried, "no TapeBox checkout above "+filepath.Dir(p.exe))
+	}
+	mod, dir := p.module()
+	switch {
+	case dir != "" && !filepath.IsAbs(dir):
+		// Relative to a go.mod whose place the binary does not record.
+		*tried = append(*tried, "its build info replaces "+Module+" with the relative directory "+dir)
+	case dir != "" && isCheckout(dir):
+		return checkoutExecutor(ctx, dir, goarch, "the replace directory in the running program's build info")
+	case dir != "":
+		*tried = append(*tried, "its build info replaces "+Module+" with "+dir+", which is not there")
+	case released(mod.Version):
+		b, err := moduleExecutor(ctx, goarch, mod)
+		if err != nil && !errors.Is(err, errNoGo) {
+			// A version the proxy does not serve: a commit never pushed, a private fork.
+			err = fmt.Errorf("%w; %s", err, p.fix())
+		}
+		return b, err
+	case mod.Version == "":
+		*tried = append(*tried, "it has no version to fetch its sources by")
+	default:
+		*tried = append(*tried, "its version "+mod.Version+" is no release to fetch the sources of")
+	}
+	return ExecutorBinary{}, nil
+}
+
+// module returns the TapeBox module the running program was built with: its path and
+// version, or the directory that replaces it (as written in go.mod, maybe relative).
+func (p program) module() (mod debug.Module, dir string) {
+	if p.build != nil {
+		if p.build.Main.Path == Module {
+			return p.build.Main, ""
+		}
+		for _, d := range p.build.Deps {
+			switch {
+			case d.Path != Module:
+			case d.Replace == nil:
+				return *d, ""
+			case d.Replace.Version != "":
+				return *d.Replace, "" // another module, a fork
+			default:
+				return debug.Module{}, d.Replace.Path
+			}
+		}
+	}
+	// Test binaries carry no dependencies in their build info, but a trimmed file name is
+	// module@version/path.
+	if rest, ok := strings.CutPrefix(p.srcFile, Module+"@"); ok {
+		version, _, _ := strings.Cut(rest, "/")
+		return debug.Module{Path: Module, Version: version}, ""
+	}
+	return debug.Module{}, ""
+}
+
+// released reports whether version names sources the module proxy can serve: not a local
+// build ("(devel)", "+dirty"), and not v0.0.0, the placeholder a replace directive stands for.
+func released(version string) bool {
+	return strings.HasPrefix(version, "v") && version != "v0.0.0" && !strings.HasSuffix(version, "+dirty")
+}
+
+// fix says what to run when no executor can be found or built.
+func (p program) fix() string {
+	if p.exe == "" || strings.HasSuffix(p.exe, ".test") {
+		return "in a TapeBox checkout of the same version run make executor, then set " + ExecDirEnv + ` to its dist directory: export ` + ExecDirEnv + `="$PWD/dist"`
+	}
+	return "put the executors beside it: in a TapeBox checkout of the same version run make executor" +
+		" && cp dist/" + ExecutorName + "-amd64 dist/" + ExecutorName + "-arm64 " + shellQuote(filepath.Dir(p.exe)+"/")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@%:,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// isCheckout reports whether dir holds the go.mod of module Module: a checkout, a replace
+// directory or a module cache copy.
+func isCheckout(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	return err == nil && modulePath(b) == Module
 }
 
 // findCheckout walks up from dir to the directory whose go.mod declares module Module.
 func findCheckout(dir string) string {
 	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modulePath(b) == Module {
+		if isCheckout(dir) {
 			return dir
 		}
 		parent := filepath.Dir(dir)
@@ -148,42 +301,50 @@ func modulePath(gomod []byte) string {
 // executor imports only executor/..., tape and the standard library).
 var executorSources = []string{"cmd/tapebox-exec", "executor", "tape"}
 
-// checkoutExecutor returns dist/tapebox-exec-<arch> of the checkout at root when it is up to
-// date, else a build of the checkout's sources in the cache.
-func checkoutExecutor(ctx context.Context, root, goarch string) (string, error) {
+// checkoutExecutor returns dist/tapebox-exec-<arch> of the TapeBox sources at root when it
+// is up to date, else a build of those sources in the cache. why says how root was chosen.
+func checkoutExecutor(ctx context.Context, root, goarch, why string) (ExecutorBinary, error) {
 	name := ExecutorName + "-" + goarch
 	if !isDir(filepath.Join(root, "cmd", "tapebox-exec")) {
-		return "", fmt.Errorf("find the executor: %w: the checkout %s has no cmd/tapebox-exec to build it from; set %s to a directory with %s",
-			ErrNoExecutor, root, ExecDirEnv, name)
+		return ExecutorBinary{}, fmt.Errorf("find the executor: %w: %s (%s) has no cmd/tapebox-exec to build it from; set %s to a directory with %s",
+			ErrNoExecutor, root, why, ExecDirEnv, name)
 	}
 	files, newest, err := sourceFiles(root)
 	if err != nil {
-		return "", fmt.Errorf("find the executor: %w", err)
+		return ExecutorBinary{}, fmt.Errorf("find the executor: %w", err)
 	}
 	dist := filepath.Join(root, "dist", name)
 	if fi, err := os.Stat(dist); err == nil && fi.Mode().IsRegular() && !fi.ModTime().Before(newest) {
-		return dist, nil
+		return ExecutorBinary{Path: dist, Arch: goarch, Found: fmt.Sprintf("in dist/ of %s, %s; newer than the executor's sources", root, why)}, nil
+	}
+	found := fmt.Sprintf("built from %s, %s, into the user cache", root, why)
+	if isFile(dist) {
+		found += " (dist/" + name + " is older than the executor's sources: make executor refreshes it)"
 	}
 	key, err := hashFiles(root, files)
 	if err != nil {
-		return "", fmt.Errorf("find the executor: %w", err)
+		return ExecutorBinary{}, fmt.Errorf("find the executor: %w", err)
 	}
 	out, err := cachePath("src-"+key, name)
 	if err != nil {
-		return "", err
+		return ExecutorBinary{}, err
 	}
+	b := ExecutorBinary{Path: out, Arch: goarch, Found: found}
 	if isFile(out) {
-		return out, nil
+		// Pruning goes by the directory's time: mark this build as used.
+		now := time.Now()
+		_ = os.Chtimes(filepath.Dir(out), now, now)
+		return b, nil
 	}
 	if err := goBuild(ctx, root, goarch, "./cmd/tapebox-exec", out); err != nil {
-		return "", err
+		return ExecutorBinary{}, fmt.Errorf("find the executor in %s, %s: %w", root, why, err)
 	}
 	pruneBuilds(filepath.Dir(filepath.Dir(out)), filepath.Base(filepath.Dir(out)))
-	return out, nil
+	return b, nil
 }
 
-// pruneBuilds removes the builds of other checkout sources (src-*) under dir that have not
-// changed for a day: each edit of the executor leaves one behind.
+// pruneBuilds removes the builds of other sources (src-*) under dir not used for a day: each
+// edit of the executor, and each TapeBox version, leaves one behind.
 func pruneBuilds(dir, keep string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -258,41 +419,20 @@ func hashFiles(root string, files []string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:20], nil
 }
 
-// moduleExecutor builds cmd/tapebox-exec of the running program's module version.
-func moduleExecutor(ctx context.Context, goarch string, tried []string) (string, error) {
-	name := ExecutorName + "-" + goarch
-	version := ""
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Path == Module {
-		version = bi.Main.Version
+// moduleExecutor builds cmd/tapebox-exec of mod (TapeBox, or a fork replacing it) at its
+// version, from the module cache, downloading the module first when it is not there.
+func moduleExecutor(ctx context.Context, goarch string, mod debug.Module) (ExecutorBinary, error) {
+	at := mod.Path + "@" + mod.Version
+	var out bytes.Buffer
+	err := runGo(ctx, os.TempDir(), []string{"GOWORK=off"}, &out, "mod", "download", "-json", at)
+	var dl struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out.Bytes(), &dl); jerr == nil && dl.Error != "" {
+		err = errors.New(dl.Error)
 	}
-	if version == "" || version == "(devel)" {
-		return "", fmt.Errorf("find the executor: %w for %s: looked in %s; build one with make executor (in a checkout) and set %s to its dist/ directory",
-			ErrNoExecutor, goarch, strings.Join(tried, ", "), ExecDirEnv)
-	}
-	out, err := cachePath("mod-"+strings.NewReplacer("/", "_", "+", "_").Replace(version), name)
 	if err != nil {
-		return "", err
+		return ExecutorBinary{}, fmt.Errorf("find the executor: fetch %s, the running program's version: %w", at, err)
 	}
-	if isFile(out) {
-		return out, nil
-	}
-	// A throwaway module that requires TapeBox at this version: "go install" cannot
-	// cross-compile into a chosen directory, "go build pkg@version" does not exist.
-	tmp, err := os.MkdirTemp("", "tapebox-exec-build-")
-	if err != nil {
-		return "", fmt.Errorf("build the executor: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module tapebox-exec-build\n\nrequire "+Module+" "+version+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("build the executor: %w", err)
-	}
-	if err := runGo(ctx, tmp, nil, "mod", "download", Module+"@"+version); err != nil {
-		return "", err
-	}
-	if err := runGo(ctx, tmp, nil, "get", Module+"/cmd/tapebox-exec@"+version); err != nil {
-		return "", err
-	}
-	return out, goBuild(ctx, tmp, goarch, Module+"/cmd/tapebox-exec", out)
+	return checkoutExecutor(ctx, dl.Dir, goarch, "the module cache copy of "+at+", the running program's version")
 }
 
 func cachePath(key, name string) (string, error) {
@@ -310,8 +450,11 @@ func goBuild(ctx context.Context, dir, goarch, pkg, out string) error {
 	}
 	tmp := fmt.Sprintf("%s.tmp%d", out, os.Getpid())
 	defer os.Remove(tmp)
-	env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + goarch}
-	if err := runGo(ctx, dir, env, "build", "-trimpath", "-gcflags=all=-l", "-ldflags=-s -w", "-o", tmp, pkg); err != nil {
+	// GOWORK=off and -mod=readonly: the sources are built as they are, whatever workspace or
+	// GOFLAGS=-mod=mod the caller has (the module cache is read-only). No VCS stamp: it needs
+	// git and may fail on a checkout owned by another user.
+	env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + goarch, "GOWORK=off"}
+	if err := runGo(ctx, dir, env, io.Discard, "build", "-mod=readonly", "-buildvcs=false", "-trimpath", "-gcflags=all=-l", "-ldflags=-s -w", "-o", tmp, pkg); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, out); err != nil {
@@ -320,17 +463,20 @@ func goBuild(ctx context.Context, dir, goarch, pkg, out string) error {
 	return nil
 }
 
-func runGo(ctx context.Context, dir string, env []string, args ...string) error {
+// errNoGo is why an executor cannot be built: FindExecutor adds what to do instead.
+var errNoGo = errors.New("the Go toolchain is not on PATH")
+
+// runGo runs the go command in dir with env added to the environment and stdout to stdout.
+func runGo(ctx context.Context, dir string, env []string, stdout io.Writer, args ...string) error {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		return fmt.Errorf("build the executor: %w: the Go toolchain is not on PATH; install Go, or set %s to a directory with tapebox-exec-amd64 and tapebox-exec-arm64 (make executor)",
-			ErrNoExecutor, ExecDirEnv)
+		return fmt.Errorf("build the executor: %w: %w", ErrNoExecutor, errNoGo)
 	}
 	cmd := exec.CommandContext(ctx, gobin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
-	cmd.Stdout = io.Discard
+	cmd.Stdout = stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("build the executor: go %s in %s: %w\n%s", strings.Join(args, " "), dir, err, strings.TrimSpace(stderr.String()))

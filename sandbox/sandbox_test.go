@@ -7,9 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,122 +144,6 @@ func TestELFArch(t *testing.T) {
 		assert.Contains(t, err.Error(), "tapebox exec-binary --arch amd64")
 		assert.NoError(t, checkExecutorArch(p, "arm64", "container box"))
 	})
-}
-
-func TestExecutorPathEnvDir(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "tapebox-exec-arm64"), elfHeader(183), 0o755))
-	t.Setenv(ExecDirEnv, dir)
-
-	got, err := ExecutorPath(t.Context(), "aarch64")
-	require.NoError(t, err)
-	assert.Equal(t, filepath.Join(dir, "tapebox-exec-arm64"), got)
-
-	_, err = ExecutorPath(t.Context(), "x86_64")
-	require.ErrorIs(t, err, ErrNoExecutor)
-	assert.Contains(t, err.Error(), "has no tapebox-exec-amd64")
-
-	_, err = ExecutorPath(t.Context(), "mips")
-	assert.ErrorContains(t, err, "unknown architecture")
-}
-
-// fakeCheckout lays out a minimal TapeBox module with a cmd/tapebox-exec.
-func fakeCheckout(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	files := map[string]string{
-		"go.mod":                      "module github.com/tapebox/tapebox\n\ngo 1.26\n",
-		"cmd/tapebox-exec/main.go":    "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"v1\") }\n",
-		"executor/doc.go":             "package executor\n",
-		"executor/x_test.go":          "package executor\n",
-		"tape/doc.go":                 "package tape\n",
-		"unrelated/doc.go":            "package unrelated\n",
-		"cmd/tapebox-exec/testdata/x": "ignored",
-	}
-	for name, body := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
-	}
-	return root
-}
-
-func TestExecutorPathCheckout(t *testing.T) {
-	t.Setenv(ExecDirEnv, "")
-	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache)
-	root := fakeCheckout(t)
-	sub := filepath.Join(root, "executor")
-	t.Chdir(sub)
-	assert.Equal(t, root, findCheckout(sub))
-
-	old := time.Now().Add(-time.Hour)
-	for _, f := range []string{"go.mod", "cmd/tapebox-exec/main.go", "executor/doc.go", "tape/doc.go", "executor/x_test.go"} {
-		require.NoError(t, os.Chtimes(filepath.Join(root, f), old, old))
-	}
-
-	// An up-to-date dist/ build wins.
-	dist := filepath.Join(root, "dist", "tapebox-exec-amd64")
-	require.NoError(t, os.MkdirAll(filepath.Dir(dist), 0o755))
-	require.NoError(t, os.WriteFile(dist, elfHeader(62), 0o755))
-	got, err := ExecutorPath(t.Context(), "x86_64")
-	require.NoError(t, err)
-	assert.Equal(t, dist, got)
-
-	// A test file or an unrelated package being newer does not make it stale.
-	require.NoError(t, os.WriteFile(filepath.Join(root, "unrelated/doc.go"), []byte("package unrelated // new\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "executor/x_test.go"), []byte("package executor // new\n"), 0o644))
-	got, err = ExecutorPath(t.Context(), "amd64")
-	require.NoError(t, err)
-	assert.Equal(t, dist, got)
-
-	// A newer source makes dist/ stale: the executor is built into the cache, once.
-	require.NoError(t, os.WriteFile(filepath.Join(root, "executor/doc.go"), []byte("package executor // changed\n"), 0o644))
-	got, err = ExecutorPath(t.Context(), "arm64")
-	require.NoError(t, err, "build on demand")
-	assert.True(t, strings.HasPrefix(got, cache), "%s is not in the cache %s", got, cache)
-	arch, err := ELFArch(got)
-	require.NoError(t, err)
-	assert.Equal(t, "arm64", arch)
-	fi, err := os.Stat(got)
-	require.NoError(t, err)
-	again, err := ExecutorPath(t.Context(), "arm64")
-	require.NoError(t, err)
-	assert.Equal(t, got, again)
-	fi2, err := os.Stat(again)
-	require.NoError(t, err)
-	assert.Equal(t, fi.ModTime(), fi2.ModTime(), "built twice")
-
-	// A build of other sources older than a day is pruned by the next build; a recent one stays.
-	stale, recent := filepath.Join(cache, "tapebox", "exec", "src-old"), filepath.Join(cache, "tapebox", "exec", "src-recent")
-	require.NoError(t, os.MkdirAll(stale, 0o755))
-	require.NoError(t, os.MkdirAll(recent, 0o755))
-	require.NoError(t, os.Chtimes(stale, old.Add(-48*time.Hour), old.Add(-48*time.Hour)))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "tape/doc.go"), []byte("package tape // changed\n"), 0o644))
-	rebuilt, err := ExecutorPath(t.Context(), "arm64")
-	require.NoError(t, err)
-	assert.NotEqual(t, got, rebuilt)
-	assert.NoDirExists(t, stale)
-	assert.DirExists(t, recent)
-	assert.FileExists(t, got, "the previous build is recent")
-
-	// A checkout without cmd/tapebox-exec says so.
-	require.NoError(t, os.RemoveAll(filepath.Join(root, "cmd")))
-	_, err = ExecutorPath(t.Context(), "amd64")
-	require.ErrorIs(t, err, ErrNoExecutor)
-	assert.Contains(t, err.Error(), "has no cmd/tapebox-exec")
-}
-
-func TestExecutorPathBuildError(t *testing.T) {
-	t.Setenv(ExecDirEnv, "")
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	root := fakeCheckout(t)
-	require.NoError(t, os.WriteFile(filepath.Join(root, "cmd/tapebox-exec/main.go"), []byte("package main\n\nfunc main() { undefined() }\n"), 0o644))
-	t.Chdir(root)
-	_, err := ExecutorPath(t.Context(), "amd64")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "build the executor: go build")
-	assert.Contains(t, err.Error(), "undefined")
 }
 
 func TestTarRoundTrip(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -75,9 +76,12 @@ type inspectSummaryStep struct {
 
 // inspectSummaryToolCall is one tool call and the outcome of its result.
 type inspectSummaryToolCall struct {
-	ID    string `json:"id"`
-	Name  string `json:"name"`
-	Input string `json:"input"` // one line, cut to about 80 characters
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Input is the call's input as the JSON value it is.
+	Input json.RawMessage `json:"input"`
+	// line is the input on one line, cut to about 80 characters, for the text output.
+	line string
 	// Result is "ok", "error", or "none" when the tape holds no result (the thread's last
 	// step, or a run cut short).
 	Result string `json:"result"`
@@ -123,7 +127,7 @@ func summarizeTape(t *tape.Tape) *inspectSummary {
 		Ended: "unknown",
 		Totals: inspectSummaryTotals{
 			Threads: tot.Threads, Steps: tot.Steps, ToolCalls: tot.ToolCalls,
-			Usage: tot.Usage, DurationMS: tot.DurationMS, ToolNames: tot.ToolNames,
+			Usage: tot.Usage, DurationMS: roundMS(tot.DurationMS), ToolNames: tot.ToolNames,
 		},
 		Threads: []inspectSummaryThread{},
 	}
@@ -154,9 +158,9 @@ func summarizeStep(t *tape.Tape, i int, s *tape.Step) inspectSummaryStep {
 	ss := inspectSummaryStep{
 		Index:       i,
 		Model:       stepModel(t, s),
-		RequestAt:   s.Timing.RequestAt,
-		FirstByteMS: s.Timing.FirstByteAt - s.Timing.RequestAt,
-		LastByteMS:  s.Timing.LastByteAt - s.Timing.RequestAt,
+		RequestAt:   roundMS(s.Timing.RequestAt),
+		FirstByteMS: roundMS(s.Timing.FirstByteAt - s.Timing.RequestAt),
+		LastByteMS:  roundMS(s.Timing.LastByteAt - s.Timing.RequestAt),
 		Usage:       s.Response.Usage,
 		StopReason:  s.Response.StopReason,
 		Status:      s.Response.Status,
@@ -171,7 +175,7 @@ func summarizeStep(t *tape.Tape, i int, s *tape.Step) inspectSummaryStep {
 				result = "error"
 			}
 		}
-		ss.ToolCalls = append(ss.ToolCalls, inspectSummaryToolCall{ID: c.ID, Name: c.Name, Input: oneLine(c.Input, inputWidth), Result: result})
+		ss.ToolCalls = append(ss.ToolCalls, inspectSummaryToolCall{ID: c.ID, Name: c.Name, Input: inputValue(c.Input), line: oneLine(c.Input, inputWidth), Result: result})
 	}
 	return ss
 }
@@ -332,7 +336,7 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 				case "none":
 					flag = "  [no result]"
 				}
-				fmt.Fprintf(&b, "    %s %s %s%s\n", c.Name, c.ID, c.Input, flag)
+				fmt.Fprintf(&b, "    %s %s %s%s\n", c.Name, c.ID, c.line, flag)
 			}
 		}
 	}
@@ -368,4 +372,21 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// roundMS rounds milliseconds to the microsecond, which is what the tape measures: a
+// difference of two times should not print as 12.299999999999997.
+func roundMS(ms float64) float64 { return math.Round(ms*1000) / 1000 }
+
+// inputValue is a tool call's input as a JSON value for --json: the input itself when it is
+// valid JSON, else the bytes as a JSON string.
+func inputValue(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	if json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
 }

@@ -120,10 +120,10 @@ func TestInspectJSON(t *testing.T) {
 				LastByteMS  float64 `json:"last_byte_ms"`
 				StopReason  string  `json:"stop_reason"`
 				ToolCalls   []struct {
-					ID     string `json:"id"`
-					Name   string `json:"name"`
-					Input  string `json:"input"`
-					Result string `json:"result"`
+					ID     string          `json:"id"`
+					Name   string          `json:"name"`
+					Input  json.RawMessage `json:"input"`
+					Result string          `json:"result"`
 				} `json:"tool_calls"`
 			} `json:"steps"`
 		} `json:"threads"`
@@ -153,9 +153,11 @@ func TestInspectJSON(t *testing.T) {
 	assert.Equal(t, 2000.0, s0.LastByteMS)
 	require.Len(t, s0.ToolCalls, 3)
 	var results []string
-	for _, c := range s0.ToolCalls {
+	for i, c := range s0.ToolCalls {
 		results = append(results, c.Result)
-		assert.LessOrEqual(t, len([]rune(c.Input)), 80)
+		var v any
+		require.NoError(t, json.Unmarshal(c.Input, &v), "tool input %d is a JSON value: %s", i, c.Input)
+		assert.JSONEq(t, string(tp.Threads[0].Steps[0].ToolCalls[i].Input), string(c.Input), "the whole input, not a display string")
 	}
 	assert.Equal(t, []string{"error", "ok", "none"}, results)
 	assert.Empty(t, got.Threads[0].Steps[1].ToolCalls)

@@ -8,6 +8,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -210,4 +211,12 @@ func usageError(env *Env, fs *flag.FlagSet, format string, args ...any) int {
 func failf(env *Env, verb, format string, args ...any) int {
 	fmt.Fprintf(env.Stderr, "tapebox %s: %s\n", verb, fmt.Sprintf(format, args...))
 	return ExitFailure
+}
+
+// writeJSON prints v as indented JSON, the form every verb's --json uses.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }

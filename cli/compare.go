@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/tapebox/tapebox/controller"
 )
@@ -34,9 +33,7 @@ not reach the end or differs.`)
 	}
 	r := controller.Compare(rec, rep)
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(r)
+		writeJSON(env.Stdout, r)
 	} else {
 		r.WriteText(env.Stdout)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,4 +50,36 @@ func TestValidateDirectory(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Contains(t, stdout, "claude-code.json: ok")
 	assert.Contains(t, stdout, "codex.json: ok")
+}
+
+func TestReplayAndRecordJSON(t *testing.T) {
+	rec := filepath.Join("..", "testdata", "replay", "codex.json")
+	code, stdout, stderr := runVerbForTest(t, "replay", "--tape", rec, "--sandbox", "local:"+t.TempDir(), "--speed", "0", "--json", "--check")
+	require.Equal(t, ExitOK, code, stderr)
+	var sum struct {
+		Steps   int    `json:"steps"`
+		Ended   string `json:"ended"`
+		Compare struct {
+			Identical bool `json:"identical"`
+		} `json:"compare"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &sum), stdout)
+	assert.Equal(t, 7, sum.Steps)
+	assert.Equal(t, "complete", sum.Ended)
+	assert.True(t, sum.Compare.Identical)
+
+	_, out, code, stderr, stdout := recordInRepoOut(t, "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	var rs struct {
+		Tape       string `json:"tape"`
+		ModelCalls int    `json:"model_calls"`
+		Ended      string `json:"ended"`
+		Snapshot   string `json:"workspace_snapshot"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rs), "stdout holds only the summary: %q", stdout)
+	assert.Equal(t, out, rs.Tape)
+	assert.Equal(t, 2, rs.ModelCalls)
+	assert.Equal(t, "complete", rs.Ended)
+	assert.Equal(t, "run.workspace.tar.zst", rs.Snapshot)
+	assert.Contains(t, stderr, "Made it.", "the agent's stdout went to stderr")
 }

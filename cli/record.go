@@ -41,6 +41,7 @@ the provider failed last. --harness is detected from the traffic when not given.
 the directory CMD runs in: this one.`)
 	gf := gatewayFlags{output: "run.json"}
 	gf.addFlags(fs)
+	asJSON := fs.Bool("json", false, "print a JSON summary on stdout when CMD ends (the tape, model calls, end reason, CMD's exit code, the workspace snapshot); CMD's own stdout then goes to stderr")
 	fs.BoolVar(&gf.noWorkspace, "no-workspace", false, "do not snapshot the working directory at the start nor record its end manifest")
 	if code, done := parseCommand(env, fs, args); done {
 		return code
@@ -79,6 +80,9 @@ the directory CMD runs in: this one.`)
 
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
+	if *asJSON {
+		cmd.Stdout = env.Stderr // stdout holds only the summary
+	}
 	cmd.Env = append(os.Environ(),
 		"ANTHROPIC_BASE_URL="+base,
 		"OPENAI_BASE_URL="+base+"/v1",
@@ -113,5 +117,27 @@ the directory CMD runs in: this one.`)
 		return failf(env, "record", "%v", err)
 	}
 	fmt.Fprintf(env.Stderr, "tapebox record: %d model calls recorded into %s (%s)\n", g.Steps(), gf.output, reason)
+	if *asJSON {
+		sum := recordSummary{Tape: gf.output, ModelCalls: g.Steps(), Ended: string(reason), Detail: detail, ExitCode: code, Cwd: cfg.Cwd}
+		if t, err := tape.LoadFile(gf.output); err == nil && t.Meta.Workspace != nil {
+			sum.Workspace = t.Meta.Workspace.Snapshot
+			sum.WorkspaceFiles = t.Meta.Workspace.Files
+			sum.EndEntries = len(t.Meta.Workspace.End)
+		}
+		writeJSON(env.Stdout, sum)
+	}
 	return code
+}
+
+// recordSummary is what record --json prints.
+type recordSummary struct {
+	Tape           string `json:"tape"`
+	ModelCalls     int    `json:"model_calls"`
+	Ended          string `json:"ended"`
+	Detail         string `json:"detail,omitempty"`
+	ExitCode       int    `json:"exit_code"`
+	Cwd            string `json:"cwd,omitempty"`
+	Workspace      string `json:"workspace_snapshot,omitempty"`
+	WorkspaceFiles int    `json:"workspace_files"`
+	EndEntries     int    `json:"end_entries"`
 }

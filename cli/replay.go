@@ -40,6 +40,7 @@ type replayFlags struct {
 	quiet                              bool
 	noWorkspace                        bool
 	check                              bool
+	json                               bool
 	workspaceDir                       string
 	env                                kvFlag
 	telemetry                          *telemetryFlags
@@ -99,6 +100,7 @@ state of a tape that carries one.`)
 	fs.Var(f.env, "env", "KEY=VALUE for the executor's environment, repeatable")
 	fs.StringVar(&f.listen, "listen", "", "simulator mode: serve the provider's API on this address")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines (on a terminal, a progress line shows the steps done, the thread and the tool)")
+	fs.BoolVar(&f.json, "json", false, "executor mode: print a JSON summary on stdout when the replay ends (steps, tool calls, times, restarts; compare's report with --check)")
 	fs.BoolVar(&f.check, "check", false, "compare the replay with the recording when it ends (tool results and end state), print compare's report, and exit 1 when it differs: one command for CI")
 	fs.StringVar(&f.workspaceDir, "workspace", "", "simulator mode: the directory the harness works in (empty or missing): the tape's start snapshot is restored there first, and each completed run's end manifest is read from it")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "do not restore the tape's start snapshot (meta.workspace) and take no end manifest: the replay starts from the sandbox as it is")
@@ -247,31 +249,71 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	}
 	res, err := controller.Replay(ctx, rec, sb, copts)
 	prog.done()
+	sum := replaySummary{Tape: f.tapePath, Output: f.output, Sandbox: sb.Spec().String(), Cwd: sb.Cwd(), Transport: sb.Transport()}
 	if res != nil {
 		logf("%d steps, %d tool calls in %v (tools %v, model pacing %v), %d executor restarts, %d identifiers learned",
 			res.Steps, res.ToolCalls, res.Wall.Round(time.Millisecond), res.ToolTime.Round(time.Millisecond),
 			res.ModelTime.Round(time.Millisecond), res.Restarts, len(res.Identifiers))
+		sum.fill(res)
+	}
+	var report *controller.Report
+	if f.check && res != nil && res.Tape != nil {
+		report = controller.Compare(rec, res.Tape)
+		sum.Compare = report
+	}
+	code := ExitOK
+	if err != nil {
+		sum.Error = err.Error()
+		code = ExitFailure
+	} else if report != nil && !report.Identical {
+		code = ExitFailure
+	}
+	if f.json {
+		writeJSON(env.Stdout, sum)
+	} else if report != nil {
+		report.WriteText(env.Stdout)
 	}
 	if err != nil {
 		msg := err.Error()
 		if f.output != "" {
 			msg += fmt.Sprintf(" (the replay tape so far is in %s)", f.output)
 		}
-		if f.check && res != nil && res.Tape != nil {
-			controller.Compare(rec, res.Tape).WriteText(env.Stdout)
-		}
 		return failf(env, "replay", "%s", msg)
 	}
-	if f.check {
-		report := controller.Compare(rec, res.Tape)
-		report.WriteText(env.Stdout)
-		if !report.Identical {
-			return ExitFailure
-		}
-		return ExitOK
-	}
-	if f.output != "" {
+	if f.output != "" && !f.check {
 		logf("replay tape written to %s; compare with: tapebox compare %s %s", f.output, f.tapePath, f.output)
 	}
-	return ExitOK
+	return code
+}
+
+// replaySummary is what replay --json prints: where and how the replay ran, what it did, and
+// with --check compare's report.
+type replaySummary struct {
+	Tape        string             `json:"tape"`
+	Output      string             `json:"output,omitempty"`
+	Sandbox     string             `json:"sandbox"`
+	Cwd         string             `json:"cwd"`
+	Transport   string             `json:"transport"`
+	Ended       string             `json:"ended"`
+	Steps       int                `json:"steps"`
+	ToolCalls   int                `json:"tool_calls"`
+	Restarts    int                `json:"executor_restarts"`
+	WallMS      float64            `json:"wall_ms"`
+	ToolMS      float64            `json:"tool_ms"`
+	ModelMS     float64            `json:"model_pacing_ms"`
+	RestoreMS   float64            `json:"workspace_restore_ms"`
+	ManifestMS  float64            `json:"workspace_manifest_ms"`
+	Identifiers int                `json:"identifiers_learned"`
+	Compare     *controller.Report `json:"compare,omitempty"`
+	Error       string             `json:"error,omitempty"`
+}
+
+func (s *replaySummary) fill(res *controller.Result) {
+	ms := func(d time.Duration) float64 { return tape.RoundMS(d) }
+	s.Steps, s.ToolCalls, s.Restarts, s.Identifiers = res.Steps, res.ToolCalls, res.Restarts, len(res.Identifiers)
+	s.WallMS, s.ToolMS, s.ModelMS = ms(res.Wall), ms(res.ToolTime), ms(res.ModelTime)
+	s.RestoreMS, s.ManifestMS = ms(res.RestoreTime), ms(res.ManifestTime)
+	if res.Tape != nil && res.Tape.Meta.Ended != nil {
+		s.Ended = string(res.Tape.Meta.Ended.Reason)
+	}
 }

@@ -18,6 +18,12 @@ import (
 // directory that already holds a README, and returns the tape's path, record's exit code and
 // its stderr.
 func recordInRepo(t *testing.T, extra ...string) (work, out string, code int, stderr string) {
+	work, out, code, stderr, _ = recordInRepoOut(t, extra...)
+	return
+}
+
+// recordInRepoOut is recordInRepo that also returns record's stdout.
+func recordInRepoOut(t *testing.T, extra ...string) (work, out string, code int, stderr, stdoutText string) {
 	t.Helper()
 	script := fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: []fakeprovider.Turn{
 		{Calls: []tape.ToolCall{fakeprovider.Call("Bash", map[string]string{"command": "cat README.md && echo made > made.txt"})}},
@@ -39,7 +45,7 @@ func recordInRepo(t *testing.T, extra ...string) (work, out string, code int, st
 	args := append([]string{"record", "--output", out, "--upstream", fp.URL(), "--harness", "claude-code"}, extra...)
 	args = append(args, "--", os.Args[0], "-test.run=^TestRecordHelperAgent$")
 	code = RunEnv(t.Context(), args, env)
-	return work, out, code, errb.String()
+	return work, out, code, errb.String(), stdout.String()
 }
 
 // TestRecordCarriesWorkspace: record snapshots the directory the agent starts in and records

@@ -256,7 +256,7 @@ func benchDuckDB(b *testing.B) {
 //	cores=all/encoding-json-decode    read and decode every file on every core
 //	cores=all/schema-validate-files   schema.ValidateFiles on the same files
 //
-// Peers measured outside this suite (DESIGN.md): ajv 8 on one core 390 MB/s, encoding/json
+// Peers measured outside this suite (docs/design.md, README): ajv 8 on one core 390 MB/s, encoding/json
 // decoding 90 MB/s.
 func BenchmarkSchemaValidate(b *testing.B) {
 	each := func(b *testing.B, check func([]byte) error) {

@@ -1,5 +1,5 @@
 // Package benchmarks measures TapeBox against its baselines, side by side in one run, as
-// DESIGN.md's performance targets name them. It holds only benchmarks:
+// the performance targets (README) name them. It holds only benchmarks:
 //
 //	go test -run '^$' -bench . ./benchmarks         # or: make bench (scripts/bench.sh)
 //

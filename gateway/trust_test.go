@@ -24,7 +24,7 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// The tests of this file check what DESIGN.md's trust model promises of the gateway: it
+// The tests of this file check what the trust model (SECURITY.md) promises of the gateway: it
 // spends a held key only on the calls it records, ends a recording only for whom may, never
 // forwards connection-level headers, and keeps credentials out of the tape by name.
 

@@ -297,7 +297,7 @@ func modulePath(gomod []byte) string {
 	return ""
 }
 
-// executorSources are the checkout's files the executor is built from (DESIGN.md: the
+// executorSources are the checkout's files the executor is built from (docs/design.md: the
 // executor imports only executor/..., tape and the standard library).
 var executorSources = []string{"cmd/tapebox-exec", "executor", "tape"}
 

@@ -63,7 +63,7 @@ func rel(path string) (string, bool) {
 	return "", false
 }
 
-// TestDependencyDirection enforces the arrows of DESIGN.md.
+// TestDependencyDirection enforces the arrows of docs/design.md.
 func TestDependencyDirection(t *testing.T) {
 	pkgs := listPackages(t)
 
@@ -128,7 +128,7 @@ func TestDependencyDirection(t *testing.T) {
 			if own && r == "cli" && name != "cmd/tapebox" {
 				t.Errorf("%s imports cli: only cmd/tapebox may", name)
 			}
-			// DESIGN.md's one exception: dataset validates rows with schema.
+			// docs/design.md's one exception: dataset validates rows with schema.
 			if own && slices.Contains(sideways, name) && slices.Contains(sideways, r) && !(name == "dataset" && r == "schema") {
 				t.Errorf("%s imports %s: %v must not import each other", name, r, sideways)
 			}

@@ -75,6 +75,11 @@ same files as the recording's working directory.`)
 	if err := os.MkdirAll(recordDir, 0o755); err != nil {
 		return failf(env, "demo", "%v", err)
 	}
+	// The agent works on a directory that already holds a file: the tape carries it (a start
+	// snapshot beside the tape) and its end state, which every replay restores and checks.
+	if err := os.WriteFile(filepath.Join(recordDir, "README.md"), []byte("A demo workspace: the agent adds app/.\n"), 0o644); err != nil {
+		return failf(env, "demo", "%v", err)
+	}
 	runPath := filepath.Join(abs, "run.json")
 
 	// 1. Record.
@@ -85,7 +90,7 @@ same files as the recording's working directory.`)
 	}
 	defer fp.Close()
 	g, err := gateway.New(gateway.Config{Output: runPath, Upstream: fp.URL(), Harness: "claude-code",
-		Task: map[string]string{"id": "demo"}, Labels: map[string]string{"agent": "tapebox-mini"}})
+		Task: map[string]string{"id": "demo"}, Labels: map[string]string{"agent": "tapebox-mini"}, Workspace: recordDir})
 	if err != nil {
 		return failf(env, "demo", "%v", err)
 	}
@@ -120,15 +125,20 @@ same files as the recording's working directory.`)
 		return failf(env, "demo", "%v", err)
 	}
 
+	snapshot, err := controller.SnapshotFor(runPath, rec)
+	if err != nil {
+		return failf(env, "demo", "%v", err)
+	}
+
 	// 2. Replay locally, 3. in Docker.
-	ok := demoReplay(ctx, env, say, rec, "local:"+filepath.Join(abs, "replay-local"), "", filepath.Join(abs, "replay-local.json"), want)
+	ok := demoReplay(ctx, env, say, rec, snapshot, "local:"+filepath.Join(abs, "replay-local"), "", filepath.Join(abs, "replay-local.json"), want)
 	if *image != "" {
 		sb, err := sandbox.Open(ctx, "docker-image:"+*image, sandbox.Options{Cwd: "/work", InstallExecutor: true})
 		if err != nil {
 			say("\n== 3. replay in Docker: skipped (%v)", firstLine(err.Error()))
 		} else {
 			sb.Close(ctx)
-			ok = demoReplay(ctx, env, say, rec, "docker-image:"+*image, "/work", filepath.Join(abs, "replay-docker.json"), want) && ok
+			ok = demoReplay(ctx, env, say, rec, snapshot, "docker-image:"+*image, "/work", filepath.Join(abs, "replay-docker.json"), want) && ok
 		}
 	}
 	say("\ntapes: %s (recording), %s/replay-*.json (replays)", runPath, abs)
@@ -139,7 +149,7 @@ same files as the recording's working directory.`)
 }
 
 // demoReplay replays rec in one sandbox, compares the tapes and the end state.
-func demoReplay(ctx context.Context, env *Env, say func(string, ...any), rec *tape.Tape, spec, cwd, output string, want map[string]sandbox.File) bool {
+func demoReplay(ctx context.Context, env *Env, say func(string, ...any), rec *tape.Tape, snapshot, spec, cwd, output string, want map[string]sandbox.File) bool {
 	say("\n== replay in %s (executor mode, --speed 0)", spec)
 	opts := sandbox.Options{Cwd: cwd, InstallExecutor: strings.HasPrefix(spec, "docker")}
 	sb, err := sandbox.Open(ctx, spec, opts)
@@ -148,7 +158,7 @@ func demoReplay(ctx context.Context, env *Env, say func(string, ...any), rec *ta
 		return false
 	}
 	defer sb.Close(context.WithoutCancel(ctx))
-	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Speed: 0, Output: output})
+	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Speed: 0, Output: output, Snapshot: snapshot})
 	if err != nil {
 		say("FAILED: %v", err)
 		return false

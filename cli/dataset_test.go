@@ -202,3 +202,20 @@ func TestDatasetExportRefusesSecrets(t *testing.T) {
 	code, _, stderr = runVerbForTest(t, "dataset", "export", "--out", out, "--allow-secrets", path)
 	assert.Equal(t, ExitOK, code, stderr)
 }
+
+// TestDatasetExportCreatedBy: the Parquet footer names the CLI's version, not the
+// dataset layout's "1" with an empty build.
+func TestDatasetExportCreatedBy(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 2, Seed: 4, MeanSteps: 2, Lean: true})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "ds")
+	code, _, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
+	require.Equal(t, ExitOK, code, stderr)
+	// The footer is at the end of the file, created_by a plain string in it.
+	data, err := os.ReadFile(filepath.Join(out, "data", "tapes", "train-00000-of-00001.parquet"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), dataset.CreatedBy(Version))
+	assert.Contains(t, string(data), "tapebox version "+Version)
+	assert.NotContains(t, string(data), "(build )")
+}

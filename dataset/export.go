@@ -44,6 +44,9 @@ type ExportOptions struct {
 	Progress io.Writer
 	// MadeWith names the program in the card ("tapebox 0.1.0"); optional.
 	MadeWith string
+	// Version is the program's version, for the created_by of the Parquet shards
+	// (CreatedBy); default: the main module's version in the build info.
+	Version string
 	// NoWorkspace leaves the tapes' start snapshots out: the snapshot files are neither
 	// read nor checked, the tapes go in as they are (meta.workspace stays in tape_json)
 	// with workspace_included false, and the split gets no workspaces table. Without it,
@@ -190,6 +193,9 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	tapesSet := newShardSet[TapeRow](filepath.Join(opts.Out, "data", configTapes), opts.Split, tapesTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
 	stepsSet := newShardSet[StepRow](filepath.Join(opts.Out, "data", configSteps), opts.Split, stepsTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
 	wsSet := newShardSet[WorkspaceRow](filepath.Join(opts.Out, "data", configWorkspaces), opts.Split, workspacesTable, streamed, opts.ShardBytes, min(opts.RowGroupBytes, workspaceRowGroupBytes))
+	for _, cb := range []*string{&tapesSet.createdBy, &stepsSet.createdBy, &wsSet.createdBy} {
+		*cb = CreatedBy(opts.Version)
+	}
 	res := &ExportResult{}
 	published := false
 	defer func() {

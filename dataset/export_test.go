@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -483,4 +485,54 @@ func TestArrowConversionFailureLeavesNothing(t *testing.T) {
 	require.NotEmpty(t, set.done[0].arTmp)
 	require.NoError(t, set.abort())
 	assert.Empty(t, files(t, dir))
+}
+
+// TestExportFileModesAndCreatedBy: shards are readable by all (0644 less the umask, not
+// os.CreateTemp's 0600), and each Parquet shard's created_by carries the version the
+// exporter gave, in the Parquet spec's form, as arrow-go reads it.
+func TestExportFileModesAndCreatedBy(t *testing.T) {
+	dir, _ := export(t, smallCorpus(t, 3, 61), ExportOptions{Format: Both, Version: "1.2.3-dev"})
+	umask := processUmask(t)
+	for _, f := range files(t, dir) {
+		fi, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o644&^umask).String(), fi.Mode().Perm().String(), f)
+		if !strings.HasSuffix(f, ".parquet") {
+			continue
+		}
+		rdr, err := file.OpenParquetFile(filepath.Join(dir, f), false)
+		require.NoError(t, err)
+		md := rdr.MetaData()
+		assert.Equal(t, formatCreatedBy("1.2.3-dev", buildInfo().revision), md.GetCreatedBy(), f)
+		v := md.WriterVersion()
+		assert.Equal(t, "tapebox", v.App, f)
+		assert.Equal(t, [3]int{1, 2, 3}, [3]int{v.Version.Major, v.Version.Minor, v.Version.Patch}, f)
+		rdr.Close()
+	}
+}
+
+func TestCreatedBy(t *testing.T) {
+	assert.Equal(t, "tapebox version 0.1.0-dev (build 4f2c9a1)", formatCreatedBy("0.1.0-dev", "4f2c9a1"))
+	assert.Equal(t, "tapebox version 0.1.0-dev", formatCreatedBy("0.1.0-dev", ""))
+	assert.True(t, strings.HasPrefix(CreatedBy(""), "tapebox version "), CreatedBy(""))
+	assert.NotContains(t, CreatedBy(""), "(build )")
+}
+
+// processUmask reads the umask from /proc without changing it (syscall.Umask would, for
+// every goroutine of the test binary).
+func processUmask(t *testing.T) os.FileMode {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status: %v", err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			require.NoError(t, err)
+			return os.FileMode(m)
+		}
+	}
+	t.Skip("no Umask line in /proc/self/status")
+	return 0
 }

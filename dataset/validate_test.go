@@ -270,6 +270,21 @@ func TestValidateLayout(t *testing.T) {
 		require.NoError(t, os.WriteFile(f, data[:len(data)/2], 0o644))
 		requireProblem(t, problems(t, dir), filepath.Base(f))
 	})
+	t.Run("formats disagree", func(t *testing.T) {
+		// Each format is checked against its own rows; the counts say they differ.
+		dir, _ := export(t, inputs[:4], ExportOptions{Format: Both})
+		fewer, _ := export(t, inputs[:3], ExportOptions{Format: Arrow})
+		for _, config := range []string{configTapes, configSteps} {
+			name := filepath.Join("data", config, "train-00000-of-00001.arrow")
+			data, err := os.ReadFile(filepath.Join(fewer, name))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+		}
+		rep, err := Validate(t.Context(), dir, ValidateOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, int64(4), rep.Tapes, "the parquet files, as the card")
+		requireProblem(t, problems(t, dir), "split train: the arrow files hold 3 tapes", "the parquet files 4")
+	})
 	t.Run("max problems", func(t *testing.T) {
 		tapes, steps, _ := rowsOfTapes(t, 4)
 		for i := range tapes {

@@ -94,7 +94,9 @@ exports the tapes without them.
 Before anything is written, every tape is scanned for secrets (API keys, tokens, private keys,
 as tapebox scan does): a tape with a finding stops the export, naming the file, the JSON pointer
 and the rule, unless --allow-secrets.
-Shards of other splits already in the folder are kept. Memory stays bounded whatever the
+Shards of other splits already in the folder are kept, and an older export of this split is
+replaced; a tape whose id another split holds is refused like an invalid tape, naming the
+tape file and the split, shard and row that hold it. Memory stays bounded whatever the
 number of tapes (the dataset verbs set a soft heap limit of 176 MiB unless GOMEMLIMIT is
 set). A progress bar is drawn when stderr is a terminal.`)
 	split := fs.String("split", "train", "split the tapes go to")

@@ -219,3 +219,29 @@ func TestDatasetExportCreatedBy(t *testing.T) {
 	assert.Contains(t, string(data), "tapebox version "+Version)
 	assert.NotContains(t, string(data), "(build )")
 }
+
+// TestDatasetExportRefusesTapeOfAnotherSplit: exit 1, naming the tape file and where the
+// dataset already holds it, and the dataset is as it was.
+func TestDatasetExportRefusesTapeOfAnotherSplit(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 3, Seed: 5, MeanSteps: 2, Lean: true})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "ds")
+	code, _, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
+	require.Equal(t, ExitOK, code, stderr)
+	card, err := os.ReadFile(filepath.Join(out, "README.md"))
+	require.NoError(t, err)
+
+	one := filepath.Join(tapes, "tape-00001.json")
+	code, _, stderr = runDatasetCLI(t, "export", "--out", out, "--split", "test", one)
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, stderr, one+`: tape_id "`)
+	assert.Contains(t, stderr, "is already in split train, at data/tapes/train-00000-of-00001.parquet row 1")
+	assert.NoFileExists(t, filepath.Join(out, "data", "tapes", "test-00000-of-00001.parquet"))
+	after, err := os.ReadFile(filepath.Join(out, "README.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(card), string(after))
+
+	code, _, stderr = runDatasetCLI(t, "export", "--out", out, one) // the same split: replaced
+	require.Equal(t, ExitOK, code, stderr)
+}

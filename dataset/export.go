@@ -24,7 +24,8 @@ import (
 // ExportOptions configures Export. The zero value of a field means its default.
 type ExportOptions struct {
 	// Out is the dataset folder; it is created if needed. Shards of other splits already
-	// in it are kept (and listed in the card); older shards of this split are replaced.
+	// in it are kept (and listed in the card); older shards of this split are replaced. A
+	// tape whose id another split holds is invalid: a tape goes to one split.
 	Out string
 	// Split names the split the tapes go to (default "train"): letters, digits and _.
 	Split string
@@ -76,7 +77,8 @@ type ExportResult struct {
 
 // InvalidTapeError says why a tape file cannot be exported: it is not JSON, it breaks the
 // schema (Err is a *schema.ValidationError naming each JSON pointer), it does not decode,
-// its tape id was already exported, or its start snapshot is missing or does not match
+// its tape id is another input's or already in another split of the folder (the message
+// names the shard and row), or its start snapshot is missing or does not match
 // its digest (Err is a *SnapshotError naming the snapshot file).
 type InvalidTapeError struct {
 	Path string
@@ -185,6 +187,12 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 		return nil, errors.New("export: no output folder")
 	}
 
+	// The tape ids of the other splits, to refuse a tape that is already in one.
+	elsewhere, err := tapeIDsExcept(opts.Out, opts.Split)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+
 	// Both formats: Parquet first, then Arrow from the Parquet shards (addArrow).
 	streamed := opts.Format
 	if streamed == Both {
@@ -284,6 +292,8 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 			if p.invalid == nil {
 				if first, dup := ids[p.row.TapeID]; dup {
 					p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in the dataset, from %s", p.row.TapeID, first)}
+				} else if at, dup := elsewhere[p.row.TapeID]; dup {
+					p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in split %s, at %s (a tape goes to one split)", p.row.TapeID, at.split, at.where)}
 				} else if p.row.TapeID != "" {
 					ids[p.row.TapeID] = p.in.Path
 				}
@@ -322,7 +332,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 			return nil
 		})
 	})
-	err := g.Wait()
+	err = g.Wait()
 	prog.stop()
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
@@ -371,6 +381,45 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	res.Files = append(res.Files, cardFile)
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// tapeAt is where a dataset folder holds a tape: its split, and the shard and row.
+type tapeAt struct {
+	split, where string
+}
+
+// tapeIDRow is the projection of the tapes table on its id.
+type tapeIDRow struct {
+	TapeID string `parquet:"tape_id"`
+}
+
+// tapeIDsExcept reads the tape ids of every split of the dataset folder out but skip, from
+// the tapes table (its Parquet shards when there are some: only the tape_id column is
+// read). A folder that does not exist yet has none.
+func tapeIDsExcept(out, skip string) (map[string]tapeAt, error) {
+	l, err := scanLayoutExcept(out, skip)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", out, err)
+	}
+	ids := map[string]tapeAt{}
+	for _, split := range l.splits(configTapes) {
+		_, files := l.primary(configTapes, split)
+		for _, f := range files {
+			rel := filepath.ToSlash(filepath.Join("data", configTapes, filepath.Base(f.path)))
+			err := readShard(f, tapesTable, 1024, func(first int64, rows []tapeIDRow) error {
+				for i, r := range rows {
+					if _, ok := ids[r.TapeID]; !ok {
+						ids[r.TapeID] = tapeAt{split: split, where: fmt.Sprintf("%s row %d", rel, first+int64(i))}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ids, nil
 }
 
 // addArrow writes the Arrow shards of every table from their Parquet shards, the tables

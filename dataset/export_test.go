@@ -309,6 +309,60 @@ func TestSplitsAccumulateAndReplace(t *testing.T) {
 	requireRoundTrip(t, out, slices.Concat(inputs[:2], inputs[20:]), ImportOptions{})
 }
 
+// TestExportRefusesTapeOfAnotherSplit: a tape already in another split fails the export
+// before anything is written, naming the tape file and the split, shard and row that hold
+// it, in either format; exporting the same split again replaces it.
+func TestExportRefusesTapeOfAnotherSplit(t *testing.T) {
+	inputs := smallCorpus(t, 6, 71)
+	for _, format := range []Format{Parquet, Arrow} {
+		t.Run(format.String(), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "dataset")
+			export(t, inputs[:4], ExportOptions{Out: out, Format: format})
+			before := dirContents(t, out)
+
+			_, err := Export(t.Context(), inputs[3:], ExportOptions{Out: out, Split: "test", Format: format})
+			var invalid *InvalidTapesError
+			require.ErrorAs(t, err, &invalid)
+			require.Len(t, invalid.Invalid, 1)
+			tp, err := tape.LoadFile(inputs[3].Path)
+			require.NoError(t, err)
+			assert.Equal(t, fmt.Sprintf("%s: tape_id %q is already in split train, at data/tapes/train-00000-of-00001.%s row 3 (a tape goes to one split)",
+				inputs[3].Path, tp.Meta.TapeID, format), invalid.Invalid[0].Error())
+			assert.Equal(t, before, dirContents(t, out), "nothing written")
+
+			// The same split again is a replacement, not a duplicate.
+			export(t, inputs[2:], ExportOptions{Out: out, Format: format})
+			export(t, inputs[:2], ExportOptions{Out: out, Split: "test", Format: format})
+			requireValid(t, out)
+		})
+	}
+	t.Run("broken other split", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "dataset")
+		export(t, inputs[:2], ExportOptions{Out: out, Split: "test"})
+		require.NoError(t, os.Rename(filepath.Join(out, "data", configTapes, "test-00000-of-00001.parquet"),
+			filepath.Join(out, "data", configTapes, "test-00000-of-00002.parquet")))
+		before := dirContents(t, out)
+		_, err := Export(t.Context(), inputs[2:], ExportOptions{Out: out})
+		require.ErrorContains(t, err, "the parquet shards of split test are not a complete set")
+		assert.Equal(t, before, dirContents(t, out), "refused before anything is written")
+		// Its own split may be broken: the export replaces it.
+		export(t, inputs[:2], ExportOptions{Out: out, Split: "test"})
+		requireValid(t, out)
+	})
+}
+
+// dirContents maps every file under dir to its content.
+func dirContents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range files(t, dir) {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		require.NoError(t, err)
+		out[f] = string(data)
+	}
+	return out
+}
+
 func TestExportEmptySplit(t *testing.T) {
 	bad := t.TempDir()
 	tp := GenerateTape(CorpusOptions{Seed: 1, MeanSteps: 2, Lean: true}, 0)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -48,6 +49,10 @@ type ExportOptions struct {
 	// Version is the program's version, for the created_by of the Parquet shards
 	// (CreatedBy); default: the main module's version in the build info.
 	Version string
+	// Card gives the card's descriptive fields (license, pretty name, task categories,
+	// languages, tags). The card in Out is merged into, not replaced: the fields not
+	// given keep its values, and its other fields and the author's text of its body stay.
+	Card CardFields
 	// NoWorkspace leaves the tapes' start snapshots out: the snapshot files are neither
 	// read nor checked, the tapes go in as they are (meta.workspace stays in tape_json)
 	// with workspace_included false, and the split gets no workspaces table. Without it,
@@ -185,6 +190,18 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	}
 	if opts.Out == "" {
 		return nil, errors.New("export: no output folder")
+	}
+	if err := opts.Card.check(); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	// The card is merged into at the end: one that cannot be is refused now, before
+	// anything is written.
+	if old, err := LoadCard(opts.Out); err == nil {
+		if _, _, _, err := generatedPart(old.Body); err != nil {
+			return nil, fmt.Errorf("export: %s: %w", filepath.Join(opts.Out, cardFile), err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("export: %w (fix it or move it away: the export merges into it)", err)
 	}
 
 	// The tape ids of the other splits, to refuse a tape that is already in one.
@@ -367,7 +384,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	if err := removeStale(opts.Out, opts.Split, files); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	card, err := BuildCard(opts.Out, CardOptions{MadeWith: opts.MadeWith})
+	card, err := BuildCard(opts.Out, CardOptions{MadeWith: opts.MadeWith, Fields: opts.Card})
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}

@@ -239,7 +239,7 @@ func (v *validator) checkCard() {
 	bad := func(field, format string, args ...any) {
 		v.add(Problem{File: cardFile, Row: -1, Pointer: field, Message: fmt.Sprintf(format, args...)})
 	}
-	want, err := BuildCard(v.dir, CardOptions{})
+	want, err := buildCard(v.dir, CardOptions{}, nil)
 	if err != nil {
 		v.add(Problem{File: "data", Row: -1, Message: err.Error()})
 		return
@@ -251,6 +251,9 @@ func (v *validator) checkCard() {
 	}
 	if got.License == "" {
 		bad("license", "missing")
+	}
+	if _, _, _, err := generatedPart(got.Body); err != nil {
+		bad("body", "%v", err)
 	}
 	if !slices.Equal(got.SizeCategories, want.SizeCategories) {
 		bad("size_categories", "%v, the files hold %v", got.SizeCategories, want.SizeCategories)

@@ -87,6 +87,9 @@ func TestValidateCard(t *testing.T) {
 		{"no license", func(s string) string {
 			return strings.Replace(s, "license: unknown\n", "", 1)
 		}, []string{"license: missing"}},
+		{"broken markers", func(s string) string {
+			return strings.Replace(s, bodyEnd+"\n", "", 1)
+		}, []string{"README.md: body: the body has a", "no \"<!-- tapebox:end -->\" line after it"}},
 		{"no front matter", func(s string) string {
 			return strings.TrimPrefix(s, "---\n")
 		}, []string{"README.md", "no YAML front matter"}},

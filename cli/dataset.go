@@ -76,7 +76,7 @@ func progressTo(env *Env) io.Writer {
 }
 
 func runDatasetExport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] [--allow-secrets] TAPES...", `
+	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] [--allow-secrets] [--license ID] [--pretty-name NAME] [--task-category CATEGORY]... [--language CODE]... [--tag TAG]... TAPES...", `
 Writes the tapes (files, directories searched for *.json, or glob patterns) to a folder that
 can be pushed to the Hugging Face Hub as it is: data/tapes/<split>-NNNNN-of-MMMMM.parquet and
 data/steps/... shards (zstd, page index, row groups of at most about 100 MB, shards of about
@@ -98,7 +98,14 @@ Shards of other splits already in the folder are kept, and an older export of th
 replaced; a tape whose id another split holds is refused like an invalid tape, naming the
 tape file and the split, shard and row that hold it. Memory stays bounded whatever the
 number of tapes (the dataset verbs set a soft heap limit of 176 MiB unless GOMEMLIMIT is
-set). A progress bar is drawn when stderr is a terminal.`)
+set). A progress bar is drawn when stderr is a terminal.
+
+The card is merged into, not replaced: --license, --pretty-name, --task-category, --language
+and --tag (the last three repeatable) set those fields of its YAML, and a field not given
+keeps the card's value (license unknown when it has none). Every other field you add to the
+YAML stays, in its place, and so does your text in the body before and after the part
+between <!-- tapebox:begin --> and <!-- tapebox:end -->, which each export rewrites, as it
+does configs, dataset_info and size_categories.`)
 	split := fs.String("split", "train", "split the tapes go to")
 	out := fs.String("out", "dataset", "dataset folder")
 	format := fs.String("format", "parquet", "files to write: parquet, arrow or both")
@@ -106,6 +113,12 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
 	noWorkspace := fs.Bool("no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
 	allowSecrets := fs.Bool("allow-secrets", false, "export tapes in which the secret scan finds something (see tapebox scan)")
+	var card dataset.CardFields
+	fs.StringVar(&card.License, "license", "", "the card's license `ID`: a Hub license id (apache-2.0, mit, cc-by-4.0, other, ...) or an SPDX identifier")
+	fs.StringVar(&card.PrettyName, "pretty-name", "", "the card's pretty_name, its title (a `NAME`)")
+	fs.Var((*listFlag)(&card.TaskCategories), "task-category", "Hub task `CATEGORY` of the card (text-generation, ...); repeatable")
+	fs.Var((*listFlag)(&card.Language), "language", "language `CODE` of the card (en, fr, ...); repeatable")
+	fs.Var((*listFlag)(&card.Tags), "tag", "`TAG` of the card; repeatable, replaces the card's tags")
 	pos, code, done := parseInterspersed(env, fs, args)
 	if done {
 		return code
@@ -119,6 +132,11 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	}
 	if *jobs < 0 {
 		return usageError(env, fs, "--jobs must be at least 1")
+	}
+	if card.License != "" {
+		if card.License, err = dataset.ParseLicense(card.License); err != nil {
+			return usageError(env, fs, "--license: %v", err)
+		}
 	}
 	inputs, err := dataset.ExpandInputs(pos)
 	if err != nil {
@@ -134,7 +152,7 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	}
 	opts := dataset.ExportOptions{
 		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,
-		MadeWith: "tapebox " + Version, Version: Version,
+		MadeWith: "tapebox " + Version, Version: Version, Card: card,
 	}
 	opts.Progress = progressTo(env)
 	res, err := dataset.Export(ctx, inputs, opts)
@@ -165,6 +183,9 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	}
 	if len(res.Skipped) > 0 {
 		fmt.Fprintf(env.Stdout, "skipped %d invalid tapes\n", len(res.Skipped))
+	}
+	if res.Card.License == dataset.LicenseUnknown {
+		fmt.Fprintf(env.Stdout, "the card's license is %s: --license ID sets it before you publish\n", dataset.LicenseUnknown)
 	}
 	return ExitOK
 }

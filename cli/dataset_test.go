@@ -30,6 +30,7 @@ func TestDatasetExportImportValidate(t *testing.T) {
 	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--format", "both", "--jobs", "2", filepath.Join(tapes, "*.json"))
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Contains(t, stdout, "exported 6 tapes")
+	assert.Contains(t, stdout, "the card's license is unknown: --license ID sets it")
 	assert.Empty(t, stderr, "no progress bar when stderr is not a terminal")
 	for _, f := range []string{"README.md", "data/tapes/train-00000-of-00001.parquet", "data/steps/train-00000-of-00001.arrow"} {
 		assert.FileExists(t, filepath.Join(out, f))
@@ -144,6 +145,9 @@ func TestDatasetUsage(t *testing.T) {
 		{[]string{"export", "--nope", "x.json"}, ExitUsage, "flag provided but not defined", ""},
 		{[]string{"export", "--help"}, ExitOK, "", "--skip-invalid"},
 		{[]string{"export", "--help"}, ExitOK, "", "--no-workspace"},
+		{[]string{"export", "--help"}, ExitOK, "", "--task-category"},
+		{[]string{"export", "--license", "Apache 2.0", "x.json"}, ExitUsage, `--license: license "Apache 2.0": want a license id`, ""},
+		{[]string{"export", "--license", "MIT OR Apache-2.0", "x.json"}, ExitUsage, "an SPDX identifier", ""},
 		{[]string{"export", "missing-dir/"}, ExitFailure, "missing-dir", ""},
 		{[]string{"import", "ds"}, ExitUsage, "--out is required", ""},
 		{[]string{"import", "--out", "x"}, ExitUsage, "want one dataset folder", ""},
@@ -243,5 +247,46 @@ func TestDatasetExportRefusesTapeOfAnotherSplit(t *testing.T) {
 	assert.Equal(t, string(card), string(after))
 
 	code, _, stderr = runDatasetCLI(t, "export", "--out", out, one) // the same split: replaced
+	require.Equal(t, ExitOK, code, stderr)
+}
+
+// TestDatasetExportCardFlags: the card's fields come from the flags; a second export keeps
+// what the flags set and what was added to the card by hand, and overrides only the
+// fields it is given.
+func TestDatasetExportCardFlags(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 2, Seed: 6, MeanSteps: 2, Lean: true})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "ds")
+	code, stdout, stderr := runDatasetCLI(t, "export", tapes, "--out", out, "--license", "CC-BY-4.0",
+		"--task-category", "text-generation", "--task-category", "question-answering", "--language", "en", "--pretty-name", "Our agent runs")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.NotContains(t, stdout, "license is unknown")
+	card, err := dataset.LoadCard(out)
+	require.NoError(t, err)
+	assert.Equal(t, "cc-by-4.0", card.License, "spelled as the Hub does")
+	assert.Equal(t, []string{"text-generation", "question-answering"}, card.TaskCategories)
+	assert.Equal(t, []string{"en"}, card.Language)
+	assert.Equal(t, "Our agent runs", card.PrettyName)
+	assert.Contains(t, card.Body, "# Our agent runs\n")
+
+	path := filepath.Join(out, "README.md")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	edited := strings.Replace(string(data), "language:\n", "homepage: https://example.com/runs\nlanguage:\n", 1) + "\nA paragraph of ours.\n"
+	require.NoError(t, os.WriteFile(path, []byte(edited), 0o644))
+
+	code, _, stderr = runDatasetCLI(t, "export", tapes, "--out", out, "--tag", "agents", "--format", "both")
+	require.Equal(t, ExitOK, code, stderr)
+	data, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "homepage: https://example.com/runs\nlanguage:\n  - en\n")
+	assert.True(t, strings.HasSuffix(string(data), "<!-- tapebox:end -->\n\nA paragraph of ours.\n"), string(data))
+	card, err = dataset.LoadCard(out)
+	require.NoError(t, err)
+	assert.Equal(t, "cc-by-4.0", card.License)
+	assert.Equal(t, []string{"text-generation", "question-answering"}, card.TaskCategories)
+	assert.Equal(t, []string{"agents"}, card.Tags)
+	code, _, stderr = runDatasetCLI(t, "validate", out)
 	require.Equal(t, ExitOK, code, stderr)
 }

@@ -76,7 +76,9 @@ type ExportResult struct {
 	WorkspaceBytes    int64
 	WorkspacesLeftOut int
 	// Files lists the data files written and the card, relative to Out.
-	Files   []string
+	Files []string
+	// Card is the card written, which describes every split of Out.
+	Card    *Card
 	Elapsed time.Duration
 }
 
@@ -391,6 +393,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	if err := card.Save(opts.Out); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
+	res.Card = card
 	for _, f := range files {
 		rel, _ := filepath.Rel(opts.Out, f)
 		res.Files = append(res.Files, filepath.ToSlash(rel))

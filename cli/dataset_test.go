@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,6 +153,9 @@ func TestDatasetUsage(t *testing.T) {
 		{[]string{"import", "ds"}, ExitUsage, "--out is required", ""},
 		{[]string{"import", "--out", "x"}, ExitUsage, "want one dataset folder", ""},
 		{[]string{"import", "--help"}, ExitOK, "", "--verify"},
+		{[]string{"import", "--help"}, ExitOK, "", "[--json]"},
+		{[]string{"export", "--help"}, ExitOK, "", "[--json]"},
+		{[]string{"validate", "--help"}, ExitOK, "", "[--json]"},
 		{[]string{"validate"}, ExitUsage, "want one dataset folder", ""},
 		{[]string{"validate", "a", "b"}, ExitUsage, "want one dataset folder, got 2", ""},
 	}
@@ -289,4 +293,89 @@ func TestDatasetExportCardFlags(t *testing.T) {
 	assert.Equal(t, []string{"agents"}, card.Tags)
 	code, _, stderr = runDatasetCLI(t, "validate", out)
 	require.Equal(t, ExitOK, code, stderr)
+}
+
+// TestDatasetJSON: export, import and validate --json print one summary object on stdout
+// and nothing else there; the counts match the dataset (a --format both folder counted
+// once) and every split is listed.
+func TestDatasetJSON(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 5, Seed: 7, MeanSteps: 3, Lean: true, Workspaces: 2})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "ds")
+	files, err := filepath.Glob(filepath.Join(tapes, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 5)
+
+	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--split", "test", "--json", files[3], files[4])
+	require.Equal(t, ExitOK, code, stderr)
+	code, stdout, stderr = runDatasetCLI(t, "export", "--out", out, "--format", "both", "--license", "mit", "--json", files[0], files[1], files[2])
+	require.Equal(t, ExitOK, code, stderr)
+	var ex datasetExportJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &ex), stdout)
+	assert.Equal(t, out, ex.Out)
+	assert.Equal(t, "train", ex.Split)
+	assert.Equal(t, "both", ex.Format)
+	assert.Equal(t, 3, ex.Inputs)
+	assert.Equal(t, 3, ex.Tapes)
+	assert.Positive(t, ex.Steps)
+	assert.Positive(t, ex.InputBytes)
+	assert.Empty(t, ex.Skipped)
+	assert.Equal(t, 2, ex.Workspaces, "tapes 0 and 2 share a snapshot")
+	var paths []string
+	for _, f := range ex.Files {
+		paths = append(paths, f.Path)
+		fi, err := os.Stat(filepath.Join(out, f.Path))
+		require.NoError(t, err)
+		assert.Equal(t, fi.Size(), f.Bytes, f.Path)
+	}
+	assert.Contains(t, paths, "data/tapes/train-00000-of-00001.parquet")
+	assert.Contains(t, paths, "data/steps/train-00000-of-00001.arrow")
+	assert.Contains(t, paths, "README.md")
+	assert.Equal(t, "mit", ex.Dataset.License)
+	require.Len(t, ex.Dataset.Splits, 2)
+	assert.Equal(t, "train", ex.Dataset.Splits[0].Name)
+	assert.Equal(t, int64(3), ex.Dataset.Splits[0].Tapes)
+	assert.Equal(t, ex.Steps, ex.Dataset.Splits[0].Steps)
+	assert.Equal(t, int64(2), ex.Dataset.Splits[0].Workspaces)
+	assert.Equal(t, "test", ex.Dataset.Splits[1].Name)
+	assert.Equal(t, int64(2), ex.Dataset.Splits[1].Tapes)
+	assert.Positive(t, ex.Dataset.DownloadSize)
+	assert.Positive(t, ex.Dataset.DatasetSize)
+
+	code, stdout, stderr = runDatasetCLI(t, "validate", out, "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	var va datasetValidateJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &va), stdout)
+	assert.True(t, va.Valid)
+	assert.Equal(t, int64(5), va.Tapes, "the Parquet and Arrow files of train hold the same 3 tapes")
+	assert.Equal(t, ex.Dataset.Splits[0].Steps+ex.Dataset.Splits[1].Steps, va.Steps)
+	assert.Equal(t, []datasetSplitJSON{
+		{Name: "train", Tapes: 3, Steps: ex.Dataset.Splits[0].Steps, Workspaces: 2},
+		{Name: "test", Tapes: 2, Steps: ex.Dataset.Splits[1].Steps, Workspaces: ex.Dataset.Splits[1].Workspaces},
+	}, va.Splits)
+	assert.Equal(t, []datasetProblemJSON{}, va.Problems)
+
+	back := filepath.Join(t.TempDir(), "back")
+	code, stdout, stderr = runDatasetCLI(t, "import", "--json", out, "--out", back)
+	require.Equal(t, ExitOK, code, stderr)
+	var im datasetImportJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &im), stdout)
+	assert.Equal(t, 5, im.Tapes)
+	assert.Equal(t, []datasetImportedJSON{{"train", 3}, {"test", 2}}, im.Splits)
+	assert.Equal(t, 5, im.Workspaces, "one snapshot file per tape, as the tapes name them")
+	assert.Equal(t, []datasetRenamedJSON{}, im.Renamed)
+
+	// An invalid dataset: the object says so, and the exit code too.
+	card := filepath.Join(out, "README.md")
+	data, err := os.ReadFile(card)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(card, bytes.Replace(data, []byte("num_examples: 3\n"), []byte("num_examples: 30\n"), 1), 0o644))
+	code, stdout, _ = runDatasetCLI(t, "validate", "--json", out)
+	assert.Equal(t, ExitFailure, code)
+	va = datasetValidateJSON{}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &va), stdout)
+	assert.False(t, va.Valid)
+	require.NotEmpty(t, va.Problems)
+	assert.Equal(t, datasetProblemJSON{File: "README.md", Row: -1, Pointer: "dataset_info[tapes].splits", Message: va.Problems[0].Message}, va.Problems[0])
 }

@@ -69,10 +69,20 @@ type Report struct {
 	Tapes      int64
 	Steps      int64
 	Workspaces int64
+	// Splits gives the counts of each split of the tapes table, train first.
+	Splits []SplitCounts
 	// Problems lists what is wrong, in file and row order; empty for a valid dataset.
 	Problems []Problem
 	// Truncated is set when the check stopped at MaxProblems.
 	Truncated bool
+}
+
+// SplitCounts counts the rows of one split.
+type SplitCounts struct {
+	Name       string
+	Tapes      int64
+	Steps      int64
+	Workspaces int64
 }
 
 // Err returns nil for a valid dataset, or an error listing every problem.
@@ -160,6 +170,7 @@ func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, e
 		v.rep.Tapes += p.tapes
 		v.rep.Steps += p.steps
 		v.rep.Workspaces += p.workspaces
+		v.rep.Splits = append(v.rep.Splits, SplitCounts{Name: split, Tapes: p.tapes, Steps: p.steps, Workspaces: p.workspaces})
 		if a, ok := counted["arrow"]; ok && primary != "arrow" && a != p {
 			v.add(Problem{File: "data", Row: -1, Message: fmt.Sprintf("split %s: the arrow files hold %d tapes, %d steps, %d start snapshots; the parquet files %d, %d, %d",
 				split, a.tapes, a.steps, a.workspaces, p.tapes, p.steps, p.workspaces)})

@@ -108,7 +108,7 @@ The card is merged into, not replaced: --license, --pretty-name, --task-category
 and --tag (the last three repeatable) set those fields of its YAML, and a field not given
 keeps the card's value (license unknown when it has none). Every other field you add to the
 YAML stays, in its place, and so does your text in the body before and after the part
-between <!-- tapebox:begin --> and <!-- tapebox:end -->, which each export rewrites, as it
+between <!-- tapebox:begin ... --> and <!-- tapebox:end -->, which each export rewrites, as it
 does configs, dataset_info and size_categories.`)
 	split := fs.String("split", "train", "split the tapes go to")
 	out := fs.String("out", "dataset", "dataset folder")

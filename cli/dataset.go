@@ -2,11 +2,15 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/tapebox/tapebox/dataset"
@@ -76,7 +80,7 @@ func progressTo(env *Env) io.Writer {
 }
 
 func runDatasetExport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] [--allow-secrets] TAPES...", `
+	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] [--allow-secrets] [--license ID] [--pretty-name NAME] [--task-category CATEGORY]... [--language CODE]... [--tag TAG]... [--json] TAPES...", `
 Writes the tapes (files, directories searched for *.json, or glob patterns) to a folder that
 can be pushed to the Hugging Face Hub as it is: data/tapes/<split>-NNNNN-of-MMMMM.parquet and
 data/steps/... shards (zstd, page index, row groups of at most about 100 MB, shards of about
@@ -94,9 +98,18 @@ exports the tapes without them.
 Before anything is written, every tape is scanned for secrets (API keys, tokens, private keys,
 as tapebox scan does): a tape with a finding stops the export, naming the file, the JSON pointer
 and the rule, unless --allow-secrets.
-Shards of other splits already in the folder are kept. Memory stays bounded whatever the
+Shards of other splits already in the folder are kept, and an older export of this split is
+replaced; a tape whose id another split holds is refused like an invalid tape, naming the
+tape file and the split, shard and row that hold it. Memory stays bounded whatever the
 number of tapes (the dataset verbs set a soft heap limit of 176 MiB unless GOMEMLIMIT is
-set). A progress bar is drawn when stderr is a terminal.`)
+set). A progress bar is drawn when stderr is a terminal.
+
+The card is merged into, not replaced: --license, --pretty-name, --task-category, --language
+and --tag (the last three repeatable) set those fields of its YAML, and a field not given
+keeps the card's value (license unknown when it has none). Every other field you add to the
+YAML stays, in its place, and so does your text in the body before and after the part
+between <!-- tapebox:begin ... --> and <!-- tapebox:end -->, which each export rewrites, as it
+does configs, dataset_info and size_categories.`)
 	split := fs.String("split", "train", "split the tapes go to")
 	out := fs.String("out", "dataset", "dataset folder")
 	format := fs.String("format", "parquet", "files to write: parquet, arrow or both")
@@ -104,6 +117,13 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
 	noWorkspace := fs.Bool("no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
 	allowSecrets := fs.Bool("allow-secrets", false, "export tapes in which the secret scan finds something (see tapebox scan)")
+	asJSON := fs.Bool("json", false, `print a summary object: {"out", "split", "format", "inputs", "input_bytes", "tapes", "steps", "skipped", "workspaces", ..., "files": [{"path", "bytes"}], "dataset": {"license", "splits", "download_size", "dataset_size"}, "elapsed_ms"}`)
+	var card dataset.CardFields
+	fs.StringVar(&card.License, "license", "", "the card's license `ID`: a Hub license id (apache-2.0, mit, cc-by-4.0, other, ...) or an SPDX identifier")
+	fs.StringVar(&card.PrettyName, "pretty-name", "", "the card's pretty_name, its title (a `NAME`)")
+	fs.Var((*listFlag)(&card.TaskCategories), "task-category", "Hub task `CATEGORY` of the card (text-generation, ...); repeatable")
+	fs.Var((*listFlag)(&card.Language), "language", "language `CODE` of the card (en, fr, ...); repeatable")
+	fs.Var((*listFlag)(&card.Tags), "tag", "`TAG` of the card; repeatable, replaces the card's tags")
 	pos, code, done := parseInterspersed(env, fs, args)
 	if done {
 		return code
@@ -117,6 +137,11 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	}
 	if *jobs < 0 {
 		return usageError(env, fs, "--jobs must be at least 1")
+	}
+	if card.License != "" {
+		if card.License, err = dataset.ParseLicense(card.License); err != nil {
+			return usageError(env, fs, "--license: %v", err)
+		}
 	}
 	inputs, err := dataset.ExpandInputs(pos)
 	if err != nil {
@@ -132,7 +157,7 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	}
 	opts := dataset.ExportOptions{
 		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,
-		MadeWith: "tapebox " + Version,
+		MadeWith: "tapebox " + Version, Version: Version, Card: card,
 	}
 	opts.Progress = progressTo(env)
 	res, err := dataset.Export(ctx, inputs, opts)
@@ -152,6 +177,13 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	for _, s := range res.Skipped {
 		fmt.Fprintf(env.Stderr, "skipped %s\n", s.Error())
 	}
+	if *asJSON {
+		sum := exportSummary(*out, opts, len(inputs), res)
+		if err := printDatasetJSON(env, sum); err != nil {
+			return failf(env, "dataset export", "write the summary: %v", err)
+		}
+		return ExitOK
+	}
 	mbps := float64(res.InputBytes) / 1e6 / max(res.Elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(env.Stdout, "exported %d tapes (%d steps) from %d files, %.1f MB of tape JSON, to %s in %.1fs (%.0f MB/s)\n",
 		res.Tapes, res.Steps, len(inputs), float64(res.InputBytes)/1e6, *out, res.Elapsed.Seconds(), mbps)
@@ -164,11 +196,14 @@ set). A progress bar is drawn when stderr is a terminal.`)
 	if len(res.Skipped) > 0 {
 		fmt.Fprintf(env.Stdout, "skipped %d invalid tapes\n", len(res.Skipped))
 	}
+	if res.Card.License == dataset.LicenseUnknown {
+		fmt.Fprintf(env.Stdout, "the card's license is %s: --license ID sets it before you publish\n", dataset.LicenseUnknown)
+	}
 	return ExitOK
 }
 
 func runDatasetImport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "dataset import", "DIR --out TAPES_DIR [--split S] [--verify]", `
+	fs := newFlagSet(env, "dataset import", "DIR --out TAPES_DIR [--split S] [--verify] [--json]", `
 Rebuilds one tape file per row of the dataset's tapes table (TAPE_ID.json), byte-identical
 to the canonical encoding of the tape that was exported, and writes each tape's start
 snapshot beside it, checked against its digest, under the name meta.workspace.snapshot
@@ -177,6 +212,7 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	out := fs.String("out", "", "folder for the tape files (required)")
 	split := fs.String("split", "", "import only this split (default: every split)")
 	verify := fs.Bool("verify", false, "validate each tape against the schema and check its encoding before writing it")
+	asJSON := fs.Bool("json", false, `print a summary object: {"dir", "out", "tapes", "bytes", "splits": [{"name", "tapes"}], "workspaces", "workspace_bytes", "renamed", "without_workspace", "elapsed_ms"}`)
 	pos, code, done := parseInterspersed(env, fs, args)
 	if done {
 		return code
@@ -196,6 +232,12 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	if err != nil {
 		return failf(env, "dataset import", "%v", err)
 	}
+	if *asJSON {
+		if err := printDatasetJSON(env, importSummary(pos[0], *out, res)); err != nil {
+			return failf(env, "dataset import", "write the summary: %v", err)
+		}
+		return ExitOK
+	}
 	fmt.Fprintf(env.Stdout, "imported %d tapes (%.1f MB) to %s in %.1fs (%.0f MB/s)\n",
 		res.Tapes, float64(res.Bytes)/1e6, *out, res.Elapsed.Seconds(), float64(res.Bytes)/1e6/max(res.Elapsed.Seconds(), 1e-9))
 	if res.Workspaces > 0 {
@@ -211,13 +253,14 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 }
 
 func runDatasetValidate(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "dataset validate", "[--jobs N] DIR", `
+	fs := newFlagSet(env, "dataset validate", "[--jobs N] [--json] DIR", `
 Checks a dataset folder: README.md's YAML matches the files exactly (configs, features,
 splits, row counts, sizes); every row's tape passes the schema and is in canonical encoding;
 every column of the tapes and steps tables agrees with the tape it comes from; every start
 snapshot hashes to its digest and every tape finds the one it names. Exits 1 and lists every
 problem (file, row, JSON pointer or column) when the dataset is not valid.`)
 	jobs := fs.Int("jobs", 0, "tapes checked at once (default: number of CPUs)")
+	asJSON := fs.Bool("json", false, `print a summary object: {"dir", "valid", "tapes", "steps", "workspaces", "splits": [{"name", "tapes", "steps", "workspaces"}], "problems": [{"file", "row", "pointer", "message"}], "truncated"}; exits 1 all the same when the dataset is not valid`)
 	pos, code, done := parseInterspersed(env, fs, args)
 	if done {
 		return code
@@ -231,6 +274,15 @@ problem (file, row, JSON pointer or column) when the dataset is not valid.`)
 	if err != nil {
 		return failf(env, "dataset validate", "%v", err)
 	}
+	if *asJSON {
+		if err := printDatasetJSON(env, validateSummary(pos[0], rep)); err != nil {
+			return failf(env, "dataset validate", "write the summary: %v", err)
+		}
+		if len(rep.Problems) > 0 {
+			return ExitFailure
+		}
+		return ExitOK
+	}
 	if err := rep.Err(); err != nil {
 		fmt.Fprintln(env.Stderr, err)
 		return ExitFailure
@@ -241,4 +293,182 @@ problem (file, row, JSON pointer or column) when the dataset is not valid.`)
 		fmt.Fprintf(env.Stdout, "%s: valid dataset: %d tapes, %d steps\n", pos[0], rep.Tapes, rep.Steps)
 	}
 	return ExitOK
+}
+
+// printDatasetJSON prints a dataset verb's --json summary, indented.
+func printDatasetJSON(env *Env, v any) error {
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// datasetExportJSON is what dataset export --json prints: what this export wrote, and
+// the whole dataset folder as its card describes it.
+type datasetExportJSON struct {
+	Out               string               `json:"out"`
+	Split             string               `json:"split"`
+	Format            string               `json:"format"`
+	Inputs            int                  `json:"inputs"`
+	InputBytes        int64                `json:"input_bytes"`
+	Tapes             int                  `json:"tapes"`
+	Steps             int64                `json:"steps"`
+	Skipped           []datasetSkippedJSON `json:"skipped"`
+	Workspaces        int                  `json:"workspaces"`
+	WorkspaceBytes    int64                `json:"workspace_bytes"`
+	WorkspacesLeftOut int                  `json:"workspaces_left_out"`
+	Files             []datasetFileJSON    `json:"files"`
+	Dataset           datasetCardJSON      `json:"dataset"`
+	ElapsedMS         int64                `json:"elapsed_ms"`
+}
+
+// datasetSkippedJSON is an invalid tape that --skip-invalid left out.
+type datasetSkippedJSON struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
+}
+
+// datasetFileJSON is a file written, relative to the dataset folder.
+type datasetFileJSON struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+}
+
+// datasetCardJSON is a dataset folder as its card describes it: every split, with the
+// sizes summed over the configs (tapes, steps, workspaces).
+type datasetCardJSON struct {
+	License string             `json:"license"`
+	Splits  []datasetSplitJSON `json:"splits"`
+	// DownloadSize is the bytes of the data files the card lists, DatasetSize their
+	// uncompressed size.
+	DownloadSize int64 `json:"download_size"`
+	DatasetSize  int64 `json:"dataset_size"`
+}
+
+// datasetSplitJSON counts the rows of one split; NumBytes is their uncompressed size.
+type datasetSplitJSON struct {
+	Name       string `json:"name"`
+	Tapes      int64  `json:"tapes"`
+	Steps      int64  `json:"steps"`
+	Workspaces int64  `json:"workspaces"`
+	NumBytes   int64  `json:"num_bytes,omitempty"`
+}
+
+func exportSummary(out string, opts dataset.ExportOptions, inputs int, res *dataset.ExportResult) datasetExportJSON {
+	sum := datasetExportJSON{
+		Out: out, Split: opts.Split, Format: opts.Format.String(), Inputs: inputs, InputBytes: res.InputBytes,
+		Tapes: res.Tapes, Steps: res.Steps, Skipped: []datasetSkippedJSON{},
+		Workspaces: res.Workspaces, WorkspaceBytes: res.WorkspaceBytes, WorkspacesLeftOut: res.WorkspacesLeftOut,
+		Files: []datasetFileJSON{}, ElapsedMS: res.Elapsed.Milliseconds(),
+	}
+	for _, s := range res.Skipped {
+		sum.Skipped = append(sum.Skipped, datasetSkippedJSON{File: s.Path, Error: s.Err.Error()})
+	}
+	for _, f := range res.Files {
+		df := datasetFileJSON{Path: f}
+		if fi, err := os.Stat(filepath.Join(out, filepath.FromSlash(f))); err == nil {
+			df.Bytes = fi.Size()
+		}
+		sum.Files = append(sum.Files, df)
+	}
+	sum.Dataset = datasetCardJSON{License: res.Card.License, Splits: []datasetSplitJSON{}}
+	for _, info := range res.Card.DatasetInfo {
+		sum.Dataset.DownloadSize += info.DownloadSize
+		sum.Dataset.DatasetSize += info.DatasetSize
+		for _, si := range info.Splits {
+			i := slices.IndexFunc(sum.Dataset.Splits, func(s datasetSplitJSON) bool { return s.Name == si.Name })
+			if i < 0 {
+				i = len(sum.Dataset.Splits)
+				sum.Dataset.Splits = append(sum.Dataset.Splits, datasetSplitJSON{Name: si.Name})
+			}
+			s := &sum.Dataset.Splits[i]
+			s.NumBytes += si.NumBytes
+			switch info.ConfigName {
+			case "tapes":
+				s.Tapes = si.NumExamples
+			case "steps":
+				s.Steps = si.NumExamples
+			case "workspaces":
+				s.Workspaces = si.NumExamples
+			}
+		}
+	}
+	return sum
+}
+
+// datasetImportJSON is what dataset import --json prints.
+type datasetImportJSON struct {
+	Dir              string                `json:"dir"`
+	Out              string                `json:"out"`
+	Tapes            int                   `json:"tapes"`
+	Bytes            int64                 `json:"bytes"`
+	Splits           []datasetImportedJSON `json:"splits"`
+	Workspaces       int                   `json:"workspaces"`
+	WorkspaceBytes   int64                 `json:"workspace_bytes"`
+	Renamed          []datasetRenamedJSON  `json:"renamed"`
+	WithoutWorkspace int                   `json:"without_workspace"`
+	ElapsedMS        int64                 `json:"elapsed_ms"`
+}
+
+// datasetImportedJSON counts the tapes imported from one split.
+type datasetImportedJSON struct {
+	Name  string `json:"name"`
+	Tapes int    `json:"tapes"`
+}
+
+// datasetRenamedJSON is a start snapshot written under another name than its tape gave.
+type datasetRenamedJSON struct {
+	TapeID string `json:"tape_id"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+}
+
+func importSummary(dir, out string, res *dataset.ImportResult) datasetImportJSON {
+	sum := datasetImportJSON{
+		Dir: dir, Out: out, Tapes: res.Tapes, Bytes: res.Bytes, Splits: []datasetImportedJSON{},
+		Workspaces: res.Workspaces, WorkspaceBytes: res.WorkspaceBytes, Renamed: []datasetRenamedJSON{},
+		WithoutWorkspace: res.WithoutWorkspace, ElapsedMS: res.Elapsed.Milliseconds(),
+	}
+	for _, s := range res.Splits {
+		sum.Splits = append(sum.Splits, datasetImportedJSON{Name: s.Name, Tapes: s.Tapes})
+	}
+	for _, r := range res.Renamed {
+		sum.Renamed = append(sum.Renamed, datasetRenamedJSON{TapeID: r.TapeID, From: r.From, To: r.To})
+	}
+	return sum
+}
+
+// datasetValidateJSON is what dataset validate --json prints.
+type datasetValidateJSON struct {
+	Dir        string               `json:"dir"`
+	Valid      bool                 `json:"valid"`
+	Tapes      int64                `json:"tapes"`
+	Steps      int64                `json:"steps"`
+	Workspaces int64                `json:"workspaces"`
+	Splits     []datasetSplitJSON   `json:"splits"`
+	Problems   []datasetProblemJSON `json:"problems"`
+	Truncated  bool                 `json:"truncated"`
+}
+
+// datasetProblemJSON is one problem of a dataset folder; Row is -1 when it is not about
+// a row.
+type datasetProblemJSON struct {
+	File    string `json:"file"`
+	Row     int64  `json:"row"`
+	Pointer string `json:"pointer,omitempty"`
+	Message string `json:"message"`
+}
+
+func validateSummary(dir string, rep *dataset.Report) datasetValidateJSON {
+	sum := datasetValidateJSON{
+		Dir: dir, Valid: len(rep.Problems) == 0, Tapes: rep.Tapes, Steps: rep.Steps, Workspaces: rep.Workspaces,
+		Splits: []datasetSplitJSON{}, Problems: []datasetProblemJSON{}, Truncated: rep.Truncated,
+	}
+	for _, s := range rep.Splits {
+		sum.Splits = append(sum.Splits, datasetSplitJSON{Name: s.Name, Tapes: s.Tapes, Steps: s.Steps, Workspaces: s.Workspaces})
+	}
+	for _, p := range rep.Problems {
+		sum.Problems = append(sum.Problems, datasetProblemJSON{File: p.File, Row: p.Row, Pointer: p.Pointer, Message: p.Message})
+	}
+	return sum
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,7 @@ func TestDatasetExportImportValidate(t *testing.T) {
 	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--format", "both", "--jobs", "2", filepath.Join(tapes, "*.json"))
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Contains(t, stdout, "exported 6 tapes")
+	assert.Contains(t, stdout, "the card's license is unknown: --license ID sets it")
 	assert.Empty(t, stderr, "no progress bar when stderr is not a terminal")
 	for _, f := range []string{"README.md", "data/tapes/train-00000-of-00001.parquet", "data/steps/train-00000-of-00001.arrow"} {
 		assert.FileExists(t, filepath.Join(out, f))
@@ -37,7 +39,7 @@ func TestDatasetExportImportValidate(t *testing.T) {
 
 	code, stdout, stderr = runDatasetCLI(t, "validate", out)
 	require.Equal(t, ExitOK, code, stderr)
-	assert.Contains(t, stdout, "valid dataset: 12 tapes")
+	assert.Contains(t, stdout, "valid dataset: 6 tapes", "--format both: each tape checked twice, counted once")
 
 	back := filepath.Join(t.TempDir(), "back")
 	code, stdout, stderr = runDatasetCLI(t, "import", out, "--out", back, "--verify") // flags after the folder
@@ -144,10 +146,16 @@ func TestDatasetUsage(t *testing.T) {
 		{[]string{"export", "--nope", "x.json"}, ExitUsage, "flag provided but not defined", ""},
 		{[]string{"export", "--help"}, ExitOK, "", "--skip-invalid"},
 		{[]string{"export", "--help"}, ExitOK, "", "--no-workspace"},
+		{[]string{"export", "--help"}, ExitOK, "", "--task-category"},
+		{[]string{"export", "--license", "Apache 2.0", "x.json"}, ExitUsage, `--license: license "Apache 2.0": want a license id`, ""},
+		{[]string{"export", "--license", "MIT OR Apache-2.0", "x.json"}, ExitUsage, "an SPDX identifier", ""},
 		{[]string{"export", "missing-dir/"}, ExitFailure, "missing-dir", ""},
 		{[]string{"import", "ds"}, ExitUsage, "--out is required", ""},
 		{[]string{"import", "--out", "x"}, ExitUsage, "want one dataset folder", ""},
 		{[]string{"import", "--help"}, ExitOK, "", "--verify"},
+		{[]string{"import", "--help"}, ExitOK, "", "[--json]"},
+		{[]string{"export", "--help"}, ExitOK, "", "[--json]"},
+		{[]string{"validate", "--help"}, ExitOK, "", "[--json]"},
 		{[]string{"validate"}, ExitUsage, "want one dataset folder", ""},
 		{[]string{"validate", "a", "b"}, ExitUsage, "want one dataset folder, got 2", ""},
 	}
@@ -201,4 +209,173 @@ func TestDatasetExportRefusesSecrets(t *testing.T) {
 	assert.NoDirExists(t, out)
 	code, _, stderr = runVerbForTest(t, "dataset", "export", "--out", out, "--allow-secrets", path)
 	assert.Equal(t, ExitOK, code, stderr)
+}
+
+// TestDatasetExportCreatedBy: the Parquet footer names the CLI's version, not the
+// dataset layout's "1" with an empty build.
+func TestDatasetExportCreatedBy(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 2, Seed: 4, MeanSteps: 2, Lean: true})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "ds")
+	code, _, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
+	require.Equal(t, ExitOK, code, stderr)
+	// The footer is at the end of the file, created_by a plain string in it.
+	data, err := os.ReadFile(filepath.Join(out, "data", "tapes", "train-00000-of-00001.parquet"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), dataset.CreatedBy(Version))
+	assert.Contains(t, string(data), "tapebox version "+Version)
+	assert.NotContains(t, string(data), "(build )")
+}
+
+// TestDatasetExportRefusesTapeOfAnotherSplit: exit 1, naming the tape file and where the
+// dataset already holds it, and the dataset is as it was.
+func TestDatasetExportRefusesTapeOfAnotherSplit(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 3, Seed: 5, MeanSteps: 2, Lean: true})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "ds")
+	code, _, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
+	require.Equal(t, ExitOK, code, stderr)
+	card, err := os.ReadFile(filepath.Join(out, "README.md"))
+	require.NoError(t, err)
+
+	one := filepath.Join(tapes, "tape-00001.json")
+	code, _, stderr = runDatasetCLI(t, "export", "--out", out, "--split", "test", one)
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, stderr, one+`: tape_id "`)
+	assert.Contains(t, stderr, "is already in split train, at data/tapes/train-00000-of-00001.parquet row 1")
+	assert.NoFileExists(t, filepath.Join(out, "data", "tapes", "test-00000-of-00001.parquet"))
+	after, err := os.ReadFile(filepath.Join(out, "README.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(card), string(after))
+
+	code, _, stderr = runDatasetCLI(t, "export", "--out", out, one) // the same split: replaced
+	require.Equal(t, ExitOK, code, stderr)
+}
+
+// TestDatasetExportCardFlags: the card's fields come from the flags; a second export keeps
+// what the flags set and what was added to the card by hand, and overrides only the
+// fields it is given.
+func TestDatasetExportCardFlags(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 2, Seed: 6, MeanSteps: 2, Lean: true})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "ds")
+	code, stdout, stderr := runDatasetCLI(t, "export", tapes, "--out", out, "--license", "CC-BY-4.0",
+		"--task-category", "text-generation", "--task-category", "question-answering", "--language", "en", "--pretty-name", "Our agent runs")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.NotContains(t, stdout, "license is unknown")
+	card, err := dataset.LoadCard(out)
+	require.NoError(t, err)
+	assert.Equal(t, "cc-by-4.0", card.License, "spelled as the Hub does")
+	assert.Equal(t, []string{"text-generation", "question-answering"}, card.TaskCategories)
+	assert.Equal(t, []string{"en"}, card.Language)
+	assert.Equal(t, "Our agent runs", card.PrettyName)
+	assert.Contains(t, card.Body, "# Our agent runs\n")
+
+	path := filepath.Join(out, "README.md")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	edited := strings.Replace(string(data), "language:\n", "homepage: https://example.com/runs\nlanguage:\n", 1) + "\nA paragraph of ours.\n"
+	require.NoError(t, os.WriteFile(path, []byte(edited), 0o644))
+
+	code, _, stderr = runDatasetCLI(t, "export", tapes, "--out", out, "--tag", "agents", "--format", "both")
+	require.Equal(t, ExitOK, code, stderr)
+	data, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "homepage: https://example.com/runs\nlanguage:\n  - en\n")
+	assert.True(t, strings.HasSuffix(string(data), "<!-- tapebox:end -->\n\nA paragraph of ours.\n"), string(data))
+	card, err = dataset.LoadCard(out)
+	require.NoError(t, err)
+	assert.Equal(t, "cc-by-4.0", card.License)
+	assert.Equal(t, []string{"text-generation", "question-answering"}, card.TaskCategories)
+	assert.Equal(t, []string{"agents"}, card.Tags)
+	code, _, stderr = runDatasetCLI(t, "validate", out)
+	require.Equal(t, ExitOK, code, stderr)
+}
+
+// TestDatasetJSON: export, import and validate --json print one summary object on stdout
+// and nothing else there; the counts match the dataset (a --format both folder counted
+// once) and every split is listed.
+func TestDatasetJSON(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 5, Seed: 7, MeanSteps: 3, Lean: true, Workspaces: 2})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "ds")
+	files, err := filepath.Glob(filepath.Join(tapes, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 5)
+
+	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--split", "test", "--json", files[3], files[4])
+	require.Equal(t, ExitOK, code, stderr)
+	code, stdout, stderr = runDatasetCLI(t, "export", "--out", out, "--format", "both", "--license", "mit", "--json", files[0], files[1], files[2])
+	require.Equal(t, ExitOK, code, stderr)
+	var ex datasetExportJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &ex), stdout)
+	assert.Equal(t, out, ex.Out)
+	assert.Equal(t, "train", ex.Split)
+	assert.Equal(t, "both", ex.Format)
+	assert.Equal(t, 3, ex.Inputs)
+	assert.Equal(t, 3, ex.Tapes)
+	assert.Positive(t, ex.Steps)
+	assert.Positive(t, ex.InputBytes)
+	assert.Empty(t, ex.Skipped)
+	assert.Equal(t, 2, ex.Workspaces, "tapes 0 and 2 share a snapshot")
+	var paths []string
+	for _, f := range ex.Files {
+		paths = append(paths, f.Path)
+		fi, err := os.Stat(filepath.Join(out, f.Path))
+		require.NoError(t, err)
+		assert.Equal(t, fi.Size(), f.Bytes, f.Path)
+	}
+	assert.Contains(t, paths, "data/tapes/train-00000-of-00001.parquet")
+	assert.Contains(t, paths, "data/steps/train-00000-of-00001.arrow")
+	assert.Contains(t, paths, "README.md")
+	assert.Equal(t, "mit", ex.Dataset.License)
+	require.Len(t, ex.Dataset.Splits, 2)
+	assert.Equal(t, "train", ex.Dataset.Splits[0].Name)
+	assert.Equal(t, int64(3), ex.Dataset.Splits[0].Tapes)
+	assert.Equal(t, ex.Steps, ex.Dataset.Splits[0].Steps)
+	assert.Equal(t, int64(2), ex.Dataset.Splits[0].Workspaces)
+	assert.Equal(t, "test", ex.Dataset.Splits[1].Name)
+	assert.Equal(t, int64(2), ex.Dataset.Splits[1].Tapes)
+	assert.Positive(t, ex.Dataset.DownloadSize)
+	assert.Positive(t, ex.Dataset.DatasetSize)
+
+	code, stdout, stderr = runDatasetCLI(t, "validate", out, "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	var va datasetValidateJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &va), stdout)
+	assert.True(t, va.Valid)
+	assert.Equal(t, int64(5), va.Tapes, "the Parquet and Arrow files of train hold the same 3 tapes")
+	assert.Equal(t, ex.Dataset.Splits[0].Steps+ex.Dataset.Splits[1].Steps, va.Steps)
+	assert.Equal(t, []datasetSplitJSON{
+		{Name: "train", Tapes: 3, Steps: ex.Dataset.Splits[0].Steps, Workspaces: 2},
+		{Name: "test", Tapes: 2, Steps: ex.Dataset.Splits[1].Steps, Workspaces: ex.Dataset.Splits[1].Workspaces},
+	}, va.Splits)
+	assert.Equal(t, []datasetProblemJSON{}, va.Problems)
+
+	back := filepath.Join(t.TempDir(), "back")
+	code, stdout, stderr = runDatasetCLI(t, "import", "--json", out, "--out", back)
+	require.Equal(t, ExitOK, code, stderr)
+	var im datasetImportJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &im), stdout)
+	assert.Equal(t, 5, im.Tapes)
+	assert.Equal(t, []datasetImportedJSON{{"train", 3}, {"test", 2}}, im.Splits)
+	assert.Equal(t, 5, im.Workspaces, "one snapshot file per tape, as the tapes name them")
+	assert.Equal(t, []datasetRenamedJSON{}, im.Renamed)
+
+	// An invalid dataset: the object says so, and the exit code too.
+	card := filepath.Join(out, "README.md")
+	data, err := os.ReadFile(card)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(card, bytes.Replace(data, []byte("num_examples: 3\n"), []byte("num_examples: 30\n"), 1), 0o644))
+	code, stdout, _ = runDatasetCLI(t, "validate", "--json", out)
+	assert.Equal(t, ExitFailure, code)
+	va = datasetValidateJSON{}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &va), stdout)
+	assert.False(t, va.Valid)
+	require.NotEmpty(t, va.Problems)
+	assert.Equal(t, datasetProblemJSON{File: "README.md", Row: -1, Pointer: "dataset_info[tapes].splits", Message: va.Problems[0].Message}, va.Problems[0])
 }

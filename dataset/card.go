@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -27,15 +28,32 @@ const cardFile = "README.md"
 // Card is a Hugging Face dataset card: YAML metadata (the front matter) and a Markdown
 // body. The metadata follows the Hub's schema: configs with data_files per split,
 // dataset_info with features, splits, download_size and dataset_size.
+//
+// The card's author owns its descriptive fields (License, PrettyName, TaskCategories,
+// Language, Tags), any other field, and the body outside the part TapeBox writes (between
+// the tapebox:begin and tapebox:end comments); TapeBox owns the rest, which describes the
+// files. A card read by ParseCard remembers its YAML: Marshal keeps the fields the Card
+// type does not know, the order of the fields, their comments, and the YAML of an
+// author's field whose value did not change (language: en stays a string).
 type Card struct {
-	License        string       `yaml:"license"`
-	PrettyName     string       `yaml:"pretty_name,omitempty"`
+	// License is the license id; several, as a YAML list, are joined with ", ".
+	License string `yaml:"license"`
+	// PrettyName is the dataset's display name, the title of the body.
+	PrettyName string `yaml:"pretty_name,omitempty"`
+	// TaskCategories are Hub task ids (text-generation, ...).
+	TaskCategories []string `yaml:"task_categories,omitempty"`
+	// Language lists the languages of the data (ISO 639-1 codes such as en).
+	Language       []string     `yaml:"language,omitempty"`
 	Tags           []string     `yaml:"tags,omitempty"`
 	SizeCategories []string     `yaml:"size_categories"`
 	Configs        []CardConfig `yaml:"configs"`
 	DatasetInfo    []ConfigInfo `yaml:"dataset_info"`
 	// Body is the Markdown after the front matter.
 	Body string `yaml:"-"`
+
+	// meta is the front matter ParseCard read (a YAML document node), which Marshal
+	// merges the fields into; nil for a new card.
+	meta *yaml.Node
 }
 
 // CardConfig is one config (one table) and the files of each of its splits.
@@ -75,34 +93,98 @@ type SplitInfo struct {
 	NumExamples int64  `yaml:"num_examples"`
 }
 
+// CardFields are the descriptive fields of a dataset card, which its author owns. A field
+// left empty keeps what the card in the folder has, or else TapeBox's default (license
+// unknown, a pretty name and tags; no task categories or languages).
+type CardFields struct {
+	// License is a license id, checked and spelled by ParseLicense.
+	License        string
+	PrettyName     string
+	TaskCategories []string
+	Language       []string
+	// Tags replace the card's tags (TapeBox's own included) when given.
+	Tags []string
+}
+
+// check checks the fields and spells the license as the Hub does.
+func (f *CardFields) check() error {
+	if f.License != "" {
+		l, err := ParseLicense(f.License)
+		if err != nil {
+			return err
+		}
+		f.License = l
+	}
+	for _, list := range []struct {
+		name   string
+		values []string
+	}{{"task category", f.TaskCategories}, {"language", f.Language}, {"tag", f.Tags}} {
+		for _, v := range list.values {
+			if strings.TrimSpace(v) == "" || strings.ContainsAny(v, "\n\r") {
+				return fmt.Errorf("%s %q: want a word such as text-generation, en or agent-traces", list.name, v)
+			}
+		}
+	}
+	return nil
+}
+
 // CardOptions configures BuildCard.
 type CardOptions struct {
 	// MadeWith names the program, for the body ("tapebox 0.1.0").
 	MadeWith string
+	// Fields override the card's descriptive fields.
+	Fields CardFields
 }
 
-const licensePlaceholder = "unknown"
+// LicenseUnknown is the license of a card whose license nobody gave.
+const LicenseUnknown = "unknown"
 
 // BuildCard describes the data files in dir as a dataset card: the configs, the features
 // read from each file's schema, the row counts and sizes from each file's footer (the
 // num_bytes each Parquet shard records in its key-value metadata; Arrow files are read),
-// and a body that counts harnesses, models and providers. The license, pretty name and
-// tags of an existing README.md are kept.
+// and a body that counts harnesses, models and providers. An existing README.md is
+// merged into: opts.Fields override its descriptive fields, the others are kept, as are
+// its other fields and the text of its body outside the part TapeBox writes. A README.md
+// that cannot be parsed is an error, not replaced.
 func BuildCard(dir string, opts CardOptions) (*Card, error) {
+	old, err := LoadCard(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		old = nil
+	} else if err != nil {
+		return nil, err
+	}
+	return buildCard(dir, opts, old)
+}
+
+// buildCard is BuildCard with the existing card, or nil.
+func buildCard(dir string, opts CardOptions, old *Card) (*Card, error) {
+	f := opts.Fields
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	l, err := scanLayout(dir)
 	if err != nil {
 		return nil, err
 	}
 	c := &Card{
-		License:    licensePlaceholder,
+		License:    LicenseUnknown,
 		PrettyName: "TapeBox agent tapes",
 		Tags:       []string{"tapebox", "agent-traces", "tool-use", "llm-agents", "coding-agents"},
 	}
-	if old, err := LoadCard(dir); err == nil {
+	if old != nil {
+		c.meta = old.meta
 		c.License = cmp.Or(old.License, c.License)
 		c.PrettyName = cmp.Or(old.PrettyName, c.PrettyName)
+		c.TaskCategories, c.Language = old.TaskCategories, old.Language
 		if len(old.Tags) > 0 {
 			c.Tags = old.Tags
+		}
+	}
+	c.License = cmp.Or(f.License, c.License)
+	c.PrettyName = cmp.Or(f.PrettyName, c.PrettyName)
+	for _, o := range []struct{ dst, src *[]string }{{&c.TaskCategories, &f.TaskCategories}, {&c.Language, &f.Language}, {&c.Tags, &f.Tags}} {
+		if len(*o.src) > 0 {
+			*o.dst = slices.Clone(*o.src)
 		}
 	}
 	var st bodyStats
@@ -149,7 +231,13 @@ func BuildCard(dir string, opts CardOptions) (*Card, error) {
 		return nil, fmt.Errorf("%s: no data files under data/", dir)
 	}
 	c.SizeCategories = []string{sizeCategory(st.totalTapes())}
-	c.Body = st.body(l, c, opts)
+	oldBody := ""
+	if old != nil {
+		oldBody = old.Body
+	}
+	if c.Body, err = mergeBody(oldBody, st.body(l, c, opts)); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, cardFile), err)
+	}
 	return c, nil
 }
 
@@ -354,13 +442,22 @@ func sizeCategory(n int64) string {
 	return "n>1B"
 }
 
-// Marshal renders the card: "---", the YAML metadata, "---", the body.
+// Marshal renders the card: "---", the YAML metadata, "---", the body. A card that
+// ParseCard read keeps its YAML where the Card's fields leave it unchanged (see Card).
 func (c *Card) Marshal() ([]byte, error) {
+	var fresh yaml.Node
+	if err := fresh.Encode(c); err != nil {
+		return nil, fmt.Errorf("encode card: %w", err)
+	}
+	root := &fresh
+	if c.meta != nil {
+		root = c.merge(&fresh)
+	}
 	var b bytes.Buffer
 	b.WriteString("---\n")
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(c); err != nil {
+	if err := enc.Encode(root); err != nil {
 		return nil, fmt.Errorf("encode card: %w", err)
 	}
 	if err := enc.Close(); err != nil {
@@ -384,25 +481,36 @@ func (c *Card) Save(dir string) error {
 }
 
 // ParseCard splits a dataset card into its YAML metadata and its body and decodes the
-// metadata. Fields the Card type does not know are ignored.
+// metadata. Fields the Card type does not know are kept for Marshal, not decoded. An
+// author's field may be a string or a list of strings, as the Hub allows (language: en).
 func ParseCard(data []byte) (*Card, error) {
 	text := strings.ReplaceAll(string(data), "\r\n", "\n")
 	rest, ok := strings.CutPrefix(text, "---\n")
 	if !ok {
 		return nil, errors.New("no YAML front matter: the card does not start with ---")
 	}
-	meta, body, ok := strings.Cut(rest, "\n---\n")
-	if !ok {
+	var meta, body string
+	if after, ok := strings.CutPrefix(rest, "---"); ok && (after == "" || after[0] == '\n') {
+		body = strings.TrimPrefix(after, "\n") // empty front matter
+	} else if meta, body, ok = strings.Cut(rest, "\n---\n"); !ok {
 		if meta, ok = strings.CutSuffix(rest, "\n---"); !ok {
 			return nil, errors.New("the YAML front matter has no closing ---")
 		}
 	}
-	var c Card
-	if err := yaml.Unmarshal([]byte(meta), &c); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(meta), &doc); err != nil {
 		return nil, fmt.Errorf("YAML front matter: %w", err)
 	}
-	c.Body = strings.TrimPrefix(body, "\n")
-	return &c, nil
+	c := &Card{Body: strings.TrimPrefix(body, "\n")}
+	m, err := metaMapping(&doc)
+	if err != nil {
+		return nil, fmt.Errorf("YAML front matter: %w", err)
+	}
+	if err := c.decode(m); err != nil {
+		return nil, fmt.Errorf("YAML front matter: %w", err)
+	}
+	c.meta = &doc
+	return c, nil
 }
 
 // LoadCard reads dir/README.md.

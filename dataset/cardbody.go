@@ -197,7 +197,97 @@ func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 		b.WriteString(" The `.arrow` files beside the shards hold the same rows as Arrow IPC streams " +
 			"(zstd-compressed buffers), the format `datasets` reads for Arrow data files.")
 	}
-	b.WriteString("\n\nLicense: set `license` in the metadata above before publishing; the tapes' content comes " +
-		"from the agents' tasks and repositories.\n")
+	b.WriteString("\n\n")
+	if c.License == LicenseUnknown {
+		b.WriteString("License: not given yet (`unknown`). `tapebox dataset export --license ID` sets it (a Hub license id " +
+			"such as `apache-2.0`, `mit`, `cc-by-4.0`, or `other`); the tapes' content comes from the agents' tasks and " +
+			"repositories, so choose one that their licenses allow.\n")
+	} else {
+		fmt.Fprintf(&b, "License: `%s`.\n", c.License)
+	}
 	return b.String()
+}
+
+// The lines around the part of the card's body that TapeBox writes. An export rewrites
+// what is between them and keeps the rest, the author's.
+const (
+	bodyBegin = "<!-- tapebox:begin: tapebox dataset export rewrites everything up to tapebox:end; write your own text before or after -->"
+	bodyEnd   = "<!-- tapebox:end -->"
+)
+
+// mergeBody puts a new generated body in the place of the generated part of an existing
+// card's body (generatedPart), keeping the author's text around it. A body without a
+// generated part is kept whole, the generated part after it.
+func mergeBody(old, generated string) (string, error) {
+	block := bodyBegin + "\n" + generated + bodyEnd + "\n"
+	start, end, ok, err := generatedPart(old)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		start, end = len(old), len(old)
+	}
+	var b strings.Builder
+	if before := strings.TrimRight(old[:start], "\n"); strings.TrimSpace(before) != "" {
+		b.WriteString(before + "\n\n")
+	}
+	b.WriteString(block)
+	if after := strings.TrimLeft(old[end:], "\n"); strings.TrimSpace(after) != "" {
+		b.WriteString("\n" + after)
+	}
+	return b.String(), nil
+}
+
+// legacyMade starts the last section of a body TapeBox wrote before it marked its part,
+// and legacyLicense its last paragraph.
+const (
+	legacyMade    = "\n## How it was made\n\nExported by `tapebox dataset export`"
+	legacyLicense = "License: set `license` in the metadata above before publishing"
+)
+
+// generatedPart finds the part of a card's body that TapeBox wrote, as byte offsets:
+// from the tapebox:begin line to the end of the tapebox:end line. In a body TapeBox
+// wrote before it marked its part, it is the top of the body to the end of the
+// "How it was made" paragraph (and the license note after it, if still there): text an
+// author added after that is kept, an edit inside is not. ok is false for a body with no
+// such part. A marker without the other is an error, since what is the author's is then
+// unclear.
+func generatedPart(body string) (start, end int, ok bool, err error) {
+	start, end = -1, -1
+	for off := 0; off < len(body); {
+		line, _, _ := strings.Cut(body[off:], "\n")
+		next := min(off+len(line)+1, len(body))
+		switch t := strings.TrimSpace(line); {
+		case strings.HasPrefix(t, "<!-- tapebox:begin") && start < 0:
+			start = off
+		case strings.HasPrefix(t, "<!-- tapebox:end") && start >= 0 && end < 0:
+			end = next
+		}
+		off = next
+	}
+	switch {
+	case start >= 0 && end >= 0:
+		return start, end, true, nil
+	case start >= 0:
+		return 0, 0, false, fmt.Errorf("the body has a %q line but no %q line after it: put it back, or remove both (TapeBox then adds its part at the end)", "<!-- tapebox:begin", bodyEnd)
+	case strings.Contains(body, "<!-- tapebox:end"):
+		return 0, 0, false, fmt.Errorf("the body has a %q line but no %q line before it: put it back, or remove both (TapeBox then adds its part at the end)", bodyEnd, "<!-- tapebox:begin")
+	}
+	i := strings.Index(body, legacyMade)
+	if !strings.HasPrefix(strings.TrimLeft(body, "\n"), "# ") || i < 0 {
+		return 0, 0, false, nil
+	}
+	end = paragraphEnd(body, i+len("\n## How it was made\n\n"))
+	if rest := strings.TrimLeft(body[end:], "\n"); strings.HasPrefix(rest, legacyLicense) {
+		end = paragraphEnd(body, len(body)-len(rest))
+	}
+	return 0, end, true, nil
+}
+
+// paragraphEnd is the offset after the last line of the paragraph at from.
+func paragraphEnd(s string, from int) int {
+	if i := strings.Index(s[from:], "\n\n"); i >= 0 {
+		return from + i + 1
+	}
+	return len(s)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -24,7 +25,8 @@ import (
 // ExportOptions configures Export. The zero value of a field means its default.
 type ExportOptions struct {
 	// Out is the dataset folder; it is created if needed. Shards of other splits already
-	// in it are kept (and listed in the card); older shards of this split are replaced.
+	// in it are kept (and listed in the card); older shards of this split are replaced. A
+	// tape whose id another split holds is invalid: a tape goes to one split.
 	Out string
 	// Split names the split the tapes go to (default "train"): letters, digits and _.
 	Split string
@@ -44,6 +46,13 @@ type ExportOptions struct {
 	Progress io.Writer
 	// MadeWith names the program in the card ("tapebox 0.1.0"); optional.
 	MadeWith string
+	// Version is the program's version, for the created_by of the Parquet shards
+	// (CreatedBy); default: the main module's version in the build info.
+	Version string
+	// Card gives the card's descriptive fields (license, pretty name, task categories,
+	// languages, tags). The card in Out is merged into, not replaced: the fields not
+	// given keep its values, and its other fields and the author's text of its body stay.
+	Card CardFields
 	// NoWorkspace leaves the tapes' start snapshots out: the snapshot files are neither
 	// read nor checked, the tapes go in as they are (meta.workspace stays in tape_json)
 	// with workspace_included false, and the split gets no workspaces table. Without it,
@@ -67,13 +76,16 @@ type ExportResult struct {
 	WorkspaceBytes    int64
 	WorkspacesLeftOut int
 	// Files lists the data files written and the card, relative to Out.
-	Files   []string
+	Files []string
+	// Card is the card written, which describes every split of Out.
+	Card    *Card
 	Elapsed time.Duration
 }
 
 // InvalidTapeError says why a tape file cannot be exported: it is not JSON, it breaks the
 // schema (Err is a *schema.ValidationError naming each JSON pointer), it does not decode,
-// its tape id was already exported, or its start snapshot is missing or does not match
+// its tape id is another input's or already in another split of the folder (the message
+// names the shard and row), or its start snapshot is missing or does not match
 // its digest (Err is a *SnapshotError naming the snapshot file).
 type InvalidTapeError struct {
 	Path string
@@ -181,6 +193,24 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	if opts.Out == "" {
 		return nil, errors.New("export: no output folder")
 	}
+	if err := opts.Card.check(); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	// The card is merged into at the end: one that cannot be is refused now, before
+	// anything is written.
+	if old, err := LoadCard(opts.Out); err == nil {
+		if _, _, _, err := generatedPart(old.Body); err != nil {
+			return nil, fmt.Errorf("export: %s: %w", filepath.Join(opts.Out, cardFile), err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("export: %w (fix it or move it away: the export merges into it)", err)
+	}
+
+	// The tape ids of the other splits, to refuse a tape that is already in one.
+	elsewhere, err := tapeIDsExcept(opts.Out, opts.Split)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
 
 	// Both formats: Parquet first, then Arrow from the Parquet shards (addArrow).
 	streamed := opts.Format
@@ -190,6 +220,9 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	tapesSet := newShardSet[TapeRow](filepath.Join(opts.Out, "data", configTapes), opts.Split, tapesTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
 	stepsSet := newShardSet[StepRow](filepath.Join(opts.Out, "data", configSteps), opts.Split, stepsTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
 	wsSet := newShardSet[WorkspaceRow](filepath.Join(opts.Out, "data", configWorkspaces), opts.Split, workspacesTable, streamed, opts.ShardBytes, min(opts.RowGroupBytes, workspaceRowGroupBytes))
+	for _, cb := range []*string{&tapesSet.createdBy, &stepsSet.createdBy, &wsSet.createdBy} {
+		*cb = CreatedBy(opts.Version)
+	}
 	res := &ExportResult{}
 	published := false
 	defer func() {
@@ -278,6 +311,8 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 			if p.invalid == nil {
 				if first, dup := ids[p.row.TapeID]; dup {
 					p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in the dataset, from %s", p.row.TapeID, first)}
+				} else if at, dup := elsewhere[p.row.TapeID]; dup {
+					p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in split %s, at %s (a tape goes to one split)", p.row.TapeID, at.split, at.where)}
 				} else if p.row.TapeID != "" {
 					ids[p.row.TapeID] = p.in.Path
 				}
@@ -316,7 +351,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 			return nil
 		})
 	})
-	err := g.Wait()
+	err = g.Wait()
 	prog.stop()
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
@@ -351,13 +386,14 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	if err := removeStale(opts.Out, opts.Split, files); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	card, err := BuildCard(opts.Out, CardOptions{MadeWith: opts.MadeWith})
+	card, err := BuildCard(opts.Out, CardOptions{MadeWith: opts.MadeWith, Fields: opts.Card})
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	if err := card.Save(opts.Out); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
+	res.Card = card
 	for _, f := range files {
 		rel, _ := filepath.Rel(opts.Out, f)
 		res.Files = append(res.Files, filepath.ToSlash(rel))
@@ -365,6 +401,45 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	res.Files = append(res.Files, cardFile)
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// tapeAt is where a dataset folder holds a tape: its split, and the shard and row.
+type tapeAt struct {
+	split, where string
+}
+
+// tapeIDRow is the projection of the tapes table on its id.
+type tapeIDRow struct {
+	TapeID string `parquet:"tape_id"`
+}
+
+// tapeIDsExcept reads the tape ids of every split of the dataset folder out but skip, from
+// the tapes table (its Parquet shards when there are some: only the tape_id column is
+// read). A folder that does not exist yet has none.
+func tapeIDsExcept(out, skip string) (map[string]tapeAt, error) {
+	l, err := scanLayoutExcept(out, skip)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", out, err)
+	}
+	ids := map[string]tapeAt{}
+	for _, split := range l.splits(configTapes) {
+		_, files := l.primary(configTapes, split)
+		for _, f := range files {
+			rel := filepath.ToSlash(filepath.Join("data", configTapes, filepath.Base(f.path)))
+			err := readShard(f, tapesTable, 1024, func(first int64, rows []tapeIDRow) error {
+				for i, r := range rows {
+					if _, ok := ids[r.TapeID]; !ok {
+						ids[r.TapeID] = tapeAt{split: split, where: fmt.Sprintf("%s row %d", rel, first+int64(i))}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ids, nil
 }
 
 // addArrow writes the Arrow shards of every table from their Parquet shards, the tables

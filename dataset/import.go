@@ -34,6 +34,8 @@ type ImportOptions struct {
 type ImportResult struct {
 	Tapes int
 	Bytes int64
+	// Splits gives the tapes imported from each split, in the order they were read.
+	Splits []ImportedSplit
 	// Workspaces counts the start snapshot files written, WorkspaceBytes their size.
 	Workspaces     int
 	WorkspaceBytes int64
@@ -46,6 +48,12 @@ type ImportResult struct {
 	// hold (exported without them); their tape files are written all the same.
 	WithoutWorkspace int
 	Elapsed          time.Duration
+}
+
+// ImportedSplit counts the tapes Import wrote from one split.
+type ImportedSplit struct {
+	Name  string
+	Tapes int
 }
 
 // RenamedSnapshot is a start snapshot Import wrote under a new name.
@@ -117,6 +125,7 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 		defer close(rows)
 		for _, split := range splits {
 			_, fs := l.primary(configTapes, split)
+			res.Splits = append(res.Splits, ImportedSplit{Name: split})
 			for r, err := range rowsOf[tapeJSON](fs, tapesTable, 1) {
 				if err != nil {
 					return err
@@ -143,6 +152,7 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 				case <-gctx.Done():
 					return gctx.Err()
 				}
+				res.Splits[len(res.Splits)-1].Tapes++
 			}
 		}
 		return nil

@@ -92,7 +92,11 @@ func (l layout) primary(config, split string) (string, []shardFile) {
 // scanLayout lists the shards under dir/data. Files that are not shards (temporary files,
 // anything else) are ignored; a set of shards with a gap or a disagreeing count is an
 // error.
-func scanLayout(dir string) (layout, error) {
+func scanLayout(dir string) (layout, error) { return scanLayoutExcept(dir, "") }
+
+// scanLayoutExcept is scanLayout without the shards of one split (one an export is about
+// to replace, whose set may be broken).
+func scanLayoutExcept(dir, skip string) (layout, error) {
 	l := layout{}
 	for _, config := range configs {
 		cdir := filepath.Join(dir, "data", config)
@@ -105,7 +109,7 @@ func scanLayout(dir string) (layout, error) {
 		}
 		for _, e := range entries {
 			sf, ok := parseShardName(e.Name())
-			if !ok || e.IsDir() {
+			if !ok || e.IsDir() || (skip != "" && sf.split == skip) {
 				continue
 			}
 			info, err := e.Info()

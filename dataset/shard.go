@@ -1,9 +1,12 @@
 package dataset
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -78,6 +81,8 @@ type shardSet[R any] struct {
 	formats       Format
 	shardBytes    int64
 	rowGroupBytes int64
+	// createdBy is the Parquet footer's created_by (default: CreatedBy("")).
+	createdBy string
 
 	cur  *shard[R]
 	done []*shard[R]
@@ -172,21 +177,23 @@ func (s *shardSet[R]) open() error {
 	s.cur = sh
 	base := fmt.Sprintf(".%s-%05d", s.split, sh.index)
 	if s.formats&Parquet != 0 {
-		f, err := os.CreateTemp(s.dir, base+".parquet.tmp-*")
+		f, err := createTemp(s.dir, base+".parquet.tmp-")
 		if err != nil {
 			return err
 		}
 		sh.pqF, sh.pqTmp = f, f.Name()
+		// parquet.CreatedBy writes "version X(build Y)", without the space the Parquet
+		// spec's form has; a WriterConfig sets the string as it is.
 		opts := append([]parquet.WriterOption{
 			parquet.Compression(parquetZstd),
-			parquet.CreatedBy("tapebox", datasetVersion, ""),
+			&parquet.WriterConfig{CreatedBy: cmp.Or(s.createdBy, CreatedBy(""))},
 			parquet.KeyValueMetadata(metaTable, s.t.name),
 			parquet.KeyValueMetadata(metaVersion, datasetVersion),
 		}, s.t.parquetOptions()...)
 		sh.pw = parquet.NewGenericWriter[R](f, opts...)
 	}
 	if s.formats&Arrow != 0 {
-		f, err := os.CreateTemp(s.dir, base+".arrow.tmp-*")
+		f, err := createTemp(s.dir, base+".arrow.tmp-")
 		if err != nil {
 			return err
 		}
@@ -299,6 +306,21 @@ func (s *shardSet[R]) publish() (paths []string, err error) {
 	return paths, syncDir(s.dir)
 }
 
+// createTemp creates a new file in dir named prefix and a random suffix, with mode 0644
+// less the umask: the shard it becomes is data to share, and os.CreateTemp's 0600 would
+// survive the rename.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("create a temporary file %s* in %s: every name tried exists", prefix, dir)
+}
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -353,7 +375,7 @@ func (s *shardSet[R]) addArrow(ctx context.Context, prog *progress) error {
 		if sh.pqTmp == "" || sh.arTmp != "" {
 			continue
 		}
-		f, err := os.CreateTemp(s.dir, fmt.Sprintf(".%s-%05d.arrow.tmp-*", s.split, sh.index))
+		f, err := createTemp(s.dir, fmt.Sprintf(".%s-%05d.arrow.tmp-", s.split, sh.index))
 		if err != nil {
 			return err
 		}

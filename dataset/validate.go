@@ -63,14 +63,26 @@ func (p Problem) String() string {
 
 // Report is the outcome of Validate.
 type Report struct {
-	// Tapes, Steps and Workspaces count the rows checked (every format of every split).
+	// Tapes, Steps and Workspaces count the dataset's rows, every split's. A split
+	// written in both formats is checked in both but counted once, as the card counts it
+	// (from its Parquet shards).
 	Tapes      int64
 	Steps      int64
 	Workspaces int64
+	// Splits gives the counts of each split of the tapes table, train first.
+	Splits []SplitCounts
 	// Problems lists what is wrong, in file and row order; empty for a valid dataset.
 	Problems []Problem
 	// Truncated is set when the check stopped at MaxProblems.
 	Truncated bool
+}
+
+// SplitCounts counts the rows of one split.
+type SplitCounts struct {
+	Name       string
+	Tapes      int64
+	Steps      int64
+	Workspaces int64
 }
 
 // Err returns nil for a valid dataset, or an error listing every problem.
@@ -121,11 +133,16 @@ func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, e
 	defer v.prog.stop()
 	seen := map[string]map[string]string{"parquet": {}, "arrow": {}} // format, tape id: where
 	for _, split := range l.splits(configTapes) {
+		primary, _ := l.primary(configTapes, split)
+		counted := map[string]rowCounts{}
 		for _, ext := range []string{"parquet", "arrow"} {
 			tapes := l[configTapes][split][ext]
 			if len(tapes) == 0 {
 				continue
 			}
+			v.mu.Lock()
+			v.counts = rowCounts{}
+			v.mu.Unlock()
 			steps := l[configSteps][split][ext]
 			if len(steps) == 0 {
 				v.add(Problem{File: "data/" + configSteps, Row: -1, Message: fmt.Sprintf("split %s has %s tapes shards but no %s steps shards", split, ext, ext)})
@@ -145,6 +162,18 @@ func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, e
 			if v.full() {
 				return v.report(), nil
 			}
+			v.mu.Lock()
+			counted[ext] = v.counts
+			v.mu.Unlock()
+		}
+		p := counted[primary]
+		v.rep.Tapes += p.tapes
+		v.rep.Steps += p.steps
+		v.rep.Workspaces += p.workspaces
+		v.rep.Splits = append(v.rep.Splits, SplitCounts{Name: split, Tapes: p.tapes, Steps: p.steps, Workspaces: p.workspaces})
+		if a, ok := counted["arrow"]; ok && primary != "arrow" && a != p {
+			v.add(Problem{File: "data", Row: -1, Message: fmt.Sprintf("split %s: the arrow files hold %d tapes, %d steps, %d start snapshots; the parquet files %d, %d, %d",
+				split, a.tapes, a.steps, a.workspaces, p.tapes, p.steps, p.workspaces)})
 		}
 	}
 	for _, config := range []string{configSteps, configWorkspaces} {
@@ -167,7 +196,12 @@ type validator struct {
 	mu  sync.Mutex
 	rep *Report
 	seq []int64 // order key of each problem
+	// counts are the rows of the split and format being checked.
+	counts rowCounts
 }
+
+// rowCounts counts the rows of one split in one format.
+type rowCounts struct{ tapes, steps, workspaces int64 }
 
 func (v *validator) rel(path string) string {
 	r, err := filepath.Rel(v.dir, path)
@@ -216,7 +250,7 @@ func (v *validator) checkCard() {
 	bad := func(field, format string, args ...any) {
 		v.add(Problem{File: cardFile, Row: -1, Pointer: field, Message: fmt.Sprintf(format, args...)})
 	}
-	want, err := BuildCard(v.dir, CardOptions{})
+	want, err := buildCard(v.dir, CardOptions{}, nil)
 	if err != nil {
 		v.add(Problem{File: "data", Row: -1, Message: err.Error()})
 		return
@@ -228,6 +262,9 @@ func (v *validator) checkCard() {
 	}
 	if got.License == "" {
 		bad("license", "missing")
+	}
+	if _, _, _, err := generatedPart(got.Body); err != nil {
+		bad("body", "%v", err)
 	}
 	if !slices.Equal(got.SizeCategories, want.SizeCategories) {
 		bad("size_categories", "%v, the files hold %v", got.SizeCategories, want.SizeCategories)
@@ -437,8 +474,8 @@ func (v *validator) readRows(ctx context.Context, tapes, steps []shardFile, seen
 func (v *validator) checkTape(c *tapeCheck) {
 	file, row := v.rel(c.tape.file), c.tape.row
 	v.mu.Lock()
-	v.rep.Tapes++
-	v.rep.Steps += int64(len(c.steps))
+	v.counts.tapes++
+	v.counts.steps += int64(len(c.steps))
 	v.mu.Unlock()
 	bad := func(pointer, format string, args ...any) {
 		v.addAt(c.seq, Problem{File: file, Row: row, Pointer: pointer, Message: fmt.Sprintf(format, args...)})
@@ -512,7 +549,7 @@ func (v *validator) checkWorkspaces(ctx context.Context, split string, files []s
 			return err
 		}
 		v.mu.Lock()
-		v.rep.Workspaces++
+		v.counts.workspaces++
 		v.mu.Unlock()
 		v.prog.add(int64(len(r.v.Snapshot)))
 		bytesOf[r.file] += workspacesTable.rowBytes(reflect.ValueOf(&r.v).Elem())

@@ -87,6 +87,9 @@ func TestValidateCard(t *testing.T) {
 		{"no license", func(s string) string {
 			return strings.Replace(s, "license: unknown\n", "", 1)
 		}, []string{"license: missing"}},
+		{"broken markers", func(s string) string {
+			return strings.Replace(s, bodyEnd+"\n", "", 1)
+		}, []string{"README.md: body: the body has a", "no \"<!-- tapebox:end -->\" line after it"}},
 		{"no front matter", func(s string) string {
 			return strings.TrimPrefix(s, "---\n")
 		}, []string{"README.md", "no YAML front matter"}},
@@ -269,6 +272,21 @@ func TestValidateLayout(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(f, data[:len(data)/2], 0o644))
 		requireProblem(t, problems(t, dir), filepath.Base(f))
+	})
+	t.Run("formats disagree", func(t *testing.T) {
+		// Each format is checked against its own rows; the counts say they differ.
+		dir, _ := export(t, inputs[:4], ExportOptions{Format: Both})
+		fewer, _ := export(t, inputs[:3], ExportOptions{Format: Arrow})
+		for _, config := range []string{configTapes, configSteps} {
+			name := filepath.Join("data", config, "train-00000-of-00001.arrow")
+			data, err := os.ReadFile(filepath.Join(fewer, name))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+		}
+		rep, err := Validate(t.Context(), dir, ValidateOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, int64(4), rep.Tapes, "the parquet files, as the card")
+		requireProblem(t, problems(t, dir), "split train: the arrow files hold 3 tapes", "the parquet files 4")
 	})
 	t.Run("max problems", func(t *testing.T) {
 		tapes, steps, _ := rowsOfTapes(t, 4)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -179,7 +178,7 @@ does configs, dataset_info and size_categories.`)
 	}
 	if *asJSON {
 		sum := exportSummary(*out, opts, len(inputs), res)
-		if err := printDatasetJSON(env, sum); err != nil {
+		if err := writeJSON(env.Stdout, sum); err != nil {
 			return failf(env, "dataset export", "write the summary: %v", err)
 		}
 		return ExitOK
@@ -233,7 +232,7 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 		return failf(env, "dataset import", "%v", err)
 	}
 	if *asJSON {
-		if err := printDatasetJSON(env, importSummary(pos[0], *out, res)); err != nil {
+		if err := writeJSON(env.Stdout, importSummary(pos[0], *out, res)); err != nil {
 			return failf(env, "dataset import", "write the summary: %v", err)
 		}
 		return ExitOK
@@ -275,7 +274,7 @@ problem (file, row, JSON pointer or column) when the dataset is not valid.`)
 		return failf(env, "dataset validate", "%v", err)
 	}
 	if *asJSON {
-		if err := printDatasetJSON(env, validateSummary(pos[0], rep)); err != nil {
+		if err := writeJSON(env.Stdout, validateSummary(pos[0], rep)); err != nil {
 			return failf(env, "dataset validate", "write the summary: %v", err)
 		}
 		if len(rep.Problems) > 0 {
@@ -293,14 +292,6 @@ problem (file, row, JSON pointer or column) when the dataset is not valid.`)
 		fmt.Fprintf(env.Stdout, "%s: valid dataset: %d tapes, %d steps\n", pos[0], rep.Tapes, rep.Steps)
 	}
 	return ExitOK
-}
-
-// printDatasetJSON prints a dataset verb's --json summary, indented.
-func printDatasetJSON(env *Env, v any) error {
-	enc := json.NewEncoder(env.Stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 // datasetExportJSON is what dataset export --json prints: what this export wrote, and

@@ -144,6 +144,12 @@ func TestExternalModule(t *testing.T) {
 	env := userEnv("GOFLAGS=-mod=mod", "GOWORK=off")
 	code, _, stderr := runIn(t, mod, env, gobin, "mod", "tidy")
 	require.Equal(t, 0, code, "go mod tidy: %s", stderr)
+	// The packages' examples compile from outside the module: they use only public API.
+	for _, pkg := range []string{"testkit", "testkit/fakeprovider", "testkit/miniagent"} {
+		copyInto(t, filepath.Join(root, pkg, "example_test.go"), filepath.Join(mod, "examples", pkg, "example_test.go"), 0o644)
+	}
+	code, _, stderr = runIn(t, mod, env, gobin, "vet", "./examples/...")
+	require.Equal(t, 0, code, "go vet of the examples outside the module: %s", stderr)
 	code, stdout, stderr := runIn(t, mod, env, gobin, "test", "-json", "-count=1", "-timeout=10m", ".")
 
 	outcome, output := map[string]string{}, map[string]*strings.Builder{}

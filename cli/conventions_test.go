@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
 func TestVersionFlag(t *testing.T) {
@@ -82,4 +84,20 @@ func TestReplayAndRecordJSON(t *testing.T) {
 	assert.Equal(t, "complete", rs.Ended)
 	assert.Equal(t, "run.workspace.tar.zst", rs.Snapshot)
 	assert.Contains(t, stderr, "Made it.", "the agent's stdout went to stderr")
+}
+
+// TestReplayOutputStdout: --output - prints the replay tape on stdout, and writes no file
+// named "-".
+func TestReplayOutputStdout(t *testing.T) {
+	rec, err := filepath.Abs(filepath.Join("..", "testdata", "replay", "codex.json"))
+	require.NoError(t, err)
+	t.Chdir(t.TempDir())
+	code, stdout, stderr := runVerbForTest(t, "replay", "--tape", rec, "--sandbox", "local:"+t.TempDir(), "--speed", "0", "--output", "-")
+	require.Equal(t, ExitOK, code, stderr)
+	tp, err := tape.Unmarshal([]byte(stdout))
+	require.NoError(t, err)
+	assert.Len(t, tp.Main().Steps, 7)
+	assert.NoFileExists(t, "-")
+	code, _, _ = runVerbForTest(t, "replay", "--tape", rec, "--sandbox", "local:"+t.TempDir(), "--output", "-", "--check")
+	assert.Equal(t, ExitUsage, code)
 }

@@ -86,7 +86,7 @@ state of a tape that carries one.`)
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
 	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, docker:NAME or docker-image:IMAGE")
 	fs.StringVar(&f.cwd, "cwd", "", "working directory inside a Docker sandbox (default: the tape's meta.cwd, else the container's; ignored for local:DIR)")
-	fs.StringVar(&f.output, "output", "", "write the replay tape here, after every step")
+	fs.StringVar(&f.output, "output", "", `write the replay tape here, after every step; "-" (executor mode) prints it on stdout when the replay ends`)
 	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")
 	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into the container with the Engine API (always done for docker-image:)")
 	fs.StringVar(&f.network, "network", "", "network of a created container (default none)")
@@ -121,6 +121,9 @@ state of a tape that carries one.`)
 	rec, code := loadValidTape(env, "replay", f.tapePath)
 	if rec == nil {
 		return code
+	}
+	if f.output == "-" && (f.listen != "" || f.json || f.check) {
+		return usageError(env, fs, `--output - prints the replay tape on stdout: it goes with neither --listen, --json nor --check, which print there too`)
 	}
 	if f.listen != "" {
 		return runSimulator(ctx, env, fs.Name(), rec, &f)
@@ -238,6 +241,10 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 		return failf(env, "replay", "%v", err)
 	}
 	defer stopTelemetry()
+	toStdout := f.output == "-"
+	if toStdout {
+		f.output = ""
+	}
 	copts := controller.Options{Cwd: sb.Cwd(), Env: f.env, Speed: f.speed, Output: f.output,
 		CallTimeout: f.callTimeout, Logf: logf, Snapshot: snapshot, NoWorkspace: f.noWorkspace}
 	if spec.Scheme == sandbox.SchemeLocal && f.output != "" {
@@ -268,9 +275,14 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	} else if report != nil && !report.Identical {
 		code = ExitFailure
 	}
-	if f.json {
+	switch {
+	case toStdout && res != nil && res.Tape != nil:
+		if data, merr := tape.Marshal(res.Tape); merr == nil {
+			env.Stdout.Write(append(data, '\n'))
+		}
+	case f.json:
 		writeJSON(env.Stdout, sum)
-	} else if report != nil {
+	case report != nil:
 		report.WriteText(env.Stdout)
 	}
 	if err != nil {

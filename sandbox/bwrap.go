@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -157,7 +158,22 @@ func (j *jail) systemMounts() ([]string, error) {
 	if err := os.WriteFile(emptyFile, nil, 0o444); err != nil {
 		return nil, fmt.Errorf("make the sandbox's private directory: %w", err)
 	}
-	err := filepath.WalkDir("/etc", func(p string, d fs.DirEntry, err error) error {
+	for _, m := range etcHidden() {
+		if m.dir {
+			a = append(a, "--ro-bind", empty, m.path)
+		} else {
+			a = append(a, "--ro-bind", emptyFile, m.path)
+		}
+	}
+	return a, nil
+}
+
+// etcHidden lists the directories and regular files under /etc that other users cannot
+// read. The walk costs some milliseconds, so it is done once per process: a file made
+// unreadable in /etc later is still seen by this process's sandboxes.
+var etcHidden = sync.OnceValue(func() []etcEntry {
+	var hidden []etcEntry
+	_ = filepath.WalkDir("/etc", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == "/etc" {
 			return nil
 		}
@@ -167,14 +183,19 @@ func (j *jail) systemMounts() ([]string, error) {
 		}
 		switch perm := fi.Mode().Perm(); {
 		case d.IsDir() && perm&0o005 != 0o005:
-			a = append(a, "--ro-bind", empty, p)
+			hidden = append(hidden, etcEntry{p, true})
 			return filepath.SkipDir
 		case d.Type().IsRegular() && perm&0o004 == 0:
-			a = append(a, "--ro-bind", emptyFile, p)
+			hidden = append(hidden, etcEntry{p, false})
 		}
 		return nil
 	})
-	return a, err
+	return hidden
+})
+
+type etcEntry struct {
+	path string
+	dir  bool
 }
 
 // skeleton keeps the parents of a dir under /tmp read-only: /tmp is the sandbox's own and

@@ -260,8 +260,11 @@ func TestJailProcesses(t *testing.T) {
 	require.NoError(t, waitDone(t, s))
 	require.NoError(t, s.Close())
 	pid := strings.TrimSpace(out.String())
-	res := sh(t, sb, "kill -0 "+pid+" && cat /proc/"+pid+"/cmdline | tr '\\0' ' '")
-	assert.Equal(t, "sleep "+marker+" ", string(res.Stdout), "alive after its session ended; stderr: %s", res.Stderr)
+	// $! may still be setsid, about to exec sleep.
+	require.Eventually(t, func() bool {
+		res := sh(t, sb, "kill -0 "+pid+" && cat /proc/"+pid+"/cmdline | tr '\\0' ' '")
+		return string(res.Stdout) == "sleep "+marker+" "
+	}, 10*time.Second, 10*time.Millisecond, "alive after its session ended")
 	assert.NotEmpty(t, hostProcesses(t, "sleep\x00"+marker))
 	scratch := sb.b.(*localBackend).jail.scratch
 	assert.DirExists(t, scratch)

@@ -10,19 +10,19 @@ import (
 )
 
 // BenchmarkLocalReady is a local sandbox made ready for a replay: Open a fresh directory,
-// Start the executor and say hello (Close is not timed); and a one-shot Exec of "true" in
-// an open sandbox.
+// Start the executor and say hello (Close is not timed), in local: (under bubblewrap where
+// the machine has it) and unsafe-local:; and a one-shot Exec of "true" in an open local:
+// sandbox.
 func BenchmarkLocalReady(b *testing.B) {
 	exe := realExecutor(b, hostArch())
 	root := b.TempDir()
-	b.Run("open-start-hello", func(b *testing.B) {
+	ready := func(b *testing.B, scheme string) {
 		var lat latencies
-		n := 0
+		quiet := func(string, ...any) {} // unsafe-local: warns every time
 		for b.Loop() {
-			n++
 			dir := filepath.Join(root, "ready", time.Now().Format("150405.000000000"))
 			start := time.Now()
-			sb, err := Open(b.Context(), "local:"+dir, Options{ExecutorPath: exe})
+			sb, err := Open(b.Context(), scheme+":"+dir, Options{ExecutorPath: exe, Logf: quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -45,7 +45,9 @@ func BenchmarkLocalReady(b *testing.B) {
 			b.StartTimer()
 		}
 		lat.report(b)
-	})
+	}
+	b.Run("open-start-hello", func(b *testing.B) { ready(b, SchemeLocal) })
+	b.Run("open-start-hello-unsafe", func(b *testing.B) { ready(b, SchemeUnsafeLocal) })
 	b.Run("exec-true", func(b *testing.B) {
 		sb, err := Open(b.Context(), "local:"+filepath.Join(root, "exec"), Options{ExecutorPath: exe})
 		if err != nil {

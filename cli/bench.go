@@ -268,7 +268,9 @@ func benchOnce(ctx context.Context, rec *tape.Tape, side *benchSide, f *benchFla
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		spec = sandbox.SchemeLocal + ":" + dir
+		run := side.base
+		run.Target = dir
+		spec = run.String()
 	}
 	t0 := time.Now()
 	sb, err := sandbox.Open(ctx, spec, side.opts)

@@ -53,8 +53,22 @@ scaled by --speed) and drives tapebox-exec inside the sandbox over one session t
 call. It exits 1, naming the thread and step, if some thread could not be played to its end.
 
 Sandboxes:
-  local:DIR            the executor runs as a host process in DIR. It isolates NOTHING: the tape's
-                       commands run on this machine with your rights. For trusted tapes only.
+  local:DIR            the tape's commands run on this machine in DIR, under bubblewrap (bwrap):
+                       DIR is the only host directory they can write; /usr, /bin, /sbin, /lib*,
+                       /etc and /opt are read-only and nothing else of the host is there (no home
+                       directories or /root, no /var, /run, /srv, /mnt, no host /tmp); no network
+                       but their own loopback; their own /tmp and HOME (/tmp/tapebox-home),
+                       removed at the end with every process they started; no capabilities; host
+                       processes not visible; environment: PATH, HOME, SHELL, USER, LOGNAME, LANG,
+                       LC_*, TERM, TZ, then --env, nothing else of yours. Not limited: CPU,
+                       memory, number of processes, system calls. Run as root they still own
+                       root's files in the read-only directories (/etc's unreadable ones are
+                       hidden). Without a working bwrap it runs as unsafe-local:DIR and prints a
+                       warning.
+  unsafe-local:DIR     the executor runs as a host process in DIR. It isolates NOTHING: the tape's
+                       commands read and write your files and use the network with your rights;
+                       only the environment is minimal (as above, with your HOME and TMPDIR).
+                       For trusted tapes only; it prints a warning.
   docker:NAME          an existing, running container (add --install-executor unless
                        tapebox-exec is on its PATH)
   docker-image:IMAGE   a fresh container from IMAGE, removed at the end; safe defaults: all
@@ -66,6 +80,7 @@ container, bypassing the engine (about 0.03 ms a call); elsewhere, and for docke
 docker exec session's stream (about 0.1 ms). auto picks the socket when it can and otherwise
 falls back to the stream, saying why; "--exec-transport stream" forces the exec stream,
 "--exec-transport socket" the socket (an error where it is impossible). local:DIR uses pipes.
+Warnings ("warning: ...", such as a sandbox that is not isolated) are printed even with --quiet.
 
 Working directory: in a Docker sandbox the tool calls run where the recording ran, the tape's
 meta.cwd (created when missing), unless --cwd says otherwise; --cwd "" keeps the container's
@@ -84,7 +99,7 @@ completed run's replay tape gets DIR's end manifest; without it compare cannot c
 state of a tape that carries one.`)
 	f := replayFlags{env: kvFlag{}}
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
-	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, docker:NAME or docker-image:IMAGE")
+	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, unsafe-local:DIR, docker:NAME or docker-image:IMAGE")
 	fs.StringVar(&f.cwd, "cwd", "", "working directory inside a Docker sandbox (default: the tape's meta.cwd, else the container's; ignored for local:DIR)")
 	fs.StringVar(&f.output, "output", "", `write the replay tape here, after every step; "-" (executor mode) prints it on stdout when the replay ends`)
 	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")
@@ -197,7 +212,7 @@ func replayCwd(f *replayFlags, spec sandbox.Spec, rec *tape.Tape, logf func(stri
 
 func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayFlags) int {
 	logf := func(format string, args ...any) {
-		if !f.quiet {
+		if !f.quiet || strings.HasPrefix(format, "warning: ") {
 			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
 		}
 	}

@@ -13,9 +13,12 @@
 //   - docker-image:IMAGE: a fresh container from a local image; Close removes it with its
 //     anonymous volumes. Images are never pulled (make sandbox-image builds the test image,
 //     tapebox/sandbox:bookworm, from Debian packages).
-//   - local:DIR: the executor runs as a host process with DIR as its working directory. It
-//     isolates NOTHING: tool calls read and write the host's files, start host processes and
-//     use the host's network as the current user. Use it for trusted tapes or for speed.
+//   - local:DIR: the executor runs on this machine with DIR as its working directory, under
+//     bubblewrap where it can (see Local sandboxes). Close ends every process it started
+//     there and removes its private /tmp; DIR is left as it is.
+//   - unsafe-local:DIR: the executor runs as a host process in DIR. It isolates NOTHING:
+//     tool calls read and write the host's files, start host processes and use the host's
+//     network as the current user. Use it for trusted tapes only.
 //
 // Both Docker backends use the Engine API through the official Go client (DOCKER_HOST or the
 // default socket, API version negotiated; engine 20.10 / API 1.41 and later). A session is ONE
@@ -25,6 +28,38 @@
 // inside Session.Stdout's Read, with no goroutine in between, so a session adds next to
 // nothing to the stream's own round trip. The Engine API cannot signal an exec's process:
 // Session.Close closes the stream and the executor exits when its stdin ends.
+//
+// # Local sandboxes
+//
+// local:DIR runs each command (the executor's session, Exec, StartCommand) under bwrap
+// (Debian package bubblewrap), as the current user inside a user namespace with no
+// capabilities:
+//
+//   - Filesystem: DIR, bound at its own path, is the only host directory it can write.
+//     /usr, /bin, /sbin, /lib*, /etc and /opt are read-only; nothing else of the host is
+//     there: not the home directories or /root, not /var, /run (the Docker socket), /srv,
+//     /mnt, /media or the host's /tmp. DIR's parent directories are read-only, so "../x"
+//     fails. /tmp is the sandbox's own, a private host directory kept across executor
+//     restarts (the executor's state directory, with its background tasks, is there) and
+//     removed by Close; HOME is /tmp/tapebox-home in it. /dev holds only null, zero, full,
+//     random, urandom, tty, shm and pts; /proc is the sandbox's. Run as root, root still
+//     owns root's files: /etc's entries that other users cannot read are covered with
+//     empty ones.
+//   - Network: none but its own loopback (a new network namespace per command).
+//   - Processes: one pid namespace for the sandbox's life, held by a keeper process, so
+//     background tasks outlive an executor restart; host processes are not visible. Nested
+//     user namespaces are refused (bwrap 0.8 and later). Close, or the death of the TapeBox
+//     process, ends them all.
+//   - Environment: PATH (the host's entries that the sandbox sees), HOME, SHELL, USER,
+//     LOGNAME, LANG, LANGUAGE, LC_*, TERM and TZ, then Options.Env; nothing else of the
+//     host's.
+//
+// It does not limit CPU, memory or the number of processes, and does not filter system
+// calls. Where bwrap is missing or cannot make a sandbox (no unprivileged user namespaces,
+// not Linux), local:DIR runs as unsafe-local:DIR does, and says why in one "warning:" line
+// through Options.Logf (the standard error when Logf is nil). unsafe-local:DIR also passes
+// only the variables above (with the host's HOME and TMPDIR), but a command there can read
+// everything the user can, the environment of the user's other processes included.
 //
 // # Executor transport
 //

@@ -9,16 +9,32 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tapebox/tapebox/workspace"
 )
 
-// localBackend runs everything as host processes in a directory. It isolates nothing.
+// Where things are inside a jailed local sandbox.
+const (
+	// jailHome is HOME: a directory of the sandbox's own /tmp, so that what tools keep in
+	// HOME neither reaches the host's home nor shows up in the workspace.
+	jailHome = "/tmp/tapebox-home"
+	// jailExecutor is where the host's tapebox-exec is bound read-only.
+	jailExecutor = "/run/tapebox/tapebox-exec"
+	// jailPATH is PATH when the host has none, or none of its entries is in the jail.
+	jailPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+// localBackend runs everything in a directory of this machine: under bubblewrap (jail)
+// where it can, else as plain host processes that isolate nothing. Either way the commands
+// get a minimal environment, never the host's whole one.
 type localBackend struct {
 	spec Spec
 	dir  string
 	env  []string
+	jail *jail // nil: not isolated
 }
 
 func openLocal(ctx context.Context, spec Spec, opts Options) (*Sandbox, error) {
@@ -26,10 +42,13 @@ func openLocal(ctx context.Context, spec Spec, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 	}
+	if dir == "/" && !spec.Unsafe {
+		return nil, fmt.Errorf("open sandbox %s: %w: / cannot be isolated (only DIR is writable, and it would be the whole machine); say unsafe-local:/ to run there without isolation", spec, ErrBadSpec)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open sandbox %s: create the directory: %w", spec, err)
 	}
-	l := &localBackend{spec: spec, dir: dir, env: append(os.Environ(), envList(opts.Env)...)}
+	l := &localBackend{spec: spec, dir: dir}
 	sb := &Sandbox{spec: spec, cwd: dir, arch: runtime.GOARCH, b: l}
 	// The executor is found now but only needed by Start, so a sandbox used for Exec and
 	// Snapshot works without one.
@@ -54,7 +73,91 @@ func openLocal(ctx context.Context, spec Spec, opts Options) (*Sandbox, error) {
 	if sb.executorErr != nil {
 		sb.executorErr = fmt.Errorf("start the executor in %s: %w", spec, sb.executorErr)
 	}
+	const risk = "the tape's commands run on this machine with your rights: they can read and write your files outside DIR and use the network (the environment is minimal)"
+	if spec.Unsafe {
+		warnf(opts, "warning: sandbox %s is NOT isolated: %s", spec, risk)
+	} else {
+		exe := ""
+		if sb.executorErr == nil {
+			if exe, err = filepath.Abs(sb.executor); err != nil {
+				return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
+			}
+		}
+		j, err := openJail(ctx, dir, exe)
+		if err != nil {
+			warnf(opts, "warning: sandbox %s is NOT isolated: %v; %s. Spell it unsafe-local:DIR to say you mean it", spec, err, risk)
+		} else {
+			l.jail = j
+			if exe != "" {
+				sb.executor = jailExecutor
+			}
+			opts.logf("sandbox %s: isolated with bubblewrap: only %s is writable, no network, its own /tmp and HOME, a minimal environment", spec, dir)
+		}
+	}
+	l.env = localEnv(l.jail, opts.Env)
 	return sb, nil
+}
+
+// warnf gives a warning to Options.Logf, or to the standard error when there is none: a
+// sandbox that is not isolated must not go unsaid.
+func warnf(opts Options, format string, args ...any) {
+	if opts.Logf != nil {
+		opts.Logf(format, args...)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "tapebox: "+format+"\n", args...)
+}
+
+// localEnvKeys are the host variables a local sandbox passes on (with LC_*): what commands
+// need to find programs and speak the user's language, none that carries a credential.
+var localEnvKeys = []string{"PATH", "HOME", "TMPDIR", "SHELL", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ"}
+
+// localEnv is the environment of a local sandbox's commands: localEnvKeys from the host's,
+// then extra (Options.Env). In a jail PATH keeps only the entries the jail sees, HOME is
+// jailHome and TMPDIR is unset (/tmp is the sandbox's own).
+func localEnv(j *jail, extra map[string]string) []string {
+	var env []string
+	hasPath := false
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if !slices.Contains(localEnvKeys, k) && !strings.HasPrefix(k, "LC_") {
+			continue
+		}
+		if j != nil {
+			switch k {
+			case "HOME", "TMPDIR":
+				continue
+			case "PATH":
+				v = j.path(v)
+			case "SHELL":
+				if !jailVisible(v) {
+					continue
+				}
+			}
+		}
+		hasPath = hasPath || k == "PATH"
+		env = append(env, k+"="+v)
+	}
+	if !hasPath {
+		env = append(env, "PATH="+jailPATH)
+	}
+	if j != nil {
+		env = append(env, "HOME="+jailHome)
+	}
+	return append(env, envList(extra)...)
+}
+
+// command is the host command that runs argv in the sandbox: argv itself, or bwrap with
+// the files it needs as fds 3 and on. run is exec.Command or a closure over
+// exec.CommandContext.
+func (l *localBackend) command(run func(string, ...string) *exec.Cmd, argv []string) *exec.Cmd {
+	name, args, files := argv[0], argv[1:], []*os.File(nil)
+	if l.jail != nil {
+		name, args, files = l.jail.command(argv)
+	}
+	cmd := run(name, args...)
+	cmd.Dir, cmd.Env, cmd.ExtraFiles = l.dir, l.env, files
+	return cmd
 }
 
 func (l *localBackend) startExecutor(ctx context.Context, argv []string) (*Session, error) {
@@ -68,8 +171,7 @@ func (l *localBackend) start(ctx context.Context, argv []string) (*Session, erro
 		return nil, fmt.Errorf("start %s in %s: %w", argv[0], l.spec, err)
 	}
 	// Not CommandContext: ctx bounds the start, the session outlives it.
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = l.dir, l.env
+	cmd := l.command(exec.Command, argv)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", argv[0], l.spec, err)
@@ -118,8 +220,7 @@ func (l *localBackend) start(ctx context.Context, argv []string) (*Session, erro
 }
 
 func (l *localBackend) exec(ctx context.Context, argv []string) (*ExecResult, error) {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = l.dir, l.env
+	cmd := l.command(func(name string, args ...string) *exec.Cmd { return exec.CommandContext(ctx, name, args...) }, argv)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = time.Second
@@ -128,6 +229,10 @@ func (l *localBackend) exec(ctx context.Context, argv []string) (*ExecResult, er
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ee) && ee.Exited() && ctx.Err() == nil) {
 		return nil, fmt.Errorf("exec %s in %s: %w", argv[0], l.spec, err)
+	}
+	if l.jail != nil && res.ExitCode == 1 && bytes.HasPrefix(res.Stderr, []byte("bwrap: ")) {
+		// bwrap's own failure, such as a command not found, is not the command's exit status.
+		return nil, fmt.Errorf("exec %s in %s: %s", argv[0], l.spec, bytes.TrimSpace(res.Stderr))
 	}
 	return res, nil
 }
@@ -179,5 +284,10 @@ func (l *localBackend) workspaceManifest(ctx context.Context, opts workspace.Opt
 
 func (l *localBackend) close(ctx context.Context, open []*Session) error {
 	closeSessions(open)
+	if l.jail != nil {
+		if err := l.jail.close(); err != nil {
+			return fmt.Errorf("close sandbox %s: %w", l.spec, err)
+		}
+	}
 	return nil
 }

@@ -179,7 +179,11 @@ func TestLocalWriteFilesSnapshot(t *testing.T) {
 func TestLocalExecutorFromOptions(t *testing.T) {
 	exe := fakeExecutor(t, hostArch())
 	sb, _ := openLocalT(t, Options{ExecutorPath: exe})
-	assert.Equal(t, exe, sb.Executor())
+	if sb.b.(*localBackend).jail != nil {
+		assert.Equal(t, jailExecutor, sb.Executor(), "bound read-only into the jail")
+	} else {
+		assert.Equal(t, exe, sb.Executor())
+	}
 	s, err := sb.Start(t.Context())
 	require.NoError(t, err)
 	defer s.Close()

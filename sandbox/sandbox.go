@@ -17,6 +17,9 @@ const (
 	SchemeLocal       = "local"
 	SchemeDocker      = "docker"
 	SchemeDockerImage = "docker-image"
+	// SchemeUnsafeLocal spells a local sandbox that is not isolated on purpose; ParseSpec
+	// gives it as SchemeLocal with Spec.Unsafe set.
+	SchemeUnsafeLocal = "unsafe-local"
 )
 
 // Errors callers may branch on; the errors Open and the methods return wrap them with the
@@ -155,24 +158,36 @@ type Spec struct {
 	Scheme string
 	// Target is the directory, the container's name or ID, or the image reference.
 	Target string
+	// Unsafe marks a local sandbox that runs without isolation on purpose
+	// ("unsafe-local:DIR"). It is a local sandbox in every other way, so that code asking
+	// for SchemeLocal treats both alike.
+	Unsafe bool
 }
 
-func (s Spec) String() string { return s.Scheme + ":" + s.Target }
+func (s Spec) String() string {
+	if s.Unsafe && s.Scheme == SchemeLocal {
+		return SchemeUnsafeLocal + ":" + s.Target
+	}
+	return s.Scheme + ":" + s.Target
+}
 
-// ParseSpec parses "local:DIR", "docker:NAME" or "docker-image:IMAGE".
+// ParseSpec parses "local:DIR", "unsafe-local:DIR", "docker:NAME" or "docker-image:IMAGE".
 func ParseSpec(spec string) (Spec, error) {
 	scheme, target, ok := strings.Cut(spec, ":")
 	if !ok {
 		return Spec{}, fmt.Errorf("%w %q: want local:DIR, docker:CONTAINER or docker-image:IMAGE", ErrBadSpec, spec)
 	}
 	switch scheme {
-	case SchemeLocal, SchemeDocker, SchemeDockerImage:
+	case SchemeLocal, SchemeUnsafeLocal, SchemeDocker, SchemeDockerImage:
 	default:
-		return Spec{}, fmt.Errorf("%w %q: unknown scheme %q; use local:DIR, docker:CONTAINER or docker-image:IMAGE", ErrBadSpec, spec, scheme)
+		return Spec{}, fmt.Errorf("%w %q: unknown scheme %q; use local:DIR, unsafe-local:DIR, docker:CONTAINER or docker-image:IMAGE", ErrBadSpec, spec, scheme)
 	}
 	if strings.TrimSpace(target) == "" || target != strings.TrimSpace(target) {
-		what := map[string]string{SchemeLocal: "a directory", SchemeDocker: "a container name or ID", SchemeDockerImage: "an image reference"}[scheme]
+		what := map[string]string{SchemeLocal: "a directory", SchemeUnsafeLocal: "a directory", SchemeDocker: "a container name or ID", SchemeDockerImage: "an image reference"}[scheme]
 		return Spec{}, fmt.Errorf("%w %q: %s: needs %s after the colon, without spaces", ErrBadSpec, spec, scheme, what)
+	}
+	if scheme == SchemeUnsafeLocal {
+		return Spec{Scheme: SchemeLocal, Target: target, Unsafe: true}, nil
 	}
 	return Spec{Scheme: scheme, Target: target}, nil
 }
@@ -213,8 +228,11 @@ type Sandbox struct {
 
 // Open parses a sandbox spec and prepares the sandbox:
 //
-//   - "local:DIR": the executor runs as a host process with DIR (created if missing) as its
-//     working directory. It isolates NOTHING: tool calls act on the host as the current user.
+//   - "local:DIR": the executor runs in DIR (created if missing) under bubblewrap where it
+//     can: only DIR is writable, no network, a private /tmp and HOME, a minimal
+//     environment (see the package doc). Without a working bwrap it runs as a host process,
+//     isolating nothing, and says so through Options.Logf in one "warning:" line.
+//   - "unsafe-local:DIR": a host process in DIR, never isolated, with the same warning.
 //   - "docker:NAME": an existing, running container, by name or ID; Close leaves it running.
 //   - "docker-image:IMAGE": a fresh container from a local image (never pulled), with safe
 //     defaults (see Options); Close removes it.

@@ -21,6 +21,7 @@ func TestParseSpec(t *testing.T) {
 	}{
 		{spec: "local:/tmp/x", want: Spec{Scheme: SchemeLocal, Target: "/tmp/x"}},
 		{spec: "local:rel/dir", want: Spec{Scheme: SchemeLocal, Target: "rel/dir"}},
+		{spec: "unsafe-local:/tmp/x", want: Spec{Scheme: SchemeLocal, Target: "/tmp/x", Unsafe: true}},
 		{spec: "docker:mybox", want: Spec{Scheme: SchemeDocker, Target: "mybox"}},
 		{spec: "docker-image:tapebox/sandbox:bookworm", want: Spec{Scheme: SchemeDockerImage, Target: "tapebox/sandbox:bookworm"}},
 		{spec: "mybox", wantErr: "want local:DIR, docker:CONTAINER or docker-image:IMAGE"},
@@ -28,6 +29,7 @@ func TestParseSpec(t *testing.T) {
 		{spec: "Docker:x", wantErr: `unknown scheme "Docker"`},
 		{spec: "docker:", wantErr: "needs a container name or ID"},
 		{spec: "local: /x", wantErr: "needs a directory"},
+		{spec: "unsafe-local:", wantErr: "unsafe-local: needs a directory"},
 		{spec: "docker-image:", wantErr: "needs an image reference"},
 	}
 	for _, tt := range tests {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prepares a Debian machine to build and test TapeBox, as root, idempotently:
 #
-#   1. apt packages: docker.io (the Docker engine), debootstrap, busybox-static, bash-static
-#      (only those not installed yet; apt-get update only when something is missing)
+#   1. apt packages: docker.io (the Docker engine), debootstrap, busybox-static, bash-static,
+#      bubblewrap (bwrap, which isolates local:DIR sandboxes) (only those not installed yet;
+#      apt-get update only when something is missing)
 #   2. dockerd in the background (log: $TAPEBOX_DOCKERD_LOG), unless an engine already answers;
 #      waits up to $TAPEBOX_DOCKERD_WAIT seconds for it
 #   3. the test images, from Debian packages (no registry needed): scripts/sandbox-image.sh
@@ -26,7 +27,7 @@ die() {
 [ "$(id -u)" = 0 ] || die "run as root (it installs packages and starts dockerd): sudo $0"
 
 install_packages() {
-	local want=(docker.io debootstrap busybox-static bash-static) missing=() pkg
+	local want=(docker.io debootstrap busybox-static bash-static bubblewrap) missing=() pkg
 	for pkg in "${want[@]}"; do
 		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 	done

@@ -15,8 +15,9 @@
 //		}
 //	}
 //
-// The sandbox is "local" (a fresh temporary directory; the executor runs as a host process
-// and isolates nothing), "local:DIR", "docker-image:IMAGE" or just an image reference (a
+// The sandbox is "local" (a fresh temporary directory, isolated with bubblewrap where the
+// machine allows it, see package sandbox), "local:DIR", "unsafe-local" or "unsafe-local:DIR"
+// (never isolated), "docker-image:IMAGE" or just an image reference (a
 // fresh container, removed at the end), or "docker:NAME" (an existing container). Docker
 // sandboxes skip the test when no engine answers or the image is missing, unless
 // TAPEBOX_REQUIRE_DOCKER=1. The replay runs in executor mode with the model latency removed

@@ -122,8 +122,11 @@ func (r *Result) Close() error {
 // Replay replays the tape at tapePath in executor mode into a fresh sandbox and returns the
 // result; the sandbox and temporary files are cleaned up with tb.Cleanup. sandboxSpec is:
 //
-//	"local"               a fresh temporary directory (the executor runs as a host process)
+//	"local"               a fresh temporary directory, isolated with bubblewrap where it can
+//	                      be (see package sandbox; otherwise not isolated, with a warning)
 //	"local:DIR"           the directory DIR, as it is
+//	"unsafe-local"        a fresh temporary directory, never isolated (host processes)
+//	"unsafe-local:DIR"    the directory DIR, never isolated
 //	"docker-image:IMAGE"  a fresh container from a local image, removed at the end
 //	"IMAGE"               the same, for a spec without a known scheme
 //	"docker:NAME"         an existing container
@@ -214,21 +217,23 @@ func Run(ctx context.Context, tapePath, sandboxSpec string, opts ...Option) (_ *
 	return r, nil
 }
 
-// openSandbox opens a sandbox for spec to replay rec; "local" is a fresh directory under tmp.
+// openSandbox opens a sandbox for spec to replay rec; "local" and "unsafe-local" are a fresh
+// directory under tmp.
 func openSandbox(ctx context.Context, spec, tmp string, c *config, rec *tape.Tape) (*sandbox.Sandbox, error) {
 	switch {
-	case spec == "local":
-		spec = sandbox.SchemeLocal + ":" + filepath.Join(tmp, "sandbox")
-	case strings.HasPrefix(spec, sandbox.SchemeLocal+":"), strings.HasPrefix(spec, sandbox.SchemeDocker+":"),
-		strings.HasPrefix(spec, sandbox.SchemeDockerImage+":"):
+	case spec == sandbox.SchemeLocal, spec == sandbox.SchemeUnsafeLocal:
+		spec += ":" + filepath.Join(tmp, "sandbox")
+	case strings.HasPrefix(spec, sandbox.SchemeLocal+":"), strings.HasPrefix(spec, sandbox.SchemeUnsafeLocal+":"),
+		strings.HasPrefix(spec, sandbox.SchemeDocker+":"), strings.HasPrefix(spec, sandbox.SchemeDockerImage+":"):
 	default:
 		spec = sandbox.SchemeDockerImage + ":" + spec
 	}
+	local := strings.HasPrefix(spec, sandbox.SchemeLocal+":") || strings.HasPrefix(spec, sandbox.SchemeUnsafeLocal+":")
 	o := c.sandbox
 	switch {
 	case c.cwdSet:
 		o.Cwd = c.cwd
-	case o.Cwd == "" && !strings.HasPrefix(spec, sandbox.SchemeLocal+":") && path.IsAbs(rec.Meta.Cwd):
+	case o.Cwd == "" && !local && path.IsAbs(rec.Meta.Cwd):
 		o.Cwd = rec.Meta.Cwd // where the tape was recorded, as tapebox replay does
 	}
 	if len(c.env) > 0 {

@@ -78,6 +78,7 @@ func TestRecordAndReplay(t *testing.T) {
 		opts          []testkit.Option
 	}{
 		{"local", "local", nil},
+		{"unsafe-local", "unsafe-local", nil},
 		{"docker", "docker-image:" + dockertest.SandboxImage, []testkit.Option{testkit.Cwd("/work")}},
 	}
 	for _, tt := range tests {

@@ -101,3 +101,11 @@ func TestReplayOutputStdout(t *testing.T) {
 	code, _, _ = runVerbForTest(t, "replay", "--tape", rec, "--sandbox", "local:"+t.TempDir(), "--output", "-", "--check")
 	assert.Equal(t, ExitUsage, code)
 }
+
+// TestReplayBareLocal: "local" alone is a fresh temporary directory, as in testkit.
+func TestReplayBareLocal(t *testing.T) {
+	rec := filepath.Join("..", "testdata", "replay", "codex.json")
+	code, stdout, stderr := runVerbForTest(t, "replay", "--tape", rec, "--sandbox", "local", "--speed", "0", "--check")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, ": IDENTICAL")
+}

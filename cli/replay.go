@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -69,6 +70,7 @@ Sandboxes:
                        commands read and write your files and use the network with your rights;
                        only the environment is minimal (as above, with your HOME and TMPDIR).
                        For trusted tapes only; it prints a warning.
+  local, unsafe-local  the same in a fresh temporary directory, removed at the end (as in testkit)
   docker:NAME          an existing, running container (add --install-executor unless
                        tapebox-exec is on its PATH)
   docker-image:IMAGE   a fresh container from IMAGE, removed at the end; safe defaults: all
@@ -226,6 +228,15 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 		if snapshot, err = controller.SnapshotFor(f.tapePath, rec); err != nil {
 			return failf(env, "replay", "%v", err)
 		}
+	}
+	if f.sandboxSpec == "local" || f.sandboxSpec == "unsafe-local" {
+		// As in testkit: the bare scheme is a fresh temporary directory, removed at the end.
+		dir, err := os.MkdirTemp("", "tapebox-replay-")
+		if err != nil {
+			return failf(env, "replay", "%v", err)
+		}
+		defer os.RemoveAll(dir)
+		f.sandboxSpec += ":" + filepath.Join(dir, "work")
 	}
 	spec, err := sandbox.ParseSpec(f.sandboxSpec)
 	if err != nil {

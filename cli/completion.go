@@ -22,16 +22,7 @@ func verbFlags(ctx context.Context) map[string][]string {
 		var b strings.Builder
 		env := &Env{Stdout: &b, Stderr: &b, Getenv: func(string) string { return "" }}
 		c.run(ctx, env, []string{"--help"})
-		var flags []string
-		for _, line := range strings.Split(b.String(), "\n") {
-			// flag.PrintDefaults writes "  -name TYPE"; descriptions may quote "--flags".
-			if len(line) > 3 && strings.HasPrefix(line, "  -") && line[3] != '-' && line[3] != ' ' {
-				f, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-				flags = append(flags, "-"+f)
-			}
-		}
-		slices.Sort(flags)
-		out[name] = slices.Compact(flags)
+		out[name] = flagsInHelp(b.String())
 	}
 	return out
 }
@@ -82,4 +73,18 @@ Prints a completion script for the shell: verbs, and each verb's flags.
 		return usageError(env, fs, "unknown shell %q: bash, zsh or fish", fs.Arg(0))
 	}
 	return ExitOK
+}
+
+// flagsInHelp lists the flags a verb's --help prints, as "--name", sorted: flag.PrintDefaults
+// writes "  -name TYPE" (descriptions may quote "--flags", which are not taken).
+func flagsInHelp(help string) []string {
+	var flags []string
+	for _, line := range strings.Split(help, "\n") {
+		if len(line) > 3 && strings.HasPrefix(line, "  -") && line[3] != '-' && line[3] != ' ' {
+			f, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+			flags = append(flags, "-"+f)
+		}
+	}
+	slices.Sort(flags)
+	return slices.Compact(flags)
 }

@@ -96,12 +96,7 @@ func subverbFlags(t *testing.T, verb string, subs ...string) []string {
 	for _, sub := range subs {
 		var b strings.Builder
 		commands[verb].run(t.Context(), &Env{Stdout: &b, Stderr: &b, Getenv: func(string) string { return "" }}, []string{sub, "--help"})
-		for _, line := range strings.Split(b.String(), "\n") {
-			if len(line) > 3 && strings.HasPrefix(line, "  -") && line[3] != '-' && line[3] != ' ' {
-				f, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-				out = append(out, "-"+f)
-			}
-		}
+		out = append(out, flagsInHelp(b.String())...)
 	}
 	return out
 }

@@ -59,11 +59,13 @@ Sandboxes:
                        capabilities dropped, no-new-privileges, no network unless --network
 
 Executor transport (--exec-transport): for docker-image: on an engine of this machine (with the
-default runtime) the calls travel over a unix socket in a host directory bind-mounted into the
-container, bypassing the engine (about 0.03 ms a call); elsewhere, and for docker:NAME, over the
-docker exec session's stream (about 0.1 ms). auto picks the socket when it can and otherwise
-falls back to the stream, saying why; "--exec-transport stream" forces the exec stream,
-"--exec-transport socket" the socket (an error where it is impossible). local:DIR uses pipes.
+default runtime) the calls travel over a unix socket that the replay listens on, in a host
+directory mounted read-only into the container; the executor connects to it and only the
+executor's own process is let in. It bypasses the engine (about 0.03 ms a call); elsewhere, and
+for docker:NAME, the calls travel over the docker exec session's stream (about 0.1 ms). auto
+picks the socket when it can and otherwise falls back to the stream, saying why;
+"--exec-transport stream" forces the exec stream, "--exec-transport socket" the socket (an error
+where it is impossible). local:DIR uses pipes.
 
 Working directory: in a Docker sandbox the tool calls run where the recording ran, the tape's
 meta.cwd (created when missing), unless --cwd says otherwise; --cwd "" keeps the container's

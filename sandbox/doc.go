@@ -29,15 +29,22 @@
 // # Executor transport
 //
 // A container TapeBox creates (docker-image:) on an engine of this machine, with the default
-// runtime, gets a host directory (private, removed by Close) bind-mounted at
-// /run/tapebox-exec; Start runs "tapebox-exec serve --listen unix:/run/tapebox-exec/exec-ID.sock"
-// through an exec session, waits for its "listening" line and connects to the socket from
-// the host side. Calls then bypass the engine (about 0.03 ms a Noop round trip against 0.1
-// ms). The exec session stays as the executor's lifeline (its end ends the executor) and
-// carries its stderr. Where the socket cannot work (remote engine, another runtime, a socket
-// path over 107 bytes, a refused mount, an executor without --listen) the exec stream is
-// used and Options.Logf says why; Options.Transport forces either (Sandbox.Transport tells
-// which is in use). Existing containers (docker:) always use the exec stream.
+// runtime, gets a host directory bind-mounted READ-ONLY at /run/tapebox-exec: "s" in a
+// private temporary directory (0700), itself 0755 and owned by this process's user. For
+// each session Start listens on a fresh socket there (0666, for whatever user the container
+// runs as), runs "tapebox-exec serve --dial unix:/run/tapebox-exec/ctl-ID.sock" through an
+// exec session, and accepts the first connection whose peer (SO_PEERCRED) is that exec's
+// own process as the engine reports it; any other process in the container that connects
+// is turned away, and the socket file goes once the executor is in. The controller never
+// connects to a path in the sandbox and nothing in the container can create, replace or
+// remove a file in that directory, so no tape can point the controller (often root) at
+// another socket of the host. Calls then bypass the engine (about 0.03 ms a Noop round
+// trip against 0.1 ms). The exec session stays as the executor's lifeline (its end ends the
+// executor) and carries its stderr. Where the socket cannot work (remote engine, another
+// runtime, a host other than Linux, a socket path over 107 bytes, a refused mount, an
+// executor without --dial or that cannot reach the socket) the exec stream is used and
+// Options.Logf says why; Options.Transport forces either (Sandbox.Transport tells which is
+// in use). Existing containers (docker:) always use the exec stream.
 //
 // # Containers TapeBox creates
 //

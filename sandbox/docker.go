@@ -75,8 +75,9 @@ type dockerBackend struct {
 	env     []string
 	logf    func(string, ...any)
 
-	// The socket transport (socket.go): the host directory bind-mounted at sockDirIn and
-	// its private parent; sockOff is set once it failed and the stream took over.
+	// The socket transport (socket.go): the host directory bind-mounted read-only at
+	// sockDirIn and its private parent; sockOff is set once it failed and the stream took
+	// over.
 	sockHost, sockParent string
 	sockForced           bool
 	sockOff              atomic.Bool
@@ -278,7 +279,8 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: exe, Target: dest, ReadOnly: true})
 	}
 	if d.sockHost != "" {
-		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: d.sockHost, Target: sockDirIn})
+		// Read-only: the container reaches the controller's sockets and can change nothing.
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: d.sockHost, Target: sockDirIn, ReadOnly: true})
 	}
 	if opts.ReadOnlyRoot {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Target: d.cwd})
@@ -455,6 +457,7 @@ func (d *dockerBackend) start(ctx context.Context, argv []string) (*Session, err
 	s := &Session{
 		Stdin:  &hijackedStdin{conn: resp.Conn, closeWrite: resp.CloseWrite},
 		stderr: newTailBuffer(stderrTailSize),
+		execID: ex.ID,
 		done:   make(chan struct{}),
 	}
 	// The runtime reports a command it cannot start (not found, wrong architecture) on

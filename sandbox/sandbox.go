@@ -274,8 +274,9 @@ func (s *Sandbox) Start(ctx context.Context) (*Session, error) {
 }
 
 // Transport names how Start reaches the executor: "pipes" (local), "exec-stream" (a Docker
-// exec's hijacked stream through the engine) or "unix-socket" (a unix socket in a directory
-// bind-mounted from the host, which bypasses the engine; see Options.Transport).
+// exec's hijacked stream through the engine) or "unix-socket" (the controller's unix socket in
+// a host directory mounted read-only, which the executor connects to and which bypasses the
+// engine; see Options.Transport).
 func (s *Sandbox) Transport() string { return s.b.transport() }
 
 // StartCommand is Start for any command: argv runs in the sandbox with its stdin, stdout and

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/errdefs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -144,4 +145,86 @@ func TestReplaySocketSwapAttack(t *testing.T) {
 		assert.Contains(t, log.String(), "refused a connection to the executor's socket from pid", "the impostor was turned away")
 	}
 	assert.Equal(t, "unix-socket", sb.Transport(), "the session went on over the socket")
+}
+
+// TestReplayForkBomb: a tape step that forks without end meets the container's default
+// limits (processes, memory, one CPU): the replay ends within its call timeouts, the machine
+// stays responsive meanwhile, the container is gone afterwards, and a loop that spawns
+// processes until it cannot ends with an error result. (Against the code before the
+// defaults the test stops at the limits' check, before any bomb runs: an unbounded fork bomb
+// would take the machine down.)
+func TestReplayForkBomb(t *testing.T) {
+	cli, ref := dockertest.Image(t, dockertest.SandboxImage)
+	const callTimeout = 20 * time.Second
+	for _, tt := range []struct {
+		name, cmd string
+		wantError bool // the bomb shows as an error result
+	}{
+		// Backgrounded: the call itself returns at once; the bomb rages on behind the
+		// replay's next steps until the container goes.
+		{"bash function", `:(){ :|:& };:`, false},
+		// The loop runs in the call until the limit stops it.
+		{"sleeps", `while true; do sleep 600 & done`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+			defer cancel()
+			sb, err := sandbox.Open(ctx, "docker-image:"+ref, sandbox.Options{Cwd: "/app", InstallExecutor: true, Logf: t.Logf})
+			require.NoError(t, err)
+			defer sb.Close(context.WithoutCancel(ctx))
+			id := sb.ContainerID()
+			limits, err := sb.Exec(ctx, []string{"cat", "/sys/fs/cgroup/pids/pids.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"})
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("%d\n%d\n", sandbox.DefaultPidsLimit, sandbox.DefaultMemory), string(limits.Stdout),
+				"the container's process and memory limits (cgroup v1); stderr: %s", limits.Stderr)
+
+			// The host's own scheduling delay while the bomb runs: a 10 ms sleep that wakes
+			// seconds late means an unresponsive machine.
+			var lag atomic.Int64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					start := time.Now()
+					select {
+					case <-stop:
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+					if late := time.Since(start) - 10*time.Millisecond; late > time.Duration(lag.Load()) {
+						lag.Store(int64(late))
+					}
+				}
+			})
+
+			rec := bashTape([]string{tt.cmd, "sleep 2; echo still here"}, []string{"(Bash completed with no output)", "still here"})
+			out := filepath.Join(t.TempDir(), "replay.json")
+			start := time.Now()
+			_, rerr := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Output: out, Logf: t.Logf, CallTimeout: callTimeout})
+			took := time.Since(start)
+			require.NoError(t, sb.Close(context.WithoutCancel(ctx)))
+			close(stop)
+			wg.Wait()
+			t.Logf("replay took %v, the host's worst wake-up delay %v; replay error: %v", took, time.Duration(lag.Load()), rerr)
+			assert.Less(t, took, 2*callTimeout, "the replay ends within its call timeouts")
+			assert.Less(t, time.Duration(lag.Load()), 2*time.Second, "the host stays responsive")
+			_, err = cli.ContainerInspect(context.WithoutCancel(ctx), id)
+			assert.True(t, errdefs.IsNotFound(err), "the container is removed: %v", err)
+
+			rep, err := tape.LoadFile(out)
+			require.NoError(t, err)
+			var errs []string
+			for _, st := range rep.Main().Steps {
+				for _, r := range st.ToolResults {
+					t.Logf("result: error=%v %.200q", r.IsError, r.Text())
+					if r.IsError {
+						errs = append(errs, r.Text())
+					}
+				}
+			}
+			if tt.wantError {
+				assert.NotEmpty(t, errs, "the fork bomb shows in the replay as an error result")
+			}
+		})
+	}
 }

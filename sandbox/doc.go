@@ -49,13 +49,27 @@
 // # Containers TapeBox creates
 //
 // docker-image: containers get safe defaults: every capability dropped (Options.CapAdd gives
-// some back), no-new-privileges, no network unless Options.Network names one, optional
-// memory, CPU and process limits, an optional read-only root (then the working directory and
-// the executor's directory are anonymous volumes and /tmp a tmpfs), an optional runtime such
-// as runsc, docker-init as PID 1 to reap background commands, and "sleep infinity" as the
+// some back), no-new-privileges, no network unless Options.Network names one, limits on
+// processes (DefaultPidsLimit, 512: a fork bomb stops there), memory (DefaultMemory, 2 GiB,
+// no swap beyond it) and CPU time (DefaultCPUs, one CPU's worth), a user other than root
+// (Options.User; default the image's USER when it names one other than root, else
+// DefaultUser, 65534:65534), an optional read-only root (then the working directory and the
+// executor's directory are anonymous volumes and /tmp a tmpfs), an optional runtime such as
+// runsc, docker-init as PID 1 to reap background commands, and "sleep infinity" as the
 // command that keeps the container alive (the image needs a sleep: coreutils or busybox).
-// They carry the label org.tapebox.sandbox so that a crashed run's leftovers can be found. The
-// working directory (Options.Cwd) is created when missing.
+// A negative limit means none. Open warns (Options.Warnf) about a host network and about
+// capabilities that break isolation (SYS_ADMIN, SYS_PTRACE, NET_ADMIN, ALL ...). The
+// containers carry the label org.tapebox.sandbox so that a crashed run's leftovers can be
+// found.
+//
+// The working directory (Options.Cwd) is created before the container starts when the image
+// does not have it, owned by the container's user (its missing parents are root's, 0755), so
+// that the tape can work there; WriteFiles and RestoreWorkspace give their files to that
+// user too. A directory the image has keeps its owner, and Open logs a warning when that is
+// not the user. With ReadOnlyRoot the working directory is an anonymous volume, which the
+// engine gives to root (or to the image directory's owner) and which a container without
+// capabilities cannot chown, so such containers run as root unless Options.User says
+// otherwise.
 //
 // # The executor binary
 //

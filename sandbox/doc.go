@@ -58,9 +58,20 @@
 // runsc, docker-init as PID 1 to reap background commands, and "sleep infinity" as the
 // command that keeps the container alive (the image needs a sleep: coreutils or busybox).
 // A negative limit means none. Open warns (Options.Warnf) about a host network and about
-// capabilities that break isolation (SYS_ADMIN, SYS_PTRACE, NET_ADMIN, ALL ...). The
-// containers carry the label org.tapebox.sandbox so that a crashed run's leftovers can be
-// found.
+// capabilities that break isolation (SYS_ADMIN, SYS_PTRACE, NET_ADMIN, ALL ...).
+//
+// # Leftovers
+//
+// Close removes what Open made. A process killed before it could (SIGKILL, a crash) leaves
+// its container and its socket directory behind; the next Open of a Docker sandbox removes
+// them. The containers carry the labels org.tapebox.sandbox and org.tapebox.owner (OwnerLabel:
+// the creating process's pid, its start time, its pid namespace and the boot's id), and each
+// socket directory's private parent ($TMPDIR/tapebox-sock-*) an "owner" file with the same;
+// what belongs to a process of this boot and pid namespace that no longer runs (no process
+// with that pid and start time) goes, while Open prepares its own sandbox. Leftovers of an
+// owner Open cannot judge (another machine on a shared engine, another pid namespace, an
+// earlier boot, or TapeBox before these labels) stay: docker ps -a --filter
+// label=org.tapebox.sandbox lists them.
 //
 // The working directory (Options.Cwd) is created before the container starts when the image
 // does not have it, owned by the container's user (its missing parents are root's, 0755), so

@@ -36,8 +36,8 @@ const (
 	installDirReadOnly = "/opt/tapebox"
 )
 
-// Label marks the containers TapeBox creates; a crashed run's leftovers are found with
-// docker ps -a --filter label=org.tapebox.sandbox.
+// Label marks the containers TapeBox creates; with OwnerLabel it lets a later Open remove a
+// killed run's leftovers (docker ps -a --filter label=org.tapebox.sandbox lists them).
 const Label = "org.tapebox.sandbox"
 
 // sessionGrace is how long Session.Close waits for the command to exit after closing stdin.
@@ -99,6 +99,12 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 			d.close(context.WithoutCancel(ctx), nil)
 		}
 	}()
+	// What killed replays left behind goes while this sandbox is prepared.
+	var reaping sync.WaitGroup
+	reaping.Go(func() {
+		reapLeftovers(ctx, cli, func(format string, args ...any) { d.logf("sandbox %s: %s", spec, fmt.Sprintf(format, args...)) })
+	})
+	defer reaping.Wait()
 	sb := &Sandbox{spec: spec, b: d}
 	var imageRef string
 	if spec.Scheme == SchemeDocker {
@@ -277,6 +283,9 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 		User:   d.user,
 		Env:    d.env,
 		Labels: map[string]string{Label: "1"},
+	}
+	if me, ok := self(); ok {
+		cfg.Labels[OwnerLabel] = me.String()
 	}
 	hc := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(cmp.Or(opts.Network, "none")),

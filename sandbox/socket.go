@@ -81,12 +81,19 @@ func sockName(id string) string { return "ctl-" + id + ".sock" }
 // container can create, remove or replace a file in it. The sockets themselves are 0666,
 // for whatever user the container runs as.
 func socketDir() (parent, dir string, err error) {
-	parent, err = os.MkdirTemp("", "tapebox-sock-")
+	parent, err = os.MkdirTemp("", strings.TrimSuffix(sockDirPattern, "*"))
 	if err != nil {
 		return "", "", fmt.Errorf("make a directory for the executor's socket: %w (is $TMPDIR writable?)", err)
 	}
+	// Who made it, for the replay that finds it after this process was killed.
+	if me, ok := self(); ok {
+		err = os.WriteFile(filepath.Join(parent, ownerFile), []byte(me.String()+"\n"), 0o600)
+	}
 	dir = filepath.Join(parent, "s")
-	if err := os.Mkdir(dir, 0o755); err == nil {
+	if err == nil {
+		err = os.Mkdir(dir, 0o755)
+	}
+	if err == nil {
 		err = os.Chmod(dir, 0o755) // past the umask
 	}
 	if err != nil {

@@ -241,7 +241,7 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 			}
 		}
 		made := false
-		if !opts.ReadOnlyRoot {
+		if !opts.ReadOnlyRoot && !isRoot(d.user) {
 			if made, err = d.makeCwd(ctx); err != nil {
 				return nil, err
 			}
@@ -278,14 +278,18 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 		// Keeps the container alive for execs; docker-init (Init) is PID 1 and reaps the
 		// orphans of background commands. The image needs sleep (coreutils or busybox).
 		Entrypoint: []string{"sleep", "infinity"},
-		// No WorkingDir: the engine would make a missing one root's. Execs name the working
-		// directory, which makeCwd makes the user's before the start.
-		User:   d.user,
-		Env:    d.env,
-		Labels: map[string]string{Label: "1"},
+		User:       d.user,
+		Env:        d.env,
+		Labels:     map[string]string{Label: "1"},
 	}
 	if me, ok := self(); ok {
 		cfg.Labels[OwnerLabel] = me.String()
+	}
+	if isRoot(d.user) {
+		// The engine makes a missing working directory root's, which suits root. For another
+		// user makeCwd makes it before the start (about 45 ms: the engine's archive
+		// extraction), and execs name it.
+		cfg.WorkingDir = d.cwd
 	}
 	hc := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(cmp.Or(opts.Network, "none")),

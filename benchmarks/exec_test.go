@@ -29,9 +29,10 @@ import (
 //	tapebox-session-paired floor and session round trips taken in turn, one each per
 //	                       iteration, so that both see the same load on a shared machine:
 //	                       floor-p50-ms, session-p50-ms and their ratio x-floor
-//	tapebox-socket         the same over a unix socket in a directory bind-mounted from the
-//	                       host (--exec-transport socket, the default for docker-image: on a
-//	                       local engine), which bypasses the engine (target: p50 <= 0.05 ms)
+//	tapebox-socket         the same over the controller's unix socket in a host directory
+//	                       mounted read-only, which the executor dials (--exec-transport
+//	                       socket, the default for docker-image: on a local engine); it
+//	                       bypasses the engine (target: p50 <= 0.05 ms)
 //
 // and over local pipes (the local sandbox):
 //

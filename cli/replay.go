@@ -30,10 +30,12 @@ type replayFlags struct {
 	cwdGiven                           bool // --cwd was on the command line, even empty
 	speed                              float64
 	install                            bool
-	network, runtime                   string
+	network, runtime, user             string
 	memory                             string
 	cpus                               float64
 	pids                               int64
+	capAdd                             listFlag
+	setFlags                           map[string]bool // given on the command line
 	readOnly                           bool
 	transport                          string
 	callTimeout                        time.Duration
@@ -74,14 +76,29 @@ Sandboxes:
   docker:NAME          an existing, running container (add --install-executor unless
                        tapebox-exec is on its PATH)
   docker-image:IMAGE   a fresh container from IMAGE, removed at the end; safe defaults: all
-                       capabilities dropped, no-new-privileges, no network unless --network
+                       capabilities dropped, no-new-privileges, no network unless --network,
+                       and the limits and user below
+
+Containers TapeBox creates (docker-image:) run with, unless flags say otherwise:
+  --pids-limit 512     processes and threads (stops a fork bomb); 0: unlimited
+  --memory 2g          memory, no swap beyond it; 0: unlimited
+  --cpus 1             one CPU's worth of time (a CFS quota); 0: unlimited
+  --user 65534:65534   nobody, or the image's own USER when it names one other than root
+                       (root with --read-only, whose working directory volume is root's).
+                       The working directory is made this user's when the image does not
+                       have it; a directory of the image keeps its owner (with a warning
+                       when that is not the user). --user 0 runs the tape as root.
+--network host and --cap-add of a capability that breaks isolation (SYS_ADMIN, SYS_PTRACE,
+NET_ADMIN, ALL ...) are accepted with a one-line warning.
 
 Executor transport (--exec-transport): for docker-image: on an engine of this machine (with the
-default runtime) the calls travel over a unix socket in a host directory bind-mounted into the
-container, bypassing the engine (about 0.03 ms a call); elsewhere, and for docker:NAME, over the
-docker exec session's stream (about 0.1 ms). auto picks the socket when it can and otherwise
-falls back to the stream, saying why; "--exec-transport stream" forces the exec stream,
-"--exec-transport socket" the socket (an error where it is impossible). local:DIR uses pipes.
+default runtime) the calls travel over a unix socket that the replay listens on, in a host
+directory mounted read-only into the container; the executor connects to it and only the
+executor's own process is let in. It bypasses the engine (about 0.03 ms a call); elsewhere, and
+for docker:NAME, the calls travel over the docker exec session's stream (about 0.1 ms). auto
+picks the socket when it can and otherwise falls back to the stream, saying why;
+"--exec-transport stream" forces the exec stream, "--exec-transport socket" the socket (an error
+where it is impossible). local:DIR uses pipes.
 Warnings ("warning: ...", such as a sandbox that is not isolated) are printed even with --quiet.
 
 Working directory: in a Docker sandbox the tool calls run where the recording ran, the tape's
@@ -107,9 +124,11 @@ state of a tape that carries one.`)
 	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")
 	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into the container with the Engine API (always done for docker-image:)")
 	fs.StringVar(&f.network, "network", "", "network of a created container (default none)")
-	fs.StringVar(&f.memory, "memory", "", "memory limit of a created container (e.g. 512m, 2g)")
-	fs.Float64Var(&f.cpus, "cpus", 0, "CPU limit of a created container (e.g. 1.5)")
-	fs.Int64Var(&f.pids, "pids-limit", 0, "process limit of a created container")
+	fs.StringVar(&f.memory, "memory", "2g", "memory limit of a created container (e.g. 512m, 2g; 0: unlimited)")
+	fs.Float64Var(&f.cpus, "cpus", sandbox.DefaultCPUs, "CPU limit of a created container (e.g. 1.5; 0: unlimited)")
+	fs.Int64Var(&f.pids, "pids-limit", sandbox.DefaultPidsLimit, "process limit of a created container (0: unlimited)")
+	fs.StringVar(&f.user, "user", "", "UID[:GID] or NAME[:GROUP] a created container runs the tape as (default: the image's USER unless root, else "+sandbox.DefaultUser+")")
+	fs.Var(&f.capAdd, "cap-add", "give a created container a capability back (repeatable; all are dropped by default)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "read-only root for a created container (workdir and /tmp stay writable)")
 	fs.StringVar(&f.runtime, "runtime", "", "OCI runtime of a created container (e.g. runsc)")
 	fs.StringVar(&f.transport, "exec-transport", "auto", "how calls reach the executor: auto, stream (the docker exec stream) or socket (a unix socket, docker-image: only)")
@@ -125,7 +144,9 @@ state of a tape that carries one.`)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
-	fs.Visit(func(fl *flag.Flag) { f.cwdGiven = f.cwdGiven || fl.Name == "cwd" })
+	f.setFlags = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.setFlags[fl.Name] = true })
+	f.cwdGiven = f.setFlags["cwd"]
 	if f.tapePath == "" {
 		return usageError(env, fs, "--tape is required")
 	}
@@ -194,6 +215,15 @@ func parseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
+// cliLimit turns a limit flag (0: unlimited) into an Options limit (0: the default,
+// negative: unlimited).
+func cliLimit[T int64 | float64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
 // replayCwd is the working directory a replay asks its sandbox for: --cwd when given, else in
 // a Docker sandbox the recording's meta.cwd when it is an absolute path ("" leaves the
 // container's). A local:DIR sandbox works in DIR whatever it is asked.
@@ -222,6 +252,9 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	if err != nil {
 		return failf(env, "replay", "--memory: %v", err)
 	}
+	if f.cpus < 0 || f.pids < 0 {
+		return failf(env, "replay", "--cpus and --pids-limit must not be negative (0: unlimited)")
+	}
 	var snapshot string
 	if !f.noWorkspace {
 		// Checked before any sandbox exists: a snapshot that is missing or altered runs nothing.
@@ -248,8 +281,23 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 		return failf(env, "replay", "--exec-transport: %v", err)
 	}
 	opts := sandbox.Options{Cwd: replayCwd(f, spec, rec, logf), InstallExecutor: f.install || spec.Scheme == "docker-image", Env: f.env, Logf: logf,
-		Network: f.network, Memory: mem, CPUs: f.cpus, PidsLimit: f.pids, ReadOnlyRoot: f.readOnly, Runtime: f.runtime,
-		Transport: transport}
+		Network: f.network, User: f.user, ReadOnlyRoot: f.readOnly, Runtime: f.runtime, CapAdd: f.capAdd,
+		Transport: transport,
+		// Warnings are printed even with --quiet.
+		Warnf: func(format string, args ...any) {
+			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
+		}}
+	// The limits have defaults for the containers TapeBox creates; elsewhere only a limit
+	// given on the command line reaches Open, which refuses it.
+	if spec.Scheme == sandbox.SchemeDockerImage || f.setFlags["memory"] {
+		opts.Memory = cliLimit(mem)
+	}
+	if spec.Scheme == sandbox.SchemeDockerImage || f.setFlags["cpus"] {
+		opts.CPUs = cliLimit(f.cpus)
+	}
+	if spec.Scheme == sandbox.SchemeDockerImage || f.setFlags["pids-limit"] {
+		opts.PidsLimit = cliLimit(f.pids)
+	}
 	sb, err := sandbox.Open(ctx, f.sandboxSpec, opts)
 	if err != nil {
 		return failf(env, "replay", "%v", err)

@@ -135,3 +135,31 @@ func TestFlagsAfterArguments(t *testing.T) {
 	assert.Equal(t, ExitFailure, code, "after --, --json is a file name")
 	assert.Contains(t, stdout+stderr, "--json")
 }
+
+// TestReplayContainerDefaults: replay --help names the limits and the user of a created
+// container; a replay with --network host and a capability that breaks isolation says so,
+// once each, even with --quiet, and runs as the user it is given.
+func TestReplayContainerDefaults(t *testing.T) {
+	code, stdout, _ := runVerbForTest(t, "replay", "--help")
+	require.Equal(t, ExitOK, code)
+	for _, want := range []string{"--pids-limit 512", "--memory 2g", "--cpus 1", "--user 65534:65534", "0: unlimited", "--cap-add"} {
+		assert.Contains(t, stdout, want)
+	}
+
+	_, image := dockertest.Image(t, dockertest.SandboxImage)
+	rec := filepath.Join("..", "testdata", "replay", "claude-code.json")
+	out := filepath.Join(t.TempDir(), "replay.json")
+	code, _, stderr := runVerbForTest(t, "replay", "--tape", rec, "--sandbox", "docker-image:"+image, "--speed", "0", "--output", out, "--quiet",
+		"--network", "host", "--cap-add", "SYS_ADMIN", "--cap-add", "CHOWN", "--user", "0:0", "--pids-limit", "0", "--memory", "0", "--cpus", "0")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Equal(t, "tapebox replay: sandbox docker-image:"+image+": warning: --network host: the tape's commands share this machine's network: they reach its loopback services and can listen on its ports\n"+
+		"tapebox replay: sandbox docker-image:"+image+": warning: capabilities SYS_ADMIN: a process holding them can reach past the container (as with --privileged); give them to trusted tapes only\n",
+		stderr)
+	code, stdout, stderr = runVerbForTest(t, "compare", rec, out)
+	assert.Equal(t, ExitOK, code, "%s%s", stdout, stderr)
+
+	// Limits apply to created containers only: given for local:DIR, they are refused.
+	code, _, stderr = runVerbForTest(t, "replay", "--tape", rec, "--sandbox", "local:"+t.TempDir(), "--pids-limit", "10")
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, stderr, "PidsLimit only apply to containers TapeBox creates")
+}

@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -97,33 +96,28 @@ func TestBinary(t *testing.T) {
 		assert.Contains(t, perr.Message, "malformed JSON")
 	})
 
-	t.Run("serve-listen", func(t *testing.T) {
+	t.Run("serve-dial", func(t *testing.T) {
 		dir := t.TempDir()
-		sock := filepath.Join(dir, "exec.sock")
-		// A socket left by an executor that died is replaced.
-		stale, err := net.Listen("unix", sock)
+		sock := filepath.Join(dir, "ctl.sock")
+		ln, err := net.Listen("unix", sock)
 		require.NoError(t, err)
-		stale.(*net.UnixListener).SetUnlinkOnClose(false)
-		stale.Close()
-		require.FileExists(t, sock)
+		defer ln.Close()
 
-		cmd := exec.CommandContext(t.Context(), bin, "serve", "--listen", "unix:"+sock)
+		cmd := exec.CommandContext(t.Context(), bin, "serve", "--dial", "unix:"+sock)
 		stdin, err := cmd.StdinPipe()
 		require.NoError(t, err)
-		stdout, err := cmd.StdoutPipe()
+		// Files, not buffers: os/exec then copies nothing in a goroutine of its own.
+		stdout, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
 		require.NoError(t, err)
-		// A file, not a buffer: os/exec then copies nothing in a goroutine of its own.
+		defer stdout.Close()
 		stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 		require.NoError(t, err)
 		defer stderr.Close()
-		cmd.Stderr = stderr
+		cmd.Stdout, cmd.Stderr = stdout, stderr
 		require.NoError(t, cmd.Start())
-		ready, err := bufio.NewReader(stdout).ReadString('\n')
-		require.NoError(t, err, logOf(stderr))
-		assert.Equal(t, "listening unix:"+sock+"\n", ready)
 
-		conn, err := net.Dial("unix", sock)
-		require.NoError(t, err)
+		conn, err := ln.Accept()
+		require.NoError(t, err, logOf(stderr))
 		defer conn.Close()
 		enc, dec := protocol.NewEncoder(conn), protocol.NewReplyDecoder(conn)
 		require.NoError(t, enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: dir, Env: map[string]string{}}))
@@ -136,23 +130,13 @@ func TestBinary(t *testing.T) {
 		require.NoError(t, err, logOf(stderr))
 		require.NotNil(t, env.Result, string(env.Raw))
 		assert.Equal(t, "over-the-socket", env.Result.Result.Text())
-		assert.NoFileExists(t, sock, "the socket file goes once the client is connected")
 
 		// The end of stdin (the exec stream closed) ends the session.
 		require.NoError(t, stdin.Close())
 		_, err = dec.Decode()
 		assert.ErrorIs(t, err, io.EOF)
 		require.NoError(t, cmd.Wait(), logOf(stderr))
-	})
-
-	t.Run("serve-listen-no-client", func(t *testing.T) {
-		sock := filepath.Join(t.TempDir(), "exec.sock")
-		cmd := exec.CommandContext(t.Context(), bin, "serve", "--listen", "unix:"+sock)
-		cmd.Stdin = strings.NewReader("") // the controller went away before connecting
-		out, err := cmd.Output()
-		require.NoError(t, err)
-		assert.Equal(t, "listening unix:"+sock+"\n", string(out))
-		assert.NoFileExists(t, sock)
+		assert.Empty(t, logOf(stdout), "the protocol travels over the connection only")
 	})
 
 	t.Run("usage", func(t *testing.T) {
@@ -166,9 +150,9 @@ func TestBinary(t *testing.T) {
 			{[]string{"call", "--help"}, 0, "usage: tapebox-exec call --harness NAME"},
 			{[]string{"call", "--cwd", "/"}, 2, "--harness is required"},
 			{[]string{"serve", "extra"}, 2, "unexpected argument"},
-			{[]string{"serve", "--listen", "tcp:1"}, 2, "want unix:PATH"},
-			{[]string{"serve", "--listen", "unix:/" + strings.Repeat("x", 120)}, 1, "over the 107 a unix socket address holds"},
-			{[]string{"serve", "--listen", "unix:/nonexistent-dir/exec.sock"}, 1, "is the directory there and writable?"},
+			{[]string{"serve", "--dial", "tcp:1"}, 2, "want unix:PATH"},
+			{[]string{"serve", "--dial", "unix:/" + strings.Repeat("x", 120)}, 1, "over the 107 a unix socket address holds"},
+			{[]string{"serve", "--dial", "unix:/nonexistent-dir/ctl.sock"}, 1, "dial unix:/nonexistent-dir/ctl.sock: connect: no such file or directory"},
 			{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 			{nil, 2, "usage:"},
 		} {

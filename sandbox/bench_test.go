@@ -58,8 +58,9 @@ var noopCall = protocol.Call{Op: protocol.OpCall, ID: "1",
 //   - session-cat: the same through Session (stdcopy demultiplexing into a pipe).
 //   - session-executor-noop: a Noop call (Claude Code TodoWrite) through tapebox-exec serve
 //     over the exec stream (TransportStream). Target: within 1.2x of floor-raw-cat.
-//   - session-socket-noop: the same over the unix socket in a bind-mounted directory
-//     (TransportSocket), which bypasses the engine. Target: p50 <= 0.05 ms.
+//   - session-socket-noop: the same over the controller's unix socket in a read-only
+//     bind-mounted directory (TransportSocket), which bypasses the engine. Target: p50 <=
+//     0.05 ms.
 //   - exec-per-call: Exec of "echo x", one exec per call, the peer's way.
 func BenchmarkDockerRoundTrip(b *testing.B) {
 	sb := benchSandbox(b, dockertest.SandboxImage, Options{Cwd: "/app"})

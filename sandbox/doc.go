@@ -64,26 +64,58 @@
 // # Executor transport
 //
 // A container TapeBox creates (docker-image:) on an engine of this machine, with the default
-// runtime, gets a host directory (private, removed by Close) bind-mounted at
-// /run/tapebox-exec; Start runs "tapebox-exec serve --listen unix:/run/tapebox-exec/exec-ID.sock"
-// through an exec session, waits for its "listening" line and connects to the socket from
-// the host side. Calls then bypass the engine (about 0.03 ms a Noop round trip against 0.1
-// ms). The exec session stays as the executor's lifeline (its end ends the executor) and
-// carries its stderr. Where the socket cannot work (remote engine, another runtime, a socket
-// path over 107 bytes, a refused mount, an executor without --listen) the exec stream is
-// used and Options.Logf says why; Options.Transport forces either (Sandbox.Transport tells
-// which is in use). Existing containers (docker:) always use the exec stream.
+// runtime, gets a host directory bind-mounted READ-ONLY at /run/tapebox-exec: "s" in a
+// private temporary directory (0700), itself 0755 and owned by this process's user. For
+// each session Start listens on a fresh socket there (0666, for whatever user the container
+// runs as), runs "tapebox-exec serve --dial unix:/run/tapebox-exec/ctl-ID.sock" through an
+// exec session, and accepts the first connection whose peer (SO_PEERCRED) is that exec's
+// own process as the engine reports it; any other process in the container that connects
+// is turned away, and the socket file goes once the executor is in. The controller never
+// connects to a path in the sandbox and nothing in the container can create, replace or
+// remove a file in that directory, so no tape can point the controller (often root) at
+// another socket of the host. Calls then bypass the engine (about 0.03 ms a Noop round
+// trip against 0.1 ms). The exec session stays as the executor's lifeline (its end ends the
+// executor) and carries its stderr. Where the socket cannot work (remote engine, another
+// runtime, a host other than Linux, a socket path over 107 bytes, a refused mount, an
+// executor without --dial or that cannot reach the socket) the exec stream is used and
+// Options.Logf says why; Options.Transport forces either (Sandbox.Transport tells which is
+// in use). Existing containers (docker:) always use the exec stream.
 //
 // # Containers TapeBox creates
 //
 // docker-image: containers get safe defaults: every capability dropped (Options.CapAdd gives
-// some back), no-new-privileges, no network unless Options.Network names one, optional
-// memory, CPU and process limits, an optional read-only root (then the working directory and
-// the executor's directory are anonymous volumes and /tmp a tmpfs), an optional runtime such
-// as runsc, docker-init as PID 1 to reap background commands, and "sleep infinity" as the
+// some back), no-new-privileges, no network unless Options.Network names one, limits on
+// processes (DefaultPidsLimit, 512: a fork bomb stops there), memory (DefaultMemory, 2 GiB,
+// no swap beyond it) and CPU time (DefaultCPUs, one CPU's worth), a user other than root
+// (Options.User; default the image's USER when it names one other than root, else
+// DefaultUser, 65534:65534), an optional read-only root (then the working directory and the
+// executor's directory are anonymous volumes and /tmp a tmpfs), an optional runtime such as
+// runsc, docker-init as PID 1 to reap background commands, and "sleep infinity" as the
 // command that keeps the container alive (the image needs a sleep: coreutils or busybox).
-// They carry the label org.tapebox.sandbox so that a crashed run's leftovers can be found. The
-// working directory (Options.Cwd) is created when missing.
+// A negative limit means none. Open warns (Options.Warnf) about a host network and about
+// capabilities that break isolation (SYS_ADMIN, SYS_PTRACE, NET_ADMIN, ALL ...).
+//
+// # Leftovers
+//
+// Close removes what Open made. A process killed before it could (SIGKILL, a crash) leaves
+// its container and its socket directory behind; the next Open of a Docker sandbox removes
+// them. The containers carry the labels org.tapebox.sandbox and org.tapebox.owner (OwnerLabel:
+// the creating process's pid, its start time, its pid namespace and the boot's id), and each
+// socket directory's private parent ($TMPDIR/tapebox-sock-*) an "owner" file with the same;
+// what belongs to a process of this boot and pid namespace that no longer runs (no process
+// with that pid and start time) goes, while Open prepares its own sandbox. Leftovers of an
+// owner Open cannot judge (another machine on a shared engine, another pid namespace, an
+// earlier boot, or TapeBox before these labels) stay: docker ps -a --filter
+// label=org.tapebox.sandbox lists them.
+//
+// The working directory (Options.Cwd) is created before the container starts when the image
+// does not have it, owned by the container's user (its missing parents are root's, 0755), so
+// that the tape can work there; WriteFiles and RestoreWorkspace give their files to that
+// user too. A directory the image has keeps its owner, and Open logs a warning when that is
+// not the user. With ReadOnlyRoot the working directory is an anonymous volume, which the
+// engine gives to root (or to the image directory's owner) and which a container without
+// capabilities cannot chown, so such containers run as root unless Options.User says
+// otherwise.
 //
 // # The executor binary
 //

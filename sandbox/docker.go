@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"slices"
@@ -35,8 +36,8 @@ const (
 	installDirReadOnly = "/opt/tapebox"
 )
 
-// Label marks the containers TapeBox creates; a crashed run's leftovers are found with
-// docker ps -a --filter label=org.tapebox.sandbox.
+// Label marks the containers TapeBox creates; with OwnerLabel it lets a later Open remove a
+// killed run's leftovers (docker ps -a --filter label=org.tapebox.sandbox lists them).
 const Label = "org.tapebox.sandbox"
 
 // sessionGrace is how long Session.Close waits for the command to exit after closing stdin.
@@ -75,8 +76,9 @@ type dockerBackend struct {
 	env     []string
 	logf    func(string, ...any)
 
-	// The socket transport (socket.go): the host directory bind-mounted at sockDirIn and
-	// its private parent; sockOff is set once it failed and the stream took over.
+	// The socket transport (socket.go): the host directory bind-mounted read-only at
+	// sockDirIn and its private parent; sockOff is set once it failed and the stream took
+	// over.
 	sockHost, sockParent string
 	sockForced           bool
 	sockOff              atomic.Bool
@@ -97,6 +99,12 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 			d.close(context.WithoutCancel(ctx), nil)
 		}
 	}()
+	// What killed replays left behind goes while this sandbox is prepared.
+	var reaping sync.WaitGroup
+	reaping.Go(func() {
+		reapLeftovers(ctx, cli, func(format string, args ...any) { d.logf("sandbox %s: %s", spec, fmt.Sprintf(format, args...)) })
+	})
+	defer reaping.Wait()
 	sb := &Sandbox{spec: spec, b: d}
 	var imageRef string
 	if spec.Scheme == SchemeDocker {
@@ -138,8 +146,18 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 		if d.cwd == "" && img.Config != nil {
 			d.cwd = img.Config.WorkingDir
 		}
-		if img.Config != nil {
-			d.user = img.Config.User
+		d.user = opts.User
+		if d.user == "" && img.Config != nil && !isRoot(img.Config.User) {
+			d.user = img.Config.User // the image's own user, as docker run would
+		}
+		if d.user == "" && !opts.ReadOnlyRoot {
+			// With ReadOnlyRoot the working directory is an anonymous volume, which the engine
+			// gives to root (or to the image directory's owner), and which no one in a
+			// container without capabilities can give to another user: root it stays.
+			d.user = DefaultUser
+		}
+		for _, w := range opts.warnings() {
+			opts.warnf("sandbox %s: warning: %s", spec, w)
 		}
 	}
 	d.cwd = path.Clean("/" + cmp.Or(d.cwd, "/"))
@@ -222,8 +240,17 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 				return nil, err
 			}
 		}
+		made := false
+		if !opts.ReadOnlyRoot && !isRoot(d.user) {
+			if made, err = d.makeCwd(ctx); err != nil {
+				return nil, err
+			}
+		}
 		err := cli.ContainerStart(ctx, d.id, container.StartOptions{})
 		if err == nil {
+			if !made {
+				d.warnOwner(ctx)
+			}
 			break
 		}
 		err = fmt.Errorf("open sandbox %s: start container %s: %w", spec, d.name, err)
@@ -251,9 +278,18 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 		// Keeps the container alive for execs; docker-init (Init) is PID 1 and reaps the
 		// orphans of background commands. The image needs sleep (coreutils or busybox).
 		Entrypoint: []string{"sleep", "infinity"},
-		WorkingDir: d.cwd, // created by the engine at start when missing
+		User:       d.user,
 		Env:        d.env,
 		Labels:     map[string]string{Label: "1"},
+	}
+	if me, ok := self(); ok {
+		cfg.Labels[OwnerLabel] = me.String()
+	}
+	if isRoot(d.user) {
+		// The engine makes a missing working directory root's, which suits root. For another
+		// user makeCwd makes it before the start (about 45 ms: the engine's archive
+		// extraction), and execs name it.
+		cfg.WorkingDir = d.cwd
 	}
 	hc := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(cmp.Or(opts.Network, "none")),
@@ -264,21 +300,25 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 		ReadonlyRootfs: opts.ReadOnlyRoot,
 		Runtime:        opts.Runtime,
 		Resources: container.Resources{
-			Memory:   opts.Memory,
-			NanoCPUs: int64(opts.CPUs * 1e9),
+			Memory:   limit(opts.Memory, DefaultMemory),
+			NanoCPUs: int64(limit(opts.CPUs, DefaultCPUs) * 1e9),
 		},
 	}
-	if opts.PidsLimit > 0 {
-		hc.PidsLimit = &opts.PidsLimit
+	if pids := limit(opts.PidsLimit, DefaultPidsLimit); pids > 0 {
+		hc.PidsLimit = &pids
+	} else {
+		unlimited := int64(-1) // 0 would leave the engine's default
+		hc.PidsLimit = &unlimited
 	}
-	if opts.Memory > 0 {
-		hc.MemorySwap = opts.Memory // no swap beyond the limit
+	if hc.Memory > 0 {
+		hc.MemorySwap = hc.Memory // no swap beyond the limit
 	}
 	if exe != "" {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: exe, Target: dest, ReadOnly: true})
 	}
 	if d.sockHost != "" {
-		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: d.sockHost, Target: sockDirIn})
+		// Read-only: the container reaches the controller's sockets and can change nothing.
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: d.sockHost, Target: sockDirIn, ReadOnly: true})
 	}
 	if opts.ReadOnlyRoot {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Target: d.cwd})
@@ -337,17 +377,63 @@ func (d *dockerBackend) ensureDir(ctx context.Context, dir string) error {
 	} else if !errdefs.IsNotFound(err) {
 		return d.containerErr("check working directory "+dir, err)
 	}
+	return d.createDir(ctx, dir)
+}
+
+// createDir creates dir (and its missing parents, root's) in the container, owned by the
+// container's user.
+func (d *dockerBackend) createDir(ctx context.Context, dir string) error {
+	owner, byName := ownerOf(d.user)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(dir, "/") + "/", Mode: 0o755, ModTime: time.Now()}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(dir, "/") + "/", Mode: 0o755, ModTime: time.Now(),
+		Uid: owner.UID, Gid: owner.GID}); err != nil {
 		return fmt.Errorf("create %s in %s: %w", dir, d.spec, err)
 	}
 	tw.Close()
-	if err := d.cli.CopyToContainer(ctx, d.id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+	// A numeric owner is in the header; a name is the engine's to resolve (CopyUIDGID).
+	if err := d.cli.CopyToContainer(ctx, d.id, "/", &buf, container.CopyToContainerOptions{CopyUIDGID: byName}); err != nil {
 		return d.containerErr("create working directory "+dir, err)
 	}
-	d.logf("sandbox %s: created %s", d.spec, dir)
+	d.logf("sandbox %s: created %s for user %s", d.spec, dir, cmp.Or(d.user, "root"))
 	return nil
+}
+
+// makeCwd creates the working directory of a created container, before it starts, when the
+// image does not have it; made says whether it did.
+func (d *dockerBackend) makeCwd(ctx context.Context) (made bool, err error) {
+	if _, err := d.cli.ContainerStatPath(ctx, d.id, d.cwd); err == nil {
+		return false, nil
+	} else if !errdefs.IsNotFound(err) {
+		return false, d.containerErr("check working directory "+d.cwd, err)
+	}
+	return true, d.createDir(ctx, d.cwd)
+}
+
+// warnOwner logs a warning when the working directory, the image's (or an anonymous volume,
+// with ReadOnlyRoot), is neither the container's user's nor writable by them.
+func (d *dockerBackend) warnOwner(ctx context.Context) {
+	owner, byName := ownerOf(d.user)
+	if byName || owner.UID == 0 {
+		return
+	}
+	rc, _, err := d.cli.CopyFromContainer(ctx, d.id, d.cwd)
+	if err != nil {
+		return
+	}
+	defer rc.Close() // after the first header: the engine stops archiving
+	hdr, err := tar.NewReader(rc).Next()
+	if err != nil || hdr.Uid == owner.UID || hdr.Mode&0o002 != 0 || (hdr.Gid == owner.GID && hdr.Mode&0o020 != 0) {
+		return
+	}
+	d.logf("sandbox %s: warning: the working directory %s is the image's and belongs to %d:%d (mode %o): the tape's commands run as %s and may not write there; --user %d:%d runs them as its owner",
+		d.spec, d.cwd, hdr.Uid, hdr.Gid, hdr.Mode&0o7777, d.user, hdr.Uid, hdr.Gid)
+}
+
+// isRoot reports whether a container user names root (or no one, which is root).
+func isRoot(user string) bool {
+	u, _, _ := strings.Cut(user, ":")
+	return u == "" || u == "root" || u == "0"
 }
 
 // install copies the host binary exe to dest in the container.
@@ -455,6 +541,7 @@ func (d *dockerBackend) start(ctx context.Context, argv []string) (*Session, err
 	s := &Session{
 		Stdin:  &hijackedStdin{conn: resp.Conn, closeWrite: resp.CloseWrite},
 		stderr: newTailBuffer(stderrTailSize),
+		execID: ex.ID,
 		done:   make(chan struct{}),
 	}
 	// The runtime reports a command it cannot start (not found, wrong architecture) on
@@ -660,19 +747,36 @@ func (d *dockerBackend) snapshot(ctx context.Context, dir string) (map[string]Fi
 
 func (d *dockerBackend) writeFiles(ctx context.Context, dir string, files map[string]File) error {
 	abs := d.abs(dir)
+	// Extract from the nearest directory that exists; the missing ones are made with the
+	// files, so that they belong to the container's user too.
 	dest, prefix := abs, ""
-	if _, err := d.cli.ContainerStatPath(ctx, d.id, abs); err != nil {
+	for {
+		_, err := d.cli.ContainerStatPath(ctx, d.id, dest)
+		if err == nil || dest == "/" {
+			break
+		}
 		if !errdefs.IsNotFound(err) {
 			return d.containerErr("write files to "+abs, err)
 		}
-		// Extract from / so that the engine creates the missing directories.
-		dest, prefix = "/", strings.TrimPrefix(abs, "/")
+		dest, prefix = path.Dir(dest), path.Join(path.Base(dest), prefix)
 	}
+	if prefix != "" {
+		all := make(map[string]File, len(files)+strings.Count(prefix, "/")+1)
+		for p := prefix; p != "."; p = path.Dir(p) {
+			all[p] = File{Mode: fs.ModeDir | 0o755}
+		}
+		for n, f := range files {
+			all[path.Join(prefix, n)] = f
+		}
+		files = all
+	}
+	// The files belong to the container's user, as restoreWorkspace's do.
+	owner, byName := ownerOf(d.user)
 	var buf bytes.Buffer
-	if err := writeTar(&buf, prefix, files); err != nil {
+	if err := writeTar(&buf, files, owner); err != nil {
 		return fmt.Errorf("write files to %s in %s: %w", abs, d.spec, err)
 	}
-	if err := d.cli.CopyToContainer(ctx, d.id, dest, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true}); err != nil {
+	if err := d.cli.CopyToContainer(ctx, d.id, dest, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true, CopyUIDGID: byName}); err != nil {
 		return d.containerErr("write files to "+abs, err)
 	}
 	return nil

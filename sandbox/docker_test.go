@@ -163,6 +163,7 @@ func TestDockerSafeDefaults(t *testing.T) {
 	}{
 		{
 			name: "defaults",
+			opts: Options{Cwd: "/work/tb"},
 			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
 				assert.Equal(t, []string{"ALL"}, []string(hc.CapDrop))
 				assert.Contains(t, hc.SecurityOpt, "no-new-privileges")
@@ -174,6 +175,23 @@ func TestDockerSafeDefaults(t *testing.T) {
 				links := execOut(t, sb, "ls", "/sys/class/net")
 				assert.Equal(t, "lo", strings.TrimSpace(links), "no network but loopback")
 				assert.Contains(t, execOut(t, sb, "ps", "-o", "pid,args"), "docker-init", "PID 1 reaps orphans")
+				// Limited and unprivileged by default.
+				require.NotNil(t, hc.PidsLimit)
+				assert.Equal(t, int64(DefaultPidsLimit), *hc.PidsLimit)
+				assert.Equal(t, int64(DefaultMemory), hc.Memory)
+				assert.Equal(t, int64(DefaultMemory), hc.MemorySwap, "no swap beyond the limit")
+				assert.Equal(t, int64(1e9), hc.NanoCPUs)
+				assert.Equal(t, "65534:65534\n", execOut(t, sb, "sh", "-c", "echo $(id -u):$(id -g)"))
+				assert.Equal(t, "65534:65534\n", execOut(t, sb, "stat", "-c", "%u:%g", sb.Cwd()), "the working directory it made is the user's")
+			},
+		},
+		{
+			name: "no limits",
+			opts: Options{Memory: -1, CPUs: -1, PidsLimit: -1},
+			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+				assert.True(t, hc.PidsLimit == nil || *hc.PidsLimit <= 0, "no pids limit: %v", hc.PidsLimit)
+				assert.Zero(t, hc.Memory)
+				assert.Zero(t, hc.NanoCPUs)
 			},
 		},
 		{
@@ -322,14 +340,14 @@ func TestDockerExistingContainer(t *testing.T) {
 }
 
 func TestDockerWriteFilesSnapshot(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{Cwd: "/app"})
+	sb := openImage(t, dockertest.TinyImage, Options{Cwd: "/work/app"})
 	require.NoError(t, sb.WriteFiles(t.Context(), "proj", seedFiles), "into a missing directory")
 	got, err := sb.Snapshot(t.Context(), "proj")
 	require.NoError(t, err)
 	assert.Equal(t, withParents(seedFiles), got)
 
-	require.NoError(t, sb.WriteFiles(t.Context(), "/app/proj", map[string]File{"README.md": {Mode: 0o600, Data: []byte("new")}}), "into an existing one")
-	got, err = sb.Snapshot(t.Context(), "/app/proj/")
+	require.NoError(t, sb.WriteFiles(t.Context(), "/work/app/proj", map[string]File{"README.md": {Mode: 0o600, Data: []byte("new")}}), "into an existing one")
+	got, err = sb.Snapshot(t.Context(), "/work/app/proj/")
 	require.NoError(t, err)
 	assert.Equal(t, File{Mode: 0o600, Data: []byte("new")}, got["README.md"])
 
@@ -345,12 +363,12 @@ func TestDockerWriteFilesSnapshot(t *testing.T) {
 
 	_, err = sb.Snapshot(t.Context(), "missing")
 	require.ErrorIs(t, err, ErrNotFound)
-	assert.Contains(t, err.Error(), "snapshot /app/missing")
+	assert.Contains(t, err.Error(), "snapshot /work/app/missing")
 }
 
 // TestDockerLocalSameSnapshot: the two backends see the same end state for the same files.
 func TestDockerLocalSameSnapshot(t *testing.T) {
-	docker := openImage(t, dockertest.TinyImage, Options{Cwd: "/app"})
+	docker := openImage(t, dockertest.TinyImage, Options{Cwd: "/work/app"})
 	local, _ := openLocalT(t, Options{})
 	var snaps []map[string]File
 	for _, sb := range []*Sandbox{docker, local} {
@@ -416,14 +434,14 @@ func waitExited(t *testing.T, name string) {
 func TestDockerFailedOpenCleansUp(t *testing.T) {
 	_, ref := dockertest.Image(t, dockertest.TinyImage)
 	before := tapeboxContainers(t)
-	// A missing runtime fails at create; a working directory under /proc fails at start,
-	// after create.
+	// A missing runtime fails at create; a working directory under a file fails after
+	// create, when it is made.
 	_, err := Open(t.Context(), "docker-image:"+ref, Options{Runtime: "tapebox-no-such-runtime"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `is runtime "tapebox-no-such-runtime" configured`)
-	_, err = Open(t.Context(), "docker-image:"+ref, Options{Cwd: "/proc/tapebox"})
+	_, err = Open(t.Context(), "docker-image:"+ref, Options{Cwd: "/etc/passwd/tapebox"})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "start container")
+	assert.Contains(t, err.Error(), "working directory /etc/passwd/tapebox")
 	assert.Equal(t, before, tapeboxContainers(t))
 }
 

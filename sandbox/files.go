@@ -96,9 +96,9 @@ func readTar(r io.Reader) (map[string]File, error) {
 	}
 }
 
-// writeTar writes files as an archive, each under prefix (slash-separated, may be empty).
-// Directories come before what they hold.
-func writeTar(w io.Writer, prefix string, files map[string]File) error {
+// writeTar writes files as an archive, owned by owner. Directories come before what they
+// hold.
+func writeTar(w io.Writer, files map[string]File, owner workspace.Owner) error {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
@@ -108,7 +108,7 @@ func writeTar(w io.Writer, prefix string, files map[string]File) error {
 	now := time.Now()
 	for _, n := range names {
 		f := files[n]
-		hdr := &tar.Header{Name: path.Join(prefix, n), Mode: int64(f.Mode.Perm()), ModTime: now}
+		hdr := &tar.Header{Name: n, Mode: int64(f.Mode.Perm()), ModTime: now, Uid: owner.UID, Gid: owner.GID}
 		switch {
 		case f.Mode.IsDir():
 			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"

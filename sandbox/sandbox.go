@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -75,14 +76,23 @@ type Options struct {
 	// them for other sandboxes.
 
 	// Network is the created container's network mode; default "none" (no network at all).
-	// "bridge", "host" or a network's name give it one.
+	// "bridge", "host" or a network's name give it one ("host" with a warning: the tape's
+	// commands then reach this machine's loopback services).
 	Network string
-	// Memory limits the container's memory, in bytes; 0 means no limit.
+	// Memory limits the container's memory (without swap beyond it), in bytes; 0 means
+	// DefaultMemory, a negative value no limit.
 	Memory int64
-	// CPUs limits the container to this many CPUs (1.5 = one and a half); 0 means no limit.
+	// CPUs limits the container to this many CPUs (1.5 = one and a half); 0 means
+	// DefaultCPUs, a negative value no limit.
 	CPUs float64
-	// PidsLimit caps the number of processes in the container; 0 means no limit.
+	// PidsLimit caps the number of processes (threads included) in the container; 0 means
+	// DefaultPidsLimit, a negative value no limit.
 	PidsLimit int64
+	// User is who the container's processes (the executor and the tape's commands) run as:
+	// "UID[:GID]" or "NAME[:GROUP]" as in docker run --user. Default: the image's USER when
+	// it names one other than root, else DefaultUser. The working directory is made this
+	// user's when TapeBox creates it (see the package doc).
+	User string
 	// ReadOnlyRoot makes the container's root filesystem read-only. Cwd and the executor's
 	// directory are then anonymous volumes (removed with the container) and /tmp a tmpfs, so
 	// the workdir stays writable and the executor can still be copied in.
@@ -90,14 +100,42 @@ type Options struct {
 	// Runtime is the OCI runtime for the container, such as "runsc" (gVisor); default: the
 	// engine's default runtime.
 	Runtime string
-	// CapAdd gives back capabilities to the container, which otherwise drops them all.
+	// CapAdd gives back capabilities to the container, which otherwise drops them all. Those
+	// that break the container's isolation (SYS_ADMIN, SYS_PTRACE, ALL ...) get a warning.
 	CapAdd []string
+	// Warnf, when set, receives the warnings Open gives about unsafe options (a host
+	// network, a capability that breaks isolation), one line each; without it they go to
+	// Logf.
+	Warnf func(format string, args ...any)
 }
+
+// The limits and the user of a container TapeBox creates when Options leave them zero.
+const (
+	// DefaultPidsLimit is enough for a build with a few hundred processes and stops a fork
+	// bomb.
+	DefaultPidsLimit = 512
+	// DefaultMemory is 2 GiB.
+	DefaultMemory = 2 << 30
+	// DefaultCPUs is one CPU's worth of time (a CFS quota): a runaway tape leaves the rest
+	// of the machine to the host.
+	DefaultCPUs = 1.0
+	// DefaultUser is nobody:nogroup in Debian-based images (and a user without a name in
+	// others).
+	DefaultUser = "65534:65534"
+)
 
 func (o *Options) logf(format string, args ...any) {
 	if o.Logf != nil {
 		o.Logf(format, args...)
 	}
+}
+
+func (o *Options) warnf(format string, args ...any) {
+	if o.Warnf != nil {
+		o.Warnf(format, args...)
+		return
+	}
+	o.logf(format, args...)
 }
 
 // createdOnly names the set options that only containers TapeBox creates can honour.
@@ -115,6 +153,9 @@ func (o *Options) createdOnly() []string {
 	if o.PidsLimit != 0 {
 		set = append(set, "PidsLimit")
 	}
+	if o.User != "" {
+		set = append(set, "User")
+	}
 	if o.ReadOnlyRoot {
 		set = append(set, "ReadOnlyRoot")
 	}
@@ -128,10 +169,49 @@ func (o *Options) createdOnly() []string {
 }
 
 func (o *Options) check() error {
-	if o.Memory < 0 || o.CPUs < 0 || o.PidsLimit < 0 {
-		return fmt.Errorf("%w: Memory, CPUs and PidsLimit must not be negative (0 means no limit)", ErrOption)
+	if o.User != "" && (strings.TrimSpace(o.User) != o.User || strings.ContainsAny(o.User, " \t\n") || strings.Count(o.User, ":") > 1 ||
+		strings.HasPrefix(o.User, ":") || strings.HasSuffix(o.User, ":")) {
+		return fmt.Errorf("%w: User %q: want UID[:GID] or NAME[:GROUP]", ErrOption, o.User)
 	}
 	return nil
+}
+
+// isolationBreakers are the capabilities that let a process in a container reach past it:
+// mount and namespace control, the host's kernel, devices and other processes, file
+// handles outside its root, the network stack, eBPF.
+var isolationBreakers = []string{"ALL", "SYS_ADMIN", "SYS_MODULE", "SYS_RAWIO", "SYS_PTRACE", "SYS_BOOT", "SYS_TIME",
+	"DAC_READ_SEARCH", "NET_ADMIN", "BPF", "PERFMON", "MAC_ADMIN", "MAC_OVERRIDE", "SYSLOG"}
+
+// warnings are the one-line warnings about options that weaken a created container.
+func (o *Options) warnings() []string {
+	var w []string
+	if o.Network == "host" {
+		w = append(w, "--network host: the tape's commands share this machine's network: they reach its loopback services and can listen on its ports")
+	} else if strings.HasPrefix(o.Network, "container:") {
+		w = append(w, fmt.Sprintf("--network %s: the tape's commands share that container's network, its loopback services included", o.Network))
+	}
+	var caps []string
+	for _, c := range o.CapAdd {
+		name := strings.TrimPrefix(strings.ToUpper(c), "CAP_")
+		if slices.Contains(isolationBreakers, name) && !slices.Contains(caps, name) {
+			caps = append(caps, name)
+		}
+	}
+	if len(caps) > 0 {
+		w = append(w, fmt.Sprintf("capabilities %s: a process holding them can reach past the container (as with --privileged); give them to trusted tapes only", strings.Join(caps, ", ")))
+	}
+	return w
+}
+
+// limit is a limit as the engine takes it: v, or def for 0, or 0 (none) for a negative v.
+func limit[T int64 | float64](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 // File is one entry of a sandbox's file tree, as Snapshot returns it and WriteFiles takes it.
@@ -292,8 +372,9 @@ func (s *Sandbox) Start(ctx context.Context) (*Session, error) {
 }
 
 // Transport names how Start reaches the executor: "pipes" (local), "exec-stream" (a Docker
-// exec's hijacked stream through the engine) or "unix-socket" (a unix socket in a directory
-// bind-mounted from the host, which bypasses the engine; see Options.Transport).
+// exec's hijacked stream through the engine) or "unix-socket" (the controller's unix socket in
+// a host directory mounted read-only, which the executor connects to and which bypasses the
+// engine; see Options.Transport).
 func (s *Sandbox) Transport() string { return s.b.transport() }
 
 // StartCommand is Start for any command: argv runs in the sandbox with its stdin, stdout and

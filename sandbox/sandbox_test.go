@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/workspace"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -59,7 +61,8 @@ func TestOpenRejectsOptions(t *testing.T) {
 		{"limits on local", "local:" + t.TempDir(), Options{Memory: 1 << 30, PidsLimit: 10}, ErrOption, "Memory, PidsLimit only apply to containers TapeBox creates"},
 		{"network on existing container", "docker:box", Options{Network: "bridge"}, ErrOption, "Network only apply"},
 		{"read-only existing container", "docker:box", Options{ReadOnlyRoot: true, Runtime: "runsc"}, ErrOption, "ReadOnlyRoot, Runtime"},
-		{"negative limit", "docker-image:x", Options{CPUs: -1}, ErrOption, "must not be negative"},
+		{"bad user", "docker-image:x", Options{User: "1000:"}, ErrOption, `User "1000:": want UID[:GID] or NAME[:GROUP]`},
+		{"user on existing container", "docker:box", Options{User: "0"}, ErrOption, "User only apply"},
 		{"executor path without install", "docker:box", Options{ExecutorPath: "/bin/true"}, ErrOption, "set InstallExecutor too"},
 	}
 	for _, tt := range tests {
@@ -156,13 +159,17 @@ func TestTarRoundTrip(t *testing.T) {
 		"deep/er/x.txt": {Mode: 0o600, Data: []byte{}},
 		"link":          {Mode: fs.ModeSymlink | 0o777, Link: "a.txt"},
 	}
+	inApp := map[string]File{}
+	for n, f := range files {
+		inApp["app/"+n] = f // as CopyFromContainer names them
+	}
 	var buf bytes.Buffer
-	require.NoError(t, writeTar(&buf, "app", files))
+	require.NoError(t, writeTar(&buf, inApp, workspace.Owner{}))
 	got, err := readTar(&buf)
 	require.NoError(t, err)
 	assert.Equal(t, files, got)
 
-	err = writeTar(&bytes.Buffer{}, "", map[string]File{"p": {Mode: fs.ModeNamedPipe}})
+	err = writeTar(&bytes.Buffer{}, map[string]File{"p": {Mode: fs.ModeNamedPipe}}, workspace.Owner{})
 	assert.ErrorContains(t, err, "unsupported file type")
 }
 

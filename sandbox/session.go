@@ -29,6 +29,7 @@ type Session struct {
 	Stdout io.Reader
 
 	stderr *tailBuffer
+	execID string        // the Docker exec's ID, for an exec session
 	done   chan struct{} // closed once err is set
 	err    error
 	// stop ends the session for Close: close stdin, give the command a grace period, then cut

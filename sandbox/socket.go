@@ -9,8 +9,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,16 +25,16 @@ const (
 	// TransportAuto (also the zero value) uses a unix socket when TapeBox creates the
 	// container (docker-image:) on an engine of this machine with the default runtime, and
 	// the exec stream otherwise. When the socket cannot be set up (the engine refuses the
-	// bind mount, the executor is too old for serve --listen, the socket cannot be reached
+	// bind mount, the executor is too old for serve --dial, the socket cannot be reached
 	// through the mount), it says why through Options.Logf and uses the exec stream.
 	TransportAuto Transport = "auto"
 	// TransportStream always uses the exec session's hijacked stdin/stdout stream through
 	// the engine: about 0.1 ms a round trip on engine 20.10.
 	TransportStream Transport = "stream"
 	// TransportSocket insists on the unix socket: Open and Start fail, saying why, where
-	// TransportAuto would fall back to the stream. The executor listens on a socket in a host
-	// directory bind-mounted into the container and the controller connects to it, so calls
-	// bypass the engine (about 0.03 ms a round trip); the exec session stays, as the
+	// TransportAuto would fall back to the stream. The controller listens on a socket in a
+	// host directory mounted read-only into the container and the executor connects to it,
+	// so calls bypass the engine (about 0.03 ms a round trip); the exec session stays, as the
 	// executor's lifeline and for its stderr.
 	TransportSocket Transport = "socket"
 )
@@ -68,23 +70,31 @@ const sockDirIn = "/run/tapebox-exec"
 // the terminating NUL).
 const maxSocketPath = 107
 
-// readyTimeout bounds the wait for the executor's "listening" line.
+// readyTimeout bounds the wait for the executor to connect.
 const readyTimeout = 10 * time.Second
 
-func sockName(id string) string { return "exec-" + id + ".sock" }
+func sockName(id string) string { return "ctl-" + id + ".sock" }
 
-// socketDir makes the host directory for a created container's executor sockets: "s" in a
-// private temporary directory. "s" is world-writable so that the container's user (root
-// without capabilities, or a remapped user) can create sockets in it; the private parent
-// (0700) keeps other users of the host out.
+// socketDir makes the host directory for a created container's controller sockets: "s" in a
+// private temporary directory (0700: other users of the host stay out). "s" is 0755 and
+// belongs to this process's user; the container gets it read-only, so nothing in the
+// container can create, remove or replace a file in it. The sockets themselves are 0666,
+// for whatever user the container runs as.
 func socketDir() (parent, dir string, err error) {
-	parent, err = os.MkdirTemp("", "tapebox-sock-")
+	parent, err = os.MkdirTemp("", strings.TrimSuffix(sockDirPattern, "*"))
 	if err != nil {
 		return "", "", fmt.Errorf("make a directory for the executor's socket: %w (is $TMPDIR writable?)", err)
 	}
+	// Who made it, for the replay that finds it after this process was killed.
+	if me, ok := self(); ok {
+		err = os.WriteFile(filepath.Join(parent, ownerFile), []byte(me.String()+"\n"), 0o600)
+	}
 	dir = filepath.Join(parent, "s")
-	if err := os.Mkdir(dir, 0o777); err == nil {
-		err = os.Chmod(dir, 0o777) // past the umask
+	if err == nil {
+		err = os.Mkdir(dir, 0o755)
+	}
+	if err == nil {
+		err = os.Chmod(dir, 0o755) // past the umask
 	}
 	if err != nil {
 		os.RemoveAll(parent)
@@ -108,6 +118,8 @@ func (d *dockerBackend) planSocket(opts Options) error {
 	d.sockForced = t == TransportSocket
 	var why string
 	switch {
+	case !peerCredSupported:
+		why = "the controller cannot tell who connects to its socket on " + runtime.GOOS + " (it needs Linux's SO_PEERCRED)"
 	case !localEngine(d.cli):
 		why = fmt.Sprintf("the engine at %s is not on this machine, so it cannot bind-mount a host directory", d.cli.DaemonHost())
 	case opts.Runtime != "" && opts.Runtime != "runc":
@@ -162,68 +174,60 @@ func (d *dockerBackend) startExecutor(ctx context.Context, argv []string) (*Sess
 	return d.start(ctx, argv)
 }
 
-// startSocket starts "tapebox-exec serve --listen unix:..." through an exec session, waits
-// for its "listening" line and connects to the socket through the host directory. The
-// session reads and writes the connection; the exec stream only carries stderr and tells
-// when the executor has exited.
+// startSocket listens on a fresh socket in the host directory, starts "tapebox-exec serve
+// --dial unix:..." through an exec session and accepts the executor's connection: the
+// first one whose peer (SO_PEERCRED) is the exec's own process, as the engine reports it.
+// Any other connection (another process in the container) is refused. The controller
+// never connects to anything in the sandbox: the socket is its own, in a directory the
+// container can only read. The session reads and writes the connection; the exec stream
+// only carries stderr and tells when the executor has exited.
 func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Session, error) {
 	name := sockName(randomHex(6))
 	inPath, hostPath := path.Join(sockDirIn, name), filepath.Join(d.sockHost, name)
-	argv = append(slices.Clip(argv), "--listen", "unix:"+inPath)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: hostPath, Net: "unix"})
+	if err != nil {
+		return nil, &socketError{fmt.Sprintf("listen on %s: %v", hostPath, err)}
+	}
+	defer ln.Close() // removes the socket file: once the executor is connected, nobody else may
+	if err := os.Chmod(hostPath, 0o666); err != nil {
+		return nil, &socketError{fmt.Sprintf("make %s connectable for the container's user: %v", hostPath, err)}
+	}
+	argv = append(slices.Clip(argv), "--dial", "unix:"+inPath)
 	st, err := d.start(ctx, argv)
 	if err != nil {
 		return nil, err
 	}
-	line, err := readReady(ctx, st)
+	// The exec stream's end is the executor's exit; draining it also keeps its stderr.
+	drained := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, st.Stdout)
+		close(drained)
+	}()
+	conn, err := d.acceptExecutor(ctx, ln, st)
 	if err != nil {
-		if ctx.Err() != nil {
-			st.Close()
-			return nil, fmt.Errorf("start %s in %s: %w", argv[0], d.spec, ctx.Err())
-		}
-		if !errors.Is(err, io.EOF) {
-			st.Close()
-			return nil, &socketError{err.Error()}
-		}
-		// The executor exited before listening: too old for --listen (a usage error), or
-		// unable to run at all, which the stream would not change: the ended session
-		// reports that as a stream session would.
-		<-st.Done()
+		st.Close()
+		<-drained
+		return nil, err
+	}
+	if conn == nil {
+		// The executor exited before it connected: too old for --dial (a usage error), unable
+		// to reach the socket, or unable to run at all, which the stream would not change:
+		// the ended session reports that as a stream session would.
+		<-drained
 		var ee *ExitError
-		if errors.As(st.Wait(), &ee) && ee.Code == 2 && strings.Contains(ee.Stderr, "--listen") {
+		werr := st.Wait()
+		switch {
+		case errors.As(werr, &ee) && ee.Code == 2 && strings.Contains(ee.Stderr, "--dial"):
 			st.Close()
-			return nil, &socketError{"this tapebox-exec does not know serve --listen (an older build)"}
+			return nil, &socketError{"this tapebox-exec does not know serve --dial (an older build)"}
+		case errors.As(werr, &ee) && strings.Contains(ee.Stderr, "dial unix:"):
+			st.Close()
+			return nil, &socketError{fmt.Sprintf("the executor could not connect to %s (%s on the host): %s; the engine may not pass sockets through a bind mount",
+				inPath, hostPath, strings.TrimSpace(lastLine(ee.Stderr)))}
 		}
 		return st, nil
 	}
-	if want := "listening unix:" + inPath; line != want {
-		// The runtime's own failure ("cannot exec in a stopped state") ends the exec at once:
-		// the ended session reports it as a stream session would.
-		drained := make(chan struct{})
-		go func() {
-			_, _ = io.Copy(io.Discard, st.Stdout)
-			close(drained)
-		}()
-		t := time.NewTimer(sessionGrace)
-		defer t.Stop()
-		select {
-		case <-drained:
-			<-st.Done()
-			return st, nil
-		case <-t.C:
-		}
-		st.Close()
-		<-drained
-		return nil, &socketError{fmt.Sprintf("the executor said %q, not %q", line, want)}
-	}
-	c, err := net.DialTimeout("unix", hostPath, readyTimeout)
-	if err != nil {
-		st.Close()
-		return nil, &socketError{fmt.Sprintf("connect to %s (%s in the container): %v; the engine may not pass sockets through a bind mount", hostPath, inPath, err)}
-	}
-	conn := c.(*net.UnixConn)
 	s := &Session{Stdin: sockStdin{conn}, Stdout: conn, stderr: st.stderr, done: make(chan struct{})}
-	// The exec stream's end is the executor's exit; draining it also keeps its stderr.
-	go func() { _, _ = io.Copy(io.Discard, st.Stdout) }()
 	go func() {
 		<-st.done
 		s.finish(st.err)
@@ -242,53 +246,126 @@ func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Sessio
 		err := st.Close()
 		conn.Close()
 		<-s.done
+		<-drained
 		return err
 	}
 	d.logf("sandbox %s: executor session over unix socket %s", d.spec, hostPath)
 	return s, nil
 }
 
-// readReady reads the executor's first stdout line, waiting at most readyTimeout (a stuck
-// start is cut off by closing the session).
-func readReady(ctx context.Context, st *Session) (string, error) {
-	type res struct {
-		line string
+// acceptExecutor waits for the executor of the exec session st to connect to ln, at most
+// readyTimeout. It returns the connection, or nil and no error when the executor exited
+// first. A connection from any other process is closed and the wait goes on.
+func (d *dockerBackend) acceptExecutor(parent context.Context, ln *net.UnixListener, st *Session) (*net.UnixConn, error) {
+	ctx, cancel := context.WithTimeout(parent, readyTimeout)
+	defer cancel()
+	// The engine learns the exec's pid as it starts the process: ask while it starts.
+	type pidResult struct {
+		pid int
+		err error
+	}
+	pidc := make(chan pidResult, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		pid, err := d.execPID(ctx, st.execID)
+		pidc <- pidResult{pid, err}
+	})
+	type acceptResult struct {
+		conn *net.UnixConn
 		err  error
 	}
-	ch := make(chan res, 1)
-	go func() {
-		var b []byte
-		var one [1]byte
-		for len(b) < 4096 {
-			n, err := st.Stdout.Read(one[:])
-			if n == 1 {
-				if one[0] == '\n' {
-					ch <- res{line: string(b)}
-					return
-				}
-				b = append(b, one[0])
-			}
+	acceptc := make(chan acceptResult, 1)
+	wg.Go(func() {
+		var want *pidResult
+		for {
+			c, err := ln.AcceptUnix()
 			if err != nil {
-				ch <- res{err: err}
+				acceptc <- acceptResult{err: err}
 				return
 			}
+			peer, perr := peerPID(c)
+			if want == nil {
+				r := <-pidc
+				want = &r
+			}
+			switch {
+			case want.err != nil:
+				c.Close()
+				acceptc <- acceptResult{err: want.err}
+				return
+			case perr != nil:
+				d.logf("sandbox %s: refused a connection to the executor's socket: %v", d.spec, perr)
+			case peer != want.pid:
+				d.logf("sandbox %s: refused a connection to the executor's socket from pid %d: the executor is pid %d", d.spec, peer, want.pid)
+			default:
+				acceptc <- acceptResult{conn: c}
+				return
+			}
+			c.Close()
 		}
-		ch <- res{err: fmt.Errorf("no line in the executor's first %d bytes of output", len(b))}
-	}()
-	t := time.NewTimer(readyTimeout)
-	defer t.Stop()
+	})
+	var res acceptResult
+	got := false
 	select {
-	case r := <-ch:
-		return r.line, r.err
+	case res = <-acceptc:
+		got = true
+	case <-st.Done():
 	case <-ctx.Done():
-	case <-t.C:
 	}
-	st.Close() // ends the read above
-	<-ch
+	ln.Close() // ends the accept loop; the socket file goes
+	cancel()   // ends the pid lookup
+	if !got {
+		res = <-acceptc
+	}
+	wg.Wait()
+	switch {
+	case res.conn != nil && !got:
+		// Connected just as the wait ended: the session is given up all the same.
+		res.conn.Close()
+	case res.conn != nil:
+		return res.conn, nil
+	}
+	select {
+	case <-st.Done():
+		return nil, nil
+	default:
+	}
+	if parent.Err() != nil {
+		return nil, fmt.Errorf("start %s in %s: %w", ExecutorName, d.spec, parent.Err())
+	}
 	if ctx.Err() != nil {
-		return "", ctx.Err()
+		return nil, &socketError{fmt.Sprintf("the executor did not connect within %v", readyTimeout)}
 	}
-	return "", fmt.Errorf("the executor did not start listening within %v", readyTimeout)
+	return nil, &socketError{res.err.Error()}
+}
+
+// execPID returns the host pid of an exec's process, waiting for the engine to know it.
+func (d *dockerBackend) execPID(ctx context.Context, execID string) (int, error) {
+	for delay := 500 * time.Microsecond; ; delay = min(2*delay, 20*time.Millisecond) {
+		ins, err := d.cli.ContainerExecInspect(ctx, execID)
+		if err != nil {
+			return 0, fmt.Errorf("find the executor's pid: %w", err)
+		}
+		if ins.Pid != 0 {
+			return ins.Pid, nil
+		}
+		if !ins.Running && ins.ExitCode != 0 {
+			return 0, fmt.Errorf("find the executor's pid: it exited with status %d", ins.ExitCode)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("find the executor's pid: %w", ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }
 
 // sockStdin is a socket session's stdin: Close half-closes the connection, which the

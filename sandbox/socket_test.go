@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,9 +36,10 @@ func (l *logLines) String() string {
 	return strings.Join(l.lines, "\n")
 }
 
-// TestDockerSocketTransport: a container TapeBox creates serves the executor session on a
-// unix socket in a bind-mounted host directory; the session survives the executor's death
-// by a restart, and the directory goes with the sandbox.
+// TestDockerSocketTransport: in a container TapeBox creates, the executor session travels
+// over a unix socket of the controller's, in a host directory mounted read-only, that the
+// executor connects to; the session survives the executor's death by a restart, and the
+// directory goes with the sandbox.
 func TestDockerSocketTransport(t *testing.T) {
 	cli := dockertest.Client(t)
 	exe := fakeExecutor(t, hostArch())
@@ -51,11 +53,17 @@ func TestDockerSocketTransport(t *testing.T) {
 	for _, m := range ci.HostConfig.Mounts {
 		if m.Target == sockDirIn {
 			assert.Equal(t, mount.TypeBind, m.Type)
+			assert.True(t, m.ReadOnly, "the container must not change the socket directory")
 			hostDir = m.Source
 		}
 	}
 	require.NotEmpty(t, hostDir, "socket directory mounted at %s: %+v", sockDirIn, ci.HostConfig.Mounts)
-	require.DirExists(t, hostDir)
+	fi, err := os.Stat(hostDir)
+	require.NoError(t, err)
+	assert.Equal(t, fs.ModeDir|0o755, fi.Mode(), "writable by its owner (this process) only")
+	fi, err = os.Stat(filepath.Dir(hostDir))
+	require.NoError(t, err)
+	assert.Equal(t, fs.ModeDir|0o700, fi.Mode(), "the private parent keeps the host's other users out")
 
 	s, err := sb.Start(t.Context())
 	require.NoError(t, err)
@@ -67,7 +75,7 @@ func TestDockerSocketTransport(t *testing.T) {
 	assert.Equal(t, long, roundTrip(t, s, r, long))
 	entries, err := os.ReadDir(hostDir)
 	require.NoError(t, err)
-	assert.Empty(t, entries, "the executor removes its socket file once connected")
+	assert.Empty(t, entries, "the controller removes its socket once the executor is connected")
 
 	// The executor dies: the session ends with an error, and a new one works.
 	res, err := sb.Exec(t.Context(), []string{"sh", "-c", "kill -9 $(pidof tapebox-exec)"})
@@ -87,6 +95,29 @@ func TestDockerSocketTransport(t *testing.T) {
 
 	require.NoError(t, sb.Close(t.Context()))
 	assert.NoDirExists(t, filepath.Dir(hostDir), "Close removes the socket directory")
+}
+
+// TestDockerSocketRefusesImpostor: a process in the container that connects to the
+// controller's socket before the executor does is turned away (its peer is not the exec's
+// process), and the session is the executor's.
+func TestDockerSocketRefusesImpostor(t *testing.T) {
+	exe := fakeExecutor(t, hostArch())
+	var log logLines
+	sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf, Transport: TransportSocket,
+		Env: map[string]string{"FAKEEXEC_DIAL_DELAY": "500ms"}})
+	imp, err := sb.StartCommand(t.Context(), []string{sb.Executor(), "impostor", sockDirIn})
+	require.NoError(t, err)
+	defer imp.Close()
+	impOut := bufio.NewReader(imp.Stdout)
+
+	s, err := sb.Start(t.Context())
+	require.NoError(t, err)
+	defer s.Close()
+	line, err := impOut.ReadString('\n')
+	require.NoError(t, err, "stderr: %s", imp.Stderr())
+	assert.Contains(t, line, "impostor: connected to "+sockDirIn+"/ctl-", "the impostor got in first")
+	assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"), "the executor's echo, not the impostor's line")
+	assert.Regexp(t, `refused a connection to the executor's socket from pid \d+: the executor is pid \d+`, log.String())
 }
 
 // TestDockerSocketContainerKilled: killing the container ends a socket session with an
@@ -112,7 +143,7 @@ func TestDockerSocketFallback(t *testing.T) {
 	dockertest.Client(t)
 	exe := fakeExecutor(t, hostArch())
 
-	t.Run("executor without --listen", func(t *testing.T) {
+	t.Run("executor without --dial", func(t *testing.T) {
 		var log logLines
 		sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf,
 			Env: map[string]string{"FAKEEXEC_OLD": "1"}})
@@ -123,7 +154,20 @@ func TestDockerSocketFallback(t *testing.T) {
 		assert.NotEqual(t, sockStdin{}, s.Stdin)
 		assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
 		assert.Equal(t, "exec-stream", sb.Transport(), "the stream from then on")
-		assert.Contains(t, log.String(), "does not know serve --listen")
+		assert.Contains(t, log.String(), "does not know serve --dial")
+	})
+
+	t.Run("executor cannot reach the socket", func(t *testing.T) {
+		var log logLines
+		sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf,
+			Env: map[string]string{"FAKEEXEC_DIAL_TO": "/nowhere.sock"}})
+		s, err := sb.Start(t.Context())
+		require.NoError(t, err)
+		defer s.Close()
+		assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
+		assert.Equal(t, "exec-stream", sb.Transport())
+		assert.Contains(t, log.String(), "the executor could not connect to "+sockDirIn+"/ctl-")
+		assert.Contains(t, log.String(), "the engine may not pass sockets through a bind mount")
 	})
 
 	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))

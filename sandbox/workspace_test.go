@@ -161,11 +161,11 @@ func TestLocalWorkspace(t *testing.T) {
 }
 
 func TestDockerWorkspace(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{Cwd: "/app"})
+	sb := openImage(t, dockertest.TinyImage, Options{Cwd: "/work/app"})
 	checkWorkspace(t, sb)
-	res, err := sb.Exec(t.Context(), []string{"stat", "-c", "%u:%g", "README.md"})
+	res, err := sb.Exec(t.Context(), []string{"stat", "-c", "%u:%g", ".", "README.md"})
 	require.NoError(t, err)
-	assert.Equal(t, "0:0\n", string(res.Stdout), "owned by the container's user")
+	assert.Equal(t, "65534:65534\n65534:65534\n", string(res.Stdout), "owned by the container's user (the default)")
 
 	// The executor's state directory is left out by default.
 	_, err = sb.Exec(t.Context(), []string{"sh", "-c", "mkdir -p .tapebox/tasks && echo out > .tapebox/tasks/1"})

@@ -24,18 +24,17 @@ Commands:
 Run "tapebox-exec <command> --help" for a command's flags.
 `
 
-const serveUsage = `usage: tapebox-exec serve [--listen unix:PATH]
+const serveUsage = `usage: tapebox-exec serve [--dial unix:PATH]
 
 Runs one executor protocol session (see package executor/protocol): requests on stdin,
 replies on stdout, logs on stderr. The process's own stdout is pointed at stderr first,
 so nothing a tool prints reaches the channel.
 
-  --listen unix:PATH   serve the session on the first connection to a unix socket at PATH
-                       instead (a socket left there is replaced). stdout gets one line,
-                       "listening unix:PATH", once a client may connect; the end of stdin
-                       ends the wait or the session. TapeBox uses it for containers it
-                       creates, with PATH in a directory bind-mounted from the host, so
-                       that calls bypass the Docker engine.
+  --dial unix:PATH   serve the session on a connection to the unix socket at PATH
+                     instead; the end of stdin ends the session. TapeBox uses it for
+                     containers it creates: the controller listens at PATH, in a host
+                     directory mounted read-only into the container, so that calls
+                     bypass the Docker engine.
 `
 
 const callUsage = `usage: tapebox-exec call --harness NAME [--cwd DIR] [--state-dir DIR] < call.json
@@ -112,11 +111,11 @@ func usageError(stdout, stderr io.Writer, cmd, text string, err error) int {
 }
 
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var listen string
-	err := parseFlags(args, map[string]*string{"listen": &listen})
-	sockPath, isUnix := strings.CutPrefix(listen, "unix:")
-	if err == nil && listen != "" && (!isUnix || sockPath == "") {
-		err = fmt.Errorf("--listen %q: want unix:PATH", listen)
+	var dial string
+	err := parseFlags(args, map[string]*string{"dial": &dial})
+	sockPath, isUnix := strings.CutPrefix(dial, "unix:")
+	if err == nil && dial != "" && (!isUnix || sockPath == "") {
+		err = fmt.Errorf("--dial %q: want unix:PATH", dial)
 	}
 	if err != nil {
 		return usageError(stdout, stderr, "serve", serveUsage, err)
@@ -140,8 +139,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		defer in.Close()
 		stdin = in
 	}
-	if listen != "" {
-		err = serveUnix(ctx, sockPath, stdin, out, stderr)
+	if dial != "" {
+		err = serveUnix(ctx, sockPath, stdin, stderr)
 	} else {
 		err = executor.Serve(ctx, stdin, out, stderr)
 	}

@@ -1,7 +1,7 @@
 // Package protocol defines the executor protocol, version 1: how the controller (on the
 // host) and tapebox-exec (in the sandbox) talk over one byte stream, such as the stdin and
 // stdout of "tapebox-exec serve" reached through a Docker exec session, or a connection to
-// the unix socket of "tapebox-exec serve --listen unix:PATH".
+// the controller's unix socket that "tapebox-exec serve --dial unix:PATH" connects to.
 //
 // Framing: one JSON object per line (UTF-8, "\n" terminated), each with an "op" field.
 // Lines longer than MaxLine are rejected with an error message and skipped; the session

@@ -135,7 +135,7 @@ func repoReplays(t *testing.T, r *rig, c realCase, recPath string) {
 	dockertest.Image(t, "tapebox/sandbox:bookworm")
 	repPath := filepath.Join(t.TempDir(), "replay-docker-cli.json")
 	code, _, errOut := r.run(t, t.TempDir(), cleanEnv(), "replay", "--tape", recPath, "--sandbox", "docker-image:tapebox/sandbox:bookworm",
-		"--output", repPath, "--speed", "0")
+		"--output", repPath, "--speed", "0", "--user", c.replayUser())
 	require.Equal(t, 0, code, "tapebox replay (no --cwd)\n%s", errOut)
 	assert.Contains(t, errOut, "workspace: restored")
 	report := r.requireIdentical(t, recPath, repPath)
@@ -164,7 +164,7 @@ func repoReplays(t *testing.T, r *rig, c realCase, recPath string) {
 	require.NoError(t, tape.Save(spoiled, rec))
 	spoiledRep := filepath.Join(dir, "spoiled-replay.json")
 	code, _, errOut = r.run(t, t.TempDir(), cleanEnv(), "replay", "--tape", spoiled, "--sandbox", "docker-image:tapebox/sandbox:bookworm",
-		"--output", spoiledRep, "--speed", "0")
+		"--output", spoiledRep, "--speed", "0", "--user", c.replayUser())
 	require.Equal(t, 0, code, "replay of the spoiled tape\n%s", errOut)
 	code, out, _ = r.run(t, t.TempDir(), cleanEnv(), "compare", recPath, spoiledRep)
 	assert.Equal(t, 1, code, "compare must say DIFFERS\n%s", out)

@@ -312,15 +312,15 @@ func (r *rig) compareText(t *testing.T, recPath, repPath string) string {
 }
 
 // dockerReplay replays a tape in executor mode in a fresh container of the sandbox image,
-// with the same code path as tapebox replay --sandbox docker-image:IMAGE --cwd CWD, and returns
-// the replay tape's path and the container's end state.
-func dockerReplay(t *testing.T, recPath string, rec *tape.Tape, cwd string) (string, map[string]string) {
+// with the same code path as tapebox replay --sandbox docker-image:IMAGE --cwd CWD [--user
+// USER], and returns the replay tape's path and the container's end state.
+func dockerReplay(t *testing.T, recPath string, rec *tape.Tape, cwd, user string) (string, map[string]string) {
 	t.Helper()
 	dockertest.Image(t, "tapebox/sandbox:bookworm")
 	snapshot, err := controller.SnapshotFor(recPath, rec)
 	require.NoError(t, err)
 	ctx := t.Context()
-	sb, err := sandbox.Open(ctx, "docker-image:tapebox/sandbox:bookworm", sandbox.Options{Cwd: cwd, InstallExecutor: true})
+	sb, err := sandbox.Open(ctx, "docker-image:tapebox/sandbox:bookworm", sandbox.Options{Cwd: cwd, InstallExecutor: true, User: user})
 	require.NoError(t, err)
 	defer sb.Close(context.WithoutCancel(ctx))
 	out := filepath.Join(t.TempDir(), "replay-docker.json")
@@ -575,4 +575,15 @@ func clipText(s string, n int) string {
 		return s[:n/2] + "\n...\n" + s[len(s)-n/2:]
 	}
 	return s
+}
+
+// replayUser is the user a replay of c runs as in a container: "" (the default, nobody) but
+// for a repository case. A repository's files belong to the user who recorded (this test's
+// user), and the tools show owners (ls -l), so its replay runs as that user, as anyone
+// replaying such a tape gives --user.
+func (c realCase) replayUser() string {
+	if c.repo == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
 }

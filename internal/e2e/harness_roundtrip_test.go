@@ -67,7 +67,7 @@ func TestRealHarnesses(t *testing.T) {
 			t.Run("executor/docker", func(t *testing.T) {
 				rec, err := tape.LoadFile(recPath)
 				require.NoError(t, err)
-				repPath, got := dockerReplay(t, recPath, rec, c.cwd)
+				repPath, got := dockerReplay(t, recPath, rec, c.cwd, c.replayUser())
 				keep(t, repPath, c.name+".docker.json")
 				checkSameState(t, state, got, "docker replay")
 				report := r.requireIdentical(t, recPath, repPath)

@@ -34,17 +34,18 @@ func (t Truncation) Raw() json.RawMessage {
 	return append(b, "}}"...)
 }
 
-// TruncationOf reports whether raw is a truncation marker, and what it says.
+// maxMarker bounds the length of a marker, white space included, that TruncationOf reads.
+const maxMarker = 256
+
+// TruncationOf reports whether raw is a truncation marker (an object with the one key
+// tapebox_truncated, in any layout), and what it says.
 func TruncationOf(raw json.RawMessage) (Truncation, bool) {
-	raw = bytes.TrimSpace(raw)
-	if !bytes.HasPrefix(raw, []byte(truncationKey)) || len(raw) > 256 {
+	if len(raw) > maxMarker || !bytes.Contains(raw, []byte(`"tapebox_truncated"`)) {
 		return Truncation{}, false
 	}
-	var m struct {
-		T *Truncation `json:"tapebox_truncated"`
-	}
-	if json.Unmarshal(raw, &m) != nil || m.T == nil {
+	var m map[string]*Truncation
+	if json.Unmarshal(raw, &m) != nil || len(m) != 1 || m["tapebox_truncated"] == nil {
 		return Truncation{}, false
 	}
-	return *m.T, true
+	return *m["tapebox_truncated"], true
 }

@@ -1,0 +1,503 @@
+package tape
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// LoadSummary reads a tape from r without its bodies (StripBodies): every normalized field
+// is there, but each request.raw and response.raw is null (a Truncation marker is kept)
+// and each response.chunks is empty. Readers that need only the normalized fields, as
+// inspect and compare do, then hold memory in proportion to those fields, not to the file.
+// A tape loaded so must not be saved over the original.
+func LoadSummary(r io.Reader) (*Tape, error) {
+	data, err := StripBodies(r)
+	if err != nil {
+		return nil, err
+	}
+	return Unmarshal(data)
+}
+
+// LoadSummaryFile is LoadSummary for the tape at path.
+func LoadSummaryFile(path string) (*Tape, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load tape: %w", err)
+	}
+	defer f.Close()
+	t, err := LoadSummary(f)
+	if err != nil {
+		return nil, fmt.Errorf("load tape %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// StripBodies reads one JSON value (a tape) from r and returns its bytes with the bodies
+// left out: the value of every threads[*].steps[*].request.raw and response.raw becomes
+// null, unless it is a Truncation marker, and every response.chunks becomes []. All else
+// is copied as it is. The whole input, bodies included, is checked to be well-formed JSON
+// (as encoding/json checks it) without being held: an error names the byte offset. The
+// bodies are only checked to be JSON (and chunks an array); the result is for Unmarshal
+// or a schema validator.
+func StripBodies(r io.Reader) ([]byte, error) {
+	s := &stripper{src: r, buf: make([]byte, 64<<10), pin: -1}
+	s.keep(&s.out, -1)
+	if err := s.value(atRoot, 0); err != nil {
+		return nil, err
+	}
+	if c, ok := s.peekNonSpace(); ok {
+		return nil, s.errorf("unexpected %q after the tape object", c)
+	}
+	if s.err != nil && !errors.Is(s.err, io.EOF) {
+		return nil, s.err
+	}
+	s.flush()
+	return s.out, nil
+}
+
+// Where a value stands in a tape, as far as stripping cares.
+const (
+	atOther = iota
+	atRoot
+	atThreads
+	atThread
+	atSteps
+	atStep
+	atRequest
+	atResponse
+	atRaw    // request.raw or response.raw: left out
+	atChunks // response.chunks: left out
+)
+
+// hasBodies says whether an object at ctx may hold what is stripped, deeper down: only
+// there do keys matter.
+func hasBodies(ctx int) bool {
+	switch ctx {
+	case atRoot, atThread, atStep, atRequest, atResponse:
+		return true
+	}
+	return false
+}
+
+// child is where the value of key (as it stands, escapes not decoded) stands in an object
+// at ctx.
+func child(ctx int, key []byte) int {
+	switch k := string(key); {
+	case ctx == atRoot && k == "threads":
+		return atThreads
+	case ctx == atThread && k == "steps":
+		return atSteps
+	case ctx == atStep && k == "request":
+		return atRequest
+	case ctx == atStep && k == "response":
+		return atResponse
+	case (ctx == atRequest || ctx == atResponse) && k == "raw":
+		return atRaw
+	case ctx == atResponse && k == "chunks":
+		return atChunks
+	}
+	return atOther
+}
+
+// item is where the items of an array at ctx stand.
+func item(ctx int) int {
+	switch ctx {
+	case atThreads:
+		return atThread
+	case atSteps:
+		return atStep
+	}
+	return atOther
+}
+
+// stripper scans JSON from src through buf, copying what it consumes to dst.
+type stripper struct {
+	src  io.Reader
+	buf  []byte
+	i, n int   // buf[i:n] is read and not yet consumed
+	base int64 // input offset of buf[0]
+	pin  int   // when not -1, buf[pin:i] is consumed but must stay in buf (a key)
+	err  error // a read error or io.EOF, once met
+
+	out []byte
+	// Consumed bytes from buf[mark:] on go to dst (nil: dropped), up to limit bytes (-1:
+	// no limit); past it, over is set and nothing more is kept.
+	dst   *[]byte
+	mark  int
+	limit int
+	over  bool
+}
+
+// keep makes consumed bytes go to dst from now on (after the pending ones are flushed).
+func (s *stripper) keep(dst *[]byte, limit int) {
+	s.flush()
+	s.dst, s.limit, s.over = dst, limit, false
+}
+
+// flush moves the consumed bytes from buf[mark:i] to dst.
+func (s *stripper) flush() {
+	if s.dst != nil && !s.over && s.i > s.mark {
+		*s.dst = append(*s.dst, s.buf[s.mark:s.i]...)
+		if s.limit >= 0 && len(*s.dst) > s.limit {
+			s.over = true
+		}
+	}
+	s.mark = s.i
+}
+
+// fill reads more input, keeping buf[i:n] (and buf[pin:i]); it reports false at the end
+// of the input.
+func (s *stripper) fill() bool {
+	if s.err != nil {
+		return false
+	}
+	s.flush()
+	from := s.i
+	if s.pin >= 0 {
+		from = s.pin
+	}
+	if from > 0 {
+		s.n = copy(s.buf, s.buf[from:s.n])
+		s.base += int64(from)
+		s.i -= from
+		s.mark = s.i
+		if s.pin >= 0 {
+			s.pin = 0
+		}
+	}
+	if s.n == len(s.buf) {
+		s.buf = append(s.buf, make([]byte, len(s.buf))...)
+	}
+	for {
+		m, err := s.src.Read(s.buf[s.n:])
+		s.n += m
+		if err != nil {
+			s.err = err
+			if !errors.Is(err, io.EOF) {
+				s.err = fmt.Errorf("read tape: %w", err)
+			}
+		}
+		if m > 0 || err != nil {
+			return m > 0
+		}
+	}
+}
+
+// need makes sure buf[i:] holds at least k bytes; false when the input ends first.
+func (s *stripper) need(k int) bool {
+	for s.n-s.i < k {
+		if !s.fill() {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *stripper) offset() int64 { return s.base + int64(s.i) }
+
+func (s *stripper) errorf(format string, args ...any) error {
+	return fmt.Errorf("tape: not valid JSON at byte %d: %s", s.offset(), fmt.Sprintf(format, args...))
+}
+
+// eof is the error for input that ends inside a value.
+func (s *stripper) eof() error {
+	if s.err != nil && !errors.Is(s.err, io.EOF) {
+		return s.err
+	}
+	return fmt.Errorf("tape: truncated: the JSON ends after %d bytes: %w", s.offset(), io.ErrUnexpectedEOF)
+}
+
+// peekNonSpace skips white space and returns the next byte, unconsumed.
+func (s *stripper) peekNonSpace() (byte, bool) {
+	for {
+		for s.i < s.n {
+			switch c := s.buf[s.i]; c {
+			case ' ', '\t', '\n', '\r':
+				s.i++
+			default:
+				return c, true
+			}
+		}
+		if !s.fill() {
+			return 0, false
+		}
+	}
+}
+
+func (s *stripper) value(ctx, depth int) error {
+	c, ok := s.peekNonSpace()
+	if !ok {
+		return s.eof()
+	}
+	switch {
+	case ctx == atRaw:
+		return s.raw(depth)
+	case ctx == atChunks && c == '[': // anything else is kept, for the caller to refuse
+		s.keep(nil, 0)
+		if err := s.value(atOther, depth); err != nil {
+			return err
+		}
+		s.out = append(s.out, "[]"...)
+		s.keep(&s.out, -1)
+		return nil
+	case c == '{':
+		return s.object(ctx, depth+1)
+	case c == '[':
+		return s.array(ctx, depth+1)
+	case c == '"':
+		s.i++
+		return s.str()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || '0' <= c && c <= '9':
+		return s.number()
+	}
+	return s.errorf("unexpected %q looking for a value", c)
+}
+
+// raw scans a body, keeping it only when it is a Truncation marker.
+func (s *stripper) raw(depth int) error {
+	var kept []byte
+	s.keep(&kept, maxMarker)
+	if err := s.value(atOther, depth); err != nil {
+		return err
+	}
+	s.flush()
+	if _, ok := TruncationOf(kept); ok && !s.over {
+		s.out = append(s.out, kept...)
+	} else {
+		s.out = append(s.out, "null"...)
+	}
+	s.keep(&s.out, -1)
+	return nil
+}
+
+func (s *stripper) object(ctx, depth int) error {
+	if depth > maxDepth {
+		return s.errorf("nested too deeply")
+	}
+	s.i++ // {
+	c, ok := s.peekNonSpace()
+	if !ok {
+		return s.eof()
+	}
+	if c == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		if c != '"' {
+			return s.errorf("unexpected %q looking for a key", c)
+		}
+		s.i++
+		next, err := s.key(ctx)
+		if err != nil {
+			return err
+		}
+		if c, ok = s.peekNonSpace(); !ok {
+			return s.eof()
+		}
+		if c != ':' {
+			return s.errorf("unexpected %q after a key", c)
+		}
+		s.i++
+		if err := s.value(next, depth); err != nil {
+			return err
+		}
+		if c, ok = s.peekNonSpace(); !ok {
+			return s.eof()
+		}
+		s.i++
+		switch c {
+		case ',':
+			if c, ok = s.peekNonSpace(); !ok {
+				return s.eof()
+			}
+		case '}':
+			return nil
+		default:
+			s.i--
+			return s.errorf("unexpected %q after an object value", c)
+		}
+	}
+}
+
+func (s *stripper) array(ctx, depth int) error {
+	if depth > maxDepth {
+		return s.errorf("nested too deeply")
+	}
+	s.i++ // [
+	c, ok := s.peekNonSpace()
+	if !ok {
+		return s.eof()
+	}
+	if c == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		if err := s.value(item(ctx), depth); err != nil {
+			return err
+		}
+		if c, ok = s.peekNonSpace(); !ok {
+			return s.eof()
+		}
+		s.i++
+		switch c {
+		case ',':
+		case ']':
+			return nil
+		default:
+			s.i--
+			return s.errorf("unexpected %q after an array element", c)
+		}
+	}
+}
+
+// key scans a key of an object at ctx, its opening quote consumed, and returns where its
+// value stands.
+func (s *stripper) key(ctx int) (int, error) {
+	if !hasBodies(ctx) {
+		return atOther, s.str()
+	}
+	s.pin = s.i
+	err := s.str()
+	start := s.pin
+	s.pin = -1
+	if err != nil {
+		return 0, err
+	}
+	return child(ctx, s.buf[start:s.i-1]), nil
+}
+
+// str scans a string whose opening quote is consumed, through its closing quote.
+func (s *stripper) str() error {
+	for {
+		for s.i < s.n {
+			c := s.buf[s.i]
+			switch {
+			case c == '"':
+				s.i++
+				return nil
+			case c == '\\':
+				if err := s.escape(); err != nil {
+					return err
+				}
+			case c < 0x20:
+				return s.errorf("control character %q in a string", c)
+			default:
+				s.i++
+			}
+		}
+		if !s.fill() {
+			return s.eof()
+		}
+	}
+}
+
+// escape scans an escape sequence in a string.
+func (s *stripper) escape() error {
+	if !s.need(2) {
+		return s.eof()
+	}
+	switch s.buf[s.i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		s.i += 2
+		return nil
+	case 'u':
+		if !s.need(6) {
+			return s.eof()
+		}
+		for _, h := range s.buf[s.i+2 : s.i+6] {
+			if !isHexDigit(h) {
+				return s.errorf("bad \\u escape in a string")
+			}
+		}
+		s.i += 6
+		return nil
+	}
+	return s.errorf("bad escape %q in a string", s.buf[s.i+1])
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func (s *stripper) literal(lit string) error {
+	if !s.need(len(lit)) {
+		if string(s.buf[s.i:s.n]) == lit[:s.n-s.i] {
+			return s.eof()
+		}
+		return s.errorf("bad literal, want %s", lit)
+	}
+	if string(s.buf[s.i:s.i+len(lit)]) != lit {
+		return s.errorf("bad literal, want %s", lit)
+	}
+	s.i += len(lit)
+	return nil
+}
+
+// number scans a number with JSON's grammar.
+func (s *stripper) number() error {
+	next := func() (byte, bool) {
+		if s.i >= s.n && !s.fill() {
+			return 0, false
+		}
+		return s.buf[s.i], true
+	}
+	digits := func() (int, error) {
+		k := 0
+		for {
+			c, ok := next()
+			if !ok || c < '0' || c > '9' {
+				if k == 0 {
+					if !ok {
+						return 0, s.eof()
+					}
+					return 0, s.errorf("bad number: want a digit, got %q", c)
+				}
+				return k, nil
+			}
+			s.i++
+			k++
+		}
+	}
+	if c, _ := next(); c == '-' {
+		s.i++
+	}
+	c, ok := next()
+	switch {
+	case !ok:
+		return s.eof()
+	case c == '0':
+		s.i++
+	case '1' <= c && c <= '9':
+		if _, err := digits(); err != nil {
+			return err
+		}
+	default:
+		return s.errorf("bad number: want a digit, got %q", c)
+	}
+	if c, ok := next(); ok && c == '.' {
+		s.i++
+		if _, err := digits(); err != nil {
+			return err
+		}
+	}
+	if c, ok := next(); ok && (c == 'e' || c == 'E') {
+		s.i++
+		if c, ok := next(); ok && (c == '+' || c == '-') {
+			s.i++
+		}
+		if _, err := digits(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -120,6 +120,10 @@ type stripper struct {
 	base int64 // input offset of buf[0]
 	pin  int   // when not -1, buf[pin:i] is consumed but must stay in buf (a key)
 	err  error // a read error or io.EOF, once met
+	// line counts the newlines met (outside strings, where they may stand), which start at
+	// lineStart.
+	line      int
+	lineStart int64
 
 	out []byte
 	// Consumed bytes from buf[mark:] on go to dst (nil: dropped), up to limit bytes (-1:
@@ -198,7 +202,8 @@ func (s *stripper) need(k int) bool {
 func (s *stripper) offset() int64 { return s.base + int64(s.i) }
 
 func (s *stripper) errorf(format string, args ...any) error {
-	return fmt.Errorf("tape: not valid JSON at byte %d: %s", s.offset(), fmt.Sprintf(format, args...))
+	off := s.offset()
+	return fmt.Errorf("tape: not valid JSON at line %d, column %d (byte %d): %s", s.line+1, off-s.lineStart+1, off, fmt.Sprintf(format, args...))
 }
 
 // eof is the error for input that ends inside a value.
@@ -214,7 +219,11 @@ func (s *stripper) peekNonSpace() (byte, bool) {
 	for {
 		for s.i < s.n {
 			switch c := s.buf[s.i]; c {
-			case ' ', '\t', '\n', '\r':
+			case '\n':
+				s.i++
+				s.line++
+				s.lineStart = s.offset()
+			case ' ', '\t', '\r':
 				s.i++
 			default:
 				return c, true

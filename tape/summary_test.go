@@ -119,17 +119,18 @@ func TestStripBodiesInvalid(t *testing.T) {
 	for _, c := range []struct {
 		in, err string
 	}{
-		{`{"version":1,"threads":[{"steps":[{"request":{"raw":{"a":tru}}}]}]}`, "at byte 57: bad literal"},
-		{`{"version":1,"threads":[{"steps":[{"response":{"chunks":[{"data":"a` + "\x01" + `"}]}}]}]}`, `at byte 67: control character '\x01'`},
-		{`{"version":1,"threads":[{"steps":[{"response":{"raw":"\x"}}]}]}`, `at byte 54: bad escape 'x'`},
-		{`{"version":1,"threads":[{"steps":[{"response":{"raw":[1,2}}]}]}`, `at byte 57: unexpected '}' after an array element`},
-		{`{"version":1,"threads":[{"steps":[{"response":{"raw":01}}]}]}`, `at byte 54: unexpected '1' after an object value`},
-		{`{"version":1} {}`, `at byte 14: unexpected '{' after the tape object`},
-		{`{"version":1,"meta":{"a" 1}}`, `at byte 25: unexpected '1' after a key`},
+		{`{"version":1,"threads":[{"steps":[{"request":{"raw":{"a":tru}}}]}]}`, "(byte 57): bad literal"},
+		{`{"version":1,"threads":[{"steps":[{"response":{"chunks":[{"data":"a` + "\x01" + `"}]}}]}]}`, `(byte 67): control character '\x01'`},
+		{`{"version":1,"threads":[{"steps":[{"response":{"raw":"\x"}}]}]}`, `(byte 54): bad escape 'x'`},
+		{`{"version":1,"threads":[{"steps":[{"response":{"raw":[1,2}}]}]}`, `(byte 57): unexpected '}' after an array element`},
+		{`{"version":1,"threads":[{"steps":[{"response":{"raw":01}}]}]}`, `(byte 54): unexpected '1' after an object value`},
+		{`{"version":1} {}`, `(byte 14): unexpected '{' after the tape object`},
+		{`{"version":1,"meta":{"a" 1}}`, `(byte 25): unexpected '1' after a key`},
 		{`{"version":1,"threads":[{"steps":[{"request":{"raw":"abc`, `truncated: the JSON ends after 56 bytes`},
 		{`{"version":1,"threads":[{"steps":[{"request":{"raw":nul`, `truncated`},
 		{`{"version":1,"threads":[{"steps":[{"request":{"raw":1e`, `truncated`},
-		{`{"version":-}`, `at byte 12: bad number`},
+		{`{"version":-}`, `(byte 12): bad number`},
+		{"{\n  \"version\": 1,\n  \"meta\": x\n}", `at line 3, column 11 (byte 28): unexpected 'x' looking for a value`},
 		{``, `truncated: the JSON ends after 0 bytes`},
 		{`{"version":1,"threads":` + strings.Repeat("[", 10001), `nested too deeply`},
 	} {

@@ -1,23 +1,26 @@
 package tape
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 )
 
-// LoadSummary reads a tape from r without its bodies (StripBodies): every normalized field
-// is there, but each request.raw and response.raw is null (a Truncation marker is kept)
-// and each response.chunks is empty. Readers that need only the normalized fields, as
-// inspect and compare do, then hold memory in proportion to those fields, not to the file.
-// A tape loaded so must not be saved over the original.
+// LoadSummary reads a tape from r without its bodies (Summarize): every normalized field
+// is there, but each request.raw and response.raw longer than SmallBody bytes is null (a
+// small body, such as a Truncation marker or an error, is kept) and each response.chunks
+// is empty. Readers that need only the normalized fields, as inspect and compare do, then
+// hold memory in proportion to those fields, not to the file. A tape loaded so must not be
+// saved over the original.
 func LoadSummary(r io.Reader) (*Tape, error) {
-	data, err := StripBodies(r)
+	sum, err := Summarize(r)
 	if err != nil {
 		return nil, err
 	}
-	return Unmarshal(data)
+	return sum.Tape()
 }
 
 // LoadSummaryFile is LoadSummary for the tape at path.
@@ -36,14 +39,42 @@ func LoadSummaryFile(path string) (*Tape, error) {
 
 // StripBodies reads one JSON value (a tape) from r and returns its bytes with the bodies
 // left out: the value of every threads[*].steps[*].request.raw and response.raw becomes
-// null, unless it is a Truncation marker, and every response.chunks becomes []. All else
-// is copied as it is. The whole input, bodies included, is checked to be well-formed JSON
-// (as encoding/json checks it) without being held: an error names the byte offset. The
-// bodies are only checked to be JSON (and chunks an array); the result is for Unmarshal
-// or a schema validator.
+// null unless it takes at most SmallBody bytes (a Truncation marker does), and every
+// response.chunks becomes []. All else is copied as it is. The whole input, bodies
+// included, is checked to be well-formed JSON (as encoding/json checks it) without being
+// held: an error names the line, column and byte offset. The bodies are only checked to be
+// JSON (and chunks an array); the result is for Unmarshal or a schema validator.
 func StripBodies(r io.Reader) ([]byte, error) {
+	sum, err := Summarize(r)
+	if err != nil {
+		return nil, err
+	}
+	return sum.Data, nil
+}
+
+// Summary is a tape's encoding without its bodies, as StripBodies makes it, and where its
+// steps stand in it, so that Tape decodes it step by step.
+type Summary struct {
+	// Data is the encoding without the bodies (it may be given to a schema validator).
+	Data []byte
+	// arrays are the steps arrays of Data, in order.
+	arrays []stepsArray
+}
+
+// stepsArray is a thread's steps array: its content (between the brackets) is
+// Data[from:to], and each step is one span of it.
+type stepsArray struct {
+	thread   int // index in the threads array
+	from, to int
+	steps    []span
+}
+
+type span struct{ from, to int }
+
+// Summarize reads a tape from r as StripBodies does and returns its Summary.
+func Summarize(r io.Reader) (*Summary, error) {
 	s := &stripper{src: r, buf: make([]byte, 64<<10), pin: -1}
-	s.keep(&s.out, -1)
+	s.keep(toOut)
 	if err := s.value(atRoot, 0); err != nil {
 		return nil, err
 	}
@@ -54,8 +85,64 @@ func StripBodies(r io.Reader) ([]byte, error) {
 		return nil, s.err
 	}
 	s.flush()
-	return s.out, nil
+	return &Summary{Data: s.out.bytes(), arrays: s.arrays}, nil
 }
+
+// Tape decodes the summary as Unmarshal decodes a tape, with the same checks, but a step
+// at a time: decoding costs the decoded tape and a step's encoding, not a copy of Data.
+func (sum *Summary) Tape() (*Tape, error) {
+	// The tape without its steps first: the meta, and every thread with steps [].
+	skeleton := make([]byte, 0, 64<<10)
+	prev := 0
+	for _, a := range sum.arrays {
+		skeleton = append(skeleton, sum.Data[prev:a.from]...)
+		prev = a.to
+	}
+	skeleton = append(skeleton, sum.Data[prev:]...)
+	t, err := Unmarshal(skeleton)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range sum.arrays {
+		if a.thread >= len(t.Threads) {
+			return nil, fmt.Errorf("tape: steps of thread %d, which the tape does not hold", a.thread)
+		}
+		th := t.Threads[a.thread]
+		th.Steps = make([]*Step, 0, len(a.steps))
+		for j, sp := range a.steps {
+			st, err := unmarshalStep(sum.Data[sp.from:sp.to])
+			if err != nil {
+				return nil, fmt.Errorf("tape: /threads/%d/steps/%d: %w", a.thread, j, err)
+			}
+			th.Steps = append(th.Steps, st)
+		}
+	}
+	t.normalize()
+	return t, nil
+}
+
+// unmarshalStep decodes one step as Unmarshal does.
+func unmarshalStep(data []byte) (*Step, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s *Step
+	if err := dec.Decode(&s); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("field %q: cannot use JSON %s as %s", te.Field, te.Value, te.Type)
+		}
+		return nil, err
+	}
+	if s == nil {
+		return nil, errors.New("is null")
+	}
+	return s, nil
+}
+
+// SmallBody is the length up to which StripBodies keeps a raw body: small bodies (a
+// Truncation marker, an error, a request whose model the normalized fields lack) cost
+// nothing to keep.
+const SmallBody = 256
 
 // Where a value stands in a tape, as far as stripping cares.
 const (
@@ -124,31 +211,87 @@ type stripper struct {
 	// lineStart.
 	line      int
 	lineStart int64
+	// threads counts the threads met; arrays are their steps arrays.
+	threads int
+	arrays  []stepsArray
 
-	out []byte
-	// Consumed bytes from buf[mark:] on go to dst (nil: dropped), up to limit bytes (-1:
-	// no limit); past it, over is set and nothing more is kept.
-	dst   *[]byte
+	out blocks
+	// Consumed bytes from buf[mark:] on go to sink: out, small (up to SmallBody bytes;
+	// past them, over is set and small holds no more), or nowhere.
+	sink  int
 	mark  int
-	limit int
+	small []byte
 	over  bool
 }
 
-// keep makes consumed bytes go to dst from now on (after the pending ones are flushed).
-func (s *stripper) keep(dst *[]byte, limit int) {
+// Where consumed bytes go.
+const (
+	toOut = iota
+	toSmall
+	toNowhere
+)
+
+// keep makes consumed bytes go to sink from now on (after the pending ones are flushed).
+func (s *stripper) keep(sink int) {
 	s.flush()
-	s.dst, s.limit, s.over = dst, limit, false
+	s.sink = sink
+	if sink == toSmall {
+		s.small, s.over = s.small[:0], false
+	}
 }
 
-// flush moves the consumed bytes from buf[mark:i] to dst.
+// flush moves the consumed bytes from buf[mark:i] to the sink.
 func (s *stripper) flush() {
-	if s.dst != nil && !s.over && s.i > s.mark {
-		*s.dst = append(*s.dst, s.buf[s.mark:s.i]...)
-		if s.limit >= 0 && len(*s.dst) > s.limit {
-			s.over = true
-		}
-	}
+	p := s.buf[s.mark:s.i]
 	s.mark = s.i
+	switch {
+	case s.sink == toOut:
+		s.out.write(p)
+	case s.sink == toSmall && !s.over:
+		if len(s.small)+len(p) > SmallBody {
+			s.over = true
+			return
+		}
+		s.small = append(s.small, p...)
+	}
+}
+
+// maxBlock bounds the blocks StripBodies builds its result in: they start at 4 KiB and
+// double up to it.
+const maxBlock = 1 << 20
+
+// blocks is a byte sequence that grows by blocks, never copying what it holds, so that
+// building a result costs its size once more (when joined), not many times over.
+type blocks struct {
+	done [][]byte
+	cur  []byte
+	n    int
+}
+
+func (b *blocks) write(p []byte) {
+	b.n += len(p)
+	for len(p) > 0 {
+		if len(b.cur) == cap(b.cur) {
+			if b.cur != nil {
+				b.done = append(b.done, b.cur)
+			}
+			b.cur = make([]byte, 0, min(max(2*cap(b.cur), 4<<10), maxBlock))
+		}
+		k := min(len(p), cap(b.cur)-len(b.cur))
+		b.cur = append(b.cur, p[:k]...)
+		p = p[k:]
+	}
+}
+
+// bytes joins the blocks, releasing them.
+func (b *blocks) bytes() []byte {
+	out := make([]byte, 0, b.n)
+	for _, blk := range b.done {
+		out = append(out, blk...)
+	}
+	out = append(out, b.cur...)
+	*b = blocks{}
+	return out
 }
 
 // fill reads more input, keeping buf[i:n] (and buf[pin:i]); it reports false at the end
@@ -236,6 +379,23 @@ func (s *stripper) peekNonSpace() (byte, bool) {
 }
 
 func (s *stripper) value(ctx, depth int) error {
+	switch ctx {
+	case atThread:
+		s.threads++
+	case atStep:
+		s.flush()
+		from := s.out.n
+		err := s.element(ctx, depth)
+		s.flush()
+		a := &s.arrays[len(s.arrays)-1]
+		a.steps = append(a.steps, span{from, s.out.n})
+		return err
+	}
+	return s.element(ctx, depth)
+}
+
+// element scans a value that stands at ctx.
+func (s *stripper) element(ctx, depth int) error {
 	c, ok := s.peekNonSpace()
 	if !ok {
 		return s.eof()
@@ -244,12 +404,12 @@ func (s *stripper) value(ctx, depth int) error {
 	case ctx == atRaw:
 		return s.raw(depth)
 	case ctx == atChunks && c == '[': // anything else is kept, for the caller to refuse
-		s.keep(nil, 0)
+		s.keep(toNowhere)
 		if err := s.value(atOther, depth); err != nil {
 			return err
 		}
-		s.out = append(s.out, "[]"...)
-		s.keep(&s.out, -1)
+		s.out.write([]byte("[]"))
+		s.keep(toOut)
 		return nil
 	case c == '{':
 		return s.object(ctx, depth+1)
@@ -270,20 +430,19 @@ func (s *stripper) value(ctx, depth int) error {
 	return s.errorf("unexpected %q looking for a value", c)
 }
 
-// raw scans a body, keeping it only when it is a Truncation marker.
+// raw scans a body, keeping it only when it is small.
 func (s *stripper) raw(depth int) error {
-	var kept []byte
-	s.keep(&kept, maxMarker)
+	s.keep(toSmall)
 	if err := s.value(atOther, depth); err != nil {
 		return err
 	}
 	s.flush()
-	if _, ok := TruncationOf(kept); ok && !s.over {
-		s.out = append(s.out, kept...)
+	if !s.over {
+		s.out.write(s.small)
 	} else {
-		s.out = append(s.out, "null"...)
+		s.out.write([]byte("null"))
 	}
-	s.keep(&s.out, -1)
+	s.keep(toOut)
 	return nil
 }
 
@@ -300,6 +459,7 @@ func (s *stripper) object(ctx, depth int) error {
 		s.i++
 		return nil
 	}
+	repeated := false // the threads or steps array is met
 	for {
 		if c != '"' {
 			return s.errorf("unexpected %q looking for a key", c)
@@ -308,6 +468,14 @@ func (s *stripper) object(ctx, depth int) error {
 		next, err := s.key(ctx)
 		if err != nil {
 			return err
+		}
+		if next == atThreads || next == atSteps {
+			// Decoded whole, a second array would be merged into the first; a tape never
+			// repeats them, and a summary would not merge them alike.
+			if repeated {
+				return s.errorf("the key %s is given twice", map[int]string{atThreads: "threads", atSteps: "steps"}[next])
+			}
+			repeated = true
 		}
 		if c, ok = s.peekNonSpace(); !ok {
 			return s.eof()
@@ -342,12 +510,23 @@ func (s *stripper) array(ctx, depth int) error {
 		return s.errorf("nested too deeply")
 	}
 	s.i++ // [
+	if ctx == atSteps {
+		s.flush()
+		s.arrays = append(s.arrays, stepsArray{thread: s.threads - 1, from: s.out.n})
+	}
+	end := func() {
+		if ctx == atSteps {
+			s.flush()
+			s.arrays[len(s.arrays)-1].to = s.out.n
+		}
+		s.i++ // ]
+	}
 	c, ok := s.peekNonSpace()
 	if !ok {
 		return s.eof()
 	}
 	if c == ']' {
-		s.i++
+		end()
 		return nil
 	}
 	for {
@@ -357,13 +536,13 @@ func (s *stripper) array(ctx, depth int) error {
 		if c, ok = s.peekNonSpace(); !ok {
 			return s.eof()
 		}
-		s.i++
 		switch c {
 		case ',':
+			s.i++
 		case ']':
+			end()
 			return nil
 		default:
-			s.i--
 			return s.errorf("unexpected %q after an array element", c)
 		}
 	}

@@ -47,15 +47,14 @@ func bodiesTape() *Tape {
 	return tp
 }
 
-// withoutBodies is what LoadSummary gives for t.
+// withoutBodies is what LoadSummary gives for t, loaded from its canonical encoding.
 func withoutBodies(t *Tape) *Tape {
 	for _, th := range t.Threads {
 		for _, s := range th.Steps {
-			if _, ok := TruncationOf(s.Request.Raw); !ok {
-				s.Request.Raw = json.RawMessage("null")
-			}
-			if _, ok := TruncationOf(s.Response.Raw); !ok {
-				s.Response.Raw = json.RawMessage("null")
+			for _, raw := range []*json.RawMessage{&s.Request.Raw, &s.Response.Raw} {
+				if len(*raw) > SmallBody {
+					*raw = json.RawMessage("null")
+				}
 			}
 			s.Response.Chunks = []Chunk{}
 		}
@@ -80,14 +79,19 @@ func TestStripBodies(t *testing.T) {
 		})
 	}
 
-	// Indented, the same tape strips to the same fields.
+	// Indented, the tape strips to the same fields (white space counts in a body's length).
 	var indented bytes.Buffer
 	require.NoError(t, json.Indent(&indented, data, "", "  "))
+	whole, err := Unmarshal(indented.Bytes())
+	require.NoError(t, err)
+	want, err = Marshal(withoutBodies(whole))
+	require.NoError(t, err)
 	got, err := LoadSummary(iotest.HalfReader(&indented))
 	require.NoError(t, err)
 	again, err := Marshal(got)
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(again))
+	require.Contains(t, string(again), `"raw":{"tapebox_truncated":{"bytes":104857600,"limit":33554432}}`)
 }
 
 func TestLoadSummaryFile(t *testing.T) {
@@ -155,8 +159,12 @@ func FuzzStripBodies(f *testing.F) {
 	f.Add(data[:len(data)/3])
 	f.Add([]byte(`{"threads":[{"steps":[{"request":{"raw":{"tapebox_truncated":{"bytes":1,"limit":1}}},"response":{"chunks":null}}]}]}`))
 	f.Add([]byte(` [1, -0.5e+3, "\u00e9\n", true, false, null, {}] `))
+	f.Add([]byte(`{"version":1,"threads":[{"id":"a","steps":[{},{}],"steps":[{"timing":{}}]}],"threads":[{"id":"b","steps":[null]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := StripBodies(bytes.NewReader(data))
+		if err != nil && strings.Contains(err.Error(), "is given twice") {
+			return // valid JSON, refused
+		}
 		if valid := json.Valid(data); valid != (err == nil) {
 			t.Fatalf("json.Valid says %v, StripBodies says %v", valid, err)
 		}
@@ -170,11 +178,24 @@ func FuzzStripBodies(f *testing.F) {
 		if !json.Valid(got) {
 			t.Fatalf("StripBodies gave invalid JSON: %q", got)
 		}
-		whole, err := Unmarshal(data)
+		// Decoding step by step agrees with decoding the stripped bytes whole.
+		byStep, errStep := LoadSummary(bytes.NewReader(data))
+		whole, errWhole := Unmarshal(got)
+		if (errStep == nil) != (errWhole == nil) {
+			t.Fatalf("step by step: %v; whole: %v\n%q", errStep, errWhole, got)
+		}
+		if errStep == nil {
+			a, _ := Marshal(byStep)
+			b, _ := Marshal(whole)
+			if !bytes.Equal(a, b) {
+				t.Fatalf("step by step:\n%s\nwhole:\n%s", a, b)
+			}
+		}
+		whole, err = Unmarshal(data)
 		if err != nil {
 			return
 		}
-		summary, err := Unmarshal(got)
+		summary, err := LoadSummary(bytes.NewReader(data))
 		if err != nil {
 			t.Fatalf("the tape loads, its summary does not: %v\n%q", err, got)
 		}
@@ -184,4 +205,28 @@ func FuzzStripBodies(f *testing.F) {
 			t.Fatalf("summary differs from the tape without its bodies:\n%s\n%s", have, want)
 		}
 	})
+}
+
+// TestSummaryStepErrors: a step decoded on its own fails as it would in the whole tape,
+// naming where it stands.
+func TestSummaryStepErrors(t *testing.T) {
+	for _, c := range []struct{ in, err string }{
+		{`{"version":1,"threads":[{"id":"main","steps":[{},null]}]}`, "/threads/0/steps/1: is null"},
+		{`{"version":1,"threads":[{"id":"main","steps":[]},{"id":"t1","steps":[{"nope":1}]}]}`, `/threads/1/steps/0: json: unknown field "nope"`},
+		{`{"version":1,"threads":[{"id":"main","steps":[{"timing":{"request_at":"soon"}}]}]}`, `/threads/0/steps/0: field "timing.request_at": cannot use JSON string as float64`},
+		{`{"version":2,"threads":[{"id":"main","steps":[{"nope":1}]}]}`, "unsupported tape version"},
+	} {
+		_, err := LoadSummary(strings.NewReader(c.in))
+		require.ErrorContains(t, err, c.err, c.in)
+		_, err = Unmarshal([]byte(c.in))
+		require.Error(t, err, c.in)
+	}
+	// The threads and steps arrays given twice, which decoding whole would merge, fail.
+	for _, in := range []string{
+		`{"version":1,"threads":[{"id":"a","steps":[{},{}],"steps":[{"timing":{"request_at":1}}]}]}`,
+		`{"version":1,"threads":[],"threads":[{"id":"b","steps":[{},{}]}]}`,
+	} {
+		_, err := LoadSummary(strings.NewReader(in))
+		require.ErrorContains(t, err, "is given twice", in)
+	}
 }

@@ -19,6 +19,7 @@ type eventLog struct {
 	held   int          // bytes of chunks
 	spill  *spill       // once spilled: the events' bytes, one after the other
 	marks  []eventMark
+	path   string // the call's, for the log
 	logf   func(string, ...any)
 }
 
@@ -32,6 +33,7 @@ type eventMark struct {
 func (l *eventLog) read(n int) {
 	l.total += int64(n)
 	if !l.over && l.limit >= 0 && l.total > l.limit {
+		l.logf("%s: a stream over the recording limit of %d bytes, forwarded whole, recorded as a truncation marker", l.path, l.limit)
 		l.over = true
 		l.chunks, l.marks, l.held = nil, nil, 0
 		l.spill.Reset()

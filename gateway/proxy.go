@@ -230,7 +230,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 	rc := http.NewResponseController(w)
 	writeErr := rc.Flush() // the headers, as soon as the upstream sent them
 	a := &answer{status: resp.StatusCode, header: resp.Header, stream: true, problems: statusProblems(resp.StatusCode)}
-	evs := &eventLog{limit: g.maxRecord, spill: g.newSpill(), logf: g.logf}
+	evs := &eventLog{limit: g.maxRecord, spill: g.newSpill(), path: r.URL.Path, logf: g.logf}
 	defer evs.spill.Reset()
 	var (
 		split     provider.EventSplitter

@@ -50,7 +50,7 @@ func tapeboxBin(b *testing.B) string {
 	return bin
 }
 
-// bigBody is how large the bodies of BenchmarkGatewayMemory are.
+// bigBody is how large the bodies of BenchmarkMemory/gateway are.
 const bigBody = 100 << 20
 
 // bigUpstream is a provider that answers with bodies as large as the request asks
@@ -255,7 +255,17 @@ type readerFunc func(p []byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
-// BenchmarkGatewayMemory measures how much a `tapebox gateway` process grows to forward and
+// BenchmarkMemory measures the memory of tapebox processes (the benchmark's own is not
+// counted). It is not named after the gateway so that -bench Gateway leaves it out.
+//
+//	gateway/...   a `tapebox gateway` forwarding and recording one large call
+//	summary/...   `tapebox inspect` and `tapebox compare` on a tape of about 200 MB
+func BenchmarkMemory(b *testing.B) {
+	b.Run("gateway", benchGatewayMemory)
+	b.Run("summary", benchSummaryMemory)
+}
+
+// benchGatewayMemory measures how much a `tapebox gateway` process grows to forward and
 // record one large call, from its resident set when idle (after a small call) to its peak
 // (VmHWM) during the call; the client reads every byte and checks its SHA-256:
 //
@@ -266,7 +276,7 @@ func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 //
 // Metrics: growth-MB (peak minus idle; target: <= 64 MB for 100 MB), idle-MB, peak-MB, and
 // tape-MB (the tape's size at the end).
-func BenchmarkGatewayMemory(b *testing.B) {
+func benchGatewayMemory(b *testing.B) {
 	cases := []struct {
 		name          string
 		answer        string
@@ -342,7 +352,7 @@ func BenchmarkGatewayMemory(b *testing.B) {
 	}
 }
 
-// bigTapeSize is about how large the tape of BenchmarkInspectMemory is.
+// bigTapeSize is about how large the tape of BenchmarkMemory/summary is.
 const bigTapeSize = 200 << 20
 
 // bigTapePath writes, once per run, a tape of about bigTapeSize bytes made of what makes
@@ -474,10 +484,10 @@ func peakRSS(b *testing.B, args ...string) (int64, int) {
 	return kb, code
 }
 
-// BenchmarkInspectMemory measures the peak RSS of `tapebox inspect` and `tapebox compare`
+// benchSummaryMemory measures the peak RSS of `tapebox inspect` and `tapebox compare`
 // (the tape against itself) on a generated tape of about 200 MB (target: < 300 MB), and
 // the tape's size (tape-MB).
-func BenchmarkInspectMemory(b *testing.B) {
+func benchSummaryMemory(b *testing.B) {
 	path, err := bigTapePath()
 	if err != nil {
 		b.Fatal(err)

@@ -110,7 +110,7 @@ func procKB(t *testing.T, pid int, field string) int64 {
 
 // TestGatewayLargeAnswersMemory sends a 100 MB JSON answer and a 100 MB stream through a
 // `tapebox gateway` process and measures how far its resident set grows over idle (VmHWM,
-// reset before the calls). The bound is loose: the target is 64 MB, BenchmarkGatewayMemory
+// reset before the calls). The bound is loose: the target is 64 MB, BenchmarkMemory/gateway
 // reports the figure, and the gateway of main grew by over 1.2 GB. The tape is valid and
 // records both answers as truncation markers.
 func TestGatewayLargeAnswersMemory(t *testing.T) {

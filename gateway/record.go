@@ -418,10 +418,11 @@ func isForm(h http.Header) bool {
 	return err == nil && ct == "application/x-www-form-urlencoded"
 }
 
-// rawBody stores a response body: JSON as it is, anything else as a JSON string.
+// rawBody stores a response body, which the step owns from then on: JSON as it is,
+// anything else as a JSON string.
 func rawBody(b []byte) json.RawMessage {
 	if len(bytes.TrimSpace(b)) > 0 && json.Valid(b) {
-		return json.RawMessage(bytes.Clone(b))
+		return json.RawMessage(b)
 	}
 	s, _ := json.Marshal(string(b))
 	return s

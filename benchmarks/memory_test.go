@@ -273,6 +273,7 @@ func BenchmarkMemory(b *testing.B) {
 //	answer=sse-100MB       a 100 MB event stream of small text deltas
 //	request=json-100MB     a 100 MB request body, sent without a length, and a small answer
 //	answer=json-24MB       a 24 MB JSON answer: under the default --max-record-body, recorded
+//	session=40x2MB-requests  40 calls with 2 MB requests: what a recording keeps as it goes
 //
 // Metrics: growth-MB (peak minus idle; target: <= 64 MB for 100 MB), idle-MB, peak-MB, and
 // tape-MB (the tape's size at the end).
@@ -282,11 +283,13 @@ func benchGatewayMemory(b *testing.B) {
 		answer        string
 		requestSize   int
 		requestStream bool
+		calls         int // how many such calls (1 when 0)
 	}{
 		{name: "answer=json-100MB", answer: fmt.Sprintf("json %d", bigBody)},
 		{name: "answer=sse-100MB", answer: fmt.Sprintf("sse %d", bigBody), requestStream: true},
 		{name: "request=json-100MB", answer: "small", requestSize: bigBody},
 		{name: "answer=json-24MB", answer: fmt.Sprintf("json %d", 24<<20)},
+		{name: "session=40x2MB-requests", answer: "small", requestSize: 2 << 20, calls: 40},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -332,7 +335,9 @@ func benchGatewayMemory(b *testing.B) {
 				rss := procStatusKB(b, pid, "VmRSS")
 				resetPeak(b, pid)
 				b.StartTimer()
-				call(c.answer, bigRequest(max(c.requestSize, 1<<10), c.requestStream))
+				for range max(c.calls, 1) {
+					call(c.answer, bigRequest(max(c.requestSize, 1<<10), c.requestStream))
+				}
 				b.StopTimer()
 				hwm := procStatusKB(b, pid, "VmHWM")
 				gw.end(b)

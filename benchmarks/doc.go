@@ -14,6 +14,8 @@
 //	BenchmarkReplayCorpus     testdata/replay/*.json and a miniagent recording, per runtime
 //	BenchmarkDatasetExport    encoding/json decoding vs Parquet (and Arrow) export, MB/s
 //	BenchmarkSchemaValidate   encoding/json decoding vs schema validation, MB/s
+//	BenchmarkMemory           a gateway process's growth for 100 MB bodies; inspect and
+//	                          compare peak RSS on a 200 MB tape
 //
 // Docker benchmarks skip when no engine answers or tapebox/sandbox:bookworm is missing
 // (make sandbox-image), unless TAPEBOX_REQUIRE_DOCKER=1; runsc runs only when docker info

@@ -37,6 +37,9 @@ func scratchDir(pattern string) (string, error) {
 }
 
 func TestMain(m *testing.M) {
+	if cmd := os.Getenv(peakRSSEnv); cmd != "" {
+		os.Exit(runForPeakRSS(cmd))
+	}
 	code := m.Run()
 	for _, dir := range scratch.dirs {
 		os.RemoveAll(dir)

@@ -2,8 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
 )
 
 func init() {
@@ -15,7 +21,8 @@ func runCompare(ctx context.Context, env *Env, args []string) int {
 Diffs two tapes step by step: tool calls (after identifier substitution), tool results (with the
 harness's volatile fields, such as Codex wall times and chunk ids, ignored), stop reasons, and
 whether every thread was played to its end. Exits 0 when the replay is identical, 1 when it did
-not reach the end or differs.`)
+not reach the end or differs. It reads the normalized fields only, not the raw bodies and
+streams, so large tapes take little memory.`)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if code, done := parse(env, fs, args); done {
 		return code
@@ -23,11 +30,12 @@ not reach the end or differs.`)
 	if fs.NArg() != 2 {
 		return usageError(env, fs, "want two tapes: the recording and the replay")
 	}
-	rec, code := loadValidTape(env, "compare", fs.Arg(0))
+	defer limitMemory(env)()
+	rec, code := loadValidSummary(env, "compare", fs.Arg(0))
 	if rec == nil {
 		return code
 	}
-	rep, code := loadValidTape(env, "compare", fs.Arg(1))
+	rep, code := loadValidSummary(env, "compare", fs.Arg(1))
 	if rep == nil {
 		return code
 	}
@@ -41,4 +49,52 @@ not reach the end or differs.`)
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// loadValidSummary reads a tape without its bodies (tape.StripBodies, which checks that the
+// whole file is JSON) and checks the rest against the schema as loadValidTape does, printing
+// every problem: what it holds is what compare reads.
+func loadValidSummary(env *Env, verb, path string) (*tape.Tape, int) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, failf(env, verb, "%v", err)
+	}
+	defer f.Close()
+	data, err := tape.StripBodies(f)
+	if err != nil {
+		return nil, failf(env, verb, "%s: %v", path, err)
+	}
+	if err := schema.Validate(data); err != nil {
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				fmt.Fprintf(env.Stderr, "%s: %s: %s\n", path, p.Pointer, p.Message)
+			}
+			return nil, failf(env, verb, "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", path, len(ve.Problems), path)
+		}
+		return nil, failf(env, verb, "%s: %v", path, err)
+	}
+	t, err := tape.Unmarshal(data)
+	if err != nil {
+		return nil, failf(env, verb, "%s: %v", path, err)
+	}
+	return t, ExitOK
+}
+
+// summaryMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) inspect and
+// compare run under. What they hold is the tapes' normalized fields, but decoding them and
+// comparing tool results make garbage, which the collector would otherwise let grow to the
+// size of what is live before it runs: with the limit it runs sooner as the heap nears 192
+// MiB. It is a target, not a cap: a larger live set still loads, at the cost of more
+// collections.
+const summaryMemoryLimit = 192 << 20
+
+// limitMemory sets summaryMemoryLimit unless GOMEMLIMIT chooses a limit, and returns what
+// restores the previous one.
+func limitMemory(env *Env) (restore func()) {
+	if env.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(summaryMemoryLimit)
+	return func() { debug.SetMemoryLimit(prev) }
 }

@@ -32,6 +32,7 @@ type gatewayFlags struct {
 	wsExclude        listFlag
 	wsMax            string
 	noDefaultExclude bool
+	maxRecordBody    string
 }
 
 func (gf *gatewayFlags) addFlags(fs *flag.FlagSet) {
@@ -46,10 +47,19 @@ func (gf *gatewayFlags) addFlags(fs *flag.FlagSet) {
 	fs.Var(&gf.wsExclude, "workspace-exclude", "a glob of workspace entries to leave out of the snapshot and the end manifest (repeatable; without a slash it matches a name at any depth, with one a path from the root); added to the defaults "+strings.Join(workspace.DefaultExclude, ", "))
 	fs.BoolVar(&gf.noDefaultExclude, "workspace-no-default-exclude", false, "do not leave out "+strings.Join(workspace.DefaultExclude, ", "))
 	fs.StringVar(&gf.wsMax, "workspace-max", "256m", "cap on the file content of the workspace snapshot (e.g. 64m, 2g; 0 means no cap): a bigger workspace is an error before the agent starts")
+	fs.StringVar(&gf.maxRecordBody, "max-record-body", "32m", "the largest body recorded (a request, a JSON answer, a stream's events; e.g. 8m, 1g; 0 means no limit): a longer one is forwarded whole, as it arrives, and recorded as a truncation marker")
 }
 
 func (gf *gatewayFlags) config(env *Env, verb string) (gateway.Config, error) {
 	cfg := gateway.Config{Output: gf.output, Upstream: gf.upstream, Harness: gf.harness, Task: gf.task, Labels: gf.labels}
+	maxBody, err := parseBytes(gf.maxRecordBody)
+	if err != nil {
+		return cfg, fmt.Errorf("--max-record-body: %w", err)
+	}
+	cfg.MaxRecordBody = maxBody
+	if maxBody == 0 {
+		cfg.MaxRecordBody = -1
+	}
 	for _, s := range gf.inject {
 		inj, err := gateway.ParseInjection(s, env.Getenv)
 		if err != nil {

@@ -72,6 +72,10 @@ type inspectSummaryStep struct {
 	Status      int                      `json:"status"`
 	Stream      bool                     `json:"stream"`
 	ToolCalls   []inspectSummaryToolCall `json:"tool_calls"`
+	// RequestTruncated and ResponseTruncated say a body was over the recording limit, so
+	// the tape holds only a marker of it (tape.Truncation); absent otherwise.
+	RequestTruncated  *tape.Truncation `json:"request_truncated,omitempty"`
+	ResponseTruncated *tape.Truncation `json:"response_truncated,omitempty"`
 }
 
 // inspectSummaryToolCall is one tool call and the outcome of its result.
@@ -92,7 +96,9 @@ func runInspect(ctx context.Context, env *Env, args []string) int {
 Prints a summary of a tape: its meta (id, harness, provider, model, the working directory it
 ran in, start, task, labels, how and when the run ended), totals (threads, steps, tool calls, tokens, duration), and each
 thread with the tool call that spawned it and its steps: model, latency to the first and last
-byte, tokens, stop reason, and tool calls with short inputs and the outcome of their results.`)
+byte, tokens, stop reason, and tool calls with short inputs and the outcome of their results.
+It reads the normalized fields only, not the raw bodies and streams, so a large tape takes
+little memory.`)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	if code, done := parse(env, fs, args); done {
 		return code
@@ -100,7 +106,8 @@ byte, tokens, stop reason, and tool calls with short inputs and the outcome of t
 	if fs.NArg() != 1 {
 		return usageError(env, fs, "want one tape file")
 	}
-	t, err := tape.LoadFile(fs.Arg(0))
+	defer limitMemory(env)()
+	t, err := tape.LoadSummaryFile(fs.Arg(0))
 	if err != nil {
 		return failf(env, "inspect", "%v", err)
 	}
@@ -167,6 +174,12 @@ func summarizeStep(t *tape.Tape, i int, s *tape.Step) inspectSummaryStep {
 		Stream:      s.Request.Stream,
 		ToolCalls:   []inspectSummaryToolCall{},
 	}
+	if tr, ok := tape.TruncationOf(s.Request.Raw); ok {
+		ss.RequestTruncated = &tr
+	}
+	if tr, ok := tape.TruncationOf(s.Response.Raw); ok {
+		ss.ResponseTruncated = &tr
+	}
 	for _, c := range s.ToolCalls {
 		result := "none"
 		if r, ok := s.ToolResult(c.ID); ok {
@@ -181,7 +194,7 @@ func summarizeStep(t *tape.Tape, i int, s *tape.Step) inspectSummaryStep {
 }
 
 // stepModel is the model a step asked for: the request's model parameter, else the model
-// named in its raw body, else the tape's.
+// named in its raw body (when loaded), else the tape's.
 func stepModel(t *tape.Tape, s *tape.Step) string {
 	var m string
 	if raw, ok := s.Request.Params["model"]; ok && json.Unmarshal(raw, &m) == nil && m != "" {
@@ -328,6 +341,14 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 			fmt.Fprintf(&b, "  step %-3d %s  first byte %.0f ms, last byte %.0f ms  tokens in %d out %d cache-read %d cache-write %d  stop %s\n",
 				st.Index, st.Model, st.FirstByteMS, st.LastByteMS,
 				u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, orDash(st.StopReason))
+			for _, cut := range []struct {
+				what string
+				tr   *tape.Truncation
+			}{{"request", st.RequestTruncated}, {"response", st.ResponseTruncated}} {
+				if cut.tr != nil {
+					fmt.Fprintf(&b, "    [%s body not recorded: %s, over the %s recording limit]\n", cut.what, size(cut.tr.Bytes), size(cut.tr.Limit))
+				}
+			}
 			for _, c := range st.ToolCalls {
 				flag := ""
 				switch c.Result {
@@ -358,6 +379,19 @@ func duration(v float64) string {
 		return fmt.Sprintf("%.0f ms", v)
 	}
 	return fmt.Sprintf("%.1f s", v/1000)
+}
+
+// size formats a byte count: "812 B", "4.0 KiB", "100.0 MiB".
+func size(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }
 
 func plural(n int, noun string) string {

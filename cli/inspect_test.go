@@ -217,3 +217,25 @@ func TestOneLine(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectTruncated: a step whose bodies were over the recording limit says so.
+func TestInspectTruncated(t *testing.T) {
+	tp := inspectTestTape()
+	cut := tape.Truncation{Bytes: 100 << 20, Limit: 32 << 20}
+	s := tp.Threads[0].Steps[1]
+	s.Request.Raw, s.Response.Raw = cut.Raw(), cut.Raw()
+	path := writeTape(t, t.TempDir(), "run.json", tp)
+
+	code, stdout, stderr := runVerbForTest(t, "inspect", path)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "\n    [request body not recorded: 100.0 MiB, over the 32.0 MiB recording limit]\n    [response body not recorded: 100.0 MiB")
+
+	code, stdout, stderr = runVerbForTest(t, "inspect", "--json", path)
+	require.Equal(t, ExitOK, code, stderr)
+	var sum inspectSummary
+	require.NoError(t, json.Unmarshal([]byte(stdout), &sum))
+	assert.Equal(t, &cut, sum.Threads[0].Steps[1].RequestTruncated)
+	assert.Equal(t, &cut, sum.Threads[0].Steps[1].ResponseTruncated)
+	assert.Nil(t, sum.Threads[0].Steps[0].ResponseTruncated)
+	assert.NotContains(t, stdout, "request_truncated\": null")
+}

@@ -78,6 +78,7 @@ func TestFaults(t *testing.T) {
 		stream       bool
 		upstreamDown bool
 		upstream     http.Handler // replaces the fake provider behind the capture
+		cfg          func(*gateway.Config)
 		call         call
 		wantStatus   int
 		broken       bool // the client's read of the answer fails, as the upstream's did
@@ -214,17 +215,30 @@ func TestFaults(t *testing.T) {
 		{
 			// The fake provider parses a request several times over; a canned answer keeps
 			// this case to the gateway's own work.
-			name: "50 MB request", call: call{body: big}, upstream: cannedAnswer(), wantStatus: 200, wantEnd: tape.EndComplete,
+			name: "50 MB request, no recording limit", call: call{body: big}, upstream: cannedAnswer(), wantStatus: 200, wantEnd: tape.EndComplete,
+			cfg: func(c *gateway.Config) { c.MaxRecordBody = -1 },
 			check: func(t *testing.T, rg *rig, rep reply, s *tape.Step) {
 				require.True(t, bytes.Equal(big, rg.up.requests()[0].body), "forwarded intact")
 				require.Len(t, s.Request.Messages, 1)
 				assert.Equal(t, bigPrompt, s.Request.Messages[0].Content[1].Text, "recorded whole")
 			},
 		},
+		{
+			name: "50 MB request over the recording limit", call: call{body: big}, upstream: cannedAnswer(), wantStatus: 200, wantEnd: tape.EndComplete,
+			cfg: func(c *gateway.Config) { c.MaxRecordBody = 1 << 20 },
+			check: func(t *testing.T, rg *rig, rep reply, s *tape.Step) {
+				require.True(t, bytes.Equal(big, rg.up.requests()[0].body), "forwarded intact")
+				cut, ok := tape.TruncationOf(s.Request.Raw)
+				require.True(t, ok, "recorded as a marker: %.200s", s.Request.Raw)
+				assert.Equal(t, tape.Truncation{Bytes: int64(len(big)), Limit: 1 << 20}, cut)
+				assert.Empty(t, s.Request.Messages)
+				assert.Equal(t, "end_turn", s.Response.StopReason, "the answer is recorded as ever")
+			},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var cfg func(*gateway.Config)
+			cfg := tc.cfg
 			if tc.upstreamDown {
 				cfg = func(c *gateway.Config) { c.Upstream = "http://" + closedAddr(t) }
 			}

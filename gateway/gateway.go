@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -30,12 +29,9 @@ var DefaultUpstreams = map[tape.Provider]string{
 	tape.ProviderOpenAIResponses: "https://api.openai.com",
 }
 
-// MaxRequestBody bounds a request body the gateway reads (256 MiB).
-const MaxRequestBody = 256 << 20
-
-// MaxResponseBody bounds a non-streamed answer the gateway records (256 MiB); a longer one
-// is forwarded but recorded cut.
-const MaxResponseBody = 256 << 20
+// DefaultMaxRecordBody is the recording limit of a body when Config.MaxRecordBody is 0
+// (32 MiB, Anthropic's own limit on a request).
+const DefaultMaxRecordBody = 32 << 20
 
 // Config configures a Gateway.
 type Config struct {
@@ -76,6 +72,11 @@ type Config struct {
 	// /tapebox/end must carry "Authorization: Bearer TOKEN" or "?token=TOKEN". Without it,
 	// only loopback peers may end the recording (NewToken makes one).
 	EndToken string
+	// MaxRecordBody bounds the bodies the gateway records, in bytes: a request, a JSON
+	// answer, a stream's events. A longer one is still forwarded whole, as it arrives, and
+	// recorded as a tape.Truncation marker with empty normalized fields. 0 means
+	// DefaultMaxRecordBody; a negative value, no limit.
+	MaxRecordBody int64
 }
 
 // Gateway is a recording reverse proxy: an http.Handler that forwards an agent's model
@@ -87,6 +88,7 @@ type Config struct {
 // machine crash runs right after, on a goroutine of the gateway's own, off the client's path.
 type Gateway struct {
 	cfg       Config
+	maxRecord int64 // the recording limit of a body; negative for none
 	upstreams map[tape.Provider]*url.URL
 	transport http.RoundTripper
 	spawning  []string
@@ -123,7 +125,10 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Output == "" {
 		return nil, errors.New("gateway: an output path is required")
 	}
-	g := &Gateway{cfg: cfg, upstreams: map[tape.Provider]*url.URL{}, logf: cfg.Logf, now: cfg.Now, spawning: cfg.SpawningTools}
+	g := &Gateway{cfg: cfg, upstreams: map[tape.Provider]*url.URL{}, logf: cfg.Logf, now: cfg.Now, spawning: cfg.SpawningTools, maxRecord: cfg.MaxRecordBody}
+	if g.maxRecord == 0 {
+		g.maxRecord = DefaultMaxRecordBody
+	}
 	if g.logf == nil {
 		g.logf = func(string, ...any) {}
 	}
@@ -288,36 +293,28 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	at := g.now()
-	body, err := readBody(r)
+	body, err := g.readRequest(r)
 	if err != nil {
-		status := http.StatusBadRequest
-		if errors.Is(err, errTooLarge) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		http.Error(w, "tapebox gateway: "+err.Error(), status)
+		http.Error(w, "tapebox gateway: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	rec := &recording{p: p, at: at, ready: make(chan struct{})}
+	defer body.release()
+	rec := &recording{p: p, at: at, ready: make(chan struct{}), body: body}
 	// Attribution parses the request; it runs while the request travels upstream, and the
 	// answer waits for it only before it is recorded.
-	go g.begin(rec, r, body)
+	go g.begin(rec, r)
 	defer func() { <-rec.ready }() // begin reads r, which must not outlive this call
 	g.proxy(w, r, p, body, rec)
 }
 
-var errTooLarge = fmt.Errorf("request body over %d bytes", MaxRequestBody)
-
 // readBody reads a model call's body whole.
 func readBody(r *http.Request) ([]byte, error) {
 	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= MaxRequestBody {
+	if n := r.ContentLength; n > 0 {
 		buf.Grow(int(n) + bytes.MinRead)
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(r.Body, MaxRequestBody+1)); err != nil {
+	if _, err := buf.ReadFrom(r.Body); err != nil {
 		return nil, fmt.Errorf("read request body: %w", err)
-	}
-	if buf.Len() > MaxRequestBody {
-		return nil, errTooLarge
 	}
 	return buf.Bytes(), nil
 }

@@ -22,13 +22,13 @@ import (
 // complete, and either is recorded before the client gets its last byte. Every path with a
 // rec ends in g.commit. When the upstream breaks off an answer the client is still reading,
 // the client's connection is aborted too, as a broken upstream connection would look.
-func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, body []byte, rec *recording) {
+func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, body *requestBody, rec *recording) {
 	out, err := g.upstreamRequest(r, p, body, rec != nil)
 	if err != nil {
 		g.fail(w, rec, p, fmt.Sprintf("build upstream request: %v", redactError(err)))
 		return
 	}
-	if body == nil && r.ContentLength != 0 {
+	if (body == nil || body.cut) && r.ContentLength != 0 {
 		// The transport reads the client's body while the answer is written back; without
 		// full duplex, an HTTP/1 server drains and closes the body when the answer's header
 		// goes out, and the transport, still reading it, fails and drops the upstream
@@ -71,23 +71,27 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider,
 }
 
 // upstreamRequest builds the request to send upstream. A recorded call's body was read
-// whole; anything else streams through.
-func (g *Gateway) upstreamRequest(r *http.Request, p tape.Provider, body []byte, recorded bool) (*http.Request, error) {
+// whole, unless it is over the recording limit; anything else streams through.
+func (g *Gateway) upstreamRequest(r *http.Request, p tape.Provider, body *requestBody, recorded bool) (*http.Request, error) {
 	base := g.upstreams[p]
 	target := strings.TrimSuffix(base.Scheme+"://"+base.Host+base.EscapedPath(), "/") + upstreamPath(r.URL.EscapedPath())
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
+	whole := body != nil && !body.cut
 	var rd io.Reader = r.Body
-	if body != nil {
-		rd = bytes.NewReader(body)
+	switch {
+	case whole:
+		rd = bytes.NewReader(body.data)
+	case body != nil:
+		rd = body.up
 	}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, rd)
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
-		out.ContentLength = int64(len(body))
+	if whole {
+		out.ContentLength = int64(len(body.data))
 	} else if r.ContentLength != 0 {
 		out.ContentLength = r.ContentLength
 	}
@@ -220,16 +224,24 @@ func (g *Gateway) pipe(w http.ResponseWriter, r *http.Request, resp *http.Respon
 
 // relayStream forwards an event stream as it arrives and records it event by event. The
 // step is recorded (and published) when the stream's final event arrives, before that
-// event is forwarded; whatever follows it amends the step.
+// event is forwarded; whatever follows it amends the step. A stream over the recording
+// limit is recorded as a truncation marker (eventLog).
 func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http.Response, rec *recording) (broke bool) {
 	rc := http.NewResponseController(w)
 	writeErr := rc.Flush() // the headers, as soon as the upstream sent them
 	a := &answer{status: resp.StatusCode, header: resp.Header, stream: true, problems: statusProblems(resp.StatusCode)}
+	evs := &eventLog{limit: g.maxRecord, spill: g.newSpill(), path: r.URL.Path, logf: g.logf}
+	defer evs.spill.Reset()
 	var (
 		split     provider.EventSplitter
 		pending   int  // bytes in split not yet out in an event
 		committed = -1 // how many events the recorded step holds, once recorded
 		readErr   error
+		// unsplit is set when an event grows past spillAt bytes in a stream over the limit:
+		// the splitter would hold it whole, so the stream is no longer split; it is
+		// recorded at its end, its last byte held back until then (in held).
+		unsplit bool
+		held    []byte
 	)
 	forward := func(b []byte) {
 		if writeErr == nil && len(b) > 0 {
@@ -248,28 +260,49 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 				a.firstByte = now
 			}
 			a.lastByte = now
-			at := tape.RoundMS(now.Sub(rec.at))
-			before := pending
-			pending += n
-			hold, consumed := -1, 0
-			for _, ev := range split.Write(buf[:n]) {
-				a.chunks = append(a.chunks, tape.Chunk{AtMS: at, Data: ev})
-				consumed += len(ev)
-				pending -= len(ev)
-				if !a.complete && isTerminal(rec.p, ev) {
-					a.complete = true
-					hold = consumed - before - 1 // the final event's last byte, in buf
-				}
-			}
-			if hold >= 0 && committed < 0 {
-				// Everything but the final event's last byte goes out now; the rest once the
-				// step is recorded, so that a client never holds an answer the tape lacks.
-				forward(buf[:hold])
-				g.commit(rec, a.clip())
-				committed = len(a.chunks)
-				forward(buf[hold:n])
-			} else {
+			evs.read(n)
+			switch {
+			case unsplit && committed < 0:
+				forward(held)
+				forward(buf[:n-1])
+				held = append(held[:0], buf[n-1])
+			case unsplit:
 				forward(buf[:n])
+			default:
+				at := tape.RoundMS(now.Sub(rec.at))
+				before := pending
+				pending += n
+				hold, consumed := -1, 0
+				for _, ev := range split.Write(buf[:n]) {
+					evs.add(at, ev)
+					consumed += len(ev)
+					pending -= len(ev)
+					if !a.complete && isTerminal(rec.p, ev) {
+						a.complete = true
+						hold = consumed - before - 1 // the final event's last byte, in buf
+					}
+				}
+				switch {
+				case hold >= 0 && committed < 0:
+					// Everything but the final event's last byte goes out now; the rest once
+					// the step is recorded, so that a client never holds an answer the tape
+					// lacks.
+					forward(buf[:hold])
+					g.commit(rec, evs.answer(a))
+					committed = evs.events
+					forward(buf[hold:n])
+				case evs.over && pending > spillAt:
+					unsplit = true
+					split.Flush()
+					if committed < 0 {
+						forward(buf[:n-1])
+						held = append(held[:0], buf[n-1])
+					} else {
+						forward(buf[:n])
+					}
+				default:
+					forward(buf[:n])
+				}
 			}
 		}
 		if err != nil {
@@ -279,8 +312,11 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 			break
 		}
 	}
-	if rest := split.Flush(); rest != "" {
-		a.chunks = append(a.chunks, tape.Chunk{AtMS: tape.RoundMS(a.lastByte.Sub(rec.at)), Data: rest})
+	if rest := split.Flush(); rest != "" && !unsplit {
+		evs.add(tape.RoundMS(a.lastByte.Sub(rec.at)), rest)
+	}
+	if unsplit && committed < 0 {
+		a.complete = readErr == nil // its events cannot be told apart any more: a clean end will do
 	}
 	clientGone := r.Context().Err() != nil || writeErr != nil
 	var broken []string
@@ -288,7 +324,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 		broken = append(broken, fmt.Sprintf("upstream stream broke: %v", readErr))
 	}
 	if clientGone && !a.complete {
-		g.logf("%s: the client went away mid-stream; recording the %d events that arrived", r.URL.Path, len(a.chunks))
+		g.logf("%s: the client went away mid-stream; recording the %d events that arrived", r.URL.Path, evs.events)
 	}
 	if a.firstByte.IsZero() {
 		a.firstByte = g.now()
@@ -297,30 +333,57 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 	switch {
 	case committed < 0:
 		a.problems = append(a.problems, broken...)
-		g.commit(rec, a)
-	case len(a.chunks) > committed || len(broken) > 0:
-		g.amend(rec, a, broken)
+		g.commit(rec, evs.answer(a))
+		forward(held)
+	case evs.events > committed || len(broken) > 0 || evs.over:
+		g.amend(rec, evs.answer(a), broken)
 	}
 	return readErr != nil && !clientGone
 }
 
-// relayBody reads an answer that is not a stream whole, records it, then forwards it.
+// relayBody forwards an answer that is not a stream as it arrives, all but its last byte,
+// records it, then forwards that byte, so that a client never holds an answer the tape
+// lacks. A body over the recording limit is forwarded whole all the same and recorded as a
+// truncation marker; on its way to the limit, what is kept of it past spillAt waits in a
+// spill file rather than in memory.
 func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, resp *http.Response, rec *recording) (broke bool) {
 	a := &answer{status: resp.StatusCode, header: resp.Header}
-	var body bytes.Buffer
-	if resp.ContentLength > 0 && resp.ContentLength <= MaxResponseBody {
-		body.Grow(int(resp.ContentLength))
-	}
+	limit := g.maxRecord
+	kept := g.newSpill()
+	defer kept.Reset()
+	over := limit >= 0 && resp.ContentLength > limit
+	var (
+		total             int64
+		held              [1]byte
+		holding           bool
+		readErr, writeErr error
+	)
 	p, buf := getBuffer()
 	defer buffers.Put(p)
-	var readErr error
-	for body.Len() <= MaxResponseBody {
+	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
 			if a.firstByte.IsZero() {
 				a.firstByte = g.now()
 			}
-			body.Write(buf[:n])
+			total += int64(n)
+			if !over {
+				if limit >= 0 && total > limit {
+					over = true
+					kept.Reset()
+				} else if _, err := kept.Write(buf[:n]); err != nil {
+					g.logf("%s: %v; recording the answer as a truncation marker", r.URL.Path, err)
+					over = true
+					kept.Reset()
+				}
+			}
+			if writeErr == nil && holding {
+				_, writeErr = w.Write(held[:])
+			}
+			if writeErr == nil && n > 1 {
+				_, writeErr = w.Write(buf[:n-1])
+			}
+			held[0], holding = buf[n-1], true
 		}
 		if err != nil {
 			if err != io.EOF {
@@ -333,35 +396,40 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, resp *http.R
 	if a.firstByte.IsZero() {
 		a.firstByte = a.lastByte
 	}
-	overLimit := body.Len() > MaxResponseBody && readErr == nil
-	a.complete = readErr == nil && !overLimit
-	a.raw = body.Bytes()
-	if enc := resp.Header.Get("Content-Encoding"); enc != "" && a.complete {
-		if plain, err := decodeBody(a.raw, enc); err == nil {
+	a.complete = readErr == nil
+	if !over {
+		raw, err := kept.Bytes()
+		if err != nil {
+			g.logf("%s: %v; recording the answer as a truncation marker", r.URL.Path, err)
+		}
+		a.raw, over = raw, err != nil
+	}
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && a.complete && !over {
+		switch plain, err := decodeBody(a.raw, enc, limit); {
+		case errors.Is(err, errOverLimit):
+			over = true
+		case err == nil:
 			a.raw = plain
 		}
 	}
-	clientGone := r.Context().Err() != nil
-	switch {
-	case overLimit:
-		a.problems = append(a.problems, fmt.Sprintf("answer over %d bytes: recorded cut", MaxResponseBody))
-	case readErr != nil && !clientGone:
+	if over {
+		a.raw, a.cut = nil, &tape.Truncation{Bytes: total, Limit: limit}
+		g.logf("%s: an answer of %d bytes, over the recording limit of %d, forwarded whole and recorded as a truncation marker", r.URL.Path, total, limit)
+	}
+	clientGone := r.Context().Err() != nil || writeErr != nil
+	if readErr != nil && !clientGone {
 		a.problems = append(a.problems, fmt.Sprintf("upstream body broke: %v", readErr))
 	}
 	a.problems = append(a.problems, statusProblems(resp.StatusCode)...)
-	b := body.Bytes()
-	if a.complete && len(b) > 1 {
-		// All but the last byte goes out now; that byte once the step is recorded.
-		if _, err := w.Write(b[:len(b)-1]); err != nil {
-			g.commit(rec, a)
-			return false
-		}
+	if a.complete && holding && writeErr == nil {
+		// All but the last byte is out; that byte once the step is recorded.
 		http.NewResponseController(w).Flush()
-		b = b[len(b)-1:]
 	}
 	g.commit(rec, a)
-	if _, err := w.Write(b); err != nil {
-		return false
+	if holding && writeErr == nil {
+		if _, err := w.Write(held[:]); err != nil {
+			return false
+		}
 	}
 	if a.complete {
 		// The answer is out: the client has it now, before the handler's work after it.
@@ -372,12 +440,7 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, resp *http.R
 		http.NewResponseController(w).Flush()
 		return true
 	}
-	if overLimit {
-		if _, err := io.CopyBuffer(w, resp.Body, buf); err != nil {
-			return !errors.Is(err, io.EOF) && r.Context().Err() == nil
-		}
-	}
-	return readErr != nil && !clientGone
+	return false
 }
 
 // statusProblems says when a status is an upstream failure: a server error or a rate limit.
@@ -424,6 +487,9 @@ type answer struct {
 	stream bool
 	raw    []byte       // a body (not a stream)
 	chunks []tape.Chunk // a stream's events
+	// cut, when set, stands for a body or stream over the recording limit: neither raw nor
+	// chunks are recorded.
+	cut *tape.Truncation
 	// firstByte and lastByte are when the first and the last byte arrived.
 	firstByte, lastByte time.Time
 	// complete says the whole answer arrived: a stream's final event, a body to its end.

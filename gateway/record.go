@@ -23,8 +23,9 @@ import (
 
 // recording is one model call being recorded.
 type recording struct {
-	p  tape.Provider
-	at time.Time // when the request arrived
+	p    tape.Provider
+	at   time.Time // when the request arrived
+	body *requestBody
 	// ready is closed when begin has prepared step and attributed the call; until then only
 	// begin touches step and th.
 	ready chan struct{}
@@ -42,17 +43,27 @@ func (g *Gateway) ms(at time.Time) float64 { return tape.RoundMS(at.Sub(g.start)
 // begin prepares a model call's step from its request, attributes it to a thread and
 // records the tool results it carries for the thread's previous step. It runs while the
 // request travels upstream.
-func (g *Gateway) begin(rec *recording, r *http.Request, body []byte) {
+func (g *Gateway) begin(rec *recording, r *http.Request) {
 	defer close(rec.ready)
 	rec.index = -1
-	decoded, err := decodeBody(body, r.Header.Get("Content-Encoding"))
-	if err != nil {
-		g.logf("%s %s: %v; recording the body as received", r.Method, r.URL.Path, err)
-		decoded = body
-	}
 	// The upstream gets the query as sent; the tape, its credentials redacted.
 	step := &tape.Step{Request: tape.Request{Path: tape.RedactURL(r.URL.RequestURI()), Headers: recordHeaders(r.Header, g.injected)}}
-	step.Request.Raw = json.RawMessage(decoded)
+	body := rec.body.data
+	decoded, err := decodeBody(body, r.Header.Get("Content-Encoding"), g.maxRecord)
+	switch {
+	case rec.body.cut:
+		step.Request.Raw = rec.body.truncation(g.maxRecord).Raw() // commit counts what was sent
+		g.logf("%s %s: a request body over the recording limit of %d bytes, forwarded whole, recorded as a truncation marker", r.Method, r.URL.Path, g.maxRecord)
+	case errors.Is(err, errOverLimit):
+		step.Request.Raw = tape.Truncation{Bytes: int64(len(body)), Limit: g.maxRecord}.Raw()
+		g.logf("%s %s: a request body over the recording limit of %d bytes once decoded, recorded as a truncation marker", r.Method, r.URL.Path, g.maxRecord)
+	case err != nil:
+		g.logf("%s %s: %v; recording the body as received", r.Method, r.URL.Path, err)
+		decoded = body
+		fallthrough
+	default:
+		step.Request.Raw = json.RawMessage(decoded)
+	}
 	if err := provider.Normalize(rec.p, step); err != nil {
 		if !json.Valid(decoded) { // only a body that did not normalize can be other than JSON
 			text := string(decoded)
@@ -114,9 +125,17 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 		return
 	}
 	s := rec.step
+	if rec.body.cut && rec.body.length < 0 {
+		// The length of a body of unknown length is what was forwarded of it by now.
+		s.Request.Raw = rec.body.truncation(g.maxRecord).Raw()
+		rec.prep = nil
+	}
 	s.Response.Status = a.status
 	s.Response.Headers = recordHeaders(a.header, nil)
 	switch {
+	case a.cut != nil:
+		s.Response.Chunks = nil
+		s.Response.Raw = a.cut.Raw()
 	case a.stream:
 		s.Response.Chunks = a.chunks
 		s.Response.Raw = json.RawMessage("null")
@@ -195,7 +214,10 @@ func (g *Gateway) amend(rec *recording, a *answer, problems []string) {
 	}
 	last := g.ms(a.lastByte)
 	err := g.w.UpdateStepAnswer(rec.th.index, rec.index, func(s *tape.Step) {
-		s.Response.Chunks = a.chunks
+		s.Response.Chunks, s.Response.Raw = a.chunks, json.RawMessage("null")
+		if a.cut != nil {
+			s.Response.Raw = a.cut.Raw()
+		}
 		s.Timing.LastByteAt = last
 		if err := normalizeResponse(rec.p, s); err != nil {
 			g.logf("thread %s: %v", rec.th.id, err)
@@ -346,34 +368,48 @@ func detectHarness(h http.Header) (name, version string) {
 	return "", ""
 }
 
-// decodeBody undoes a body's Content-Encoding (gzip, zstd) for recording.
-func decodeBody(body []byte, encoding string) ([]byte, error) {
-	switch strings.ToLower(strings.TrimSpace(encoding)) {
+// errOverLimit: a body decoded is over the recording limit.
+var errOverLimit = errors.New("over the recording limit once decoded")
+
+// decodeBody undoes a body's Content-Encoding (gzip, zstd) for recording, up to limit bytes
+// of output (errOverLimit past them; a negative limit: none).
+func decodeBody(body []byte, encoding string, limit int64) ([]byte, error) {
+	enc := strings.ToLower(strings.TrimSpace(encoding))
+	var zr io.Reader
+	switch enc {
 	case "", "identity":
 		return body, nil
 	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(body))
+		gz, err := gzip.NewReader(bytes.NewReader(body))
 		if err != nil {
 			return nil, fmt.Errorf("decode gzip body: %w", err)
 		}
-		out, err := io.ReadAll(io.LimitReader(zr, MaxRequestBody))
-		if err != nil {
-			return nil, fmt.Errorf("decode gzip body: %w", err)
-		}
-		return out, nil
+		zr = gz
 	case "zstd":
-		zr, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderMaxMemory(MaxRequestBody), zstd.WithDecoderConcurrency(1))
+		opts := []zstd.DOption{zstd.WithDecoderConcurrency(1)}
+		if limit >= 0 {
+			opts = append(opts, zstd.WithDecoderMaxMemory(uint64(limit)+1))
+		}
+		zd, err := zstd.NewReader(bytes.NewReader(body), opts...)
 		if err != nil {
 			return nil, fmt.Errorf("decode zstd body: %w", err)
 		}
-		defer zr.Close()
-		out, err := io.ReadAll(zr)
-		if err != nil {
-			return nil, fmt.Errorf("decode zstd body: %w", err)
-		}
-		return out, nil
+		defer zd.Close()
+		zr = zd
+	default:
+		return nil, fmt.Errorf("unknown content encoding %q", encoding)
 	}
-	return nil, fmt.Errorf("unknown content encoding %q", encoding)
+	if limit >= 0 {
+		zr = io.LimitReader(zr, limit+1)
+	}
+	out, err := io.ReadAll(zr)
+	switch {
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded), errors.Is(err, zstd.ErrWindowSizeExceeded), err == nil && limit >= 0 && int64(len(out)) > limit:
+		return nil, errOverLimit
+	case err != nil:
+		return nil, fmt.Errorf("decode %s body: %w", enc, err)
+	}
+	return out, nil
 }
 
 // isForm says whether a request's body is a URL-encoded form.
@@ -382,10 +418,11 @@ func isForm(h http.Header) bool {
 	return err == nil && ct == "application/x-www-form-urlencoded"
 }
 
-// rawBody stores a response body: JSON as it is, anything else as a JSON string.
+// rawBody stores a response body, which the step owns from then on: JSON as it is,
+// anything else as a JSON string.
 func rawBody(b []byte) json.RawMessage {
 	if len(bytes.TrimSpace(b)) > 0 && json.Valid(b) {
-		return json.RawMessage(bytes.Clone(b))
+		return json.RawMessage(b)
 	}
 	s, _ := json.Marshal(string(b))
 	return s

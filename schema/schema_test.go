@@ -107,6 +107,21 @@ func TestEveryFieldValidates(t *testing.T) {
 	}
 }
 
+// TestTruncatedBodiesValidate: a step whose request and answer were over the recording
+// limit (tape.Truncation markers in raw, no chunks, empty normalized fields) is valid.
+func TestTruncatedBodiesValidate(t *testing.T) {
+	tp := newTape(tape.ProviderAnthropic, "00000000000000000000000000000002")
+	marker := tape.Truncation{Bytes: 100 << 20, Limit: 32 << 20}.Raw()
+	tp.Threads = []*tape.Thread{{ID: "main", Steps: []*tape.Step{
+		{Request: tape.Request{Path: "/v1/messages", Raw: marker}, Response: tape.Response{Status: 200, Raw: marker}},
+		{Request: tape.Request{Path: "/v1/messages", Stream: true, Raw: json.RawMessage(`{"model":"m","stream":true}`)},
+			Response: tape.Response{Status: 200, Headers: tape.Headers{"content-type": "text/event-stream"}, Raw: marker}},
+	}}}
+	data := mustMarshal(tp)
+	require.NoError(t, Validate(data))
+	assert.Contains(t, string(data), `"raw":{"tapebox_truncated":{"bytes":104857600,"limit":33554432}}`)
+}
+
 // TestSchemaMatchesGoTypes walks the Go types from tape.Tape and the schema side by side:
 // every JSON field of a struct is a property of the matching schema object, required
 // exactly when it has no omitempty, and the schema has no property the type lacks.

@@ -23,7 +23,8 @@
 //
 // Normalized fields (system, messages, tools, params, content, stop_reason, usage,
 // tool_calls, tool_results) are always derived from the raw bodies by package
-// tape/provider, so a tape can be re-normalized from raw.
+// tape/provider, so a tape can be re-normalized from raw. A body a recorder did not keep,
+// being over its limit, is a Truncation marker in raw, with empty normalized fields.
 //
 // Marshal gives the canonical encoding (the same tape gives the same bytes; Load then
 // Marshal reproduces a canonical file). Save writes atomically. Writer persists a tape that

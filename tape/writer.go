@@ -43,8 +43,9 @@ type Writer struct {
 	threads []*threadPieces
 
 	slots   [2]*slot
-	next    int    // slot to write on the next Sync
-	buf     []byte // what a Sync writes, reused across Syncs
+	next    int      // slot to write on the next Sync
+	buf     []byte   // what a Sync writes, reused across Syncs
+	pieces  [][]byte // what a Sync writes, piece by piece, reused across Syncs
 	noLinks bool
 	noFsync bool
 	noAlloc bool // the file system does not preallocate
@@ -267,18 +268,19 @@ func (w *Writer) encodeStep(ti, si int) (stepPieces, error) {
 func (w *Writer) encodeStepAnswer(ti, si int, ps stepPieces) (stepPieces, error) {
 	s := w.t.Threads[ti].Steps[si]
 	s.normalize()
-	var b bytes.Buffer
-	b.WriteString(`,"response":`)
 	resp, err := marshalResponse(&s.Response)
-	b.Write(resp)
+	var calls bytes.Buffer
 	if err == nil {
-		b.WriteString(`,"tool_calls":`)
-		err = encodeInto(&b, s.ToolCalls)
+		err = encodeInto(&calls, s.ToolCalls)
 	}
 	if err != nil {
 		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}
-	ps.answer = w.newPiece(b.Bytes())
+	// One allocation of the piece's size: an answer may be tens of megabytes.
+	const open, mid = `,"response":`, `,"tool_calls":`
+	b := make([]byte, 0, len(open)+len(resp)+len(mid)+calls.Len())
+	b = append(append(append(append(b, open...), resp...), mid...), calls.Bytes()...)
+	ps.answer = w.newPiece(b)
 	return w.encodeStepEnd(ti, si, ps)
 }
 
@@ -506,11 +508,11 @@ func (w *Writer) Sync() error {
 	return nil
 }
 
-// appendFrom appends to buf the data of the pieces from layout position from on, and to
+// appendFrom appends to pieces the data of the pieces from layout position from on, and to
 // ends their end offsets counted from off.
-func (w *Writer) appendFrom(buf []byte, ends []int64, from int, off int64) ([]byte, []int64) {
+func (w *Writer) appendFrom(pieces [][]byte, ends []int64, from int, off int64) ([][]byte, []int64) {
 	add := func(p piece) {
-		buf = append(buf, p.data...)
+		pieces = append(pieces, p.data)
 		off += int64(len(p.data))
 		ends = append(ends, off)
 	}
@@ -555,7 +557,42 @@ func (w *Writer) appendFrom(buf []byte, ends []int64, from int, off int64) ([]by
 	if from <= pos {
 		add(tapeTail)
 	}
-	return buf, ends
+	return pieces, ends
+}
+
+// directWrite is the size from which a piece is written to a slot as it is rather than
+// gathered with its neighbours into one write: copying a large answer costs more memory
+// than the write it saves.
+const directWrite = 1 << 20
+
+// writePieces writes pieces one after the other into f from off on: small ones gathered
+// in buf (which it returns, for reuse), large ones as they are.
+func writePieces(f *os.File, buf []byte, pieces [][]byte, off int64) ([]byte, error) {
+	buf = buf[:0]
+	at := off // where buf goes
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		_, err := f.WriteAt(buf, at)
+		at += int64(len(buf))
+		buf = buf[:0]
+		return err
+	}
+	for _, p := range pieces {
+		if len(p) < directWrite {
+			buf = append(buf, p...)
+			continue
+		}
+		if err := flush(); err != nil {
+			return buf, err
+		}
+		if _, err := f.WriteAt(p, at); err != nil {
+			return buf, err
+		}
+		at += int64(len(p))
+	}
+	return buf, flush()
 }
 
 // clean is a slot's from when nothing changed since the slot was written.
@@ -572,18 +609,23 @@ func (w *Writer) sync() error {
 	if from > 0 {
 		off = s.ends[from-1]
 	}
-	buf, ends := w.appendFrom(w.buf[:0], s.ends[:from], from, off)
-	w.buf = buf
-	if cap(buf) > 64<<20 {
-		w.buf = nil // a huge step: do not hold its copy
-	}
+	pieces, ends := w.appendFrom(w.pieces[:0], s.ends[:from], from, off)
 	// Until the write succeeds the slot's content is unknown: rewrite it whole next time.
 	s.ends, s.from = ends[:0], 0
-	end := off + int64(len(buf))
+	end := off
+	if len(ends) > 0 {
+		end = ends[len(ends)-1]
+	}
 	if end > s.alloc {
 		w.grow(s, end) // usually done ahead, by PrepareSync
 	}
-	if _, err := s.f.WriteAt(buf, off); err != nil {
+	buf, err := writePieces(s.f, w.buf, pieces, off)
+	clear(pieces) // the pieces may be replaced: do not hold them
+	w.buf, w.pieces = buf, pieces[:0]
+	if cap(buf) > 64<<20 {
+		w.buf = nil // a huge step: do not hold its copy
+	}
+	if err != nil {
 		return err
 	}
 	if end < s.size { // only a shrinking tape (a meta rewrite) leaves bytes to cut

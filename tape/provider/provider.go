@@ -54,14 +54,15 @@ func Model(raw []byte) string {
 // s.Response.Raw and s.Response.Chunks. It does not touch tool_results, timing, headers,
 // status or path. The request and the response are normalized independently: when one of
 // them does not fit the format, its normalized fields are left empty, the other's are
-// filled, and the error says which failed.
+// filled, and the error says which failed. A body recorded as a truncation marker
+// (tape.Truncation) gives empty fields and no error.
 func Normalize(p tape.Provider, s *tape.Step) error {
 	f, err := formatOf(p)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	req, err := f.request(s.Request.Raw)
+	req, err := requestOf(f, s.Request.Raw)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("normalize %s request: %w", p, err))
 		req = request{}
@@ -93,7 +94,7 @@ func ToolResults(p tape.Provider, nextRequestRaw []byte, calls []tape.ToolCall) 
 	if err != nil {
 		return nil, err
 	}
-	req, err := f.request(nextRequestRaw)
+	req, err := requestOf(f, nextRequestRaw)
 	if err != nil {
 		return nil, fmt.Errorf("tool results from %s request: %w", p, err)
 	}
@@ -145,9 +146,22 @@ func formatOf(p tape.Provider) (format, error) {
 	return nil, fmt.Errorf("unknown provider %q", p)
 }
 
+// requestOf normalizes a recorded request body. A truncation marker (tape.Truncation)
+// gives an empty request: the body was not recorded.
+func requestOf(f format, raw []byte) (request, error) {
+	if _, cut := tape.TruncationOf(raw); cut {
+		return request{}, nil
+	}
+	return f.request(raw)
+}
+
 // responseOf normalizes a recorded response: its stream when it has chunks, else its body.
-// A missing body and a body that was not JSON (stored as a JSON string) give an empty reply.
+// A missing body, a body that was not JSON (stored as a JSON string) and a truncation
+// marker (tape.Truncation) give an empty reply.
 func responseOf(f format, r *tape.Response) (reply, error) {
+	if _, cut := tape.TruncationOf(r.Raw); cut {
+		return reply{}, nil
+	}
 	if len(r.Chunks) > 0 {
 		return f.stream(splitChunks(r.Chunks))
 	}

@@ -658,3 +658,21 @@ func TestNonJSONResponses(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedBodies: a body recorded as a truncation marker says nothing: empty fields,
+// no error, and no params taken from the marker.
+func TestTruncatedBodies(t *testing.T) {
+	marker := tape.Truncation{Bytes: 100 << 20, Limit: 32 << 20}.Raw()
+	for _, p := range []tape.Provider{anth, chat, resp} {
+		s := &tape.Step{Request: tape.Request{Raw: marker}, Response: tape.Response{Raw: marker}}
+		require.NoError(t, provider.Normalize(p, s), p)
+		assert.Empty(t, s.Request.Messages, p)
+		assert.Empty(t, s.Request.Params, p)
+		assert.Empty(t, s.Response.Content, p)
+		assert.Empty(t, s.Response.StopReason, p)
+		assert.Empty(t, s.ToolCalls, p)
+		results, err := provider.ToolResults(p, marker, []tape.ToolCall{{ID: "call_1", Name: "Bash"}})
+		require.NoError(t, err, p)
+		assert.Empty(t, results, p)
+	}
+}

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// sizedUpstream answers an Anthropic call with an answer of the size X-Answer asks for
+// ("json SIZE", "sse SIZE"; anything else: a short one), written in 32 KiB pieces and
+// flushed, without a length, and remembers the SHA-256 of the last answer.
+type sizedUpstream struct {
+	mu   sync.Mutex
+	sent string
+}
+
+func (u *sizedUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	kind, sizeText, _ := strings.Cut(r.Header.Get("X-Answer"), " ")
+	size, _ := strconv.Atoi(sizeText)
+	var pieces []string
+	filler := "All work and no play makes a long answer. "
+	switch kind {
+	case "json":
+		w.Header().Set("Content-Type", "application/json")
+		pieces = []string{`{"id":"msg_big","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"`, filler, `"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}}`}
+	case "sse":
+		w.Header().Set("Content-Type", "text/event-stream")
+		pieces = []string{"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_big\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + filler + "\"}}\n\n",
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"}
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		pieces = []string{`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`, "", ""}
+	}
+	h := sha256.New()
+	out := io.MultiWriter(w, h)
+	rc := http.NewResponseController(w)
+	io.WriteString(out, pieces[0])
+	var buf strings.Builder
+	for written := 0; written < size; {
+		for buf.Len() < 32<<10 {
+			buf.WriteString(pieces[1])
+		}
+		io.WriteString(out, buf.String())
+		rc.Flush()
+		written += buf.Len()
+		buf.Reset()
+	}
+	io.WriteString(out, pieces[2])
+	u.mu.Lock()
+	u.sent = hex.EncodeToString(h.Sum(nil))
+	u.mu.Unlock()
+}
+
+// callSized makes one call through the gateway at base, asking for answer, reads every
+// byte, and checks it got what the upstream sent.
+func callSized(t *testing.T, base string, up *sizedUpstream, answer string) int64 {
+	t.Helper()
+	stream := strings.HasPrefix(answer, "sse")
+	body := fmt.Sprintf(`{"model":"m","max_tokens":64,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/messages", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Answer", answer)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	up.mu.Lock()
+	sent := up.sent
+	up.mu.Unlock()
+	require.Equal(t, sent, hex.EncodeToString(h.Sum(nil)), "the client got every byte of %s", answer)
+	return n
+}
+
+// procKB reads a field of /proc/PID/status in KiB.
+func procKB(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			require.NoError(t, err)
+			return kb
+		}
+	}
+	t.Fatalf("/proc/%d/status has no %s", pid, field)
+	return 0
+}
+
+// TestGatewayLargeAnswersMemory sends a 100 MB JSON answer and a 100 MB stream through a
+// `tapebox gateway` process and measures how far its resident set grows over idle (VmHWM,
+// reset before the calls). The bound is loose: the target is 64 MB, BenchmarkMemory/gateway
+// reports the figure, and the gateway of main grew by over 1.2 GB. The tape is valid and
+// records both answers as truncation markers.
+func TestGatewayLargeAnswersMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 200 MB through a gateway process")
+	}
+	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
+		t.Skipf("no /proc to measure memory with: %v", err)
+	}
+	bin := buildTapebox(t)
+	up := &sizedUpstream{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "run.json")
+	p := startGatewayProc(t, bin, out, srv.URL, "--quiet")
+	base := "http://" + p.url
+	pid := p.cmd.Process.Pid
+
+	callSized(t, base, up, "small")
+	idle := procKB(t, pid, "VmRSS")
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		t.Skipf("cannot reset the gateway's peak RSS: %v", err)
+	}
+	sizes := map[string]int64{}
+	for _, answer := range []string{"json 104857600", "sse 104857600"} {
+		sizes[answer] = callSized(t, base, up, answer)
+	}
+	growth := procKB(t, pid, "VmHWM") - idle
+	t.Logf("tapebox gateway: idle %d MB, grew by %d MB for a 100 MB JSON answer and a 100 MB stream (target: 64 MB)", idle>>10, growth>>10)
+	assert.Less(t, growth, int64(256<<10), "the gateway grew by %d MB", growth>>10)
+
+	resp, err := http.Post(base+"/tapebox/end", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.NoError(t, p.wait(t), "%s", p.stderr)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.NoError(t, schema.Validate(data))
+	tp, err := tape.Unmarshal(data)
+	require.NoError(t, err)
+	var steps []*tape.Step
+	for ref := range tp.Steps() {
+		steps = append(steps, ref.Step)
+	}
+	require.Len(t, steps, 3)
+	for i, answer := range []string{"json 104857600", "sse 104857600"} {
+		cut, ok := tape.TruncationOf(steps[i+1].Response.Raw)
+		require.True(t, ok, "step %d: %.200s", i+1, steps[i+1].Response.Raw)
+		assert.Equal(t, tape.Truncation{Bytes: sizes[answer], Limit: 32 << 20}, cut)
+	}
+}
+
+// TestMaxRecordBodyFlag: --max-record-body sets the limit; 0 lifts it; a bad size is a
+// usage error.
+func TestMaxRecordBodyFlag(t *testing.T) {
+	bin := buildTapebox(t)
+	up := &sizedUpstream{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	for _, c := range []struct {
+		flag string
+		cut  *tape.Truncation
+	}{
+		{"1m", &tape.Truncation{Limit: 1 << 20}},
+		{"0", nil},
+	} {
+		t.Run(c.flag, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run.json")
+			p := startGatewayProc(t, bin, out, srv.URL, "--max-record-body", c.flag)
+			n := callSized(t, "http://"+p.url, up, "sse 2097152")
+			resp, err := http.Post("http://"+p.url+"/tapebox/end", "", nil)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.NoError(t, p.wait(t), "%s", p.stderr)
+			tp, err := tape.LoadFile(out)
+			require.NoError(t, err)
+			s := tp.Threads[0].Steps[0]
+			cut, ok := tape.TruncationOf(s.Response.Raw)
+			if c.cut == nil {
+				require.False(t, ok)
+				assert.Greater(t, len(s.Response.Chunks), 1000)
+				return
+			}
+			require.True(t, ok, "%.200s", s.Response.Raw)
+			c.cut.Bytes = n
+			assert.Equal(t, *c.cut, cut)
+			assert.Contains(t, p.stderr.String(), "over the recording limit of 1048576")
+		})
+	}
+	code, _, stderr := runVerbForTest(t, "gateway", "--output", filepath.Join(t.TempDir(), "run.json"), "--max-record-body", "lots")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, stderr, `--max-record-body: bad size "lots"`)
+}

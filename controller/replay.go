@@ -132,7 +132,7 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 		p.finish(tape.EndError, err.Error())
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	s, err := startSession(ctx, sb, p.hello, opts.Logf)
+	s, err := startSessionRetrying(ctx, sb, p.hello, opts.Logf)
 	if err != nil {
 		p.finish(tape.EndError, err.Error())
 		return nil, fmt.Errorf("replay: %w", err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/tape"
@@ -21,6 +22,25 @@ type Sandbox interface {
 	// StartExecutor starts "tapebox-exec serve" in the sandbox. Reading the returned stream
 	// reads the executor's stdout, writing writes its stdin, Close ends the session.
 	StartExecutor(ctx context.Context) (io.ReadWriteCloser, error)
+}
+
+// errNoHello: the executor's session ended before it answered hello (the process died or
+// could not start: a busy machine sometimes fails a sandbox's process start).
+var errNoHello = errors.New("no hello reply")
+
+// startSessionRetrying is startSession, tried up to three times when the executor dies
+// before answering hello; any other error is returned at once.
+func startSessionRetrying(ctx context.Context, sb Sandbox, h protocol.Hello, logf func(string, ...any)) (*session, error) {
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		var s *session
+		if s, err = startSession(ctx, sb, h, logf); err == nil || !errors.Is(err, errNoHello) || ctx.Err() != nil {
+			return s, err
+		}
+		logf("executor session %d of 3 did not start: %v; trying again", attempt, err)
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+	}
+	return nil, err
 }
 
 // errSessionDied is returned for calls whose session ended before they were answered.
@@ -84,7 +104,7 @@ func startSession(ctx context.Context, sb Sandbox, h protocol.Hello, logf func(s
 					logf("executor sent a bad line: %v", err)
 					continue
 				}
-				helloc <- fmt.Errorf("executor closed the session before answering hello: %w", err)
+				helloc <- fmt.Errorf("executor closed the session before answering hello: %w (%w)", err, errNoHello)
 				return
 			}
 			switch env.Op {

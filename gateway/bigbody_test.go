@@ -179,7 +179,7 @@ func TestLargeBodies(t *testing.T) {
 			defer upSrv.Close()
 			dir := t.TempDir()
 			out := filepath.Join(dir, "run.json")
-			g, err := gateway.New(gateway.Config{Output: out, Upstream: upSrv.URL, Logf: t.Logf})
+			g, err := gateway.New(gateway.Config{Output: out, Upstream: upSrv.URL, Logf: t.Logf, MaxRecordBody: limit})
 			require.NoError(t, err)
 			gw := httptest.NewServer(g)
 			defer gw.Close()

@@ -298,18 +298,18 @@ func (w *Writer) encodeStep(ti, si int) (stepPieces, error) {
 func (w *Writer) encodeStepAnswer(ti, si int, ps stepPieces) (stepPieces, error) {
 	s := w.t.Threads[ti].Steps[si]
 	s.normalize()
-	resp, err := marshalResponse(&s.Response)
+	// The piece is built in one allocation of its size: an answer may be tens of megabytes.
+	const mid = `,"tool_calls":`
 	var calls bytes.Buffer
+	err := encodeInto(&calls, s.ToolCalls)
+	var b []byte
 	if err == nil {
-		err = encodeInto(&calls, s.ToolCalls)
+		b, err = appendResponse(`,"response":`, &s.Response, len(mid)+calls.Len())
 	}
 	if err != nil {
 		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}
-	// One allocation of the piece's size: an answer may be tens of megabytes.
-	const open, mid = `,"response":`, `,"tool_calls":`
-	b := make([]byte, 0, len(open)+len(resp)+len(mid)+calls.Len())
-	b = append(append(append(append(b, open...), resp...), mid...), calls.Bytes()...)
+	b = append(append(b, mid...), calls.Bytes()...)
 	ps.answer = w.newPiece(b)
 	return w.encodeStepEnd(ti, si, ps)
 }

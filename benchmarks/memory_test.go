@@ -108,6 +108,13 @@ func (u *bigUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		write("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
 		write("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":34}}\n\n")
 		write("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	case "sse1":
+		w.Header().Set("Content-Type", "text/event-stream")
+		write("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"")
+		for written < size {
+			write(filler)
+		}
+		write("\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		write(`{"id":"msg_small","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}`)
@@ -287,6 +294,7 @@ func BenchmarkMemory(b *testing.B) {
 //	answer=sse-100MB       a 100 MB event stream of small text deltas
 //	request=json-100MB     a 100 MB request body, sent without a length, and a small answer
 //	answer=json-24MB       a 24 MB JSON answer: under the default --max-record-body, recorded
+//	answer=sse-one-event-100MB  a stream whose one event is 100 MB
 //	session=60-turns       one conversation of 60 calls, each adding 40 KB to the history (the
 //	                       last request is 2.4 MB, the tape 150 MB): what a recording keeps
 //
@@ -304,6 +312,7 @@ func benchGatewayMemory(b *testing.B) {
 		{name: "answer=sse-100MB", answer: fmt.Sprintf("sse %d", bigBody), requestStream: true},
 		{name: "request=json-100MB", answer: "small", requestSize: bigBody},
 		{name: "answer=json-24MB", answer: fmt.Sprintf("json %d", 24<<20)},
+		{name: "answer=sse-one-event-100MB", answer: fmt.Sprintf("sse1 %d", bigBody), requestStream: true},
 		{name: "session=60-turns", answer: "small", turns: 60},
 	}
 	for _, c := range cases {

@@ -292,8 +292,9 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 					committed = evs.events
 					forward(buf[hold:n])
 				case evs.over && pending > spillAt:
+					g.logf("%s: an event of over %d bytes in a stream over the recording limit: the stream is recorded when it ends", r.URL.Path, spillAt)
 					unsplit = true
-					split.Flush()
+					split = provider.EventSplitter{} // its partial event is not recorded
 					if committed < 0 {
 						forward(buf[:n-1])
 						held = append(held[:0], buf[n-1])

@@ -18,8 +18,8 @@ import (
 )
 
 // proxy forwards r upstream and copies the answer back. When rec is set, the exchange is
-// recorded as a step: a stream is forwarded event by event as it arrives, a body once it is
-// complete, and either is recorded before the client gets its last byte. Every path with a
+// recorded as a step: a stream is forwarded event by event as it arrives, a body read by
+// read, and either is recorded before the client gets its last byte. Every path with a
 // rec ends in g.commit. When the upstream breaks off an answer the client is still reading,
 // the client's connection is aborted too, as a broken upstream connection would look.
 func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, body *requestBody, rec *recording) {

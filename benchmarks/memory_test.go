@@ -108,6 +108,13 @@ func (u *bigUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		write("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
 		write("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":34}}\n\n")
 		write("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	case "sse1":
+		w.Header().Set("Content-Type", "text/event-stream")
+		write("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"")
+		for written < size {
+			write(filler)
+		}
+		write("\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		write(`{"id":"msg_small","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}`)
@@ -240,6 +247,20 @@ func bigRequest(size int, stream bool) *hashingReader {
 	return &hashingReader{r: body, h: sha256.New()}
 }
 
+// conversationRequest is the request of turn n of one conversation: a short prompt, then n
+// turns of a short answer and a user message of turnSize bytes (a tool result, a file), as
+// an agent's requests carry their whole history.
+func conversationRequest(n, turnSize int) *hashingReader {
+	var b strings.Builder
+	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":64,"stream":false,"messages":[{"role":"user","content":"Start."}`)
+	text := strings.Repeat("drwxr-xr-x 2 user user 4096 Jan  1 00:00 some-directory\\n", turnSize/58)
+	for range n {
+		b.WriteString(`,{"role":"assistant","content":"ok"},{"role":"user","content":"` + text + `"}`)
+	}
+	b.WriteString("]}")
+	return &hashingReader{r: strings.NewReader(b.String()), h: sha256.New()}
+}
+
 // repeatReader repeats s forever.
 func repeatReader(s string) io.Reader {
 	return readerFunc(func(p []byte) (int, error) {
@@ -273,7 +294,9 @@ func BenchmarkMemory(b *testing.B) {
 //	answer=sse-100MB       a 100 MB event stream of small text deltas
 //	request=json-100MB     a 100 MB request body, sent without a length, and a small answer
 //	answer=json-24MB       a 24 MB JSON answer: under the default --max-record-body, recorded
-//	session=40x2MB-requests  40 calls with 2 MB requests: what a recording keeps as it goes
+//	answer=sse-one-event-100MB  a stream whose one event is 100 MB
+//	session=60-turns       one conversation of 60 calls, each adding 40 KB to the history (the
+//	                       last request is 2.4 MB, the tape 150 MB): what a recording keeps
 //
 // Metrics: growth-MB (peak minus idle; target: <= 64 MB for 100 MB), idle-MB, peak-MB, and
 // tape-MB (the tape's size at the end).
@@ -283,13 +306,14 @@ func benchGatewayMemory(b *testing.B) {
 		answer        string
 		requestSize   int
 		requestStream bool
-		calls         int // how many such calls (1 when 0)
+		turns         int // a conversation of this many calls (conversationRequest) instead
 	}{
 		{name: "answer=json-100MB", answer: fmt.Sprintf("json %d", bigBody)},
 		{name: "answer=sse-100MB", answer: fmt.Sprintf("sse %d", bigBody), requestStream: true},
 		{name: "request=json-100MB", answer: "small", requestSize: bigBody},
 		{name: "answer=json-24MB", answer: fmt.Sprintf("json %d", 24<<20)},
-		{name: "session=40x2MB-requests", answer: "small", requestSize: 2 << 20, calls: 40},
+		{name: "answer=sse-one-event-100MB", answer: fmt.Sprintf("sse1 %d", bigBody), requestStream: true},
+		{name: "session=60-turns", answer: "small", turns: 60},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -335,8 +359,11 @@ func benchGatewayMemory(b *testing.B) {
 				rss := procStatusKB(b, pid, "VmRSS")
 				resetPeak(b, pid)
 				b.StartTimer()
-				for range max(c.calls, 1) {
+				if c.turns == 0 {
 					call(c.answer, bigRequest(max(c.requestSize, 1<<10), c.requestStream))
+				}
+				for n := range c.turns {
+					call(c.answer, conversationRequest(n, 40<<10))
 				}
 				b.StopTimer()
 				hwm := procStatusKB(b, pid, "VmHWM")

@@ -50,7 +50,7 @@ func (u *bigUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if kind == "sse" {
+	if strings.HasPrefix(kind, "sse") {
 		w.Header().Set("Content-Type", "text/event-stream")
 	}
 	h = sha256.New()
@@ -96,6 +96,11 @@ func bigAnswer(kind string, size int) io.Reader {
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":34}}\n\n" +
 			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 		return io.MultiReader(strings.NewReader(head), repeated(delta, size/len(delta)), strings.NewReader(tail))
+	case "sse-one-event": // one text delta of about size bytes
+		head := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_big\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""
+		tail := "\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+		return io.MultiReader(strings.NewReader(head), repeated(bigFiller, size/len(bigFiller)), strings.NewReader(tail))
 	}
 	return strings.NewReader(`{"id":"msg_small","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}`)
 }
@@ -166,6 +171,9 @@ func TestLargeBodies(t *testing.T) {
 		{name: "JSON answer over the limit", answer: fmt.Sprintf("json %d", big), want: want{answerCut: true}},
 		{name: "JSON answer over the limit, with a length", answer: fmt.Sprintf("json %d", big), length: true, want: want{answerCut: true}},
 		{name: "stream over the limit", answer: fmt.Sprintf("sse %d", big), want: want{answerCut: true}},
+		// The event outgrows the limit and the spill threshold: the stream is no longer
+		// split, and is recorded when it ends.
+		{name: "stream of one event over the limit", answer: fmt.Sprintf("sse-one-event %d", big), want: want{answerCut: true}},
 		{name: "request over the limit", answer: "small", request: big, want: want{requestCut: true, text: 2}},
 		{name: "request over the limit, with a length", answer: "small", request: big, sized: true, want: want{requestCut: true, text: 2}},
 		{name: "JSON answer spilled, under the limit", answer: fmt.Sprintf("json %d", under), want: want{text: under / len(bigFiller) * len(bigFiller)}},
@@ -179,7 +187,7 @@ func TestLargeBodies(t *testing.T) {
 			defer upSrv.Close()
 			dir := t.TempDir()
 			out := filepath.Join(dir, "run.json")
-			g, err := gateway.New(gateway.Config{Output: out, Upstream: upSrv.URL, Logf: t.Logf})
+			g, err := gateway.New(gateway.Config{Output: out, Upstream: upSrv.URL, Logf: t.Logf, MaxRecordBody: limit})
 			require.NoError(t, err)
 			gw := httptest.NewServer(g)
 			defer gw.Close()

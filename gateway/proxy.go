@@ -18,8 +18,8 @@ import (
 )
 
 // proxy forwards r upstream and copies the answer back. When rec is set, the exchange is
-// recorded as a step: a stream is forwarded event by event as it arrives, a body once it is
-// complete, and either is recorded before the client gets its last byte. Every path with a
+// recorded as a step: a stream is forwarded event by event as it arrives, a body read by
+// read, and either is recorded before the client gets its last byte. Every path with a
 // rec ends in g.commit. When the upstream breaks off an answer the client is still reading,
 // the client's connection is aborted too, as a broken upstream connection would look.
 func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, body *requestBody, rec *recording) {
@@ -292,8 +292,9 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 					committed = evs.events
 					forward(buf[hold:n])
 				case evs.over && pending > spillAt:
+					g.logf("%s: an event of over %d bytes in a stream over the recording limit: the stream is recorded when it ends", r.URL.Path, spillAt)
 					unsplit = true
-					split.Flush()
+					split = provider.EventSplitter{} // its partial event is not recorded
 					if committed < 0 {
 						forward(buf[:n-1])
 						held = append(held[:0], buf[n-1])

@@ -182,6 +182,11 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 		return
 	}
 	rec.index = si
+	// The step is encoded: its bodies and conversation need not stay in memory (th.last
+	// keeps its tool calls and status; amend sets the whole answer again).
+	if err := g.w.Release(th.index, si); err != nil {
+		g.logf("thread %s: %v", th.id, err)
+	}
 	th.last, th.lastIndex = s, si
 	th.lastOK = a.complete && a.status > 0 && a.status < 400
 	if th.lastOK {

@@ -235,8 +235,10 @@ const minSplice = 512
 // holds marker (`"raw":0` and what follows it): at its end when atEnd, else last (the
 // fields after raw must not be able to hold it), then puts the compact form of raw in the
 // placeholder's place. It reports false when raw is not valid JSON or the marker is not found: the
-// caller then encodes v with raw itself and lets encoding/json decide.
-func spliceRaw(v any, raw []byte, marker string, atEnd bool) ([]byte, bool, error) {
+// caller then encodes v with raw itself and lets encoding/json decide. The result starts
+// with prefix and has room for extra more bytes, so that a caller building a larger piece
+// around a large body copies it no more.
+func spliceRaw(v any, raw []byte, marker string, atEnd bool, prefix string, extra int) ([]byte, bool, error) {
 	head, err := marshalPiece(v)
 	if err != nil {
 		return nil, false, err
@@ -246,8 +248,8 @@ func spliceRaw(v any, raw []byte, marker string, atEnd bool) ([]byte, bool, erro
 		return nil, false, nil
 	}
 	at += len(`"raw":`)
-	out := make([]byte, 0, len(head)+len(raw))
-	out = append(out, head[:at]...)
+	out := make([]byte, 0, len(prefix)+len(head)+len(raw)+extra)
+	out = append(append(out, prefix...), head[:at]...)
 	mid := len(out)
 	out, ok := compactJSON(out, raw)
 	if !ok {
@@ -269,7 +271,7 @@ func marshalRequest(r *Request) ([]byte, error) {
 	if len(r.Raw) >= minSplice {
 		tmp := *r
 		tmp.Raw = rawPlaceholder
-		if out, ok, err := spliceRaw(&tmp, r.Raw, `"raw":0}`, true); err != nil || ok {
+		if out, ok, err := spliceRaw(&tmp, r.Raw, `"raw":0}`, true, "", 0); err != nil || ok {
 			return out, err
 		}
 	}
@@ -278,12 +280,23 @@ func marshalRequest(r *Request) ([]byte, error) {
 
 // marshalResponse is the canonical encoding of r.
 func marshalResponse(r *Response) ([]byte, error) {
+	return appendResponse("", r, 0)
+}
+
+// appendResponse is prefix followed by the canonical encoding of r, with room for extra
+// more bytes.
+func appendResponse(prefix string, r *Response, extra int) ([]byte, error) {
 	if len(r.Raw) >= minSplice {
 		tmp := *r
 		tmp.Raw = rawPlaceholder
-		if out, ok, err := spliceRaw(&tmp, r.Raw, `"raw":0,"chunks":`, false); err != nil || ok {
+		if out, ok, err := spliceRaw(&tmp, r.Raw, `"raw":0,"chunks":`, false, prefix, extra); err != nil || ok {
 			return out, err
 		}
 	}
-	return marshalPiece(r)
+	b, err := marshalPiece(r)
+	if err != nil || prefix == "" && extra == 0 {
+		return b, err
+	}
+	out := make([]byte, 0, len(prefix)+len(b)+extra)
+	return append(append(out, prefix...), b...), nil
 }

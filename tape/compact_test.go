@@ -17,12 +17,12 @@ func TestMarshalRawSplice(t *testing.T) {
 	s.normalize()
 	tmp := s.Request
 	tmp.Raw = rawPlaceholder
-	if _, ok, err := spliceRaw(&tmp, raw, `"raw":0}`, true); !ok || err != nil {
+	if _, ok, err := spliceRaw(&tmp, raw, `"raw":0}`, true, "", 0); !ok || err != nil {
 		t.Fatalf("the request does not take the splicing path (%v)", err)
 	}
 	rtmp := s.Response
 	rtmp.Raw = rawPlaceholder
-	if _, ok, err := spliceRaw(&rtmp, raw, `"raw":0,"chunks":`, false); !ok || err != nil {
+	if _, ok, err := spliceRaw(&rtmp, raw, `"raw":0,"chunks":`, false, "", 0); !ok || err != nil {
 		t.Fatalf("the response does not take the splicing path (%v)", err)
 	}
 	for name, pair := range map[string][2]func() ([]byte, error){

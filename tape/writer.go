@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,9 +44,9 @@ type Writer struct {
 	threads []*threadPieces
 
 	slots   [2]*slot
-	next    int      // slot to write on the next Sync
-	buf     []byte   // what a Sync writes, reused across Syncs
-	pieces  [][]byte // what a Sync writes, piece by piece, reused across Syncs
+	next    int     // slot to write on the next Sync
+	buf     []byte  // what a Sync writes, reused across Syncs
+	pieces  []piece // what a Sync writes, piece by piece, reused across Syncs
 	noLinks bool
 	noFsync bool
 	noAlloc bool // the file system does not preallocate
@@ -57,6 +58,30 @@ type Writer struct {
 // changes.
 type piece struct {
 	data []byte
+	// big is set instead of data for a piece of dropSize bytes or more.
+	big *bigPiece
+}
+
+// dropSize is the size from which a piece leaves memory once it is on disk (bigPiece); a
+// variable for tests.
+var dropSize = 64 << 10
+
+// bigPiece is a large piece: a request, an answer. Once a slot holding it is published,
+// its data is dropped; a Sync that writes it again copies it from the slot published last,
+// where it stands at at[that slot], file to file. The slot published last holds every
+// piece (it was brought up to date before it was published) and is not written until the
+// other one is published, so the copy is always there to take.
+type bigPiece struct {
+	data []byte // nil once dropped
+	size int64
+	at   [2]int64 // where it starts in each slot; -1 until written there
+}
+
+func (p piece) size() int64 {
+	if p.big != nil {
+		return p.big.size
+	}
+	return int64(len(p.data))
 }
 
 type threadPieces struct {
@@ -73,6 +98,8 @@ type stepPieces struct {
 	request piece
 	answer  piece
 	end     piece
+	// released says the step's bodies and conversation left memory (Release).
+	released bool
 }
 
 type slot struct {
@@ -214,6 +241,9 @@ func (w *Writer) stepPos(ti, si, k int) int {
 }
 
 func (w *Writer) newPiece(data []byte) piece {
+	if len(data) >= dropSize {
+		return piece{big: &bigPiece{data: data, size: int64(len(data)), at: [2]int64{-1, -1}}}
+	}
 	return piece{data: data}
 }
 
@@ -268,18 +298,18 @@ func (w *Writer) encodeStep(ti, si int) (stepPieces, error) {
 func (w *Writer) encodeStepAnswer(ti, si int, ps stepPieces) (stepPieces, error) {
 	s := w.t.Threads[ti].Steps[si]
 	s.normalize()
-	resp, err := marshalResponse(&s.Response)
+	// The piece is built in one allocation of its size: an answer may be tens of megabytes.
+	const mid = `,"tool_calls":`
 	var calls bytes.Buffer
+	err := encodeInto(&calls, s.ToolCalls)
+	var b []byte
 	if err == nil {
-		err = encodeInto(&calls, s.ToolCalls)
+		b, err = appendResponse(`,"response":`, &s.Response, len(mid)+calls.Len())
 	}
 	if err != nil {
 		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}
-	// One allocation of the piece's size: an answer may be tens of megabytes.
-	const open, mid = `,"response":`, `,"tool_calls":`
-	b := make([]byte, 0, len(open)+len(resp)+len(mid)+calls.Len())
-	b = append(append(append(append(b, open...), resp...), mid...), calls.Bytes()...)
+	b = append(append(b, mid...), calls.Bytes()...)
 	ps.answer = w.newPiece(b)
 	return w.encodeStepEnd(ti, si, ps)
 }
@@ -428,6 +458,9 @@ func (w *Writer) UpdateStep(ti, si int, fn func(*Step)) error {
 	if ti < 0 || ti >= len(w.t.Threads) || si < 0 || si >= len(w.t.Threads[ti].Steps) {
 		return fmt.Errorf("update step: no step %d in thread %d", si, ti)
 	}
+	if w.threads[ti].steps[si].released {
+		return fmt.Errorf("update step %d of thread %d: it was released, and only its answer, tool results and timing can change", si, ti)
+	}
 	fn(w.t.Threads[ti].Steps[si])
 	ps, err := w.encodeStep(ti, si)
 	if err != nil {
@@ -435,6 +468,26 @@ func (w *Writer) UpdateStep(ti, si int, fn func(*Step)) error {
 	}
 	w.threads[ti].steps[si] = ps
 	w.changed(w.stepPos(ti, si, 1))
+	return nil
+}
+
+// Release drops from memory what step si of thread ti holds that its encoding on disk
+// (once synced) holds already: its raw bodies, its chunks and the normalized conversation
+// (the request's system, messages, tools and params; the response's content). A recorder
+// that will not read them again calls it once the step is appended, so that its memory
+// does not grow with the tape. Tape then shows the step without them; the file keeps them.
+// Afterwards UpdateStep of the step fails, and UpdateStepAnswer must set the response's
+// body or chunks and its content again.
+func (w *Writer) Release(ti, si int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ti < 0 || ti >= len(w.t.Threads) || si < 0 || si >= len(w.t.Threads[ti].Steps) {
+		return fmt.Errorf("release step: no step %d in thread %d", si, ti)
+	}
+	s := w.t.Threads[ti].Steps[si]
+	s.Request.Raw, s.Request.System, s.Request.Messages, s.Request.Tools, s.Request.Params = nil, "", nil, nil, nil
+	s.Response.Raw, s.Response.Chunks, s.Response.Content = nil, nil, nil
+	w.threads[ti].steps[si].released = true
 	return nil
 }
 
@@ -508,12 +561,12 @@ func (w *Writer) Sync() error {
 	return nil
 }
 
-// appendFrom appends to pieces the data of the pieces from layout position from on, and to
-// ends their end offsets counted from off.
-func (w *Writer) appendFrom(pieces [][]byte, ends []int64, from int, off int64) ([][]byte, []int64) {
+// appendFrom appends to pieces the pieces from layout position from on, and to ends their
+// end offsets counted from off.
+func (w *Writer) appendFrom(pieces []piece, ends []int64, from int, off int64) ([]piece, []int64) {
 	add := func(p piece) {
-		pieces = append(pieces, p.data)
-		off += int64(len(p.data))
+		pieces = append(pieces, p)
+		off += p.size()
 		ends = append(ends, off)
 	}
 	pos := 0
@@ -560,14 +613,10 @@ func (w *Writer) appendFrom(pieces [][]byte, ends []int64, from int, off int64) 
 	return pieces, ends
 }
 
-// directWrite is the size from which a piece is written to a slot as it is rather than
-// gathered with its neighbours into one write: copying a large answer costs more memory
-// than the write it saves.
-const directWrite = 1 << 20
-
-// writePieces writes pieces one after the other into f from off on: small ones gathered
-// in buf (which it returns, for reuse), large ones as they are.
-func writePieces(f *os.File, buf []byte, pieces [][]byte, off int64) ([]byte, error) {
+// writePieces writes pieces one after the other into slot dst from off on: small ones
+// gathered in buf (which it returns, for reuse), large ones as they are, or, once dropped,
+// copied from slot src, the one published last.
+func writePieces(dst int, f *os.File, src *os.File, buf []byte, pieces []piece, off int64) ([]byte, error) {
 	buf = buf[:0]
 	at := off // where buf goes
 	flush := func() error {
@@ -580,19 +629,76 @@ func writePieces(f *os.File, buf []byte, pieces [][]byte, off int64) ([]byte, er
 		return err
 	}
 	for _, p := range pieces {
-		if len(p) < directWrite {
-			buf = append(buf, p...)
+		if p.big == nil {
+			buf = append(buf, p.data...)
 			continue
 		}
 		if err := flush(); err != nil {
 			return buf, err
 		}
-		if _, err := f.WriteAt(p, at); err != nil {
+		b := p.big
+		var err error
+		if b.data != nil {
+			_, err = f.WriteAt(b.data, at)
+		} else {
+			err = copyRange(f, at, src, b.at[1-dst], b.size)
+		}
+		if err != nil {
 			return buf, err
 		}
-		at += int64(len(p))
+		b.at[dst] = at
+		at += b.size
 	}
 	return buf, flush()
+}
+
+// copyRange copies n bytes at srcOff in src to dstOff in dst, in the kernel where it can
+// (copy_file_range on Linux). It moves both files' offsets, which the Writer does not use
+// otherwise.
+func copyRange(dst *os.File, dstOff int64, src *os.File, srcOff, n int64) error {
+	if srcOff < 0 {
+		return errors.New("copy a piece: it is not in the slot published last")
+	}
+	if _, err := dst.Seek(dstOff, io.SeekStart); err != nil {
+		return err
+	}
+	if _, err := src.Seek(srcOff, io.SeekStart); err != nil {
+		return err
+	}
+	k, err := dst.ReadFrom(&io.LimitedReader{R: src, N: n})
+	if err == nil && k < n {
+		err = fmt.Errorf("copy a piece: %d of %d bytes: %w", k, n, io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
+// dropWritten drops the data of the large pieces a Sync wrote, now that the slot holding
+// them is published.
+func dropWritten(pieces []piece) {
+	for _, p := range pieces {
+		if p.big != nil {
+			p.big.data = nil
+		}
+	}
+}
+
+// bytesOf returns a piece's bytes, read back from the slot published last if dropped.
+func (w *Writer) bytesOf(p piece) ([]byte, error) {
+	if p.big == nil {
+		return p.data, nil
+	}
+	if p.big.data != nil {
+		return p.big.data, nil
+	}
+	pub := 1 - w.next
+	if p.big.at[pub] < 0 {
+		return nil, errors.New("read a piece: it is not in the slot published last")
+	}
+	b := make([]byte, p.big.size)
+	if _, err := w.slots[pub].f.ReadAt(b, p.big.at[pub]); err != nil {
+		return nil, fmt.Errorf("read a piece back: %w", err)
+	}
+	return b, nil
 }
 
 // clean is a slot's from when nothing changed since the slot was written.
@@ -619,9 +725,12 @@ func (w *Writer) sync() error {
 	if end > s.alloc {
 		w.grow(s, end) // usually done ahead, by PrepareSync
 	}
-	buf, err := writePieces(s.f, w.buf, pieces, off)
-	clear(pieces) // the pieces may be replaced: do not hold them
-	w.buf, w.pieces = buf, pieces[:0]
+	buf, err := writePieces(w.next, s.f, w.slots[1-w.next].f, w.buf, pieces, off)
+	defer func() {
+		clear(pieces) // the pieces may be replaced: do not hold them
+		w.pieces = pieces[:0]
+	}()
+	w.buf = buf
 	if cap(buf) > 64<<20 {
 		w.buf = nil // a huge step: do not hold its copy
 	}
@@ -661,6 +770,7 @@ func (w *Writer) sync() error {
 		w.first = false
 	}
 	w.next = 1 - w.next
+	dropWritten(pieces) // the slot just published holds them
 	if w.noFsync {
 		return nil
 	}
@@ -718,7 +828,11 @@ func (w *Writer) PrepareSync() {
 func (w *Writer) rewrite(ps []piece) error {
 	var buf bytes.Buffer
 	for _, p := range ps {
-		buf.Write(p.data)
+		b, err := w.bytesOf(p)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
 	}
 	return WriteFileAtomic(w.path, buf.Bytes())
 }

@@ -27,8 +27,15 @@ func testStep(i int, size int) *Step {
 }
 
 // TestWriterMatchesMarshal checks after every Sync that the file is exactly the canonical
-// encoding of the tape as it is in memory.
+// encoding of the tape as it is in memory, with small steps and with steps large enough to
+// leave memory once published.
 func TestWriterMatchesMarshal(t *testing.T) {
+	for _, size := range []int{10, 100 << 10} {
+		t.Run(fmt.Sprintf("size=%d", size), func(t *testing.T) { testWriterMatchesMarshal(t, size) })
+	}
+}
+
+func testWriterMatchesMarshal(t *testing.T, size int) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "run.json")
 	tp := New(ProviderAnthropic, time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
@@ -58,10 +65,10 @@ func TestWriterMatchesMarshal(t *testing.T) {
 	check()
 	for i := range 6 {
 		if i%2 == 0 {
-			_, err = w.AppendStep(main, testStep(i, 10))
+			_, err = w.AppendStep(main, testStep(i, size))
 		} else {
 			var p *PreparedStep
-			p, err = Prepare(testStep(i, 10))
+			p, err = Prepare(testStep(i, size))
 			require.NoError(t, err)
 			p.Step().Response.Content = []Block{{Type: BlockText, Text: "answer \ufffd <&>"}}
 			_, err = w.AppendPrepared(main, p)
@@ -72,7 +79,7 @@ func TestWriterMatchesMarshal(t *testing.T) {
 		if i == 2 {
 			sub, err := w.AddThread("sub-1", &Parent{ThreadID: "main", ToolCallID: "toolu_2"})
 			require.NoError(t, err)
-			_, err = w.AppendStep(sub, testStep(100, 5))
+			_, err = w.AppendStep(sub, testStep(100, size/2))
 			require.NoError(t, err)
 			require.NoError(t, w.Sync())
 			check()
@@ -218,11 +225,30 @@ func TestCreateAfterKill(t *testing.T) {
 // the middle move every piece after it).
 func TestWriterRandomOps(t *testing.T) {
 	for _, noLinks := range []bool{false, true} {
-		t.Run(fmt.Sprintf("noLinks=%v", noLinks), func(t *testing.T) { testWriterRandomOps(t, noLinks) })
+		t.Run(fmt.Sprintf("noLinks=%v", noLinks), func(t *testing.T) { testWriterRandomOps(t, noLinks, false) })
+	}
+	// Pieces from 64 bytes on leave memory once published: every Sync copies most of what
+	// it writes from the slot published last. Half-way, hard links stop working, and the
+	// whole-file rewrites read the dropped pieces back from that slot.
+	defer func(size int) { dropSize = size }(dropSize)
+	dropSize = 64
+	for _, linksFail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dropped/linksFail=%v", linksFail), func(t *testing.T) { testWriterRandomOps(t, false, linksFail) })
 	}
 }
 
-func testWriterRandomOps(t *testing.T, noLinks bool) {
+// heldBytes counts the bytes of large pieces still in memory.
+func (w *Writer) heldBytes() int {
+	n := 0
+	for _, p := range w.layout() {
+		if p.big != nil {
+			n += len(p.big.data)
+		}
+	}
+	return n
+}
+
+func testWriterRandomOps(t *testing.T, noLinks, linksFail bool) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	path := filepath.Join(t.TempDir(), "run.json")
 	w, err := Create(path, New(ProviderAnthropic, time.Unix(0, 0)))
@@ -273,12 +299,84 @@ func testWriterRandomOps(t *testing.T, noLinks bool) {
 		case k == 8:
 			w.PrepareSync()
 		default:
+			if linksFail && op >= 1000 {
+				w.noLinks = true
+			}
 			require.NoError(t, w.Sync())
 			got, err := os.ReadFile(path)
 			require.NoError(t, err)
 			want, err := Marshal(w.Tape())
 			require.NoError(t, err)
 			require.Equal(t, string(want), string(got), "after op %d", op)
+			if !w.noLinks {
+				require.Zero(t, w.heldBytes(), "every large piece is on disk only, after op %d", op)
+			}
 		}
 	}
+}
+
+// TestWriterRelease: a released step leaves memory, not the tape. The file stays the whole
+// tape through later changes (tool results, a stream's end, the meta, more steps), and
+// the step can no longer be encoded again whole.
+func TestWriterRelease(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.json")
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	w, err := Create(path, New(ProviderAnthropic, start))
+	require.NoError(t, err)
+	w.SetFsync(false)
+	want := New(ProviderAnthropic, start) // the same tape, nothing released
+	want.Meta.TapeID = w.Tape().Meta.TapeID
+	clone := func(s *Step) *Step {
+		b, err := MarshalStep(s)
+		require.NoError(t, err)
+		var c Step
+		require.NoError(t, json.Unmarshal(b, &c))
+		return &c
+	}
+	for _, id := range []string{"main", "sub"} {
+		_, err := w.AddThread(id, nil)
+		require.NoError(t, err)
+		want.Threads = append(want.Threads, &Thread{ID: id, Steps: []*Step{}})
+	}
+	check := func() {
+		t.Helper()
+		require.NoError(t, w.Sync())
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		data, err := Marshal(want)
+		require.NoError(t, err)
+		require.Equal(t, string(data), string(got))
+	}
+	for i := range 6 {
+		ti := i % 2
+		s := testStep(i, 80<<10)
+		s.Response.Chunks = []Chunk{{AtMS: 1, Data: "data: " + strings.Repeat("c", 70<<10) + "\n\n"}}
+		want.Threads[ti].Steps = append(want.Threads[ti].Steps, clone(s))
+		si, err := w.AppendStep(ti, s)
+		require.NoError(t, err)
+		check()
+		require.NoError(t, w.Release(ti, si))
+		require.Empty(t, w.Tape().Threads[ti].Steps[si].Request.Messages)
+		require.Empty(t, w.Tape().Threads[ti].Steps[si].Response.Chunks)
+		check()
+		if si > 0 {
+			results := []ToolResult{{ToolCallID: fmt.Sprintf("toolu_%d", i-2), Content: []Block{{Type: BlockText, Text: "ok"}}}}
+			require.NoError(t, w.UpdateStepEnd(ti, si-1, func(rs *[]ToolResult, tm *Timing) { *rs = results }))
+			want.Threads[ti].Steps[si-1].ToolResults = results
+			check()
+		}
+		chunks := append(want.Threads[ti].Steps[si].Response.Chunks, Chunk{AtMS: 2, Data: "data: [DONE]\n\n"})
+		require.NoError(t, w.UpdateStepAnswer(ti, si, func(s *Step) { s.Response.Chunks = chunks }))
+		want.Threads[ti].Steps[si].Response.Chunks = chunks
+		check()
+	}
+	require.ErrorContains(t, w.UpdateStep(0, 0, func(s *Step) { s.Request.Path = "/x" }), "it was released")
+	require.NoError(t, w.UpdateMeta(func(m *Meta) { m.Model = "m" }))
+	want.Meta.Model = "m"
+	check()
+	require.Zero(t, w.heldBytes())
+	require.NoError(t, w.Close())
+	loaded, err := LoadFile(path)
+	require.NoError(t, err)
+	require.Len(t, loaded.Threads[0].Steps[2].Request.Messages[0].Content[0].Text, 80<<10)
 }

@@ -2,13 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"runtime/debug"
 
 	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -64,21 +61,7 @@ func loadValidSummary(env *Env, verb, path string) (*tape.Tape, int) {
 	if err != nil {
 		return nil, failf(env, verb, "%s: %v", path, err)
 	}
-	if err := schema.Validate(data); err != nil {
-		var ve *schema.ValidationError
-		if errors.As(err, &ve) {
-			for _, p := range ve.Problems {
-				fmt.Fprintf(env.Stderr, "%s: %s: %s\n", path, p.Pointer, p.Message)
-			}
-			return nil, failf(env, verb, "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", path, len(ve.Problems), path)
-		}
-		return nil, failf(env, verb, "%s: %v", path, err)
-	}
-	t, err := tape.Unmarshal(data)
-	if err != nil {
-		return nil, failf(env, verb, "%s: %v", path, err)
-	}
-	return t, ExitOK
+	return decodeValidTape(env, verb, path, data)
 }
 
 // summaryMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) inspect and

@@ -175,6 +175,12 @@ func loadValidTape(env *Env, verb, path string) (*tape.Tape, int) {
 	if err != nil {
 		return nil, failf(env, verb, "%v", err)
 	}
+	return decodeValidTape(env, verb, path, data)
+}
+
+// decodeValidTape checks a tape's bytes against the schema, printing every problem with its
+// JSON pointer, and decodes them.
+func decodeValidTape(env *Env, verb, path string, data []byte) (*tape.Tape, int) {
 	if err := schema.Validate(data); err != nil {
 		var ve *schema.ValidationError
 		if errors.As(err, &ve) {

@@ -509,14 +509,12 @@ func (r *simRun) recordEndState() {
 	if w == nil || dir == "" {
 		return
 	}
-	opts := workspace.Recorded(w)
-	opts.Exclude = append(opts.Exclude, r.s.opts.WorkspaceExclude...)
-	m, err := workspace.ManifestDir(context.Background(), dir, opts)
+	m, err := workspace.ManifestDir(context.Background(), dir, endOptions(w, r.s.opts.WorkspaceExclude))
 	if err != nil {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 		return
 	}
-	end := &tape.Workspace{Exclude: w.Exclude, End: m.TapeEntries()}
+	end := endWorkspace(w, m)
 	if r.w == nil {
 		r.out.Meta.Workspace = end
 		return

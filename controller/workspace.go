@@ -89,15 +89,13 @@ func (p *player) recordEndState(ctx context.Context) {
 		return
 	}
 	start := time.Now()
-	opts := workspace.Recorded(w)
-	opts.Exclude = append(opts.Exclude, p.opts.WorkspaceExclude...)
-	m, err := ws.WorkspaceManifest(ctx, opts)
+	m, err := ws.WorkspaceManifest(ctx, endOptions(w, p.opts.WorkspaceExclude))
 	p.manifestTime = time.Since(start)
 	if err != nil {
 		p.opts.Logf("workspace: end manifest: %v", err)
 		return
 	}
-	end := &tape.Workspace{Exclude: w.Exclude, End: m.TapeEntries()}
+	end := endWorkspace(w, m)
 	if p.w == nil {
 		p.out.Meta.Workspace = end
 		return
@@ -105,4 +103,18 @@ func (p *player) recordEndState(ctx context.Context) {
 	if err := p.w.UpdateMeta(func(meta *tape.Meta) { meta.Workspace = end }); err != nil {
 		p.opts.Logf("workspace: end manifest: %v", err)
 	}
+}
+
+// endOptions are the exclusions a replay's end manifest applies: the recording's, and the
+// replay's own files.
+func endOptions(rec *tape.Workspace, extra []string) workspace.Options {
+	opts := workspace.Recorded(rec)
+	opts.Exclude = append(append([]string(nil), opts.Exclude...), extra...)
+	return opts
+}
+
+// endWorkspace is the meta.workspace a replay tape gets: its end manifest, and the exclusions
+// it was taken with.
+func endWorkspace(rec *tape.Workspace, m workspace.Manifest) *tape.Workspace {
+	return &tape.Workspace{Exclude: rec.Exclude, End: m.TapeEntries()}
 }

@@ -1,0 +1,13 @@
+// Package jsonlex is the one JSON scanner the hand-written readers share: whitespace,
+// strings and their escapes, numbers, literals, skipping and compacting a value, and the
+// line and column of an offset. It validates as encoding/json does and allocates only to
+// report an error.
+//
+// It has no grammar of its own beyond JSON's: each reader (the provider readers, the executor
+// protocol codec, the schema decoder, the dataset decoder, the tape compactor) keeps its own
+// and its own error policy on top of these functions. They work on a byte slice and an
+// offset and return the offset past what they read, so a reader keeps its state in two
+// integers and its own struct.
+//
+// It uses the standard library only, so that tape and the executor may import it.
+package jsonlex

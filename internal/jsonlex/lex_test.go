@@ -1,0 +1,110 @@
+package jsonlex_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/internal/jsonlex"
+)
+
+var seeds = []string{
+	`{}`, `[]`, `""`, `"a\u00e9\ud83d\ude00\n"`, `"\ud800"`, `"\ud800\u0041"`, "\"\xff\xfe\"", `"héllo wörld, and then some more"`,
+	`0`, `-0`, `1.5e+10`, `01`, `1.`, `.5`, `-`, `1e`, `1E-`, `true`, `tru`, `nul`, `falsey`,
+	`{"a":[1,2,{"b":null}],"c":"d"}`, ` { "a" : [ 1 , 2 ] } `, `{"a" 1}`, `{"a":1,}`, `[1,]`, `[1 2]`, `{1:2}`,
+	`"ctl` + "\x01" + `"`, `"unterminated`, `"bad \q escape"`, `"\u12G4"`, `"abcdefghijklmnopqrstuvwxyz\"0123456789"`,
+	strings.Repeat("[", 10001) + strings.Repeat("]", 10001), strings.Repeat("[", 100) + strings.Repeat("]", 100),
+	"{\"k\":\"\xe2\x82\xac tail past eight bytes\"}", `{"a":1}x`, "\t\n\r 7 \n",
+}
+
+func FuzzLex(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkAgainstStdlib(t, b)
+	})
+}
+
+func TestLex(t *testing.T) {
+	for _, s := range seeds {
+		checkAgainstStdlib(t, []byte(s))
+	}
+}
+
+// checkAgainstStdlib holds every function to encoding/json's verdict and values.
+func checkAgainstStdlib(t *testing.T, b []byte) {
+	valid := json.Valid(b)
+	require.Equal(t, valid, jsonlex.Valid(b), "Valid(%q)", b)
+
+	got, ok := jsonlex.Compact([]byte("prefix"), b)
+	require.Equal(t, valid, ok, "Compact(%q)", b)
+	if ok {
+		var want bytes.Buffer
+		require.NoError(t, json.Compact(&want, b))
+		require.Equal(t, "prefix"+want.String(), string(got))
+	} else {
+		require.Equal(t, "prefix", string(got))
+	}
+
+	i := jsonlex.Space(b, 0)
+	if i < len(b) && b[i] == '"' {
+		end, s, err := jsonlex.String(b, i)
+		if err == nil {
+			var want string
+			require.NoError(t, json.Unmarshal(b[i:end], &want), "%q", b[i:end])
+			body := b[i+1 : end-1]
+			assert.Equal(t, want, string(jsonlex.Unquote(nil, body)), "Unquote(%q)", body)
+			assert.Equal(t, bytes.IndexByte(body, '\\') >= 0, s&jsonlex.Escaped != 0)
+			assert.Equal(t, bytes.ContainsFunc(body, func(r rune) bool { return r >= utf8.RuneSelf }), s&jsonlex.NonASCII != 0, "%q", body)
+			if s.Plain(body) {
+				assert.Equal(t, want, string(body))
+			}
+		} else {
+			assert.False(t, json.Valid(b[i:]), "String(%q) failed: %v", b, err)
+			assert.LessOrEqual(t, err.Off, len(b))
+		}
+	}
+	if i < len(b) && (b[i] == '-' || '0' <= b[i] && b[i] <= '9') {
+		end, integer, err := jsonlex.Number(b, i)
+		if err == nil {
+			var n json.Number
+			require.NoError(t, json.Unmarshal(b[i:end], &n), "%q", b[i:end])
+			assert.Equal(t, !bytes.ContainsAny(b[i:end], ".eE"), integer)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		in, msg string
+		off     int
+		eof     bool
+	}{
+		{`"abc`, "unexpected end of input in a string", 4, true},
+		{`"a\x"`, `invalid escape character 'x' in a string`, 3, false},
+		{`"a\u12"`, `invalid character '"' in a \u escape`, 6, false},
+		{"\"a\x01\"", `invalid control character '\x01' in a string`, 2, false},
+		{`1.x`, `invalid character 'x' after a decimal point in a number`, 2, false},
+		{`1e`, `unexpected end of input in a number's exponent`, 2, true},
+		{`trux`, `invalid character 'x' in literal true`, 3, false},
+		{`[1 2]`, `invalid character '2' after a value`, 3, false},
+		{`{"a" 1}`, `invalid character '1' after an object key`, 5, false},
+		{`{"a":1`, `unexpected end of input after a value`, 6, true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			_, err := jsonlex.Skip([]byte(tc.in), 0)
+			require.NotNil(t, err)
+			assert.Equal(t, tc.msg, err.Msg)
+			assert.Equal(t, tc.off, err.Off)
+			assert.Equal(t, tc.eof, err.EOF)
+		})
+	}
+	line, col := jsonlex.LineCol([]byte("{\n  \"a\": x"), 9)
+	assert.Equal(t, [2]int{2, 8}, [2]int{line, col})
+}

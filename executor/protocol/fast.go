@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -16,8 +16,7 @@ import (
 // side, a fifth of a Docker exec stream's. The hand-written paths give the same values as
 // encoding/json (fast_test.go checks both ways, and fuzzes the decoder against it). The
 // decoder handles the lines Encoder writes and lines like them; on anything else (an unknown
-// or repeated key, a null where a value is expected, a lone surrogate, invalid UTF-8, a
-// syntax error) it reports false and the line goes through encoding/json, which also words
+// or repeated key, a null where a value is expected, an escaped key, a syntax error) it reports false and the line goes through encoding/json, which also words
 // the errors.
 
 // appendCall appends c as one JSON line.
@@ -239,16 +238,7 @@ type scanner struct {
 	ok bool
 }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) ws() { s.i = jsonlex.Space(s.b, s.i) }
 
 // next skips whitespace and consumes c if it comes next.
 func (s *scanner) next(c byte) bool {
@@ -294,136 +284,33 @@ func (s *scanner) plainKey() ([]byte, bool) {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return nil, false
 	}
-	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
-		switch s.b[j] {
-		case '"':
-			s.i = j + 1
-			return s.b[start:j], true
-		case '\\':
-			return nil, false
-		}
+	end, f, err := jsonlex.String(s.b, s.i)
+	if err != nil || f&jsonlex.Escaped != 0 {
+		return nil, false
 	}
-	return nil, false
+	key := s.b[s.i+1 : end-1]
+	s.i = end
+	return key, true
 }
 
-// str reads a string value.
+// str reads a string value, as encoding/json decodes it.
 func (s *scanner) str() string {
 	s.ws()
 	if !s.ok || s.i >= len(s.b) || s.b[s.i] != '"' {
 		s.fail()
 		return ""
 	}
-	start := s.i + 1
-	j := start
-	for ; j < len(s.b); j++ {
-		c := s.b[j]
-		if c == '"' {
-			if !utf8.Valid(s.b[start:j]) {
-				s.fail()
-				return ""
-			}
-			s.i = j + 1
-			return string(s.b[start:j])
-		}
-		if c == '\\' || c < 0x20 {
-			break
-		}
+	end, f, err := jsonlex.String(s.b, s.i)
+	if err != nil {
+		s.fail()
+		return ""
 	}
-	return s.unescape(start)
-}
-
-// unescape reads a string with escapes from start (just past the quote).
-func (s *scanner) unescape(start int) string {
-	out := make([]byte, 0, 64)
-	j := start
-	for j < len(s.b) {
-		c := s.b[j]
-		switch {
-		case c == '"':
-			if !utf8.Valid(out) {
-				s.fail()
-				return ""
-			}
-			s.i = j + 1
-			return string(out)
-		case c < 0x20:
-			s.fail()
-			return ""
-		case c != '\\':
-			out = append(out, c)
-			j++
-			continue
-		}
-		if j+1 >= len(s.b) {
-			s.fail()
-			return ""
-		}
-		e := s.b[j+1]
-		j += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(s.b[j:])
-			if !ok {
-				s.fail()
-				return ""
-			}
-			j += 4
-			if utf16.IsSurrogate(r) {
-				// A pair; a lone surrogate (U+FFFD in encoding/json) takes the slow path.
-				if j+6 > len(s.b) || s.b[j] != '\\' || s.b[j+1] != 'u' {
-					s.fail()
-					return ""
-				}
-				r2, ok := hex4(s.b[j+2:])
-				r = utf16.DecodeRune(r, r2)
-				if !ok || r == utf8.RuneError {
-					s.fail()
-					return ""
-				}
-				j += 6
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			s.fail()
-			return ""
-		}
+	body := s.b[s.i+1 : end-1]
+	s.i = end
+	if f.Plain(body) {
+		return string(body)
 	}
-	s.fail()
-	return ""
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	return string(jsonlex.Unquote(make([]byte, 0, len(body)), body))
 }
 
 // null consumes a null if one comes next.
@@ -453,105 +340,36 @@ func (s *scanner) boolean() bool {
 // number reads a JSON number.
 func (s *scanner) number() float64 {
 	s.ws()
-	start := s.i
-	j := s.i
-	if j < len(s.b) && s.b[j] == '-' {
-		j++
-	}
-	digits := func() int {
-		n := 0
-		for j < len(s.b) && '0' <= s.b[j] && s.b[j] <= '9' {
-			j++
-			n++
-		}
-		return n
-	}
-	intStart := j
-	if n := digits(); n == 0 || (n > 1 && s.b[intStart] == '0') {
-		s.fail()
-		return 0
-	}
-	if j < len(s.b) && s.b[j] == '.' {
-		j++
-		if digits() == 0 {
-			s.fail()
-			return 0
-		}
-	}
-	if j < len(s.b) && (s.b[j] == 'e' || s.b[j] == 'E') {
-		j++
-		if j < len(s.b) && (s.b[j] == '+' || s.b[j] == '-') {
-			j++
-		}
-		if digits() == 0 {
-			s.fail()
-			return 0
-		}
-	}
-	f, err := strconv.ParseFloat(string(s.b[start:j]), 64)
+	end, _, err := jsonlex.Number(s.b, s.i)
 	if err != nil {
 		s.fail()
 		return 0
 	}
-	s.i = j
+	f, perr := strconv.ParseFloat(string(s.b[s.i:end]), 64)
+	if perr != nil {
+		s.fail()
+		return 0
+	}
+	s.i = end
 	return f
 }
 
-// raw reads any value and returns its bytes, checked with json.Valid. A null is not taken
-// (encoding/json's handling of null into a RawMessage is left to it).
+// raw reads any value and returns a copy of its bytes, validated as encoding/json does. A
+// null is not taken (encoding/json's handling of null into a RawMessage is left to it).
 func (s *scanner) raw() json.RawMessage {
 	s.ws()
 	if !s.ok || s.i >= len(s.b) || s.b[s.i] == 'n' {
 		s.fail()
 		return nil
 	}
-	start := s.i
-	depth := 0
-	in := false
-	j := s.i
-	for ; j < len(s.b); j++ {
-		c := s.b[j]
-		if in {
-			switch c {
-			case '\\':
-				j++
-			case '"':
-				in = false
-				if depth == 0 {
-					j++
-					goto done
-				}
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			in = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth < 0 {
-				goto done
-			}
-			if depth == 0 {
-				j++
-				goto done
-			}
-		case ',':
-			if depth == 0 {
-				goto done
-			}
-		}
-	}
-done:
-	v := s.b[start:min(j, len(s.b))]
-	if depth > 0 || in || !json.Valid(v) {
+	end, err := jsonlex.Skip(s.b, s.i)
+	if err != nil {
 		s.fail()
 		return nil
 	}
-	s.i = start + len(v)
-	return append(json.RawMessage(nil), v...)
+	v := append(json.RawMessage(nil), s.b[s.i:end]...)
+	s.i = end
+	return v
 }
 
 // end checks that only whitespace follows.

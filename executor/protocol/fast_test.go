@@ -107,17 +107,18 @@ func TestFastDecodeMatchesJSON(t *testing.T) {
 		{` { "recorded" : null , "call" : { "name" : "Bash" , "input" : { "a" : [ 1 , { } ] } } , "id" : "1" , "op" : "call" } `, true},
 		{`{"op":"call","id":"\u00e9\ud83d\ude00\/","call":{"name":"x","input":-0.5e-3}}`, true},
 		{`{"op":"result","id":"1","result":{"content":[{"type":"text","content":null,"is_error":false}],"duration_ms":null}}`, true},
-		{`{"op":"call","id":"1","call":{"name":"x","input":{}},"extra":1}`, false},          // unknown key
-		{`{"op":"call","ID":"1","call":{"name":"x","input":{}}}`, false},                    // encoding/json folds case
-		{`{"op":"call","id":"1","id":"2","call":{"name":"x","input":{}}}`, false},           // repeated key
-		{`{"op":"call","id":"1","call":{"name":"x","input":null}}`, false},                  // null into a RawMessage
-		{`{"op":"call","id":"\ud800","call":{"name":"x","input":{}}}`, false},               // lone surrogate
-		{"{\"op\":\"call\",\"id\":\"\xff\",\"call\":{\"name\":\"x\",\"input\":{}}}", false}, // invalid UTF-8
-		{`{"op":"call","id":"1","call":{"name":"x","input":{"a":}}}`, false},                // bad raw value
-		{`{"op":"call","id":"1","call":{"name":"x","input":{}}} x`, false},                  // trailing bytes
-		{`{"op":"call","id":"1","call":{"name":"x","input":{}}`, false},                     // truncated
-		{`{"op":"result","id":"1","result":{"duration_ms":01}}`, false},                     // bad number
-		{`{"op":"result","id":"1","result":{"is_error":"yes"}}`, false},                     // wrong type
+		{`{"op":"call","id":"1","call":{"name":"x","input":{}},"extra":1}`, false},         // unknown key
+		{`{"op":"call","ID":"1","call":{"name":"x","input":{}}}`, false},                   // encoding/json folds case
+		{`{"op":"call","id":"1","id":"2","call":{"name":"x","input":{}}}`, false},          // repeated key
+		{`{"op":"call","id":"1","call":{"name":"x","input":null}}`, false},                 // null into a RawMessage
+		{`{"op":"call","id":"\ud800","call":{"name":"x","input":{}}}`, true},               // lone surrogate: U+FFFD, as encoding/json
+		{"{\"op\":\"call\",\"id\":\"\xff\",\"call\":{\"name\":\"x\",\"input\":{}}}", true}, // invalid UTF-8: U+FFFD, as encoding/json
+		{`{"op":"call","\u0069d":"1","call":{"name":"x","input":{}}}`, false},              // escaped key
+		{`{"op":"call","id":"1","call":{"name":"x","input":{"a":}}}`, false},               // bad raw value
+		{`{"op":"call","id":"1","call":{"name":"x","input":{}}} x`, false},                 // trailing bytes
+		{`{"op":"call","id":"1","call":{"name":"x","input":{}}`, false},                    // truncated
+		{`{"op":"result","id":"1","result":{"duration_ms":01}}`, false},                    // bad number
+		{`{"op":"result","id":"1","result":{"is_error":"yes"}}`, false},                    // wrong type
 		{`{"op":"call","id":"1","call":{"name":"x","input":{}},"recorded":{"content":[{"type":"text"},]}}`, false},
 	} {
 		callOK, resultOK := checkFastDecode(t, []byte(tt.line))

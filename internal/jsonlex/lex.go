@@ -237,6 +237,12 @@ func Skip(b []byte, i int) (end int, err *Error) {
 	return skip(b, i, 0)
 }
 
+// SkipAt is Skip for a value that stands depth containers deep, so that the nesting limit
+// counts from the top of the document.
+func SkipAt(b []byte, i, depth int) (end int, err *Error) {
+	return skip(b, i, depth)
+}
+
 func skip(b []byte, i, depth int) (int, *Error) {
 	if i >= len(b) {
 		return i, eof(i, "looking for a value")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -359,29 +360,19 @@ func marshal(v any) json.RawMessage {
 
 // jsonString decodes a JSON string value; it reports false for anything else.
 func jsonString(raw json.RawMessage) (string, bool) {
-	t := trimJSON(raw)
-	if len(t) == 0 || t[0] != '"' {
+	i := jsonlex.Space(raw, 0)
+	if i >= len(raw) || raw[i] != '"' {
 		return "", false
 	}
-	if len(t) >= 2 && t[len(t)-1] == '"' && plainString(t[1:len(t)-1]) {
-		return string(t[1 : len(t)-1]), true // no escapes: its bytes are its value
-	}
-	var s string
-	if json.Unmarshal(t, &s) != nil {
+	end, f, err := jsonlex.String(raw, i)
+	if err != nil || jsonlex.Space(raw, end) != len(raw) {
 		return "", false
 	}
-	return s, true
-}
-
-// plainString says whether b, the inside of a JSON string, holds no quote, backslash or
-// control byte and is valid UTF-8: then the string's value is b itself.
-func plainString(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c == '"' || c == '\\' {
-			return false
-		}
+	body := raw[i+1 : end-1]
+	if f.Plain(body) {
+		return string(body), true // no escapes: its bytes are its value
 	}
-	return utf8.Valid(b)
+	return string(jsonlex.Unquote(make([]byte, 0, len(body)), body)), true
 }
 
 func cut(s string, n int) string {

@@ -2,15 +2,11 @@ package schema
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/bits"
-	"strconv"
-	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/tapebox/tapebox/internal/jsonlex"
 )
 
 // maxDepth bounds the nesting of arrays and objects, as encoding/json does, so that
@@ -116,36 +112,19 @@ func (d *decoder) eof(what string) *SyntaxError {
 	return e
 }
 
-func lineCol(data []byte, off int) (line, col int) {
-	before := data[:off]
-	line = bytes.Count(before, []byte("\n")) + 1
-	col = off - (bytes.LastIndexByte(before, '\n') + 1) + 1
-	return line, col
-}
+func lineCol(data []byte, off int) (line, col int) { return jsonlex.LineCol(data, off) }
 
-func quoteChar(c byte) string {
-	switch {
-	case c == '\'':
-		return `'\''`
-	case c == '"':
-		return `'"'`
-	case c >= utf8.RuneSelf:
-		return fmt.Sprintf("byte 0x%02x", c)
-	}
-	return strconv.QuoteRune(rune(c))
+func quoteChar(c byte) string { return jsonlex.Char(c) }
+
+// lexError turns a jsonlex error into a SyntaxError at its offset.
+func (d *decoder) lexError(e *jsonlex.Error) *SyntaxError {
+	d.i = e.Off
+	line, col := lineCol(d.data, e.Off)
+	return &SyntaxError{Offset: int64(e.Off), Line: line, Column: col, Msg: e.Msg, Truncated: e.EOF}
 }
 
 // ws skips whitespace.
-func (d *decoder) ws() {
-	for d.i < len(d.data) {
-		switch d.data[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *decoder) ws() { d.i = jsonlex.Space(d.data, d.i) }
 
 // value decodes the value at d.i following sh (nil: in full).
 func (d *decoder) value(sh *shape) (any, error) {
@@ -472,23 +451,12 @@ func (d *decoder) enumString(maxLen int) (any, error) {
 func enumLimit(maxLen int) int { return 6*maxLen + 64 }
 
 func (d *decoder) literal(lit string) error {
-	rest := d.data[d.i:]
-	if len(rest) >= len(lit) {
-		if string(rest[:len(lit)]) == lit {
-			d.i += len(lit)
-			return nil
-		}
-	} else if string(rest) == lit[:len(rest)] {
-		return d.eof("in literal " + lit)
+	end, err := jsonlex.Literal(d.data, d.i, lit)
+	if err != nil {
+		return d.lexError(err)
 	}
-	// Point at the first byte that differs.
-	for j := 0; j < len(rest) && j < len(lit); j++ {
-		if rest[j] != lit[j] {
-			d.i += j
-			break
-		}
-	}
-	return d.errorf("invalid character %s in literal %s", quoteChar(d.data[d.i]), lit)
+	d.i = end
+	return nil
 }
 
 // Placeholders for numbers whose schema constrains only their type: the validator asks
@@ -521,62 +489,15 @@ func (d *decoder) number() (any, error) {
 	return json.Number(d.data[start:d.i]), nil
 }
 
-// scanNumber moves past a number, checking JSON's grammar:
-// -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+// scanNumber moves past a number, checking JSON's grammar.
 func (d *decoder) scanNumber() error {
-	data := d.data
-	i := d.i
-	if i < len(data) && data[i] == '-' {
-		i++
+	end, _, err := jsonlex.Number(d.data, d.i)
+	if err != nil {
+		return d.lexError(err)
 	}
-	if i >= len(data) {
-		d.i = i
-		return d.eof("in a number")
-	}
-	switch c := data[i]; {
-	case c == '0':
-		i++
-	case '1' <= c && c <= '9':
-		for i++; i < len(data) && isDigit(data[i]); i++ {
-		}
-	default:
-		d.i = i
-		return d.errorf("invalid character %s looking for the beginning of a value", quoteChar(c))
-	}
-	if i < len(data) && data[i] == '.' {
-		i++
-		if i >= len(data) {
-			d.i = i
-			return d.eof("after a decimal point")
-		}
-		if !isDigit(data[i]) {
-			d.i = i
-			return d.errorf("invalid character %s after a decimal point in a number", quoteChar(data[i]))
-		}
-		for ; i < len(data) && isDigit(data[i]); i++ {
-		}
-	}
-	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		if i >= len(data) {
-			d.i = i
-			return d.eof("in a number's exponent")
-		}
-		if !isDigit(data[i]) {
-			d.i = i
-			return d.errorf("invalid character %s in a number's exponent", quoteChar(data[i]))
-		}
-		for ; i < len(data) && isDigit(data[i]); i++ {
-		}
-	}
-	d.i = i
+	d.i = end
 	return nil
 }
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // scanString moves past the string at d.i.
 func (d *decoder) scanString() (start, end int, err error) {
@@ -584,145 +505,22 @@ func (d *decoder) scanString() (start, end int, err error) {
 	return start, end, err
 }
 
-const (
-	lsb   = 0x0101010101010101
-	msb   = 0x8080808080808080
-	quote = '"' * lsb
-	bslsh = '\\' * lsb
-	ctl   = 0x20 * lsb
-)
-
 // scanStringAt moves past the string whose opening quote is at d.i; [start, end) spans it
-// with its quotes. esc says whether it holds escapes. Eight bytes at a time, it looks for
-// the first byte that is a quote, a backslash or a control character: in each 64-bit word,
-// (x - lsb) & ^x & msb flags the bytes of x that are zero, and the lowest flag is exact.
+// with its quotes. esc says whether it holds escapes.
 func (d *decoder) scanStringAt() (start, end int, esc bool, err error) {
-	data := d.data
 	start = d.i
-	i := start + 1
-	for {
-		for i+8 <= len(data) {
-			w := binary.LittleEndian.Uint64(data[i:])
-			q := w ^ quote
-			b := w ^ bslsh
-			m := ((q - lsb) & ^q) | ((b - lsb) & ^b) | ((w - ctl) & ^w)
-			m &= msb
-			if m != 0 {
-				i += bits.TrailingZeros64(m) / 8
-				break
-			}
-			i += 8
-		}
-		for ; i < len(data); i++ {
-			if c := data[i]; c == '"' || c == '\\' || c < 0x20 {
-				break
-			}
-		}
-		if i >= len(data) {
-			d.i = i
-			return 0, 0, false, d.eof("in a string")
-		}
-		switch c := data[i]; {
-		case c == '"':
-			d.i = i + 1
-			return start, i + 1, esc, nil
-		case c == '\\':
-			esc = true
-			if i+1 >= len(data) {
-				d.i = i + 1
-				return 0, 0, false, d.eof("in a string escape")
-			}
-			switch data[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				for j := i + 2; j < i+6; j++ {
-					if j >= len(data) {
-						d.i = j
-						return 0, 0, false, d.eof("in a \\u escape")
-					}
-					if !isHex(data[j]) {
-						d.i = j
-						return 0, 0, false, d.errorf("invalid character %s in a \\u escape", quoteChar(data[j]))
-					}
-				}
-				i += 6
-			default:
-				d.i = i + 1
-				return 0, 0, false, d.errorf("invalid escape character %s in a string", quoteChar(data[i+1]))
-			}
-		default:
-			d.i = i
-			return 0, 0, false, d.errorf("invalid control character %s in a string", quoteChar(c))
-		}
+	end, f, lerr := jsonlex.String(d.data, d.i)
+	if lerr != nil {
+		return 0, 0, false, d.lexError(lerr)
 	}
-}
-
-func isHex(c byte) bool {
-	return isDigit(c) || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+	d.i = end
+	return start, end, f&jsonlex.Escaped != 0, nil
 }
 
 // unescape decodes the content of a string already checked by scanStringAt into a new
-// string (one allocation). Invalid surrogates become U+FFFD, as encoding/json does.
+// string, as encoding/json does (invalid surrogates and UTF-8 become U+FFFD).
 func (d *decoder) unescape(raw []byte) string {
-	var out strings.Builder
-	out.Grow(len(raw))
-	for len(raw) > 0 {
-		k := bytes.IndexByte(raw, '\\')
-		if k < 0 {
-			out.Write(raw)
-			break
-		}
-		out.Write(raw[:k])
-		raw = raw[k:]
-		switch raw[1] {
-		case 'b':
-			out.WriteByte('\b')
-		case 'f':
-			out.WriteByte('\f')
-		case 'n':
-			out.WriteByte('\n')
-		case 'r':
-			out.WriteByte('\r')
-		case 't':
-			out.WriteByte('\t')
-		case 'u':
-			r := hex4(raw[2:6])
-			raw = raw[6:]
-			if utf16.IsSurrogate(r) {
-				if len(raw) >= 6 && raw[0] == '\\' && raw[1] == 'u' {
-					if r2 := utf16.DecodeRune(r, hex4(raw[2:6])); r2 != utf8.RuneError {
-						raw = raw[6:]
-						out.WriteRune(r2)
-						continue
-					}
-				}
-				r = utf8.RuneError
-			}
-			out.WriteRune(r)
-			continue
-		default: // " \ /
-			out.WriteByte(raw[1])
-		}
-		raw = raw[2:]
-	}
-	return out.String()
-}
-
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case isDigit(c):
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		default:
-			c = c - 'A' + 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
+	return string(jsonlex.Unquote(make([]byte, 0, len(raw)), raw))
 }
 
 // skip moves past one value, checking its syntax, without building anything. It keeps

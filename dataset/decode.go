@@ -72,86 +72,8 @@ func decodeTape(data []byte, lean bool) (t *tape.Tape, canonical bool, err error
 	if t.Version != tape.Version {
 		return nil, false, fmt.Errorf("version %d: %w", t.Version, tape.ErrUnsupportedVersion)
 	}
-	normalizeTape(t)
+	tape.Normalize(t)
 	return t, !d.nonCanon, nil
-}
-
-// normalizeTape does what tape.Unmarshal does after decoding (replaces nil slices and
-// maps with empty ones, times in UTC), so that the tape encodes as tape.Marshal would
-// encode it. TestNormalizeTapeAgreesWithTape keeps it in step with package tape.
-func normalizeTape(t *tape.Tape) {
-	if t.Threads == nil {
-		t.Threads = []*tape.Thread{}
-	}
-	if t.Meta.Task == nil {
-		t.Meta.Task = map[string]string{}
-	}
-	if t.Meta.Labels == nil {
-		t.Meta.Labels = map[string]string{}
-	}
-	t.Meta.StartedAt = t.Meta.StartedAt.UTC()
-	if t.Meta.Ended != nil {
-		t.Meta.Ended.At = t.Meta.Ended.At.UTC()
-	}
-	for _, th := range t.Threads {
-		if th.Steps == nil {
-			th.Steps = []*tape.Step{}
-		}
-		for _, s := range th.Steps {
-			normalizeStep(s)
-		}
-	}
-}
-
-func normalizeStep(s *tape.Step) {
-	if s.Request.Messages == nil {
-		s.Request.Messages = []tape.Message{}
-	}
-	for i := range s.Request.Messages {
-		if s.Request.Messages[i].Content == nil {
-			s.Request.Messages[i].Content = []tape.Block{}
-		}
-	}
-	if s.Request.Tools == nil {
-		s.Request.Tools = []tape.Tool{}
-	}
-	if s.Request.Params == nil {
-		s.Request.Params = map[string]json.RawMessage{}
-	}
-	if s.Request.Headers == nil {
-		s.Request.Headers = tape.Headers{}
-	}
-	if s.Request.Raw == nil {
-		s.Request.Raw = json.RawMessage("null")
-	}
-	if s.Response.Headers == nil {
-		s.Response.Headers = tape.Headers{}
-	}
-	if s.Response.Content == nil {
-		s.Response.Content = []tape.Block{}
-	}
-	if s.Response.Raw == nil {
-		s.Response.Raw = json.RawMessage("null")
-	}
-	if s.Response.Chunks == nil {
-		s.Response.Chunks = []tape.Chunk{}
-	}
-	if s.ToolCalls == nil {
-		s.ToolCalls = []tape.ToolCall{}
-	}
-	for i := range s.ToolCalls {
-		if s.ToolCalls[i].Input == nil {
-			s.ToolCalls[i].Input = json.RawMessage("{}")
-		}
-	}
-	if s.ToolResults == nil {
-		s.ToolResults = []tape.ToolResult{}
-	}
-	for i := range s.ToolResults {
-		if s.ToolResults[i].Content == nil {
-			s.ToolResults[i].Content = []tape.Block{}
-		}
-	}
 }
 
 // decodeCanonical decodes a tape and returns it with its canonical encoding, which is data

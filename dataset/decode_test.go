@@ -196,7 +196,9 @@ func TestDecodeTapeSeesNonCanonical(t *testing.T) {
 	}
 }
 
-func TestNormalizeTapeAgreesWithTape(t *testing.T) {
+// TestNormalizedTapeIsCanonical: a tape built in code with every nil the format allows,
+// once normalized, encodes as tape.Marshal does, and decodes back on the canonical path.
+func TestNormalizedTapeIsCanonical(t *testing.T) {
 	// A tape with every nil the format allows, and times not in UTC.
 	build := func() *tape.Tape {
 		return &tape.Tape{
@@ -211,7 +213,7 @@ func TestNormalizeTapeAgreesWithTape(t *testing.T) {
 		}
 	}
 	mine := build()
-	normalizeTape(mine)
+	tape.Normalize(mine)
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -84,8 +84,11 @@ func marshalPiece(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// normalize replaces nil slices and maps with empty ones so that a tape built in code and
-// the same tape loaded from disk encode identically.
+// Normalize does to t what Unmarshal does after decoding: it replaces nil slices and maps
+// with empty ones and puts times in UTC, so that a tape built in code (or by another
+// decoder) and the same tape loaded from disk encode identically.
+func Normalize(t *Tape) { t.normalize() }
+
 func (t *Tape) normalize() {
 	if t.Threads == nil {
 		t.Threads = []*Thread{}

@@ -1,6 +1,10 @@
 package controller
 
-import "regexp"
+import (
+	"regexp"
+
+	"github.com/tapebox/tapebox/tape/harnesses"
+)
 
 // Volatile is a part of a tool result that a harness makes different on every run (a wall
 // time, a chunk id). Compare and identifier learning mask it before they look at a result.
@@ -11,18 +15,17 @@ type Volatile struct {
 	repl    string
 }
 
-// VolatileFields lists the volatile fields TapeBox knows, per harness. Compare names them in
-// its report.
-var VolatileFields = []Volatile{
-	{Harness: "codex", Name: "exec_command chunk id", re: regexp.MustCompile(`Chunk ID: [0-9a-fA-F]+`), repl: "Chunk ID: <chunk>"},
-	{Harness: "codex", Name: "wall time", re: regexp.MustCompile(`Wall time: [0-9.]+ seconds`), repl: "Wall time: <t> seconds"},
-	{Harness: "codex", Name: "shell duration_seconds", re: regexp.MustCompile(`"duration_seconds":\s*[0-9.]+`), repl: `"duration_seconds":<t>`},
-	// spawn_agent (multi_agent_v1) names each child with a nickname drawn at random
-	// ("Noether", "Singer"); its agent_id is an identifier, learned like the others.
-	{Harness: "codex", Name: "spawn_agent nickname", re: regexp.MustCompile(`"nickname":\s*"[^"\\]*"`), repl: `"nickname":"<name>"`},
-	{Harness: "claude-code", Name: "subagent usage footer: agentId", re: regexp.MustCompile(`agentId: [A-Za-z0-9_\-]+`), repl: "agentId: <id>"},
-	{Harness: "claude-code", Name: "subagent usage footer: durations and counts", re: regexp.MustCompile(`(duration_ms|total_tokens|tool_uses): ?[0-9]+`), repl: "$1: <n>"},
-}
+// VolatileFields lists the volatile fields TapeBox knows, per harness (from the harness
+// table, package tape/harnesses). Compare names them in its report.
+var VolatileFields = func() []Volatile {
+	var out []Volatile
+	for _, h := range harnesses.All {
+		for _, v := range h.Volatile {
+			out = append(out, Volatile{Harness: h.Name, Name: v.Name, re: regexp.MustCompile(v.Expr), repl: v.Replace})
+		}
+	}
+	return out
+}()
 
 // Mask replaces the volatile fields of harness in s with placeholders.
 func Mask(harness, s string) string {
@@ -59,14 +62,14 @@ type IdentifierField struct {
 	Keys []string
 }
 
-// IdentifierFields lists the identifier fields TapeBox knows, per harness.
-var IdentifierFields = []IdentifierField{
-	{Harness: "claude-code", Name: "background shell id", re: regexp.MustCompile(`Command running in background with ID: ([A-Za-z0-9_\-]+)`), Keys: []string{"bash_id", "shell_id", "task_id"}},
-	{Harness: "claude-code", Name: "background output file", re: regexp.MustCompile(`Output is being written to: (\S+?)\.?(?:\s|$)`)},
-	{Harness: "claude-code", Name: "task id", re: regexp.MustCompile(`<task_id>([^<\s]+)</task_id>`), Keys: []string{"task_id"}},
-	{Harness: "claude-code", Name: "persisted output file", re: regexp.MustCompile(`Full output saved to: (\S+)`)},
-	{Harness: "claude-code", Name: "agent id", re: regexp.MustCompile(`agentId: ([A-Za-z0-9_\-]+)`), Keys: []string{"agentId", "agent_id"}},
-	{Harness: "claude-code", Name: "agent id to continue with SendMessage", re: regexp.MustCompile(`use SendMessage with to: '([A-Za-z0-9_\-]+)'`)},
-	{Harness: "codex", Name: "exec session id", re: regexp.MustCompile(`Process running with session ID (\d+)`), Keys: []string{"session_id"}},
-	{Harness: "codex", Name: "agent id", re: regexp.MustCompile(`"agent_id":\s*"([^"\\]+)"`), Keys: []string{"agent_id"}},
-}
+// IdentifierFields lists the identifier fields TapeBox knows, per harness (from the
+// harness table, package tape/harnesses).
+var IdentifierFields = func() []IdentifierField {
+	var out []IdentifierField
+	for _, h := range harnesses.All {
+		for _, id := range h.Identifiers {
+			out = append(out, IdentifierField{Harness: h.Name, Name: id.Name, re: regexp.MustCompile(id.Expr), Keys: id.Keys})
+		}
+	}
+	return out
+}()

@@ -8,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
-// SpawningTools are the tools known to start a subagent: Claude Code's Agent and Task,
-// Codex's multi-agent spawn tools.
-var SpawningTools = []string{"Agent", "Task", "spawn_agent", "spawn_subagent", "create_agent"}
+// SpawningTools are the tools known to start a subagent (the harness table's, package
+// tape/harnesses): Claude Code's Agent and Task, Codex's multi-agent spawn tools.
+var SpawningTools = harnesses.SpawningTools()
 
 // thread is the gateway's view of one conversation while recording.
 type thread struct {

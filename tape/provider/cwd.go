@@ -1,9 +1,11 @@
 package provider
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // Cwd returns the working directory a harness names in a normalized request, or "" when it
@@ -46,11 +48,15 @@ func Cwd(req *tape.Request) string {
 
 // claudeCwdLabels are the labels of the line of Claude Code's environment block that names
 // the working directory, newest first.
-var claudeCwdLabels = []string{"Primary working directory:", "Working directory:"}
+var claudeCwdLabels = harnesses.ClaudeCode.CwdLines
+
+// codexCwdOpen and codexCwdClose delimit the working directory in a Codex
+// <environment_context>.
+var codexCwdOpen, codexCwdClose = "<" + harnesses.Codex.CwdElement + ">", "</" + harnesses.Codex.CwdElement + ">"
 
 // claudeCwd reads the working directory line of a Claude Code environment block.
 func claudeCwd(text string) string {
-	if !strings.Contains(text, "orking directory:") {
+	if !slices.ContainsFunc(claudeCwdLabels, func(l string) bool { return strings.Contains(text, l) }) {
 		return ""
 	}
 	for line := range strings.Lines(text) {
@@ -73,11 +79,11 @@ func codexCwd(text string) string {
 		return ""
 	}
 	ctx, _, _ = strings.Cut(ctx, "</environment_context>")
-	_, rest, ok := strings.Cut(ctx, "<cwd>")
+	_, rest, ok := strings.Cut(ctx, codexCwdOpen)
 	if !ok {
 		return ""
 	}
-	dir, _, ok := strings.Cut(rest, "</cwd>")
+	dir, _, ok := strings.Cut(rest, codexCwdClose)
 	if !ok || strings.ContainsAny(dir, "\r\n") {
 		return ""
 	}

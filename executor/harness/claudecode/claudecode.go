@@ -9,6 +9,7 @@ import (
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // Name is the harness's name in hello.
@@ -27,7 +28,7 @@ func (Harness) Name() string { return Name }
 
 // Policy implements harness.Harness.
 func (Harness) Policy() protocol.Policy {
-	return protocol.Policy{ParallelToolCalls: true, SpawningTools: []string{"Agent", "Task"}}
+	return protocol.Policy{ParallelToolCalls: harnesses.ClaudeCode.ParallelToolCalls, SpawningTools: harnesses.ClaudeCode.SpawningTools}
 }
 
 // NewSession implements harness.Harness.

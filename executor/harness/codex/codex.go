@@ -15,6 +15,7 @@ import (
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // Name is the harness's name in hello.
@@ -33,7 +34,7 @@ func (Harness) Name() string { return Name }
 
 // Policy implements harness.Harness.
 func (Harness) Policy() protocol.Policy {
-	return protocol.Policy{ParallelToolCalls: true, SpawningTools: []string{"spawn_agent"}}
+	return protocol.Policy{ParallelToolCalls: harnesses.Codex.ParallelToolCalls, SpawningTools: harnesses.Codex.SpawningTools}
 }
 
 // NewSession implements harness.Harness.

@@ -1,0 +1,120 @@
+package harnesses
+
+// Harness is what TapeBox knows of one agent harness.
+type Harness struct {
+	// Name is the harness's name in meta.harness and in the executor's hello.
+	Name string
+	// SpawningTools are the tools that start a subagent (a thread of its own); their calls
+	// never reach the executor, the controller plays the child thread.
+	SpawningTools []string
+	// ParallelToolCalls says whether the harness runs the tool calls of one answer at the
+	// same time (the executor's default concurrency policy).
+	ParallelToolCalls bool
+	// Volatile are the parts of tool results that differ on every run; compare masks them.
+	Volatile []Volatile
+	// Identifiers are the places where the harness puts an identifier it makes up on every
+	// run; a value standing there is learned as an identifier without further evidence.
+	Identifiers []Identifier
+	// CwdLines are the labels of the system prompt line that names the working directory
+	// ("Primary working directory: /app"), newest first; CwdElement is the element of an
+	// <environment_context> block that does ("<cwd>/app</cwd>"). Either may be empty.
+	CwdLines   []string
+	CwdElement string
+}
+
+// Volatile is a part of a tool result that a harness makes different on every run.
+type Volatile struct {
+	// Name says what the field is, for reports.
+	Name string
+	// Expr is a regular expression (RE2) for the field; Replace its placeholder, with $1
+	// for groups kept.
+	Expr    string
+	Replace string
+}
+
+// Identifier is a place where a harness writes an identifier it makes up.
+type Identifier struct {
+	Name string
+	// Expr finds the field in a tool result's text; its first group is the identifier.
+	Expr string
+	// Keys are the JSON fields of tool call inputs that carry the identifier back, where a
+	// number is replaced too; strings are replaced wherever an id token stands.
+	Keys []string
+}
+
+// ClaudeCode is Anthropic's Claude Code (the claude CLI).
+var ClaudeCode = Harness{
+	Name:              "claude-code",
+	SpawningTools:     []string{"Agent", "Task"},
+	ParallelToolCalls: true,
+	Volatile: []Volatile{
+		{Name: "subagent usage footer: agentId", Expr: `agentId: [A-Za-z0-9_\-]+`, Replace: "agentId: <id>"},
+		{Name: "subagent usage footer: durations and counts", Expr: `(duration_ms|total_tokens|tool_uses): ?[0-9]+`, Replace: "$1: <n>"},
+	},
+	Identifiers: []Identifier{
+		{Name: "background shell id", Expr: `Command running in background with ID: ([A-Za-z0-9_\-]+)`, Keys: []string{"bash_id", "shell_id", "task_id"}},
+		{Name: "background output file", Expr: `Output is being written to: (\S+?)\.?(?:\s|$)`},
+		{Name: "task id", Expr: `<task_id>([^<\s]+)</task_id>`, Keys: []string{"task_id"}},
+		{Name: "persisted output file", Expr: `Full output saved to: (\S+)`},
+		{Name: "agent id", Expr: `agentId: ([A-Za-z0-9_\-]+)`, Keys: []string{"agentId", "agent_id"}},
+		{Name: "agent id to continue with SendMessage", Expr: `use SendMessage with to: '([A-Za-z0-9_\-]+)'`},
+	},
+	CwdLines: []string{"Primary working directory:", "Working directory:"},
+}
+
+// Codex is OpenAI's Codex CLI.
+var Codex = Harness{
+	Name:              "codex",
+	SpawningTools:     []string{"spawn_agent"},
+	ParallelToolCalls: true,
+	Volatile: []Volatile{
+		{Name: "exec_command chunk id", Expr: `Chunk ID: [0-9a-fA-F]+`, Replace: "Chunk ID: <chunk>"},
+		{Name: "wall time", Expr: `Wall time: [0-9.]+ seconds`, Replace: "Wall time: <t> seconds"},
+		{Name: "shell duration_seconds", Expr: `"duration_seconds":\s*[0-9.]+`, Replace: `"duration_seconds":<t>`},
+		// spawn_agent (multi_agent_v1) names each child with a nickname drawn at random
+		// ("Noether", "Singer"); its agent_id is an identifier, learned like the others.
+		{Name: "spawn_agent nickname", Expr: `"nickname":\s*"[^"\\]*"`, Replace: `"nickname":"<name>"`},
+	},
+	Identifiers: []Identifier{
+		{Name: "exec session id", Expr: `Process running with session ID (\d+)`, Keys: []string{"session_id"}},
+		{Name: "agent id", Expr: `"agent_id":\s*"([^"\\]+)"`, Keys: []string{"agent_id"}},
+	},
+	CwdElement: "cwd",
+}
+
+// All lists the harnesses TapeBox knows.
+var All = []*Harness{&ClaudeCode, &Codex}
+
+// OtherSpawningTools are spawning tool names of harnesses without an entry (other
+// multi-agent tools seen in the wild); the gateway builds the thread tree with them too.
+var OtherSpawningTools = []string{"spawn_subagent", "create_agent"}
+
+// Lookup returns the harness called name.
+func Lookup(name string) (*Harness, bool) {
+	for _, h := range All {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+// SpawningTools lists the spawning tools of every harness and OtherSpawningTools, in table
+// order, each once.
+func SpawningTools() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(names []string) {
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	for _, h := range All {
+		add(h.SpawningTools)
+	}
+	add(OtherSpawningTools)
+	return out
+}

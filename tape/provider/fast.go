@@ -167,13 +167,8 @@ func anthropicRequestFast(raw []byte) (request, error) {
 	params, err := fastObject(raw, anthropicTop, func(d *scanner, field int) error {
 		switch field {
 		case 0:
-			switch d.peek() {
-			case 'n':
-				_, err := d.skip()
+			if null, err := d.nullOr('['); null || err != nil {
 				return err
-			case '[':
-			default:
-				return errSlow
 			}
 			return fastArray(d, func() error {
 				var m tape.Message
@@ -213,13 +208,8 @@ func anthropicRequestFast(raw []byte) (request, error) {
 			}
 			var texts []string
 			err := fastArray(d, func() error {
-				switch d.peek() {
-				case 'n':
-					_, err := d.skip()
+				if null, err := d.nullOr('{'); null || err != nil {
 					return err
-				case '{':
-				default:
-					return errSlow
 				}
 				var typ, text string
 				err := fastFields(d, []string{"type", "text"}, func(field int) error {
@@ -236,13 +226,8 @@ func anthropicRequestFast(raw []byte) (request, error) {
 			r.system = strings.Join(texts, "\n")
 			return err
 		case 2:
-			switch d.peek() {
-			case 'n':
-				_, err := d.skip()
+			if null, err := d.nullOr('['); null || err != nil {
 				return err
-			case '[':
-			default:
-				return errSlow
 			}
 			return fastArray(d, func() error {
 				var t tape.Tool
@@ -464,13 +449,8 @@ func responsesRequestFast(raw []byte) (request, error) {
 			_, err := d.skip()
 			return err
 		case 2:
-			switch d.peek() {
-			case 'n':
-				_, err := d.skip()
+			if null, err := d.nullOr('['); null || err != nil {
 				return err
-			case '[':
-			default:
-				return errSlow
 			}
 			return fastArray(d, func() error {
 				var t tape.Tool

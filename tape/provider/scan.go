@@ -39,6 +39,18 @@ func (d *scanner) peek() byte {
 	return d.b[d.i]
 }
 
+// nullOr reads a null (null is true) or checks that the next value opens with c (a '[' or
+// '{' the caller then reads); anything else takes the slow path.
+func (d *scanner) nullOr(c byte) (null bool, err error) {
+	switch d.peek() {
+	case 'n':
+		return true, d.literal("null")
+	case c:
+		return false, nil
+	}
+	return false, errSlow
+}
+
 // end checks that nothing but whitespace follows the top-level value.
 func (d *scanner) end() error {
 	d.ws()

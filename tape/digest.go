@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 )
 
 // DigestAlgorithm names the digest scheme a Digest uses.
@@ -202,19 +203,20 @@ func (v *Verification) Err() error {
 	return nil
 }
 
-// Verify checks the digests of the tape encoded in data: each step's link, the meta's hash,
-// the root and the signature. It reads the file's own bytes: a step's content is its
+// Verify checks the digests of the tape r holds: each step's link, the meta's hash, the
+// root and the signature. It streams: memory holds one step at a time. It reads the file's
+// own bytes: a step's content is its
 // encoding as found when that is canonical, else the canonical encoding of the step it
 // decodes to, so a tape re-indented by another tool verifies as long as its content is the
 // same. The error is for data that is not a tape at all; a tape whose digests do not match
 // gives a Verification with State DigestsMismatch.
-func Verify(data []byte, opts VerifyOptions) (*Verification, error) {
+func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 	v := &Verification{State: DigestsOK}
 	fail := func(ptr, format string, args ...any) (*Verification, error) {
 		v.State, v.Pointer, v.Problem = DigestsMismatch, ptr, fmt.Sprintf(format, args...)
 		return v, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
+	dec := json.NewDecoder(r)
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, fmt.Errorf("verify tape: %w", err)
 	}

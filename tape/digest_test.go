@@ -45,7 +45,7 @@ func mustMarshal(t *testing.T, tp *Tape) []byte {
 
 func mustVerify(t *testing.T, data []byte, opts VerifyOptions) *Verification {
 	t.Helper()
-	v, err := Verify(data, opts)
+	v, err := Verify(bytes.NewReader(data), opts)
 	require.NoError(t, err)
 	return v
 }

@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -63,7 +64,7 @@ func testWriterMatchesMarshal(t *testing.T, size int, digests bool) {
 		again, err := Marshal(loaded)
 		require.NoError(t, err)
 		require.Equal(t, string(got), string(again))
-		v, err := Verify(got, VerifyOptions{})
+		v, err := Verify(bytes.NewReader(got), VerifyOptions{})
 		require.NoError(t, err)
 		if !digests {
 			require.Equal(t, DigestsNone, v.State)

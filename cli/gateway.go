@@ -33,6 +33,11 @@ type gatewayFlags struct {
 	wsMax            string
 	noDefaultExclude bool
 	maxRecordBody    string
+	// The breaker and the digests.
+	limits     tape.Limits
+	pricesFile string
+	signKey    string
+	noDigests  bool
 }
 
 func (gf *gatewayFlags) addFlags(fs *flag.FlagSet) {
@@ -47,6 +52,14 @@ func (gf *gatewayFlags) addFlags(fs *flag.FlagSet) {
 	fs.Var(&gf.wsExclude, "workspace-exclude", "a glob of workspace entries to leave out of the snapshot and the end manifest (repeatable; without a slash it matches a name at any depth, with one a path from the root); added to the defaults "+strings.Join(workspace.DefaultExclude, ", "))
 	fs.BoolVar(&gf.noDefaultExclude, "workspace-no-default-exclude", false, "do not leave out "+strings.Join(workspace.DefaultExclude, ", "))
 	fs.StringVar(&gf.wsMax, "workspace-max", "256m", "cap on the file content of the workspace snapshot (e.g. 64m, 2g; 0 means no cap): a bigger workspace is an error before the agent starts")
+	fs.Float64Var(&gf.limits.MaxCostUSD, "max-cost", 0, "stop the run once its calls cost this many US dollars at the price table's prices (0: no limit); a model without a price counts tokens only, and the gateway says so")
+	fs.IntVar(&gf.limits.MaxSteps, "max-steps", 0, "stop the run after this many model calls in all (0: no limit)")
+	fs.IntVar(&gf.limits.MaxThreadSteps, "max-thread-steps", 0, "stop the run once one thread (the main agent or a subagent) made this many model calls (0: no limit)")
+	fs.Int64Var(&gf.limits.MaxTokens, "max-tokens", 0, "stop the run once its calls used this many tokens: input, output, cache reads and writes (0: no limit)")
+	fs.IntVar(&gf.limits.MaxRepeat, "max-repeat", 0, "stop the run once a thread made, K answers in a row, tool calls (same names, same inputs once normalized) it had made before: the polite death spiral (0: no limit)")
+	fs.StringVar(&gf.pricesFile, "prices", "", "a price table file (JSON: {\"date\": ..., \"models\": {NAME: {\"input\": USD/Mtok, ...}}}) instead of the built-in one, for --max-cost and the status counters")
+	fs.StringVar(&gf.signKey, "sign", "", "sign the tape's root digest with this ed25519 private key (a file: 64 hex digits of seed, or 128 of key, or PEM PKCS#8); verify with tapebox verify --key")
+	fs.BoolVar(&gf.noDigests, "no-digests", false, "write the tape without its digest chain (tapebox verify then says \"no digests\")")
 	fs.StringVar(&gf.maxRecordBody, "max-record-body", "32m", "the largest body recorded (a request, a JSON answer, a stream's events; e.g. 8m, 1g; 0 means no limit): a longer one is forwarded whole, as it arrives, and recorded as a truncation marker")
 }
 
@@ -59,6 +72,9 @@ func (gf *gatewayFlags) config(env *Env, verb string) (gateway.Config, error) {
 	cfg.MaxRecordBody = maxBody
 	if maxBody == 0 {
 		cfg.MaxRecordBody = -1
+	}
+	if err := gf.breaker(env, verb, &cfg); err != nil {
+		return cfg, err
 	}
 	for _, s := range gf.inject {
 		inj, err := gateway.ParseInjection(s, env.Getenv)
@@ -110,9 +126,18 @@ agent in a container). The gateway has no authentication: anyone who can reach i
 calls through it, with the keys --inject-header holds; it warns when it listens beyond loopback.
 
 The recording ends with "curl -X POST http://HOST:8080/tapebox/end" or SIGINT/SIGTERM; meta.ended
-says how (complete, cut, upstream_error). /tapebox/end answers loopback peers; any other peer
-must send the end token the gateway prints at start, a new one each run (-H "Authorization:
-Bearer TOKEN" or ?token=TOKEN).
+says how (complete, cut, upstream_error, budget). /tapebox/end answers loopback peers; any other
+peer must send the end token the gateway prints at start, a new one each run (-H "Authorization:
+Bearer TOKEN" or ?token=TOKEN). GET /tapebox/status answers the same peers with the counters as
+JSON: steps, tokens, cost, each thread's steps and repeats, the limits and what tripped.
+
+The breaker (--max-cost, --max-steps, --max-thread-steps, --max-tokens, --max-repeat): once a
+limit is reached, the next model call and every one after it gets an error in the provider's
+shape (HTTP 400, invalid_request_error, naming the limit and the figure), and the tape ends with
+reason budget, meta.ended.limit naming the limit. Nothing recorded before is lost.
+
+Every step carries a digest chained per thread and the tape a root digest (tapebox verify checks
+them); --sign KEY signs the root.
 
 Credentials are redacted in the tape by name: headers and query parameters whose names hold
 key, token, secret, auth, session, cookie, signature or password (a few harmless ones kept).

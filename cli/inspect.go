@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +33,19 @@ type inspectSummary struct {
 	Ended   string                 `json:"ended"`
 	Totals  inspectSummaryTotals   `json:"totals"`
 	Threads []inspectSummaryThread `json:"threads"`
+	// Digests is what tapebox verify says of the tape.
+	Digests *inspectDigests `json:"digests"`
+}
+
+// inspectDigests is the state of a tape's digests.
+type inspectDigests struct {
+	State       string `json:"state"` // ok, no digests, mismatch
+	Steps       int    `json:"steps"`
+	Root        string `json:"root,omitempty"`
+	PublicKey   string `json:"public_key,omitempty"`
+	SignatureOK bool   `json:"signature_ok"`
+	Pointer     string `json:"pointer,omitempty"`
+	Problem     string `json:"problem,omitempty"`
 }
 
 // inspectSummaryTotals sums the tape.
@@ -112,6 +127,9 @@ little memory.`)
 		return failf(env, "inspect", "%v", err)
 	}
 	s := summarizeTape(t)
+	if s.Digests, err = inspectDigestsOf(fs.Arg(0), t); err != nil {
+		return failf(env, "inspect", "%v", err)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -310,12 +328,32 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 	}
 	if e := m.Ended; e != nil {
 		line := fmt.Sprintf("%s at %s (%s after the start)", e.Reason, e.At.Format(time.RFC3339Nano), e.At.Sub(m.StartedAt).Round(time.Millisecond))
+		if e.Limit != "" {
+			line += ", limit " + e.Limit
+		}
 		if e.Detail != "" {
 			line += ": " + e.Detail
 		}
 		row("ended", "%s", line)
 	} else {
 		row("ended", "no end recorded: still running or cut short")
+	}
+	if l := m.Limits; l != nil {
+		row("limits", "%s", limitsLine(l))
+	}
+	if d := s.Digests; d != nil {
+		switch d.State {
+		case string(tape.DigestsOK):
+			signed := "unsigned"
+			if d.PublicKey != "" {
+				signed = "signed by " + d.PublicKey + ", signature ok"
+			}
+			row("digests", "ok: %s chained, root %s, %s", plural(d.Steps, "step"), d.Root, signed)
+		case string(tape.DigestsNone):
+			row("digests", "no digests (written without them, or before they existed)")
+		default:
+			row("digests", "MISMATCH at %s: %s (after %s that match)", d.Pointer, d.Problem, plural(d.Steps, "step"))
+		}
 	}
 	tot := s.Totals
 	b.WriteByte('\n')
@@ -423,4 +461,43 @@ func inputValue(raw json.RawMessage) json.RawMessage {
 	}
 	b, _ := json.Marshal(string(raw))
 	return b
+}
+
+// inspectDigestsOf verifies the tape at path (a second, streaming pass over the file).
+func inspectDigestsOf(path string, t *tape.Tape) (*inspectDigests, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", path, err)
+	}
+	defer f.Close()
+	v, err := tape.Verify(bufio.NewReaderSize(f, 1<<20), tape.VerifyOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", path, err)
+	}
+	d := &inspectDigests{State: string(v.State), Steps: v.Steps, Root: v.Root, SignatureOK: v.SignatureOK, Pointer: v.Pointer, Problem: v.Problem}
+	if t.Digest != nil {
+		d.PublicKey = t.Digest.PublicKey
+	}
+	return d, nil
+}
+
+// limitsLine lists the breaker limits that are set.
+func limitsLine(l *tape.Limits) string {
+	var parts []string
+	if l.MaxCostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("max cost $%g", l.MaxCostUSD))
+	}
+	if l.MaxSteps > 0 {
+		parts = append(parts, fmt.Sprintf("max steps %d", l.MaxSteps))
+	}
+	if l.MaxThreadSteps > 0 {
+		parts = append(parts, fmt.Sprintf("max steps per thread %d", l.MaxThreadSteps))
+	}
+	if l.MaxTokens > 0 {
+		parts = append(parts, fmt.Sprintf("max tokens %d", l.MaxTokens))
+	}
+	if l.MaxRepeat > 0 {
+		parts = append(parts, fmt.Sprintf("max repeat %d", l.MaxRepeat))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -37,7 +37,11 @@ variables pointing at it, finishes the tape when CMD exits, and exits with CMD's
                        model provider with base_url = "$TAPEBOX_GATEWAY_URL/v1")
 
 The tape ends complete when CMD exits 0 after a final answer, cut otherwise, upstream_error when
-the provider failed last. --harness is detected from the traffic when not given. meta.cwd is
+the provider failed last, budget when a --max-* limit stopped the run: the model call after the
+limit was reached got an error in the provider's shape (HTTP 400), and record then exits 3
+whatever CMD's exit code. The counters are at $TAPEBOX_GATEWAY_URL/tapebox/status while CMD runs.
+
+Exit codes: CMD's exit code; 3 stopped by the breaker; 1 failure; 2 usage. --harness is detected from the traffic when not given. meta.cwd is
 the directory CMD runs in: this one.`)
 	gf := gatewayFlags{output: "run.json"}
 	gf.addFlags(fs)
@@ -117,6 +121,11 @@ the directory CMD runs in: this one.`)
 		return failf(env, "record", "%v", err)
 	}
 	fmt.Fprintf(env.Stderr, "tapebox record: %d model calls recorded into %s (%s)\n", g.Steps(), gf.output, reason)
+	if reason == tape.EndBudget {
+		t := g.Tripped()
+		fmt.Fprintf(env.Stderr, "tapebox record: stopped by the breaker: %s: %s\n", t.Limit, t.Detail)
+		code = ExitBudget
+	}
 	if *asJSON {
 		sum := recordSummary{Tape: gf.output, ModelCalls: g.Steps(), Ended: string(reason), Detail: detail, ExitCode: code, Cwd: cfg.Cwd}
 		if t, err := tape.LoadFile(gf.output); err == nil && t.Meta.Workspace != nil {

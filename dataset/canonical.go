@@ -40,7 +40,12 @@ func isCanonical(t *tape.Tape, data []byte) bool {
 		}
 		ok = ok && c.lit("]}")
 	}
-	return ok && c.lit("]}\n") && len(c.rest) == 0
+	if ok && t.Digest != nil {
+		ok = c.lit(`],"digest":`) && c.value(t.Digest) && c.lit("}\n")
+	} else {
+		ok = ok && c.lit("]}\n")
+	}
+	return ok && len(c.rest) == 0
 }
 
 type canonicalChecker struct {

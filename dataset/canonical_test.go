@@ -23,7 +23,7 @@ func TestIsCanonicalAgreesWithMarshal(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, []string{"version", "meta", "threads"}, fields(tape.Tape{}))
+	require.Equal(t, []string{"version", "meta", "threads", "digest,omitempty"}, fields(tape.Tape{}))
 	require.Equal(t, []string{"id", "parent", "steps"}, fields(tape.Thread{}))
 
 	var tapes []*tape.Tape
@@ -36,7 +36,9 @@ func TestIsCanonicalAgreesWithMarshal(t *testing.T) {
 		tapes = append(tapes, tp)
 	}
 	empty := tape.New(tape.ProviderAnthropic, corpusEpoch)
-	tapes = append(tapes, empty, edgeTape())
+	sealed := GenerateTape(CorpusOptions{Seed: 62, MeanSteps: 4, Lean: true}, 0)
+	require.NoError(t, tape.Seal(sealed, nil))
+	tapes = append(tapes, empty, edgeTape(), sealed)
 	for i, tp := range tapes {
 		data, err := tape.Marshal(tp)
 		require.NoError(t, err)

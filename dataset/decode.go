@@ -56,13 +56,20 @@ func decodeTape(data []byte, lean bool) (t *tape.Tape, canonical bool, err error
 				t.Threads = append(t.Threads, th)
 				return d.thread(th)
 			})
+		case "digest":
+			d.field(&o, 3)
+			if d.nullNormalized() { // omitted when nil
+				return nil
+			}
+			t.Digest = &tape.Digest{}
+			return d.digest(t.Digest)
 		}
 		return d.unknown(key)
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	d.check(o, 0b111)
+	d.check(o, 0b111|bit(3, t.Digest != nil))
 	if len(data)-d.i != 1 || data[d.i] != '\n' {
 		d.nonCanon = true // tape.Marshal ends the tape with one newline
 		if d.ws(); d.i != len(data) {
@@ -854,8 +861,16 @@ func (d *decoder) meta(m *tape.Meta) error {
 			w := &tape.Workspace{}
 			m.Workspace = w
 			return d.workspace(w)
-		case "ended":
+		case "limits":
 			d.field(&o, 11)
+			if d.nullNormalized() { // omitted when nil
+				m.Limits = nil
+				return nil
+			}
+			m.Limits = &tape.Limits{}
+			return d.limits(m.Limits)
+		case "ended":
+			d.field(&o, 12)
 			if d.null() {
 				m.Ended = nil
 				return nil
@@ -866,7 +881,7 @@ func (d *decoder) meta(m *tape.Meta) error {
 		}
 		return d.unknown(key)
 	})
-	d.check(o, 0b1011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil))
+	d.check(o, 0b1_0011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil)|bit(11, m.Limits != nil))
 	return err
 }
 
@@ -978,10 +993,13 @@ func (d *decoder) ended(e *tape.Ended) error {
 		case "detail":
 			d.field(&o, 2)
 			return d.strInto(&e.Detail)
+		case "limit":
+			d.field(&o, 3)
+			return d.strInto(&e.Limit)
 		}
 		return d.unknown(key)
 	})
-	d.check(o, 0b11|bit(2, e.Detail != ""))
+	d.check(o, 0b11|bit(2, e.Detail != "")|bit(3, e.Limit != ""))
 	return err
 }
 
@@ -1069,10 +1087,13 @@ func (d *decoder) step(s *tape.Step) error {
 		case "timing":
 			d.field(&o, 4)
 			return d.timing(&s.Timing)
+		case "digest":
+			d.field(&o, 5)
+			return d.strInto(&s.Digest)
 		}
 		return d.unknown(key)
 	})
-	d.check(o, 0b1_1111)
+	d.check(o, 0b1_1111|bit(5, s.Digest != ""))
 	return err
 }
 
@@ -1539,4 +1560,65 @@ func (d *decoder) rawReusing(prev *rawMemo) (json.RawMessage, *rawMemo, error) {
 		return nil, nil, err
 	}
 	return json.RawMessage(d.data[start:d.i]), m, nil
+}
+
+// limits reads meta.limits, whose every field is omitted when zero.
+func (d *decoder) limits(l *tape.Limits) error {
+	var o order
+	err := d.object(func(key []byte) error {
+		var err error
+		var n int64
+		switch string(key) {
+		case "max_cost_usd":
+			d.field(&o, 0)
+			l.MaxCostUSD, err = d.float()
+		case "max_steps":
+			d.field(&o, 1)
+			n, err = d.int64()
+			l.MaxSteps = int(n)
+		case "max_thread_steps":
+			d.field(&o, 2)
+			n, err = d.int64()
+			l.MaxThreadSteps = int(n)
+		case "max_tokens":
+			d.field(&o, 3)
+			l.MaxTokens, err = d.int64()
+		case "max_repeat":
+			d.field(&o, 4)
+			n, err = d.int64()
+			l.MaxRepeat = int(n)
+		default:
+			err = d.unknown(key)
+		}
+		return err
+	})
+	d.check(o, bit(0, l.MaxCostUSD != 0)|bit(1, l.MaxSteps != 0)|bit(2, l.MaxThreadSteps != 0)|bit(3, l.MaxTokens != 0)|bit(4, l.MaxRepeat != 0))
+	return err
+}
+
+// digest reads the tape's digest record, whose key and signature are omitted when unsigned.
+func (d *decoder) digest(g *tape.Digest) error {
+	var o order
+	err := d.object(func(key []byte) error {
+		switch string(key) {
+		case "algorithm":
+			d.field(&o, 0)
+			return d.strInto(&g.Algorithm)
+		case "meta":
+			d.field(&o, 1)
+			return d.strInto(&g.Meta)
+		case "root":
+			d.field(&o, 2)
+			return d.strInto(&g.Root)
+		case "public_key":
+			d.field(&o, 3)
+			return d.strInto(&g.PublicKey)
+		case "signature":
+			d.field(&o, 4)
+			return d.strInto(&g.Signature)
+		}
+		return d.unknown(key)
+	})
+	d.check(o, 0b111|bit(3, g.PublicKey != "")|bit(4, g.Signature != ""))
+	return err
 }

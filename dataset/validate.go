@@ -507,6 +507,13 @@ func (v *validator) checkTape(c *tapeCheck) {
 		}
 		bad("tape_json", "not the canonical encoding of the tape (tape.Marshal gives %d bytes, the row has %d)", len(canonical), len(data))
 	}
+	// A tape with digests must verify: the row is the tape as recorded. (One without is
+	// no problem: it was written without them.)
+	if vr, err := tape.Verify(bytes.NewReader(data), tape.VerifyOptions{}); err != nil {
+		bad("tape_json", "verify digests: %v", err)
+	} else if vr.State == tape.DigestsMismatch {
+		bad("tape_json"+vr.Pointer, "digest mismatch: %s", vr.Problem)
+	}
 	wantRow, wantSteps, err := RowsOf(t, data)
 	if err != nil {
 		bad("tape_json", "%v", err)

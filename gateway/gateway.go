@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/subtle"
 	"errors"
@@ -77,6 +78,17 @@ type Config struct {
 	// recorded as a tape.Truncation marker with empty normalized fields. 0 means
 	// DefaultMaxRecordBody; a negative value, no limit.
 	MaxRecordBody int64
+	// Limits are the breaker's limits (see Trip): when one is reached, the next model call
+	// and every one after it is refused with an error in the provider's shape, and the
+	// tape ends with reason budget. They go into meta.limits. Cost prices a call for
+	// Limits.MaxCostUSD and the status counters; a model it has no price for counts tokens
+	// only (the gateway logs it once).
+	Limits tape.Limits
+	Cost   CostFunc
+	// NoDigests writes the tape without its digest chain (tape.Digest).
+	NoDigests bool
+	// Signer, when set, signs the tape's root digest (ed25519) with every persisted step.
+	Signer ed25519.PrivateKey
 }
 
 // Gateway is a recording reverse proxy: an http.Handler that forwards an agent's model
@@ -97,6 +109,8 @@ type Gateway struct {
 	now       func() time.Time
 	start     time.Time
 	w         *tape.Writer
+	brk       *breaker // nil without limits or prices
+	digests   bool
 
 	// The syncer publishes changes made outside a call's answer (tool results, meta) and
 	// fsyncs what was published.
@@ -170,8 +184,15 @@ func New(cfg Config) (*Gateway, error) {
 			return nil, err
 		}
 	}
+	if cfg.Limits != (tape.Limits{}) || cfg.Cost != nil {
+		g.brk = &breaker{limits: cfg.Limits, cost: cfg.Cost, unpriced: map[string]int64{}}
+	}
 	g.start = g.now()
 	tp := tape.New("", g.start)
+	if cfg.Limits != (tape.Limits{}) {
+		l := cfg.Limits
+		tp.Meta.Limits = &l
+	}
 	tp.Meta.Workspace = ws
 	tp.Meta.Harness = cfg.Harness
 	tp.Meta.HarnessVersion = cfg.HarnessVersion
@@ -182,7 +203,15 @@ func New(cfg Config) (*Gateway, error) {
 	for k, v := range cfg.Labels {
 		tp.Meta.Labels[k] = v
 	}
-	w, err := tape.Create(cfg.Output, tp)
+	var opts []tape.Option
+	switch {
+	case cfg.Signer != nil:
+		opts = append(opts, tape.WithSigner(cfg.Signer))
+	case !cfg.NoDigests:
+		opts = append(opts, tape.WithDigests())
+	}
+	g.digests = len(opts) > 0
+	w, err := tape.Create(cfg.Output, tp, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -224,7 +253,11 @@ func (g *Gateway) Finish(reason tape.EndReason, detail string) error {
 				g.logf("%v", err)
 			}
 		}
-		if err := g.w.Finish(reason, g.now(), detail); err != nil {
+		end := tape.Ended{Reason: reason, At: g.now(), Detail: detail}
+		if t := g.Tripped(); reason == tape.EndBudget && t != nil {
+			end.Limit = t.Limit
+		}
+		if err := g.w.End(end); err != nil {
 			g.finishErr = fmt.Errorf("gateway: finish tape: %w", err)
 			return
 		}
@@ -246,6 +279,9 @@ func (g *Gateway) Close(ctx context.Context) error {
 // calls and nothing of it is in flight; cut otherwise, with the reason. Use it to finish a
 // recording stopped by a signal or an exiting agent.
 func (g *Gateway) Outcome() (tape.EndReason, string) {
+	if t := g.Tripped(); t != nil && g.brk.refused.Load() > 0 {
+		return tape.EndBudget, t.Detail
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.lastErr != "" {
@@ -280,11 +316,21 @@ func upstreamPath(p string) string {
 
 // ServeHTTP proxies one request, recording it when it is a model call.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if upstreamPath(r.URL.Path) == "/tapebox/end" {
+	switch upstreamPath(r.URL.Path) {
+	case "/tapebox/end":
 		g.serveEnd(w, r)
+		return
+	case "/tapebox/status":
+		g.serveStatus(w, r)
 		return
 	}
 	p, isModelCall := provider.Detect(r.URL.Path)
+	if isModelCall && r.Method == http.MethodPost && g.brk != nil {
+		if t := g.brk.trip.Load(); t != nil {
+			g.refuse(w, r, p, t)
+			return
+		}
+	}
 	if !isModelCall || r.Method != http.MethodPost {
 		if !isModelCall {
 			p = guessProvider(r)

@@ -77,6 +77,9 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 	step.Timing.RequestAt = g.ms(rec.at)
 	rec.step = step
 	if prep, err := tape.Prepare(step); err == nil {
+		if g.digests {
+			prep.HashRequest() // off the answer's path
+		}
 		rec.prep = prep
 	} else {
 		g.logf("%s: %v", r.URL.Path, err)
@@ -149,6 +152,10 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	}
 	s.Timing.FirstByteAt = g.ms(a.firstByte)
 	s.Timing.LastByteAt = g.ms(a.lastByte)
+	var obs observation
+	if g.brk != nil {
+		obs = g.brk.observe(stepModel(s), s)
+	}
 
 	g.mu.Lock()
 	th := rec.th
@@ -194,6 +201,10 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	}
 	th.steps++
 	g.steps++
+	var note string
+	if g.brk != nil {
+		note = g.brk.add(th, g.steps, obs, s)
+	}
 	g.noteSpawns(th, s)
 	switch {
 	case len(a.problems) > 0:
@@ -203,6 +214,9 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	}
 	calls := len(s.ToolCalls)
 	g.mu.Unlock()
+	if note != "" {
+		g.logf("%s", note)
+	}
 
 	g.publish()
 	g.logf("thread %s step %d: %s %d, %d events, %d tool calls, %.0f ms", th.id, si, s.Request.Path, a.status,

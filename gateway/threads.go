@@ -36,6 +36,11 @@ type thread struct {
 	lastOK    bool
 	// inFlight counts requests of this thread not yet answered.
 	inFlight int
+	// seenCalls holds the keys (callsKey) of the tool calls its steps made, and repeats
+	// how many of its last steps in a row made calls it had made before (with
+	// Config.Limits.MaxRepeat).
+	seenCalls map[[32]byte]bool
+	repeats   int
 }
 
 // threadSeed seeds the thread keys of this process (they are compared, never stored).

@@ -102,7 +102,7 @@ func TestEveryFieldValidates(t *testing.T) {
 	data := mustMarshal(everyField())
 	require.NoError(t, Validate(data))
 	// Every field is present in the encoding.
-	for _, name := range []string{`"cwd":"/work/app"`, `"workspace":{"snapshot":`, `"exclude":["node_modules"]`, `"sha256":"0f0f`, `"link":"a.txt"`, `"replay_of":"`, `"detail":`, `"duration_ms":12.5`, `"next_request_at":4`, `"kind":"custom"`, `"input_schema":`, `"description":`, `"is_error":true`, `"tool_call_id":`, `"raw":{"type":"image"`, `"reasoning_tokens":50`} {
+	for _, name := range []string{`"cwd":"/work/app"`, `"workspace":{"snapshot":`, `"exclude":["node_modules"]`, `"sha256":"0f0f`, `"link":"a.txt"`, `"replay_of":"`, `"detail":`, `"duration_ms":12.5`, `"next_request_at":4`, `"kind":"custom"`, `"input_schema":`, `"description":`, `"is_error":true`, `"tool_call_id":`, `"raw":{"type":"image"`, `"reasoning_tokens":50`, `"limits":{"max_cost_usd":2.5`, `"limit":"max_repeat"`, `"digest":"sha256:`, `"signature":"`} {
 		assert.Contains(t, string(data), name)
 	}
 }
@@ -353,7 +353,7 @@ func TestValidateReportsProblems(t *testing.T) {
 			data: mutate(t, good, "/meta/ended", set(map[string]any{"reason": "done", "at": "yesterday"})),
 			want: []Problem{
 				{"/meta/ended/at", `"yesterday" is not a valid date-time: less than 20 characters long`},
-				{"/meta/ended/reason", `got "done", want one of "complete", "cut", "upstream_error", "diverged", "error"`},
+				{"/meta/ended/reason", `got "done", want one of "complete", "cut", "upstream_error", "diverged", "error", "budget"`},
 			},
 		},
 		{

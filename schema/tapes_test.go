@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -50,7 +51,8 @@ func everyField() *tape.Tape {
 			{Path: "link", Type: "symlink", Mode: "0777", Link: "a.txt"},
 		},
 	}
-	t.Meta.Ended = &tape.Ended{Reason: tape.EndDiverged, At: t0.Add(9 * time.Second), Detail: "step 2: tool result differs"}
+	t.Meta.Limits = &tape.Limits{MaxCostUSD: 2.5, MaxSteps: 100, MaxThreadSteps: 40, MaxTokens: 1e6, MaxRepeat: 3}
+	t.Meta.Ended = &tape.Ended{Reason: tape.EndBudget, At: t0.Add(9 * time.Second), Detail: "thread main repeated its tool calls 3 times", Limit: "max_repeat"}
 	all := []tape.Block{
 		{Type: tape.BlockText, Text: "hello"},
 		{Type: tape.BlockThinking, Text: "hmm"},
@@ -89,6 +91,10 @@ func everyField() *tape.Tape {
 	t.Threads = []*tape.Thread{
 		{ID: "main", Steps: []*tape.Step{step}},
 		{ID: "sub-1", Parent: &tape.Parent{ThreadID: "main", ToolCallID: "toolu_1"}, Steps: []*tape.Step{}},
+	}
+	// Digests and a signature, by a fixed key so that the fixture is stable.
+	if err := tape.Seal(t, ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))); err != nil {
+		panic(err)
 	}
 	return t
 }

@@ -41,10 +41,13 @@ const (
 	EndDiverged EndReason = "diverged"
 	// EndError: TapeBox itself failed (sandbox lost, executor error, disk full).
 	EndError EndReason = "error"
+	// EndBudget: the recorder's breaker stopped the run (a cost, step, token or repeat
+	// limit); Ended.Limit names the limit and Ended.Detail the figure.
+	EndBudget EndReason = "budget"
 )
 
 // EndReasons lists every valid EndReason, for validation and schemas.
-var EndReasons = []EndReason{EndComplete, EndCut, EndUpstreamError, EndDiverged, EndError}
+var EndReasons = []EndReason{EndComplete, EndCut, EndUpstreamError, EndDiverged, EndError, EndBudget}
 
 // Tape is one agent run: the model calls of every conversation (thread) the harness held,
 // with the tool calls the model asked for and the tool results the harness sent back.
@@ -52,6 +55,9 @@ type Tape struct {
 	Version int       `json:"version"`
 	Meta    Meta      `json:"meta"`
 	Threads []*Thread `json:"threads"`
+	// Digest is the tape's tamper-evidence record (see Digest); nil in a tape written
+	// without digests.
+	Digest *Digest `json:"digest,omitempty"`
 }
 
 // Meta describes the run as a whole.
@@ -72,6 +78,8 @@ type Meta struct {
 	// Workspace is the working directory's start snapshot and end manifest; nil when the
 	// recording did not take them.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Limits are the breaker's limits the recording ran under; nil when it ran without.
+	Limits *Limits `json:"limits,omitempty"`
 	// Ended is nil while the run is in progress. A tape on disk whose Ended is nil was
 	// either still being written or its writer was killed: treat it as cut short.
 	Ended *Ended `json:"ended"`
@@ -83,6 +91,23 @@ type Ended struct {
 	At     time.Time `json:"at"`
 	// Detail is a human explanation: the upstream error, the diverging step, the signal.
 	Detail string `json:"detail,omitempty"`
+	// Limit names the breaker limit that ended a run with EndBudget (max_cost, max_steps,
+	// max_thread_steps, max_tokens, max_repeat); empty otherwise.
+	Limit string `json:"limit,omitempty"`
+}
+
+// Limits are a recorder's breaker limits; a zero field is no limit.
+type Limits struct {
+	// MaxCostUSD bounds the run's cost at the price table's prices.
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	// MaxSteps bounds the model calls of the run; MaxThreadSteps those of one thread.
+	MaxSteps       int `json:"max_steps,omitempty"`
+	MaxThreadSteps int `json:"max_thread_steps,omitempty"`
+	// MaxTokens bounds the tokens of the run (input, output, cache read and write).
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+	// MaxRepeat is how many consecutive requests of a thread may repeat an earlier step's
+	// tool calls.
+	MaxRepeat int `json:"max_repeat,omitempty"`
 }
 
 // Thread is one conversation: the main agent's, or a subagent's.
@@ -127,6 +152,9 @@ type Step struct {
 	ToolCalls   []ToolCall   `json:"tool_calls"`
 	ToolResults []ToolResult `json:"tool_results"`
 	Timing      Timing       `json:"timing"`
+	// Digest is "sha256:HEX", the link of this step in its thread's chain (see Digest);
+	// empty in a tape written without digests.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Request is a model call as the harness sent it. System, Messages, Tools and Params are

@@ -2,6 +2,8 @@ package tape
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +54,27 @@ type Writer struct {
 	noAlloc bool // the file system does not preallocate
 	closed  bool
 	first   bool // no publish yet
+
+	// Digests (WithDigests): metaSum is the meta's hash, tail the piece that closes the
+	// tape (with the root digest), rootDirty says the root must be computed again.
+	digests   bool
+	signer    ed25519.PrivateKey
+	metaSum   sum
+	tail      piece
+	rootDirty bool
+}
+
+// Option configures a Writer.
+type Option func(*Writer)
+
+// WithDigests makes the Writer give every step its link in its thread's chain and the tape
+// its root digest (see Digest), computed over the pieces as they are encoded, so that no
+// body is held or read again for it. Every persisted version verifies.
+func WithDigests() Option { return func(w *Writer) { w.digests = true } }
+
+// WithSigner makes the Writer sign the root digest with key (and implies WithDigests).
+func WithSigner(key ed25519.PrivateKey) Option {
+	return func(w *Writer) { w.digests, w.signer = true, key }
 }
 
 // piece is a part of the tape's encoding, replaced (never changed) when what it encodes
@@ -85,8 +108,9 @@ func (p piece) size() int64 {
 }
 
 type threadPieces struct {
-	head  piece // [","]{"id":...,"parent":...,"steps":[
-	steps []stepPieces
+	head    piece // [","]{"id":...,"parent":...,"steps":[
+	steps   []stepPieces
+	genesis sum // the link its chain starts from (with digests)
 }
 
 // stepPieces are the pieces of a step: [","]{"request": (a fixed piece), then the request,
@@ -100,6 +124,8 @@ type stepPieces struct {
 	end     piece
 	// released says the step's bodies and conversation left memory (Release).
 	released bool
+	// hash keeps the step's hash states and link (with digests).
+	hash *stepHasher
 }
 
 type slot struct {
@@ -130,12 +156,18 @@ var (
 
 // Create starts persisting t at path (parent directories are created, an existing regular
 // file is replaced; anything else at path is refused: CheckOutput) and writes it once.
-func Create(path string, t *Tape) (*Writer, error) {
+func Create(path string, t *Tape, opts ...Option) (*Writer, error) {
 	if err := CheckOutput(path); err != nil {
 		return nil, fmt.Errorf("create tape: %w", err)
 	}
 	t.normalize()
-	w := &Writer{path: path, t: t, first: true}
+	w := &Writer{path: path, t: t, first: true, tail: tapeTail}
+	for _, o := range opts {
+		o(w)
+	}
+	if !w.digests {
+		t.Digest = nil
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create tape %s: %w", path, err)
 	}
@@ -252,6 +284,10 @@ func (w *Writer) encodeHead() error {
 	if err != nil {
 		return err
 	}
+	if w.digests {
+		w.metaSum = sha256.Sum256(meta)
+		w.rootDirty = true
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"version":%d,"meta":`, w.t.Version)
 	b.Write(meta)
@@ -291,7 +327,11 @@ func (w *Writer) encodeStep(ti, si int) (stepPieces, error) {
 	if err != nil {
 		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}
-	return w.encodeStepAnswer(ti, si, stepPieces{request: w.newPiece(req)})
+	ps := stepPieces{request: w.newPiece(req)}
+	if w.digests {
+		ps.hash = &stepHasher{afterRequest: hashRequest(req)}
+	}
+	return w.encodeStepAnswer(ti, si, ps)
 }
 
 // encodeStepAnswer encodes what follows a step's request.
@@ -311,6 +351,11 @@ func (w *Writer) encodeStepAnswer(ti, si int, ps stepPieces) (stepPieces, error)
 	}
 	b = append(append(b, mid...), calls.Bytes()...)
 	ps.answer = w.newPiece(b)
+	if ps.hash != nil {
+		h := *ps.hash // a copy: ps may be the step's current pieces, replaced only on success
+		h.afterAnswer = hashAnswer(h.afterRequest, b)
+		ps.hash = &h
+	}
 	return w.encodeStepEnd(ti, si, ps)
 }
 
@@ -328,9 +373,53 @@ func (w *Writer) encodeStepEnd(ti, si int, ps stepPieces) (stepPieces, error) {
 	if err != nil {
 		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}
+	if ps.hash != nil {
+		h := *ps.hash
+		h.content = hashEnd(h.afterAnswer, b.Bytes())
+		h.link = chain(w.prevLink(ti, si), h.content)
+		ps.hash = &h
+		s.Digest = formatSum(h.link)
+		b.WriteString(`,"digest":"`)
+		b.WriteString(s.Digest)
+		b.WriteByte('"')
+		w.rootDirty = true
+	} else {
+		s.Digest = ""
+	}
 	b.WriteByte('}')
 	ps.end = w.newPiece(b.Bytes())
 	return ps, nil
+}
+
+// prevLink is the link before step si of thread ti: the step before's, or the thread's
+// genesis.
+func (w *Writer) prevLink(ti, si int) sum {
+	tp := w.threads[ti]
+	if si == 0 || si > len(tp.steps) {
+		if si > len(tp.steps) {
+			panic("tape: prevLink past the thread's pieces")
+		}
+		return tp.genesis
+	}
+	return tp.steps[si-1].hash.link
+}
+
+// relink gives the steps of thread ti after step si their links again, after step si's
+// link changed (its tool results arrived after a later step of its thread was recorded);
+// only their ends are encoded again.
+func (w *Writer) relink(ti, si int) error {
+	tp := w.threads[ti]
+	for j := si + 1; j < len(tp.steps); j++ {
+		ps, err := w.encodeStepEnd(ti, j, tp.steps[j])
+		if err != nil {
+			return err
+		}
+		tp.steps[j] = ps
+	}
+	if si+1 < len(tp.steps) {
+		w.changed(w.stepPos(ti, si+1, 3))
+	}
+	return nil
 }
 
 // encodeInto appends the canonical encoding of v to b, without a trailing newline.
@@ -353,6 +442,12 @@ func (w *Writer) addThreadPieces(th *Thread) error {
 		return err
 	}
 	tp := &threadPieces{head: w.newPiece(head)}
+	if w.digests {
+		if tp.genesis, err = genesis(w.t.Meta.TapeID, th.ID, th.Parent); err != nil {
+			return err
+		}
+		w.rootDirty = true
+	}
 	w.changed(w.threadPos(i))
 	w.threads = append(w.threads, tp)
 	for j := range th.Steps {
@@ -362,6 +457,7 @@ func (w *Writer) addThreadPieces(th *Thread) error {
 		}
 		tp.steps = append(tp.steps, ps)
 	}
+	w.changed(w.tailPos())
 	return nil
 }
 
@@ -393,7 +489,7 @@ func (w *Writer) AddThread(id string, parent *Parent) (int, error) {
 // AppendStep appends s to the thread with index ti and returns the step's index. The Writer
 // owns s from then on.
 func (w *Writer) AppendStep(ti int, s *Step) (int, error) {
-	return w.appendStep(ti, s, nil)
+	return w.appendStep(ti, s, nil, nil)
 }
 
 // PreparedStep is a step whose request is encoded ahead of AppendPrepared, for instance
@@ -401,7 +497,12 @@ func (w *Writer) AppendStep(ti int, s *Step) (int, error) {
 type PreparedStep struct {
 	step    *Step
 	request []byte
+	hashed  []byte // the hash state after the request (HashRequest), or nil
 }
+
+// HashRequest hashes the prepared request ahead of AppendPrepared for a Writer with
+// digests, so that appending it hashes only the answer. Call it off the answer's path.
+func (p *PreparedStep) HashRequest() { p.hashed = hashRequest(p.request) }
 
 // Prepare encodes s's request for AppendPrepared. s.Request must not change after it;
 // the rest of s may.
@@ -420,10 +521,10 @@ func (p *PreparedStep) Step() *Step { return p.step }
 // AppendPrepared is AppendStep for a prepared step: it encodes only what follows the
 // request. The Writer owns the step from then on.
 func (w *Writer) AppendPrepared(ti int, p *PreparedStep) (int, error) {
-	return w.appendStep(ti, p.step, p.request)
+	return w.appendStep(ti, p.step, p.request, p.hashed)
 }
 
-func (w *Writer) appendStep(ti int, s *Step, request []byte) (int, error) {
+func (w *Writer) appendStep(ti int, s *Step, request, hashed []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if ti < 0 || ti >= len(w.t.Threads) {
@@ -437,7 +538,14 @@ func (w *Writer) appendStep(ti int, s *Step, request []byte) (int, error) {
 		err error
 	)
 	if request != nil {
-		ps, err = w.encodeStepAnswer(ti, si, stepPieces{request: w.newPiece(request)})
+		ps = stepPieces{request: w.newPiece(request)}
+		if w.digests {
+			if hashed == nil {
+				hashed = hashRequest(request)
+			}
+			ps.hash = &stepHasher{afterRequest: hashed}
+		}
+		ps, err = w.encodeStepAnswer(ti, si, ps)
 	} else {
 		ps, err = w.encodeStep(ti, si)
 	}
@@ -468,7 +576,7 @@ func (w *Writer) UpdateStep(ti, si int, fn func(*Step)) error {
 	}
 	w.threads[ti].steps[si] = ps
 	w.changed(w.stepPos(ti, si, 1))
-	return nil
+	return w.relink(ti, si)
 }
 
 // Release drops from memory what step si of thread ti holds that its encoding on disk
@@ -507,7 +615,7 @@ func (w *Writer) UpdateStepAnswer(ti, si int, fn func(*Step)) error {
 	}
 	w.threads[ti].steps[si] = ps
 	w.changed(w.stepPos(ti, si, 2))
-	return nil
+	return w.relink(ti, si)
 }
 
 // UpdateStepEnd changes the tool results and the timing of step si of thread ti (what the
@@ -526,7 +634,7 @@ func (w *Writer) UpdateStepEnd(ti, si int, fn func(results *[]ToolResult, timing
 	}
 	w.threads[ti].steps[si] = ps
 	w.changed(w.stepPos(ti, si, 3))
-	return nil
+	return w.relink(ti, si)
 }
 
 // layout lists the current pieces in file order.
@@ -544,7 +652,35 @@ func (w *Writer) layout() []piece {
 		}
 		ps = append(ps, threadTail)
 	}
-	return append(ps, tapeTail)
+	return append(ps, w.tail)
+}
+
+// tailPos is the layout position of the piece that closes the tape.
+func (w *Writer) tailPos() int { return w.threadPos(len(w.threads)) }
+
+// encodeTail encodes the piece that closes the tape again, with the root digest, when the
+// root changed.
+func (w *Writer) encodeTail() error {
+	if !w.digests || !w.rootDirty {
+		return nil
+	}
+	lasts := make([]sum, len(w.threads))
+	for i, tp := range w.threads {
+		lasts[i] = tp.genesis
+		if n := len(tp.steps); n > 0 {
+			lasts[i] = tp.steps[n-1].hash.link
+		}
+	}
+	d := newDigest(w.metaSum, lasts, w.signer)
+	b, err := marshalPiece(d)
+	if err != nil {
+		return fmt.Errorf("encode root digest: %w", err)
+	}
+	w.t.Digest = d
+	w.tail = piece{data: append(append([]byte(`],"digest":`), b...), "}\n"...)}
+	w.rootDirty = false
+	w.changed(w.tailPos())
+	return nil
 }
 
 // Sync persists the tape: when it returns nil, the file at the Writer's path is the
@@ -608,7 +744,7 @@ func (w *Writer) appendFrom(pieces []piece, ends []int64, from int, off int64) (
 		pos++
 	}
 	if from <= pos {
-		add(tapeTail)
+		add(w.tail)
 	}
 	return pieces, ends
 }
@@ -705,6 +841,9 @@ func (w *Writer) bytesOf(p piece) ([]byte, error) {
 const clean = int(^uint(0) >> 1)
 
 func (w *Writer) sync() error {
+	if err := w.encodeTail(); err != nil {
+		return err
+	}
 	if w.noLinks {
 		return w.rewrite(w.layout())
 	}
@@ -839,8 +978,14 @@ func (w *Writer) rewrite(ps []piece) error {
 
 // Finish records how the run ended, persists the tape and closes the Writer.
 func (w *Writer) Finish(reason EndReason, at time.Time, detail string) error {
+	return w.End(Ended{Reason: reason, At: at, Detail: detail})
+}
+
+// End is Finish with the whole of meta.ended (a budget's limit, say).
+func (w *Writer) End(e Ended) error {
+	e.At = e.At.UTC()
 	if err := w.UpdateMeta(func(m *Meta) {
-		m.Ended = &Ended{Reason: reason, At: at.UTC(), Detail: detail}
+		m.Ended = &e
 	}); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -30,16 +31,22 @@ func testStep(i int, size int) *Step {
 // encoding of the tape as it is in memory, with small steps and with steps large enough to
 // leave memory once published.
 func TestWriterMatchesMarshal(t *testing.T) {
-	for _, size := range []int{10, 100 << 10} {
-		t.Run(fmt.Sprintf("size=%d", size), func(t *testing.T) { testWriterMatchesMarshal(t, size) })
+	for _, digests := range []bool{false, true} {
+		for _, size := range []int{10, 100 << 10} {
+			t.Run(fmt.Sprintf("size=%d/digests=%v", size, digests), func(t *testing.T) { testWriterMatchesMarshal(t, size, digests) })
+		}
 	}
 }
 
-func testWriterMatchesMarshal(t *testing.T, size int) {
+func testWriterMatchesMarshal(t *testing.T, size int, digests bool) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "run.json")
 	tp := New(ProviderAnthropic, time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	w, err := Create(path, tp)
+	var opts []Option
+	if digests {
+		opts = append(opts, WithDigests())
+	}
+	w, err := Create(path, tp, opts...)
 	require.NoError(t, err)
 	syncs := 0
 	check := func() {
@@ -57,6 +64,19 @@ func testWriterMatchesMarshal(t *testing.T, size int) {
 		again, err := Marshal(loaded)
 		require.NoError(t, err)
 		require.Equal(t, string(got), string(again))
+		v, err := Verify(bytes.NewReader(got), VerifyOptions{})
+		require.NoError(t, err)
+		if !digests {
+			require.Equal(t, DigestsNone, v.State)
+			return
+		}
+		require.NoError(t, v.Err())
+		require.Equal(t, DigestsOK, v.State, "every published version verifies")
+		// The Writer's digests, computed piece by piece, are Seal's, computed whole.
+		require.NoError(t, Seal(loaded, nil))
+		sealed, err := Marshal(loaded)
+		require.NoError(t, err)
+		require.Equal(t, string(got), string(sealed))
 	}
 	check()
 	main, err := w.AddThread("main", nil)

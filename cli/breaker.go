@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/prices"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// ExitBudget is record's exit code when the breaker stopped the run.
+const ExitBudget = 3
+
+// breaker fills cfg's limits, prices and signing key from the flags, and says at start
+// what --max-cost counts.
+func (gf *gatewayFlags) breaker(env *Env, verb string, cfg *gateway.Config) error {
+	l := gf.limits
+	switch {
+	case l.MaxCostUSD < 0:
+		return errors.New("--max-cost: want a positive amount of US dollars, or 0 for no limit")
+	case l.MaxSteps < 0, l.MaxThreadSteps < 0, l.MaxTokens < 0, l.MaxRepeat < 0:
+		return errors.New("--max-steps, --max-thread-steps, --max-tokens, --max-repeat: want a positive number, or 0 for no limit")
+	}
+	cfg.Limits = l
+	table := prices.Default()
+	if gf.pricesFile != "" {
+		var err error
+		if table, err = prices.Load(gf.pricesFile); err != nil {
+			return fmt.Errorf("--prices: %w", err)
+		}
+	}
+	cfg.Cost = func(model string, u tape.Usage) (float64, bool) {
+		p, ok := table.Lookup(model)
+		if !ok {
+			return 0, false
+		}
+		return p.Cost(u), true
+	}
+	if l.MaxCostUSD > 0 {
+		fmt.Fprintf(env.Stderr, "tapebox %s: --max-cost $%g at the prices of the table dated %s; the calls of a model it has no price for count tokens only (said at its first call)\n", verb, l.MaxCostUSD, table.Date)
+	}
+	cfg.NoDigests = gf.noDigests
+	if gf.signKey != "" {
+		if gf.noDigests {
+			return errors.New("--sign signs the digests: it cannot go with --no-digests")
+		}
+		key, err := readSigningKey(gf.signKey)
+		if err != nil {
+			return fmt.Errorf("--sign: %w", err)
+		}
+		cfg.Signer = key
+	}
+	return nil
+}
+
+// readSigningKey reads an ed25519 private key: 64 hex digits of seed, 128 of key, or PEM
+// PKCS#8 ("openssl genpkey -algorithm ed25519").
+func readSigningKey(path string) (ed25519.PrivateKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if blk, _ := pem.Decode(b); blk != nil {
+		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		key, ok := k.(ed25519.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("%s: a %T, not an ed25519 key", path, k)
+		}
+		return key, nil
+	}
+	raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: neither PEM nor hex: %w", path, err)
+	case len(raw) == ed25519.SeedSize:
+		return ed25519.NewKeyFromSeed(raw), nil
+	case len(raw) == ed25519.PrivateKeySize:
+		return ed25519.PrivateKey(raw), nil
+	}
+	return nil, fmt.Errorf("%s: %d bytes: want a 32-byte seed or a 64-byte key", path, len(raw))
+}
+
+// readPublicKey reads an ed25519 public key: 64 hex digits, or PEM PKIX.
+func readPublicKey(path string) (ed25519.PublicKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if blk, _ := pem.Decode(b); blk != nil {
+		k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		key, ok := k.(ed25519.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("%s: a %T, not an ed25519 key", path, k)
+		}
+		return key, nil
+	}
+	raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(raw) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("%s: want 64 hex digits or PEM of an ed25519 public key", path)
+	}
+	return ed25519.PublicKey(raw), nil
+}

@@ -58,12 +58,12 @@ type Server struct {
 	gw     *gateway.Gateway
 	start  time.Time
 
-	mu       sync.Mutex
-	live     bool
-	ready    chan struct{} // closed once the gateway holds the prefix
-	liveErr  error
-	reached  time.Time // when the first live request arrived
-	served   map[string]int
+	mu      sync.Mutex
+	live    bool
+	ready   chan struct{} // closed once the gateway holds the prefix
+	liveErr error
+	reached time.Time // when the first live request arrived
+	served  map[string]int
 }
 
 // Check says whether the fork point exists in rec: an error naming the thread or the step

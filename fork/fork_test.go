@@ -163,6 +163,43 @@ func TestForkAtStep2(t *testing.T) {
 	assert.NotEmpty(t, ft.Meta.Workspace.End)
 	report := controller.Compare(rec, ft)
 	assert.False(t, report.Identical, "compare sees the other continuation")
+
+	require.True(t, fork.IsForkOf(ft, rec))
+	c := fork.Compare(rec, ft, nil)
+	assert.Equal(t, 2, c.CommonPrefix)
+	require.NotNil(t, c.PartsAt)
+	assert.Equal(t, "main", c.PartsAt.Thread)
+	assert.Equal(t, 2, c.PartsAt.Step, "the timelines part at the fork point")
+	assert.Equal(t, "tool_call.input", c.PartsAt.Field)
+	assert.Equal(t, 4, c.Sides[0].Steps)
+	assert.Equal(t, 4, c.Sides[1].Steps)
+	assert.Equal(t, []string{"fake-model", "cheap-model"}, c.Sides[1].Models)
+	assert.Nil(t, c.Sides[1].USD, "fake models have no price")
+	assert.True(t, c.EndState.Compared)
+	assert.False(t, c.EndState.Identical)
+	var b2 strings.Builder
+	c.WriteText(&b2)
+	assert.Contains(t, b2.String(), "timelines part at thread main step 2: tool_call.input")
+	assert.Contains(t, b2.String(), "a.txt")
+}
+
+// TestForkSameContinuation: a fork whose live model does what the recording did never
+// parts from it.
+func TestForkSameContinuation(t *testing.T) {
+	first := start(t, original())
+	recPath, rec := record(t, first)
+	same := start(t, original())
+	out := filepath.Join(t.TempDir(), "fork.json")
+	_, runErr, reason, _ := forkAt(t, recPath, rec, fork.Config{At: 1, Upstream: same.URL(), Output: out})
+	require.NoError(t, runErr)
+	assert.Equal(t, tape.EndComplete, reason)
+	ft, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	c := fork.Compare(rec, ft, nil)
+	assert.Nil(t, c.PartsAt)
+	assert.Equal(t, 4, c.CommonPrefix)
+	assert.True(t, c.EndState.Identical)
+	assert.Len(t, modelCalls(same), 3, "steps 1 to 3 live")
 }
 
 func TestForkSystemAppend(t *testing.T) {

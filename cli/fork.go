@@ -147,14 +147,18 @@ type forkSummary struct {
 	LiveSteps      int            `json:"live_steps"`
 	ToForkMS       float64        `json:"to_fork_ms"`
 	RecordedToFork float64        `json:"recorded_to_fork_ms"`
-	WallMS         float64        `json:"wall_ms"`
-	Workdir        string         `json:"workdir"`
+	// From the harness's first model call (its start-up left out).
+	FirstToForkMS         float64 `json:"first_call_to_fork_ms"`
+	RecordedFirstToForkMS float64 `json:"recorded_first_call_to_fork_ms"`
+	WallMS                float64 `json:"wall_ms"`
+	Workdir               string  `json:"workdir"`
 }
 
 func summarize(r *fork.Result) forkSummary {
 	return forkSummary{Tape: r.Output, Ended: string(r.Ended), Detail: r.Detail, ExitCode: r.ExitCode, Reached: r.Reached,
 		Served: r.Served, ServedSteps: r.ServedSteps(), LiveSteps: r.Live, ToForkMS: tape.RoundMS(r.ToFork),
-		RecordedToFork: tape.RoundMS(r.RecordedToFork), WallMS: tape.RoundMS(r.Wall), Workdir: r.Workdir}
+		RecordedToFork: tape.RoundMS(r.RecordedToFork), FirstToForkMS: tape.RoundMS(r.FirstToFork),
+		RecordedFirstToForkMS: tape.RoundMS(r.RecordedFirstToFork), WallMS: tape.RoundMS(r.Wall), Workdir: r.Workdir}
 }
 
 func forkOne(ctx context.Context, env *Env, f *forkFlags, rec *tape.Tape, argv []string, table *prices.Table) int {

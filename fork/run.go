@@ -54,6 +54,10 @@ type Result struct {
 	Reached        bool
 	ToFork         time.Duration
 	RecordedToFork time.Duration
+	// FirstToFork and RecordedFirstToFork are the same from the harness's first model call
+	// on: the harness's own start-up, which a fork cannot save, left out.
+	FirstToFork         time.Duration
+	RecordedFirstToFork time.Duration
 	// Served counts the steps served from the recording per thread (the upstream requests
 	// the fork saved); Live counts the steps recorded live.
 	Served map[string]int
@@ -177,6 +181,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	res.Reached, _ = srv.Live()
 	if _, at := srv.Live(); res.Reached {
 		res.ToFork = at.Sub(started)
+		res.FirstToFork = at.Sub(srv.FirstCall())
+	}
+	if main := rec.Main(); len(main.Steps) > 0 {
+		res.RecordedFirstToFork = time.Duration((th.Steps[opts.At].Timing.RequestAt - main.Steps[0].Timing.RequestAt) * float64(time.Millisecond))
 	}
 	if out, err := tape.LoadFile(opts.Output); err == nil {
 		if f := out.Meta.ForkedFrom; f != nil {

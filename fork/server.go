@@ -63,6 +63,7 @@ type Server struct {
 	ready   chan struct{} // closed once the gateway holds the prefix
 	liveErr error
 	reached time.Time // when the first live request arrived
+	first   time.Time // when the first model call arrived
 	served  map[string]int
 }
 
@@ -161,6 +162,9 @@ func (s *Server) forkedFrom(served map[string]int) *tape.ForkedFrom {
 // ServeHTTP answers one request of the harness.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	if _, isModel := provider.Detect(r.URL.Path); isModel && r.Method == http.MethodPost && s.first.IsZero() {
+		s.first = time.Now()
+	}
 	live := s.live
 	s.mu.Unlock()
 	if !live {
@@ -251,6 +255,13 @@ func (s *Server) Live() (bool, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.live, s.reached
+}
+
+// FirstCall returns when the harness's first model call arrived (zero before it).
+func (s *Server) FirstCall() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first
 }
 
 // Finish ends the fork tape. Before the fork point the tape holds the steps served and

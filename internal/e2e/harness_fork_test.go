@@ -142,6 +142,8 @@ type forkSummary struct {
 	LiveSteps      int            `json:"live_steps"`
 	ToForkMS       float64        `json:"to_fork_ms"`
 	RecordedToFork float64        `json:"recorded_to_fork_ms"`
+	FirstToFork    float64        `json:"first_call_to_fork_ms"`
+	RecordedFirst  float64        `json:"recorded_first_call_to_fork_ms"`
 	WallMS         float64        `json:"wall_ms"`
 }
 
@@ -332,4 +334,48 @@ func forkDiverges(t *testing.T, r *rig, c forkCase, recPath string) {
 	vcode, vout, verr := r.run(t, t.TempDir(), cleanEnv(), "validate", out)
 	assert.Equal(t, 0, vcode, "%s%s", vout, verr)
 	t.Logf("diverged in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestRealHarnessForkReach measures (and logs; it asserts no time) how long a fork of a real
+// harness's tape at --speed 0 takes to reach step 2 against the recording's time to step 2,
+// when the recording's model took modelLatency per answer, as a real model does, and how
+// many upstream requests the fork saved. The benchmark of the same thing with the mini agent
+// is fork's BenchmarkForkReachStepN.
+func TestRealHarnessForkReach(t *testing.T) {
+	const modelLatency = 800 * time.Millisecond
+	r := newRig(t)
+	for _, c := range []forkCase{claudeForkCase(), codexForkCase()} {
+		t.Run(c.name, func(t *testing.T) {
+			needHarness(t, c.harness)
+			script := c.script
+			c.script = func() fakeprovider.Script {
+				s := script()
+				for i := range s.Threads {
+					for j := range s.Threads[i].Turns {
+						s.Threads[i].Turns[j].Fault = &fakeprovider.Fault{Times: -1, FirstByte: modelLatency}
+					}
+				}
+				return s
+			}
+			recPath, _, _ := recordRealServer(t, r, c.realCase)
+			second := fakeprovider.New(c.other())
+			require.NoError(t, second.Start())
+			t.Cleanup(func() { second.Close() })
+			c.fresh(t)
+			require.NoError(t, os.Remove(c.cwd))
+			argv, env := c.command(t, t.TempDir())
+			args := append([]string{"fork", "--tape", recPath, "--at", "2", "--upstream", second.URL(), "--speed", "0",
+				"--output", filepath.Join(t.TempDir(), "fork.json"), "--json", "--quiet", "--"}, argv...)
+			code, out, errOut := r.run(t, t.TempDir(), cleanEnv(env...), args...)
+			require.Equal(t, 0, code, clipText(errOut, 4000))
+			var sum forkSummary
+			require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
+			require.True(t, sum.Reached)
+			rec, err := tape.LoadFile(recPath)
+			require.NoError(t, err)
+			t.Logf("%s, model latency %v: from the harness's start, the fork reached step 2 after %.0f ms, the recording after %.0f ms (%.1f%%); from its first model call, %.0f ms against %.0f ms (%.1f%%); %d of %d upstream requests saved",
+				c.name, modelLatency, sum.ToForkMS, sum.RecordedToFork, 100*sum.ToForkMS/sum.RecordedToFork,
+				sum.FirstToFork, sum.RecordedFirst, 100*sum.FirstToFork/sum.RecordedFirst, sum.ServedSteps, rec.Totals().Steps)
+		})
+	}
 }

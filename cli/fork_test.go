@@ -47,3 +47,25 @@ func TestForkBadInput(t *testing.T) {
 	assert.Equal(t, ExitFailure, code)
 	assert.Contains(t, stderr, "missing.json")
 }
+
+// TestInspectFork: inspect names the recording a fork came from, its fork point, what was
+// served and the overrides.
+func TestInspectFork(t *testing.T) {
+	tp := inspectTestTape()
+	tp.Meta.ForkedFrom = &tape.ForkedFrom{TapeID: "rec-1", Thread: "main", Step: 2, Served: map[string]int{"main": 2, "t1": 1},
+		Overrides: map[string]string{"model": "cheap"}}
+	p := filepath.Join(t.TempDir(), "fork.json")
+	if err := tape.Save(p, tp); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runVerbForTest(t, "inspect", p)
+	assert.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, `forked     fork of rec-1 at thread main step 2; steps served from it: main 2, t1 1; overrides: model="cheap"`)
+	code, out, _ = runVerbForTest(t, "inspect", p, "--json")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, `"forked_from"`)
+	tp.Meta.ForkedFrom = nil
+	tape.Save(p, tp)
+	_, out, _ = runVerbForTest(t, "inspect", p)
+	assert.NotContains(t, out, "forked")
+}

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/fork"
+	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -19,8 +21,14 @@ Diffs two tapes step by step: tool calls (after identifier substitution), tool r
 harness's volatile fields, such as Codex wall times and chunk ids, ignored), stop reasons, and
 whether every thread was played to its end. Exits 0 when the replay is identical, 1 when it did
 not reach the end or differs. It reads the normalized fields only, not the raw bodies and
-streams, so large tapes take little memory.`)
+streams, so large tapes take little memory.
+
+When REPLAY is a fork of RECORDING (tapebox fork: meta.forked_from names it), compare reports
+the fork point, the common prefix and the first step where the timelines part, then each
+side's models, steps, tool calls, tokens, cost (from the price table; unknown for a model it
+lacks) and end state, and the end-state differences; it exits 0 (a fork is meant to differ).`)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pricesPath := fs.String("prices", "", "a price table file (JSON, as prices.json) for a fork's costs, instead of the built-in one")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -35,6 +43,23 @@ streams, so large tapes take little memory.`)
 	rep, code := loadValidSummary(env, "compare", fs.Arg(1))
 	if rep == nil {
 		return code
+	}
+	if fork.IsForkOf(rep, rec) {
+		table := prices.Default()
+		if *pricesPath != "" {
+			t, err := prices.Load(*pricesPath)
+			if err != nil {
+				return failf(env, "compare", "%v", err)
+			}
+			table = t
+		}
+		c := fork.Compare(rec, rep, table)
+		if *asJSON {
+			writeJSON(env.Stdout, c)
+		} else {
+			c.WriteText(env.Stdout)
+		}
+		return ExitOK
 	}
 	r := controller.Compare(rec, rep)
 	if *asJSON {

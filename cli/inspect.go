@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -298,6 +299,23 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 		id += " (replay of " + *m.ReplayOf + ")"
 	}
 	row("tape", "%s", id)
+	if f := m.ForkedFrom; f != nil {
+		var served []string
+		for th, n := range f.Served {
+			served = append(served, fmt.Sprintf("%s %d", th, n))
+		}
+		sort.Strings(served)
+		var over []string
+		for k, v := range f.Overrides {
+			over = append(over, fmt.Sprintf("%s=%q", k, v))
+		}
+		sort.Strings(over)
+		line := fmt.Sprintf("fork of %s at thread %s step %d; steps served from it: %s", f.TapeID, f.Thread, f.Step, strings.Join(served, ", "))
+		if len(over) > 0 {
+			line += "; overrides: " + strings.Join(over, ", ")
+		}
+		row("forked", "%s", line)
+	}
 	row("harness", "%s", strings.TrimSpace(m.Harness+" "+m.HarnessVersion))
 	row("provider", "%s", m.Provider)
 	row("model", "%s", m.Model)

@@ -122,6 +122,11 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 		return
 	}
 	th := r.s.rec.Threads[ti]
+	if rec == nil { // past SimulatorOptions.Until
+		r.s.opts.Logf("run %s: thread %s step %d: past the served steps, handed on", r.name, th.ID, si)
+		r.s.opts.Beyond(w, hr, body, th.ID, si)
+		return
+	}
 	r.s.opts.Logf("run %s: thread %s step %d", r.name, th.ID, si)
 	resp, err := r.write(w, hr, rec, arrived)
 	end := r.s.opts.Now()
@@ -140,7 +145,8 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 }
 
 // match finds the thread and step a request asks for and checks the tool results it
-// carries. It marks the step as served.
+// carries. It marks the step as served; a step past SimulatorOptions.Until comes back with
+// a nil rec and a nil d, unserved.
 func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, d *divergence) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -184,6 +190,9 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 		r.ids.Learn(Site{Thread: th.ID, Step: -1}, r.s.keys[best].opening, sig.opening)
 	} else if d := r.checkResults(th, turns, in); d != nil {
 		return best, turns, nil, d
+	}
+	if lim, ok := r.s.opts.Until[th.ID]; ok && turns >= lim {
+		return best, turns, nil, nil // the caller hands it on
 	}
 	r.served[best] = turns + 1
 	return best, turns, rec, nil

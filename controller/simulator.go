@@ -37,6 +37,14 @@ type SimulatorOptions struct {
 	// start snapshot there first (RestoreSnapshot).
 	Workspace        string
 	WorkspaceExclude []string
+	// Until, when set, bounds the steps served per thread id: a request for step Until[id]
+	// or later of thread id is checked as any other (its thread found, the tool results it
+	// carries compared with the recording's) and then handed to Beyond instead of being
+	// served or recorded. Threads Until does not name are served whole. A fork uses it to
+	// send the requests past its fork point upstream.
+	Until map[string]int
+	// Beyond receives the requests past Until, their body already read; required with Until.
+	Beyond func(w http.ResponseWriter, r *http.Request, body []byte, thread string, step int)
 }
 
 // RestoreSnapshot puts a recording's start snapshot (SnapshotFor) into dir, which must be
@@ -150,6 +158,9 @@ func NewSimulator(rec *tape.Tape, opts SimulatorOptions) (*Simulator, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
+	if opts.Until != nil && opts.Beyond == nil {
+		return nil, errors.New("simulator: Until needs a Beyond handler")
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -218,6 +229,33 @@ func (s *Simulator) RunTape(name string) *tape.Tape {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.out
+}
+
+// RunCopy returns a copy of a run's replay tape so far, safe to use while the run goes on
+// (nil for an unknown run): its meta and threads, each step copied.
+func (s *Simulator) RunCopy(name string) *tape.Tape {
+	s.mu.Lock()
+	r := s.runs[name]
+	s.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := &tape.Tape{Version: r.out.Version, Meta: r.out.Meta}
+	if r.out.Meta.Ended != nil {
+		e := *r.out.Meta.Ended
+		out.Meta.Ended = &e
+	}
+	for _, th := range r.out.Threads {
+		c := &tape.Thread{ID: th.ID, Parent: th.Parent, Steps: make([]*tape.Step, len(th.Steps))}
+		for i, st := range th.Steps {
+			cp := *st
+			c.Steps[i] = &cp
+		}
+		out.Threads = append(out.Threads, c)
+	}
+	return out
 }
 
 var (

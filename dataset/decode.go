@@ -869,8 +869,17 @@ func (d *decoder) meta(m *tape.Meta) error {
 			}
 			m.Limits = &tape.Limits{}
 			return d.limits(m.Limits)
-		case "ended":
+		case "forked_from":
 			d.field(&o, 12)
+			if d.nullNormalized() { // omitted when nil
+				m.ForkedFrom = nil
+				return nil
+			}
+			f := &tape.ForkedFrom{}
+			m.ForkedFrom = f
+			return d.forkedFrom(f)
+		case "ended":
+			d.field(&o, 13)
 			if d.null() {
 				m.Ended = nil
 				return nil
@@ -881,7 +890,7 @@ func (d *decoder) meta(m *tape.Meta) error {
 		}
 		return d.unknown(key)
 	})
-	d.check(o, 0b1_0011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil)|bit(11, m.Limits != nil))
+	d.check(o, 0b10_0011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil)|bit(11, m.Limits != nil)|bit(12, m.ForkedFrom != nil))
 	return err
 }
 
@@ -973,6 +982,40 @@ func (d *decoder) fileEntry(e *tape.FileEntry) error {
 		return err
 	})
 	d.check(o, 0b1111|bit(4, e.SHA256 != "")|bit(5, e.Link != ""))
+	return err
+}
+
+// forkedFrom reads meta.forked_from, every field of which is always there.
+func (d *decoder) forkedFrom(f *tape.ForkedFrom) error {
+	var o order
+	err := d.object(func(key []byte) error {
+		switch string(key) {
+		case "tape_id":
+			d.field(&o, 0)
+			return d.strInto(&f.TapeID)
+		case "thread":
+			d.field(&o, 1)
+			return d.strInto(&f.Thread)
+		case "step":
+			d.field(&o, 2)
+			n, err := d.int64()
+			f.Step = int(n)
+			return err
+		case "served":
+			d.field(&o, 3)
+			f.Served = map[string]int{}
+			return d.sortedObject(func(key []byte) error {
+				n, err := d.int64()
+				f.Served[string(key)] = int(n)
+				return err
+			})
+		case "overrides":
+			d.field(&o, 4)
+			return d.stringMap(&f.Overrides)
+		}
+		return d.unknown(key)
+	})
+	d.check(o, 0b1_1111)
 	return err
 }
 

@@ -54,6 +54,8 @@ func edgeTape() *tape.Tape {
 			{Path: "link", Type: "symlink", Mode: "0777", Link: "../outside/\u2028&"},
 		},
 	}
+	t.Meta.ForkedFrom = &tape.ForkedFrom{TapeID: "rec<1>", Thread: "main", Step: 2,
+		Served: map[string]int{"main": 2, "t\u00e91": 3}, Overrides: map[string]string{"model": "m&<x>", "system_append": "Be brief.\n"}}
 	t.Meta.Ended = &tape.Ended{Reason: tape.EndCut, At: t.Meta.StartedAt.Add(time.Second), Detail: "a<b>&c"}
 	tiny, huge, neg := 1e-7, 1e21, -0.25
 	text := "ctl:\x1b\x00\x7f bs:\b ff:\f nl:\n cr:\r tab:\t q:\" back:\\ sep:\u2028\u2029 html:<&> uni:\u00e9\U0001F600 slash:/"

@@ -102,7 +102,7 @@ func TestEveryFieldValidates(t *testing.T) {
 	data := mustMarshal(everyField())
 	require.NoError(t, Validate(data))
 	// Every field is present in the encoding.
-	for _, name := range []string{`"cwd":"/work/app"`, `"workspace":{"snapshot":`, `"exclude":["node_modules"]`, `"sha256":"0f0f`, `"link":"a.txt"`, `"replay_of":"`, `"detail":`, `"duration_ms":12.5`, `"next_request_at":4`, `"kind":"custom"`, `"input_schema":`, `"description":`, `"is_error":true`, `"tool_call_id":`, `"raw":{"type":"image"`, `"reasoning_tokens":50`, `"limits":{"max_cost_usd":2.5`, `"limit":"max_repeat"`, `"digest":"sha256:`, `"signature":"`} {
+	for _, name := range []string{`"cwd":"/work/app"`, `"forked_from":{"tape_id":`, `"workspace":{"snapshot":`, `"exclude":["node_modules"]`, `"sha256":"0f0f`, `"link":"a.txt"`, `"replay_of":"`, `"detail":`, `"duration_ms":12.5`, `"next_request_at":4`, `"kind":"custom"`, `"input_schema":`, `"description":`, `"is_error":true`, `"tool_call_id":`, `"raw":{"type":"image"`, `"reasoning_tokens":50`, `"limits":{"max_cost_usd":2.5`, `"limit":"max_repeat"`, `"digest":"sha256:`, `"signature":"`} {
 		assert.Contains(t, string(data), name)
 	}
 }
@@ -317,6 +317,16 @@ func TestValidateReportsProblems(t *testing.T) {
 			name: "end manifest entry of an unknown type",
 			data: mutate(t, good, "/meta/workspace", set(map[string]any{"end": []any{map[string]any{"path": "p", "type": "fifo", "mode": "0644", "size": 0}}})),
 			want: []Problem{{"/meta/workspace/end/0/type", `got "fifo", want one of "file", "dir", "symlink"`}},
+		},
+		{
+			name: "fork point before step 0",
+			data: mutate(t, good, "/meta/forked_from", set(map[string]any{"tape_id": "r", "thread": "main", "step": -1, "served": map[string]any{"main": 0}, "overrides": map[string]any{}})),
+			want: []Problem{{"/meta/forked_from/step", "minimum: got -1, want 0"}},
+		},
+		{
+			name: "fork without its served counts",
+			data: mutate(t, good, "/meta/forked_from", set(map[string]any{"tape_id": "r", "thread": "main", "step": 1, "overrides": map[string]any{}})),
+			want: []Problem{{"/meta/forked_from/served", "required field is missing"}},
 		},
 		{
 			name: "cwd not a string",

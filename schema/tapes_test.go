@@ -42,6 +42,8 @@ func everyField() *tape.Tape {
 	t.Meta.ReplayOf = ptr("0123456789abcdef0123456789abcdef")
 	t.Meta.Cwd = "/work/app"
 	t.Meta.Labels = map[string]string{"run": "7"}
+	t.Meta.ForkedFrom = &tape.ForkedFrom{TapeID: "fedcba9876543210fedcba9876543210", Thread: "main", Step: 2,
+		Served: map[string]int{"main": 2}, Overrides: map[string]string{"model": "cheap-model"}}
 	t.Meta.Workspace = &tape.Workspace{
 		Snapshot: "run.workspace.tar.zst", Digest: "sha256:" + strings.Repeat("ab", 32), Size: 4096, Files: 3, Bytes: 2,
 		Exclude: []string{"node_modules"},

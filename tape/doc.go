@@ -8,6 +8,9 @@
 //	  version        1
 //	  meta           tape_id, harness, harness_version, provider, model, cwd (omitted when
 //	                 unknown), started_at, task{}, replay_of, labels{},
+//	                 workspace{} (omitted when not taken),
+//	                 forked_from{tape_id, thread, step, served{}, overrides{}} (a fork
+//	                 tape only: the steps served from its recording and the overrides),
 //	                 ended{reason, at, detail} (null while running)
 //	  threads[]      one per conversation: the main agent, then each subagent
 //	    id, parent   parent = [thread id, tool call id] that spawned it, null for the main thread

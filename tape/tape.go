@@ -80,9 +80,36 @@ type Meta struct {
 	Workspace *Workspace `json:"workspace,omitempty"`
 	// Limits are the breaker's limits the recording ran under; nil when it ran without.
 	Limits *Limits `json:"limits,omitempty"`
+	// ForkedFrom is set on a fork tape (tapebox fork): the recording it forked from, where,
+	// and which of its steps were served from that recording. Nil for any other tape.
+	ForkedFrom *ForkedFrom `json:"forked_from,omitempty"`
 	// Ended is nil while the run is in progress. A tape on disk whose Ended is nil was
 	// either still being written or its writer was killed: treat it as cut short.
 	Ended *Ended `json:"ended"`
+}
+
+// ForkedFrom says where a fork tape parted from its recording. Its first Served[id] steps of
+// thread id were served from the recording (their requests and answers are the harness's
+// requests and the recorded answers, as in a simulator replay); every later step was
+// recorded live from the upstream, as in a recording.
+type ForkedFrom struct {
+	// TapeID is the recording's meta.tape_id.
+	TapeID string `json:"tape_id"`
+	// Thread and Step are the fork point: the first step of that thread that went to the
+	// upstream, numbered from 0 as inspect prints it.
+	Thread string `json:"thread"`
+	Step   int    `json:"step"`
+	// Served counts, per thread id, the steps served from the recording.
+	Served map[string]int `json:"served"`
+	// Overrides are what the live steps changed in each request: "model" (the model
+	// field) and "system_append" (text appended to the system prompt); empty when none.
+	Overrides map[string]string `json:"overrides"`
+}
+
+// FromTape says whether step si of thread id was served from the recording (always false
+// for a tape that is not a fork).
+func (f *ForkedFrom) FromTape(thread string, si int) bool {
+	return f != nil && si < f.Served[thread]
 }
 
 // Ended says how and when a run ended.

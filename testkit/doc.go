@@ -53,4 +53,14 @@
 //
 // Run, StartProvider and StartGateway are the same without a testing.TB, for examples and
 // programs; their callers close what they return.
+//
+// Forking: Fork runs a harness from step N of a recording onto another provider or model
+// (package fork), and CheckVerify runs a verify command in the fork's final workspace, so a
+// test can assert that a cheaper model still passes from step N:
+//
+//	r := testkit.Fork(t, "testdata/fix-bug.json", 2, provider.URL(), testkit.ForkModel("cheap-model"),
+//		testkit.ForkCommand(nil, "claude", "-p", "Fix the bug."), testkit.ForkWorkdir("/tmp/fix-bug"))
+//	if err := testkit.CheckVerify(r, "go test ./..."); err != nil {
+//		t.Error(err)
+//	}
 package testkit

@@ -111,6 +111,14 @@ func (c realCase) fresh(t *testing.T) {
 // and the end state of the working directory.
 func recordReal(t *testing.T, r *rig, c realCase) (string, map[string]string) {
 	t.Helper()
+	recPath, state, _ := recordRealServer(t, r, c)
+	return recPath, state
+}
+
+// recordRealServer is recordReal that also returns the scripted provider (serving until the
+// test ends) and checks the recording's timing: the test of a fork counts its requests.
+func recordRealServer(t *testing.T, r *rig, c realCase) (string, map[string]string, *fakeprovider.Server) {
+	t.Helper()
 	c.fresh(t)
 	writeRepo(t, c.cwd, c.repo)
 	srv := fakeprovider.New(c.script())
@@ -157,7 +165,7 @@ func recordReal(t *testing.T, r *rig, c realCase) (string, map[string]string) {
 		len(rec.Threads), totals.Steps, len(callsOf(rec)), checked, strings.Join(callsOf(rec), ", "))
 	c.check(t, rec, state)
 	keep(t, recPath, c.name+".json")
-	return recPath, state
+	return recPath, state, srv
 }
 
 // simulateReal serves the tape in simulator mode and runs the same harness against it in a

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// TestForkBadInput: a fork point that does not exist is an error naming the thread or the
+// step before anything runs (the command would leave a file behind if it ran).
+func TestForkBadInput(t *testing.T) {
+	rec := filepath.Join("..", "testdata", "replay", "claude-code.json")
+	tp, err := tape.LoadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := len(tp.Main().Steps)
+	marker := filepath.Join(t.TempDir(), "ran")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"step beyond the thread", []string{"--at", "99"}, ExitFailure, "step 99: thread main has " + strconv.Itoa(steps) + " steps"},
+		{"the step after the last", []string{"--at", strconv.Itoa(steps)}, ExitFailure, "step " + strconv.Itoa(steps) + ": thread main has"},
+		{"unknown thread", []string{"--at", "1", "--thread", "nope"}, ExitFailure, `thread "nope": no such thread`},
+		{"no --at", nil, ExitUsage, "--at N is required"},
+		{"--model and --models", []string{"--at", "1", "--model", "a", "--models", "b"}, ExitUsage, "exclude each other"},
+		{"--verify without --models", []string{"--at", "1", "--verify", "true"}, ExitUsage, "--verify goes with --models"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"fork", "--tape", rec, "--workdir", filepath.Join(t.TempDir(), "w")}, tc.args...), "--", "touch", marker)
+			code, _, stderr := runVerbForTest(t, args...)
+			assert.Equal(t, tc.code, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+			_, err := os.Stat(marker)
+			assert.True(t, os.IsNotExist(err), "the command did not run")
+		})
+	}
+	code, _, stderr := runVerbForTest(t, "fork", "--tape", filepath.Join(t.TempDir(), "missing.json"), "--at", "1", "--", "true")
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, stderr, "missing.json")
+}
+
+// TestInspectFork: inspect names the recording a fork came from, its fork point, what was
+// served and the overrides.
+func TestInspectFork(t *testing.T) {
+	tp := inspectTestTape()
+	tp.Meta.ForkedFrom = &tape.ForkedFrom{TapeID: "rec-1", Thread: "main", Step: 2, Served: map[string]int{"main": 2, "t1": 1},
+		Overrides: map[string]string{"model": "cheap"}}
+	p := filepath.Join(t.TempDir(), "fork.json")
+	if err := tape.Save(p, tp); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runVerbForTest(t, "inspect", p)
+	assert.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, `forked     fork of rec-1 at thread main step 2; steps served from it: main 2, t1 1; overrides: model="cheap"`)
+	code, out, _ = runVerbForTest(t, "inspect", p, "--json")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, `"forked_from"`)
+	tp.Meta.ForkedFrom = nil
+	tape.Save(p, tp)
+	_, out, _ = runVerbForTest(t, "inspect", p)
+	assert.NotContains(t, out, "forked")
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/tape"
+	_ "github.com/tapebox/tapebox/tape/seal" // digests: SHA-256 and ed25519
 )
 
 func init() {

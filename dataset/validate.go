@@ -24,6 +24,7 @@ import (
 
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
+	_ "github.com/tapebox/tapebox/tape/seal" // digests: SHA-256 and ed25519
 )
 
 // ValidateOptions configures Validate.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
+	_ "github.com/tapebox/tapebox/tape/seal" // digests: SHA-256 and ed25519
 	"github.com/tapebox/tapebox/workspace"
 )
 

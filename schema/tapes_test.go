@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
+	_ "github.com/tapebox/tapebox/tape/seal" // digests: SHA-256 and ed25519
 )
 
 // Tapes built with package tape, for fixtures, tests and benchmarks. Ids and times are

@@ -2,8 +2,6 @@ package tape
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
 	"encoding/json"
@@ -40,7 +38,7 @@ type Digest struct {
 	Signature string `json:"signature,omitempty"`
 }
 
-type sum = [sha256.Size]byte
+type sum = [sumSize]byte
 
 const sumPrefix = "sha256:"
 
@@ -62,7 +60,7 @@ func genesis(tapeID, threadID string, parent *Parent) (sum, error) {
 	if err != nil {
 		return sum{}, err
 	}
-	h := sha256.New()
+	h := newHash()
 	h.Write([]byte("tapebox chain 1\n"))
 	h.Write(b)
 	return sum(h.Sum(nil)), nil
@@ -70,17 +68,17 @@ func genesis(tapeID, threadID string, parent *Parent) (sum, error) {
 
 // chain is the link after prev for a step whose content hash is content.
 func chain(prev, content sum) sum {
-	var b [2 * sha256.Size]byte
+	var b [2 * sumSize]byte
 	copy(b[:], prev[:])
-	copy(b[sha256.Size:], content[:])
-	return sha256.Sum256(b[:])
+	copy(b[sumSize:], content[:])
+	return sum256(b[:])
 }
 
 const rootPrefix = "tapebox root 1\n"
 
 // rootOf is the root over the meta's hash and the threads' last links.
 func rootOf(meta sum, lasts []sum) sum {
-	h := sha256.New()
+	h := newHash()
 	h.Write([]byte(rootPrefix))
 	h.Write(meta[:])
 	for _, l := range lasts {
@@ -126,7 +124,7 @@ func marshalState(h hash.Hash) []byte {
 }
 
 func restoreState(state []byte) hash.Hash {
-	h := sha256.New()
+	h := newHash()
 	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
 		panic("tape: restore a sha256 state: " + err.Error()) // the state came from MarshalBinary
 	}
@@ -135,7 +133,7 @@ func restoreState(state []byte) hash.Hash {
 
 // hashRequest starts a step's hash with its request's encoding.
 func hashRequest(request []byte) []byte {
-	h := sha256.New()
+	h := newHash()
 	h.Write([]byte(`{"request":`))
 	h.Write(request)
 	return marshalState(h)
@@ -187,8 +185,9 @@ type Verification struct {
 
 // VerifyOptions are Verify's options.
 type VerifyOptions struct {
-	// Key, when set, is the public key the tape must be signed with.
-	Key ed25519.PublicKey
+	// Key, when set, is the ed25519 public key the tape must be signed with (an
+	// ed25519.PublicKey).
+	Key []byte
 }
 
 // ErrNotVerified is wrapped by the error Verification.Err returns.
@@ -211,6 +210,9 @@ func (v *Verification) Err() error {
 // same. The error is for data that is not a tape at all; a tape whose digests do not match
 // gives a Verification with State DigestsMismatch.
 func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
+	if crypt == nil {
+		return nil, ErrNoCrypto
+	}
 	v := &Verification{State: DigestsOK}
 	fail := func(ptr, format string, args ...any) (*Verification, error) {
 		v.State, v.Pointer, v.Problem = DigestsMismatch, ptr, fmt.Sprintf(format, args...)
@@ -313,13 +315,13 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		pub := opts.Key
 		if pub == nil {
 			b, err := hex.DecodeString(digest.PublicKey)
-			if err != nil || len(b) != ed25519.PublicKeySize {
+			if err != nil || len(b) != crypt.PublicKeySize {
 				return fail("/digest/public_key", "not an ed25519 public key in hex")
 			}
 			pub = b
 		}
 		sig, err := hex.DecodeString(digest.Signature)
-		if err != nil || !ed25519.Verify(pub, signedMessage(root), sig) {
+		if err != nil || !crypt.Verify(pub, signedMessage(root), sig) {
 			return fail("/digest/signature", "the signature does not verify with key %x", []byte(pub))
 		}
 		v.SignatureOK = true
@@ -426,7 +428,7 @@ func stepSum(raw []byte) (content sum, digest, problem string) {
 		}
 		return sum{}, "", "the step's digest is not its last field, where the canonical encoding puts it"
 	}
-	h := sha256.New()
+	h := newHash()
 	h.Write(body)
 	h.Write([]byte("}"))
 	return sum(h.Sum(nil)), d, ""
@@ -438,7 +440,7 @@ func canonicalSum(raw []byte) (sum, error) {
 	if !ok {
 		return sum{}, errors.New("not valid JSON")
 	}
-	return sha256.Sum256(c), nil
+	return sum256(c), nil
 }
 
 func strictDecode(raw []byte, v any) error {
@@ -462,7 +464,10 @@ func expectDelim(dec *json.Decoder, want json.Delim) error {
 // step's link, and t.Digest. A key, when set, signs the root. Use it to give digests to a
 // tape built or changed in memory (an import, a test); a tape sealed and then changed no
 // longer verifies.
-func Seal(t *Tape, key ed25519.PrivateKey) error {
+func Seal(t *Tape, key []byte) error {
+	if crypt == nil {
+		return ErrNoCrypto
+	}
 	t.normalize()
 	t.Digest = nil
 	for _, th := range t.Threads {
@@ -485,21 +490,21 @@ func Seal(t *Tape, key ed25519.PrivateKey) error {
 			if err != nil {
 				return fmt.Errorf("seal tape: step %d of thread %q: %w", j, th.ID, err)
 			}
-			link = chain(link, sha256.Sum256(b))
+			link = chain(link, sum256(b))
 			s.Digest = formatSum(link)
 		}
 		lasts[i] = link
 	}
-	t.Digest = newDigest(sha256.Sum256(metaBytes), lasts, key)
+	t.Digest = newDigest(sum256(metaBytes), lasts, key)
 	return nil
 }
 
-func newDigest(meta sum, lasts []sum, key ed25519.PrivateKey) *Digest {
+func newDigest(meta sum, lasts []sum, key []byte) *Digest {
 	root := rootOf(meta, lasts)
 	d := &Digest{Algorithm: DigestAlgorithm, Meta: formatSum(meta), Root: formatSum(root)}
 	if key != nil {
-		d.PublicKey = hex.EncodeToString(key.Public().(ed25519.PublicKey))
-		d.Signature = hex.EncodeToString(ed25519.Sign(key, signedMessage(root)))
+		d.PublicKey = hex.EncodeToString(crypt.Public(key))
+		d.Signature = hex.EncodeToString(crypt.Sign(key, signedMessage(root)))
 	}
 	return d
 }

@@ -2,8 +2,6 @@ package tape
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,7 +56,7 @@ type Writer struct {
 	// Digests (WithDigests): metaSum is the meta's hash, tail the piece that closes the
 	// tape (with the root digest), rootDirty says the root must be computed again.
 	digests   bool
-	signer    ed25519.PrivateKey
+	signer    []byte
 	metaSum   sum
 	tail      piece
 	rootDirty bool
@@ -72,8 +70,9 @@ type Option func(*Writer)
 // body is held or read again for it. Every persisted version verifies.
 func WithDigests() Option { return func(w *Writer) { w.digests = true } }
 
-// WithSigner makes the Writer sign the root digest with key (and implies WithDigests).
-func WithSigner(key ed25519.PrivateKey) Option {
+// WithSigner makes the Writer sign the root digest with key, an ed25519.PrivateKey (and
+// implies WithDigests).
+func WithSigner(key []byte) Option {
 	return func(w *Writer) { w.digests, w.signer = true, key }
 }
 
@@ -167,6 +166,8 @@ func Create(path string, t *Tape, opts ...Option) (*Writer, error) {
 	}
 	if !w.digests {
 		t.Digest = nil
+	} else if crypt == nil {
+		return nil, fmt.Errorf("create tape %s: %w", path, ErrNoCrypto)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create tape %s: %w", path, err)
@@ -285,7 +286,7 @@ func (w *Writer) encodeHead() error {
 		return err
 	}
 	if w.digests {
-		w.metaSum = sha256.Sum256(meta)
+		w.metaSum = sum256(meta)
 		w.rootDirty = true
 	}
 	var b bytes.Buffer

@@ -76,7 +76,7 @@ func TestReadmeCommands(t *testing.T) {
 		}
 	}
 	covered := []string{"bench", "compare", "completion", "dataset", "demo", "exec-binary", "gateway", "inspect",
-		"record", "replay", "scan", "validate", "version"}
+		"record", "replay", "scan", "validate", "version", "view"}
 	for v := range seen {
 		if !slices.Contains(covered, v) {
 			t.Errorf("README shows tapebox %s, which no test is listed as running", v)

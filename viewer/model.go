@@ -70,6 +70,7 @@ type stepIndex struct {
 	Blob [2]int64 `json:"b"`
 
 	usage tape.Usage
+	seq   int // the blob's number in the page
 }
 
 type callIndex struct {
@@ -107,13 +108,14 @@ type detail struct {
 	// Carried counts the request's messages the previous step of the thread already had,
 	// which are not repeated; Dropped the new ones left out because the previous step shows
 	// them (its answer and its tool results).
-	Carried  int               `json:"carried"`
-	Dropped  int               `json:"dropped"`
-	Messages []tape.Message    `json:"messages"`
-	Content  []tape.Block      `json:"content"`
-	Calls    []tape.ToolCall   `json:"calls"`
-	Results  []tape.ToolResult `json:"results"`
-	Chunks   []float64         `json:"chunks"`
+	Carried  int             `json:"carried"`
+	Dropped  int             `json:"dropped"`
+	Messages []tape.Message  `json:"messages"`
+	Content  []tape.Block    `json:"content"`
+	Calls    []tape.ToolCall `json:"calls"`
+	// Results are the step's tool results as the tape has them, passed through undecoded.
+	Results json.RawMessage `json:"results"`
+	Chunks  []float64       `json:"chunks"`
 }
 
 // wireStep is the part of a tape step the page uses: raw bodies, chunk data and the tool
@@ -135,9 +137,15 @@ type wireStep struct {
 			AtMS float64 `json:"at_ms"`
 		} `json:"chunks"`
 	} `json:"response"`
-	ToolCalls   []tape.ToolCall   `json:"tool_calls"`
-	ToolResults []tape.ToolResult `json:"tool_results"`
-	Timing      tape.Timing       `json:"timing"`
+	ToolCalls   []tape.ToolCall `json:"tool_calls"`
+	ToolResults json.RawMessage `json:"tool_results"`
+	Timing      tape.Timing     `json:"timing"`
+}
+
+// resultHead is what the index needs of a tool result; its content is not decoded.
+type resultHead struct {
+	ToolCallID string `json:"tool_call_id"`
+	IsError    bool   `json:"is_error"`
 }
 
 // threadState is what the walk remembers of a thread's previous step.
@@ -151,7 +159,7 @@ type threadState struct {
 // walkTape decodes a tape's bytes one step at a time, calling step for each with the
 // step's thread index and its detail; it returns the index without costs and links. The
 // members of the tape and of its threads may come in any order.
-func walkTape(path string, data []byte, step func(th, i int, d *detail) ([2]int64, error)) (*tapeIndex, error) {
+func walkTape(path string, data []byte, step func(d *detail) (int, error)) (*tapeIndex, error) {
 	ix := &tapeIndex{Path: path}
 	ix.Meta.WorkspaceEntries = -1
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -197,7 +205,7 @@ func walkTape(path string, data []byte, step func(th, i int, d *detail) ([2]int6
 	return ix, nil
 }
 
-func walkThread(dec *json.Decoder, ix *tapeIndex, step func(th, i int, d *detail) ([2]int64, error)) error {
+func walkThread(dec *json.Decoder, ix *tapeIndex, step func(d *detail) (int, error)) error {
 	th := len(ix.Threads)
 	ix.Threads = append(ix.Threads, threadIndex{ParentStep: -1, Steps: []int{}})
 	if err := expectDelim(dec, '{'); err != nil {
@@ -231,7 +239,7 @@ func walkThread(dec *json.Decoder, ix *tapeIndex, step func(th, i int, d *detail
 				if err != nil {
 					return fmt.Errorf("steps/%d: %w", i, err)
 				}
-				if si.Blob, err = step(th, i, d); err != nil {
+				if si.seq, err = step(d); err != nil {
 					return err
 				}
 				ix.Threads[th].Steps = append(ix.Threads[th].Steps, len(ix.Steps))
@@ -267,9 +275,17 @@ func (st *threadState) next(th, i int, ws *wireStep) (stepIndex, *detail, error)
 	if raw, ok := ws.Request.Params["model"]; ok {
 		_ = json.Unmarshal(raw, &si.Model)
 	}
+	var heads []resultHead
+	if len(ws.ToolResults) > 0 && string(ws.ToolResults) != "null" {
+		if err := json.Unmarshal(ws.ToolResults, &heads); err != nil {
+			return si, nil, fmt.Errorf("tool_results: %w", err)
+		}
+	} else {
+		ws.ToolResults = json.RawMessage("[]")
+	}
 	for _, c := range ws.ToolCalls {
 		ci := callIndex{ID: c.ID, Name: c.Name, Child: -1, Missing: true}
-		for _, r := range ws.ToolResults {
+		for _, r := range heads {
 			if r.ToolCallID == c.ID {
 				ci.Missing, ci.Err = false, r.IsError
 			}

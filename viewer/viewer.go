@@ -2,7 +2,6 @@ package viewer
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	_ "embed"
@@ -14,8 +13,6 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
-
-	"github.com/klauspost/compress/gzip"
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/prices"
@@ -111,18 +108,28 @@ func Write(ctx context.Context, w io.Writer, o Options) error {
 %s
 <script type="application/x-tapebox-blobs" id="tb-blobs">`, hashOf(pageJS), hashOf(pageCSS), html.EscapeString(title), pageCSS, pageBody)
 
-	enc := newBlobEncoder(bw)
+	enc := newBlobs(ctx, bw)
 	ix := index{Version: 1}
 	var err error
-	if ix.Recording, err = walkTape(o.Recording.Path, o.Recording.Data, enc.step(ctx)); err != nil {
+	ix.Recording, err = walkTape(o.Recording.Path, o.Recording.Data, enc.submit)
+	if err == nil && o.Replay != nil {
+		ix.Replay, err = walkTape(o.Replay.Path, o.Replay.Data, enc.submit)
+	}
+	offsets, cerr := enc.close()
+	if err != nil {
 		return err
 	}
-	ix.Recording.finish(pt)
-	if o.Replay != nil {
-		if ix.Replay, err = walkTape(o.Replay.Path, o.Replay.Data, enc.step(ctx)); err != nil {
-			return err
+	if cerr != nil {
+		return cerr
+	}
+	for _, t := range []*tapeIndex{ix.Recording, ix.Replay} {
+		if t == nil {
+			continue
 		}
-		ix.Replay.finish(pt)
+		for i := range t.Steps {
+			t.Steps[i].Blob = offsets[t.Steps[i].seq]
+		}
+		t.finish(pt)
 	}
 	if o.Report != nil {
 		ix.Compare = compareOf(o.Report)
@@ -130,18 +137,17 @@ func Write(ctx context.Context, w io.Writer, o Options) error {
 	if len(o.Telemetry) > 0 {
 		ix.Telemetry = telemetryOf(o.TelemetryPath, o.Telemetry)
 	}
-	if enc.err != nil {
-		return enc.err
-	}
 	bw.WriteString(`</script>
 <script type="application/x-tapebox-index" id="tb-index">`)
 	js, err := json.Marshal(ix)
 	if err != nil {
 		return fmt.Errorf("encode page index: %w", err)
 	}
-	if err := enc.write(js); err != nil {
+	b64, err := newBlobCoder().encode(js)
+	if err != nil {
 		return err
 	}
+	bw.Write(b64)
 	bw.WriteString("</script>\n<script>")
 	bw.WriteString(pageJS)
 	bw.WriteString("</script>\n</body></html>\n")
@@ -155,62 +161,6 @@ func Write(ctx context.Context, w io.Writer, o Options) error {
 func hashOf(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return "sha256-" + base64.StdEncoding.EncodeToString(h[:])
-}
-
-// blobEncoder gzips and base64-encodes each step's detail into the page, counting the
-// base64 characters written so that the page can find each one.
-type blobEncoder struct {
-	w   *bufio.Writer
-	off int64
-	gz  *gzip.Writer
-	buf bytes.Buffer
-	b64 []byte
-	err error
-}
-
-func newBlobEncoder(w *bufio.Writer) *blobEncoder {
-	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
-	return &blobEncoder{w: w, gz: gz}
-}
-
-func (e *blobEncoder) step(ctx context.Context) func(th, i int, d *detail) ([2]int64, error) {
-	return func(th, i int, d *detail) ([2]int64, error) {
-		if err := ctx.Err(); err != nil {
-			return [2]int64{}, err
-		}
-		js, err := json.Marshal(d)
-		if err != nil {
-			return [2]int64{}, fmt.Errorf("encode step %d of thread %d: %w", i, th, err)
-		}
-		start := e.off
-		if err := e.write(js); err != nil {
-			return [2]int64{}, err
-		}
-		return [2]int64{start, e.off - start}, nil
-	}
-}
-
-// write writes b gzipped and base64-encoded.
-func (e *blobEncoder) write(b []byte) error {
-	e.buf.Reset()
-	e.gz.Reset(&e.buf)
-	if _, err := e.gz.Write(b); err != nil {
-		return fmt.Errorf("compress page data: %w", err)
-	}
-	if err := e.gz.Close(); err != nil {
-		return fmt.Errorf("compress page data: %w", err)
-	}
-	n := base64.StdEncoding.EncodedLen(e.buf.Len())
-	if cap(e.b64) < n {
-		e.b64 = make([]byte, n)
-	}
-	base64.StdEncoding.Encode(e.b64[:n], e.buf.Bytes())
-	if _, err := e.w.Write(e.b64[:n]); err != nil {
-		e.err = fmt.Errorf("write page: %w", err)
-		return e.err
-	}
-	e.off += int64(n)
-	return nil
 }
 
 func compareOf(r *controller.Report) *compareIndex {

@@ -107,6 +107,7 @@ try {
         results: [...c.querySelectorAll("pre.result")].map((p) => p.textContent),
       })));
       out.detailStep = await page.evaluate(() => document.getElementById("detail-pane").dataset.step);
+      await page.$eval("#detail-pane .call.differs", (e) => e.scrollIntoView({ block: "center" }));
       await shot("diff");
     }
     out.endState = await page.$$eval("#end-state li", (ls) => ls.map((l) => l.textContent));

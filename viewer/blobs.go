@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -52,7 +51,7 @@ func newBlobs(ctx context.Context, w *bufio.Writer) *blobs {
 			defer e.workers.Done()
 			c := newBlobCoder()
 			for j := range e.jobs {
-				js, err := json.Marshal(j.d)
+				js, err := j.d.marshal()
 				if err != nil {
 					e.results <- blobResult{seq: j.seq, err: fmt.Errorf("encode step detail: %w", err)}
 					continue

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/tapebox/tapebox/prices"
@@ -113,9 +114,10 @@ type detail struct {
 	Messages []tape.Message  `json:"messages"`
 	Content  []tape.Block    `json:"content"`
 	Calls    []tape.ToolCall `json:"calls"`
-	// Results are the step's tool results as the tape has them, passed through undecoded.
-	Results json.RawMessage `json:"results"`
-	Chunks  []float64       `json:"chunks"`
+	// Results are the step's tool results, their content passed through as the tape has it:
+	// marshal writes them after the other fields.
+	Results []wireResult `json:"-"`
+	Chunks  []float64    `json:"chunks"`
 }
 
 // wireStep is the part of a tape step the page uses: raw bodies, chunk data and the tool
@@ -138,14 +140,17 @@ type wireStep struct {
 		} `json:"chunks"`
 	} `json:"response"`
 	ToolCalls   []tape.ToolCall `json:"tool_calls"`
-	ToolResults json.RawMessage `json:"tool_results"`
+	ToolResults []wireResult    `json:"tool_results"`
 	Timing      tape.Timing     `json:"timing"`
 }
 
-// resultHead is what the index needs of a tool result; its content is not decoded.
-type resultHead struct {
-	ToolCallID string `json:"tool_call_id"`
-	IsError    bool   `json:"is_error"`
+// wireResult is a tool result whose content, most of a large tape, is kept as the tape's
+// own JSON rather than decoded and encoded again.
+type wireResult struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Content    json.RawMessage `json:"content"`
+	IsError    bool            `json:"is_error"`
+	DurationMS *float64        `json:"duration_ms"`
 }
 
 // threadState is what the walk remembers of a thread's previous step.
@@ -189,8 +194,9 @@ func walkTape(path string, data []byte, step func(d *detail) (int, error)) (*tap
 				return fail(fmt.Errorf("threads: %w", err))
 			}
 			for dec.More() {
+				n := len(ix.Threads)
 				if err := walkThread(dec, ix, step); err != nil {
-					return fail(fmt.Errorf("threads/%d: %w", len(ix.Threads), err))
+					return fail(fmt.Errorf("threads/%d: %w", n, err))
 				}
 			}
 			if _, err := dec.Token(); err != nil {
@@ -275,17 +281,9 @@ func (st *threadState) next(th, i int, ws *wireStep) (stepIndex, *detail, error)
 	if raw, ok := ws.Request.Params["model"]; ok {
 		_ = json.Unmarshal(raw, &si.Model)
 	}
-	var heads []resultHead
-	if len(ws.ToolResults) > 0 && string(ws.ToolResults) != "null" {
-		if err := json.Unmarshal(ws.ToolResults, &heads); err != nil {
-			return si, nil, fmt.Errorf("tool_results: %w", err)
-		}
-	} else {
-		ws.ToolResults = json.RawMessage("[]")
-	}
 	for _, c := range ws.ToolCalls {
 		ci := callIndex{ID: c.ID, Name: c.Name, Child: -1, Missing: true}
-		for _, r := range heads {
+		for _, r := range ws.ToolResults {
 			if r.ToolCallID == c.ID {
 				ci.Missing, ci.Err = false, r.IsError
 			}
@@ -434,4 +432,44 @@ func skip(dec *json.Decoder) error {
 			return nil
 		}
 	}
+}
+
+// marshal encodes d with its results' content copied as it is: encoding/json would scan and
+// copy it once more to compact it, and it is most of a large tape.
+func (d *detail) marshal() ([]byte, error) {
+	js, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	n := len(js) + 16
+	for _, r := range d.Results {
+		n += len(r.Content) + len(r.ToolCallID) + 80
+	}
+	out := make([]byte, 0, n)
+	out = append(out, js[:len(js)-1]...)
+	out = append(out, `,"results":[`...)
+	for i, r := range d.Results {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		id, _ := json.Marshal(r.ToolCallID)
+		out = append(out, `{"tool_call_id":`...)
+		out = append(out, id...)
+		out = append(out, `,"content":`...)
+		if len(r.Content) == 0 {
+			out = append(out, "[]"...)
+		} else {
+			out = append(out, r.Content...)
+		}
+		out = append(out, `,"is_error":`...)
+		out = strconv.AppendBool(out, r.IsError)
+		out = append(out, `,"duration_ms":`...)
+		if r.DurationMS == nil {
+			out = append(out, "null"...)
+		} else {
+			out = strconv.AppendFloat(out, *r.DurationMS, 'g', -1, 64)
+		}
+		out = append(out, '}')
+	}
+	return append(out, "]}"...), nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/sandbox/telemetry"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -24,6 +25,7 @@ type basicReport struct {
 	ListCount   string      `json:"listCount"`
 	RowsInDOM   int         `json:"rowsInDOM"`
 	Header      string      `json:"header"`
+	Telemetry   string      `json:"telemetry"`
 	DetailTitle string      `json:"detailTitle"`
 	Results     []struct {
 		Name   string `json:"name"`
@@ -60,7 +62,11 @@ func TestBrowserRealTape(t *testing.T) {
 	step := main.Steps[0]
 	require.Len(t, step.ToolResults, 2)
 
-	page := writePage(t, t.TempDir(), "claude-code", rec, nil)
+	var samples []telemetry.Sample
+	for i := range 12 {
+		samples = append(samples, telemetry.Sample{TMS: float64(i) * 250, CPUPercent: float64(i * 10), MemoryBytes: int64(i+1) << 20, MemoryLimitBytes: 2 << 30, Source: "cgroup"})
+	}
+	page := writePage(t, t.TempDir(), "claude-code", rec, nil, samples...)
 	var r basicReport
 	drive(t, "basic", map[string]any{
 		"page": page, "thread": main.ID, "index": 0, "shots": t.ArtifactDir(),
@@ -80,6 +86,8 @@ func TestBrowserRealTape(t *testing.T) {
 	assert.Contains(t, r.Header, tp.Meta.TapeID)
 	assert.Contains(t, r.Header, "claude-code "+tp.Meta.HarnessVersion)
 	assert.Contains(t, r.Header, "prices of ", "the cost names the price table's date")
+	assert.Contains(t, r.Telemetry, "telemetry claude-code.telemetry.csv (12 samples, cgroup)")
+	assert.Contains(t, r.Telemetry, "peak 12.0 MiB")
 
 	assert.Equal(t, "thread main, step 0", r.DetailTitle)
 	require.Len(t, r.Results, len(step.ToolCalls))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/sandbox/telemetry"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/viewer"
@@ -45,10 +46,10 @@ func compare(t testing.TB, rec, rep []byte) *controller.Report {
 }
 
 // writePage writes the page for a tape (and a replay, when rep is not nil) into dir.
-func writePage(t testing.TB, dir, name string, rec, rep []byte) string {
+func writePage(t testing.TB, dir, name string, rec, rep []byte, samples ...telemetry.Sample) string {
 	t.Helper()
 	require.NoError(t, schema.Validate(rec), "the recording must be a valid tape")
-	o := viewer.Options{Recording: viewer.Source{Path: name + ".json", Data: rec}}
+	o := viewer.Options{Recording: viewer.Source{Path: name + ".json", Data: rec}, Telemetry: samples, TelemetryPath: name + ".telemetry.csv"}
 	if rep != nil {
 		require.NoError(t, schema.Validate(rep), "the replay must be a valid tape")
 		o.Replay = &viewer.Source{Path: name + ".replay.json", Data: rep}

@@ -48,6 +48,7 @@ try {
     out.listCount = await page.textContent("#list-count");
     out.rowsInDOM = await page.$$eval(".step-row", (r) => r.length);
     out.header = await page.textContent("#meta");
+    out.telemetry = await page.evaluate(() => document.getElementById("telemetry-wrap").hidden ? "" : document.getElementById("telemetry-label").textContent);
     await shot("overview");
     // click the row of the asked-for step and read its tool results
     await page.click(`.step-row[data-thread="${args.thread}"][data-index="${args.index}"]`);

@@ -38,6 +38,7 @@ type basicReport struct {
 	AfterJ         string   `json:"afterJ"`
 	AfterK         string   `json:"afterK"`
 	Linked         string   `json:"linked"`
+	BarClicked     string   `json:"barClicked"`
 	SearchStatus   string   `json:"searchStatus"`
 	SearchRows     []string `json:"searchRows"`
 	SearchCount    string   `json:"searchCount"`
@@ -70,7 +71,7 @@ func TestBrowserRealTape(t *testing.T) {
 	var r basicReport
 	drive(t, "basic", map[string]any{
 		"page": page, "thread": main.ID, "index": 0, "shots": t.ArtifactDir(),
-		"linkTo": sub[0].ID + "/1", "search": "bg-done",
+		"linkTo": sub[0].ID + "/1", "search": "bg-done", "barThread": sub[0].ID, "barIndex": 2,
 	}, &r)
 
 	require.Len(t, r.LaneLabels, len(tp.Threads), "one lane per thread")
@@ -106,6 +107,7 @@ func TestBrowserRealTape(t *testing.T) {
 	assert.Equal(t, "#step=main/1", r.AfterJ, "j: the next step in request order")
 	assert.Equal(t, "#step=main/0", r.AfterK, "k: back")
 	assert.Equal(t, "thread "+sub[0].ID+", step 1", r.Linked, "the fragment opens its step")
+	assert.Equal(t, "thread "+sub[0].ID+", step 2", r.BarClicked, "a click on a bar of the timeline opens its step")
 
 	// bg-done is printed by two Bash calls of main (the wait and the Read of the output file)
 	var want []string

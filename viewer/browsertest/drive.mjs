@@ -67,6 +67,14 @@ try {
     await page.keyboard.press("k");
     await page.waitForFunction((h) => location.hash === h, out.hash);
     out.afterK = await page.evaluate(() => location.hash);
+    // a bar on the timeline opens its step
+    if (args.barThread) {
+      await page.click("#zoom-fit");
+      const pos = await page.evaluate((a) => window.tapeboxView.barCenter("rec", a.barThread, a.barIndex), args);
+      await page.click("#timeline", { position: pos });
+      await detailFor(`${args.barThread}/${args.barIndex}`);
+      out.barClicked = await page.textContent("#detail-pane h2");
+    }
     // a fragment opens its step
     if (args.linkTo) {
       await page.goto(pathToFileURL(args.page).href + "#step=" + args.linkTo);

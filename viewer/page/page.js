@@ -86,6 +86,15 @@
     window.addEventListener("hashchange", fromHash);
     window.addEventListener("resize", () => { drawTimeline(); drawTelemetry(); renderRows(); });
     if (!fromHash()) fit();
+    // Where a step's bar is on the timeline canvas, for tests and tools that drive the page.
+    window.tapeboxView = {
+      barCenter(side, thread, index) {
+        const t = tapeOf(side), th = t.threads.findIndex((x) => x.id === thread);
+        if (th < 0 || index >= t.threads[th].steps.length) return null;
+        const s = t.steps[t.threads[th].steps[index]];
+        return { x: (xOf(s.req) + Math.max(xOf(s.lb), xOf(s.req) + 1)) / 2, y: laneOf(side, th) * LANE + LANE / 2 };
+      },
+    };
     document.body.dataset.ready = "1";
   }
 

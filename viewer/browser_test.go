@@ -244,3 +244,31 @@ func TestBrowserNoMarkup(t *testing.T) {
 		assert.Equal(t, "before "+payload+" after", res, "the payload shown verbatim")
 	}
 }
+
+// A tape with no threads, or a thread with no steps (a recording cut before its first call),
+// shows an empty page without an error; keys and search do nothing.
+func TestBrowserEmptyTape(t *testing.T) {
+	browserEnv(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		threads []*tape.Thread
+	}{
+		{"no-threads", []*tape.Thread{}},
+		{"no-steps", []*tape.Thread{{ID: "main", Steps: []*tape.Step{}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := edit(t, readFile(t, realRecording), func(tp *tape.Tape) {
+				tp.Threads = tc.threads
+				tp.Meta.Workspace = nil
+			})
+			var r struct {
+				ListCount string `json:"listCount"`
+				Lanes     int    `json:"lanes"`
+			}
+			drive(t, "load", map[string]any{"page": writePage(t, dir, tc.name, rec, nil)}, &r)
+			assert.Equal(t, len(tc.threads), r.Lanes)
+			assert.Contains(t, r.ListCount, "0")
+		})
+	}
+}

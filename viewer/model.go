@@ -165,7 +165,7 @@ type threadState struct {
 // step's thread index and its detail; it returns the index without costs and links. The
 // members of the tape and of its threads may come in any order.
 func walkTape(path string, data []byte, step func(d *detail) (int, error)) (*tapeIndex, error) {
-	ix := &tapeIndex{Path: path}
+	ix := &tapeIndex{Path: path, Threads: []threadIndex{}, Steps: []stepIndex{}}
 	ix.Meta.WorkspaceEntries = -1
 	dec := json.NewDecoder(bytes.NewReader(data))
 	fail := func(err error) (*tapeIndex, error) { return nil, fmt.Errorf("read tape %s: %w", path, err) }

@@ -98,6 +98,14 @@ try {
     await page.waitForTimeout(100);
     out.narrowOverflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     await shot("narrow-dark");
+  } else if (scenario === "load") {
+    await page.goto(url);
+    await ready();
+    await page.keyboard.press("j");
+    await page.fill("#search", "x");
+    await page.waitForTimeout(300);
+    out.listCount = await page.textContent("#list-count");
+    out.lanes = await page.$$eval(".lane-label", (ls) => ls.length);
   } else if (scenario === "diff") {
     await page.goto(url);
     await ready();

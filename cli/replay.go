@@ -181,21 +181,30 @@ func loadValidTape(env *Env, verb, path string) (*tape.Tape, int) {
 // decodeValidTape checks a tape's bytes against the schema, printing every problem with its
 // JSON pointer, and decodes them.
 func decodeValidTape(env *Env, verb, path string, data []byte) (*tape.Tape, int) {
-	if err := schema.Validate(data); err != nil {
-		var ve *schema.ValidationError
-		if errors.As(err, &ve) {
-			for _, p := range ve.Problems {
-				fmt.Fprintf(env.Stderr, "%s: %s: %s\n", path, p.Pointer, p.Message)
-			}
-			return nil, failf(env, verb, "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", path, len(ve.Problems), path)
-		}
-		return nil, failf(env, verb, "%s: %v", path, err)
+	if code := checkValidTape(env, verb, path, data); code != ExitOK {
+		return nil, code
 	}
 	t, err := tape.Unmarshal(data)
 	if err != nil {
 		return nil, failf(env, verb, "%s: %v", path, err)
 	}
 	return t, ExitOK
+}
+
+// checkValidTape checks a tape's bytes against the schema, printing every problem with its
+// JSON pointer as validate does; it returns ExitOK for a valid tape.
+func checkValidTape(env *Env, verb, path string, data []byte) int {
+	if err := schema.Validate(data); err != nil {
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				fmt.Fprintf(env.Stderr, "%s: %s: %s\n", path, p.Pointer, p.Message)
+			}
+			return failf(env, verb, "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", path, len(ve.Problems), path)
+		}
+		return failf(env, verb, "%s: %v", path, err)
+	}
+	return ExitOK
 }
 
 func parseBytes(s string) (int64, error) {

@@ -2,7 +2,8 @@
 # Prepares a Debian machine to build and test TapeBox, as root, idempotently:
 #
 #   1. apt packages: docker.io (the Docker engine), debootstrap, busybox-static, bash-static,
-#      bubblewrap (bwrap, which isolates local:DIR sandboxes) (only those not installed yet;
+#      bubblewrap (bwrap, which isolates local:DIR sandboxes), chromium (the viewer's browser
+#      tests) (only those not installed yet;
 #      apt-get update only when something is missing)
 #   2. dockerd in the background (log: $TAPEBOX_DOCKERD_LOG), unless an engine already answers;
 #      waits up to $TAPEBOX_DOCKERD_WAIT seconds for it
@@ -10,6 +11,7 @@
 #   4. Go modules: go mod download
 #   5. the real harnesses' npm packages, when harnesses/package.json exists:
 #      npm ci (npm install when there is no lockfile)
+#   6. playwright-core for the viewer's browser tests: npm ci in viewer/browsertest
 #
 # Run it again at any time: what is done already is skipped.
 set -euo pipefail
@@ -27,7 +29,7 @@ die() {
 [ "$(id -u)" = 0 ] || die "run as root (it installs packages and starts dockerd): sudo $0"
 
 install_packages() {
-	local want=(docker.io debootstrap busybox-static bash-static bubblewrap) missing=() pkg
+	local want=(docker.io debootstrap busybox-static bash-static bubblewrap chromium) missing=() pkg
 	for pkg in "${want[@]}"; do
 		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 	done
@@ -108,6 +110,15 @@ if [ -f "$ROOT/harnesses/package.json" ]; then
 	else
 		log "npm install in harnesses/ (no lockfile)"
 		(cd "$ROOT/harnesses" && npm install --no-audit --no-fund) || die "npm install in harnesses/ failed"
+	fi
+fi
+if [ -f "$ROOT/viewer/browsertest/package-lock.json" ]; then
+	command -v npm >/dev/null || die "npm not found; viewer/browsertest needs Node.js and npm"
+	if [ -f "$ROOT/viewer/browsertest/node_modules/playwright-core/package.json" ]; then
+		log "playwright-core present in viewer/browsertest/"
+	else
+		log "npm ci in viewer/browsertest/"
+		(cd "$ROOT/viewer/browsertest" && npm ci --no-audit --no-fund) || die "npm ci in viewer/browsertest/ failed"
 	fi
 fi
 log "done"

@@ -1,0 +1,274 @@
+package viewer_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/sandbox/telemetry"
+	"github.com/tapebox/tapebox/tape"
+)
+
+type laneLabel struct {
+	Thread string `json:"thread"`
+	Side   string `json:"side"`
+	Text   string `json:"text"`
+}
+
+type basicReport struct {
+	LaneLabels  []laneLabel `json:"laneLabels"`
+	CanvasLanes int         `json:"canvasLanes"`
+	CanvasSteps int         `json:"canvasSteps"`
+	ListCount   string      `json:"listCount"`
+	RowsInDOM   int         `json:"rowsInDOM"`
+	Header      string      `json:"header"`
+	Telemetry   string      `json:"telemetry"`
+	DetailTitle string      `json:"detailTitle"`
+	Results     []struct {
+		Name   string `json:"name"`
+		Result string `json:"result"`
+		Input  string `json:"input"`
+	} `json:"results"`
+	DetailText     string   `json:"detailText"`
+	Hash           string   `json:"hash"`
+	ChunkPlots     int      `json:"chunkPlots"`
+	AfterJ         string   `json:"afterJ"`
+	AfterK         string   `json:"afterK"`
+	Linked         string   `json:"linked"`
+	BarClicked     string   `json:"barClicked"`
+	SearchStatus   string   `json:"searchStatus"`
+	SearchRows     []string `json:"searchRows"`
+	SearchCount    string   `json:"searchCount"`
+	DarkBg         string   `json:"darkBg"`
+	NarrowOverflow int      `json:"narrowOverflow"`
+	Shots          []string `json:"shots"`
+}
+
+// The page made from a real Claude Code tape shows one lane per thread and one row per step,
+// the subagent's lane linked to its Agent call; a clicked step shows its tool results as the
+// tape has them; j and k step, a fragment opens its step, search finds a word of a result.
+func TestBrowserRealTape(t *testing.T) {
+	browserEnv(t)
+	rec := readFile(t, realRecording)
+	tp, err := tape.Unmarshal(rec)
+	require.NoError(t, err)
+	main := tp.Main()
+	require.NotNil(t, main)
+	sub := tp.Children(main)
+	require.Len(t, sub, 1, "the tape has one subagent")
+	// the step whose results the test reads: main's first, with two parallel calls
+	step := main.Steps[0]
+	require.Len(t, step.ToolResults, 2)
+
+	var samples []telemetry.Sample
+	for i := range 12 {
+		samples = append(samples, telemetry.Sample{TMS: float64(i) * 250, CPUPercent: float64(i * 10), MemoryBytes: int64(i+1) << 20, MemoryLimitBytes: 2 << 30, Source: "cgroup"})
+	}
+	page := writePage(t, t.TempDir(), "claude-code", rec, nil, samples...)
+	var r basicReport
+	drive(t, "basic", map[string]any{
+		"page": page, "thread": main.ID, "index": 0, "shots": t.ArtifactDir(),
+		"linkTo": sub[0].ID + "/1", "search": "bg-done", "barThread": sub[0].ID, "barIndex": 2,
+	}, &r)
+
+	require.Len(t, r.LaneLabels, len(tp.Threads), "one lane per thread")
+	for i, th := range tp.Threads {
+		assert.Equal(t, th.ID, r.LaneLabels[i].Thread)
+		assert.Contains(t, r.LaneLabels[i].Text, fmt.Sprintf("(%d)", len(th.Steps)), "the lane counts its steps")
+	}
+	assert.Contains(t, r.LaneLabels[1].Text, "← "+main.ID+" "+sub[0].Parent.ToolCallID, "the subagent's lane names the call that spawned it")
+	assert.Equal(t, len(tp.Threads), r.CanvasLanes)
+	assert.Equal(t, tp.Totals().Steps, r.CanvasSteps)
+	assert.Equal(t, fmt.Sprintf("%d steps", tp.Totals().Steps), r.ListCount)
+	assert.Equal(t, tp.Totals().Steps, r.RowsInDOM, "a short tape fits on screen: every row is built")
+	assert.Contains(t, r.Header, tp.Meta.TapeID)
+	assert.Contains(t, r.Header, "claude-code "+tp.Meta.HarnessVersion)
+	assert.Contains(t, r.Header, "prices of ", "the cost names the price table's date")
+	assert.Contains(t, r.Telemetry, "telemetry claude-code.telemetry.csv (12 samples, cgroup)")
+	assert.Contains(t, r.Telemetry, "peak 12.0 MiB")
+
+	assert.Equal(t, "thread main, step 0", r.DetailTitle)
+	require.Len(t, r.Results, len(step.ToolCalls))
+	for i, c := range step.ToolCalls {
+		res, ok := step.ToolResult(c.ID)
+		require.True(t, ok)
+		assert.Equal(t, c.Name, r.Results[i].Name)
+		assert.Equal(t, res.Text(), r.Results[i].Result, "the result as the tape has it")
+	}
+	assert.Contains(t, r.Results[1].Input, "\"command\": \"mkdir -p logs && echo ready\"", "inputs are formatted JSON")
+	assert.Equal(t, 1, r.ChunkPlots, "a streamed step plots its chunks")
+	assert.Contains(t, r.DetailText, "stop reason")
+	assert.Contains(t, r.DetailText, "prices of ")
+
+	assert.Equal(t, "#step=main/0", r.Hash)
+	assert.Equal(t, "#step=main/1", r.AfterJ, "j: the next step in request order")
+	assert.Equal(t, "#step=main/0", r.AfterK, "k: back")
+	assert.Equal(t, "thread "+sub[0].ID+", step 1", r.Linked, "the fragment opens its step")
+	assert.Equal(t, "thread "+sub[0].ID+", step 2", r.BarClicked, "a click on a bar of the timeline opens its step")
+
+	// bg-done is printed by two Bash calls of main (the wait and the Read of the output file)
+	var want []string
+	for _, th := range tp.Threads {
+		for i, s := range th.Steps {
+			for _, res := range s.ToolResults {
+				if strings.Contains(strings.ToLower(res.Text()), "bg-done") {
+					want = append(want, fmt.Sprintf("%s/%d", th.ID, i))
+					break
+				}
+			}
+			for _, c := range s.ToolCalls {
+				if strings.Contains(strings.ToLower(string(c.Input)), "bg-done") && (len(want) == 0 || want[len(want)-1] != fmt.Sprintf("%s/%d", th.ID, i)) {
+					want = append(want, fmt.Sprintf("%s/%d", th.ID, i))
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, want)
+	assert.ElementsMatch(t, want, r.SearchRows, "search keeps the steps whose inputs or results hold the word")
+	assert.Equal(t, fmt.Sprintf("%d of %d steps match", len(want), tp.Totals().Steps), r.SearchCount)
+
+	assert.Equal(t, "rgb(13, 17, 23)", r.DarkBg, "dark mode follows the system")
+	assert.LessOrEqual(t, r.NarrowOverflow, 0, "a 480 px window does not scroll sideways")
+	assert.Len(t, r.Shots, 3)
+	t.Logf("screenshots: %v", r.Shots)
+}
+
+type diffReport struct {
+	Verdict     string   `json:"verdict"`
+	ComparePane string   `json:"comparePane"`
+	DiffRows    []string `json:"diffRows"`
+	LaneLabels  []string `json:"laneLabels"`
+	Differing   []struct {
+		Call     string   `json:"call"`
+		Deleted  []string `json:"deleted"`
+		Inserted []string `json:"inserted"`
+		Results  []string `json:"results"`
+	} `json:"differing"`
+	DetailStep string   `json:"detailStep"`
+	EndState   []string `json:"endState"`
+	Shots      []string `json:"shots"`
+}
+
+// A recording and its real replay with one planted difference in a tool result: the page
+// flags that step and only it, and shows the difference as an inline diff; the same pair
+// without the plant shows nothing.
+func TestBrowserReplayDifference(t *testing.T) {
+	browserEnv(t)
+	rec := readFile(t, realRecording)
+	rep := readFile(t, realReplay)
+	const thread, stepIdx = "main", 5
+	var callID, before string
+	planted := edit(t, rep, func(tp *tape.Tape) {
+		s := tp.Thread(thread).Steps[stepIdx]
+		require.NotEmpty(t, s.ToolResults)
+		r := &s.ToolResults[0]
+		callID = r.ToolCallID
+		before = r.Content[0].Text
+		require.Equal(t, "bg-done", before, "the step the test plants in")
+		r.Content[0].Text = "bg-failed"
+		// and one file of the end state
+		tp.Meta.Workspace.End[1].Size++
+	})
+	dir := t.TempDir()
+
+	t.Run("planted", func(t *testing.T) {
+		var r diffReport
+		drive(t, "diff", map[string]any{"page": writePage(t, dir, "planted", rec, planted), "shots": t.ArtifactDir()}, &r)
+		assert.Contains(t, r.Verdict, "differs")
+		assert.Equal(t, []string{fmt.Sprintf("%s/%d", thread, stepIdx)}, r.DiffRows, "exactly the planted step is flagged")
+		assert.Equal(t, []string{"rec:main", "rec:t1", "rep:main", "rep:t1"}, r.LaneLabels, "the replay's lanes beside the recording's")
+		require.Len(t, r.Differing, 1, "one tool call differs")
+		d := r.Differing[0]
+		assert.Equal(t, callID, d.Call)
+		assert.Equal(t, []string{"done"}, d.Deleted, "the inline diff removes the recorded word")
+		assert.Equal(t, []string{"failed"}, d.Inserted, "and inserts the replayed one")
+		assert.Equal(t, []string{"bg-done", "bg-failed"}, d.Results, "recorded and replayed results side by side")
+		assert.Equal(t, fmt.Sprintf("%s/%d", thread, stepIdx), r.DetailStep)
+		require.Len(t, r.EndState, 1, "the end-state difference is listed")
+		assert.Contains(t, r.EndState[0], "logs/bg.txt: size differs")
+		assert.Contains(t, r.ComparePane, "DIFFERS")
+	})
+	t.Run("unplanted", func(t *testing.T) {
+		var r diffReport
+		drive(t, "diff", map[string]any{"page": writePage(t, dir, "same", rec, rep), "shots": t.ArtifactDir()}, &r)
+		assert.Equal(t, "identical", r.Verdict)
+		assert.Empty(t, r.DiffRows)
+		assert.Empty(t, r.Differing)
+		assert.Empty(t, r.EndState)
+		assert.Contains(t, r.ComparePane, "IDENTICAL")
+	})
+}
+
+type xssReport struct {
+	Pwned            any      `json:"pwned"`
+	Images           int      `json:"images"`
+	Scripts          int      `json:"scripts"`
+	Results          []string `json:"results"`
+	DetailHTMLHasTag bool     `json:"detailHTMLHasTag"`
+	Dialogs          []string `json:"dialogs"`
+	Shots            []string `json:"shots"`
+}
+
+// Markup in a tape (tool results, inputs, response text, a message) is shown as text: no
+// planted script or onerror handler runs, no element is made from it.
+func TestBrowserNoMarkup(t *testing.T) {
+	browserEnv(t)
+	const (
+		script = `<script>window.__pwned = "script"; alert("script")</script>`
+		img    = `<img src=x onerror="window.__pwned='img'; alert('img')">`
+		svg    = `<svg onload="window.__pwned='svg'"></svg>`
+	)
+	payload := script + img + svg
+	rec := edit(t, readFile(t, realRecording), func(tp *tape.Tape) {
+		s := tp.Main().Steps[0]
+		for i := range s.ToolResults {
+			s.ToolResults[i].Content = []tape.Block{{Type: tape.BlockText, Text: "before " + payload + " after"}}
+		}
+		s.ToolCalls[1].Input = []byte(fmt.Sprintf(`{"command":%q}`, payload))
+		s.Response.Content = append(s.Response.Content, tape.Block{Type: tape.BlockText, Text: payload})
+		s.Request.Messages[0].Content = append(s.Request.Messages[0].Content, tape.Block{Type: tape.BlockText, Text: payload})
+		s.Request.System = payload
+	})
+	var r xssReport
+	drive(t, "xss", map[string]any{"page": writePage(t, t.TempDir(), "xss", rec, nil), "thread": "main", "index": 0, "shots": t.ArtifactDir()}, &r)
+	assert.Nil(t, r.Pwned, "no planted code ran")
+	assert.Empty(t, r.Dialogs, "no planted alert opened")
+	assert.Zero(t, r.Images, "no <img> was made from the tape")
+	assert.Equal(t, 1, r.Scripts, "the page's own script only")
+	assert.False(t, r.DetailHTMLHasTag, "the detail holds the payload as text, escaped")
+	require.Len(t, r.Results, 2)
+	for _, res := range r.Results {
+		assert.Equal(t, "before "+payload+" after", res, "the payload shown verbatim")
+	}
+}
+
+// A tape with no threads, or a thread with no steps (a recording cut before its first call),
+// shows an empty page without an error; keys and search do nothing.
+func TestBrowserEmptyTape(t *testing.T) {
+	browserEnv(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		threads []*tape.Thread
+	}{
+		{"no-threads", []*tape.Thread{}},
+		{"no-steps", []*tape.Thread{{ID: "main", Steps: []*tape.Step{}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := edit(t, readFile(t, realRecording), func(tp *tape.Tape) {
+				tp.Threads = tc.threads
+				tp.Meta.Workspace = nil
+			})
+			var r struct {
+				ListCount string `json:"listCount"`
+				Lanes     int    `json:"lanes"`
+			}
+			drive(t, "load", map[string]any{"page": writePage(t, dir, tc.name, rec, nil)}, &r)
+			assert.Equal(t, len(tc.threads), r.Lanes)
+			assert.Contains(t, r.ListCount, "0")
+		})
+	}
+}

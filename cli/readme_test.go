@@ -75,7 +75,7 @@ func TestReadmeCommands(t *testing.T) {
 			}
 		}
 	}
-	covered := []string{"bench", "compare", "completion", "dataset", "demo", "exec-binary", "gateway", "inspect",
+	covered := []string{"bench", "compare", "completion", "dataset", "demo", "exec-binary", "export", "gateway", "import", "inspect",
 		"record", "replay", "scan", "validate", "version"}
 	for v := range seen {
 		if !slices.Contains(covered, v) {

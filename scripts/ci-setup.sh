@@ -10,6 +10,8 @@
 #   4. Go modules: go mod download
 #   5. the real harnesses' npm packages, when harnesses/package.json exists:
 #      npm ci (npm install when there is no lockfile)
+#   6. the OpenTelemetry Collector of the OTLP tests, built from the module proxy once per
+#      version: scripts/otelcol.sh
 #
 # Run it again at any time: what is done already is skipped.
 set -euo pipefail
@@ -110,4 +112,7 @@ if [ -f "$ROOT/harnesses/package.json" ]; then
 		(cd "$ROOT/harnesses" && npm install --no-audit --no-fund) || die "npm install in harnesses/ failed"
 	fi
 fi
+# The OpenTelemetry Collector the interop tests send spans to, built once per version.
+log "OpenTelemetry Collector for the OTLP tests (scripts/otelcol.sh)"
+"$ROOT/scripts/otelcol.sh" >/dev/null || die "building the OpenTelemetry Collector (test/otelcol) failed; check the Go module proxy"
 log "done"

@@ -32,7 +32,7 @@ func formatNames(fs []interop.Format) string {
 }
 
 func runExport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "export", "--to "+formatNames(interop.ExportFormats)+" [--out DIR] [--otlp-endpoint URL] [--prices FILE] [--allow-secrets] TAPE...", `
+	fs := newFlagSet(env, "export", "--to "+formatNames(interop.ExportFormats)+" [--out DIR] [--otlp-endpoint URL] [--prices FILE] [--codex-model-provider ID] [--allow-secrets] TAPE...", `
 Writes each tape in another tool's format, into DIR (default "export"):
 
   claude-code  the session files Claude Code writes: DIR/<project>/<session>.jsonl, the main
@@ -42,8 +42,9 @@ Writes each tape in another tool's format, into DIR (default "export"):
                "claude -p --resume <session>" continues the run. Anthropic tapes only.
   codex        Codex rollout files: DIR/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl, one per
                thread (session meta, turn context, response items, event messages). Copied
-               under $CODEX_HOME/sessions, "codex exec resume <id>" continues the run. OpenAI
-               Responses tapes only.
+               under $CODEX_HOME/sessions, "codex exec resume <id>" continues the run with
+               the model provider the rollout names (--codex-model-provider, default openai).
+               OpenAI Responses tapes only.
   sts          the Hugging Face Hub's Session Trace Simple format, for other harnesses:
                DIR/<tape id>/<thread id>.jsonl.
   atif         ATIF v1.7 trajectories (Harbor, terminal-bench): DIR/<tape id>.atif.json, the
@@ -62,6 +63,7 @@ stops the export unless --allow-secrets.`)
 	endpoint := fs.String("otlp-endpoint", "", "with --to otlp: POST the spans to this OTLP/HTTP receiver `URL` instead of writing files")
 	pricesFile := fs.String("prices", "", "price table `FILE` for ATIF's cost_usd instead of the built-in one")
 	allowSecrets := fs.Bool("allow-secrets", false, "write files in which the secret scan finds something")
+	codexProvider := fs.String("codex-model-provider", "openai", "with --to codex: the model_provider `ID` of Codex's config the rollouts name")
 	pos, code, done := parseInterspersed(env, fs, args)
 	if done {
 		return code
@@ -80,7 +82,7 @@ stops the export unless --allow-secrets.`)
 	if err != nil {
 		return failf(env, "export", "%v", err)
 	}
-	opts := interop.Options{PricesDate: table.Date, Cost: func(m *tape.Meta, s *tape.Step) *float64 {
+	opts := interop.Options{PricesDate: table.Date, CodexModelProvider: *codexProvider, Cost: func(m *tape.Meta, s *tape.Step) *float64 {
 		return table.Cost(prices.StepModel(m, s), s.Response.Usage)
 	}}
 	type output struct {

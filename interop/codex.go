@@ -57,7 +57,10 @@ func CodexThreadID(tp *tape.Tape, th *tape.Thread) string {
 // ExportCodex writes a tape as Codex rollout files, one per thread (a sub-agent's names its
 // parent thread), under YYYY/MM/DD/rollout-<time>-<thread id>.jsonl, the layout of
 // $CODEX_HOME/sessions that `codex exec resume <id>` searches.
-func ExportCodex(tp *tape.Tape) ([]File, error) {
+func ExportCodex(tp *tape.Tape, modelProvider string) ([]File, error) {
+	if modelProvider == "" {
+		modelProvider = "openai"
+	}
 	if tp.Meta.Provider != tape.ProviderOpenAIResponses {
 		return nil, fmt.Errorf("export codex: tape %s speaks %q; Codex rollouts hold OpenAI Responses items (use sts or atif)", tp.Meta.TapeID, tp.Meta.Provider)
 	}
@@ -75,17 +78,27 @@ func ExportCodex(tp *tape.Tape) ([]File, error) {
 			continue
 		}
 		id := CodexThreadID(tp, th)
-		b, err := jsonl(cxThread(tp, th, session, id))
+		b, err := jsonl(cxThread(tp, th, session, id, modelProvider))
 		if err != nil {
 			return nil, fmt.Errorf("export codex: thread %s: %w", th.ID, err)
 		}
-		start := tp.Meta.StartedAt.Add(time.Duration(th.Steps[0].Timing.RequestAt * float64(time.Millisecond))).UTC()
+		// The name holds when Codex made the thread, which no request says: the thread's
+		// first request, or a sub-agent's spawn, comes closest.
+		made := th.Steps[0].Timing.RequestAt
+		if ref, _, ok := tp.ParentCall(th); ok && th.Parent != nil {
+			for _, p := range tp.Threads {
+				if p.ID == th.Parent.ThreadID && ref.Index < len(p.Steps) {
+					made = min(made, p.Steps[ref.Index].Timing.LastByteAt)
+				}
+			}
+		}
+		start := tp.Meta.StartedAt.Add(time.Duration(made * float64(time.Millisecond))).UTC()
 		files = append(files, File{Path: start.Format("2006/01/02/rollout-2006-01-02T15-04-05-") + id + ".jsonl", Data: b})
 	}
 	return files, nil
 }
 
-func cxThread(tp *tape.Tape, th *tape.Thread, session, id string) []any {
+func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string) []any {
 	var out []any
 	add := func(ms float64, typ string, payload any) {
 		out = append(out, cxLine{Timestamp: at(tp, ms), Ordinal: len(out), Type: typ, Payload: payload})
@@ -93,7 +106,7 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id string) []any {
 	first := th.Steps[0]
 	turn := uuidFrom("codex-turn", tp.Meta.TapeID, th.ID)
 	meta := cxSessionMeta{SessionID: session, ID: id, Timestamp: at(tp, first.Timing.RequestAt), Cwd: tp.Meta.Cwd, Originator: "codex_exec",
-		CLIVersion: tp.Meta.HarnessVersion, Source: "exec", ThreadSource: "user", ModelProvider: "openai"}
+		CLIVersion: tp.Meta.HarnessVersion, Source: "exec", ThreadSource: "user", ModelProvider: modelProvider}
 	msgs := first.Request.Messages
 	// Codex sends its base instructions as the first input item (older versions as the
 	// instructions field): the rollout keeps them in session_meta, not as an item.

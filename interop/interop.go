@@ -60,6 +60,10 @@ type Options struct {
 	// cost (ATIF's cost_usd): Cost returns the cost of one step, nil when unknown.
 	PricesDate string
 	Cost       func(meta *tape.Meta, s *tape.Step) *float64
+	// CodexModelProvider is the model_provider a Codex rollout names (default "openai"):
+	// the id of the provider in Codex's config, which no request carries. Codex resumes a
+	// session only with the provider it names.
+	CodexModelProvider string
 }
 
 // MissingError says that a tape lacks what a format needs (raw bodies, timing).
@@ -80,7 +84,7 @@ func Export(tp *tape.Tape, f Format, opts Options) ([]File, error) {
 	case ClaudeCode:
 		return ExportClaudeCode(tp)
 	case Codex:
-		return ExportCodex(tp)
+		return ExportCodex(tp, opts.CodexModelProvider)
 	case STS:
 		return ExportSTS(tp)
 	case ATIF:

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -92,9 +91,19 @@ stops the export unless --allow-secrets.`)
 	var outs []output
 	var scanner *secrets.Scanner
 	for _, p := range pos {
-		tp, code := loadValidTape(env, "export", p)
-		if code != ExitOK {
-			return code
+		if err := schema.ValidateFile(p); err != nil {
+			var ve *schema.ValidationError
+			if errors.As(err, &ve) {
+				for _, pr := range ve.Problems {
+					fmt.Fprintf(env.Stderr, "%s: %s: %s\n", p, pr.Pointer, pr.Message)
+				}
+				return failf(env, "export", "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", p, len(ve.Problems), p)
+			}
+			return failf(env, "export", "%s: %v", p, err)
+		}
+		tp, err := interop.LoadFor(p, f)
+		if err != nil {
+			return failf(env, "export", "%v", err)
 		}
 		files, err := interop.Export(tp, f, opts)
 		if err != nil {
@@ -184,17 +193,13 @@ func writeExportFile(dir string, f interop.File) error {
 func writeTraces(ctx context.Context, paths []string, dir string, skipInvalid bool) (int, error) {
 	n := 0
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return n, err
-		}
-		if err := schema.Validate(data); err != nil {
+		if err := schema.ValidateFile(p); err != nil {
 			if skipInvalid {
 				continue
 			}
 			return n, fmt.Errorf("%s: %w", p, err)
 		}
-		tp, err := tape.Unmarshal(data)
+		tp, err := tape.LoadSummaryFile(p)
 		if err != nil {
 			return n, fmt.Errorf("%s: %w", p, err)
 		}

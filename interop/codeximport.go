@@ -143,17 +143,34 @@ func readRollout(p string) (*cxRollout, error) {
 	if r.id == "" {
 		return nil, fmt.Errorf("%s: no session_meta line: not a Codex rollout", p)
 	}
-	for i, ps := range steps {
-		items := input[:ps.inLen]
-		if r.base != "" {
-			// As Codex sends them: the base instructions first, as a developer message.
-			b, err := marshal(map[string]any{"type": "message", "role": "developer", "content": []any{map[string]any{"type": "input_text", "text": r.base}}})
-			if err != nil {
-				return nil, err
-			}
-			items = append([]json.RawMessage{b}, items...)
+	// The whole conversation is normalized once, as the request that holds every item; a
+	// step's request is a prefix of it (one message per item, after the base instructions),
+	// so that an import is linear in the session, not quadratic.
+	items := input
+	offset := 0
+	if r.base != "" {
+		// As Codex sends them: the base instructions first, as a developer message.
+		b, err := marshal(map[string]any{"type": "message", "role": "developer", "content": []any{map[string]any{"type": "input_text", "text": r.base}}})
+		if err != nil {
+			return nil, err
 		}
-		reqBody := map[string]any{"model": r.model, "input": items, "stream": true}
+		items = append([]json.RawMessage{b}, input...)
+		offset = 1
+	}
+	all := newStep("/v1/responses", r.model, nil)
+	var err2 error
+	if all.Request.Raw, err2 = marshal(map[string]any{"model": r.model, "input": items, "stream": true}); err2 != nil {
+		return nil, err2
+	}
+	all.Response.Raw = json.RawMessage(`{"status":"completed","output":[]}`)
+	if err := provider.Normalize(tape.ProviderOpenAIResponses, all); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	msgs := all.Request.Messages
+	if len(msgs) != len(items) {
+		return nil, fmt.Errorf("%s: %d items normalized into %d messages", p, len(items), len(msgs))
+	}
+	for i, ps := range steps {
 		in := ps.usage["input_tokens"]
 		cached := ps.usage["cached_input_tokens"]
 		out := ps.usage["output_tokens"]
@@ -161,28 +178,22 @@ func readRollout(p string) (*cxRollout, error) {
 			"usage": map[string]any{"input_tokens": in, "output_tokens": out, "input_tokens_details": map[string]any{"cached_tokens": cached},
 				"output_tokens_details": map[string]any{"reasoning_tokens": ps.usage["reasoning_output_tokens"]}}}
 		st := newStep("/v1/responses", r.model, nil)
+		st.Request.Raw = json.RawMessage(`{"input":[]}`)
 		var err error
-		if st.Request.Raw, err = marshal(reqBody); err != nil {
-			return nil, err
-		}
 		if st.Response.Raw, err = marshal(respBody); err != nil {
 			return nil, err
 		}
 		if err := provider.Normalize(tape.ProviderOpenAIResponses, st); err != nil {
 			return nil, fmt.Errorf("%s: model call %d: %w", p, i, err)
 		}
+		st.Request.System, st.Request.Params, st.Request.Tools = all.Request.System, all.Request.Params, all.Request.Tools
+		st.Request.Messages = msgs[:offset+ps.inLen : offset+ps.inLen]
 		// The results: the outputs after this step's items, up to the next step.
 		next := len(input)
 		if i+1 < len(steps) {
 			next = steps[i+1].inLen
 		}
-		nextBody, err := marshal(map[string]any{"input": input[:next]})
-		if err != nil {
-			return nil, err
-		}
-		if st.ToolResults, err = provider.ToolResults(tape.ProviderOpenAIResponses, nextBody, st.ToolCalls); err != nil {
-			return nil, fmt.Errorf("%s: model call %d: %w", p, i, err)
-		}
+		st.ToolResults = tape.ResultsFor(msgs[offset+ps.inLen:offset+next], st.ToolCalls)
 		if st.ToolResults == nil {
 			st.ToolResults = []tape.ToolResult{}
 		}

@@ -295,3 +295,14 @@ func input(raw json.RawMessage) json.RawMessage {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// LoadFor reads the tape at path with what format f needs of it: OTLP reads the raw
+// responses (response ids and models, in bodies and stream events); the other formats only
+// the normalized fields (tape.LoadSummaryFile), which is much faster on tapes whose every
+// request repeats the conversation.
+func LoadFor(path string, f Format) (*tape.Tape, error) {
+	if f == OTLP {
+		return tape.LoadFile(path)
+	}
+	return tape.LoadSummaryFile(path)
+}

@@ -187,7 +187,7 @@ func readRollout(p string) (*cxRollout, error) {
 			return nil, fmt.Errorf("%s: model call %d: %w", p, i, err)
 		}
 		st.Request.System, st.Request.Params, st.Request.Tools = all.Request.System, all.Request.Params, all.Request.Tools
-		st.Request.Messages = msgs[:offset+ps.inLen : offset+ps.inLen]
+		st.Request.Messages = msgs[: offset+ps.inLen : offset+ps.inLen]
 		// The results: the outputs after this step's items, up to the next step.
 		next := len(input)
 		if i+1 < len(steps) {

@@ -395,8 +395,45 @@ func TestInteropRealHarnesses(t *testing.T) {
 				require.Equal(t, 0, code, "tapebox replay of the imported tape\n%s", errOut)
 				checkSameState(t, state, localState(t, c.cwd), "replay of the imported tape")
 			})
+			// Not the Codex sub-agent case: its spawn_agent and wait_agent calls live in the
+			// deferred multi_agent_v1 namespace, which a function_call item names and the
+			// normalized tape does not keep, so Codex refuses the synthesized call.
+			if c.name != "codex-subagent" {
+				t.Run("import-simulator", func(t *testing.T) { importSimulator(t, r, c, format, harnessDir, state) })
+			}
 		})
 	}
+}
+
+// importSimulator imports the harness's own files with --synthesize and serves the tape in
+// simulator mode to the same harness: it must make the recorded calls and end in the
+// recording's files.
+func importSimulator(t *testing.T, r *rig, c realCase, format, harnessDir string, state map[string]string) {
+	t.Helper()
+	imported := t.TempDir()
+	code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), "import", "--from", format, "--synthesize", "--out", imported, harnessDir)
+	require.Equal(t, 0, code, "tapebox import --synthesize\n%s%s", out, errOut)
+	tapes, err := filepath.Glob(filepath.Join(imported, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, tapes, 1)
+	imp, err := tape.LoadFile(tapes[0])
+	require.NoError(t, err)
+	require.Equal(t, interop.FormSynthesized, imp.Meta.Labels[interop.LabelForm])
+	c.fresh(t)
+	repPath := filepath.Join(t.TempDir(), "replay-sim.json")
+	sim, root := r.simulator(t, tapes[0], repPath)
+	argv, env := c.command(t, t.TempDir())
+	h := startProc(t, c.cwd, cleanEnv(append(env, c.baseURL(root))...), argv[0], argv[1:]...)
+	code = h.wait(t, 3*time.Minute)
+	simCode := sim.wait(t, time.Minute)
+	if code != 0 || simCode != 0 {
+		t.Fatalf("%s against the simulator serving the imported tape: exit %d; simulator: exit %d\nsimulator log:\n%s\n%s output (end):\n%s",
+			c.harness, code, simCode, clipText(sim.stderr(), 6000), c.harness, tail(h.stdout()+h.stderr(), 1500))
+	}
+	checkSameState(t, state, localState(t, c.cwd), "simulator serving the imported tape")
+	rep, err := tape.LoadFile(repPath)
+	require.NoError(t, err)
+	require.Equal(t, callsOf(imp), callsOf(rep), "the harness made the imported tape's tool calls")
 }
 
 // resumeFromExport puts the export where the harness keeps its sessions in a fresh home,

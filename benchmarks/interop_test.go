@@ -28,7 +28,7 @@ func interopMB() int {
 }
 
 // interopCorpus is a generated corpus of about interopMB() MB (dataset.GenerateCorpus,
-// seed 2: about 6.3 MB a tape).
+// seed 2: 80 tapes make 309 MB).
 var interopCorpus = sync.OnceValues(func() (*genCorpus, error) {
 	dir, err := scratchDir("tapebox-bench-interop-")
 	if err != nil {
@@ -36,7 +36,7 @@ var interopCorpus = sync.OnceValues(func() (*genCorpus, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	n := max(1, interopMB()*12/75)
+	n := max(1, interopMB()*80/309)
 	if _, err := dataset.GenerateCorpus(ctx, dir, dataset.CorpusOptions{Tapes: n, Seed: 2}); err != nil {
 		return nil, fmt.Errorf("generate the corpus: %w", err)
 	}

@@ -79,7 +79,7 @@ func progressTo(env *Env) io.Writer {
 }
 
 func runDatasetExport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] [--allow-secrets] [--license ID] [--pretty-name NAME] [--task-category CATEGORY]... [--language CODE]... [--tag TAG]... [--json] TAPES...", `
+	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] [--allow-secrets] [--prices FILE] [--traces] [--license ID] [--pretty-name NAME] [--task-category CATEGORY]... [--language CODE]... [--tag TAG]... [--json] TAPES...", `
 Writes the tapes (files, directories searched for *.json, or glob patterns) to a folder that
 can be pushed to the Hugging Face Hub as it is: data/tapes/<split>-NNNNN-of-MMMMM.parquet and
 data/steps/... shards (zstd, page index, row groups of at most about 100 MB, shards of about
@@ -93,6 +93,13 @@ A tape that names a start snapshot of its workspace (meta.workspace.snapshot, a 
 the tape) takes it along: the snapshot must be there and match meta.workspace.digest, or the
 tape is invalid. The snapshots go to data/workspaces/..., once per digest. --no-workspace
 exports the tapes without them.
+
+The tapes table's cost_usd column is each tape's cost at the price table compiled into
+tapebox (or --prices FILE), whose date is in prices_date; it is null when a model has no
+price. --traces also writes each tape's conversation as the session files its harness
+writes (see tapebox export --help) under traces/: traces/claude-code/<project>/<session>.jsonl,
+traces/codex/YYYY/MM/DD/rollout-*.jsonl, traces/sts/*.jsonl for other harnesses, the
+layouts the Hub's trace viewer detects; the card says how they relate to the tapes.
 
 Before anything is written, every tape is scanned for secrets (API keys, tokens, private keys,
 as tapebox scan does): a tape with a finding stops the export, naming the file, the JSON pointer
@@ -116,6 +123,8 @@ does configs, dataset_info and size_categories.`)
 	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
 	noWorkspace := fs.Bool("no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
 	allowSecrets := fs.Bool("allow-secrets", false, "export tapes in which the secret scan finds something (see tapebox scan)")
+	pricesFile := fs.String("prices", "", "price table `FILE` for the cost_usd column instead of the built-in one")
+	traces := fs.Bool("traces", false, "also write each tape's harness-native session files under traces/")
 	asJSON := fs.Bool("json", false, `print a summary object: {"out", "split", "format", "inputs", "input_bytes", "tapes", "steps", "skipped", "workspaces", ..., "files": [{"path", "bytes"}], "dataset": {"license", "splits", "download_size", "dataset_size"}, "elapsed_ms"}`)
 	var card dataset.CardFields
 	fs.StringVar(&card.License, "license", "", "the card's license `ID`: a Hub license id (apache-2.0, mit, cc-by-4.0, other, ...) or an SPDX identifier")
@@ -154,9 +163,20 @@ does configs, dataset_info and size_categories.`)
 			return failf(env, "dataset export", "%v\n(nothing was written; remove the secrets, or --allow-secrets exports them anyway)", err)
 		}
 	}
+	table, err := loadPrices(*pricesFile)
+	if err != nil {
+		return failf(env, "dataset export", "%v", err)
+	}
+	if *traces {
+		n, err := writeTraces(ctx, inputPaths(inputs), filepath.Join(*out, dataset.TracesDir), *skip)
+		if err != nil {
+			return failf(env, "dataset export", "--traces: %v\n(nothing was written to the data files)", err)
+		}
+		fmt.Fprintf(env.Stderr, "wrote %d session files to %s\n", n, filepath.Join(*out, dataset.TracesDir))
+	}
 	opts := dataset.ExportOptions{
 		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,
-		MadeWith: "tapebox " + Version, Version: Version, Card: card,
+		MadeWith: "tapebox " + Version, Version: Version, Card: card, Prices: table,
 	}
 	opts.Progress = progressTo(env)
 	res, err := dataset.Export(ctx, inputs, opts)

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -34,6 +35,9 @@ type inspectSummary struct {
 	Ended   string                 `json:"ended"`
 	Totals  inspectSummaryTotals   `json:"totals"`
 	Threads []inspectSummaryThread `json:"threads"`
+	// Cost is the tape's cost per thread and in total at the price table's date; a null
+	// usd is an unknown cost (a model the table has no price for), never 0.
+	Cost prices.TapeCost `json:"cost"`
 	// Digests is what tapebox verify says of the tape.
 	Digests *inspectDigests `json:"digests"`
 }
@@ -114,13 +118,20 @@ ran in, start, task, labels, how and when the run ended), totals (threads, steps
 thread with the tool call that spawned it and its steps: model, latency to the first and last
 byte, tokens, stop reason, and tool calls with short inputs and the outcome of their results.
 It reads the normalized fields only, not the raw bodies and streams, so a large tape takes
-little memory.`)
+little memory. Cost is priced per step from the request's model with the price table compiled
+into tapebox (or --prices FILE), and printed with the table's date; a model the table does not
+price makes the cost "unknown" (null in --json), never 0.`)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	pricesFile := fs.String("prices", "", "price table `FILE` (JSON: {\"date\": \"YYYY-MM-DD\", \"models\": {...}}) instead of the built-in one")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
 	if fs.NArg() != 1 {
 		return usageError(env, fs, "want one tape file")
+	}
+	table, err := loadPrices(*pricesFile)
+	if err != nil {
+		return failf(env, "inspect", "%v", err)
 	}
 	defer limitMemory(env)()
 	t, err := tape.LoadSummaryFile(fs.Arg(0))
@@ -128,6 +139,7 @@ little memory.`)
 		return failf(env, "inspect", "%v", err)
 	}
 	s := summarizeTape(t)
+	s.Cost = table.Tape(t)
 	if s.Digests, err = inspectDigestsOf(fs.Arg(0), t); err != nil {
 		return failf(env, "inspect", "%v", err)
 	}
@@ -382,7 +394,12 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 	u := tot.Usage
 	row("tokens", "input %d, output %d, cache read %d, cache write %d, reasoning %d", u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.ReasoningTokens)
 	row("duration", "%s", duration(tot.DurationMS))
-	for _, th := range s.Threads {
+	cost := prices.Format(s.Cost.USD) + " (prices of " + s.Cost.PricesDate + ")"
+	if len(s.Cost.Unpriced) > 0 {
+		cost += "; no price for " + strings.Join(quoteModels(s.Cost.Unpriced), ", ")
+	}
+	row("cost", "%s", cost)
+	for ti, th := range s.Threads {
 		fmt.Fprintf(&b, "\nthread %s", th.ID)
 		if p := th.Parent; p != nil {
 			name := p.ToolName
@@ -391,7 +408,11 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, "  spawned by %s / %s (%s)", p.ThreadID, p.ToolCallID, name)
 		}
-		fmt.Fprintf(&b, ": %s\n", plural(len(th.Steps), "step"))
+		fmt.Fprintf(&b, ": %s", plural(len(th.Steps), "step"))
+		if ti < len(s.Cost.Threads) {
+			fmt.Fprintf(&b, ", cost %s", prices.Format(s.Cost.Threads[ti].USD))
+		}
+		b.WriteByte('\n')
 		for _, st := range th.Steps {
 			u := st.Usage
 			fmt.Fprintf(&b, "  step %-3d %s  first byte %.0f ms, last byte %.0f ms  tokens in %d out %d cache-read %d cache-write %d  stop %s\n",
@@ -419,6 +440,26 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// quoteModels names unpriced models for the cost line; a step that named none is "(none)".
+func quoteModels(ms []string) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		if m == "" {
+			m = "(none)"
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// loadPrices is the built-in price table, or the one in path when given.
+func loadPrices(path string) (*prices.Table, error) {
+	if path == "" {
+		return prices.Default(), nil
+	}
+	return prices.Load(path)
 }
 
 func pairs(m map[string]string) string {

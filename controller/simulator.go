@@ -97,6 +97,12 @@ type threadSig struct {
 	system  string
 	tools   string
 	opening string
+	// prompt, set for a tape imported from a harness's session file (meta.labels
+	// tapebox.form), is the user's text of the thread's opening: such a file keeps what the
+	// user typed but not the harness's whole opening (Claude Code drops its reminder blocks,
+	// Codex keeps other base instructions than it sends), so a request whose opening holds
+	// the prompt counts as an opening that matches.
+	prompt string
 }
 
 func sigOf(req *tape.Request) threadSig {
@@ -124,11 +130,27 @@ func openingText(req *tape.Request) string {
 	return b.String()
 }
 
+// lastUserText is the text of the last user message of a request's opening.
+func lastUserText(req *tape.Request) string {
+	text := ""
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			break
+		}
+		if m.Role == "user" {
+			if t := strings.TrimSpace(tape.BlocksText(m.Content)); t != "" {
+				text = t
+			}
+		}
+	}
+	return text
+}
+
 // score says how well a request's signature fits a thread's: the opening messages weigh
 // most, then the tools, then the system prompt (which holds dates and paths that change).
 func (a threadSig) score(b threadSig) int {
 	s := 0
-	if a.opening == b.opening {
+	if a.opening == b.opening || (a.prompt != "" && strings.Contains(b.opening, a.prompt)) {
 		s += 4
 	} else if similar(a.opening, b.opening) {
 		s += 2
@@ -169,6 +191,9 @@ func NewSimulator(rec *tape.Tape, opts SimulatorOptions) (*Simulator, error) {
 		var sig threadSig
 		if len(th.Steps) > 0 {
 			sig = sigOf(&th.Steps[0].Request)
+			if rec.Meta.Labels["tapebox.form"] != "" {
+				sig.prompt = lastUserText(&th.Steps[0].Request)
+			}
 			for _, st := range th.Steps {
 				if m := provider.Model(st.Request.Raw); m != "" {
 					s.model[m] = true

@@ -156,6 +156,34 @@ func BuildCard(dir string, opts CardOptions) (*Card, error) {
 	return buildCard(dir, opts, old)
 }
 
+// TracesDir is the folder of a dataset that holds the tapes' harness-native session files
+// (tapebox dataset export --traces), in the layouts the Hub's trace viewer detects.
+const TracesDir = "traces"
+
+// countTraces counts the session files under dir/traces by harness folder.
+func countTraces(dir string) (map[string]int64, error) {
+	root := filepath.Join(dir, TracesDir)
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	out := map[string]int64{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && strings.HasSuffix(path, ".jsonl") {
+			rel, _ := filepath.Rel(root, path)
+			first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+			out[first]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count the session files in %s: %w", root, err)
+	}
+	return out, nil
+}
+
 // buildCard is BuildCard with the existing card, or nil.
 func buildCard(dir string, opts CardOptions, old *Card) (*Card, error) {
 	f := opts.Fields
@@ -231,6 +259,9 @@ func buildCard(dir string, opts CardOptions, old *Card) (*Card, error) {
 		return nil, fmt.Errorf("%s: no data files under data/", dir)
 	}
 	c.SizeCategories = []string{sizeCategory(st.totalTapes())}
+	if st.traces, err = countTraces(dir); err != nil {
+		return nil, err
+	}
 	oldBody := ""
 	if old != nil {
 		oldBody = old.Body

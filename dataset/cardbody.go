@@ -19,6 +19,8 @@ type bodyStats struct {
 	// withSnapshot counts the tapes whose start snapshot the dataset holds, leftOut
 	// those that name one it does not hold.
 	withSnapshot, leftOut int64
+	// traces counts the session files under traces/ by harness folder.
+	traces map[string]int64
 }
 
 // tapeSummary is the projection of the tapes table the body needs.
@@ -170,6 +172,16 @@ func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 			cols[i] = "`" + col + "`"
 		}
 		fmt.Fprintf(&b, "- `%s`: %s\n", config, strings.Join(cols, ", "))
+	}
+
+	if len(s.traces) > 0 {
+		fmt.Fprintf(&b, "\n## Traces\n\n`%s/` holds each tape as the session files its harness writes itself (%s), in the "+
+			"layouts the Hub's trace viewer detects: Claude Code's `<project>/<session>.jsonl` with subagent sidechains "+
+			"under `<session>/subagents/`, Codex's `YYYY/MM/DD/rollout-*.jsonl`, and the Session Trace Simple format for "+
+			"other harnesses. They are a view of the same runs made from the tapes: each session's conversation, tool "+
+			"calls and results in order, but not the raw wire bodies, stream chunks, latencies or workspace snapshots, "+
+			"which only the tapes hold (`tape_json`).\n",
+			TracesDir, counted(s.traces))
 	}
 
 	b.WriteString("\n## Use\n\n```python\nfrom datasets import load_dataset\n\n" +

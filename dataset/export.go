@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/schema"
 )
 
@@ -58,6 +59,8 @@ type ExportOptions struct {
 	// with workspace_included false, and the split gets no workspaces table. Without it,
 	// a tape whose snapshot is missing or does not match its digest is invalid.
 	NoWorkspace bool
+	// Prices prices the cost_usd column (nil: the table compiled into the binary).
+	Prices *prices.Table
 }
 
 // ExportResult says what an export did.
@@ -301,7 +304,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 		defer close(stepRows)
 		defer close(snapshots)
 		return runOrdered(gctx, inputs, opts.Jobs, func(p *prepared) {
-			prepare(p, buffers, failed.Load() && !opts.SkipInvalid, opts.NoWorkspace)
+			prepare(p, buffers, failed.Load() && !opts.SkipInvalid, opts.NoWorkspace, opts.Prices)
 		}, func(p *prepared) error {
 			prog.add(p.in.Size)
 			res.InputBytes += p.in.Size
@@ -469,20 +472,20 @@ type snapshotJob struct {
 
 // prepare reads, validates and converts one tape, and checks its start snapshot unless
 // noWorkspace; validateOnly skips the conversion.
-func prepare(p *prepared, buffers *bufferPool, validateOnly, noWorkspace bool) {
+func prepare(p *prepared, buffers *bufferPool, validateOnly, noWorkspace bool, table *prices.Table) {
 	data, err := buffers.readFile(p.in.Path)
 	if err != nil {
 		p.err = err
 		return
 	}
 	p.data = data
-	if err := guard(func() error { prepareData(p, data, validateOnly, noWorkspace); return nil }); err != nil {
+	if err := guard(func() error { prepareData(p, data, validateOnly, noWorkspace, table); return nil }); err != nil {
 		p.err = fmt.Errorf("%s: %w", p.in.Path, err)
 	}
 }
 
 // prepareData is prepare once the file is read.
-func prepareData(p *prepared, data []byte, validateOnly, noWorkspace bool) {
+func prepareData(p *prepared, data []byte, validateOnly, noWorkspace bool, table *prices.Table) {
 	if err := validateTape(data); err != nil {
 		var ve *schema.ValidationError
 		var se *schema.SyntaxError
@@ -508,7 +511,10 @@ func prepareData(p *prepared, data []byte, validateOnly, noWorkspace bool) {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
 		return
 	}
-	p.row, p.steps, err = RowsOf(t, canonical)
+	if table == nil {
+		table = prices.Default()
+	}
+	p.row, p.steps, err = RowsPriced(t, canonical, table)
 	if err != nil {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
 		return

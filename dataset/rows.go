@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -54,6 +55,10 @@ type TapeRow struct {
 	CacheCreationInputTokens int64   `parquet:"cache_creation_input_tokens"`
 	ReasoningTokens          int64   `parquet:"reasoning_tokens"`
 	DurationMS               float64 `parquet:"duration_ms"`
+	// CostUSD is the tape's cost in US dollars at the price table of PricesDate; null when
+	// a step's model has no price (unknown, never 0).
+	CostUSD    *float64 `parquet:"cost_usd,optional"`
+	PricesDate string   `parquet:"prices_date,dict"`
 
 	// TapeBytes is the size of TapeJSON.
 	TapeBytes int64  `parquet:"tape_bytes"`
@@ -136,7 +141,13 @@ var jsonColumns = map[string][]string{
 // RowsOf derives the tapes-table row and the steps-table rows of a tape. canonical must be
 // tape.Marshal(t); the rows keep a reference to it.
 func RowsOf(t *tape.Tape, canonical []byte) (TapeRow, []StepRow, error) {
+	return RowsPriced(t, canonical, prices.Default())
+}
+
+// RowsPriced is RowsOf with the cost columns priced by table instead of the built-in one.
+func RowsPriced(t *tape.Tape, canonical []byte, table *prices.Table) (TapeRow, []StepRow, error) {
 	var enc pieceEncoder
+	cost := table.Tape(t)
 	tot := t.Totals()
 	row := TapeRow{
 		TapeID:         t.Meta.TapeID,
@@ -157,6 +168,8 @@ func RowsOf(t *tape.Tape, canonical []byte) (TapeRow, []StepRow, error) {
 		CacheCreationInputTokens: tot.Usage.CacheCreationInputTokens,
 		ReasoningTokens:          tot.Usage.ReasoningTokens,
 		DurationMS:               tot.DurationMS,
+		CostUSD:                  cost.USD,
+		PricesDate:               cost.PricesDate,
 		TapeBytes:                int64(len(canonical)),
 		TapeJSON:                 canonical,
 	}

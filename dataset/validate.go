@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
 	_ "github.com/tapebox/tapebox/tape/seal" // digests: SHA-256 and ed25519
@@ -519,6 +520,11 @@ func (v *validator) checkTape(c *tapeCheck) {
 	if err != nil {
 		bad("tape_json", "%v", err)
 		return
+	}
+	// The cost columns depend on the price table of the export: checked against the
+	// built-in table only when the row says it used that one.
+	if c.tape.v.PricesDate != prices.Default().Date {
+		wantRow.CostUSD, wantRow.PricesDate = c.tape.v.CostUSD, c.tape.v.PricesDate
 	}
 	// The one column the tape does not give: whether the export kept its snapshot.
 	wantRow.WorkspaceIncluded = c.tape.v.WorkspaceIncluded

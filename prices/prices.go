@@ -127,13 +127,22 @@ func (t *Table) Cost(model string, u tape.Usage) *float64 {
 	return &c
 }
 
-// StepModel is the model a step asked for: the request's "model" parameter, else the tape's
-// meta.model.
+// StepModel is the model a step asked for: the request's "model" parameter, else the
+// model its raw request body names, else the tape's meta.model (what inspect shows).
 func StepModel(meta *tape.Meta, s *tape.Step) string {
 	if raw, ok := s.Request.Params["model"]; ok {
 		var m string
 		if json.Unmarshal(raw, &m) == nil && m != "" {
 			return m
+		}
+	}
+	// A tape whose params were not derived names the model in its raw request only.
+	if len(s.Request.Raw) > 0 && s.Request.Raw[0] == '{' {
+		var body struct {
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(s.Request.Raw, &body) == nil && body.Model != "" {
+			return body.Model
 		}
 	}
 	if meta != nil {

@@ -12,6 +12,8 @@
 #   5. the real harnesses' npm packages, when harnesses/package.json exists:
 #      npm ci (npm install when there is no lockfile)
 #   6. playwright-core for the viewer's browser tests: npm ci in viewer/browsertest
+#   7. the OpenTelemetry Collector of the OTLP tests, built from the module proxy once per
+#      version: scripts/otelcol.sh
 #
 # Run it again at any time: what is done already is skipped.
 set -euo pipefail
@@ -121,4 +123,7 @@ if [ -f "$ROOT/viewer/browsertest/package-lock.json" ]; then
 		(cd "$ROOT/viewer/browsertest" && npm ci --no-audit --no-fund) || die "npm ci in viewer/browsertest/ failed"
 	fi
 fi
+# The OpenTelemetry Collector the interop tests send spans to, built once per version.
+log "OpenTelemetry Collector for the OTLP tests (scripts/otelcol.sh)"
+"$ROOT/scripts/otelcol.sh" >/dev/null || die "building the OpenTelemetry Collector (test/otelcol) failed; check the Go module proxy"
 log "done"

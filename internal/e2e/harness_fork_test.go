@@ -159,7 +159,7 @@ func TestRealHarnessFork(t *testing.T) {
 	for _, c := range []forkCase{claudeForkCase(), codexForkCase()} {
 		t.Run(c.name, func(t *testing.T) {
 			needHarness(t, c.harness)
-			recPath, _, first := recordRealServer(t, r, c.realCase)
+			recPath, _, first := recordRealServer(t, r, c.realCase, t.TempDir())
 			rec, err := tape.LoadFile(recPath)
 			require.NoError(t, err)
 			recorded := len(first.Requests())
@@ -357,7 +357,7 @@ func TestRealHarnessForkReach(t *testing.T) {
 				}
 				return s
 			}
-			recPath, _, _ := recordRealServer(t, r, c.realCase)
+			recPath, _, _ := recordRealServer(t, r, c.realCase, t.TempDir())
 			second := fakeprovider.New(c.other())
 			require.NoError(t, second.Start())
 			t.Cleanup(func() { second.Close() })

@@ -111,20 +111,27 @@ func (c realCase) fresh(t *testing.T) {
 // and the end state of the working directory.
 func recordReal(t *testing.T, r *rig, c realCase) (string, map[string]string) {
 	t.Helper()
-	recPath, state, _ := recordRealServer(t, r, c)
+	return recordRealHome(t, r, c, t.TempDir())
+}
+
+// recordRealHome is recordReal with the harness's home directory given, for tests that read
+// what the harness itself wrote there (its session transcript).
+func recordRealHome(t *testing.T, r *rig, c realCase, home string) (string, map[string]string) {
+	t.Helper()
+	recPath, state, _ := recordRealServer(t, r, c, home)
 	return recPath, state
 }
 
-// recordRealServer is recordReal that also returns the scripted provider (serving until the
-// test ends) and checks the recording's timing: the test of a fork counts its requests.
-func recordRealServer(t *testing.T, r *rig, c realCase) (string, map[string]string, *fakeprovider.Server) {
+// recordRealServer is recordRealHome that also returns the scripted provider (serving until
+// the test ends): the test of a fork counts its requests.
+func recordRealServer(t *testing.T, r *rig, c realCase, home string) (string, map[string]string, *fakeprovider.Server) {
 	t.Helper()
 	c.fresh(t)
 	writeRepo(t, c.cwd, c.repo)
 	srv := fakeprovider.New(c.script())
 	require.NoError(t, srv.Start())
 	t.Cleanup(func() { srv.Close() })
-	argv, env := c.command(t, t.TempDir())
+	argv, env := c.command(t, home)
 	recPath := filepath.Join(t.TempDir(), "recording.json")
 	args := append([]string{"record", "--output", recPath, "--upstream", srv.URL(), "--task", "id=real-" + c.name, "--"}, argv...)
 	start := time.Now()

@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tapebox/tapebox/interop"
+	"github.com/tapebox/tapebox/prices"
+	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/secrets"
+	"github.com/tapebox/tapebox/tape"
+)
+
+func init() {
+	register(&command{name: "export", summary: "write tapes as Claude Code or Codex sessions, STS, ATIF or OTLP spans", run: runExport})
+	register(&command{name: "import", summary: "turn Claude Code or Codex session files into tapes", run: runImport})
+}
+
+func formatNames(fs []interop.Format) string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = string(f)
+	}
+	return strings.Join(names, "|")
+}
+
+func runExport(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "export", "--to "+formatNames(interop.ExportFormats)+" [--out DIR] [--otlp-endpoint URL] [--prices FILE] [--codex-model-provider ID] [--allow-secrets] TAPE...", `
+Writes each tape in another tool's format, into DIR (default "export"):
+
+  claude-code  the session files Claude Code writes: DIR/<project>/<session>.jsonl, the main
+               thread's user and assistant entries chained by parentUuid, and each
+               subagent's sidechain in DIR/<project>/<session>/subagents/agent-<id>.jsonl with
+               its .meta.json. Copied under $CLAUDE_CONFIG_DIR/projects (~/.claude/projects),
+               "claude -p --resume <session>" continues the run. Anthropic tapes only.
+  codex        Codex rollout files: DIR/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl, one per
+               thread (session meta, turn context, response items, event messages). Copied
+               under $CODEX_HOME/sessions, "codex exec resume <id>" continues the run with
+               the model provider the rollout names (--codex-model-provider, default openai).
+               OpenAI Responses tapes only.
+  sts          the Hugging Face Hub's Session Trace Simple format, for other harnesses:
+               DIR/<tape id>/<thread id>.jsonl.
+  atif         ATIF v1.7 trajectories (Harbor, terminal-bench): DIR/<tape id>.atif.json, the
+               subagent threads embedded in subagent_trajectories; cost_usd per step from the
+               price table (--prices), left out when a model has no price.
+  otlp         OTLP/JSON traces with OpenTelemetry GenAI spans: DIR/<tape id>.otlp.json, or
+               POSTed to an OTLP/HTTP receiver with --otlp-endpoint URL (http://host:4318).
+               Needs the recorded timing and raw bodies, which imported tapes lack.
+
+Session files are views of the tape: they hold its conversation, tool calls and results,
+not the raw wire bodies, stream timing or workspace. Every tape is validated first, and every
+file is scanned for secrets (as tapebox scan does) before anything is written: a finding
+stops the export unless --allow-secrets.`)
+	to := fs.String("to", "", "the format: "+formatNames(interop.ExportFormats))
+	out := fs.String("out", "export", "the folder to write to")
+	endpoint := fs.String("otlp-endpoint", "", "with --to otlp: POST the spans to this OTLP/HTTP receiver `URL` instead of writing files")
+	pricesFile := fs.String("prices", "", "price table `FILE` for ATIF's cost_usd instead of the built-in one")
+	allowSecrets := fs.Bool("allow-secrets", false, "write files in which the secret scan finds something")
+	codexProvider := fs.String("codex-model-provider", "openai", "with --to codex: the model_provider `ID` of Codex's config the rollouts name")
+	pos, code, done := parseInterspersed(env, fs, args)
+	if done {
+		return code
+	}
+	f, err := interop.ParseFormat(*to, interop.ExportFormats)
+	if err != nil {
+		return usageError(env, fs, "--to: %v", err)
+	}
+	if *endpoint != "" && f != interop.OTLP {
+		return usageError(env, fs, "--otlp-endpoint goes with --to otlp")
+	}
+	if len(pos) == 0 {
+		return usageError(env, fs, "no tapes given")
+	}
+	table, err := loadPrices(*pricesFile)
+	if err != nil {
+		return failf(env, "export", "%v", err)
+	}
+	opts := interop.Options{PricesDate: table.Date, CodexModelProvider: *codexProvider, Cost: func(m *tape.Meta, s *tape.Step) *float64 {
+		return table.Cost(prices.StepModel(m, s), s.Response.Usage)
+	}}
+	type output struct {
+		tape  string
+		files []interop.File
+	}
+	var outs []output
+	var scanner *secrets.Scanner
+	for _, p := range pos {
+		if err := schema.ValidateFile(p); err != nil {
+			var ve *schema.ValidationError
+			if errors.As(err, &ve) {
+				for _, pr := range ve.Problems {
+					fmt.Fprintf(env.Stderr, "%s: %s: %s\n", p, pr.Pointer, pr.Message)
+				}
+				return failf(env, "export", "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", p, len(ve.Problems), p)
+			}
+			return failf(env, "export", "%s: %v", p, err)
+		}
+		tp, err := interop.LoadFor(p, f)
+		if err != nil {
+			return failf(env, "export", "%v", err)
+		}
+		files, err := interop.Export(tp, f, opts)
+		if err != nil {
+			var me *interop.MissingError
+			if errors.As(err, &me) {
+				return failf(env, "export", "%s: %v", p, err)
+			}
+			return failf(env, "export", "%s: %v", p, err)
+		}
+		if !*allowSecrets {
+			if scanner == nil {
+				if scanner, err = secrets.Default(); err != nil {
+					return failf(env, "export", "%v", err)
+				}
+			}
+			for _, fl := range files {
+				found, err := scanFile(ctx, scanner, fl)
+				if err != nil {
+					return failf(env, "export", "scan %s of %s: %v", fl.Path, p, err)
+				}
+				if len(found) > 0 {
+					for _, x := range found {
+						fmt.Fprintf(env.Stderr, "%s: %s: %s\n", p, fl.Path, x)
+					}
+					return failf(env, "export", "%s: the %s export holds %d secrets (nothing was written; remove them, or --allow-secrets writes them anyway)", p, f, len(found))
+				}
+			}
+		}
+		outs = append(outs, output{tape: p, files: files})
+	}
+	if *endpoint != "" {
+		client := &http.Client{Timeout: 30 * time.Second}
+		for _, o := range outs {
+			for _, fl := range o.files {
+				if err := interop.PostOTLP(ctx, client, *endpoint, fl.Data); err != nil {
+					return failf(env, "export", "%s: %v", o.tape, err)
+				}
+			}
+			fmt.Fprintf(env.Stdout, "%s: spans sent to %s\n", o.tape, *endpoint)
+		}
+		return ExitOK
+	}
+	n := 0
+	for _, o := range outs {
+		for _, fl := range o.files {
+			if err := writeExportFile(*out, fl); err != nil {
+				return failf(env, "export", "%s: %v", o.tape, err)
+			}
+			n++
+		}
+	}
+	fmt.Fprintf(env.Stdout, "exported %d tapes to %s: %d files in %s\n", len(outs), f, n, *out)
+	return ExitOK
+}
+
+// scanFile scans an export's file for secrets: a JSON file whole, a JSONL file line by line.
+func scanFile(ctx context.Context, s *secrets.Scanner, f interop.File) ([]secrets.Finding, error) {
+	if !strings.HasSuffix(f.Path, ".jsonl") {
+		return s.ScanJSON(ctx, bytes.NewReader(f.Data))
+	}
+	var all []secrets.Finding
+	for i, line := range bytes.Split(f.Data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		found, err := s.ScanJSON(ctx, bytes.NewReader(line))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		all = append(all, found...)
+	}
+	return all, nil
+}
+
+// writeExportFile writes one file of an export under dir; its path, made from the tape,
+// must stay inside dir.
+func writeExportFile(dir string, f interop.File) error {
+	rel := filepath.FromSlash(f.Path)
+	if !filepath.IsLocal(rel) {
+		return fmt.Errorf("export path %q leaves the output folder", f.Path)
+	}
+	return tape.WriteFileAtomic(filepath.Join(dir, rel), f.Data)
+}
+
+// writeTraces writes the harness-native session files of tapes under dir (dataset export
+// --traces): claude-code/ for Claude Code tapes, codex/ for Codex ones, sts/ for the others.
+func writeTraces(ctx context.Context, paths []string, dir string, skipInvalid bool) (int, error) {
+	n := 0
+	for _, p := range paths {
+		if err := schema.ValidateFile(p); err != nil {
+			if skipInvalid {
+				continue
+			}
+			return n, fmt.Errorf("%s: %w", p, err)
+		}
+		tp, err := tape.LoadSummaryFile(p)
+		if err != nil {
+			return n, fmt.Errorf("%s: %w", p, err)
+		}
+		f := interop.STS
+		switch {
+		case tp.Meta.Harness == "claude-code" && tp.Meta.Provider == tape.ProviderAnthropic && tp.Meta.Cwd != "":
+			f = interop.ClaudeCode
+		case tp.Meta.Harness == "codex" && tp.Meta.Provider == tape.ProviderOpenAIResponses && tp.Meta.Cwd != "":
+			f = interop.Codex
+		}
+		files, err := interop.Export(tp, f, interop.Options{})
+		if err != nil {
+			return n, fmt.Errorf("%s: %w", p, err)
+		}
+		for _, fl := range files {
+			if err := writeExportFile(filepath.Join(dir, string(f)), fl); err != nil {
+				return n, fmt.Errorf("%s: %w", p, err)
+			}
+			n++
+		}
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func runImport(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "import", "--from "+formatNames(interop.ImportFormats)+" --out DIR [--synthesize] [--allow-secrets] SESSION.jsonl|DIR...", `
+Turns the session files a harness writes itself into tapes, one per session, written to
+DIR/<tape id>.json:
+
+  claude-code  <session>.jsonl files (a file, a project folder, or ~/.claude/projects), each
+               with its subagents' sidechains from <session>/subagents/.
+  codex        rollout-*.jsonl files (a file or ~/.codex/sessions); a sub-agent's rollout
+               becomes a thread of its parent's tape, linked to the spawn call.
+
+Imported tapes have normalized steps only: no raw bodies and no timing, which meta.labels
+says (tapebox.imported_from, tapebox.form=normalized). They replay in executor mode as they
+are. --synthesize adds raw stream bodies made from the normalized form (tapebox.form=
+synthesized), so that they also replay in simulator mode against the real harness.
+
+A session file with a line that is not JSON, or not what the harness writes, is an error
+naming the file and the line, and nothing is imported. Every tape is validated against the
+tape schema and scanned for secrets before anything is written; a finding stops the import
+unless --allow-secrets.`)
+	from := fs.String("from", "", "the format: "+formatNames(interop.ImportFormats))
+	out := fs.String("out", "", "the folder for the tapes (required)")
+	synth := fs.Bool("synthesize", false, "add raw stream bodies made from the normalized form, for simulator mode")
+	allowSecrets := fs.Bool("allow-secrets", false, "write tapes in which the secret scan finds something")
+	pos, code, done := parseInterspersed(env, fs, args)
+	if done {
+		return code
+	}
+	f, err := interop.ParseFormat(*from, interop.ImportFormats)
+	if err != nil {
+		return usageError(env, fs, "--from: %v", err)
+	}
+	if *out == "" {
+		return usageError(env, fs, "--out DIR is required")
+	}
+	if len(pos) == 0 {
+		return usageError(env, fs, "no session files given")
+	}
+	var tapes []*tape.Tape
+	for _, p := range pos {
+		got, err := interop.Import(f, p)
+		if err != nil {
+			return failf(env, "import", "%v\n(nothing was imported)", err)
+		}
+		tapes = append(tapes, got...)
+	}
+	type result struct {
+		id   string
+		data []byte
+	}
+	var results []result
+	seen := map[string]bool{}
+	for _, tp := range tapes {
+		if *synth {
+			if err := interop.Synthesize(tp); err != nil {
+				return failf(env, "import", "tape %s: %v\n(nothing was imported)", tp.Meta.TapeID, err)
+			}
+		}
+		data, err := tape.Marshal(tp)
+		if err != nil {
+			return failf(env, "import", "tape %s: %v", tp.Meta.TapeID, err)
+		}
+		if err := schema.Validate(data); err != nil {
+			return failf(env, "import", "tape %s from %s does not validate: %v\n(nothing was imported)", tp.Meta.TapeID, tp.Meta.Labels[interop.LabelSource], err)
+		}
+		if !*allowSecrets {
+			found, err := secrets.Scan(ctx, tp)
+			if err != nil {
+				return failf(env, "import", "%v", err)
+			}
+			if len(found) > 0 {
+				for _, x := range found {
+					fmt.Fprintf(env.Stderr, "%s: %s\n", tp.Meta.Labels[interop.LabelSource], x)
+				}
+				return failf(env, "import", "%s holds %d secrets (nothing was imported; --allow-secrets imports them anyway)", tp.Meta.Labels[interop.LabelSource], len(found))
+			}
+		}
+		if seen[tp.Meta.TapeID] {
+			return failf(env, "import", "two sessions give the tape id %s (the same session given twice?)", tp.Meta.TapeID)
+		}
+		seen[tp.Meta.TapeID] = true
+		results = append(results, result{id: tp.Meta.TapeID, data: data})
+	}
+	for _, r := range results {
+		if err := tape.WriteFileAtomic(filepath.Join(*out, r.id+".json"), r.data); err != nil {
+			return failf(env, "import", "%v", err)
+		}
+	}
+	steps := 0
+	for _, tp := range tapes {
+		steps += tp.Totals().Steps
+	}
+	fmt.Fprintf(env.Stdout, "imported %d sessions (%d model calls) from %s into %s\n", len(tapes), steps, f, *out)
+	return ExitOK
+}

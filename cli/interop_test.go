@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+const replayTape = "../testdata/replay/claude-code.json"
+
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out
+}
+
+func TestExportImportCLI(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "cc")
+	code, stdout, stderr := runVerbForTest(t, "export", "--to", "claude-code", "--out", out, replayTape)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "exported 1 tapes to claude-code")
+	files := filesUnder(t, out)
+	require.Len(t, files, 3, "main session, subagent sidechain and its meta: %v", files)
+
+	imported := filepath.Join(dir, "tapes")
+	code, stdout, stderr = runVerbForTest(t, "import", "--from", "claude-code", "--out", imported, out)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "imported 1 sessions (9 model calls)")
+	tapes := filesUnder(t, imported)
+	require.Len(t, tapes, 1)
+	code, _, stderr = runVerbForTest(t, "validate", filepath.Join(imported, tapes[0]))
+	require.Equal(t, 0, code, stderr)
+
+	// OTLP needs what an imported tape does not have, and says so.
+	code, _, stderr = runVerbForTest(t, "export", "--to", "otlp", "--out", filepath.Join(dir, "otlp"), filepath.Join(imported, tapes[0]))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "has no raw bodies or timing")
+	assert.Empty(t, filesUnder(t, filepath.Join(dir, "otlp")))
+
+	// --synthesize: raw streams for simulator mode, and the label says so.
+	synth := filepath.Join(dir, "synth")
+	code, _, stderr = runVerbForTest(t, "import", "--from", "claude-code", "--synthesize", "--out", synth, out)
+	require.Equal(t, 0, code, stderr)
+	tp, err := tape.LoadFile(filepath.Join(synth, tapes[0]))
+	require.NoError(t, err)
+	assert.Equal(t, "synthesized", tp.Meta.Labels["tapebox.form"])
+	assert.NotEmpty(t, tp.Threads[0].Steps[0].Response.Chunks)
+
+	for _, f := range []string{"sts", "atif", "otlp"} {
+		code, _, stderr := runVerbForTest(t, "export", "--to", f, "--out", filepath.Join(dir, f+"-ok"), replayTape)
+		require.Equal(t, 0, code, "%s: %s", f, stderr)
+		for _, p := range filesUnder(t, filepath.Join(dir, f+"-ok")) {
+			b, err := os.ReadFile(filepath.Join(dir, f+"-ok", p))
+			require.NoError(t, err)
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				require.True(t, json.Valid([]byte(line)), "%s: %s: not JSON", f, p)
+			}
+		}
+	}
+
+	code, _, stderr = runVerbForTest(t, "export", "--to", "codex", replayTape)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "Codex rollouts hold OpenAI Responses items")
+	code, _, stderr = runVerbForTest(t, "export", "--to", "pdf", replayTape)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `unknown format "pdf"`)
+	code, _, _ = runVerbForTest(t, "export", "--to", "sts", "--otlp-endpoint", "http://127.0.0.1:1", replayTape)
+	assert.Equal(t, 2, code)
+}
+
+func TestImportBrokenLineCLI(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "cc")
+	code, _, stderr := runVerbForTest(t, "export", "--to", "claude-code", "--out", out, replayTape)
+	require.Equal(t, 0, code, stderr)
+	var main string
+	for _, f := range filesUnder(t, out) {
+		if !strings.Contains(f, "subagents") {
+			main = filepath.Join(out, f)
+		}
+	}
+	b, err := os.ReadFile(main)
+	require.NoError(t, err)
+	lines := strings.Split(string(b), "\n")
+	lines[4] = lines[4][:len(lines[4])/2]
+	require.NoError(t, os.WriteFile(main, []byte(strings.Join(lines, "\n")), 0o644))
+	tapes := filepath.Join(dir, "tapes")
+	code, _, stderr = runVerbForTest(t, "import", "--from", "claude-code", "--out", tapes, out)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, main+":5: ")
+	assert.Contains(t, stderr, "nothing was imported")
+	assert.Empty(t, filesUnder(t, tapes))
+}
+
+func TestExportRefusesSecrets(t *testing.T) {
+	dir := t.TempDir()
+	tp, err := tape.LoadFile(replayTape)
+	require.NoError(t, err)
+	tok := fakeToken(7, "gh"+"p_", 36)
+	tp.Threads[0].Steps[0].ToolResults[0].Content[0].Text = "GITHUB_TOKEN=" + tok
+	dirty := writeTape(t, dir, "dirty.json", tp)
+	for _, f := range []string{"claude-code", "sts", "atif"} {
+		out := filepath.Join(dir, f)
+		code, _, stderr := runVerbForTest(t, "export", "--to", f, "--out", out, dirty)
+		assert.Equal(t, 1, code, f)
+		assert.Contains(t, stderr, "github-pat", f)
+		assert.NotContains(t, stderr, tok, "the secret is not printed")
+		assert.Empty(t, filesUnder(t, out), "%s: nothing written", f)
+	}
+	// And an import of such a session is refused too.
+	out := filepath.Join(dir, "cc")
+	code, _, stderr := runVerbForTest(t, "export", "--to", "claude-code", "--allow-secrets", "--out", out, dirty)
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runVerbForTest(t, "import", "--from", "claude-code", "--out", filepath.Join(dir, "tapes"), out)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "github-pat")
+	assert.Empty(t, filesUnder(t, filepath.Join(dir, "tapes")))
+}
+
+func TestInspectCost(t *testing.T) {
+	dir := t.TempDir()
+	path := writeTape(t, dir, "t.json", inspectTestTape())
+	code, stdout, stderr := runVerbForTest(t, "inspect", path)
+	require.Equal(t, 0, code, stderr)
+	// claude-opus-4-1 (100 in, 20 out, 5 cache read, 7 cache write: $0.00313875) + claude-sonnet-4-5
+	// (200, 30: $0.00105) in main, claude-haiku-4-5 (50, 5: $0.000075) in sub-1.
+	assert.Contains(t, stdout, "cost       $0.0043 (prices of 2026-05-15)")
+	assert.Contains(t, stdout, "thread main: 2 steps, cost $0.0042")
+	assert.Contains(t, stdout, "(Task): 1 step, cost $0.0001")
+
+	prices := filepath.Join(dir, "prices.json")
+	require.NoError(t, os.WriteFile(prices, []byte(`{"date":"2026-01-02","models":{"claude-opus-4-1":{"input":1,"output":1,"cache_read":0,"cache_write":0}}}`), 0o644))
+	code, stdout, stderr = runVerbForTest(t, "inspect", "--prices", prices, "--json", path)
+	require.Equal(t, 0, code, stderr)
+	var s struct {
+		Cost struct {
+			PricesDate string `json:"prices_date"`
+			USD        *float64
+			Threads    []struct {
+				ID  string
+				USD *float64
+			}
+			Unpriced []string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &s))
+	assert.Equal(t, "2026-01-02", s.Cost.PricesDate)
+	assert.Nil(t, s.Cost.USD, "a model without a price makes the total unknown, not 0")
+	assert.Nil(t, s.Cost.Threads[0].USD)
+	assert.Equal(t, []string{"claude-haiku-4-5", "claude-sonnet-4-5"}, s.Cost.Unpriced)
+	assert.Contains(t, stdout, `"usd": null`)
+	code, stdout, _ = runVerbForTest(t, "inspect", "--prices", prices, path)
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "cost       unknown (prices of 2026-01-02); no price for claude-haiku-4-5, claude-sonnet-4-5")
+
+	code, _, stderr = runVerbForTest(t, "inspect", "--prices", filepath.Join(dir, "none.json"), path)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "none.json")
+}
+
+func TestDatasetCostAndTraces(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "ds")
+	code, _, stderr := runDatasetCLI(t, "export", "--out", out, "--traces", replayTape, "../testdata/replay/codex.json")
+	require.Equal(t, 0, code, stderr)
+	traces := filesUnder(t, filepath.Join(out, "traces"))
+	var cc, cx int
+	for _, f := range traces {
+		cc += boolInt(strings.HasPrefix(f, "claude-code/") && strings.HasSuffix(f, ".jsonl"))
+		cx += boolInt(strings.HasPrefix(f, "codex/") && strings.HasSuffix(f, ".jsonl"))
+	}
+	assert.Equal(t, 2, cc, "main and subagent session of the Claude Code tape: %v", traces)
+	assert.Equal(t, 1, cx, "the Codex tape's rollout: %v", traces)
+	card, err := os.ReadFile(filepath.Join(out, "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(card), "## Traces")
+	assert.Contains(t, string(card), "claude-code (2), codex (1)")
+	// validate recomputes every row, the cost columns included.
+	code, _, stderr = runDatasetCLI(t, "validate", out)
+	assert.Equal(t, 0, code, stderr)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

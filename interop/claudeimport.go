@@ -1,0 +1,286 @@
+package interop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// ccLine is what the import reads of a Claude Code session file line.
+type ccLine struct {
+	Type        string          `json:"type"`
+	UUID        string          `json:"uuid"`
+	IsSidechain bool            `json:"isSidechain"`
+	IsMeta      bool            `json:"isMeta"`
+	Message     json.RawMessage `json:"message"`
+	Timestamp   string          `json:"timestamp"`
+	Cwd         string          `json:"cwd"`
+	SessionID   string          `json:"sessionId"`
+	Version     string          `json:"version"`
+	AgentID     string          `json:"agentId"`
+}
+
+type ccReadMessage struct {
+	ID         string          `json:"id"`
+	Role       string          `json:"role"`
+	Model      string          `json:"model"`
+	Content    json.RawMessage `json:"content"`
+	StopReason *string         `json:"stop_reason"`
+	Usage      *struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	} `json:"usage"`
+}
+
+type ccBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// ccBlocks normalizes Anthropic content: a string, or a list of blocks.
+func ccBlocks(raw json.RawMessage) ([]tape.Block, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []tape.Block{{Type: tape.BlockText, Text: s}}, nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("message content: want a string or a list of blocks: %w", err)
+	}
+	out := make([]tape.Block, 0, len(list))
+	for i, r := range list {
+		var b ccBlock
+		if err := json.Unmarshal(r, &b); err != nil {
+			return nil, fmt.Errorf("content[%d]: %w", i, err)
+		}
+		switch b.Type {
+		case "text":
+			out = append(out, tape.Block{Type: tape.BlockText, Text: b.Text})
+		case "thinking":
+			out = append(out, tape.Block{Type: tape.BlockThinking, Text: b.Thinking})
+		case "redacted_thinking":
+			out = append(out, tape.Block{Type: tape.BlockOther, Raw: r})
+		case "tool_use":
+			if b.ID == "" || b.Name == "" {
+				return nil, fmt.Errorf("content[%d]: tool_use without id or name", i)
+			}
+			out = append(out, tape.Block{Type: tape.BlockToolUse, ID: b.ID, Name: b.Name, Input: input(b.Input)})
+		case "tool_result":
+			inner, err := ccBlocks(b.Content)
+			if err != nil {
+				return nil, fmt.Errorf("content[%d]: %w", i, err)
+			}
+			if inner == nil {
+				inner = []tape.Block{}
+			}
+			out = append(out, tape.Block{Type: tape.BlockToolResult, ToolCallID: b.ToolUseID, Content: inner, IsError: b.IsError})
+		case "image":
+			out = append(out, tape.Block{Type: tape.BlockImage, Raw: r})
+		default:
+			out = append(out, tape.Block{Type: tape.BlockOther, Raw: r})
+		}
+	}
+	return out, nil
+}
+
+// ccThreadReader builds one thread from a session file's entries in order.
+type ccThreadReader struct {
+	th      *tape.Thread
+	history []tape.Message
+	cur     *tape.Step
+	curID   string
+	calls   map[string]*tape.Step
+	first   time.Time
+	last    time.Time
+	model   string
+	cwd     string
+	version string
+	session string
+}
+
+func (r *ccThreadReader) entry(e ccLine) error {
+	if (e.Type != "user" && e.Type != "assistant") || e.IsMeta || len(e.Message) == 0 {
+		return nil
+	}
+	if t, ok := parseTime(e.Timestamp); ok {
+		if r.first.IsZero() {
+			r.first = t
+		}
+		r.last = t
+	}
+	r.cwd = cmpOr(r.cwd, e.Cwd)
+	r.version = cmpOr(r.version, e.Version)
+	r.session = cmpOr(r.session, e.SessionID)
+	var m ccReadMessage
+	if err := json.Unmarshal(e.Message, &m); err != nil {
+		return fmt.Errorf("message: %w", err)
+	}
+	blocks, err := ccBlocks(m.Content)
+	if err != nil {
+		return err
+	}
+	if e.Type == "assistant" {
+		if r.cur == nil || m.ID == "" || m.ID != r.curID {
+			r.cur = newStep("/v1/messages", m.Model, r.history)
+			r.curID = m.ID
+			r.th.Steps = append(r.th.Steps, r.cur)
+		}
+		r.model = cmpOr(r.model, m.Model)
+		for _, b := range blocks {
+			r.cur.Response.Content = append(r.cur.Response.Content, b)
+			if b.Type == tape.BlockToolUse {
+				r.cur.ToolCalls = append(r.cur.ToolCalls, tape.ToolCall{ID: b.ID, Name: b.Name, Input: b.Input, Kind: "function"})
+				r.calls[b.ID] = r.cur
+			}
+		}
+		if m.StopReason != nil {
+			r.cur.Response.StopReason = *m.StopReason
+		}
+		if u := m.Usage; u != nil {
+			r.cur.Response.Usage = tape.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadInputTokens: u.CacheReadInputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens}
+		}
+		r.history = appendMessage(r.history, "assistant", blocks)
+		return nil
+	}
+	for _, b := range blocks {
+		if b.Type != tape.BlockToolResult {
+			continue
+		}
+		st, ok := r.calls[b.ToolCallID]
+		if !ok {
+			return fmt.Errorf("tool_result for %q, which no earlier tool_use of this thread asked for", b.ToolCallID)
+		}
+		st.ToolResults = append(st.ToolResults, tape.ToolResult{ToolCallID: b.ToolCallID, Content: b.Content, IsError: b.IsError})
+	}
+	r.history = appendMessage(r.history, "user", blocks)
+	r.cur = nil
+	return nil
+}
+
+func (r *ccThreadReader) read(path string) error {
+	return readLines(path, func(_ int, b []byte) error {
+		var e ccLine
+		if err := json.Unmarshal(b, &e); err != nil {
+			return fmt.Errorf("not a Claude Code session entry: %w", err)
+		}
+		return r.entry(e)
+	})
+}
+
+// ImportClaudeCode reads Claude Code session files: a <session>.jsonl file or a directory
+// holding them (a project folder, or ~/.claude/projects), each with its subagents'
+// sidechains from <session>/subagents/agent-*.jsonl (linked to the spawning call by the
+// .meta.json beside them).
+func ImportClaudeCode(path string) ([]*tape.Tape, error) {
+	files, err := sessionFiles(path, func(rel string, d fs.DirEntry) bool { return strings.HasSuffix(rel, ".jsonl") })
+	if err != nil {
+		return nil, fmt.Errorf("import claude-code: %w", err)
+	}
+	var out []*tape.Tape
+	for _, f := range files {
+		tp, err := importClaudeSession(f)
+		if err != nil {
+			return nil, fmt.Errorf("import claude-code: %w", err)
+		}
+		out = append(out, tp)
+	}
+	return out, nil
+}
+
+func importClaudeSession(path string) (*tape.Tape, error) {
+	tp := newImported(ClaudeCode, "claude-code", path)
+	tp.Meta.Provider = tape.ProviderAnthropic
+	main := &ccThreadReader{th: &tape.Thread{ID: "main", Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}}
+	if err := main.read(path); err != nil {
+		return nil, err
+	}
+	if len(main.th.Steps) == 0 {
+		return nil, fmt.Errorf("%s: no assistant message: not a Claude Code session with model calls", path)
+	}
+	tp.Threads = append(tp.Threads, main.th)
+	first, last := main.first, main.last
+	dir := filepath.Join(strings.TrimSuffix(path, ".jsonl"), "subagents")
+	subs, err := filepath.Glob(filepath.Join(dir, "agent-*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	for i, sf := range subs {
+		sub := &ccThreadReader{th: &tape.Thread{ID: fmt.Sprintf("t%d", i+1), Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}}
+		if err := sub.read(sf); err != nil {
+			return nil, err
+		}
+		metaPath := strings.TrimSuffix(sf, ".jsonl") + ".meta.json"
+		var meta ccAgentMeta
+		if b, err := os.ReadFile(metaPath); err == nil {
+			if err := json.Unmarshal(b, &meta); err != nil {
+				return nil, fmt.Errorf("%s: %w", metaPath, err)
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if meta.ToolUseID != "" {
+			sub.th.Parent = &tape.Parent{ThreadID: "main", ToolCallID: meta.ToolUseID}
+		} else {
+			return nil, fmt.Errorf("%s: no toolUseId: the subagent cannot be linked to the call that spawned it", metaPath)
+		}
+		if !sub.first.IsZero() && sub.first.Before(first) {
+			first = sub.first
+		}
+		if sub.last.After(last) {
+			last = sub.last
+		}
+		tp.Threads = append(tp.Threads, sub.th)
+	}
+	// A subagent's spawning call is in the main thread or, nested, in another subagent's.
+	for _, th := range tp.Threads[1:] {
+		for _, other := range tp.Threads {
+			if other == th {
+				continue
+			}
+			for _, s := range other.Steps {
+				for _, c := range s.ToolCalls {
+					if c.ID == th.Parent.ToolCallID {
+						th.Parent.ThreadID = other.ID
+					}
+				}
+			}
+		}
+	}
+	tp.Meta.TapeID = hexFrom(32, "claude-code", cmpOr(main.session, path))
+	tp.Meta.HarnessVersion, tp.Meta.Model, tp.Meta.Cwd = main.version, main.model, main.cwd
+	if !first.IsZero() {
+		tp.Meta.StartedAt = first
+	}
+	end := cmpTime(last, tp.Meta.StartedAt)
+	tp.Meta.Ended = &tape.Ended{Reason: tape.EndComplete, At: end, Detail: "imported from a Claude Code session file, which does not say how the run ended"}
+	if main.session != "" {
+		tp.Meta.Task = map[string]string{"session_id": main.session}
+	}
+	return tp, nil
+}
+
+func cmpTime(t, def time.Time) time.Time {
+	if t.IsZero() {
+		return def
+	}
+	return t
+}

@@ -1,0 +1,285 @@
+package interop
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
+)
+
+// cxReadLine is what the import reads of a rollout line.
+type cxReadLine struct {
+	Timestamp string          `json:"timestamp"`
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// cxRollout is one rollout file read: a Codex thread.
+type cxRollout struct {
+	path      string
+	id        string
+	session   string
+	parent    string
+	cwd       string
+	version   string
+	model     string
+	base      string
+	first     time.Time
+	last      time.Time
+	th        *tape.Thread
+	threadIdx int
+}
+
+// isOutputItem says whether a response item is the model's (part of a response) rather
+// than the harness's input.
+func isOutputItem(typ, role string) bool {
+	switch {
+	case typ == "message":
+		return role == "assistant"
+	case typ == "reasoning", typ == "function_call", typ == "custom_tool_call", typ == "local_shell_call":
+		return true
+	case strings.HasSuffix(typ, "_output"):
+		return false
+	case strings.HasSuffix(typ, "_call"):
+		return true // web_search_call, tool_search_call, ...
+	}
+	return false
+}
+
+// readRollout reads one rollout file into a thread. Its steps are normalized by the
+// Responses adapter from request and response bodies rebuilt from the items, so that an
+// imported step holds what a recorded one would; the bodies are then dropped.
+func readRollout(p string) (*cxRollout, error) {
+	r := &cxRollout{path: p, th: &tape.Thread{Steps: []*tape.Step{}}}
+	var input []json.RawMessage
+	type pending struct {
+		step   *tape.Step
+		output []json.RawMessage
+		usage  map[string]int64
+		inLen  int
+	}
+	var steps []*pending
+	var cur *pending
+	err := readLines(p, func(_ int, b []byte) error {
+		var l cxReadLine
+		if err := json.Unmarshal(b, &l); err != nil {
+			return fmt.Errorf("not a Codex rollout line: %w", err)
+		}
+		if t, ok := parseTime(l.Timestamp); ok {
+			if r.first.IsZero() {
+				r.first = t
+			}
+			r.last = t
+		}
+		switch l.Type {
+		case "session_meta":
+			var m struct {
+				ID               string `json:"id"`
+				SessionID        string `json:"session_id"`
+				ParentThreadID   string `json:"parent_thread_id"`
+				Cwd              string `json:"cwd"`
+				CLIVersion       string `json:"cli_version"`
+				BaseInstructions *struct {
+					Text string `json:"text"`
+				} `json:"base_instructions"`
+			}
+			if err := json.Unmarshal(l.Payload, &m); err != nil {
+				return fmt.Errorf("session_meta: %w", err)
+			}
+			r.id, r.session, r.parent, r.cwd, r.version = m.ID, cmpOr(m.SessionID, m.ID), m.ParentThreadID, m.Cwd, m.CLIVersion
+			if m.BaseInstructions != nil {
+				r.base = m.BaseInstructions.Text
+			}
+		case "turn_context":
+			var m struct {
+				Model string `json:"model"`
+			}
+			if err := json.Unmarshal(l.Payload, &m); err != nil {
+				return fmt.Errorf("turn_context: %w", err)
+			}
+			r.model = cmpOr(m.Model, r.model)
+		case "event_msg":
+			var m struct {
+				Type string `json:"type"`
+				Info *struct {
+					Last map[string]int64 `json:"last_token_usage"`
+				} `json:"info"`
+			}
+			if err := json.Unmarshal(l.Payload, &m); err != nil {
+				return fmt.Errorf("event_msg: %w", err)
+			}
+			if m.Type == "token_count" && m.Info != nil && len(steps) > 0 {
+				steps[len(steps)-1].usage = m.Info.Last
+			}
+		case "response_item":
+			var it struct {
+				Type string `json:"type"`
+				Role string `json:"role"`
+			}
+			if err := json.Unmarshal(l.Payload, &it); err != nil {
+				return fmt.Errorf("response_item: %w", err)
+			}
+			if isOutputItem(it.Type, it.Role) {
+				if cur == nil {
+					cur = &pending{inLen: len(input)}
+					steps = append(steps, cur)
+				}
+				cur.output = append(cur.output, l.Payload)
+			} else {
+				cur = nil
+			}
+			input = append(input, l.Payload)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.id == "" {
+		return nil, fmt.Errorf("%s: no session_meta line: not a Codex rollout", p)
+	}
+	// The whole conversation is normalized once, as the request that holds every item; a
+	// step's request is a prefix of it (one message per item, after the base instructions),
+	// so that an import is linear in the session, not quadratic.
+	items := input
+	offset := 0
+	if r.base != "" {
+		// As Codex sends them: the base instructions first, as a developer message.
+		b, err := marshal(map[string]any{"type": "message", "role": "developer", "content": []any{map[string]any{"type": "input_text", "text": r.base}}})
+		if err != nil {
+			return nil, err
+		}
+		items = append([]json.RawMessage{b}, input...)
+		offset = 1
+	}
+	all := newStep("/v1/responses", r.model, nil)
+	var err2 error
+	if all.Request.Raw, err2 = marshal(map[string]any{"model": r.model, "input": items, "stream": true}); err2 != nil {
+		return nil, err2
+	}
+	all.Response.Raw = json.RawMessage(`{"status":"completed","output":[]}`)
+	if err := provider.Normalize(tape.ProviderOpenAIResponses, all); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	msgs := all.Request.Messages
+	if len(msgs) != len(items) {
+		return nil, fmt.Errorf("%s: %d items normalized into %d messages", p, len(items), len(msgs))
+	}
+	for i, ps := range steps {
+		in := ps.usage["input_tokens"]
+		cached := ps.usage["cached_input_tokens"]
+		out := ps.usage["output_tokens"]
+		respBody := map[string]any{"status": "completed", "output": ps.output, "model": r.model,
+			"usage": map[string]any{"input_tokens": in, "output_tokens": out, "input_tokens_details": map[string]any{"cached_tokens": cached},
+				"output_tokens_details": map[string]any{"reasoning_tokens": ps.usage["reasoning_output_tokens"]}}}
+		st := newStep("/v1/responses", r.model, nil)
+		st.Request.Raw = json.RawMessage(`{"input":[]}`)
+		var err error
+		if st.Response.Raw, err = marshal(respBody); err != nil {
+			return nil, err
+		}
+		if err := provider.Normalize(tape.ProviderOpenAIResponses, st); err != nil {
+			return nil, fmt.Errorf("%s: model call %d: %w", p, i, err)
+		}
+		st.Request.System, st.Request.Params, st.Request.Tools = all.Request.System, all.Request.Params, all.Request.Tools
+		st.Request.Messages = msgs[: offset+ps.inLen : offset+ps.inLen]
+		// The results: the outputs after this step's items, up to the next step.
+		next := len(input)
+		if i+1 < len(steps) {
+			next = steps[i+1].inLen
+		}
+		st.ToolResults = tape.ResultsFor(msgs[offset+ps.inLen:offset+next], st.ToolCalls)
+		if st.ToolResults == nil {
+			st.ToolResults = []tape.ToolResult{}
+		}
+		st.Request.Raw, st.Response.Raw = json.RawMessage("null"), json.RawMessage("null")
+		st.Request.Headers = tape.Headers{"session-id": r.session, "thread-id": r.id}
+		r.th.Steps = append(r.th.Steps, st)
+	}
+	return r, nil
+}
+
+// ImportCodex reads Codex rollout files: a rollout-*.jsonl file or a directory holding them
+// (~/.codex/sessions). A sub-agent's rollout (its session_meta names a parent thread)
+// becomes a thread of its parent's tape, linked to the spawn call whose result names it.
+func ImportCodex(p string) ([]*tape.Tape, error) {
+	files, err := sessionFiles(p, func(rel string, d fs.DirEntry) bool {
+		return strings.HasSuffix(rel, ".jsonl") && strings.HasPrefix(path.Base(rel), "rollout-")
+	})
+	if err != nil {
+		return nil, fmt.Errorf("import codex: %w", err)
+	}
+	var rolls []*cxRollout
+	byID := map[string]*cxRollout{}
+	for _, f := range files {
+		r, err := readRollout(f)
+		if err != nil {
+			return nil, fmt.Errorf("import codex: %w", err)
+		}
+		rolls = append(rolls, r)
+		byID[r.id] = r
+	}
+	var tapes []*tape.Tape
+	tapeOf := map[string]*tape.Tape{}
+	var root func(r *cxRollout) *cxRollout
+	root = func(r *cxRollout) *cxRollout {
+		if p, ok := byID[r.parent]; ok && r.parent != "" && p != r {
+			return root(p)
+		}
+		return r
+	}
+	for _, r := range rolls {
+		if root(r) != r {
+			continue
+		}
+		tp := newImported(Codex, "codex", r.path)
+		tp.Meta.Provider = tape.ProviderOpenAIResponses
+		tp.Meta.TapeID = hexFrom(32, "codex", r.id)
+		tp.Meta.HarnessVersion, tp.Meta.Model, tp.Meta.Cwd = r.version, r.model, r.cwd
+		tp.Meta.Task = map[string]string{"session_id": r.id}
+		if !r.first.IsZero() {
+			tp.Meta.StartedAt = r.first
+		}
+		r.th.ID = "main"
+		tp.Threads = append(tp.Threads, r.th)
+		tp.Meta.Ended = &tape.Ended{Reason: tape.EndComplete, At: cmpTime(r.last, tp.Meta.StartedAt), Detail: "imported from a Codex rollout file, which does not say how the run ended"}
+		tapes = append(tapes, tp)
+		tapeOf[r.id] = tp
+	}
+	for _, r := range rolls {
+		top := root(r)
+		if top == r {
+			continue
+		}
+		tp := tapeOf[top.id]
+		r.th.ID = fmt.Sprintf("t%d", len(tp.Threads))
+		parent := byID[r.parent]
+		call := spawnCall(parent.th, r.id)
+		if call == "" {
+			return nil, fmt.Errorf("import codex: %s: no spawn call in its parent thread %s (%s) returned the sub-agent id %s", r.path, r.parent, parent.path, r.id)
+		}
+		r.th.Parent = &tape.Parent{ThreadID: parent.th.ID, ToolCallID: call}
+		tp.Threads = append(tp.Threads, r.th)
+		if r.last.After(tp.Meta.Ended.At) {
+			tp.Meta.Ended.At = r.last
+		}
+	}
+	return tapes, nil
+}
+
+// spawnCall is the id of the call of th whose result names the sub-agent id.
+func spawnCall(th *tape.Thread, id string) string {
+	for _, s := range th.Steps {
+		for _, res := range s.ToolResults {
+			if strings.Contains(resultText(res), id) {
+				return res.ToolCallID
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,11 @@
+// Package interop converts tapes to and from the formats other tools read: the session
+// files Claude Code and Codex write themselves (which they resume from, and which the
+// Hugging Face Hub's trace viewer opens), the Hub's Session Trace Simple format, ATIF v1.7
+// trajectories (Harbor, terminal-bench) and OpenTelemetry GenAI spans as OTLP/JSON.
+//
+// Exports are views: a session file holds a tape's conversation, tool calls and results,
+// never its raw wire bodies or credentials. Imports give tapes with normalized steps only
+// (no raw bodies, no timing), which meta.labels says (LabelForm); Synthesize adds raw
+// stream bodies made from the normalized form so that such a tape can also be served in
+// simulator mode.
+package interop

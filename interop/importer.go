@@ -1,0 +1,146 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// LineError is a session file line that cannot be read.
+type LineError struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// readLines decodes every line of a JSONL file with f; blank lines are skipped. The first
+// bad line is an error naming the file and the line.
+func readLines(path string, f func(line int, b []byte) error) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	r := bufio.NewReaderSize(file, 1<<20)
+	for n := 1; ; n++ {
+		b, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			if !json.Valid(b) {
+				var v any
+				jerr := json.Unmarshal(b, &v)
+				if jerr == nil {
+					jerr = errors.New("invalid JSON")
+				}
+				return &LineError{Path: path, Line: n, Err: fmt.Errorf("not a JSON object: %w", jerr)}
+			}
+			if ferr := f(n, b); ferr != nil {
+				return &LineError{Path: path, Line: n, Err: ferr}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+}
+
+// Import reads session files of format f (a file, or a directory searched for them) and
+// returns one tape per session. Nothing is returned when any file is bad: the error names
+// the file and the line.
+func Import(f Format, path string) ([]*tape.Tape, error) {
+	switch f {
+	case ClaudeCode:
+		return ImportClaudeCode(path)
+	case Codex:
+		return ImportCodex(path)
+	}
+	return nil, fmt.Errorf("import: unknown format %q (want one of %v)", f, ImportFormats)
+}
+
+// newImported is an empty imported tape.
+func newImported(format Format, harness, source string) *tape.Tape {
+	tp := tape.New(tape.ProviderUnknown, time.Unix(0, 0))
+	tp.Meta.Harness = harness
+	tp.Meta.Labels = map[string]string{LabelImportedFrom: string(format), LabelForm: FormNormalized, LabelSource: filepath.Base(source)}
+	return tp
+}
+
+// newStep is a step of an imported tape: normalized request and response, no raw bodies,
+// no timing.
+func newStep(path, model string, history []tape.Message) *tape.Step {
+	params := map[string]json.RawMessage{}
+	if model != "" {
+		b, _ := json.Marshal(model)
+		params["model"] = b
+	}
+	return &tape.Step{
+		Request:     tape.Request{Path: path, Messages: append([]tape.Message(nil), history...), Tools: []tape.Tool{}, Params: params, Stream: true, Headers: tape.Headers{}, Raw: json.RawMessage("null")},
+		Response:    tape.Response{Status: 200, Headers: tape.Headers{}, Content: []tape.Block{}, Raw: json.RawMessage("null"), Chunks: []tape.Chunk{}},
+		ToolCalls:   []tape.ToolCall{},
+		ToolResults: []tape.ToolResult{},
+	}
+}
+
+// appendMessage adds blocks to a history, merging into the last message of the same role
+// (the API's rule for consecutive turns).
+func appendMessage(h []tape.Message, role string, blocks []tape.Block) []tape.Message {
+	if len(blocks) == 0 {
+		return h
+	}
+	if n := len(h); n > 0 && h[n-1].Role == role {
+		h[n-1].Content = append(append([]tape.Block(nil), h[n-1].Content...), blocks...)
+		return h
+	}
+	return append(h, tape.Message{Role: role, Content: blocks})
+}
+
+// sessionFiles lists the session files under path (path itself when it is a file), sorted;
+// skip says which directories to leave out.
+func sessionFiles(path string, match func(rel string, d fs.DirEntry) bool) ([]string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return []string{path}, nil
+	}
+	var out []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(path, p)
+		if d.IsDir() && d.Name() == "subagents" {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() && match(filepath.ToSlash(rel), d) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	if err == nil && len(out) == 0 {
+		err = fmt.Errorf("no session files (*.jsonl) under %s", path)
+	}
+	return out, err
+}
+
+func parseTime(s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t.UTC(), err == nil
+}

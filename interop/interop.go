@@ -1,0 +1,308 @@
+package interop
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// Format names an export or import format.
+type Format string
+
+// The formats.
+const (
+	ClaudeCode Format = "claude-code"
+	Codex      Format = "codex"
+	STS        Format = "sts"
+	ATIF       Format = "atif"
+	OTLP       Format = "otlp"
+)
+
+// ExportFormats lists what Export writes; ImportFormats what Import reads.
+var (
+	ExportFormats = []Format{ClaudeCode, Codex, STS, ATIF, OTLP}
+	ImportFormats = []Format{ClaudeCode, Codex}
+)
+
+// The labels an imported tape carries in meta.labels.
+const (
+	// LabelImportedFrom names the format a tape was imported from ("claude-code", "codex").
+	LabelImportedFrom = "tapebox.imported_from"
+	// LabelForm says what the steps hold: FormNormalized (normalized fields only: no raw
+	// bodies, no timing) or FormSynthesized (raw stream bodies made from the normalized
+	// form by Synthesize, still no timing). A tape without the label is a recording.
+	LabelForm = "tapebox.form"
+	// LabelSource is the session file (or directory) an imported tape was read from.
+	LabelSource = "tapebox.source"
+)
+
+// The values of LabelForm.
+const (
+	FormNormalized  = "normalized"
+	FormSynthesized = "synthesized"
+)
+
+// File is one file of an export, its path relative to the export's folder (slash-separated).
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Options tune an export.
+type Options struct {
+	// PricesDate and Cost, when Cost is set, price the tape for the formats that carry a
+	// cost (ATIF's cost_usd): Cost returns the cost of one step, nil when unknown.
+	PricesDate string
+	Cost       func(meta *tape.Meta, s *tape.Step) *float64
+	// CodexModelProvider is the model_provider a Codex rollout names (default "openai"):
+	// the id of the provider in Codex's config, which no request carries. Codex resumes a
+	// session only with the provider it names.
+	CodexModelProvider string
+}
+
+// MissingError says that a tape lacks what a format needs (raw bodies, timing).
+type MissingError struct {
+	Format Format
+	TapeID string
+	// Missing names what is missing; Why says what the format needs it for.
+	Missing, Why string
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("export %s: tape %s has no %s; %s", e.Format, e.TapeID, e.Missing, e.Why)
+}
+
+// Export converts a tape to format f.
+func Export(tp *tape.Tape, f Format, opts Options) ([]File, error) {
+	switch f {
+	case ClaudeCode:
+		return ExportClaudeCode(tp)
+	case Codex:
+		return ExportCodex(tp, opts.CodexModelProvider)
+	case STS:
+		return ExportSTS(tp)
+	case ATIF:
+		b, err := ExportATIF(tp, opts)
+		if err != nil {
+			return nil, err
+		}
+		return []File{{Path: safeName(tp.Meta.TapeID) + ".atif.json", Data: b}}, nil
+	case OTLP:
+		b, err := ExportOTLP(tp)
+		if err != nil {
+			return nil, err
+		}
+		return []File{{Path: safeName(tp.Meta.TapeID) + ".otlp.json", Data: b}}, nil
+	}
+	return nil, fmt.Errorf("export: unknown format %q (want one of %v)", f, ExportFormats)
+}
+
+// ParseFormat checks a format name against the list it must be in.
+func ParseFormat(s string, of []Format) (Format, error) {
+	for _, f := range of {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("unknown format %q (want one of %v)", s, of)
+}
+
+// Imported says whether a tape was imported (has no raw bodies or timing of its own).
+func Imported(tp *tape.Tape) bool { return tp.Meta.Labels[LabelForm] != "" }
+
+// uuidFrom is a UUID-shaped identifier derived from parts: the same parts, the same id,
+// so that exports are reproducible.
+func uuidFrom(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	h[6] = h[6]&0x0f | 0x40
+	h[8] = h[8]&0x3f | 0x80
+	x := hex.EncodeToString(h[:16])
+	return x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]
+}
+
+// hexFrom is n hex digits derived from parts.
+func hexFrom(n int, parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:])[:n]
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// at is the wall time of a point of the tape's clock, in the millisecond form both
+// harnesses write (2026-12-01T13:04:12.809Z).
+func at(tp *tape.Tape, ms float64) string {
+	return tp.Meta.StartedAt.Add(time.Duration(ms * float64(time.Millisecond))).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// stepModel is the model a step asked for, else the tape's.
+func stepModel(tp *tape.Tape, s *tape.Step) string {
+	if raw, ok := s.Request.Params["model"]; ok {
+		var m string
+		if json.Unmarshal(raw, &m) == nil && m != "" {
+			return m
+		}
+	}
+	return tp.Meta.Model
+}
+
+// isReminder says whether a text block is harness boilerplate rather than what the user
+// typed: Claude Code's <system-reminder> blocks, Codex's environment and instruction blocks.
+func isReminder(text string) bool {
+	t := strings.TrimSpace(text)
+	for _, p := range []string{"<system-reminder>", "<environment_context>", "<user_instructions>", "<permissions instructions>", "# AGENTS.md instructions", "<skills_instructions>"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// prompt is the text the user gave a thread: the text of the last user message of its
+// first request without the harness's reminders.
+func prompt(th *tape.Thread) string {
+	if len(th.Steps) == 0 {
+		return ""
+	}
+	msgs := th.Steps[0].Request.Messages
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		var parts []string
+		for _, b := range msgs[i].Content {
+			if b.Type == tape.BlockText && !isReminder(b.Text) {
+				parts = append(parts, b.Text)
+			}
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "\n")
+		}
+	}
+	return ""
+}
+
+// followUp is the text of a user message that starts a new turn at step i (one whose
+// previous step asked for no tool), or "".
+func followUp(th *tape.Thread, i int) string {
+	if i == 0 || len(th.Steps[i-1].ToolCalls) > 0 {
+		return ""
+	}
+	msgs := th.Steps[i].Request.Messages
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role != "user" {
+		return ""
+	}
+	var parts []string
+	for _, b := range msgs[len(msgs)-1].Content {
+		if b.Type == tape.BlockText && !isReminder(b.Text) {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// children maps a spawning tool call id to the thread it spawned.
+func children(tp *tape.Tape) map[string]*tape.Thread {
+	out := map[string]*tape.Thread{}
+	for _, th := range tp.Threads {
+		if th.Parent != nil {
+			out[th.Parent.ToolCallID] = th
+		}
+	}
+	return out
+}
+
+// resultText is a tool result's content as one string.
+func resultText(r tape.ToolResult) string {
+	var b strings.Builder
+	for _, bl := range r.Content {
+		switch bl.Type {
+		case tape.BlockText:
+			b.WriteString(bl.Text)
+		case tape.BlockImage:
+			b.WriteString("[image]")
+		}
+	}
+	return b.String()
+}
+
+// safeName makes an identifier from a tape (untrusted) usable as a file name: anything but
+// letters, digits, '.', '-' and '_' becomes '_', and "." or ".." cannot come out.
+func safeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	out := b.String()
+	if out == "" || strings.Trim(out, ".") == "" {
+		return "_" + out
+	}
+	return out
+}
+
+// slug is Claude Code's project folder name for a working directory: every character but
+// ASCII letters and digits becomes "-".
+func slug(cwd string) string {
+	var b strings.Builder
+	for _, r := range cwd {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// jsonl encodes values one per line, without HTML escaping.
+func jsonl(values []any) ([]byte, error) {
+	var out []byte
+	for _, v := range values {
+		b, err := marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, b...), '\n')
+	}
+	return out, nil
+}
+
+func marshal(v any) ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
+}
+
+// input is a tool call's input as a JSON object (an empty object when missing).
+func input(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// LoadFor reads the tape at path with what format f needs of it: OTLP reads the raw
+// responses (response ids and models, in bodies and stream events); the other formats only
+// the normalized fields (tape.LoadSummaryFile), which is much faster on tapes whose every
+// request repeats the conversation.
+func LoadFor(path string, f Format) (*tape.Tape, error) {
+	if f == OTLP {
+		return tape.LoadFile(path)
+	}
+	return tape.LoadSummaryFile(path)
+}

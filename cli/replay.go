@@ -309,7 +309,7 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	if err != nil {
 		return failf(env, "replay", "--exec-transport: %v", err)
 	}
-	opts := sandbox.Options{Cwd: replayCwd(f, spec, rec, logf), InstallExecutor: f.install || spec.Scheme == "docker-image", Env: f.env, Logf: logf,
+	opts := sandbox.Options{Cwd: replayCwd(f, spec, rec, logf), InstallExecutor: f.install || spec.Scheme == "docker-image" || spec.Scheme == sandbox.SchemeK8s, Env: f.env, Logf: logf,
 		Network: f.network, User: f.user, ReadOnlyRoot: f.readOnly, Runtime: f.runtime, CapAdd: f.capAdd,
 		Transport: transport,
 		// Warnings are printed even with --quiet.

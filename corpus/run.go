@@ -246,6 +246,7 @@ type runner struct {
 	queued, running, done, failed, identical, differs, finished atomic.Int64
 
 	closing sync.WaitGroup
+	stop    context.CancelCauseFunc
 }
 
 // prepared is a claimed tape with its sandbox open, ready to replay.
@@ -277,6 +278,7 @@ func (r *runner) progress() {
 func (r *runner) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	r.stop = cancel
 	r.progress()
 	var wg sync.WaitGroup
 	if r.opts.Pool <= 0 {
@@ -472,6 +474,13 @@ func (r *runner) replay(ctx context.Context, p *prepared) {
 	r.release(p)
 	if ctx.Err() != nil {
 		r.requeue(ctx, p.e.Key)
+		return
+	}
+	if errors.Is(err, sandbox.ErrNoEngine) {
+		// The engine or API server went away: not the tape's fault. It is queued again and
+		// the run stops, to be resumed once the engine is back.
+		r.requeue(ctx, p.e.Key)
+		r.stop(fmt.Errorf("corpus replay stopped (run it again to resume): tape %s: %w", p.e.Key, err))
 		return
 	}
 	row := p.row

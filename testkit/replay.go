@@ -242,7 +242,7 @@ func openSandbox(ctx context.Context, spec, tmp string, c *config, rec *tape.Tap
 	if o.Logf == nil {
 		o.Logf = c.logf
 	}
-	o.InstallExecutor = o.InstallExecutor || strings.HasPrefix(spec, sandbox.SchemeDockerImage+":")
+	o.InstallExecutor = o.InstallExecutor || strings.HasPrefix(spec, sandbox.SchemeDockerImage+":") || strings.HasPrefix(spec, sandbox.SchemeK8s+":")
 	sb, err := sandbox.Open(ctx, spec, o)
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox: %w", err)

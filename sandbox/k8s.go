@@ -586,9 +586,11 @@ func (b *k8sBackend) run(ctx context.Context, argv []string, stdin io.Reader) (*
 
 // reachErr marks an API server that cannot be reached with ErrNoEngine.
 func (b *k8sBackend) reachErr(err error) error {
-	var ne net.Error
+	// A *url.Error is a request that got no HTTP answer (an answer is an *errors.StatusError):
+	// refused, reset, cut off mid-response, timed out.
+	var ue *url.Error
 	var oe *net.OpError
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &oe) || (errors.As(err, &ne) && ne.Timeout()) {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ue) || errors.As(err, &oe) {
 		return fmt.Errorf("%w: the Kubernetes API server %s: %v", ErrNoEngine, b.cfg.Host, err)
 	}
 	return err

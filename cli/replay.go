@@ -79,6 +79,15 @@ Sandboxes:
   docker-image:IMAGE   a fresh container from IMAGE, removed at the end; safe defaults: all
                        capabilities dropped, no-new-privileges, no network unless --network,
                        and the limits and user below
+  k8s:[CONTEXT/]NAMESPACE?image=IMAGE[&cpu=1&memory=2Gi&pull=IfNotPresent&ready-timeout=2m]
+                       a fresh pod on a Kubernetes cluster (kubeconfig from KUBECONFIG,
+                       ~/.kube/config or in-cluster, as kubectl), deleted at the end: a
+                       numeric non-root user (--user), all capabilities dropped, no privilege
+                       escalation, no service account token, no network (a deny-all
+                       NetworkPolicy) unless --network, the limits below (cpu=/memory= win);
+                       the executor is copied in and the calls travel over one exec stream
+                       through the API server (WebSocket, SPDY as fallback). An image that
+                       cannot be pulled fails at once, naming the pod's reason
 
 Containers TapeBox creates (docker-image:) run with, unless flags say otherwise:
   --pids-limit 512     processes and threads (stops a fork bomb); 0: unlimited
@@ -137,7 +146,7 @@ bar shows done, failed, running, the rate and the ETA. Exit status 1 when a tape
 the run stopped; with --check also when a replay differs.`)
 	f := replayFlags{env: kvFlag{}}
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
-	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, unsafe-local:DIR, docker:NAME or docker-image:IMAGE")
+	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, unsafe-local:DIR, docker:NAME, docker-image:IMAGE or k8s:NAMESPACE?image=IMAGE")
 	fs.StringVar(&f.cwd, "cwd", "", "working directory inside a Docker sandbox (default: the tape's meta.cwd, else the container's; ignored for local:DIR)")
 	fs.StringVar(&f.output, "output", "", `write the replay tape here, after every step; "-" (executor mode) prints it on stdout when the replay ends`)
 	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")

@@ -47,10 +47,11 @@ type replayFlags struct {
 	workspaceDir                       string
 	env                                kvFlag
 	telemetry                          *telemetryFlags
+	corpus                             corpusFlags
 }
 
 func runReplay(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "replay", "--tape run.json (--sandbox SPEC | --listen ADDR) [--output replay.json] [flags]", `
+	fs := newFlagSet(env, "replay", "--tape run.json (--sandbox SPEC | --listen ADDR) [--output replay.json] [flags]\n       tapebox replay --corpus DIR --sandbox SPEC --journal FILE [--jobs N] [--pool K] [--output-dir DIR] [flags]", `
 Executor mode (--sandbox): the controller plays the model (recorded responses, recorded latency
 scaled by --speed) and drives tapebox-exec inside the sandbox over one session to run every tool
 call. It exits 1, naming the thread and step, if some thread could not be played to its end.
@@ -78,6 +79,15 @@ Sandboxes:
   docker-image:IMAGE   a fresh container from IMAGE, removed at the end; safe defaults: all
                        capabilities dropped, no-new-privileges, no network unless --network,
                        and the limits and user below
+  k8s:[CONTEXT/]NAMESPACE?image=IMAGE[&cpu=1&memory=2Gi&pull=IfNotPresent&ready-timeout=2m]
+                       a fresh pod on a Kubernetes cluster (kubeconfig from KUBECONFIG,
+                       ~/.kube/config or in-cluster, as kubectl), deleted at the end: a
+                       numeric non-root user (--user), all capabilities dropped, no privilege
+                       escalation, no service account token, no network (a deny-all
+                       NetworkPolicy) unless --network, the limits below (cpu=/memory= win);
+                       the executor is copied in and the calls travel over one exec stream
+                       through the API server (WebSocket, SPDY as fallback). An image that
+                       cannot be pulled fails at once, naming the pod's reason
 
 Containers TapeBox creates (docker-image:) run with, unless flags say otherwise:
   --pids-limit 512     processes and threads (stops a fork bomb); 0: unlimited
@@ -115,10 +125,28 @@ step the sandbox's end manifest goes into the replay tape, so that compare check
 Simulator mode (--listen): the real harness replays against the recorded responses. With
 --workspace DIR (where the harness will run) the start snapshot is restored into DIR first and a
 completed run's replay tape gets DIR's end manifest; without it compare cannot check the end
-state of a tape that carries one.`)
+state of a tape that carries one.
+
+Corpus mode (--corpus DIR): every tape of a folder (*.json, recursively; not *.replay.json)
+or of an exported dataset (its tapes table is imported once beside the journal) replays in
+executor mode, --jobs at a time, each in a fresh sandbox: docker-image:IMAGE, k8s:..., or
+local (a fresh directory per tape), with the sandbox flags above. Each replay is compared
+with its recording. The journal (--journal FILE, a SQLite database) records every tape's
+state: queued, running, done (verdict identical or differs) or failed (with the error). Run
+the same command again after a crash or a kill: done and failed tapes are kept, interrupted
+ones are redone from scratch in a fresh sandbox. One process at a time holds a journal (a
+second one is refused, naming the first one's pid), and a journal made for another corpus is
+refused. --pool K makes K sandboxes ready ahead of the replays (each for the tape it will run,
+never reused), taking sandbox start-up off the critical path. An engine or API server that
+goes away stops the run with the tapes it cut off queued again. At the end the results table
+(key, tape_id, state, verdict, steps, executor_restarts, attempts, wall_ms, tool_ms,
+sandbox_ready_ms, output, error) is written as Parquet beside the journal
+(STEM.results.parquet) and a summary is printed (--json: as JSON). On a terminal a progress
+bar shows done, failed, running, the rate and the ETA. Exit status 1 when a tape failed or
+the run stopped; with --check also when a replay differs.`)
 	f := replayFlags{env: kvFlag{}}
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
-	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, unsafe-local:DIR, docker:NAME or docker-image:IMAGE")
+	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, unsafe-local:DIR, docker:NAME, docker-image:IMAGE or k8s:NAMESPACE?image=IMAGE")
 	fs.StringVar(&f.cwd, "cwd", "", "working directory inside a Docker sandbox (default: the tape's meta.cwd, else the container's; ignored for local:DIR)")
 	fs.StringVar(&f.output, "output", "", `write the replay tape here, after every step; "-" (executor mode) prints it on stdout when the replay ends`)
 	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")
@@ -141,12 +169,16 @@ state of a tape that carries one.`)
 	fs.StringVar(&f.workspaceDir, "workspace", "", "simulator mode: the directory the harness works in (empty or missing): the tape's start snapshot is restored there first, and each completed run's end manifest is read from it")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "do not restore the tape's start snapshot (meta.workspace) and take no end manifest: the replay starts from the sandbox as it is")
 	f.telemetry = addTelemetryFlags(fs, true)
+	f.corpus.add(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
 	f.setFlags = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.setFlags[fl.Name] = true })
 	f.cwdGiven = f.setFlags["cwd"]
+	if f.corpus.dir != "" || f.setFlags["jobs"] || f.setFlags["journal"] || f.setFlags["pool"] || f.setFlags["output-dir"] {
+		return runCorpus(ctx, env, fs, &f)
+	}
 	if f.tapePath == "" {
 		return usageError(env, fs, "--tape is required")
 	}
@@ -295,7 +327,7 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	if err != nil {
 		return failf(env, "replay", "--exec-transport: %v", err)
 	}
-	opts := sandbox.Options{Cwd: replayCwd(f, spec, rec, logf), InstallExecutor: f.install || spec.Scheme == "docker-image", Env: f.env, Logf: logf,
+	opts := sandbox.Options{Cwd: replayCwd(f, spec, rec, logf), InstallExecutor: f.install || spec.Scheme == "docker-image" || spec.Scheme == sandbox.SchemeK8s, Env: f.env, Logf: logf,
 		Network: f.network, User: f.user, ReadOnlyRoot: f.readOnly, Runtime: f.runtime, CapAdd: f.capAdd,
 		Transport: transport,
 		// Warnings are printed even with --quiet.

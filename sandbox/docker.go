@@ -282,6 +282,11 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 		Env:        d.env,
 		Labels:     map[string]string{Label: "1"},
 	}
+	for k, v := range opts.Labels {
+		if _, own := cfg.Labels[k]; !own && k != OwnerLabel {
+			cfg.Labels[k] = v
+		}
+	}
 	if me, ok := self(); ok {
 		cfg.Labels[OwnerLabel] = me.String()
 	}

@@ -18,6 +18,8 @@ const (
 	SchemeLocal       = "local"
 	SchemeDocker      = "docker"
 	SchemeDockerImage = "docker-image"
+	// SchemeK8s is a fresh pod on a Kubernetes cluster: "k8s:[CONTEXT/]NAMESPACE?image=IMG".
+	SchemeK8s = "k8s"
 	// SchemeUnsafeLocal spells a local sandbox that is not isolated on purpose; ParseSpec
 	// gives it as SchemeLocal with Spec.Unsafe set.
 	SchemeUnsafeLocal = "unsafe-local"
@@ -71,6 +73,10 @@ type Options struct {
 	// Transport is how the executor session reaches a Docker sandbox: TransportAuto (the
 	// default), TransportStream or TransportSocket. See Transport.
 	Transport Transport
+	// Labels are added to the container or pod TapeBox creates (a corpus replay names the
+	// tape there); they are ignored for a sandbox TapeBox did not create. They cannot
+	// replace TapeBox's own labels.
+	Labels map[string]string
 
 	// The options below apply only to containers TapeBox creates (docker-image:); Open rejects
 	// them for other sandboxes.
@@ -258,12 +264,12 @@ func ParseSpec(spec string) (Spec, error) {
 		return Spec{}, fmt.Errorf("%w %q: want local:DIR, docker:CONTAINER or docker-image:IMAGE", ErrBadSpec, spec)
 	}
 	switch scheme {
-	case SchemeLocal, SchemeUnsafeLocal, SchemeDocker, SchemeDockerImage:
+	case SchemeLocal, SchemeUnsafeLocal, SchemeDocker, SchemeDockerImage, SchemeK8s:
 	default:
 		return Spec{}, fmt.Errorf("%w %q: unknown scheme %q; use local:DIR, unsafe-local:DIR, docker:CONTAINER or docker-image:IMAGE", ErrBadSpec, spec, scheme)
 	}
 	if strings.TrimSpace(target) == "" || target != strings.TrimSpace(target) {
-		what := map[string]string{SchemeLocal: "a directory", SchemeUnsafeLocal: "a directory", SchemeDocker: "a container name or ID", SchemeDockerImage: "an image reference"}[scheme]
+		what := map[string]string{SchemeLocal: "a directory", SchemeUnsafeLocal: "a directory", SchemeDocker: "a container name or ID", SchemeDockerImage: "an image reference", SchemeK8s: "a namespace and ?image=IMAGE"}[scheme]
 		return Spec{}, fmt.Errorf("%w %q: %s: needs %s after the colon, without spaces", ErrBadSpec, spec, scheme, what)
 	}
 	if scheme == SchemeUnsafeLocal {
@@ -330,7 +336,7 @@ func Open(ctx context.Context, spec string, opts Options) (*Sandbox, error) {
 	if err := opts.Transport.check(s); err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", s, err)
 	}
-	if s.Scheme != SchemeDockerImage {
+	if s.Scheme != SchemeDockerImage && s.Scheme != SchemeK8s {
 		if set := opts.createdOnly(); len(set) > 0 {
 			return nil, fmt.Errorf("open sandbox %s: %w: %s only apply to containers TapeBox creates; use docker-image:IMAGE",
 				s, ErrOption, strings.Join(set, ", "))
@@ -339,6 +345,8 @@ func Open(ctx context.Context, spec string, opts Options) (*Sandbox, error) {
 	switch s.Scheme {
 	case SchemeLocal:
 		return openLocal(ctx, s, opts)
+	case SchemeK8s:
+		return openK8s(ctx, s, opts)
 	default:
 		return openDocker(ctx, s, opts)
 	}

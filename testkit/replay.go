@@ -130,6 +130,7 @@ func (r *Result) Close() error {
 //	"docker-image:IMAGE"  a fresh container from a local image, removed at the end
 //	"IMAGE"               the same, for a spec without a known scheme
 //	"docker:NAME"         an existing container
+//	"k8s:NS?image=IMAGE"  a fresh pod on a Kubernetes cluster, deleted at the end
 //
 // A tape that cannot be loaded or a sandbox that cannot be opened fails tb. A Docker
 // sandbox with no engine reachable, or a missing image, skips tb, unless
@@ -224,7 +225,8 @@ func openSandbox(ctx context.Context, spec, tmp string, c *config, rec *tape.Tap
 	case spec == sandbox.SchemeLocal, spec == sandbox.SchemeUnsafeLocal:
 		spec += ":" + filepath.Join(tmp, "sandbox")
 	case strings.HasPrefix(spec, sandbox.SchemeLocal+":"), strings.HasPrefix(spec, sandbox.SchemeUnsafeLocal+":"),
-		strings.HasPrefix(spec, sandbox.SchemeDocker+":"), strings.HasPrefix(spec, sandbox.SchemeDockerImage+":"):
+		strings.HasPrefix(spec, sandbox.SchemeDocker+":"), strings.HasPrefix(spec, sandbox.SchemeDockerImage+":"),
+		strings.HasPrefix(spec, sandbox.SchemeK8s+":"):
 	default:
 		spec = sandbox.SchemeDockerImage + ":" + spec
 	}
@@ -242,7 +244,7 @@ func openSandbox(ctx context.Context, spec, tmp string, c *config, rec *tape.Tap
 	if o.Logf == nil {
 		o.Logf = c.logf
 	}
-	o.InstallExecutor = o.InstallExecutor || strings.HasPrefix(spec, sandbox.SchemeDockerImage+":")
+	o.InstallExecutor = o.InstallExecutor || strings.HasPrefix(spec, sandbox.SchemeDockerImage+":") || strings.HasPrefix(spec, sandbox.SchemeK8s+":")
 	sb, err := sandbox.Open(ctx, spec, o)
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox: %w", err)

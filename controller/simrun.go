@@ -76,20 +76,6 @@ func (r *simRun) isDone() bool {
 
 func (r *simRun) ms(t time.Time) float64 { return tape.RoundMS(t.Sub(r.start)) }
 
-// modelTurns counts the model's turns already in a request: runs of consecutive assistant
-// messages (one response may come back as several items).
-func modelTurns(req *tape.Request) int {
-	n, in := 0, false
-	for _, m := range req.Messages {
-		a := m.Role == "assistant"
-		if a && !in {
-			n++
-		}
-		in = a
-	}
-	return n
-}
-
 // divergence is a request the tape cannot answer.
 type divergence struct {
 	thread string // "" when no thread fits
@@ -153,7 +139,7 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 	if r.done {
 		return -1, 0, nil, &divergence{msg: fmt.Sprintf("run %s already ended (%s); start another run with /r/<run>/", r.name, r.reason)}
 	}
-	turns := modelTurns(&in.Request)
+	turns := provider.AssistantTurns(&in.Request)
 	sig := sigOf(&in.Request)
 	best, bestScore := -1, -1
 	for i, th := range r.s.rec.Threads {

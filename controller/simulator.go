@@ -110,24 +110,7 @@ func sigOf(req *tape.Request) threadSig {
 	for _, t := range req.Tools {
 		tools = append(tools, t.Name)
 	}
-	return threadSig{system: req.System, tools: strings.Join(tools, ","), opening: openingText(req)}
-}
-
-// openingText is the text of the messages before the first model turn.
-func openingText(req *tape.Request) string {
-	var b strings.Builder
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			break
-		}
-		for _, blk := range m.Content {
-			if blk.Type == tape.BlockText {
-				b.WriteString(blk.Text)
-				b.WriteByte('\n')
-			}
-		}
-	}
-	return b.String()
+	return threadSig{system: req.System, tools: strings.Join(tools, ","), opening: provider.OpeningText(req)}
 }
 
 // lastUserText is the text of the last user message of a request's opening.
@@ -406,14 +389,8 @@ func (s *Simulator) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 
 // writeProviderError answers with an error in the provider's own shape.
 func writeProviderError(w http.ResponseWriter, p tape.Provider, status int, typ, msg string) {
-	var body any
-	if p == tape.ProviderAnthropic {
-		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
-	} else {
-		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": "tapebox_" + typ}}
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Tapebox-Error", "1")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(body)
+	w.Write(append(provider.ErrorBody(p, typ, "tapebox_"+typ, msg), '\n'))
 }

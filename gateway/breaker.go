@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
 )
 
 // The names of the breaker's limits, as meta.ended.limit and /tapebox/status give them.
@@ -188,17 +189,10 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, p tape.Provider
 	w.Write(budgetErrorBody(p, msg))
 }
 
-// budgetErrorBody is an invalid_request_error in the wire format's shape: Anthropic's
-// {"type":"error","error":{...}}, OpenAI's {"error":{...,"code":"tapebox_budget_exceeded"}}.
+// budgetErrorBody is an invalid_request_error in the wire format's shape, with OpenAI's
+// code tapebox_budget_exceeded.
 func budgetErrorBody(p tape.Provider, msg string) []byte {
-	var v any
-	if p == tape.ProviderAnthropic {
-		v = map[string]any{"type": "error", "error": map[string]string{"type": "invalid_request_error", "message": msg}}
-	} else {
-		v = map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": "tapebox_budget_exceeded"}}
-	}
-	b, _ := json.Marshal(v)
-	return b
+	return provider.ErrorBody(p, "invalid_request_error", "tapebox_budget_exceeded", msg)
 }
 
 // Status is what GET /tapebox/status answers: the recording's counters as they are now.

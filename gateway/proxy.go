@@ -457,7 +457,7 @@ func statusProblems(status int) []string {
 // and records it first.
 func (g *Gateway) fail(w http.ResponseWriter, rec *recording, p tape.Provider, msg string) {
 	g.logf("%s", msg)
-	body := errorBody(p, "tapebox gateway: "+msg)
+	body := apiErrorBody(p, "tapebox gateway: "+msg)
 	if rec != nil {
 		now := g.now()
 		h := http.Header{"Content-Type": {"application/json"}}
@@ -469,16 +469,9 @@ func (g *Gateway) fail(w http.ResponseWriter, rec *recording, p tape.Provider, m
 	w.Write(body)
 }
 
-// errorBody is an api_error in the wire format's shape.
-func errorBody(p tape.Provider, msg string) []byte {
-	var v any
-	if p == tape.ProviderAnthropic {
-		v = map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": msg}}
-	} else {
-		v = map[string]any{"error": map[string]any{"message": msg, "type": "api_error", "param": nil, "code": nil}}
-	}
-	b, _ := json.Marshal(v)
-	return b
+// apiErrorBody is an api_error in the wire format's shape.
+func apiErrorBody(p tape.Provider, msg string) []byte {
+	return provider.ErrorBody(p, "api_error", "", msg)
 }
 
 // answer is what came back for a recorded call.

@@ -252,18 +252,11 @@ func (g *Gateway) amend(rec *recording, a *answer, problems []string) {
 	g.dirty.Store(true)
 }
 
-// emptyRequest stands in for a request when only a response is normalized.
-var emptyRequest = json.RawMessage(`{}`)
-
 // normalizeResponse fills the normalized fields of s's response and its tool calls, leaving
 // its request (normalized by begin) alone: parsing a long request once is enough.
 func normalizeResponse(p tape.Provider, s *tape.Step) error {
-	tmp := tape.Step{Request: tape.Request{Raw: emptyRequest}, Response: s.Response}
-	err := provider.Normalize(p, &tmp)
-	s.Response.Content = tmp.Response.Content
-	s.Response.StopReason = tmp.Response.StopReason
-	s.Response.Usage = tmp.Response.Usage
-	s.ToolCalls = tmp.ToolCalls
+	calls, err := provider.NormalizeResponse(p, &s.Response)
+	s.ToolCalls = calls
 	return err
 }
 

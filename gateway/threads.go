@@ -9,6 +9,7 @@ import (
 
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/harnesses"
+	"github.com/tapebox/tapebox/tape/provider"
 )
 
 // SpawningTools are the tools known to start a subagent (the harness table's, package
@@ -64,28 +65,6 @@ func threadKey(req *tape.Request) string {
 	return strconv.FormatUint(h.Sum64(), 16)
 }
 
-// openingUserText returns the text of the user messages before the first assistant one.
-// A subagent's task is among them, not always first: a Codex sub-agent's request opens with
-// its environment context, then the task spawn_agent gave it.
-func openingUserText(req *tape.Request) string {
-	var b strings.Builder
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			break
-		}
-		if m.Role != "user" {
-			continue
-		}
-		for _, blk := range m.Content {
-			if blk.Type == tape.BlockText {
-				b.WriteString(blk.Text)
-				b.WriteString("\n")
-			}
-		}
-	}
-	return b.String()
-}
-
 // eachFirstUserText calls fn with the text of each text block of the first user message.
 func eachFirstUserText(req *tape.Request, fn func(string)) {
 	for _, m := range req.Messages {
@@ -98,22 +77,6 @@ func eachFirstUserText(req *tape.Request, fn func(string)) {
 			return
 		}
 	}
-}
-
-// assistantTurns counts the model's answers a request holds: runs of consecutive assistant
-// messages, since one answer may come back as several entries (a Responses answer's
-// reasoning, message and function_call items each become a message).
-func assistantTurns(req *tape.Request) int {
-	n := 0
-	inRun := false
-	for _, m := range req.Messages {
-		out := m.Role == "assistant"
-		if out && !inRun {
-			n++
-		}
-		inRun = out
-	}
-	return n
 }
 
 // answeredCalls returns the tool call ids a request carries results for.
@@ -144,7 +107,7 @@ func answeredCalls(req *tape.Request) map[string]bool {
 func (g *Gateway) attribute(req *tape.Request) (th *thread, continued bool) {
 	answered := answeredCalls(req)
 	key := threadKey(req)
-	turns := assistantTurns(req)
+	turns := provider.AssistantTurns(req)
 	if len(answered) > 0 {
 		for _, t := range g.threads {
 			if t.last == nil {
@@ -162,7 +125,7 @@ func (g *Gateway) attribute(req *tape.Request) (th *thread, continued bool) {
 			return t, true
 		}
 	}
-	th = &thread{index: -1, key: key, firstText: openingUserText(req)}
+	th = &thread{index: -1, key: key, firstText: provider.OpeningUserText(req)}
 	if len(g.threads) == 0 {
 		th.id = "main"
 	} else {

@@ -74,16 +74,24 @@ func Normalize(p tape.Provider, s *tape.Step) error {
 	s.Request.Params = req.params
 	s.Request.Stream = req.stream
 
-	rep, err := responseOf(f, &s.Response)
+	calls, err := normalizeResponse(f, p, &s.Response)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("normalize %s response: %w", p, err))
+		errs = append(errs, err)
+	}
+	s.ToolCalls = calls
+	return errors.Join(errs...)
+}
+
+func normalizeResponse(f format, p tape.Provider, r *tape.Response) ([]tape.ToolCall, error) {
+	rep, err := responseOf(f, r)
+	if err != nil {
+		err = fmt.Errorf("normalize %s response: %w", p, err)
 		rep = reply{}
 	}
-	s.Response.Content = rep.content
-	s.Response.StopReason = rep.stop
-	s.Response.Usage = rep.usage
-	s.ToolCalls = rep.calls
-	return errors.Join(errs...)
+	r.Content = rep.content
+	r.StopReason = rep.stop
+	r.Usage = rep.usage
+	return rep.calls, err
 }
 
 // ToolResults returns the results of calls found in a thread's next request body: the

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
 )
 
 // Server is a scripted model provider. It is an http.Handler; Start serves it on a
@@ -399,12 +402,15 @@ func errorType(status int) string {
 
 // writeError writes an error body in the endpoint's wire format.
 func writeError(w http.ResponseWriter, e Endpoint, status int, typ, msg string) {
-	switch e {
-	case EndpointMessages, EndpointCountTokens:
-		writeJSON(w, status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
-	default:
-		writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+	p := tape.ProviderOpenAIChat // the OpenAI shape, Chat and Responses alike
+	if e == EndpointMessages || e == EndpointCountTokens {
+		p = tape.ProviderAnthropic
 	}
+	b := provider.ErrorBody(p, typ, "", msg)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -272,3 +272,25 @@ func TestBrowserEmptyTape(t *testing.T) {
 		})
 	}
 }
+
+// A 2,000-step tape builds DOM for the rows on screen only, and the list scrolls to its end.
+func TestBrowserVirtualList(t *testing.T) {
+	browserEnv(t)
+	tp := bigTape(2000, 4<<20, 10)
+	rec, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	var r struct {
+		ListCount string `json:"listCount"`
+		Lanes     int    `json:"lanes"`
+		Rows      int    `json:"rows"`
+		Nodes     int    `json:"nodes"`
+		LastRow   string `json:"lastRow"`
+		RowsAtEnd int    `json:"rowsAtEnd"`
+	}
+	drive(t, "load", map[string]any{"page": writePage(t, t.TempDir(), "many", rec, nil)}, &r)
+	assert.Equal(t, len(tp.Threads), r.Lanes)
+	assert.Regexp(t, `^\d+ of 2000 steps match$`, r.ListCount, "a search filters the 2,000 steps")
+	assert.Less(t, r.RowsAtEnd, 60, "only the rows on screen are in the DOM")
+	assert.Less(t, r.Nodes, 1500)
+	assert.Equal(t, "#2000", r.LastRow, "the last row is reached by scrolling")
+}

@@ -106,6 +106,14 @@ try {
     await page.waitForTimeout(300);
     out.listCount = await page.textContent("#list-count");
     out.lanes = await page.$$eval(".lane-label", (ls) => ls.length);
+    out.rows = await page.$$eval(".step-row", (r) => r.length);
+    out.nodes = await page.evaluate(() => document.getElementsByTagName("*").length);
+    await page.fill("#search", "");
+    await page.waitForTimeout(300);
+    await page.$eval("#list", (l) => { l.scrollTop = l.scrollHeight; });
+    await page.waitForTimeout(200);
+    out.lastRow = await page.$$eval(".step-row .num", (r) => r.length ? r[r.length - 1].textContent : "");
+    out.rowsAtEnd = await page.$$eval(".step-row", (r) => r.length);
   } else if (scenario === "diff") {
     await page.goto(url);
     await ready();

@@ -148,6 +148,9 @@ type diffReport struct {
 		Results  []string `json:"results"`
 	} `json:"differing"`
 	DetailStep string   `json:"detailStep"`
+	RepTitle   string   `json:"repTitle"`
+	RepResults []string `json:"repResults"`
+	RepHash    string   `json:"repHash"`
 	EndState   []string `json:"endState"`
 	Shots      []string `json:"shots"`
 }
@@ -176,7 +179,7 @@ func TestBrowserReplayDifference(t *testing.T) {
 
 	t.Run("planted", func(t *testing.T) {
 		var r diffReport
-		drive(t, "diff", map[string]any{"page": writePage(t, dir, "planted", rec, planted), "shots": t.ArtifactDir()}, &r)
+		drive(t, "diff", map[string]any{"page": writePage(t, dir, "planted", rec, planted), "shots": t.ArtifactDir(), "repThread": thread, "repIndex": stepIdx}, &r)
 		assert.Contains(t, r.Verdict, "differs")
 		assert.Equal(t, []string{fmt.Sprintf("%s/%d", thread, stepIdx)}, r.DiffRows, "exactly the planted step is flagged")
 		assert.Equal(t, []string{"rec:main", "rec:t1", "rep:main", "rep:t1"}, r.LaneLabels, "the replay's lanes beside the recording's")
@@ -190,6 +193,9 @@ func TestBrowserReplayDifference(t *testing.T) {
 		require.Len(t, r.EndState, 1, "the end-state difference is listed")
 		assert.Contains(t, r.EndState[0], "logs/bg.txt: size differs")
 		assert.Contains(t, r.ComparePane, "DIFFERS")
+		assert.Equal(t, fmt.Sprintf("replay: thread %s, step %d  ≠ differs", thread, stepIdx), r.RepTitle, "a replay bar opens the replay's step")
+		assert.Equal(t, []string{"bg-done", "bg-failed"}, r.RepResults, "recorded first, replayed beside it")
+		assert.Equal(t, fmt.Sprintf("#step=replay/%s/%d", thread, stepIdx), r.RepHash)
 	})
 	t.Run("unplanted", func(t *testing.T) {
 		var r diffReport

@@ -136,6 +136,15 @@ try {
       await shot("diff");
     }
     out.endState = await page.$$eval("#end-state li", (ls) => ls.map((l) => l.textContent));
+    if (args.repThread) {
+      await page.click("#zoom-fit");
+      const pos = await page.evaluate((a) => window.tapeboxView.barCenter("rep", a.repThread, a.repIndex), args);
+      await page.click("#timeline", { position: pos });
+      await detailFor(`replay/${args.repThread}/${args.repIndex}`);
+      out.repTitle = await page.textContent("#detail-pane h2");
+      out.repResults = await page.$$eval("#detail-pane .call pre.result", (ps) => ps.map((p) => p.textContent));
+      out.repHash = await page.evaluate(() => location.hash);
+    }
   } else if (scenario === "xss") {
     await page.goto(url);
     await ready();

@@ -148,6 +148,9 @@ type diffReport struct {
 		Results  []string `json:"results"`
 	} `json:"differing"`
 	DetailStep string   `json:"detailStep"`
+	RepTitle   string   `json:"repTitle"`
+	RepResults []string `json:"repResults"`
+	RepHash    string   `json:"repHash"`
 	EndState   []string `json:"endState"`
 	Shots      []string `json:"shots"`
 }
@@ -176,7 +179,7 @@ func TestBrowserReplayDifference(t *testing.T) {
 
 	t.Run("planted", func(t *testing.T) {
 		var r diffReport
-		drive(t, "diff", map[string]any{"page": writePage(t, dir, "planted", rec, planted), "shots": t.ArtifactDir()}, &r)
+		drive(t, "diff", map[string]any{"page": writePage(t, dir, "planted", rec, planted), "shots": t.ArtifactDir(), "repThread": thread, "repIndex": stepIdx}, &r)
 		assert.Contains(t, r.Verdict, "differs")
 		assert.Equal(t, []string{fmt.Sprintf("%s/%d", thread, stepIdx)}, r.DiffRows, "exactly the planted step is flagged")
 		assert.Equal(t, []string{"rec:main", "rec:t1", "rep:main", "rep:t1"}, r.LaneLabels, "the replay's lanes beside the recording's")
@@ -190,6 +193,9 @@ func TestBrowserReplayDifference(t *testing.T) {
 		require.Len(t, r.EndState, 1, "the end-state difference is listed")
 		assert.Contains(t, r.EndState[0], "logs/bg.txt: size differs")
 		assert.Contains(t, r.ComparePane, "DIFFERS")
+		assert.Equal(t, fmt.Sprintf("replay: thread %s, step %d  ≠ differs", thread, stepIdx), r.RepTitle, "a replay bar opens the replay's step")
+		assert.Equal(t, []string{"bg-done", "bg-failed"}, r.RepResults, "recorded first, replayed beside it")
+		assert.Equal(t, fmt.Sprintf("#step=replay/%s/%d", thread, stepIdx), r.RepHash)
 	})
 	t.Run("unplanted", func(t *testing.T) {
 		var r diffReport
@@ -271,4 +277,26 @@ func TestBrowserEmptyTape(t *testing.T) {
 			assert.Contains(t, r.ListCount, "0")
 		})
 	}
+}
+
+// A 2,000-step tape builds DOM for the rows on screen only, and the list scrolls to its end.
+func TestBrowserVirtualList(t *testing.T) {
+	browserEnv(t)
+	tp := bigTape(2000, 4<<20, 10)
+	rec, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	var r struct {
+		ListCount string `json:"listCount"`
+		Lanes     int    `json:"lanes"`
+		Rows      int    `json:"rows"`
+		Nodes     int    `json:"nodes"`
+		LastRow   string `json:"lastRow"`
+		RowsAtEnd int    `json:"rowsAtEnd"`
+	}
+	drive(t, "load", map[string]any{"page": writePage(t, t.TempDir(), "many", rec, nil)}, &r)
+	assert.Equal(t, len(tp.Threads), r.Lanes)
+	assert.Regexp(t, `^\d+ of 2000 steps match$`, r.ListCount, "a search filters the 2,000 steps")
+	assert.Less(t, r.RowsAtEnd, 60, "only the rows on screen are in the DOM")
+	assert.Less(t, r.Nodes, 1500)
+	assert.Equal(t, "#2000", r.LastRow, "the last row is reached by scrolling")
 }

@@ -1,11 +1,8 @@
 package viewer
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -162,26 +159,23 @@ type threadState struct {
 }
 
 // walkTape decodes a tape's bytes one step at a time, calling step for each with the
-// step's thread index and its detail; it returns the index without costs and links. The
+// step's detail; it returns the index without costs and links. One pass over the bytes finds
+// each thread's steps, which are then decoded on every core and handed over in order. The
 // members of the tape and of its threads may come in any order.
 func walkTape(path string, data []byte, step func(d *detail) (int, error)) (*tapeIndex, error) {
 	ix := &tapeIndex{Path: path, Threads: []threadIndex{}, Steps: []stepIndex{}}
 	ix.Meta.WorkspaceEntries = -1
-	dec := json.NewDecoder(bytes.NewReader(data))
-	fail := func(err error) (*tapeIndex, error) { return nil, fmt.Errorf("read tape %s: %w", path, err) }
-	if err := expectDelim(dec, '{'); err != nil {
-		return fail(err)
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return fail(err)
-		}
+	s := &scanner{data: data}
+	err := s.members(func(key string) error {
 		switch key {
 		case "meta":
+			raw, err := s.value()
+			if err != nil {
+				return fmt.Errorf("meta: %w", err)
+			}
 			var m tape.Meta
-			if err := dec.Decode(&m); err != nil {
-				return fail(fmt.Errorf("meta: %w", err))
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return fmt.Errorf("meta: %w", err)
 			}
 			ix.Meta = metaIndex{TapeID: m.TapeID, Harness: m.Harness, HarnessVersion: m.HarnessVersion, Provider: m.Provider,
 				Model: m.Model, Cwd: m.Cwd, StartedAt: m.StartedAt, Task: m.Task, ReplayOf: m.ReplayOf, Labels: m.Labels,
@@ -189,79 +183,77 @@ func walkTape(path string, data []byte, step func(d *detail) (int, error)) (*tap
 			if m.Workspace != nil && m.Workspace.End != nil {
 				ix.Meta.WorkspaceEntries = len(m.Workspace.End)
 			}
+			return nil
 		case "threads":
-			if err := expectDelim(dec, '['); err != nil {
-				return fail(fmt.Errorf("threads: %w", err))
-			}
-			for dec.More() {
-				n := len(ix.Threads)
-				if err := walkThread(dec, ix, step); err != nil {
-					return fail(fmt.Errorf("threads/%d: %w", n, err))
+			return s.items(func(n int) error {
+				if err := walkThread(s, ix, step); err != nil {
+					return fmt.Errorf("threads/%d: %w", n, err)
 				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return fail(err)
-			}
+				return nil
+			})
 		default:
-			if err := skip(dec); err != nil {
-				return fail(err)
-			}
+			_, err := s.value()
+			return err
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read tape %s: %w", path, err)
+	}
+	if s.peek() != 0 {
+		return nil, fmt.Errorf("read tape %s: %w", path, s.errorf("data after the tape"))
 	}
 	return ix, nil
 }
 
-func walkThread(dec *json.Decoder, ix *tapeIndex, step func(d *detail) (int, error)) error {
+func walkThread(s *scanner, ix *tapeIndex, step func(d *detail) (int, error)) error {
 	th := len(ix.Threads)
 	ix.Threads = append(ix.Threads, threadIndex{ParentStep: -1, Steps: []int{}})
-	if err := expectDelim(dec, '{'); err != nil {
-		return err
-	}
-	var st threadState
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return err
-		}
+	return s.members(func(key string) error {
 		switch key {
-		case "id":
-			if err := dec.Decode(&ix.Threads[th].ID); err != nil {
-				return fmt.Errorf("id: %w", err)
+		case "id", "parent":
+			raw, err := s.value()
+			if err != nil {
+				return fmt.Errorf("%s: %w", key, err)
 			}
-		case "parent":
-			if err := dec.Decode(&ix.Threads[th].Parent); err != nil {
-				return fmt.Errorf("parent: %w", err)
+			dst := any(&ix.Threads[th].ID)
+			if key == "parent" {
+				dst = &ix.Threads[th].Parent
 			}
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			return nil
 		case "steps":
-			if err := expectDelim(dec, '['); err != nil {
-				return fmt.Errorf("steps: %w", err)
-			}
-			for i := 0; dec.More(); i++ {
-				var ws wireStep
-				if err := dec.Decode(&ws); err != nil {
-					return fmt.Errorf("steps/%d: %w", i, err)
-				}
-				si, d, err := st.next(th, i, &ws)
+			var spans [][]byte
+			err := s.items(func(i int) error {
+				raw, err := s.value()
 				if err != nil {
 					return fmt.Errorf("steps/%d: %w", i, err)
+				}
+				spans = append(spans, raw)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			var st threadState
+			return decodeSteps(spans, func(i int, ws *wireStep) error {
+				si, d, err := st.next(th, i, ws)
+				if err != nil {
+					return err
 				}
 				if si.seq, err = step(d); err != nil {
 					return err
 				}
 				ix.Threads[th].Steps = append(ix.Threads[th].Steps, len(ix.Steps))
 				ix.Steps = append(ix.Steps, si)
-			}
-			if _, err := dec.Token(); err != nil {
-				return err
-			}
+				return nil
+			})
 		default:
-			if err := skip(dec); err != nil {
-				return err
-			}
+			_, err := s.value()
+			return err
 		}
-	}
-	_, err := dec.Token()
-	return err
+	})
 }
 
 // next turns a decoded step into its index entry and detail, and remembers what the next
@@ -396,41 +388,6 @@ func (ix *tapeIndex) finish(pt *prices.Table) {
 	ix.Cost = costIndex{PricesDate: tc.PricesDate, USD: tc.USD, Threads: tc.Threads, Unpriced: tc.Unpriced}
 	if ix.Cost.Unpriced == nil {
 		ix.Cost.Unpriced = []string{}
-	}
-}
-
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := t.(json.Delim); !ok || d != want {
-		return fmt.Errorf("want %q, got %v", want, t)
-	}
-	return nil
-}
-
-// skip reads past one value.
-func skip(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		if d, ok := t.(json.Delim); ok {
-			if d == '{' || d == '[' {
-				depth++
-			} else {
-				depth--
-			}
-		}
-		if depth == 0 {
-			return nil
-		}
 	}
 }
 

@@ -106,6 +106,14 @@ try {
     await page.waitForTimeout(300);
     out.listCount = await page.textContent("#list-count");
     out.lanes = await page.$$eval(".lane-label", (ls) => ls.length);
+    out.rows = await page.$$eval(".step-row", (r) => r.length);
+    out.nodes = await page.evaluate(() => document.getElementsByTagName("*").length);
+    await page.fill("#search", "");
+    await page.waitForTimeout(300);
+    await page.$eval("#list", (l) => { l.scrollTop = l.scrollHeight; });
+    await page.waitForTimeout(200);
+    out.lastRow = await page.$$eval(".step-row .num", (r) => r.length ? r[r.length - 1].textContent : "");
+    out.rowsAtEnd = await page.$$eval(".step-row", (r) => r.length);
   } else if (scenario === "diff") {
     await page.goto(url);
     await ready();
@@ -128,6 +136,15 @@ try {
       await shot("diff");
     }
     out.endState = await page.$$eval("#end-state li", (ls) => ls.map((l) => l.textContent));
+    if (args.repThread) {
+      await page.click("#zoom-fit");
+      const pos = await page.evaluate((a) => window.tapeboxView.barCenter("rep", a.repThread, a.repIndex), args);
+      await page.click("#timeline", { position: pos });
+      await detailFor(`replay/${args.repThread}/${args.repIndex}`);
+      out.repTitle = await page.textContent("#detail-pane h2");
+      out.repResults = await page.$$eval("#detail-pane .call pre.result", (ps) => ps.map((p) => p.textContent));
+      out.repHash = await page.evaluate(() => location.hash);
+    }
   } else if (scenario === "xss") {
     await page.goto(url);
     await ready();

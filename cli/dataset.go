@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -59,15 +58,6 @@ func runDataset(ctx context.Context, env *Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stderr, "tapebox dataset: unknown subverb %q\n\n%s", args[0], datasetUsage)
 	return ExitUsage
-}
-
-// parseInterspersed parses flags anywhere among the positional arguments (see parse) and
-// returns the positional arguments.
-func parseInterspersed(env *Env, fs *flag.FlagSet, args []string) (pos []string, code int, done bool) {
-	if code, done = parse(env, fs, args); done {
-		return nil, code, true
-	}
-	return fs.Args(), 0, false
 }
 
 // progressTo returns stderr when it is a terminal, for progress bars; nil otherwise.
@@ -132,10 +122,10 @@ does configs, dataset_info and size_categories.`)
 	fs.Var((*listFlag)(&card.TaskCategories), "task-category", "Hub task `CATEGORY` of the card (text-generation, ...); repeatable")
 	fs.Var((*listFlag)(&card.Language), "language", "language `CODE` of the card (en, fr, ...); repeatable")
 	fs.Var((*listFlag)(&card.Tags), "tag", "`TAG` of the card; repeatable, replaces the card's tags")
-	pos, code, done := parseInterspersed(env, fs, args)
-	if done {
+	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	pos := fs.Args()
 	if len(pos) == 0 {
 		return usageError(env, fs, "no tapes given")
 	}
@@ -232,10 +222,10 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	split := fs.String("split", "", "import only this split (default: every split)")
 	verify := fs.Bool("verify", false, "validate each tape against the schema and check its encoding before writing it")
 	asJSON := fs.Bool("json", false, `print a summary object: {"dir", "out", "tapes", "bytes", "splits": [{"name", "tapes"}], "workspaces", "workspace_bytes", "renamed", "without_workspace", "elapsed_ms"}`)
-	pos, code, done := parseInterspersed(env, fs, args)
-	if done {
+	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	pos := fs.Args()
 	if len(pos) != 1 {
 		return usageError(env, fs, "want one dataset folder, got %d arguments", len(pos))
 	}
@@ -280,10 +270,10 @@ snapshot hashes to its digest and every tape finds the one it names. Exits 1 and
 problem (file, row, JSON pointer or column) when the dataset is not valid.`)
 	jobs := fs.Int("jobs", 0, "tapes checked at once (default: number of CPUs)")
 	asJSON := fs.Bool("json", false, `print a summary object: {"dir", "valid", "tapes", "steps", "workspaces", "splits": [{"name", "tapes", "steps", "workspaces"}], "problems": [{"file", "row", "pointer", "message"}], "truncated"}; exits 1 all the same when the dataset is not valid`)
-	pos, code, done := parseInterspersed(env, fs, args)
-	if done {
+	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	pos := fs.Args()
 	if len(pos) != 1 {
 		return usageError(env, fs, "want one dataset folder, got %d arguments", len(pos))
 	}

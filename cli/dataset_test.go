@@ -176,14 +176,15 @@ func TestDatasetValidateMissingFolder(t *testing.T) {
 }
 
 func TestParseInterspersed(t *testing.T) {
+	// parse takes flags anywhere among the positional arguments.
 	var out, errOut bytes.Buffer
 	env := &Env{Stdout: &out, Stderr: &errOut}
 	fs := newFlagSet(env, "x", "", "")
 	o := fs.String("out", "", "")
 	v := fs.Bool("v", false, "")
-	pos, code, done := parseInterspersed(env, fs, []string{"a", "--out", "o", "b", "-v", "--", "-c", "--out"})
+	code, done := parse(env, fs, []string{"a", "--out", "o", "b", "-v", "--", "-c", "--out"})
 	require.False(t, done, "code %d: %s", code, errOut.String())
-	assert.Equal(t, []string{"a", "b", "-c", "--out"}, pos)
+	assert.Equal(t, []string{"a", "b", "-c", "--out"}, fs.Args())
 	assert.Equal(t, "o", *o)
 	assert.True(t, *v)
 }

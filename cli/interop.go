@@ -63,10 +63,10 @@ stops the export unless --allow-secrets.`)
 	pricesFile := fs.String("prices", "", "price table `FILE` for ATIF's cost_usd instead of the built-in one")
 	allowSecrets := fs.Bool("allow-secrets", false, "write files in which the secret scan finds something")
 	codexProvider := fs.String("codex-model-provider", "openai", "with --to codex: the model_provider `ID` of Codex's config the rollouts name")
-	pos, code, done := parseInterspersed(env, fs, args)
-	if done {
+	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	pos := fs.Args()
 	f, err := interop.ParseFormat(*to, interop.ExportFormats)
 	if err != nil {
 		return usageError(env, fs, "--to: %v", err)
@@ -250,10 +250,10 @@ unless --allow-secrets.`)
 	out := fs.String("out", "", "the folder for the tapes (required)")
 	synth := fs.Bool("synthesize", false, "add raw stream bodies made from the normalized form, for simulator mode")
 	allowSecrets := fs.Bool("allow-secrets", false, "write tapes in which the secret scan finds something")
-	pos, code, done := parseInterspersed(env, fs, args)
-	if done {
+	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	pos := fs.Args()
 	f, err := interop.ParseFormat(*from, interop.ImportFormats)
 	if err != nil {
 		return usageError(env, fs, "--from: %v", err)

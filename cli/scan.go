@@ -48,10 +48,10 @@ Directories are searched for *.json files as dataset export does (recursively, h
 skipped); files are scanned in parallel on every core.
 Exits 0 when no secret is found, 1 when one is or a file cannot be read, 2 on usage error.`)
 	asJSON := fs.Bool("json", false, `print a JSON array of {"file", "findings": [{"pointer", "offset", "rule", "preview", "secret"}], "error"}; "secret" numbers the distinct secrets of a file`)
-	pos, code, done := parseInterspersed(env, fs, args)
-	if done {
+	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	pos := fs.Args()
 	if len(pos) == 0 {
 		return usageError(env, fs, "want at least one tape file or directory")
 	}

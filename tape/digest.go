@@ -216,8 +216,8 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		v.State, v.Pointer, v.Problem = DigestsMismatch, ptr, fmt.Sprintf(format, args...)
 		return v, nil
 	}
-	dec := json.NewDecoder(r)
-	if err := expectDelim(dec, '{'); err != nil {
+	sc := &valueScanner{r: r}
+	if err := sc.expect('{'); err != nil {
 		return nil, fmt.Errorf("verify tape: %w", err)
 	}
 	var (
@@ -229,39 +229,41 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		anyDigest bool
 		noDigest  string // the pointer of a step without a digest
 	)
-	for dec.More() {
-		key, err := dec.Token()
+	for more := !sc.peekIs('}'); more; {
+		key, err := sc.key()
 		if err != nil {
 			return nil, fmt.Errorf("verify tape: %w", err)
 		}
 		switch key {
 		case "version":
+			raw, _, err := sc.value()
 			var n int
-			if err := dec.Decode(&n); err != nil || n != Version {
+			if err != nil || json.Unmarshal(raw, &n) != nil || n != Version {
 				return nil, fmt.Errorf("verify tape: version: %w", ErrUnsupportedVersion)
 			}
 		case "meta":
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
+			raw, compact, err := sc.value()
+			if err != nil {
 				return fail("/meta", "not valid JSON: %v", err)
 			}
 			if err := strictDecode(raw, &meta); err != nil {
 				return fail("/meta", "does not decode: %v", err)
 			}
-			metaSum, err = canonicalSum(raw)
-			if err != nil {
-				return nil, fmt.Errorf("verify tape: meta: %w", err)
-			}
-			haveMeta = true
+			metaSum, haveMeta = sha256.Sum256(compact), true
 		case "threads":
 			if !haveMeta {
 				return nil, errors.New("verify tape: threads before meta: not a canonical tape")
 			}
-			if err := expectDelim(dec, '['); err != nil {
+			if err := sc.expect('['); err != nil {
 				return fail("/threads", "%v", err)
 			}
-			for ti := 0; dec.More(); ti++ {
-				last, problem, ptr, err := verifyThread(dec, ti, meta.TapeID, v, &anyDigest, &noDigest)
+			for ti := 0; !sc.peekIs(']'); ti++ {
+				if ti > 0 {
+					if err := sc.expect(','); err != nil {
+						return fail(fmt.Sprintf("/threads/%d", ti-1), "%v", err)
+					}
+				}
+				last, problem, ptr, err := verifyThread(sc, ti, meta.TapeID, v, &anyDigest, &noDigest)
 				if err != nil {
 					return nil, err
 				}
@@ -270,16 +272,26 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 				}
 				lasts = append(lasts, last)
 			}
-			if err := expectDelim(dec, ']'); err != nil {
+			if err := sc.expect(']'); err != nil {
 				return fail("/threads", "%v", err)
 			}
 		case "digest":
-			if err := dec.Decode(&digest); err != nil {
+			raw, _, err := sc.value()
+			if err == nil {
+				err = strictDecode(raw, &digest)
+			}
+			if err != nil {
 				return fail("/digest", "does not decode: %v", err)
 			}
 		default:
 			return fail("", "unknown field %q", key)
 		}
+		if more = sc.peekIs(','); more {
+			sc.expect(',')
+		}
+	}
+	if err := sc.expect('}'); err != nil {
+		return nil, fmt.Errorf("verify tape: %w", err)
 	}
 	if digest == nil {
 		if anyDigest {
@@ -329,9 +341,9 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 
 // verifyThread checks one thread's chain and returns its last link, or the problem and
 // the pointer of the part that does not match.
-func verifyThread(dec *json.Decoder, ti int, tapeID string, v *Verification, anyDigest *bool, noDigest *string) (last sum, problem, ptr string, err error) {
+func verifyThread(sc *valueScanner, ti int, tapeID string, v *Verification, anyDigest *bool, noDigest *string) (last sum, problem, ptr string, err error) {
 	ptr = fmt.Sprintf("/threads/%d", ti)
-	if err := expectDelim(dec, '{'); err != nil {
+	if err := sc.expect('{'); err != nil {
 		return last, err.Error(), ptr, nil
 	}
 	var (
@@ -339,35 +351,42 @@ func verifyThread(dec *json.Decoder, ti int, tapeID string, v *Verification, any
 		parent   *Parent
 		seenHead bool
 	)
-	for dec.More() {
-		key, err := dec.Token()
+	for more := !sc.peekIs('}'); more; {
+		key, err := sc.key()
 		if err != nil {
 			return last, fmt.Sprintf("not valid JSON: %v", err), ptr, nil
 		}
 		switch key {
-		case "id":
-			if err := dec.Decode(&id); err != nil {
-				return last, fmt.Sprintf("id: %v", err), ptr + "/id", nil
+		case "id", "parent":
+			raw, _, err := sc.value()
+			if err == nil && key == "id" {
+				err = json.Unmarshal(raw, &id)
+			} else if err == nil {
+				err = json.Unmarshal(raw, &parent)
 			}
-		case "parent":
-			if err := dec.Decode(&parent); err != nil {
-				return last, fmt.Sprintf("parent: %v", err), ptr + "/parent", nil
+			if err != nil {
+				return last, fmt.Sprintf("%s: %v", key, err), ptr + "/" + key, nil
 			}
 		case "steps":
 			seenHead = true
 			if last, err = genesis(tapeID, id, parent); err != nil {
 				return last, "", "", err
 			}
-			if err := expectDelim(dec, '['); err != nil {
+			if err := sc.expect('['); err != nil {
 				return last, err.Error(), ptr + "/steps", nil
 			}
-			for si := 0; dec.More(); si++ {
+			for si := 0; !sc.peekIs(']'); si++ {
 				sp := fmt.Sprintf("%s/steps/%d", ptr, si)
-				var raw json.RawMessage
-				if err := dec.Decode(&raw); err != nil {
+				if si > 0 {
+					if err := sc.expect(','); err != nil {
+						return last, fmt.Sprintf("not valid JSON after the step: %v", err), fmt.Sprintf("%s/steps/%d", ptr, si-1), nil
+					}
+				}
+				_, compact, err := sc.value()
+				if err != nil {
 					return last, fmt.Sprintf("not valid JSON: %v", err), sp, nil
 				}
-				content, d, problem := stepSum(raw)
+				content, d, problem := stepSumCompact(compact)
 				switch {
 				case problem != "":
 					return last, problem, sp, nil
@@ -392,20 +411,139 @@ func verifyThread(dec *json.Decoder, ti int, tapeID string, v *Verification, any
 				last = want
 				v.Steps++
 			}
-			if _, err := dec.Token(); err != nil {
+			if err := sc.expect(']'); err != nil {
 				return last, fmt.Sprintf("not valid JSON: %v", err), ptr + "/steps", nil
 			}
 		default:
 			return last, fmt.Sprintf("unknown field %q", key), ptr, nil
 		}
+		if more = sc.peekIs(','); more {
+			sc.expect(',')
+		}
 	}
 	if !seenHead {
 		return last, "no steps", ptr, nil
 	}
-	if _, err := dec.Token(); err != nil {
+	if err := sc.expect('}'); err != nil {
 		return last, fmt.Sprintf("not valid JSON: %v", err), ptr, nil
 	}
 	return last, "", "", nil
+}
+
+// valueScanner reads a JSON document from r one value at a time, with the tape package's
+// compactor (which validates a value and gives its compact form in one pass): it holds the
+// value being read and what was read ahead of it, never the whole document.
+type valueScanner struct {
+	r    io.Reader
+	buf  []byte
+	pos  int
+	eof  bool
+	err  error
+	out  []byte // the compact form of the last value, reused
+	read int64  // bytes consumed before buf
+}
+
+// fill reads more of r, dropping what was consumed.
+func (sc *valueScanner) fill() bool {
+	if sc.eof {
+		return false
+	}
+	if sc.pos > 0 {
+		n := copy(sc.buf, sc.buf[sc.pos:])
+		sc.read += int64(sc.pos)
+		sc.buf, sc.pos = sc.buf[:n], 0
+	}
+	if len(sc.buf) == cap(sc.buf) {
+		sc.buf = append(sc.buf, make([]byte, max(256<<10, cap(sc.buf)))...)[:len(sc.buf)]
+	}
+	n, err := sc.r.Read(sc.buf[len(sc.buf):cap(sc.buf)])
+	sc.buf = sc.buf[:len(sc.buf)+n]
+	if err != nil {
+		sc.eof = true
+		if err != io.EOF {
+			sc.err = err
+		}
+	}
+	return n > 0 || !sc.eof
+}
+
+// ws skips whitespace, reading more as needed; it reports false at the end of input.
+func (sc *valueScanner) ws() bool {
+	for {
+		for sc.pos < len(sc.buf) {
+			switch sc.buf[sc.pos] {
+			case ' ', '\t', '\n', '\r':
+				sc.pos++
+			default:
+				return true
+			}
+		}
+		if !sc.fill() {
+			return false
+		}
+	}
+}
+
+func (sc *valueScanner) peekIs(b byte) bool {
+	return sc.ws() && sc.buf[sc.pos] == b
+}
+
+func (sc *valueScanner) expect(b byte) error {
+	if !sc.ws() {
+		if sc.err != nil {
+			return sc.err
+		}
+		return fmt.Errorf("want %q, found the end of the input", b)
+	}
+	if c := sc.buf[sc.pos]; c != b {
+		return fmt.Errorf("want %q at byte %d, found %q", b, sc.read+int64(sc.pos), c)
+	}
+	sc.pos++
+	return nil
+}
+
+// key reads an object key and its colon.
+func (sc *valueScanner) key() (string, error) {
+	raw, _, err := sc.value()
+	if err != nil {
+		return "", err
+	}
+	var k string
+	if err := json.Unmarshal(raw, &k); err != nil {
+		return "", fmt.Errorf("object key: %w", err)
+	}
+	return k, sc.expect(':')
+}
+
+// value reads one JSON value and returns it as found and in compact form; both are valid
+// until the next call.
+func (sc *valueScanner) value() (raw, compact []byte, err error) {
+	if !sc.ws() {
+		if sc.err != nil {
+			return nil, nil, sc.err
+		}
+		return nil, nil, io.ErrUnexpectedEOF
+	}
+	for {
+		c := compactor{b: sc.buf[sc.pos:], out: sc.out[:0]}
+		ok := c.value(0)
+		sc.out = c.out
+		// A value that ends where the input read so far ends may go on (a number).
+		if ok && (c.i < len(c.b) || sc.eof) {
+			raw = sc.buf[sc.pos : sc.pos+c.i]
+			sc.pos += c.i
+			return raw, c.out, nil
+		}
+		// Until the input ends, a failure may be a value cut by the read (the compactor
+		// does not say where it failed): read more and try again.
+		if sc.eof {
+			if sc.err != nil {
+				return nil, nil, sc.err
+			}
+			return nil, nil, fmt.Errorf("invalid JSON in the value at byte %d", sc.read+int64(sc.pos))
+		}
+		sc.fill()
+	}
 }
 
 // stepSum returns the content hash of a step found in a file as raw, and the digest it
@@ -419,9 +557,14 @@ func stepSum(raw []byte) (content sum, digest, problem string) {
 	if !ok {
 		return sum{}, "", "not valid JSON"
 	}
+	return stepSumCompact(c)
+}
+
+// stepSumCompact is stepSum of a step already in compact form.
+func stepSumCompact(c []byte) (content sum, digest, problem string) {
 	body, d, ok := stepContent(c)
 	if !ok {
-		if !bytes.Contains(c, []byte(`"digest":`)) && !bytes.Contains(bytes.ToLower(c), []byte(`"digest":`)) {
+		if !bytes.Contains(bytes.ToLower(c), []byte(`"digest":`)) {
 			return sum{}, "", "" // no digest: a tape written without them
 		}
 		return sum{}, "", "the step's digest is not its last field, where the canonical encoding puts it"
@@ -432,30 +575,10 @@ func stepSum(raw []byte) (content sum, digest, problem string) {
 	return sum(h.Sum(nil)), d, ""
 }
 
-// canonicalSum hashes the compact form of raw.
-func canonicalSum(raw []byte) (sum, error) {
-	c, ok := compactJSON(make([]byte, 0, len(raw)), raw)
-	if !ok {
-		return sum{}, errors.New("not valid JSON")
-	}
-	return sha256.Sum256(c), nil
-}
-
 func strictDecode(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
-}
-
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("want %q, found %v", want, tok)
-	}
-	return nil
 }
 
 // Seal computes t's digests in place, as a Writer with digests would write them: every

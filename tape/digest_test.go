@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -327,5 +328,42 @@ func writerHelper(path string) {
 			panic(err)
 		}
 		fmt.Printf("step %d\n", i)
+	}
+}
+
+// oneByteReader hands out one byte per Read: every value is cut by the reads somewhere.
+type oneByteReader struct{ b []byte }
+
+func (r *oneByteReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	p[0], r.b = r.b[0], r.b[1:]
+	return 1, nil
+}
+
+// TestVerifyStreams: Verify reads from any reader, however it cuts the input, with the
+// same outcome; a tape cut short is an error, not a pass.
+func TestVerifyStreams(t *testing.T) {
+	tp, err := LoadFile(filepath.Join("..", "testdata", "openai-chat-stream.json"))
+	require.NoError(t, err)
+	require.NoError(t, Seal(tp, nil))
+	data := mustMarshal(t, tp)
+	v, err := Verify(&oneByteReader{data}, VerifyOptions{})
+	require.NoError(t, err)
+	require.Equal(t, DigestsOK, v.State, "%s %s", v.Pointer, v.Problem)
+	var indented bytes.Buffer
+	require.NoError(t, json.Indent(&indented, data, "", "\t"))
+	v, err = Verify(&oneByteReader{indented.Bytes()}, VerifyOptions{})
+	require.NoError(t, err)
+	require.Equal(t, DigestsOK, v.State, "%s %s", v.Pointer, v.Problem)
+	for _, cut := range []int{len(data) / 3, len(data) - 5} {
+		v, err := Verify(bytes.NewReader(data[:cut]), VerifyOptions{})
+		if err == nil {
+			require.Equal(t, DigestsMismatch, v.State, "a tape cut at byte %d", cut)
+		}
 	}
 }

@@ -118,3 +118,45 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriterStepDigests isolates the digests' cost per persisted step: the Writer
+// without fsync (what the gateway runs on its answer's path; it fsyncs off it), at step
+// 500 of a tape of 64 KiB requests, digests off and on.
+func BenchmarkWriterStepDigests(b *testing.B) {
+	for _, digests := range []bool{false, true} {
+		var opts []Option
+		if digests {
+			opts = append(opts, WithDigests())
+		}
+		b.Run(fmt.Sprintf("digests=%v", digests), func(b *testing.B) {
+			w, main := benchWriter(b, 500, opts...)
+			w.SetFsync(false)
+			i := 500
+			for b.Loop() {
+				persistStep(b, w, main, i)
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkStepHash is the hashing alone of one step of a 64 KiB request: its request,
+// answer and end pieces, and the link.
+func BenchmarkStepHash(b *testing.B) {
+	s := bigStep(1)
+	req, err := marshalRequest(&s.Request)
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer, err := appendResponse(`,"response":`, &s.Response, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	end := []byte(`,"tool_results":[],"timing":{"request_at":1,"first_byte_at":2,"last_byte_at":3,"next_request_at":null}`)
+	b.SetBytes(int64(len(req) + len(answer) + len(end)))
+	var prev sum
+	for b.Loop() {
+		st := hashAnswer(hashRequest(req), answer)
+		prev = chain(prev, hashEnd(st, end))
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 // CorpusOptions shapes a generated corpus. The zero value of a field means its default.
@@ -95,7 +96,7 @@ func GenerateCorpus(ctx context.Context, dir string, opts CorpusOptions) (Corpus
 			}
 			t := GenerateTape(opts, i)
 			if opts.Digests {
-				if err := tape.Seal(t, nil); err != nil {
+				if err := seal.Tape(t, nil); err != nil {
 					return err
 				}
 			}

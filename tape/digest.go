@@ -2,8 +2,6 @@ package tape
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
 	"encoding/json"
@@ -40,7 +38,28 @@ type Digest struct {
 	Signature string `json:"signature,omitempty"`
 }
 
-type sum = [sha256.Size]byte
+type sum = [sumSize]byte
+
+// sumSize is the size of a SHA-256 sum.
+const sumSize = 32
+
+// Hashing is what the digests need from outside package tape, which links no cryptography
+// (the sandbox-side executor imports it, and crypto/sha256 alone would cost it 160 KB):
+// package tape/seal supplies SHA-256 and ed25519.
+type Hashing struct {
+	// New returns a SHA-256 hash whose state can be saved (encoding.BinaryMarshaler).
+	New func() hash.Hash
+	// Sign, when set, signs a root: it returns the signer's public key and the signature.
+	Sign func(message []byte) (publicKey, signature []byte)
+	// Check reports whether signature is publicKey's over message.
+	Check func(publicKey, message, signature []byte) bool
+}
+
+func (hs Hashing) sum(b []byte) sum {
+	h := hs.New()
+	h.Write(b)
+	return sum(h.Sum(nil))
+}
 
 const sumPrefix = "sha256:"
 
@@ -57,30 +76,30 @@ func parseSum(s string) (sum, bool) {
 }
 
 // genesis is the link a thread's chain starts from.
-func genesis(tapeID, threadID string, parent *Parent) (sum, error) {
+func (hs Hashing) genesis(tapeID, threadID string, parent *Parent) (sum, error) {
 	b, err := marshalPiece([]any{tapeID, threadID, parent})
 	if err != nil {
 		return sum{}, err
 	}
-	h := sha256.New()
+	h := hs.New()
 	h.Write([]byte("tapebox chain 1\n"))
 	h.Write(b)
 	return sum(h.Sum(nil)), nil
 }
 
 // chain is the link after prev for a step whose content hash is content.
-func chain(prev, content sum) sum {
-	var b [2 * sha256.Size]byte
+func (hs Hashing) chain(prev, content sum) sum {
+	var b [2 * sumSize]byte
 	copy(b[:], prev[:])
-	copy(b[sha256.Size:], content[:])
-	return sha256.Sum256(b[:])
+	copy(b[sumSize:], content[:])
+	return hs.sum(b[:])
 }
 
 const rootPrefix = "tapebox root 1\n"
 
 // rootOf is the root over the meta's hash and the threads' last links.
-func rootOf(meta sum, lasts []sum) sum {
-	h := sha256.New()
+func (hs Hashing) rootOf(meta sum, lasts []sum) sum {
+	h := hs.New()
 	h.Write([]byte(rootPrefix))
 	h.Write(meta[:])
 	for _, l := range lasts {
@@ -125,8 +144,8 @@ func marshalState(h hash.Hash) []byte {
 	return b
 }
 
-func restoreState(state []byte) hash.Hash {
-	h := sha256.New()
+func (hs Hashing) restoreState(state []byte) hash.Hash {
+	h := hs.New()
 	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
 		panic("tape: restore a sha256 state: " + err.Error()) // the state came from MarshalBinary
 	}
@@ -134,24 +153,24 @@ func restoreState(state []byte) hash.Hash {
 }
 
 // hashRequest starts a step's hash with its request's encoding.
-func hashRequest(request []byte) []byte {
-	h := sha256.New()
+func (hs Hashing) hashRequest(request []byte) []byte {
+	h := hs.New()
 	h.Write([]byte(`{"request":`))
 	h.Write(request)
 	return marshalState(h)
 }
 
 // hashAnswer continues from the request's state with the answer's encoding.
-func hashAnswer(afterRequest, answer []byte) []byte {
-	h := restoreState(afterRequest)
+func (hs Hashing) hashAnswer(afterRequest, answer []byte) []byte {
+	h := hs.restoreState(afterRequest)
 	h.Write(answer)
 	return marshalState(h)
 }
 
 // hashEnd finishes the content hash with the step's end (tool results and timing, before
 // the closing brace).
-func hashEnd(afterAnswer, end []byte) sum {
-	h := restoreState(afterAnswer)
+func (hs Hashing) hashEnd(afterAnswer, end []byte) sum {
+	h := hs.restoreState(afterAnswer)
 	h.Write(end)
 	h.Write([]byte("}"))
 	return sum(h.Sum(nil))
@@ -187,8 +206,10 @@ type Verification struct {
 
 // VerifyOptions are Verify's options.
 type VerifyOptions struct {
+	// Hashing supplies SHA-256 and the signature check (package tape/seal).
+	Hashing Hashing
 	// Key, when set, is the public key the tape must be signed with.
-	Key ed25519.PublicKey
+	Key []byte
 }
 
 // ErrNotVerified is wrapped by the error Verification.Err returns.
@@ -211,6 +232,10 @@ func (v *Verification) Err() error {
 // same. The error is for data that is not a tape at all; a tape whose digests do not match
 // gives a Verification with State DigestsMismatch.
 func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
+	hs := opts.Hashing
+	if hs.New == nil || hs.Check == nil {
+		return nil, errors.New("verify tape: no hashing given (package tape/seal gives it)")
+	}
 	v := &Verification{State: DigestsOK}
 	fail := func(ptr, format string, args ...any) (*Verification, error) {
 		v.State, v.Pointer, v.Problem = DigestsMismatch, ptr, fmt.Sprintf(format, args...)
@@ -249,7 +274,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 			if err := strictDecode(raw, &meta); err != nil {
 				return fail("/meta", "does not decode: %v", err)
 			}
-			metaSum, haveMeta = sha256.Sum256(compact), true
+			metaSum, haveMeta = hs.sum(compact), true
 		case "threads":
 			if !haveMeta {
 				return nil, errors.New("verify tape: threads before meta: not a canonical tape")
@@ -263,7 +288,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 						return fail(fmt.Sprintf("/threads/%d", ti-1), "%v", err)
 					}
 				}
-				last, problem, ptr, err := verifyThread(sc, ti, meta.TapeID, v, &anyDigest, &noDigest)
+				last, problem, ptr, err := hs.verifyThread(sc, ti, meta.TapeID, v, &anyDigest, &noDigest)
 				if err != nil {
 					return nil, err
 				}
@@ -313,7 +338,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 	if got := formatSum(metaSum); got != digest.Meta {
 		return fail("/meta", "meta hashes to %s, the tape says %s", got, digest.Meta)
 	}
-	root := rootOf(metaSum, lasts)
+	root := hs.rootOf(metaSum, lasts)
 	if got := formatSum(root); got != digest.Root {
 		return fail("/digest/root", "the threads' last links give root %s, the tape says %s (threads reordered, added or removed?)", got, digest.Root)
 	}
@@ -325,13 +350,13 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		pub := opts.Key
 		if pub == nil {
 			b, err := hex.DecodeString(digest.PublicKey)
-			if err != nil || len(b) != ed25519.PublicKeySize {
+			if err != nil || len(b) != 32 {
 				return fail("/digest/public_key", "not an ed25519 public key in hex")
 			}
 			pub = b
 		}
 		sig, err := hex.DecodeString(digest.Signature)
-		if err != nil || !ed25519.Verify(pub, signedMessage(root), sig) {
+		if err != nil || !hs.Check(pub, signedMessage(root), sig) {
 			return fail("/digest/signature", "the signature does not verify with key %x", []byte(pub))
 		}
 		v.SignatureOK = true
@@ -341,7 +366,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 
 // verifyThread checks one thread's chain and returns its last link, or the problem and
 // the pointer of the part that does not match.
-func verifyThread(sc *valueScanner, ti int, tapeID string, v *Verification, anyDigest *bool, noDigest *string) (last sum, problem, ptr string, err error) {
+func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verification, anyDigest *bool, noDigest *string) (last sum, problem, ptr string, err error) {
 	ptr = fmt.Sprintf("/threads/%d", ti)
 	if err := sc.expect('{'); err != nil {
 		return last, err.Error(), ptr, nil
@@ -369,7 +394,7 @@ func verifyThread(sc *valueScanner, ti int, tapeID string, v *Verification, anyD
 			}
 		case "steps":
 			seenHead = true
-			if last, err = genesis(tapeID, id, parent); err != nil {
+			if last, err = hs.genesis(tapeID, id, parent); err != nil {
 				return last, "", "", err
 			}
 			if err := sc.expect('['); err != nil {
@@ -386,7 +411,7 @@ func verifyThread(sc *valueScanner, ti int, tapeID string, v *Verification, anyD
 				if err != nil {
 					return last, fmt.Sprintf("not valid JSON: %v", err), sp, nil
 				}
-				content, d, problem := stepSumCompact(compact)
+				content, d, problem := hs.stepSumCompact(compact)
 				switch {
 				case problem != "":
 					return last, problem, sp, nil
@@ -405,7 +430,7 @@ func verifyThread(sc *valueScanner, ti int, tapeID string, v *Verification, anyD
 				if !ok {
 					return last, fmt.Sprintf("digest %q is not sha256:HEX", d), sp + "/digest", nil
 				}
-				if chain(last, content) != want {
+				if hs.chain(last, content) != want {
 					return last, fmt.Sprintf("the step does not match its digest %s (it, or a step before it in the thread, was changed, moved or removed)", d), sp, nil
 				}
 				last = want
@@ -552,16 +577,16 @@ func (sc *valueScanner) value() (raw, compact []byte, err error) {
 // a tape re-indented by another tool verifies, one whose steps were decoded and encoded
 // again differently does not (and encoding/json, which matches field names without
 // regard to case, is never asked to judge).
-func stepSum(raw []byte) (content sum, digest, problem string) {
+func (hs Hashing) stepSum(raw []byte) (content sum, digest, problem string) {
 	c, ok := compactJSON(make([]byte, 0, len(raw)), raw)
 	if !ok {
 		return sum{}, "", "not valid JSON"
 	}
-	return stepSumCompact(c)
+	return hs.stepSumCompact(c)
 }
 
 // stepSumCompact is stepSum of a step already in compact form.
-func stepSumCompact(c []byte) (content sum, digest, problem string) {
+func (hs Hashing) stepSumCompact(c []byte) (content sum, digest, problem string) {
 	body, d, ok := stepContent(c)
 	if !ok {
 		if !bytes.Contains(bytes.ToLower(c), []byte(`"digest":`)) {
@@ -569,7 +594,7 @@ func stepSumCompact(c []byte) (content sum, digest, problem string) {
 		}
 		return sum{}, "", "the step's digest is not its last field, where the canonical encoding puts it"
 	}
-	h := sha256.New()
+	h := hs.New()
 	h.Write(body)
 	h.Write([]byte("}"))
 	return sum(h.Sum(nil)), d, ""
@@ -582,10 +607,10 @@ func strictDecode(raw []byte, v any) error {
 }
 
 // Seal computes t's digests in place, as a Writer with digests would write them: every
-// step's link, and t.Digest. A key, when set, signs the root. Use it to give digests to a
+// step's link, and t.Digest. hs.Sign, when set, signs the root. Use it to give digests to a
 // tape built or changed in memory (an import, a test); a tape sealed and then changed no
 // longer verifies.
-func Seal(t *Tape, key ed25519.PrivateKey) error {
+func Seal(t *Tape, hs Hashing) error {
 	t.normalize()
 	t.Digest = nil
 	for _, th := range t.Threads {
@@ -599,7 +624,7 @@ func Seal(t *Tape, key ed25519.PrivateKey) error {
 	}
 	lasts := make([]sum, len(t.Threads))
 	for i, th := range t.Threads {
-		link, err := genesis(t.Meta.TapeID, th.ID, th.Parent)
+		link, err := hs.genesis(t.Meta.TapeID, th.ID, th.Parent)
 		if err != nil {
 			return fmt.Errorf("seal tape: %w", err)
 		}
@@ -608,21 +633,21 @@ func Seal(t *Tape, key ed25519.PrivateKey) error {
 			if err != nil {
 				return fmt.Errorf("seal tape: step %d of thread %q: %w", j, th.ID, err)
 			}
-			link = chain(link, sha256.Sum256(b))
+			link = hs.chain(link, hs.sum(b))
 			s.Digest = formatSum(link)
 		}
 		lasts[i] = link
 	}
-	t.Digest = newDigest(sha256.Sum256(metaBytes), lasts, key)
+	t.Digest = hs.newDigest(hs.sum(metaBytes), lasts)
 	return nil
 }
 
-func newDigest(meta sum, lasts []sum, key ed25519.PrivateKey) *Digest {
-	root := rootOf(meta, lasts)
+func (hs Hashing) newDigest(meta sum, lasts []sum) *Digest {
+	root := hs.rootOf(meta, lasts)
 	d := &Digest{Algorithm: DigestAlgorithm, Meta: formatSum(meta), Root: formatSum(root)}
-	if key != nil {
-		d.PublicKey = hex.EncodeToString(key.Public().(ed25519.PublicKey))
-		d.Signature = hex.EncodeToString(ed25519.Sign(key, signedMessage(root)))
+	if hs.Sign != nil {
+		pub, sig := hs.Sign(signedMessage(root))
+		d.PublicKey, d.Signature = hex.EncodeToString(pub), hex.EncodeToString(sig)
 	}
 	return d
 }

@@ -31,7 +31,7 @@ func BenchmarkWriterStep(b *testing.B) {
 			name := fmt.Sprintf("step=%d", n)
 			var opts []Option
 			if digests {
-				name, opts = "digests=on/"+name, []Option{WithDigests()}
+				name, opts = "digests=on/"+name, []Option{WithDigests(testHashing)}
 			}
 			b.Run(name, func(b *testing.B) {
 				w, main := benchWriter(b, n, opts...)
@@ -103,7 +103,7 @@ func BenchmarkVerify(b *testing.B) {
 	for i := range 200 {
 		tp.Threads[0].Steps = append(tp.Threads[0].Steps, bigStep(i))
 	}
-	if err := Seal(tp, nil); err != nil {
+	if err := Seal(tp, testHashing); err != nil {
 		b.Fatal(err)
 	}
 	data, err := Marshal(tp)
@@ -112,7 +112,7 @@ func BenchmarkVerify(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		v, err := Verify(bytes.NewReader(data), VerifyOptions{})
+		v, err := Verify(bytes.NewReader(data), VerifyOptions{Hashing: testHashing})
 		if err != nil || v.State != DigestsOK {
 			b.Fatalf("%v %+v", err, v)
 		}
@@ -126,7 +126,7 @@ func BenchmarkWriterStepDigests(b *testing.B) {
 	for _, digests := range []bool{false, true} {
 		var opts []Option
 		if digests {
-			opts = append(opts, WithDigests())
+			opts = append(opts, WithDigests(testHashing))
 		}
 		b.Run(fmt.Sprintf("digests=%v", digests), func(b *testing.B) {
 			w, main := benchWriter(b, 500, opts...)
@@ -156,7 +156,8 @@ func BenchmarkStepHash(b *testing.B) {
 	b.SetBytes(int64(len(req) + len(answer) + len(end)))
 	var prev sum
 	for b.Loop() {
-		st := hashAnswer(hashRequest(req), answer)
-		prev = chain(prev, hashEnd(st, end))
+		hs := testHashing
+		st := hs.hashAnswer(hs.hashRequest(req), answer)
+		prev = hs.chain(prev, hs.hashEnd(st, end))
 	}
 }

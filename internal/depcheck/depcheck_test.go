@@ -74,7 +74,7 @@ func TestDependencyDirection(t *testing.T) {
 		switch {
 		case name == "tape":
 			allowed = func(string) bool { return false }
-		case name == "tape/provider" || name == "executor/protocol":
+		case name == "tape/provider" || name == "tape/seal" || name == "executor/protocol":
 			allowed = func(r string) bool { return r == "tape" }
 		case name == "executor" || strings.HasPrefix(name, "executor/") || name == "cmd/tapebox-exec":
 			allowed = func(r string) bool { return r == "tape" || r == "executor" || strings.HasPrefix(r, "executor/") }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 func init() {
@@ -529,7 +530,7 @@ func inspectDigestsOf(path string, t *tape.Tape) (*inspectDigests, error) {
 		return nil, fmt.Errorf("verify %s: %w", path, err)
 	}
 	defer f.Close()
-	v, err := tape.Verify(bufio.NewReaderSize(f, 1<<20), tape.VerifyOptions{})
+	v, err := seal.Verify(bufio.NewReaderSize(f, 1<<20), nil)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", path, err)
 	}

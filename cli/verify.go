@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,7 +13,7 @@ import (
 
 	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/tape"
-	_ "github.com/tapebox/tapebox/tape/seal" // digests: SHA-256 and ed25519
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 func init() {
@@ -62,13 +63,13 @@ Exits 0 when every tape verifies, 1 when any does not or cannot be read.`)
 	if fs.NArg() == 0 {
 		return usageError(env, fs, "want at least one tape file")
 	}
-	var opts tape.VerifyOptions
+	var pub ed25519.PublicKey
 	if *keyFile != "" {
 		key, err := readPublicKey(*keyFile)
 		if err != nil {
 			return usageError(env, fs, "--key: %v", err)
 		}
-		opts.Key = key
+		pub = key
 	}
 	var paths []string
 	for _, a := range fs.Args() {
@@ -87,7 +88,7 @@ Exits 0 when every tape verifies, 1 when any does not or cannot be read.`)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, p := range paths {
 		g.Go(func() error {
-			out[i] = verifyFile(ctx, p, opts, *require)
+			out[i] = verifyFile(ctx, p, pub, *require)
 			return nil
 		})
 	}
@@ -133,7 +134,7 @@ Exits 0 when every tape verifies, 1 when any does not or cannot be read.`)
 	return ExitOK
 }
 
-func verifyFile(ctx context.Context, path string, opts tape.VerifyOptions, require bool) verifyResult {
+func verifyFile(ctx context.Context, path string, pub ed25519.PublicKey, require bool) verifyResult {
 	r := verifyResult{File: path}
 	if err := ctx.Err(); err != nil {
 		r.State, r.Error = "error", err.Error()
@@ -145,7 +146,7 @@ func verifyFile(ctx context.Context, path string, opts tape.VerifyOptions, requi
 		return r
 	}
 	defer f.Close()
-	v, err := tape.Verify(bufio.NewReaderSize(f, 1<<20), opts)
+	v, err := seal.Verify(bufio.NewReaderSize(f, 1<<20), pub)
 	if err != nil {
 		r.State, r.Error = "error", err.Error()
 		return r

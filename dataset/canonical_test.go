@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 func TestIsCanonicalAgreesWithMarshal(t *testing.T) {
@@ -37,7 +38,7 @@ func TestIsCanonicalAgreesWithMarshal(t *testing.T) {
 	}
 	empty := tape.New(tape.ProviderAnthropic, corpusEpoch)
 	sealed := GenerateTape(CorpusOptions{Seed: 62, MeanSteps: 4, Lean: true}, 0)
-	require.NoError(t, tape.Seal(sealed, nil))
+	require.NoError(t, seal.Tape(sealed, nil))
 	tapes = append(tapes, empty, edgeTape(), sealed)
 	for i, tp := range tapes {
 		data, err := tape.Marshal(tp)

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 // CorpusOptions shapes a generated corpus. The zero value of a field means its default.
@@ -39,6 +40,8 @@ type CorpusOptions struct {
 	Workspaces int
 	// SnapshotBytes is the size of the random data file in each snapshot (default 16 KiB).
 	SnapshotBytes int
+	// Digests gives every tape its digest chain and root (tape.Seal), as a recording has.
+	Digests bool
 }
 
 func (o CorpusOptions) withDefaults() CorpusOptions {
@@ -92,6 +95,11 @@ func GenerateCorpus(ctx context.Context, dir string, opts CorpusOptions) (Corpus
 				return err
 			}
 			t := GenerateTape(opts, i)
+			if opts.Digests {
+				if err := seal.Tape(t, nil); err != nil {
+					return err
+				}
+			}
 			data, err := tape.Marshal(t)
 			if err != nil {
 				return fmt.Errorf("generate tape %d: %w", i, err)

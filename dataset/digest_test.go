@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 // sealedInputs writes the golden tapes and generated ones, sealed (one of them signed, one
@@ -31,7 +32,7 @@ func sealedInputs(t *testing.T) []Input {
 			tp.Meta.Limits = &tape.Limits{MaxCostUSD: 1.25, MaxRepeat: 3}
 			tp.Meta.Ended = &tape.Ended{Reason: tape.EndBudget, At: tp.Meta.StartedAt.Add(time.Minute), Detail: "the run cost $1.3000 after 7 model calls (--max-cost 1.25)", Limit: "max_cost"}
 		}
-		require.NoError(t, tape.Seal(tp, k))
+		require.NoError(t, seal.Tape(tp, k))
 		inputs = append(inputs, writeTapeFile(t, dir, filepath.Base(in.Path), tp))
 	}
 	return inputs
@@ -61,7 +62,7 @@ func TestExportKeepsDigests(t *testing.T) {
 		require.NoError(t, err)
 		f, err := os.Open(filepath.Join(out, TapeFileName(tp.Meta.TapeID)))
 		require.NoError(t, err)
-		v, err := tape.Verify(f, tape.VerifyOptions{})
+		v, err := seal.Verify(f, nil)
 		f.Close()
 		require.NoError(t, err)
 		require.Equal(t, tape.DigestsOK, v.State, "%s: %s %s", in.Path, v.Pointer, v.Problem)
@@ -73,7 +74,7 @@ func TestExportKeepsDigests(t *testing.T) {
 func TestValidateCatchesDigestMismatch(t *testing.T) {
 	tapes, steps, tps := rowsOfTapes(t, 3)
 	tp := tps[1]
-	require.NoError(t, tape.Seal(tp, nil))
+	require.NoError(t, seal.Tape(tp, nil))
 	var target *tape.Step
 	for _, s := range tp.Threads[0].Steps {
 		if len(s.ToolResults) > 0 {

@@ -25,7 +25,7 @@ import (
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
-	_ "github.com/tapebox/tapebox/tape/seal" // digests: SHA-256 and ed25519
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 // ValidateOptions configures Validate.
@@ -511,7 +511,7 @@ func (v *validator) checkTape(c *tapeCheck) {
 	}
 	// A tape with digests must verify: the row is the tape as recorded. (One without is
 	// no problem: it was written without them.)
-	if vr, err := tape.Verify(bytes.NewReader(data), tape.VerifyOptions{}); err != nil {
+	if vr, err := seal.Verify(bytes.NewReader(data), nil); err != nil {
 		bad("tape_json", "verify digests: %v", err)
 	} else if vr.State == tape.DigestsMismatch {
 		bad("tape_json"+vr.Pointer, "digest mismatch: %s", vr.Problem)

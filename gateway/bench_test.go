@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -87,9 +88,13 @@ func benchTargets(b *testing.B, upstream http.Handler) (direct, viaGateway bench
 	return direct, viaGateway
 }
 
-func newBenchGateway(b *testing.B, upstream string) benchTarget {
+func newBenchGateway(b *testing.B, upstream string, adjust ...func(*gateway.Config)) benchTarget {
 	b.Helper()
-	g, err := gateway.New(gateway.Config{Output: filepath.Join(tapeDir(b), "run.json"), Upstream: upstream})
+	cfg := gateway.Config{Output: filepath.Join(tapeDir(b), "run.json"), Upstream: upstream}
+	for _, fn := range adjust {
+		fn(&cfg)
+	}
+	g, err := gateway.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -353,4 +358,54 @@ func BenchmarkRecordedCallAtStep(b *testing.B) {
 		}
 		d.report(b, "call")
 	})
+}
+
+// BenchmarkGuardOverhead: the cost of the guard rails per recorded call, side by side: the
+// gateway without digests, with them (the default), with the breaker on as well (every
+// limit set, none reached: the repeat check normalizes each call's tool input and the cost
+// is looked up), and signing the root with every persisted step. Non-streamed calls with a
+// 4 KiB and a 64 KiB prompt (the request is hashed while it is upstream).
+func BenchmarkGuardOverhead(b *testing.B) {
+	unlimited := tape.Limits{MaxCostUSD: 1e9, MaxSteps: 1 << 30, MaxThreadSteps: 1 << 30, MaxTokens: 1 << 60, MaxRepeat: 1 << 30}
+	cost := func(string, tape.Usage) (float64, bool) { return 0.001, true }
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	variants := []struct {
+		name   string
+		adjust func(*gateway.Config)
+	}{
+		{"no-digests", func(c *gateway.Config) { c.NoDigests = true }},
+		{"digests", func(*gateway.Config) {}},
+		{"digests+breaker", func(c *gateway.Config) { c.Limits, c.Cost = unlimited, cost }},
+		{"breaker", func(c *gateway.Config) { c.NoDigests, c.Limits, c.Cost = true, unlimited, cost }},
+		{"digests+breaker+sign", func(c *gateway.Config) { c.Limits, c.Cost, c.Signer = unlimited, cost, key }},
+	}
+	for _, size := range []int{4 << 10, 64 << 10} {
+		body := benchRequest(false, size)
+		b.Run(fmt.Sprintf("prompt=%dKiB", size>>10), func(b *testing.B) {
+			up := httptest.NewServer(fakeprovider.New(benchScript(0)))
+			b.Cleanup(up.Close)
+			for _, v := range variants {
+				b.Run(v.name, func(b *testing.B) {
+					bt := newBenchGateway(b, up.URL, v.adjust)
+					var d durations
+					for b.Loop() {
+						start := time.Now()
+						resp := bt.post(b, body)
+						if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+							b.Fatal(err)
+						}
+						resp.Body.Close()
+						d = append(d, time.Since(start))
+					}
+					d.report(b, "call")
+					if bt.g.Tripped() != nil {
+						b.Fatal("the breaker tripped")
+					}
+				})
+			}
+		})
+	}
 }

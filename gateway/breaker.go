@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
@@ -46,6 +48,8 @@ type breaker struct {
 	unpriced map[string]int64 // tokens of the calls to models without a price, by model
 	trip     atomic.Pointer[Trip]
 	refused  atomic.Int64 // model calls refused since the trip
+	active   atomic.Int64 // model calls let through and not yet recorded
+	ending   sync.Once
 }
 
 // usageTokens is every token a call was billed for.
@@ -165,8 +169,9 @@ func (g *Gateway) Tripped() *Trip {
 }
 
 // refuse answers a model call after the breaker tripped: the request still tells the
-// thread's last step its tool results, the tape is finished with reason budget, and the
-// agent gets an error in its provider's shape (HTTP 400, which harnesses do not retry).
+// thread's last step its tool results, the agent gets an error in its provider's shape
+// (HTTP 400, which harnesses do not retry), and the tape is finished with reason budget as
+// soon as the calls let through before the trip (another thread's, in flight) are recorded.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, p tape.Provider, t *Trip) {
 	g.brk.refused.Add(1)
 	if body, err := g.readRequest(r); err == nil {
@@ -179,15 +184,28 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, p tape.Provider
 		}
 		g.mu.Unlock()
 	}
-	if err := g.Finish(tape.EndBudget, t.Detail); err != nil {
-		g.logf("%v", err)
-	}
+	g.brk.ending.Do(func() { go g.finishWhenIdle(t) })
 	msg := fmt.Sprintf("tapebox gateway: budget exceeded, %s: %s; the recording is stopped and no more model calls are forwarded", t.Limit, t.Detail)
 	g.logf("%s %s refused: %s: %s", r.Method, r.URL.Path, t.Limit, t.Detail)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
 	w.Write(budgetErrorBody(p, msg))
 }
+
+// finishWhenIdle finishes the tape with reason budget once no call let through is still
+// to be recorded (or after maxIdleWait: a call that hangs does not hold the tape open).
+func (g *Gateway) finishWhenIdle(t *Trip) {
+	deadline := time.Now().Add(maxIdleWait)
+	for g.brk.active.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := g.Finish(tape.EndBudget, t.Detail); err != nil {
+		g.logf("%v", err)
+	}
+}
+
+// maxIdleWait bounds how long a tripped breaker waits for calls in flight.
+const maxIdleWait = 2 * time.Minute
 
 // budgetErrorBody is an invalid_request_error in the wire format's shape, with OpenAI's
 // code tapebox_budget_exceeded.

@@ -9,12 +9,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/testkit/miniagent"
 )
@@ -54,7 +56,7 @@ func finishLikeRecord(t *testing.T, rg *rig) *tape.Tape {
 	require.NoError(t, err)
 	tp, err := tape.Unmarshal(data)
 	require.NoError(t, err)
-	v, err := tape.Verify(bytes.NewReader(data), tape.VerifyOptions{})
+	v, err := seal.Verify(bytes.NewReader(data), nil)
 	require.NoError(t, err)
 	require.Equal(t, tape.DigestsOK, v.State, "%s: %s", v.Pointer, v.Problem)
 	return tp
@@ -258,6 +260,7 @@ func TestStatus(t *testing.T) {
 	require.Equal(t, &tape.Limits{MaxRepeat: 5, MaxSteps: 100}, st.Limits)
 
 	require.ErrorContains(t, runAgent(t, rg, tape.ProviderAnthropic, false), "max_repeat")
+	require.Eventually(t, func() bool { _, st := get(); return st.Finished }, 10*time.Second, 10*time.Millisecond, "the breaker finishes the tape")
 	code, st = get()
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, 6, st.Steps)
@@ -273,4 +276,38 @@ func TestStatus(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+}
+
+// TestBreakerWaitsForCallsInFlight: a call let through before the trip (another thread's,
+// slow upstream) is still recorded after a later call is refused; the tape ends budget only
+// once it is in.
+func TestBreakerWaitsForCallsInFlight(t *testing.T) {
+	script := fakeprovider.Script{Threads: []fakeprovider.Thread{
+		{Name: "slow", Marker: "SLOW-TASK", Turns: []fakeprovider.Turn{{Text: "slow answer", Fault: &fakeprovider.Fault{Times: -1, FirstByte: 400 * time.Millisecond}}}},
+		{Name: "fast", Marker: "FAST-TASK", Turns: []fakeprovider.Turn{{Text: "fast answer"}, {Text: "never"}}},
+	}}
+	rg := newRig(t, script, func(c *gateway.Config) { c.Limits = tape.Limits{MaxSteps: 1} })
+	body := func(task string) []byte {
+		return []byte(`{"model":"fake-model","max_tokens":50,"messages":[{"role":"user","content":"` + task + `"}]}`)
+	}
+	slow := make(chan reply, 1)
+	go func() { slow <- rg.do(t, call{body: body("SLOW-TASK")}) }()
+	require.Eventually(t, func() bool { return len(rg.fp.Requests()) == 1 }, 5*time.Second, 5*time.Millisecond, "the slow call is upstream")
+	fast := rg.do(t, call{body: body("FAST-TASK")})
+	require.Equal(t, http.StatusOK, fast.status)
+	require.NotNil(t, rg.g.Tripped(), "one step: --max-steps 1 is reached")
+	refused := rg.do(t, call{body: body("FAST-TASK again")})
+	require.Equal(t, http.StatusBadRequest, refused.status)
+	require.Nil(t, rg.load(t).Meta.Ended, "not finished while the slow call is in flight")
+	got := <-slow
+	require.Equal(t, http.StatusOK, got.status)
+	require.Contains(t, string(got.body), "slow answer")
+	require.Eventually(t, func() bool { return rg.load(t).Meta.Ended != nil }, 10*time.Second, 10*time.Millisecond)
+	tp := rg.load(t)
+	require.Equal(t, tape.EndBudget, tp.Meta.Ended.Reason)
+	var steps int
+	for _, th := range tp.Threads {
+		steps += len(th.Steps)
+	}
+	require.Equal(t, 2, steps, "the slow call's answer is in the tape")
 }

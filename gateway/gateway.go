@@ -20,7 +20,7 @@ import (
 
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
-	_ "github.com/tapebox/tapebox/tape/seal" // digests: SHA-256 and ed25519
+	"github.com/tapebox/tapebox/tape/seal"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -112,6 +112,7 @@ type Gateway struct {
 	w         *tape.Writer
 	brk       *breaker // nil without limits or prices
 	digests   bool
+	hashing   tape.Hashing
 
 	// The syncer publishes changes made outside a call's answer (tool results, meta) and
 	// fsyncs what was published.
@@ -205,11 +206,9 @@ func New(cfg Config) (*Gateway, error) {
 		tp.Meta.Labels[k] = v
 	}
 	var opts []tape.Option
-	switch {
-	case cfg.Signer != nil:
-		opts = append(opts, tape.WithSigner(cfg.Signer))
-	case !cfg.NoDigests:
-		opts = append(opts, tape.WithDigests())
+	if cfg.Signer != nil || !cfg.NoDigests {
+		g.hashing = seal.Hashing(cfg.Signer)
+		opts = append(opts, tape.WithDigests(g.hashing))
 	}
 	g.digests = len(opts) > 0
 	w, err := tape.Create(cfg.Output, tp, opts...)
@@ -331,6 +330,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.refuse(w, r, p, t)
 			return
 		}
+		// Counted until its answer is recorded: the breaker finishes the tape only once
+		// every call it let through is in it.
+		g.brk.active.Add(1)
+		defer g.brk.active.Add(-1)
 	}
 	if !isModelCall || r.Method != http.MethodPost {
 		if !isModelCall {

@@ -78,7 +78,7 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 	rec.step = step
 	if prep, err := tape.Prepare(step); err == nil {
 		if g.digests {
-			prep.HashRequest() // off the answer's path
+			prep.HashRequest(g.hashing) // off the answer's path
 		}
 		rec.prep = prep
 	} else {

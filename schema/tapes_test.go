@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
-	_ "github.com/tapebox/tapebox/tape/seal" // digests: SHA-256 and ed25519
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 // Tapes built with package tape, for fixtures, tests and benchmarks. Ids and times are
@@ -96,7 +96,7 @@ func everyField() *tape.Tape {
 		{ID: "sub-1", Parent: &tape.Parent{ThreadID: "main", ToolCallID: "toolu_1"}, Steps: []*tape.Step{}},
 	}
 	// Digests and a signature, by a fixed key so that the fixture is stable.
-	if err := tape.Seal(t, ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))); err != nil {
+	if err := seal.Tape(t, ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))); err != nil {
 		panic(err)
 	}
 	return t

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
+
+	"github.com/tapebox/tapebox/internal/jsonlex"
 )
 
 // DigestAlgorithm names the digest scheme a Digest uses.
@@ -40,6 +42,27 @@ type Digest struct {
 
 type sum = [sumSize]byte
 
+// sumSize is the size of a SHA-256 sum.
+const sumSize = 32
+
+// Hashing is what the digests need from outside package tape, which links no cryptography
+// (the sandbox-side executor imports it, and crypto/sha256 alone would cost it 160 KB):
+// package tape/seal supplies SHA-256 and ed25519.
+type Hashing struct {
+	// New returns a SHA-256 hash whose state can be saved (encoding.BinaryMarshaler).
+	New func() hash.Hash
+	// Sign, when set, signs a root: it returns the signer's public key and the signature.
+	Sign func(message []byte) (publicKey, signature []byte)
+	// Check reports whether signature is publicKey's over message.
+	Check func(publicKey, message, signature []byte) bool
+}
+
+func (hs Hashing) sum(b []byte) sum {
+	h := hs.New()
+	h.Write(b)
+	return sum(h.Sum(nil))
+}
+
 const sumPrefix = "sha256:"
 
 func formatSum(s sum) string { return sumPrefix + hex.EncodeToString(s[:]) }
@@ -55,30 +78,30 @@ func parseSum(s string) (sum, bool) {
 }
 
 // genesis is the link a thread's chain starts from.
-func genesis(tapeID, threadID string, parent *Parent) (sum, error) {
+func (hs Hashing) genesis(tapeID, threadID string, parent *Parent) (sum, error) {
 	b, err := marshalPiece([]any{tapeID, threadID, parent})
 	if err != nil {
 		return sum{}, err
 	}
-	h := newHash()
+	h := hs.New()
 	h.Write([]byte("tapebox chain 1\n"))
 	h.Write(b)
 	return sum(h.Sum(nil)), nil
 }
 
 // chain is the link after prev for a step whose content hash is content.
-func chain(prev, content sum) sum {
+func (hs Hashing) chain(prev, content sum) sum {
 	var b [2 * sumSize]byte
 	copy(b[:], prev[:])
 	copy(b[sumSize:], content[:])
-	return sum256(b[:])
+	return hs.sum(b[:])
 }
 
 const rootPrefix = "tapebox root 1\n"
 
 // rootOf is the root over the meta's hash and the threads' last links.
-func rootOf(meta sum, lasts []sum) sum {
-	h := newHash()
+func (hs Hashing) rootOf(meta sum, lasts []sum) sum {
+	h := hs.New()
 	h.Write([]byte(rootPrefix))
 	h.Write(meta[:])
 	for _, l := range lasts {
@@ -123,8 +146,8 @@ func marshalState(h hash.Hash) []byte {
 	return b
 }
 
-func restoreState(state []byte) hash.Hash {
-	h := newHash()
+func (hs Hashing) restoreState(state []byte) hash.Hash {
+	h := hs.New()
 	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
 		panic("tape: restore a sha256 state: " + err.Error()) // the state came from MarshalBinary
 	}
@@ -132,24 +155,24 @@ func restoreState(state []byte) hash.Hash {
 }
 
 // hashRequest starts a step's hash with its request's encoding.
-func hashRequest(request []byte) []byte {
-	h := newHash()
+func (hs Hashing) hashRequest(request []byte) []byte {
+	h := hs.New()
 	h.Write([]byte(`{"request":`))
 	h.Write(request)
 	return marshalState(h)
 }
 
 // hashAnswer continues from the request's state with the answer's encoding.
-func hashAnswer(afterRequest, answer []byte) []byte {
-	h := restoreState(afterRequest)
+func (hs Hashing) hashAnswer(afterRequest, answer []byte) []byte {
+	h := hs.restoreState(afterRequest)
 	h.Write(answer)
 	return marshalState(h)
 }
 
 // hashEnd finishes the content hash with the step's end (tool results and timing, before
 // the closing brace).
-func hashEnd(afterAnswer, end []byte) sum {
-	h := restoreState(afterAnswer)
+func (hs Hashing) hashEnd(afterAnswer, end []byte) sum {
+	h := hs.restoreState(afterAnswer)
 	h.Write(end)
 	h.Write([]byte("}"))
 	return sum(h.Sum(nil))
@@ -185,8 +208,9 @@ type Verification struct {
 
 // VerifyOptions are Verify's options.
 type VerifyOptions struct {
-	// Key, when set, is the ed25519 public key the tape must be signed with (an
-	// ed25519.PublicKey).
+	// Hashing supplies SHA-256 and the signature check (package tape/seal).
+	Hashing Hashing
+	// Key, when set, is the public key the tape must be signed with.
 	Key []byte
 }
 
@@ -210,16 +234,17 @@ func (v *Verification) Err() error {
 // same. The error is for data that is not a tape at all; a tape whose digests do not match
 // gives a Verification with State DigestsMismatch.
 func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
-	if crypt == nil {
-		return nil, ErrNoCrypto
+	hs := opts.Hashing
+	if hs.New == nil || hs.Check == nil {
+		return nil, errors.New("verify tape: no hashing given (package tape/seal gives it)")
 	}
 	v := &Verification{State: DigestsOK}
 	fail := func(ptr, format string, args ...any) (*Verification, error) {
 		v.State, v.Pointer, v.Problem = DigestsMismatch, ptr, fmt.Sprintf(format, args...)
 		return v, nil
 	}
-	dec := json.NewDecoder(r)
-	if err := expectDelim(dec, '{'); err != nil {
+	sc := &valueScanner{r: r}
+	if err := sc.expect('{'); err != nil {
 		return nil, fmt.Errorf("verify tape: %w", err)
 	}
 	var (
@@ -231,39 +256,41 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		anyDigest bool
 		noDigest  string // the pointer of a step without a digest
 	)
-	for dec.More() {
-		key, err := dec.Token()
+	for more := !sc.peekIs('}'); more; {
+		key, err := sc.key()
 		if err != nil {
 			return nil, fmt.Errorf("verify tape: %w", err)
 		}
 		switch key {
 		case "version":
+			raw, _, err := sc.value()
 			var n int
-			if err := dec.Decode(&n); err != nil || n != Version {
+			if err != nil || json.Unmarshal(raw, &n) != nil || n != Version {
 				return nil, fmt.Errorf("verify tape: version: %w", ErrUnsupportedVersion)
 			}
 		case "meta":
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
+			raw, compact, err := sc.value()
+			if err != nil {
 				return fail("/meta", "not valid JSON: %v", err)
 			}
 			if err := strictDecode(raw, &meta); err != nil {
 				return fail("/meta", "does not decode: %v", err)
 			}
-			metaSum, err = canonicalSum(raw)
-			if err != nil {
-				return nil, fmt.Errorf("verify tape: meta: %w", err)
-			}
-			haveMeta = true
+			metaSum, haveMeta = hs.sum(compact), true
 		case "threads":
 			if !haveMeta {
 				return nil, errors.New("verify tape: threads before meta: not a canonical tape")
 			}
-			if err := expectDelim(dec, '['); err != nil {
+			if err := sc.expect('['); err != nil {
 				return fail("/threads", "%v", err)
 			}
-			for ti := 0; dec.More(); ti++ {
-				last, problem, ptr, err := verifyThread(dec, ti, meta.TapeID, v, &anyDigest, &noDigest)
+			for ti := 0; !sc.peekIs(']'); ti++ {
+				if ti > 0 {
+					if err := sc.expect(','); err != nil {
+						return fail(fmt.Sprintf("/threads/%d", ti-1), "%v", err)
+					}
+				}
+				last, problem, ptr, err := hs.verifyThread(sc, ti, meta.TapeID, v, &anyDigest, &noDigest)
 				if err != nil {
 					return nil, err
 				}
@@ -272,16 +299,26 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 				}
 				lasts = append(lasts, last)
 			}
-			if err := expectDelim(dec, ']'); err != nil {
+			if err := sc.expect(']'); err != nil {
 				return fail("/threads", "%v", err)
 			}
 		case "digest":
-			if err := dec.Decode(&digest); err != nil {
+			raw, _, err := sc.value()
+			if err == nil {
+				err = strictDecode(raw, &digest)
+			}
+			if err != nil {
 				return fail("/digest", "does not decode: %v", err)
 			}
 		default:
 			return fail("", "unknown field %q", key)
 		}
+		if more = sc.peekIs(','); more {
+			sc.expect(',')
+		}
+	}
+	if err := sc.expect('}'); err != nil {
+		return nil, fmt.Errorf("verify tape: %w", err)
 	}
 	if digest == nil {
 		if anyDigest {
@@ -303,7 +340,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 	if got := formatSum(metaSum); got != digest.Meta {
 		return fail("/meta", "meta hashes to %s, the tape says %s", got, digest.Meta)
 	}
-	root := rootOf(metaSum, lasts)
+	root := hs.rootOf(metaSum, lasts)
 	if got := formatSum(root); got != digest.Root {
 		return fail("/digest/root", "the threads' last links give root %s, the tape says %s (threads reordered, added or removed?)", got, digest.Root)
 	}
@@ -315,13 +352,13 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		pub := opts.Key
 		if pub == nil {
 			b, err := hex.DecodeString(digest.PublicKey)
-			if err != nil || len(b) != crypt.PublicKeySize {
+			if err != nil || len(b) != 32 {
 				return fail("/digest/public_key", "not an ed25519 public key in hex")
 			}
 			pub = b
 		}
 		sig, err := hex.DecodeString(digest.Signature)
-		if err != nil || !crypt.Verify(pub, signedMessage(root), sig) {
+		if err != nil || !hs.Check(pub, signedMessage(root), sig) {
 			return fail("/digest/signature", "the signature does not verify with key %x", []byte(pub))
 		}
 		v.SignatureOK = true
@@ -331,9 +368,9 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 
 // verifyThread checks one thread's chain and returns its last link, or the problem and
 // the pointer of the part that does not match.
-func verifyThread(dec *json.Decoder, ti int, tapeID string, v *Verification, anyDigest *bool, noDigest *string) (last sum, problem, ptr string, err error) {
+func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verification, anyDigest *bool, noDigest *string) (last sum, problem, ptr string, err error) {
 	ptr = fmt.Sprintf("/threads/%d", ti)
-	if err := expectDelim(dec, '{'); err != nil {
+	if err := sc.expect('{'); err != nil {
 		return last, err.Error(), ptr, nil
 	}
 	var (
@@ -341,35 +378,42 @@ func verifyThread(dec *json.Decoder, ti int, tapeID string, v *Verification, any
 		parent   *Parent
 		seenHead bool
 	)
-	for dec.More() {
-		key, err := dec.Token()
+	for more := !sc.peekIs('}'); more; {
+		key, err := sc.key()
 		if err != nil {
 			return last, fmt.Sprintf("not valid JSON: %v", err), ptr, nil
 		}
 		switch key {
-		case "id":
-			if err := dec.Decode(&id); err != nil {
-				return last, fmt.Sprintf("id: %v", err), ptr + "/id", nil
+		case "id", "parent":
+			raw, _, err := sc.value()
+			if err == nil && key == "id" {
+				err = json.Unmarshal(raw, &id)
+			} else if err == nil {
+				err = json.Unmarshal(raw, &parent)
 			}
-		case "parent":
-			if err := dec.Decode(&parent); err != nil {
-				return last, fmt.Sprintf("parent: %v", err), ptr + "/parent", nil
+			if err != nil {
+				return last, fmt.Sprintf("%s: %v", key, err), ptr + "/" + key, nil
 			}
 		case "steps":
 			seenHead = true
-			if last, err = genesis(tapeID, id, parent); err != nil {
+			if last, err = hs.genesis(tapeID, id, parent); err != nil {
 				return last, "", "", err
 			}
-			if err := expectDelim(dec, '['); err != nil {
+			if err := sc.expect('['); err != nil {
 				return last, err.Error(), ptr + "/steps", nil
 			}
-			for si := 0; dec.More(); si++ {
+			for si := 0; !sc.peekIs(']'); si++ {
 				sp := fmt.Sprintf("%s/steps/%d", ptr, si)
-				var raw json.RawMessage
-				if err := dec.Decode(&raw); err != nil {
+				if si > 0 {
+					if err := sc.expect(','); err != nil {
+						return last, fmt.Sprintf("not valid JSON after the step: %v", err), fmt.Sprintf("%s/steps/%d", ptr, si-1), nil
+					}
+				}
+				_, compact, err := sc.value()
+				if err != nil {
 					return last, fmt.Sprintf("not valid JSON: %v", err), sp, nil
 				}
-				content, d, problem := stepSum(raw)
+				content, d, problem := hs.stepSumCompact(compact)
 				switch {
 				case problem != "":
 					return last, problem, sp, nil
@@ -388,26 +432,145 @@ func verifyThread(dec *json.Decoder, ti int, tapeID string, v *Verification, any
 				if !ok {
 					return last, fmt.Sprintf("digest %q is not sha256:HEX", d), sp + "/digest", nil
 				}
-				if chain(last, content) != want {
+				if hs.chain(last, content) != want {
 					return last, fmt.Sprintf("the step does not match its digest %s (it, or a step before it in the thread, was changed, moved or removed)", d), sp, nil
 				}
 				last = want
 				v.Steps++
 			}
-			if _, err := dec.Token(); err != nil {
+			if err := sc.expect(']'); err != nil {
 				return last, fmt.Sprintf("not valid JSON: %v", err), ptr + "/steps", nil
 			}
 		default:
 			return last, fmt.Sprintf("unknown field %q", key), ptr, nil
 		}
+		if more = sc.peekIs(','); more {
+			sc.expect(',')
+		}
 	}
 	if !seenHead {
 		return last, "no steps", ptr, nil
 	}
-	if _, err := dec.Token(); err != nil {
+	if err := sc.expect('}'); err != nil {
 		return last, fmt.Sprintf("not valid JSON: %v", err), ptr, nil
 	}
 	return last, "", "", nil
+}
+
+// valueScanner reads a JSON document from r one value at a time, with the tape package's
+// compactor (which validates a value and gives its compact form in one pass): it holds the
+// value being read and what was read ahead of it, never the whole document.
+type valueScanner struct {
+	r    io.Reader
+	buf  []byte
+	pos  int
+	eof  bool
+	err  error
+	out  []byte // the compact form of the last value, reused
+	read int64  // bytes consumed before buf
+}
+
+// fill reads more of r, dropping what was consumed.
+func (sc *valueScanner) fill() bool {
+	if sc.eof {
+		return false
+	}
+	if sc.pos > 0 {
+		n := copy(sc.buf, sc.buf[sc.pos:])
+		sc.read += int64(sc.pos)
+		sc.buf, sc.pos = sc.buf[:n], 0
+	}
+	if len(sc.buf) == cap(sc.buf) {
+		sc.buf = append(sc.buf, make([]byte, max(256<<10, cap(sc.buf)))...)[:len(sc.buf)]
+	}
+	n, err := sc.r.Read(sc.buf[len(sc.buf):cap(sc.buf)])
+	sc.buf = sc.buf[:len(sc.buf)+n]
+	if err != nil {
+		sc.eof = true
+		if err != io.EOF {
+			sc.err = err
+		}
+	}
+	return n > 0 || !sc.eof
+}
+
+// ws skips whitespace, reading more as needed; it reports false at the end of input.
+func (sc *valueScanner) ws() bool {
+	for {
+		for sc.pos < len(sc.buf) {
+			switch sc.buf[sc.pos] {
+			case ' ', '\t', '\n', '\r':
+				sc.pos++
+			default:
+				return true
+			}
+		}
+		if !sc.fill() {
+			return false
+		}
+	}
+}
+
+func (sc *valueScanner) peekIs(b byte) bool {
+	return sc.ws() && sc.buf[sc.pos] == b
+}
+
+func (sc *valueScanner) expect(b byte) error {
+	if !sc.ws() {
+		if sc.err != nil {
+			return sc.err
+		}
+		return fmt.Errorf("want %q, found the end of the input", b)
+	}
+	if c := sc.buf[sc.pos]; c != b {
+		return fmt.Errorf("want %q at byte %d, found %q", b, sc.read+int64(sc.pos), c)
+	}
+	sc.pos++
+	return nil
+}
+
+// key reads an object key and its colon.
+func (sc *valueScanner) key() (string, error) {
+	raw, _, err := sc.value()
+	if err != nil {
+		return "", err
+	}
+	var k string
+	if err := json.Unmarshal(raw, &k); err != nil {
+		return "", fmt.Errorf("object key: %w", err)
+	}
+	return k, sc.expect(':')
+}
+
+// value reads one JSON value and returns it as found and in compact form; both are valid
+// until the next call.
+func (sc *valueScanner) value() (raw, compact []byte, err error) {
+	if !sc.ws() {
+		if sc.err != nil {
+			return nil, nil, sc.err
+		}
+		return nil, nil, io.ErrUnexpectedEOF
+	}
+	for {
+		b := sc.buf[sc.pos:]
+		out, n, ok := jsonlex.CompactValue(sc.out[:0], b)
+		sc.out = out
+		// A value that ends where the input read so far ends may go on (a number).
+		if ok && (n < len(b) || sc.eof) {
+			raw = sc.buf[sc.pos : sc.pos+n]
+			sc.pos += n
+			return raw, out, nil
+		}
+		// Until the input ends, a failure may be a value cut by the read (the compactor
+		// does not say where it failed): read more and try again.
+		if sc.eof {
+			if sc.err != nil {
+				return nil, nil, sc.err
+			}
+			return nil, nil, fmt.Errorf("invalid JSON in the value at byte %d", sc.read+int64(sc.pos))
+		}
+		sc.fill()
+	}
 }
 
 // stepSum returns the content hash of a step found in a file as raw, and the digest it
@@ -416,31 +579,27 @@ func verifyThread(dec *json.Decoder, ti int, tapeID string, v *Verification, any
 // a tape re-indented by another tool verifies, one whose steps were decoded and encoded
 // again differently does not (and encoding/json, which matches field names without
 // regard to case, is never asked to judge).
-func stepSum(raw []byte) (content sum, digest, problem string) {
+func (hs Hashing) stepSum(raw []byte) (content sum, digest, problem string) {
 	c, ok := compactJSON(make([]byte, 0, len(raw)), raw)
 	if !ok {
 		return sum{}, "", "not valid JSON"
 	}
+	return hs.stepSumCompact(c)
+}
+
+// stepSumCompact is stepSum of a step already in compact form.
+func (hs Hashing) stepSumCompact(c []byte) (content sum, digest, problem string) {
 	body, d, ok := stepContent(c)
 	if !ok {
-		if !bytes.Contains(c, []byte(`"digest":`)) && !bytes.Contains(bytes.ToLower(c), []byte(`"digest":`)) {
+		if !bytes.Contains(bytes.ToLower(c), []byte(`"digest":`)) {
 			return sum{}, "", "" // no digest: a tape written without them
 		}
 		return sum{}, "", "the step's digest is not its last field, where the canonical encoding puts it"
 	}
-	h := newHash()
+	h := hs.New()
 	h.Write(body)
 	h.Write([]byte("}"))
 	return sum(h.Sum(nil)), d, ""
-}
-
-// canonicalSum hashes the compact form of raw.
-func canonicalSum(raw []byte) (sum, error) {
-	c, ok := compactJSON(make([]byte, 0, len(raw)), raw)
-	if !ok {
-		return sum{}, errors.New("not valid JSON")
-	}
-	return sum256(c), nil
 }
 
 func strictDecode(raw []byte, v any) error {
@@ -449,25 +608,11 @@ func strictDecode(raw []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("want %q, found %v", want, tok)
-	}
-	return nil
-}
-
 // Seal computes t's digests in place, as a Writer with digests would write them: every
-// step's link, and t.Digest. A key, when set, signs the root. Use it to give digests to a
+// step's link, and t.Digest. hs.Sign, when set, signs the root. Use it to give digests to a
 // tape built or changed in memory (an import, a test); a tape sealed and then changed no
 // longer verifies.
-func Seal(t *Tape, key []byte) error {
-	if crypt == nil {
-		return ErrNoCrypto
-	}
+func Seal(t *Tape, hs Hashing) error {
 	t.normalize()
 	t.Digest = nil
 	for _, th := range t.Threads {
@@ -481,7 +626,7 @@ func Seal(t *Tape, key []byte) error {
 	}
 	lasts := make([]sum, len(t.Threads))
 	for i, th := range t.Threads {
-		link, err := genesis(t.Meta.TapeID, th.ID, th.Parent)
+		link, err := hs.genesis(t.Meta.TapeID, th.ID, th.Parent)
 		if err != nil {
 			return fmt.Errorf("seal tape: %w", err)
 		}
@@ -490,21 +635,21 @@ func Seal(t *Tape, key []byte) error {
 			if err != nil {
 				return fmt.Errorf("seal tape: step %d of thread %q: %w", j, th.ID, err)
 			}
-			link = chain(link, sum256(b))
+			link = hs.chain(link, hs.sum(b))
 			s.Digest = formatSum(link)
 		}
 		lasts[i] = link
 	}
-	t.Digest = newDigest(sum256(metaBytes), lasts, key)
+	t.Digest = hs.newDigest(hs.sum(metaBytes), lasts)
 	return nil
 }
 
-func newDigest(meta sum, lasts []sum, key []byte) *Digest {
-	root := rootOf(meta, lasts)
+func (hs Hashing) newDigest(meta sum, lasts []sum) *Digest {
+	root := hs.rootOf(meta, lasts)
 	d := &Digest{Algorithm: DigestAlgorithm, Meta: formatSum(meta), Root: formatSum(root)}
-	if key != nil {
-		d.PublicKey = hex.EncodeToString(crypt.Public(key))
-		d.Signature = hex.EncodeToString(crypt.Sign(key, signedMessage(root)))
+	if hs.Sign != nil {
+		pub, sig := hs.Sign(signedMessage(root))
+		d.PublicKey, d.Signature = hex.EncodeToString(pub), hex.EncodeToString(sig)
 	}
 	return d
 }

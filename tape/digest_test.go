@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,7 @@ func goldenTapes(t *testing.T) map[string]*Tape {
 	for _, f := range files {
 		tp, err := LoadFile(f)
 		require.NoError(t, err, f)
-		require.NoError(t, Seal(tp, nil))
+		require.NoError(t, Seal(tp, testHashing))
 		out[f] = tp
 	}
 	return out
@@ -65,7 +66,7 @@ func flip(b byte) byte {
 func TestVerifySealedGoldens(t *testing.T) {
 	for name, tp := range goldenTapes(t) {
 		data := mustMarshal(t, tp)
-		v := mustVerify(t, data, VerifyOptions{})
+		v := mustVerify(t, data, VerifyOptions{Hashing: testHashing})
 		require.Equal(t, DigestsOK, v.State, name)
 		require.NoError(t, v.Err(), name)
 		require.Equal(t, tp.Digest.Root, v.Root)
@@ -77,7 +78,7 @@ func TestVerifySealedGoldens(t *testing.T) {
 
 		plain, err := os.ReadFile(name)
 		require.NoError(t, err, name)
-		v = mustVerify(t, plain, VerifyOptions{})
+		v = mustVerify(t, plain, VerifyOptions{Hashing: testHashing})
 		require.Equal(t, DigestsNone, v.State, name)
 		require.NoError(t, v.Err())
 	}
@@ -94,7 +95,7 @@ func TestVerifyEveryByteOfEveryStep(t *testing.T) {
 	for name, tp := range goldenTapes(t) {
 		data := mustMarshal(t, tp)
 		for ti, th := range tp.Threads {
-			prev, err := genesis(tp.Meta.TapeID, th.ID, th.Parent)
+			prev, err := testHashing.genesis(tp.Meta.TapeID, th.ID, th.Parent)
 			require.NoError(t, err)
 			for si, s := range th.Steps {
 				raw, err := MarshalStep(s)
@@ -114,7 +115,7 @@ func TestVerifyEveryByteOfEveryStep(t *testing.T) {
 					if k == 0 || k == len(raw)/2 || k == len(raw)-stepDigestLen-1 || k == len(raw)-3 {
 						file := bytes.Clone(data)
 						file[at+k] = mut[k]
-						v := mustVerify(t, file, VerifyOptions{})
+						v := mustVerify(t, file, VerifyOptions{Hashing: testHashing})
 						require.Equal(t, DigestsMismatch, v.State, "%s %s byte %d", name, ptr, k)
 						require.True(t, v.Pointer == ptr || v.Pointer == ptr+"/digest", "%s byte %d: Verify names %s (%s), want %s", name, k, v.Pointer, v.Problem, ptr)
 						require.ErrorIs(t, v.Err(), ErrNotVerified)
@@ -129,12 +130,12 @@ func TestVerifyEveryByteOfEveryStep(t *testing.T) {
 
 // checkStep is Verify's check of one step after the link prev.
 func checkStep(prev sum, raw []byte) (bool, string) {
-	content, d, problem := stepSum(raw)
+	content, d, problem := testHashing.stepSum(raw)
 	if problem != "" {
 		return false, problem
 	}
 	want, ok := parseSum(d)
-	return ok && chain(prev, content) == want, ""
+	return ok && testHashing.chain(prev, content) == want, ""
 }
 
 // TestVerifyCatchesEdits: reordering two steps, dropping the last step, swapping threads,
@@ -142,7 +143,7 @@ func checkStep(prev sum, raw []byte) (bool, string) {
 func TestVerifyCatchesEdits(t *testing.T) {
 	src, err := LoadFile(filepath.Join("..", "testdata", "replay", "claude-code.json"))
 	require.NoError(t, err)
-	require.NoError(t, Seal(src, nil))
+	require.NoError(t, Seal(src, testHashing))
 	// A second thread, so that threads can be swapped.
 	sub := &Thread{ID: "sub-1", Parent: &Parent{ThreadID: src.Threads[0].ID, ToolCallID: "toolu_x"}}
 	for _, s := range src.Threads[0].Steps[:2] {
@@ -150,9 +151,9 @@ func TestVerifyCatchesEdits(t *testing.T) {
 		sub.Steps = append(sub.Steps, &c)
 	}
 	src.Threads = append(src.Threads, sub)
-	require.NoError(t, Seal(src, nil))
+	require.NoError(t, Seal(src, testHashing))
 	good := mustMarshal(t, src)
-	require.Equal(t, DigestsOK, mustVerify(t, good, VerifyOptions{}).State)
+	require.Equal(t, DigestsOK, mustVerify(t, good, VerifyOptions{Hashing: testHashing}).State)
 
 	edit := func(fn func(tp *Tape)) []byte {
 		tp, err := Unmarshal(good)
@@ -192,7 +193,7 @@ func TestVerifyCatchesEdits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v := mustVerify(t, c.data, VerifyOptions{})
+			v := mustVerify(t, c.data, VerifyOptions{Hashing: testHashing})
 			require.Equal(t, DigestsMismatch, v.State, "%+v", v)
 			require.Equal(t, c.pointer, v.Pointer, v.Problem)
 		})
@@ -205,11 +206,11 @@ func TestVerifyIndented(t *testing.T) {
 	for name, tp := range goldenTapes(t) {
 		var buf bytes.Buffer
 		require.NoError(t, json.Indent(&buf, mustMarshal(t, tp), "", "  "))
-		v := mustVerify(t, buf.Bytes(), VerifyOptions{})
+		v := mustVerify(t, buf.Bytes(), VerifyOptions{Hashing: testHashing})
 		require.Equal(t, DigestsOK, v.State, "%s: %s %s", name, v.Pointer, v.Problem)
 		edited := bytes.Replace(buf.Bytes(), []byte(`"is_error": false`), []byte(`"is_error": true`), 1)
 		if !bytes.Equal(edited, buf.Bytes()) {
-			require.Equal(t, DigestsMismatch, mustVerify(t, edited, VerifyOptions{}).State, name)
+			require.Equal(t, DigestsMismatch, mustVerify(t, edited, VerifyOptions{Hashing: testHashing}).State, name)
 		}
 	}
 }
@@ -223,25 +224,25 @@ func TestVerifySignature(t *testing.T) {
 	require.NoError(t, err)
 	tp, err := LoadFile(filepath.Join("..", "testdata", "anthropic-json.json"))
 	require.NoError(t, err)
-	require.NoError(t, Seal(tp, key))
+	require.NoError(t, Seal(tp, signing(key)))
 	data := mustMarshal(t, tp)
 
-	v := mustVerify(t, data, VerifyOptions{Key: pub})
+	v := mustVerify(t, data, VerifyOptions{Hashing: testHashing, Key: pub})
 	require.Equal(t, DigestsOK, v.State, v.Problem)
 	require.True(t, v.Signed && v.SignatureOK)
-	v = mustVerify(t, data, VerifyOptions{})
+	v = mustVerify(t, data, VerifyOptions{Hashing: testHashing})
 	require.True(t, v.SignatureOK, "checked with the key the tape names")
 
-	v = mustVerify(t, data, VerifyOptions{Key: other})
+	v = mustVerify(t, data, VerifyOptions{Hashing: testHashing, Key: other})
 	require.Equal(t, DigestsMismatch, v.State)
 	require.Equal(t, "/digest/signature", v.Pointer)
 
 	// Resealed by someone without the key: the digests match, the signature cannot.
 	tp.Meta.Model = "edited"
-	require.NoError(t, Seal(tp, nil))
+	require.NoError(t, Seal(tp, testHashing))
 	unsigned := mustMarshal(t, tp)
-	require.Equal(t, DigestsOK, mustVerify(t, unsigned, VerifyOptions{}).State)
-	v = mustVerify(t, unsigned, VerifyOptions{Key: pub})
+	require.Equal(t, DigestsOK, mustVerify(t, unsigned, VerifyOptions{Hashing: testHashing}).State)
+	v = mustVerify(t, unsigned, VerifyOptions{Hashing: testHashing, Key: pub})
 	require.Equal(t, DigestsMismatch, v.State)
 	require.Equal(t, "/digest/signature", v.Pointer)
 
@@ -252,7 +253,7 @@ func TestVerifySignature(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &orig))
 	d.PublicKey, d.Signature = orig.Digest.PublicKey, orig.Digest.Signature
 	tp.Digest = &d
-	v = mustVerify(t, mustMarshal(t, tp), VerifyOptions{})
+	v = mustVerify(t, mustMarshal(t, tp), VerifyOptions{Hashing: testHashing})
 	require.Equal(t, DigestsMismatch, v.State)
 	require.Equal(t, "/digest/signature", v.Pointer)
 }
@@ -285,7 +286,7 @@ func TestWriterKilledMidRecording(t *testing.T) {
 	tp, err := Unmarshal(data)
 	require.NoError(t, err, "the tape a killed writer leaves is complete")
 	require.Nil(t, tp.Meta.Ended)
-	v := mustVerify(t, data, VerifyOptions{})
+	v := mustVerify(t, data, VerifyOptions{Hashing: testHashing})
 	require.Equal(t, DigestsOK, v.State, "%s: %s", v.Pointer, v.Problem)
 	var steps int
 	for _, th := range tp.Threads {
@@ -298,7 +299,7 @@ func TestWriterKilledMidRecording(t *testing.T) {
 // writerHelper records steps into path until it is killed, telling its parent each step.
 func writerHelper(path string) {
 	tp := New(ProviderAnthropic, time.Now())
-	w, err := Create(path, tp, WithDigests())
+	w, err := Create(path, tp, WithDigests(testHashing))
 	if err != nil {
 		panic(err)
 	}
@@ -327,5 +328,42 @@ func writerHelper(path string) {
 			panic(err)
 		}
 		fmt.Printf("step %d\n", i)
+	}
+}
+
+// oneByteReader hands out one byte per Read: every value is cut by the reads somewhere.
+type oneByteReader struct{ b []byte }
+
+func (r *oneByteReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	p[0], r.b = r.b[0], r.b[1:]
+	return 1, nil
+}
+
+// TestVerifyStreams: Verify reads from any reader, however it cuts the input, with the
+// same outcome; a tape cut short is an error, not a pass.
+func TestVerifyStreams(t *testing.T) {
+	tp, err := LoadFile(filepath.Join("..", "testdata", "openai-chat-stream.json"))
+	require.NoError(t, err)
+	require.NoError(t, Seal(tp, testHashing))
+	data := mustMarshal(t, tp)
+	v, err := Verify(&oneByteReader{data}, VerifyOptions{Hashing: testHashing})
+	require.NoError(t, err)
+	require.Equal(t, DigestsOK, v.State, "%s %s", v.Pointer, v.Problem)
+	var indented bytes.Buffer
+	require.NoError(t, json.Indent(&indented, data, "", "\t"))
+	v, err = Verify(&oneByteReader{indented.Bytes()}, VerifyOptions{Hashing: testHashing})
+	require.NoError(t, err)
+	require.Equal(t, DigestsOK, v.State, "%s %s", v.Pointer, v.Problem)
+	for _, cut := range []int{len(data) / 3, len(data) - 5} {
+		v, err := Verify(bytes.NewReader(data[:cut]), VerifyOptions{Hashing: testHashing})
+		if err == nil {
+			require.Equal(t, DigestsMismatch, v.State, "a tape cut at byte %d", cut)
+		}
 	}
 }

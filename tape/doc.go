@@ -9,9 +9,11 @@
 //	  meta           tape_id, harness, harness_version, provider, model, cwd (omitted when
 //	                 unknown), started_at, task{}, replay_of, labels{},
 //	                 workspace{} (omitted when not taken),
+//	                 limits{max_cost_usd, max_steps, max_thread_steps, max_tokens, max_repeat}
+//	                 (a recorder's breaker; omitted when none),
 //	                 forked_from{tape_id, thread, step, served{}, overrides{}} (a fork
 //	                 tape only: the steps served from its recording and the overrides),
-//	                 ended{reason, at, detail} (null while running)
+//	                 ended{reason, at, detail, limit} (null while running)
 //	  threads[]      one per conversation: the main agent, then each subagent
 //	    id, parent   parent = [thread id, tool call id] that spawned it, null for the main thread
 //	    steps[]      one per model call
@@ -23,6 +25,8 @@
 //	                                                     taken from the thread's next request
 //	      timing     request_at, first_byte_at, last_byte_at, next_request_at
 //	                 (ms since meta.started_at)
+//	      digest     the step's link in its thread's chain (omitted without digests)
+//	  digest         algorithm, meta, root, public_key, signature (omitted without digests)
 //
 // Normalized fields (system, messages, tools, params, content, stop_reason, usage,
 // tool_calls, tool_results) are always derived from the raw bodies by package
@@ -32,5 +36,6 @@
 // Marshal gives the canonical encoding (the same tape gives the same bytes; Load then
 // Marshal reproduces a canonical file). Save writes atomically. Writer persists a tape that
 // grows one model call at a time at a cost that does not grow with the tape; its doc
-// explains how.
+// explains how. Digest explains the digests, Verify checks them; the SHA-256 and ed25519
+// they use come from package tape/seal, so that this package links no cryptography.
 package tape

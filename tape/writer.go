@@ -56,7 +56,7 @@ type Writer struct {
 	// Digests (WithDigests): metaSum is the meta's hash, tail the piece that closes the
 	// tape (with the root digest), rootDirty says the root must be computed again.
 	digests   bool
-	signer    []byte
+	hs        Hashing
 	metaSum   sum
 	tail      piece
 	rootDirty bool
@@ -66,15 +66,10 @@ type Writer struct {
 type Option func(*Writer)
 
 // WithDigests makes the Writer give every step its link in its thread's chain and the tape
-// its root digest (see Digest), computed over the pieces as they are encoded, so that no
-// body is held or read again for it. Every persisted version verifies.
-func WithDigests() Option { return func(w *Writer) { w.digests = true } }
-
-// WithSigner makes the Writer sign the root digest with key, an ed25519.PrivateKey (and
-// implies WithDigests).
-func WithSigner(key []byte) Option {
-	return func(w *Writer) { w.digests, w.signer = true, key }
-}
+// its root digest (see Digest), computed with hs over the pieces as they are encoded, so
+// that no body is held or read again for it; hs.Sign, when set, signs the root. Every
+// persisted version verifies. Package tape/seal gives hs.
+func WithDigests(hs Hashing) Option { return func(w *Writer) { w.digests, w.hs = true, hs } }
 
 // piece is a part of the tape's encoding, replaced (never changed) when what it encodes
 // changes.
@@ -166,8 +161,6 @@ func Create(path string, t *Tape, opts ...Option) (*Writer, error) {
 	}
 	if !w.digests {
 		t.Digest = nil
-	} else if crypt == nil {
-		return nil, fmt.Errorf("create tape %s: %w", path, ErrNoCrypto)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create tape %s: %w", path, err)
@@ -286,7 +279,7 @@ func (w *Writer) encodeHead() error {
 		return err
 	}
 	if w.digests {
-		w.metaSum = sum256(meta)
+		w.metaSum = w.hs.sum(meta)
 		w.rootDirty = true
 	}
 	var b bytes.Buffer
@@ -330,7 +323,7 @@ func (w *Writer) encodeStep(ti, si int) (stepPieces, error) {
 	}
 	ps := stepPieces{request: w.newPiece(req)}
 	if w.digests {
-		ps.hash = &stepHasher{afterRequest: hashRequest(req)}
+		ps.hash = &stepHasher{afterRequest: w.hs.hashRequest(req)}
 	}
 	return w.encodeStepAnswer(ti, si, ps)
 }
@@ -354,7 +347,7 @@ func (w *Writer) encodeStepAnswer(ti, si int, ps stepPieces) (stepPieces, error)
 	ps.answer = w.newPiece(b)
 	if ps.hash != nil {
 		h := *ps.hash // a copy: ps may be the step's current pieces, replaced only on success
-		h.afterAnswer = hashAnswer(h.afterRequest, b)
+		h.afterAnswer = w.hs.hashAnswer(h.afterRequest, b)
 		ps.hash = &h
 	}
 	return w.encodeStepEnd(ti, si, ps)
@@ -376,8 +369,8 @@ func (w *Writer) encodeStepEnd(ti, si int, ps stepPieces) (stepPieces, error) {
 	}
 	if ps.hash != nil {
 		h := *ps.hash
-		h.content = hashEnd(h.afterAnswer, b.Bytes())
-		h.link = chain(w.prevLink(ti, si), h.content)
+		h.content = w.hs.hashEnd(h.afterAnswer, b.Bytes())
+		h.link = w.hs.chain(w.prevLink(ti, si), h.content)
 		ps.hash = &h
 		s.Digest = formatSum(h.link)
 		b.WriteString(`,"digest":"`)
@@ -444,7 +437,7 @@ func (w *Writer) addThreadPieces(th *Thread) error {
 	}
 	tp := &threadPieces{head: w.newPiece(head)}
 	if w.digests {
-		if tp.genesis, err = genesis(w.t.Meta.TapeID, th.ID, th.Parent); err != nil {
+		if tp.genesis, err = w.hs.genesis(w.t.Meta.TapeID, th.ID, th.Parent); err != nil {
 			return err
 		}
 		w.rootDirty = true
@@ -501,9 +494,10 @@ type PreparedStep struct {
 	hashed  []byte // the hash state after the request (HashRequest), or nil
 }
 
-// HashRequest hashes the prepared request ahead of AppendPrepared for a Writer with
-// digests, so that appending it hashes only the answer. Call it off the answer's path.
-func (p *PreparedStep) HashRequest() { p.hashed = hashRequest(p.request) }
+// HashRequest hashes the prepared request with hs ahead of AppendPrepared for a Writer
+// with digests (the same hs), so that appending it hashes only the answer. Call it off the
+// answer's path.
+func (p *PreparedStep) HashRequest(hs Hashing) { p.hashed = hs.hashRequest(p.request) }
 
 // Prepare encodes s's request for AppendPrepared. s.Request must not change after it;
 // the rest of s may.
@@ -542,7 +536,7 @@ func (w *Writer) appendStep(ti int, s *Step, request, hashed []byte) (int, error
 		ps = stepPieces{request: w.newPiece(request)}
 		if w.digests {
 			if hashed == nil {
-				hashed = hashRequest(request)
+				hashed = w.hs.hashRequest(request)
 			}
 			ps.hash = &stepHasher{afterRequest: hashed}
 		}
@@ -672,7 +666,7 @@ func (w *Writer) encodeTail() error {
 			lasts[i] = tp.steps[n-1].hash.link
 		}
 	}
-	d := newDigest(w.metaSum, lasts, w.signer)
+	d := w.hs.newDigest(w.metaSum, lasts)
 	b, err := marshalPiece(d)
 	if err != nil {
 		return fmt.Errorf("encode root digest: %w", err)

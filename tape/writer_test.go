@@ -44,7 +44,7 @@ func testWriterMatchesMarshal(t *testing.T, size int, digests bool) {
 	tp := New(ProviderAnthropic, time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
 	var opts []Option
 	if digests {
-		opts = append(opts, WithDigests())
+		opts = append(opts, WithDigests(testHashing))
 	}
 	w, err := Create(path, tp, opts...)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func testWriterMatchesMarshal(t *testing.T, size int, digests bool) {
 		again, err := Marshal(loaded)
 		require.NoError(t, err)
 		require.Equal(t, string(got), string(again))
-		v, err := Verify(bytes.NewReader(got), VerifyOptions{})
+		v, err := Verify(bytes.NewReader(got), VerifyOptions{Hashing: testHashing})
 		require.NoError(t, err)
 		if !digests {
 			require.Equal(t, DigestsNone, v.State)
@@ -73,7 +73,7 @@ func testWriterMatchesMarshal(t *testing.T, size int, digests bool) {
 		require.NoError(t, v.Err())
 		require.Equal(t, DigestsOK, v.State, "every published version verifies")
 		// The Writer's digests, computed piece by piece, are Seal's, computed whole.
-		require.NoError(t, Seal(loaded, nil))
+		require.NoError(t, Seal(loaded, testHashing))
 		sealed, err := Marshal(loaded)
 		require.NoError(t, err)
 		require.Equal(t, string(got), string(sealed))

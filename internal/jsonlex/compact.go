@@ -15,6 +15,18 @@ func Compact(dst, b []byte) ([]byte, bool) {
 	return c.out, true
 }
 
+// CompactValue appends to dst the compact form of the one JSON value that starts at b[0],
+// whatever follows it, and returns how many bytes of b it took. It reports false when b
+// does not start with a valid value; a value cut short by the end of b is not one (a
+// number that reaches the end of b may go on: callers reading a stream read more first).
+func CompactValue(dst, b []byte) (out []byte, n int, ok bool) {
+	c := compactor{b: b, out: dst}
+	if !c.value(0) {
+		return dst, 0, false
+	}
+	return c.out, c.i, true
+}
+
 type compactor struct {
 	b   []byte
 	i   int

@@ -53,6 +53,16 @@ func checkAgainstStdlib(t *testing.T, b []byte) {
 	}
 
 	i := jsonlex.Space(b, 0)
+	if valid {
+		// The value with anything after it: CompactValue takes the value and stops.
+		withTail := append(append([]byte(nil), b[i:]...), ` ,]x`...)
+		out, n, ok := jsonlex.CompactValue(nil, withTail)
+		require.True(t, ok, "CompactValue(%q)", withTail)
+		var want bytes.Buffer
+		require.NoError(t, json.Compact(&want, b))
+		require.Equal(t, want.String(), string(out))
+		require.Equal(t, `,]x`, string(withTail[jsonlex.Space(withTail, n):]), "CompactValue(%q) took %d bytes", withTail, n)
+	}
 	if i < len(b) && b[i] == '"' {
 		end, s, err := jsonlex.String(b, i)
 		if err == nil {

@@ -17,13 +17,14 @@ func main() {
 	steps := flag.Int("steps", 25, "mean steps per tape")
 	output := flag.Int("tool-output", 2500, "mean bytes of a tool output")
 	lean := flag.Bool("lean", false, "short system prompts and tool descriptions")
+	digests := flag.Bool("digests", false, "give every tape its digest chain (tape.Seal), for tapebox verify")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: gencorpus [-n N] [-seed S] [-steps N] [-tool-output B] [-lean] DIR")
+		fmt.Fprintln(os.Stderr, "usage: gencorpus [-n N] [-seed S] [-steps N] [-tool-output B] [-lean] [-digests] DIR")
 		os.Exit(2)
 	}
 	st, err := dataset.GenerateCorpus(context.Background(), flag.Arg(0), dataset.CorpusOptions{
-		Tapes: *n, Seed: *seed, MeanSteps: *steps, MeanToolOutput: *output, Lean: *lean,
+		Tapes: *n, Seed: *seed, MeanSteps: *steps, MeanToolOutput: *output, Lean: *lean, Digests: *digests,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gencorpus:", err)

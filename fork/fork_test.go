@@ -295,3 +295,52 @@ func TestOverridesApply(t *testing.T) {
 	_, err := fork.Overrides{Model: "m"}.Apply(tape.ProviderAnthropic, []byte(`[1]`))
 	assert.ErrorContains(t, err, "not a JSON object")
 }
+
+// TestForkAfterASubagent: the subagent a served step spawned is served whole from the
+// recording (it ended before the fork point), linked to its parent in the fork tape, and
+// the live steps continue the main thread.
+func TestForkAfterASubagent(t *testing.T) {
+	agent := fakeprovider.Call("Agent", map[string]any{"prompt": "[fork-sub] count the files", "description": "count"})
+	sub := fakeprovider.Thread{Name: "sub", Marker: "[fork-sub]", Turns: []fakeprovider.Turn{
+		{Calls: []tape.ToolCall{bash("ls | wc -l > count.txt")}},
+		{Text: "counted"},
+	}}
+	script := func(rest ...fakeprovider.Turn) fakeprovider.Script {
+		turns := append([]fakeprovider.Turn{{Calls: []tape.ToolCall{agent}}, {Calls: []tape.ToolCall{bash("echo one > a.txt")}}}, rest...)
+		return fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Marker: marker, Turns: turns}, sub}}
+	}
+	first := start(t, script(fakeprovider.Turn{Calls: []tape.ToolCall{bash("echo two >> a.txt")}}, fakeprovider.Turn{Text: "done"}))
+	dir := t.TempDir()
+	recPath := filepath.Join(t.TempDir(), "run.json")
+	g, err := gateway.New(gateway.Config{Output: recPath, Upstream: first.URL(), Workspace: dir})
+	require.NoError(t, err)
+	hs := httptest.NewServer(g)
+	_, err = runMini(t, hs.URL, dir)
+	require.NoError(t, err)
+	hs.Close()
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+	rec, err := tape.LoadFile(recPath)
+	require.NoError(t, err)
+	require.Len(t, rec.Threads, 2, "main and the subagent")
+
+	second := start(t, script(fakeprovider.Turn{Calls: []tape.ToolCall{bash("echo OTHER >> a.txt")}}, fakeprovider.Turn{Text: "other done"}))
+	out := filepath.Join(t.TempDir(), "fork.json")
+	w, runErr, reason, detail := forkAt(t, recPath, rec, fork.Config{At: 2, Upstream: second.URL(), Output: out})
+	require.NoError(t, runErr)
+	assert.Equal(t, tape.EndComplete, reason, detail)
+	live := modelCalls(second)
+	require.Len(t, live, 2, "only main's steps 2 and 3 go upstream")
+	assert.Equal(t, "main", live[0].Thread)
+	ft, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"main": 2, rec.Threads[1].ID: 2}, ft.Meta.ForkedFrom.Served)
+	require.Len(t, ft.Threads, 2)
+	require.NotNil(t, ft.Threads[1].Parent)
+	assert.Equal(t, *rec.Threads[1].Parent, *ft.Threads[1].Parent)
+	assert.Len(t, ft.Main().Steps, 4)
+	b, err := os.ReadFile(filepath.Join(w, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "one\nOTHER\n", string(b))
+	_, err = os.Stat(filepath.Join(w, "count.txt"))
+	assert.NoError(t, err, "the served subagent's tool call ran for real")
+}

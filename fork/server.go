@@ -279,6 +279,10 @@ func (s *Server) Live() (bool, time.Time) {
 	return s.live, s.reached
 }
 
+// SetWorkspace records the fork tape's meta.workspace (taken elsewhere than on this
+// machine: in a container), for a server made without Config.Workspace.
+func (s *Server) SetWorkspace(w *tape.Workspace) error { return s.gw.SetWorkspace(w) }
+
 // FirstCall returns when the harness's first model call arrived (zero before it).
 func (s *Server) FirstCall() time.Time {
 	s.mu.Lock()

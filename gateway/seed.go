@@ -101,6 +101,25 @@ func (g *Gateway) SetForkedFrom(f *tape.ForkedFrom) error {
 	return nil
 }
 
+// SetWorkspace records meta.workspace as given (a start snapshot and end manifest taken
+// elsewhere, such as in a container), for a gateway made without Config.Workspace.
+func (g *Gateway) SetWorkspace(w *tape.Workspace) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.finished {
+		return errors.New("gateway: set workspace: the recording is finished")
+	}
+	if g.cfg.Workspace != "" {
+		return errors.New("gateway: set workspace: the gateway takes the workspace itself (Config.Workspace)")
+	}
+	if err := g.w.UpdateMeta(func(m *tape.Meta) { m.Workspace = w }); err != nil {
+		return fmt.Errorf("gateway: set workspace: %w", err)
+	}
+	g.dirty.Store(true)
+	g.kickSync()
+	return nil
+}
+
 // Start returns when the recording started: the origin of its steps' timings.
 func (g *Gateway) Start() time.Time { return g.start }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -24,16 +23,7 @@ import (
 // restored in a fresh container, the agent runs there against the fork on the Docker
 // bridge, the end manifest comes from the container, and Verify runs there.
 func TestForkInContainer(t *testing.T) {
-	dockertest.Image(t, dockertest.SandboxImage)
-	bin := filepath.Join(t.TempDir(), "tapebox-mini")
-	build := exec.Command("go", "build", "-o", bin, "github.com/tapebox/tapebox/internal/tapebox-mini")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	data, err := os.ReadFile(bin)
-	require.NoError(t, err)
-	image := dockertest.Build(t, "tapebox/fork-mini:test", "FROM "+dockertest.SandboxImage+"\nCOPY tapebox-mini /usr/local/bin/tapebox-mini\n",
-		map[string][]byte{"tapebox-mini": data}, "tapebox-mini")
+	image := dockertest.BuildMini(t)
 
 	first := start(t, original())
 	dir := t.TempDir()

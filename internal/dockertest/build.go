@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -62,4 +65,28 @@ func Build(tb testing.TB, tag, dockerfile string, files map[string][]byte, exec 
 		}
 	}
 	return tag
+}
+
+// MiniImage is the tag of the sandbox image with the mini agent (internal/tapebox-mini)
+// built in statically at /usr/local/bin/tapebox-mini: an agent for a fresh container where
+// no Node.js is. MiniImage builds it (the module's go toolchain, then Build).
+const MiniImage = "tapebox/fork-mini:test"
+
+// BuildMini builds MiniImage from SandboxImage and returns its tag; it skips or fails tb as
+// Image does when the engine or the sandbox image is missing.
+func BuildMini(tb testing.TB) string {
+	tb.Helper()
+	Image(tb, SandboxImage)
+	bin := filepath.Join(tb.TempDir(), "tapebox-mini")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/tapebox/tapebox/internal/tapebox-mini")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("build tapebox-mini: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return Build(tb, MiniImage, "FROM "+SandboxImage+"\nCOPY tapebox-mini /usr/local/bin/tapebox-mini\n",
+		map[string][]byte{"tapebox-mini": data}, "tapebox-mini")
 }

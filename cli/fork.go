@@ -35,6 +35,8 @@ Runs CMD (the real harness) from step N of a recording onto a live model. The re
 snapshot is restored into the working directory (--workdir; default the tape's meta.cwd, where
 it ran, which must be missing or empty), and CMD runs there against a server on a free loopback
 port (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, TAPEBOX_GATEWAY_URL set as tapebox record sets them).
+With --sandbox docker-image:IMAGE, CMD runs in a fresh container of IMAGE instead (the image must
+hold the harness), which reaches the server on the Docker bridge's address.
 
 That server is the simulator before the fork point and the gateway after it: the steps before N
 of the chosen thread, and the steps of other threads that ended before step N was asked for,

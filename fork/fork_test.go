@@ -344,3 +344,53 @@ func TestForkAfterASubagent(t *testing.T) {
 	_, err = os.Stat(filepath.Join(w, "count.txt"))
 	assert.NoError(t, err, "the served subagent's tool call ran for real")
 }
+
+// TestForkOnASubagentThread: --thread names a subagent: its parent's spawning step is served
+// (it ended before the fork point), the subagent's first step too, and from the subagent's
+// step 1 on everything is live, the main thread's next step included.
+func TestForkOnASubagentThread(t *testing.T) {
+	agent := fakeprovider.Call("Agent", map[string]any{"prompt": "[fork-sub] count the files", "description": "count"})
+	script := func(subCmd, mainText string) fakeprovider.Script {
+		return fakeprovider.Script{Threads: []fakeprovider.Thread{
+			{Name: "main", Marker: marker, Turns: []fakeprovider.Turn{{Calls: []tape.ToolCall{agent}}, {Text: mainText}}},
+			{Name: "sub", Marker: "[fork-sub]", Turns: []fakeprovider.Turn{
+				{Calls: []tape.ToolCall{bash("echo sub > s.txt")}},
+				{Calls: []tape.ToolCall{bash(subCmd)}},
+				{Text: "sub done"},
+			}},
+		}}
+	}
+	first := start(t, script("echo recorded >> s.txt", "main done"))
+	dir := t.TempDir()
+	recPath := filepath.Join(t.TempDir(), "run.json")
+	g, err := gateway.New(gateway.Config{Output: recPath, Upstream: first.URL(), Workspace: dir})
+	require.NoError(t, err)
+	hs := httptest.NewServer(g)
+	_, err = runMini(t, hs.URL, dir)
+	require.NoError(t, err)
+	hs.Close()
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+	rec, err := tape.LoadFile(recPath)
+	require.NoError(t, err)
+	require.Len(t, rec.Threads, 2)
+	sub := rec.Threads[1].ID
+
+	second := start(t, script("echo forked >> s.txt", "main done, forked"))
+	out := filepath.Join(t.TempDir(), "fork.json")
+	w, runErr, reason, detail := forkAt(t, recPath, rec, fork.Config{Thread: sub, At: 1, Upstream: second.URL(), Output: out})
+	require.NoError(t, runErr)
+	assert.Equal(t, tape.EndComplete, reason, detail)
+	ft, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"main": 1, sub: 1}, ft.Meta.ForkedFrom.Served)
+	assert.Equal(t, sub, ft.Meta.ForkedFrom.Thread)
+	var threads []string
+	for _, q := range modelCalls(second) {
+		threads = append(threads, q.Thread)
+	}
+	assert.Equal(t, []string{"sub", "sub", "main"}, threads, "the subagent's steps 1 and 2, then main's step 1")
+	b, err := os.ReadFile(filepath.Join(w, "s.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "sub\nforked\n", string(b))
+	assert.Equal(t, "main done, forked", ft.Main().Steps[1].Response.Text())
+}

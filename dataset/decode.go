@@ -1190,10 +1190,15 @@ func (d *decoder) step(s *tape.Step) error {
 		case "timing":
 			d.field(&o, 4)
 			return d.timing(&s.Timing)
+		case "served_from_tape":
+			d.field(&o, 5)
+			var err error
+			s.ServedFromTape, err = d.boolean()
+			return err
 		}
 		return d.unknown(key)
 	})
-	d.check(o, 0b1_1111)
+	d.check(o, 0b1_1111|bit(5, s.ServedFromTape))
 	return err
 }
 

@@ -157,6 +157,15 @@ func TestForkAtStep2(t *testing.T) {
 	require.Len(t, ft.Main().Steps, 4)
 	assert.True(t, f.FromTape("main", 1))
 	assert.False(t, f.FromTape("main", 2))
+	for i, st := range ft.Main().Steps {
+		assert.Equal(t, i < 2, st.ServedFromTape, "step %d: marked served from the tape iff it was", i)
+	}
+	onDisk, err := os.ReadFile(out)
+	require.NoError(t, err)
+	canon, err := tape.Marshal(ft)
+	require.NoError(t, err)
+	assert.Equal(t, string(canon), string(onDisk), "the fork tape is in the canonical encoding")
+	assert.Equal(t, 2, strings.Count(string(onDisk), `"served_from_tape":true`))
 	require.Len(t, ft.Main().Steps[1].ToolResults, 1, "the last served step got its results from the first live request")
 	assert.Equal(t, "other done", ft.Main().Steps[3].Response.Text())
 	require.NotNil(t, ft.Meta.Workspace, "the fork tape carries the start snapshot and the end manifest")

@@ -9,7 +9,7 @@ import (
 )
 
 // Seed writes steps that did not pass through the gateway (a fork's prefix, served from a
-// recording) into the tape before its first live call, and takes them as the threads'
+// recording) into the tape before its first live call, each marked ServedFromTape, and takes them as the threads'
 // history: a live request that answers the tool calls of a seeded thread's last step
 // continues that thread, as if the gateway had recorded the seeded steps itself. prefix's
 // threads keep their ids and parents; threads without steps are left out. Its timings are
@@ -52,6 +52,7 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 		for _, src := range pt.Steps {
 			s := *src
 			s.Timing = shiftTiming(s.Timing, shift)
+			s.ServedFromTape = true
 			si, err := g.w.AppendStep(i, &s)
 			if err != nil {
 				return fmt.Errorf("gateway: seed thread %s: %w", pt.ID, err)

@@ -23,6 +23,8 @@
 //	                                                     taken from the thread's next request
 //	      timing     request_at, first_byte_at, last_byte_at, next_request_at
 //	                 (ms since meta.started_at)
+//	      served_from_tape  true on a fork tape's steps answered from the recording
+//	                        (omitted otherwise)
 //
 // Normalized fields (system, messages, tools, params, content, stop_reason, usage,
 // tool_calls, tool_results) are always derived from the raw bodies by package

@@ -154,6 +154,9 @@ type Step struct {
 	ToolCalls   []ToolCall   `json:"tool_calls"`
 	ToolResults []ToolResult `json:"tool_results"`
 	Timing      Timing       `json:"timing"`
+	// ServedFromTape marks a step of a fork tape that was answered from the recording, not
+	// by the live upstream (see ForkedFrom); omitted (false) everywhere else.
+	ServedFromTape bool `json:"served_from_tape,omitempty"`
 }
 
 // Request is a model call as the harness sent it. System, Messages, Tools and Params are

@@ -44,6 +44,9 @@ lacks) and end state, and the end-state differences; it exits 0 (a fork is meant
 	if rep == nil {
 		return code
 	}
+	if fork.IsForkOf(rec, rep) { // given the other way round
+		rec, rep = rep, rec
+	}
 	if fork.IsForkOf(rep, rec) {
 		table := prices.Default()
 		if *pricesPath != "" {

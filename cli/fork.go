@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,10 +23,10 @@ func init() {
 
 // forkFlags are tapebox fork's flags.
 type forkFlags struct {
-	tapePath, thread, upstream, model, models, systemAppend, output, workdir, verify, pricesPath string
-	at, jobs                                                                                     int
-	speed                                                                                        float64
-	noWorkspace, asJSON, quiet                                                                   bool
+	tapePath, thread, upstream, model, models, systemAppend, output, workdir, verify, pricesPath, sandbox string
+	at, jobs                                                                                              int
+	speed                                                                                                 float64
+	noWorkspace, asJSON, quiet                                                                            bool
 }
 
 func runFork(ctx context.Context, env *Env, args []string) int {
@@ -37,6 +35,8 @@ Runs CMD (the real harness) from step N of a recording onto a live model. The re
 snapshot is restored into the working directory (--workdir; default the tape's meta.cwd, where
 it ran, which must be missing or empty), and CMD runs there against a server on a free loopback
 port (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, TAPEBOX_GATEWAY_URL set as tapebox record sets them).
+With --sandbox docker-image:IMAGE, CMD runs in a fresh container of IMAGE instead (the image must
+hold the harness), which reaches the server on the Docker bridge's address.
 
 That server is the simulator before the fork point and the gateway after it: the steps before N
 of the chosen thread, and the steps of other threads that ended before step N was asked for,
@@ -65,6 +65,7 @@ failed to run; 2 for a usage error.`)
 	fs.StringVar(&f.systemAppend, "system-append", "", "text appended to the system prompt of every live request")
 	fs.StringVar(&f.output, "output", "fork.json", "the fork tape; with --models, <stem>.<model>.json")
 	fs.StringVar(&f.workdir, "workdir", "", "where the workspace is restored and CMD runs (missing or empty); default the tape's meta.cwd, else this directory. With --models, fork i's final workspace is <workdir>.fork-<model>")
+	fs.StringVar(&f.sandbox, "sandbox", "", "docker-image:IMAGE runs CMD in a fresh container of IMAGE, which must hold the harness: the workspace restored into its --workdir (default meta.cwd), a bridge network to reach the fork on the Docker bridge's address, the end manifest read from it, --verify run in it")
 	fs.StringVar(&f.verify, "verify", "", "a shell command run in each fork's final workspace (sh -c); exit 0 passes")
 	fs.IntVar(&f.jobs, "jobs", 1, "with --models, how many forks run at once (more than 1: each in <workdir>.fork-<model>, so a harness that names absolute paths may diverge)")
 	fs.Float64Var(&f.speed, "speed", 0, "pacing of the served steps: 1 as recorded, 2 twice as fast, 0 no waiting")
@@ -105,7 +106,7 @@ failed to run; 2 for a usage error.`)
 	if _, err := fork.Check(rec, f.thread, f.at); err != nil {
 		return failf(env, "fork", "%s: %v", f.tapePath, err)
 	}
-	if f.workdir == "" {
+	if f.workdir == "" && f.sandbox == "" {
 		f.workdir = rec.Meta.Cwd
 		if f.workdir == "" {
 			wd, err := os.Getwd()
@@ -130,7 +131,7 @@ func (f *forkFlags) options(env *Env, rec *tape.Tape, argv []string, model, outp
 	return fork.Options{
 		Config: fork.Config{Recording: rec, Thread: f.thread, At: f.at, Upstream: f.upstream,
 			Overrides: fork.Overrides{Model: model, SystemAppend: f.systemAppend}, Output: output, Speed: f.speed, Logf: logf},
-		TapePath: f.tapePath, Workdir: workdir, NoWorkspace: f.noWorkspace, Command: argv,
+		TapePath: f.tapePath, Workdir: workdir, NoWorkspace: f.noWorkspace, Command: argv, Sandbox: f.sandbox,
 		Stdin: env.Stdin, Stdout: stdout, Stderr: env.Stderr,
 	}
 }
@@ -201,7 +202,7 @@ type modelRow struct {
 	USD       *float64 `json:"usd"`
 	WallMS    float64  `json:"wall_ms"`
 	Tape      string   `json:"tape"`
-	Workspace string   `json:"workspace"`
+	Workspace string   `json:"workspace,omitempty"` // the final workspace (none with --sandbox)
 	Ended     string   `json:"ended"`
 	Error     string   `json:"error,omitempty"`
 }
@@ -233,23 +234,35 @@ func forkModels(ctx context.Context, env *Env, f *forkFlags, rec *tape.Tape, arg
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			dir := final
-			if f.jobs == 1 {
+			switch {
+			case f.sandbox != "":
+				dir, row.Workspace = f.workdir, "" // in the container, removed with it
+			case f.jobs == 1:
 				mu.Lock()
 				defer mu.Unlock()
 				dir = f.workdir // where the recording ran: the harness's absolute paths match
 			}
-			if err := os.RemoveAll(final); err != nil { // a previous run's
+			if err := os.RemoveAll(final); err != nil && f.sandbox == "" { // a previous run's
 				row.Error = err.Error()
 				return
 			}
 			opts := f.options(env, rec, argv, m, row.Tape, dir, env.Stderr, m+": ")
+			opts.Verify = f.verify
 			res, err := fork.Run(ctx, opts)
 			if res != nil {
 				row.WallMS = tape.RoundMS(res.Wall)
 				row.Ended = string(res.Ended)
 				row.Live = res.Live
+				if res.Verify != "" {
+					row.Verify = res.Verify
+					if res.Verify == "fail" {
+						fmt.Fprintf(env.Stderr, "tapebox fork: %s: verify failed:\n%s", m, res.VerifyOutput)
+					}
+				} else if err == nil {
+					row.Verify = "none"
+				}
 			}
-			if dir != final {
+			if f.sandbox == "" && dir != final {
 				if rerr := os.Rename(dir, final); rerr != nil && row.Error == "" {
 					row.Error = rerr.Error()
 				}
@@ -262,19 +275,6 @@ func forkModels(ctx context.Context, env *Env, f *forkFlags, rec *tape.Tape, arg
 				c := table.Tape(ft)
 				row.Steps = ft.Totals().Steps
 				row.TokensIn, row.TokensOut, row.USD = c.Usage.InputTokens, c.Usage.OutputTokens, c.USD
-			}
-			row.Verify = "none"
-			if f.verify != "" {
-				cmd := exec.CommandContext(ctx, "sh", "-c", f.verify)
-				cmd.Dir, cmd.Stdout, cmd.Stderr = final, env.Stderr, env.Stderr
-				row.Verify = "pass"
-				if err := cmd.Run(); err != nil {
-					var ee *exec.ExitError
-					if !errors.As(err, &ee) {
-						row.Error = fmt.Sprintf("verify: %v", err)
-					}
-					row.Verify = "fail"
-				}
 			}
 		})
 	}

@@ -69,3 +69,49 @@ func TestInspectFork(t *testing.T) {
 	_, out, _ = runVerbForTest(t, "inspect", p)
 	assert.NotContains(t, out, "forked")
 }
+
+// TestCompareFork: compare recognises a fork of the recording, either way round, reports
+// where the timelines part and exits 0; the same tapes without forked_from are a replay
+// that differs (exit 1).
+func TestCompareFork(t *testing.T) {
+	recPath := filepath.Join("..", "testdata", "replay", "claude-code.json")
+	rec, err := tape.LoadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := tape.LoadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Meta.TapeID = "fork-of-claude"
+	f.Meta.ForkedFrom = &tape.ForkedFrom{TapeID: rec.Meta.TapeID, Thread: "main", Step: 1, Served: map[string]int{"main": 1}, Overrides: map[string]string{"model": "cheap"}}
+	main := f.Main()
+	if len(main.Steps) < 3 || len(main.Steps[2].ToolCalls) == 0 {
+		t.Fatalf("the test tape needs a tool call at main step 2")
+	}
+	main.Steps[2].ToolCalls[0].Input = []byte(`{"command":"echo another way"}`)
+	forkPath := filepath.Join(t.TempDir(), "fork.json")
+	if err := tape.Save(forkPath, f); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{recPath, forkPath}, {forkPath, recPath}} {
+		code, out, stderr := runVerbForTest(t, append([]string{"compare"}, args...)...)
+		assert.Equal(t, ExitOK, code, stderr)
+		assert.Contains(t, out, "FORK at thread main step 1")
+		assert.Contains(t, out, "common prefix: 2 steps of thread main")
+		assert.Contains(t, out, "timelines part at thread main step 2: tool_call.input")
+		assert.Contains(t, out, "echo another way")
+	}
+	code, out, _ := runVerbForTest(t, "compare", recPath, forkPath, "--json")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, `"parts_at": {`)
+	assert.Contains(t, out, `"common_prefix": 2`)
+
+	f.Meta.ForkedFrom = nil
+	if err := tape.Save(forkPath, f); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runVerbForTest(t, "compare", recPath, forkPath)
+	assert.Equal(t, ExitFailure, code, "not a fork: a replay that differs\n%s", out)
+	assert.NotContains(t, out, "FORK")
+}

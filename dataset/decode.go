@@ -1130,13 +1130,18 @@ func (d *decoder) step(s *tape.Step) error {
 		case "timing":
 			d.field(&o, 4)
 			return d.timing(&s.Timing)
-		case "digest":
+		case "served_from_tape":
 			d.field(&o, 5)
+			var err error
+			s.ServedFromTape, err = d.boolean()
+			return err
+		case "digest":
+			d.field(&o, 6)
 			return d.strInto(&s.Digest)
 		}
 		return d.unknown(key)
 	})
-	d.check(o, 0b1_1111|bit(5, s.Digest != ""))
+	d.check(o, 0b1_1111|bit(5, s.ServedFromTape)|bit(6, s.Digest != ""))
 	return err
 }
 

@@ -71,9 +71,10 @@ func edgeTape() *tape.Tape {
 			StopReason: "end_turn", Usage: tape.Usage{InputTokens: 1, ReasoningTokens: 9},
 			Raw:    json.RawMessage(`"not json body"`),
 			Chunks: []tape.Chunk{{AtMS: tiny, Data: text}, {AtMS: huge, Data: ""}, {AtMS: neg}}},
-		ToolCalls:   []tape.ToolCall{{ID: "c", Name: "Bash", Input: json.RawMessage(`{}`)}, {ID: "d", Name: "apply_patch", Kind: "custom", Input: json.RawMessage(`{"input":"x"}`)}},
-		ToolResults: []tape.ToolResult{{ToolCallID: "c", Content: []tape.Block{{Type: "text", Text: text}}, DurationMS: &tiny}},
-		Timing:      tape.Timing{RequestAt: 0.001, FirstByteAt: 123456.789, LastByteAt: 1e-6, NextRequestAt: &huge},
+		ToolCalls:      []tape.ToolCall{{ID: "c", Name: "Bash", Input: json.RawMessage(`{}`)}, {ID: "d", Name: "apply_patch", Kind: "custom", Input: json.RawMessage(`{"input":"x"}`)}},
+		ToolResults:    []tape.ToolResult{{ToolCallID: "c", Content: []tape.Block{{Type: "text", Text: text}}, DurationMS: &tiny}},
+		Timing:         tape.Timing{RequestAt: 0.001, FirstByteAt: 123456.789, LastByteAt: 1e-6, NextRequestAt: &huge},
+		ServedFromTape: true,
 	}}}, {ID: "sub<1>&", Parent: &tape.Parent{ThreadID: "main", ToolCallID: "<c>&"}, Steps: []*tape.Step{}}}
 	return t
 }

@@ -157,6 +157,15 @@ func TestForkAtStep2(t *testing.T) {
 	require.Len(t, ft.Main().Steps, 4)
 	assert.True(t, f.FromTape("main", 1))
 	assert.False(t, f.FromTape("main", 2))
+	for i, st := range ft.Main().Steps {
+		assert.Equal(t, i < 2, st.ServedFromTape, "step %d: marked served from the tape iff it was", i)
+	}
+	onDisk, err := os.ReadFile(out)
+	require.NoError(t, err)
+	canon, err := tape.Marshal(ft)
+	require.NoError(t, err)
+	assert.Equal(t, string(canon), string(onDisk), "the fork tape is in the canonical encoding")
+	assert.Equal(t, 2, strings.Count(string(onDisk), `"served_from_tape":true`))
 	require.Len(t, ft.Main().Steps[1].ToolResults, 1, "the last served step got its results from the first live request")
 	assert.Equal(t, "other done", ft.Main().Steps[3].Response.Text())
 	require.NotNil(t, ft.Meta.Workspace, "the fork tape carries the start snapshot and the end manifest")
@@ -294,4 +303,103 @@ func TestOverridesApply(t *testing.T) {
 	}
 	_, err := fork.Overrides{Model: "m"}.Apply(tape.ProviderAnthropic, []byte(`[1]`))
 	assert.ErrorContains(t, err, "not a JSON object")
+}
+
+// TestForkAfterASubagent: the subagent a served step spawned is served whole from the
+// recording (it ended before the fork point), linked to its parent in the fork tape, and
+// the live steps continue the main thread.
+func TestForkAfterASubagent(t *testing.T) {
+	agent := fakeprovider.Call("Agent", map[string]any{"prompt": "[fork-sub] count the files", "description": "count"})
+	sub := fakeprovider.Thread{Name: "sub", Marker: "[fork-sub]", Turns: []fakeprovider.Turn{
+		{Calls: []tape.ToolCall{bash("ls | wc -l > count.txt")}},
+		{Text: "counted"},
+	}}
+	script := func(rest ...fakeprovider.Turn) fakeprovider.Script {
+		turns := append([]fakeprovider.Turn{{Calls: []tape.ToolCall{agent}}, {Calls: []tape.ToolCall{bash("echo one > a.txt")}}}, rest...)
+		return fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Marker: marker, Turns: turns}, sub}}
+	}
+	first := start(t, script(fakeprovider.Turn{Calls: []tape.ToolCall{bash("echo two >> a.txt")}}, fakeprovider.Turn{Text: "done"}))
+	dir := t.TempDir()
+	recPath := filepath.Join(t.TempDir(), "run.json")
+	g, err := gateway.New(gateway.Config{Output: recPath, Upstream: first.URL(), Workspace: dir})
+	require.NoError(t, err)
+	hs := httptest.NewServer(g)
+	_, err = runMini(t, hs.URL, dir)
+	require.NoError(t, err)
+	hs.Close()
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+	rec, err := tape.LoadFile(recPath)
+	require.NoError(t, err)
+	require.Len(t, rec.Threads, 2, "main and the subagent")
+
+	second := start(t, script(fakeprovider.Turn{Calls: []tape.ToolCall{bash("echo OTHER >> a.txt")}}, fakeprovider.Turn{Text: "other done"}))
+	out := filepath.Join(t.TempDir(), "fork.json")
+	w, runErr, reason, detail := forkAt(t, recPath, rec, fork.Config{At: 2, Upstream: second.URL(), Output: out})
+	require.NoError(t, runErr)
+	assert.Equal(t, tape.EndComplete, reason, detail)
+	live := modelCalls(second)
+	require.Len(t, live, 2, "only main's steps 2 and 3 go upstream")
+	assert.Equal(t, "main", live[0].Thread)
+	ft, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"main": 2, rec.Threads[1].ID: 2}, ft.Meta.ForkedFrom.Served)
+	require.Len(t, ft.Threads, 2)
+	require.NotNil(t, ft.Threads[1].Parent)
+	assert.Equal(t, *rec.Threads[1].Parent, *ft.Threads[1].Parent)
+	assert.Len(t, ft.Main().Steps, 4)
+	b, err := os.ReadFile(filepath.Join(w, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "one\nOTHER\n", string(b))
+	_, err = os.Stat(filepath.Join(w, "count.txt"))
+	assert.NoError(t, err, "the served subagent's tool call ran for real")
+}
+
+// TestForkOnASubagentThread: --thread names a subagent: its parent's spawning step is served
+// (it ended before the fork point), the subagent's first step too, and from the subagent's
+// step 1 on everything is live, the main thread's next step included.
+func TestForkOnASubagentThread(t *testing.T) {
+	agent := fakeprovider.Call("Agent", map[string]any{"prompt": "[fork-sub] count the files", "description": "count"})
+	script := func(subCmd, mainText string) fakeprovider.Script {
+		return fakeprovider.Script{Threads: []fakeprovider.Thread{
+			{Name: "main", Marker: marker, Turns: []fakeprovider.Turn{{Calls: []tape.ToolCall{agent}}, {Text: mainText}}},
+			{Name: "sub", Marker: "[fork-sub]", Turns: []fakeprovider.Turn{
+				{Calls: []tape.ToolCall{bash("echo sub > s.txt")}},
+				{Calls: []tape.ToolCall{bash(subCmd)}},
+				{Text: "sub done"},
+			}},
+		}}
+	}
+	first := start(t, script("echo recorded >> s.txt", "main done"))
+	dir := t.TempDir()
+	recPath := filepath.Join(t.TempDir(), "run.json")
+	g, err := gateway.New(gateway.Config{Output: recPath, Upstream: first.URL(), Workspace: dir})
+	require.NoError(t, err)
+	hs := httptest.NewServer(g)
+	_, err = runMini(t, hs.URL, dir)
+	require.NoError(t, err)
+	hs.Close()
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+	rec, err := tape.LoadFile(recPath)
+	require.NoError(t, err)
+	require.Len(t, rec.Threads, 2)
+	sub := rec.Threads[1].ID
+
+	second := start(t, script("echo forked >> s.txt", "main done, forked"))
+	out := filepath.Join(t.TempDir(), "fork.json")
+	w, runErr, reason, detail := forkAt(t, recPath, rec, fork.Config{Thread: sub, At: 1, Upstream: second.URL(), Output: out})
+	require.NoError(t, runErr)
+	assert.Equal(t, tape.EndComplete, reason, detail)
+	ft, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"main": 1, sub: 1}, ft.Meta.ForkedFrom.Served)
+	assert.Equal(t, sub, ft.Meta.ForkedFrom.Thread)
+	var threads []string
+	for _, q := range modelCalls(second) {
+		threads = append(threads, q.Thread)
+	}
+	assert.Equal(t, []string{"sub", "sub", "main"}, threads, "the subagent's steps 1 and 2, then main's step 1")
+	b, err := os.ReadFile(filepath.Join(w, "s.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "sub\nforked\n", string(b))
+	assert.Equal(t, "main done, forked", ft.Main().Steps[1].Response.Text())
 }

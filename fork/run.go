@@ -1,6 +1,7 @@
 package fork
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +10,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/workspace"
 )
 
 // Options configure Run: a fork server (Config) and the harness command run against it.
@@ -34,6 +39,16 @@ type Options struct {
 	// Stdin, Stdout and Stderr are the command's; nil means none.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Sandbox, when "docker-image:IMAGE", runs Command in a fresh container of IMAGE, which
+	// must hold the harness, instead of on this machine: the start snapshot is restored into
+	// its working directory (Workdir, which defaults to the tape's meta.cwd there), the
+	// container gets a bridge network and reaches the fork server on the Docker bridge's
+	// address (the docker0 interface of a local engine), and the end manifest is read from
+	// it. "" runs Command on this machine in Workdir.
+	Sandbox string
+	// Verify, when set, is a shell command (sh -c) run in the final workspace after the
+	// fork (in the container with Sandbox); Result.Verify says how it went.
+	Verify string
 	// DivergeGrace is how long the command may go on once its requests stopped matching
 	// the recording before the fork point; 0 means 5 seconds. Then it is interrupted.
 	DivergeGrace time.Duration
@@ -64,8 +79,13 @@ type Result struct {
 	Live   int
 	// Wall is the command's run time.
 	Wall time.Duration
-	// Workdir is where the command ran (its final workspace).
+	// Workdir is where the command ran (its final workspace; inside the container with
+	// Options.Sandbox, removed with it).
 	Workdir string
+	// Verify is the verify command's outcome: "" when none ran, else "pass" or "fail";
+	// VerifyOutput holds what it printed.
+	Verify       string
+	VerifyOutput string
 }
 
 // ServedSteps is the number of steps served from the recording, all threads together.
@@ -96,6 +116,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if len(opts.Command) == 0 {
 		return nil, errors.New("fork: no command")
+	}
+	if opts.Sandbox != "" {
+		return runSandbox(ctx, opts, th)
 	}
 	if opts.Workdir == "" {
 		return nil, errors.New("fork: no working directory")
@@ -186,7 +209,19 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if main := rec.Main(); len(main.Steps) > 0 {
 		res.RecordedFirstToFork = time.Duration((th.Steps[opts.At].Timing.RequestAt - main.Steps[0].Timing.RequestAt) * float64(time.Millisecond))
 	}
-	if out, err := tape.LoadFile(opts.Output); err == nil {
+	res.count()
+	if opts.Verify != "" && res.Reached {
+		cmd := exec.CommandContext(ctx, "sh", "-c", opts.Verify)
+		cmd.Dir = opts.Workdir
+		out, err := cmd.CombinedOutput()
+		res.Verify, res.VerifyOutput = verdict(err), string(out)
+	}
+	return res.finish(ferr, opts, th)
+}
+
+// count fills Served and Live from the fork tape.
+func (res *Result) count() {
+	if out, err := tape.LoadFile(res.Output); err == nil {
 		if f := out.Meta.ForkedFrom; f != nil {
 			res.Served = f.Served
 		}
@@ -194,6 +229,18 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			res.Live += len(t.Steps) - res.Served[t.ID]
 		}
 	}
+}
+
+func verdict(err error) string {
+	if err != nil {
+		return "fail"
+	}
+	return "pass"
+}
+
+// finish returns res with the error Run returns.
+func (res *Result) finish(ferr error, opts Options, th *tape.Thread) (*Result, error) {
+	reason, detail := res.Ended, res.Detail
 	if ferr != nil {
 		return res, fmt.Errorf("fork: %w", ferr)
 	}
@@ -204,6 +251,192 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return res, fmt.Errorf("fork %s: the fork point (thread %s step %d) was not reached: %s", opts.TapePath, th.ID, opts.At, detail)
 	}
 	return res, nil
+}
+
+// bridgeAddress is the address of a local Docker engine's default bridge (docker0), where a
+// container with a bridge network reaches this machine.
+func bridgeAddress() (string, error) {
+	ifc, err := net.InterfaceByName("docker0")
+	if err != nil {
+		return "", fmt.Errorf("the Docker bridge docker0: %w (a docker-image: fork needs a local engine's default bridge)", err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return "", fmt.Errorf("the Docker bridge docker0: %w", err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+			return n.IP.String(), nil
+		}
+	}
+	return "", errors.New("the Docker bridge docker0 has no IPv4 address")
+}
+
+// runSandbox is Run with the command in a fresh container.
+func runSandbox(ctx context.Context, opts Options, th *tape.Thread) (*Result, error) {
+	rec := opts.Recording
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	spec, err := sandbox.ParseSpec(opts.Sandbox)
+	if err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
+	if spec.Scheme != sandbox.SchemeDockerImage {
+		return nil, fmt.Errorf("fork: sandbox %s: only docker-image:IMAGE is supported (the harness runs in a fresh container)", opts.Sandbox)
+	}
+	var snap string
+	w := rec.Meta.Workspace
+	if !opts.NoWorkspace {
+		if snap, err = controller.SnapshotFor(opts.TapePath, rec); err != nil {
+			return nil, fmt.Errorf("fork: %w", err)
+		}
+	}
+	host, err := bridgeAddress()
+	if err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("fork: listen on the Docker bridge: %w", err)
+	}
+	base := "http://" + ln.Addr().String()
+	cwd := opts.Workdir
+	if cwd == "" {
+		cwd = rec.Meta.Cwd
+	}
+	env := map[string]string{"ANTHROPIC_BASE_URL": base, "OPENAI_BASE_URL": base + "/v1", "TAPEBOX_GATEWAY_URL": base}
+	for _, kv := range opts.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	sb, err := sandbox.Open(ctx, opts.Sandbox, sandbox.Options{Cwd: cwd, Network: "bridge", Env: env, Logf: opts.Logf})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("fork: %w", err)
+	}
+	defer sb.Close(context.WithoutCancel(ctx))
+	if snap != "" {
+		if err := sb.RestoreWorkspace(ctx, snap, workspace.InfoOf(w)); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("fork: %w", err)
+		}
+	}
+	opts.Workspace = ""
+	srv, err := New(opts.Config)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	go hs.Serve(ln)
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	grace := cmp.Or(opts.DivergeGrace, 5*time.Second)
+	go func() {
+		select {
+		case <-srv.Diverged():
+			if live, _ := srv.Live(); !live {
+				select {
+				case <-time.After(grace):
+					cancel()
+				case <-cctx.Done():
+				}
+			}
+		case <-cctx.Done():
+		}
+	}()
+	started := time.Now()
+	er, runErr := sb.Exec(cctx, opts.Command)
+	res := &Result{Output: opts.Output, Wall: time.Since(started), Workdir: sb.Cwd(),
+		RecordedToFork: time.Duration(th.Steps[opts.At].Timing.RequestAt * float64(time.Millisecond))}
+	if er != nil {
+		if opts.Stdout != nil {
+			opts.Stdout.Write(er.Stdout)
+		}
+		if opts.Stderr != nil {
+			opts.Stderr.Write(er.Stderr)
+		}
+		res.ExitCode = er.ExitCode
+	}
+	shutdown(hs)
+	failed := ""
+	switch {
+	case runErr != nil:
+		failed = runErr.Error()
+	case res.ExitCode != 0:
+		failed = fmt.Sprintf("%s exited with code %d", opts.Command[0], res.ExitCode)
+	}
+	if w != nil && !opts.NoWorkspace {
+		if err := forkWorkspace(ctx, sb, srv, w, snap, opts.Output); err != nil {
+			opts.Logf("fork: workspace: %v", err)
+		}
+	}
+	reason, detail, ferr := srv.Finish(failed)
+	res.Ended, res.Detail = reason, detail
+	var at time.Time
+	res.Reached, at = srv.Live()
+	if res.Reached {
+		res.ToFork, res.FirstToFork = at.Sub(started), at.Sub(srv.FirstCall())
+	}
+	if main := rec.Main(); len(main.Steps) > 0 {
+		res.RecordedFirstToFork = time.Duration((th.Steps[opts.At].Timing.RequestAt - main.Steps[0].Timing.RequestAt) * float64(time.Millisecond))
+	}
+	res.count()
+	if opts.Verify != "" && res.Reached {
+		vr, err := sb.Exec(ctx, []string{"sh", "-c", opts.Verify})
+		switch {
+		case err != nil:
+			res.Verify, res.VerifyOutput = "fail", err.Error()
+		default:
+			res.Verify = "pass"
+			if vr.ExitCode != 0 {
+				res.Verify = "fail"
+			}
+			res.VerifyOutput = string(vr.Stdout) + string(vr.Stderr)
+		}
+	}
+	if runErr != nil && ferr == nil && !res.Reached {
+		ferr = fmt.Errorf("run %s in %s: %w", opts.Command[0], opts.Sandbox, runErr)
+	}
+	return res.finish(ferr, opts, th)
+}
+
+// forkWorkspace gives the fork tape a copy of the recording's start snapshot, beside it, and
+// the container's end manifest.
+func forkWorkspace(ctx context.Context, sb *sandbox.Sandbox, srv *Server, w *tape.Workspace, snap, output string) error {
+	m, err := sb.WorkspaceManifest(ctx, workspace.Recorded(w))
+	if err != nil {
+		return err
+	}
+	out := &tape.Workspace{Exclude: w.Exclude, End: m.TapeEntries()}
+	if snap != "" {
+		dst := workspace.SnapshotPath(output)
+		if err := copyFile(snap, dst); err != nil {
+			return err
+		}
+		out.Snapshot, out.Digest, out.Size, out.Files, out.Bytes = filepath.Base(dst), w.Digest, w.Size, w.Files, w.Bytes
+	}
+	return srv.SetWorkspace(out)
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func shutdown(hs *http.Server) {

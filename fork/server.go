@@ -64,6 +64,8 @@ type Server struct {
 	liveErr error
 	reached time.Time // when the first live request arrived
 	first   time.Time // when the first model call arrived
+	serving int       // requests the simulator is serving
+	idle    *sync.Cond
 	served  map[string]int
 }
 
@@ -124,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logf = func(string, ...any) {}
 	}
 	s := &Server{cfg: cfg, thread: th, until: Prefix(cfg.Recording, th, cfg.At), ready: make(chan struct{}), start: time.Now()}
+	s.idle = sync.NewCond(&s.mu)
 	s.sim, err = controller.NewSimulator(cfg.Recording, controller.SimulatorOptions{
 		Speed: cfg.Speed, Logf: func(f string, a ...any) { cfg.Logf("tape: "+f, a...) },
 		Until: s.until, Beyond: s.beyond,
@@ -166,9 +169,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.first = time.Now()
 	}
 	live := s.live
+	if !live {
+		s.serving++
+	}
 	s.mu.Unlock()
 	if !live {
 		s.sim.ServeHTTP(w, r)
+		s.mu.Lock()
+		s.serving--
+		s.mu.Unlock()
+		s.idle.Broadcast()
 		return
 	}
 	<-s.ready
@@ -179,12 +189,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // live.
 func (s *Server) beyond(w http.ResponseWriter, r *http.Request, body []byte, thread string, step int) {
 	s.mu.Lock()
+	s.serving-- // handed on: no longer the simulator's
 	first := !s.live
 	if first {
 		s.live = true
 		s.reached = time.Now()
+		// Steps the simulator is still serving (a parallel thread's) belong in the prefix:
+		// seed once they are recorded.
+		for s.serving > 0 {
+			s.idle.Wait()
+		}
 	}
 	s.mu.Unlock()
+	s.idle.Broadcast()
+	defer func() {
+		s.mu.Lock()
+		s.serving++ // ServeHTTP counts it down
+		s.mu.Unlock()
+	}()
 	if first {
 		s.liveErr = s.seed()
 		close(s.ready)
@@ -256,6 +278,10 @@ func (s *Server) Live() (bool, time.Time) {
 	defer s.mu.Unlock()
 	return s.live, s.reached
 }
+
+// SetWorkspace records the fork tape's meta.workspace (taken elsewhere than on this
+// machine: in a container), for a server made without Config.Workspace.
+func (s *Server) SetWorkspace(w *tape.Workspace) error { return s.gw.SetWorkspace(w) }
 
 // FirstCall returns when the harness's first model call arrived (zero before it).
 func (s *Server) FirstCall() time.Time {

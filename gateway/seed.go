@@ -10,7 +10,7 @@ import (
 )
 
 // Seed writes steps that did not pass through the gateway (a fork's prefix, served from a
-// recording) into the tape before its first live call, and takes them as the threads'
+// recording) into the tape before its first live call, each marked ServedFromTape, and takes them as the threads'
 // history: a live request that answers the tool calls of a seeded thread's last step
 // continues that thread, as if the gateway had recorded the seeded steps itself. prefix's
 // threads keep their ids and parents; threads without steps are left out. Its timings are
@@ -53,6 +53,7 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 		for _, src := range pt.Steps {
 			s := *src
 			s.Timing = shiftTiming(s.Timing, shift)
+			s.ServedFromTape = true
 			si, err := g.w.AppendStep(i, &s)
 			if err != nil {
 				return fmt.Errorf("gateway: seed thread %s: %w", pt.ID, err)
@@ -96,6 +97,25 @@ func (g *Gateway) SetForkedFrom(f *tape.ForkedFrom) error {
 	}
 	if err := g.w.UpdateMeta(func(m *tape.Meta) { m.ForkedFrom = f }); err != nil {
 		return fmt.Errorf("gateway: set forked_from: %w", err)
+	}
+	g.dirty.Store(true)
+	g.kickSync()
+	return nil
+}
+
+// SetWorkspace records meta.workspace as given (a start snapshot and end manifest taken
+// elsewhere, such as in a container), for a gateway made without Config.Workspace.
+func (g *Gateway) SetWorkspace(w *tape.Workspace) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.finished {
+		return errors.New("gateway: set workspace: the recording is finished")
+	}
+	if g.cfg.Workspace != "" {
+		return errors.New("gateway: set workspace: the gateway takes the workspace itself (Config.Workspace)")
+	}
+	if err := g.w.UpdateMeta(func(m *tape.Meta) { m.Workspace = w }); err != nil {
+		return fmt.Errorf("gateway: set workspace: %w", err)
 	}
 	g.dirty.Store(true)
 	g.kickSync()

@@ -87,9 +87,10 @@ func everyField() *tape.Tape {
 			Raw:        json.RawMessage(`"not json"`),
 			Chunks:     []tape.Chunk{{AtMS: 1.5, Data: "event: ping\ndata: {\"type\":\"ping\"}\n\n"}},
 		},
-		ToolCalls:   []tape.ToolCall{{ID: "toolu_1", Name: "apply_patch", Input: json.RawMessage(`{"input":"*** Begin Patch"}`), Kind: "custom"}},
-		ToolResults: []tape.ToolResult{{ToolCallID: "toolu_1", Content: all[:1], IsError: true, DurationMS: ptr(12.5)}},
-		Timing:      tape.Timing{RequestAt: 1, FirstByteAt: 2.25, LastByteAt: 3.5, NextRequestAt: ptr(4.0)},
+		ToolCalls:      []tape.ToolCall{{ID: "toolu_1", Name: "apply_patch", Input: json.RawMessage(`{"input":"*** Begin Patch"}`), Kind: "custom"}},
+		ToolResults:    []tape.ToolResult{{ToolCallID: "toolu_1", Content: all[:1], IsError: true, DurationMS: ptr(12.5)}},
+		Timing:         tape.Timing{RequestAt: 1, FirstByteAt: 2.25, LastByteAt: 3.5, NextRequestAt: ptr(4.0)},
+		ServedFromTape: true,
 	}
 	t.Threads = []*tape.Thread{
 		{ID: "main", Steps: []*tape.Step{step}},

@@ -25,6 +25,8 @@
 //	                                                     taken from the thread's next request
 //	      timing     request_at, first_byte_at, last_byte_at, next_request_at
 //	                 (ms since meta.started_at)
+//	      served_from_tape  true on a fork tape's steps answered from the recording
+//	                        (omitted otherwise)
 //	      digest     the step's link in its thread's chain (omitted without digests)
 //	  digest         algorithm, meta, root, public_key, signature (omitted without digests)
 //

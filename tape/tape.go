@@ -179,6 +179,9 @@ type Step struct {
 	ToolCalls   []ToolCall   `json:"tool_calls"`
 	ToolResults []ToolResult `json:"tool_results"`
 	Timing      Timing       `json:"timing"`
+	// ServedFromTape marks a step of a fork tape that was answered from the recording, not
+	// by the live upstream (see ForkedFrom); omitted (false) everywhere else.
+	ServedFromTape bool `json:"served_from_tape,omitempty"`
 	// Digest is "sha256:HEX", the link of this step in its thread's chain (see Digest);
 	// empty in a tape written without digests.
 	Digest string `json:"digest,omitempty"`

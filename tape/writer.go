@@ -364,6 +364,9 @@ func (w *Writer) encodeStepEnd(ti, si int, ps stepPieces) (stepPieces, error) {
 		b.WriteString(`,"timing":`)
 		err = encodeInto(&b, &s.Timing)
 	}
+	if s.ServedFromTape {
+		b.WriteString(`,"served_from_tape":true`)
+	}
 	if err != nil {
 		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
 	}

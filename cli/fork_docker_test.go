@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
+	"github.com/tapebox/tapebox/testkit/miniagent"
+)
+
+// TestForkModelsInContainers: tapebox fork --sandbox docker-image:IMG --models a,b --jobs 2
+// --verify: two forks at once, each in its own fresh container (the mini agent built into
+// the image), a verify that passes for one fake model and fails for the other, as the JSON
+// table says.
+func TestForkModelsInContainers(t *testing.T) {
+	image := dockertest.BuildMini(t)
+	const marker = "[cli-fork]"
+	bash := func(cmd string) tape.ToolCall { return fakeprovider.Call("Bash", map[string]any{"command": cmd}) }
+	turns := func(third string) []fakeprovider.Turn {
+		return []fakeprovider.Turn{{Calls: []tape.ToolCall{bash("echo 1 > n.txt")}}, {Calls: []tape.ToolCall{bash("echo 2 >> n.txt")}},
+			{Calls: []tape.ToolCall{bash("echo " + third + " >> n.txt")}}, {Text: "done"}}
+	}
+	recP := fakeprovider.New(fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: turns("3")}}})
+	require.NoError(t, recP.Start())
+	defer recP.Close()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("count to 3\n"), 0o644))
+	recPath := filepath.Join(t.TempDir(), "run.json")
+	g, err := gateway.New(gateway.Config{Output: recPath, Upstream: recP.URL(), Workspace: dir, Cwd: "/work/count"})
+	require.NoError(t, err)
+	hs := httptest.NewServer(g)
+	_, err = miniagent.Run(t.Context(), miniagent.Config{BaseURL: hs.URL, Provider: tape.ProviderAnthropic, Prompt: marker + " count", Dir: dir})
+	require.NoError(t, err)
+	hs.Close()
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+
+	live := fakeprovider.New(fakeprovider.Script{
+		Threads: []fakeprovider.Thread{{Name: "good", Turns: turns("3")}, {Name: "bad", Turns: turns("three")}},
+		Match: func(q *fakeprovider.Request) string {
+			var b struct{ Model string }
+			json.Unmarshal(q.Body, &b)
+			return map[string]string{"good-model": "good", "bad-model": "bad"}[b.Model]
+		},
+	})
+	require.NoError(t, live.Start())
+	defer live.Close()
+	out := filepath.Join(t.TempDir(), "fork.json")
+	code, stdout, stderr := runVerbForTest(t, "fork", "--tape", recPath, "--at", "2", "--upstream", live.URL(), "--sandbox", "docker-image:"+image,
+		"--models", "good-model,bad-model", "--jobs", "2", "--verify", "grep -qx 3 n.txt && test -f README", "--output", out, "--json", "--quiet", "--", "tapebox-mini", marker+" count")
+	require.Equal(t, ExitOK, code, stderr)
+	var rows []modelRow
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rows), stdout)
+	require.Len(t, rows, 2)
+	assert.Equal(t, "good-model", rows[0].Model)
+	assert.Equal(t, "pass", rows[0].Verify)
+	assert.Equal(t, "bad-model", rows[1].Model)
+	assert.Equal(t, "fail", rows[1].Verify, "the bad model wrote three")
+	for _, r := range rows {
+		assert.Equal(t, 4, r.Steps)
+		assert.Equal(t, 2, r.Live)
+		assert.Equal(t, "complete", r.Ended)
+		assert.Empty(t, r.Workspace, "in a container: no workspace left on this machine")
+		ft, err := tape.LoadFile(r.Tape)
+		require.NoError(t, err)
+		assert.Equal(t, r.Model, ft.Meta.ForkedFrom.Overrides["model"])
+		_, err = os.Stat(strings.TrimSuffix(r.Tape, ".json") + ".workspace.tar.zst")
+		assert.NoError(t, err, "each fork tape has its start snapshot beside it")
+	}
+	assert.Len(t, recP.Requests(), 4, "the recording's provider: its 4 recorded calls only")
+	n := 0
+	for _, q := range live.Requests() {
+		if q.Endpoint == fakeprovider.EndpointMessages {
+			n++
+		}
+	}
+	assert.Equal(t, 4, n, "two live steps per fork")
+}

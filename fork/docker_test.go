@@ -1,0 +1,89 @@
+package fork_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/fork"
+	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// TestForkInContainer forks with Sandbox: docker-image:IMAGE, IMAGE being the sandbox image
+// with the mini agent built in as a static program (internal/tapebox-mini): the workspace is
+// restored in a fresh container, the agent runs there against the fork on the Docker
+// bridge, the end manifest comes from the container, and Verify runs there.
+func TestForkInContainer(t *testing.T) {
+	image := dockertest.BuildMini(t)
+
+	first := start(t, original())
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("start\n"), 0o644))
+	recPath := filepath.Join(t.TempDir(), "run.json")
+	g, err := gateway.New(gateway.Config{Output: recPath, Upstream: first.URL(), Workspace: dir, Cwd: "/work/mini"})
+	require.NoError(t, err)
+	hs := httptest.NewServer(g)
+	_, err = runMini(t, hs.URL, dir)
+	require.NoError(t, err)
+	hs.Close()
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+	rec, err := tape.LoadFile(recPath)
+	require.NoError(t, err)
+	before := len(first.Requests())
+
+	second := start(t, other())
+	forkPath := filepath.Join(t.TempDir(), "fork.json")
+	res, err := fork.Run(t.Context(), fork.Options{
+		Config:   fork.Config{Recording: rec, At: 2, Upstream: second.URL(), Output: forkPath, Logf: t.Logf},
+		TapePath: recPath, Sandbox: "docker-image:" + image,
+		Command: []string{"tapebox-mini", marker + " write a.txt"}, Verify: "grep -qx OTHER a.txt && test -f README",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, tape.EndComplete, res.Ended, res.Detail)
+	assert.Equal(t, 0, res.ExitCode)
+	assert.True(t, res.Reached)
+	assert.Equal(t, map[string]int{"main": 2}, res.Served)
+	assert.Equal(t, 2, res.Live)
+	assert.Equal(t, "/work/mini", res.Workdir, "the container works in meta.cwd")
+	assert.Equal(t, "pass", res.Verify, res.VerifyOutput)
+	assert.Equal(t, before, len(first.Requests()))
+	assert.Len(t, modelCalls(second), 2)
+
+	b, err := os.ReadFile(forkPath)
+	require.NoError(t, err)
+	require.NoError(t, schema.Validate(b))
+	ft, err := tape.LoadFile(forkPath)
+	require.NoError(t, err)
+	w := ft.Meta.Workspace
+	require.NotNil(t, w, "the fork tape's workspace")
+	sum := sha256.Sum256([]byte("one\ntwo\nOTHER\n"))
+	var found bool
+	for _, e := range w.End {
+		if e.Path == "a.txt" {
+			found = true
+			assert.Equal(t, hex.EncodeToString(sum[:]), e.SHA256, "the container's a.txt is the other continuation's")
+		}
+	}
+	assert.True(t, found, "a.txt in the end manifest: %+v", w.End)
+	assert.Equal(t, rec.Meta.Workspace.Digest, w.Digest, "the start snapshot, copied beside the fork tape")
+	_, err = os.Stat(filepath.Join(filepath.Dir(forkPath), w.Snapshot))
+	assert.NoError(t, err)
+
+	// A failing verify says fail.
+	res, err = fork.Run(t.Context(), fork.Options{
+		Config:   fork.Config{Recording: rec, At: 2, Upstream: second.URL(), Output: filepath.Join(t.TempDir(), "f2.json")},
+		TapePath: recPath, Sandbox: "docker-image:" + image,
+		Command: []string{"tapebox-mini", marker + " write a.txt"}, Verify: "grep -qx three a.txt",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "fail", res.Verify)
+}

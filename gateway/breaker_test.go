@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -310,4 +311,58 @@ func TestBreakerWaitsForCallsInFlight(t *testing.T) {
 		steps += len(th.Steps)
 	}
 	require.Equal(t, 2, steps, "the slow call's answer is in the tape")
+}
+
+// TestDigestsOverRedactedTape: credentials are redacted before the step is hashed, so the
+// tape on disk, which holds none of them, verifies; and a tape written with NoDigests has
+// none.
+func TestDigestsOverRedactedTape(t *testing.T) {
+	script := fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: []fakeprovider.Turn{{Text: "hi"}}}}}
+	for _, noDigests := range []bool{false, true} {
+		rg := newRig(t, script, func(c *gateway.Config) { c.NoDigests = noDigests })
+		rep := rg.do(t, call{body: []byte(`{"model":"fake-model","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`)})
+		require.Equal(t, http.StatusOK, rep.status)
+		require.NoError(t, rg.g.Finish(tape.EndComplete, ""))
+		data, err := os.ReadFile(rg.out)
+		require.NoError(t, err)
+		require.Contains(t, string(data), `"x-api-key":"[redacted]"`)
+		require.NotContains(t, string(data), apiKey)
+		v, err := seal.Verify(bytes.NewReader(data), nil)
+		require.NoError(t, err)
+		if noDigests {
+			require.Equal(t, tape.DigestsNone, v.State)
+			continue
+		}
+		require.Equal(t, tape.DigestsOK, v.State, "%s: %s", v.Pointer, v.Problem)
+		require.Equal(t, 1, v.Steps)
+	}
+}
+
+// TestStatusPolicy: /tapebox/status answers a peer beyond loopback only with the end token,
+// as /tapebox/end does.
+func TestStatusPolicy(t *testing.T) {
+	rg := newRig(t, loopScript(1), func(c *gateway.Config) { c.EndToken = "tok-123" })
+	for _, c := range []struct {
+		remote, auth, query string
+		want                int
+	}{
+		{"127.0.0.1:5000", "", "", http.StatusOK},
+		{"[::1]:5000", "", "", http.StatusOK},
+		{"10.1.2.3:5000", "", "", http.StatusForbidden},
+		{"10.1.2.3:5000", "Bearer wrong", "", http.StatusForbidden},
+		{"10.1.2.3:5000", "Bearer tok-123", "", http.StatusOK},
+		{"10.1.2.3:5000", "", "?token=tok-123", http.StatusOK},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/tapebox/status"+c.query, nil)
+		req.RemoteAddr = c.remote
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		rec := httptest.NewRecorder()
+		rg.g.ServeHTTP(rec, req)
+		require.Equal(t, c.want, rec.Code, "%+v: %s", c, rec.Body)
+		if c.want == http.StatusOK {
+			require.Contains(t, rec.Body.String(), `"tape":`)
+		}
+	}
 }

@@ -405,6 +405,9 @@ func (w *Writer) prevLink(ti, si int) sum {
 // link changed (its tool results arrived after a later step of its thread was recorded);
 // only their ends are encoded again.
 func (w *Writer) relink(ti, si int) error {
+	if !w.digests {
+		return nil
+	}
 	tp := w.threads[ti]
 	for j := si + 1; j < len(tp.steps); j++ {
 		ps, err := w.encodeStepEnd(ti, j, tp.steps[j])

@@ -32,7 +32,16 @@ import (
 // With lean, the data of stream chunks is checked but not kept (Chunk.Data stays empty):
 // the rows count chunks and read nothing else of them.
 func decodeTape(data []byte, lean bool) (t *tape.Tape, canonical bool, err error) {
+	t, canonical, _, err = decodeTapeLean(data, lean)
+	return t, canonical, err
+}
+
+// decodeTapeLean is decodeTape that also says whether the tape is complete: a lean
+// decoding keeps chunk data once the input shows it is not canonical (its canonical
+// encoding will be needed), so only data before that point is missing.
+func decodeTapeLean(data []byte, lean bool) (t *tape.Tape, canonical, complete bool, err error) {
 	d := &decoder{data: data, lean: lean}
+	defer func() { complete = !d.dropped }()
 	t = &tape.Tape{}
 	var o order
 	err = d.object(func(key []byte) error {
@@ -67,41 +76,54 @@ func decodeTape(data []byte, lean bool) (t *tape.Tape, canonical bool, err error
 		return d.unknown(key)
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	d.check(o, 0b111|bit(3, t.Digest != nil))
+	if d.repeated {
+		return nil, false, false, d.errorf("a key repeats in an object")
+	}
 	if len(data)-d.i != 1 || data[d.i] != '\n' {
 		d.nonCanon = true // tape.Marshal ends the tape with one newline
 		if d.ws(); d.i != len(data) {
-			return nil, false, d.errorf("data after the tape")
+			return nil, false, false, d.errorf("data after the tape")
 		}
 	}
 	if t.Version != tape.Version {
-		return nil, false, fmt.Errorf("version %d: %w", t.Version, tape.ErrUnsupportedVersion)
+		return nil, false, false, fmt.Errorf("version %d: %w", t.Version, tape.ErrUnsupportedVersion)
 	}
 	tape.Normalize(t)
-	return t, !d.nonCanon, nil
+	return t, !d.nonCanon, true, nil
 }
 
 // decodeCanonical decodes a tape and returns it with its canonical encoding, which is data
-// itself (no copy) when data is canonical, as files TapeBox writes are. It takes the fast
-// path when it can and tape.Unmarshal and tape.Marshal otherwise. lean is decodeTape's.
+// itself (no copy) when data is canonical, as files TapeBox writes are. A valid tape in
+// another form (whitespace, key order, escapes of another encoder) is decoded on the fast
+// path too and encoded again with tape.Marshal; only unusual input takes tape.Unmarshal.
+// lean is decodeTape's, for canonical data.
 func decodeCanonical(data []byte, lean bool) (*tape.Tape, []byte, error) {
-	if t, canonical, err := decodeTape(data, lean); err == nil && canonical {
+	t, canonical, complete, err := decodeTapeLean(data, lean)
+	if err == nil && canonical {
 		return t, data, nil
 	}
-	t, err := tape.Unmarshal(data)
+	if err == nil && !complete {
+		// Valid but written by another tool (other key order or escapes past its start):
+		// the canonical encoding needs the chunk data the lean decoding left out.
+		t, _, err = decodeTape(data, false)
+	}
+	if err != nil {
+		// Unusual input: the reference decoder decides, and words the error.
+		if t, err = tape.Unmarshal(data); err != nil {
+			return nil, nil, err
+		}
+	}
+	enc, err := tape.Marshal(t)
 	if err != nil {
 		return nil, nil, err
 	}
-	canonical, err := tape.Marshal(t)
-	if err != nil {
-		return nil, nil, err
+	if bytes.Equal(enc, data) {
+		enc = data
 	}
-	if bytes.Equal(canonical, data) {
-		canonical = data
-	}
-	return t, canonical, nil
+	return t, enc, nil
 }
 
 // decoder reads JSON from data at offset i. nonCanon records the first departure from
@@ -110,7 +132,12 @@ type decoder struct {
 	data     []byte
 	i        int
 	nonCanon bool
-	lean     bool        // leave stream chunks' data empty (rows only count chunks)
+	// repeated records a key seen twice in one object: encoding/json's handling of that
+	// (the last wins, maps merged) is left to it.
+	repeated bool
+	// lean leaves stream chunks' data empty (rows only count chunks) while the input is
+	// canonical; dropped says some was left out.
+	lean, dropped bool
 	memo     *threadMemo // of the thread being decoded
 }
 
@@ -161,6 +188,9 @@ type order struct {
 
 // field records key index i of the current object.
 func (d *decoder) field(o *order, i int8) {
+	if o.seen&(1<<i) != 0 {
+		d.repeated = true
+	}
 	if o.seen != 0 && i <= o.last {
 		d.nonCanon = true // out of order, or repeated
 	}
@@ -1465,7 +1495,8 @@ func (d *decoder) chunk(c *tape.Chunk) error {
 			c.AtMS, err = d.float()
 		case "data":
 			d.field(&o, 1)
-			if d.lean {
+			if d.lean && !d.nonCanon {
+				d.dropped = true
 				err = d.skipStr()
 			} else {
 				err = d.strInto(&c.Data)
@@ -1582,7 +1613,7 @@ func (d *decoder) rawReusing(prev *rawMemo) (json.RawMessage, *rawMemo, error) {
 		switch {
 		case d.reuse(cand):
 			elems = candElems
-		case d.data[d.i] == '[':
+		case d.i < len(d.data) && d.data[d.i] == '[':
 			elems = make([][]byte, 0, len(candElems)+2)
 			err = d.array(func() error {
 				k := len(elems)

@@ -3,11 +3,17 @@ package dataset
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -253,7 +259,7 @@ func TestDecodeTapeErrors(t *testing.T) {
 
 // FuzzDecodeCanonical checks the property Export relies on: whenever the fast path
 // accepts data as canonical, tape.Unmarshal accepts it too and tape.Marshal gives data
-// back byte for byte.
+// back byte for byte; whenever it accepts data at all, it decodes what tape.Unmarshal does.
 func FuzzDecodeCanonical(f *testing.F) {
 	// Small seeds: the fuzzer mutates them quickly.
 	small := tape.New(tape.ProviderAnthropic, corpusEpoch)
@@ -283,7 +289,22 @@ func FuzzDecodeCanonical(f *testing.F) {
 		if (err == nil && canon) != (leanErr == nil && leanCanon) {
 			t.Fatalf("lean and full decoding disagree: %v %v, %v %v", canon, err, leanCanon, leanErr)
 		}
-		if err != nil || !canon {
+		if err != nil {
+			return
+		}
+		if !canon {
+			// Accepted but not canonical (another encoder's whitespace, key order or
+			// escapes): decodeCanonical trusts the fast decoding, so it must be
+			// tape.Unmarshal's.
+			ref, rerr := tape.Unmarshal(data)
+			if rerr != nil {
+				t.Fatalf("fast path decoded what tape.Unmarshal rejects: %v", rerr)
+			}
+			want, werr := tape.Marshal(ref)
+			got, gerr := tape.Marshal(fast)
+			if werr != nil || gerr != nil || !bytes.Equal(want, got) {
+				t.Fatalf("fast and reference decodings differ (%v, %v):\n%s\n%s", werr, gerr, got, want)
+			}
 			return
 		}
 		if !isCanonical(fast, data) {
@@ -373,4 +394,121 @@ func TestDecodeTapeReusedRawBodies(t *testing.T) {
 	require.Error(t, refErr)
 	_, canon, err = decodeTape(broken, false)
 	assert.False(t, err == nil && canon, "a broken raw body is not taken for a canonical tape")
+}
+
+// TestDecodeOtherEncoders: the golden tapes re-serialised as other tools write JSON
+// (indented; Python's json.dump: ", " and ": " separators, keys sorted, non-ASCII as \u
+// escapes) take the fast path:
+// decodeCanonical gives tape.Marshal's encoding without tape.Unmarshal, and a repeated
+// key is left to the reference decoder.
+func TestDecodeOtherEncoders(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", "testdata", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, paths)
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		ref, err := tape.Unmarshal(data)
+		require.NoError(t, err)
+		want, err := tape.Marshal(ref)
+		require.NoError(t, err)
+		var indented bytes.Buffer
+		require.NoError(t, json.Indent(&indented, want, "", "  "))
+		python := pythonDump(t, want)
+		// Canonical but for its last byte: the lean first pass drops chunk data before it
+		// learns, so the encoding takes a second, full pass.
+		late := bytes.TrimSuffix(want, []byte("\n"))
+		_, _, complete, err := decodeTapeLean(late, true)
+		require.NoError(t, err)
+		hasChunks := bytes.Contains(want, []byte(`"chunks":[{`))
+		assert.Equal(t, !hasChunks, complete, "%s: lean decoding of a tape whose flaw comes last", p)
+		_, _, complete, err = decodeTapeLean(indented.Bytes(), true)
+		require.NoError(t, err)
+		assert.True(t, complete, "an indented tape shows it is not canonical at once: one pass")
+		for name, in := range map[string][]byte{"indented": indented.Bytes(), "python": python, "late": late} {
+			t.Run(filepath.Base(p)+"/"+name, func(t *testing.T) {
+				// The reference: raw bodies keep their keys' order (json.RawMessage), so
+				// the canonical form of a re-sorted tape is its own.
+				ref, err := tape.Unmarshal(in)
+				require.NoError(t, err)
+				want, err := tape.Marshal(ref)
+				require.NoError(t, err)
+				got, canon, err := decodeTape(in, false)
+				require.NoError(t, err, "the fast path declines a valid tape")
+				assert.False(t, canon)
+				again, err := tape.Marshal(got)
+				require.NoError(t, err)
+				assert.Equal(t, string(want), string(again))
+				_, enc, err := decodeCanonical(in, true)
+				require.NoError(t, err)
+				assert.Equal(t, string(want), string(enc), "lean first pass, then a full one for the encoding")
+			})
+		}
+	}
+	dup := []byte(`{"version":1,"meta":{"tape_id":"a","tape_id":"b"},"threads":[]}` + "\n")
+	_, _, err = decodeTape(dup, false)
+	require.ErrorIs(t, err, errUnusual)
+	tp, _, err := decodeCanonical(dup, true)
+	require.NoError(t, err)
+	assert.Equal(t, "b", tp.Meta.TapeID, "encoding/json's last key wins")
+}
+
+// pythonDump re-encodes a JSON document as Python's json.dump(sort_keys=True) writes it:
+// ", " and ": " between items, keys sorted, every non-ASCII character as a \u escape.
+func pythonDump(t *testing.T, doc []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	require.NoError(t, dec.Decode(&v))
+	var b bytes.Buffer
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			b.WriteByte('{')
+			for i, k := range keys {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				walk(k)
+				b.WriteString(": ")
+				walk(x[k])
+			}
+			b.WriteByte('}')
+		case []any:
+			b.WriteByte('[')
+			for i, e := range x {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				walk(e)
+			}
+			b.WriteByte(']')
+		case string:
+			q := strconv.QuoteToASCII(x) // Go escapes; make them JSON's
+			q = strings.ReplaceAll(q, `\x`, `\u00`)
+			q = regexp.MustCompile(`\\U000([0-9a-fA-F]{5})`).ReplaceAllStringFunc(q, func(m string) string {
+				r, _ := strconv.ParseUint(m[2:], 16, 32)
+				hi, lo := utf16.EncodeRune(rune(r))
+				return fmt.Sprintf(`\u%04x\u%04x`, hi, lo)
+			})
+			q = strings.ReplaceAll(q, `\a`, `\u0007`)
+			q = strings.ReplaceAll(q, `\v`, `\u000b`)
+			b.WriteString(q)
+		default:
+			enc, err := json.Marshal(x)
+			require.NoError(t, err)
+			b.Write(enc)
+		}
+	}
+	walk(v)
+	b.WriteByte('\n')
+	var check any
+	require.NoError(t, json.Unmarshal(b.Bytes(), &check), "pythonDump wrote invalid JSON")
+	return b.Bytes()
 }

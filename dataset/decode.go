@@ -138,7 +138,7 @@ type decoder struct {
 	// lean leaves stream chunks' data empty (rows only count chunks) while the input is
 	// canonical; dropped says some was left out.
 	lean, dropped bool
-	memo     *threadMemo // of the thread being decoded
+	memo          *threadMemo // of the thread being decoded
 }
 
 // threadMemo remembers the thread's previous request as spans of data. A request

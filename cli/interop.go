@@ -107,10 +107,6 @@ stops the export unless --allow-secrets.`)
 		}
 		files, err := interop.Export(tp, f, opts)
 		if err != nil {
-			var me *interop.MissingError
-			if errors.As(err, &me) {
-				return failf(env, "export", "%s: %v", p, err)
-			}
 			return failf(env, "export", "%s: %v", p, err)
 		}
 		if !*allowSecrets {

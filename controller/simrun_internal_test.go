@@ -36,3 +36,29 @@ func TestSimRunRecordsOutOfOrder(t *testing.T) {
 	}
 	require.Equal(t, []string{"a", "b", "c"}, got)
 }
+
+// TestImportedOpening: a thread of an imported tape matches a request whose opening holds
+// its prompt among blocks the session file did not keep; a recorded tape's does not.
+func TestImportedOpening(t *testing.T) {
+	text := func(s ...string) tape.Message {
+		m := tape.Message{Role: "user"}
+		for _, x := range s {
+			m.Content = append(m.Content, tape.Block{Type: tape.BlockText, Text: x})
+		}
+		return m
+	}
+	imported := &tape.Request{Messages: []tape.Message{text("fix the bug")}}
+	sent := sigOf(&tape.Request{Messages: []tape.Message{text("<system-reminder>today is Monday</system-reminder>", "fix the bug")}})
+	rec := sigOf(imported)
+	if got := rec.score(sent); got >= 4 {
+		t.Errorf("a recorded thread's opening scored %d against a longer one; want < 4", got)
+	}
+	rec.prompt = lastUserText(imported)
+	if got := rec.score(sent); got < 4 {
+		t.Errorf("an imported thread whose prompt the request holds scored %d; want >= 4", got)
+	}
+	other := sigOf(&tape.Request{Messages: []tape.Message{text("<system-reminder>x</system-reminder>", "write docs")}})
+	if got := rec.score(other); got >= 4 {
+		t.Errorf("an imported thread scored %d against a request with another prompt; want < 4", got)
+	}
+}

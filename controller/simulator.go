@@ -121,7 +121,14 @@ func lastUserText(req *tape.Request) string {
 			break
 		}
 		if m.Role == "user" {
-			if t := strings.TrimSpace(tape.BlocksText(m.Content)); t != "" {
+			var b strings.Builder
+			for _, blk := range m.Content {
+				if blk.Type == tape.BlockText {
+					b.WriteString(blk.Text)
+					b.WriteByte('\n') // as openingText joins them
+				}
+			}
+			if t := strings.TrimSpace(b.String()); t != "" {
 				text = t
 			}
 		}

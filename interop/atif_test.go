@@ -107,7 +107,7 @@ func checkATIF(t *testing.T, s *jsonschema.Schema, b []byte) []string {
 	return problems
 }
 
-func loadTestTape(t *testing.T, name string) *tape.Tape {
+func loadTestTape(t testing.TB, name string) *tape.Tape {
 	t.Helper()
 	tp, err := tape.LoadFile("../testdata/replay/" + name)
 	require.NoError(t, err)

@@ -104,7 +104,6 @@ func ExportClaudeCode(tp *tape.Tape) ([]File, error) {
 	}
 	session := ClaudeSessionID(tp)
 	project := slug(cwd)
-	spawned := children(tp)
 	calls := map[string]tape.ToolCall{}
 	results := map[string]tape.ToolResult{}
 	for _, th := range tp.Threads {
@@ -157,7 +156,6 @@ func ExportClaudeCode(tp *tape.Tape) ([]File, error) {
 		}
 		files = append(files, File{Path: dir + "/agent-" + id + ".meta.json", Data: mb})
 	}
-	_ = spawned
 	return files, nil
 }
 

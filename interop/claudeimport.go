@@ -237,11 +237,15 @@ func importClaudeSession(path string) (*tape.Tape, error) {
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		if meta.ToolUseID != "" {
-			sub.th.Parent = &tape.Parent{ThreadID: "main", ToolCallID: meta.ToolUseID}
-		} else {
-			return nil, fmt.Errorf("%s: no toolUseId: the subagent cannot be linked to the call that spawned it", metaPath)
+		if meta.ToolUseID == "" {
+			// Without its .meta.json (older versions, copies that left it out): the call
+			// whose prompt opened the sidechain.
+			meta.ToolUseID = spawnByPrompt(tp.Threads, prompt(sub.th))
 		}
+		if meta.ToolUseID == "" {
+			return nil, fmt.Errorf("%s: no toolUseId in %s and no Agent call whose prompt opens it: the subagent cannot be linked to the call that spawned it", sf, filepath.Base(metaPath))
+		}
+		sub.th.Parent = &tape.Parent{ThreadID: "main", ToolCallID: meta.ToolUseID}
 		if !sub.first.IsZero() && sub.first.Before(first) {
 			first = sub.first
 		}
@@ -276,6 +280,26 @@ func importClaudeSession(path string) (*tape.Tape, error) {
 		tp.Meta.Task = map[string]string{"session_id": main.session}
 	}
 	return tp, nil
+}
+
+// spawnByPrompt is the id of the tool call whose input's prompt is p, or "".
+func spawnByPrompt(threads []*tape.Thread, p string) string {
+	if p == "" {
+		return ""
+	}
+	for _, th := range threads {
+		for _, s := range th.Steps {
+			for _, c := range s.ToolCalls {
+				var in struct {
+					Prompt string `json:"prompt"`
+				}
+				if json.Unmarshal(c.Input, &in) == nil && in.Prompt == p {
+					return c.ID
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func cmpTime(t, def time.Time) time.Time {

@@ -87,6 +87,27 @@ func TestExportImport(t *testing.T) {
 	}
 }
 
+// TestImportWithoutAgentMeta: a sidechain without its .meta.json is linked to the call whose
+// prompt opens it.
+func TestImportWithoutAgentMeta(t *testing.T) {
+	tp := loadTestTape(t, "claude-code.json")
+	files, err := ExportClaudeCode(tp)
+	require.NoError(t, err)
+	var kept []File
+	for _, f := range files {
+		if !strings.HasSuffix(f.Path, ".meta.json") {
+			kept = append(kept, f)
+		}
+	}
+	require.Len(t, kept, len(files)-1)
+	dir := t.TempDir()
+	writeFiles(t, dir, kept)
+	got, err := ImportClaudeCode(dir)
+	require.NoError(t, err)
+	require.Len(t, got[0].Threads, 2)
+	assert.Equal(t, tp.Threads[1].Parent.ToolCallID, got[0].Threads[1].Parent.ToolCallID)
+}
+
 // TestImportBrokenLine: a broken line anywhere fails the whole import, naming the file and
 // the line, and returns no tape, not even of the good sessions.
 func TestImportBrokenLine(t *testing.T) {

@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,6 +34,39 @@ func corpusDir(b *testing.B, n int) string {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return linkCorpus(b, src, n)
+}
+
+// lastStepTape writes the Codex tape cut down to its last step (a final answer, no tool
+// call) and returns its path: a tape whose replay is nearly all sandbox overhead.
+func lastStepTape(b *testing.B) string {
+	b.Helper()
+	data, err := os.ReadFile("../testdata/replay/codex.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var t map[string]any
+	if err := json.Unmarshal(data, &t); err != nil {
+		b.Fatal(err)
+	}
+	th := t["threads"].([]any)[0].(map[string]any)
+	steps := th["steps"].([]any)
+	th["steps"] = steps[len(steps)-1:]
+	t["threads"] = []any{th}
+	out, err := json.Marshal(t)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "last-step.json")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// linkCorpus hard-links n copies of the tape at src into a fresh folder.
+func linkCorpus(b *testing.B, src string, n int) string {
+	b.Helper()
 	dir := filepath.Join(b.TempDir(), "corpus")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
@@ -54,6 +88,9 @@ func corpusDir(b *testing.B, n int) string {
 //	jobs1, jobs2, jobs4            tapebox replay --corpus on docker-image:, --jobs N, a
 //	                               corpus of 12 Codex tapes (7 tool calls each), --speed 0
 //	jobs2-pool2                    --jobs 2 --pool 2
+//	notools-jobs2[-pool2]          the same with the Codex tape cut to its last step (no
+//	                               tool call): the per-tape overhead alone
+//	k8s-jobs2                      --jobs 2 on k8s: (skipped without the cluster)
 //
 // Target: jobs2 at least 0.8x docker-create-start-remove.
 func BenchmarkCorpus(b *testing.B) {
@@ -90,8 +127,7 @@ func BenchmarkCorpus(b *testing.B) {
 	b.Run("docker-create-start-remove", func(b *testing.B) { bare(b, 1) })
 	b.Run("docker-create-start-remove-x2", func(b *testing.B) { bare(b, 2) })
 
-	run := func(b *testing.B, spec string, jobs, pool int) {
-		dir := corpusDir(b, corpusReplayTapes)
+	run := func(b *testing.B, spec string, jobs, pool int, dir string) {
 		exe, err := sandbox.ExecutorPath(b.Context(), runtime.GOARCH)
 		if err != nil {
 			b.Fatal(err)
@@ -122,12 +158,22 @@ func BenchmarkCorpus(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			requireRuntime(b, "runc")
 			dockertest.Image(b, dockertest.SandboxImage)
-			run(b, docker, c.jobs, c.pool)
+			run(b, docker, c.jobs, c.pool, corpusDir(b, corpusReplayTapes))
+		})
+	}
+	for _, c := range []struct {
+		name       string
+		jobs, pool int
+	}{{"notools-jobs2", 2, 0}, {"notools-jobs2-pool2", 2, 2}} {
+		b.Run(c.name, func(b *testing.B) {
+			requireRuntime(b, "runc")
+			dockertest.Image(b, dockertest.SandboxImage)
+			run(b, docker, c.jobs, c.pool, linkCorpus(b, lastStepTape(b), corpusReplayTapes))
 		})
 	}
 	b.Run("k8s-jobs2", func(b *testing.B) {
 		k8sClient(b)
-		run(b, "k8s:default?image="+dockertest.SandboxImage, 2, 0)
+		run(b, "k8s:default?image="+dockertest.SandboxImage, 2, 0, corpusDir(b, corpusReplayTapes))
 	})
 }
 

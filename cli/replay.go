@@ -79,7 +79,7 @@ Sandboxes:
   docker-image:IMAGE   a fresh container from IMAGE, removed at the end; safe defaults: all
                        capabilities dropped, no-new-privileges, no network unless --network,
                        and the limits and user below
-  k8s:[CONTEXT/]NAMESPACE?image=IMAGE[&cpu=1&memory=2Gi&pull=IfNotPresent&ready-timeout=2m]
+  k8s:[CONTEXT/]NAMESPACE?image=IMAGE[&cpu=1&memory=2Gi&pull=IfNotPresent&ready-timeout=2m&node=NAME]
                        a fresh pod on a Kubernetes cluster (kubeconfig from KUBECONFIG,
                        ~/.kube/config or in-cluster, as kubectl), deleted at the end: a
                        numeric non-root user (--user), all capabilities dropped, no privilege

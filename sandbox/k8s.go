@@ -58,10 +58,10 @@ const k8sExecutorDir = "/opt/tapebox"
 // (ready-timeout=).
 const k8sReadyTimeout = 2 * time.Minute
 
-// k8sSpec is a parsed "k8s:[CONTEXT/]NAMESPACE?image=IMG&cpu=..&memory=..&pull=..&ready-timeout=..".
+// k8sSpec is a parsed "k8s:[CONTEXT/]NAMESPACE?image=IMG&cpu=..&memory=..&pull=..&ready-timeout=..&node=..".
 type k8sSpec struct {
 	context, namespace, image string
-	cpu, memory               string
+	cpu, memory, node         string
 	pull                      corev1.PullPolicy
 	readyTimeout              time.Duration
 }
@@ -73,7 +73,7 @@ func parseK8sSpec(spec Spec) (k8sSpec, error) {
 		ks.context, ks.namespace = c, ns
 	}
 	bad := func(format string, args ...any) (k8sSpec, error) {
-		return k8sSpec{}, fmt.Errorf("%w %q: %s; want k8s:[CONTEXT/]NAMESPACE?image=IMAGE[&cpu=1&memory=2Gi&pull=IfNotPresent&ready-timeout=2m]",
+		return k8sSpec{}, fmt.Errorf("%w %q: %s; want k8s:[CONTEXT/]NAMESPACE?image=IMAGE[&cpu=1&memory=2Gi&pull=IfNotPresent&ready-timeout=2m&node=NAME]",
 			ErrBadSpec, spec.String(), fmt.Sprintf(format, args...))
 	}
 	if errs := validation.IsDNS1123Label(ks.namespace); len(errs) > 0 {
@@ -105,6 +105,11 @@ func parseK8sSpec(spec Spec) (k8sSpec, error) {
 			default:
 				return bad("pull=%s: want Always, IfNotPresent or Never", v)
 			}
+		case "node":
+			if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+				return bad("node=%s: %s", v, strings.Join(errs, "; "))
+			}
+			ks.node = v
 		case "ready-timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
@@ -112,7 +117,7 @@ func parseK8sSpec(spec Spec) (k8sSpec, error) {
 			}
 			ks.readyTimeout = d
 		default:
-			return bad("unknown parameter %q (known: image, cpu, memory, pull, ready-timeout)", k)
+			return bad("unknown parameter %q (known: image, cpu, memory, pull, ready-timeout, node)", k)
 		}
 	}
 	if ks.image == "" {
@@ -370,6 +375,10 @@ func (b *k8sBackend) podSpec(opts Options, cwd string, uid, gid int64, network s
 	}
 	if opts.Runtime != "" {
 		pod.Spec.RuntimeClassName = &opts.Runtime
+	}
+	if b.ks.node != "" {
+		// A node selector, not spec.nodeName: the scheduler still checks the pod fits.
+		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": b.ks.node}
 	}
 	return pod
 }

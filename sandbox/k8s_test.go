@@ -24,6 +24,8 @@ func TestParseK8sSpec(t *testing.T) {
 		{spec: "k8s:default?image=x&pull=Sometimes", err: "pull=Sometimes"},
 		{spec: "k8s:default?image=x&ready-timeout=-1s", err: "ready-timeout=-1s"},
 		{spec: "k8s:default?image=x&gpu=1", err: `unknown parameter "gpu"`},
+		{spec: "k8s:default?image=x&node=127.0.0.1", want: k8sSpec{namespace: "default", image: "x", node: "127.0.0.1", pull: corev1.PullIfNotPresent, readyTimeout: k8sReadyTimeout}},
+		{spec: "k8s:default?image=x&node=Bad_Node", err: "node=Bad_Node"},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
 			s, err := ParseSpec(tt.spec)

@@ -266,7 +266,7 @@ func ParseSpec(spec string) (Spec, error) {
 	switch scheme {
 	case SchemeLocal, SchemeUnsafeLocal, SchemeDocker, SchemeDockerImage, SchemeK8s:
 	default:
-		return Spec{}, fmt.Errorf("%w %q: unknown scheme %q; use local:DIR, unsafe-local:DIR, docker:CONTAINER or docker-image:IMAGE", ErrBadSpec, spec, scheme)
+		return Spec{}, fmt.Errorf("%w %q: unknown scheme %q; use local:DIR, unsafe-local:DIR, docker:CONTAINER, docker-image:IMAGE or k8s:NAMESPACE?image=IMAGE", ErrBadSpec, spec, scheme)
 	}
 	if strings.TrimSpace(target) == "" || target != strings.TrimSpace(target) {
 		what := map[string]string{SchemeLocal: "a directory", SchemeUnsafeLocal: "a directory", SchemeDocker: "a container name or ID", SchemeDockerImage: "an image reference", SchemeK8s: "a namespace and ?image=IMAGE"}[scheme]

@@ -69,7 +69,7 @@ running() {
 	[ -f "$pidf" ] || return 1
 	pid=$(cat "$pidf")
 	[ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$(cat "$RUN/$1.pid.cmd" 2>/dev/null || echo "$1")"
+	tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q -- "$(cat "$RUN/$1.pid.cmd" 2>/dev/null || echo "$1")"
 }
 
 # stop NAME: TERM, then KILL after 10 s, the process of the pid file (only if it is ours).
@@ -329,7 +329,16 @@ remove_iptables() {
 }
 
 remove_cgroups() {
-	local d
+	local d pid
+	# Processes of pods whose shim died with a killed cluster are still in the kubelet's
+	# cgroups (and only ours are: Docker's containers live under /docker).
+	for d in /sys/fs/cgroup/pids/kubepods /sys/fs/cgroup/memory/kubepods /sys/fs/cgroup/kubepods; do
+		[ -d "$d" ] || continue
+		find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | while read -r pid; do
+			[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+		done
+	done
+	sleep 0.5
 	for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/kubepods.slice; do
 		[ -d "$d" ] || continue
 		# Depth first: a cgroup goes only once it has no children (and no processes).
@@ -414,7 +423,16 @@ up() {
 		import_images
 		return
 	fi
-	local t0=$SECONDS
+	local t0=$SECONDS d alive=0
+	for d in containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+		running "$d" && alive=1
+	done
+	if [ $alive = 0 ] && { [ -d "$STATE/etcd" ] || [ -n "$(ls -A "$RUN" 2>/dev/null)" ]; }; then
+		# What a killed session left (state, mounts, cgroups, sysctls) goes first: a clean slate.
+		log "state of an earlier cluster whose processes are gone: cleaning it up first"
+		down
+		mkdir -p "$STATE" "$LOG" "$RUN"
+	fi
 	need_packages
 	build_binaries
 	make_pki
@@ -494,7 +512,7 @@ down() {
 	# Shims of our containerd that outlived it (they name its socket on their command line).
 	local p
 	for p in /proc/[0-9]*; do
-		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "containerd-shim.*-address $CTRD_SOCK"; then
+		if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "containerd-shim.*-address $CTRD_SOCK"; then
 			kill -KILL "${p#/proc/}" 2>/dev/null || true
 		fi
 	done

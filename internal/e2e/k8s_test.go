@@ -146,7 +146,8 @@ func TestK8sHarnessTapes(t *testing.T) {
 }
 
 // TestK8sMissingImage: an image the node does not have fails each tape at once with the
-// pod's reason named, never hanging on ImagePullBackOff; no pod is left.
+// pod's reason named, never hanging on ImagePullBackOff; a pod no node takes ends at the
+// ready deadline with its condition named; no pod is left.
 func TestK8sMissingImage(t *testing.T) {
 	cs := needK8s(t)
 	for _, tt := range []struct{ pull, reason string }{{"Never", "ErrImageNeverPull"}, {"IfNotPresent", "ErrImagePull"}} {
@@ -159,7 +160,13 @@ func TestK8sMissingImage(t *testing.T) {
 			require.Less(t, time.Since(start), time.Minute, "the error came from a deadline, not the pod's state")
 		})
 	}
-	_, err := sandbox.Open(t.Context(), "k8s:"+k8sNamespace+"?image=tapebox/no-such-image:1&pull=Sometimes", sandbox.Options{})
+	// A pod that waits without a reason to give up (no node matches) ends at the deadline,
+	// which names the pod's condition.
+	_, err := sandbox.Open(t.Context(), "k8s:"+k8sNamespace+"?image="+dockertest.SandboxImage+"&node=no-such-node&ready-timeout=3s", sandbox.Options{})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "not running after 3s")
+	require.Contains(t, err.Error(), "condition PodScheduled=False (Unschedulable")
+	_, err = sandbox.Open(t.Context(), "k8s:"+k8sNamespace+"?image=tapebox/no-such-image:1&pull=Sometimes", sandbox.Options{})
 	require.ErrorIs(t, err, sandbox.ErrBadSpec)
 	_, err = sandbox.Open(t.Context(), "k8s:no-such-namespace?image="+dockertest.SandboxImage, sandbox.Options{})
 	require.ErrorContains(t, err, "no-such-namespace")

@@ -4,13 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tapebox/tapebox/corpus"
-	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/sandbox"
 )
 
@@ -73,7 +71,7 @@ func runCorpus(ctx context.Context, env *Env, fs *flag.FlagSet, f *replayFlags) 
 	if f.sandboxSpec != "local" && f.sandboxSpec != "unsafe-local" {
 		sopts.Memory, sopts.CPUs, sopts.PidsLimit = cliLimit(mem), cliLimit(f.cpus), cliLimit(f.pids)
 	}
-	prog := newCorpusProgress(env.Stderr, f.quiet)
+	prog := newStatusLine(env.Stderr, f.quiet, 200*time.Millisecond) // the bar of corpusBar
 	opts := corpus.Options{Corpus: c.dir, Journal: c.journal, OutputDir: c.outputDir, Sandbox: f.sandboxSpec,
 		SandboxOptions: sopts, Cwd: f.cwd, CwdGiven: f.cwdGiven, Jobs: c.jobs, Pool: c.pool, Speed: f.speed,
 		CallTimeout: f.callTimeout, NoWorkspace: f.noWorkspace, Env: f.env,
@@ -82,7 +80,7 @@ func runCorpus(ctx context.Context, env *Env, fs *flag.FlagSet, f *replayFlags) 
 			logf(format, args...)
 		}}
 	if prog != nil {
-		opts.Progress = prog.update
+		opts.Progress = func(pr corpus.Progress) { prog.draw(corpusBar(pr, 30), pr.Queued+pr.Running == 0) }
 	}
 	sum, err := corpus.Run(ctx, opts)
 	prog.clear()
@@ -119,34 +117,6 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// corpusProgress draws a bar on a terminal: done and failed of the total, running, the rate
-// and the ETA, at most 5 times a second. It is off (nil) when w is not a terminal.
-type corpusProgress struct {
-	w    io.Writer
-	mu   sync.Mutex
-	last time.Time
-	drew bool
-}
-
-func newCorpusProgress(w io.Writer, quiet bool) *corpusProgress {
-	if quiet || !dataset.IsTerminal(w) {
-		return nil
-	}
-	return &corpusProgress{w: w}
-}
-
-func (p *corpusProgress) update(pr corpus.Progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	if now.Sub(p.last) < 200*time.Millisecond && pr.Queued+pr.Running > 0 {
-		return
-	}
-	p.last = now
-	fmt.Fprintf(p.w, "\r\x1b[K%s", corpusBar(pr, 30))
-	p.drew = true
-}
-
 // corpusBar renders one progress line of width cells for the bar.
 func corpusBar(pr corpus.Progress, width int) string {
 	total := pr.Total()
@@ -166,15 +136,3 @@ func corpusBar(pr corpus.Progress, width int) string {
 		strings.Repeat("#", filled), strings.Repeat("-", width-filled), pr.Done, total, pr.Failed, pr.Running, rate, eta)
 }
 
-// clear removes the bar so that a log line starts on a clean line.
-func (p *corpusProgress) clear() {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.drew {
-		fmt.Fprint(p.w, "\r\x1b[K")
-		p.drew = false
-	}
-}

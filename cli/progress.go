@@ -10,46 +10,59 @@ import (
 	"github.com/tapebox/tapebox/dataset"
 )
 
-// replayProgress draws one line on a terminal: steps started of the total, the thread and
-// the tool at work, at most 10 times a second. It is off (nil) when w is not a terminal.
-type replayProgress struct {
-	w    io.Writer
-	mu   sync.Mutex
-	last time.Time
-	drew bool
+// statusLine is one line redrawn in place on a terminal, at most once per every (a final
+// state is drawn at once), and cleared before anything else is written. It is off (nil)
+// when w is not a terminal; every method of a nil statusLine does nothing.
+type statusLine struct {
+	w     io.Writer
+	every time.Duration
+	mu    sync.Mutex
+	last  time.Time
+	drew  bool
 }
 
-func newReplayProgress(w io.Writer, quiet bool) *replayProgress {
+func newStatusLine(w io.Writer, quiet bool, every time.Duration) *statusLine {
 	if quiet || !dataset.IsTerminal(w) {
 		return nil
 	}
-	return &replayProgress{w: w}
+	return &statusLine{w: w, every: every}
 }
 
-func (p *replayProgress) update(pr controller.Progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if now := time.Now(); now.Sub(p.last) >= 100*time.Millisecond || pr.Done == pr.Total {
-		p.last = now
-		what := "model call"
-		if pr.Tool != "" {
-			what = pr.Tool
-		}
-		fmt.Fprintf(p.w, "\r\x1b[Kreplay: step %d/%d, thread %s: %s", pr.Done, pr.Total, short(pr.Thread, 24), what)
-		p.drew = true
-	}
-}
-
-// done clears the line, so that what follows starts on a clean one.
-func (p *replayProgress) done() {
-	if p == nil {
+// draw shows line unless the last one is too recent and final is false.
+func (l *statusLine) draw(line string, final bool) {
+	if l == nil {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.drew {
-		fmt.Fprint(p.w, "\r\x1b[K")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now := time.Now(); final || now.Sub(l.last) >= l.every {
+		l.last = now
+		fmt.Fprintf(l.w, "\r\x1b[K%s", line)
+		l.drew = true
 	}
+}
+
+// clear removes the line, so that what follows starts on a clean one.
+func (l *statusLine) clear() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.drew {
+		fmt.Fprint(l.w, "\r\x1b[K")
+		l.drew = false
+	}
+}
+
+// replayLine is the progress of one replay: steps started of the total, the thread and
+// the tool at work.
+func replayLine(pr controller.Progress) string {
+	what := "model call"
+	if pr.Tool != "" {
+		what = pr.Tool
+	}
+	return fmt.Sprintf("replay: step %d/%d, thread %s: %s", pr.Done, pr.Total, short(pr.Thread, 24), what)
 }
 
 func short(s string, n int) string {

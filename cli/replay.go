@@ -371,12 +371,12 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	if spec.Scheme == sandbox.SchemeLocal && f.output != "" {
 		copts.WorkspaceExclude = workspace.OwnFiles(sb.Cwd(), f.output)
 	}
-	prog := newReplayProgress(env.Stderr, f.quiet)
+	prog := newStatusLine(env.Stderr, f.quiet, 100*time.Millisecond)
 	if prog != nil {
-		copts.Progress = prog.update
+		copts.Progress = func(pr controller.Progress) { prog.draw(replayLine(pr), pr.Done == pr.Total) }
 	}
 	res, err := controller.Replay(ctx, rec, sb, copts)
-	prog.done()
+	prog.clear()
 	sum := replaySummary{Tape: f.tapePath, Output: f.output, Sandbox: sb.Spec().String(), Cwd: sb.Cwd(), Transport: sb.Transport()}
 	if res != nil {
 		logf("%d steps, %d tool calls in %v (tools %v, model pacing %v), %d executor restarts, %d identifiers learned",

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -110,11 +111,12 @@ func TestReplayCheck(t *testing.T) {
 // TestReplayProgressLine: the progress line names the step, the thread and the tool.
 func TestReplayProgressLine(t *testing.T) {
 	var b strings.Builder
-	p := &replayProgress{w: &b}
-	p.update(controller.Progress{Done: 3, Total: 31, Thread: "main", Tool: "Bash"})
-	p.done()
+	p := &statusLine{w: &b, every: time.Hour}
+	p.draw(replayLine(controller.Progress{Done: 3, Total: 31, Thread: "main", Tool: "Bash"}), false)
+	p.draw(replayLine(controller.Progress{Done: 4, Total: 31, Thread: "main", Tool: "Bash"}), false) // too soon: not drawn
+	p.clear()
 	assert.Equal(t, "\r\x1b[Kreplay: step 3/31, thread main: Bash\r\x1b[K", b.String())
-	assert.Nil(t, newReplayProgress(&b, false), "off when stderr is not a terminal")
+	assert.Nil(t, newStatusLine(&b, false, time.Second), "off when stderr is not a terminal")
 }
 
 // TestFlagsAfterArguments: flags may follow the positional arguments on every verb, as the

@@ -135,4 +135,3 @@ func corpusBar(pr corpus.Progress, width int) string {
 	return fmt.Sprintf("[%s%s] %d/%d done, %d failed, %d running, %s, ETA %s",
 		strings.Repeat("#", filled), strings.Repeat("-", width-filled), pr.Done, total, pr.Failed, pr.Running, rate, eta)
 }
-

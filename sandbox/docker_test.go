@@ -450,9 +450,12 @@ func tapeboxContainers(t *testing.T) []string {
 	cli := dockertest.Client(t)
 	list, err := cli.ContainerList(t.Context(), container.ListOptions{All: true})
 	require.NoError(t, err)
+	// This process's only: other test packages create and remove containers meanwhile.
+	me, ok := self()
+	require.True(t, ok, "this process as an owner")
 	var ids []string
 	for _, c := range list {
-		if c.Labels[Label] != "" {
+		if c.Labels[Label] != "" && c.Labels[OwnerLabel] == me.String() {
 			ids = append(ids, c.ID)
 		}
 	}

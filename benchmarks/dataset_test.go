@@ -18,11 +18,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/schema"
 )
 
 // corpusTapes is the size of the generated corpus: about 75 MB of realistic Claude Code and
-// Codex tapes (dataset.GenerateCorpus, seed 1), enough for a second or so per export.
+// Codex tapes (tapegen.Generate, seed 1), enough for a second or so per export.
 const corpusTapes = 12
 
 // genCorpus is the generated corpus on disk, shared by every benchmark of the run.
@@ -40,7 +41,7 @@ var generated = sync.OnceValues(func() (*genCorpus, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := dataset.GenerateCorpus(ctx, dir, dataset.CorpusOptions{Tapes: corpusTapes, Seed: 1}); err != nil {
+	if _, err := tapegen.Generate(ctx, dir, tapegen.Options{Tapes: corpusTapes, Seed: 1}); err != nil {
 		return nil, fmt.Errorf("generate the corpus: %w", err)
 	}
 	inputs, err := dataset.ExpandInputs([]string{dir})

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/interop"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -27,7 +28,7 @@ func interopMB() int {
 	return 500
 }
 
-// interopCorpus is a generated corpus of about interopMB() MB (dataset.GenerateCorpus,
+// interopCorpus is a generated corpus of about interopMB() MB (tapegen.Generate,
 // seed 2: 80 tapes make 309 MB).
 var interopCorpus = sync.OnceValues(func() (*genCorpus, error) {
 	dir, err := scratchDir("tapebox-bench-interop-")
@@ -37,7 +38,7 @@ var interopCorpus = sync.OnceValues(func() (*genCorpus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	n := max(1, interopMB()*80/309)
-	if _, err := dataset.GenerateCorpus(ctx, dir, dataset.CorpusOptions{Tapes: n, Seed: 2}); err != nil {
+	if _, err := tapegen.Generate(ctx, dir, tapegen.Options{Tapes: n, Seed: 2}); err != nil {
 		return nil, fmt.Errorf("generate the corpus: %w", err)
 	}
 	inputs, err := dataset.ExpandInputs([]string{dir})

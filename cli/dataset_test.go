@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -24,7 +25,7 @@ func runDatasetCLI(t *testing.T, args ...string) (code int, stdout, stderr strin
 
 func TestDatasetExportImportValidate(t *testing.T) {
 	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 6, Seed: 1, MeanSteps: 4, Lean: true})
+	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 6, Seed: 1, MeanSteps: 4, Lean: true})
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "ds")
 
@@ -69,8 +70,8 @@ func TestDatasetExportImportValidate(t *testing.T) {
 
 func TestDatasetExportInvalidTape(t *testing.T) {
 	dir := t.TempDir()
-	good := dataset.GenerateTape(dataset.CorpusOptions{Seed: 2, MeanSteps: 2, Lean: true}, 0)
-	bad := dataset.GenerateTape(dataset.CorpusOptions{Seed: 2, MeanSteps: 2, Lean: true}, 1)
+	good := tapegen.Tape(tapegen.Options{Seed: 2, MeanSteps: 2, Lean: true}, 0)
+	bad := tapegen.Tape(tapegen.Options{Seed: 2, MeanSteps: 2, Lean: true}, 1)
 	bad.Meta.Provider = "bogus"
 	for name, tp := range map[string]*tape.Tape{"good.json": good, "bad.json": bad} {
 		require.NoError(t, tape.Save(filepath.Join(dir, name), tp))
@@ -95,7 +96,7 @@ func TestDatasetExportInvalidTape(t *testing.T) {
 // export, naming the tape and the snapshot file, unless --no-workspace.
 func TestDatasetWorkspaces(t *testing.T) {
 	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 4, Seed: 3, MeanSteps: 2, Lean: true, Workspaces: 2})
+	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 4, Seed: 3, MeanSteps: 2, Lean: true, Workspaces: 2})
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "ds")
 	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
@@ -112,7 +113,7 @@ func TestDatasetWorkspaces(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Contains(t, stdout, "with 4 start snapshots", "one file per tape, as the tapes name them")
 	for i := range 4 {
-		name := dataset.SnapshotName(i)
+		name := tapegen.SnapshotName(i)
 		want, err := os.ReadFile(filepath.Join(tapes, name))
 		require.NoError(t, err)
 		got, err := os.ReadFile(filepath.Join(back, name))
@@ -120,10 +121,10 @@ func TestDatasetWorkspaces(t *testing.T) {
 		assert.True(t, bytes.Equal(want, got), name)
 	}
 
-	require.NoError(t, os.Remove(filepath.Join(tapes, dataset.SnapshotName(2))))
+	require.NoError(t, os.Remove(filepath.Join(tapes, tapegen.SnapshotName(2))))
 	code, _, stderr = runDatasetCLI(t, "export", "--out", filepath.Join(t.TempDir(), "ds2"), tapes)
 	assert.Equal(t, ExitFailure, code)
-	assert.Contains(t, stderr, filepath.Join(tapes, "tape-00002.json")+": start snapshot "+filepath.Join(tapes, dataset.SnapshotName(2))+": missing")
+	assert.Contains(t, stderr, filepath.Join(tapes, "tape-00002.json")+": start snapshot "+filepath.Join(tapes, tapegen.SnapshotName(2))+": missing")
 	assert.Contains(t, stderr, "--no-workspace exports the tapes without their start snapshots")
 
 	code, stdout, stderr = runDatasetCLI(t, "export", "--no-workspace", "--out", filepath.Join(t.TempDir(), "ds3"), tapes)
@@ -216,7 +217,7 @@ func TestDatasetExportRefusesSecrets(t *testing.T) {
 // dataset layout's "1" with an empty build.
 func TestDatasetExportCreatedBy(t *testing.T) {
 	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 2, Seed: 4, MeanSteps: 2, Lean: true})
+	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 2, Seed: 4, MeanSteps: 2, Lean: true})
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "ds")
 	code, _, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
@@ -233,7 +234,7 @@ func TestDatasetExportCreatedBy(t *testing.T) {
 // dataset already holds it, and the dataset is as it was.
 func TestDatasetExportRefusesTapeOfAnotherSplit(t *testing.T) {
 	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 3, Seed: 5, MeanSteps: 2, Lean: true})
+	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 3, Seed: 5, MeanSteps: 2, Lean: true})
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "ds")
 	code, _, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
@@ -260,7 +261,7 @@ func TestDatasetExportRefusesTapeOfAnotherSplit(t *testing.T) {
 // fields it is given.
 func TestDatasetExportCardFlags(t *testing.T) {
 	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 2, Seed: 6, MeanSteps: 2, Lean: true})
+	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 2, Seed: 6, MeanSteps: 2, Lean: true})
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "ds")
 	code, stdout, stderr := runDatasetCLI(t, "export", tapes, "--out", out, "--license", "CC-BY-4.0",
@@ -301,7 +302,7 @@ func TestDatasetExportCardFlags(t *testing.T) {
 // once) and every split is listed.
 func TestDatasetJSON(t *testing.T) {
 	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := dataset.GenerateCorpus(t.Context(), tapes, dataset.CorpusOptions{Tapes: 5, Seed: 7, MeanSteps: 3, Lean: true, Workspaces: 2})
+	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 5, Seed: 7, MeanSteps: 3, Lean: true, Workspaces: 2})
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "ds")
 	files, err := filepath.Glob(filepath.Join(tapes, "*.json"))

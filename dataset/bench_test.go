@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -20,7 +21,7 @@ func benchCorpus(b *testing.B) ([]Input, int64) {
 		n = v
 	}
 	dir := filepath.Join(b.TempDir(), "tapes")
-	st, err := GenerateCorpus(b.Context(), dir, CorpusOptions{Tapes: n, Seed: 1})
+	st, err := tapegen.Generate(b.Context(), dir, tapegen.Options{Tapes: n, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func BenchmarkValidate(b *testing.B) {
 
 // BenchmarkTape measures the steps of an export on one tape of about 5 MB, one core.
 func BenchmarkTape(b *testing.B) {
-	tp := GenerateTape(CorpusOptions{Seed: 1}, 2)
+	tp := tapegen.Tape(tapegen.Options{Seed: 1}, 2)
 	data, err := tape.Marshal(tp)
 	if err != nil {
 		b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/seal"
 )
@@ -29,15 +30,15 @@ func TestIsCanonicalAgreesWithMarshal(t *testing.T) {
 
 	var tapes []*tape.Tape
 	for i := range 12 {
-		tapes = append(tapes, GenerateTape(CorpusOptions{Seed: 61, MeanSteps: 4, Lean: true}, i))
+		tapes = append(tapes, tapegen.Tape(tapegen.Options{Seed: 61, MeanSteps: 4, Lean: true}, i))
 	}
 	for _, in := range goldenInputs(t) {
 		tp, err := tape.LoadFile(in.Path)
 		require.NoError(t, err)
 		tapes = append(tapes, tp)
 	}
-	empty := tape.New(tape.ProviderAnthropic, corpusEpoch)
-	sealed := GenerateTape(CorpusOptions{Seed: 62, MeanSteps: 4, Lean: true}, 0)
+	empty := tape.New(tape.ProviderAnthropic, tapegen.Epoch)
+	sealed := tapegen.Tape(tapegen.Options{Seed: 62, MeanSteps: 4, Lean: true}, 0)
 	require.NoError(t, seal.Tape(sealed, nil))
 	tapes = append(tapes, empty, edgeTape(), sealed)
 	for i, tp := range tapes {
@@ -68,7 +69,7 @@ func TestIsCanonicalAgreesWithMarshal(t *testing.T) {
 func TestExportStoresCanonicalEncoding(t *testing.T) {
 	// A tape file that is not canonical (indented) is stored, and imported, as tape.Marshal
 	// of its tape.
-	tp := GenerateTape(CorpusOptions{Seed: 62, MeanSteps: 3, Lean: true}, 0)
+	tp := tapegen.Tape(tapegen.Options{Seed: 62, MeanSteps: 3, Lean: true}, 0)
 	data, err := tape.Marshal(tp)
 	require.NoError(t, err)
 	var indented bytes.Buffer

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -26,11 +27,11 @@ func decodeTestTapes(t testing.TB) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for i := range 10 {
-		opts := CorpusOptions{Seed: 71, MeanSteps: 4, Lean: true}
+		opts := tapegen.Options{Seed: 71, MeanSteps: 4, Lean: true}
 		if i%3 == 2 {
 			opts.Workspaces = 2 // meta.workspace: a start snapshot and an end manifest
 		}
-		data, err := tape.Marshal(GenerateTape(opts, i))
+		data, err := tape.Marshal(tapegen.Tape(opts, i))
 		require.NoError(t, err)
 		out = append(out, data)
 	}
@@ -262,7 +263,7 @@ func TestDecodeTapeErrors(t *testing.T) {
 // back byte for byte; whenever it accepts data at all, it decodes what tape.Unmarshal does.
 func FuzzDecodeCanonical(f *testing.F) {
 	// Small seeds: the fuzzer mutates them quickly.
-	small := tape.New(tape.ProviderAnthropic, corpusEpoch)
+	small := tape.New(tape.ProviderAnthropic, tapegen.Epoch)
 	small.Meta.TapeID, small.Meta.Task = "t1", map[string]string{"id": "x<y"}
 	small.Meta.Workspace = &tape.Workspace{Snapshot: "t1.workspace.tar.zst", Digest: "sha256:" + strings.Repeat("0", 64), Size: 10, Files: 2,
 		Exclude: []string{"node_modules"}, End: []tape.FileEntry{{Path: "a", Type: "file", Mode: "0644", Size: 1, SHA256: strings.Repeat("1", 64)}, {Path: "l", Type: "symlink", Mode: "0777", Link: "a"}}}
@@ -372,7 +373,7 @@ func TestDecodeTapeReusedRawBodies(t *testing.T) {
 		})
 		msgs = append(msgs, `{"role":"assistant","content":"step `+strconv.Itoa(i)+`"}`)
 	}
-	tp := tape.New(tape.ProviderAnthropic, corpusEpoch)
+	tp := tape.New(tape.ProviderAnthropic, tapegen.Epoch)
 	tp.Meta.TapeID = "raw-memo"
 	tp.Threads = []*tape.Thread{{ID: "main", Steps: steps}}
 	data, err := tape.Marshal(tp)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -80,9 +81,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 // does not say), and a tape comes back byte for byte with or without it.
 func TestExportImportKeepsCwd(t *testing.T) {
 	in := t.TempDir()
-	with := GenerateTape(CorpusOptions{Seed: 5, MeanSteps: 2, Lean: true}, 0)
+	with := tapegen.Tape(tapegen.Options{Seed: 5, MeanSteps: 2, Lean: true}, 0)
 	with.Meta.Cwd = "/tmp/tapebox e2e/<é>"
-	without := GenerateTape(CorpusOptions{Seed: 5, MeanSteps: 2, Lean: true}, 1)
+	without := tapegen.Tape(tapegen.Options{Seed: 5, MeanSteps: 2, Lean: true}, 1)
 	without.Meta.Cwd = ""
 	inputs := []Input{writeTapeFile(t, in, "with.json", with), writeTapeFile(t, in, "without.json", without)}
 	for _, format := range []Format{Parquet, Arrow} {
@@ -138,8 +139,8 @@ func writeBytes(t *testing.T, dir, name string, data []byte) Input {
 func TestExportInvalidTapes(t *testing.T) {
 	good := smallCorpus(t, 6, 3)
 	bad := t.TempDir()
-	opts := CorpusOptions{Seed: 9, MeanSteps: 3, Lean: true}
-	badProvider := GenerateTape(opts, 0)
+	opts := tapegen.Options{Seed: 9, MeanSteps: 3, Lean: true}
+	badProvider := tapegen.Tape(opts, 0)
 	badProvider.Meta.Provider = "bogus"
 	dupData, err := os.ReadFile(good[2].Path)
 	require.NoError(t, err)
@@ -184,7 +185,7 @@ func TestExportReportsEveryInvalidTapeWithPointer(t *testing.T) {
 	dir := t.TempDir()
 	var inputs []Input
 	for i := range 3 {
-		tp := GenerateTape(CorpusOptions{Seed: 4, MeanSteps: 2, Lean: true}, i)
+		tp := tapegen.Tape(tapegen.Options{Seed: 4, MeanSteps: 2, Lean: true}, i)
 		tp.Threads[0].Steps[0].Request.Messages[0].Role = "robot"
 		inputs = append(inputs, writeTapeFile(t, dir, fmt.Sprintf("bad-%d.json", i), tp))
 	}
@@ -372,7 +373,7 @@ func dirContents(t *testing.T, dir string) map[string]string {
 
 func TestExportEmptySplit(t *testing.T) {
 	bad := t.TempDir()
-	tp := GenerateTape(CorpusOptions{Seed: 1, MeanSteps: 2, Lean: true}, 0)
+	tp := tapegen.Tape(tapegen.Options{Seed: 1, MeanSteps: 2, Lean: true}, 0)
 	tp.Meta.Provider = "bogus"
 	dir, res := export(t, []Input{writeTapeFile(t, bad, "bad.json", tp)}, ExportOptions{SkipInvalid: true})
 	assert.Zero(t, res.Tapes)
@@ -398,7 +399,7 @@ func TestExportOptionsErrors(t *testing.T) {
 }
 
 func TestStepsHoldOnlyNewMessages(t *testing.T) {
-	tp := GenerateTape(CorpusOptions{Seed: 11, MeanSteps: 25}, 3)
+	tp := tapegen.Tape(tapegen.Options{Seed: 11, MeanSteps: 25}, 3)
 	data, err := tape.Marshal(tp)
 	require.NoError(t, err)
 	_, rows, err := RowsOf(tp, data)
@@ -445,7 +446,7 @@ func TestTenThousandTapes(t *testing.T) {
 		n = 1_000 // the race detector makes it ten times slower
 	}
 	dir := filepath.Join(t.TempDir(), "tapes")
-	st, err := GenerateCorpus(t.Context(), dir, CorpusOptions{Tapes: n, Seed: 10, MeanSteps: 2, MeanToolOutput: 200, Lean: true, Jobs: 4})
+	st, err := tapegen.Generate(t.Context(), dir, tapegen.Options{Tapes: n, Seed: 10, MeanSteps: 2, MeanToolOutput: 200, Lean: true, Jobs: 4})
 	require.NoError(t, err)
 	inputs, err := ExpandInputs([]string{dir})
 	require.NoError(t, err)

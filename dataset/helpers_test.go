@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -17,7 +18,7 @@ import (
 func smallCorpus(t testing.TB, n int, seed uint64) []Input {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tapes")
-	_, err := GenerateCorpus(t.Context(), dir, CorpusOptions{Tapes: n, Seed: seed, MeanSteps: 6, MeanToolOutput: 600, Lean: true})
+	_, err := tapegen.Generate(t.Context(), dir, tapegen.Options{Tapes: n, Seed: seed, MeanSteps: 6, MeanToolOutput: 600, Lean: true})
 	require.NoError(t, err)
 	inputs, err := ExpandInputs([]string{dir})
 	require.NoError(t, err)

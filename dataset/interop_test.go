@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -107,9 +108,9 @@ func TestInteropArrowGoReadsEveryColumn(t *testing.T) {
 // TestInteropArrowGoReadsWorkspaces: arrow-go reads the workspace columns of the tapes
 // table and the workspaces table (binary, not compressed again, no statistics) as written.
 func TestInteropArrowGoReadsWorkspaces(t *testing.T) {
-	opts := CorpusOptions{Tapes: 8, Seed: 22, MeanSteps: 2, Lean: true, Workspaces: 3, SnapshotBytes: 40 << 10}
+	opts := tapegen.Options{Tapes: 8, Seed: 22, MeanSteps: 2, Lean: true, Workspaces: 3, SnapshotBytes: 40 << 10}
 	corpus := filepath.Join(t.TempDir(), "tapes")
-	_, err := GenerateCorpus(t.Context(), corpus, opts)
+	_, err := tapegen.Generate(t.Context(), corpus, opts)
 	require.NoError(t, err)
 	inputs, err := ExpandInputs([]string{corpus})
 	require.NoError(t, err)
@@ -145,7 +146,7 @@ func TestInteropArrowGoReadsWorkspaces(t *testing.T) {
 	}
 	assert.Less(t, wsFiles[0].size, total+8<<10, "the bytes once, and no page bounds that copy them")
 	for k, r := range got {
-		snap := GenerateSnapshot(opts, k)
+		snap := tapegen.Snapshot(opts, k)
 		assert.Equal(t, digestOf(snap), r.Digest)
 		assert.Equal(t, int64(len(snap)), r.Size)
 		assert.True(t, bytes.Equal(snap, r.Snapshot), "snapshot %d", k)

@@ -361,3 +361,5 @@ func (p *pieceEncoder) encode(v any) ([]byte, error) {
 	b := p.buf.Bytes()
 	return bytes.Clone(b[:len(b)-1]), nil
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -165,7 +166,7 @@ func rowsOfTapes(t *testing.T, n int) ([]TapeRow, [][]StepRow, []*tape.Tape) {
 	var steps [][]StepRow
 	var tps []*tape.Tape
 	for i := range n {
-		tp := GenerateTape(CorpusOptions{Seed: 41, MeanSteps: 3, Lean: true}, i)
+		tp := tapegen.Tape(tapegen.Options{Seed: 41, MeanSteps: 3, Lean: true}, i)
 		data, err := tape.Marshal(tp)
 		require.NoError(t, err)
 		row, st, err := RowsOf(tp, data)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -18,7 +19,7 @@ import (
 // snapshot (written beside it as snapName), and returns its input.
 func workspaceTape(t *testing.T, dir, name string, i int, snapName string, snapshot []byte) Input {
 	t.Helper()
-	tp := GenerateTape(CorpusOptions{Seed: 21, MeanSteps: 2, Lean: true, Workspaces: 1}, i)
+	tp := tapegen.Tape(tapegen.Options{Seed: 21, MeanSteps: 2, Lean: true, Workspaces: 1}, i)
 	tp.Meta.Workspace.Snapshot = snapName
 	tp.Meta.Workspace.Digest = digestOf(snapshot)
 	tp.Meta.Workspace.Size = int64(len(snapshot))
@@ -52,13 +53,13 @@ func requireSameFile(t *testing.T, want, got string) {
 // back byte for byte.
 func TestExportImportKeepsWorkspaces(t *testing.T) {
 	root := t.TempDir()
-	shared := GenerateSnapshot(CorpusOptions{Seed: 1, SnapshotBytes: 3000}, 0)
-	other := GenerateSnapshot(CorpusOptions{Seed: 1, SnapshotBytes: 5000}, 1)
+	shared := tapegen.Snapshot(tapegen.Options{Seed: 1, SnapshotBytes: 3000}, 0)
+	other := tapegen.Snapshot(tapegen.Options{Seed: 1, SnapshotBytes: 5000}, 1)
 	a := workspaceTape(t, filepath.Join(root, "a"), "run.json", 0, "run.workspace.tar.zst", shared)
 	b := workspaceTape(t, filepath.Join(root, "b"), "run.json", 1, "run.workspace.tar.zst", shared) // a copy of a's
 	c := workspaceTape(t, filepath.Join(root, "a"), "c.json", 2, "c start.tar.zst", other)
-	plain := writeTapeFile(t, root, "plain.json", GenerateTape(CorpusOptions{Seed: 21, MeanSteps: 2, Lean: true}, 3))
-	endOnly := GenerateTape(CorpusOptions{Seed: 21, MeanSteps: 2, Lean: true, Workspaces: 1}, 4)
+	plain := writeTapeFile(t, root, "plain.json", tapegen.Tape(tapegen.Options{Seed: 21, MeanSteps: 2, Lean: true}, 3))
+	endOnly := tapegen.Tape(tapegen.Options{Seed: 21, MeanSteps: 2, Lean: true, Workspaces: 1}, 4)
 	endOnly.Meta.Workspace = &tape.Workspace{End: endOnly.Meta.Workspace.End} // no start snapshot taken
 	end := writeTapeFile(t, root, "end-only.json", endOnly)
 	inputs := []Input{a, b, c, plain, end}
@@ -137,7 +138,7 @@ func TestExportImportKeepsWorkspaces(t *testing.T) {
 // the tapes without their snapshots and says how many.
 func TestExportRefusesBadSnapshots(t *testing.T) {
 	root := t.TempDir()
-	snap := GenerateSnapshot(CorpusOptions{Seed: 2}, 0)
+	snap := tapegen.Snapshot(tapegen.Options{Seed: 2}, 0)
 	good := workspaceTape(t, root, "good.json", 0, "good.tar.zst", snap)
 	missing := workspaceTape(t, root, "missing.json", 1, "missing.tar.zst", snap)
 	require.NoError(t, os.Remove(filepath.Join(root, "missing.tar.zst")))
@@ -200,9 +201,9 @@ func TestExportRefusesBadSnapshots(t *testing.T) {
 // <tape file stem>.workspace.tar.zst, and its tape file names it; nothing else changes.
 func TestImportRenamesSnapshots(t *testing.T) {
 	root := t.TempDir()
-	s1 := GenerateSnapshot(CorpusOptions{Seed: 4}, 0)
-	s2 := GenerateSnapshot(CorpusOptions{Seed: 4}, 1)
-	s3 := GenerateSnapshot(CorpusOptions{Seed: 4}, 2)
+	s1 := tapegen.Snapshot(tapegen.Options{Seed: 4}, 0)
+	s2 := tapegen.Snapshot(tapegen.Options{Seed: 4}, 1)
+	s3 := tapegen.Snapshot(tapegen.Options{Seed: 4}, 2)
 	first := workspaceTape(t, filepath.Join(root, "1"), "run.json", 0, "run.workspace.tar.zst", s1)
 	clash := workspaceTape(t, filepath.Join(root, "2"), "run.json", 1, "run.workspace.tar.zst", s2)
 	nested := workspaceTape(t, filepath.Join(root, "3"), "run.json", 2, "snapshots/start.tar.zst", s3)
@@ -244,7 +245,7 @@ func TestImportRenamesSnapshots(t *testing.T) {
 // every tape that says its snapshot is in the dataset must find it there.
 func TestValidateChecksWorkspaces(t *testing.T) {
 	root := t.TempDir()
-	snap := GenerateSnapshot(CorpusOptions{Seed: 5}, 0)
+	snap := tapegen.Snapshot(tapegen.Options{Seed: 5}, 0)
 	in := workspaceTape(t, root, "run.json", 0, "run.tar.zst", snap)
 	id := tapeOf(t, in).Meta.TapeID
 
@@ -262,7 +263,7 @@ func TestValidateChecksWorkspaces(t *testing.T) {
 	})
 	t.Run("snapshot not in the table", func(t *testing.T) {
 		dir, _ := export(t, []Input{in}, ExportOptions{})
-		other := GenerateSnapshot(CorpusOptions{Seed: 5}, 1)
+		other := tapegen.Snapshot(tapegen.Options{Seed: 5}, 1)
 		rewriteWorkspaces(t, dir, WorkspaceRow{Digest: digestOf(other), Size: int64(len(other)), Snapshot: other})
 		got := problems(t, dir)
 		requireProblem(t, got, "data/tapes/train-00000-of-00001.parquet row 0: workspace_digest: "+digestOf(snap)+": workspace_included, but the workspaces table of split train does not hold this snapshot")

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/internal/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -69,7 +69,7 @@ func BenchmarkScanCorpus(b *testing.B) {
 	var docs [][]byte
 	var size int64
 	for i := range 4 {
-		data, err := tape.Marshal(dataset.GenerateTape(dataset.CorpusOptions{Seed: 14}, i))
+		data, err := tape.Marshal(tapegen.Tape(tapegen.Options{Seed: 14}, i))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-// Command gencorpus writes a generated tape corpus (dataset.GenerateCorpus) for the
+// Command gencorpus writes a generated tape corpus (tapegen.Generate) for the
 // export benchmarks: gencorpus -n 250 -seed 1 DIR.
 package main
 
@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/internal/tapegen"
 )
 
 func main() {
@@ -23,7 +23,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: gencorpus [-n N] [-seed S] [-steps N] [-tool-output B] [-lean] [-digests] DIR")
 		os.Exit(2)
 	}
-	st, err := dataset.GenerateCorpus(context.Background(), flag.Arg(0), dataset.CorpusOptions{
+	st, err := tapegen.Generate(context.Background(), flag.Arg(0), tapegen.Options{
 		Tapes: *n, Seed: *seed, MeanSteps: *steps, MeanToolOutput: *output, Lean: *lean, Digests: *digests,
 	})
 	if err != nil {

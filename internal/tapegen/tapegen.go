@@ -1,4 +1,4 @@
-package dataset
+package tapegen
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"github.com/tapebox/tapebox/tape/seal"
 )
 
-// CorpusOptions shapes a generated corpus. The zero value of a field means its default.
-type CorpusOptions struct {
+// Options shapes a generated corpus. The zero value of a field means its default.
+type Options struct {
 	// Tapes is how many tapes to write.
 	Tapes int
 	// Seed makes the corpus: the same options give the same bytes.
@@ -34,9 +34,9 @@ type CorpusOptions struct {
 	// Jobs is how many tapes are generated at once (default 2).
 	Jobs int
 	// Workspaces, when positive, gives every tape a meta.workspace: tape i starts from
-	// snapshot i mod Workspaces (GenerateSnapshot: a real tar compressed with zstd), so
+	// snapshot i mod Workspaces (Snapshot: a real tar compressed with zstd), so
 	// that tapes share start snapshots as runs of one task do, and has an end manifest.
-	// GenerateCorpus writes each tape's snapshot beside it (SnapshotName).
+	// Generate writes each tape's snapshot beside it (SnapshotName).
 	Workspaces int
 	// SnapshotBytes is the size of the random data file in each snapshot (default 16 KiB).
 	SnapshotBytes int
@@ -44,7 +44,7 @@ type CorpusOptions struct {
 	Digests bool
 }
 
-func (o CorpusOptions) withDefaults() CorpusOptions {
+func (o Options) withDefaults() Options {
 	if o.MeanSteps <= 0 {
 		o.MeanSteps = 25
 	}
@@ -60,24 +60,24 @@ func (o CorpusOptions) withDefaults() CorpusOptions {
 	return o
 }
 
-// CorpusStats sums a generated corpus.
-type CorpusStats struct {
+// Stats sums a generated corpus.
+type Stats struct {
 	Tapes int
 	Steps int
 	Bytes int64
 }
 
-// GenerateCorpus writes opts.Tapes realistic tapes into dir (created if needed) as
+// Generate writes opts.Tapes realistic tapes into dir (created if needed) as
 // tape-00000.json, tape-00001.json ...: Claude Code tapes (Anthropic Messages, streamed)
 // and Codex tapes (OpenAI Responses, streamed) whose every request carries the whole
 // conversation in its raw body and in its normalized messages, with long tool outputs,
 // subagent threads, replays and runs that ended in each way. Every file is the canonical
 // encoding of its tape. With opts.Workspaces, each tape's start snapshot is written beside
 // it. The corpus depends only on opts (not on Jobs).
-func GenerateCorpus(ctx context.Context, dir string, opts CorpusOptions) (CorpusStats, error) {
+func Generate(ctx context.Context, dir string, opts Options) (Stats, error) {
 	opts = opts.withDefaults()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return CorpusStats{}, fmt.Errorf("generate corpus: %w", err)
+		return Stats{}, fmt.Errorf("generate corpus: %w", err)
 	}
 	type one struct {
 		steps int
@@ -94,7 +94,7 @@ func GenerateCorpus(ctx context.Context, dir string, opts CorpusOptions) (Corpus
 			if err := gctx.Err(); err != nil {
 				return err
 			}
-			t := GenerateTape(opts, i)
+			t := Tape(opts, i)
 			if opts.Digests {
 				if err := seal.Tape(t, nil); err != nil {
 					return err
@@ -109,7 +109,7 @@ func GenerateCorpus(ctx context.Context, dir string, opts CorpusOptions) (Corpus
 				return fmt.Errorf("generate corpus: %w", err)
 			}
 			if opts.Workspaces > 0 {
-				snap := GenerateSnapshot(opts, i%opts.Workspaces)
+				snap := Snapshot(opts, i%opts.Workspaces)
 				if err := os.WriteFile(filepath.Join(dir, SnapshotName(i)), snap, 0o644); err != nil {
 					return fmt.Errorf("generate corpus: %w", err)
 				}
@@ -119,12 +119,12 @@ func GenerateCorpus(ctx context.Context, dir string, opts CorpusOptions) (Corpus
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return CorpusStats{}, err
+		return Stats{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return CorpusStats{}, err
+		return Stats{}, err
 	}
-	st := CorpusStats{Tapes: opts.Tapes}
+	st := Stats{Tapes: opts.Tapes}
 	for _, r := range res {
 		st.Steps += r.steps
 		st.Bytes += r.bytes
@@ -132,8 +132,8 @@ func GenerateCorpus(ctx context.Context, dir string, opts CorpusOptions) (Corpus
 	return st, nil
 }
 
-// GenerateTape returns tape number i of the corpus that opts describes.
-func GenerateTape(opts CorpusOptions, i int) *tape.Tape {
+// Tape returns tape number i of the corpus that opts describes.
+func Tape(opts Options, i int) *tape.Tape {
 	opts = opts.withDefaults()
 	g := &gen{
 		rng:  rand.New(rand.NewPCG(opts.Seed, uint64(i)*0x9e3779b97f4a7c15+1)),
@@ -154,11 +154,12 @@ func GenerateTape(opts CorpusOptions, i int) *tape.Tape {
 // gen builds one tape from its own random stream.
 type gen struct {
 	rng    *rand.Rand
-	opts   CorpusOptions
+	opts   Options
 	nextID int
 }
 
-var corpusEpoch = time.Date(2026, 9, 1, 8, 0, 0, 0, time.UTC)
+// Epoch is when the first generated tape starts; later ones follow it.
+var Epoch = time.Date(2026, 9, 1, 8, 0, 0, 0, time.UTC)
 
 func (g *gen) hex(n int) string {
 	const digits = "0123456789abcdef"
@@ -188,7 +189,7 @@ func (g *gen) outputSize() int {
 }
 
 func (g *gen) meta(i int, harness, version string, p tape.Provider, model string) tape.Meta {
-	start := corpusEpoch.Add(time.Duration(i)*17*time.Minute + time.Duration(g.rng.IntN(60_000))*time.Millisecond)
+	start := Epoch.Add(time.Duration(i)*17*time.Minute + time.Duration(g.rng.IntN(60_000))*time.Millisecond)
 	m := tape.Meta{
 		TapeID:         g.hex(32),
 		Harness:        harness,

@@ -1,4 +1,4 @@
-package dataset
+package tapegen
 
 import (
 	"archive/tar"
@@ -29,7 +29,7 @@ type corpusFile struct {
 // workspaceFiles returns the entries of generated workspace k, in walk order (a directory
 // before its contents, lexical within one): a few source files and a data file of
 // opts.SnapshotBytes random (incompressible) bytes.
-func workspaceFiles(opts CorpusOptions, k int) []corpusFile {
+func workspaceFiles(opts Options, k int) []corpusFile {
 	rng := rand.New(rand.NewPCG(opts.Seed^0x5eed, uint64(k)+1))
 	data := make([]byte, opts.SnapshotBytes)
 	for i := range data {
@@ -44,15 +44,15 @@ func workspaceFiles(opts CorpusOptions, k int) []corpusFile {
 	}
 }
 
-// GenerateSnapshot returns start snapshot k of the corpus opts describes (opts.Workspaces
+// Snapshot returns start snapshot k of the corpus opts describes (opts.Workspaces
 // says how many there are): a tar of workspaceFiles compressed with zstd, the same bytes
 // for the same options.
-func GenerateSnapshot(opts CorpusOptions, k int) []byte {
+func Snapshot(opts Options, k int) []byte {
 	opts = opts.withDefaults()
 	var tb bytes.Buffer
 	tw := tar.NewWriter(&tb)
 	for _, f := range workspaceFiles(opts, k) {
-		h := &tar.Header{Name: f.path, Mode: f.mode, ModTime: corpusEpoch, Format: tar.FormatPAX, Typeflag: tar.TypeReg, Size: int64(len(f.content))}
+		h := &tar.Header{Name: f.path, Mode: f.mode, ModTime: Epoch, Format: tar.FormatPAX, Typeflag: tar.TypeReg, Size: int64(len(f.content))}
 		if f.dir {
 			h.Name, h.Typeflag, h.Size = f.path+"/", tar.TypeDir, 0
 		}
@@ -74,16 +74,16 @@ func GenerateSnapshot(opts CorpusOptions, k int) []byte {
 	return enc.EncodeAll(tb.Bytes(), nil)
 }
 
-// SnapshotName is the file name GenerateCorpus gives tape i's start snapshot, beside
+// SnapshotName is the file name Generate gives tape i's start snapshot, beside
 // tape-NNNNN.json.
 func SnapshotName(i int) string { return fmt.Sprintf("tape-%05d.workspace.tar.zst", i) }
 
 // corpusWorkspace is meta.workspace of tape i: it starts from snapshot i mod
 // opts.Workspaces; the end manifest is the start with src/main.go edited and a new file.
-func corpusWorkspace(opts CorpusOptions, i int) *tape.Workspace {
+func corpusWorkspace(opts Options, i int) *tape.Workspace {
 	k := i % opts.Workspaces
 	files := workspaceFiles(opts, k)
-	snap := GenerateSnapshot(opts, k)
+	snap := Snapshot(opts, k)
 	sum := sha256.Sum256(snap)
 	w := &tape.Workspace{
 		Snapshot: SnapshotName(i),

@@ -42,17 +42,10 @@ func runCorpus(ctx context.Context, env *Env, fs *flag.FlagSet, f *replayFlags) 
 	case f.speed < 0:
 		return usageError(env, fs, "--speed must be 0 or more")
 	}
-	logf := func(format string, args ...any) {
-		if !f.quiet || strings.HasPrefix(format, "warning: ") {
-			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
-		}
-	}
-	mem, err := parseBytes(f.memory)
+	logf := f.logger(env)
+	mem, err := f.memoryLimit()
 	if err != nil {
-		return failf(env, "replay", "--memory: %v", err)
-	}
-	if f.cpus < 0 || f.pids < 0 {
-		return failf(env, "replay", "--cpus and --pids-limit must not be negative (0: unlimited)")
+		return failf(env, "replay", "%v", err)
 	}
 	transport, err := sandbox.ParseTransport(f.transport)
 	if err != nil {

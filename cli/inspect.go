@@ -145,10 +145,7 @@ price makes the cost "unknown" (null in --json), never 0.`)
 		return failf(env, "inspect", "%v", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
+		if err := writeJSON(env.Stdout, s); err != nil {
 			return failf(env, "inspect", "write summary: %v", err)
 		}
 		return ExitOK

@@ -264,6 +264,27 @@ func parseBytes(s string) (int64, error) {
 
 // cliLimit turns a limit flag (0: unlimited) into an Options limit (0: the default,
 // negative: unlimited).
+// logger prints replay's lines to stderr: every line, or with --quiet the warnings only.
+func (f *replayFlags) logger(env *Env) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if !f.quiet || strings.HasPrefix(format, "warning: ") {
+			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
+		}
+	}
+}
+
+// memoryLimit parses --memory and checks --cpus and --pids-limit, the sandbox limits.
+func (f *replayFlags) memoryLimit() (int64, error) {
+	mem, err := parseBytes(f.memory)
+	if err != nil {
+		return 0, fmt.Errorf("--memory: %w", err)
+	}
+	if f.cpus < 0 || f.pids < 0 {
+		return 0, errors.New("--cpus and --pids-limit must not be negative (0: unlimited)")
+	}
+	return mem, nil
+}
+
 func cliLimit[T int64 | float64](v T) T {
 	if v == 0 {
 		return -1
@@ -290,17 +311,10 @@ func replayCwd(f *replayFlags, spec sandbox.Spec, rec *tape.Tape, logf func(stri
 }
 
 func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayFlags) int {
-	logf := func(format string, args ...any) {
-		if !f.quiet || strings.HasPrefix(format, "warning: ") {
-			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
-		}
-	}
-	mem, err := parseBytes(f.memory)
+	logf := f.logger(env)
+	mem, err := f.memoryLimit()
 	if err != nil {
-		return failf(env, "replay", "--memory: %v", err)
-	}
-	if f.cpus < 0 || f.pids < 0 {
-		return failf(env, "replay", "--cpus and --pids-limit must not be negative (0: unlimited)")
+		return failf(env, "replay", "%v", err)
 	}
 	var snapshot string
 	if !f.noWorkspace {

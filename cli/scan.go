@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -86,10 +85,7 @@ Exits 0 when no secret is found, 1 when one is or a file cannot be read, 2 on us
 		distinct += n
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
+		if err := writeJSON(env.Stdout, out); err != nil {
 			return failf(env, "scan", "write report: %v", err)
 		}
 	} else {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -71,10 +70,7 @@ Exits 0 when every tape is valid, 1 when any is invalid or cannot be read.`)
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
+		if err := writeJSON(env.Stdout, out); err != nil {
 			return failf(env, "validate", "write report: %v", err)
 		}
 	} else {

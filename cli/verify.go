@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -100,10 +99,7 @@ Exits 0 when every tape verifies, 1 when any does not or cannot be read.`)
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
+		if err := writeJSON(env.Stdout, out); err != nil {
 			return failf(env, "verify", "write report: %v", err)
 		}
 	} else {

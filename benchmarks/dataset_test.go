@@ -44,6 +44,11 @@ var generated = sync.OnceValues(func() (*genCorpus, error) {
 	if _, err := tapegen.Generate(ctx, dir, tapegen.Options{Tapes: corpusTapes, Seed: 1}); err != nil {
 		return nil, fmt.Errorf("generate the corpus: %w", err)
 	}
+	return corpusAt(dir)
+})
+
+// corpusAt lists the tapes in dir as a genCorpus.
+func corpusAt(dir string) (*genCorpus, error) {
 	inputs, err := dataset.ExpandInputs([]string{dir})
 	if err != nil {
 		return nil, err
@@ -54,7 +59,7 @@ var generated = sync.OnceValues(func() (*genCorpus, error) {
 		c.bytes += in.Size
 	}
 	return c, nil
-})
+}
 
 func corpusOf(b *testing.B) *genCorpus {
 	b.Helper()
@@ -89,16 +94,7 @@ var indented = sync.OnceValues(func() (*genCorpus, error) {
 			return nil, err
 		}
 	}
-	inputs, err := dataset.ExpandInputs([]string{dir})
-	if err != nil {
-		return nil, err
-	}
-	c := &genCorpus{dir: dir, inputs: inputs}
-	for _, in := range inputs {
-		c.paths = append(c.paths, in.Path)
-		c.bytes += in.Size
-	}
-	return c, nil
+	return corpusAt(dir)
 })
 
 // corpusData is the corpus's files in memory, for the single-core decoding benchmarks.

@@ -41,16 +41,7 @@ var interopCorpus = sync.OnceValues(func() (*genCorpus, error) {
 	if _, err := tapegen.Generate(ctx, dir, tapegen.Options{Tapes: n, Seed: 2}); err != nil {
 		return nil, fmt.Errorf("generate the corpus: %w", err)
 	}
-	inputs, err := dataset.ExpandInputs([]string{dir})
-	if err != nil {
-		return nil, err
-	}
-	c := &genCorpus{dir: dir, inputs: inputs}
-	for _, in := range inputs {
-		c.paths = append(c.paths, in.Path)
-		c.bytes += in.Size
-	}
-	return c, nil
+	return corpusAt(dir)
 })
 
 // nativeFormat is the harness-native format of a tape of the corpus.

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tapebox/tapebox/tape"
 )
@@ -42,16 +43,17 @@ type Table struct {
 //go:embed prices.json
 var embedded []byte
 
-var builtin = func() *Table {
+// builtin is parsed on first use, not at start-up: most commands never price anything.
+var builtin = sync.OnceValue(func() *Table {
 	t, err := Parse("prices.json (embedded)", embedded)
 	if err != nil {
-		panic(err)
+		panic(err) // TestEmbeddedTable parses it
 	}
 	return t
-}()
+})
 
 // Default returns the table compiled into the binary. Callers must not modify it.
-func Default() *Table { return builtin }
+func Default() *Table { return builtin() }
 
 // Load reads a table from a JSON file of the embedded table's shape:
 // {"date": "YYYY-MM-DD", "models": {"name": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75}}}.

@@ -80,6 +80,20 @@ func canonJSON(t *testing.T, raw json.RawMessage, drop map[string]any) string {
 	return string(b)
 }
 
+// transcriptBlock is a content block of a Claude Code transcript entry, read here by the
+// test itself (not by package interop, whose export it checks).
+type transcriptBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
 // claudeEntries reads the user and assistant entries of a Claude Code session file.
 func claudeEntries(t *testing.T, path string) (out []entry, session, cwd string) {
 	t.Helper()
@@ -102,30 +116,10 @@ func claudeEntries(t *testing.T, path string) (out []entry, session, cwd string)
 			continue
 		}
 		session, cwd = e.SessionID, e.Cwd
-		var blocks []struct {
-			Type      string          `json:"type"`
-			Text      string          `json:"text"`
-			Thinking  string          `json:"thinking"`
-			ID        string          `json:"id"`
-			Name      string          `json:"name"`
-			Input     json.RawMessage `json:"input"`
-			ToolUseID string          `json:"tool_use_id"`
-			Content   json.RawMessage `json:"content"`
-			IsError   bool            `json:"is_error"`
-		}
+		var blocks []transcriptBlock
 		var s string
 		if json.Unmarshal(e.Message.Content, &s) == nil {
-			blocks = append(blocks, struct {
-				Type      string          `json:"type"`
-				Text      string          `json:"text"`
-				Thinking  string          `json:"thinking"`
-				ID        string          `json:"id"`
-				Name      string          `json:"name"`
-				Input     json.RawMessage `json:"input"`
-				ToolUseID string          `json:"tool_use_id"`
-				Content   json.RawMessage `json:"content"`
-				IsError   bool            `json:"is_error"`
-			}{Type: "text", Text: s})
+			blocks = append(blocks, transcriptBlock{Type: "text", Text: s})
 		} else {
 			require.NoError(t, json.Unmarshal(e.Message.Content, &blocks), "%s: content", path)
 		}

@@ -1193,10 +1193,13 @@ func (d *decoder) toolCall(c *tape.ToolCall) error {
 		case "kind":
 			d.field(&o, 3)
 			return d.strInto(&c.Kind)
+		case "namespace":
+			d.field(&o, 4)
+			return d.strInto(&c.Namespace)
 		}
 		return d.unknown(key)
 	})
-	d.check(o, 0b111|bit(3, c.Kind != ""))
+	d.check(o, 0b111|bit(3, c.Kind != "")|bit(4, c.Namespace != ""))
 	return err
 }
 

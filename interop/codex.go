@@ -133,12 +133,7 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 	add(first.Timing.RequestAt, "turn_context", cxTurnContext{TurnID: turn, Cwd: tp.Meta.Cwd, ApprovalPolicy: "never",
 		SandboxPolicy: map[string]any{"type": "danger-full-access"}, Model: stepModel(tp, first), Summary: "none"})
 	add(first.Timing.RequestAt, "event_msg", map[string]any{"type": "task_started", "turn_id": turn})
-	kinds := map[string]string{}
-	for _, st := range th.Steps {
-		for _, c := range st.ToolCalls {
-			kinds[c.ID] = c.Kind
-		}
-	}
+	calls := callsByID(th.Steps...)
 	for _, m := range msgs[skip:] {
 		if item := cxInputMessage(m); item != nil {
 			add(first.Timing.RequestAt, "response_item", item)
@@ -158,11 +153,7 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 			case tape.BlockThinking:
 				add(s.Timing.LastByteAt, "response_item", map[string]any{"type": "reasoning", "summary": []any{map[string]any{"type": "summary_text", "text": bl.Text}}, "content": nil})
 			case tape.BlockToolUse:
-				if kinds[bl.ID] == "custom" {
-					add(s.Timing.LastByteAt, "response_item", map[string]any{"type": "custom_tool_call", "status": "completed", "call_id": bl.ID, "name": bl.Name, "input": freeform(bl.Input)})
-				} else {
-					add(s.Timing.LastByteAt, "response_item", map[string]any{"type": "function_call", "status": "completed", "name": bl.Name, "arguments": string(input(bl.Input)), "call_id": bl.ID})
-				}
+				add(s.Timing.LastByteAt, "response_item", cxCallItem(bl, calls[bl.ID]))
 			default:
 				if len(bl.Raw) > 0 && bl.Raw[0] == '{' {
 					add(s.Timing.LastByteAt, "response_item", bl.Raw) // an item this version does not model, kept whole
@@ -200,11 +191,12 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 					continue
 				}
 				typ := "function_call_output"
-				switch kinds[b.ToolCallID] {
-				case "custom":
-					typ = "custom_tool_call_output"
-				case "":
+				c, ok := calls[b.ToolCallID]
+				switch {
+				case !ok:
 					continue // an output of a call the tape does not hold as a tool call (tool_search)
+				case c.Kind == "custom":
+					typ = "custom_tool_call_output"
 				}
 				add(resultAt, "response_item", map[string]any{"type": typ, "call_id": b.ToolCallID, "output": tape.BlocksText(b.Content)})
 			}
@@ -213,6 +205,31 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 	end := th.Steps[len(th.Steps)-1].Timing.LastByteAt
 	add(end, "event_msg", map[string]any{"type": "task_complete", "turn_id": turn, "last_agent_message": last})
 	return out
+}
+
+// callsByID indexes the tool calls of steps by id.
+func callsByID(steps ...*tape.Step) map[string]tape.ToolCall {
+	calls := map[string]tape.ToolCall{}
+	for _, st := range steps {
+		for _, c := range st.ToolCalls {
+			calls[c.ID] = c
+		}
+	}
+	return calls
+}
+
+// cxCallItem is a tool_use block as the Responses item of its call c: a custom_tool_call
+// for a freeform tool, else a function_call, which names the namespace of a tool of a
+// deferred namespace (Codex finds such a tool by namespace and name).
+func cxCallItem(b tape.Block, c tape.ToolCall) map[string]any {
+	if c.Kind == "custom" {
+		return map[string]any{"type": "custom_tool_call", "status": "completed", "call_id": b.ID, "name": b.Name, "input": freeform(b.Input)}
+	}
+	it := map[string]any{"type": "function_call", "status": "completed", "name": b.Name, "arguments": string(input(b.Input)), "call_id": b.ID}
+	if c.Namespace != "" {
+		it["namespace"] = c.Namespace
+	}
+	return it
 }
 
 // cxInputMessage is a message of a first request as a rollout's response item: system

@@ -82,10 +82,7 @@ func responsesEvents(tp *tape.Tape, th *tape.Thread, i int, s *tape.Step) ([][2]
 	seed := func(kind string, j int) string {
 		return hexFrom(24, tp.Meta.TapeID, th.ID, fmt.Sprint(i), kind, fmt.Sprint(j))
 	}
-	kinds := map[string]string{}
-	for _, c := range s.ToolCalls {
-		kinds[c.ID] = c.Kind
-	}
+	calls := callsByID(s)
 	var items []any
 	for j, b := range s.Response.Content {
 		switch b.Type {
@@ -95,11 +92,13 @@ func responsesEvents(tp *tape.Tape, th *tape.Thread, i int, s *tape.Step) ([][2]
 		case tape.BlockThinking:
 			items = append(items, map[string]any{"type": "reasoning", "id": "rs_" + seed("rs", j), "summary": []any{map[string]any{"type": "summary_text", "text": b.Text}}})
 		case tape.BlockToolUse:
-			if kinds[b.ID] == "custom" {
-				items = append(items, map[string]any{"type": "custom_tool_call", "id": "ctc_" + seed("ctc", j), "status": "completed", "call_id": b.ID, "name": b.Name, "input": freeform(b.Input)})
+			it := cxCallItem(b, calls[b.ID])
+			if it["type"] == "custom_tool_call" {
+				it["id"] = "ctc_" + seed("ctc", j)
 			} else {
-				items = append(items, map[string]any{"type": "function_call", "id": "fc_" + seed("fc", j), "status": "completed", "call_id": b.ID, "name": b.Name, "arguments": string(input(b.Input))})
+				it["id"] = "fc_" + seed("fc", j)
 			}
+			items = append(items, it)
 		default:
 			if len(b.Raw) == 0 {
 				return nil, fmt.Errorf("content block %d of type %q cannot be synthesized", j, b.Type)

@@ -102,7 +102,7 @@ func TestEveryFieldValidates(t *testing.T) {
 	data := mustMarshal(everyField())
 	require.NoError(t, Validate(data))
 	// Every field is present in the encoding.
-	for _, name := range []string{`"cwd":"/work/app"`, `"forked_from":{"tape_id":`, `"served_from_tape":true`, `"workspace":{"snapshot":`, `"exclude":["node_modules"]`, `"sha256":"0f0f`, `"link":"a.txt"`, `"replay_of":"`, `"detail":`, `"duration_ms":12.5`, `"next_request_at":4`, `"kind":"custom"`, `"input_schema":`, `"description":`, `"is_error":true`, `"tool_call_id":`, `"raw":{"type":"image"`, `"reasoning_tokens":50`, `"limits":{"max_cost_usd":2.5`, `"limit":"max_repeat"`, `"digest":"sha256:`, `"signature":"`} {
+	for _, name := range []string{`"cwd":"/work/app"`, `"forked_from":{"tape_id":`, `"served_from_tape":true`, `"workspace":{"snapshot":`, `"exclude":["node_modules"]`, `"sha256":"0f0f`, `"link":"a.txt"`, `"replay_of":"`, `"detail":`, `"duration_ms":12.5`, `"next_request_at":4`, `"kind":"custom"`, `"namespace":"multi_agent_v1"`, `"input_schema":`, `"description":`, `"is_error":true`, `"tool_call_id":`, `"raw":{"type":"image"`, `"reasoning_tokens":50`, `"limits":{"max_cost_usd":2.5`, `"limit":"max_repeat"`, `"digest":"sha256:`, `"signature":"`} {
 		assert.Contains(t, string(data), name)
 	}
 }

@@ -87,8 +87,10 @@ func everyField() *tape.Tape {
 			Raw:        json.RawMessage(`"not json"`),
 			Chunks:     []tape.Chunk{{AtMS: 1.5, Data: "event: ping\ndata: {\"type\":\"ping\"}\n\n"}},
 		},
-		ToolCalls:      []tape.ToolCall{{ID: "toolu_1", Name: "apply_patch", Input: json.RawMessage(`{"input":"*** Begin Patch"}`), Kind: "custom"}},
-		ToolResults:    []tape.ToolResult{{ToolCallID: "toolu_1", Content: all[:1], IsError: true, DurationMS: ptr(12.5)}},
+		ToolCalls: []tape.ToolCall{{ID: "toolu_1", Name: "apply_patch", Input: json.RawMessage(`{"input":"*** Begin Patch"}`), Kind: "custom"},
+			{ID: "toolu_2", Name: "spawn_agent", Input: json.RawMessage(`{}`), Namespace: "multi_agent_v1"}},
+		ToolResults: []tape.ToolResult{{ToolCallID: "toolu_1", Content: all[:1], IsError: true, DurationMS: ptr(12.5)},
+			{ToolCallID: "toolu_2", Content: all[:1], DurationMS: ptr(1.0)}},
 		Timing:         tape.Timing{RequestAt: 1, FirstByteAt: 2.25, LastByteAt: 3.5, NextRequestAt: ptr(4.0)},
 		ServedFromTape: true,
 	}

@@ -303,6 +303,10 @@ type ToolCall struct {
 	Input json.RawMessage `json:"input"`
 	// Kind is "function" or "custom" (freeform input); empty means function.
 	Kind string `json:"kind,omitempty"`
+	// Namespace is the namespace an OpenAI Responses function_call names for a tool of a
+	// deferred tool namespace (Codex's multi_agent_v1 tools); empty for every other call.
+	// A harness finds such a tool by namespace and name.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // ToolResult is a tool call's result, as the harness reported it in the thread's next

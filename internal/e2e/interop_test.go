@@ -389,12 +389,10 @@ func TestInteropRealHarnesses(t *testing.T) {
 				require.Equal(t, 0, code, "tapebox replay of the imported tape\n%s", errOut)
 				checkSameState(t, state, localState(t, c.cwd), "replay of the imported tape")
 			})
-			// Not the Codex sub-agent case: its spawn_agent and wait_agent calls live in the
-			// deferred multi_agent_v1 namespace, which a function_call item names and the
-			// normalized tape does not keep, so Codex refuses the synthesized call.
-			if c.name != "codex-subagent" {
-				t.Run("import-simulator", func(t *testing.T) { importSimulator(t, r, c, format, harnessDir, state) })
-			}
+			// The Codex sub-agent case too: its spawn_agent and wait_agent calls live in the
+			// deferred multi_agent_v1 namespace, which the tape's tool calls keep
+			// (tape.ToolCall.Namespace) and the synthesized function_call items name.
+			t.Run("import-simulator", func(t *testing.T) { importSimulator(t, r, c, format, harnessDir, state) })
 		})
 	}
 }

@@ -89,6 +89,7 @@ func responsesItem(raw json.RawMessage) (tape.Message, *tape.ToolCall, error) {
 		ID        string          `json:"id"`
 		CallID    string          `json:"call_id"`
 		Name      string          `json:"name"`
+		Namespace string          `json:"namespace"`
 		Arguments string          `json:"arguments"`
 		Input     string          `json:"input"`
 		Action    json.RawMessage `json:"action"`
@@ -120,7 +121,9 @@ func responsesItem(raw json.RawMessage) (tape.Message, *tape.ToolCall, error) {
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return tape.Message{}, nil, err
 		}
-		return assistant(tape.Block{Type: tape.BlockToolUse, ID: it.CallID, Name: it.Name, Input: argsInput(it.Arguments)}, "function")
+		msg, c, err := assistant(tape.Block{Type: tape.BlockToolUse, ID: it.CallID, Name: it.Name, Input: argsInput(it.Arguments)}, "function")
+		c.Namespace = it.Namespace
+		return msg, c, err
 	case typ == "custom_tool_call":
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return tape.Message{}, nil, err

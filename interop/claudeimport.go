@@ -45,6 +45,7 @@ type ccBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
 	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
@@ -53,8 +54,9 @@ type ccBlock struct {
 	IsError   bool            `json:"is_error"`
 }
 
-// ccBlocks normalizes Anthropic content: a string, or a list of blocks.
-func ccBlocks(raw json.RawMessage) ([]tape.Block, error) {
+// ccBlocks normalizes Anthropic content: a string, or a list of blocks; lost counts what
+// the normalized blocks have no place for.
+func ccBlocks(raw json.RawMessage, lost losses) ([]tape.Block, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -77,6 +79,9 @@ func ccBlocks(raw json.RawMessage) ([]tape.Block, error) {
 			out = append(out, tape.Block{Type: tape.BlockText, Text: b.Text})
 		case "thinking":
 			out = append(out, tape.Block{Type: tape.BlockThinking, Text: b.Thinking})
+			if b.Signature != "" {
+				lost.add(LostThinkingSignature, 1)
+			}
 		case "redacted_thinking":
 			out = append(out, tape.Block{Type: tape.BlockOther, Raw: r})
 		case "tool_use":
@@ -85,7 +90,7 @@ func ccBlocks(raw json.RawMessage) ([]tape.Block, error) {
 			}
 			out = append(out, tape.Block{Type: tape.BlockToolUse, ID: b.ID, Name: b.Name, Input: input(b.Input)})
 		case "tool_result":
-			inner, err := ccBlocks(b.Content)
+			inner, err := ccBlocks(b.Content, lost)
 			if err != nil {
 				return nil, fmt.Errorf("content[%d]: %w", i, err)
 			}
@@ -115,6 +120,7 @@ type ccThreadReader struct {
 	cwd     string
 	version string
 	session string
+	lost    losses
 }
 
 func (r *ccThreadReader) entry(e ccLine) error {
@@ -134,7 +140,7 @@ func (r *ccThreadReader) entry(e ccLine) error {
 	if err := json.Unmarshal(e.Message, &m); err != nil {
 		return fmt.Errorf("message: %w", err)
 	}
-	blocks, err := ccBlocks(m.Content)
+	blocks, err := ccBlocks(m.Content, r.lost)
 	if err != nil {
 		return err
 	}
@@ -209,7 +215,8 @@ func ImportClaudeCode(path string) ([]*tape.Tape, error) {
 func importClaudeSession(path string) (*tape.Tape, error) {
 	tp := newImported(ClaudeCode, "claude-code", path)
 	tp.Meta.Provider = tape.ProviderAnthropic
-	main := &ccThreadReader{th: &tape.Thread{ID: "main", Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}}
+	lost := losses{}
+	main := &ccThreadReader{th: &tape.Thread{ID: "main", Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: lost}
 	if err := main.read(path); err != nil {
 		return nil, err
 	}
@@ -224,7 +231,7 @@ func importClaudeSession(path string) (*tape.Tape, error) {
 		return nil, err
 	}
 	for i, sf := range subs {
-		sub := &ccThreadReader{th: &tape.Thread{ID: fmt.Sprintf("t%d", i+1), Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}}
+		sub := &ccThreadReader{th: &tape.Thread{ID: fmt.Sprintf("t%d", i+1), Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: lost}
 		if err := sub.read(sf); err != nil {
 			return nil, err
 		}
@@ -279,6 +286,7 @@ func importClaudeSession(path string) (*tape.Tape, error) {
 	if main.session != "" {
 		tp.Meta.Task = map[string]string{"session_id": main.session}
 	}
+	lost.label(tp)
 	return tp, nil
 }
 

@@ -33,6 +33,7 @@ type cxRollout struct {
 	last      time.Time
 	th        *tape.Thread
 	threadIdx int
+	lost      losses
 }
 
 // isOutputItem says whether a response item is the model's (part of a response) rather
@@ -55,7 +56,7 @@ func isOutputItem(typ, role string) bool {
 // Responses adapter from request and response bodies rebuilt from the items, so that an
 // imported step holds what a recorded one would; the bodies are then dropped.
 func readRollout(p string) (*cxRollout, error) {
-	r := &cxRollout{path: p, th: &tape.Thread{Steps: []*tape.Step{}}}
+	r := &cxRollout{path: p, th: &tape.Thread{Steps: []*tape.Step{}}, lost: losses{}}
 	var input []json.RawMessage
 	type pending struct {
 		step   *tape.Step
@@ -118,11 +119,19 @@ func readRollout(p string) (*cxRollout, error) {
 			}
 		case "response_item":
 			var it struct {
-				Type string `json:"type"`
-				Role string `json:"role"`
+				Type             string          `json:"type"`
+				Role             string          `json:"role"`
+				EncryptedContent string          `json:"encrypted_content"`
+				Tools            json.RawMessage `json:"tools"`
 			}
 			if err := json.Unmarshal(l.Payload, &it); err != nil {
 				return fmt.Errorf("response_item: %w", err)
+			}
+			switch {
+			case it.Type == "reasoning" && it.EncryptedContent != "":
+				r.lost.add(LostEncryptedReasoning, 1)
+			case it.Type == "tool_search_output" && len(it.Tools) > 0 && string(it.Tools) != "null" && string(it.Tools) != "[]":
+				r.lost.add(LostToolSearchTools, 1)
 			}
 			if isOutputItem(it.Type, it.Role) {
 				if cur == nil {
@@ -268,6 +277,17 @@ func ImportCodex(p string) ([]*tape.Tape, error) {
 		if r.last.After(tp.Meta.Ended.At) {
 			tp.Meta.Ended.At = r.last
 		}
+	}
+	for _, tp := range tapes {
+		lost := losses{}
+		for _, r := range rolls {
+			if tapeOf[root(r).id] == tp {
+				for what, n := range r.lost {
+					lost.add(what, n)
+				}
+			}
+		}
+		lost.label(tp)
 	}
 	return tapes, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -40,7 +41,52 @@ const (
 	LabelForm = "tapebox.form"
 	// LabelSource is the session file (or directory) an imported tape was read from.
 	LabelSource = "tapebox.source"
+	// LabelLost lists, with counts, what the session files held that the tape's normalized
+	// form has no place for ("thinking signatures (3), reasoning encrypted_content (2)");
+	// absent when nothing was lost.
+	LabelLost = "tapebox.lost"
 )
+
+// What an import can lose, as LabelLost names it.
+const (
+	// LostThinkingSignature: an Anthropic thinking block's signature (a tape's thinking
+	// block is its text only). A synthesized stream has an empty signature, which the
+	// simulator never checks; the real API would refuse the block.
+	LostThinkingSignature = "thinking signatures"
+	// LostEncryptedReasoning: a Responses reasoning item's encrypted_content (the tape keeps
+	// the summary text).
+	LostEncryptedReasoning = "reasoning encrypted_content"
+	// LostToolSearchTools: the tools a Codex tool_search_output item loaded (the tape keeps
+	// the tool_search_call whole, as a block the model sent, and the output as an empty
+	// tool result; Codex runs the search itself when it is served the call).
+	LostToolSearchTools = "tool_search_output tools"
+)
+
+// losses counts what an import dropped, by LabelLost name.
+type losses map[string]int
+
+// add records n of what.
+func (l losses) add(what string, n int) {
+	if n > 0 {
+		l[what] += n
+	}
+}
+
+// label writes the LabelLost label of tp, when anything was lost.
+func (l losses) label(tp *tape.Tape) {
+	if len(l) == 0 {
+		return
+	}
+	names := make([]string, 0, len(l))
+	for what := range l {
+		names = append(names, what)
+	}
+	sort.Strings(names)
+	for i, what := range names {
+		names[i] = fmt.Sprintf("%s (%d)", what, l[what])
+	}
+	tp.Meta.Labels[LabelLost] = strings.Join(names, ", ")
+}
 
 // The values of LabelForm.
 const (

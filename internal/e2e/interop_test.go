@@ -45,7 +45,7 @@ var volatile = map[string][]struct{ field, why string }{
 		{"event_msg, turn_context, world_state, token_usage_record lines", "the harness's events and state; the export writes its own task_started, token_count and task_complete"},
 		{"session_meta beyond id, cwd, cli_version, parent_thread_id", "how the harness was started (originator, source details, window ids)"},
 		{"session_meta.model_provider", "the provider id of the harness's config, which no request names: tapebox export --codex-model-provider gives it (default openai)"},
-		{"tool_search_output items", "the normalized tape keeps no tool call for the tool_search_call they answer"},
+		{"tool_search_output items", "the normalized tape keeps no tool call for the tool_search_call they answer, nor the tools they load (the import says so in meta.labels tapebox.lost)"},
 	},
 }
 
@@ -383,6 +383,12 @@ func TestInteropRealHarnesses(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, interop.FormNormalized, imp.Meta.Labels[interop.LabelForm])
 				require.Equal(t, callsOf(rec), callsOf(imp), "the imported tape makes the recorded tool calls")
+				require.Equal(t, namespacesOf(rec), namespacesOf(imp), "the imported calls name the recorded namespaces")
+				if c.name == "codex-subagent" {
+					require.Contains(t, namespacesOf(imp), "main/1 spawn_agent multi_agent_v1")
+					// The tool_search_output's tools have no place in the normalized tape.
+					require.Equal(t, interop.LostToolSearchTools+" (1)", imp.Meta.Labels[interop.LabelLost])
+				}
 				c.fresh(t)
 				repPath := filepath.Join(t.TempDir(), "replay.json")
 				code, _, errOut = r.run(t, t.TempDir(), cleanEnv(), "replay", "--tape", tapes[0], "--sandbox", "local:"+c.cwd, "--output", repPath, "--speed", "0")
@@ -395,6 +401,21 @@ func TestInteropRealHarnesses(t *testing.T) {
 			t.Run("import-simulator", func(t *testing.T) { importSimulator(t, r, c, format, harnessDir, state) })
 		})
 	}
+}
+
+// namespacesOf lists the tool calls of a tape that name a namespace.
+func namespacesOf(tp *tape.Tape) []string {
+	var out []string
+	for _, th := range tp.Threads {
+		for i, st := range th.Steps {
+			for _, c := range st.ToolCalls {
+				if c.Namespace != "" {
+					out = append(out, fmt.Sprintf("%s/%d %s %s", th.ID, i, c.Name, c.Namespace))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // importSimulator imports the harness's own files with --synthesize and serves the tape in

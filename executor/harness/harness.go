@@ -13,6 +13,7 @@ import (
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // Harness is one agent harness's module.
@@ -34,6 +35,12 @@ type Session interface {
 	Run(ctx context.Context, call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult
 	// Close releases what the session holds; background tasks keep running.
 	Close() error
+}
+
+// PolicyOf is the policy a module reports for h, from the harness table: whether it runs
+// one answer's tool calls in parallel, and its spawning tools.
+func PolicyOf(h harnesses.Harness) protocol.Policy {
+	return protocol.Policy{ParallelToolCalls: h.ParallelToolCalls, SpawningTools: h.SpawningTools}
 }
 
 // Immediate is implemented by sessions that can tell calls which finish at once (a Noop

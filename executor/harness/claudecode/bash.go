@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,8 +35,8 @@ type bashInput struct {
 
 func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in bashInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
+	if r, ok := decode(call, &in); !ok {
+		return r
 	}
 	if strings.TrimSpace(in.Command) == "" {
 		return missingParam(call, "command")
@@ -247,12 +248,6 @@ func (s *session) bashBackground(ctx context.Context, call tape.ToolCall, in bas
 		st.ID, s.env.Tasks.OutputPath(st.ID), tail), false)
 }
 
-// taskID maps an id the model used (the recording's, after the controller's
-// substitution) to a task.
-func (s *session) task(id string) (action.TaskStatus, error) {
-	return s.env.Tasks.Status(id)
-}
-
 type bashOutputInput struct {
 	BashID string `json:"bash_id"`
 	Filter string `json:"filter"`
@@ -260,12 +255,9 @@ type bashOutputInput struct {
 
 func (s *session) bashOutput(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in bashOutputInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
-	}
-	st, err := s.task(in.BashID)
-	if err != nil {
-		return asRecorded(harness.Text(call, "No shell found with ID: "+in.BashID, true), rec)
+	st, r, ok := s.decodeTask(call, rec, &in, "shell", &in.BashID)
+	if !ok {
+		return r
 	}
 	out, err := s.env.Tasks.Poll(in.BashID)
 	if err != nil {
@@ -285,13 +277,7 @@ func (s *session) bashOutput(_ context.Context, call tape.ToolCall, rec *tape.To
 		}
 		text = strings.Join(keep, "\n")
 	}
-	parts := []string{"<status>" + st.State() + "</status>"}
-	if st.ExitCode != nil {
-		parts = append(parts, fmt.Sprintf("<exit_code>%d</exit_code>", *st.ExitCode))
-	}
-	if strings.TrimSpace(text) != "" {
-		parts = append(parts, "<stdout>\n"+strings.TrimRight(truncate(text, s.maxOutput()), " \t\r\n")+"\n</stdout>")
-	}
+	parts := s.report(nil, st, text, "stdout")
 	parts = append(parts, "<timestamp>"+isoMillis(time.Now())+"</timestamp>")
 	return harness.Text(call, strings.Join(parts, "\n\n"), false)
 }
@@ -305,19 +291,16 @@ type taskOutputInput struct {
 
 func (s *session) taskOutput(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in taskOutputInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
+	if r, ok := decode(call, &in); !ok {
+		return r
 	}
-	id := in.TaskID
-	if id == "" {
-		id = in.ShellID
-	}
+	id := cmp.Or(in.TaskID, in.ShellID)
 	if id == "" {
 		return missingParam(call, "task_id")
 	}
-	st, err := s.task(id)
-	if err != nil {
-		return asRecorded(harness.Text(call, "No task found with ID: "+id, true), rec)
+	st, r, ok := s.find(call, rec, "task", id)
+	if !ok {
+		return r
 	}
 	block := in.Block == nil || *in.Block
 	timeout := int64(30000)
@@ -326,6 +309,7 @@ func (s *session) taskOutput(ctx context.Context, call tape.ToolCall, rec *tape.
 	}
 	status := "success"
 	if block && st.Running {
+		var err error
 		st, err = s.env.Tasks.Wait(ctx, id, time.Duration(timeout)*time.Millisecond)
 		if err != nil {
 			return harness.Text(call, err.Error(), true)
@@ -340,18 +324,11 @@ func (s *session) taskOutput(ctx context.Context, call tape.ToolCall, rec *tape.
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
-	parts := []string{
+	parts := s.report([]string{
 		"<retrieval_status>" + status + "</retrieval_status>",
 		"<task_id>" + id + "</task_id>",
 		"<task_type>local_bash</task_type>",
-		"<status>" + st.State() + "</status>",
-	}
-	if st.ExitCode != nil {
-		parts = append(parts, fmt.Sprintf("<exit_code>%d</exit_code>", *st.ExitCode))
-	}
-	if text := string(out); strings.TrimSpace(text) != "" {
-		parts = append(parts, "<output>\n"+strings.TrimRight(truncate(text, s.maxOutput()), " \t\r\n")+"\n</output>")
-	}
+	}, st, string(out), "output")
 	return harness.Text(call, strings.Join(parts, "\n\n"), false)
 }
 
@@ -362,18 +339,12 @@ type killInput struct {
 
 func (s *session) killShell(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in killInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
+	st, r, ok := s.decodeTask(call, rec, &in, "shell", &in.ShellID)
+	if !ok {
+		return r
 	}
-	st, err := s.task(in.ShellID)
-	if err != nil {
-		return asRecorded(harness.Text(call, "No shell found with ID: "+in.ShellID, true), rec)
-	}
-	if !st.Running {
-		return asRecorded(harness.Text(call, fmt.Sprintf("Shell %s is not running, so cannot be killed (status: %s)", in.ShellID, st.State()), true), rec)
-	}
-	if _, err := s.env.Tasks.Kill(in.ShellID); err != nil {
-		return harness.Text(call, err.Error(), true)
+	if r, ok := s.kill(call, rec, st, in.ShellID, fmt.Sprintf("Shell %s is not running, so cannot be killed (status: %s)", in.ShellID, st.State())); !ok {
+		return r
 	}
 	return harness.Text(call, jsonText(struct {
 		Message string `json:"message"`
@@ -383,25 +354,19 @@ func (s *session) killShell(_ context.Context, call tape.ToolCall, rec *tape.Too
 
 func (s *session) taskStop(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in killInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
+	if r, ok := decode(call, &in); !ok {
+		return r
 	}
-	id := in.TaskID
-	if id == "" {
-		id = in.ShellID
-	}
+	id := cmp.Or(in.TaskID, in.ShellID)
 	if id == "" {
 		return toolUseError(call, "Missing required parameter: task_id")
 	}
-	st, err := s.task(id)
-	if err != nil {
-		return asRecorded(harness.Text(call, "No task found with ID: "+id, true), rec)
+	st, r, ok := s.find(call, rec, "task", id)
+	if !ok {
+		return r
 	}
-	if !st.Running {
-		return asRecorded(harness.Text(call, fmt.Sprintf("Task %s is not running (status: %s)", id, st.State()), true), rec)
-	}
-	if _, err := s.env.Tasks.Kill(id); err != nil {
-		return harness.Text(call, err.Error(), true)
+	if r, ok := s.kill(call, rec, st, id, fmt.Sprintf("Task %s is not running (status: %s)", id, st.State())); !ok {
+		return r
 	}
 	return harness.Text(call, jsonText(struct {
 		Message  string `json:"message"`
@@ -409,6 +374,50 @@ func (s *session) taskStop(_ context.Context, call tape.ToolCall, rec *tape.Tool
 		TaskType string `json:"task_type"`
 		Command  string `json:"command"`
 	}{fmt.Sprintf("Successfully stopped task: %s (%s)", id, st.Command), id, "local_bash", st.Command}), false)
+}
+
+// decodeTask is decode for the tools that name a background task by one parameter, id (a
+// field of in), and finds that task (see find).
+func (s *session) decodeTask(call tape.ToolCall, rec *tape.ToolResult, in any, noun string, id *string) (action.TaskStatus, tape.ToolResult, bool) {
+	if r, ok := decode(call, in); !ok {
+		return action.TaskStatus{}, r, false
+	}
+	return s.find(call, rec, noun, *id)
+}
+
+// find returns the task named id (the recording's, after the controller's substitution),
+// or Claude Code's answer when there is none: "No shell found ..." or "No task found ...",
+// after noun.
+func (s *session) find(call tape.ToolCall, rec *tape.ToolResult, noun, id string) (action.TaskStatus, tape.ToolResult, bool) {
+	st, err := s.env.Tasks.Status(id)
+	if err != nil {
+		return st, asRecorded(harness.Text(call, "No "+noun+" found with ID: "+id, true), rec), false
+	}
+	return st, tape.ToolResult{}, true
+}
+
+// kill stops the task st named id; notRunning is the answer when it has already ended.
+func (s *session) kill(call tape.ToolCall, rec *tape.ToolResult, st action.TaskStatus, id, notRunning string) (tape.ToolResult, bool) {
+	if !st.Running {
+		return asRecorded(harness.Text(call, notRunning, true), rec), false
+	}
+	if _, err := s.env.Tasks.Kill(id); err != nil {
+		return harness.Text(call, err.Error(), true), false
+	}
+	return tape.ToolResult{}, true
+}
+
+// report adds a task's status, its exit code once it has one, and its output (under tag,
+// unless blank) to parts.
+func (s *session) report(parts []string, st action.TaskStatus, out, tag string) []string {
+	parts = append(parts, "<status>"+st.State()+"</status>")
+	if st.ExitCode != nil {
+		parts = append(parts, fmt.Sprintf("<exit_code>%d</exit_code>", *st.ExitCode))
+	}
+	if strings.TrimSpace(out) != "" {
+		parts = append(parts, "<"+tag+">\n"+strings.TrimRight(truncate(out, s.maxOutput()), " \t\r\n")+"\n</"+tag+">")
+	}
+	return parts
 }
 
 // jsonText encodes v as JavaScript's JSON.stringify does (no HTML escaping).

@@ -3,6 +3,7 @@ package claudecode
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -28,7 +29,7 @@ func (Harness) Name() string { return Name }
 
 // Policy implements harness.Harness.
 func (Harness) Policy() protocol.Policy {
-	return protocol.Policy{ParallelToolCalls: harnesses.ClaudeCode.ParallelToolCalls, SpawningTools: harnesses.ClaudeCode.SpawningTools}
+	return harness.PolicyOf(harnesses.ClaudeCode)
 }
 
 // NewSession implements harness.Harness.
@@ -110,6 +111,34 @@ func inputError(call tape.ToolCall, err error) tape.ToolResult {
 		b.WriteString(err.Error())
 	}
 	return toolUseError(call, b.String())
+}
+
+// decode reads call's input into in, a pointer to the tool's input struct, and checks that
+// the parameters named in required (by their JSON names) are given: a string not empty, a
+// pointer not nil, a list not empty. When the input is unusable it returns Claude Code's
+// answer and false.
+func decode(call tape.ToolCall, in any, required ...string) (tape.ToolResult, bool) {
+	if err := harness.Decode(call, in); err != nil {
+		return inputError(call, err), false
+	}
+	v := reflect.ValueOf(in).Elem()
+	for _, name := range required {
+		if f := param(v, name); f.IsZero() || (f.Kind() == reflect.Slice && f.Len() == 0) {
+			return missingParam(call, name), false
+		}
+	}
+	return tape.ToolResult{}, true
+}
+
+// param returns the field of the struct v whose JSON name is name.
+func param(v reflect.Value, name string) reflect.Value {
+	t := v.Type()
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag == name {
+			return v.Field(i)
+		}
+	}
+	panic("claudecode: no input parameter " + name + " in " + t.String())
 }
 
 func missingParam(call tape.ToolCall, name string) tape.ToolResult {

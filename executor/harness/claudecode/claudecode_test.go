@@ -12,43 +12,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/harness/claudecode"
+	"github.com/tapebox/tapebox/internal/harnesstest"
 	"github.com/tapebox/tapebox/tape"
 )
 
-type fixture struct {
-	t    *testing.T
-	dir  string
-	env  *harness.Env
-	sess harness.Session
-}
-
-func newFixture(t *testing.T) *fixture {
-	dir := t.TempDir()
-	env, err := harness.NewEnv(dir, nil, map[string]string{"BASH_MAX_OUTPUT_LENGTH": "200"})
-	require.NoError(t, err)
-	// The default state directory is outside the test's; it goes after the session.
-	t.Cleanup(func() { os.RemoveAll(env.State.Path) })
-	sess := claudecode.New().NewSession(env)
-	t.Cleanup(func() { sess.Close() })
-	return &fixture{t: t, dir: env.Cwd, env: env, sess: sess}
-}
-
-func (f *fixture) write(name, content string) string {
-	p := filepath.Join(f.dir, name)
-	require.NoError(f.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(f.t, os.WriteFile(p, []byte(content), 0o644))
-	return p
-}
-
-func (f *fixture) run(name string, input any, rec *tape.ToolResult) tape.ToolResult {
-	f.t.Helper()
-	b, err := json.Marshal(input)
-	require.NoError(f.t, err)
-	res := f.sess.Run(f.t.Context(), tape.ToolCall{ID: "toolu_1", Name: name, Input: b}, rec)
-	require.Equal(f.t, "toolu_1", res.ToolCallID)
-	return res
+func newFixture(t *testing.T) *harnesstest.Session {
+	return harnesstest.New(t, claudecode.New(), "toolu_1", map[string]string{"BASH_MAX_OUTPUT_LENGTH": "200"})
 }
 
 func recorded(text string, isErr bool) *tape.ToolResult {
@@ -67,7 +37,7 @@ func TestPolicy(t *testing.T) {
 func TestBash(t *testing.T) {
 	f := newFixture(t)
 	long := strings.Repeat("x", 150) + "\n" + strings.Repeat("y", 100) + "\nz\n"
-	f.write("long.txt", long)
+	f.Write("long.txt", long)
 	tests := []struct {
 		name  string
 		input m
@@ -84,7 +54,7 @@ func TestBash(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := f.run("Bash", tt.input, nil)
+			res := f.Run("Bash", tt.input, nil)
 			assert.Equal(t, tt.want, res.Text())
 			assert.Equal(t, tt.isErr, res.IsError)
 		})
@@ -94,8 +64,8 @@ func TestBash(t *testing.T) {
 func TestBashLimits(t *testing.T) {
 	f := newFixture(t)
 	long := strings.Repeat("x", 150) + "\n" + strings.Repeat("y", 100) + "\nz\n"
-	f.write("long.txt", long)
-	res := f.run("Bash", m{"command": "cat long.txt"}, nil)
+	f.Write("long.txt", long)
+	res := f.Run("Bash", m{"command": "cat long.txt"}, nil)
 	match := regexp.MustCompile(`^<persisted-output>\nOutput too large \(253 bytes\)\. Full output saved to: (\S+)\n\nPreview \(first 2KB\):\n([^\x00]*)\.\.\.\n</persisted-output>$`).FindStringSubmatch(res.Text())
 	require.NotNil(t, match, res.Text())
 	assert.Equal(t, strings.TrimSuffix(long, "\n")+"\n", match[2])
@@ -104,80 +74,80 @@ func TestBashLimits(t *testing.T) {
 	assert.Equal(t, strings.TrimSuffix(long, "\n"), string(saved))
 
 	// A command that outlives its timeout moves to the background and keeps running.
-	res = f.run("Bash", m{"command": "echo started; sleep 0.5; echo finished", "timeout": 200}, nil)
+	res = f.Run("Bash", m{"command": "echo started; sleep 0.5; echo finished", "timeout": 200}, nil)
 	assert.False(t, res.IsError)
 	match = regexp.MustCompile(`^started\nCommand did not complete within its 1s timeout and was moved to the background \(ID: (b[0-9a-z]{8})\)\. Output is being written to: \S+\.output|^started\nCommand did not complete within its 1s timeout and was moved to the background \(ID: (b[0-9a-z]{8})\)\. Output is being written to: (\S+)\. You will be notified when it completes\. If it is still running after 10m in the background, it will be stopped and you will be notified\. It is running now: do not start a second copy while it runs\. If it is no longer needed, stop it with TaskStop\. To check interim output, use Read on that file path\.$`).FindStringSubmatch(res.Text())
 	require.NotNil(t, match, res.Text())
 	id := match[2]
-	out := f.run("TaskOutput", m{"task_id": id}, nil)
+	out := f.Run("TaskOutput", m{"task_id": id}, nil)
 	assert.Contains(t, out.Text(), "<output>\nstarted\nfinished\n</output>")
 }
 
 func TestBashCwdPersists(t *testing.T) {
 	f := newFixture(t)
-	require.NoError(t, os.Mkdir(filepath.Join(f.dir, "sub"), 0o755))
-	assert.Equal(t, "(Bash completed with no output)", f.run("Bash", m{"command": "cd sub"}, nil).Text())
-	assert.Equal(t, filepath.Join(f.dir, "sub"), f.run("Bash", m{"command": "pwd"}, nil).Text())
-	assert.Equal(t, "Shell cwd was reset to "+f.dir, f.run("Bash", m{"command": "cd /"}, nil).Text())
-	assert.Equal(t, f.dir, f.run("Bash", m{"command": "pwd"}, nil).Text())
+	require.NoError(t, os.Mkdir(filepath.Join(f.Dir, "sub"), 0o755))
+	assert.Equal(t, "(Bash completed with no output)", f.Run("Bash", m{"command": "cd sub"}, nil).Text())
+	assert.Equal(t, filepath.Join(f.Dir, "sub"), f.Run("Bash", m{"command": "pwd"}, nil).Text())
+	assert.Equal(t, "Shell cwd was reset to "+f.Dir, f.Run("Bash", m{"command": "cd /"}, nil).Text())
+	assert.Equal(t, f.Dir, f.Run("Bash", m{"command": "pwd"}, nil).Text())
 }
 
 var bgText = regexp.MustCompile(`^Command running in background with ID: (b[0-9a-z]{8})\. Output is being written to: (\S+)\. You will be notified when it completes\. To check interim output, use Read on that file path\.$`)
 
 func TestBackground(t *testing.T) {
 	f := newFixture(t)
-	res := f.run("Bash", m{"command": "echo bg out; sleep 0.2; exit 3", "run_in_background": true}, nil)
+	res := f.Run("Bash", m{"command": "echo bg out; sleep 0.2; exit 3", "run_in_background": true}, nil)
 	match := bgText.FindStringSubmatch(res.Text())
 	require.NotNil(t, match, res.Text())
 	id, path := match[1], match[2]
-	assert.Equal(t, filepath.Join(f.env.State.Path, "tasks", id, "output"), path)
+	assert.Equal(t, filepath.Join(f.Env.State.Path, "tasks", id, "output"), path)
 
-	out := f.run("TaskOutput", m{"task_id": id, "block": true, "timeout": 30000}, nil)
+	out := f.Run("TaskOutput", m{"task_id": id, "block": true, "timeout": 30000}, nil)
 	assert.Equal(t, "<retrieval_status>success</retrieval_status>\n\n<task_id>"+id+"</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>failed</status>\n\n<exit_code>3</exit_code>\n\n<output>\nbg out\n</output>", out.Text())
 
 	// Read of the recording's output path reaches the task's output file, which ends
 	// with the exit line, as Claude Code 2.1.332's does.
-	rd := f.run("Read", m{"file_path": "/tmp/claude-0/-app/0000/tasks/" + id + ".output"}, nil)
+	rd := f.Run("Read", m{"file_path": "/tmp/claude-0/-app/0000/tasks/" + id + ".output"}, nil)
 	assert.Equal(t, "1\tbg out\n2\t\n3\t[exited with code 3]\n4\t", rd.Text())
 
-	bo := f.run("BashOutput", m{"bash_id": id}, nil)
+	bo := f.Run("BashOutput", m{"bash_id": id}, nil)
 	assert.Regexp(t, `^<status>failed</status>\n\n<exit_code>3</exit_code>\n\n<stdout>\nbg out\n</stdout>\n\n<timestamp>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z</timestamp>$`, bo.Text())
-	bo = f.run("BashOutput", m{"bash_id": id}, nil)
+	bo = f.Run("BashOutput", m{"bash_id": id}, nil)
 	assert.NotContains(t, bo.Text(), "<stdout>", "only new output")
 
 	// The old wording, picked by the recording.
-	old := f.run("Bash", m{"command": "sleep 60", "run_in_background": true}, recorded("Command running in background with ID: bash_1", false))
+	old := f.Run("Bash", m{"command": "sleep 60", "run_in_background": true}, recorded("Command running in background with ID: bash_1", false))
 	// The recording's id is reused, so later calls that name it reach this task.
 	require.Equal(t, "Command running in background with ID: bash_1", old.Text())
 	killID := "bash_1"
-	kill := f.run("KillShell", m{"shell_id": killID}, nil)
+	kill := f.Run("KillShell", m{"shell_id": killID}, nil)
 	assert.Equal(t, `{"message":"Successfully killed shell: `+killID+` (sleep 60)","shell_id":"`+killID+`"}`, kill.Text())
-	again := f.run("KillShell", m{"shell_id": killID}, nil)
+	again := f.Run("KillShell", m{"shell_id": killID}, nil)
 	assert.Equal(t, "Shell "+killID+" is not running, so cannot be killed (status: killed)", again.Text())
 	assert.True(t, again.IsError)
 
-	stop := f.run("Bash", m{"command": "sleep 60", "run_in_background": true}, nil)
+	stop := f.Run("Bash", m{"command": "sleep 60", "run_in_background": true}, nil)
 	stopID := bgText.FindStringSubmatch(stop.Text())[1]
-	res = f.run("TaskStop", m{"task_id": stopID}, nil)
+	res = f.Run("TaskStop", m{"task_id": stopID}, nil)
 	assert.Equal(t, `{"message":"Successfully stopped task: `+stopID+` (sleep 60)","task_id":"`+stopID+`","task_type":"local_bash","command":"sleep 60"}`, res.Text())
 
-	nf := f.run("TaskOutput", m{"task_id": "nope", "block": false}, nil)
+	nf := f.Run("TaskOutput", m{"task_id": "nope", "block": false}, nil)
 	assert.Equal(t, "No task found with ID: nope", nf.Text())
 	assert.True(t, nf.IsError)
 
-	running := f.run("Bash", m{"command": "sleep 60", "run_in_background": true}, nil)
+	running := f.Run("Bash", m{"command": "sleep 60", "run_in_background": true}, nil)
 	runID := bgText.FindStringSubmatch(running.Text())[1]
-	nr := f.run("TaskOutput", m{"task_id": runID, "block": false}, nil)
+	nr := f.Run("TaskOutput", m{"task_id": runID, "block": false}, nil)
 	assert.Equal(t, "<retrieval_status>not_ready</retrieval_status>\n\n<task_id>"+runID+"</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>running</status>", nr.Text())
-	f.run("TaskStop", m{"task_id": runID}, nil)
+	f.Run("TaskStop", m{"task_id": runID}, nil)
 }
 
 func TestRead(t *testing.T) {
 	f := newFixture(t)
-	notes := f.write("notes.txt", "alpha\nbeta\ngamma\n")
-	empty := f.write("empty.txt", "")
-	bin := f.write("data.bin", "\x00\x01")
-	crlf := f.write("crlf.txt", "a\r\nb")
+	notes := f.Write("notes.txt", "alpha\nbeta\ngamma\n")
+	empty := f.Write("empty.txt", "")
+	bin := f.Write("data.bin", "\x00\x01")
+	crlf := f.Write("crlf.txt", "a\r\nb")
 	tests := []struct {
 		name  string
 		input m
@@ -191,20 +161,20 @@ func TestRead(t *testing.T) {
 		{"crlf", m{"file_path": crlf}, nil, "1\ta\n2\tb", false},
 		{"empty", m{"file_path": empty}, nil, "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>", false},
 		{"past the end", m{"file_path": notes, "offset": 10}, nil, "<system-reminder>Warning: the file exists but is shorter than the provided offset (10). The file has 4 lines.</system-reminder>", false},
-		{"missing", m{"file_path": filepath.Join(f.dir, "nope.txt")}, nil, "File does not exist. Note: your current working directory is " + f.dir + ".", true},
-		{"missing, old wrapping", m{"file_path": filepath.Join(f.dir, "nope.txt")}, recorded("<tool_use_error>File does not exist.</tool_use_error>", true), "<tool_use_error>File does not exist. Note: your current working directory is " + f.dir + ".</tool_use_error>", true},
+		{"missing", m{"file_path": filepath.Join(f.Dir, "nope.txt")}, nil, "File does not exist. Note: your current working directory is " + f.Dir + ".", true},
+		{"missing, old wrapping", m{"file_path": filepath.Join(f.Dir, "nope.txt")}, recorded("<tool_use_error>File does not exist.</tool_use_error>", true), "<tool_use_error>File does not exist. Note: your current working directory is " + f.Dir + ".</tool_use_error>", true},
 		{"binary", m{"file_path": bin}, nil, "<tool_use_error>This tool cannot read binary files. The file appears to be a binary .bin file. Use a skill for this file type if one is available, or a shell command or script that can read the format.</tool_use_error>", true},
 		{"no path", m{}, nil, "<tool_use_error>InputValidationError: Read failed due to the following issue:\nThe required parameter `file_path` is missing</tool_use_error>", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := f.run("Read", tt.input, tt.rec)
+			res := f.Run("Read", tt.input, tt.rec)
 			assert.Equal(t, tt.want, res.Text())
 			assert.Equal(t, tt.isErr, res.IsError)
 		})
 	}
-	img := f.write("p.png", "\x89PNG")
-	res := f.run("Read", m{"file_path": img}, nil)
+	img := f.Write("p.png", "\x89PNG")
+	res := f.Run("Read", m{"file_path": img}, nil)
 	require.Len(t, res.Content, 1)
 	assert.Equal(t, tape.BlockImage, res.Content[0].Type)
 	assert.JSONEq(t, `{"type":"image","source":{"type":"base64","data":"iVBORw==","media_type":"image/png"}}`, string(res.Content[0].Raw))
@@ -212,7 +182,7 @@ func TestRead(t *testing.T) {
 
 func TestWriteAndEdit(t *testing.T) {
 	f := newFixture(t)
-	p := filepath.Join(f.dir, "notes.txt")
+	p := filepath.Join(f.Dir, "notes.txt")
 	const note = " (file state is current in your context — no need to Read it back)"
 	tests := []struct {
 		name  string
@@ -238,7 +208,7 @@ func TestWriteAndEdit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := f.run(tt.tool, tt.input, tt.rec)
+			res := f.Run(tt.tool, tt.input, tt.rec)
 			assert.Equal(t, tt.want, res.Text())
 			assert.Equal(t, tt.isErr, res.IsError)
 			b, err := os.ReadFile(p)
@@ -246,20 +216,20 @@ func TestWriteAndEdit(t *testing.T) {
 			assert.Equal(t, tt.file, string(b))
 		})
 	}
-	res := f.run("Edit", m{"file_path": filepath.Join(f.dir, "missing.txt"), "old_string": "a", "new_string": "b"}, nil)
-	assert.Equal(t, "<tool_use_error>File does not exist. Note: your current working directory is "+f.dir+".</tool_use_error>", res.Text())
+	res := f.Run("Edit", m{"file_path": filepath.Join(f.Dir, "missing.txt"), "old_string": "a", "new_string": "b"}, nil)
+	assert.Equal(t, "<tool_use_error>File does not exist. Note: your current working directory is "+f.Dir+".</tool_use_error>", res.Text())
 }
 
 func TestNotebookEdit(t *testing.T) {
 	f := newFixture(t)
-	nb := f.write("n.ipynb", `{"cells":[{"cell_type":"code","id":"c1","metadata":{},"source":"print(1)","execution_count":3,"outputs":[{"output_type":"stream","text":"1"}]},{"cell_type":"markdown","id":"m1","metadata":{},"source":"# t"}],"metadata":{},"nbformat":4,"nbformat_minor":5}`)
-	res := f.run("NotebookEdit", m{"notebook_path": nb, "cell_id": "c1", "new_source": "print(2)"}, nil)
+	nb := f.Write("n.ipynb", `{"cells":[{"cell_type":"code","id":"c1","metadata":{},"source":"print(1)","execution_count":3,"outputs":[{"output_type":"stream","text":"1"}]},{"cell_type":"markdown","id":"m1","metadata":{},"source":"# t"}],"metadata":{},"nbformat":4,"nbformat_minor":5}`)
+	res := f.Run("NotebookEdit", m{"notebook_path": nb, "cell_id": "c1", "new_source": "print(2)"}, nil)
 	assert.Equal(t, "Updated cell c1 with print(2)", res.Text())
-	res = f.run("NotebookEdit", m{"notebook_path": nb, "cell_id": "m1", "edit_mode": "delete"}, nil)
+	res = f.Run("NotebookEdit", m{"notebook_path": nb, "cell_id": "m1", "edit_mode": "delete"}, nil)
 	assert.Equal(t, "Deleted cell m1", res.Text())
-	res = f.run("NotebookEdit", m{"notebook_path": nb, "cell_id": "c1", "edit_mode": "insert", "cell_type": "markdown", "new_source": "after"}, nil)
+	res = f.Run("NotebookEdit", m{"notebook_path": nb, "cell_id": "c1", "edit_mode": "insert", "cell_type": "markdown", "new_source": "after"}, nil)
 	assert.Regexp(t, `^Inserted cell [0-9a-z]{12} with after$`, res.Text())
-	res = f.run("NotebookEdit", m{"notebook_path": nb, "cell_id": "zz", "new_source": "x"}, nil)
+	res = f.Run("NotebookEdit", m{"notebook_path": nb, "cell_id": "zz", "new_source": "x"}, nil)
 	assert.Equal(t, `Cell with ID "zz" not found in notebook.`, res.Text())
 	assert.True(t, res.IsError)
 	var doc struct {
@@ -277,7 +247,7 @@ func TestNotebookEdit(t *testing.T) {
 	assert.Empty(t, doc.Cells[0].Outputs)
 	assert.Nil(t, doc.Cells[0].Count)
 	assert.Equal(t, "after", doc.Cells[1].Source)
-	res = f.run("NotebookEdit", m{"notebook_path": f.write("x.txt", ""), "new_source": "x"}, nil)
+	res = f.Run("NotebookEdit", m{"notebook_path": f.Write("x.txt", ""), "new_source": "x"}, nil)
 	assert.Equal(t, "<tool_use_error>File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.</tool_use_error>", res.Text())
 }
 
@@ -285,14 +255,14 @@ func TestGlobAndGrep(t *testing.T) {
 	f := newFixture(t)
 	base := time.Now().Add(-time.Hour)
 	for i, name := range []string{"src/old.go", "src/mid.go", "README.md", "src/new.go"} {
-		p := f.write(name, "package x\n// TODO: one\nfunc f() {}\n// TODO: two\n")
+		p := f.Write(name, "package x\n// TODO: one\nfunc f() {}\n// TODO: two\n")
 		require.NoError(t, os.Chtimes(p, base.Add(time.Duration(i)*time.Minute), base.Add(time.Duration(i)*time.Minute)))
 	}
-	f.write(".gitignore", "ignored.go\n")
-	f.write("ignored.go", "// TODO: hidden by gitignore\n")
-	require.NoError(t, os.Mkdir(filepath.Join(f.dir, ".git"), 0o755))
+	f.Write(".gitignore", "ignored.go\n")
+	f.Write("ignored.go", "// TODO: hidden by gitignore\n")
+	require.NoError(t, os.Mkdir(filepath.Join(f.Dir, ".git"), 0o755))
 	// The executor's own state must never show up.
-	f.run("Bash", m{"command": "echo TODO", "run_in_background": true}, nil)
+	f.Run("Bash", m{"command": "echo TODO", "run_in_background": true}, nil)
 
 	tests := []struct {
 		tool  string
@@ -301,9 +271,9 @@ func TestGlobAndGrep(t *testing.T) {
 		want  string
 	}{
 		{"Glob", m{"pattern": "**/*.go"}, nil, "src/old.go\nsrc/mid.go\nsrc/new.go\nignored.go"},
-		{"Glob", m{"pattern": "*.go", "path": "src"}, recorded("/abs/x.go", false), f.dir + "/src/old.go\n" + f.dir + "/src/mid.go\n" + f.dir + "/src/new.go"},
+		{"Glob", m{"pattern": "*.go", "path": "src"}, recorded("/abs/x.go", false), f.Dir + "/src/old.go\n" + f.Dir + "/src/mid.go\n" + f.Dir + "/src/new.go"},
 		{"Glob", m{"pattern": "*.rs"}, nil, "No files found"},
-		{"Glob", m{"pattern": "*", "path": "nope"}, nil, "Directory does not exist: nope. Note: your current working directory is " + f.dir + "."},
+		{"Glob", m{"pattern": "*", "path": "nope"}, nil, "Directory does not exist: nope. Note: your current working directory is " + f.Dir + "."},
 		{"Grep", m{"pattern": "TODO"}, nil, "Found 4 files\nsrc/new.go\nREADME.md\nsrc/mid.go\nsrc/old.go"},
 		{"Grep", m{"pattern": "TODO", "head_limit": 2}, nil, "Found 2 files limit: 2\nsrc/new.go\nREADME.md"},
 		// As in ripgrep, a --glob that names a file overrides .gitignore.
@@ -318,7 +288,7 @@ func TestGlobAndGrep(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool+" "+tt.want[:min(20, len(tt.want))], func(t *testing.T) {
-			res := f.run(tt.tool, tt.input, tt.rec)
+			res := f.Run(tt.tool, tt.input, tt.rec)
 			assert.Equal(t, tt.want, res.Text())
 		})
 	}
@@ -328,16 +298,57 @@ func TestNoopAndSpawning(t *testing.T) {
 	f := newFixture(t)
 	rec := &tape.ToolResult{ToolCallID: "old", Content: []tape.Block{{Type: tape.BlockText, Text: "Todos have been modified successfully."}}}
 	for _, tool := range []string{"TodoWrite", "WebFetch", "WebSearch", "Skill", "ToolSearch", "mcp__x__y", "Monitor"} {
-		res := f.run(tool, m{"anything": 1}, rec)
+		res := f.Run(tool, m{"anything": 1}, rec)
 		assert.Equal(t, "Todos have been modified successfully.", res.Text())
 		assert.False(t, res.IsError)
 	}
-	res := f.run("WebFetch", m{}, nil)
+	res := f.Run("WebFetch", m{}, nil)
 	assert.True(t, res.IsError)
 	assert.Contains(t, res.Text(), `"WebFetch"`)
 	for _, tool := range []string{"Agent", "Task"} {
-		res := f.run(tool, m{"prompt": "x"}, rec)
+		res := f.Run(tool, m{"prompt": "x"}, rec)
 		assert.True(t, res.IsError)
 		assert.Contains(t, res.Text(), "subagent")
 	}
+}
+
+// TestMissingParameters: every tool names the first required parameter it lacks, in
+// Claude Code's words; a parameter given as the wrong type is a type error instead.
+func TestMissingParameters(t *testing.T) {
+	f := newFixture(t)
+	p := f.Write("a.txt", "a\n")
+	missing := func(tool, param string) string {
+		return "<tool_use_error>InputValidationError: " + tool + " failed due to the following issue:\nThe required parameter `" + param + "` is missing</tool_use_error>"
+	}
+	cases := []struct {
+		tool  string
+		input m
+		want  string
+	}{
+		{"Bash", m{"command": " \n"}, missing("Bash", "command")},
+		{"Read", m{"offset": 1}, missing("Read", "file_path")},
+		{"Read", m{"file_path": ""}, missing("Read", "file_path")},
+		{"Write", m{"content": "x"}, missing("Write", "file_path")},
+		{"Write", m{"file_path": p}, missing("Write", "content")},
+		{"Write", m{"file_path": p, "content": nil}, missing("Write", "content")},
+		{"Edit", m{"old_string": "a", "new_string": "b"}, missing("Edit", "file_path")},
+		{"Edit", m{"file_path": p, "new_string": "b"}, missing("Edit", "old_string")},
+		{"Edit", m{"file_path": p, "old_string": "a"}, missing("Edit", "new_string")},
+		{"MultiEdit", m{"file_path": p}, missing("MultiEdit", "edits")},
+		{"MultiEdit", m{"file_path": p, "edits": []any{}}, missing("MultiEdit", "edits")},
+		{"NotebookEdit", m{"new_source": "x"}, missing("NotebookEdit", "notebook_path")},
+		{"Glob", m{"path": "."}, missing("Glob", "pattern")},
+		{"Grep", m{"path": "."}, missing("Grep", "pattern")},
+		{"TaskOutput", m{}, missing("TaskOutput", "task_id")},
+		{"TaskStop", m{}, "<tool_use_error>Missing required parameter: task_id</tool_use_error>"},
+		{"Read", m{"file_path": 7}, "<tool_use_error>InputValidationError: Read failed due to the following issue:\nThe parameter `file_path` type is expected as `string` but provided as `number`</tool_use_error>"},
+	}
+	for _, tc := range cases {
+		res := f.Run(tc.tool, tc.input, nil)
+		assert.Equal(t, tc.want, res.Text(), "%s %v", tc.tool, tc.input)
+		assert.True(t, res.IsError, "%s %v", tc.tool, tc.input)
+	}
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, "a\n", string(b), "a refused call changed the file")
 }

@@ -19,6 +19,14 @@ import (
 // stateNote is the suffix Claude Code 2.1 adds to Write and Edit results.
 const stateNote = " (file state is current in your context — no need to Read it back)"
 
+// noteFor returns stateNote, or "" where the recording is of a version without it.
+func noteFor(rec *tape.ToolResult) string {
+	if rec != nil && !strings.Contains(rec.Text(), stateNote) {
+		return ""
+	}
+	return stateNote
+}
+
 const (
 	maxReadBytes   = 256 << 10
 	oldReadLimit   = 2000
@@ -56,6 +64,16 @@ func refused(rec *tape.ToolResult) bool {
 	return false
 }
 
+// decodeWrite is decode for the tools that change a file: where the recording shows
+// Claude Code refusing the write (see refused), the answer is the recorded one.
+func decodeWrite(call tape.ToolCall, rec *tape.ToolResult, in any, required ...string) (tape.ToolResult, bool) {
+	r, ok := decode(call, in, required...)
+	if ok && refused(rec) {
+		return harness.Replay(call, rec), false
+	}
+	return r, ok
+}
+
 type readInput struct {
 	FilePath string `json:"file_path"`
 	Offset   *int   `json:"offset"`
@@ -66,11 +84,8 @@ var taskOutputPath = regexp.MustCompile(`/tasks/([A-Za-z0-9_-]+)\.output$`)
 
 func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in readInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
-	}
-	if in.FilePath == "" {
-		return missingParam(call, "file_path")
+	if r, ok := decode(call, &in, "file_path"); !ok {
+		return r
 	}
 	path := s.env.Path(in.FilePath)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -151,27 +166,15 @@ type writeInput struct {
 
 func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in writeInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
-	}
-	if in.FilePath == "" {
-		return missingParam(call, "file_path")
-	}
-	if in.Content == nil {
-		return missingParam(call, "content")
-	}
-	if refused(rec) {
-		return harness.Replay(call, rec)
+	if r, ok := decodeWrite(call, rec, &in, "file_path", "content"); !ok {
+		return r
 	}
 	path := s.env.Path(in.FilePath)
 	created, err := action.WriteFile(path, *in.Content)
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
-	note := stateNote
-	if rec != nil && !strings.Contains(rec.Text(), stateNote) {
-		note = ""
-	}
+	note := noteFor(rec)
 	if created {
 		return harness.Text(call, "File created successfully at: "+in.FilePath+note, false)
 	}
@@ -187,19 +190,8 @@ type editInput struct {
 
 func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in editInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
-	}
-	switch {
-	case in.FilePath == "":
-		return missingParam(call, "file_path")
-	case in.OldString == nil:
-		return missingParam(call, "old_string")
-	case in.NewString == nil:
-		return missingParam(call, "new_string")
-	}
-	if refused(rec) {
-		return harness.Replay(call, rec)
+	if r, ok := decodeWrite(call, rec, &in, "file_path", "old_string", "new_string"); !ok {
+		return r
 	}
 	if strings.HasSuffix(in.FilePath, ".ipynb") {
 		return asRecorded(toolUseError(call, notebookHint), rec)
@@ -208,10 +200,7 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	if _, err := action.EditFile(s.env.Path(in.FilePath), edits); err != nil {
 		return asRecorded(s.editError(call, err), rec)
 	}
-	note := stateNote
-	if rec != nil && !strings.Contains(rec.Text(), stateNote) {
-		note = ""
-	}
+	note := noteFor(rec)
 	if in.ReplaceAll {
 		return harness.Text(call, "The file "+in.FilePath+" has been updated. All occurrences were successfully replaced."+note, false)
 	}
@@ -251,17 +240,8 @@ type multiEditInput struct {
 
 func (s *session) multiEdit(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in multiEditInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
-	}
-	if in.FilePath == "" {
-		return missingParam(call, "file_path")
-	}
-	if len(in.Edits) == 0 {
-		return missingParam(call, "edits")
-	}
-	if refused(rec) {
-		return harness.Replay(call, rec)
+	if r, ok := decodeWrite(call, rec, &in, "file_path", "edits"); !ok {
+		return r
 	}
 	edits := make([]action.Edit, len(in.Edits))
 	for i, e := range in.Edits {

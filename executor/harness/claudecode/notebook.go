@@ -29,11 +29,8 @@ var cellIndexID = regexp.MustCompile(`^cell-(\d+)$`)
 
 func (s *session) notebookEdit(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in notebookInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
-	}
-	if in.NotebookPath == "" {
-		return missingParam(call, "notebook_path")
+	if r, ok := decode(call, &in, "notebook_path"); !ok {
+		return r
 	}
 	mode := in.EditMode
 	if mode == "" {

@@ -54,11 +54,8 @@ type globInput struct {
 
 func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in globInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
-	}
-	if in.Pattern == "" {
-		return missingParam(call, "pattern")
+	if r, ok := decode(call, &in, "pattern"); !ok {
+		return r
 	}
 	root := s.currentDir()
 	if in.Path != "" {
@@ -161,11 +158,8 @@ func pagination(limit int, limited bool, offset int) string {
 
 func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in grepInput
-	if err := harness.Decode(call, &in); err != nil {
-		return inputError(call, err)
-	}
-	if in.Pattern == "" {
-		return missingParam(call, "pattern")
+	if r, ok := decode(call, &in, "pattern"); !ok {
+		return r
 	}
 	if in.Offset < 0 || (in.HeadLimit != nil && *in.HeadLimit < 0) {
 		return asRecorded(toolUseError(call, "head_limit and offset must be whole numbers of 0 or more."), rec)

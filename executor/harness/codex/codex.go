@@ -34,7 +34,7 @@ func (Harness) Name() string { return Name }
 
 // Policy implements harness.Harness.
 func (Harness) Policy() protocol.Policy {
-	return protocol.Policy{ParallelToolCalls: harnesses.Codex.ParallelToolCalls, SpawningTools: harnesses.Codex.SpawningTools}
+	return harness.PolicyOf(harnesses.Codex)
 }
 
 // NewSession implements harness.Harness.

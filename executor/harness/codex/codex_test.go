@@ -12,37 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/executor/action"
-	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/harness/codex"
+	"github.com/tapebox/tapebox/internal/harnesstest"
 	"github.com/tapebox/tapebox/tape"
 )
 
 type m = map[string]any
 
-type fixture struct {
-	t    *testing.T
-	dir  string
-	env  *harness.Env
-	sess harness.Session
-}
-
-func newFixture(t *testing.T) *fixture {
-	env, err := harness.NewEnv(t.TempDir(), nil, nil)
-	require.NoError(t, err)
-	// The default state directory is outside the test's; it goes after the session.
-	t.Cleanup(func() { os.RemoveAll(env.State.Path) })
-	sess := codex.New().NewSession(env)
-	t.Cleanup(func() { sess.Close() })
-	return &fixture{t: t, dir: env.Cwd, env: env, sess: sess}
-}
-
-func (f *fixture) run(name string, input any, rec *tape.ToolResult) string {
-	f.t.Helper()
-	b, err := json.Marshal(input)
-	require.NoError(f.t, err)
-	res := f.sess.Run(f.t.Context(), tape.ToolCall{ID: "call_1", Name: name, Input: b}, rec)
-	require.Equal(f.t, "call_1", res.ToolCallID)
-	return res.Text()
+func newFixture(t *testing.T) *harnesstest.Session {
+	return harnesstest.New(t, codex.New(), "call_1", nil)
 }
 
 // volatile replaces what Codex itself makes volatile: chunk ids, wall times, session ids.
@@ -73,9 +51,9 @@ func TestExecCommand(t *testing.T) {
 		{m{"cmd": 5}, "failed to parse function arguments: exec_command: parameter \"cmd\" must be string, got number"},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, volatile(f.run("exec_command", tt.input, nil)))
+		assert.Equal(t, tt.want, volatile(f.Text("exec_command", tt.input, nil)))
 	}
-	b, err := os.ReadFile(filepath.Join(f.dir, "out.txt"))
+	b, err := os.ReadFile(filepath.Join(f.Dir, "out.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "hello\n", string(b))
 }
@@ -83,21 +61,21 @@ func TestExecCommand(t *testing.T) {
 func TestExecSession(t *testing.T) {
 	f := newFixture(t)
 	// With tty, a terminal: what is typed is echoed, and "\n" comes out as "\r\n".
-	out := f.run("exec_command", m{"cmd": "echo ready; read x; echo got $x", "tty": true, "yield_time_ms": 250}, nil)
+	out := f.Text("exec_command", m{"cmd": "echo ready; read x; echo got $x", "tty": true, "yield_time_ms": 250}, nil)
 	require.Regexp(t, `^Chunk ID: [0-9a-f]{6}\nWall time: [0-9.]+ seconds\nProcess running with session ID \d+\nOriginal token count: 2\nOutput:\nready\r\n$`, out)
 	id := regexp.MustCompile(`session ID (\d+)`).FindStringSubmatch(out)[1]
-	out = f.run("write_stdin", json.RawMessage(`{"session_id":`+id+`,"chars":"abc\n","yield_time_ms":5000}`), nil)
+	out = f.Text("write_stdin", json.RawMessage(`{"session_id":`+id+`,"chars":"abc\n","yield_time_ms":5000}`), nil)
 	assert.Equal(t, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 4\nOutput:\nabc\r\ngot abc\r\n", volatile(out))
-	out = f.run("write_stdin", m{"session_id": id, "chars": ""}, nil)
+	out = f.Text("write_stdin", m{"session_id": id, "chars": ""}, nil)
 	assert.Equal(t, "write_stdin failed: Unknown process id "+id, out, "an ended session is gone")
 
 	// Without tty, no stdin: a poll works, typing does not.
-	out = f.run("exec_command", m{"cmd": "cat; echo early; sleep 0.6; echo late", "yield_time_ms": 250}, nil)
+	out = f.Text("exec_command", m{"cmd": "cat; echo early; sleep 0.6; echo late", "yield_time_ms": 250}, nil)
 	require.Regexp(t, `^Chunk ID: [0-9a-f]{6}\nWall time: [0-9.]+ seconds\nProcess running with session ID \d+\nOriginal token count: 2\nOutput:\nearly\n$`, out)
 	id = regexp.MustCompile(`session ID (\d+)`).FindStringSubmatch(out)[1]
-	out = f.run("write_stdin", json.RawMessage(`{"session_id":`+id+`,"chars":"abc\n"}`), nil)
+	out = f.Text("write_stdin", json.RawMessage(`{"session_id":`+id+`,"chars":"abc\n"}`), nil)
 	assert.Equal(t, "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open", out)
-	out = f.run("write_stdin", json.RawMessage(`{"session_id":`+id+`,"chars":"","yield_time_ms":5000}`), nil)
+	out = f.Text("write_stdin", json.RawMessage(`{"session_id":`+id+`,"chars":"","yield_time_ms":5000}`), nil)
 	assert.Equal(t, "Chunk ID: XXXXXX\nWall time: W seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nlate\n", volatile(out))
 }
 
@@ -107,33 +85,33 @@ func TestExecLoginSnapshot(t *testing.T) {
 	f := newFixture(t)
 	home := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".profile"), []byte("export FROM_PROFILE=yes\nprofilefn() { :; }\necho noise\n"), 0o644))
-	f.env.Environ = append(f.env.Environ, "HOME="+home)
+	f.Env.Environ = append(f.Env.Environ, "HOME="+home)
 	const cmd = `echo "p=$FROM_PROFILE $(type -t profilefn) $(shopt -p login_shell) 0=$0"`
-	out := f.run("exec_command", m{"cmd": cmd}, nil)
+	out := f.Text("exec_command", m{"cmd": cmd}, nil)
 	assert.True(t, strings.HasSuffix(out, "\nOutput:\np=yes  shopt -u login_shell 0="+action.FindShell()+"\n"), out)
-	out = f.run("exec_command", m{"cmd": cmd, "login": false}, nil)
+	out = f.Text("exec_command", m{"cmd": cmd, "login": false}, nil)
 	assert.True(t, strings.HasSuffix(out, "\nOutput:\np=  shopt -u login_shell 0="+action.FindShell()+"\n"), out)
 }
 
 func TestApplyPatch(t *testing.T) {
 	f := newFixture(t)
-	require.NoError(t, os.MkdirAll(filepath.Join(f.dir, "docs"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(f.dir, "docs/first.txt"), []byte("one\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(f.dir, "old.txt"), []byte("keep\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(f.Dir, "docs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.Dir, "docs/first.txt"), []byte("one\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(f.Dir, "old.txt"), []byte("keep\n"), 0o644))
 	patch := "*** Begin Patch\n*** Add File: docs/second.txt\n+two\n*** Delete File: docs/first.txt\n*** Update File: old.txt\n*** Move to: renamed.txt\n@@\n-keep\n+kept\n*** End Patch"
-	out := f.run("apply_patch", m{"input": patch}, nil)
+	out := f.Text("apply_patch", m{"input": patch}, nil)
 	assert.Equal(t, "Exit code: 0\nWall time: W seconds\nOutput:\nSuccess. Updated the following files:\nA docs/second.txt\nM renamed.txt\nD docs/first.txt\n", volatile(out))
 	assert.Regexp(t, `Wall time: 0 seconds`, out)
 
-	out = f.run("apply_patch", m{"input": "*** Begin Patch\n*** Update File: renamed.txt\n@@\n-this line is not in the file\n+x\n*** End Patch"}, nil)
-	assert.Equal(t, "apply_patch verification failed: Failed to find expected lines in "+filepath.Join(f.dir, "renamed.txt")+":\nthis line is not in the file", out)
-	out = f.run("apply_patch", m{"input": "*** Begin Patch\nnonsense\n*** End Patch"}, nil)
+	out = f.Text("apply_patch", m{"input": "*** Begin Patch\n*** Update File: renamed.txt\n@@\n-this line is not in the file\n+x\n*** End Patch"}, nil)
+	assert.Equal(t, "apply_patch verification failed: Failed to find expected lines in "+filepath.Join(f.Dir, "renamed.txt")+":\nthis line is not in the file", out)
+	out = f.Text("apply_patch", m{"input": "*** Begin Patch\nnonsense\n*** End Patch"}, nil)
 	assert.Equal(t, "apply_patch verification failed: invalid hunk at line 2, 'nonsense' is not a valid hunk header. Valid hunk headers: '*** Add File: {path}', '*** Delete File: {path}', '*** Update File: {path}'", out)
 
 	// apply_patch through exec_command and the older shell tool.
-	out = f.run("exec_command", m{"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: h.txt\n+x\n*** End Patch\nEOF"}, nil)
+	out = f.Text("exec_command", m{"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: h.txt\n+x\n*** End Patch\nEOF"}, nil)
 	assert.Equal(t, "Exit code: 0\nWall time: W seconds\nOutput:\nSuccess. Updated the following files:\nA h.txt\n", volatile(out))
-	out = f.run("shell", m{"command": []string{"apply_patch", "*** Begin Patch\n*** Delete File: h.txt\n*** End Patch"}}, nil)
+	out = f.Text("shell", m{"command": []string{"apply_patch", "*** Begin Patch\n*** Delete File: h.txt\n*** End Patch"}}, nil)
 	assert.Equal(t, `{"output":"Success. Updated the following files:\nD h.txt\n","metadata":{"exit_code":0,"duration_seconds":D}}`, volatile(out))
 }
 
@@ -145,14 +123,14 @@ func TestOlderShellTools(t *testing.T) {
 		rec   *tape.ToolResult
 		want  string
 	}{
-		{"shell", m{"command": []string{"bash", "-c", "echo 'a \"q\"'; exit 2"}, "workdir": f.dir}, nil, `{"output":"a \"q\"\n","metadata":{"exit_code":2,"duration_seconds":D}}`},
+		{"shell", m{"command": []string{"bash", "-c", "echo 'a \"q\"'; exit 2"}, "workdir": f.Dir}, nil, `{"output":"a \"q\"\n","metadata":{"exit_code":2,"duration_seconds":D}}`},
 		{"shell", m{"command": []string{"sleep", "5"}, "timeout_ms": 100}, nil, `{"output":"command timed out after T milliseconds\n","metadata":{"exit_code":124,"duration_seconds":D}}`},
 		{"shell", m{"command": []string{"echo", "x"}}, &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "Exit code: 0\nWall time: 0 seconds\nOutput:\nx\n"}}}, "Exit code: 0\nWall time: W seconds\nOutput:\nx\n"},
 		{"shell_command", m{"command": "echo hi", "login": false}, nil, "Exit code: 0\nWall time: W seconds\nOutput:\nhi\n"},
 		{"local_shell", m{"action": m{"type": "exec", "command": []string{"pwd"}, "working_directory": "/"}}, nil, `{"output":"/\n","metadata":{"exit_code":0,"duration_seconds":D}}`},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, volatile(f.run(tt.tool, tt.input, tt.rec)))
+		assert.Equal(t, tt.want, volatile(f.Text(tt.tool, tt.input, tt.rec)))
 	}
 }
 
@@ -160,11 +138,11 @@ func TestNoop(t *testing.T) {
 	f := newFixture(t)
 	rec := &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "recorded"}}}
 	for _, tool := range []string{"update_plan", "view_image", "web_search", "request_user_input", "get_goal", "create_goal", "update_goal", "tool_search", "wait", "something_new"} {
-		assert.Equal(t, "recorded", f.run(tool, m{}, rec))
+		assert.Equal(t, "recorded", f.Text(tool, m{}, rec))
 	}
-	assert.Equal(t, "Plan updated", f.run("update_plan", m{"plan": []m{}}, nil))
-	assert.Contains(t, f.run("view_image", m{}, nil), `"view_image"`)
-	assert.Contains(t, f.run("spawn_agent", m{}, rec), "subagent")
+	assert.Equal(t, "Plan updated", f.Text("update_plan", m{"plan": []m{}}, nil))
+	assert.Contains(t, f.Text("view_image", m{}, nil), `"view_image"`)
+	assert.Contains(t, f.Text("spawn_agent", m{}, rec), "subagent")
 }
 
 func TestTruncateTokens(t *testing.T) {

@@ -7,7 +7,7 @@ TESTFLAGS ?= -timeout 30m
 # (internal/depcheck checks the budget).
 EXEC_FLAGS ?= -gcflags=all=-l -ldflags="-s -w"
 
-.PHONY: build test check bench demo executor sandbox-image clean
+.PHONY: build test check bench fuzz demo executor sandbox-image clean
 
 build: executor
 	$(GO) build -o bin/tapebox ./cmd/tapebox
@@ -31,6 +31,12 @@ BENCH_COUNT ?= 6
 bench: executor
 	COUNT=$(BENCH_COUNT) GO=$(GO) ./scripts/bench.sh
 
+# Every fuzz target in turn for FUZZTIME each (scripts/fuzz.sh; about 35 minutes at 60s):
+# fuzz-out/summary.txt. Not part of test or check.
+FUZZTIME ?= 60s
+fuzz: executor
+	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
+
 demo: build
 	./bin/tapebox demo --out demo-out
 
@@ -38,4 +44,4 @@ sandbox-image:
 	./scripts/sandbox-image.sh
 
 clean:
-	rm -rf bin dist bench-out demo-out
+	rm -rf bin dist bench-out fuzz-out demo-out

@@ -68,6 +68,8 @@ func Import(f Format, path string) ([]*tape.Tape, error) {
 		return ImportClaudeCode(path)
 	case Codex:
 		return ImportCodex(path)
+	case STS:
+		return ImportSTS(path)
 	}
 	return nil, fmt.Errorf("import: unknown format %q (want one of %v)", f, ImportFormats)
 }

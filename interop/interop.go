@@ -28,7 +28,7 @@ const (
 // ExportFormats lists what Export writes; ImportFormats what Import reads.
 var (
 	ExportFormats = []Format{ClaudeCode, Codex, STS, ATIF, OTLP}
-	ImportFormats = []Format{ClaudeCode, Codex}
+	ImportFormats = []Format{ClaudeCode, Codex, STS}
 )
 
 // The labels an imported tape carries in meta.labels.

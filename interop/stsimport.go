@@ -179,7 +179,14 @@ func readSTS(p string) (*stsThread, error) {
 			st.Response.Content = append(st.Response.Content, blocks...)
 			st.Response.StopReason = stsStop(r.provider, len(m.ToolCalls) > 0)
 			r.th.Steps = append(r.th.Steps, st)
-			history = append(history, tape.Message{Role: "assistant", Content: blocks})
+			if r.provider == tape.ProviderOpenAIResponses {
+				// As the Responses adapter normalizes output items: one message each.
+				for _, b := range blocks {
+					history = append(history, tape.Message{Role: "assistant", Content: []tape.Block{b}})
+				}
+			} else if len(blocks) > 0 {
+				history = append(history, tape.Message{Role: "assistant", Content: blocks})
+			}
 		case "tool":
 			st, ok := calls[m.ToolCallID]
 			if !ok {

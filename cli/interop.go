@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 
 func init() {
 	register(&command{name: "export", summary: "write tapes as Claude Code or Codex sessions, STS, ATIF or OTLP spans", run: runExport})
-	register(&command{name: "import", summary: "turn Claude Code or Codex session files into tapes", run: runImport})
+	register(&command{name: "import", summary: "turn Claude Code, Codex or STS session files into tapes", run: runImport})
 }
 
 func formatNames(fs []interop.Format) string {
@@ -224,25 +226,33 @@ func writeTraces(ctx context.Context, paths []string, dir string, skipInvalid bo
 }
 
 func runImport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "import", "--from "+formatNames(interop.ImportFormats)+" --out DIR [--synthesize] [--allow-secrets] SESSION.jsonl|DIR...", `
+	fs := newFlagSet(env, "import", "[--from "+formatNames(interop.ImportFormats)+"] --out DIR [--synthesize] [--allow-secrets] SESSION.jsonl|DIR...", `
 Turns the session files a harness writes itself into tapes, one per session, written to
-DIR/<tape id>.json:
+DIR/<tape id>.json. --from says the files' format:
 
+  auto         (the default) every *.jsonl file under DIR in whichever of the formats below
+               its first line shows, so that a Hub Traces dataset, ~/.claude/projects or
+               ~/.codex/sessions imports whole. A .jsonl file of none of them stops the import.
   claude-code  <session>.jsonl files (a file, a project folder, or ~/.claude/projects), each
                with its subagents' sidechains from <session>/subagents/.
   codex        rollout-*.jsonl files (a file or ~/.codex/sessions); a sub-agent's rollout
                becomes a thread of its parent's tape, linked to the spawn call.
+  sts          the Hub's Session Trace Simple files, one session each. The files tapebox
+               export --to sts wrote for one tape (one tapeId) become that tape's threads
+               again; any other file is a tape of one thread.
 
 Imported tapes have normalized steps only: no raw bodies and no timing, which meta.labels
-says (tapebox.imported_from, tapebox.form=normalized). They replay in executor mode as they
-are. --synthesize adds raw stream bodies made from the normalized form (tapebox.form=
-synthesized), so that they also replay in simulator mode against the real harness.
+says (tapebox.imported_from, tapebox.form=normalized). What the files held that a tape has
+no place for is counted in tapebox.lost (thinking signatures, encrypted reasoning, the tools
+a Codex tool_search loaded). They replay in executor mode as they are. --synthesize adds raw
+stream bodies made from the normalized form (tapebox.form=synthesized), so that they also
+replay in simulator mode against the real harness.
 
 A session file with a line that is not JSON, or not what the harness writes, is an error
 naming the file and the line, and nothing is imported. Every tape is validated against the
 tape schema and scanned for secrets before anything is written; a finding stops the import
 unless --allow-secrets.`)
-	from := fs.String("from", "", "the format: "+formatNames(interop.ImportFormats))
+	from := fs.String("from", string(interop.Auto), "the format: "+formatNames(interop.ImportFormats))
 	out := fs.String("out", "", "the folder for the tapes (required)")
 	synth := fs.Bool("synthesize", false, "add raw stream bodies made from the normalized form, for simulator mode")
 	allowSecrets := fs.Bool("allow-secrets", false, "write tapes in which the secret scan finds something")
@@ -311,9 +321,15 @@ unless --allow-secrets.`)
 		}
 	}
 	steps := 0
+	formats := map[string]int{}
 	for _, tp := range tapes {
 		steps += tp.Totals().Steps
+		formats[tp.Meta.Labels[interop.LabelImportedFrom]]++
 	}
-	fmt.Fprintf(env.Stdout, "imported %d sessions (%d model calls) from %s into %s\n", len(tapes), steps, f, *out)
+	var read []string
+	for _, name := range slices.Sorted(maps.Keys(formats)) {
+		read = append(read, fmt.Sprintf("%s (%d)", name, formats[name]))
+	}
+	fmt.Fprintf(env.Stdout, "imported %d sessions (%d model calls) from %s into %s\n", len(tapes), steps, strings.Join(read, ", "), *out)
 	return ExitOK
 }

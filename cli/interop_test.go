@@ -201,3 +201,114 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// grepTree says which files under dir hold s.
+func grepTree(t *testing.T, dir, s string) []string {
+	t.Helper()
+	var out []string
+	for _, rel := range filesUnder(t, dir) {
+		b, err := os.ReadFile(filepath.Join(dir, rel))
+		require.NoError(t, err)
+		if strings.Contains(string(b), s) {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// TestImportSecretsEveryFormat plants a credential in a Claude Code session file, a Codex
+// rollout and an STS file: the import of each (named and auto-detected) is refused without
+// printing the key, and no tape holds it. Imported anyway (--allow-secrets), the tape cannot
+// leave through any export or dataset export: each is refused and writes no file with the
+// key.
+func TestImportSecretsEveryFormat(t *testing.T) {
+	tok := fakeToken(11, "gh"+"p_", 36)
+	for _, c := range []struct {
+		from, tape string
+		exports    []string
+	}{
+		{"claude-code", replayTape, []string{"claude-code", "sts", "atif"}},
+		{"codex", "../testdata/replay/codex.json", []string{"codex", "sts", "atif"}},
+		{"sts", "../testdata/replay/codex.json", []string{"codex", "sts", "atif"}},
+	} {
+		t.Run(c.from, func(t *testing.T) {
+			dir := t.TempDir()
+			sessions := filepath.Join(dir, "sessions")
+			code, _, stderr := runVerbForTest(t, "export", "--to", c.from, "--out", sessions, c.tape)
+			require.Equal(t, 0, code, stderr)
+			// Plant the key in a tool result of the session file, as a harness wrote it.
+			planted := 0
+			for _, rel := range filesUnder(t, sessions) {
+				p := filepath.Join(sessions, rel)
+				b, err := os.ReadFile(p)
+				require.NoError(t, err)
+				s := string(b)
+				for _, at := range []string{"Output:\\n", "File created successfully"} {
+					s = strings.Replace(s, at, "GITHUB_TOKEN="+tok+"\\n"+at, 1)
+				}
+				if s != string(b) {
+					planted++
+					require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+				}
+			}
+			require.NotZero(t, planted, "a tool result to plant the key in")
+			require.NotEmpty(t, grepTree(t, sessions, tok))
+
+			for _, from := range []string{c.from, "auto"} {
+				tapes := filepath.Join(dir, "tapes-"+from)
+				code, _, stderr := runVerbForTest(t, "import", "--from", from, "--out", tapes, sessions)
+				assert.Equal(t, 1, code, "--from %s", from)
+				assert.Contains(t, stderr, "github-pat")
+				assert.Contains(t, stderr, "nothing was imported")
+				assert.NotContains(t, stderr, tok, "the key is not printed")
+				assert.Empty(t, filesUnder(t, tapes), "--from %s: no tape written", from)
+			}
+
+			kept := filepath.Join(dir, "kept")
+			code, _, stderr = runVerbForTest(t, "import", "--from", c.from, "--allow-secrets", "--out", kept, sessions)
+			require.Equal(t, 0, code, stderr)
+			imported := filesUnder(t, kept)
+			require.Len(t, imported, 1)
+			require.NotEmpty(t, grepTree(t, kept, tok), "--allow-secrets keeps the key")
+			tp := filepath.Join(kept, imported[0])
+			for _, to := range c.exports {
+				out := filepath.Join(dir, "export-"+to)
+				code, _, stderr := runVerbForTest(t, "export", "--to", to, "--out", out, tp)
+				assert.Equal(t, 1, code, "export --to %s", to)
+				assert.Contains(t, stderr, "github-pat", to)
+				assert.NotContains(t, stderr, tok, to)
+				assert.Empty(t, filesUnder(t, out), "export --to %s wrote nothing", to)
+			}
+			ds := filepath.Join(dir, "ds")
+			code, _, stderr = runDatasetCLI(t, "export", "--traces", "--out", ds, tp)
+			assert.Equal(t, 1, code, "dataset export")
+			assert.NotContains(t, stderr, tok)
+			assert.Empty(t, grepTree(t, ds, tok), "no dataset file holds the key")
+		})
+	}
+}
+
+// TestImportAutoCLI: a folder with Claude Code, Codex and STS session files imports whole
+// with the default --from auto, and every tape validates.
+func TestImportAutoCLI(t *testing.T) {
+	dir := t.TempDir()
+	hub := filepath.Join(dir, "hub")
+	for _, c := range [][3]string{{"claude-code", replayTape, "claude_code"}, {"codex", "../testdata/replay/codex.json", "codex"}, {"sts", "../testdata/replay/codex.json", "sts"}} {
+		code, _, stderr := runVerbForTest(t, "export", "--to", c[0], "--out", filepath.Join(hub, c[2]), c[1])
+		require.Equal(t, 0, code, stderr)
+	}
+	tapes := filepath.Join(dir, "tapes")
+	code, stdout, stderr := runVerbForTest(t, "import", "--out", tapes, hub)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "imported 3 sessions")
+	assert.Contains(t, stdout, "from claude-code (1), codex (1), sts (1)")
+	got := filesUnder(t, tapes)
+	require.Len(t, got, 3)
+	for _, f := range got {
+		code, _, stderr := runVerbForTest(t, "validate", filepath.Join(tapes, f))
+		assert.Equal(t, 0, code, "%s: %s", f, stderr)
+	}
+	code, _, stderr = runVerbForTest(t, "import", "--from", "pi", "--out", tapes, hub)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `unknown format "pi"`)
+}

@@ -201,6 +201,10 @@ func ImportClaudeCode(path string) ([]*tape.Tape, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import claude-code: %w", err)
 	}
+	return importClaudeFiles(files)
+}
+
+func importClaudeFiles(files []string) ([]*tape.Tape, error) {
 	var out []*tape.Tape
 	for _, f := range files {
 		tp, err := importClaudeSession(f)

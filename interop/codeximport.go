@@ -223,6 +223,10 @@ func ImportCodex(p string) ([]*tape.Tape, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import codex: %w", err)
 	}
+	return importCodexFiles(files)
+}
+
+func importCodexFiles(files []string) ([]*tape.Tape, error) {
 	var rolls []*cxRollout
 	byID := map[string]*cxRollout{}
 	for _, f := range files {

@@ -3,30 +3,35 @@ package interop
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
-// FuzzImport feeds arbitrary session files to both importers: they return tapes or an
-// error, never panic.
+// FuzzImport feeds arbitrary session files to the importers (Claude Code, Codex, STS, and
+// the one that detects the format): they return tapes or an error, never panic.
 func FuzzImport(f *testing.F) {
+	formats := []Format{ClaudeCode, Codex, STS, Auto}
 	for _, c := range []struct {
 		tape   string
 		format Format
-	}{{"claude-code.json", ClaudeCode}, {"codex.json", Codex}} {
+	}{{"claude-code.json", ClaudeCode}, {"codex.json", Codex}, {"codex.json", STS}} {
 		tp := loadTestTape(f, c.tape)
 		files, err := Export(tp, c.format, Options{})
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(files[0].Data, c.format == Codex)
+		f.Add(files[0].Data, uint8(slices.Index(formats, c.format)))
+		f.Add(files[0].Data, uint8(3))
 	}
-	f.Add([]byte(`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use"}]}}`), false)
-	f.Add([]byte(`{"type":"session_meta","payload":{"id":"x"}}`+"\n"+`{"type":"response_item","payload":{"type":"function_call_output"}}`), true)
-	f.Fuzz(func(t *testing.T, data []byte, codex bool) {
+	f.Add([]byte(`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use"}]}}`), uint8(0))
+	f.Add([]byte(`{"type":"session_meta","payload":{"id":"x"}}`+"\n"+`{"type":"response_item","payload":{"type":"function_call_output"}}`), uint8(1))
+	f.Add([]byte(`{"type":"session","harness":"h","id":"s","parent":["main","c"]}`+"\n"+`{"type":"message","message":{"role":"assistant","toolCalls":[{"id":"c","function":{"name":"f","arguments":"x"}}]}}`), uint8(2))
+	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		dir := t.TempDir()
-		name, format := "s.jsonl", ClaudeCode
-		if codex {
-			name, format = "rollout-x.jsonl", Codex
+		format := formats[int(which)%len(formats)]
+		name := "s.jsonl"
+		if format == Codex {
+			name = "rollout-x.jsonl"
 		}
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, data, 0o644); err != nil {

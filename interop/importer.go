@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
@@ -60,14 +61,18 @@ func readLines(path string, f func(line int, b []byte) error) error {
 }
 
 // Import reads session files of format f (a file, or a directory searched for them) and
-// returns one tape per session. Nothing is returned when any file is bad: the error names
-// the file and the line.
+// returns one tape per session; f Auto tells each file's format by its first line (see
+// Detect). Nothing is returned when any file is bad: the error names the file and the line.
 func Import(f Format, path string) ([]*tape.Tape, error) {
 	switch f {
+	case Auto:
+		return ImportAuto(path)
 	case ClaudeCode:
 		return ImportClaudeCode(path)
 	case Codex:
 		return ImportCodex(path)
+	case STS:
+		return ImportSTS(path)
 	}
 	return nil, fmt.Errorf("import: unknown format %q (want one of %v)", f, ImportFormats)
 }
@@ -143,4 +148,86 @@ func sessionFiles(path string, match func(rel string, d fs.DirEntry) bool) ([]st
 func parseTime(s string) (time.Time, bool) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	return t.UTC(), err == nil
+}
+
+// errFirstLine stops readLines after the first line.
+var errFirstLine = errors.New("first line read")
+
+// Detect tells the format of a session file by its first line: an STS session header
+// ({"type":"session","harness":…}), a Codex rollout line ({"timestamp","type","payload"}) or
+// a Claude Code entry (one naming a sessionId, uuid or leafUuid, or a summary or
+// file-history-snapshot entry). Anything else is an error naming the file and line 1.
+func Detect(path string) (Format, error) {
+	var f Format
+	var line int
+	err := readLines(path, func(n int, b []byte) error {
+		line = n
+		var h struct {
+			Type      string          `json:"type"`
+			Harness   *string         `json:"harness"`
+			Payload   json.RawMessage `json:"payload"`
+			Timestamp *string         `json:"timestamp"`
+			SessionID *string         `json:"sessionId"`
+			UUID      *string         `json:"uuid"`
+			LeafUUID  *string         `json:"leafUuid"`
+		}
+		if err := json.Unmarshal(b, &h); err != nil {
+			return fmt.Errorf("not a session file line: %w", err)
+		}
+		switch {
+		case h.Type == "session" && h.Harness != nil:
+			f = STS
+		case h.Type == "session_meta" || h.Payload != nil && h.Timestamp != nil:
+			f = Codex
+		case h.SessionID != nil || h.UUID != nil || h.LeafUUID != nil || h.Type == "summary" || h.Type == "file-history-snapshot":
+			f = ClaudeCode
+		default:
+			return fmt.Errorf("not a Claude Code, Codex or STS session file (its first line is none of theirs)")
+		}
+		return errFirstLine
+	})
+	switch {
+	case errors.Is(err, errFirstLine):
+		return f, nil
+	case err != nil:
+		return "", err
+	case line == 0:
+		return "", fmt.Errorf("%s: empty: not a session file", path)
+	}
+	return f, nil
+}
+
+// ImportAuto reads the session files under path (a file, or a folder such as a Hub Traces
+// dataset, ~/.claude/projects or ~/.codex/sessions) whatever their formats: each file's is
+// told by Detect, and the files of each format are imported together (Codex sub-agents
+// with their parents, the STS files of one tape as one). A Claude Code sidechain under
+// <session>/subagents/ is read with its session.
+func ImportAuto(path string) ([]*tape.Tape, error) {
+	files, err := sessionFiles(path, func(rel string, d fs.DirEntry) bool { return strings.HasSuffix(rel, ".jsonl") })
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	by := map[Format][]string{}
+	for _, f := range files {
+		format, err := Detect(f)
+		if err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+		by[format] = append(by[format], f)
+	}
+	var out []*tape.Tape
+	for _, step := range []struct {
+		format Format
+		read   func([]string) ([]*tape.Tape, error)
+	}{{ClaudeCode, importClaudeFiles}, {Codex, importCodexFiles}, {STS, importSTSFiles}} {
+		if len(by[step.format]) == 0 {
+			continue
+		}
+		tapes, err := step.read(by[step.format])
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", step.format, err)
+		}
+		out = append(out, tapes...)
+	}
+	return out, nil
 }

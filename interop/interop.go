@@ -23,12 +23,14 @@ const (
 	STS        Format = "sts"
 	ATIF       Format = "atif"
 	OTLP       Format = "otlp"
+	// Auto is not a format: an import with it tells each file's format (Detect).
+	Auto Format = "auto"
 )
 
 // ExportFormats lists what Export writes; ImportFormats what Import reads.
 var (
 	ExportFormats = []Format{ClaudeCode, Codex, STS, ATIF, OTLP}
-	ImportFormats = []Format{ClaudeCode, Codex}
+	ImportFormats = []Format{Auto, ClaudeCode, Codex, STS}
 )
 
 // The labels an imported tape carries in meta.labels.

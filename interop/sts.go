@@ -19,6 +19,9 @@ type stsSession struct {
 	ThreadID string `json:"threadId"`
 	Parent   any    `json:"parent,omitempty"`
 	Cwd      string `json:"cwd,omitempty"`
+	// Provider is the tape's wire format, which an import needs to rebuild its
+	// normalized requests in the same form.
+	Provider string `json:"provider,omitempty"`
 }
 
 type stsLine struct {
@@ -66,7 +69,7 @@ func ExportSTS(tp *tape.Tape) ([]File, error) {
 		if r := []rune(name); len(r) > 80 {
 			name = string(r[:79]) + "…"
 		}
-		head := stsSession{Type: "session", Harness: harness, ID: tp.Meta.TapeID + "-" + th.ID, Name: name, TapeID: tp.Meta.TapeID, ThreadID: th.ID, Cwd: tp.Meta.Cwd}
+		head := stsSession{Type: "session", Harness: harness, ID: tp.Meta.TapeID + "-" + th.ID, Name: name, TapeID: tp.Meta.TapeID, ThreadID: th.ID, Cwd: tp.Meta.Cwd, Provider: string(tp.Meta.Provider)}
 		if th.Parent != nil {
 			head.Parent = th.Parent
 		}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -15,21 +16,22 @@ type anthropic struct{}
 var _ format = anthropic{}
 
 func (anthropic) request(raw []byte) (request, error) {
-	if r, err := anthropicRequestFast(raw); err == nil {
-		return r, nil
-	}
-	return anthropicRequestSlow(raw)
+	return fastOr(raw, anthropicRequestFast, anthropicRequestSlow)
+}
+
+func (anthropic) body(raw []byte) (reply, error) {
+	return fastOr(raw, anthropicBodyFast, anthropicBodySlow)
+}
+
+func (anthropic) stream(events []event) (reply, error) {
+	return fastOr(events, anthropicStreamFast, anthropicStreamSlow)
 }
 
 // anthropicRequestSlow decodes a request with encoding/json; anthropicRequestFast must
 // give the same result whenever it succeeds.
 func anthropicRequestSlow(raw []byte) (request, error) {
-	m, err := object(raw)
+	m, r, err := requestObject(raw, "messages", "system", "tools")
 	if err != nil {
-		return request{}, err
-	}
-	r := request{params: params(m, "messages", "system", "tools", "stream")}
-	if err := field(m, "stream", &r.stream); err != nil {
 		return request{}, err
 	}
 	if sys, ok := m["system"]; ok && !isNull(sys) {
@@ -37,43 +39,24 @@ func anthropicRequestSlow(raw []byte) (request, error) {
 			return request{}, fmt.Errorf("system: %w", err)
 		}
 	}
-	var msgs []struct {
+	type message struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	}
-	if err := field(m, "messages", &msgs); err != nil {
+	if r.messages, err = requestMessages(m, "messages", func(msg message) (tape.Message, error) {
+		content, err := contentOf(msg.Content, anthropicBlock)
+		return tape.Message{Role: role(msg.Role), Content: content}, err
+	}); err != nil {
 		return request{}, err
 	}
-	r.messages = make([]tape.Message, 0, len(msgs))
-	for i, msg := range msgs {
-		content, err := anthropicContent(msg.Content)
-		if err != nil {
-			return request{}, fmt.Errorf("messages[%d]: %w", i, err)
-		}
-		r.messages = append(r.messages, tape.Message{Role: role(msg.Role), Content: content})
-	}
-	var tools []json.RawMessage
-	if err := field(m, "tools", &tools); err != nil {
-		return request{}, err
-	}
-	for i, raw := range tools {
-		var t struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return request{}, fmt.Errorf("tools[%d]: %w", i, err)
-		}
+	if r.tools, err = requestTools(m, func(t namedTool) tape.Tool {
 		kind := t.Type
 		if kind == "" || kind == "custom" {
 			kind = "function" // a custom Anthropic tool takes a JSON input schema
 		}
-		if t.Name == "" {
-			t.Name = t.Type
-		}
-		r.tools = append(r.tools, tape.Tool{Name: t.Name, Description: t.Description, Kind: kind, InputSchema: t.InputSchema})
+		return tape.Tool{Name: cmp.Or(t.Name, t.Type), Description: t.Description, Kind: kind, InputSchema: t.InputSchema}
+	}); err != nil {
+		return request{}, err
 	}
 	return r, nil
 }
@@ -100,29 +83,17 @@ func anthropicSystem(raw json.RawMessage) (string, error) {
 	return strings.Join(texts, "\n"), nil
 }
 
-// anthropicContent normalizes a message's or a tool result's content: a string or a list
-// of blocks.
-func anthropicContent(raw json.RawMessage) ([]tape.Block, error) {
-	return contentOf(raw, anthropicBlock)
-}
-
-func anthropicBlock(raw json.RawMessage) (tape.Block, error) {
-	typ, err := typeOf(raw)
-	if err != nil {
-		return tape.Block{}, err
-	}
+// anthropicBlock normalizes a block of a message's or a tool result's content (which is a
+// string or a list of these).
+func anthropicBlock(typ string, raw json.RawMessage) (tape.Block, error) {
 	switch typ {
 	case "text":
-		var b struct {
-			Text string `json:"text"`
-		}
-		err = json.Unmarshal(raw, &b)
-		return textBlock(b.Text), err
+		return textPart(raw)
 	case "thinking":
 		var b struct {
 			Thinking string `json:"thinking"`
 		}
-		err = json.Unmarshal(raw, &b)
+		err := json.Unmarshal(raw, &b)
 		return tape.Block{Type: tape.BlockThinking, Text: b.Thinking}, err
 	case "redacted_thinking":
 		return tape.Block{Type: tape.BlockThinking}, nil
@@ -132,7 +103,7 @@ func anthropicBlock(raw json.RawMessage) (tape.Block, error) {
 			Name  string          `json:"name"`
 			Input json.RawMessage `json:"input"`
 		}
-		err = json.Unmarshal(raw, &b)
+		err := json.Unmarshal(raw, &b)
 		return tape.Block{Type: tape.BlockToolUse, ID: b.ID, Name: b.Name, Input: objectInput(b.Input)}, err
 	case "tool_result":
 		var b struct {
@@ -143,7 +114,7 @@ func anthropicBlock(raw json.RawMessage) (tape.Block, error) {
 		if err := json.Unmarshal(raw, &b); err != nil {
 			return tape.Block{}, err
 		}
-		content, err := anthropicContent(b.Content)
+		content, err := contentOf(b.Content, anthropicBlock)
 		return tape.Block{Type: tape.BlockToolResult, ToolCallID: b.ToolUseID, Content: content, IsError: b.IsError}, err
 	case "image":
 		return rawBlock(tape.BlockImage, raw), nil
@@ -188,13 +159,6 @@ func (u anthropicUsage) tape() tape.Usage {
 	}
 }
 
-func (anthropic) body(raw []byte) (reply, error) {
-	if rep, err := anthropicBodyFast(raw); err == nil {
-		return rep, nil
-	}
-	return anthropicBodySlow(raw)
-}
-
 var anthropicBodyFields = []string{"content", "stop_reason", "usage"}
 
 // anthropicBodyFast reads a response body in one pass, its blocks as the request's fast
@@ -217,10 +181,7 @@ func anthropicBodyFast(raw []byte) (reply, error) {
 				if err != nil {
 					return err
 				}
-				rep.content = append(rep.content, b)
-				if b.Type == tape.BlockToolUse {
-					rep.calls = append(rep.calls, toolCall(b, "function"))
-				}
+				rep.add(b)
 				return nil
 			})
 		case 1:
@@ -267,18 +228,69 @@ func anthropicBodySlow(raw []byte) (reply, error) {
 	return rep, nil
 }
 
+// add appends an Anthropic content block to the reply, and the function call it makes
+// when it is a tool_use block.
+func (r *reply) add(b tape.Block) {
+	r.content = append(r.content, b)
+	if b.Type == tape.BlockToolUse {
+		r.calls = append(r.calls, toolCall(b, "function"))
+	}
+}
+
+// anthropicMessage is what a stream says of the message as a whole, in its message_start
+// and message_delta events.
+type anthropicMessage struct {
+	usage anthropicUsage
+	stop  string
+}
+
+// event applies a message_start or message_delta event.
+func (m *anthropicMessage) event(e anthropicEvent) error {
+	if e.Type == "message_start" {
+		var msg struct {
+			Usage anthropicUsage `json:"usage"`
+		}
+		if err := json.Unmarshal(e.Message, &msg); err != nil {
+			return fmt.Errorf("message_start: %w", err)
+		}
+		m.usage.update(msg.Usage)
+		return nil
+	}
+	var d struct {
+		StopReason *string `json:"stop_reason"`
+	}
+	if err := json.Unmarshal(e.Delta, &d); err != nil {
+		return fmt.Errorf("message_delta: %w", err)
+	}
+	if d.StopReason != nil {
+		m.stop = *d.StopReason
+	}
+	if !isNull(e.Usage) {
+		var u anthropicUsage
+		if err := json.Unmarshal(e.Usage, &u); err != nil {
+			return fmt.Errorf("message_delta usage: %w", err)
+		}
+		m.usage.update(u)
+	}
+	return nil
+}
+
+// reply returns rep with the message's stop reason and usage.
+func (m *anthropicMessage) reply(rep reply) reply {
+	rep.stop = m.stop
+	rep.usage = m.usage.tape()
+	return rep
+}
+
 // anthropicReply normalizes a response's content blocks and finds its tool calls.
 func anthropicReply(blocks []json.RawMessage) (reply, error) {
 	var rep reply
 	for i, raw := range blocks {
-		b, err := anthropicBlock(raw)
+		b, err := blockOf(raw, anthropicBlock)
 		if err != nil {
 			return reply{}, fmt.Errorf("content[%d]: %w", i, err)
 		}
-		rep.content = append(rep.content, b)
-		if b.Type == tape.BlockToolUse {
-			rep.calls = append(rep.calls, toolCall(b, "function"))
-		}
+		rep.add(b)
 	}
 	return rep, nil
 }
@@ -286,7 +298,6 @@ func anthropicReply(blocks []json.RawMessage) (reply, error) {
 // anthropicBlockState is a content block being streamed: the block from
 // content_block_start and the deltas that followed.
 type anthropicBlockState struct {
-	index int
 	start map[string]json.RawMessage
 	text  map[string]*strings.Builder // by field: text, thinking, signature
 	input *strings.Builder            // input_json_delta
@@ -315,13 +326,6 @@ func (b *anthropicBlockState) block() json.RawMessage {
 	return marshal(b.start)
 }
 
-func (anthropic) stream(events []event) (reply, error) {
-	if rep, err := anthropicStreamFast(events); err == nil {
-		return rep, nil
-	}
-	return anthropicStreamSlow(events)
-}
-
 // anthropicEvent is a stream event, its parts left raw.
 type anthropicEvent struct {
 	Type         string          `json:"type"`
@@ -343,7 +347,6 @@ type anthropicDelta struct {
 
 // anthropicFastBlock is a text, thinking or tool_use block being streamed.
 type anthropicFastBlock struct {
-	index    int
 	typ      string
 	id, name string
 	text     strings.Builder // text or thinking
@@ -359,8 +362,7 @@ type anthropicFastBlock struct {
 func anthropicStreamFast(events []event) (reply, error) {
 	var (
 		blocks = map[int]*anthropicFastBlock{}
-		usage  anthropicUsage
-		stop   string
+		msg    anthropicMessage
 	)
 	for _, ev := range events {
 		e, err := scanAnthropicEvent(ev.data)
@@ -371,20 +373,15 @@ func anthropicStreamFast(events []event) (reply, error) {
 			e.Type = ev.name
 		}
 		switch e.Type {
-		case "message_start":
-			var msg struct {
-				Usage anthropicUsage `json:"usage"`
-			}
-			if json.Unmarshal(e.Message, &msg) != nil {
+		case "message_start", "message_delta":
+			if msg.event(e) != nil {
 				return reply{}, errSlow
 			}
-			usage.update(msg.Usage)
 		case "content_block_start":
 			b, err := anthropicFastStart(e.ContentBlock)
 			if err != nil {
 				return reply{}, err
 			}
-			b.index = e.Index
 			blocks[e.Index] = b
 		case "content_block_delta":
 			b := blocks[e.Index]
@@ -407,32 +404,10 @@ func anthropicStreamFast(events []event) (reply, error) {
 				b.input.WriteString(d.PartialJSON)
 			}
 			// Other deltas add fields the block's type does not keep.
-		case "message_delta":
-			var d struct {
-				StopReason *string `json:"stop_reason"`
-			}
-			if json.Unmarshal(e.Delta, &d) != nil {
-				return reply{}, errSlow
-			}
-			if d.StopReason != nil {
-				stop = *d.StopReason
-			}
-			if !isNull(e.Usage) {
-				var u anthropicUsage
-				if json.Unmarshal(e.Usage, &u) != nil {
-					return reply{}, errSlow
-				}
-				usage.update(u)
-			}
 		}
 	}
-	states := make([]*anthropicFastBlock, 0, len(blocks))
-	for _, b := range blocks {
-		states = append(states, b)
-	}
-	slices.SortFunc(states, func(a, b *anthropicFastBlock) int { return a.index - b.index })
 	var rep reply
-	for _, b := range states {
+	for _, b := range inOrder(blocks) {
 		var nb tape.Block
 		switch b.typ {
 		case "text":
@@ -447,14 +422,9 @@ func anthropicStreamFast(events []event) (reply, error) {
 				nb.Input = objectInput(b.start)
 			}
 		}
-		rep.content = append(rep.content, nb)
-		if nb.Type == tape.BlockToolUse {
-			rep.calls = append(rep.calls, toolCall(nb, "function"))
-		}
+		rep.add(nb)
 	}
-	rep.stop = stop
-	rep.usage = usage.tape()
-	return rep, nil
+	return msg.reply(rep), nil
 }
 
 var (
@@ -465,9 +435,7 @@ var (
 // scanAnthropicEvent decodes an event's data as json.Unmarshal into an anthropicEvent does,
 // in one pass; errSlow when it is not a plain object of plain fields.
 func scanAnthropicEvent(data string) (anthropicEvent, error) {
-	var e anthropicEvent
-	d := newScanner([]byte(data))
-	err := fastFields(d, anthropicEventFields, func(field int) error {
+	return scanEvent(data, anthropicEventFields, func(d *scanner, e *anthropicEvent, field int) error {
 		switch field {
 		case 0:
 			return fastString(d, &e.Type)
@@ -475,22 +443,9 @@ func scanAnthropicEvent(data string) (anthropicEvent, error) {
 			return fastInt(d, &e.Index)
 		}
 		raw, err := d.raw()
-		switch field {
-		case 2:
-			e.Message = raw
-		case 3:
-			e.ContentBlock = raw
-		case 4:
-			e.Delta = raw
-		case 5:
-			e.Usage = raw
-		}
+		*[...]*json.RawMessage{&e.Message, &e.ContentBlock, &e.Delta, &e.Usage}[field-2] = raw
 		return err
 	})
-	if err != nil {
-		return anthropicEvent{}, err
-	}
-	return e, d.end()
 }
 
 // scanAnthropicDelta decodes a content_block_delta's delta as json.Unmarshal does, in one
@@ -582,8 +537,7 @@ func anthropicFastStart(raw json.RawMessage) (*anthropicFastBlock, error) {
 func anthropicStreamSlow(events []event) (reply, error) {
 	var (
 		blocks = map[int]*anthropicBlockState{}
-		usage  anthropicUsage
-		stop   string
+		msg    anthropicMessage
 	)
 	for _, ev := range events {
 		var e anthropicEvent
@@ -597,20 +551,16 @@ func anthropicStreamSlow(events []event) (reply, error) {
 			e.Type = ev.name
 		}
 		switch e.Type {
-		case "message_start":
-			var msg struct {
-				Usage anthropicUsage `json:"usage"`
+		case "message_start", "message_delta":
+			if err := msg.event(e); err != nil {
+				return reply{}, err
 			}
-			if err := json.Unmarshal(e.Message, &msg); err != nil {
-				return reply{}, fmt.Errorf("message_start: %w", err)
-			}
-			usage.update(msg.Usage)
 		case "content_block_start":
 			var start map[string]json.RawMessage
 			if err := json.Unmarshal(e.ContentBlock, &start); err != nil || start == nil {
 				return reply{}, fmt.Errorf("content_block_start %d: content_block is not an object", e.Index)
 			}
-			blocks[e.Index] = &anthropicBlockState{index: e.Index, start: start, text: map[string]*strings.Builder{}}
+			blocks[e.Index] = &anthropicBlockState{start: start, text: map[string]*strings.Builder{}}
 		case "content_block_delta":
 			b := blocks[e.Index]
 			if b == nil {
@@ -633,31 +583,10 @@ func anthropicStreamSlow(events []event) (reply, error) {
 				}
 				b.input.WriteString(d.PartialJSON)
 			}
-		case "message_delta":
-			var d struct {
-				StopReason *string `json:"stop_reason"`
-			}
-			if err := json.Unmarshal(e.Delta, &d); err != nil {
-				return reply{}, fmt.Errorf("message_delta: %w", err)
-			}
-			if d.StopReason != nil {
-				stop = *d.StopReason
-			}
-			if !isNull(e.Usage) {
-				var u anthropicUsage
-				if err := json.Unmarshal(e.Usage, &u); err != nil {
-					return reply{}, fmt.Errorf("message_delta usage: %w", err)
-				}
-				usage.update(u)
-			}
 		}
 		// content_block_stop, message_stop, ping, error and unknown events add nothing.
 	}
-	states := make([]*anthropicBlockState, 0, len(blocks))
-	for _, b := range blocks {
-		states = append(states, b)
-	}
-	slices.SortFunc(states, func(a, b *anthropicBlockState) int { return a.index - b.index })
+	states := inOrder(blocks)
 	raws := make([]json.RawMessage, len(states))
 	for i, b := range states {
 		raws[i] = b.block()
@@ -666,7 +595,5 @@ func anthropicStreamSlow(events []event) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	rep.stop = stop
-	rep.usage = usage.tape()
-	return rep, nil
+	return msg.reply(rep), nil
 }

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -57,60 +56,41 @@ func (c chatToolCall) block() tape.Block {
 }
 
 func (chat) request(raw []byte) (request, error) {
-	m, err := object(raw)
+	m, r, err := requestObject(raw, "messages", "tools")
 	if err != nil {
 		return request{}, err
 	}
-	r := request{params: params(m, "messages", "tools", "stream")}
-	if err := field(m, "stream", &r.stream); err != nil {
+	if r.messages, err = requestMessages(m, "messages", chatMessage.normalize); err != nil {
 		return request{}, err
 	}
-	var msgs []chatMessage
-	if err := field(m, "messages", &msgs); err != nil {
-		return request{}, err
+	type tool struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+		Custom struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		} `json:"custom"`
 	}
-	r.messages = make([]tape.Message, 0, len(msgs))
-	for i, msg := range msgs {
-		nm, err := msg.normalize()
-		if err != nil {
-			return request{}, fmt.Errorf("messages[%d]: %w", i, err)
-		}
-		r.messages = append(r.messages, nm)
-	}
-	var tools []json.RawMessage
-	if err := field(m, "tools", &tools); err != nil {
-		return request{}, err
-	}
-	for i, raw := range tools {
-		var t struct {
-			Type     string `json:"type"`
-			Function struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-			} `json:"function"`
-			Custom struct {
-				Name        string `json:"name"`
-				Description string `json:"description"`
-			} `json:"custom"`
-		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return request{}, fmt.Errorf("tools[%d]: %w", i, err)
-		}
+	if r.tools, err = requestTools(m, func(t tool) tape.Tool {
 		switch t.Type {
 		case "function":
-			r.tools = append(r.tools, tape.Tool{Name: t.Function.Name, Description: t.Function.Description, Kind: "function", InputSchema: t.Function.Parameters})
+			return tape.Tool{Name: t.Function.Name, Description: t.Function.Description, Kind: "function", InputSchema: t.Function.Parameters}
 		case "custom":
-			r.tools = append(r.tools, tape.Tool{Name: t.Custom.Name, Description: t.Custom.Description, Kind: "custom"})
-		default:
-			r.tools = append(r.tools, tape.Tool{Name: t.Type, Kind: t.Type})
+			return tape.Tool{Name: t.Custom.Name, Description: t.Custom.Description, Kind: "custom"}
 		}
+		return tape.Tool{Name: t.Type, Kind: t.Type}
+	}); err != nil {
+		return request{}, err
 	}
 	return r, nil
 }
 
 func (msg chatMessage) normalize() (tape.Message, error) {
-	content, err := chatContent(msg.Content)
+	content, err := contentOf(msg.Content, chatPart)
 	if err != nil {
 		return tape.Message{}, err
 	}
@@ -128,25 +108,12 @@ func (msg chatMessage) normalize() (tape.Message, error) {
 	return tape.Message{Role: role(msg.Role), Content: blocks}, nil
 }
 
-// chatContent normalizes a message's content: a string, a list of parts, or null.
-func chatContent(raw json.RawMessage) ([]tape.Block, error) {
-	return contentOf(raw, chatPart)
-}
-
-func chatPart(p json.RawMessage) (tape.Block, error) {
-	typ, err := typeOf(p)
-	if err != nil {
-		return tape.Block{}, err
-	}
+// chatPart normalizes a part of a message's content (which is a string, a list of these,
+// or null).
+func chatPart(typ string, p json.RawMessage) (tape.Block, error) {
 	switch typ {
 	case "text":
-		var t struct {
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(p, &t); err != nil {
-			return tape.Block{}, err
-		}
-		return textBlock(t.Text), nil
+		return textPart(p)
 	case "image_url":
 		return rawBlock(tape.BlockImage, p), nil
 	}

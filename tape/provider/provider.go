@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -229,6 +231,19 @@ func validUTF8(s string) string {
 	return b.String()
 }
 
+// scanEvent reads an event's data, a JSON object, in one pass into an E: field reads the
+// value of fields[i] into e. It fails (errSlow, or the scanner's error) on anything but
+// a plain object of those fields; the caller then decodes with encoding/json.
+func scanEvent[E any](data string, fields []string, field func(d *scanner, e *E, i int) error) (E, error) {
+	var e E
+	d := newScanner([]byte(data))
+	if err := fastFields(d, fields, func(i int) error { return field(d, &e, i) }); err != nil {
+		var zero E
+		return zero, err
+	}
+	return e, d.end()
+}
+
 // decodeEvent decodes an event's JSON data into v. It reports ok=false without an error
 // for the cut-short last event of a stream.
 func decodeEvent(ev event, v any) (ok bool, err error) {
@@ -239,6 +254,16 @@ func decodeEvent(ev event, v any) (ok bool, err error) {
 		return false, fmt.Errorf("event %q: %w", cut(ev.data, 80), err)
 	}
 	return true, nil
+}
+
+// inOrder returns the values of m in the order of their keys (a stream's block or item
+// indexes).
+func inOrder[T any](m map[int]T) []T {
+	out := make([]T, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
+	}
+	return out
 }
 
 // trimJSON trims JSON whitespace (which, unlike bytes.TrimSpace's, does not include \f
@@ -256,6 +281,81 @@ func object(raw []byte) (map[string]json.RawMessage, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// fastOr returns what fast makes of in, or where fast gives up or fails, what slow makes
+// of it: slow, which must agree with fast wherever fast succeeds, decides.
+func fastOr[In, T any](in In, fast, slow func(In) (T, error)) (T, error) {
+	if v, err := fast(in); err == nil {
+		return v, nil
+	}
+	return slow(in)
+}
+
+// requestObject decodes a request's top level with encoding/json: its fields, and a
+// request holding the stream flag and the params (the fields but skip and stream).
+func requestObject(raw []byte, skip ...string) (map[string]json.RawMessage, request, error) {
+	m, err := object(raw)
+	if err != nil {
+		return nil, request{}, err
+	}
+	r := request{params: params(m, append(skip, "stream")...)}
+	if err := field(m, "stream", &r.stream); err != nil {
+		return nil, request{}, err
+	}
+	return m, r, nil
+}
+
+// requestMessages decodes the list m[key] into Ts and normalizes each with f; a failure
+// names the message ("messages[3]: ..."). Absent or null, the list is empty (not nil).
+func requestMessages[T any](m map[string]json.RawMessage, key string, f func(T) (tape.Message, error)) ([]tape.Message, error) {
+	var list []T
+	if err := field(m, key, &list); err != nil {
+		return nil, err
+	}
+	return each(key, list, f)
+}
+
+// requestTools decodes each entry of m["tools"] into a T (a wire format's tool) and
+// normalizes it with f; a failure names the tool ("tools[2]: ..."). nil without tools.
+func requestTools[T any](m map[string]json.RawMessage, f func(T) tape.Tool) ([]tape.Tool, error) {
+	var list []json.RawMessage
+	if err := field(m, "tools", &list); err != nil {
+		return nil, err
+	}
+	var tools []tape.Tool
+	for i, raw := range list {
+		var t T
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, fmt.Errorf("tools[%d]: %w", i, err)
+		}
+		tools = append(tools, f(t))
+	}
+	return tools, nil
+}
+
+// namedTool is a tool as Anthropic and the Responses API declare it. Each reads its own
+// schema field; decoding the other's cannot fail, for a json.RawMessage takes any value.
+type namedTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"` // Anthropic
+	Parameters  json.RawMessage `json:"parameters"`   // Responses
+}
+
+// each converts the elements of the JSON list called name with f; a failure names the
+// element ("content[1]: ..."). The result is empty, not nil, for an empty list.
+func each[T, U any](name string, list []T, f func(T) (U, error)) ([]U, error) {
+	out := make([]U, 0, len(list))
+	for i, e := range list {
+		u, err := f(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", name, i, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // params returns the fields of m not listed in skip.
@@ -406,9 +506,27 @@ func openAIUsage(prompt, cached, output, reasoning int64) tape.Usage {
 	}
 }
 
+// blockOf normalizes one block of content with block, given the block's "type".
+func blockOf(raw json.RawMessage, block func(typ string, raw json.RawMessage) (tape.Block, error)) (tape.Block, error) {
+	typ, err := typeOf(raw)
+	if err != nil {
+		return tape.Block{}, err
+	}
+	return block(typ, raw)
+}
+
+// textPart normalizes a text block or part: {"type":...,"text":...}.
+func textPart(raw json.RawMessage) (tape.Block, error) {
+	var t struct {
+		Text string `json:"text"`
+	}
+	err := json.Unmarshal(raw, &t)
+	return textBlock(t.Text), err
+}
+
 // contentOf normalizes content that is null, a string (one text block; none when empty) or
-// a list of blocks, each normalized by block.
-func contentOf(raw json.RawMessage, block func(json.RawMessage) (tape.Block, error)) ([]tape.Block, error) {
+// a list of blocks, each normalized by block (see blockOf).
+func contentOf(raw json.RawMessage, block func(typ string, raw json.RawMessage) (tape.Block, error)) ([]tape.Block, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -422,13 +540,5 @@ func contentOf(raw json.RawMessage, block func(json.RawMessage) (tape.Block, err
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, fmt.Errorf("content: %w", err)
 	}
-	out := make([]tape.Block, 0, len(list))
-	for i, b := range list {
-		nb, err := block(b)
-		if err != nil {
-			return nil, fmt.Errorf("content[%d]: %w", i, err)
-		}
-		out = append(out, nb)
-	}
-	return out, nil
+	return each("content", list, func(b json.RawMessage) (tape.Block, error) { return blockOf(b, block) })
 }

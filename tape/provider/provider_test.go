@@ -306,9 +306,11 @@ func TestRawKeptForImageAndOther(t *testing.T) {
 }
 
 type responseCase struct {
-	name    string
-	p       tape.Provider
-	file    string
+	name string
+	p    tape.Provider
+	file string
+	// stream, when set, is the same message recorded as a stream: it normalizes alike.
+	stream  string
 	content string
 	calls   []string
 	stop    string
@@ -317,18 +319,10 @@ type responseCase struct {
 
 var responseCases = []responseCase{
 	{
-		name:    "anthropic json thinking and parallel tools",
+		name:    "anthropic thinking and parallel tools",
 		p:       anth,
 		file:    "anthropic/response_thinking_tools.json",
-		content: `thinking "Two independent reads: run them together."; text "Checking the tree and the README."; tool_use toolu_01A Bash {"command":"ls -la","description":"List files"}; tool_use toolu_01B Read {"file_path":"/tmp/work/README.md"}`,
-		calls:   []string{`function toolu_01A Bash {"command":"ls -la","description":"List files"}`, `function toolu_01B Read {"file_path":"/tmp/work/README.md"}`},
-		stop:    "tool_use",
-		usage:   tape.Usage{InputTokens: 12, OutputTokens: 187, CacheReadInputTokens: 14211, CacheCreationInputTokens: 1830},
-	},
-	{
-		name:    "anthropic stream thinking and parallel tools",
-		p:       anth,
-		file:    "anthropic/stream_parallel.sse",
+		stream:  "anthropic/stream_parallel.sse",
 		content: `thinking "Two independent reads: run them together."; text "Checking the tree and the README."; tool_use toolu_01A Bash {"command":"ls -la","description":"List files"}; tool_use toolu_01B Read {"file_path":"/tmp/work/README.md"}`,
 		calls:   []string{`function toolu_01A Bash {"command":"ls -la","description":"List files"}`, `function toolu_01B Read {"file_path":"/tmp/work/README.md"}`},
 		stop:    "tool_use",
@@ -359,18 +353,10 @@ var responseCases = []responseCase{
 		calls: []string{},
 	},
 	{
-		name:    "chat json parallel tools",
+		name:    "chat parallel tools; stream interleaved, with a usage chunk",
 		p:       chat,
 		file:    "chat/response_tool_calls.json",
-		content: `text "Running both."; tool_use call_Xy1 exec_command {"cmd":"bash hello.sh"}; tool_use call_Xy2 exec_command {"cmd":"shellcheck hello.sh"}`,
-		calls:   []string{`function call_Xy1 exec_command {"cmd":"bash hello.sh"}`, `function call_Xy2 exec_command {"cmd":"shellcheck hello.sh"}`},
-		stop:    "tool_calls",
-		usage:   tape.Usage{InputTokens: 128, OutputTokens: 96, CacheReadInputTokens: 1920, ReasoningTokens: 64},
-	},
-	{
-		name:    "chat stream parallel tools interleaved, usage chunk",
-		p:       chat,
-		file:    "chat/stream_tool_calls.sse",
+		stream:  "chat/stream_tool_calls.sse",
 		content: `text "Running both."; tool_use call_Xy1 exec_command {"cmd":"bash hello.sh"}; tool_use call_Xy2 exec_command {"cmd":"shellcheck hello.sh"}`,
 		calls:   []string{`function call_Xy1 exec_command {"cmd":"bash hello.sh"}`, `function call_Xy2 exec_command {"cmd":"shellcheck hello.sh"}`},
 		stop:    "tool_calls",
@@ -436,27 +422,34 @@ var responseCases = []responseCase{
 
 func TestResponses(t *testing.T) {
 	for _, tc := range responseCases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := stepFor(t, []byte(`{"model":"m","messages":[],"input":[]}`), tc.file)
-			require.NoError(t, provider.Normalize(tc.p, s))
-			assert.Equal(t, tc.content, show(s.Response.Content))
-			assert.Equal(t, tc.calls, showCalls(s.ToolCalls))
-			assert.Equal(t, tc.stop, s.Response.StopReason)
-			assert.Equal(t, tc.usage, s.Response.Usage)
+		for _, file := range []string{tc.file, tc.stream} {
+			if file != "" {
+				tc.file = file
+				t.Run(tc.name+" "+file, func(t *testing.T) { testResponse(t, tc) })
+			}
+		}
+	}
+}
 
-			if len(s.Response.Chunks) == 0 {
-				return
-			}
-			// However the stream was cut into chunks, the result is the same.
-			for _, n := range []int{1, 7, 64, 1 << 20} {
-				s2 := &tape.Step{Request: s.Request, Response: tape.Response{Chunks: chunksOfSize(readFile(t, tc.file), n)}}
-				require.NoError(t, provider.Normalize(tc.p, s2))
-				assert.Equal(t, s.Response.Content, s2.Response.Content, "chunks of %d bytes", n)
-				assert.Equal(t, s.Response.StopReason, s2.Response.StopReason, "chunks of %d bytes", n)
-				assert.Equal(t, s.Response.Usage, s2.Response.Usage, "chunks of %d bytes", n)
-				assert.Equal(t, s.ToolCalls, s2.ToolCalls, "chunks of %d bytes", n)
-			}
-		})
+func testResponse(t *testing.T, tc responseCase) {
+	s := stepFor(t, []byte(`{"model":"m","messages":[],"input":[]}`), tc.file)
+	require.NoError(t, provider.Normalize(tc.p, s))
+	assert.Equal(t, tc.content, show(s.Response.Content))
+	assert.Equal(t, tc.calls, showCalls(s.ToolCalls))
+	assert.Equal(t, tc.stop, s.Response.StopReason)
+	assert.Equal(t, tc.usage, s.Response.Usage)
+
+	if len(s.Response.Chunks) == 0 {
+		return
+	}
+	// However the stream was cut into chunks, the result is the same.
+	for _, n := range []int{1, 7, 64, 1 << 20} {
+		s2 := &tape.Step{Request: s.Request, Response: tape.Response{Chunks: chunksOfSize(readFile(t, tc.file), n)}}
+		require.NoError(t, provider.Normalize(tc.p, s2))
+		assert.Equal(t, s.Response.Content, s2.Response.Content, "chunks of %d bytes", n)
+		assert.Equal(t, s.Response.StopReason, s2.Response.StopReason, "chunks of %d bytes", n)
+		assert.Equal(t, s.Response.Usage, s2.Response.Usage, "chunks of %d bytes", n)
+		assert.Equal(t, s.ToolCalls, s2.ToolCalls, "chunks of %d bytes", n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -16,21 +17,14 @@ type responses struct{}
 var _ format = responses{}
 
 func (responses) request(raw []byte) (request, error) {
-	if r, err := responsesRequestFast(raw); err == nil {
-		return r, nil
-	}
-	return responsesRequestSlow(raw)
+	return fastOr(raw, responsesRequestFast, responsesRequestSlow)
 }
 
 // responsesRequestSlow decodes a request with encoding/json; responsesRequestFast must
 // give the same result whenever it succeeds.
 func responsesRequestSlow(raw []byte) (request, error) {
-	m, err := object(raw)
+	m, r, err := requestObject(raw, "input", "instructions", "tools")
 	if err != nil {
-		return request{}, err
-	}
-	r := request{params: params(m, "input", "instructions", "tools", "stream")}
-	if err := field(m, "stream", &r.stream); err != nil {
 		return request{}, err
 	}
 	// instructions is a string; a stored prompt can make it a list, which stays in raw.
@@ -38,43 +32,22 @@ func responsesRequestSlow(raw []byte) (request, error) {
 	if input, ok := m["input"]; ok && !isNull(input) {
 		if s, ok := jsonString(input); ok {
 			r.messages = []tape.Message{{Role: "user", Content: []tape.Block{textBlock(s)}}}
-		} else {
-			var items []json.RawMessage
-			if err := json.Unmarshal(input, &items); err != nil {
-				return request{}, fmt.Errorf("input: %w", err)
-			}
-			r.messages = make([]tape.Message, 0, len(items))
-			for i, it := range items {
-				msg, _, err := responsesItem(it)
-				if err != nil {
-					return request{}, fmt.Errorf("input[%d]: %w", i, err)
-				}
-				r.messages = append(r.messages, msg)
-			}
+		} else if r.messages, err = requestMessages(m, "input", func(it json.RawMessage) (tape.Message, error) {
+			msg, _, err := responsesItem(it)
+			return msg, err
+		}); err != nil {
+			return request{}, err
 		}
 	}
-	var tools []json.RawMessage
-	if err := field(m, "tools", &tools); err != nil {
-		return request{}, err
-	}
-	for i, raw := range tools {
-		var t struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return request{}, fmt.Errorf("tools[%d]: %w", i, err)
-		}
-		tool := tape.Tool{Name: t.Name, Description: t.Description, Kind: t.Type}
+	if r.tools, err = requestTools(m, func(t namedTool) tape.Tool {
+		// built-in tools (web_search, local_shell) have no name
+		tool := tape.Tool{Name: cmp.Or(t.Name, t.Type), Description: t.Description, Kind: t.Type}
 		if t.Type == "function" {
 			tool.InputSchema = t.Parameters
 		}
-		if tool.Name == "" {
-			tool.Name = t.Type // built-in tools (web_search, local_shell) have no name
-		}
-		r.tools = append(r.tools, tool)
+		return tool
+	}); err != nil {
+		return request{}, err
 	}
 	return r, nil
 }
@@ -115,7 +88,7 @@ func responsesItem(raw json.RawMessage) (tape.Message, *tape.ToolCall, error) {
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return tape.Message{}, nil, err
 		}
-		content, err := responsesContent(it.Content)
+		content, err := contentOf(it.Content, responsesPart)
 		return tape.Message{Role: role(it.Role), Content: content}, nil, err
 	case typ == "function_call":
 		if err := json.Unmarshal(raw, &it); err != nil {
@@ -175,23 +148,12 @@ func responsesItem(raw json.RawMessage) (tape.Message, *tape.ToolCall, error) {
 	return assistant(rawBlock(tape.BlockOther, raw), "")
 }
 
-// responsesContent normalizes a message item's content: a string or a list of parts.
-func responsesContent(raw json.RawMessage) ([]tape.Block, error) {
-	return contentOf(raw, responsesPart)
-}
-
-func responsesPart(raw json.RawMessage) (tape.Block, error) {
-	typ, err := typeOf(raw)
-	if err != nil {
-		return tape.Block{}, err
-	}
+// responsesPart normalizes a part of a message item's content (which is a string or a
+// list of these).
+func responsesPart(typ string, raw json.RawMessage) (tape.Block, error) {
 	switch typ {
 	case "input_text", "output_text", "text":
-		var t struct {
-			Text string `json:"text"`
-		}
-		err := json.Unmarshal(raw, &t)
-		return textBlock(t.Text), err
+		return textPart(raw)
 	case "input_image":
 		return rawBlock(tape.BlockImage, raw), nil
 	}
@@ -204,7 +166,7 @@ func responsesOutput(raw json.RawMessage) ([]tape.Block, error) {
 	if len(raw) > 0 && raw[0] == '{' {
 		return []tape.Block{rawBlock(tape.BlockOther, raw)}, nil
 	}
-	return responsesContent(raw)
+	return contentOf(raw, responsesPart)
 }
 
 type responsesObject struct {
@@ -348,9 +310,7 @@ var responsesEventFields = []string{"type", "output_index", "content_index", "su
 // in one pass; errSlow when it is not a plain object of plain fields, and the event is then
 // decoded with encoding/json.
 func scanResponsesEvent(data string) (responsesEvent, error) {
-	var e responsesEvent
-	d := newScanner([]byte(data))
-	err := fastFields(d, responsesEventFields, func(field int) error {
+	return scanEvent(data, responsesEventFields, func(d *scanner, e *responsesEvent, field int) error {
 		switch field {
 		case 0:
 			return fastString(d, &e.Type)
@@ -361,10 +321,6 @@ func scanResponsesEvent(data string) (responsesEvent, error) {
 		*[...]*json.RawMessage{&e.Item, &e.Part, &e.Delta, &e.Response}[field-4] = raw
 		return err
 	})
-	if err != nil {
-		return responsesEvent{}, err
-	}
-	return e, d.end()
 }
 
 func (responses) stream(events []event) (reply, error) {
@@ -439,8 +395,8 @@ func (responses) stream(events []event) (reply, error) {
 		return final.reply(final.Output)
 	}
 	output := make([]json.RawMessage, 0, len(items))
-	for _, i := range slices.Sorted(maps.Keys(items)) {
-		output = append(output, items[i].item())
+	for _, st := range inOrder(items) {
+		output = append(output, st.item())
 	}
 	return final.reply(output)
 }

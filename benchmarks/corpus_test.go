@@ -214,36 +214,14 @@ func k8sClient(b *testing.B) *kubernetes.Clientset {
 //	                                         executor session: Docker's hijacked exec stream,
 //	                                         the API server's exec stream (WebSocket)
 func BenchmarkK8s(b *testing.B) {
-	ready := func(b *testing.B, spec string, opts sandbox.Options) {
-		var lat latencies
-		for b.Loop() {
-			start := time.Now()
-			sb, err := sandbox.Open(b.Context(), spec, opts)
-			if err != nil {
-				b.Fatalf("open: %v", err)
-			}
-			s, err := sb.Start(b.Context())
-			if err != nil {
-				closeSandbox(b, sb)
-				b.Fatalf("start the executor: %v", err)
-			}
-			greet(b, s, sb.Cwd())
-			lat.since(start)
-			b.StopTimer()
-			s.Close()
-			closeSandbox(b, sb)
-			b.StartTimer()
-		}
-		lat.report(b)
-	}
 	k8sSpec := "k8s:default?image=" + dockertest.SandboxImage
 	b.Run("docker-sandbox-ready", func(b *testing.B) {
 		requireRuntime(b, "runc")
-		ready(b, "docker-image:"+dockertest.SandboxImage, sandbox.Options{Cwd: "/app", InstallExecutor: true, Runtime: "runc", Transport: sandbox.TransportStream})
+		sandboxReady(b, "docker-image:"+dockertest.SandboxImage, sandbox.Options{Cwd: "/app", InstallExecutor: true, Runtime: "runc", Transport: sandbox.TransportStream})
 	})
 	b.Run("k8s-sandbox-ready", func(b *testing.B) {
 		k8sClient(b)
-		ready(b, k8sSpec, sandbox.Options{Cwd: "/app", InstallExecutor: true})
+		sandboxReady(b, k8sSpec, sandbox.Options{Cwd: "/app", InstallExecutor: true})
 	})
 	b.Run("k8s-pod-create-running", func(b *testing.B) {
 		cs := k8sClient(b)

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapebox/tapebox/internal/bigbody"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 )
@@ -52,84 +52,6 @@ func tapeboxBin(b *testing.B) string {
 
 // bigBody is how large the bodies of BenchmarkMemory/gateway are.
 const bigBody = 100 << 20
-
-// bigUpstream is a provider that answers with bodies as large as the request asks
-// (X-Bench-Answer: json SIZE or sse SIZE), written in 32 KiB pieces and flushed as it goes
-// (so with no Content-Length), and remembers the SHA-256 of the last answer it wrote and of
-// the last request body it read.
-type bigUpstream struct {
-	mu           sync.Mutex
-	sent, read   string
-	requestBytes int64
-}
-
-func (u *bigUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := sha256.New()
-	n, err := io.Copy(h, r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	u.mu.Lock()
-	u.read, u.requestBytes = hex.EncodeToString(h.Sum(nil)), n
-	u.mu.Unlock()
-	kind, sizeText, _ := strings.Cut(r.Header.Get("X-Bench-Answer"), " ")
-	size, _ := strconv.Atoi(sizeText)
-	h = sha256.New()
-	out := bufio.NewWriterSize(io.MultiWriter(w, h), 32<<10)
-	flusher := http.NewResponseController(w)
-	written, flushed := 0, 0
-	write := func(s string) {
-		out.WriteString(s)
-		written += len(s)
-		if written-flushed >= 256<<10 {
-			out.Flush()
-			flusher.Flush()
-			flushed = written
-		}
-	}
-	filler := strings.Repeat("All work and no play makes a long answer. ", 6)
-	switch kind {
-	case "json":
-		w.Header().Set("Content-Type", "application/json")
-		write(`{"id":"msg_big","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"`)
-		for written < size {
-			write(filler)
-		}
-		write(`"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":34}}`)
-	case "sse":
-		w.Header().Set("Content-Type", "text/event-stream")
-		write("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_big\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n")
-		write("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
-		delta := "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + filler[:40] + "\"}}\n\n"
-		for written < size {
-			write(delta)
-		}
-		write("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
-		write("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":34}}\n\n")
-		write("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-	case "sse1":
-		w.Header().Set("Content-Type", "text/event-stream")
-		write("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"")
-		for written < size {
-			write(filler)
-		}
-		write("\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		write(`{"id":"msg_small","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}`)
-	}
-	out.Flush()
-	u.mu.Lock()
-	u.sent = hex.EncodeToString(h.Sum(nil))
-	u.mu.Unlock()
-}
-
-func (u *bigUpstream) hashes() (sent, read string, requestBytes int64) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.sent, u.read, u.requestBytes
-}
 
 // gatewayProcess is a running `tapebox gateway`.
 type gatewayProcess struct {
@@ -224,33 +146,10 @@ func resetPeak(b *testing.B, pid int) {
 	}
 }
 
-// hashingReader yields size bytes of a JSON request body (an Anthropic call whose one user
-// message holds them) and hashes what it yields.
-type hashingReader struct {
-	r io.Reader
-	h hash.Hash
-}
-
-func (r *hashingReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	r.h.Write(p[:n])
-	return n, err
-}
-
-func bigRequest(size int, stream bool) *hashingReader {
-	head := fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":64,"stream":%v,"messages":[{"role":"user","content":"`, stream)
-	tail := `"}]}`
-	filler := strings.Repeat("Please read all of this carefully. ", 64)
-	n := max(size-len(head)-len(tail), 0)
-	body := io.MultiReader(strings.NewReader(head),
-		io.LimitReader(repeatReader(filler), int64(n)), strings.NewReader(tail))
-	return &hashingReader{r: body, h: sha256.New()}
-}
-
 // conversationRequest is the request of turn n of one conversation: a short prompt, then n
 // turns of a short answer and a user message of turnSize bytes (a tool result, a file), as
 // an agent's requests carry their whole history.
-func conversationRequest(n, turnSize int) *hashingReader {
+func conversationRequest(n, turnSize int) *bigbody.Hashing {
 	var b strings.Builder
 	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":64,"stream":false,"messages":[{"role":"user","content":"Start."}`)
 	text := strings.Repeat("drwxr-xr-x 2 user user 4096 Jan  1 00:00 some-directory\\n", turnSize/58)
@@ -258,23 +157,8 @@ func conversationRequest(n, turnSize int) *hashingReader {
 		b.WriteString(`,{"role":"assistant","content":"ok"},{"role":"user","content":"` + text + `"}`)
 	}
 	b.WriteString("]}")
-	return &hashingReader{r: strings.NewReader(b.String()), h: sha256.New()}
+	return bigbody.NewHashing(strings.NewReader(b.String()))
 }
-
-// repeatReader repeats s forever.
-func repeatReader(s string) io.Reader {
-	return readerFunc(func(p []byte) (int, error) {
-		n := 0
-		for n < len(p) {
-			n += copy(p[n:], s)
-		}
-		return n, nil
-	})
-}
-
-type readerFunc func(p []byte) (int, error)
-
-func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // BenchmarkMemory measures the memory of tapebox processes (the benchmark's own is not
 // counted). It is not named after the gateway so that -bench Gateway leaves it out.
@@ -312,12 +196,12 @@ func benchGatewayMemory(b *testing.B) {
 		{name: "answer=sse-100MB", answer: fmt.Sprintf("sse %d", bigBody), requestStream: true},
 		{name: "request=json-100MB", answer: "small", requestSize: bigBody},
 		{name: "answer=json-24MB", answer: fmt.Sprintf("json %d", 24<<20)},
-		{name: "answer=sse-one-event-100MB", answer: fmt.Sprintf("sse1 %d", bigBody), requestStream: true},
+		{name: "answer=sse-one-event-100MB", answer: fmt.Sprintf("sse-one-event %d", bigBody), requestStream: true},
 		{name: "session=60-turns", answer: "small", turns: 60},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			up := &bigUpstream{}
+			up := &bigbody.Upstream{}
 			srv := httptest.NewServer(up)
 			defer srv.Close()
 			client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
@@ -327,7 +211,7 @@ func benchGatewayMemory(b *testing.B) {
 				out := filepath.Join(b.TempDir(), "run.json")
 				gw := startGatewayProcess(b, out, srv.URL)
 				pid := gw.cmd.Process.Pid
-				call := func(answer string, body *hashingReader) {
+				call := func(answer string, body *bigbody.Hashing) {
 					req, err := http.NewRequestWithContext(b.Context(), http.MethodPost, gw.url+"/v1/messages", body)
 					if err != nil {
 						b.Fatal(err)
@@ -335,7 +219,7 @@ func benchGatewayMemory(b *testing.B) {
 					req.ContentLength = -1
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Anthropic-Version", "2023-06-01")
-					req.Header.Set("X-Bench-Answer", answer)
+					req.Header.Set("X-Answer", answer)
 					resp, err := client.Do(req)
 					if err != nil {
 						b.Fatalf("call through the gateway: %v\n%s", err, gw.logs)
@@ -346,21 +230,21 @@ func benchGatewayMemory(b *testing.B) {
 					if err != nil {
 						b.Fatalf("read the answer: %v", err)
 					}
-					sent, read, _ := up.hashes()
+					sent, read := up.Hashes()
 					if got := hex.EncodeToString(h.Sum(nil)); got != sent {
 						b.Fatalf("the client got an answer with SHA-256 %s, the upstream sent %s", got, sent)
 					}
-					if got := hex.EncodeToString(body.h.Sum(nil)); got != read {
+					if got := body.Sum(); got != read {
 						b.Fatalf("the upstream read a request with SHA-256 %s, the client sent %s", read, got)
 					}
 				}
-				call("small", bigRequest(1<<10, false))
+				call("small", bigbody.NewHashing(bigbody.Request(1<<10, false)))
 				time.Sleep(100 * time.Millisecond)
 				rss := procStatusKB(b, pid, "VmRSS")
 				resetPeak(b, pid)
 				b.StartTimer()
 				if c.turns == 0 {
-					call(c.answer, bigRequest(max(c.requestSize, 1<<10), c.requestStream))
+					call(c.answer, bigbody.NewHashing(bigbody.Request(max(c.requestSize, 1<<10), c.requestStream)))
 				}
 				for n := range c.turns {
 					call(c.answer, conversationRequest(n, 40<<10))

@@ -53,32 +53,38 @@ func BenchmarkSandboxReady(b *testing.B) {
 		if err != nil {
 			b.Fatalf("executor: %v", err)
 		}
-		var sb *sandbox.Sandbox // the open one, removed if the benchmark fails midway
-		defer func() {
-			if sb != nil {
-				closeSandbox(b, sb)
-			}
-		}()
-		var lat latencies
-		for b.Loop() {
-			start := time.Now()
-			sb, err = sandbox.Open(b.Context(), "docker-image:"+dockertest.SandboxImage,
-				sandbox.Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe})
-			if err != nil {
-				b.Fatalf("open: %v", err)
-			}
-			s, err := sb.Start(b.Context())
-			if err != nil {
-				b.Fatalf("start the executor: %v", err)
-			}
-			greet(b, s, sb.Cwd())
-			lat.since(start)
-			b.StopTimer()
-			s.Close()
-			closeSandbox(b, sb)
-			sb = nil
-			b.StartTimer()
-		}
-		lat.report(b)
+		sandboxReady(b, "docker-image:"+dockertest.SandboxImage, sandbox.Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe})
 	})
+}
+
+// sandboxReady times sandbox.Open of spec with opts, starting the executor and its hello:
+// until the sandbox is ready for the first call. Closing it is not timed.
+func sandboxReady(b *testing.B, spec string, opts sandbox.Options) {
+	var sb *sandbox.Sandbox // the open one, removed if the benchmark fails midway
+	defer func() {
+		if sb != nil {
+			closeSandbox(b, sb)
+		}
+	}()
+	var lat latencies
+	for b.Loop() {
+		start := time.Now()
+		var err error
+		sb, err = sandbox.Open(b.Context(), spec, opts)
+		if err != nil {
+			b.Fatalf("open: %v", err)
+		}
+		s, err := sb.Start(b.Context())
+		if err != nil {
+			b.Fatalf("start the executor: %v", err)
+		}
+		greet(b, s, sb.Cwd())
+		lat.since(start)
+		b.StopTimer()
+		s.Close()
+		closeSandbox(b, sb)
+		sb = nil
+		b.StartTimer()
+	}
+	lat.report(b)
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -17,14 +16,6 @@ import (
 	"github.com/tapebox/tapebox/testkit"
 	"github.com/tapebox/tapebox/testkit/miniagent"
 )
-
-// benchCLI runs the command line and returns the exit code and output.
-func benchCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code = RunEnv(t.Context(), args, &Env{Stdout: &out, Stderr: &errOut})
-	return code, out.String(), errOut.String()
-}
 
 // recordBenchTape records a small run (parallel calls, a subagent) with a real agent and
 // returns the tape's path.
@@ -80,7 +71,7 @@ func TestBenchLocal(t *testing.T) {
 	a, b := "local:"+filepath.Join(dir, "a"), "local:"+filepath.Join(dir, "b")
 
 	t.Run("table", func(t *testing.T) {
-		code, out, errOut := benchCLI(t, "bench", "--tape", path, "--sandbox", a, "--vs", b, "-n", "3")
+		code, out, errOut := runVerbForTest(t, "bench", "--tape", path, "--sandbox", a, "--vs", b, "-n", "3")
 		require.Equal(t, ExitOK, code, errOut)
 		assert.Contains(t, out, "5 steps; 3 runs on each sandbox, speed 0\nA: "+a+"\nB: "+b+"\n")
 		for _, want := range []string{"B regressed", "replay wall ms", "tool ms", "overhead ms/step", "steps/s", "sandbox setup ms", "A 95% CI"} {
@@ -94,7 +85,7 @@ func TestBenchLocal(t *testing.T) {
 	})
 
 	t.Run("json", func(t *testing.T) {
-		code, out, errOut := benchCLI(t, "bench", "--tape", path, "--sandbox", a, "--vs", b, "-n", "2", "--json", "--quiet")
+		code, out, errOut := runVerbForTest(t, "bench", "--tape", path, "--sandbox", a, "--vs", b, "-n", "2", "--json", "--quiet")
 		require.Equal(t, ExitOK, code, errOut)
 		assert.Empty(t, errOut)
 		var rep benchJSON
@@ -127,11 +118,11 @@ func TestBenchLocal(t *testing.T) {
 	})
 
 	t.Run("n=1 is undefined, not zero", func(t *testing.T) {
-		code, out, errOut := benchCLI(t, "bench", "--tape", path, "--sandbox", a, "--vs", b, "-n", "1", "--quiet")
+		code, out, errOut := runVerbForTest(t, "bench", "--tape", path, "--sandbox", a, "--vs", b, "-n", "1", "--quiet")
 		require.Equal(t, ExitOK, code, errOut)
 		assert.Contains(t, out, "n/a")
 		assert.Contains(t, out, "note: n=1: standard deviation and confidence interval are undefined")
-		code, out, _ = benchCLI(t, "bench", "--tape", path, "--sandbox", a, "--vs", b, "-n", "1", "--quiet", "--json")
+		code, out, _ = runVerbForTest(t, "bench", "--tape", path, "--sandbox", a, "--vs", b, "-n", "1", "--quiet", "--json")
 		require.Equal(t, ExitOK, code)
 		var rep benchJSON
 		require.NoError(t, json.Unmarshal([]byte(out), &rep))
@@ -151,7 +142,7 @@ func TestBenchLocal(t *testing.T) {
 		rec.Meta.Harness = "no-such-harness"
 		bad := filepath.Join(t.TempDir(), "bad.json")
 		require.NoError(t, tape.Save(bad, rec))
-		code, out, errOut := benchCLI(t, "bench", "--tape", bad, "--sandbox", a, "--vs", b, "-n", "2", "--json")
+		code, out, errOut := runVerbForTest(t, "bench", "--tape", bad, "--sandbox", a, "--vs", b, "-n", "2", "--json")
 		assert.Equal(t, ExitFailure, code)
 		assert.Empty(t, out, "no report, no times")
 		assert.Contains(t, errOut, "tapebox bench: run 1 of 2 on A ("+a+"): ")
@@ -165,7 +156,7 @@ func TestBenchDocker(t *testing.T) {
 	path := recordBenchTape(t)
 	a := "docker-image:" + dockertest.SandboxImage
 	b := a + "?memory=256m&pids-limit=200"
-	code, out, errOut := benchCLI(t, "bench", "--tape", path, "--sandbox", a, "--vs", b, "-n", "2", "--cwd", "/work", "--json", "--quiet")
+	code, out, errOut := runVerbForTest(t, "bench", "--tape", path, "--sandbox", a, "--vs", b, "-n", "2", "--cwd", "/work", "--json", "--quiet")
 	require.Equal(t, ExitOK, code, errOut)
 	var rep benchJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
@@ -193,12 +184,12 @@ func TestBenchUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := benchCLI(t, append([]string{"bench"}, tt.args...)...)
+			code, _, errOut := runVerbForTest(t, append([]string{"bench"}, tt.args...)...)
 			assert.Equal(t, ExitUsage, code)
 			assert.Contains(t, errOut, tt.want)
 		})
 	}
-	code, out, _ := benchCLI(t, "bench", "--help")
+	code, out, _ := runVerbForTest(t, "bench", "--help")
 	assert.Equal(t, ExitOK, code)
 	assert.Contains(t, out, "Usage: tapebox bench --tape run.json --sandbox A --vs B")
 }

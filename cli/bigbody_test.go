@@ -11,66 +11,19 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/bigbody"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
 )
 
-// sizedUpstream answers an Anthropic call with an answer of the size X-Answer asks for
-// ("json SIZE", "sse SIZE"; anything else: a short one), written in 32 KiB pieces and
-// flushed, without a length, and remembers the SHA-256 of the last answer.
-type sizedUpstream struct {
-	mu   sync.Mutex
-	sent string
-}
-
-func (u *sizedUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	io.Copy(io.Discard, r.Body)
-	kind, sizeText, _ := strings.Cut(r.Header.Get("X-Answer"), " ")
-	size, _ := strconv.Atoi(sizeText)
-	var pieces []string
-	filler := "All work and no play makes a long answer. "
-	switch kind {
-	case "json":
-		w.Header().Set("Content-Type", "application/json")
-		pieces = []string{`{"id":"msg_big","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"`, filler, `"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}}`}
-	case "sse":
-		w.Header().Set("Content-Type", "text/event-stream")
-		pieces = []string{"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_big\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
-			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + filler + "\"}}\n\n",
-			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"}
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		pieces = []string{`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`, "", ""}
-	}
-	h := sha256.New()
-	out := io.MultiWriter(w, h)
-	rc := http.NewResponseController(w)
-	io.WriteString(out, pieces[0])
-	var buf strings.Builder
-	for written := 0; written < size; {
-		for buf.Len() < 32<<10 {
-			buf.WriteString(pieces[1])
-		}
-		io.WriteString(out, buf.String())
-		rc.Flush()
-		written += buf.Len()
-		buf.Reset()
-	}
-	io.WriteString(out, pieces[2])
-	u.mu.Lock()
-	u.sent = hex.EncodeToString(h.Sum(nil))
-	u.mu.Unlock()
-}
-
 // callSized makes one call through the gateway at base, asking for answer, reads every
 // byte, and checks it got what the upstream sent.
-func callSized(t *testing.T, base string, up *sizedUpstream, answer string) int64 {
+func callSized(t *testing.T, base string, up *bigbody.Upstream, answer string) int64 {
 	t.Helper()
 	stream := strings.HasPrefix(answer, "sse")
 	body := fmt.Sprintf(`{"model":"m","max_tokens":64,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream)
@@ -85,9 +38,7 @@ func callSized(t *testing.T, base string, up *sizedUpstream, answer string) int6
 	n, err := io.Copy(h, resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	up.mu.Lock()
-	sent := up.sent
-	up.mu.Unlock()
+	sent, _ := up.Hashes()
 	require.Equal(t, sent, hex.EncodeToString(h.Sum(nil)), "the client got every byte of %s", answer)
 	return n
 }
@@ -121,7 +72,7 @@ func TestGatewayLargeAnswersMemory(t *testing.T) {
 		t.Skipf("no /proc to measure memory with: %v", err)
 	}
 	bin := buildTapebox(t)
-	up := &sizedUpstream{}
+	up := &bigbody.Upstream{}
 	srv := httptest.NewServer(up)
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "run.json")
@@ -167,7 +118,7 @@ func TestGatewayLargeAnswersMemory(t *testing.T) {
 // usage error.
 func TestMaxRecordBodyFlag(t *testing.T) {
 	bin := buildTapebox(t)
-	up := &sizedUpstream{}
+	up := &bigbody.Upstream{}
 	srv := httptest.NewServer(up)
 	defer srv.Close()
 	for _, c := range []struct {

@@ -16,27 +16,7 @@ import (
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
-	"github.com/tapebox/tapebox/testkit/miniagent"
 )
-
-// budgetAgentEnv makes this test binary the agent of the breaker tests: a mini harness
-// that asks for model fake-model at $ANTHROPIC_BASE_URL.
-const budgetAgentEnv = "TAPEBOX_TEST_BUDGET_AGENT"
-
-func TestBudgetHelperAgent(t *testing.T) {
-	if os.Getenv(budgetAgentEnv) == "" {
-		t.Skip("run by the breaker tests as the agent")
-	}
-	dir, _ := os.Getwd()
-	final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
-		Provider: tape.ProviderAnthropic, Stream: true, Model: "fake-model", Prompt: "BUDGET-TASK", Dir: dir, APIKey: gwAPIKey})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		os.Exit(101)
-	}
-	fmt.Println(final)
-	os.Exit(0)
-}
 
 // budgetScript asks for a different call every turn, then ends.
 func budgetScript(n int) fakeprovider.Script {
@@ -55,10 +35,10 @@ func recordBudget(t *testing.T, out string, extra ...string) (int, string) {
 	require.NoError(t, fp.Start())
 	t.Cleanup(func() { fp.Close() })
 	t.Chdir(t.TempDir())
-	t.Setenv(budgetAgentEnv, "1")
+	t.Setenv(recordAgentEnv, "1")
 	var stdout, stderr syncBuffer
 	args := append([]string{"record", "--output", out, "--upstream", fp.URL(), "--no-workspace", "--quiet"}, extra...)
-	args = append(args, "--", os.Args[0], "-test.run=^TestBudgetHelperAgent$")
+	args = append(args, "--", os.Args[0], "-test.run=^TestRecordHelperAgent$")
 	code := RunEnv(t.Context(), args, &Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }})
 	return code, stderr.String()
 }

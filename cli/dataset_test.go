@@ -16,18 +16,24 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
+// runDatasetCLI runs tapebox dataset ARGS with buffers.
 func runDatasetCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code = RunEnv(t.Context(), append([]string{"dataset"}, args...), &Env{Stdout: &out, Stderr: &errOut})
-	return code, out.String(), errOut.String()
+	return runVerbForTest(t, append([]string{"dataset"}, args...)...)
+}
+
+// genTapes writes a generated corpus into a temporary folder and returns it, with a path in
+// another for a dataset (not yet made).
+func genTapes(t *testing.T, opts tapegen.Options) (tapes, out string) {
+	t.Helper()
+	tapes = filepath.Join(t.TempDir(), "tapes")
+	_, err := tapegen.Generate(t.Context(), tapes, opts)
+	require.NoError(t, err)
+	return tapes, filepath.Join(t.TempDir(), "ds")
 }
 
 func TestDatasetExportImportValidate(t *testing.T) {
-	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 6, Seed: 1, MeanSteps: 4, Lean: true})
-	require.NoError(t, err)
-	out := filepath.Join(t.TempDir(), "ds")
+	tapes, out := genTapes(t, tapegen.Options{Tapes: 6, Seed: 1, MeanSteps: 4, Lean: true})
 
 	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--format", "both", "--jobs", "2", filepath.Join(tapes, "*.json"))
 	require.Equal(t, ExitOK, code, stderr)
@@ -95,10 +101,7 @@ func TestDatasetExportInvalidTape(t *testing.T) {
 // validate checks it, import writes it back beside the tape; a missing snapshot fails the
 // export, naming the tape and the snapshot file, unless --no-workspace.
 func TestDatasetWorkspaces(t *testing.T) {
-	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 4, Seed: 3, MeanSteps: 2, Lean: true, Workspaces: 2})
-	require.NoError(t, err)
-	out := filepath.Join(t.TempDir(), "ds")
+	tapes, out := genTapes(t, tapegen.Options{Tapes: 4, Seed: 3, MeanSteps: 2, Lean: true, Workspaces: 2})
 	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Contains(t, stdout, "with 2 start snapshots")
@@ -216,10 +219,7 @@ func TestDatasetExportRefusesSecrets(t *testing.T) {
 // TestDatasetExportCreatedBy: the Parquet footer names the CLI's version, not the
 // dataset layout's "1" with an empty build.
 func TestDatasetExportCreatedBy(t *testing.T) {
-	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 2, Seed: 4, MeanSteps: 2, Lean: true})
-	require.NoError(t, err)
-	out := filepath.Join(t.TempDir(), "ds")
+	tapes, out := genTapes(t, tapegen.Options{Tapes: 2, Seed: 4, MeanSteps: 2, Lean: true})
 	code, _, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
 	require.Equal(t, ExitOK, code, stderr)
 	// The footer is at the end of the file, created_by a plain string in it.
@@ -233,10 +233,7 @@ func TestDatasetExportCreatedBy(t *testing.T) {
 // TestDatasetExportRefusesTapeOfAnotherSplit: exit 1, naming the tape file and where the
 // dataset already holds it, and the dataset is as it was.
 func TestDatasetExportRefusesTapeOfAnotherSplit(t *testing.T) {
-	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 3, Seed: 5, MeanSteps: 2, Lean: true})
-	require.NoError(t, err)
-	out := filepath.Join(t.TempDir(), "ds")
+	tapes, out := genTapes(t, tapegen.Options{Tapes: 3, Seed: 5, MeanSteps: 2, Lean: true})
 	code, _, stderr := runDatasetCLI(t, "export", "--out", out, tapes)
 	require.Equal(t, ExitOK, code, stderr)
 	card, err := os.ReadFile(filepath.Join(out, "README.md"))
@@ -260,10 +257,7 @@ func TestDatasetExportRefusesTapeOfAnotherSplit(t *testing.T) {
 // what the flags set and what was added to the card by hand, and overrides only the
 // fields it is given.
 func TestDatasetExportCardFlags(t *testing.T) {
-	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 2, Seed: 6, MeanSteps: 2, Lean: true})
-	require.NoError(t, err)
-	out := filepath.Join(t.TempDir(), "ds")
+	tapes, out := genTapes(t, tapegen.Options{Tapes: 2, Seed: 6, MeanSteps: 2, Lean: true})
 	code, stdout, stderr := runDatasetCLI(t, "export", tapes, "--out", out, "--license", "CC-BY-4.0",
 		"--task-category", "text-generation", "--task-category", "question-answering", "--language", "en", "--pretty-name", "Our agent runs")
 	require.Equal(t, ExitOK, code, stderr)
@@ -301,10 +295,7 @@ func TestDatasetExportCardFlags(t *testing.T) {
 // and nothing else there; the counts match the dataset (a --format both folder counted
 // once) and every split is listed.
 func TestDatasetJSON(t *testing.T) {
-	tapes := filepath.Join(t.TempDir(), "tapes")
-	_, err := tapegen.Generate(t.Context(), tapes, tapegen.Options{Tapes: 5, Seed: 7, MeanSteps: 3, Lean: true, Workspaces: 2})
-	require.NoError(t, err)
-	out := filepath.Join(t.TempDir(), "ds")
+	tapes, out := genTapes(t, tapegen.Options{Tapes: 5, Seed: 7, MeanSteps: 3, Lean: true, Workspaces: 2})
 	files, err := filepath.Glob(filepath.Join(tapes, "*.json"))
 	require.NoError(t, err)
 	require.Len(t, files, 5)

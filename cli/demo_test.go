@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,12 +13,11 @@ import (
 // TestDemo runs the main job end to end on the local sandbox.
 func TestDemo(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "demo")
-	var stdout, stderr bytes.Buffer
-	code := RunEnv(t.Context(), []string{"demo", "--out", out, "--docker-image", ""}, &Env{Stdout: &stdout, Stderr: &stderr})
-	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	require.Equal(t, 1, strings.Count(stdout.String(), "IDENTICAL"), stdout.String())
-	require.Contains(t, stdout.String(), "end state: the same 3 files as the recording")
-	require.Contains(t, stdout.String(), "end state: identical (4 entries)")
+	code, stdout, stderr := runVerbForTest(t, "demo", "--out", out, "--docker-image", "")
+	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Equal(t, 1, strings.Count(stdout, "IDENTICAL"), stdout)
+	require.Contains(t, stdout, "end state: the same 3 files as the recording")
+	require.Contains(t, stdout, "end state: identical (4 entries)")
 	rec, err := tape.LoadFile(filepath.Join(out, "run.json"))
 	require.NoError(t, err)
 	require.Len(t, rec.Threads, 2)

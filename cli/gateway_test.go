@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -25,13 +24,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/credscan"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // The credentials the gateway tests of this package send; none may reach a file beside a
-// tape (gwScanCredentials).
+// tape (credscan.Dir).
 const (
 	gwAPIKey   = "sk-ant-api03-CLITESTKEY-q8Zr4Lm"
 	gwBearer   = "sk-proj-CLITESTBEARER-w2Nc7Vb"
@@ -40,27 +40,6 @@ const (
 )
 
 var gwCredentials = []string{gwAPIKey, gwBearer, gwCookie, gwInjected}
-
-// gwScanCredentials fails t when any file under dir holds one of gwCredentials.
-func gwScanCredentials(t *testing.T, dir string) {
-	t.Helper()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, c := range gwCredentials {
-			if bytes.Contains(data, []byte(c)) {
-				t.Errorf("credential %q found in %s", c, path)
-			}
-		}
-		return nil
-	})
-	require.NoError(t, err)
-}
 
 // buildTapebox builds cmd/tapebox into a temporary directory.
 func buildTapebox(t *testing.T) string {
@@ -348,7 +327,7 @@ func TestGatewaySIGKILL(t *testing.T) {
 				require.Len(t, steps[i].ToolResults, 1, "iteration %d step %d: its results came with the next call", it, i)
 			}
 		}
-		gwScanCredentials(t, dir)
+		credscan.Dir(t, dir, gwCredentials...)
 	}
 
 	// A last gateway on the same output finishes cleanly and leaves nothing beside the tape.
@@ -371,7 +350,7 @@ func TestGatewaySIGKILL(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	require.Equal(t, []string{"run.json"}, names, "no slot or publish file is left beside the tape")
-	gwScanCredentials(t, dir)
+	credscan.Dir(t, dir, gwCredentials...)
 }
 
 // TestGatewaySignals: SIGTERM and SIGINT finish the tape with how the run looked, and the
@@ -411,7 +390,7 @@ func TestGatewaySignals(t *testing.T) {
 			assert.Equal(t, "claude-code", tp.Meta.Harness)
 			assert.Equal(t, "2.1.332", tp.Meta.HarnessVersion)
 			assert.Contains(t, p.stderr.String(), "model calls recorded into")
-			gwScanCredentials(t, dir)
+			credscan.Dir(t, dir, gwCredentials...)
 		})
 	}
 }
@@ -439,7 +418,7 @@ func TestGatewayInjectHeaderFlag(t *testing.T) {
 	}
 	_, err := tape.LoadFile(out)
 	require.NoError(t, err)
-	gwScanCredentials(t, dir)
+	credscan.Dir(t, dir, gwCredentials...)
 }
 
 // TestGatewayCwdFlag: meta.cwd is what the first request names, unless --cwd gives it.

@@ -10,14 +10,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/credscan"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/testkit/miniagent"
 )
 
-// The agent `tapebox record` runs in these tests is this test binary again, running
-// TestRecordHelperAgent: a mini harness that talks to $ANTHROPIC_BASE_URL, holding a
-// placeholder key, then exits with $TAPEBOX_TEST_AGENT_EXIT.
+// The agent `tapebox record` runs in these tests (and the breaker's) is this test binary
+// again, running TestRecordHelperAgent: a mini harness that talks to $ANTHROPIC_BASE_URL
+// (asking for miniagent's fake-model), holding a placeholder key, then exits with
+// $TAPEBOX_TEST_AGENT_EXIT.
 const recordAgentEnv = "TAPEBOX_TEST_AGENT"
 
 func TestRecordHelperAgent(t *testing.T) {
@@ -99,7 +101,7 @@ func TestRecord(t *testing.T) {
 			require.Len(t, steps, 2)
 			require.Len(t, steps[0].ToolResults, 1)
 			assert.Equal(t, "ok", steps[0].ToolResults[0].Text())
-			gwScanCredentials(t, dir)
+			credscan.Dir(t, dir, gwCredentials...)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -110,6 +111,25 @@ Exits 0 when no secret is found, 1 when one is or a file cannot be read, 2 on us
 	}
 	fmt.Fprintf(env.Stderr, "tapebox scan: no secrets in %s\n", plural(len(results), "tape"))
 	return ExitOK
+}
+
+// tapeArgs expands the tape arguments of validate and verify: a directory stands for the
+// tapes in it (*.json, recursively), as for scan and dataset export; any other argument is
+// a file, reported on its own line by the verb if it cannot be read.
+func tapeArgs(args []string) ([]string, error) {
+	var paths []string
+	for _, a := range args {
+		if fi, err := os.Stat(a); err != nil || !fi.IsDir() {
+			paths = append(paths, a)
+			continue
+		}
+		inputs, err := dataset.ExpandInputs([]string{a})
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, inputPaths(inputs)...)
+	}
+	return paths, nil
 }
 
 // inputPaths returns the paths of the tape files, for secrets.ScanFiles and secrets.Check.

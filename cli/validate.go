@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
-	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/schema"
 )
 
@@ -38,19 +36,9 @@ Exits 0 when every tape is valid, 1 when any is invalid or cannot be read.`)
 	if fs.NArg() == 0 {
 		return usageError(env, fs, "want at least one tape file")
 	}
-	// A directory stands for the tapes in it (*.json, recursively), as for scan and dataset
-	// export; any other argument is a file, reported on its own line if it cannot be read.
-	var paths []string
-	for _, a := range fs.Args() {
-		if fi, err := os.Stat(a); err != nil || !fi.IsDir() {
-			paths = append(paths, a)
-			continue
-		}
-		inputs, err := dataset.ExpandInputs([]string{a})
-		if err != nil {
-			return failf(env, "validate", "%v", err)
-		}
-		paths = append(paths, inputPaths(inputs)...)
+	paths, err := tapeArgs(fs.Args())
+	if err != nil {
+		return failf(env, "validate", "%v", err)
 	}
 	results := schema.ValidateFiles(ctx, paths)
 	out := make([]validateResult, len(results))

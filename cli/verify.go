@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/seal"
 )
@@ -70,17 +69,9 @@ Exits 0 when every tape verifies, 1 when any does not or cannot be read.`)
 		}
 		pub = key
 	}
-	var paths []string
-	for _, a := range fs.Args() {
-		if fi, err := os.Stat(a); err != nil || !fi.IsDir() {
-			paths = append(paths, a)
-			continue
-		}
-		inputs, err := dataset.ExpandInputs([]string{a})
-		if err != nil {
-			return failf(env, "verify", "%v", err)
-		}
-		paths = append(paths, inputPaths(inputs)...)
+	paths, err := tapeArgs(fs.Args())
+	if err != nil {
+		return failf(env, "verify", "%v", err)
 	}
 	out := make([]verifyResult, len(paths))
 	var g errgroup.Group

@@ -37,6 +37,17 @@ func bashTape(cmds, outputs []string) *tape.Tape {
 	return tp
 }
 
+// requireRestartedIdentical: the replay restarted the executor once, and the tape it wrote
+// to out compares identical with rec.
+func requireRestartedIdentical(t *testing.T, rec *tape.Tape, res *controller.Result, out string) {
+	t.Helper()
+	require.Equal(t, 1, res.Restarts)
+	rep, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	r := controller.Compare(rec, rep)
+	require.True(t, r.Identical, "%+v", r.Differences)
+}
+
 func localSandbox(t *testing.T) *sandbox.Sandbox {
 	t.Helper()
 	sb, err := sandbox.Open(t.Context(), "local:"+t.TempDir(), sandbox.Options{})
@@ -65,11 +76,7 @@ func TestReplayRestartsDeadExecutor(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "replay.json")
 	res, err := controller.Replay(t.Context(), rec, sb, controller.Options{Cwd: sb.Cwd(), Output: out, Logf: t.Logf})
 	require.NoError(t, err)
-	require.Equal(t, 1, res.Restarts)
-	rep, err := tape.LoadFile(out)
-	require.NoError(t, err)
-	r := controller.Compare(rec, rep)
-	require.True(t, r.Identical, "%+v", r.Differences)
+	requireRestartedIdentical(t, rec, res, out)
 	// The command the executor died in left its task behind, but not in the workspace.
 	entries, err := os.ReadDir(sb.Cwd())
 	require.NoError(t, err)

@@ -130,11 +130,7 @@ func TestReplaySocketSwapAttack(t *testing.T) {
 	}
 	assert.Zero(t, d.conns.Load(), "the host socket the container pointed at received a connection")
 	require.NoError(t, err)
-	assert.Equal(t, 1, res.Restarts)
-	rep, err := tape.LoadFile(out)
-	require.NoError(t, err)
-	r := controller.Compare(rec, rep)
-	assert.True(t, r.Identical, "%+v", r.Differences)
+	requireRestartedIdentical(t, rec, res, out)
 
 	require.NotNil(t, swapLog)
 	assert.Contains(t, string(swapLog.Stdout), "watching /run/tapebox-exec")

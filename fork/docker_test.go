@@ -3,7 +3,6 @@ package fork_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,18 +25,7 @@ func TestForkInContainer(t *testing.T) {
 	image := dockertest.BuildMini(t)
 
 	first := start(t, original())
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("start\n"), 0o644))
-	recPath := filepath.Join(t.TempDir(), "run.json")
-	g, err := gateway.New(gateway.Config{Output: recPath, Upstream: first.URL(), Workspace: dir, Cwd: "/work/mini"})
-	require.NoError(t, err)
-	hs := httptest.NewServer(g)
-	_, err = runMini(t, hs.URL, dir)
-	require.NoError(t, err)
-	hs.Close()
-	require.NoError(t, g.Finish(tape.EndComplete, ""))
-	rec, err := tape.LoadFile(recPath)
-	require.NoError(t, err)
+	recPath, rec := recordIn(t, first, gateway.Config{Workspace: startDir(t), Cwd: "/work/mini"})
 	before := len(first.Requests())
 
 	second := start(t, other())

@@ -62,21 +62,36 @@ func runMini(t *testing.T, base, dir string) (string, error) {
 // record runs the mini agent through a gateway in a fresh directory with a start file.
 func record(t *testing.T, p *fakeprovider.Server) (string, *tape.Tape) {
 	t.Helper()
+	dir := startDir(t)
+	path, rec := recordIn(t, p, gateway.Config{Workspace: dir, Cwd: dir})
+	require.Len(t, rec.Main().Steps, 4)
+	return path, rec
+}
+
+// startDir is a fresh directory with a start file, README.
+func startDir(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("start\n"), 0o644))
-	path := filepath.Join(t.TempDir(), "run.json")
-	g, err := gateway.New(gateway.Config{Output: path, Upstream: p.URL(), Workspace: dir, Cwd: dir})
+	return dir
+}
+
+// recordIn runs the mini agent in cfg.Workspace through a gateway (cfg, recording to a
+// fresh file) to p, and returns the tape's path and the tape.
+func recordIn(t *testing.T, p *fakeprovider.Server, cfg gateway.Config) (string, *tape.Tape) {
+	t.Helper()
+	cfg.Output, cfg.Upstream = filepath.Join(t.TempDir(), "run.json"), p.URL()
+	g, err := gateway.New(cfg)
 	require.NoError(t, err)
 	srv := httptest.NewServer(g)
-	_, err = runMini(t, srv.URL, dir)
+	_, err = runMini(t, srv.URL, cfg.Workspace)
 	require.NoError(t, err)
 	srv.Close()
 	reason, detail := g.Outcome()
 	require.NoError(t, g.Finish(reason, detail))
-	rec, err := tape.LoadFile(path)
+	rec, err := tape.LoadFile(cfg.Output)
 	require.NoError(t, err)
-	require.Len(t, rec.Main().Steps, 4)
-	return path, rec
+	return cfg.Output, rec
 }
 
 // forkAt restores the recording's workspace into a fresh directory and runs the mini agent
@@ -319,17 +334,7 @@ func TestForkAfterASubagent(t *testing.T) {
 		return fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Marker: marker, Turns: turns}, sub}}
 	}
 	first := start(t, script(fakeprovider.Turn{Calls: []tape.ToolCall{bash("echo two >> a.txt")}}, fakeprovider.Turn{Text: "done"}))
-	dir := t.TempDir()
-	recPath := filepath.Join(t.TempDir(), "run.json")
-	g, err := gateway.New(gateway.Config{Output: recPath, Upstream: first.URL(), Workspace: dir})
-	require.NoError(t, err)
-	hs := httptest.NewServer(g)
-	_, err = runMini(t, hs.URL, dir)
-	require.NoError(t, err)
-	hs.Close()
-	require.NoError(t, g.Finish(tape.EndComplete, ""))
-	rec, err := tape.LoadFile(recPath)
-	require.NoError(t, err)
+	recPath, rec := recordIn(t, first, gateway.Config{Workspace: t.TempDir()})
 	require.Len(t, rec.Threads, 2, "main and the subagent")
 
 	second := start(t, script(fakeprovider.Turn{Calls: []tape.ToolCall{bash("echo OTHER >> a.txt")}}, fakeprovider.Turn{Text: "other done"}))
@@ -370,17 +375,7 @@ func TestForkOnASubagentThread(t *testing.T) {
 		}}
 	}
 	first := start(t, script("echo recorded >> s.txt", "main done"))
-	dir := t.TempDir()
-	recPath := filepath.Join(t.TempDir(), "run.json")
-	g, err := gateway.New(gateway.Config{Output: recPath, Upstream: first.URL(), Workspace: dir})
-	require.NoError(t, err)
-	hs := httptest.NewServer(g)
-	_, err = runMini(t, hs.URL, dir)
-	require.NoError(t, err)
-	hs.Close()
-	require.NoError(t, g.Finish(tape.EndComplete, ""))
-	rec, err := tape.LoadFile(recPath)
-	require.NoError(t, err)
+	recPath, rec := recordIn(t, first, gateway.Config{Workspace: t.TempDir()})
 	require.Len(t, rec.Threads, 2)
 	sub := rec.Threads[1].ID
 

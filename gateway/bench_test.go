@@ -113,6 +113,26 @@ func benchClient(b *testing.B) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
+// call posts body and reads the whole answer.
+func (bt benchTarget) call(b *testing.B, body []byte) {
+	resp := bt.post(b, body)
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// timeCalls times bt.call of body each iteration and reports the calls' latencies ("call").
+func (bt benchTarget) timeCalls(b *testing.B, body []byte) {
+	var d durations
+	for b.Loop() {
+		start := time.Now()
+		bt.call(b, body)
+		d = append(d, time.Since(start))
+	}
+	d.report(b, "call")
+}
+
 // post sends body and returns the response, failing b on a transport error or a bad status.
 func (bt benchTarget) post(b *testing.B, body []byte) *http.Response {
 	path := bt.path
@@ -171,17 +191,7 @@ func BenchmarkNonStreamCall(b *testing.B) {
 		b.Run(waitName(wait), func(b *testing.B) {
 			direct, viaGateway := benchTargets(b, fakeprovider.New(benchScript(wait)))
 			sides(b, direct, viaGateway, func(b *testing.B, bt benchTarget) {
-				var d durations
-				for b.Loop() {
-					start := time.Now()
-					resp := bt.post(b, body)
-					if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-						b.Fatal(err)
-					}
-					resp.Body.Close()
-					d = append(d, time.Since(start))
-				}
-				d.report(b, "call")
+				bt.timeCalls(b, body)
 			})
 		})
 	}
@@ -312,22 +322,8 @@ func BenchmarkRecordedCallAtStep(b *testing.B) {
 	up := httptest.NewServer(fakeprovider.New(benchScript(0)))
 	b.Cleanup(up.Close)
 	body := benchRequest(false, 64<<10)
-	call := func(b *testing.B, bt benchTarget) {
-		resp := bt.post(b, body)
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-			b.Fatal(err)
-		}
-		resp.Body.Close()
-	}
 	b.Run("direct", func(b *testing.B) {
-		var d durations
-		bt := benchTarget{url: up.URL, client: benchClient(b)}
-		for b.Loop() {
-			start := time.Now()
-			call(b, bt)
-			d = append(d, time.Since(start))
-		}
-		d.report(b, "call")
+		benchTarget{url: up.URL, client: benchClient(b)}.timeCalls(b, body)
 	})
 	b.Run("step=1", func(b *testing.B) {
 		var d durations
@@ -340,23 +336,17 @@ func BenchmarkRecordedCallAtStep(b *testing.B) {
 				b.StartTimer()
 			}
 			start := time.Now()
-			call(b, bt)
+			bt.call(b, body)
 			d = append(d, time.Since(start))
 		}
 		d.report(b, "call")
 	})
 	b.Run("step=500", func(b *testing.B) {
-		var d durations
 		bt := newBenchGateway(b, up.URL)
 		for bt.g.Steps() < 499 {
-			call(b, bt)
+			bt.call(b, body)
 		}
-		for b.Loop() {
-			start := time.Now()
-			call(b, bt)
-			d = append(d, time.Since(start))
-		}
-		d.report(b, "call")
+		bt.timeCalls(b, body)
 	})
 }
 
@@ -390,17 +380,7 @@ func BenchmarkGuardOverhead(b *testing.B) {
 			for _, v := range variants {
 				b.Run(v.name, func(b *testing.B) {
 					bt := newBenchGateway(b, up.URL, v.adjust)
-					var d durations
-					for b.Loop() {
-						start := time.Now()
-						resp := bt.post(b, body)
-						if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-							b.Fatal(err)
-						}
-						resp.Body.Close()
-						d = append(d, time.Since(start))
-					}
-					d.report(b, "call")
+					bt.timeCalls(b, body)
 					if bt.g.Tripped() != nil {
 						b.Fatal("the breaker tripped")
 					}

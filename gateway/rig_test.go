@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/internal/credscan"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
@@ -48,30 +47,11 @@ func tapeDir(t testing.TB) string {
 	return dir
 }
 
-// scanCredentials fails t when a file under dir holds one of the suite's credentials.
+// scanCredentials fails t when a file under dir holds one of the suite's credentials, or
+// when there is no file to scan.
 func scanCredentials(t testing.TB, dir string) {
 	t.Helper()
-	files := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
-		for _, c := range credentials {
-			if bytes.Contains(data, []byte(c)) {
-				t.Errorf("credential %q found in %s", c, path)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Errorf("scan %s for credentials: %v", dir, err)
-	}
-	if files == 0 {
+	if credscan.Dir(t, dir, credentials...) == 0 {
 		t.Errorf("scan %s for credentials: no file to scan", dir)
 	}
 }

@@ -107,15 +107,7 @@ build_sandbox() {
 	if [ -e "$root/usr/bin/python3" ]; then
 		die "the $SUITE minbase root unexpectedly contains Python; the sandbox image must not"
 	fi
-	log "docker import -> $SANDBOX_IMAGE"
-	tar -C "$root" -c . | docker import \
-		-c "$PATH_ENV" -c 'CMD ["/bin/bash"]' \
-		-c 'LABEL org.opencontainers.image.title=tapebox-sandbox' \
-		-m "tapebox: debootstrap --variant=minbase $SUITE" \
-		- "$SANDBOX_IMAGE" >/dev/null ||
-		die "docker import of $SANDBOX_IMAGE failed"
-	rm -rf "$root"
-	trap - EXIT
+	import_root "$root" "$SANDBOX_IMAGE" tapebox-sandbox /bin/bash "tapebox: debootstrap --variant=minbase $SUITE"
 	log "$SANDBOX_IMAGE built in $(($(date +%s) - started)) s"
 }
 
@@ -146,16 +138,23 @@ build_tiny() {
 	fi
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
-	log "docker import -> $TINY_IMAGE"
-	tar -C "$root" -c . | docker import \
-		-c "$PATH_ENV" -c 'CMD ["/bin/sh"]' \
-		-c 'LABEL org.opencontainers.image.title=tapebox-tiny' \
-		-m "tapebox: busybox-static tiny image" \
-		- "$TINY_IMAGE" >/dev/null ||
-		die "docker import of $TINY_IMAGE failed"
-	rm -rf "$root"
-	trap - EXIT
+	import_root "$root" "$TINY_IMAGE" tapebox-tiny /bin/sh "tapebox: busybox-static tiny image"
 	log "$TINY_IMAGE built"
+}
+
+# import_root ROOT IMAGE TITLE SHELL MESSAGE: docker import the tree ROOT as IMAGE (labelled
+# TITLE, running SHELL by default, MESSAGE as its history), then remove ROOT and the EXIT
+# trap that would have.
+import_root() {
+	log "docker import -> $2"
+	tar -C "$1" -c . | docker import \
+		-c "$PATH_ENV" -c "CMD [\"$4\"]" \
+		-c "LABEL org.opencontainers.image.title=$3" \
+		-m "$5" \
+		- "$2" >/dev/null ||
+		die "docker import of $2 failed"
+	rm -rf "$1"
+	trap - EXIT
 }
 
 # file_is_static PATH: no ELF interpreter (PT_INTERP) means statically linked.

@@ -106,32 +106,8 @@ func BenchmarkSnapshot(b *testing.B) {
 }
 
 func BenchmarkRestore(b *testing.B) {
-	dir, n := benchDir(b)
-	out := filepath.Join(b.TempDir(), "start.tar.zst")
-	info, err := SnapshotFile(b.Context(), dir, out, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	parent := b.TempDir()
-	b.SetBytes(n)
-	i := 0
-	for b.Loop() {
-		dst := filepath.Join(parent, fmt.Sprint(i))
-		if err := Restore(b.Context(), f, info, dst); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		if err := os.RemoveAll(dst); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		i++
-	}
+	f, info, n := benchSnapshotFile(b)
+	benchRestores(b, n, func(dst string) error { return Restore(b.Context(), f, info, dst) })
 }
 
 // BenchmarkRestoreTar is the baseline for BenchmarkRestore, side by side: GNU tar extracting
@@ -143,33 +119,32 @@ func BenchmarkRestoreTar(b *testing.B) {
 	if _, err := exec.LookPath("zstd"); err != nil {
 		b.Skip("no zstd for tar --zstd")
 	}
-	dir, n := benchDir(b)
-	out := filepath.Join(b.TempDir(), "start.tar.zst")
-	if _, err := SnapshotFile(b.Context(), dir, out, Options{}); err != nil {
-		b.Fatal(err)
-	}
-	parent := b.TempDir()
-	b.SetBytes(n)
-	i := 0
-	for b.Loop() {
-		dst := filepath.Join(parent, fmt.Sprint(i))
+	f, _, n := benchSnapshotFile(b)
+	benchRestores(b, n, func(dst string) error {
 		if err := os.Mkdir(dst, 0o755); err != nil {
-			b.Fatal(err)
+			return err
 		}
-		if out, err := exec.CommandContext(b.Context(), "tar", "--zstd", "-xf", out, "-C", dst).CombinedOutput(); err != nil {
-			b.Fatalf("tar: %v\n%s", err, out)
+		if out, err := exec.CommandContext(b.Context(), "tar", "--zstd", "-xf", f.Name(), "-C", dst).CombinedOutput(); err != nil {
+			return fmt.Errorf("tar: %v\n%s", err, out)
 		}
-		b.StopTimer()
-		if err := os.RemoveAll(dst); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		i++
-	}
+		return nil
+	})
 }
 
 // BenchmarkVerify is Restore's first pass alone: hash, decompress, check every header.
 func BenchmarkVerify(b *testing.B) {
+	f, info, n := benchSnapshotFile(b)
+	b.SetBytes(n)
+	for b.Loop() {
+		if err := Verify(f, info); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchSnapshotFile snapshots benchDir into a file and returns it open, with its Info and
+// the tree's content size.
+func benchSnapshotFile(b *testing.B) (*os.File, Info, int64) {
 	dir, n := benchDir(b)
 	out := filepath.Join(b.TempDir(), "start.tar.zst")
 	info, err := SnapshotFile(b.Context(), dir, out, Options{})
@@ -180,12 +155,27 @@ func BenchmarkVerify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
+	b.Cleanup(func() { f.Close() })
+	return f, info, n
+}
+
+// benchRestores times restore into a fresh directory each iteration (n bytes each), and
+// removes the directory with the timer stopped.
+func benchRestores(b *testing.B, n int64, restore func(dst string) error) {
+	parent := b.TempDir()
 	b.SetBytes(n)
+	i := 0
 	for b.Loop() {
-		if err := Verify(f, info); err != nil {
+		dst := filepath.Join(parent, fmt.Sprint(i))
+		if err := restore(dst); err != nil {
 			b.Fatal(err)
 		}
+		b.StopTimer()
+		if err := os.RemoveAll(dst); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		i++
 	}
 }
 

@@ -46,10 +46,9 @@ func writeRepo(t *testing.T, dir string, files map[string]string) {
 
 // claudeRepoCase: real Claude Code edits files that existed before it started.
 func claudeRepoCase() realCase {
-	c := claudeCase()
 	const cwd = "/tmp/tapebox-rh-claude-repo"
+	c := repoCase(claudeCase(), "claude-code-repo", cwd, "[rh-claude-repo]", 5)
 	call := fakeprovider.Call
-	c.name, c.cwd, c.repo = "claude-code-repo", cwd, greeterRepo()
 	c.scratch = []string{fmt.Sprintf("/tmp/claude-%d/-tmp-tapebox-rh-claude-repo", os.Getuid())}
 	c.script = func() fakeprovider.Script {
 		return fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Marker: "[rh-claude-repo]", Turns: []fakeprovider.Turn{
@@ -63,29 +62,13 @@ func claudeRepoCase() realCase {
 			{Text: "Done: the greeting is capitalised and documented."},
 		}}}}
 	}
-	c.command = func(t *testing.T, home string) ([]string, []string) {
-		argv, env := claudeCase().command(t, home)
-		argv[len(argv)-1] = "[rh-claude-repo] Capitalise the greeting and document it."
-		return argv, env
-	}
-	c.check = func(t *testing.T, rec *tape.Tape, state map[string]string) {
-		main := rec.Main()
-		require.Len(t, main.Steps, 5)
-		assert.Contains(t, main.Steps[0].ToolResults[0].Text(), "Run ./greet.sh NAME.", "Claude Code read the README that was there before it started")
-		assert.Equal(t, "Hello, ada\n", state["out.txt"])
-		assert.Equal(t, "# Greeter\n\nRun ./greet.sh NAME: it prints Hello, NAME.\n", state["README.md"])
-		checkRepoWorkspace(t, rec)
-	}
 	return c
 }
 
 // codexRepoCase: real Codex patches files that existed before it started.
 func codexRepoCase() realCase {
-	c := codexCase()
-	const cwd = "/tmp/tapebox-rh-codex-repo"
-	call := fakeprovider.Call
-	exec := func(cmd string) tape.ToolCall { return call("exec_command", map[string]any{"cmd": cmd}) }
-	c.name, c.cwd, c.repo = "codex-repo", cwd, greeterRepo()
+	c := repoCase(codexCase(), "codex-repo", "/tmp/tapebox-rh-codex-repo", "[rh-codex-repo]", 4)
+	exec := func(cmd string) tape.ToolCall { return fakeprovider.Call("exec_command", map[string]any{"cmd": cmd}) }
 	c.script = func() fakeprovider.Script {
 		return fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Marker: "[rh-codex-repo]", Turns: []fakeprovider.Turn{
 			{Text: "Reading the repository.", Calls: []tape.ToolCall{exec("cat README.md greet.sh; ls -l")}},
@@ -94,15 +77,25 @@ func codexRepoCase() realCase {
 			{Text: "Done: the greeting is capitalised and documented."},
 		}}}}
 	}
+	return c
+}
+
+// repoCase makes base a case on the greeter repository, named name, in cwd: its prompt is
+// marker's task to capitalise the greeting and document it, and its check wants steps steps
+// on the main thread, the first reading the README that was there before the harness
+// started, the edits and their run in the end state, and checkRepoWorkspace.
+func repoCase(base realCase, name, cwd, marker string, steps int) realCase {
+	c := base
+	c.name, c.cwd, c.repo = name, cwd, greeterRepo()
 	c.command = func(t *testing.T, home string) ([]string, []string) {
-		argv, env := codexCase().command(t, home)
-		argv[len(argv)-1] = "[rh-codex-repo] Capitalise the greeting and document it."
+		argv, env := base.command(t, home)
+		argv[len(argv)-1] = marker + " Capitalise the greeting and document it."
 		return argv, env
 	}
 	c.check = func(t *testing.T, rec *tape.Tape, state map[string]string) {
 		main := rec.Main()
-		require.Len(t, main.Steps, 4)
-		assert.Contains(t, main.Steps[0].ToolResults[0].Text(), "Run ./greet.sh NAME.", "Codex read the README that was there before it started")
+		require.Len(t, main.Steps, steps)
+		assert.Contains(t, main.Steps[0].ToolResults[0].Text(), "Run ./greet.sh NAME.", "%s read the README that was there before it started", base.harness)
 		assert.Equal(t, "Hello, ada\n", state["out.txt"])
 		assert.Equal(t, "# Greeter\n\nRun ./greet.sh NAME: it prints Hello, NAME.\n", state["README.md"])
 		checkRepoWorkspace(t, rec)

@@ -75,30 +75,21 @@ type Result struct {
 // (so root may skip permissions) and HOME=Home. A non-zero exit is reported in the Result,
 // not as an error; the error says the harness could not be run or ctx ended.
 func RunClaude(ctx context.Context, opts Options) (Result, error) {
-	bin, err := ClaudePath()
-	if err != nil {
-		return Result{}, err
-	}
-	home, cleanup, err := homeDir(opts.Home)
-	if err != nil {
-		return Result{}, err
-	}
-	defer cleanup()
-	env := []string{
-		"HOME=" + home,
-		"ANTHROPIC_BASE_URL=" + opts.BaseURL,
-		"ANTHROPIC_API_KEY=sk-test",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_AUTOUPDATER=1",
-		"IS_SANDBOX=1",
-	}
-	args := []string{"--dangerously-skip-permissions", "--output-format", "stream-json", "--verbose"}
-	if opts.Model != "" {
-		args = append(args, "--model", opts.Model)
-	}
-	args = append(args, opts.Args...)
-	args = append(args, "-p", opts.Prompt)
-	return run(ctx, bin, args, opts, env)
+	return launch(ctx, ClaudePath, opts, func(string) (args, env []string, err error) {
+		env = []string{
+			"ANTHROPIC_BASE_URL=" + opts.BaseURL,
+			"ANTHROPIC_API_KEY=sk-test",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+			"DISABLE_AUTOUPDATER=1",
+			"IS_SANDBOX=1",
+		}
+		args = []string{"--dangerously-skip-permissions", "--output-format", "stream-json", "--verbose"}
+		if opts.Model != "" {
+			args = append(args, "--model", opts.Model)
+		}
+		args = append(args, opts.Args...)
+		return append(args, "-p", opts.Prompt), env, nil
+	})
 }
 
 // CodexConfigTOML returns the config.toml that points Codex at a provider: a custom
@@ -136,7 +127,37 @@ enabled = false
 // with CODEX_HOME=Home/.codex holding CodexConfigTOML(BaseURL+"/v1", Model) plus
 // CodexConfig, and FAKE_OPENAI_KEY=sk-test. A non-zero exit is reported in the Result.
 func RunCodex(ctx context.Context, opts Options) (Result, error) {
-	bin, err := CodexPath()
+	return launch(ctx, CodexPath, opts, func(home string) (args, env []string, err error) {
+		codexHome := filepath.Join(home, ".codex")
+		if err := os.MkdirAll(codexHome, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("realharness: codex home: %w", err)
+		}
+		config := CodexConfigTOML(strings.TrimSuffix(opts.BaseURL, "/")+"/v1", opts.Model)
+		if opts.CodexConfig != "" {
+			config += "\n" + opts.CodexConfig + "\n"
+		}
+		if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
+			return nil, nil, fmt.Errorf("realharness: codex config: %w", err)
+		}
+		env = []string{
+			"CODEX_HOME=" + codexHome,
+			"FAKE_OPENAI_KEY=sk-test",
+			// What the npm wrapper (bin/codex.js) tells the native binary.
+			"CODEX_MANAGED_BY_NPM=1",
+		}
+		if nm, err := nodeModules(); err == nil {
+			env = append(env, "CODEX_MANAGED_PACKAGE_ROOT="+filepath.Join(nm, "@openai", "codex"))
+		}
+		args = []string{"exec", "--skip-git-repo-check", "--json"}
+		args = append(args, opts.Args...)
+		return append(args, opts.Prompt), env, nil
+	})
+}
+
+// launch finds a harness's binary with path, makes its home (homeDir), and runs it (run)
+// with HOME set and the arguments and variables setup returns for that home.
+func launch(ctx context.Context, path func() (string, error), opts Options, setup func(home string) (args, env []string, err error)) (Result, error) {
+	bin, err := path()
 	if err != nil {
 		return Result{}, err
 	}
@@ -145,31 +166,11 @@ func RunCodex(ctx context.Context, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	defer cleanup()
-	codexHome := filepath.Join(home, ".codex")
-	if err := os.MkdirAll(codexHome, 0o755); err != nil {
-		return Result{}, fmt.Errorf("realharness: codex home: %w", err)
+	args, env, err := setup(home)
+	if err != nil {
+		return Result{}, err
 	}
-	config := CodexConfigTOML(strings.TrimSuffix(opts.BaseURL, "/")+"/v1", opts.Model)
-	if opts.CodexConfig != "" {
-		config += "\n" + opts.CodexConfig + "\n"
-	}
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
-		return Result{}, fmt.Errorf("realharness: codex config: %w", err)
-	}
-	env := []string{
-		"HOME=" + home,
-		"CODEX_HOME=" + codexHome,
-		"FAKE_OPENAI_KEY=sk-test",
-		// What the npm wrapper (bin/codex.js) tells the native binary.
-		"CODEX_MANAGED_BY_NPM=1",
-	}
-	if nm, err := nodeModules(); err == nil {
-		env = append(env, "CODEX_MANAGED_PACKAGE_ROOT="+filepath.Join(nm, "@openai", "codex"))
-	}
-	args := []string{"exec", "--skip-git-repo-check", "--json"}
-	args = append(args, opts.Args...)
-	args = append(args, opts.Prompt)
-	return run(ctx, bin, args, opts, env)
+	return run(ctx, bin, args, opts, append([]string{"HOME=" + home}, env...))
 }
 
 // homeDir returns home, or a new temporary directory and its removal.

@@ -3,7 +3,9 @@
 # FUZZTIME, one target at a time, and writes:
 #
 #   fuzz-out/<pkg>.<Target>.log   the go test -fuzz output of one target
-#   fuzz-out/summary.txt          one line per target: package, target, result, execs
+#   fuzz-out/summary.txt          one line per target: package, target, result, execs, and
+#                                 the seconds of the run go reported 0 execs/sec (spent
+#                                 minimizing, or a hang): a run mostly stalled is no run
 #
 # A target that finds a failure leaves the failing input under <pkg>/testdata/fuzz/<Target>/
 # (go test does this); commit it with the fix so the input stays a regression test.
@@ -14,6 +16,11 @@
 #   FUZZTIME   how long each target runs (-fuzztime; default 60s)
 #   PARALLEL   fuzzing workers per target (-parallel; default 1, so that other work on the
 #              machine keeps its cores)
+#   FUZZMINIMIZETIME  how long go test may minimize one input (-fuzzminimizetime; default 5s).
+#              go's default, 60s, is spent on every new interesting input too, and on a busy
+#              machine one such minimization can take a whole 60s run (FuzzFastEncode showed
+#              "execs: 3076 (0/sec)" from the 3rd second to the end); a crasher is still
+#              written, only less minimized.
 #   OUT        the output directory (default fuzz-out)
 #   GO         the Go command (default go)
 #
@@ -23,6 +30,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-60s}
 PARALLEL=${PARALLEL:-1}
+FUZZMINIMIZETIME=${FUZZMINIMIZETIME:-5s}
 OUT=${OUT:-fuzz-out}
 GO=${GO:-go}
 match=${1:-.}
@@ -31,8 +39,8 @@ mkdir -p "$OUT"
 summary=$OUT/summary.txt
 {
 	echo "# TapeBox fuzz run, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	echo "# fuzztime $FUZZTIME per target, -parallel $PARALLEL, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	printf '%-28s %-26s %-6s %s\n' package target result execs
+	echo "# fuzztime $FUZZTIME per target, fuzzminimizetime $FUZZMINIMIZETIME, -parallel $PARALLEL, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	printf '%-28s %-26s %-6s %-10s %-8s %s\n' package target result execs stalled note
 } >"$summary"
 
 # git grep lists only tracked files, which keeps node_modules and build output out.
@@ -50,10 +58,23 @@ while read -r dir target; do
 		continue
 	fi
 	log=$OUT/$(echo "$dir" | tr / .).$target.log
-	echo "fuzz: $dir $target for $FUZZTIME" >&2
-	"$GO" test "./$dir" -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" -parallel "$PARALLEL" >"$log" 2>&1
-	status=$?
+	note=
+	for attempt in 1 2; do
+		echo "fuzz: $dir $target for $FUZZTIME" >&2
+		"$GO" test "./$dir" -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "$FUZZMINIMIZETIME" -parallel "$PARALLEL" >"$log" 2>&1 </dev/null
+		status=$?
+		# Go's coordinator can fail a target with a bare "context deadline exceeded" when the
+		# -fuzztime deadline fires (golang/go#75804, fixed in Go 1.27): no input is written and
+		# nothing failed. Such a run is repeated once and the summary says so.
+		if [ "$status" -ne 0 ] && [ "$attempt" = 1 ] && grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written' "$log"; then
+			mv "$log" "$log.deadline-race"
+			note="(rerun after go#75804)"
+			continue
+		fi
+		break
+	done
 	execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
+	stalled=$(($(grep -c '^fuzz: elapsed: [0-9ms]*[0-9]s, execs: .*(0/sec)' "$log") * 3))s
 	result=ok
 	if [ "$status" -ne 0 ]; then
 		result=FAIL
@@ -64,7 +85,7 @@ while read -r dir target; do
 		failed=1
 		grep -A3 -e '--- SKIP' "$log" >&2
 	fi
-	printf '%-28s %-26s %-6s %s\n' "$dir" "$target" "$result" "${execs:-?}" | tee -a "$summary" >&2
+	printf '%-28s %-26s %-6s %-10s %-8s %s\n' "$dir" "$target" "$result" "${execs:-?}" "$stalled" "$note" | tee -a "$summary" >&2
 done <<<"$targets"
 
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$summary"

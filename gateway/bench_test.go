@@ -183,46 +183,45 @@ func sides(b *testing.B, direct, viaGateway benchTarget, run func(b *testing.B, 
 	})
 }
 
+// sidesPerWait runs run on each side (sides) against the fake provider for every upstream
+// wait.
+func sidesPerWait(b *testing.B, run func(b *testing.B, bt benchTarget)) {
+	for _, wait := range upstreamWaits {
+		b.Run(waitName(wait), func(b *testing.B) {
+			direct, viaGateway := benchTargets(b, fakeprovider.New(benchScript(wait)))
+			sides(b, direct, viaGateway, run)
+		})
+	}
+}
+
 // BenchmarkNonStreamCall: one non-streamed call with a 4 KiB prompt, answered by the fake
 // provider; the gateway records it (and publishes the tape) before answering.
 func BenchmarkNonStreamCall(b *testing.B) {
 	body := benchRequest(false, 4<<10)
-	for _, wait := range upstreamWaits {
-		b.Run(waitName(wait), func(b *testing.B) {
-			direct, viaGateway := benchTargets(b, fakeprovider.New(benchScript(wait)))
-			sides(b, direct, viaGateway, func(b *testing.B, bt benchTarget) {
-				bt.timeCalls(b, body)
-			})
-		})
-	}
+	sidesPerWait(b, func(b *testing.B, bt benchTarget) { bt.timeCalls(b, body) })
 }
 
 // BenchmarkStreamFirstByte: the time from sending a streamed call until its first event
 // arrives (ttfb), and the whole call (ns/op).
 func BenchmarkStreamFirstByte(b *testing.B) {
 	body := benchRequest(true, 4<<10)
-	for _, wait := range upstreamWaits {
-		b.Run(waitName(wait), func(b *testing.B) {
-			direct, viaGateway := benchTargets(b, fakeprovider.New(benchScript(wait)))
-			sides(b, direct, viaGateway, func(b *testing.B, bt benchTarget) {
-				var ttfb durations
-				buf := make([]byte, 32<<10)
-				for b.Loop() {
-					start := time.Now()
-					resp := bt.post(b, body)
-					if n, err := resp.Body.Read(buf); n == 0 {
-						b.Fatal(err)
-					}
-					ttfb = append(ttfb, time.Since(start))
-					if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-						b.Fatal(err)
-					}
-					resp.Body.Close()
-				}
-				ttfb.report(b, "ttfb")
-			})
-		})
-	}
+	sidesPerWait(b, func(b *testing.B, bt benchTarget) {
+		var ttfb durations
+		buf := make([]byte, 32<<10)
+		for b.Loop() {
+			start := time.Now()
+			resp := bt.post(b, body)
+			if n, err := resp.Body.Read(buf); n == 0 {
+				b.Fatal(err)
+			}
+			ttfb = append(ttfb, time.Since(start))
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		ttfb.report(b, "ttfb")
+	})
 }
 
 // lockstepUpstream streams events one at a time: each carries the time it was written, and

@@ -50,55 +50,39 @@ func benchmarkValidate(b *testing.B, data []byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("encoding-json-decode", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			var v any
-			dec := json.NewDecoder(bytes.NewReader(data))
-			dec.UseNumber()
-			if err := dec.Decode(&v); err != nil {
-				b.Fatal(err)
+	// decodeStd is encoding/json's decoding into any, numbers kept as written.
+	decodeStd := func() (any, error) {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		err := dec.Decode(&v)
+		return v, err
+	}
+	for _, r := range []struct {
+		name string
+		run  func() error
+	}{
+		{"encoding-json-decode", func() error { _, err := decodeStd(); return err }},
+		{"encoding-json+jsonschema", func() error {
+			v, err := decodeStd()
+			if err != nil {
+				return err
 			}
-		}
-	})
-	b.Run("encoding-json+jsonschema", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			var v any
-			dec := json.NewDecoder(bytes.NewReader(data))
-			dec.UseNumber()
-			if err := dec.Decode(&v); err != nil {
-				b.Fatal(err)
+			return c.full.Validate(v)
+		}},
+		{"decode-full", func() error { _, _, err := decode(data, nil); return err }},
+		{"decode-shaped", func() error { _, _, err := decode(data, c.shape); return err }},
+		{"Validate", func() error { return Validate(data) }},
+	} {
+		b.Run(r.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if err := r.run(); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if err := c.full.Validate(v); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("decode-full", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			if _, _, err := decode(data, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("decode-shaped", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			if _, _, err := decode(data, c.shape); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("Validate", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			if err := Validate(data); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkValidateFiles measures ValidateFiles on four copies of each big tape, on every

@@ -75,11 +75,7 @@ type Result struct {
 // (so root may skip permissions) and HOME=Home. A non-zero exit is reported in the Result,
 // not as an error; the error says the harness could not be run or ctx ended.
 func RunClaude(ctx context.Context, opts Options) (Result, error) {
-	bin, err := ClaudePath()
-	if err != nil {
-		return Result{}, err
-	}
-	home, cleanup, err := homeDir(opts.Home)
+	bin, home, cleanup, err := prepare(ClaudePath, opts.Home)
 	if err != nil {
 		return Result{}, err
 	}
@@ -136,11 +132,7 @@ enabled = false
 // with CODEX_HOME=Home/.codex holding CodexConfigTOML(BaseURL+"/v1", Model) plus
 // CodexConfig, and FAKE_OPENAI_KEY=sk-test. A non-zero exit is reported in the Result.
 func RunCodex(ctx context.Context, opts Options) (Result, error) {
-	bin, err := CodexPath()
-	if err != nil {
-		return Result{}, err
-	}
-	home, cleanup, err := homeDir(opts.Home)
+	bin, home, cleanup, err := prepare(CodexPath, opts.Home)
 	if err != nil {
 		return Result{}, err
 	}
@@ -170,6 +162,15 @@ func RunCodex(ctx context.Context, opts Options) (Result, error) {
 	args = append(args, opts.Args...)
 	args = append(args, opts.Prompt)
 	return run(ctx, bin, args, opts, env)
+}
+
+// prepare finds a harness's binary with path and makes its home (see homeDir).
+func prepare(path func() (string, error), home string) (bin, dir string, cleanup func(), err error) {
+	if bin, err = path(); err != nil {
+		return "", "", nil, err
+	}
+	dir, cleanup, err = homeDir(home)
+	return bin, dir, cleanup, err
 }
 
 // homeDir returns home, or a new temporary directory and its removal.

@@ -114,8 +114,9 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 	}
 	prog := newProgress(opts.Progress, "import", 0, 0)
 	defer prog.stop()
-	// Every file is renamed into place whole; the files and the folder are synced once, at
-	// the end, rather than file by file.
+	// Every file is renamed into place whole, and the folder synced once at the end; the
+	// files' content is not synced one by one (AtomicBatch.SyncFiles), which would make the
+	// import wait for the disk.
 	out := &tape.AtomicBatch{Dir: opts.Out}
 
 	// One goroutine reads (decompression) and names the snapshots, two write files.

@@ -14,7 +14,8 @@ import (
 // The one way TapeBox replaces a file: write a temporary file beside it, sync it, rename it
 // over the path and sync the directory, so that the path holds either all of the new
 // content or what it held before, and holds it after a crash. WriteFileAtomic does that for
-// bytes, AtomicFile for a stream, AtomicBatch for many files of one directory.
+// bytes, AtomicFile for a stream, AtomicBatch for many files of one directory (whose
+// content it syncs only when asked to).
 
 // WriteFileAtomic writes data to path (mode 0644 less the umask) through a synced
 // temporary file and a rename, and syncs the directory. It refuses a path that holds
@@ -90,13 +91,18 @@ func (a *AtomicFile) Close() error {
 }
 
 // AtomicBatch writes many files into the directory Dir, each atomically (a temporary file
-// renamed into place), and makes them durable together: Sync syncs every file written
-// since the last Sync, then the directory once, where WriteFileAtomic syncs a file and the
-// directory for each. Until Sync returns, a crash may leave a file written since the last
-// Sync empty. It is safe for concurrent use.
+// renamed into place: a reader sees the old file or the whole new one), and syncs them
+// together: Sync syncs the directory once for all the renames, where WriteFileAtomic syncs
+// a file and the directory for each. It is safe for concurrent use.
 type AtomicBatch struct {
 	// Dir is the directory the files go to; it must exist.
 	Dir string
+	// SyncFiles makes Sync sync every file written since the last Sync too (8 at a time),
+	// so that their content is on disk when it returns. Without it (dataset import, which
+	// must not wait for the disk file by file) the content is written back when the system
+	// gets to it, and a crash before then can leave a renamed file empty or short, though
+	// never a mix of the old file and the new.
+	SyncFiles bool
 
 	mu      sync.Mutex
 	pending []string
@@ -121,29 +127,48 @@ func (b *AtomicBatch) WriteFile(name string, data []byte) error {
 		os.Remove(f.Name())
 		return err
 	}
-	b.mu.Lock()
-	b.pending = append(b.pending, path)
-	b.mu.Unlock()
+	if b.SyncFiles {
+		b.mu.Lock()
+		b.pending = append(b.pending, path)
+		b.mu.Unlock()
+	}
 	return nil
 }
 
-// Sync makes the files written so far durable: it syncs each, then the directory.
+// syncers is how many files AtomicBatch.Sync syncs at once: a file system commits
+// concurrent syncs together, where one after another each waits for its own commit.
+const syncers = 8
+
+// Sync makes the renames of the files written so far durable, and their content with
+// SyncFiles: it syncs each file (with SyncFiles), then the directory.
 func (b *AtomicBatch) Sync() error {
 	b.mu.Lock()
 	pending := b.pending
 	b.pending = nil
 	b.mu.Unlock()
-	var errs []error
-	for _, p := range pending {
-		f, err := os.Open(p)
-		if err == nil {
-			err = f.Sync()
-			f.Close()
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
+	if !b.SyncFiles {
+		return SyncDir(b.Dir)
 	}
+	errs := make([]error, len(pending))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(syncers, len(pending)) {
+		wg.Go(func() {
+			for i := range next {
+				f, err := os.Open(pending[i])
+				if err == nil {
+					err = f.Sync()
+					f.Close()
+				}
+				errs[i] = err
+			}
+		})
+	}
+	for i := range pending {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	return errors.Join(append(errs, SyncDir(b.Dir))...)
 }
 

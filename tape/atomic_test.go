@@ -91,11 +91,12 @@ func TestAtomicFile(t *testing.T) {
 	}
 }
 
-// TestAtomicBatch: files land whole with no temporary files left, Sync syncs them, and a
-// file that vanished before Sync is Sync's error.
+// TestAtomicBatch: files land whole with no temporary files left; with SyncFiles, Sync
+// syncs them, and a file that vanished before Sync is Sync's error; without, Sync syncs
+// the folder only.
 func TestAtomicBatch(t *testing.T) {
 	dir := t.TempDir()
-	b := &AtomicBatch{Dir: dir}
+	b := &AtomicBatch{Dir: dir, SyncFiles: true}
 	for _, name := range []string{"a.json", "b.json", "c.json"} {
 		if err := b.WriteFile(name, []byte(name)); err != nil {
 			t.Fatal(err)
@@ -128,7 +129,20 @@ func TestAtomicBatch(t *testing.T) {
 	if err := b.Sync(); err != nil {
 		t.Errorf("a second Sync has nothing left to fail on: %v", err)
 	}
+	b.SyncFiles = false
+	if err := b.WriteFile("e.json", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "e.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Errorf("Sync without SyncFiles syncs the folder alone: %v", err)
+	}
 	if err := (&AtomicBatch{Dir: filepath.Join(dir, "none")}).WriteFile("x", nil); err == nil {
 		t.Error("WriteFile into a folder that does not exist: no error")
+	}
+	if err := (&AtomicBatch{Dir: filepath.Join(dir, "none")}).Sync(); err == nil {
+		t.Error("Sync of a folder that does not exist: no error")
 	}
 }

@@ -210,12 +210,12 @@ func (r *Report) WriteText(w io.Writer) {
 	case !r.Identical:
 		verdict = "DIFFERS"
 	}
-	fmt.Fprintf(w, "compare %s -> %s (%s): %s\n", short(r.Recording), short(r.Replay), r.Harness, verdict)
+	fmt.Fprintf(w, "compare %s -> %s (%s): %s\n", ShortID(r.Recording), ShortID(r.Replay), r.Harness, verdict)
 	fmt.Fprintf(w, "  steps: %d recorded, %d replayed, %d compared; replay ended: %s\n", r.StepsRecorded, r.StepsReplayed, r.StepsCompared, r.Ended)
 	if len(r.Identifiers) > 0 {
 		fmt.Fprintf(w, "  identifiers learned: %d\n", len(r.Identifiers))
 		for _, l := range r.Identifiers {
-			fmt.Fprintf(w, "    %s -> %s (%s)\n", clip(l.Recorded, 120), clip(l.Replayed, 120), l.Evidence)
+			fmt.Fprintf(w, "    %s -> %s (%s)\n", Excerpt(l.Recorded, 120), Excerpt(l.Replayed, 120), l.Evidence)
 		}
 	}
 	for _, d := range r.Differences {
@@ -226,7 +226,7 @@ func (r *Report) WriteText(w io.Writer) {
 				where += " (" + d.Tool + ")"
 			}
 		}
-		fmt.Fprintf(w, "  - %s: %s differs\n      recorded: %s\n      replayed: %s\n", where, d.Field, clip(d.Recorded, 300), clip(d.Replayed, 300))
+		fmt.Fprintf(w, "  - %s: %s differs\n      recorded: %s\n      replayed: %s\n", where, d.Field, Excerpt(d.Recorded, 300), Excerpt(d.Replayed, 300))
 	}
 	r.EndState.writeText(w)
 	if len(r.Volatile) > 0 {
@@ -234,14 +234,17 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 }
 
-func short(id string) string {
+// ShortID is a tape id as a report shows it: its first 12 characters.
+func ShortID(id string) string {
 	if len(id) > 12 {
 		return id[:12]
 	}
 	return id
 }
 
-func clip(s string, n int) string {
+// Excerpt is s as a report shows it: on one line (a newline written \n), cut after n
+// bytes with a "…".
+func Excerpt(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", `\n`)
 	if len(s) > n {
 		return s[:n] + "…"

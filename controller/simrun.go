@@ -159,7 +159,7 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 		}
 	}
 	if best < 0 || bestScore < 2 {
-		return -1, 0, nil, &divergence{msg: fmt.Sprintf("no thread of the tape expects a request with %d model turns and this opening (%q)", turns, clip(sig.opening, 120))}
+		return -1, 0, nil, &divergence{msg: fmt.Sprintf("no thread of the tape expects a request with %d model turns and this opening (%q)", turns, Excerpt(sig.opening, 120))}
 	}
 	th := r.s.rec.Threads[best]
 	if turns >= len(th.Steps) {
@@ -231,7 +231,7 @@ func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step) *divergenc
 		a, b := Mask(h, resultText(want)), Mask(h, resultText(*have))
 		r.ids.Learn(Site{Thread: th.ID, Step: si - 1}, a, b)
 		if r.ids.Apply(a) != b {
-			return &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("tool result of call %s (%s) differs:\n  recorded: %s\n  got:      %s", c.ID, c.Name, clip(a, 300), clip(b, 300))}
+			return &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("tool result of call %s (%s) differs:\n  recorded: %s\n  got:      %s", c.ID, c.Name, Excerpt(a, 300), Excerpt(b, 300))}
 		}
 		if want.IsError != have.IsError && carriesIsError(r.s.rec.Meta.Provider) {
 			return &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("tool result of call %s (%s): is_error %v, the tape has %v", c.ID, c.Name, have.IsError, want.IsError)}

@@ -235,41 +235,43 @@ func (s *Simulator) Runs() []string {
 
 // RunTape returns a run's replay tape so far (nil for an unknown run). Do not change it.
 func (s *Simulator) RunTape(name string) *tape.Tape {
+	var out *tape.Tape
+	s.withRun(name, func(r *simRun) { out = r.out })
+	return out
+}
+
+// withRun calls f with the run named name locked, if there is one.
+func (s *Simulator) withRun(name string, f func(r *simRun)) {
 	s.mu.Lock()
 	r := s.runs[name]
 	s.mu.Unlock()
 	if r == nil {
-		return nil
+		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.out
+	f(r)
 }
 
 // RunCopy returns a copy of a run's replay tape so far, safe to use while the run goes on
 // (nil for an unknown run): its meta and threads, each step copied.
 func (s *Simulator) RunCopy(name string) *tape.Tape {
-	s.mu.Lock()
-	r := s.runs[name]
-	s.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := &tape.Tape{Version: r.out.Version, Meta: r.out.Meta}
-	if r.out.Meta.Ended != nil {
-		e := *r.out.Meta.Ended
-		out.Meta.Ended = &e
-	}
-	for _, th := range r.out.Threads {
-		c := &tape.Thread{ID: th.ID, Parent: th.Parent, Steps: make([]*tape.Step, len(th.Steps))}
-		for i, st := range th.Steps {
-			cp := *st
-			c.Steps[i] = &cp
+	var out *tape.Tape
+	s.withRun(name, func(r *simRun) {
+		out = &tape.Tape{Version: r.out.Version, Meta: r.out.Meta}
+		if r.out.Meta.Ended != nil {
+			e := *r.out.Meta.Ended
+			out.Meta.Ended = &e
 		}
-		out.Threads = append(out.Threads, c)
-	}
+		for _, th := range r.out.Threads {
+			c := &tape.Thread{ID: th.ID, Parent: th.Parent, Steps: make([]*tape.Step, len(th.Steps))}
+			for i, st := range th.Steps {
+				cp := *st
+				c.Steps[i] = &cp
+			}
+			out.Threads = append(out.Threads, c)
+		}
+	})
 	return out
 }
 

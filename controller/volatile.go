@@ -17,20 +17,31 @@ type Volatile struct {
 
 // VolatileFields lists the volatile fields TapeBox knows, per harness (from the harness
 // table, package tape/harnesses). Compare names them in its report.
-var VolatileFields = func() []Volatile {
-	var out []Volatile
+var VolatileFields = fromTable(func(h *harnesses.Harness) []harnesses.Volatile { return h.Volatile },
+	func(harness string, v harnesses.Volatile) Volatile {
+		return Volatile{Harness: harness, Name: v.Name, re: regexp.MustCompile(v.Expr), repl: v.Replace}
+	})
+
+// fromTable makes a T of each of the fields of every harness of the harness table.
+func fromTable[F, T any](fields func(*harnesses.Harness) []F, make func(harness string, f F) T) []T {
+	var out []T
 	for _, h := range harnesses.All {
-		for _, v := range h.Volatile {
-			out = append(out, Volatile{Harness: h.Name, Name: v.Name, re: regexp.MustCompile(v.Expr), repl: v.Replace})
+		for _, f := range fields(h) {
+			out = append(out, make(h.Name, f))
 		}
 	}
 	return out
-}()
+}
+
+// appliesTo says whether v is a field of harness ("" for any harness).
+func (v Volatile) appliesTo(harness string) bool {
+	return v.Harness == "" || v.Harness == harness || harness == ""
+}
 
 // Mask replaces the volatile fields of harness in s with placeholders.
 func Mask(harness, s string) string {
 	for _, v := range VolatileFields {
-		if v.Harness == "" || v.Harness == harness || harness == "" {
+		if v.appliesTo(harness) {
 			s = v.re.ReplaceAllString(s, v.repl)
 		}
 	}
@@ -41,7 +52,7 @@ func Mask(harness, s string) string {
 func VolatileNames(harness string) []string {
 	var out []string
 	for _, v := range VolatileFields {
-		if v.Harness == "" || v.Harness == harness || harness == "" {
+		if v.appliesTo(harness) {
 			out = append(out, v.Harness+": "+v.Name)
 		}
 	}
@@ -64,12 +75,7 @@ type IdentifierField struct {
 
 // IdentifierFields lists the identifier fields TapeBox knows, per harness (from the
 // harness table, package tape/harnesses).
-var IdentifierFields = func() []IdentifierField {
-	var out []IdentifierField
-	for _, h := range harnesses.All {
-		for _, id := range h.Identifiers {
-			out = append(out, IdentifierField{Harness: h.Name, Name: id.Name, re: regexp.MustCompile(id.Expr), Keys: id.Keys})
-		}
-	}
-	return out
-}()
+var IdentifierFields = fromTable(func(h *harnesses.Harness) []harnesses.Identifier { return h.Identifiers },
+	func(harness string, id harnesses.Identifier) IdentifierField {
+		return IdentifierField{Harness: harness, Name: id.Name, re: regexp.MustCompile(id.Expr), Keys: id.Keys}
+	})

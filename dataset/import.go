@@ -114,6 +114,10 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 	}
 	prog := newProgress(opts.Progress, "import", 0, 0)
 	defer prog.stop()
+	// Every file is renamed into place whole, and the folder synced once at the end; the
+	// files' content is not synced one by one (AtomicBatch.SyncFiles), which would make the
+	// import wait for the disk.
+	out := &tape.AtomicBatch{Dir: opts.Out}
 
 	// One goroutine reads (decompression) and names the snapshots, two write files.
 	res := &ImportResult{}
@@ -161,7 +165,7 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 	for w := range counts {
 		g.Go(func() error {
 			for r := range rows {
-				if err := writeTape(opts, r); err != nil {
+				if err := writeTape(opts, out, r); err != nil {
 					return err
 				}
 				counts[w].Tapes++
@@ -182,18 +186,18 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 		res.Bytes += c.Bytes
 	}
 	for _, split := range splits {
-		if err := snaps.write(ctx, l, split, opts.Out, res); err != nil {
+		if err := snaps.write(ctx, l, split, out, res); err != nil {
 			return nil, fmt.Errorf("import: %w", err)
 		}
 	}
-	if err := syncDir(opts.Out); err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+	if err := out.Sync(); err != nil {
+		return nil, fmt.Errorf("import: sync %s: %w", opts.Out, err)
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
 
-func writeTape(opts ImportOptions, r importTape) error {
+func writeTape(opts ImportOptions, out *tape.AtomicBatch, r importTape) error {
 	where := fmt.Sprintf("%s row %d (tape %s)", r.file, r.row, r.v.TapeID)
 	if opts.Verify {
 		if err := verifyTape(r.v.TapeJSON); err != nil {
@@ -211,32 +215,9 @@ func writeTape(opts ImportOptions, r importTape) error {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
-	path := filepath.Join(opts.Out, TapeFileName(r.v.TapeID))
-	if err := writeFileAtomic(opts.Out, path, data); err != nil {
-		return fmt.Errorf("%s: %w", where, err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes data to path (in dir) under a temporary name, then renames it.
-func writeFileAtomic(dir, path string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
+	name := TapeFileName(r.v.TapeID)
+	if err := out.WriteFile(name, data); err != nil {
+		return fmt.Errorf("%s: write %s: %w", where, filepath.Join(out.Dir, name), err)
 	}
 	return nil
 }
@@ -297,7 +278,7 @@ func (s *snapshotNames) name(split string, r tapeJSON) (from, to string, err err
 // write reads the workspaces table of split, one snapshot at a time, checks each against
 // its digest and writes it under every name the split's tapes gave it. A snapshot a tape
 // names that the table does not hold is an error.
-func (s *snapshotNames) write(ctx context.Context, l layout, split, out string, res *ImportResult) error {
+func (s *snapshotNames) write(ctx context.Context, l layout, split string, out *tape.AtomicBatch, res *ImportResult) error {
 	want := s.want[split]
 	if len(want) == 0 {
 		return nil
@@ -319,8 +300,8 @@ func (s *snapshotNames) write(ctx context.Context, l layout, split, out string, 
 			return fmt.Errorf("%s: start snapshot: %w: its bytes hash to %s, the row says %s", where, ErrDigestMismatch, got, r.v.Digest)
 		}
 		for _, name := range names {
-			if err := writeFileAtomic(out, filepath.Join(out, name), r.v.Snapshot); err != nil {
-				return fmt.Errorf("%s: %w", where, err)
+			if err := out.WriteFile(name, r.v.Snapshot); err != nil {
+				return fmt.Errorf("%s: write %s: %w", where, filepath.Join(out.Dir, name), err)
 			}
 			res.Workspaces++
 			res.WorkspaceBytes += int64(len(r.v.Snapshot))

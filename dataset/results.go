@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
 // ResultRow is one tape of a corpus replay (tapebox replay --corpus): what happened to it
@@ -38,19 +40,14 @@ type ResultRow struct {
 }
 
 // WriteResults writes rows as one zstd Parquet file at path, through a temporary file in the
-// same folder that is renamed when complete: a reader sees the old file or the new one. The
-// rows are streamed: memory does not grow with their number.
-func WriteResults(path string, rows iter.Seq2[ResultRow, error]) (err error) {
-	f, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+// same folder that is renamed when complete (tape.AtomicFile): a reader sees the old file or
+// the new one. The rows are streamed: memory does not grow with their number.
+func WriteResults(path string, rows iter.Seq2[ResultRow, error]) error {
+	f, err := tape.CreateAtomic(path, 0o644)
 	if err != nil {
 		return fmt.Errorf("write results %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer f.Close()
 	w := parquet.NewGenericWriter[ResultRow](f, parquet.Compression(parquetZstd),
 		&parquet.WriterConfig{CreatedBy: CreatedBy("")},
 		parquet.KeyValueMetadata(metaTable, "corpus_results"),
@@ -73,10 +70,10 @@ func WriteResults(path string, rows iter.Seq2[ResultRow, error]) (err error) {
 			}
 		}
 	}
-	if err := errors.Join(flush(), w.Close(), f.Sync(), f.Close()); err != nil {
+	if err := errors.Join(flush(), w.Close()); err != nil {
 		return fmt.Errorf("write results %s: %w", path, err)
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("write results %s: %w", path, err)
 	}
 	return nil

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
 // Format selects the files an export writes.
@@ -177,7 +177,7 @@ func (s *shardSet[R]) open() error {
 	s.cur = sh
 	base := fmt.Sprintf(".%s-%05d", s.split, sh.index)
 	if s.formats&Parquet != 0 {
-		f, err := createTemp(s.dir, base+".parquet.tmp-")
+		f, err := tape.CreateTemp(s.dir, base+".parquet.tmp-", 0o644)
 		if err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func (s *shardSet[R]) open() error {
 		sh.pw = parquet.NewGenericWriter[R](f, opts...)
 	}
 	if s.formats&Arrow != 0 {
-		f, err := createTemp(s.dir, base+".arrow.tmp-")
+		f, err := tape.CreateTemp(s.dir, base+".arrow.tmp-", 0o644)
 		if err != nil {
 			return err
 		}
@@ -303,31 +303,7 @@ func (s *shardSet[R]) publish() (paths []string, err error) {
 			paths = append(paths, p)
 		}
 	}
-	return paths, syncDir(s.dir)
-}
-
-// createTemp creates a new file in dir named prefix and a random suffix, with mode 0644
-// less the umask: the shard it becomes is data to share, and os.CreateTemp's 0600 would
-// survive the rename.
-func createTemp(dir, prefix string) (*os.File, error) {
-	for range 100 {
-		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		return f, err
-	}
-	return nil, fmt.Errorf("create a temporary file %s* in %s: every name tried exists", prefix, dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return paths, tape.SyncDir(s.dir)
 }
 
 // abort closes and removes every temporary file.
@@ -375,7 +351,7 @@ func (s *shardSet[R]) addArrow(ctx context.Context, prog *progress) error {
 		if sh.pqTmp == "" || sh.arTmp != "" {
 			continue
 		}
-		f, err := createTemp(s.dir, fmt.Sprintf(".%s-%05d.arrow.tmp-", s.split, sh.index))
+		f, err := tape.CreateTemp(s.dir, fmt.Sprintf(".%s-%05d.arrow.tmp-", s.split, sh.index), 0o644)
 		if err != nil {
 			return err
 		}

@@ -134,11 +134,11 @@ func side(name string, tp *tape.Tape, table *prices.Table) Side {
 
 // WriteText prints the comparison for people.
 func (c *Comparison) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "compare %s -> %s (%s): FORK at thread %s step %d", short(c.Recording), short(c.Fork), c.Harness, c.Thread, c.At)
+	fmt.Fprintf(w, "compare %s -> %s (%s): FORK at thread %s step %d", controller.ShortID(c.Recording), controller.ShortID(c.Fork), c.Harness, c.Thread, c.At)
 	if len(c.Overrides) > 0 {
 		var kv []string
 		for k, v := range c.Overrides {
-			kv = append(kv, fmt.Sprintf("%s=%q", k, clip(v, 60)))
+			kv = append(kv, fmt.Sprintf("%s=%q", k, controller.Excerpt(v, 60)))
 		}
 		sort.Strings(kv)
 		fmt.Fprintf(w, " (%s)", strings.Join(kv, ", "))
@@ -150,7 +150,7 @@ func (c *Comparison) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  served from the recording: %d steps; common prefix: %d steps of thread %s\n", served, c.CommonPrefix, c.Thread)
 	if p := c.PartsAt; p != nil {
-		fmt.Fprintf(w, "  timelines part at thread %s step %d: %s\n      recorded: %s\n      fork:     %s\n", p.Thread, p.Step, p.Field, clip(p.Recorded, 200), clip(p.Forked, 200))
+		fmt.Fprintf(w, "  timelines part at thread %s step %d: %s\n      recorded: %s\n      fork:     %s\n", p.Thread, p.Step, p.Field, controller.Excerpt(p.Recorded, 200), controller.Excerpt(p.Forked, 200))
 	} else {
 		fmt.Fprintf(w, "  the timelines never part: the fork did what the recording did\n")
 	}
@@ -163,7 +163,7 @@ func (c *Comparison) WriteText(w io.Writer) {
 	row("tool calls", func(s Side) string { return fmt.Sprint(s.ToolCalls) })
 	row("tokens", func(s Side) string { return fmt.Sprintf("%d in, %d out", s.Usage.InputTokens, s.Usage.OutputTokens) })
 	row("cost", func(s Side) string { return prices.Format(s.USD) })
-	row("ended", func(s Side) string { return clip(s.Ended, 28) })
+	row("ended", func(s Side) string { return controller.Excerpt(s.Ended, 28) })
 	row("end files", func(s Side) string { return fmt.Sprint(s.EndFiles) })
 	es := c.EndState
 	switch {
@@ -177,19 +177,4 @@ func (c *Comparison) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "    %s\n", ch)
 		}
 	}
-}
-
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", `\n`)
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

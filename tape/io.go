@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 )
 
 // NewID returns a fresh random identifier (32 hex digits). It uses math/rand/v2, whose
@@ -306,48 +305,4 @@ func CheckOutput(path string) error {
 		kind = "a socket"
 	}
 	return fmt.Errorf("refusing to replace %s: it is %s, and only a regular file or nothing is replaced (%w)", path, kind, ErrNotRegular)
-}
-
-// WriteFileAtomic writes data to path through a synced temporary file and a rename. It
-// refuses a path that holds anything but a regular file (CheckOutput).
-func WriteFileAtomic(path string, data []byte) error {
-	if err := CheckOutput(path); err != nil {
-		return err
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestOutputsNeverReplaceNonRegularFiles: Create, Save and WriteFileAtomic refuse a FIFO, a
+// TestOutputsNeverReplaceNonRegularFiles: Create, Save, WriteFileAtomic and CreateAtomic refuse a FIFO, a
 // copy of a device node, a directory and a symbolic link at the output path, and leave it as
 // it was; a regular file or nothing is fine.
 func TestOutputsNeverReplaceNonRegularFiles(t *testing.T) {
@@ -49,6 +49,13 @@ func TestOutputsNeverReplaceNonRegularFiles(t *testing.T) {
 			},
 			"Save":            func() error { return Save(p, tp) },
 			"WriteFileAtomic": func() error { return WriteFileAtomic(p, []byte("x")) },
+			"CreateAtomic": func() error {
+				f, err := CreateAtomic(p, 0o644)
+				if err == nil {
+					f.Close()
+				}
+				return err
+			},
 		} {
 			err := write()
 			if !errors.Is(err, ErrNotRegular) {

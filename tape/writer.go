@@ -914,7 +914,7 @@ func (w *Writer) sync() error {
 	if w.noFsync {
 		return nil
 	}
-	return syncDir(filepath.Dir(w.path))
+	return SyncDir(filepath.Dir(w.path))
 }
 
 // linkSlot makes a new hard link to slot s, to publish it by renaming the link over the

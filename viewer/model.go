@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
@@ -21,18 +20,10 @@ type tapeIndex struct {
 	Totals  totalsIndex   `json:"totals"`
 }
 
+// metaIndex is the tape's meta as the page shows it: without the workspace, the limits
+// and the fork record (all nil here), with the count of the end manifest's entries.
 type metaIndex struct {
-	TapeID         string            `json:"tape_id"`
-	Harness        string            `json:"harness"`
-	HarnessVersion string            `json:"harness_version"`
-	Provider       tape.Provider     `json:"provider"`
-	Model          string            `json:"model"`
-	Cwd            string            `json:"cwd,omitempty"`
-	StartedAt      time.Time         `json:"started_at"`
-	Task           map[string]string `json:"task"`
-	ReplayOf       *string           `json:"replay_of"`
-	Labels         map[string]string `json:"labels"`
-	Ended          *tape.Ended       `json:"ended"`
+	tape.Meta
 	// WorkspaceEntries counts the end manifest's entries; -1 when there is none.
 	WorkspaceEntries int `json:"workspace_entries"`
 }
@@ -177,12 +168,11 @@ func walkTape(path string, data []byte, step func(d *detail) (int, error)) (*tap
 			if err := json.Unmarshal(raw, &m); err != nil {
 				return fmt.Errorf("meta: %w", err)
 			}
-			ix.Meta = metaIndex{TapeID: m.TapeID, Harness: m.Harness, HarnessVersion: m.HarnessVersion, Provider: m.Provider,
-				Model: m.Model, Cwd: m.Cwd, StartedAt: m.StartedAt, Task: m.Task, ReplayOf: m.ReplayOf, Labels: m.Labels,
-				Ended: m.Ended, WorkspaceEntries: -1}
+			ix.Meta = metaIndex{Meta: m, WorkspaceEntries: -1}
 			if m.Workspace != nil && m.Workspace.End != nil {
 				ix.Meta.WorkspaceEntries = len(m.Workspace.End)
 			}
+			ix.Meta.Workspace, ix.Meta.Limits, ix.Meta.ForkedFrom = nil, nil, nil
 			return nil
 		case "threads":
 			return s.items(func(n int) error {

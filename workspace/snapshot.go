@@ -12,7 +12,6 @@ import (
 	"hash"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -75,7 +74,7 @@ func Snapshot(ctx context.Context, dir string, w io.Writer, opts Options) (Info,
 // SnapshotFile is Snapshot into the file at name, written atomically: a temporary file beside
 // it, synced, then renamed, so name is either the whole snapshot or untouched. name should lie
 // outside dir.
-func SnapshotFile(ctx context.Context, dir, name string, opts Options) (_ Info, err error) {
+func SnapshotFile(ctx context.Context, dir, name string, opts Options) (Info, error) {
 	if err := tape.CheckOutput(name); err != nil {
 		return Info{}, fmt.Errorf("snapshot %s: %w", dir, err)
 	}
@@ -83,29 +82,19 @@ func SnapshotFile(ctx context.Context, dir, name string, opts Options) (_ Info, 
 	if err != nil {
 		return Info{}, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
+	// 0600, the mode snapshots have always had: a snapshot holds every file of the workspace.
+	f, err := tape.CreateAtomic(name, 0o600)
 	if err != nil {
 		return Info{}, fmt.Errorf("snapshot %s to %s: %w", t.dir, name, err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer f.Close()
 	bw := bufio.NewWriterSize(f, 1<<20)
 	info, err := t.write(ctx, bw)
 	if err == nil {
 		err = bw.Flush()
 	}
 	if err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = f.Close()
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
+		err = f.Commit()
 	}
 	if err != nil {
 		return Info{}, fmt.Errorf("snapshot %s to %s: %w", t.dir, name, err)

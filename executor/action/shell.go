@@ -79,15 +79,20 @@ func ShellArgv(req ShellRequest) []string {
 	if len(req.Argv) > 0 {
 		return req.Argv
 	}
-	sh := req.Shell
+	sh, flag := shellFlag(req.Shell, req.Login)
+	return []string{sh, flag, req.Command}
+}
+
+// shellFlag returns the shell to run a command string with (sh, FindShell's, when "")
+// and the flag that hands it the command: -c, or -lc for a login shell.
+func shellFlag(sh string, login bool) (string, string) {
 	if sh == "" {
 		sh = FindShell()
 	}
-	flag := "-c"
-	if req.Login {
-		flag = "-lc"
+	if login {
+		return sh, "-lc"
 	}
-	return []string{sh, flag, req.Command}
+	return sh, "-c"
 }
 
 // Shell runs a command to completion. Output goes to a temporary file rather than a pipe,

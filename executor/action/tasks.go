@@ -168,14 +168,7 @@ func (t *Tasks) Start(ctx context.Context, req TaskRequest) (_ TaskStatus, err e
 	if err != nil {
 		return TaskStatus{}, fmt.Errorf("start task %s: %w", req.ID, err)
 	}
-	sh := req.Shell
-	if sh == "" {
-		sh = FindShell()
-	}
-	flag := "-c"
-	if req.Login {
-		flag = "-lc"
-	}
+	sh, flag := shellFlag(req.Shell, req.Login)
 	line := ""
 	if req.ExitLine {
 		line = exitLine
@@ -310,12 +303,18 @@ func readMeta(id, dir string) (TaskStatus, error) {
 	return st, nil
 }
 
-// running says whether a task has yet to end, and whether this process started it. One
-// started here runs until its wrapper is reaped and its output is all in the file.
-func (t *Tasks) running(id string, pid int) (running, live bool) {
+// liveTask returns the task id if this process started it, else nil.
+func (t *Tasks) liveTask(id string) *liveTask {
 	t.mu.Lock()
 	lt := t.live[id]
 	t.mu.Unlock()
+	return lt
+}
+
+// running says whether a task has yet to end, and whether this process started it. One
+// started here runs until its wrapper is reaped and its output is all in the file.
+func (t *Tasks) running(id string, pid int) (running, live bool) {
+	lt := t.liveTask(id)
 	if lt != nil {
 		select {
 		case <-lt.done:
@@ -332,9 +331,7 @@ func (t *Tasks) running(id string, pid int) (running, live bool) {
 func (t *Tasks) Wait(ctx context.Context, id string, timeout time.Duration) (TaskStatus, error) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	t.mu.Lock()
-	lt := t.live[id]
-	t.mu.Unlock()
+	lt := t.liveTask(id)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -373,9 +370,7 @@ func (t *Tasks) Kill(id string) (TaskStatus, error) {
 		return st, fmt.Errorf("kill task %s: %w", id, err)
 	}
 	_ = syscall.Kill(-st.PID, syscall.SIGKILL)
-	t.mu.Lock()
-	lt := t.live[id]
-	t.mu.Unlock()
+	lt := t.liveTask(id)
 	if lt != nil {
 		select {
 		case <-lt.done:
@@ -389,9 +384,7 @@ func (t *Tasks) Kill(id string) (TaskStatus, error) {
 // Write sends data to a task's stdin. Only a task started with Stdin by this process has
 // one.
 func (t *Tasks) Write(id string, data []byte) error {
-	t.mu.Lock()
-	lt := t.live[id]
-	t.mu.Unlock()
+	lt := t.liveTask(id)
 	if lt == nil || lt.stdin == nil {
 		return fmt.Errorf("write to task %s: %w", id, ErrNoStdin)
 	}

@@ -22,20 +22,6 @@ var harnesses = []struct {
 	{realharness.Codex, codexCases, realharness.RunCodex, map[string]bool{}},
 }
 
-// needHarness skips the test when the harness is missing, unless
-// TAPEBOX_REQUIRE_HARNESSES=1.
-func needHarness(t *testing.T, harness string) {
-	t.Helper()
-	claude, codex, why := realharness.Available()
-	if (harness == realharness.Claude && claude) || (harness == realharness.Codex && codex) {
-		return
-	}
-	if realharness.Required() {
-		t.Fatalf("%s is required (%s=1) but not installed: %s", harness, realharness.EnvRequire, why)
-	}
-	t.Skipf("%s not installed (cd harnesses && npm ci): %s", harness, why)
-}
-
 // TestCapture runs every case through the real harness. With -update it rewrites the
 // fixture; without, it checks that the installed harness still produces the fixture's
 // results (volatile fields aside), so a harness upgrade that changes a format shows up here
@@ -43,7 +29,7 @@ func needHarness(t *testing.T, harness string) {
 func TestCapture(t *testing.T) {
 	for _, h := range harnesses {
 		t.Run(h.name, func(t *testing.T) {
-			needHarness(t, h.name)
+			realharness.Need(t, h.name)
 			version, err := realharness.Version(t.Context(), h.name)
 			if err != nil {
 				t.Fatal(err)
@@ -126,7 +112,7 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 		t.Fatal(err)
 	}
 	if res.ExitCode != 0 {
-		t.Errorf("%s exited %d\nstdout: %s\nstderr: %s", harness, res.ExitCode, clip(string(res.Stdout), 4000), clip(string(res.Stderr), 4000))
+		t.Errorf("%s exited %d\nstdout: %s\nstderr: %s", harness, res.ExitCode, realharness.Excerpt(string(res.Stdout), 4000), realharness.Excerpt(string(res.Stderr), 4000))
 	}
 	if err := srv.Err(); err != nil {
 		t.Logf("note: %v", err)
@@ -162,7 +148,7 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 		}
 		if !found {
 			t.Fatalf("step %d (%s): the harness sent no request with its result (%d requests in thread main)\nstdout: %s\nstderr: %s",
-				i, call.Name, len(reqs), clip(string(res.Stdout), 4000), clip(string(res.Stderr), 2000))
+				i, call.Name, len(reqs), realharness.Excerpt(string(res.Stdout), 4000), realharness.Excerpt(string(res.Stderr), 2000))
 		}
 		out.Steps = append(out.Steps, step)
 		results = append(results, step.Result)
@@ -251,7 +237,7 @@ func contentBlocks(raw json.RawMessage) ([]tape.Block, error) {
 	}
 	var parts []json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, fmt.Errorf("content is neither a string nor a list: %s", clip(string(raw), 200))
+		return nil, fmt.Errorf("content is neither a string nor a list: %s", realharness.Excerpt(string(raw), 200))
 	}
 	blocks := make([]tape.Block, 0, len(parts))
 	for _, p := range parts {
@@ -296,11 +282,4 @@ func checkDrift(t *testing.T, harness string, want *Fixture, got FixtureCase) {
 		return
 	}
 	t.Errorf("case %s is not in the fixture (rerun with -update)", got.Name)
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n/2] + "\n...\n" + s[len(s)-n/2:]
-	}
-	return s
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -80,7 +81,7 @@ func startSession(ctx context.Context, bin, harness, cwd string) (*session, erro
 	env, err := s.dec.Decode()
 	if err != nil || env.HelloReply == nil || !env.HelloReply.OK {
 		s.close()
-		return nil, fmt.Errorf("hello: %v %s\nstderr: %s", err, envRaw(env), clip(s.stderr.String(), 2000))
+		return nil, fmt.Errorf("hello: %v %s\nstderr: %s", err, envRaw(env), realharness.Excerpt(s.stderr.String(), 2000))
 	}
 	return s, nil
 }
@@ -102,7 +103,7 @@ func (s *session) call(c tape.ToolCall) (tape.ToolResult, error) {
 	env, err := s.dec.Decode()
 	switch {
 	case err != nil:
-		return tape.ToolResult{}, fmt.Errorf("read reply: %w\nstderr: %s", err, clip(s.stderr.String(), 2000))
+		return tape.ToolResult{}, fmt.Errorf("read reply: %w\nstderr: %s", err, realharness.Excerpt(s.stderr.String(), 2000))
 	case env.Result != nil && env.Result.ID == id:
 		return env.Result.Result, nil
 	case env.Error != nil:

@@ -88,11 +88,7 @@ func saveFixture(t *testing.T, f *Fixture) {
 	if err := enc.Encode(f); err != nil {
 		t.Fatalf("encode fixture: %v", err)
 	}
-	p := fixturePath(f.Harness)
-	if err := os.WriteFile(p+".tmp", buf.Bytes(), 0o644); err != nil {
-		t.Fatalf("write fixture: %v", err)
-	}
-	if err := os.Rename(p+".tmp", p); err != nil {
+	if err := tape.WriteFileAtomic(fixturePath(f.Harness), buf.Bytes()); err != nil {
 		t.Fatalf("write fixture: %v", err)
 	}
 }

@@ -67,7 +67,7 @@ func diffResults(harness string, call tape.ToolCall, want, got tape.ToolResult) 
 		out = append(out, fmt.Sprintf("is_error: harness %v, got %v", want.IsError, got.IsError))
 	}
 	if len(want.Content) != len(got.Content) {
-		out = append(out, fmt.Sprintf("content blocks: harness %d, got %d\n  harness: %q\n  got:     %q", len(want.Content), len(got.Content), clip(text(want), 600), clip(text(got), 600)))
+		out = append(out, fmt.Sprintf("content blocks: harness %d, got %d\n  harness: %q\n  got:     %q", len(want.Content), len(got.Content), realharness.Excerpt(text(want), 600), realharness.Excerpt(text(got), 600)))
 		return strings.Join(out, "\n")
 	}
 	for i := range want.Content {
@@ -98,7 +98,7 @@ func textDiff(want, got string) string {
 	}
 	start := max(0, p-40)
 	return fmt.Sprintf("  lengths: harness %d, got %d; first difference at byte %d\n  harness: %q\n  got:     %q",
-		len(want), len(got), p, clip(want[start:], 400), clip(got[start:], 400))
+		len(want), len(got), p, realharness.Excerpt(want[start:], 400), realharness.Excerpt(got[start:], 400))
 }
 
 // diffFiles compares two directory snapshots.
@@ -122,7 +122,7 @@ func diffFiles(want, got []File) string {
 		case f.Mode != o.Mode:
 			out = append(out, fmt.Sprintf("  %s: mode %s, got %s", f.Path, f.Mode, o.Mode))
 		case f.Content != o.Content:
-			out = append(out, fmt.Sprintf("  %s: content %q, got %q", f.Path, clip(f.Content, 200), clip(o.Content, 200)))
+			out = append(out, fmt.Sprintf("  %s: content %q, got %q", f.Path, realharness.Excerpt(f.Content, 200), realharness.Excerpt(o.Content, 200)))
 		}
 	}
 	for _, f := range got {

@@ -104,18 +104,12 @@ func (r *rig) run(t *testing.T, dir string, env []string, args ...string) (int, 
 	return code, p.stdout(), p.stderr()
 }
 
-// needHarness skips the test when the harness is missing, unless TAPEBOX_REQUIRE_HARNESSES=1.
-func needHarness(t *testing.T, harness string) {
-	t.Helper()
-	claude, codex, why := realharness.Available()
-	if (harness == realharness.Claude && claude) || (harness == realharness.Codex && codex) {
-		return
-	}
-	if realharness.Required() {
-		t.Fatalf("%s is required (%s=1) but not installed: %s", harness, realharness.EnvRequire, why)
-	}
-	t.Skipf("%s not installed (cd harnesses && npm ci): %s", harness, why)
-}
+// needHarness and clipText are realharness's Need and Excerpt, under the names this
+// package's tests use.
+var (
+	needHarness = realharness.Need
+	clipText    = realharness.Excerpt
+)
 
 // cleanEnv is this process's environment without anything that would point a harness
 // elsewhere or change its behaviour (credentials, base URLs, a parent Claude Code session),
@@ -566,13 +560,6 @@ func copyFile(t *testing.T, from, to string) {
 func tail(s string, n int) string {
 	if len(s) > n {
 		return "..." + s[len(s)-n:]
-	}
-	return s
-}
-
-func clipText(s string, n int) string {
-	if len(s) > n {
-		return s[:n/2] + "\n...\n" + s[len(s)-n/2:]
 	}
 	return s
 }

@@ -15,23 +15,10 @@ import (
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
-// need skips the test when the harness is missing, unless TAPEBOX_REQUIRE_HARNESSES=1.
-func need(t *testing.T, harness string) {
-	t.Helper()
-	claude, codex, why := realharness.Available()
-	if (harness == realharness.Claude && claude) || (harness == realharness.Codex && codex) {
-		return
-	}
-	if realharness.Required() {
-		t.Fatalf("%s is required (%s=1) but not installed: %s", harness, realharness.EnvRequire, why)
-	}
-	t.Skipf("%s not installed (cd harnesses && npm ci): %s", harness, why)
-}
-
 func TestVersion(t *testing.T) {
 	for _, h := range []string{realharness.Claude, realharness.Codex} {
 		t.Run(h, func(t *testing.T) {
-			need(t, h)
+			realharness.Need(t, h)
 			v, err := realharness.Version(t.Context(), h)
 			require.NoError(t, err)
 			assert.Regexp(t, `^\d+\.\d+\.\d+`, v)
@@ -42,7 +29,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestRunNeedsDirAndURL(t *testing.T) {
-	need(t, realharness.Claude)
+	realharness.Need(t, realharness.Claude)
 	_, err := realharness.RunClaude(t.Context(), realharness.Options{BaseURL: "http://127.0.0.1:1"})
 	assert.ErrorContains(t, err, "Dir")
 	_, err = realharness.RunClaude(t.Context(), realharness.Options{Dir: t.TempDir()})
@@ -73,7 +60,7 @@ func TestRunShellCommand(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.harness, func(t *testing.T) {
-			need(t, tc.harness)
+			realharness.Need(t, tc.harness)
 			srv := fakeprovider.New(fakeprovider.Script{Threads: []fakeprovider.Thread{{
 				Name:   "main",
 				Marker: "[shell-task]",
@@ -116,14 +103,7 @@ func dump(t *testing.T, srv *fakeprovider.Server, res realharness.Result) {
 		var v any
 		_ = json.Unmarshal(r.Body, &v)
 		b, _ := json.MarshalIndent(v, "", " ")
-		t.Logf("%s %s?%s thread=%q step=%d\n%s", r.Method, r.Path, r.Query, r.Thread, r.Step, clip(string(b), 8000))
+		t.Logf("%s %s?%s thread=%q step=%d\n%s", r.Method, r.Path, r.Query, r.Thread, r.Step, realharness.Excerpt(string(b), 8000))
 	}
-	t.Logf("exit %d in %s\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.Duration, clip(string(res.Stdout), 8000), clip(string(res.Stderr), 4000))
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n/2] + "\n...\n" + s[len(s)-n/2:]
-	}
-	return s
+	t.Logf("exit %d in %s\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.Duration, realharness.Excerpt(string(res.Stdout), 8000), realharness.Excerpt(string(res.Stderr), 4000))
 }

@@ -435,7 +435,9 @@ var (
 // scanAnthropicEvent decodes an event's data as json.Unmarshal into an anthropicEvent does,
 // in one pass; errSlow when it is not a plain object of plain fields.
 func scanAnthropicEvent(data string) (anthropicEvent, error) {
-	return scanEvent(data, anthropicEventFields, func(d *scanner, e *anthropicEvent, field int) error {
+	var e anthropicEvent
+	d := newScanner([]byte(data))
+	err := fastFields(d, anthropicEventFields, func(field int) error {
 		switch field {
 		case 0:
 			return fastString(d, &e.Type)
@@ -443,9 +445,22 @@ func scanAnthropicEvent(data string) (anthropicEvent, error) {
 			return fastInt(d, &e.Index)
 		}
 		raw, err := d.raw()
-		*[...]*json.RawMessage{&e.Message, &e.ContentBlock, &e.Delta, &e.Usage}[field-2] = raw
+		switch field {
+		case 2:
+			e.Message = raw
+		case 3:
+			e.ContentBlock = raw
+		case 4:
+			e.Delta = raw
+		case 5:
+			e.Usage = raw
+		}
 		return err
 	})
+	if err != nil {
+		return anthropicEvent{}, err
+	}
+	return e, d.end()
 }
 
 // scanAnthropicDelta decodes a content_block_delta's delta as json.Unmarshal does, in one

@@ -231,19 +231,6 @@ func validUTF8(s string) string {
 	return b.String()
 }
 
-// scanEvent reads an event's data, a JSON object, in one pass into an E: field reads the
-// value of fields[i] into e. It fails (errSlow, or the scanner's error) on anything but
-// a plain object of those fields; the caller then decodes with encoding/json.
-func scanEvent[E any](data string, fields []string, field func(d *scanner, e *E, i int) error) (E, error) {
-	var e E
-	d := newScanner([]byte(data))
-	if err := fastFields(d, fields, func(i int) error { return field(d, &e, i) }); err != nil {
-		var zero E
-		return zero, err
-	}
-	return e, d.end()
-}
-
 // decodeEvent decodes an event's JSON data into v. It reports ok=false without an error
 // for the cut-short last event of a stream.
 func decodeEvent(ev event, v any) (ok bool, err error) {

@@ -310,7 +310,9 @@ var responsesEventFields = []string{"type", "output_index", "content_index", "su
 // in one pass; errSlow when it is not a plain object of plain fields, and the event is then
 // decoded with encoding/json.
 func scanResponsesEvent(data string) (responsesEvent, error) {
-	return scanEvent(data, responsesEventFields, func(d *scanner, e *responsesEvent, field int) error {
+	var e responsesEvent
+	d := newScanner([]byte(data))
+	err := fastFields(d, responsesEventFields, func(field int) error {
 		switch field {
 		case 0:
 			return fastString(d, &e.Type)
@@ -321,6 +323,10 @@ func scanResponsesEvent(data string) (responsesEvent, error) {
 		*[...]*json.RawMessage{&e.Item, &e.Part, &e.Delta, &e.Response}[field-4] = raw
 		return err
 	})
+	if err != nil {
+		return responsesEvent{}, err
+	}
+	return e, d.end()
 }
 
 func (responses) stream(events []event) (reply, error) {

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
 // jailRoots are the host directories a jailed sandbox sees, read-only: programs, their
@@ -226,7 +228,7 @@ func (j *jail) startKeeper(ctx context.Context, cat string, sys []string, nested
 	cmd := exec.Command(j.bwrap, a...)
 	// The keeper is the sandbox's pid 1's child: its environment is readable inside.
 	cmd.Env = []string{"PATH=" + jailPATH}
-	stderr := newTailBuffer(stderrTailSize)
+	stderr := kit.NewTail(kit.TailSize)
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -409,7 +411,7 @@ func (j *jail) close() error {
 		j.stdin.Close()
 		select {
 		case <-j.done:
-		case <-time.After(sessionGrace):
+		case <-time.After(SessionGrace):
 			_ = j.keeper.Process.Kill()
 			<-j.done
 		}

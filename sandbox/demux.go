@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
 // The stream types of the Engine's multiplexed stream (the first byte of a frame header).
@@ -29,7 +31,7 @@ const maxFrame = 64 << 20
 type demuxReader struct {
 	r      *bufio.Reader
 	stderr io.Writer
-	head   *headBuffer // the first bytes of stdout, for diagnostics
+	head   *kit.Head   // the first bytes of stdout, for diagnostics
 	onEnd  func(error) // nil for a clean end
 	remain int         // stdout payload left in the current frame
 	err    error

@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
 // frame is one frame of a multiplexed stream.
@@ -57,7 +58,7 @@ func TestDemuxReader(t *testing.T) {
 			t.Run(tt.name+"/"+rname, func(t *testing.T) {
 				var stderr bytes.Buffer
 				var ends []error
-				head := &headBuffer{max: 4}
+				head := &kit.Head{Max: 4}
 				d := &demuxReader{r: bufio.NewReader(wrap(bytes.NewReader(tt.stream))), stderr: &stderr, head: head,
 					onEnd: func(err error) { ends = append(ends, err) }}
 				var out bytes.Buffer
@@ -120,7 +121,7 @@ func FuzzDemuxReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		var stderr bytes.Buffer
 		calls := 0
-		d := &demuxReader{r: bufio.NewReader(bytes.NewReader(stream)), stderr: &stderr, head: &headBuffer{max: 8},
+		d := &demuxReader{r: bufio.NewReader(bytes.NewReader(stream)), stderr: &stderr, head: &kit.Head{Max: 8},
 			onEnd: func(error) { calls++ }}
 		out, err := io.ReadAll(d)
 		if calls != 1 {

@@ -5,16 +5,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +22,7 @@ import (
 	"github.com/docker/docker/errdefs"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -35,13 +32,6 @@ const (
 	installDir         = "/usr/local/bin"
 	installDirReadOnly = "/opt/tapebox"
 )
-
-// Label marks the containers TapeBox creates; with OwnerLabel it lets a later Open remove a
-// killed run's leftovers (docker ps -a --filter label=org.tapebox.sandbox lists them).
-const Label = "org.tapebox.sandbox"
-
-// sessionGrace is how long Session.Close waits for the command to exit after closing stdin.
-const sessionGrace = 2 * time.Second
 
 // noEngineHint says what to do when no engine answers.
 const noEngineHint = "start one (sudo dockerd &, or sudo scripts/ci-setup.sh in a checkout), point DOCKER_HOST at one, or use a local:DIR sandbox (no isolation)"
@@ -82,6 +72,7 @@ type dockerBackend struct {
 	sockHost, sockParent string
 	sockForced           bool
 	sockOff              atomic.Bool
+	execs                sync.Map // *Session -> its exec's ID, for the socket transport
 }
 
 func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err error) {
@@ -93,10 +84,10 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 	}
-	d := &dockerBackend{cli: cli, spec: spec, env: envList(opts.Env), logf: opts.logf}
+	d := &dockerBackend{cli: cli, spec: spec, env: kit.EnvList(opts.Env), logf: kit.Logf(opts.Logf)}
 	defer func() {
 		if err != nil {
-			d.close(context.WithoutCancel(ctx), nil)
+			d.Close(context.WithoutCancel(ctx), nil)
 		}
 	}()
 	// What killed replays left behind goes while this sandbox is prepared.
@@ -105,7 +96,7 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 		reapLeftovers(ctx, cli, func(format string, args ...any) { d.logf("sandbox %s: %s", spec, fmt.Sprintf(format, args...)) })
 	})
 	defer reaping.Wait()
-	sb := &Sandbox{spec: spec, b: d}
+	var info Info
 	var imageRef string
 	if spec.Scheme == SchemeDocker {
 		ci, err := cli.ContainerInspect(ctx, spec.Target)
@@ -137,9 +128,9 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 		}
 		return nil, fmt.Errorf("open sandbox %s: inspect image %s: %w", spec, cmp.Or(imageRef, spec.Target), err)
 	}
-	sb.arch = img.Architecture
+	info.Arch = img.Architecture
 	if a, err := NormalizeArch(img.Architecture); err == nil {
-		sb.arch = a
+		info.Arch = a
 	}
 	if spec.Scheme == SchemeDockerImage {
 		d.cwd = opts.Cwd
@@ -147,7 +138,7 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 			d.cwd = img.Config.WorkingDir
 		}
 		d.user = opts.User
-		if d.user == "" && img.Config != nil && !isRoot(img.Config.User) {
+		if d.user == "" && img.Config != nil && !kit.IsRoot(img.Config.User) {
 			d.user = img.Config.User // the image's own user, as docker run would
 		}
 		if d.user == "" && !opts.ReadOnlyRoot {
@@ -156,34 +147,35 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 			// container without capabilities can give to another user: root it stays.
 			d.user = DefaultUser
 		}
-		for _, w := range opts.warnings() {
-			opts.warnf("sandbox %s: warning: %s", spec, w)
+		warnf := kit.Warnf(opts.Warnf, opts.Logf)
+		for _, w := range opts.Warnings() {
+			warnf("sandbox %s: warning: %s", spec, w)
 		}
 	}
 	d.cwd = path.Clean("/" + cmp.Or(d.cwd, "/"))
 	if opts.Cwd != "" && !path.IsAbs(opts.Cwd) {
 		return nil, fmt.Errorf("open sandbox %s: %w: Cwd %q must be an absolute path in the container", spec, ErrOption, opts.Cwd)
 	}
-	sb.cwd = d.cwd
+	info.Cwd = d.cwd
 
 	// The executor: installed by us (chosen by the image's architecture), or expected inside.
 	var exe string
 	if opts.InstallExecutor {
 		exe = opts.ExecutorPath
 		if exe == "" {
-			if exe, err = ExecutorPath(ctx, sb.arch); err != nil {
+			if exe, err = ExecutorPath(ctx, info.Arch); err != nil {
 				return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 			}
 		}
-		if err := checkExecutorArch(exe, sb.arch, "sandbox "+spec.String()); err != nil {
+		if err := CheckExecutorArch(exe, info.Arch, "sandbox "+spec.String()); err != nil {
 			return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 		}
-		sb.executor = path.Join(installDir, ExecutorName)
+		info.Executor = path.Join(installDir, ExecutorName)
 		if opts.ReadOnlyRoot {
-			sb.executor = path.Join(installDirReadOnly, ExecutorName)
+			info.Executor = path.Join(installDirReadOnly, ExecutorName)
 		}
 	} else {
-		sb.executor = cmp.Or(opts.SandboxExecutor, ExecutorName)
+		info.Executor = cmp.Or(opts.SandboxExecutor, ExecutorName)
 	}
 
 	if spec.Scheme != SchemeDockerImage {
@@ -191,12 +183,12 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 			return nil, err
 		}
 		if exe != "" {
-			if err := d.install(ctx, exe, sb.executor); err != nil {
+			if err := d.install(ctx, exe, info.Executor); err != nil {
 				return nil, err
 			}
 		}
-		sb.containerID = d.id
-		return sb, nil
+		info.ContainerID = d.id
+		return New(spec, d, info), nil
 	}
 
 	// A created container on an engine of this machine gets the executor bind-mounted
@@ -229,19 +221,19 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 		if bind {
 			mountExe = exe
 		}
-		if err := d.create(ctx, opts, mountExe, sb.executor); err != nil {
+		if err := d.create(ctx, opts, mountExe, info.Executor); err != nil {
 			if retryMount(err) {
 				continue
 			}
 			return nil, err
 		}
 		if exe != "" && !bind {
-			if err := d.install(ctx, exe, sb.executor); err != nil {
+			if err := d.install(ctx, exe, info.Executor); err != nil {
 				return nil, err
 			}
 		}
 		made := false
-		if !opts.ReadOnlyRoot && !isRoot(d.user) {
+		if !opts.ReadOnlyRoot && !kit.IsRoot(d.user) {
 			if made, err = d.makeCwd(ctx); err != nil {
 				return nil, err
 			}
@@ -262,8 +254,8 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 		}
 	}
 	d.logf("sandbox %s: started container %s (%.12s)", spec, d.name, d.id)
-	sb.containerID = d.id
-	return sb, nil
+	info.ContainerID = d.id
+	return New(spec, d, info), nil
 }
 
 // create creates (does not start) a container with safe defaults.
@@ -287,10 +279,10 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 			cfg.Labels[k] = v
 		}
 	}
-	if me, ok := self(); ok {
+	if me, ok := kit.Self(); ok {
 		cfg.Labels[OwnerLabel] = me.String()
 	}
-	if isRoot(d.user) {
+	if kit.IsRoot(d.user) {
 		// The engine makes a missing working directory root's, which suits root. For another
 		// user makeCwd makes it before the start (about 45 ms: the engine's archive
 		// extraction), and execs name it.
@@ -305,11 +297,11 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 		ReadonlyRootfs: opts.ReadOnlyRoot,
 		Runtime:        opts.Runtime,
 		Resources: container.Resources{
-			Memory:   limit(opts.Memory, DefaultMemory),
-			NanoCPUs: int64(limit(opts.CPUs, DefaultCPUs) * 1e9),
+			Memory:   kit.Limit(opts.Memory, DefaultMemory),
+			NanoCPUs: int64(kit.Limit(opts.CPUs, DefaultCPUs) * 1e9),
 		},
 	}
-	if pids := limit(opts.PidsLimit, DefaultPidsLimit); pids > 0 {
+	if pids := kit.Limit(opts.PidsLimit, DefaultPidsLimit); pids > 0 {
 		hc.PidsLimit = &pids
 	} else {
 		unlimited := int64(-1) // 0 would leave the engine's default
@@ -334,7 +326,7 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 			hc.Tmpfs = map[string]string{"/tmp": "rw,exec,nosuid,nodev,mode=1777"}
 		}
 	}
-	name := "tapebox-" + randomHex(6)
+	name := "tapebox-" + kit.RandomHex(6)
 	resp, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		hint := ""
@@ -388,7 +380,7 @@ func (d *dockerBackend) ensureDir(ctx context.Context, dir string) error {
 // createDir creates dir (and its missing parents, root's) in the container, owned by the
 // container's user.
 func (d *dockerBackend) createDir(ctx context.Context, dir string) error {
-	owner, byName := ownerOf(d.user)
+	owner, byName := kit.OwnerOf(d.user)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(dir, "/") + "/", Mode: 0o755, ModTime: time.Now(),
@@ -418,7 +410,7 @@ func (d *dockerBackend) makeCwd(ctx context.Context) (made bool, err error) {
 // warnOwner logs a warning when the working directory, the image's (or an anonymous volume,
 // with ReadOnlyRoot), is neither the container's user's nor writable by them.
 func (d *dockerBackend) warnOwner(ctx context.Context) {
-	owner, byName := ownerOf(d.user)
+	owner, byName := kit.OwnerOf(d.user)
 	if byName || owner.UID == 0 {
 		return
 	}
@@ -433,12 +425,6 @@ func (d *dockerBackend) warnOwner(ctx context.Context) {
 	}
 	d.logf("sandbox %s: warning: the working directory %s is the image's and belongs to %d:%d (mode %o): the tape's commands run as %s and may not write there; --user %d:%d runs them as its owner",
 		d.spec, d.cwd, hdr.Uid, hdr.Gid, hdr.Mode&0o7777, d.user, hdr.Uid, hdr.Gid)
-}
-
-// isRoot reports whether a container user names root (or no one, which is root).
-func isRoot(user string) bool {
-	u, _, _ := strings.Cut(user, ":")
-	return u == "" || u == "root" || u == "0"
 }
 
 // install copies the host binary exe to dest in the container.
@@ -530,7 +516,7 @@ func stateName(st *container.State) string {
 	return "not running"
 }
 
-func (d *dockerBackend) start(ctx context.Context, argv []string) (*Session, error) {
+func (d *dockerBackend) Start(ctx context.Context, argv []string) (*Session, error) {
 	what := "start " + argv[0]
 	ex, err := d.cli.ContainerExecCreate(ctx, d.id, container.ExecOptions{
 		Cmd: argv, AttachStdin: true, AttachStdout: true, AttachStderr: true,
@@ -543,41 +529,38 @@ func (d *dockerBackend) start(ctx context.Context, argv []string) (*Session, err
 	if err != nil {
 		return nil, d.containerErr(what, err)
 	}
-	s := &Session{
-		Stdin:  &hijackedStdin{conn: resp.Conn, closeWrite: resp.CloseWrite},
-		stderr: newTailBuffer(stderrTailSize),
-		execID: ex.ID,
-		done:   make(chan struct{}),
-	}
+	s := NewSession(&hijackedStdin{conn: resp.Conn, closeWrite: resp.CloseWrite}, nil)
 	// The runtime reports a command it cannot start (not found, wrong architecture) on
 	// stdout; the head of stdout tells that apart from the command's own output.
-	head := &headBuffer{max: 1024}
+	head := &kit.Head{Max: 1024}
 	var ended sync.Once
 	streamEnded := func(streamErr error) {
 		ended.Do(func() {
 			go func() {
-				diag := s.stderr.String()
-				if h := head.String(); isOCIExecFailure(h) {
+				diag := s.Stderr()
+				if h := head.String(); kit.IsOCIExecFailure(h) {
 					diag = h + diag
 				}
-				s.finish(d.execExit(ex.ID, argv[0], diag, streamErr))
+				s.Finish(d.execExit(ex.ID, argv[0], diag, streamErr))
 			}()
 		})
 	}
-	s.Stdout = &demuxReader{r: resp.Reader, stderr: s.stderr, head: head, onEnd: streamEnded}
-	s.stop = func() error {
+	s.Stdout = &demuxReader{r: resp.Reader, stderr: s.StderrSink(), head: head, onEnd: streamEnded}
+	s.SetStop(func() error {
 		_ = resp.CloseWrite()
-		exited := d.waitExec(ex.ID, s.done, sessionGrace)
+		exited := d.waitExec(ex.ID, s.Done(), SessionGrace)
 		// The Engine API cannot signal an exec's process: cutting the stream closes its
 		// stdio, and the executor exits when it sees that. It also ends a Read in progress.
 		resp.Close()
-		streamEnded(errSessionClosed)
-		<-s.done
+		streamEnded(ErrSessionClosed)
+		err := s.Wait()
+		d.execs.Delete(s)
 		if !exited {
 			return nil // ended as Close asked; Wait reports the cut
 		}
-		return closeResult(s.err)
-	}
+		return CloseResult(err)
+	})
+	d.execs.Store(s, ex.ID)
 	return s, nil
 }
 
@@ -625,7 +608,7 @@ func (d *dockerBackend) execExit(execID, command, stderr string, streamErr error
 			if ins.ExitCode == 0 {
 				return nil
 			}
-			return &ExitError{Command: command, Code: ins.ExitCode, Stderr: stderr, Hint: exitHint(command, ins.ExitCode, stderr)}
+			return NewExitError(command, ins.ExitCode, stderr)
 		}
 		if streamErr != nil {
 			return fmt.Errorf("session %s in %s: stream cut while the command runs: %w", command, d.spec, streamErr)
@@ -638,35 +621,6 @@ func (d *dockerBackend) execExit(execID, command, stderr string, streamErr error
 	}
 }
 
-// headBuffer keeps the first max bytes written to it. It is safe for concurrent use.
-type headBuffer struct {
-	mu   sync.Mutex
-	max  int
-	buf  []byte
-	full atomic.Bool
-}
-
-func (h *headBuffer) Write(p []byte) (int, error) {
-	if h.full.Load() {
-		return len(p), nil
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if room := h.max - len(h.buf); room > 0 {
-		h.buf = append(h.buf, p[:min(room, len(p))]...)
-	}
-	if len(h.buf) >= h.max {
-		h.full.Store(true)
-	}
-	return len(p), nil
-}
-
-func (h *headBuffer) String() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return string(h.buf)
-}
-
 // hijackedStdin is a session's stdin: writes go to the hijacked connection, Close half-closes it.
 type hijackedStdin struct {
 	conn       io.Writer
@@ -676,7 +630,7 @@ type hijackedStdin struct {
 func (w *hijackedStdin) Write(p []byte) (int, error) { return w.conn.Write(p) }
 func (w *hijackedStdin) Close() error                { return w.closeWrite() }
 
-func (d *dockerBackend) exec(ctx context.Context, argv []string) (*ExecResult, error) {
+func (d *dockerBackend) Exec(ctx context.Context, argv []string) (*ExecResult, error) {
 	what := "exec " + argv[0]
 	ex, err := d.cli.ContainerExecCreate(ctx, d.id, container.ExecOptions{
 		Cmd: argv, AttachStdout: true, AttachStderr: true, WorkingDir: d.cwd, Env: d.env,
@@ -705,9 +659,9 @@ func (d *dockerBackend) exec(ctx context.Context, argv []string) (*ExecResult, e
 		}
 		if !ins.Running {
 			res := &ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: ins.ExitCode}
-			if out := string(res.Stdout) + string(res.Stderr); (ins.ExitCode == 126 || ins.ExitCode == 127) && isOCIExecFailure(out) {
+			if out := string(res.Stdout) + string(res.Stderr); (ins.ExitCode == 126 || ins.ExitCode == 127) && kit.IsOCIExecFailure(out) {
 				return res, fmt.Errorf("%s in %s: %w", what, d.spec,
-					&ExitError{Command: argv[0], Code: ins.ExitCode, Stderr: out, Hint: exitHint(argv[0], ins.ExitCode, out)})
+					NewExitError(argv[0], ins.ExitCode, out))
 			}
 			return res, nil
 		}
@@ -719,13 +673,6 @@ func (d *dockerBackend) exec(ctx context.Context, argv []string) (*ExecResult, e
 	}
 }
 
-// isOCIExecFailure recognizes the runtime's message for a command it could not start (not
-// found, not executable), as opposed to a command that ran and exited 126 or 127 itself.
-func isOCIExecFailure(out string) bool {
-	out = strings.ToLower(out)
-	return strings.Contains(out, "oci runtime exec failed") || strings.Contains(out, "exec failed:")
-}
-
 func (d *dockerBackend) abs(dir string) string {
 	if path.IsAbs(dir) {
 		return path.Clean(dir)
@@ -733,7 +680,7 @@ func (d *dockerBackend) abs(dir string) string {
 	return path.Join(d.cwd, dir)
 }
 
-func (d *dockerBackend) snapshot(ctx context.Context, dir string) (map[string]File, error) {
+func (d *dockerBackend) Snapshot(ctx context.Context, dir string) (map[string]File, error) {
 	abs := d.abs(dir)
 	rc, _, err := d.cli.CopyFromContainer(ctx, d.id, abs)
 	if err != nil {
@@ -743,14 +690,14 @@ func (d *dockerBackend) snapshot(ctx context.Context, dir string) (map[string]Fi
 		return nil, d.containerErr("snapshot "+abs, err)
 	}
 	defer rc.Close()
-	files, err := readTar(rc)
+	files, err := ReadTar(rc)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s in %s: %w", abs, d.spec, err)
 	}
 	return files, nil
 }
 
-func (d *dockerBackend) writeFiles(ctx context.Context, dir string, files map[string]File) error {
+func (d *dockerBackend) WriteFiles(ctx context.Context, dir string, files map[string]File) error {
 	abs := d.abs(dir)
 	// Extract from the nearest directory that exists; the missing ones are made with the
 	// files, so that they belong to the container's user too.
@@ -776,9 +723,9 @@ func (d *dockerBackend) writeFiles(ctx context.Context, dir string, files map[st
 		files = all
 	}
 	// The files belong to the container's user, as restoreWorkspace's do.
-	owner, byName := ownerOf(d.user)
+	owner, byName := kit.OwnerOf(d.user)
 	var buf bytes.Buffer
-	if err := writeTar(&buf, files, owner); err != nil {
+	if err := WriteTar(&buf, files, owner); err != nil {
 		return fmt.Errorf("write files to %s in %s: %w", abs, d.spec, err)
 	}
 	if err := d.cli.CopyToContainer(ctx, d.id, dest, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true, CopyUIDGID: byName}); err != nil {
@@ -787,11 +734,11 @@ func (d *dockerBackend) writeFiles(ctx context.Context, dir string, files map[st
 	return nil
 }
 
-func (d *dockerBackend) restoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
+func (d *dockerBackend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
 	// The files belong to the container's user, who runs the tool calls. A numeric user goes
 	// into the headers; a name is left to the engine (CopyUIDGID), which looks it up in the
 	// container's passwd file and fails for a user missing there, numeric ones included.
-	owner, byName := ownerOf(d.user)
+	owner, byName := kit.OwnerOf(d.user)
 	// Tar verifies the whole snapshot before it returns, and checks every entry again as the
 	// engine reads them.
 	rc, err := workspace.Tar(snapshot, info, owner)
@@ -809,28 +756,7 @@ func (d *dockerBackend) restoreWorkspace(ctx context.Context, snapshot *os.File,
 	return nil
 }
 
-// ownerOf reads a container's user ("", "root", "UID", "UID:GID", "NAME[:GROUP]"): the owner
-// for numeric ones (group 0 when none is given, as the runtime does for a user missing from
-// passwd), or byName for the engine to resolve.
-func ownerOf(user string) (owner workspace.Owner, byName bool) {
-	u, g, _ := strings.Cut(user, ":")
-	if u == "" || u == "root" {
-		u = "0"
-	}
-	uid, err := strconv.Atoi(u)
-	if err != nil || uid < 0 {
-		return workspace.Owner{}, true
-	}
-	gid := 0
-	if g != "" {
-		if gid, err = strconv.Atoi(g); err != nil || gid < 0 {
-			return workspace.Owner{}, true
-		}
-	}
-	return workspace.Owner{UID: uid, GID: gid}, false
-}
-
-func (d *dockerBackend) workspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+func (d *dockerBackend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
 	rc, _, err := d.cli.CopyFromContainer(ctx, d.id, d.cwd)
 	if err != nil {
 		return nil, d.containerErr("workspace manifest of "+d.cwd, err)
@@ -844,13 +770,13 @@ func (d *dockerBackend) workspaceManifest(ctx context.Context, opts workspace.Op
 	return m, nil
 }
 
-func (d *dockerBackend) close(ctx context.Context, open []*Session) error {
+func (d *dockerBackend) Close(ctx context.Context, open []*Session) error {
 	var errs []error
 	// Removing the container ends its sessions at once.
 	if err := d.remove(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("close %w", err))
 	}
-	closeSessions(open)
+	CloseSessions(open)
 	d.dropSocket()
 	if err := d.cli.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close sandbox %s: close the engine client: %w", d.spec, err))
@@ -858,17 +784,7 @@ func (d *dockerBackend) close(ctx context.Context, open []*Session) error {
 	return errors.Join(errs...)
 }
 
-func envList(env map[string]string) []string {
-	list := make([]string, 0, len(env))
-	for k, v := range env {
-		list = append(list, k+"="+v)
-	}
-	slices.Sort(list)
-	return list
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+func init() {
+	Register(SchemeDocker, openDocker)
+	Register(SchemeDockerImage, openDocker)
 }

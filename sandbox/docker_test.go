@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
 // openImage opens a fresh docker-image: sandbox and closes it when the test ends.
@@ -451,7 +452,7 @@ func tapeboxContainers(t *testing.T) []string {
 	list, err := cli.ContainerList(t.Context(), container.ListOptions{All: true})
 	require.NoError(t, err)
 	// This process's only: other test packages create and remove containers meanwhile.
-	me, ok := self()
+	me, ok := kit.Self()
 	require.True(t, ok, "this process as an owner")
 	var ids []string
 	for _, c := range list {

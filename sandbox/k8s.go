@@ -3,8 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +34,7 @@ import (
 	utilexec "k8s.io/client-go/util/exec"
 	"k8s.io/klog/v2"
 
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -186,21 +185,22 @@ func openK8s(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err erro
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 	}
-	for _, w := range opts.warnings() {
-		opts.warnf("warning: %s", w)
+	logf, warnf := kit.Logf(opts.Logf), kit.Warnf(opts.Warnf, opts.Logf)
+	for _, w := range opts.Warnings() {
+		warnf("warning: %s", w)
 	}
 	if opts.PidsLimit > 0 {
-		opts.warnf("warning: sandbox %s: a pod has no process limit of its own (the kubelet's podPidsLimit applies): --pids-limit is ignored", spec)
+		warnf("warning: sandbox %s: a pod has no process limit of its own (the kubelet's podPidsLimit applies): --pids-limit is ignored", spec)
 	}
-	b := &k8sBackend{spec: spec, ks: ks, cfg: cfg, cs: cs, name: "tapebox-" + randHex(6), logf: opts.logf, podCwd: cwd,
+	b := &k8sBackend{spec: spec, ks: ks, cfg: cfg, cs: cs, name: "tapebox-" + kit.RandomHex(6), logf: logf, podCwd: cwd,
 		user: strconv.FormatInt(uid, 10) + ":" + strconv.FormatInt(gid, 10)}
 	for _, k := range slices.Sorted(mapKeys(opts.Env)) {
 		b.env = append(b.env, corev1.EnvVar{Name: k, Value: opts.Env[k]})
 	}
-	reapK8sLeftovers(ctx, cs, ks.namespace, opts.logf)
+	reapK8sLeftovers(ctx, cs, ks.namespace, logf)
 	network := cmpOr(opts.Network, "none")
 	if network == "none" {
-		ensureDenyAll(ctx, cs, ks.namespace, opts.logf)
+		ensureDenyAll(ctx, cs, ks.namespace, logf)
 	}
 	pod := b.podSpec(opts, cwd, uid, gid, network)
 	if _, err := cs.CoreV1().Pods(ks.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -213,26 +213,26 @@ func openK8s(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err erro
 			_ = b.deletePod(dctx)
 		}
 	}()
-	opts.logf("sandbox %s: created pod %s/%s", spec, ks.namespace, b.name)
+	logf("sandbox %s: created pod %s/%s", spec, ks.namespace, b.name)
 	node, err := b.waitRunning(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sb := &Sandbox{spec: spec, cwd: cwd, b: b, arch: b.nodeArch(ctx, node)}
-	sb.executor = cmpOr(opts.SandboxExecutor, "tapebox-exec")
+	info := Info{Cwd: cwd, Arch: b.nodeArch(ctx, node)}
+	info.Executor = cmpOr(opts.SandboxExecutor, "tapebox-exec")
 	if opts.InstallExecutor {
 		exe := opts.ExecutorPath
 		if exe == "" {
-			if exe, err = ExecutorPath(ctx, sb.arch); err != nil {
+			if exe, err = ExecutorPath(ctx, info.Arch); err != nil {
 				return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 			}
 		}
 		if err := b.installExecutor(ctx, exe); err != nil {
 			return nil, err
 		}
-		sb.executor = k8sExecutorDir + "/" + ExecutorName
+		info.Executor = k8sExecutorDir + "/" + ExecutorName
 	}
-	return sb, nil
+	return New(spec, b, info), nil
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
@@ -250,12 +250,6 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // k8sUser reads Options.User for a pod: numeric "UID[:GID]" (the default DefaultUser), or
@@ -280,7 +274,7 @@ func k8sUser(user string) (uid, gid int64, err error) {
 func (b *k8sBackend) podSpec(opts Options, cwd string, uid, gid int64, network string) *corev1.Pod {
 	labels := map[string]string{Label: "1"}
 	annotations := map[string]string{}
-	if me, ok := self(); ok {
+	if me, ok := kit.Self(); ok {
 		annotations[OwnerLabel] = me.String()
 	}
 	for k, v := range opts.Labels {
@@ -313,7 +307,7 @@ func (b *k8sBackend) podSpec(opts Options, cwd string, uid, gid int64, network s
 		sc.Capabilities.Add = append(sc.Capabilities.Add, corev1.Capability(strings.TrimPrefix(strings.ToUpper(c), "CAP_")))
 	}
 	res := corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}}
-	cpu := resource.NewMilliQuantity(int64(limit(opts.CPUs, DefaultCPUs)*1000), resource.DecimalSI)
+	cpu := resource.NewMilliQuantity(int64(kit.Limit(opts.CPUs, DefaultCPUs)*1000), resource.DecimalSI)
 	if b.ks.cpu != "" {
 		q := resource.MustParse(b.ks.cpu)
 		cpu = &q
@@ -324,7 +318,7 @@ func (b *k8sBackend) podSpec(opts Options, cwd string, uid, gid int64, network s
 		// requests summed (a tape is mostly idle).
 		res.Requests[corev1.ResourceCPU] = minQuantity(*cpu, resource.MustParse("100m"))
 	}
-	mem := resource.NewQuantity(limit(opts.Memory, DefaultMemory), resource.BinarySI)
+	mem := resource.NewQuantity(kit.Limit(opts.Memory, DefaultMemory), resource.BinarySI)
 	if b.ks.memory != "" {
 		q := resource.MustParse(b.ks.memory)
 		mem = &q
@@ -513,7 +507,7 @@ func (b *k8sBackend) executor(argv []string, stdin, stderr bool) (remotecommand.
 	})
 }
 
-func (b *k8sBackend) start(ctx context.Context, argv []string) (*Session, error) {
+func (b *k8sBackend) Start(ctx context.Context, argv []string) (*Session, error) {
 	what := "start " + argv[0]
 	ex, err := b.executor(argv, true, true)
 	if err != nil {
@@ -522,32 +516,32 @@ func (b *k8sBackend) start(ctx context.Context, argv []string) (*Session, error)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Session{Stdin: inW, Stdout: outR, stderr: newTailBuffer(stderrTailSize), done: make(chan struct{})}
+	s := NewSession(inW, outR)
 	go func() {
 		// Stderr must have a writer: with PodExecOptions.Stderr and none, the SPDY stream hangs.
-		err := ex.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: s.stderr})
-		err = b.streamErr(argv[0], s.stderr.String(), err, sctx)
+		err := ex.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: s.StderrSink()})
+		err = b.streamErr(argv[0], s.Stderr(), err, sctx)
 		outW.CloseWithError(io.EOF)
 		inR.Close()
-		s.finish(err)
+		s.Finish(err)
 	}()
-	s.stop = func() error {
+	s.SetStop(func() error {
 		_ = inW.Close()
-		t := time.NewTimer(sessionGrace)
+		t := time.NewTimer(SessionGrace)
 		defer t.Stop()
 		exited := true
 		select {
-		case <-s.done:
+		case <-s.Done():
 		case <-t.C:
 			exited = false
 		}
 		cancel()
-		<-s.done
+		err := s.Wait()
 		if !exited {
 			return nil
 		}
-		return closeResult(s.err)
-	}
+		return CloseResult(err)
+	})
 	return s, nil
 }
 
@@ -559,19 +553,19 @@ func (b *k8sBackend) streamErr(command, stderr string, err error, sctx context.C
 	}
 	var ce utilexec.CodeExitError
 	if errors.As(err, &ce) {
-		return &ExitError{Command: command, Code: ce.Code, Stderr: stderr, Hint: exitHint(command, ce.Code, stderr)}
+		return NewExitError(command, ce.Code, stderr)
 	}
 	if sctx.Err() != nil {
-		return errSessionClosed
+		return ErrSessionClosed
 	}
 	return fmt.Errorf("exec %s in pod %s: %w", command, b.name, b.reachErr(err))
 }
 
-func (b *k8sBackend) startExecutor(ctx context.Context, argv []string) (*Session, error) {
-	return b.start(ctx, argv)
+func (b *k8sBackend) StartExecutor(ctx context.Context, argv []string) (*Session, error) {
+	return b.Start(ctx, argv)
 }
 
-func (b *k8sBackend) transport() string { return "k8s-exec" }
+func (b *k8sBackend) Transport() string { return "k8s-exec" }
 
 // run is a one-shot exec with stdin (nil for none), output kept in memory.
 func (b *k8sBackend) run(ctx context.Context, argv []string, stdin io.Reader) (*ExecResult, error) {
@@ -612,13 +606,13 @@ func (b *k8sBackend) apiErr(op string, err error) error {
 	return fmt.Errorf("%s in %s: %w", op, b.spec, b.reachErr(err))
 }
 
-func (b *k8sBackend) exec(ctx context.Context, argv []string) (*ExecResult, error) {
+func (b *k8sBackend) Exec(ctx context.Context, argv []string) (*ExecResult, error) {
 	res, err := b.run(ctx, argv, nil)
 	if err != nil {
 		return nil, fmt.Errorf("exec %s in %s: %w", argv[0], b.spec, err)
 	}
-	if out := string(res.Stdout) + string(res.Stderr); (res.ExitCode == 126 || res.ExitCode == 127) && isOCIExecFailure(out) {
-		return res, fmt.Errorf("exec %s in %s: %w", argv[0], b.spec, &ExitError{Command: argv[0], Code: res.ExitCode, Stderr: out, Hint: exitHint(argv[0], res.ExitCode, out)})
+	if out := string(res.Stdout) + string(res.Stderr); (res.ExitCode == 126 || res.ExitCode == 127) && kit.IsOCIExecFailure(out) {
+		return res, fmt.Errorf("exec %s in %s: %w", argv[0], b.spec, NewExitError(argv[0], res.ExitCode, out))
 	}
 	return res, nil
 }
@@ -663,31 +657,31 @@ func (b *k8sBackend) tarInto(ctx context.Context, dir string, archive io.Reader,
 	return nil
 }
 
-func (b *k8sBackend) snapshot(ctx context.Context, dir string) (map[string]File, error) {
+func (b *k8sBackend) Snapshot(ctx context.Context, dir string) (map[string]File, error) {
 	abs := b.abs(b.podCwd, dir)
 	r, err := b.tarFrom(ctx, abs, "snapshot "+abs)
 	if err != nil {
 		return nil, err
 	}
-	files, err := readTar(r)
+	files, err := ReadTar(r)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s in %s: %w", abs, b.spec, err)
 	}
 	return files, nil
 }
 
-func (b *k8sBackend) writeFiles(ctx context.Context, dir string, files map[string]File) error {
+func (b *k8sBackend) WriteFiles(ctx context.Context, dir string, files map[string]File) error {
 	abs := b.abs(b.podCwd, dir)
-	owner, _ := ownerOf(b.user)
+	owner, _ := kit.OwnerOf(b.user)
 	var buf bytes.Buffer
-	if err := writeTar(&buf, files, owner); err != nil {
+	if err := WriteTar(&buf, files, owner); err != nil {
 		return fmt.Errorf("write files to %s in %s: %w", abs, b.spec, err)
 	}
 	return b.tarInto(ctx, abs, &buf, "write files to "+abs)
 }
 
-func (b *k8sBackend) restoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
-	owner, _ := ownerOf(b.user)
+func (b *k8sBackend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
+	owner, _ := kit.OwnerOf(b.user)
 	rc, err := workspace.Tar(snapshot, info, owner)
 	if err != nil {
 		return fmt.Errorf("restore workspace in %s: %w", b.spec, err)
@@ -696,7 +690,7 @@ func (b *k8sBackend) restoreWorkspace(ctx context.Context, snapshot *os.File, in
 	return b.tarInto(ctx, b.podCwd, rc, "restore workspace "+snapshot.Name()+" into "+b.podCwd)
 }
 
-func (b *k8sBackend) workspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+func (b *k8sBackend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
 	r, err := b.tarFrom(ctx, b.podCwd, "workspace manifest of "+b.podCwd)
 	if err != nil {
 		return nil, err
@@ -734,16 +728,16 @@ func (b *k8sBackend) deletePod(ctx context.Context) error {
 	return b.delErr
 }
 
-func (b *k8sBackend) close(ctx context.Context, open []*Session) error {
+func (b *k8sBackend) Close(ctx context.Context, open []*Session) error {
 	err := b.deletePod(ctx)
-	closeSessions(open)
+	CloseSessions(open)
 	return err
 }
 
 // reapK8sLeftovers deletes the pods in the namespace that replays which are gone left
 // behind (labeled Label, annotated OwnerLabel), as reapLeftovers does for containers.
 func reapK8sLeftovers(ctx context.Context, cs *kubernetes.Clientset, ns string, logf func(string, ...any)) {
-	if _, ok := self(); !ok {
+	if _, ok := kit.Self(); !ok {
 		return
 	}
 	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: Label + "=1"})
@@ -753,15 +747,15 @@ func reapK8sLeftovers(ctx context.Context, cs *kubernetes.Clientset, ns string, 
 	}
 	var zero int64
 	for _, p := range list.Items {
-		o, ok := parseOwner(p.Annotations[OwnerLabel])
-		if !ok || !o.gone() || p.DeletionTimestamp != nil {
+		o, ok := kit.ParseOwner(p.Annotations[OwnerLabel])
+		if !ok || !o.Gone() || p.DeletionTimestamp != nil {
 			continue
 		}
 		if err := cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
-			logf("delete pod %s/%s, left by a replay that is gone (pid %d): %v", ns, p.Name, o.pid, err)
+			logf("delete pod %s/%s, left by a replay that is gone (pid %d): %v", ns, p.Name, o.PID, err)
 			continue
 		}
-		logf("deleted pod %s/%s, left by a replay that is gone (pid %d)", ns, p.Name, o.pid)
+		logf("deleted pod %s/%s, left by a replay that is gone (pid %d)", ns, p.Name, o.PID)
 	}
 }
 
@@ -792,3 +786,5 @@ func ensureDenyAll(ctx context.Context, cs *kubernetes.Clientset, ns string, log
 	}
 	denyAllMade.Store(ns, true)
 }
+
+func init() { Register(SchemeK8s, openK8s) }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -49,37 +50,37 @@ func openLocal(ctx context.Context, spec Spec, opts Options) (*Sandbox, error) {
 		return nil, fmt.Errorf("open sandbox %s: create the directory: %w", spec, err)
 	}
 	l := &localBackend{spec: spec, dir: dir}
-	sb := &Sandbox{spec: spec, cwd: dir, arch: runtime.GOARCH, b: l}
+	info := Info{Cwd: dir, Arch: runtime.GOARCH}
 	// The executor is found now but only needed by Start, so a sandbox used for Exec and
 	// Snapshot works without one.
 	switch {
 	case opts.ExecutorPath != "":
-		sb.executor = opts.ExecutorPath
+		info.Executor = opts.ExecutorPath
 		if runtime.GOOS == "linux" {
-			if err := checkExecutorArch(opts.ExecutorPath, runtime.GOARCH, "this host"); err != nil {
+			if err := CheckExecutorArch(opts.ExecutorPath, runtime.GOARCH, "this host"); err != nil {
 				return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 			}
 		}
 	case runtime.GOOS == "linux":
-		sb.executor, sb.executorErr = ExecutorPath(ctx, runtime.GOARCH)
+		info.Executor, info.ExecutorErr = ExecutorPath(ctx, runtime.GOARCH)
 	default:
 		// ExecutorPath finds Linux builds; elsewhere use a host build on the PATH.
-		sb.executor, sb.executorErr = exec.LookPath(ExecutorName)
-		if sb.executorErr != nil {
-			sb.executorErr = fmt.Errorf("%w: %s is not on PATH (go install %s/cmd/tapebox-exec) and Options.ExecutorPath is empty",
+		info.Executor, info.ExecutorErr = exec.LookPath(ExecutorName)
+		if info.ExecutorErr != nil {
+			info.ExecutorErr = fmt.Errorf("%w: %s is not on PATH (go install %s/cmd/tapebox-exec) and Options.ExecutorPath is empty",
 				ErrNoExecutor, ExecutorName, Module)
 		}
 	}
-	if sb.executorErr != nil {
-		sb.executorErr = fmt.Errorf("start the executor in %s: %w", spec, sb.executorErr)
+	if info.ExecutorErr != nil {
+		info.ExecutorErr = fmt.Errorf("start the executor in %s: %w", spec, info.ExecutorErr)
 	}
 	const risk = "the tape's commands run on this machine with your rights: they can read and write your files outside DIR and use the network (the environment is minimal)"
 	if spec.Unsafe {
 		warnf(opts, "warning: sandbox %s is NOT isolated: %s", spec, risk)
 	} else {
 		exe := ""
-		if sb.executorErr == nil {
-			if exe, err = filepath.Abs(sb.executor); err != nil {
+		if info.ExecutorErr == nil {
+			if exe, err = filepath.Abs(info.Executor); err != nil {
 				return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 			}
 		}
@@ -89,13 +90,13 @@ func openLocal(ctx context.Context, spec Spec, opts Options) (*Sandbox, error) {
 		} else {
 			l.jail = j
 			if exe != "" {
-				sb.executor = jailExecutor
+				info.Executor = jailExecutor
 			}
-			opts.logf("sandbox %s: isolated with bubblewrap: only %s is writable, no network, its own /tmp and HOME, a minimal environment", spec, dir)
+			kit.Logf(opts.Logf)("sandbox %s: isolated with bubblewrap: only %s is writable, no network, its own /tmp and HOME, a minimal environment", spec, dir)
 		}
 	}
 	l.env = localEnv(l.jail, opts.Env)
-	return sb, nil
+	return New(spec, l, info), nil
 }
 
 // warnf gives a warning to Options.Logf, or to the standard error when there is none: a
@@ -144,7 +145,7 @@ func localEnv(j *jail, extra map[string]string) []string {
 	if j != nil {
 		env = append(env, "HOME="+jailHome)
 	}
-	return append(env, envList(extra)...)
+	return append(env, kit.EnvList(extra)...)
 }
 
 // command is the host command that runs argv in the sandbox: argv itself, or bwrap with
@@ -160,13 +161,13 @@ func (l *localBackend) command(run func(string, ...string) *exec.Cmd, argv []str
 	return cmd
 }
 
-func (l *localBackend) startExecutor(ctx context.Context, argv []string) (*Session, error) {
-	return l.start(ctx, argv)
+func (l *localBackend) StartExecutor(ctx context.Context, argv []string) (*Session, error) {
+	return l.Start(ctx, argv)
 }
 
-func (l *localBackend) transport() string { return "pipes" }
+func (l *localBackend) Transport() string { return "pipes" }
 
-func (l *localBackend) start(ctx context.Context, argv []string) (*Session, error) {
+func (l *localBackend) Start(ctx context.Context, argv []string) (*Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", argv[0], l.spec, err)
 	}
@@ -181,8 +182,8 @@ func (l *localBackend) start(ctx context.Context, argv []string) (*Session, erro
 	if err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", argv[0], l.spec, err)
 	}
-	s := &Session{Stdin: stdin, Stdout: pr, stderr: newTailBuffer(stderrTailSize), done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = pw, s.stderr
+	s := NewSession(stdin, pr)
+	cmd.Stdout, cmd.Stderr = pw, s.StderrSink()
 	// A background child that keeps stderr open must not hold Wait forever.
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
@@ -196,30 +197,30 @@ func (l *localBackend) start(ctx context.Context, argv []string) (*Session, erro
 		err := cmd.Wait()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.Exited() {
-			stderr := s.stderr.String()
+			stderr := s.Stderr()
 			err = &ExitError{Command: argv[0], Code: ee.ExitCode(), Stderr: stderr, Hint: exitHint(argv[0], ee.ExitCode(), stderr)}
 		} else if err != nil {
 			err = fmt.Errorf("session %s in %s: %w", argv[0], l.spec, err)
 		}
-		s.finish(err)
+		s.Finish(err)
 	}()
 	s.stop = func() error {
 		_ = stdin.Close()
 		select {
 		case <-s.done:
-		case <-time.After(sessionGrace):
+		case <-time.After(SessionGrace):
 			_ = cmd.Process.Kill()
 			<-s.done
 			pr.Close()
 			return nil // ended as Close asked; Wait reports the kill
 		}
 		pr.Close()
-		return closeResult(s.err)
+		return CloseResult(s.err)
 	}
 	return s, nil
 }
 
-func (l *localBackend) exec(ctx context.Context, argv []string) (*ExecResult, error) {
+func (l *localBackend) Exec(ctx context.Context, argv []string) (*ExecResult, error) {
 	cmd := l.command(func(name string, args ...string) *exec.Cmd { return exec.CommandContext(ctx, name, args...) }, argv)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -244,7 +245,7 @@ func (l *localBackend) abs(dir string) string {
 	return filepath.Join(l.dir, dir)
 }
 
-func (l *localBackend) snapshot(ctx context.Context, dir string) (map[string]File, error) {
+func (l *localBackend) Snapshot(ctx context.Context, dir string) (map[string]File, error) {
 	abs := l.abs(dir)
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		if err == nil {
@@ -252,29 +253,29 @@ func (l *localBackend) snapshot(ctx context.Context, dir string) (map[string]Fil
 		}
 		return nil, fmt.Errorf("snapshot %s in %s: %w", abs, l.spec, err)
 	}
-	files, err := snapshotDir(abs)
+	files, err := ReadDir(abs)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s in %s: %w", abs, l.spec, err)
 	}
 	return files, nil
 }
 
-func (l *localBackend) writeFiles(ctx context.Context, dir string, files map[string]File) error {
+func (l *localBackend) WriteFiles(ctx context.Context, dir string, files map[string]File) error {
 	abs := l.abs(dir)
-	if err := writeDir(abs, files); err != nil {
+	if err := WriteDir(abs, files); err != nil {
 		return fmt.Errorf("write files to %s in %s: %w", abs, l.spec, err)
 	}
 	return nil
 }
 
-func (l *localBackend) restoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
+func (l *localBackend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
 	if err := workspace.Restore(ctx, snapshot, info, l.dir); err != nil {
 		return fmt.Errorf("restore workspace in %s: %w", l.spec, err)
 	}
 	return nil
 }
 
-func (l *localBackend) workspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+func (l *localBackend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
 	m, err := workspace.ManifestDir(ctx, l.dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("workspace manifest in %s: %w", l.spec, err)
@@ -282,8 +283,8 @@ func (l *localBackend) workspaceManifest(ctx context.Context, opts workspace.Opt
 	return m, nil
 }
 
-func (l *localBackend) close(ctx context.Context, open []*Session) error {
-	closeSessions(open)
+func (l *localBackend) Close(ctx context.Context, open []*Session) error {
+	CloseSessions(open)
 	if l.jail != nil {
 		if err := l.jail.close(); err != nil {
 			return fmt.Errorf("close sandbox %s: %w", l.spec, err)
@@ -291,3 +292,5 @@ func (l *localBackend) close(ctx context.Context, open []*Session) error {
 	}
 	return nil
 }
+
+func init() { Register(SchemeLocal, openLocal) }

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/docker/docker/api/types/container"
@@ -12,51 +14,32 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
 // deadOwner is the owner of a process that has ended: a child, run and waited for.
-func deadOwner(t *testing.T) owner {
+func deadOwner(t *testing.T) kit.Owner {
 	t.Helper()
-	me, ok := self()
+	me, ok := kit.Self()
 	if !ok {
 		t.Skip("no /proc to tell processes apart")
 	}
-	cmd := exec.Command("sh", "-c", "cat /proc/self/stat >/dev/null")
-	require.NoError(t, cmd.Start())
-	o, ok := procOwner(cmd.Process.Pid)
-	require.NoError(t, cmd.Wait())
-	if !ok { // it ended before it could be read: any start time is as good
-		o = owner{pid: cmd.Process.Pid, start: "1", pidNS: me.pidNS}
-	}
-	o.boot = me.boot
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	// Any start time is as good: no live process has this pid with it.
+	_, rest, _ := strings.Cut(me.String(), ",start=")
+	_, rest, _ = strings.Cut(rest, ",")
+	o, ok := kit.ParseOwner(fmt.Sprintf("pid=%d,start=1,%s", cmd.Process.Pid, rest))
+	require.True(t, ok)
 	return o
 }
 
-func TestOwner(t *testing.T) {
-	me, ok := self()
-	if !ok {
-		t.Skip("no /proc to tell processes apart")
-	}
-	back, ok := parseOwner(me.String())
-	require.True(t, ok, "%s", me)
-	assert.Equal(t, me, back)
-	assert.False(t, me.gone(), "this process")
-
-	dead := deadOwner(t)
-	assert.True(t, dead.gone(), "a process that ended")
-	reused := me
-	reused.start += "0"
-	assert.True(t, reused.gone(), "this pid with another start time: the pid was reused")
-	other := dead
-	other.boot = "another-boot"
-	assert.False(t, other.gone(), "another boot (or machine) cannot be judged")
-	other = dead
-	other.pidNS = "pid:[1]"
-	assert.False(t, other.gone(), "another pid namespace cannot be judged")
-	for _, bad := range []string{"", "pid=1", "pid=x,start=1,pidns=2,boot=b", "garbage"} {
-		_, ok := parseOwner(bad)
-		assert.False(t, ok, "%q", bad)
-	}
+// onBoot is o on another boot (or machine).
+func onBoot(t *testing.T, o kit.Owner, boot string) kit.Owner {
+	s, _, _ := strings.Cut(o.String(), ",boot=")
+	o, ok := kit.ParseOwner(s + ",boot=" + boot)
+	require.True(t, ok)
+	return o
 }
 
 // TestDockerReapsLeftovers: Open removes the containers and socket directories of replays
@@ -65,12 +48,11 @@ func TestDockerReapsLeftovers(t *testing.T) {
 	cli, ref := dockertest.Image(t, dockertest.TinyImage)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	me, _ := self()
+	me, _ := kit.Self()
 	dead := deadOwner(t)
-	foreign := dead
-	foreign.boot = "another-machine"
+	foreign := onBoot(t, dead, "another-machine")
 
-	leftover := func(o owner) (id, dir string) {
+	leftover := func(o kit.Owner) (id, dir string) {
 		created, err := cli.ContainerCreate(t.Context(), &container.Config{Image: ref, Cmd: []string{"sleep", "infinity"},
 			Labels: map[string]string{Label: "1", OwnerLabel: o.String(), dockertest.Label: t.Name()}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 		require.NoError(t, err)

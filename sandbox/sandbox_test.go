@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -145,11 +146,11 @@ func TestELFArch(t *testing.T) {
 
 	t.Run("wrong arch is ErrWrongArch", func(t *testing.T) {
 		p := filepath.Join(dir, "aarch64")
-		err := checkExecutorArch(p, "amd64", "container box")
+		err := CheckExecutorArch(p, "amd64", "container box")
 		require.ErrorIs(t, err, ErrWrongArch)
 		assert.Contains(t, err.Error(), "built for arm64 but container box is amd64")
 		assert.Contains(t, err.Error(), "tapebox exec-binary --arch amd64")
-		assert.NoError(t, checkExecutorArch(p, "arm64", "container box"))
+		assert.NoError(t, CheckExecutorArch(p, "arm64", "container box"))
 	})
 }
 
@@ -166,17 +167,17 @@ func TestTarRoundTrip(t *testing.T) {
 		inApp["app/"+n] = f // as CopyFromContainer names them
 	}
 	var buf bytes.Buffer
-	require.NoError(t, writeTar(&buf, inApp, workspace.Owner{}))
-	got, err := readTar(&buf)
+	require.NoError(t, WriteTar(&buf, inApp, workspace.Owner{}))
+	got, err := ReadTar(&buf)
 	require.NoError(t, err)
 	assert.Equal(t, files, got)
 
-	err = writeTar(&bytes.Buffer{}, map[string]File{"p": {Mode: fs.ModeNamedPipe}}, workspace.Owner{})
+	err = WriteTar(&bytes.Buffer{}, map[string]File{"p": {Mode: fs.ModeNamedPipe}}, workspace.Owner{})
 	assert.ErrorContains(t, err, "unsupported file type")
 }
 
 func TestTailBuffer(t *testing.T) {
-	tb := newTailBuffer(8)
+	tb := kit.NewTail(8)
 	tb.Write([]byte("abc"))
 	tb.Write([]byte("defgh"))
 	assert.Equal(t, "abcdefgh", tb.String())
@@ -200,7 +201,7 @@ func TestExitErrorHints(t *testing.T) {
 		{"x", 1, "boom", ""},
 	}
 	for _, tt := range tests {
-		e := &ExitError{Command: tt.cmd, Code: tt.code, Stderr: tt.stderr, Hint: exitHint(tt.cmd, tt.code, tt.stderr)}
+		e := NewExitError(tt.cmd, tt.code, tt.stderr)
 		assert.Contains(t, e.Error(), tt.want)
 		assert.Contains(t, e.Error(), tt.stderr)
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
 // Transport says how the executor session of a Docker sandbox travels between the host and
@@ -63,6 +65,13 @@ func (t Transport) check(spec Spec) error {
 	return nil
 }
 
+// sockDirPattern matches the socket directories' private parents in $TMPDIR.
+const sockDirPattern = "tapebox-sock-*"
+
+// ownerFile, in a socket directory's private parent, holds its maker (kit.Owner), for the
+// reaper.
+const ownerFile = "owner"
+
 // sockDirIn is where the host's socket directory is mounted in a created container.
 const sockDirIn = "/run/tapebox-exec"
 
@@ -86,7 +95,7 @@ func socketDir() (parent, dir string, err error) {
 		return "", "", fmt.Errorf("make a directory for the executor's socket: %w (is $TMPDIR writable?)", err)
 	}
 	// Who made it, for the replay that finds it after this process was killed.
-	if me, ok := self(); ok {
+	if me, ok := kit.Self(); ok {
 		err = os.WriteFile(filepath.Join(parent, ownerFile), []byte(me.String()+"\n"), 0o600)
 	}
 	dir = filepath.Join(parent, "s")
@@ -100,7 +109,7 @@ func socketDir() (parent, dir string, err error) {
 		os.RemoveAll(parent)
 		return "", "", fmt.Errorf("make a directory for the executor's socket in %s: %w", parent, err)
 	}
-	if n := len(filepath.Join(dir, sockName(randomHex(6)))); n > maxSocketPath {
+	if n := len(filepath.Join(dir, sockName(kit.RandomHex(6)))); n > maxSocketPath {
 		os.RemoveAll(parent)
 		return "", "", fmt.Errorf("the executor's socket in %s would have a %d-byte path, over the %d a unix socket address holds; set TMPDIR to a shorter directory",
 			dir, n, maxSocketPath)
@@ -148,7 +157,7 @@ func (d *dockerBackend) dropSocket() {
 	d.sockParent, d.sockHost = "", ""
 }
 
-func (d *dockerBackend) transport() string {
+func (d *dockerBackend) Transport() string {
 	if d.sockHost != "" && !d.sockOff.Load() {
 		return "unix-socket"
 	}
@@ -160,9 +169,9 @@ type socketError struct{ msg string }
 
 func (e *socketError) Error() string { return "executor socket: " + e.msg }
 
-func (d *dockerBackend) startExecutor(ctx context.Context, argv []string) (*Session, error) {
+func (d *dockerBackend) StartExecutor(ctx context.Context, argv []string) (*Session, error) {
 	if d.sockHost == "" || d.sockOff.Load() {
-		return d.start(ctx, argv)
+		return d.Start(ctx, argv)
 	}
 	s, err := d.startSocket(ctx, argv)
 	var se *socketError
@@ -171,7 +180,7 @@ func (d *dockerBackend) startExecutor(ctx context.Context, argv []string) (*Sess
 	}
 	d.sockOff.Store(true)
 	d.logf("sandbox %s: %v; the executor uses the exec stream from now on", d.spec, err)
-	return d.start(ctx, argv)
+	return d.Start(ctx, argv)
 }
 
 // startSocket listens on a fresh socket in the host directory, starts "tapebox-exec serve
@@ -182,7 +191,7 @@ func (d *dockerBackend) startExecutor(ctx context.Context, argv []string) (*Sess
 // container can only read. The session reads and writes the connection; the exec stream
 // only carries stderr and tells when the executor has exited.
 func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Session, error) {
-	name := sockName(randomHex(6))
+	name := sockName(kit.RandomHex(6))
 	inPath, hostPath := path.Join(sockDirIn, name), filepath.Join(d.sockHost, name)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: hostPath, Net: "unix"})
 	if err != nil {
@@ -193,7 +202,7 @@ func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Sessio
 		return nil, &socketError{fmt.Sprintf("make %s connectable for the container's user: %v", hostPath, err)}
 	}
 	argv = append(slices.Clip(argv), "--dial", "unix:"+inPath)
-	st, err := d.start(ctx, argv)
+	st, err := d.Start(ctx, argv)
 	if err != nil {
 		return nil, err
 	}
@@ -227,28 +236,26 @@ func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Sessio
 		}
 		return st, nil
 	}
-	s := &Session{Stdin: sockStdin{conn}, Stdout: conn, stderr: st.stderr, done: make(chan struct{})}
-	go func() {
-		<-st.done
-		s.finish(st.err)
-	}()
-	s.stop = func() error {
+	s := NewSession(sockStdin{conn}, conn)
+	s.ShareStderr(st) // the exec session carries the executor's stderr
+	go func() { s.Finish(st.Wait()) }()
+	s.SetStop(func() error {
 		// The end of the connection ends the session as the end of stdin does on the stream:
 		// calls in flight finish, the executor exits. The exec's stdin closes only after the
 		// grace period, since its end cancels the calls in flight.
 		_ = conn.CloseWrite()
-		t := time.NewTimer(sessionGrace)
+		t := time.NewTimer(SessionGrace)
 		select {
-		case <-st.done:
+		case <-st.Done():
 		case <-t.C:
 		}
 		t.Stop()
 		err := st.Close()
 		conn.Close()
-		<-s.done
+		<-s.Done()
 		<-drained
 		return err
-	}
+	})
 	d.logf("sandbox %s: executor session over unix socket %s", d.spec, hostPath)
 	return s, nil
 }
@@ -267,7 +274,8 @@ func (d *dockerBackend) acceptExecutor(parent context.Context, ln *net.UnixListe
 	pidc := make(chan pidResult, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		pid, err := d.execPID(ctx, st.execID)
+		execID, _ := d.execs.Load(st)
+		pid, err := d.execPID(ctx, execID.(string))
 		pidc <- pidResult{pid, err}
 	})
 	type acceptResult struct {

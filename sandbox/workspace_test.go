@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -39,7 +40,7 @@ var recordedTree = map[string]File{
 func snapshotFile(t *testing.T) (string, workspace.Info, workspace.Manifest) {
 	t.Helper()
 	src := t.TempDir()
-	require.NoError(t, writeDir(src, recordedTree))
+	require.NoError(t, WriteDir(src, recordedTree))
 	require.NoError(t, os.Link(filepath.Join(src, "src", "main.go"), filepath.Join(src, "src", "same.go")))
 	when := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	require.NoError(t, os.Chtimes(filepath.Join(src, "README.md"), when, when))
@@ -218,7 +219,7 @@ func TestOwnerOf(t *testing.T) {
 		"1000:users": {byName: true},
 		"-1":         {byName: true},
 	} {
-		owner, byName := ownerOf(user)
+		owner, byName := kit.OwnerOf(user)
 		assert.Equal(t, want.owner, owner, user)
 		assert.Equal(t, want.byName, byName, user)
 	}

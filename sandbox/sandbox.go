@@ -331,6 +331,10 @@ func (s *Sandbox) Arch() string { return s.arch }
 // ContainerID returns the Docker container's full ID, or "" for a local sandbox.
 func (s *Sandbox) ContainerID() string { return s.containerID }
 
+// Backend returns the backend the sandbox runs on: a *local.Backend, *docker.Backend or
+// *k8s.Backend, for what only that kind can tell.
+func (s *Sandbox) Backend() Backend { return s.b }
+
 // Executor returns the path (or PATH name) of tapebox-exec inside the sandbox.
 func (s *Sandbox) Executor() string { return s.executor }
 

@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -66,7 +65,6 @@ func TestOpenRejectsOptions(t *testing.T) {
 		{"read-only existing container", "docker:box", Options{ReadOnlyRoot: true, Runtime: "runsc"}, ErrOption, "ReadOnlyRoot, Runtime"},
 		{"bad user", "docker-image:x", Options{User: "1000:"}, ErrOption, `User "1000:": want UID[:GID] or NAME[:GROUP]`},
 		{"user on existing container", "docker:box", Options{User: "0"}, ErrOption, "User only apply"},
-		{"executor path without install", "docker:box", Options{ExecutorPath: "/bin/true"}, ErrOption, "set InstallExecutor too"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,16 +78,45 @@ func TestOpenRejectsOptions(t *testing.T) {
 	}
 }
 
-func TestOpenNoEngine(t *testing.T) {
-	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
-	for _, spec := range []string{"docker:box", "docker-image:tapebox/sandbox:bookworm"} {
-		t.Run(spec, func(t *testing.T) {
-			_, err := Open(t.Context(), spec, Options{})
-			require.ErrorIs(t, err, ErrNoEngine)
-			assert.Contains(t, err.Error(), "no-docker.sock")
-			assert.Contains(t, err.Error(), "local:DIR")
-		})
+// TestOpenWithoutBackend: this test binary links no backend, so every scheme fails, naming the
+// package that would serve it; an unknown scheme is a bad spec as before.
+func TestOpenWithoutBackend(t *testing.T) {
+	require.Equal(t, []string{SchemeK8s}, Schemes(), "only k8s, still in this package")
+	for spec, pkg := range map[string]string{"local:/tmp/x": "sandbox/local", "unsafe-local:/tmp/x": "sandbox/local",
+		"docker:box": "sandbox/docker", "docker-image:tapebox/tiny": "sandbox/docker"} {
+		sb, err := Open(t.Context(), spec, Options{})
+		require.ErrorIs(t, err, ErrNoBackend, spec)
+		assert.Nil(t, sb)
+		assert.Contains(t, err.Error(), `import _ "github.com/tapebox/tapebox/`+pkg+`"`, spec)
+		assert.Contains(t, err.Error(), "sandbox/all", spec)
 	}
+	_, err := Open(t.Context(), "vm:x", Options{})
+	require.ErrorIs(t, err, ErrBadSpec)
+	assert.NotErrorIs(t, err, ErrNoBackend)
+}
+
+// TestRegister: a registered opener gets the parsed spec and the options; a scheme taken
+// twice panics.
+func TestRegister(t *testing.T) {
+	var got Spec
+	Register("test-scheme", func(ctx context.Context, spec Spec, opts Options) (*Sandbox, error) {
+		got = spec
+		return New(spec, nil, Info{Cwd: opts.Cwd}), nil
+	})
+	t.Cleanup(func() {
+		openersMu.Lock()
+		delete(openers, "test-scheme")
+		openersMu.Unlock()
+	})
+	assert.Equal(t, []string{SchemeK8s, "test-scheme"}, Schemes())
+	assert.Panics(t, func() { Register("test-scheme", nil) })
+	s := Spec{Scheme: "test-scheme", Target: "x"}
+	open, err := opener(s)
+	require.NoError(t, err)
+	sb, err := open(t.Context(), s, Options{Cwd: "/w"})
+	require.NoError(t, err)
+	assert.Equal(t, s, got)
+	assert.Equal(t, "/w", sb.Cwd())
 }
 
 func TestNormalizeArch(t *testing.T) {
@@ -176,17 +203,6 @@ func TestTarRoundTrip(t *testing.T) {
 	assert.ErrorContains(t, err, "unsupported file type")
 }
 
-func TestTailBuffer(t *testing.T) {
-	tb := kit.NewTail(8)
-	tb.Write([]byte("abc"))
-	tb.Write([]byte("defgh"))
-	assert.Equal(t, "abcdefgh", tb.String())
-	tb.Write([]byte("ij"))
-	assert.Equal(t, "cdefghij", tb.String())
-	tb.Write([]byte("0123456789"))
-	assert.Equal(t, "23456789", tb.String())
-}
-
 func TestExitErrorHints(t *testing.T) {
 	tests := []struct {
 		cmd    string
@@ -204,16 +220,5 @@ func TestExitErrorHints(t *testing.T) {
 		e := NewExitError(tt.cmd, tt.code, tt.stderr)
 		assert.Contains(t, e.Error(), tt.want)
 		assert.Contains(t, e.Error(), tt.stderr)
-	}
-}
-
-func TestIsMountErr(t *testing.T) {
-	for msg, want := range map[string]bool{
-		"Error response from daemon: invalid mount config for type \"bind\": bind source path does not exist: /x": true,
-		"Mounts denied: The path /Users/x is not shared from the host":                                            true,
-		"Error response from daemon: No such image: x":                                                            false,
-		"OCI runtime create failed: runc create failed: unable to start container process":                        false,
-	} {
-		assert.Equal(t, want, isMountErr(errors.New(msg)), msg)
 	}
 }

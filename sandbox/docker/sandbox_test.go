@@ -1,10 +1,13 @@
-package sandbox
+package docker
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"io/fs"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -17,14 +20,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
+	_ "github.com/tapebox/tapebox/sandbox/local" // the local sandboxes the Docker ones are compared with
 )
 
 // openImage opens a fresh docker-image: sandbox and closes it when the test ends.
-func openImage(t *testing.T, ref string, opts Options) *Sandbox {
+func openImage(t *testing.T, ref string, opts sandbox.Options) *sandbox.Sandbox {
 	t.Helper()
 	dockertest.Image(t, ref)
-	sb, err := Open(t.Context(), "docker-image:"+ref, opts)
+	sb, err := sandbox.Open(t.Context(), "docker-image:"+ref, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -46,7 +52,7 @@ func TestDockerSmoke(t *testing.T) {
 	}
 	assert.Contains(t, tags, ref)
 
-	sb := openImage(t, ref, Options{})
+	sb := openImage(t, ref, sandbox.Options{})
 	res, err := sb.Exec(t.Context(), []string{"sh", "-c", "cat /etc/debian_version; command -v python3 || echo no-python"})
 	require.NoError(t, err)
 	assert.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
@@ -57,36 +63,36 @@ func TestDockerSmoke(t *testing.T) {
 }
 
 func TestDockerSessionEcho(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{})
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{})
 	s, err := sb.StartCommand(t.Context(), []string{"cat"})
 	require.NoError(t, err)
 	r := bufio.NewReader(s.Stdout)
 	for _, line := range []string{"one", `{"op":"call","id":"1"}`, strings.Repeat("y", 1<<20), "last"} {
-		assert.Equal(t, line, roundTrip(t, s, r, line))
+		assert.Equal(t, line, sandboxtest.RoundTrip(t, s, r, line))
 	}
 	require.NoError(t, s.Stdin.Close())
 	_, err = r.ReadByte()
 	assert.ErrorIs(t, err, io.EOF)
-	assert.NoError(t, waitDone(t, s))
+	assert.NoError(t, sandboxtest.WaitDone(t, s))
 	assert.NoError(t, s.Close())
 }
 
 func TestDockerSessionStderrAndExit(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{})
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{})
 	s, err := sb.StartCommand(t.Context(), []string{"sh", "-c", "echo out; echo oops >&2; exit 3"})
 	require.NoError(t, err)
 	out, err := io.ReadAll(s.Stdout)
 	require.NoError(t, err)
 	assert.Equal(t, "out\n", string(out), "stderr is demultiplexed away from stdout")
-	var ee *ExitError
-	require.ErrorAs(t, waitDone(t, s), &ee)
+	var ee *sandbox.ExitError
+	require.ErrorAs(t, sandboxtest.WaitDone(t, s), &ee)
 	assert.Equal(t, 3, ee.Code)
 	assert.Equal(t, "oops\n", ee.Stderr)
 	assert.NoError(t, s.Close())
 }
 
 func TestDockerSessionsConcurrent(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{})
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{})
 	const n = 4
 	errs := make(chan error, n)
 	for i := range n {
@@ -112,7 +118,7 @@ func TestDockerSessionsConcurrent(t *testing.T) {
 }
 
 func TestDockerExec(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{Cwd: "/work/app", Env: map[string]string{"TAPEBOX_TEST": "yes"}})
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{Cwd: "/work/app", Env: map[string]string{"TAPEBOX_TEST": "yes"}})
 	assert.Equal(t, "/work/app", sb.Cwd())
 	tests := []struct {
 		name     string
@@ -146,7 +152,7 @@ func TestDockerExec(t *testing.T) {
 }
 
 func TestDockerExecCancel(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{})
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	_, err := sb.Exec(ctx, []string{"sleep", "60"})
@@ -159,13 +165,13 @@ func TestDockerSafeDefaults(t *testing.T) {
 	cli := dockertest.Client(t)
 	tests := []struct {
 		name  string
-		opts  Options
-		check func(t *testing.T, sb *Sandbox, hc *container.HostConfig)
+		opts  sandbox.Options
+		check func(t *testing.T, sb *sandbox.Sandbox, hc *container.HostConfig)
 	}{
 		{
 			name: "defaults",
-			opts: Options{Cwd: "/work/tb"},
-			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+			opts: sandbox.Options{Cwd: "/work/tb"},
+			check: func(t *testing.T, sb *sandbox.Sandbox, hc *container.HostConfig) {
 				assert.Equal(t, []string{"ALL"}, []string(hc.CapDrop))
 				assert.Contains(t, hc.SecurityOpt, "no-new-privileges")
 				assert.Equal(t, "none", string(hc.NetworkMode))
@@ -178,9 +184,9 @@ func TestDockerSafeDefaults(t *testing.T) {
 				assert.Contains(t, execOut(t, sb, "ps", "-o", "pid,args"), "docker-init", "PID 1 reaps orphans")
 				// Limited and unprivileged by default.
 				require.NotNil(t, hc.PidsLimit)
-				assert.Equal(t, int64(DefaultPidsLimit), *hc.PidsLimit)
-				assert.Equal(t, int64(DefaultMemory), hc.Memory)
-				assert.Equal(t, int64(DefaultMemory), hc.MemorySwap, "no swap beyond the limit")
+				assert.Equal(t, int64(sandbox.DefaultPidsLimit), *hc.PidsLimit)
+				assert.Equal(t, int64(sandbox.DefaultMemory), hc.Memory)
+				assert.Equal(t, int64(sandbox.DefaultMemory), hc.MemorySwap, "no swap beyond the limit")
 				assert.Equal(t, int64(1e9), hc.NanoCPUs)
 				assert.Equal(t, "65534:65534\n", execOut(t, sb, "sh", "-c", "echo $(id -u):$(id -g)"))
 				assert.Equal(t, "65534:65534\n", execOut(t, sb, "stat", "-c", "%u:%g", sb.Cwd()), "the working directory it made is the user's")
@@ -188,8 +194,8 @@ func TestDockerSafeDefaults(t *testing.T) {
 		},
 		{
 			name: "no limits",
-			opts: Options{Memory: -1, CPUs: -1, PidsLimit: -1},
-			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+			opts: sandbox.Options{Memory: -1, CPUs: -1, PidsLimit: -1},
+			check: func(t *testing.T, sb *sandbox.Sandbox, hc *container.HostConfig) {
 				assert.True(t, hc.PidsLimit == nil || *hc.PidsLimit <= 0, "no pids limit: %v", hc.PidsLimit)
 				assert.Zero(t, hc.Memory)
 				assert.Zero(t, hc.NanoCPUs)
@@ -197,8 +203,8 @@ func TestDockerSafeDefaults(t *testing.T) {
 		},
 		{
 			name: "limits",
-			opts: Options{Memory: 256 << 20, CPUs: 0.5, PidsLimit: 64, Network: "bridge", CapAdd: []string{"CHOWN"}},
-			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+			opts: sandbox.Options{Memory: 256 << 20, CPUs: 0.5, PidsLimit: 64, Network: "bridge", CapAdd: []string{"CHOWN"}},
+			check: func(t *testing.T, sb *sandbox.Sandbox, hc *container.HostConfig) {
 				assert.Equal(t, int64(256<<20), hc.Memory)
 				assert.Equal(t, int64(5e8), hc.NanoCPUs)
 				require.NotNil(t, hc.PidsLimit)
@@ -210,34 +216,34 @@ func TestDockerSafeDefaults(t *testing.T) {
 		},
 		{
 			name: "executor bind-mounted",
-			opts: Options{InstallExecutor: true, ExecutorPath: fakeExecutor(t, hostArch()), Transport: TransportStream},
-			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+			opts: sandbox.Options{InstallExecutor: true, ExecutorPath: sandboxtest.FakeExecutor(t, runtime.GOARCH), Transport: sandbox.TransportStream},
+			check: func(t *testing.T, sb *sandbox.Sandbox, hc *container.HostConfig) {
 				require.Len(t, hc.Mounts, 1)
-				assert.Equal(t, mount.Mount{Type: mount.TypeBind, Source: fakeExecutor(t, hostArch()), Target: "/usr/local/bin/tapebox-exec", ReadOnly: true}, hc.Mounts[0])
-				assert.Equal(t, hostArch()+"\n", execOut(t, sb, "tapebox-exec", "arch"))
+				assert.Equal(t, mount.Mount{Type: mount.TypeBind, Source: sandboxtest.FakeExecutor(t, runtime.GOARCH), Target: "/usr/local/bin/tapebox-exec", ReadOnly: true}, hc.Mounts[0])
+				assert.Equal(t, runtime.GOARCH+"\n", execOut(t, sb, "tapebox-exec", "arch"))
 			},
 		},
 		{
 			name: "executor copied",
-			opts: Options{InstallExecutor: true, CopyExecutor: true, ExecutorPath: fakeExecutor(t, hostArch()), Transport: TransportStream},
-			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+			opts: sandbox.Options{InstallExecutor: true, CopyExecutor: true, ExecutorPath: sandboxtest.FakeExecutor(t, runtime.GOARCH), Transport: sandbox.TransportStream},
+			check: func(t *testing.T, sb *sandbox.Sandbox, hc *container.HostConfig) {
 				assert.Empty(t, hc.Mounts)
-				assert.Equal(t, hostArch()+"\n", execOut(t, sb, "tapebox-exec", "arch"))
+				assert.Equal(t, runtime.GOARCH+"\n", execOut(t, sb, "tapebox-exec", "arch"))
 			},
 		},
 		{
 			name: "read-only root, executor copied",
-			opts: Options{ReadOnlyRoot: true, Cwd: "/app", InstallExecutor: true, CopyExecutor: true, ExecutorPath: fakeExecutor(t, hostArch())},
-			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+			opts: sandbox.Options{ReadOnlyRoot: true, Cwd: "/app", InstallExecutor: true, CopyExecutor: true, ExecutorPath: sandboxtest.FakeExecutor(t, runtime.GOARCH)},
+			check: func(t *testing.T, sb *sandbox.Sandbox, hc *container.HostConfig) {
 				assert.True(t, hc.ReadonlyRootfs)
 				assert.Equal(t, "/opt/tapebox/tapebox-exec", sb.Executor())
-				assert.Equal(t, hostArch()+"\n", execOut(t, sb, sb.Executor(), "arch"))
+				assert.Equal(t, runtime.GOARCH+"\n", execOut(t, sb, sb.Executor(), "arch"))
 			},
 		},
 		{
 			name: "read-only root",
-			opts: Options{ReadOnlyRoot: true, Cwd: "/app", InstallExecutor: true, ExecutorPath: fakeExecutor(t, hostArch())},
-			check: func(t *testing.T, sb *Sandbox, hc *container.HostConfig) {
+			opts: sandbox.Options{ReadOnlyRoot: true, Cwd: "/app", InstallExecutor: true, ExecutorPath: sandboxtest.FakeExecutor(t, runtime.GOARCH)},
+			check: func(t *testing.T, sb *sandbox.Sandbox, hc *container.HostConfig) {
 				assert.True(t, hc.ReadonlyRootfs)
 				assert.Equal(t, "/opt/tapebox/tapebox-exec", sb.Executor())
 				res, err := sb.Exec(t.Context(), []string{"touch", "/root-file"})
@@ -249,7 +255,7 @@ func TestDockerSafeDefaults(t *testing.T) {
 					assert.Equal(t, 0, res.ExitCode, "%s: %s", p, res.Stderr)
 				}
 				// The executor runs, and so does a binary in /tmp.
-				assert.Equal(t, hostArch()+"\n", execOut(t, sb, sb.Executor(), "arch"))
+				assert.Equal(t, runtime.GOARCH+"\n", execOut(t, sb, sb.Executor(), "arch"))
 				assert.Equal(t, "ok\n", execOut(t, sb, "sh", "-c", "cp /bin/busybox /tmp/busybox && /tmp/busybox echo ok"))
 				files, err := sb.Snapshot(t.Context(), ".")
 				require.NoError(t, err)
@@ -262,13 +268,13 @@ func TestDockerSafeDefaults(t *testing.T) {
 			sb := openImage(t, dockertest.TinyImage, tt.opts)
 			ci, err := cli.ContainerInspect(t.Context(), sb.ContainerID())
 			require.NoError(t, err)
-			assert.Equal(t, "1", ci.Config.Labels[Label])
+			assert.Equal(t, "1", ci.Config.Labels[sandbox.Label])
 			tt.check(t, sb, ci.HostConfig)
 		})
 	}
 }
 
-func execOut(t *testing.T, sb *Sandbox, argv ...string) string {
+func execOut(t *testing.T, sb *sandbox.Sandbox, argv ...string) string {
 	t.Helper()
 	res, err := sb.Exec(t.Context(), argv)
 	require.NoError(t, err)
@@ -278,7 +284,7 @@ func execOut(t *testing.T, sb *Sandbox, argv ...string) string {
 
 func TestDockerCloseRemovesCreated(t *testing.T) {
 	cli, ref := dockertest.Image(t, dockertest.TinyImage)
-	sb, err := Open(t.Context(), "docker-image:"+ref, Options{ReadOnlyRoot: true, Cwd: "/app"})
+	sb, err := sandbox.Open(t.Context(), "docker-image:"+ref, sandbox.Options{ReadOnlyRoot: true, Cwd: "/app"})
 	require.NoError(t, err)
 	id := sb.ContainerID()
 	require.Len(t, id, 64)
@@ -301,7 +307,7 @@ func TestDockerCloseRemovesCreated(t *testing.T) {
 		_, err := cli.VolumeInspect(t.Context(), v)
 		assert.Error(t, err, "volume %s still there after Close", v)
 	}
-	assert.Error(t, waitDone(t, s), "session of a removed container")
+	assert.Error(t, sandboxtest.WaitDone(t, s), "session of a removed container")
 	assert.NoError(t, sb.Close(t.Context()), "second Close")
 	_, err = sb.Exec(t.Context(), []string{"true"})
 	assert.ErrorContains(t, err, "the sandbox is closed")
@@ -310,19 +316,19 @@ func TestDockerCloseRemovesCreated(t *testing.T) {
 func TestDockerExistingContainer(t *testing.T) {
 	cli := dockertest.Client(t)
 	id, name := dockertest.Run(t, dockertest.TinyImage)
-	exe := fakeExecutor(t, hostArch())
+	exe := sandboxtest.FakeExecutor(t, runtime.GOARCH)
 
-	sb, err := Open(t.Context(), "docker:"+name, Options{Cwd: "/data", InstallExecutor: true, ExecutorPath: exe})
+	sb, err := sandbox.Open(t.Context(), "docker:"+name, sandbox.Options{Cwd: "/data", InstallExecutor: true, ExecutorPath: exe})
 	require.NoError(t, err)
 	assert.Equal(t, id, sb.ContainerID())
-	assert.Equal(t, hostArch(), sb.Arch())
+	assert.Equal(t, runtime.GOARCH, sb.Arch())
 	assert.Equal(t, "/usr/local/bin/tapebox-exec", sb.Executor())
 	assert.Equal(t, "/data\n", execOut(t, sb, "pwd"), "Cwd created in an existing container")
 
 	s, err := sb.Start(t.Context())
 	require.NoError(t, err)
 	r := bufio.NewReader(s.Stdout)
-	assert.Equal(t, "ping", roundTrip(t, s, r, "ping"))
+	assert.Equal(t, "ping", sandboxtest.RoundTrip(t, s, r, "ping"))
 	require.NoError(t, s.Close())
 	assert.NoError(t, s.Wait())
 
@@ -332,48 +338,48 @@ func TestDockerExistingContainer(t *testing.T) {
 	assert.True(t, ci.State.Running)
 
 	// By ID, without installing: the executor is now on the PATH.
-	sb, err = Open(t.Context(), "docker:"+id[:12], Options{})
+	sb, err = sandbox.Open(t.Context(), "docker:"+id[:12], sandbox.Options{})
 	require.NoError(t, err)
 	defer sb.Close(t.Context())
 	assert.Equal(t, "tapebox-exec", sb.Executor())
 	assert.Equal(t, "/", sb.Cwd(), "the container's own working directory")
-	assert.Equal(t, hostArch()+"\n", execOut(t, sb, "tapebox-exec", "arch"))
+	assert.Equal(t, runtime.GOARCH+"\n", execOut(t, sb, "tapebox-exec", "arch"))
 }
 
 func TestDockerWriteFilesSnapshot(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{Cwd: "/work/app"})
-	require.NoError(t, sb.WriteFiles(t.Context(), "proj", seedFiles), "into a missing directory")
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{Cwd: "/work/app"})
+	require.NoError(t, sb.WriteFiles(t.Context(), "proj", sandboxtest.SeedFiles), "into a missing directory")
 	got, err := sb.Snapshot(t.Context(), "proj")
 	require.NoError(t, err)
-	assert.Equal(t, withParents(seedFiles), got)
+	assert.Equal(t, sandboxtest.WithParents(sandboxtest.SeedFiles), got)
 
-	require.NoError(t, sb.WriteFiles(t.Context(), "/work/app/proj", map[string]File{"README.md": {Mode: 0o600, Data: []byte("new")}}), "into an existing one")
+	require.NoError(t, sb.WriteFiles(t.Context(), "/work/app/proj", map[string]sandbox.File{"README.md": {Mode: 0o600, Data: []byte("new")}}), "into an existing one")
 	got, err = sb.Snapshot(t.Context(), "/work/app/proj/")
 	require.NoError(t, err)
-	assert.Equal(t, File{Mode: 0o600, Data: []byte("new")}, got["README.md"])
+	assert.Equal(t, sandbox.File{Mode: 0o600, Data: []byte("new")}, got["README.md"])
 
 	// Files made inside the sandbox, hard links included, show up too.
 	execOut(t, sb, "sh", "-c", "mkdir -p made && echo hi > made/a && ln made/a made/b && ln -s a made/c")
 	got, err = sb.Snapshot(t.Context(), "made")
 	require.NoError(t, err)
-	assert.Equal(t, map[string]File{
+	assert.Equal(t, map[string]sandbox.File{
 		"a": {Mode: 0o644, Data: []byte("hi\n")},
 		"b": {Mode: 0o644, Data: []byte("hi\n")},
 		"c": {Mode: fs.ModeSymlink | 0o777, Link: "a"},
 	}, got)
 
 	_, err = sb.Snapshot(t.Context(), "missing")
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, sandbox.ErrNotFound)
 	assert.Contains(t, err.Error(), "snapshot /work/app/missing")
 }
 
 // TestDockerLocalSameSnapshot: the two backends see the same end state for the same files.
 func TestDockerLocalSameSnapshot(t *testing.T) {
-	docker := openImage(t, dockertest.TinyImage, Options{Cwd: "/work/app"})
-	local, _ := openLocalT(t, Options{})
-	var snaps []map[string]File
-	for _, sb := range []*Sandbox{docker, local} {
-		require.NoError(t, sb.WriteFiles(t.Context(), "", seedFiles))
+	docker := openImage(t, dockertest.TinyImage, sandbox.Options{Cwd: "/work/app"})
+	local, _ := sandboxtest.OpenLocal(t, sandbox.Options{})
+	var snaps []map[string]sandbox.File
+	for _, sb := range []*sandbox.Sandbox{docker, local} {
+		require.NoError(t, sb.WriteFiles(t.Context(), "", sandboxtest.SeedFiles))
 		res, err := sb.Exec(t.Context(), []string{"sh", "-c", "echo made > made.txt && chmod 640 made.txt && rm src/empty"})
 		require.NoError(t, err)
 		require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
@@ -382,33 +388,33 @@ func TestDockerLocalSameSnapshot(t *testing.T) {
 		snaps = append(snaps, snap)
 	}
 	assert.Equal(t, snaps[0], snaps[1])
-	assert.Equal(t, File{Mode: 0o640, Data: []byte("made\n")}, snaps[0]["made.txt"])
+	assert.Equal(t, sandbox.File{Mode: 0o640, Data: []byte("made\n")}, snaps[0]["made.txt"])
 }
 
 func TestDockerBadInput(t *testing.T) {
 	dockertest.Image(t, dockertest.TinyImage)
 	_, stopped := dockertest.Run(t, dockertest.TinyImage, "true")
 	waitExited(t, stopped)
-	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[hostArch()]
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
 
 	tests := []struct {
 		name    string
 		spec    string
-		opts    Options
+		opts    sandbox.Options
 		wantErr error
 		want    []string
 	}{
-		{"missing container", "docker:tapebox-no-such-container", Options{}, ErrNotFound, []string{"docker ps -a", "docker-image:IMAGE"}},
-		{"stopped container", "docker:" + stopped, Options{}, ErrNotRunning, []string{"is exited", "docker start " + stopped}},
-		{"missing image", "docker-image:tapebox/no-such-image:1", Options{}, ErrNotFound, []string{"make sandbox-image", "docker import"}},
-		{"wrong architecture", "docker-image:" + dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: fakeExecutor(t, other)},
-			ErrWrongArch, []string{"built for " + other, "is " + hostArch(), "tapebox exec-binary --arch " + hostArch()}},
-		{"read-only root without cwd", "docker-image:" + dockertest.TinyImage, Options{ReadOnlyRoot: true}, ErrOption, []string{"needs a Cwd other than /"}},
-		{"relative cwd", "docker-image:" + dockertest.TinyImage, Options{Cwd: "app"}, ErrOption, []string{"must be an absolute path"}},
+		{"missing container", "docker:tapebox-no-such-container", sandbox.Options{}, sandbox.ErrNotFound, []string{"docker ps -a", "docker-image:IMAGE"}},
+		{"stopped container", "docker:" + stopped, sandbox.Options{}, sandbox.ErrNotRunning, []string{"is exited", "docker start " + stopped}},
+		{"missing image", "docker-image:tapebox/no-such-image:1", sandbox.Options{}, sandbox.ErrNotFound, []string{"make sandbox-image", "docker import"}},
+		{"wrong architecture", "docker-image:" + dockertest.TinyImage, sandbox.Options{InstallExecutor: true, ExecutorPath: sandboxtest.FakeExecutor(t, other)},
+			sandbox.ErrWrongArch, []string{"built for " + other, "is " + runtime.GOARCH, "tapebox exec-binary --arch " + runtime.GOARCH}},
+		{"read-only root without cwd", "docker-image:" + dockertest.TinyImage, sandbox.Options{ReadOnlyRoot: true}, sandbox.ErrOption, []string{"needs a Cwd other than /"}},
+		{"relative cwd", "docker-image:" + dockertest.TinyImage, sandbox.Options{Cwd: "app"}, sandbox.ErrOption, []string{"must be an absolute path"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sb, err := Open(t.Context(), tt.spec, tt.opts)
+			sb, err := sandbox.Open(t.Context(), tt.spec, tt.opts)
 			if sb != nil {
 				sb.Close(t.Context())
 			}
@@ -437,10 +443,10 @@ func TestDockerFailedOpenCleansUp(t *testing.T) {
 	before := tapeboxContainers(t)
 	// A missing runtime fails at create; a working directory under a file fails after
 	// create, when it is made.
-	_, err := Open(t.Context(), "docker-image:"+ref, Options{Runtime: "tapebox-no-such-runtime"})
+	_, err := sandbox.Open(t.Context(), "docker-image:"+ref, sandbox.Options{Runtime: "tapebox-no-such-runtime"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `is runtime "tapebox-no-such-runtime" configured`)
-	_, err = Open(t.Context(), "docker-image:"+ref, Options{Cwd: "/etc/passwd/tapebox"})
+	_, err = sandbox.Open(t.Context(), "docker-image:"+ref, sandbox.Options{Cwd: "/etc/passwd/tapebox"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "working directory /etc/passwd/tapebox")
 	assert.Equal(t, before, tapeboxContainers(t))
@@ -456,7 +462,7 @@ func tapeboxContainers(t *testing.T) []string {
 	require.True(t, ok, "this process as an owner")
 	var ids []string
 	for _, c := range list {
-		if c.Labels[Label] != "" && c.Labels[OwnerLabel] == me.String() {
+		if c.Labels[sandbox.Label] != "" && c.Labels[sandbox.OwnerLabel] == me.String() {
 			ids = append(ids, c.ID)
 		}
 	}
@@ -465,13 +471,13 @@ func tapeboxContainers(t *testing.T) []string {
 }
 
 func TestDockerMissingExecutor(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{})
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{})
 	s, err := sb.Start(t.Context())
 	require.NoError(t, err, "the exec starts; the command is missing")
 	defer s.Close()
 	_, _ = io.Copy(io.Discard, s.Stdout)
-	var ee *ExitError
-	require.ErrorAs(t, waitDone(t, s), &ee)
+	var ee *sandbox.ExitError
+	require.ErrorAs(t, sandboxtest.WaitDone(t, s), &ee)
 	assert.Contains(t, []int{126, 127}, ee.Code)
 	assert.Contains(t, ee.Error(), "executable file not found")
 	assert.Contains(t, ee.Error(), "--install-executor")
@@ -479,37 +485,68 @@ func TestDockerMissingExecutor(t *testing.T) {
 
 func TestDockerContainerKilled(t *testing.T) {
 	cli := dockertest.Client(t)
-	sb := openImage(t, dockertest.TinyImage, Options{})
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{})
 	s, err := sb.StartCommand(t.Context(), []string{"cat"})
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, cli.ContainerKill(t.Context(), sb.ContainerID(), "KILL"))
 	_, _ = io.Copy(io.Discard, s.Stdout)
-	assert.Error(t, waitDone(t, s), "a killed container ends the session with an error")
+	assert.Error(t, sandboxtest.WaitDone(t, s), "a killed container ends the session with an error")
 
 	_, err = sb.Exec(t.Context(), []string{"true"})
-	require.ErrorIs(t, err, ErrNotRunning)
+	require.ErrorIs(t, err, sandbox.ErrNotRunning)
 	assert.Contains(t, err.Error(), "open a new one")
 	_, err = sb.StartCommand(t.Context(), []string{"cat"})
-	require.ErrorIs(t, err, ErrNotRunning)
+	require.ErrorIs(t, err, sandbox.ErrNotRunning)
 }
 
 // TestDockerRealExecutor installs the real tapebox-exec (chosen by the image's
 // architecture) and says hello; it skips until the executor exists.
 func TestDockerRealExecutor(t *testing.T) {
-	realExecutor(t, hostArch())
+	sandboxtest.RealExecutor(t, runtime.GOARCH)
 	for _, ref := range []string{dockertest.SandboxImage, dockertest.TinyImage} {
 		t.Run(ref, func(t *testing.T) {
-			for _, tr := range []Transport{TransportStream, TransportSocket} {
-				sb := openImage(t, ref, Options{Cwd: "/app", InstallExecutor: true, Transport: tr})
+			for _, tr := range []sandbox.Transport{sandbox.TransportStream, sandbox.TransportSocket} {
+				sb := openImage(t, ref, sandbox.Options{Cwd: "/app", InstallExecutor: true, Transport: tr})
 				s, err := sb.Start(t.Context())
 				require.NoError(t, err)
-				hello := helloRoundTrip(t, s, "/app")
+				hello := sandboxtest.HelloRoundTrip(t, s, "/app")
 				assert.Equal(t, "/app", hello.Cwd)
-				bye(t, s)
+				sandboxtest.Bye(t, s)
 				require.NoError(t, s.Close(), "%s", tr)
 				assert.NoError(t, s.Wait(), "%s: the executor exits 0 after bye; stderr: %s", tr, s.Stderr())
 			}
 		})
 	}
+}
+
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
+
+func TestOpenNoEngine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
+	for _, spec := range []string{"docker:box", "docker-image:tapebox/sandbox:bookworm"} {
+		t.Run(spec, func(t *testing.T) {
+			_, err := sandbox.Open(t.Context(), spec, sandbox.Options{})
+			require.ErrorIs(t, err, sandbox.ErrNoEngine)
+			assert.Contains(t, err.Error(), "no-docker.sock")
+			assert.Contains(t, err.Error(), "local:DIR")
+		})
+	}
+}
+
+func TestIsMountErr(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"Error response from daemon: invalid mount config for type \"bind\": bind source path does not exist: /x": true,
+		"Mounts denied: The path /Users/x is not shared from the host":                                            true,
+		"Error response from daemon: No such image: x":                                                            false,
+		"OCI runtime create failed: runc create failed: unable to start container process":                        false,
+	} {
+		assert.Equal(t, want, isMountErr(errors.New(msg)), msg)
+	}
+}
+
+func TestOpenExecutorPathWithoutInstall(t *testing.T) {
+	_, err := sandbox.Open(t.Context(), "docker:box", sandbox.Options{ExecutorPath: "/bin/true"})
+	require.ErrorIs(t, err, sandbox.ErrOption)
+	assert.Contains(t, err.Error(), "set InstallExecutor too")
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package local
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -38,20 +41,20 @@ func needBwrap(t *testing.T) {
 
 // openJailT opens a local sandbox in a fresh directory and fails t unless it is jailed. It
 // returns the sandbox and the directory.
-func openJailT(t *testing.T, opts Options) (*Sandbox, string) {
+func openJailT(t *testing.T, opts sandbox.Options) (*sandbox.Sandbox, string) {
 	t.Helper()
 	needBwrap(t)
 	var logged []string
 	opts.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
-	sb, dir := openLocalT(t, opts)
-	require.NotNil(t, sb.b.(*localBackend).jail, "not jailed: %q", logged)
+	sb, dir := sandboxtest.OpenLocal(t, opts)
+	require.NotNil(t, sb.Backend().(*Backend).jail, "not jailed: %q", logged)
 	require.Len(t, logged, 1)
 	assert.Contains(t, logged[0], "isolated with bubblewrap")
 	return sb, dir
 }
 
 // sh runs a shell command in the sandbox.
-func sh(t *testing.T, sb *Sandbox, script string) *ExecResult {
+func sh(t *testing.T, sb *sandbox.Sandbox, script string) *sandbox.ExecResult {
 	t.Helper()
 	res, err := sb.Exec(t.Context(), []string{"sh", "-c", script})
 	require.NoError(t, err, script)
@@ -89,10 +92,10 @@ func TestJailRefuses(t *testing.T) {
 		}
 	})
 	dir := filepath.Join(host, "work")
-	sb, err := Open(t.Context(), "local:"+dir, Options{Logf: t.Logf})
+	sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{Logf: t.Logf})
 	require.NoError(t, err)
 	defer sb.Close(t.Context())
-	require.NotNil(t, sb.b.(*localBackend).jail)
+	require.NotNil(t, sb.Backend().(*Backend).jail)
 	hostTmp := fmt.Sprintf("/tmp/tapebox-jail-test-%d", time.Now().UnixNano())
 	port := ln.Addr().(*net.TCPAddr).Port
 
@@ -179,7 +182,7 @@ func TestJailEnv(t *testing.T) {
 	t.Setenv("SECRET_TOKEN", "tbx-planted-secret-1f2e3d")
 	t.Setenv("LANG", "C.UTF-8")
 	t.Setenv("PATH", "/root/.local/bin:/usr/local/bin:/usr/bin:/bin")
-	sb, _ := openJailT(t, Options{Env: map[string]string{"FROM_OPTIONS": "yes"}})
+	sb, _ := openJailT(t, sandbox.Options{Env: map[string]string{"FROM_OPTIONS": "yes"}})
 	res := sh(t, sb, "env")
 	env := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
 	assert.Contains(t, env, "HOME="+jailHome)
@@ -202,12 +205,12 @@ func TestUnsafeLocal(t *testing.T) {
 	t.Setenv("SECRET_TOKEN", "tbx-planted-secret-1f2e3d")
 	dir := filepath.Join(t.TempDir(), "work")
 	var logged []string
-	sb, err := Open(t.Context(), "unsafe-local:"+dir, Options{Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+	sb, err := sandbox.Open(t.Context(), "unsafe-local:"+dir, sandbox.Options{Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
 	require.NoError(t, err)
 	defer sb.Close(t.Context())
-	assert.Equal(t, Spec{Scheme: SchemeLocal, Target: dir, Unsafe: true}, sb.Spec())
+	assert.Equal(t, sandbox.Spec{Scheme: sandbox.SchemeLocal, Target: dir, Unsafe: true}, sb.Spec())
 	assert.Equal(t, "unsafe-local:"+dir, sb.Spec().String())
-	assert.Nil(t, sb.b.(*localBackend).jail)
+	assert.Nil(t, sb.Backend().(*Backend).jail)
 	require.Len(t, logged, 1)
 	assert.True(t, strings.HasPrefix(logged[0], "warning: sandbox unsafe-local:"+dir+" is NOT isolated: "), logged[0])
 	res := sh(t, sb, "env")
@@ -231,8 +234,8 @@ func TestLocalWithoutBwrap(t *testing.T) {
 	t.Setenv("PATH", bin)
 	t.Setenv("SECRET_TOKEN", "tbx-planted-secret-1f2e3d")
 	var logged []string
-	sb, dir := openLocalT(t, Options{Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
-	assert.Nil(t, sb.b.(*localBackend).jail)
+	sb, dir := sandboxtest.OpenLocal(t, sandbox.Options{Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+	assert.Nil(t, sb.Backend().(*Backend).jail)
 	require.Len(t, logged, 1)
 	assert.Contains(t, logged[0], "warning: sandbox local:"+dir+" is NOT isolated: bwrap is not installed (install the bubblewrap package); ")
 	assert.Contains(t, logged[0], "Spell it unsafe-local:DIR")
@@ -242,8 +245,8 @@ func TestLocalWithoutBwrap(t *testing.T) {
 }
 
 func TestLocalRoot(t *testing.T) {
-	_, err := Open(t.Context(), "local:/", Options{})
-	assert.ErrorIs(t, err, ErrBadSpec)
+	_, err := sandbox.Open(t.Context(), "local:/", sandbox.Options{})
+	assert.ErrorIs(t, err, sandbox.ErrBadSpec)
 	assert.ErrorContains(t, err, "unsafe-local:/")
 }
 
@@ -251,13 +254,13 @@ func TestLocalRoot(t *testing.T) {
 // sandbox's pid namespace is the keeper's) and Close ends it, and removes the sandbox's
 // private directory.
 func TestJailProcesses(t *testing.T) {
-	sb, _ := openJailT(t, Options{})
+	sb, _ := openJailT(t, sandbox.Options{})
 	marker := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%100000)
 	s, err := sb.StartCommand(t.Context(), []string{"sh", "-c", "setsid sleep " + marker + " < /dev/null > /dev/null 2>&1 & echo $!"})
 	require.NoError(t, err)
 	var out bytes.Buffer
 	_, _ = out.ReadFrom(s.Stdout)
-	require.NoError(t, waitDone(t, s))
+	require.NoError(t, sandboxtest.WaitDone(t, s))
 	require.NoError(t, s.Close())
 	pid := strings.TrimSpace(out.String())
 	// $! may still be setsid, about to exec sleep.
@@ -266,7 +269,7 @@ func TestJailProcesses(t *testing.T) {
 		return string(res.Stdout) == "sleep "+marker+" "
 	}, 10*time.Second, 10*time.Millisecond, "alive after its session ended")
 	assert.NotEmpty(t, hostProcesses(t, "sleep\x00"+marker))
-	scratch := sb.b.(*localBackend).jail.scratch
+	scratch := sb.Backend().(*Backend).jail.scratch
 	assert.DirExists(t, scratch)
 
 	require.NoError(t, sb.Close(t.Context()))
@@ -293,13 +296,13 @@ func hostProcesses(t *testing.T, cmdline string) []string {
 // running when that executor dies, and the next session (a new bwrap) answers for it from
 // the same /tmp: the state directory lives there.
 func TestJailExecutorRestart(t *testing.T) {
-	realExecutor(t, hostArch())
-	sb, dir := openJailT(t, Options{})
-	start := func() (*Session, *protocol.Encoder, *protocol.Decoder) {
+	sandboxtest.RealExecutor(t, runtime.GOARCH)
+	sb, dir := openJailT(t, sandbox.Options{})
+	start := func() (*sandbox.Session, *protocol.Encoder, *protocol.Decoder) {
 		s, err := sb.Start(t.Context())
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
-		helloRoundTrip(t, s, dir)
+		sandboxtest.HelloRoundTrip(t, s, dir)
 		return s, protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
 	}
 	call := func(enc *protocol.Encoder, dec *protocol.Decoder, id, tool string, input any) tape.ToolResult {

@@ -1,8 +1,9 @@
-package sandbox
+package docker
 
 import (
 	"context"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/sandbox"
 )
 
 // hostMount is a mount in a container whose files live on a host filesystem.
@@ -24,7 +27,7 @@ type hostMount struct {
 var virtualFS = []string{"overlay", "proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "devtmpfs", "securityfs", "nsfs", "bpf"}
 
 // hostMounts lists a container's mounts of host filesystems, from its /proc/self/mountinfo.
-func hostMounts(t *testing.T, sb *Sandbox) []hostMount {
+func hostMounts(t *testing.T, sb *sandbox.Sandbox) []hostMount {
 	t.Helper()
 	var ms []hostMount
 	for _, line := range strings.Split(strings.TrimSpace(execOut(t, sb, "cat", "/proc/self/mountinfo")), "\n") {
@@ -44,13 +47,13 @@ func hostMounts(t *testing.T, sb *Sandbox) []hostMount {
 // container's own volumes (Options.ReadOnlyRoot's working directory) are the container's.
 func TestDockerNoWritableHostDir(t *testing.T) {
 	cli := dockertest.Client(t)
-	exe := fakeExecutor(t, hostArch())
+	exe := sandboxtest.FakeExecutor(t, runtime.GOARCH)
 	for _, tt := range []struct {
 		name string
-		opts Options
+		opts sandbox.Options
 	}{
-		{"defaults", Options{InstallExecutor: true, ExecutorPath: exe}},
-		{"read-only root", Options{InstallExecutor: true, ExecutorPath: exe, ReadOnlyRoot: true, Cwd: "/app"}},
+		{"defaults", sandbox.Options{InstallExecutor: true, ExecutorPath: exe}},
+		{"read-only root", sandbox.Options{InstallExecutor: true, ExecutorPath: exe, ReadOnlyRoot: true, Cwd: "/app"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sb := openImage(t, dockertest.TinyImage, tt.opts)
@@ -89,7 +92,7 @@ func TestDockerNoWritableHostDir(t *testing.T) {
 }
 
 // execCode runs argv in the sandbox and returns its exit status.
-func exitCode(t *testing.T, sb *Sandbox, argv ...string) int {
+func exitCode(t *testing.T, sb *sandbox.Sandbox, argv ...string) int {
 	t.Helper()
 	res, err := sb.Exec(t.Context(), argv)
 	require.NoError(t, err)
@@ -108,28 +111,28 @@ func TestDockerUser(t *testing.T) {
 
 	for _, tt := range []struct {
 		name, image  string
-		opts         Options
+		opts         sandbox.Options
 		id, cwdOwner string
 		log          string
 	}{
-		{"default", ref, Options{Cwd: "/work/proj"}, "65534:65534", "65534:65534", "created /work/proj for user 65534:65534"},
-		{"root", ref, Options{Cwd: "/work/proj", User: "0"}, "0:0", "0:0", ""},
-		{"uid only", ref, Options{Cwd: "/work/proj", User: "1234"}, "1234:0", "1234:0", ""},
-		{"by name", ref, Options{Cwd: "/work/proj", User: "nobody"}, "65534:65534", "65534:65534", ""},
-		{"the image's user", committed.ID, Options{Cwd: "/work/proj"}, "4321:4321", "4321:4321", ""},
-		{"an image directory of root's", ref, Options{Cwd: "/app"}, "65534:65534", "0:0",
+		{"default", ref, sandbox.Options{Cwd: "/work/proj"}, "65534:65534", "65534:65534", "created /work/proj for user 65534:65534"},
+		{"root", ref, sandbox.Options{Cwd: "/work/proj", User: "0"}, "0:0", "0:0", ""},
+		{"uid only", ref, sandbox.Options{Cwd: "/work/proj", User: "1234"}, "1234:0", "1234:0", ""},
+		{"by name", ref, sandbox.Options{Cwd: "/work/proj", User: "nobody"}, "65534:65534", "65534:65534", ""},
+		{"the image's user", committed.ID, sandbox.Options{Cwd: "/work/proj"}, "4321:4321", "4321:4321", ""},
+		{"an image directory of root's", ref, sandbox.Options{Cwd: "/app"}, "65534:65534", "0:0",
 			"warning: the working directory /app is the image's and belongs to 0:0 (mode 755): the tape's commands run as 65534:65534 and may not write there; --user 0:0 runs them as its owner"},
-		{"read-only root", ref, Options{Cwd: "/work/proj", ReadOnlyRoot: true}, "0:0", "0:0", ""},
+		{"read-only root", ref, sandbox.Options{Cwd: "/work/proj", ReadOnlyRoot: true}, "0:0", "0:0", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var log logLines
-			tt.opts.Logf = log.logf
+			var log sandboxtest.LogLines
+			tt.opts.Logf = log.Logf
 			sb := openImage(t, tt.image, tt.opts)
 			assert.Equal(t, tt.id+"\n", execOut(t, sb, "sh", "-c", "echo $(id -u):$(id -g)"))
 			assert.Equal(t, tt.cwdOwner+"\n", execOut(t, sb, "stat", "-c", "%u:%g", sb.Cwd()))
 			if tt.cwdOwner == tt.id {
 				execOut(t, sb, "sh", "-c", "echo x > made && mkdir d")
-				require.NoError(t, sb.WriteFiles(t.Context(), "sub/deeper", map[string]File{"f": {Data: []byte("x")}}))
+				require.NoError(t, sb.WriteFiles(t.Context(), "sub/deeper", map[string]sandbox.File{"f": {Data: []byte("x")}}))
 				assert.Equal(t, strings.Repeat(tt.id+"\n", 3), execOut(t, sb, "stat", "-c", "%u:%g", "sub", "sub/deeper", "sub/deeper/f"),
 					"WriteFiles makes files and directories the user's")
 			}
@@ -143,13 +146,13 @@ func TestDockerUser(t *testing.T) {
 // TestDockerWarnings: a host network and capabilities that break isolation are accepted
 // with one line each.
 func TestDockerWarnings(t *testing.T) {
-	var warnings, log logLines
-	openImage(t, dockertest.TinyImage, Options{Cwd: "/work/proj", Network: "host", CapAdd: []string{"sys_admin", "CAP_NET_ADMIN", "CHOWN", "SYS_ADMIN"}, Warnf: warnings.logf, Logf: log.logf})
+	var warnings, log sandboxtest.LogLines
+	openImage(t, dockertest.TinyImage, sandbox.Options{Cwd: "/work/proj", Network: "host", CapAdd: []string{"sys_admin", "CAP_NET_ADMIN", "CHOWN", "SYS_ADMIN"}, Warnf: warnings.Logf, Logf: log.Logf})
 	assert.Equal(t, "sandbox docker-image:"+dockertest.TinyImage+": warning: --network host: the tape's commands share this machine's network: they reach its loopback services and can listen on its ports\n"+
 		"sandbox docker-image:"+dockertest.TinyImage+": warning: capabilities SYS_ADMIN, NET_ADMIN: a process holding them can reach past the container (as with --privileged); give them to trusted tapes only",
 		warnings.String())
 	assert.NotContains(t, log.String(), "warning")
 
-	openImage(t, dockertest.TinyImage, Options{Network: "none", CapAdd: []string{"CHOWN"}, Warnf: warnings.logf})
-	assert.Equal(t, 2, len(warnings.lines), "no more warnings")
+	openImage(t, dockertest.TinyImage, sandbox.Options{Network: "none", CapAdd: []string{"CHOWN"}, Warnf: warnings.Logf})
+	assert.Equal(t, 2, len(warnings.Lines()), "no more warnings")
 }

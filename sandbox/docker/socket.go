@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"context"
@@ -15,55 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
-
-// Transport says how the executor session of a Docker sandbox travels between the host and
-// "tapebox-exec serve".
-type Transport string
-
-// The transports. A local sandbox always uses pipes to a host process.
-const (
-	// TransportAuto (also the zero value) uses a unix socket when TapeBox creates the
-	// container (docker-image:) on an engine of this machine with the default runtime, and
-	// the exec stream otherwise. When the socket cannot be set up (the engine refuses the
-	// bind mount, the executor is too old for serve --dial, the socket cannot be reached
-	// through the mount), it says why through Options.Logf and uses the exec stream.
-	TransportAuto Transport = "auto"
-	// TransportStream always uses the exec session's hijacked stdin/stdout stream through
-	// the engine: about 0.1 ms a round trip on engine 20.10.
-	TransportStream Transport = "stream"
-	// TransportSocket insists on the unix socket: Open and Start fail, saying why, where
-	// TransportAuto would fall back to the stream. The controller listens on a socket in a
-	// host directory mounted read-only into the container and the executor connects to it,
-	// so calls bypass the engine (about 0.03 ms a round trip); the exec session stays, as the
-	// executor's lifeline and for its stderr.
-	TransportSocket Transport = "socket"
-)
-
-// ParseTransport parses "auto", "stream" or "socket" ("" is auto).
-func ParseTransport(s string) (Transport, error) {
-	t := Transport(s)
-	switch t {
-	case "", TransportAuto:
-		return TransportAuto, nil
-	case TransportStream, TransportSocket:
-		return t, nil
-	}
-	return "", fmt.Errorf("%w: unknown executor transport %q: use auto, stream or socket", ErrOption, s)
-}
-
-func (t Transport) check(spec Spec) error {
-	t, err := ParseTransport(string(t))
-	if err != nil {
-		return err
-	}
-	if t == TransportSocket && spec.Scheme != SchemeDockerImage {
-		return fmt.Errorf("%w: the socket transport needs a container TapeBox creates (docker-image:IMAGE), where it can bind-mount the socket's directory; %s sandboxes use %s",
-			ErrOption, spec.Scheme, map[string]string{SchemeLocal: "pipes", SchemeDocker: "the exec stream"}[spec.Scheme])
-	}
-	return nil
-}
 
 // sockDirPattern matches the socket directories' private parents in $TMPDIR.
 const sockDirPattern = "tapebox-sock-*"
@@ -119,12 +73,12 @@ func socketDir() (parent, dir string, err error) {
 
 // planSocket decides whether a container TapeBox creates gets the socket transport, and
 // makes its host directory. It fails only when TransportSocket is forced and impossible.
-func (d *dockerBackend) planSocket(opts Options) error {
-	t, _ := ParseTransport(string(opts.Transport))
-	if t == TransportStream || d.spec.Scheme != SchemeDockerImage {
+func (d *Backend) planSocket(opts sandbox.Options) error {
+	t, _ := sandbox.ParseTransport(string(opts.Transport))
+	if t == sandbox.TransportStream || d.spec.Scheme != sandbox.SchemeDockerImage {
 		return nil
 	}
-	d.sockForced = t == TransportSocket
+	d.sockForced = t == sandbox.TransportSocket
 	var why string
 	switch {
 	case !peerCredSupported:
@@ -143,21 +97,21 @@ func (d *dockerBackend) planSocket(opts Options) error {
 		}
 	}
 	if d.sockForced {
-		return fmt.Errorf("open sandbox %s: %w: the socket transport is not possible: %s; use the exec stream (--exec-transport stream or auto)", d.spec, ErrOption, why)
+		return fmt.Errorf("open sandbox %s: %w: the socket transport is not possible: %s; use the exec stream (--exec-transport stream or auto)", d.spec, sandbox.ErrOption, why)
 	}
 	d.logf("sandbox %s: the executor will use the exec stream: %s", d.spec, why)
 	return nil
 }
 
 // dropSocket gives up the socket transport and removes its host directory.
-func (d *dockerBackend) dropSocket() {
+func (d *Backend) dropSocket() {
 	if d.sockParent != "" {
 		os.RemoveAll(d.sockParent)
 	}
 	d.sockParent, d.sockHost = "", ""
 }
 
-func (d *dockerBackend) Transport() string {
+func (d *Backend) Transport() string {
 	if d.sockHost != "" && !d.sockOff.Load() {
 		return "unix-socket"
 	}
@@ -169,7 +123,7 @@ type socketError struct{ msg string }
 
 func (e *socketError) Error() string { return "executor socket: " + e.msg }
 
-func (d *dockerBackend) StartExecutor(ctx context.Context, argv []string) (*Session, error) {
+func (d *Backend) StartExecutor(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	if d.sockHost == "" || d.sockOff.Load() {
 		return d.Start(ctx, argv)
 	}
@@ -190,7 +144,7 @@ func (d *dockerBackend) StartExecutor(ctx context.Context, argv []string) (*Sess
 // never connects to anything in the sandbox: the socket is its own, in a directory the
 // container can only read. The session reads and writes the connection; the exec stream
 // only carries stderr and tells when the executor has exited.
-func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Session, error) {
+func (d *Backend) startSocket(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	name := sockName(kit.RandomHex(6))
 	inPath, hostPath := path.Join(sockDirIn, name), filepath.Join(d.sockHost, name)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: hostPath, Net: "unix"})
@@ -223,7 +177,7 @@ func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Sessio
 		// to reach the socket, or unable to run at all, which the stream would not change:
 		// the ended session reports that as a stream session would.
 		<-drained
-		var ee *ExitError
+		var ee *sandbox.ExitError
 		werr := st.Wait()
 		switch {
 		case errors.As(werr, &ee) && ee.Code == 2 && strings.Contains(ee.Stderr, "--dial"):
@@ -236,7 +190,7 @@ func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Sessio
 		}
 		return st, nil
 	}
-	s := NewSession(sockStdin{conn}, conn)
+	s := sandbox.NewSession(sockStdin{conn}, conn)
 	s.ShareStderr(st) // the exec session carries the executor's stderr
 	go func() { s.Finish(st.Wait()) }()
 	s.SetStop(func() error {
@@ -244,7 +198,7 @@ func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Sessio
 		// calls in flight finish, the executor exits. The exec's stdin closes only after the
 		// grace period, since its end cancels the calls in flight.
 		_ = conn.CloseWrite()
-		t := time.NewTimer(SessionGrace)
+		t := time.NewTimer(sandbox.SessionGrace)
 		select {
 		case <-st.Done():
 		case <-t.C:
@@ -263,7 +217,7 @@ func (d *dockerBackend) startSocket(ctx context.Context, argv []string) (*Sessio
 // acceptExecutor waits for the executor of the exec session st to connect to ln, at most
 // readyTimeout. It returns the connection, or nil and no error when the executor exited
 // first. A connection from any other process is closed and the wait goes on.
-func (d *dockerBackend) acceptExecutor(parent context.Context, ln *net.UnixListener, st *Session) (*net.UnixConn, error) {
+func (d *Backend) acceptExecutor(parent context.Context, ln *net.UnixListener, st *sandbox.Session) (*net.UnixConn, error) {
 	ctx, cancel := context.WithTimeout(parent, readyTimeout)
 	defer cancel()
 	// The engine learns the exec's pid as it starts the process: ask while it starts.
@@ -339,7 +293,7 @@ func (d *dockerBackend) acceptExecutor(parent context.Context, ln *net.UnixListe
 	default:
 	}
 	if parent.Err() != nil {
-		return nil, fmt.Errorf("start %s in %s: %w", ExecutorName, d.spec, parent.Err())
+		return nil, fmt.Errorf("start %s in %s: %w", sandbox.ExecutorName, d.spec, parent.Err())
 	}
 	if ctx.Err() != nil {
 		return nil, &socketError{fmt.Sprintf("the executor did not connect within %v", readyTimeout)}
@@ -348,7 +302,7 @@ func (d *dockerBackend) acceptExecutor(parent context.Context, ln *net.UnixListe
 }
 
 // execPID returns the host pid of an exec's process, waiting for the engine to know it.
-func (d *dockerBackend) execPID(ctx context.Context, execID string) (int, error) {
+func (d *Backend) execPID(ctx context.Context, execID string) (int, error) {
 	for delay := 500 * time.Microsecond; ; delay = min(2*delay, 20*time.Millisecond) {
 		ins, err := d.cli.ContainerExecInspect(ctx, execID)
 		if err != nil {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package local
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
@@ -29,6 +30,9 @@ var jailRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/
 
 // nsGetParent is NS_GET_PARENT (linux/nsfs.h): the ioctl that opens a namespace's parent.
 const nsGetParent = 0xb702
+
+// readyTimeout bounds the wait for the jail's keeper to be ready.
+const readyTimeout = 10 * time.Second
 
 // jail runs a local sandbox's commands under bubblewrap. A keeper process ("cat" on a pipe
 // that only Close closes) holds the sandbox's user and pid namespaces for its whole
@@ -411,7 +415,7 @@ func (j *jail) close() error {
 		j.stdin.Close()
 		select {
 		case <-j.done:
-		case <-time.After(SessionGrace):
+		case <-time.After(sandbox.SessionGrace):
 			_ = j.keeper.Process.Kill()
 			<-j.done
 		}

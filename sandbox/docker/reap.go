@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
@@ -22,13 +23,13 @@ func reapLeftovers(ctx context.Context, cli *client.Client, logf func(string, ..
 	if _, ok := kit.Self(); !ok {
 		return
 	}
-	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", OwnerLabel))})
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.OwnerLabel))})
 	if err != nil {
 		logf("look for containers left by killed replays: %v", err)
 	}
 	for _, c := range list {
-		o, ok := kit.ParseOwner(c.Labels[OwnerLabel])
-		if !ok || c.Labels[Label] == "" || !o.Gone() {
+		o, ok := kit.ParseOwner(c.Labels[sandbox.OwnerLabel])
+		if !ok || c.Labels[sandbox.Label] == "" || !o.Gone() {
 			continue
 		}
 		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})

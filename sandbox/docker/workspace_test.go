@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"archive/tar"
@@ -18,13 +18,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	"github.com/tapebox/tapebox/workspace"
 )
 
 // recordedTree is the workspace the tests snapshot: files, modes, an empty directory, a link
 // inside and one pointing outside, a hard link, what the default exclusions leave out.
-var recordedTree = map[string]File{
+var recordedTree = map[string]sandbox.File{
 	"README.md":           {Mode: 0o644, Data: []byte("# proj\n")},
 	"bin/run.sh":          {Mode: 0o755, Data: []byte("#!/bin/sh\necho hi\n")},
 	"src/main.go":         {Mode: 0o644, Data: []byte("package main\n")},
@@ -40,7 +42,7 @@ var recordedTree = map[string]File{
 func snapshotFile(t *testing.T) (string, workspace.Info, workspace.Manifest) {
 	t.Helper()
 	src := t.TempDir()
-	require.NoError(t, WriteDir(src, recordedTree))
+	require.NoError(t, sandbox.WriteDir(src, recordedTree))
 	require.NoError(t, os.Link(filepath.Join(src, "src", "main.go"), filepath.Join(src, "src", "same.go")))
 	when := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	require.NoError(t, os.Chtimes(filepath.Join(src, "README.md"), when, when))
@@ -105,7 +107,7 @@ func changes(cs []workspace.Change) []string {
 
 // checkWorkspace restores the snapshot into sb, compares its manifest with the recorded one,
 // changes the tree with a command and finds each change.
-func checkWorkspace(t *testing.T, sb *Sandbox) {
+func checkWorkspace(t *testing.T, sb *sandbox.Sandbox) {
 	snap, info, recorded := snapshotFile(t)
 	require.NoError(t, sb.RestoreWorkspace(t.Context(), snap, info))
 	got, err := sb.WorkspaceManifest(t.Context(), workspace.Options{})
@@ -130,7 +132,7 @@ func checkWorkspace(t *testing.T, sb *Sandbox) {
 }
 
 func TestLocalWorkspace(t *testing.T) {
-	sb, dir := openLocalT(t, Options{})
+	sb, dir := sandboxtest.OpenLocal(t, sandbox.Options{})
 	checkWorkspace(t, sb)
 
 	// Restoring needs an empty directory.
@@ -141,7 +143,7 @@ func TestLocalWorkspace(t *testing.T) {
 
 	// A snapshot that is not the recorded one, and a hostile one, are refused before anything
 	// is written; the errors name the file.
-	sb2, dir2 := openLocalT(t, Options{})
+	sb2, dir2 := sandboxtest.OpenLocal(t, sandbox.Options{})
 	bad := info
 	bad.Digest = "sha256:" + strings.Repeat("0", 64)
 	err = sb2.RestoreWorkspace(t.Context(), snap, bad)
@@ -162,7 +164,7 @@ func TestLocalWorkspace(t *testing.T) {
 }
 
 func TestDockerWorkspace(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{Cwd: "/work/app"})
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{Cwd: "/work/app"})
 	checkWorkspace(t, sb)
 	res, err := sb.Exec(t.Context(), []string{"stat", "-c", "%u:%g", ".", "README.md"})
 	require.NoError(t, err)
@@ -193,7 +195,7 @@ func TestDockerWorkspaceOwner(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { dockertest.Remove(t, created.ID) })
 			require.NoError(t, cli.ContainerStart(t.Context(), created.ID, container.StartOptions{}))
-			sb, err := Open(t.Context(), "docker:"+created.ID, Options{Cwd: "/tmp"})
+			sb, err := sandbox.Open(t.Context(), "docker:"+created.ID, sandbox.Options{Cwd: "/tmp"})
 			require.NoError(t, err)
 			defer sb.Close(t.Context())
 
@@ -228,7 +230,7 @@ func TestOwnerOf(t *testing.T) {
 // TestDockerWorkspaceRefused: nothing of a snapshot that fails verification reaches the
 // container.
 func TestDockerWorkspaceRefused(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, Options{Cwd: "/app"})
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{Cwd: "/app"})
 	snap, info, _ := snapshotFile(t)
 	bad := info
 	bad.Bytes++
@@ -251,17 +253,17 @@ func TestDockerWorkspaceRefused(t *testing.T) {
 // TestDockerLocalSameWorkspace: one snapshot restored in both backends gives one manifest,
 // and the container's root directory can be listed too.
 func TestDockerLocalSameWorkspace(t *testing.T) {
-	docker := openImage(t, dockertest.TinyImage, Options{Cwd: "/work/proj"})
-	local, _ := openLocalT(t, Options{})
+	docker := openImage(t, dockertest.TinyImage, sandbox.Options{Cwd: "/work/proj"})
+	local, _ := sandboxtest.OpenLocal(t, sandbox.Options{})
 	snap, info, recorded := snapshotFile(t)
-	for _, sb := range []*Sandbox{docker, local} {
+	for _, sb := range []*sandbox.Sandbox{docker, local} {
 		require.NoError(t, sb.RestoreWorkspace(t.Context(), snap, info), sb.Spec().String())
 		m, err := sb.WorkspaceManifest(t.Context(), workspace.Options{})
 		require.NoError(t, err)
 		assert.Equal(t, recorded, m, sb.Spec().String())
 	}
 
-	root := openImage(t, dockertest.TinyImage, Options{Cwd: "/"})
+	root := openImage(t, dockertest.TinyImage, sandbox.Options{Cwd: "/"})
 	m, err := root.WorkspaceManifest(t.Context(), workspace.Options{Exclude: []string{"proc", "sys", "dev"}})
 	require.NoError(t, err)
 	var paths []string

@@ -1,14 +1,13 @@
-package sandbox
+package docker
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/docker/docker/api/types/mount"
@@ -16,25 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/sandbox"
 )
-
-// logLines collects Options.Logf lines.
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-func (l *logLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
 
 // TestDockerSocketTransport: in a container TapeBox creates, the executor session travels
 // over a unix socket of the controller's, in a host directory mounted read-only, that the
@@ -42,9 +25,9 @@ func (l *logLines) String() string {
 // directory goes with the sandbox.
 func TestDockerSocketTransport(t *testing.T) {
 	cli := dockertest.Client(t)
-	exe := fakeExecutor(t, hostArch())
-	var log logLines
-	sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf})
+	exe := sandboxtest.FakeExecutor(t, runtime.GOARCH)
+	var log sandboxtest.LogLines
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.Logf})
 	assert.Equal(t, "unix-socket", sb.Transport(), "the default for a created container on a local engine")
 
 	ci, err := cli.ContainerInspect(t.Context(), sb.ContainerID())
@@ -70,9 +53,9 @@ func TestDockerSocketTransport(t *testing.T) {
 	assert.IsType(t, sockStdin{}, s.Stdin, "the session travels over the socket")
 	assert.Contains(t, log.String(), "executor session over unix socket "+hostDir)
 	r := bufio.NewReader(s.Stdout)
-	assert.Equal(t, "ping", roundTrip(t, s, r, "ping"))
+	assert.Equal(t, "ping", sandboxtest.RoundTrip(t, s, r, "ping"))
 	long := strings.Repeat("x", 300<<10) // fills the socket buffers both ways
-	assert.Equal(t, long, roundTrip(t, s, r, long))
+	assert.Equal(t, long, sandboxtest.RoundTrip(t, s, r, long))
 	entries, err := os.ReadDir(hostDir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "the controller removes its socket once the executor is connected")
@@ -83,12 +66,12 @@ func TestDockerSocketTransport(t *testing.T) {
 	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
 	_, err = io.Copy(io.Discard, s.Stdout)
 	assert.NoError(t, err, "the connection ends with EOF")
-	assert.Error(t, waitDone(t, s), "a killed executor is a failed session")
+	assert.Error(t, sandboxtest.WaitDone(t, s), "a killed executor is a failed session")
 	s.Close()
 
 	s, err = sb.Start(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, "again", roundTrip(t, s, bufio.NewReader(s.Stdout), "again"))
+	assert.Equal(t, "again", sandboxtest.RoundTrip(t, s, bufio.NewReader(s.Stdout), "again"))
 	require.NoError(t, s.Close())
 	assert.NoError(t, s.Wait(), "closing the connection ends the executor cleanly; stderr: %s", s.Stderr())
 	assert.Contains(t, s.Stderr(), "fakeexec: connection closed")
@@ -101,9 +84,9 @@ func TestDockerSocketTransport(t *testing.T) {
 // controller's socket before the executor does is turned away (its peer is not the exec's
 // process), and the session is the executor's.
 func TestDockerSocketRefusesImpostor(t *testing.T) {
-	exe := fakeExecutor(t, hostArch())
-	var log logLines
-	sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf, Transport: TransportSocket,
+	exe := sandboxtest.FakeExecutor(t, runtime.GOARCH)
+	var log sandboxtest.LogLines
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.Logf, Transport: sandbox.TransportSocket,
 		Env: map[string]string{"FAKEEXEC_DIAL_DELAY": "500ms"}})
 	imp, err := sb.StartCommand(t.Context(), []string{sb.Executor(), "impostor", sockDirIn})
 	require.NoError(t, err)
@@ -116,7 +99,7 @@ func TestDockerSocketRefusesImpostor(t *testing.T) {
 	line, err := impOut.ReadString('\n')
 	require.NoError(t, err, "stderr: %s", imp.Stderr())
 	assert.Contains(t, line, "impostor: connected to "+sockDirIn+"/ctl-", "the impostor got in first")
-	assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"), "the executor's echo, not the impostor's line")
+	assert.Equal(t, "ping", sandboxtest.RoundTrip(t, s, bufio.NewReader(s.Stdout), "ping"), "the executor's echo, not the impostor's line")
 	assert.Regexp(t, `refused a connection to the executor's socket from pid \d+: the executor is pid \d+`, log.String())
 }
 
@@ -124,47 +107,47 @@ func TestDockerSocketRefusesImpostor(t *testing.T) {
 // error, and a restart fails with ErrNotRunning, as on the exec stream.
 func TestDockerSocketContainerKilled(t *testing.T) {
 	cli := dockertest.Client(t)
-	sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: fakeExecutor(t, hostArch()), Transport: TransportSocket})
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{InstallExecutor: true, ExecutorPath: sandboxtest.FakeExecutor(t, runtime.GOARCH), Transport: sandbox.TransportSocket})
 	s, err := sb.Start(t.Context())
 	require.NoError(t, err)
 	defer s.Close()
 	require.IsType(t, sockStdin{}, s.Stdin)
-	assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
+	assert.Equal(t, "ping", sandboxtest.RoundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
 	require.NoError(t, cli.ContainerKill(t.Context(), sb.ContainerID(), "KILL"))
 	_, _ = io.Copy(io.Discard, s.Stdout)
-	assert.Error(t, waitDone(t, s), "a killed container ends the session with an error")
+	assert.Error(t, sandboxtest.WaitDone(t, s), "a killed container ends the session with an error")
 	_, err = sb.Start(t.Context())
-	require.ErrorIs(t, err, ErrNotRunning)
+	require.ErrorIs(t, err, sandbox.ErrNotRunning)
 }
 
 // TestDockerSocketFallback: where the socket cannot work, auto says why and uses the exec
 // stream; a forced socket is an error that says what to do.
 func TestDockerSocketFallback(t *testing.T) {
 	dockertest.Client(t)
-	exe := fakeExecutor(t, hostArch())
+	exe := sandboxtest.FakeExecutor(t, runtime.GOARCH)
 
 	t.Run("executor without --dial", func(t *testing.T) {
-		var log logLines
-		sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf,
+		var log sandboxtest.LogLines
+		sb := openImage(t, dockertest.TinyImage, sandbox.Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.Logf,
 			Env: map[string]string{"FAKEEXEC_OLD": "1"}})
 		require.Equal(t, "unix-socket", sb.Transport())
 		s, err := sb.Start(t.Context())
 		require.NoError(t, err)
 		defer s.Close()
 		assert.NotEqual(t, sockStdin{}, s.Stdin)
-		assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
+		assert.Equal(t, "ping", sandboxtest.RoundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
 		assert.Equal(t, "exec-stream", sb.Transport(), "the stream from then on")
 		assert.Contains(t, log.String(), "does not know serve --dial")
 	})
 
 	t.Run("executor cannot reach the socket", func(t *testing.T) {
-		var log logLines
-		sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf,
+		var log sandboxtest.LogLines
+		sb := openImage(t, dockertest.TinyImage, sandbox.Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.Logf,
 			Env: map[string]string{"FAKEEXEC_DIAL_TO": "/nowhere.sock"}})
 		s, err := sb.Start(t.Context())
 		require.NoError(t, err)
 		defer s.Close()
-		assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
+		assert.Equal(t, "ping", sandboxtest.RoundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
 		assert.Equal(t, "exec-stream", sb.Transport())
 		assert.Contains(t, log.String(), "the executor could not connect to "+sockDirIn+"/ctl-")
 		assert.Contains(t, log.String(), "the engine may not pass sockets through a bind mount")
@@ -180,31 +163,31 @@ func TestDockerSocketFallback(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("TMPDIR", tt.tmpdir)
-			var log logLines
-			sb := openImage(t, dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.logf})
+			var log sandboxtest.LogLines
+			sb := openImage(t, dockertest.TinyImage, sandbox.Options{InstallExecutor: true, ExecutorPath: exe, Logf: log.Logf})
 			assert.Equal(t, "exec-stream", sb.Transport())
 			assert.Contains(t, log.String(), tt.why)
 			s, err := sb.Start(t.Context())
 			require.NoError(t, err)
 			defer s.Close()
-			assert.Equal(t, "ping", roundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
+			assert.Equal(t, "ping", sandboxtest.RoundTrip(t, s, bufio.NewReader(s.Stdout), "ping"))
 
-			_, err = Open(t.Context(), "docker-image:"+dockertest.TinyImage, Options{InstallExecutor: true, ExecutorPath: exe, Transport: TransportSocket})
-			require.ErrorIs(t, err, ErrOption)
+			_, err = sandbox.Open(t.Context(), "docker-image:"+dockertest.TinyImage, sandbox.Options{InstallExecutor: true, ExecutorPath: exe, Transport: sandbox.TransportSocket})
+			require.ErrorIs(t, err, sandbox.ErrOption)
 			assert.ErrorContains(t, err, tt.why)
 			assert.ErrorContains(t, err, "--exec-transport stream or auto")
 		})
 	}
 
 	t.Run("forced where impossible", func(t *testing.T) {
-		_, err := Open(t.Context(), "docker-image:"+dockertest.TinyImage, Options{Transport: TransportSocket, Runtime: "runsc"})
-		require.ErrorIs(t, err, ErrOption)
+		_, err := sandbox.Open(t.Context(), "docker-image:"+dockertest.TinyImage, sandbox.Options{Transport: sandbox.TransportSocket, Runtime: "runsc"})
+		require.ErrorIs(t, err, sandbox.ErrOption)
 		assert.ErrorContains(t, err, "runtime runsc")
 		_, name := dockertest.Run(t, dockertest.TinyImage)
-		_, err = Open(t.Context(), "docker:"+name, Options{Transport: TransportSocket})
-		require.ErrorIs(t, err, ErrOption)
+		_, err = sandbox.Open(t.Context(), "docker:"+name, sandbox.Options{Transport: sandbox.TransportSocket})
+		require.ErrorIs(t, err, sandbox.ErrOption)
 		assert.ErrorContains(t, err, "needs a container TapeBox creates")
-		_, err = Open(t.Context(), "docker:"+name, Options{Transport: "carrier-pigeon"})
+		_, err = sandbox.Open(t.Context(), "docker:"+name, sandbox.Options{Transport: "carrier-pigeon"})
 		assert.ErrorContains(t, err, `unknown executor transport "carrier-pigeon"`)
 	})
 }

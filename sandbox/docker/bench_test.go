@@ -1,11 +1,11 @@
-package sandbox
+package docker
 
 import (
 	"bufio"
 	"context"
 	"encoding/binary"
 	"io"
-	"slices"
+	"runtime"
 	"testing"
 	"time"
 
@@ -14,28 +14,16 @@ import (
 
 	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 )
 
-// latencies collects per-iteration times and reports their p50 and p99.
-type latencies []time.Duration
-
-func (l *latencies) time(start time.Time) { *l = append(*l, time.Since(start)) }
-
-func (l latencies) report(b *testing.B) {
-	if len(l) == 0 {
-		return
-	}
-	slices.Sort(l)
-	b.ReportMetric(float64(l[len(l)/2].Nanoseconds())/1e6, "p50-ms")
-	b.ReportMetric(float64(l[len(l)*99/100].Nanoseconds())/1e6, "p99-ms")
-}
-
 // benchSandbox opens a docker-image: sandbox for a benchmark.
-func benchSandbox(b *testing.B, ref string, opts Options) *Sandbox {
+func benchSandbox(b *testing.B, ref string, opts sandbox.Options) *sandbox.Sandbox {
 	b.Helper()
 	dockertest.Image(b, ref)
-	sb, err := Open(b.Context(), "docker-image:"+ref, opts)
+	sb, err := sandbox.Open(b.Context(), "docker-image:"+ref, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +51,7 @@ var noopCall = protocol.Call{Op: protocol.OpCall, ID: "1",
 //     0.05 ms.
 //   - exec-per-call: Exec of "echo x", one exec per call, the peer's way.
 func BenchmarkDockerRoundTrip(b *testing.B) {
-	sb := benchSandbox(b, dockertest.SandboxImage, Options{Cwd: "/app"})
+	sb := benchSandbox(b, dockertest.SandboxImage, sandbox.Options{Cwd: "/app"})
 	line := []byte(`{"op":"call","id":"1","call":{"id":"toolu_1","name":"TodoWrite","input":{"todos":[]}},"recorded":null}` + "\n")
 
 	b.Run("floor-raw-cat", func(b *testing.B) {
@@ -78,16 +66,16 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer resp.Close()
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			if _, err := resp.Conn.Write(line); err != nil {
 				b.Fatal(err)
 			}
 			readFramesUntilNewline(b, resp.Reader, len(line))
-			lat.time(start)
+			lat.Time(start)
 		}
-		lat.report(b)
+		lat.Report(b)
 	})
 
 	b.Run("session-cat", func(b *testing.B) {
@@ -97,7 +85,7 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 		}
 		defer s.Close()
 		r := bufio.NewReader(s.Stdout)
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			if _, err := s.Stdin.Write(line); err != nil {
@@ -106,14 +94,14 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 			if _, err := r.ReadSlice('\n'); err != nil {
 				b.Fatal(err)
 			}
-			lat.time(start)
+			lat.Time(start)
 		}
-		lat.report(b)
+		lat.Report(b)
 	})
 
-	noopLoop := func(b *testing.B, tr Transport) {
-		exe := realExecutor(b, sb.Arch())
-		esb := benchSandbox(b, dockertest.SandboxImage, Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe, Transport: tr})
+	noopLoop := func(b *testing.B, tr sandbox.Transport) {
+		exe := sandboxtest.RealExecutor(b, sb.Arch())
+		esb := benchSandbox(b, dockertest.SandboxImage, sandbox.Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe, Transport: tr})
 		s, err := esb.Start(b.Context())
 		if err != nil {
 			b.Fatal(err)
@@ -126,7 +114,7 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 		if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
 			b.Fatalf("hello: %v; stderr: %s", err, s.Stderr())
 		}
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			if err := enc.Encode(noopCall); err != nil {
@@ -136,24 +124,24 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 			if err != nil || env.Result == nil {
 				b.Fatalf("result: %v %s; stderr: %s", err, envRaw(env), s.Stderr())
 			}
-			lat.time(start)
+			lat.Time(start)
 		}
-		lat.report(b)
+		lat.Report(b)
 	}
-	b.Run("session-executor-noop", func(b *testing.B) { noopLoop(b, TransportStream) })
-	b.Run("session-socket-noop", func(b *testing.B) { noopLoop(b, TransportSocket) })
+	b.Run("session-executor-noop", func(b *testing.B) { noopLoop(b, sandbox.TransportStream) })
+	b.Run("session-socket-noop", func(b *testing.B) { noopLoop(b, sandbox.TransportSocket) })
 
 	b.Run("exec-per-call", func(b *testing.B) {
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			res, err := sb.Exec(b.Context(), []string{"echo", "x"})
 			if err != nil || res.ExitCode != 0 {
 				b.Fatalf("exec: %v", err)
 			}
-			lat.time(start)
+			lat.Time(start)
 		}
-		lat.report(b)
+		lat.Report(b)
 	})
 }
 
@@ -198,14 +186,14 @@ func BenchmarkDockerReady(b *testing.B) {
 	})
 
 	b.Run("sandbox-ready", func(b *testing.B) {
-		exe, hello := fakeExecutor(b, hostArch()), false
-		if p, err := ExecutorPath(b.Context(), hostArch()); err == nil {
+		exe, hello := sandboxtest.FakeExecutor(b, runtime.GOARCH), false
+		if p, err := sandbox.ExecutorPath(b.Context(), runtime.GOARCH); err == nil {
 			exe, hello = p, true
 		}
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
-			sb, err := Open(b.Context(), "docker-image:"+ref, Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe})
+			sb, err := sandbox.Open(b.Context(), "docker-image:"+ref, sandbox.Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -228,19 +216,19 @@ func BenchmarkDockerReady(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			lat.time(start)
+			lat.Time(start)
 			b.StopTimer()
 			if err := sb.Close(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
 		}
-		lat.report(b)
+		lat.Report(b)
 	})
 }
 
 func benchBare(b *testing.B, cli *client.Client, ref string, hc *container.HostConfig) {
-	var lat latencies
+	var lat sandboxtest.Latencies
 	for b.Loop() {
 		start := time.Now()
 		c, err := cli.ContainerCreate(b.Context(), &container.Config{Image: ref, Cmd: []string{"sleep", "infinity"}}, hc, nil, nil, "")
@@ -250,21 +238,21 @@ func benchBare(b *testing.B, cli *client.Client, ref string, hc *container.HostC
 		if err := cli.ContainerStart(b.Context(), c.ID, container.StartOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		lat.time(start)
+		lat.Time(start)
 		b.StopTimer()
 		if err := cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
 	}
-	lat.report(b)
+	lat.Report(b)
 }
 
 // BenchmarkLocalRoundTrip is the local backend's round trip: cat, and a Noop call through
 // tapebox-exec serve as a host process (target p50 <= 0.05 ms).
 func BenchmarkLocalRoundTrip(b *testing.B) {
 	dir := b.TempDir()
-	sb, err := Open(b.Context(), "local:"+dir, Options{})
+	sb, err := sandbox.Open(b.Context(), "local:"+dir, sandbox.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -277,19 +265,19 @@ func BenchmarkLocalRoundTrip(b *testing.B) {
 		}
 		defer s.Close()
 		r := bufio.NewReader(s.Stdout)
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			s.Stdin.Write(line)
 			if _, err := r.ReadSlice('\n'); err != nil {
 				b.Fatal(err)
 			}
-			lat.time(start)
+			lat.Time(start)
 		}
-		lat.report(b)
+		lat.Report(b)
 	})
 	b.Run("session-executor-noop", func(b *testing.B) {
-		realExecutor(b, hostArch())
+		sandboxtest.RealExecutor(b, runtime.GOARCH)
 		s, err := sb.Start(b.Context())
 		if err != nil {
 			b.Fatal(err)
@@ -302,15 +290,15 @@ func BenchmarkLocalRoundTrip(b *testing.B) {
 		if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
 			b.Fatalf("hello: %v", err)
 		}
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			enc.Encode(noopCall)
 			if env, err := dec.Decode(); err != nil || env.Result == nil {
 				b.Fatalf("result: %v %s", err, envRaw(env))
 			}
-			lat.time(start)
+			lat.Time(start)
 		}
-		lat.report(b)
+		lat.Report(b)
 	})
 }

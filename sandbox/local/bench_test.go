@@ -1,12 +1,15 @@
-package sandbox
+package local
 
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/sandbox"
 )
 
 // BenchmarkLocalReady is a local sandbox made ready for a replay: Open a fresh directory,
@@ -14,15 +17,15 @@ import (
 // the machine has it) and unsafe-local:; and a one-shot Exec of "true" in an open local:
 // sandbox.
 func BenchmarkLocalReady(b *testing.B) {
-	exe := realExecutor(b, hostArch())
+	exe := sandboxtest.RealExecutor(b, runtime.GOARCH)
 	root := b.TempDir()
 	ready := func(b *testing.B, scheme string) {
-		var lat latencies
+		var lat sandboxtest.Latencies
 		quiet := func(string, ...any) {} // unsafe-local: warns every time
 		for b.Loop() {
 			dir := filepath.Join(root, "ready", time.Now().Format("150405.000000000"))
 			start := time.Now()
-			sb, err := Open(b.Context(), scheme+":"+dir, Options{ExecutorPath: exe, Logf: quiet})
+			sb, err := sandbox.Open(b.Context(), scheme+":"+dir, sandbox.Options{ExecutorPath: exe, Logf: quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -37,32 +40,32 @@ func BenchmarkLocalReady(b *testing.B) {
 			if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
 				b.Fatalf("hello: %v; stderr: %s", err, s.Stderr())
 			}
-			lat.time(start)
+			lat.Time(start)
 			b.StopTimer()
 			if err := sb.Close(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
 		}
-		lat.report(b)
+		lat.Report(b)
 	}
-	b.Run("open-start-hello", func(b *testing.B) { ready(b, SchemeLocal) })
-	b.Run("open-start-hello-unsafe", func(b *testing.B) { ready(b, SchemeUnsafeLocal) })
+	b.Run("open-start-hello", func(b *testing.B) { ready(b, sandbox.SchemeLocal) })
+	b.Run("open-start-hello-unsafe", func(b *testing.B) { ready(b, sandbox.SchemeUnsafeLocal) })
 	b.Run("exec-true", func(b *testing.B) {
-		sb, err := Open(b.Context(), "local:"+filepath.Join(root, "exec"), Options{ExecutorPath: exe})
+		sb, err := sandbox.Open(b.Context(), "local:"+filepath.Join(root, "exec"), sandbox.Options{ExecutorPath: exe})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer sb.Close(context.Background())
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			res, err := sb.Exec(b.Context(), []string{"true"})
 			if err != nil || res.ExitCode != 0 {
 				b.Fatalf("exec true: %v %+v", err, res)
 			}
-			lat.time(start)
+			lat.Time(start)
 		}
-		lat.report(b)
+		lat.Report(b)
 	})
 }

@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"fmt"
@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
@@ -54,7 +56,7 @@ func TestDockerReapsLeftovers(t *testing.T) {
 
 	leftover := func(o kit.Owner) (id, dir string) {
 		created, err := cli.ContainerCreate(t.Context(), &container.Config{Image: ref, Cmd: []string{"sleep", "infinity"},
-			Labels: map[string]string{Label: "1", OwnerLabel: o.String(), dockertest.Label: t.Name()}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+			Labels: map[string]string{sandbox.Label: "1", sandbox.OwnerLabel: o.String(), dockertest.Label: t.Name()}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 		require.NoError(t, err)
 		t.Cleanup(func() { dockertest.Remove(t, created.ID) })
 		require.NoError(t, cli.ContainerStart(t.Context(), created.ID, container.StartOptions{}))
@@ -70,8 +72,8 @@ func TestDockerReapsLeftovers(t *testing.T) {
 	unowned, err := os.MkdirTemp(tmp, "tapebox-sock-")
 	require.NoError(t, err)
 
-	var log logLines
-	openImage(t, ref, Options{Logf: log.logf})
+	var log sandboxtest.LogLines
+	openImage(t, ref, sandbox.Options{Logf: log.Logf})
 	_, err = cli.ContainerInspect(t.Context(), deadID)
 	assert.True(t, errdefs.IsNotFound(err), "the dead replay's container is removed: %v", err)
 	assert.NoDirExists(t, deadDir)

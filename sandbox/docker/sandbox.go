@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"archive/tar"
@@ -22,6 +22,7 @@ import (
 	"github.com/docker/docker/errdefs"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	"github.com/tapebox/tapebox/workspace"
 )
@@ -36,10 +37,10 @@ const (
 // noEngineHint says what to do when no engine answers.
 const noEngineHint = "start one (sudo dockerd &, or sudo scripts/ci-setup.sh in a checkout), point DOCKER_HOST at one, or use a local:DIR sandbox (no isolation)"
 
-// DockerClient connects to the Docker engine the environment names (DOCKER_HOST, DOCKER_API_VERSION,
+// Client connects to the Docker engine the environment names (DOCKER_HOST, DOCKER_API_VERSION,
 // DOCKER_CERT_PATH, DOCKER_TLS_VERIFY; else the default socket) with API version negotiation,
-// and checks that it answers. The error wraps ErrNoEngine when it does not.
-func DockerClient(ctx context.Context) (*client.Client, error) {
+// and checks that it answers. The error wraps sandbox.ErrNoEngine when it does not.
+func Client(ctx context.Context) (*client.Client, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("connect to the Docker engine: %w", err)
@@ -49,15 +50,17 @@ func DockerClient(ctx context.Context) (*client.Client, error) {
 	if _, err := cli.Ping(pctx); err != nil {
 		host := cli.DaemonHost()
 		cli.Close()
-		return nil, fmt.Errorf("connect to the Docker engine at %s: %w (%v); %s", host, ErrNoEngine, err, noEngineHint)
+		return nil, fmt.Errorf("connect to the Docker engine at %s: %w (%v); %s", host, sandbox.ErrNoEngine, err, noEngineHint)
 	}
 	cli.NegotiateAPIVersion(ctx)
 	return cli, nil
 }
 
-type dockerBackend struct {
+// Backend runs a sandbox's commands in a Docker container through the Engine API: an
+// existing one (docker:NAME) or one it creates (docker-image:IMAGE). See the package doc.
+type Backend struct {
 	cli     *client.Client
-	spec    Spec
+	spec    sandbox.Spec
 	id      string
 	name    string
 	created bool // TapeBox created the container; close removes it
@@ -72,19 +75,28 @@ type dockerBackend struct {
 	sockHost, sockParent string
 	sockForced           bool
 	sockOff              atomic.Bool
-	execs                sync.Map // *Session -> its exec's ID, for the socket transport
+	execs                sync.Map // *sandbox.Session -> its exec's ID, for the socket transport
 }
 
-func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err error) {
+var _ sandbox.Backend = (*Backend)(nil)
+
+func init() {
+	sandbox.Register(sandbox.SchemeDocker, Open)
+	sandbox.Register(sandbox.SchemeDockerImage, Open)
+}
+
+// Open opens "docker:NAME" or "docker-image:IMAGE": see the package doc. sandbox.Open calls
+// it for both schemes.
+func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (_ *sandbox.Sandbox, err error) {
 	if opts.ExecutorPath != "" && !opts.InstallExecutor {
 		return nil, fmt.Errorf("open sandbox %s: %w: ExecutorPath names the host binary to install; set InstallExecutor too, or SandboxExecutor for a binary already in the container",
-			spec, ErrOption)
+			spec, sandbox.ErrOption)
 	}
-	cli, err := DockerClient(ctx)
+	cli, err := Client(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 	}
-	d := &dockerBackend{cli: cli, spec: spec, env: kit.EnvList(opts.Env), logf: kit.Logf(opts.Logf)}
+	d := &Backend{cli: cli, spec: spec, env: kit.EnvList(opts.Env), logf: kit.Logf(opts.Logf)}
 	defer func() {
 		if err != nil {
 			d.Close(context.WithoutCancel(ctx), nil)
@@ -96,16 +108,16 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 		reapLeftovers(ctx, cli, func(format string, args ...any) { d.logf("sandbox %s: %s", spec, fmt.Sprintf(format, args...)) })
 	})
 	defer reaping.Wait()
-	var info Info
+	var info sandbox.Info
 	var imageRef string
-	if spec.Scheme == SchemeDocker {
+	if spec.Scheme == sandbox.SchemeDocker {
 		ci, err := cli.ContainerInspect(ctx, spec.Target)
 		if err != nil {
 			return nil, d.containerErr("open sandbox", err)
 		}
 		if ci.State == nil || !ci.State.Running || ci.State.Paused || ci.State.Restarting {
 			return nil, fmt.Errorf("open sandbox %s: %w: container %s is %s; start it (docker start %s) or use docker-image:IMAGE for a fresh one",
-				spec, ErrNotRunning, spec.Target, stateName(ci.State), spec.Target)
+				spec, sandbox.ErrNotRunning, spec.Target, stateName(ci.State), spec.Target)
 		}
 		d.id, d.name = ci.ID, strings.TrimPrefix(ci.Name, "/")
 		imageRef = ci.Image
@@ -119,20 +131,20 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 	}
 	img, err := cli.ImageInspect(ctx, cmp.Or(imageRef, spec.Target))
 	if err != nil {
-		if errdefs.IsNotFound(err) && spec.Scheme == SchemeDockerImage {
+		if errdefs.IsNotFound(err) && spec.Scheme == sandbox.SchemeDockerImage {
 			return nil, fmt.Errorf("open sandbox %s: image %s: %w; TapeBox never pulls: build tapebox/sandbox:bookworm with make sandbox-image, or bring the image in with docker import, docker load or docker pull",
-				spec, spec.Target, ErrNotFound)
+				spec, spec.Target, sandbox.ErrNotFound)
 		}
 		if client.IsErrConnectionFailed(err) {
-			return nil, fmt.Errorf("open sandbox %s: %w (%v); %s", spec, ErrNoEngine, err, noEngineHint)
+			return nil, fmt.Errorf("open sandbox %s: %w (%v); %s", spec, sandbox.ErrNoEngine, err, noEngineHint)
 		}
 		return nil, fmt.Errorf("open sandbox %s: inspect image %s: %w", spec, cmp.Or(imageRef, spec.Target), err)
 	}
 	info.Arch = img.Architecture
-	if a, err := NormalizeArch(img.Architecture); err == nil {
+	if a, err := sandbox.NormalizeArch(img.Architecture); err == nil {
 		info.Arch = a
 	}
-	if spec.Scheme == SchemeDockerImage {
+	if spec.Scheme == sandbox.SchemeDockerImage {
 		d.cwd = opts.Cwd
 		if d.cwd == "" && img.Config != nil {
 			d.cwd = img.Config.WorkingDir
@@ -145,7 +157,7 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 			// With ReadOnlyRoot the working directory is an anonymous volume, which the engine
 			// gives to root (or to the image directory's owner), and which no one in a
 			// container without capabilities can give to another user: root it stays.
-			d.user = DefaultUser
+			d.user = sandbox.DefaultUser
 		}
 		warnf := kit.Warnf(opts.Warnf, opts.Logf)
 		for _, w := range opts.Warnings() {
@@ -154,7 +166,7 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 	}
 	d.cwd = path.Clean("/" + cmp.Or(d.cwd, "/"))
 	if opts.Cwd != "" && !path.IsAbs(opts.Cwd) {
-		return nil, fmt.Errorf("open sandbox %s: %w: Cwd %q must be an absolute path in the container", spec, ErrOption, opts.Cwd)
+		return nil, fmt.Errorf("open sandbox %s: %w: Cwd %q must be an absolute path in the container", spec, sandbox.ErrOption, opts.Cwd)
 	}
 	info.Cwd = d.cwd
 
@@ -163,22 +175,22 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 	if opts.InstallExecutor {
 		exe = opts.ExecutorPath
 		if exe == "" {
-			if exe, err = ExecutorPath(ctx, info.Arch); err != nil {
+			if exe, err = sandbox.ExecutorPath(ctx, info.Arch); err != nil {
 				return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 			}
 		}
-		if err := CheckExecutorArch(exe, info.Arch, "sandbox "+spec.String()); err != nil {
+		if err := sandbox.CheckExecutorArch(exe, info.Arch, "sandbox "+spec.String()); err != nil {
 			return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 		}
-		info.Executor = path.Join(installDir, ExecutorName)
+		info.Executor = path.Join(installDir, sandbox.ExecutorName)
 		if opts.ReadOnlyRoot {
-			info.Executor = path.Join(installDirReadOnly, ExecutorName)
+			info.Executor = path.Join(installDirReadOnly, sandbox.ExecutorName)
 		}
 	} else {
-		info.Executor = cmp.Or(opts.SandboxExecutor, ExecutorName)
+		info.Executor = cmp.Or(opts.SandboxExecutor, sandbox.ExecutorName)
 	}
 
-	if spec.Scheme != SchemeDockerImage {
+	if spec.Scheme != sandbox.SchemeDockerImage {
 		if err := d.ensureDir(ctx, d.cwd); err != nil {
 			return nil, err
 		}
@@ -188,7 +200,7 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 			}
 		}
 		info.ContainerID = d.id
-		return New(spec, d, info), nil
+		return sandbox.New(spec, d, info), nil
 	}
 
 	// A created container on an engine of this machine gets the executor bind-mounted
@@ -255,14 +267,14 @@ func openDocker(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err e
 	}
 	d.logf("sandbox %s: started container %s (%.12s)", spec, d.name, d.id)
 	info.ContainerID = d.id
-	return New(spec, d, info), nil
+	return sandbox.New(spec, d, info), nil
 }
 
 // create creates (does not start) a container with safe defaults.
 // exe, when set, is bind-mounted read-only at dest.
-func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest string) error {
+func (d *Backend) create(ctx context.Context, opts sandbox.Options, exe, dest string) error {
 	if opts.ReadOnlyRoot && d.cwd == "/" {
-		return fmt.Errorf("open sandbox %s: %w: ReadOnlyRoot needs a Cwd other than / (it becomes a writable volume)", d.spec, ErrOption)
+		return fmt.Errorf("open sandbox %s: %w: ReadOnlyRoot needs a Cwd other than / (it becomes a writable volume)", d.spec, sandbox.ErrOption)
 	}
 	init := true
 	cfg := &container.Config{
@@ -272,15 +284,15 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 		Entrypoint: []string{"sleep", "infinity"},
 		User:       d.user,
 		Env:        d.env,
-		Labels:     map[string]string{Label: "1"},
+		Labels:     map[string]string{sandbox.Label: "1"},
 	}
 	for k, v := range opts.Labels {
-		if _, own := cfg.Labels[k]; !own && k != OwnerLabel {
+		if _, own := cfg.Labels[k]; !own && k != sandbox.OwnerLabel {
 			cfg.Labels[k] = v
 		}
 	}
 	if me, ok := kit.Self(); ok {
-		cfg.Labels[OwnerLabel] = me.String()
+		cfg.Labels[sandbox.OwnerLabel] = me.String()
 	}
 	if kit.IsRoot(d.user) {
 		// The engine makes a missing working directory root's, which suits root. For another
@@ -297,11 +309,11 @@ func (d *dockerBackend) create(ctx context.Context, opts Options, exe, dest stri
 		ReadonlyRootfs: opts.ReadOnlyRoot,
 		Runtime:        opts.Runtime,
 		Resources: container.Resources{
-			Memory:   kit.Limit(opts.Memory, DefaultMemory),
-			NanoCPUs: int64(kit.Limit(opts.CPUs, DefaultCPUs) * 1e9),
+			Memory:   kit.Limit(opts.Memory, sandbox.DefaultMemory),
+			NanoCPUs: int64(kit.Limit(opts.CPUs, sandbox.DefaultCPUs) * 1e9),
 		},
 	}
-	if pids := kit.Limit(opts.PidsLimit, DefaultPidsLimit); pids > 0 {
+	if pids := kit.Limit(opts.PidsLimit, sandbox.DefaultPidsLimit); pids > 0 {
 		hc.PidsLimit = &pids
 	} else {
 		unlimited := int64(-1) // 0 would leave the engine's default
@@ -354,7 +366,7 @@ func isMountErr(err error) bool {
 }
 
 // remove force-removes the created container and its anonymous volumes.
-func (d *dockerBackend) remove(ctx context.Context) error {
+func (d *Backend) remove(ctx context.Context) error {
 	if !d.created || d.id == "" {
 		return nil
 	}
@@ -368,7 +380,7 @@ func (d *dockerBackend) remove(ctx context.Context) error {
 }
 
 // ensureDir creates dir in the container when it is missing.
-func (d *dockerBackend) ensureDir(ctx context.Context, dir string) error {
+func (d *Backend) ensureDir(ctx context.Context, dir string) error {
 	if _, err := d.cli.ContainerStatPath(ctx, d.id, dir); err == nil {
 		return nil
 	} else if !errdefs.IsNotFound(err) {
@@ -379,7 +391,7 @@ func (d *dockerBackend) ensureDir(ctx context.Context, dir string) error {
 
 // createDir creates dir (and its missing parents, root's) in the container, owned by the
 // container's user.
-func (d *dockerBackend) createDir(ctx context.Context, dir string) error {
+func (d *Backend) createDir(ctx context.Context, dir string) error {
 	owner, byName := kit.OwnerOf(d.user)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -398,7 +410,7 @@ func (d *dockerBackend) createDir(ctx context.Context, dir string) error {
 
 // makeCwd creates the working directory of a created container, before it starts, when the
 // image does not have it; made says whether it did.
-func (d *dockerBackend) makeCwd(ctx context.Context) (made bool, err error) {
+func (d *Backend) makeCwd(ctx context.Context) (made bool, err error) {
 	if _, err := d.cli.ContainerStatPath(ctx, d.id, d.cwd); err == nil {
 		return false, nil
 	} else if !errdefs.IsNotFound(err) {
@@ -409,7 +421,7 @@ func (d *dockerBackend) makeCwd(ctx context.Context) (made bool, err error) {
 
 // warnOwner logs a warning when the working directory, the image's (or an anonymous volume,
 // with ReadOnlyRoot), is neither the container's user's nor writable by them.
-func (d *dockerBackend) warnOwner(ctx context.Context) {
+func (d *Backend) warnOwner(ctx context.Context) {
 	owner, byName := kit.OwnerOf(d.user)
 	if byName || owner.UID == 0 {
 		return
@@ -428,7 +440,7 @@ func (d *dockerBackend) warnOwner(ctx context.Context) {
 }
 
 // install copies the host binary exe to dest in the container.
-func (d *dockerBackend) install(ctx context.Context, exe, dest string) error {
+func (d *Backend) install(ctx context.Context, exe, dest string) error {
 	f, err := os.Open(exe)
 	if err != nil {
 		return fmt.Errorf("install the executor in %s: %w", d.spec, err)
@@ -463,25 +475,25 @@ func (d *dockerBackend) install(ctx context.Context, exe, dest string) error {
 }
 
 // containerErr wraps an engine error about the container with what happened and what to do.
-func (d *dockerBackend) containerErr(op string, err error) error {
+func (d *Backend) containerErr(op string, err error) error {
 	who := d.spec.Target
 	if d.name != "" {
 		who = d.name
 	}
 	switch {
 	case client.IsErrConnectionFailed(err):
-		return fmt.Errorf("%s in %s: %w (%v); %s", op, d.spec, ErrNoEngine, err, noEngineHint)
+		return fmt.Errorf("%s in %s: %w (%v); %s", op, d.spec, sandbox.ErrNoEngine, err, noEngineHint)
 	case errdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "container"):
 		return fmt.Errorf("%s in %s: container %s: %w (%v); list containers with docker ps -a, or use docker-image:IMAGE for a fresh one",
-			op, d.spec, who, ErrNotFound, err)
+			op, d.spec, who, sandbox.ErrNotFound, err)
 	case errdefs.IsConflict(err) && strings.Contains(strings.ToLower(err.Error()), "not running"):
-		return fmt.Errorf("%s in %s: %w: container %s %s", op, d.spec, ErrNotRunning, who, d.stoppedDetail())
+		return fmt.Errorf("%s in %s: %w: container %s %s", op, d.spec, sandbox.ErrNotRunning, who, d.stoppedDetail())
 	}
 	return fmt.Errorf("%s in %s: %w", op, d.spec, err)
 }
 
 // stoppedDetail says how the container ended and what to do, for a not-running error.
-func (d *dockerBackend) stoppedDetail() string {
+func (d *Backend) stoppedDetail() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ci, err := d.cli.ContainerInspect(ctx, d.id)
@@ -516,7 +528,7 @@ func stateName(st *container.State) string {
 	return "not running"
 }
 
-func (d *dockerBackend) Start(ctx context.Context, argv []string) (*Session, error) {
+func (d *Backend) Start(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	what := "start " + argv[0]
 	ex, err := d.cli.ContainerExecCreate(ctx, d.id, container.ExecOptions{
 		Cmd: argv, AttachStdin: true, AttachStdout: true, AttachStderr: true,
@@ -529,7 +541,7 @@ func (d *dockerBackend) Start(ctx context.Context, argv []string) (*Session, err
 	if err != nil {
 		return nil, d.containerErr(what, err)
 	}
-	s := NewSession(&hijackedStdin{conn: resp.Conn, closeWrite: resp.CloseWrite}, nil)
+	s := sandbox.NewSession(&hijackedStdin{conn: resp.Conn, closeWrite: resp.CloseWrite}, nil)
 	// The runtime reports a command it cannot start (not found, wrong architecture) on
 	// stdout; the head of stdout tells that apart from the command's own output.
 	head := &kit.Head{Max: 1024}
@@ -548,17 +560,17 @@ func (d *dockerBackend) Start(ctx context.Context, argv []string) (*Session, err
 	s.Stdout = &demuxReader{r: resp.Reader, stderr: s.StderrSink(), head: head, onEnd: streamEnded}
 	s.SetStop(func() error {
 		_ = resp.CloseWrite()
-		exited := d.waitExec(ex.ID, s.Done(), SessionGrace)
+		exited := d.waitExec(ex.ID, s.Done(), sandbox.SessionGrace)
 		// The Engine API cannot signal an exec's process: cutting the stream closes its
 		// stdio, and the executor exits when it sees that. It also ends a Read in progress.
 		resp.Close()
-		streamEnded(ErrSessionClosed)
+		streamEnded(sandbox.ErrSessionClosed)
 		err := s.Wait()
 		d.execs.Delete(s)
 		if !exited {
 			return nil // ended as Close asked; Wait reports the cut
 		}
-		return CloseResult(err)
+		return sandbox.CloseResult(err)
 	})
 	d.execs.Store(s, ex.ID)
 	return s, nil
@@ -566,7 +578,7 @@ func (d *dockerBackend) Start(ctx context.Context, argv []string) (*Session, err
 
 // waitExec waits up to grace for an exec's process to exit (or done to close), polling the
 // engine; it reports whether it did. An exec the engine no longer knows counts as exited.
-func (d *dockerBackend) waitExec(execID string, done <-chan struct{}, grace time.Duration) bool {
+func (d *Backend) waitExec(execID string, done <-chan struct{}, grace time.Duration) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	for delay := 2 * time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
@@ -593,7 +605,7 @@ func (d *dockerBackend) waitExec(execID string, done <-chan struct{}, grace time
 }
 
 // execExit waits for the exec's exit status once its stream has ended.
-func (d *dockerBackend) execExit(execID, command, stderr string, streamErr error) error {
+func (d *Backend) execExit(execID, command, stderr string, streamErr error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
@@ -608,7 +620,7 @@ func (d *dockerBackend) execExit(execID, command, stderr string, streamErr error
 			if ins.ExitCode == 0 {
 				return nil
 			}
-			return NewExitError(command, ins.ExitCode, stderr)
+			return sandbox.NewExitError(command, ins.ExitCode, stderr)
 		}
 		if streamErr != nil {
 			return fmt.Errorf("session %s in %s: stream cut while the command runs: %w", command, d.spec, streamErr)
@@ -630,7 +642,7 @@ type hijackedStdin struct {
 func (w *hijackedStdin) Write(p []byte) (int, error) { return w.conn.Write(p) }
 func (w *hijackedStdin) Close() error                { return w.closeWrite() }
 
-func (d *dockerBackend) Exec(ctx context.Context, argv []string) (*ExecResult, error) {
+func (d *Backend) Exec(ctx context.Context, argv []string) (*sandbox.ExecResult, error) {
 	what := "exec " + argv[0]
 	ex, err := d.cli.ContainerExecCreate(ctx, d.id, container.ExecOptions{
 		Cmd: argv, AttachStdout: true, AttachStderr: true, WorkingDir: d.cwd, Env: d.env,
@@ -658,10 +670,10 @@ func (d *dockerBackend) Exec(ctx context.Context, argv []string) (*ExecResult, e
 			return nil, d.containerErr(what+": read exit status", err)
 		}
 		if !ins.Running {
-			res := &ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: ins.ExitCode}
+			res := &sandbox.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: ins.ExitCode}
 			if out := string(res.Stdout) + string(res.Stderr); (ins.ExitCode == 126 || ins.ExitCode == 127) && kit.IsOCIExecFailure(out) {
 				return res, fmt.Errorf("%s in %s: %w", what, d.spec,
-					NewExitError(argv[0], ins.ExitCode, out))
+					sandbox.NewExitError(argv[0], ins.ExitCode, out))
 			}
 			return res, nil
 		}
@@ -673,31 +685,31 @@ func (d *dockerBackend) Exec(ctx context.Context, argv []string) (*ExecResult, e
 	}
 }
 
-func (d *dockerBackend) abs(dir string) string {
+func (d *Backend) abs(dir string) string {
 	if path.IsAbs(dir) {
 		return path.Clean(dir)
 	}
 	return path.Join(d.cwd, dir)
 }
 
-func (d *dockerBackend) Snapshot(ctx context.Context, dir string) (map[string]File, error) {
+func (d *Backend) Snapshot(ctx context.Context, dir string) (map[string]sandbox.File, error) {
 	abs := d.abs(dir)
 	rc, _, err := d.cli.CopyFromContainer(ctx, d.id, abs)
 	if err != nil {
 		if errdefs.IsNotFound(err) && !strings.Contains(strings.ToLower(err.Error()), "no such container") {
-			return nil, fmt.Errorf("snapshot %s in %s: %w: no such directory", abs, d.spec, ErrNotFound)
+			return nil, fmt.Errorf("snapshot %s in %s: %w: no such directory", abs, d.spec, sandbox.ErrNotFound)
 		}
 		return nil, d.containerErr("snapshot "+abs, err)
 	}
 	defer rc.Close()
-	files, err := ReadTar(rc)
+	files, err := sandbox.ReadTar(rc)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s in %s: %w", abs, d.spec, err)
 	}
 	return files, nil
 }
 
-func (d *dockerBackend) WriteFiles(ctx context.Context, dir string, files map[string]File) error {
+func (d *Backend) WriteFiles(ctx context.Context, dir string, files map[string]sandbox.File) error {
 	abs := d.abs(dir)
 	// Extract from the nearest directory that exists; the missing ones are made with the
 	// files, so that they belong to the container's user too.
@@ -713,9 +725,9 @@ func (d *dockerBackend) WriteFiles(ctx context.Context, dir string, files map[st
 		dest, prefix = path.Dir(dest), path.Join(path.Base(dest), prefix)
 	}
 	if prefix != "" {
-		all := make(map[string]File, len(files)+strings.Count(prefix, "/")+1)
+		all := make(map[string]sandbox.File, len(files)+strings.Count(prefix, "/")+1)
 		for p := prefix; p != "."; p = path.Dir(p) {
-			all[p] = File{Mode: fs.ModeDir | 0o755}
+			all[p] = sandbox.File{Mode: fs.ModeDir | 0o755}
 		}
 		for n, f := range files {
 			all[path.Join(prefix, n)] = f
@@ -725,7 +737,7 @@ func (d *dockerBackend) WriteFiles(ctx context.Context, dir string, files map[st
 	// The files belong to the container's user, as restoreWorkspace's do.
 	owner, byName := kit.OwnerOf(d.user)
 	var buf bytes.Buffer
-	if err := WriteTar(&buf, files, owner); err != nil {
+	if err := sandbox.WriteTar(&buf, files, owner); err != nil {
 		return fmt.Errorf("write files to %s in %s: %w", abs, d.spec, err)
 	}
 	if err := d.cli.CopyToContainer(ctx, d.id, dest, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true, CopyUIDGID: byName}); err != nil {
@@ -734,7 +746,7 @@ func (d *dockerBackend) WriteFiles(ctx context.Context, dir string, files map[st
 	return nil
 }
 
-func (d *dockerBackend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
+func (d *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
 	// The files belong to the container's user, who runs the tool calls. A numeric user goes
 	// into the headers; a name is left to the engine (CopyUIDGID), which looks it up in the
 	// container's passwd file and fails for a user missing there, numeric ones included.
@@ -756,7 +768,7 @@ func (d *dockerBackend) RestoreWorkspace(ctx context.Context, snapshot *os.File,
 	return nil
 }
 
-func (d *dockerBackend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+func (d *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
 	rc, _, err := d.cli.CopyFromContainer(ctx, d.id, d.cwd)
 	if err != nil {
 		return nil, d.containerErr("workspace manifest of "+d.cwd, err)
@@ -770,21 +782,16 @@ func (d *dockerBackend) WorkspaceManifest(ctx context.Context, opts workspace.Op
 	return m, nil
 }
 
-func (d *dockerBackend) Close(ctx context.Context, open []*Session) error {
+func (d *Backend) Close(ctx context.Context, open []*sandbox.Session) error {
 	var errs []error
 	// Removing the container ends its sessions at once.
 	if err := d.remove(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("close %w", err))
 	}
-	CloseSessions(open)
+	sandbox.CloseSessions(open)
 	d.dropSocket()
 	if err := d.cli.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close sandbox %s: close the engine client: %w", d.spec, err))
 	}
 	return errors.Join(errs...)
-}
-
-func init() {
-	Register(SchemeDocker, openDocker)
-	Register(SchemeDockerImage, openDocker)
 }

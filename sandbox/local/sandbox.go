@@ -1,4 +1,4 @@
-package sandbox
+package local
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	"github.com/tapebox/tapebox/workspace"
 )
@@ -28,47 +29,56 @@ const (
 	jailPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-// localBackend runs everything in a directory of this machine: under bubblewrap (jail)
+// Backend runs everything in a directory of this machine: under bubblewrap (jail)
 // where it can, else as plain host processes that isolate nothing. Either way the commands
 // get a minimal environment, never the host's whole one.
-type localBackend struct {
-	spec Spec
+type Backend struct {
+	spec sandbox.Spec
 	dir  string
 	env  []string
 	jail *jail // nil: not isolated
 }
 
-func openLocal(ctx context.Context, spec Spec, opts Options) (*Sandbox, error) {
+var _ sandbox.Backend = (*Backend)(nil)
+
+func init() { sandbox.Register(sandbox.SchemeLocal, Open) }
+
+// Isolated reports whether the sandbox runs its commands under bubblewrap.
+func (l *Backend) Isolated() bool { return l.jail != nil }
+
+// Open opens "local:DIR" or "unsafe-local:DIR" (spec.Unsafe): see the package doc.
+// sandbox.Open calls it for the local scheme.
+func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (*sandbox.Sandbox, error) {
 	dir, err := filepath.Abs(spec.Target)
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 	}
 	if dir == "/" && !spec.Unsafe {
-		return nil, fmt.Errorf("open sandbox %s: %w: / cannot be isolated (only DIR is writable, and it would be the whole machine); say unsafe-local:/ to run there without isolation", spec, ErrBadSpec)
+		return nil, fmt.Errorf("open sandbox %s: %w: / cannot be isolated (only DIR is writable, and it would be the whole machine); say unsafe-local:/ to run there without isolation", spec, sandbox.ErrBadSpec)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open sandbox %s: create the directory: %w", spec, err)
 	}
-	l := &localBackend{spec: spec, dir: dir}
-	info := Info{Cwd: dir, Arch: runtime.GOARCH}
+	l := &Backend{spec: spec, dir: dir}
+	info := sandbox.Info{Cwd: dir, Arch: runtime.GOARCH}
 	// The executor is found now but only needed by Start, so a sandbox used for Exec and
 	// Snapshot works without one.
 	switch {
 	case opts.ExecutorPath != "":
 		info.Executor = opts.ExecutorPath
 		if runtime.GOOS == "linux" {
-			if err := CheckExecutorArch(opts.ExecutorPath, runtime.GOARCH, "this host"); err != nil {
+			if err := sandbox.CheckExecutorArch(opts.ExecutorPath, runtime.GOARCH, "this host"); err != nil {
 				return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 			}
 		}
 	case runtime.GOOS == "linux":
-		info.Executor, info.ExecutorErr = ExecutorPath(ctx, runtime.GOARCH)
+		info.Executor, info.ExecutorErr = sandbox.ExecutorPath(ctx, runtime.GOARCH)
 	default:
 		// ExecutorPath finds Linux builds; elsewhere use a host build on the PATH.
-		info.Executor, info.ExecutorErr = exec.LookPath(ExecutorName)
+		info.Executor, info.ExecutorErr = exec.LookPath(sandbox.ExecutorName)
 		if info.ExecutorErr != nil {
 			info.ExecutorErr = fmt.Errorf("%w: %s is not on PATH (go install %s/cmd/tapebox-exec) and Options.ExecutorPath is empty",
-				ErrNoExecutor, ExecutorName, Module)
+				sandbox.ErrNoExecutor, sandbox.ExecutorName, sandbox.Module)
 		}
 	}
 	if info.ExecutorErr != nil {
@@ -96,12 +106,12 @@ func openLocal(ctx context.Context, spec Spec, opts Options) (*Sandbox, error) {
 		}
 	}
 	l.env = localEnv(l.jail, opts.Env)
-	return New(spec, l, info), nil
+	return sandbox.New(spec, l, info), nil
 }
 
 // warnf gives a warning to Options.Logf, or to the standard error when there is none: a
 // sandbox that is not isolated must not go unsaid.
-func warnf(opts Options, format string, args ...any) {
+func warnf(opts sandbox.Options, format string, args ...any) {
 	if opts.Logf != nil {
 		opts.Logf(format, args...)
 		return
@@ -151,7 +161,7 @@ func localEnv(j *jail, extra map[string]string) []string {
 // command is the host command that runs argv in the sandbox: argv itself, or bwrap with
 // the files it needs as fds 3 and on. run is exec.Command or a closure over
 // exec.CommandContext.
-func (l *localBackend) command(run func(string, ...string) *exec.Cmd, argv []string) *exec.Cmd {
+func (l *Backend) command(run func(string, ...string) *exec.Cmd, argv []string) *exec.Cmd {
 	name, args, files := argv[0], argv[1:], []*os.File(nil)
 	if l.jail != nil {
 		name, args, files = l.jail.command(argv)
@@ -161,13 +171,13 @@ func (l *localBackend) command(run func(string, ...string) *exec.Cmd, argv []str
 	return cmd
 }
 
-func (l *localBackend) StartExecutor(ctx context.Context, argv []string) (*Session, error) {
+func (l *Backend) StartExecutor(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	return l.Start(ctx, argv)
 }
 
-func (l *localBackend) Transport() string { return "pipes" }
+func (l *Backend) Transport() string { return "pipes" }
 
-func (l *localBackend) Start(ctx context.Context, argv []string) (*Session, error) {
+func (l *Backend) Start(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", argv[0], l.spec, err)
 	}
@@ -182,7 +192,7 @@ func (l *localBackend) Start(ctx context.Context, argv []string) (*Session, erro
 	if err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", argv[0], l.spec, err)
 	}
-	s := NewSession(stdin, pr)
+	s := sandbox.NewSession(stdin, pr)
 	cmd.Stdout, cmd.Stderr = pw, s.StderrSink()
 	// A background child that keeps stderr open must not hold Wait forever.
 	cmd.WaitDelay = time.Second
@@ -197,36 +207,35 @@ func (l *localBackend) Start(ctx context.Context, argv []string) (*Session, erro
 		err := cmd.Wait()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.Exited() {
-			stderr := s.Stderr()
-			err = &ExitError{Command: argv[0], Code: ee.ExitCode(), Stderr: stderr, Hint: exitHint(argv[0], ee.ExitCode(), stderr)}
+			err = sandbox.NewExitError(argv[0], ee.ExitCode(), s.Stderr())
 		} else if err != nil {
 			err = fmt.Errorf("session %s in %s: %w", argv[0], l.spec, err)
 		}
 		s.Finish(err)
 	}()
-	s.stop = func() error {
+	s.SetStop(func() error {
 		_ = stdin.Close()
 		select {
-		case <-s.done:
-		case <-time.After(SessionGrace):
+		case <-s.Done():
+		case <-time.After(sandbox.SessionGrace):
 			_ = cmd.Process.Kill()
-			<-s.done
+			<-s.Done()
 			pr.Close()
 			return nil // ended as Close asked; Wait reports the kill
 		}
 		pr.Close()
-		return CloseResult(s.err)
-	}
+		return sandbox.CloseResult(s.Wait())
+	})
 	return s, nil
 }
 
-func (l *localBackend) Exec(ctx context.Context, argv []string) (*ExecResult, error) {
+func (l *Backend) Exec(ctx context.Context, argv []string) (*sandbox.ExecResult, error) {
 	cmd := l.command(func(name string, args ...string) *exec.Cmd { return exec.CommandContext(ctx, name, args...) }, argv)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
-	res := &ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: cmd.ProcessState.ExitCode()}
+	res := &sandbox.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: cmd.ProcessState.ExitCode()}
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ee) && ee.Exited() && ctx.Err() == nil) {
 		return nil, fmt.Errorf("exec %s in %s: %w", argv[0], l.spec, err)
@@ -238,14 +247,14 @@ func (l *localBackend) Exec(ctx context.Context, argv []string) (*ExecResult, er
 	return res, nil
 }
 
-func (l *localBackend) abs(dir string) string {
+func (l *Backend) abs(dir string) string {
 	if filepath.IsAbs(dir) {
 		return filepath.Clean(dir)
 	}
 	return filepath.Join(l.dir, dir)
 }
 
-func (l *localBackend) Snapshot(ctx context.Context, dir string) (map[string]File, error) {
+func (l *Backend) Snapshot(ctx context.Context, dir string) (map[string]sandbox.File, error) {
 	abs := l.abs(dir)
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		if err == nil {
@@ -253,29 +262,29 @@ func (l *localBackend) Snapshot(ctx context.Context, dir string) (map[string]Fil
 		}
 		return nil, fmt.Errorf("snapshot %s in %s: %w", abs, l.spec, err)
 	}
-	files, err := ReadDir(abs)
+	files, err := sandbox.ReadDir(abs)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s in %s: %w", abs, l.spec, err)
 	}
 	return files, nil
 }
 
-func (l *localBackend) WriteFiles(ctx context.Context, dir string, files map[string]File) error {
+func (l *Backend) WriteFiles(ctx context.Context, dir string, files map[string]sandbox.File) error {
 	abs := l.abs(dir)
-	if err := WriteDir(abs, files); err != nil {
+	if err := sandbox.WriteDir(abs, files); err != nil {
 		return fmt.Errorf("write files to %s in %s: %w", abs, l.spec, err)
 	}
 	return nil
 }
 
-func (l *localBackend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
+func (l *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
 	if err := workspace.Restore(ctx, snapshot, info, l.dir); err != nil {
 		return fmt.Errorf("restore workspace in %s: %w", l.spec, err)
 	}
 	return nil
 }
 
-func (l *localBackend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+func (l *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
 	m, err := workspace.ManifestDir(ctx, l.dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("workspace manifest in %s: %w", l.spec, err)
@@ -283,8 +292,8 @@ func (l *localBackend) WorkspaceManifest(ctx context.Context, opts workspace.Opt
 	return m, nil
 }
 
-func (l *localBackend) Close(ctx context.Context, open []*Session) error {
-	CloseSessions(open)
+func (l *Backend) Close(ctx context.Context, open []*sandbox.Session) error {
+	sandbox.CloseSessions(open)
 	if l.jail != nil {
 		if err := l.jail.close(); err != nil {
 			return fmt.Errorf("close sandbox %s: %w", l.spec, err)
@@ -292,5 +301,3 @@ func (l *localBackend) Close(ctx context.Context, open []*Session) error {
 	}
 	return nil
 }
-
-func init() { Register(SchemeLocal, openLocal) }

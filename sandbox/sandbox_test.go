@@ -81,9 +81,9 @@ func TestOpenRejectsOptions(t *testing.T) {
 // TestOpenWithoutBackend: this test binary links no backend, so every scheme fails, naming the
 // package that would serve it; an unknown scheme is a bad spec as before.
 func TestOpenWithoutBackend(t *testing.T) {
-	require.Equal(t, []string{SchemeK8s}, Schemes(), "only k8s, still in this package")
+	require.Empty(t, Schemes())
 	for spec, pkg := range map[string]string{"local:/tmp/x": "sandbox/local", "unsafe-local:/tmp/x": "sandbox/local",
-		"docker:box": "sandbox/docker", "docker-image:tapebox/tiny": "sandbox/docker"} {
+		"docker:box": "sandbox/docker", "docker-image:tapebox/tiny": "sandbox/docker", "k8s:default?image=x": "sandbox/k8s"} {
 		sb, err := Open(t.Context(), spec, Options{})
 		require.ErrorIs(t, err, ErrNoBackend, spec)
 		assert.Nil(t, sb)
@@ -108,7 +108,7 @@ func TestRegister(t *testing.T) {
 		delete(openers, "test-scheme")
 		openersMu.Unlock()
 	})
-	assert.Equal(t, []string{SchemeK8s, "test-scheme"}, Schemes())
+	assert.Equal(t, []string{"test-scheme"}, Schemes())
 	assert.Panics(t, func() { Register("test-scheme", nil) })
 	s := Spec{Scheme: "test-scheme", Target: "x"}
 	open, err := opener(s)

@@ -9,5 +9,6 @@ package all
 import (
 	// The backends register their schemes with package sandbox in their init functions.
 	_ "github.com/tapebox/tapebox/sandbox/docker"
+	_ "github.com/tapebox/tapebox/sandbox/k8s"
 	_ "github.com/tapebox/tapebox/sandbox/local"
 )

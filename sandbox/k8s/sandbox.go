@@ -1,11 +1,13 @@
-package sandbox
+package k8s
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -34,17 +36,18 @@ import (
 	utilexec "k8s.io/client-go/util/exec"
 	"k8s.io/klog/v2"
 
+	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	"github.com/tapebox/tapebox/workspace"
 )
 
-// K8sNetworkLabel marks the pods without a network (the default); the NetworkPolicy
-// K8sDenyAllPolicy selects them.
-const K8sNetworkLabel = "org.tapebox.network"
+// NetworkLabel marks the pods without a network (the default); the NetworkPolicy
+// DenyAllPolicy selects them.
+const NetworkLabel = "org.tapebox.network"
 
-// K8sDenyAllPolicy is the NetworkPolicy Open creates in the namespace, when missing, that
-// denies all ingress and egress to the pods labeled K8sNetworkLabel=none.
-const K8sDenyAllPolicy = "tapebox-deny-all"
+// DenyAllPolicy is the NetworkPolicy Open creates in the namespace, when missing, that
+// denies all ingress and egress to the pods labeled NetworkLabel=none.
+const DenyAllPolicy = "tapebox-deny-all"
 
 // k8sContainer is the name of the pod's one container.
 const k8sContainer = "sandbox"
@@ -65,7 +68,7 @@ type k8sSpec struct {
 	readyTimeout              time.Duration
 }
 
-func parseK8sSpec(spec Spec) (k8sSpec, error) {
+func parseK8sSpec(spec sandbox.Spec) (k8sSpec, error) {
 	target, query, _ := strings.Cut(spec.Target, "?")
 	ks := k8sSpec{namespace: target, pull: corev1.PullIfNotPresent, readyTimeout: k8sReadyTimeout}
 	if c, ns, ok := strings.Cut(target, "/"); ok {
@@ -73,7 +76,7 @@ func parseK8sSpec(spec Spec) (k8sSpec, error) {
 	}
 	bad := func(format string, args ...any) (k8sSpec, error) {
 		return k8sSpec{}, fmt.Errorf("%w %q: %s; want k8s:[CONTEXT/]NAMESPACE?image=IMAGE[&cpu=1&memory=2Gi&pull=IfNotPresent&ready-timeout=2m&node=NAME]",
-			ErrBadSpec, spec.String(), fmt.Sprintf(format, args...))
+			sandbox.ErrBadSpec, spec.String(), fmt.Sprintf(format, args...))
 	}
 	if errs := validation.IsDNS1123Label(ks.namespace); len(errs) > 0 {
 		return bad("namespace %q: %s", ks.namespace, strings.Join(errs, "; "))
@@ -125,9 +128,9 @@ func parseK8sSpec(spec Spec) (k8sSpec, error) {
 	return ks, nil
 }
 
-// K8sConfig loads the client configuration as kubectl does: KUBECONFIG, else
+// Config loads the client configuration as kubectl does: KUBECONFIG, else
 // ~/.kube/config, else the in-cluster service account; context "" is the current one.
-func K8sConfig(kubeContext string) (*rest.Config, error) {
+func Config(kubeContext string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
 	cfg, err := cc.ClientConfig()
@@ -143,8 +146,10 @@ func K8sConfig(kubeContext string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-type k8sBackend struct {
-	spec    Spec
+// Backend runs a sandbox's commands in a pod it creates, through the API server's exec
+// subresource (WebSocket, else SPDY). See the package doc.
+type Backend struct {
+	spec    sandbox.Spec
 	ks      k8sSpec
 	cfg     *rest.Config
 	cs      *kubernetes.Clientset
@@ -157,25 +162,30 @@ type k8sBackend struct {
 	delErr  error
 }
 
-// openK8s creates a pod for the sandbox and waits for it to run; see Open.
-func openK8s(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err error) {
+var _ sandbox.Backend = (*Backend)(nil)
+
+func init() { sandbox.Register(sandbox.SchemeK8s, Open) }
+
+// Open creates a pod for "k8s:[CONTEXT/]NAMESPACE?image=IMAGE" and waits for it to run: see
+// the package doc. sandbox.Open calls it for the k8s scheme.
+func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (_ *sandbox.Sandbox, err error) {
 	ks, err := parseK8sSpec(spec)
 	if err != nil {
 		return nil, err
 	}
 	if opts.Cwd != "" && !path.IsAbs(opts.Cwd) {
-		return nil, fmt.Errorf("open sandbox %s: %w: Cwd %q must be an absolute path in the pod", spec, ErrOption, opts.Cwd)
+		return nil, fmt.Errorf("open sandbox %s: %w: Cwd %q must be an absolute path in the pod", spec, sandbox.ErrOption, opts.Cwd)
 	}
 	cwd := path.Clean("/" + opts.Cwd)
 	if opts.ReadOnlyRoot && cwd == "/" {
-		return nil, fmt.Errorf("open sandbox %s: %w: ReadOnlyRoot needs a Cwd other than / (it becomes a writable volume)", spec, ErrOption)
+		return nil, fmt.Errorf("open sandbox %s: %w: ReadOnlyRoot needs a Cwd other than / (it becomes a writable volume)", spec, sandbox.ErrOption)
 	}
 	uid, gid, err := k8sUser(opts.User)
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 	}
 	quietKlog()
-	cfg, err := K8sConfig(ks.context)
+	cfg, err := Config(ks.context)
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 	}
@@ -192,13 +202,13 @@ func openK8s(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err erro
 	if opts.PidsLimit > 0 {
 		warnf("warning: sandbox %s: a pod has no process limit of its own (the kubelet's podPidsLimit applies): --pids-limit is ignored", spec)
 	}
-	b := &k8sBackend{spec: spec, ks: ks, cfg: cfg, cs: cs, name: "tapebox-" + kit.RandomHex(6), logf: logf, podCwd: cwd,
+	b := &Backend{spec: spec, ks: ks, cfg: cfg, cs: cs, name: "tapebox-" + kit.RandomHex(6), logf: logf, podCwd: cwd,
 		user: strconv.FormatInt(uid, 10) + ":" + strconv.FormatInt(gid, 10)}
-	for _, k := range slices.Sorted(mapKeys(opts.Env)) {
+	for _, k := range slices.Sorted(maps.Keys(opts.Env)) {
 		b.env = append(b.env, corev1.EnvVar{Name: k, Value: opts.Env[k]})
 	}
 	reapK8sLeftovers(ctx, cs, ks.namespace, logf)
-	network := cmpOr(opts.Network, "none")
+	network := cmp.Or(opts.Network, "none")
 	if network == "none" {
 		ensureDenyAll(ctx, cs, ks.namespace, logf)
 	}
@@ -218,67 +228,50 @@ func openK8s(ctx context.Context, spec Spec, opts Options) (_ *Sandbox, err erro
 	if err != nil {
 		return nil, err
 	}
-	info := Info{Cwd: cwd, Arch: b.nodeArch(ctx, node)}
-	info.Executor = cmpOr(opts.SandboxExecutor, "tapebox-exec")
+	info := sandbox.Info{Cwd: cwd, Arch: b.nodeArch(ctx, node)}
+	info.Executor = cmp.Or(opts.SandboxExecutor, "tapebox-exec")
 	if opts.InstallExecutor {
 		exe := opts.ExecutorPath
 		if exe == "" {
-			if exe, err = ExecutorPath(ctx, info.Arch); err != nil {
+			if exe, err = sandbox.ExecutorPath(ctx, info.Arch); err != nil {
 				return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
 			}
 		}
 		if err := b.installExecutor(ctx, exe); err != nil {
 			return nil, err
 		}
-		info.Executor = k8sExecutorDir + "/" + ExecutorName
+		info.Executor = k8sExecutorDir + "/" + sandbox.ExecutorName
 	}
-	return New(spec, b, info), nil
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return sandbox.New(spec, b, info), nil
 }
 
 // k8sUser reads Options.User for a pod: numeric "UID[:GID]" (the default DefaultUser), or
 // root; a pod's securityContext has no user names.
 func k8sUser(user string) (uid, gid int64, err error) {
-	u, g, hasG := strings.Cut(cmpOr(user, DefaultUser), ":")
+	u, g, hasG := strings.Cut(cmp.Or(user, sandbox.DefaultUser), ":")
 	if u == "root" {
 		u = "0"
 	}
 	if uid, err = strconv.ParseInt(u, 10, 32); err != nil || uid < 0 {
-		return 0, 0, fmt.Errorf("%w: user %q: a pod runs as a numeric UID[:GID] (or 0, root)", ErrOption, user)
+		return 0, 0, fmt.Errorf("%w: user %q: a pod runs as a numeric UID[:GID] (or 0, root)", sandbox.ErrOption, user)
 	}
 	gid = uid
 	if hasG {
 		if gid, err = strconv.ParseInt(g, 10, 32); err != nil || gid < 0 {
-			return 0, 0, fmt.Errorf("%w: user %q: the group must be a numeric GID", ErrOption, user)
+			return 0, 0, fmt.Errorf("%w: user %q: the group must be a numeric GID", sandbox.ErrOption, user)
 		}
 	}
 	return uid, gid, nil
 }
 
-func (b *k8sBackend) podSpec(opts Options, cwd string, uid, gid int64, network string) *corev1.Pod {
-	labels := map[string]string{Label: "1"}
+func (b *Backend) podSpec(opts sandbox.Options, cwd string, uid, gid int64, network string) *corev1.Pod {
+	labels := map[string]string{sandbox.Label: "1"}
 	annotations := map[string]string{}
 	if me, ok := kit.Self(); ok {
-		annotations[OwnerLabel] = me.String()
+		annotations[sandbox.OwnerLabel] = me.String()
 	}
 	for k, v := range opts.Labels {
-		if k == Label || k == OwnerLabel || k == K8sNetworkLabel {
+		if k == sandbox.Label || k == sandbox.OwnerLabel || k == NetworkLabel {
 			continue
 		}
 		// What a label cannot hold goes into an annotation.
@@ -289,7 +282,7 @@ func (b *k8sBackend) podSpec(opts Options, cwd string, uid, gid int64, network s
 		}
 	}
 	if network == "none" {
-		labels[K8sNetworkLabel] = "none"
+		labels[NetworkLabel] = "none"
 	}
 	f, t := false, true
 	root := uid == 0
@@ -307,7 +300,7 @@ func (b *k8sBackend) podSpec(opts Options, cwd string, uid, gid int64, network s
 		sc.Capabilities.Add = append(sc.Capabilities.Add, corev1.Capability(strings.TrimPrefix(strings.ToUpper(c), "CAP_")))
 	}
 	res := corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}}
-	cpu := resource.NewMilliQuantity(int64(kit.Limit(opts.CPUs, DefaultCPUs)*1000), resource.DecimalSI)
+	cpu := resource.NewMilliQuantity(int64(kit.Limit(opts.CPUs, sandbox.DefaultCPUs)*1000), resource.DecimalSI)
 	if b.ks.cpu != "" {
 		q := resource.MustParse(b.ks.cpu)
 		cpu = &q
@@ -318,7 +311,7 @@ func (b *k8sBackend) podSpec(opts Options, cwd string, uid, gid int64, network s
 		// requests summed (a tape is mostly idle).
 		res.Requests[corev1.ResourceCPU] = minQuantity(*cpu, resource.MustParse("100m"))
 	}
-	mem := resource.NewQuantity(kit.Limit(opts.Memory, DefaultMemory), resource.BinarySI)
+	mem := resource.NewQuantity(kit.Limit(opts.Memory, sandbox.DefaultMemory), resource.BinarySI)
 	if b.ks.memory != "" {
 		q := resource.MustParse(b.ks.memory)
 		mem = &q
@@ -387,7 +380,7 @@ func minQuantity(a, b resource.Quantity) resource.Quantity {
 // waitRunning waits for the pod to run, failing at once on a condition that will not pass
 // by itself (an image that cannot be pulled, a container that cannot be created) and after
 // the ready timeout on any other, naming the pod's conditions either way.
-func (b *k8sBackend) waitRunning(ctx context.Context) (node string, err error) {
+func (b *Backend) waitRunning(ctx context.Context) (node string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, b.ks.readyTimeout)
 	defer cancel()
 	var last *corev1.Pod
@@ -457,7 +450,7 @@ func podState(p *corev1.Pod) string {
 }
 
 // nodeArch is the architecture of the pod's node, in Go's spelling.
-func (b *k8sBackend) nodeArch(ctx context.Context, node string) string {
+func (b *Backend) nodeArch(ctx context.Context, node string) string {
 	if node != "" {
 		if n, err := b.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err == nil {
 			if a := n.Labels["kubernetes.io/arch"]; a != "" {
@@ -471,13 +464,13 @@ func (b *k8sBackend) nodeArch(ctx context.Context, node string) string {
 	return runtime.GOARCH
 }
 
-func (b *k8sBackend) installExecutor(ctx context.Context, exe string) error {
+func (b *Backend) installExecutor(ctx context.Context, exe string) error {
 	f, err := os.Open(exe)
 	if err != nil {
 		return fmt.Errorf("open sandbox %s: install the executor: %w", b.spec, err)
 	}
 	defer f.Close()
-	dest := k8sExecutorDir + "/" + ExecutorName
+	dest := k8sExecutorDir + "/" + sandbox.ExecutorName
 	res, err := b.run(ctx, []string{"sh", "-c", `cat > "$1" && chmod 755 "$1"`, "sh", dest}, f)
 	if err != nil {
 		return fmt.Errorf("open sandbox %s: install the executor (the image needs sh and cat): %w", b.spec, err)
@@ -491,7 +484,7 @@ func (b *k8sBackend) installExecutor(ctx context.Context, exe string) error {
 
 // executor builds the exec stream's executor: WebSocket, falling back to SPDY where the
 // API server or a proxy cannot upgrade to it.
-func (b *k8sBackend) executor(argv []string, stdin, stderr bool) (remotecommand.Executor, error) {
+func (b *Backend) executor(argv []string, stdin, stderr bool) (remotecommand.Executor, error) {
 	req := b.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(b.ks.namespace).Name(b.name).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: k8sContainer, Command: argv, Stdin: stdin, Stdout: true, Stderr: stderr}, scheme.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(b.cfg, "GET", req.URL().String())
@@ -507,7 +500,7 @@ func (b *k8sBackend) executor(argv []string, stdin, stderr bool) (remotecommand.
 	})
 }
 
-func (b *k8sBackend) Start(ctx context.Context, argv []string) (*Session, error) {
+func (b *Backend) Start(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	what := "start " + argv[0]
 	ex, err := b.executor(argv, true, true)
 	if err != nil {
@@ -516,7 +509,7 @@ func (b *k8sBackend) Start(ctx context.Context, argv []string) (*Session, error)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := NewSession(inW, outR)
+	s := sandbox.NewSession(inW, outR)
 	go func() {
 		// Stderr must have a writer: with PodExecOptions.Stderr and none, the SPDY stream hangs.
 		err := ex.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: s.StderrSink()})
@@ -527,7 +520,7 @@ func (b *k8sBackend) Start(ctx context.Context, argv []string) (*Session, error)
 	}()
 	s.SetStop(func() error {
 		_ = inW.Close()
-		t := time.NewTimer(SessionGrace)
+		t := time.NewTimer(sandbox.SessionGrace)
 		defer t.Stop()
 		exited := true
 		select {
@@ -540,42 +533,42 @@ func (b *k8sBackend) Start(ctx context.Context, argv []string) (*Session, error)
 		if !exited {
 			return nil
 		}
-		return CloseResult(err)
+		return sandbox.CloseResult(err)
 	})
 	return s, nil
 }
 
 // streamErr turns an exec stream's end into a session's: nil for status 0, an *ExitError
 // for another, the cause for a broken stream.
-func (b *k8sBackend) streamErr(command, stderr string, err error, sctx context.Context) error {
+func (b *Backend) streamErr(command, stderr string, err error, sctx context.Context) error {
 	if err == nil {
 		return nil
 	}
 	var ce utilexec.CodeExitError
 	if errors.As(err, &ce) {
-		return NewExitError(command, ce.Code, stderr)
+		return sandbox.NewExitError(command, ce.Code, stderr)
 	}
 	if sctx.Err() != nil {
-		return ErrSessionClosed
+		return sandbox.ErrSessionClosed
 	}
 	return fmt.Errorf("exec %s in pod %s: %w", command, b.name, b.reachErr(err))
 }
 
-func (b *k8sBackend) StartExecutor(ctx context.Context, argv []string) (*Session, error) {
+func (b *Backend) StartExecutor(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	return b.Start(ctx, argv)
 }
 
-func (b *k8sBackend) Transport() string { return "k8s-exec" }
+func (b *Backend) Transport() string { return "k8s-exec" }
 
 // run is a one-shot exec with stdin (nil for none), output kept in memory.
-func (b *k8sBackend) run(ctx context.Context, argv []string, stdin io.Reader) (*ExecResult, error) {
+func (b *Backend) run(ctx context.Context, argv []string, stdin io.Reader) (*sandbox.ExecResult, error) {
 	ex, err := b.executor(argv, stdin != nil, true)
 	if err != nil {
 		return nil, err
 	}
 	var stdout, stderr bytes.Buffer
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: &stdout, Stderr: &stderr})
-	res := &ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	res := &sandbox.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	var ce utilexec.CodeExitError
 	switch {
 	case err == nil:
@@ -588,36 +581,36 @@ func (b *k8sBackend) run(ctx context.Context, argv []string, stdin io.Reader) (*
 }
 
 // reachErr marks an API server that cannot be reached with ErrNoEngine.
-func (b *k8sBackend) reachErr(err error) error {
+func (b *Backend) reachErr(err error) error {
 	// A *url.Error is a request that got no HTTP answer (an answer is an *errors.StatusError):
 	// refused, reset, cut off mid-response, timed out.
 	var ue *url.Error
 	var oe *net.OpError
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ue) || errors.As(err, &oe) {
-		return fmt.Errorf("%w: the Kubernetes API server %s: %v", ErrNoEngine, b.cfg.Host, err)
+		return fmt.Errorf("%w: the Kubernetes API server %s: %v", sandbox.ErrNoEngine, b.cfg.Host, err)
 	}
 	return err
 }
 
-func (b *k8sBackend) apiErr(op string, err error) error {
+func (b *Backend) apiErr(op string, err error) error {
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%s in %s: %w: %v", op, b.spec, ErrNotFound, err)
+		return fmt.Errorf("%s in %s: %w: %v", op, b.spec, sandbox.ErrNotFound, err)
 	}
 	return fmt.Errorf("%s in %s: %w", op, b.spec, b.reachErr(err))
 }
 
-func (b *k8sBackend) Exec(ctx context.Context, argv []string) (*ExecResult, error) {
+func (b *Backend) Exec(ctx context.Context, argv []string) (*sandbox.ExecResult, error) {
 	res, err := b.run(ctx, argv, nil)
 	if err != nil {
 		return nil, fmt.Errorf("exec %s in %s: %w", argv[0], b.spec, err)
 	}
 	if out := string(res.Stdout) + string(res.Stderr); (res.ExitCode == 126 || res.ExitCode == 127) && kit.IsOCIExecFailure(out) {
-		return res, fmt.Errorf("exec %s in %s: %w", argv[0], b.spec, NewExitError(argv[0], res.ExitCode, out))
+		return res, fmt.Errorf("exec %s in %s: %w", argv[0], b.spec, sandbox.NewExitError(argv[0], res.ExitCode, out))
 	}
 	return res, nil
 }
 
-func (b *k8sBackend) abs(cwd, dir string) string {
+func (b *Backend) abs(cwd, dir string) string {
 	if path.IsAbs(dir) {
 		return path.Clean(dir)
 	}
@@ -626,7 +619,7 @@ func (b *k8sBackend) abs(cwd, dir string) string {
 
 // tarFrom runs tar in the pod to archive dir as "<base of dir>/..." (as the Docker engine's
 // archive names it), which the image must have.
-func (b *k8sBackend) tarFrom(ctx context.Context, dir, op string) (*bytes.Reader, error) {
+func (b *Backend) tarFrom(ctx context.Context, dir, op string) (*bytes.Reader, error) {
 	parent, base := path.Dir(dir), path.Base(dir)
 	if dir == "/" {
 		parent, base = "/", "."
@@ -638,7 +631,7 @@ func (b *k8sBackend) tarFrom(ctx context.Context, dir, op string) (*bytes.Reader
 	if res.ExitCode != 0 {
 		msg := strings.TrimSpace(string(res.Stderr))
 		if strings.Contains(msg, "No such file") || strings.Contains(msg, "Cannot") && strings.Contains(msg, base) {
-			return nil, fmt.Errorf("%s in %s: %w: no such directory: %s", op, b.spec, ErrNotFound, msg)
+			return nil, fmt.Errorf("%s in %s: %w: no such directory: %s", op, b.spec, sandbox.ErrNotFound, msg)
 		}
 		return nil, fmt.Errorf("%s in %s: tar exited with status %d (the image needs tar): %s", op, b.spec, res.ExitCode, msg)
 	}
@@ -646,7 +639,7 @@ func (b *k8sBackend) tarFrom(ctx context.Context, dir, op string) (*bytes.Reader
 }
 
 // tarInto extracts an archive into dir (made first) with tar in the pod.
-func (b *k8sBackend) tarInto(ctx context.Context, dir string, archive io.Reader, op string) error {
+func (b *Backend) tarInto(ctx context.Context, dir string, archive io.Reader, op string) error {
 	res, err := b.run(ctx, []string{"sh", "-c", `mkdir -p "$1" && exec tar -x -f - -C "$1"`, "sh", dir}, archive)
 	if err != nil {
 		return fmt.Errorf("%s in %s: %w", op, b.spec, err)
@@ -657,30 +650,30 @@ func (b *k8sBackend) tarInto(ctx context.Context, dir string, archive io.Reader,
 	return nil
 }
 
-func (b *k8sBackend) Snapshot(ctx context.Context, dir string) (map[string]File, error) {
+func (b *Backend) Snapshot(ctx context.Context, dir string) (map[string]sandbox.File, error) {
 	abs := b.abs(b.podCwd, dir)
 	r, err := b.tarFrom(ctx, abs, "snapshot "+abs)
 	if err != nil {
 		return nil, err
 	}
-	files, err := ReadTar(r)
+	files, err := sandbox.ReadTar(r)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s in %s: %w", abs, b.spec, err)
 	}
 	return files, nil
 }
 
-func (b *k8sBackend) WriteFiles(ctx context.Context, dir string, files map[string]File) error {
+func (b *Backend) WriteFiles(ctx context.Context, dir string, files map[string]sandbox.File) error {
 	abs := b.abs(b.podCwd, dir)
 	owner, _ := kit.OwnerOf(b.user)
 	var buf bytes.Buffer
-	if err := WriteTar(&buf, files, owner); err != nil {
+	if err := sandbox.WriteTar(&buf, files, owner); err != nil {
 		return fmt.Errorf("write files to %s in %s: %w", abs, b.spec, err)
 	}
 	return b.tarInto(ctx, abs, &buf, "write files to "+abs)
 }
 
-func (b *k8sBackend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
+func (b *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
 	owner, _ := kit.OwnerOf(b.user)
 	rc, err := workspace.Tar(snapshot, info, owner)
 	if err != nil {
@@ -690,7 +683,7 @@ func (b *k8sBackend) RestoreWorkspace(ctx context.Context, snapshot *os.File, in
 	return b.tarInto(ctx, b.podCwd, rc, "restore workspace "+snapshot.Name()+" into "+b.podCwd)
 }
 
-func (b *k8sBackend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+func (b *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
 	r, err := b.tarFrom(ctx, b.podCwd, "workspace manifest of "+b.podCwd)
 	if err != nil {
 		return nil, err
@@ -702,7 +695,7 @@ func (b *k8sBackend) WorkspaceManifest(ctx context.Context, opts workspace.Optio
 	return m, nil
 }
 
-func (b *k8sBackend) deletePod(ctx context.Context) error {
+func (b *Backend) deletePod(ctx context.Context) error {
 	b.deleted.Do(func() {
 		var zero int64
 		err := b.cs.CoreV1().Pods(b.ks.namespace).Delete(ctx, b.name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
@@ -728,9 +721,9 @@ func (b *k8sBackend) deletePod(ctx context.Context) error {
 	return b.delErr
 }
 
-func (b *k8sBackend) Close(ctx context.Context, open []*Session) error {
+func (b *Backend) Close(ctx context.Context, open []*sandbox.Session) error {
 	err := b.deletePod(ctx)
-	CloseSessions(open)
+	sandbox.CloseSessions(open)
 	return err
 }
 
@@ -740,14 +733,14 @@ func reapK8sLeftovers(ctx context.Context, cs *kubernetes.Clientset, ns string, 
 	if _, ok := kit.Self(); !ok {
 		return
 	}
-	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: Label + "=1"})
+	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sandbox.Label + "=1"})
 	if err != nil {
 		logf("look for pods left by killed replays in %s: %v", ns, err)
 		return
 	}
 	var zero int64
 	for _, p := range list.Items {
-		o, ok := kit.ParseOwner(p.Annotations[OwnerLabel])
+		o, ok := kit.ParseOwner(p.Annotations[sandbox.OwnerLabel])
 		if !ok || !o.Gone() || p.DeletionTimestamp != nil {
 			continue
 		}
@@ -773,18 +766,16 @@ func ensureDenyAll(ctx context.Context, cs *kubernetes.Clientset, ns string, log
 		return
 	}
 	np := &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: K8sDenyAllPolicy, Namespace: ns, Labels: map[string]string{Label: "1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: DenyAllPolicy, Namespace: ns, Labels: map[string]string{sandbox.Label: "1"}},
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{K8sNetworkLabel: "none"}},
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{NetworkLabel: "none"}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 		},
 	}
 	_, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		logf("create NetworkPolicy %s/%s (no network for the pods): %v", ns, K8sDenyAllPolicy, err)
+		logf("create NetworkPolicy %s/%s (no network for the pods): %v", ns, DenyAllPolicy, err)
 		return
 	}
 	denyAllMade.Store(ns, true)
 }
-
-func init() { Register(SchemeK8s, openK8s) }

@@ -1,4 +1,4 @@
-package sandbox
+package k8s
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tapebox/tapebox/sandbox"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -28,12 +29,12 @@ func TestParseK8sSpec(t *testing.T) {
 		{spec: "k8s:default?image=x&node=Bad_Node", err: "node=Bad_Node"},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
-			s, err := ParseSpec(tt.spec)
+			s, err := sandbox.ParseSpec(tt.spec)
 			require.NoError(t, err)
 			got, err := parseK8sSpec(s)
 			if tt.err != "" {
 				require.ErrorContains(t, err, tt.err)
-				require.True(t, errors.Is(err, ErrBadSpec))
+				require.True(t, errors.Is(err, sandbox.ErrBadSpec))
 				return
 			}
 			require.NoError(t, err)
@@ -51,7 +52,7 @@ func TestK8sUser(t *testing.T) {
 		{"nobody", 0, 0, true}, {"1000:staff", 0, 0, true}} {
 		uid, gid, err := k8sUser(tt.user)
 		if tt.err {
-			require.ErrorIs(t, err, ErrOption, tt.user)
+			require.ErrorIs(t, err, sandbox.ErrOption, tt.user)
 			continue
 		}
 		require.NoError(t, err, tt.user)
@@ -62,11 +63,11 @@ func TestK8sUser(t *testing.T) {
 // TestK8sPodSpec checks the pod a sandbox asks for: hardened by default, limits, labels
 // that fit (the rest as annotations), no token, no network, volumes where they are needed.
 func TestK8sPodSpec(t *testing.T) {
-	s, _ := ParseSpec("k8s:default?image=img&memory=1Gi")
+	s, _ := sandbox.ParseSpec("k8s:default?image=img&memory=1Gi")
 	ks, err := parseK8sSpec(s)
 	require.NoError(t, err)
-	b := &k8sBackend{spec: s, ks: ks, name: "tapebox-x"}
-	pod := b.podSpec(Options{Labels: map[string]string{"org.tapebox.corpus.tape": "a.json", "bad/label/key": "x", "k": "has spaces"}}, "/work", 65534, 65534, "none")
+	b := &Backend{spec: s, ks: ks, name: "tapebox-x"}
+	pod := b.podSpec(sandbox.Options{Labels: map[string]string{"org.tapebox.corpus.tape": "a.json", "bad/label/key": "x", "k": "has spaces"}}, "/work", 65534, 65534, "none")
 	c := pod.Spec.Containers[0]
 	require.False(t, *pod.Spec.AutomountServiceAccountToken)
 	require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
@@ -76,8 +77,8 @@ func TestK8sPodSpec(t *testing.T) {
 	require.Equal(t, "1Gi", c.Resources.Limits.Memory().String())
 	require.Equal(t, "1", c.Resources.Limits.Cpu().String())
 	require.Equal(t, "100m", c.Resources.Requests.Cpu().String())
-	require.Equal(t, "none", pod.Labels[K8sNetworkLabel])
-	require.Equal(t, "1", pod.Labels[Label])
+	require.Equal(t, "none", pod.Labels[NetworkLabel])
+	require.Equal(t, "1", pod.Labels[sandbox.Label])
 	require.Equal(t, "a.json", pod.Labels["org.tapebox.corpus.tape"])
 	require.Equal(t, "x", pod.Annotations["bad/label/key"])
 	require.Equal(t, "has spaces", pod.Annotations["k"])
@@ -88,11 +89,11 @@ func TestK8sPodSpec(t *testing.T) {
 	}
 	require.Equal(t, []string{k8sExecutorDir, "/work"}, mounts)
 
-	root := b.podSpec(Options{CapAdd: []string{"cap_net_raw"}, Network: "bridge", Memory: -1, CPUs: -1}, "/work", 0, 0, "bridge")
+	root := b.podSpec(sandbox.Options{CapAdd: []string{"cap_net_raw"}, Network: "bridge", Memory: -1, CPUs: -1}, "/work", 0, 0, "bridge")
 	rc := root.Spec.Containers[0]
 	require.False(t, *rc.SecurityContext.RunAsNonRoot)
 	require.Equal(t, []corev1.Capability{"NET_RAW"}, rc.SecurityContext.Capabilities.Add)
-	require.NotContains(t, root.Labels, K8sNetworkLabel)
+	require.NotContains(t, root.Labels, NetworkLabel)
 	require.Len(t, rc.VolumeMounts, 1, "root gets the image's own working directory")
 	require.Equal(t, "1Gi", rc.Resources.Limits.Memory().String(), "the spec's memory= wins over no limit")
 	_, hasCPU := rc.Resources.Limits[corev1.ResourceCPU]

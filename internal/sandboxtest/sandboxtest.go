@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,4 +221,38 @@ func OpenLocal(t *testing.T, opts sandbox.Options) (*sandbox.Sandbox, string) {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, sb.Close(t.Context())) })
 	return sb, dir
+}
+
+// ListenLoopback listens on a loopback TCP port of the host, accepting and closing every
+// connection, until stop: for a test that a sandbox cannot reach the host's loopback
+// services. stop (also run at the end of the test) ends the listener and returns the
+// addresses of the connections it accepted.
+func ListenLoopback(t *testing.T) (port int, stop func() []string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []string
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c.RemoteAddr().String())
+			mu.Unlock()
+			c.Close()
+		}
+	})
+	stop = func() []string {
+		ln.Close()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(conns)
+	}
+	t.Cleanup(func() { stop() })
+	return ln.Addr().(*net.TCPAddr).Port, stop
 }

@@ -12,11 +12,9 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
-	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/internal/dockertest"
 	"github.com/tapebox/tapebox/internal/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
-	"github.com/tapebox/tapebox/tape"
 )
 
 // benchSandbox opens a docker-image: sandbox for a benchmark.
@@ -29,13 +27,6 @@ func benchSandbox(b *testing.B, ref string, opts sandbox.Options) *sandbox.Sandb
 	}
 	b.Cleanup(func() { sb.Close(context.Background()) })
 	return sb
-}
-
-// noopCall is a Claude Code TodoWrite call: the executor's Noop action, which replays the
-// recorded result.
-var noopCall = protocol.Call{Op: protocol.OpCall, ID: "1",
-	Call:     tape.ToolCall{ID: "toolu_1", Name: "TodoWrite", Input: []byte(`{"todos":[]}`)},
-	Recorded: &tape.ToolResult{ToolCallID: "toolu_1", Content: []tape.Block{{Type: tape.BlockText, Text: "Todos have been modified successfully."}}},
 }
 
 // BenchmarkDockerRoundTrip compares, in one run on one container, a round trip through ONE
@@ -84,19 +75,7 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer s.Close()
-		r := bufio.NewReader(s.Stdout)
-		var lat sandboxtest.Latencies
-		for b.Loop() {
-			start := time.Now()
-			if _, err := s.Stdin.Write(line); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := r.ReadSlice('\n'); err != nil {
-				b.Fatal(err)
-			}
-			lat.Time(start)
-		}
-		lat.Report(b)
+		sandboxtest.BenchEcho(b, s, line)
 	})
 
 	noopLoop := func(b *testing.B, tr sandbox.Transport) {
@@ -107,49 +86,12 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer s.Close()
-		enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
-		if err := enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: "/app", Env: map[string]string{}}); err != nil {
-			b.Fatal(err)
-		}
-		if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
-			b.Fatalf("hello: %v; stderr: %s", err, s.Stderr())
-		}
-		var lat sandboxtest.Latencies
-		for b.Loop() {
-			start := time.Now()
-			if err := enc.Encode(noopCall); err != nil {
-				b.Fatal(err)
-			}
-			env, err := dec.Decode()
-			if err != nil || env.Result == nil {
-				b.Fatalf("result: %v %s; stderr: %s", err, envRaw(env), s.Stderr())
-			}
-			lat.Time(start)
-		}
-		lat.Report(b)
+		sandboxtest.BenchNoop(b, s, "/app")
 	}
 	b.Run("session-executor-noop", func(b *testing.B) { noopLoop(b, sandbox.TransportStream) })
 	b.Run("session-socket-noop", func(b *testing.B) { noopLoop(b, sandbox.TransportSocket) })
 
-	b.Run("exec-per-call", func(b *testing.B) {
-		var lat sandboxtest.Latencies
-		for b.Loop() {
-			start := time.Now()
-			res, err := sb.Exec(b.Context(), []string{"echo", "x"})
-			if err != nil || res.ExitCode != 0 {
-				b.Fatalf("exec: %v", err)
-			}
-			lat.Time(start)
-		}
-		lat.Report(b)
-	})
-}
-
-func envRaw(env *protocol.Envelope) string {
-	if env == nil {
-		return ""
-	}
-	return string(env.Raw)
+	b.Run("exec-per-call", func(b *testing.B) { sandboxtest.BenchExec(b, sb, "echo", "x") })
 }
 
 // readFramesUntilNewline reads multiplexed stream frames (8-byte header, payload) until n
@@ -190,40 +132,18 @@ func BenchmarkDockerReady(b *testing.B) {
 		if p, err := sandbox.ExecutorPath(b.Context(), runtime.GOARCH); err == nil {
 			exe, hello = p, true
 		}
-		var lat sandboxtest.Latencies
-		for b.Loop() {
-			start := time.Now()
-			sb, err := sandbox.Open(b.Context(), "docker-image:"+ref, sandbox.Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s, err := sb.Start(b.Context())
-			if err != nil {
-				b.Fatal(err)
-			}
-			if hello {
-				enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
-				if err := enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: "/app", Env: map[string]string{}}); err != nil {
-					b.Fatal(err)
-				}
-				if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
-					b.Fatalf("hello: %v; stderr: %s", err, s.Stderr())
-				}
-			} else {
-				// The stand-in echoes: one round trip proves the session is up.
+		greet := sandboxtest.Hello
+		if !hello {
+			// The stand-in echoes: one round trip proves the session is up.
+			greet = func(tb testing.TB, s *sandbox.Session, _ string) {
 				s.Stdin.Write([]byte("ready\n"))
 				if _, err := bufio.NewReader(s.Stdout).ReadString('\n'); err != nil {
-					b.Fatal(err)
+					tb.Fatal(err)
 				}
 			}
-			lat.Time(start)
-			b.StopTimer()
-			if err := sb.Close(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
 		}
-		lat.Report(b)
+		next := func() string { return "docker-image:" + ref }
+		sandboxtest.BenchReady(b, next, sandbox.Options{Cwd: "/app", InstallExecutor: true, ExecutorPath: exe}, greet)
 	})
 }
 
@@ -246,59 +166,4 @@ func benchBare(b *testing.B, cli *client.Client, ref string, hc *container.HostC
 		b.StartTimer()
 	}
 	lat.Report(b)
-}
-
-// BenchmarkLocalRoundTrip is the local backend's round trip: cat, and a Noop call through
-// tapebox-exec serve as a host process (target p50 <= 0.05 ms).
-func BenchmarkLocalRoundTrip(b *testing.B) {
-	dir := b.TempDir()
-	sb, err := sandbox.Open(b.Context(), "local:"+dir, sandbox.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sb.Close(context.Background())
-	line := []byte(`{"op":"call","id":"1"}` + "\n")
-	b.Run("session-cat", func(b *testing.B) {
-		s, err := sb.StartCommand(b.Context(), []string{"cat"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		r := bufio.NewReader(s.Stdout)
-		var lat sandboxtest.Latencies
-		for b.Loop() {
-			start := time.Now()
-			s.Stdin.Write(line)
-			if _, err := r.ReadSlice('\n'); err != nil {
-				b.Fatal(err)
-			}
-			lat.Time(start)
-		}
-		lat.Report(b)
-	})
-	b.Run("session-executor-noop", func(b *testing.B) {
-		sandboxtest.RealExecutor(b, runtime.GOARCH)
-		s, err := sb.Start(b.Context())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
-		if err := enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: dir, Env: map[string]string{}}); err != nil {
-			b.Fatal(err)
-		}
-		if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
-			b.Fatalf("hello: %v", err)
-		}
-		var lat sandboxtest.Latencies
-		for b.Loop() {
-			start := time.Now()
-			enc.Encode(noopCall)
-			if env, err := dec.Decode(); err != nil || env.Result == nil {
-				b.Fatalf("result: %v %s", err, envRaw(env))
-			}
-			lat.Time(start)
-		}
-		lat.Report(b)
-	})
 }

@@ -64,31 +64,11 @@ func TestDockerSmoke(t *testing.T) {
 
 func TestDockerSessionEcho(t *testing.T) {
 	sb := openImage(t, dockertest.TinyImage, sandbox.Options{})
-	s, err := sb.StartCommand(t.Context(), []string{"cat"})
-	require.NoError(t, err)
-	r := bufio.NewReader(s.Stdout)
-	for _, line := range []string{"one", `{"op":"call","id":"1"}`, strings.Repeat("y", 1<<20), "last"} {
-		assert.Equal(t, line, sandboxtest.RoundTrip(t, s, r, line))
-	}
-	require.NoError(t, s.Stdin.Close())
-	_, err = r.ReadByte()
-	assert.ErrorIs(t, err, io.EOF)
-	assert.NoError(t, sandboxtest.WaitDone(t, s))
-	assert.NoError(t, s.Close())
+	sandboxtest.CheckEcho(t, sb, "one", `{"op":"call","id":"1"}`, strings.Repeat("y", 1<<20), "last")
 }
 
 func TestDockerSessionStderrAndExit(t *testing.T) {
-	sb := openImage(t, dockertest.TinyImage, sandbox.Options{})
-	s, err := sb.StartCommand(t.Context(), []string{"sh", "-c", "echo out; echo oops >&2; exit 3"})
-	require.NoError(t, err)
-	out, err := io.ReadAll(s.Stdout)
-	require.NoError(t, err)
-	assert.Equal(t, "out\n", string(out), "stderr is demultiplexed away from stdout")
-	var ee *sandbox.ExitError
-	require.ErrorAs(t, sandboxtest.WaitDone(t, s), &ee)
-	assert.Equal(t, 3, ee.Code)
-	assert.Equal(t, "oops\n", ee.Stderr)
-	assert.NoError(t, s.Close())
+	sandboxtest.CheckExitError(t, openImage(t, dockertest.TinyImage, sandbox.Options{}))
 }
 
 func TestDockerSessionsConcurrent(t *testing.T) {
@@ -120,35 +100,13 @@ func TestDockerSessionsConcurrent(t *testing.T) {
 func TestDockerExec(t *testing.T) {
 	sb := openImage(t, dockertest.TinyImage, sandbox.Options{Cwd: "/work/app", Env: map[string]string{"TAPEBOX_TEST": "yes"}})
 	assert.Equal(t, "/work/app", sb.Cwd())
-	tests := []struct {
-		name     string
-		argv     []string
-		stdout   string
-		stderr   string
-		exitCode int
-		wantErr  string
-	}{
-		{name: "cwd created and used", argv: []string{"pwd"}, stdout: "/work/app\n"},
-		{name: "env", argv: []string{"sh", "-c", "echo $TAPEBOX_TEST"}, stdout: "yes\n"},
-		{name: "exit status and stderr", argv: []string{"sh", "-c", "echo e >&2; exit 4"}, stderr: "e\n", exitCode: 4},
-		{name: "exit 127 from a shell is a result", argv: []string{"sh", "-c", "exit 127"}, exitCode: 127},
-		{name: "not found", argv: []string{"no-such-command-tapebox"}, wantErr: "could not be run"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := sb.Exec(t.Context(), tt.argv)
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr)
-				assert.Contains(t, err.Error(), "exec no-such-command-tapebox in docker-image:")
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.stdout, string(res.Stdout))
-			assert.Equal(t, tt.stderr, string(res.Stderr))
-			assert.Equal(t, tt.exitCode, res.ExitCode)
-		})
-	}
+	sandboxtest.CheckExec(t, sb, []sandboxtest.ExecCase{
+		{Name: "cwd created and used", Argv: []string{"pwd"}, Stdout: "/work/app\n"},
+		{Name: "env", Argv: []string{"sh", "-c", "echo $TAPEBOX_TEST"}, Stdout: "yes\n"},
+		{Name: "exit status and stderr", Argv: []string{"sh", "-c", "echo e >&2; exit 4"}, Stderr: "e\n", ExitCode: 4},
+		{Name: "exit 127 from a shell is a result", Argv: []string{"sh", "-c", "exit 127"}, ExitCode: 127},
+		{Name: "not found", Argv: []string{"no-such-command-tapebox"}, WantErr: []string{"could not be run", "exec no-such-command-tapebox in docker-image:"}},
+	})
 }
 
 func TestDockerExecCancel(t *testing.T) {

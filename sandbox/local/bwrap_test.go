@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,31 +71,13 @@ func TestJailRefuses(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("PRIVATE KEY"), 0o600))
 	t.Setenv("HOME", home)
 	t.Setenv("SECRET_TOKEN", "tbx-planted-secret-1f2e3d")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	var accepted sync.WaitGroup
-	var conns []string
-	var mu sync.Mutex
-	accepted.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c.RemoteAddr().String())
-			mu.Unlock()
-			c.Close()
-		}
-	})
+	port, stop := sandboxtest.ListenLoopback(t)
 	dir := filepath.Join(host, "work")
 	sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{Logf: t.Logf})
 	require.NoError(t, err)
 	defer sb.Close(t.Context())
 	require.NotNil(t, sb.Backend().(*Backend).jail)
 	hostTmp := fmt.Sprintf("/tmp/tapebox-jail-test-%d", time.Now().UnixNano())
-	port := ln.Addr().(*net.TCPAddr).Port
 
 	tests := []struct {
 		name, script string
@@ -159,9 +139,7 @@ func TestJailRefuses(t *testing.T) {
 		})
 	}
 
-	ln.Close()
-	accepted.Wait()
-	assert.Empty(t, conns, "the host's listener accepted connections")
+	assert.Empty(t, stop(), "the host's listener accepted connections")
 	for _, p := range []string{filepath.Join(host, "outside.txt"), filepath.Join(host, "escape.txt"), "/escape2.txt",
 		filepath.Join(filepath.Dir(host), "escape2.txt"), filepath.Join(host, "sibling"), "/etc/tapebox-jail-test", "/usr/tapebox-jail-test"} {
 		assert.NoFileExists(t, p)

@@ -2,7 +2,6 @@ package local
 
 import (
 	"bufio"
-	"io"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -26,34 +25,12 @@ func TestLocalOpen(t *testing.T) {
 
 func TestLocalSessionEcho(t *testing.T) {
 	sb, _ := sandboxtest.OpenLocal(t, sandbox.Options{})
-	s, err := sb.StartCommand(t.Context(), []string{"cat"})
-	require.NoError(t, err)
-	r := bufio.NewReader(s.Stdout)
-	for _, line := range []string{"one", `{"op":"hello"}`, strings.Repeat("x", 1<<20)} {
-		assert.Equal(t, line, sandboxtest.RoundTrip(t, s, r, line))
-	}
-	require.NoError(t, s.Stdin.Close())
-	_, err = r.ReadByte()
-	assert.ErrorIs(t, err, io.EOF)
-	assert.NoError(t, sandboxtest.WaitDone(t, s))
-	assert.NoError(t, s.Close())
-	assert.NoError(t, s.Close(), "second Close")
+	sandboxtest.CheckEcho(t, sb, "one", `{"op":"hello"}`, strings.Repeat("x", 1<<20))
 }
 
 func TestLocalSessionExitError(t *testing.T) {
 	sb, _ := sandboxtest.OpenLocal(t, sandbox.Options{})
-	s, err := sb.StartCommand(t.Context(), []string{"sh", "-c", "echo out; echo oops >&2; exit 3"})
-	require.NoError(t, err)
-	out, err := io.ReadAll(s.Stdout)
-	require.NoError(t, err)
-	assert.Equal(t, "out\n", string(out))
-	err = sandboxtest.WaitDone(t, s)
-	var ee *sandbox.ExitError
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 3, ee.Code)
-	assert.Equal(t, "oops\n", ee.Stderr)
-	assert.Equal(t, "oops\n", s.Stderr())
-	assert.NoError(t, s.Close(), "Close after a non-zero exit")
+	sandboxtest.CheckExitError(t, sb)
 }
 
 func TestLocalSessionCloseKillsStubborn(t *testing.T) {
@@ -79,32 +56,12 @@ func TestLocalSandboxCloseEndsSessions(t *testing.T) {
 
 func TestLocalExec(t *testing.T) {
 	sb, dir := sandboxtest.OpenLocal(t, sandbox.Options{Env: map[string]string{"TAPEBOX_TEST": "yes"}})
-	tests := []struct {
-		name     string
-		argv     []string
-		stdout   string
-		stderr   string
-		exitCode int
-		wantErr  string
-	}{
-		{name: "cwd is DIR", argv: []string{"pwd"}, stdout: dir + "\n"},
-		{name: "env", argv: []string{"sh", "-c", "echo $TAPEBOX_TEST"}, stdout: "yes\n"},
-		{name: "exit status", argv: []string{"sh", "-c", "echo e >&2; exit 4"}, stderr: "e\n", exitCode: 4},
-		{name: "not found", argv: []string{"no-such-command-tapebox"}, wantErr: "exec no-such-command-tapebox in local:"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := sb.Exec(t.Context(), tt.argv)
-			if tt.wantErr != "" {
-				assert.ErrorContains(t, err, tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.stdout, string(res.Stdout))
-			assert.Equal(t, tt.stderr, string(res.Stderr))
-			assert.Equal(t, tt.exitCode, res.ExitCode)
-		})
-	}
+	sandboxtest.CheckExec(t, sb, []sandboxtest.ExecCase{
+		{Name: "cwd is DIR", Argv: []string{"pwd"}, Stdout: dir + "\n"},
+		{Name: "env", Argv: []string{"sh", "-c", "echo $TAPEBOX_TEST"}, Stdout: "yes\n"},
+		{Name: "exit status", Argv: []string{"sh", "-c", "echo e >&2; exit 4"}, Stderr: "e\n", ExitCode: 4},
+		{Name: "not found", Argv: []string{"no-such-command-tapebox"}, WantErr: []string{"exec no-such-command-tapebox in local:"}},
+	})
 }
 
 func TestLocalWriteFilesSnapshot(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	tbcorpus "github.com/tapebox/tapebox/corpus"
 	"github.com/tapebox/tapebox/internal/dockertest"
 	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/sandbox/k8s"
 )
 
 // corpusReplayTapes is how many tapes one iteration of BenchmarkCorpus replays.
@@ -191,7 +192,7 @@ func k8sClient(b *testing.B) *kubernetes.Clientset {
 	if os.Getenv("KUBECONFIG") == "" {
 		b.Setenv("KUBECONFIG", "/var/lib/tapebox-k8s/admin.kubeconfig")
 	}
-	cfg, err := sandbox.K8sConfig("")
+	cfg, err := k8s.Config("")
 	if err != nil {
 		b.Skipf("no Kubernetes cluster (scripts/k8s-node.sh up starts one): %v", err)
 	}

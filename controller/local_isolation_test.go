@@ -2,18 +2,17 @@ package controller_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -37,30 +36,8 @@ func hostileHost(t *testing.T) (host, home string, port int, stop func() []strin
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("PRIVATE KEY tbx-planted"), 0o600))
 	t.Setenv("HOME", home)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []string
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c.RemoteAddr().String())
-			mu.Unlock()
-			c.Close()
-		}
-	})
-	stop = func() []string {
-		ln.Close()
-		wg.Wait()
-		return conns
-	}
-	t.Cleanup(func() { stop() })
-	return host, home, ln.Addr().(*net.TCPAddr).Port, stop
+	port, stop = sandboxtest.ListenLoopback(t)
+	return host, home, port, stop
 }
 
 // TestReplayLocalIsolated replays a hostile tape in local:DIR under bubblewrap: its writes

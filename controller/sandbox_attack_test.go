@@ -19,6 +19,7 @@ import (
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -69,24 +70,6 @@ func buildFor(t *testing.T, pkg, arch string) []byte {
 	return data
 }
 
-// logLines collects Logf lines.
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-func (l *logLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
 // killExecutor kills the topmost tapebox-exec ancestor of the shell: the serving executor.
 const killExecutor = `p=$PPID; top=; while [ "$p" -gt 1 ]; do case "$(cat /proc/$p/comm)" in tapebox-exec*) top=$p;; esac; p=$(cut -d' ' -f4 /proc/$p/stat); done; kill -9 $top`
 
@@ -101,9 +84,9 @@ func TestReplaySocketSwapAttack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	d := newDecoy(t)
-	var log logLines
+	var log sandboxtest.LogLines
 	logf := func(format string, args ...any) {
-		log.logf(format, args...)
+		log.Logf(format, args...)
 		t.Logf(format, args...)
 	}
 	sb, err := sandbox.Open(ctx, "docker-image:"+ref, sandbox.Options{Cwd: "/app", InstallExecutor: true, Logf: logf})

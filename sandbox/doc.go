@@ -1,5 +1,7 @@
-// Package sandbox is where replayed tool calls run: a Docker container or a local directory,
-// behind one concrete type, Sandbox, opened from a spec string.
+// Package sandbox is where replayed tool calls run: a Docker container, a Kubernetes pod or a
+// local directory, behind one concrete type, Sandbox, opened from a spec string.
+//
+//	import _ "github.com/tapebox/tapebox/sandbox/docker" // or sandbox/all
 //
 //	sb, err := sandbox.Open(ctx, "docker-image:tapebox/sandbox:bookworm",
 //		sandbox.Options{Cwd: "/app", InstallExecutor: true})
@@ -20,111 +22,27 @@
 //     tool calls read and write the host's files, start host processes and use the host's
 //     network as the current user. Use it for trusted tapes only.
 //
-// Both Docker backends use the Engine API through the official Go client (DOCKER_HOST or the
-// default socket, API version negotiated; engine 20.10 / API 1.41 and later). A session is ONE
-// exec whose stdin/stdout/stderr travel over a hijacked connection, demultiplexed with stdcopy;
-// no docker CLI process is involved, so a call costs a round trip on that stream rather than a
-// new exec (about 0.1 ms against 60 ms and more on engine 20.10). The stream is demultiplexed
-// inside Session.Stdout's Read, with no goroutine in between, so a session adds next to
-// nothing to the stream's own round trip. The Engine API cannot signal an exec's process:
-// Session.Close closes the stream and the executor exits when its stdin ends.
+// Each backend is a package of its own that registers its schemes when it is imported:
+// sandbox/local (local:, unsafe-local:, with bubblewrap), sandbox/docker (docker:,
+// docker-image:, through the Engine API) and sandbox/k8s (k8s:, a pod through client-go).
+// sandbox/all imports them all; the command line and testkit do. A program that imports
+// only this package links no backend's client, and Open of a scheme whose backend it does
+// not link fails with ErrNoBackend, naming the package to import. A backend implements
+// Backend; New wraps it as a Sandbox, which adds the checks every kind shares.
 //
 // # Local sandboxes
 //
-// local:DIR runs each command (the executor's session, Exec, StartCommand) under bwrap
-// (Debian package bubblewrap), as the current user inside a user namespace with no
-// capabilities:
-//
-//   - Filesystem: DIR, bound at its own path, is the only host directory it can write.
-//     /usr, /bin, /sbin, /lib*, /etc and /opt are read-only; nothing else of the host is
-//     there: not the home directories or /root, not /var, /run (the Docker socket), /srv,
-//     /mnt, /media or the host's /tmp. DIR's parent directories are read-only, so "../x"
-//     fails. /tmp is the sandbox's own, a private host directory kept across executor
-//     restarts (the executor's state directory, with its background tasks, is there) and
-//     removed by Close; HOME is /tmp/tapebox-home in it. /dev holds only null, zero, full,
-//     random, urandom, tty, shm and pts; /proc is the sandbox's. Run as root, root still
-//     owns root's files: /etc's entries that other users cannot read are covered with
-//     empty ones.
-//   - Network: none but its own loopback (a new network namespace per command).
-//   - Processes: one pid namespace for the sandbox's life, held by a keeper process, so
-//     background tasks outlive an executor restart; host processes are not visible. Nested
-//     user namespaces are refused (bwrap 0.8 and later). Close, or the death of the TapeBox
-//     process, ends them all.
-//   - Environment: PATH (the host's entries that the sandbox sees), HOME, SHELL, USER,
-//     LOGNAME, LANG, LANGUAGE, LC_*, TERM and TZ, then Options.Env; nothing else of the
-//     host's.
-//
-// It does not limit CPU, memory or the number of processes, and does not filter system
-// calls. Where bwrap is missing or cannot make a sandbox (no unprivileged user namespaces,
-// not Linux), local:DIR runs as unsafe-local:DIR does, and says why in one "warning:" line
-// through Options.Logf (the standard error when Logf is nil). unsafe-local:DIR also passes
-// only the variables above (with the host's HOME and TMPDIR), but a command there can read
-// everything the user can, the environment of the user's other processes included.
-//
-// # Executor transport
-//
-// A container TapeBox creates (docker-image:) on an engine of this machine, with the default
-// runtime, gets a host directory bind-mounted READ-ONLY at /run/tapebox-exec: "s" in a
-// private temporary directory (0700), itself 0755 and owned by this process's user. For
-// each session Start listens on a fresh socket there (0666, for whatever user the container
-// runs as), runs "tapebox-exec serve --dial unix:/run/tapebox-exec/ctl-ID.sock" through an
-// exec session, and accepts the first connection whose peer (SO_PEERCRED) is that exec's
-// own process as the engine reports it; any other process in the container that connects
-// is turned away, and the socket file goes once the executor is in. The controller never
-// connects to a path in the sandbox and nothing in the container can create, replace or
-// remove a file in that directory, so no tape can point the controller (often root) at
-// another socket of the host. Calls then bypass the engine (about 0.03 ms a Noop round
-// trip against 0.1 ms). The exec session stays as the executor's lifeline (its end ends the
-// executor) and carries its stderr. Where the socket cannot work (remote engine, another
-// runtime, a host other than Linux, a socket path over 107 bytes, a refused mount, an
-// executor without --dial or that cannot reach the socket) the exec stream is used and
-// Options.Logf says why; Options.Transport forces either (Sandbox.Transport tells which is
-// in use). Existing containers (docker:) always use the exec stream.
-//
-// # Containers TapeBox creates
-//
-// docker-image: containers get safe defaults: every capability dropped (Options.CapAdd gives
-// some back), no-new-privileges, no network unless Options.Network names one, limits on
-// processes (DefaultPidsLimit, 512: a fork bomb stops there), memory (DefaultMemory, 2 GiB,
-// no swap beyond it) and CPU time (DefaultCPUs, one CPU's worth), a user other than root
-// (Options.User; default the image's USER when it names one other than root, else
-// DefaultUser, 65534:65534), an optional read-only root (then the working directory and the
-// executor's directory are anonymous volumes and /tmp a tmpfs), an optional runtime such as
-// runsc, docker-init as PID 1 to reap background commands, and "sleep infinity" as the
-// command that keeps the container alive (the image needs a sleep: coreutils or busybox).
-// A negative limit means none. Open warns (Options.Warnf) about a host network and about
-// capabilities that break isolation (SYS_ADMIN, SYS_PTRACE, NET_ADMIN, ALL ...).
-//
-// # Leftovers
-//
-// Close removes what Open made. A process killed before it could (SIGKILL, a crash) leaves
-// its container and its socket directory behind; the next Open of a Docker sandbox removes
-// them. The containers carry the labels org.tapebox.sandbox and org.tapebox.owner (OwnerLabel:
-// the creating process's pid, its start time, its pid namespace and the boot's id), and each
-// socket directory's private parent ($TMPDIR/tapebox-sock-*) an "owner" file with the same;
-// what belongs to a process of this boot and pid namespace that no longer runs (no process
-// with that pid and start time) goes, while Open prepares its own sandbox. Leftovers of an
-// owner Open cannot judge (another machine on a shared engine, another pid namespace, an
-// earlier boot, or TapeBox before these labels) stay: docker ps -a --filter
-// label=org.tapebox.sandbox lists them.
-//
-// The working directory (Options.Cwd) is created before the container starts when the image
-// does not have it, owned by the container's user (its missing parents are root's, 0755), so
-// that the tape can work there; WriteFiles and RestoreWorkspace give their files to that
-// user too. A directory the image has keeps its owner, and Open logs a warning when that is
-// not the user. With ReadOnlyRoot the working directory is an anonymous volume, which the
-// engine gives to root (or to the image directory's owner) and which a container without
-// capabilities cannot chown, so such containers run as root unless Options.User says
-// otherwise.
+// local:DIR runs each command under bwrap (Debian package bubblewrap) where it can: only DIR
+// is writable, no network, a private /tmp and HOME, a minimal environment. Package
+// sandbox/local says exactly what the sandbox sees and where it falls back to a host
+// process.
 //
 // # The executor binary
 //
-// Options.InstallExecutor puts tapebox-exec into a container, choosing the build by the
-// container image's architecture and checking the binary's ELF header against it. An existing
-// container gets it copied with the Engine API (a tar through CopyToContainer). A container
-// TapeBox creates on an engine of this machine gets it bind-mounted read-only, which saves the
-// copy (about 50 ms); on a remote engine, or when the engine refuses the mount, it is copied
-// into the created container before it starts. The host binary comes from Options.ExecutorPath or FindExecutor, which
+// Options.InstallExecutor puts tapebox-exec into a container or pod, choosing the build by
+// the sandbox's architecture and checking the binary's ELF header against it (how it gets
+// there is the backend's: see sandbox/docker and sandbox/k8s).
+// The host binary comes from Options.ExecutorPath or FindExecutor, which
 // looks in $TAPEBOX_EXEC_DIR, beside the running executable, and otherwise in the TapeBox
 // sources the running program was built from (a checkout, a replace directory, the module
 // cache): their dist/ when it is newer than the executor's sources, else a build of them with
@@ -135,11 +53,9 @@
 // # Workspaces
 //
 // RestoreWorkspace puts a tape's start snapshot (package workspace) into the working
-// directory and WorkspaceManifest reads the end state back, both through the Engine API
-// (CopyToContainer, CopyFromContainer) or the local directory. The snapshot is verified
-// before anything reaches the sandbox. In a container the files belong to the container's
-// user: a numeric one is written into the archive's headers, a name is resolved by the
-// engine from the container's passwd file.
+// directory and WorkspaceManifest reads the end state back, through the backend (the Engine
+// API, tar in a pod, or the local directory). The snapshot is verified before anything
+// reaches the sandbox. In a container the files belong to the container's user.
 //
 // # Errors
 //

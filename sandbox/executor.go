@@ -61,8 +61,8 @@ func ELFArch(path string) (string, error) {
 	return strings.ToLower(strings.TrimPrefix(f.Machine.String(), "EM_")), nil
 }
 
-// checkExecutorArch fails with ErrWrongArch when the binary at path is not built for arch.
-func checkExecutorArch(path, arch, where string) error {
+// CheckExecutorArch fails with ErrWrongArch when the binary at path is not built for arch.
+func CheckExecutorArch(path, arch, where string) error {
 	got, err := ELFArch(path)
 	if err != nil {
 		return err

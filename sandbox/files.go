@@ -33,7 +33,7 @@ func (s *Sandbox) RestoreWorkspace(ctx context.Context, snapshotPath string, inf
 		return fmt.Errorf("restore workspace in %s: %w", s.spec, err)
 	}
 	defer f.Close()
-	return s.b.restoreWorkspace(ctx, f, info)
+	return s.b.RestoreWorkspace(ctx, f, info)
 }
 
 // WorkspaceManifest returns the manifest of the sandbox's working directory, its end state
@@ -44,16 +44,17 @@ func (s *Sandbox) WorkspaceManifest(ctx context.Context, opts workspace.Options)
 	if err := s.checkOpen("workspace manifest"); err != nil {
 		return nil, err
 	}
-	return s.b.workspaceManifest(ctx, opts)
+	return s.b.WorkspaceManifest(ctx, opts)
 }
 
 // maxSnapshot bounds the bytes a Snapshot reads into memory.
 const maxSnapshot = 2 << 30
 
-// readTar turns the archive CopyFromContainer returns for a directory into Snapshot's map.
+// ReadTar turns an archive of a directory, as the Engine API's CopyFromContainer (or tar -c
+// -C PARENT BASE) makes it, into Snapshot's map.
 // Its entries are named "<base of dir>/<path>"; the first element is dropped and the
 // directory's own entry is left out.
-func readTar(r io.Reader) (map[string]File, error) {
+func ReadTar(r io.Reader) (map[string]File, error) {
 	files := map[string]File{}
 	tr := tar.NewReader(r)
 	var total int64
@@ -96,9 +97,9 @@ func readTar(r io.Reader) (map[string]File, error) {
 	}
 }
 
-// writeTar writes files as an archive, owned by owner. Directories come before what they
+// WriteTar writes WriteFiles's files as an archive, owned by owner. Directories come before what they
 // hold.
-func writeTar(w io.Writer, files map[string]File, owner workspace.Owner) error {
+func WriteTar(w io.Writer, files map[string]File, owner workspace.Owner) error {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
@@ -138,8 +139,8 @@ func writeTar(w io.Writer, files map[string]File, owner workspace.Owner) error {
 	return tw.Close()
 }
 
-// snapshotDir reads the host directory dir like Snapshot.
-func snapshotDir(dir string) (map[string]File, error) {
+// ReadDir reads the host directory dir as Snapshot returns it.
+func ReadDir(dir string) (map[string]File, error) {
 	files := map[string]File{}
 	var total int64
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -182,8 +183,8 @@ func snapshotDir(dir string) (map[string]File, error) {
 	return files, nil
 }
 
-// writeDir writes files under the host directory dir like WriteFiles.
-func writeDir(dir string, files map[string]File) error {
+// WriteDir writes files under the host directory dir as WriteFiles does.
+func WriteDir(dir string, files map[string]File) error {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)

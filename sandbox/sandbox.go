@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/tapebox/tapebox/workspace"
 )
 
 // The sandbox spec schemes Open accepts.
@@ -24,6 +21,15 @@ const (
 	// gives it as SchemeLocal with Spec.Unsafe set.
 	SchemeUnsafeLocal = "unsafe-local"
 )
+
+// Label marks the containers and pods TapeBox creates; with OwnerLabel it lets a later Open
+// remove a killed run's leftovers (docker ps -a --filter label=org.tapebox.sandbox lists them).
+const Label = "org.tapebox.sandbox"
+
+// OwnerLabel names the process that created a container or pod ("pid=P,start=T,pidns=N,boot=B":
+// its pid, its start time in clock ticks since boot, its pid namespace and the boot's id), so
+// that a later Open can tell a killed replay's leftovers from a running replay's sandboxes.
+const OwnerLabel = "org.tapebox.owner"
 
 // Errors callers may branch on; the errors Open and the methods return wrap them with the
 // operation, the subject and what to do.
@@ -130,20 +136,6 @@ const (
 	DefaultUser = "65534:65534"
 )
 
-func (o *Options) logf(format string, args ...any) {
-	if o.Logf != nil {
-		o.Logf(format, args...)
-	}
-}
-
-func (o *Options) warnf(format string, args ...any) {
-	if o.Warnf != nil {
-		o.Warnf(format, args...)
-		return
-	}
-	o.logf(format, args...)
-}
-
 // createdOnly names the set options that only containers TapeBox creates can honour.
 func (o *Options) createdOnly() []string {
 	var set []string
@@ -188,8 +180,9 @@ func (o *Options) check() error {
 var isolationBreakers = []string{"ALL", "SYS_ADMIN", "SYS_MODULE", "SYS_RAWIO", "SYS_PTRACE", "SYS_BOOT", "SYS_TIME",
 	"DAC_READ_SEARCH", "NET_ADMIN", "BPF", "PERFMON", "MAC_ADMIN", "MAC_OVERRIDE", "SYSLOG"}
 
-// warnings are the one-line warnings about options that weaken a created container.
-func (o *Options) warnings() []string {
+// Warnings are the one-line warnings Open gives, through Options.Warnf, about the options
+// that weaken a created container or pod: a host network, capabilities that break isolation.
+func (o *Options) Warnings() []string {
 	var w []string
 	if o.Network == "host" {
 		w = append(w, "--network host: the tape's commands share this machine's network: they reach its loopback services and can listen on its ports")
@@ -207,17 +200,6 @@ func (o *Options) warnings() []string {
 		w = append(w, fmt.Sprintf("capabilities %s: a process holding them can reach past the container (as with --privileged); give them to trusted tapes only", strings.Join(caps, ", ")))
 	}
 	return w
-}
-
-// limit is a limit as the engine takes it: v, or def for 0, or 0 (none) for a negative v.
-func limit[T int64 | float64](v, def T) T {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return 0
-	}
-	return v
 }
 
 // File is one entry of a sandbox's file tree, as Snapshot returns it and WriteFiles takes it.
@@ -278,24 +260,6 @@ func ParseSpec(spec string) (Spec, error) {
 	return Spec{Scheme: scheme, Target: target}, nil
 }
 
-// backend is what one kind of sandbox implements; Sandbox adds the shared checks.
-type backend interface {
-	start(ctx context.Context, argv []string) (*Session, error)
-	// startExecutor starts "tapebox-exec serve" (argv) on the backend's transport.
-	startExecutor(ctx context.Context, argv []string) (*Session, error)
-	// transport names what startExecutor uses now.
-	transport() string
-	exec(ctx context.Context, argv []string) (*ExecResult, error)
-	snapshot(ctx context.Context, dir string) (map[string]File, error)
-	writeFiles(ctx context.Context, dir string, files map[string]File) error
-	// restoreWorkspace puts a verified workspace snapshot into the working directory.
-	restoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error
-	workspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error)
-	// close releases the sandbox; open are the sessions still open, for the backend to end
-	// in the order that suits it.
-	close(ctx context.Context, open []*Session) error
-}
-
 // Sandbox is where tool calls run: a local directory or a Docker container. Its methods are
 // safe for concurrent use.
 type Sandbox struct {
@@ -305,7 +269,7 @@ type Sandbox struct {
 	containerID string
 	executor    string // the executor's path or name inside the sandbox
 	executorErr error  // why there is no executor; Start returns it
-	b           backend
+	b           Backend
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
@@ -325,6 +289,10 @@ type Sandbox struct {
 //
 // The Docker engine is the one the environment names (DOCKER_HOST, else the default socket).
 // ctx bounds the preparation only; the sandbox lives until Close.
+//
+// Each scheme's backend is a package of its own, linked in by importing it: sandbox/local,
+// sandbox/docker, sandbox/k8s, or sandbox/all for every one. A spec whose backend is not
+// linked in fails with an error wrapping ErrNoBackend that names the package to import.
 func Open(ctx context.Context, spec string, opts Options) (*Sandbox, error) {
 	s, err := ParseSpec(spec)
 	if err != nil {
@@ -342,14 +310,11 @@ func Open(ctx context.Context, spec string, opts Options) (*Sandbox, error) {
 				s, ErrOption, strings.Join(set, ", "))
 		}
 	}
-	switch s.Scheme {
-	case SchemeLocal:
-		return openLocal(ctx, s, opts)
-	case SchemeK8s:
-		return openK8s(ctx, s, opts)
-	default:
-		return openDocker(ctx, s, opts)
+	open, err := opener(s)
+	if err != nil {
+		return nil, err
 	}
+	return open(ctx, s, opts)
 }
 
 // Spec returns the sandbox's parsed spec.
@@ -365,6 +330,10 @@ func (s *Sandbox) Arch() string { return s.arch }
 
 // ContainerID returns the Docker container's full ID, or "" for a local sandbox.
 func (s *Sandbox) ContainerID() string { return s.containerID }
+
+// Backend returns the backend the sandbox runs on: a *local.Backend, *docker.Backend or
+// *k8s.Backend, for what only that kind can tell.
+func (s *Sandbox) Backend() Backend { return s.b }
 
 // Executor returns the path (or PATH name) of tapebox-exec inside the sandbox.
 func (s *Sandbox) Executor() string { return s.executor }
@@ -383,7 +352,7 @@ func (s *Sandbox) Start(ctx context.Context) (*Session, error) {
 // exec's hijacked stream through the engine) or "unix-socket" (the controller's unix socket in
 // a host directory mounted read-only, which the executor connects to and which bypasses the
 // engine; see Options.Transport).
-func (s *Sandbox) Transport() string { return s.b.transport() }
+func (s *Sandbox) Transport() string { return s.b.Transport() }
 
 // StartCommand is Start for any command: argv runs in the sandbox with its stdin, stdout and
 // stderr as a Session.
@@ -398,9 +367,9 @@ func (s *Sandbox) startSession(ctx context.Context, argv []string, executor bool
 	if err := s.checkOpen("start " + argv[0]); err != nil {
 		return nil, err
 	}
-	start := s.b.start
+	start := s.b.Start
 	if executor {
-		start = s.b.startExecutor
+		start = s.b.StartExecutor
 	}
 	sess, err := start(ctx, argv)
 	if err != nil {
@@ -433,7 +402,7 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (*ExecResult, error) 
 	if err := s.checkOpen("exec " + argv[0]); err != nil {
 		return nil, err
 	}
-	return s.b.exec(ctx, argv)
+	return s.b.Exec(ctx, argv)
 }
 
 // Snapshot returns the file tree under dir (relative to Cwd unless absolute): every file,
@@ -444,7 +413,7 @@ func (s *Sandbox) Snapshot(ctx context.Context, dir string) (map[string]File, er
 	if err := s.checkOpen("snapshot " + dir); err != nil {
 		return nil, err
 	}
-	return s.b.snapshot(ctx, dir)
+	return s.b.Snapshot(ctx, dir)
 }
 
 // WriteFiles creates files, directories and symbolic links under dir (relative to Cwd unless
@@ -459,7 +428,7 @@ func (s *Sandbox) WriteFiles(ctx context.Context, dir string, files map[string]F
 	if err := s.checkOpen("write files to " + dir); err != nil {
 		return err
 	}
-	return s.b.writeFiles(ctx, dir, files)
+	return s.b.WriteFiles(ctx, dir, files)
 }
 
 // checkOpen fails op once the sandbox is closed.
@@ -487,11 +456,12 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		open = append(open, sess)
 	}
 	s.mu.Unlock()
-	return s.b.close(ctx, open)
+	return s.b.Close(ctx, open)
 }
 
-// closeSessions closes sessions concurrently (each may wait its grace period).
-func closeSessions(open []*Session) {
+// CloseSessions closes sessions concurrently (each may wait its grace period): what a
+// Backend's Close does with the sessions still open.
+func CloseSessions(open []*Session) {
 	var wg sync.WaitGroup
 	for _, sess := range open {
 		wg.Go(func() { _ = sess.Close() })

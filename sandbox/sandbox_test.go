@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -65,7 +65,6 @@ func TestOpenRejectsOptions(t *testing.T) {
 		{"read-only existing container", "docker:box", Options{ReadOnlyRoot: true, Runtime: "runsc"}, ErrOption, "ReadOnlyRoot, Runtime"},
 		{"bad user", "docker-image:x", Options{User: "1000:"}, ErrOption, `User "1000:": want UID[:GID] or NAME[:GROUP]`},
 		{"user on existing container", "docker:box", Options{User: "0"}, ErrOption, "User only apply"},
-		{"executor path without install", "docker:box", Options{ExecutorPath: "/bin/true"}, ErrOption, "set InstallExecutor too"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,16 +78,45 @@ func TestOpenRejectsOptions(t *testing.T) {
 	}
 }
 
-func TestOpenNoEngine(t *testing.T) {
-	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
-	for _, spec := range []string{"docker:box", "docker-image:tapebox/sandbox:bookworm"} {
-		t.Run(spec, func(t *testing.T) {
-			_, err := Open(t.Context(), spec, Options{})
-			require.ErrorIs(t, err, ErrNoEngine)
-			assert.Contains(t, err.Error(), "no-docker.sock")
-			assert.Contains(t, err.Error(), "local:DIR")
-		})
+// TestOpenWithoutBackend: this test binary links no backend, so every scheme fails, naming the
+// package that would serve it; an unknown scheme is a bad spec as before.
+func TestOpenWithoutBackend(t *testing.T) {
+	require.Empty(t, Schemes())
+	for spec, pkg := range map[string]string{"local:/tmp/x": "sandbox/local", "unsafe-local:/tmp/x": "sandbox/local",
+		"docker:box": "sandbox/docker", "docker-image:tapebox/tiny": "sandbox/docker", "k8s:default?image=x": "sandbox/k8s"} {
+		sb, err := Open(t.Context(), spec, Options{})
+		require.ErrorIs(t, err, ErrNoBackend, spec)
+		assert.Nil(t, sb)
+		assert.Contains(t, err.Error(), `import _ "github.com/tapebox/tapebox/`+pkg+`"`, spec)
+		assert.Contains(t, err.Error(), "sandbox/all", spec)
 	}
+	_, err := Open(t.Context(), "vm:x", Options{})
+	require.ErrorIs(t, err, ErrBadSpec)
+	assert.NotErrorIs(t, err, ErrNoBackend)
+}
+
+// TestRegister: a registered opener gets the parsed spec and the options; a scheme taken
+// twice panics.
+func TestRegister(t *testing.T) {
+	var got Spec
+	Register("test-scheme", func(ctx context.Context, spec Spec, opts Options) (*Sandbox, error) {
+		got = spec
+		return New(spec, nil, Info{Cwd: opts.Cwd}), nil
+	})
+	t.Cleanup(func() {
+		openersMu.Lock()
+		delete(openers, "test-scheme")
+		openersMu.Unlock()
+	})
+	assert.Equal(t, []string{"test-scheme"}, Schemes())
+	assert.Panics(t, func() { Register("test-scheme", nil) })
+	s := Spec{Scheme: "test-scheme", Target: "x"}
+	open, err := opener(s)
+	require.NoError(t, err)
+	sb, err := open(t.Context(), s, Options{Cwd: "/w"})
+	require.NoError(t, err)
+	assert.Equal(t, s, got)
+	assert.Equal(t, "/w", sb.Cwd())
 }
 
 func TestNormalizeArch(t *testing.T) {
@@ -145,11 +173,11 @@ func TestELFArch(t *testing.T) {
 
 	t.Run("wrong arch is ErrWrongArch", func(t *testing.T) {
 		p := filepath.Join(dir, "aarch64")
-		err := checkExecutorArch(p, "amd64", "container box")
+		err := CheckExecutorArch(p, "amd64", "container box")
 		require.ErrorIs(t, err, ErrWrongArch)
 		assert.Contains(t, err.Error(), "built for arm64 but container box is amd64")
 		assert.Contains(t, err.Error(), "tapebox exec-binary --arch amd64")
-		assert.NoError(t, checkExecutorArch(p, "arm64", "container box"))
+		assert.NoError(t, CheckExecutorArch(p, "arm64", "container box"))
 	})
 }
 
@@ -166,24 +194,13 @@ func TestTarRoundTrip(t *testing.T) {
 		inApp["app/"+n] = f // as CopyFromContainer names them
 	}
 	var buf bytes.Buffer
-	require.NoError(t, writeTar(&buf, inApp, workspace.Owner{}))
-	got, err := readTar(&buf)
+	require.NoError(t, WriteTar(&buf, inApp, workspace.Owner{}))
+	got, err := ReadTar(&buf)
 	require.NoError(t, err)
 	assert.Equal(t, files, got)
 
-	err = writeTar(&bytes.Buffer{}, map[string]File{"p": {Mode: fs.ModeNamedPipe}}, workspace.Owner{})
+	err = WriteTar(&bytes.Buffer{}, map[string]File{"p": {Mode: fs.ModeNamedPipe}}, workspace.Owner{})
 	assert.ErrorContains(t, err, "unsupported file type")
-}
-
-func TestTailBuffer(t *testing.T) {
-	tb := newTailBuffer(8)
-	tb.Write([]byte("abc"))
-	tb.Write([]byte("defgh"))
-	assert.Equal(t, "abcdefgh", tb.String())
-	tb.Write([]byte("ij"))
-	assert.Equal(t, "cdefghij", tb.String())
-	tb.Write([]byte("0123456789"))
-	assert.Equal(t, "23456789", tb.String())
 }
 
 func TestExitErrorHints(t *testing.T) {
@@ -200,19 +217,8 @@ func TestExitErrorHints(t *testing.T) {
 		{"x", 1, "boom", ""},
 	}
 	for _, tt := range tests {
-		e := &ExitError{Command: tt.cmd, Code: tt.code, Stderr: tt.stderr, Hint: exitHint(tt.cmd, tt.code, tt.stderr)}
+		e := NewExitError(tt.cmd, tt.code, tt.stderr)
 		assert.Contains(t, e.Error(), tt.want)
 		assert.Contains(t, e.Error(), tt.stderr)
-	}
-}
-
-func TestIsMountErr(t *testing.T) {
-	for msg, want := range map[string]bool{
-		"Error response from daemon: invalid mount config for type \"bind\": bind source path does not exist: /x": true,
-		"Mounts denied: The path /Users/x is not shared from the host":                                            true,
-		"Error response from daemon: No such image: x":                                                            false,
-		"OCI runtime create failed: runc create failed: unable to start container process":                        false,
-	} {
-		assert.Equal(t, want, isMountErr(errors.New(msg)), msg)
 	}
 }

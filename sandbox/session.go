@@ -6,13 +6,17 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
-// errSessionClosed is what Stdout returns after Close cut the session off.
-var errSessionClosed = errors.New("session closed")
+// ErrSessionClosed is how a session that Close cut off ends (Wait's error).
+var ErrSessionClosed = errors.New("session closed")
 
-// stderrTailSize is how much of a session's stderr is kept for error messages.
-const stderrTailSize = 64 << 10
+// SessionGrace is how long Session.Close waits for the command to exit after closing stdin,
+// before a backend cuts it off.
+const SessionGrace = 2 * time.Second
 
 // Session is a command running in a sandbox with its stdio attached: the executor's
 // "tapebox-exec serve", or any command from StartCommand.
@@ -28,8 +32,7 @@ type Session struct {
 	// Stdout is the command's standard output.
 	Stdout io.Reader
 
-	stderr *tailBuffer
-	execID string        // the Docker exec's ID, for an exec session
+	stderr *kit.Tail
 	done   chan struct{} // closed once err is set
 	err    error
 	// stop ends the session for Close: close stdin, give the command a grace period, then cut
@@ -38,6 +41,24 @@ type Session struct {
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// NewSession is for backends: a session of a command whose standard input and output are
+// stdin and stdout. The backend writes the command's standard error to StderrSink, calls
+// Finish once the command has ended, and sets with SetStop how Close ends it.
+func NewSession(stdin io.WriteCloser, stdout io.Reader) *Session {
+	return &Session{Stdin: stdin, Stdout: stdout, stderr: kit.NewTail(kit.TailSize), done: make(chan struct{})}
+}
+
+// StderrSink is where a backend writes the command's standard error; Stderr returns its end.
+func (s *Session) StderrSink() io.Writer { return s.stderr }
+
+// ShareStderr is for backends: s's Stderr is from's from now on, for a command whose stderr
+// travels in another session (the exec beside a socket).
+func (s *Session) ShareStderr(from *Session) { s.stderr = from.stderr }
+
+// SetStop is for backends: stop is what Close runs, once: close stdin, give the command
+// SessionGrace to exit, then cut it off, and return CloseResult of how it ended.
+func (s *Session) SetStop(stop func() error) { s.stop = stop }
 
 // Stderr returns the end of what the command wrote to its standard error so far.
 func (s *Session) Stderr() string { return s.stderr.String() }
@@ -62,8 +83,9 @@ func (s *Session) Close() error {
 	return s.closeErr
 }
 
-// finish records how the command ended; only the first call counts.
-func (s *Session) finish(err error) {
+// Finish is for backends: it records how the command ended (nil, an *ExitError, or what cut
+// the session off) and closes Done; only the first call counts.
+func (s *Session) Finish(err error) {
 	select {
 	case <-s.done:
 	default:
@@ -72,9 +94,9 @@ func (s *Session) finish(err error) {
 	}
 }
 
-// closeResult is what Close reports for a command that ended by itself with err: an exit
+// CloseResult is what Close reports for a command that ended by itself with err: an exit
 // status is not a failure to close, a broken session is.
-func closeResult(err error) error {
+func CloseResult(err error) error {
 	var ee *ExitError
 	if err == nil || errors.As(err, &ee) {
 		return nil
@@ -109,6 +131,12 @@ func (e *ExitError) Error() string {
 	return b.String()
 }
 
+// NewExitError is the error of command exiting with status code, with the end of its stderr
+// and a hint when the cause is recognizable.
+func NewExitError(command string, code int, stderr string) *ExitError {
+	return &ExitError{Command: command, Code: code, Stderr: stderr, Hint: exitHint(command, code, stderr)}
+}
+
 // exitHint recognizes a command that could not be run at all from its status and stderr.
 func exitHint(command string, code int, stderr string) string {
 	low := strings.ToLower(stderr)
@@ -125,34 +153,4 @@ func exitHint(command string, code int, stderr string) string {
 		return "the command was killed (SIGKILL): out of memory (Options.Memory) or the container was stopped"
 	}
 	return ""
-}
-
-// tailBuffer keeps the last max bytes written to it. It is safe for concurrent use.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := len(p)
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return n, nil
-	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	t.buf = append(t.buf, p...)
-	return n, nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -147,8 +147,20 @@ func TestDependencyDirection(t *testing.T) {
 					t.Errorf("%s imports %s: Arrow and Parquet live only in dataset", name, imp)
 				}
 			}
-			if strings.HasPrefix(imp, "github.com/docker/") && name != "sandbox" && !strings.HasPrefix(name, "sandbox/") && !strings.HasPrefix(name, "internal/") {
-				t.Errorf("%s imports %s: the Docker client lives in sandbox", name, imp)
+			// Each backend's client lives in its package: the Docker client in sandbox/docker
+			// (and sandbox/telemetry, which samples containers through the Engine API), client-go
+			// in sandbox/k8s; internal/ test helpers may use them.
+			if strings.HasPrefix(imp, "github.com/docker/") && name != "sandbox/docker" && name != "sandbox/telemetry" && !strings.HasPrefix(name, "internal/") {
+				t.Errorf("%s imports %s: the Docker client lives only in sandbox/docker (and sandbox/telemetry)", name, imp)
+			}
+			if isK8sClient(imp) && name != "sandbox/k8s" && !strings.HasPrefix(name, "internal/") {
+				t.Errorf("%s imports %s: client-go lives only in sandbox/k8s", name, imp)
+			}
+			// A program links a backend by importing its package; only the command line and
+			// testkit link them all (tests may import any).
+			if own && (r == "sandbox/all" || r == "sandbox/docker" || r == "sandbox/k8s" || r == "sandbox/local") &&
+				name != "cli" && name != "testkit" && name != "sandbox/all" && !strings.HasPrefix(name, "internal/") {
+				t.Errorf("%s imports %s: only cli and testkit link the sandbox backends (through sandbox/all)", name, r)
 			}
 			// gitleaks brings viper, sprig and archive readers: only the secret scanner links
 			// it, and only the command line links the scanner.
@@ -164,6 +176,79 @@ func TestDependencyDirection(t *testing.T) {
 			}
 		}
 	}
+}
+
+// isK8sClient reports whether an import path is client-go or the Kubernetes API machinery it
+// brings.
+func isK8sClient(path string) bool {
+	return strings.HasPrefix(path, "k8s.io/") || strings.HasPrefix(path, "sigs.k8s.io/")
+}
+
+// backendClients are the layers that must not link a sandbox backend's client, even
+// indirectly: importing sandbox gives them the Sandbox type and Open, and the program that
+// uses them (the CLI, testkit, a test) links the backends it wants.
+// A name ending in "/..." is the package and every package below it.
+var backendClients = []string{"sandbox", "sandbox/local", "sandbox/internal/...", "controller/...", "gateway/...", "dataset/...",
+	"tape/...", "fork/...", "corpus/...", "workspace/...", "schema/...", "prices/...", "interop/...", "executor/..."}
+
+// TestNoBackendClients holds the split of package sandbox: none of backendClients, nor any
+// package under them, depends on the Docker client or client-go, however indirectly; and the
+// Docker backend does not link client-go, nor the k8s backend the Docker client.
+func TestNoBackendClients(t *testing.T) {
+	pkgs := listPackages(t)
+	checked := 0
+	for name, p := range pkgs {
+		under := slices.ContainsFunc(backendClients, func(top string) bool {
+			if top, tree := strings.CutSuffix(top, "/..."); tree {
+				return name == top || strings.HasPrefix(name, top+"/")
+			}
+			return name == top
+		})
+		if !under && name != "sandbox/docker" && name != "sandbox/k8s" {
+			continue
+		}
+		checked++
+		docker := slices.ContainsFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, "github.com/docker/") })
+		k8s := slices.ContainsFunc(p.Deps, isK8sClient)
+		if docker && name != "sandbox/docker" {
+			t.Errorf("%s depends on the Docker client %s", name, why(pkgs, name, "github.com/docker/"))
+		}
+		if k8s && name != "sandbox/k8s" {
+			t.Errorf("%s depends on client-go %s", name, why(pkgs, name, "k8s.io/"))
+		}
+	}
+	if checked < len(backendClients)+2 {
+		t.Errorf("checked %d packages, want at least %d: is a package of %v missing?", checked, len(backendClients), backendClients)
+	}
+}
+
+// why names the chain of this module's packages by which name reaches a package whose path
+// starts with prefix, for the error: "fork -> sandbox/docker -> github.com/docker/...".
+func why(pkgs map[string]pkg, name, prefix string) string {
+	seen := map[string]bool{}
+	var walk func(name string) []string
+	walk = func(name string) []string {
+		if seen[name] {
+			return nil
+		}
+		seen[name] = true
+		for _, imp := range pkgs[name].Imports {
+			if strings.HasPrefix(imp, prefix) {
+				return []string{name, imp}
+			}
+			if r, own := rel(imp); own {
+				if chain := walk(r); chain != nil {
+					return append([]string{name}, chain...)
+				}
+			}
+		}
+		return nil
+	}
+	chain := walk(name)
+	if chain == nil {
+		return "through another module"
+	}
+	return "through " + strings.Join(chain, " -> ") + "; import the backend in the program (cli, testkit, a test), not in a library layer"
 }
 
 // TestExecutorSize builds the sandbox-side executor as `make executor` does, for both

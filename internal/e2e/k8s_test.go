@@ -19,6 +19,7 @@ import (
 	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/internal/dockertest"
 	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/sandbox/k8s"
 	"github.com/tapebox/tapebox/testkit"
 )
 
@@ -50,7 +51,7 @@ func needK8s(t *testing.T) *kubernetes.Clientset {
 		fail("no Kubernetes cluster: %v", err)
 	}
 	t.Setenv("KUBECONFIG", kc)
-	cfg, err := sandbox.K8sConfig("")
+	cfg, err := k8s.Config("")
 	if err != nil {
 		fail("no Kubernetes cluster: %v", err)
 	}

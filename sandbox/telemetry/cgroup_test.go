@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
 )
 
 const testID = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -117,8 +118,8 @@ func TestCgroupRead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := tree(t, tt.files)
 			proc := tree(t, tt.proc)
-			var l logs
-			cg, err := findCgroup(root, proc, tt.pid, testID, machine, l.logf)
+			var l sandboxtest.LogLines
+			cg, err := findCgroup(root, proc, tt.pid, testID, machine, l.Logf)
 			require.NoError(t, err)
 			got, err := cg.read()
 			require.NoError(t, err)
@@ -128,7 +129,7 @@ func TestCgroupRead(t *testing.T) {
 			for _, want := range tt.logs {
 				assert.Contains(t, l.String(), want)
 			}
-			assert.Len(t, l.lines, len(tt.logs), "each problem is logged once:\n%s", l.String())
+			assert.Len(t, l.Lines(), len(tt.logs), "each problem is logged once:\n%s", l.String())
 		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 )
 
@@ -36,24 +36,6 @@ func runContainer(t *testing.T, hc container.HostConfig, script string) string {
 	t.Cleanup(func() { dockertest.Remove(t, created.ID) })
 	require.NoError(t, cli.ContainerStart(t.Context(), created.ID, container.StartOptions{}))
 	return created.ID
-}
-
-// logs collects log lines.
-type logs struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logs) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
 }
 
 func readSamples(t *testing.T, path string) []Sample {
@@ -138,8 +120,8 @@ func TestSampler(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "sub", "run.telemetry.csv")
 			start := time.Now().Add(-time.Second) // the tape started a second ago
 			proc := startProcCPU(t, id)
-			var l logs
-			s, err := Start(t.Context(), Options{Container: id[:12], Start: start, Path: path, ForceAPI: tt.forceAPI, Logf: l.logf})
+			var l sandboxtest.LogLines
+			s, err := Start(t.Context(), Options{Container: id[:12], Start: start, Path: path, ForceAPI: tt.forceAPI, Logf: l.Logf})
 			require.NoError(t, err)
 			if !tt.forceAPI && s.Source() == SourceCgroupV2 {
 				tt.source = SourceCgroupV2
@@ -218,8 +200,8 @@ func TestSamplerContainerStops(t *testing.T) {
 		t.Run(fmt.Sprintf("api=%v", forceAPI), func(t *testing.T) {
 			id := runContainer(t, container.HostConfig{}, "sleep 2")
 			path := filepath.Join(t.TempDir(), "t.csv")
-			var l logs
-			s, err := Start(t.Context(), Options{Container: id, Path: path, ForceAPI: forceAPI, Logf: l.logf})
+			var l sandboxtest.LogLines
+			s, err := Start(t.Context(), Options{Container: id, Path: path, ForceAPI: forceAPI, Logf: l.Logf})
 			require.NoError(t, err)
 			select {
 			case <-s.Done():

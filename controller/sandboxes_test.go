@@ -1,0 +1,4 @@
+package controller_test
+
+// The tests open sandboxes of every kind: link every backend.
+import _ "github.com/tapebox/tapebox/sandbox/all"

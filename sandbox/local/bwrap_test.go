@@ -1,0 +1,311 @@
+//go:build linux
+
+package local
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// needBwrap skips t where bwrap is not installed, except in CI, which installs it
+// (scripts/ci-setup.sh).
+func needBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("bwrap is not installed (scripts/ci-setup.sh installs bubblewrap): %v", err)
+		}
+		t.Skipf("bwrap is not installed (Debian package bubblewrap): %v", err)
+	}
+}
+
+// openJailT opens a local sandbox in a fresh directory and fails t unless it is jailed. It
+// returns the sandbox and the directory.
+func openJailT(t *testing.T, opts sandbox.Options) (*sandbox.Sandbox, string) {
+	t.Helper()
+	needBwrap(t)
+	var logged []string
+	opts.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	sb, dir := sandboxtest.OpenLocal(t, opts)
+	require.NotNil(t, sb.Backend().(*Backend).jail, "not jailed: %q", logged)
+	require.Len(t, logged, 1)
+	assert.Contains(t, logged[0], "isolated with bubblewrap")
+	return sb, dir
+}
+
+// sh runs a shell command in the sandbox.
+func sh(t *testing.T, sb *sandbox.Sandbox, script string) *sandbox.ExecResult {
+	t.Helper()
+	res, err := sb.Exec(t.Context(), []string{"sh", "-c", script})
+	require.NoError(t, err, script)
+	return res
+}
+
+// TestJailRefuses plays a hostile tape's moves in a jailed sandbox: writing outside DIR by
+// absolute path and by "..", reading the host's home, reaching a loopback port of the host,
+// reading the host's environment, finding its sockets. Each is refused, and the host side
+// sees nothing.
+func TestJailRefuses(t *testing.T) {
+	needBwrap(t)
+	host := t.TempDir()
+	home := filepath.Join(host, "home")
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("PRIVATE KEY"), 0o600))
+	t.Setenv("HOME", home)
+	t.Setenv("SECRET_TOKEN", "tbx-planted-secret-1f2e3d")
+	port, stop := sandboxtest.ListenLoopback(t)
+	dir := filepath.Join(host, "work")
+	sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{Logf: t.Logf})
+	require.NoError(t, err)
+	defer sb.Close(t.Context())
+	require.NotNil(t, sb.Backend().(*Backend).jail)
+	hostTmp := fmt.Sprintf("/tmp/tapebox-jail-test-%d", time.Now().UnixNano())
+
+	tests := []struct {
+		name, script string
+		// want is in the command's output (stdout and stderr) when it is refused.
+		want string
+	}{
+		{"write by absolute path", "echo x > " + filepath.Join(host, "outside.txt"), "Read-only file system"},
+		{"write through ..", "echo x > ../escape.txt", "Read-only file system"},
+		{"write through ../..", "echo x > ../../escape2.txt", "Read-only file system"},
+		{"write to /etc", "echo x > /etc/tapebox-jail-test", "Read-only file system"},
+		{"write to /usr", "echo x > /usr/tapebox-jail-test", "Read-only file system"},
+		{"mkdir beside DIR", "mkdir ../sibling", "Read-only file system"},
+		{"read the host's ~/.ssh by path", "cat " + filepath.Join(home, ".ssh", "id_ed25519"), "No such file or directory"},
+		{"read $HOME/.ssh", `cat "$HOME/.ssh/id_ed25519"`, "No such file or directory"},
+		{"read /root", "ls /root/.ssh", "No such file or directory"},
+		{"connect to a loopback port of the host", fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' || python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", %d))'", port, port), "Connection refused"},
+		{"the docker socket", "ls -l /var/run/docker.sock /run/docker.sock", "No such file or directory"},
+		{"remount read-write, then write", "mount -o remount,rw /; mount -o remount,rw,bind /etc; echo x > /etc/tapebox-jail-test", "Read-only file system"},
+		{"a nested user namespace", "unshare -U true", "unshare failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := sh(t, sb, tt.script)
+			out := string(res.Stdout) + string(res.Stderr)
+			assert.NotEqual(t, 0, res.ExitCode, "refused: %s", out)
+			assert.Contains(t, out, tt.want)
+		})
+	}
+
+	t.Run("no capabilities", func(t *testing.T) {
+		res := sh(t, sb, "grep CapEff /proc/self/status")
+		assert.Equal(t, "CapEff:\t0000000000000000\n", string(res.Stdout))
+	})
+	t.Run("its own /tmp", func(t *testing.T) {
+		res := sh(t, sb, "echo x > "+hostTmp+" && cat "+hostTmp)
+		assert.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+		assert.NoFileExists(t, hostTmp, "the host's /tmp is not the sandbox's")
+	})
+	t.Run("DIR is writable", func(t *testing.T) {
+		res := sh(t, sb, "echo inside > inside.txt && mkdir -p sub && echo deep > sub/f")
+		assert.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+		assert.FileExists(t, filepath.Join(dir, "inside.txt"))
+		assert.FileExists(t, filepath.Join(dir, "sub", "f"))
+	})
+	t.Run("the host's environment", func(t *testing.T) {
+		res := sh(t, sb, `env; for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; done`)
+		assert.NotContains(t, string(res.Stdout), "tbx-planted-secret")
+		assert.NotContains(t, string(res.Stdout), "SECRET_TOKEN")
+	})
+	t.Run("the host's processes", func(t *testing.T) {
+		res := sh(t, sb, `for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f"; echo; done`)
+		assert.NotContains(t, string(res.Stdout), filepath.Base(os.Args[0]), "this test's own process")
+	})
+	if os.Geteuid() == 0 {
+		t.Run("root's /etc/shadow", func(t *testing.T) {
+			res := sh(t, sb, "cat /etc/shadow")
+			assert.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+			assert.Empty(t, res.Stdout, "covered with an empty file")
+		})
+	}
+
+	assert.Empty(t, stop(), "the host's listener accepted connections")
+	for _, p := range []string{filepath.Join(host, "outside.txt"), filepath.Join(host, "escape.txt"), "/escape2.txt",
+		filepath.Join(filepath.Dir(host), "escape2.txt"), filepath.Join(host, "sibling"), "/etc/tapebox-jail-test", "/usr/tapebox-jail-test"} {
+		assert.NoFileExists(t, p)
+		assert.NoDirExists(t, p)
+	}
+	entries, err := os.ReadDir(host)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"home", "work"}, names, "nothing new beside DIR")
+}
+
+// TestJailEnv: the jail's commands get a minimal environment: some host variables, HOME in
+// the sandbox's /tmp, Options.Env.
+func TestJailEnv(t *testing.T) {
+	t.Setenv("SECRET_TOKEN", "tbx-planted-secret-1f2e3d")
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("PATH", "/root/.local/bin:/usr/local/bin:/usr/bin:/bin")
+	sb, _ := openJailT(t, sandbox.Options{Env: map[string]string{"FROM_OPTIONS": "yes"}})
+	res := sh(t, sb, "env")
+	env := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	assert.Contains(t, env, "HOME="+jailHome)
+	assert.Contains(t, env, "PATH=/usr/local/bin:/usr/bin:/bin", "entries outside the jail are dropped")
+	assert.Contains(t, env, "LANG=C.UTF-8")
+	assert.Contains(t, env, "FROM_OPTIONS=yes")
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		ok := slices.Contains(localEnvKeys, k) || strings.HasPrefix(k, "LC_") || k == "FROM_OPTIONS" ||
+			k == "PWD" || k == "SHLVL" || k == "_" // the shell's own
+		assert.True(t, ok, "unexpected variable %s", kv)
+	}
+	res = sh(t, sb, `cd && pwd && touch f && ls -a`)
+	assert.Equal(t, jailHome+"\n.\n..\nf\n", string(res.Stdout), "HOME is a writable directory; stderr: %s", res.Stderr)
+}
+
+// TestUnsafeLocal: unsafe-local:DIR runs host processes, says so in one warning line, and
+// still passes only a minimal environment.
+func TestUnsafeLocal(t *testing.T) {
+	t.Setenv("SECRET_TOKEN", "tbx-planted-secret-1f2e3d")
+	dir := filepath.Join(t.TempDir(), "work")
+	var logged []string
+	sb, err := sandbox.Open(t.Context(), "unsafe-local:"+dir, sandbox.Options{Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+	require.NoError(t, err)
+	defer sb.Close(t.Context())
+	assert.Equal(t, sandbox.Spec{Scheme: sandbox.SchemeLocal, Target: dir, Unsafe: true}, sb.Spec())
+	assert.Equal(t, "unsafe-local:"+dir, sb.Spec().String())
+	assert.Nil(t, sb.Backend().(*Backend).jail)
+	require.Len(t, logged, 1)
+	assert.True(t, strings.HasPrefix(logged[0], "warning: sandbox unsafe-local:"+dir+" is NOT isolated: "), logged[0])
+	res := sh(t, sb, "env")
+	assert.NotContains(t, string(res.Stdout), "tbx-planted-secret")
+	assert.Contains(t, string(res.Stdout), "HOME="+os.Getenv("HOME")+"\n", "the host's HOME")
+	outside := filepath.Join(filepath.Dir(dir), "outside.txt")
+	res = sh(t, sb, "echo x > ../outside.txt")
+	assert.Equal(t, 0, res.ExitCode, "not isolated: %s", res.Stderr)
+	assert.FileExists(t, outside)
+}
+
+// TestLocalWithoutBwrap: local:DIR on a machine without bwrap runs as unsafe-local:DIR does,
+// with one warning line that says why and what to do.
+func TestLocalWithoutBwrap(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"sh", "cat", "env"} {
+		p, err := exec.LookPath(name)
+		require.NoError(t, err)
+		require.NoError(t, os.Symlink(p, filepath.Join(bin, name)))
+	}
+	t.Setenv("PATH", bin)
+	t.Setenv("SECRET_TOKEN", "tbx-planted-secret-1f2e3d")
+	var logged []string
+	sb, dir := sandboxtest.OpenLocal(t, sandbox.Options{Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+	assert.Nil(t, sb.Backend().(*Backend).jail)
+	require.Len(t, logged, 1)
+	assert.Contains(t, logged[0], "warning: sandbox local:"+dir+" is NOT isolated: bwrap is not installed (install the bubblewrap package); ")
+	assert.Contains(t, logged[0], "Spell it unsafe-local:DIR")
+	res := sh(t, sb, "env")
+	assert.NotContains(t, string(res.Stdout), "tbx-planted-secret")
+	assert.Contains(t, string(res.Stdout), "PATH="+bin+"\n")
+}
+
+func TestLocalRoot(t *testing.T) {
+	_, err := sandbox.Open(t.Context(), "local:/", sandbox.Options{})
+	assert.ErrorIs(t, err, sandbox.ErrBadSpec)
+	assert.ErrorContains(t, err, "unsafe-local:/")
+}
+
+// TestJailProcesses: a background process outlives the session that started it (the
+// sandbox's pid namespace is the keeper's) and Close ends it, and removes the sandbox's
+// private directory.
+func TestJailProcesses(t *testing.T) {
+	sb, _ := openJailT(t, sandbox.Options{})
+	marker := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%100000)
+	s, err := sb.StartCommand(t.Context(), []string{"sh", "-c", "setsid sleep " + marker + " < /dev/null > /dev/null 2>&1 & echo $!"})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	_, _ = out.ReadFrom(s.Stdout)
+	require.NoError(t, sandboxtest.WaitDone(t, s))
+	require.NoError(t, s.Close())
+	pid := strings.TrimSpace(out.String())
+	// $! may still be setsid, about to exec sleep.
+	require.Eventually(t, func() bool {
+		res := sh(t, sb, "kill -0 "+pid+" && cat /proc/"+pid+"/cmdline | tr '\\0' ' '")
+		return string(res.Stdout) == "sleep "+marker+" "
+	}, 10*time.Second, 10*time.Millisecond, "alive after its session ended")
+	assert.NotEmpty(t, hostProcesses(t, "sleep\x00"+marker))
+	scratch := sb.Backend().(*Backend).jail.scratch
+	assert.DirExists(t, scratch)
+
+	require.NoError(t, sb.Close(t.Context()))
+	assert.Empty(t, hostProcesses(t, "sleep\x00"+marker), "Close ends the sandbox's processes")
+	assert.NoDirExists(t, scratch)
+}
+
+// hostProcesses returns the pids of the host's processes whose command line starts with
+// cmdline (NUL-separated arguments).
+func hostProcesses(t *testing.T, cmdline string) []string {
+	t.Helper()
+	var pids []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.HasPrefix(b, []byte(cmdline)) {
+			pids = append(pids, filepath.Base(filepath.Dir(p)))
+		}
+	}
+	return pids
+}
+
+// TestJailExecutorRestart: a background task started by one executor session is still
+// running when that executor dies, and the next session (a new bwrap) answers for it from
+// the same /tmp: the state directory lives there.
+func TestJailExecutorRestart(t *testing.T) {
+	sandboxtest.RealExecutor(t, runtime.GOARCH)
+	sb, dir := openJailT(t, sandbox.Options{})
+	start := func() (*sandbox.Session, *protocol.Encoder, *protocol.Decoder) {
+		s, err := sb.Start(t.Context())
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		sandboxtest.HelloRoundTrip(t, s, dir)
+		return s, protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
+	}
+	call := func(enc *protocol.Encoder, dec *protocol.Decoder, id, tool string, input any) tape.ToolResult {
+		b, _ := json.Marshal(input)
+		require.NoError(t, enc.Encode(protocol.Call{Op: protocol.OpCall, ID: id, Call: tape.ToolCall{ID: "tc_" + id, Name: tool, Input: b}}))
+		env, err := dec.Decode()
+		require.NoError(t, err)
+		require.NotNil(t, env.Result, "reply %s", env.Raw)
+		return env.Result.Result
+	}
+	s, enc, dec := start()
+	res := call(enc, dec, "1", "Bash", map[string]any{"command": "echo started; sleep 1; echo finished", "run_in_background": true})
+	m := regexp.MustCompile(`in background with ID: (\S+)\. Output is being written to: (\S+)\.`).FindStringSubmatch(res.Text())
+	require.NotNil(t, m, res.Text())
+	assert.True(t, strings.HasPrefix(m[2], "/tmp/"), "state in the sandbox's /tmp: %s", m[2])
+	// The executor exits while the task runs: in a pid namespace of its own bwrap's, the
+	// task would end with it.
+	require.NoError(t, s.Close())
+
+	_, enc, dec = start()
+	out := call(enc, dec, "2", "TaskOutput", map[string]any{"task_id": m[1], "block": true, "timeout": 30000})
+	assert.False(t, out.IsError, out.Text())
+	assert.Contains(t, out.Text(), "<status>completed</status>")
+	assert.Contains(t, out.Text(), "<output>\nstarted\nfinished\n</output>")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "no state in the workspace")
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf16"
@@ -43,38 +44,18 @@ func decodeTapeLean(data []byte, lean bool) (t *tape.Tape, canonical, complete b
 	d := &decoder{data: data, lean: lean}
 	defer func() { complete = !d.dropped }()
 	t = &tape.Tape{}
-	var o order
-	err = d.object(func(key []byte) error {
-		switch string(key) {
-		case "version":
-			d.field(&o, 0)
-			v, err := d.int64()
-			t.Version = int(v)
-			return err
-		case "meta":
-			d.field(&o, 1)
-			return d.meta(&t.Meta)
-		case "threads":
-			d.field(&o, 2)
-			if d.nullNormalized() {
-				return nil
-			}
-			t.Threads = []*tape.Thread{}
-			return d.array(func() error {
-				th := &tape.Thread{}
-				t.Threads = append(t.Threads, th)
-				return d.thread(th)
-			})
-		case "digest":
-			d.field(&o, 3)
-			if d.nullNormalized() { // omitted when nil
-				return nil
-			}
-			t.Digest = &tape.Digest{}
-			return d.digest(t.Digest)
+	threads := func() error {
+		if d.nullNormalized() {
+			return nil
 		}
-		return d.unknown(key)
-	})
+		t.Threads = []*tape.Thread{}
+		return d.array(func() error {
+			th := &tape.Thread{}
+			t.Threads = append(t.Threads, th)
+			return d.thread(th)
+		})
+	}
+	o, err := d.fields(tapeKeys, &t.Version, func() error { return d.meta(&t.Meta) }, threads, optional(d, &t.Digest, true, d.digest))
 	if err != nil {
 		return nil, false, false, err
 	}
@@ -818,6 +799,156 @@ func (d *decoder) skip() error {
 	return d.errorf("want a value")
 }
 
+// fields reads an object whose keys are among names, each into the target at its place
+// (see read), and returns the order of the keys for check; an unknown key is an error.
+// Canonical keys come in the order of names, so the next one is tried first.
+func (d *decoder) fields(names []string, targets ...any) (order, error) {
+	var o order
+	next := 0
+	err := d.object(func(key []byte) error {
+		i := next
+		if i >= len(names) || names[i] != string(key) {
+			if i = slices.Index(names, string(key)); i < 0 {
+				return d.unknown(key)
+			}
+		}
+		next = i + 1
+		d.field(&o, int8(i))
+		return d.read(targets[i])
+	})
+	return o, err
+}
+
+// read reads a value into target: a *string, *tape.Provider or *tape.EndReason; an *int
+// or *int64; a *float64, or a **float64 (null: nil); a *bool; a *time.Time; a
+// *json.RawMessage (as raw); a *map[string]string or *tape.Headers; a *[]tape.Block (null
+// normalized) or *blockContent (null: nil); a chunk's *chunkData; one of the tape's
+// objects or lists of them that a step holds; or a func() error that reads the value
+// itself. (Pointers rather than closures where a tape has many: a closure would be
+// allocated for each value.)
+func (d *decoder) read(target any) error {
+	var err error
+	switch p := target.(type) {
+	case *string:
+		*p, err = d.str()
+	case *tape.Provider:
+		var v string
+		v, err = d.str()
+		*p = tape.Provider(v)
+	case *tape.EndReason:
+		var v string
+		v, err = d.str()
+		*p = tape.EndReason(v)
+	case *int64:
+		*p, err = d.int64()
+	case *int:
+		var v int64
+		v, err = d.int64()
+		*p = int(v)
+	case *float64:
+		*p, err = d.float()
+	case **float64:
+		err = d.optFloat(p)
+	case *bool:
+		*p, err = d.boolean()
+	case *time.Time:
+		*p, err = d.time()
+	case *json.RawMessage:
+		*p, err = d.raw()
+	case *map[string]string:
+		err = d.stringMap(p)
+	case *tape.Headers:
+		err = d.headers(p)
+	case *[]tape.Block:
+		if !d.nullNormalized() {
+			err = d.blocks(p)
+		}
+	case *blockContent:
+		err = d.blocks((*[]tape.Block)(p))
+	case *chunkData:
+		if d.lean && !d.nonCanon {
+			d.dropped = true
+			return d.skipStr()
+		}
+		err = d.strInto((*string)(p))
+	case *tape.Request:
+		err = d.request(p)
+	case *tape.Response:
+		err = d.response(p)
+	case *tape.Timing:
+		err = d.timing(p)
+	case *tape.Usage:
+		err = d.usage(p)
+	case *[]tape.ToolCall:
+		err = list(d, p, d.toolCall)
+	case *[]tape.ToolResult:
+		err = list(d, p, d.toolResult)
+	case *[]tape.Chunk:
+		err = list(d, p, d.chunk)
+	case func() error:
+		err = p()
+	default:
+		panic("dataset: decode: a target of a type without a reader")
+	}
+	return err
+}
+
+// blockContent is a block's content: null is nil, without normalizing.
+type blockContent []tape.Block
+
+// chunkData is a chunk's data, which a lean decoding of canonical input checks but does
+// not keep.
+type chunkData string
+
+// list reads an array into *dst with elem (null normalized: *dst stays nil).
+func list[T any](d *decoder, dst *[]T, elem func(*T) error) error {
+	if d.nullNormalized() {
+		return nil
+	}
+	*dst = []T{}
+	return d.array(func() error {
+		var zero T
+		*dst = append(*dst, zero)
+		return elem(&(*dst)[len(*dst)-1])
+	})
+}
+
+// optional reads an object into a fresh *T with read; null gives nil, and with omitted (a
+// field omitted when nil) is not canonical.
+func optional[T any](d *decoder, dst **T, omitted bool, read func(*T) error) func() error {
+	return func() error {
+		if omitted && d.nullNormalized() || !omitted && d.null() {
+			*dst = nil
+			return nil
+		}
+		*dst = new(T)
+		return read(*dst)
+	}
+}
+
+var (
+	tapeKeys       = []string{"version", "meta", "threads", "digest"}
+	metaKeys       = []string{"tape_id", "harness", "harness_version", "provider", "model", "cwd", "started_at", "task", "replay_of", "labels", "workspace", "limits", "forked_from", "ended"}
+	workspaceKeys  = []string{"snapshot", "digest", "size", "files", "bytes", "exclude", "end"}
+	fileEntryKeys  = []string{"path", "type", "mode", "size", "sha256", "link"}
+	forkedFromKeys = []string{"tape_id", "thread", "step", "served", "overrides"}
+	endedKeys      = []string{"reason", "at", "detail", "limit"}
+	threadKeys     = []string{"id", "parent", "steps"}
+	stepKeys       = []string{"request", "response", "tool_calls", "tool_results", "timing", "served_from_tape", "digest"}
+	toolCallKeys   = []string{"id", "name", "input", "kind", "namespace"}
+	toolResultKeys = []string{"tool_call_id", "content", "is_error", "duration_ms"}
+	timingKeys     = []string{"request_at", "first_byte_at", "last_byte_at", "next_request_at"}
+	requestKeys    = []string{"path", "system", "messages", "tools", "params", "stream", "headers", "raw"}
+	messageKeys    = []string{"role", "content"}
+	toolKeys       = []string{"name", "description", "kind", "input_schema"}
+	responseKeys   = []string{"status", "headers", "content", "stop_reason", "usage", "raw", "chunks"}
+	usageKeys      = []string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"}
+	chunkKeys      = []string{"at_ms", "data"}
+	blockKeys      = []string{"type", "text", "id", "name", "input", "tool_call_id", "content", "is_error", "raw"}
+	limitsKeys     = []string{"max_cost_usd", "max_steps", "max_thread_steps", "max_tokens", "max_repeat"}
+	digestKeys     = []string{"algorithm", "meta", "root", "public_key", "signature"}
+)
+
 func (d *decoder) stringMap(m *map[string]string) error {
 	if d.nullNormalized() {
 		*m = nil
@@ -839,144 +970,48 @@ func (d *decoder) headers(h *tape.Headers) error {
 }
 
 func (d *decoder) meta(m *tape.Meta) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "tape_id":
-			d.field(&o, 0)
-			return d.strInto(&m.TapeID)
-		case "harness":
-			d.field(&o, 1)
-			return d.strInto(&m.Harness)
-		case "harness_version":
-			d.field(&o, 2)
-			return d.strInto(&m.HarnessVersion)
-		case "provider":
-			d.field(&o, 3)
-			s, err := d.str()
-			m.Provider = tape.Provider(s)
-			return err
-		case "model":
-			d.field(&o, 4)
-			return d.strInto(&m.Model)
-		case "cwd":
-			d.field(&o, 5)
-			return d.strInto(&m.Cwd)
-		case "started_at":
-			d.field(&o, 6)
-			t, err := d.time()
-			m.StartedAt = t
-			return err
-		case "task":
-			d.field(&o, 7)
-			return d.stringMap(&m.Task)
-		case "replay_of":
-			d.field(&o, 8)
-			if d.null() {
-				m.ReplayOf = nil
-				return nil
-			}
-			s, err := d.str()
-			m.ReplayOf = &s
-			return err
-		case "labels":
-			d.field(&o, 9)
-			return d.stringMap(&m.Labels)
-		case "workspace":
-			d.field(&o, 10)
-			if d.nullNormalized() { // omitted when nil
-				m.Workspace = nil
-				return nil
-			}
-			w := &tape.Workspace{}
-			m.Workspace = w
-			return d.workspace(w)
-		case "limits":
-			d.field(&o, 11)
-			if d.nullNormalized() { // omitted when nil
-				m.Limits = nil
-				return nil
-			}
-			m.Limits = &tape.Limits{}
-			return d.limits(m.Limits)
-		case "forked_from":
-			d.field(&o, 12)
-			if d.nullNormalized() { // omitted when nil
-				m.ForkedFrom = nil
-				return nil
-			}
-			f := &tape.ForkedFrom{}
-			m.ForkedFrom = f
-			return d.forkedFrom(f)
-		case "ended":
-			d.field(&o, 13)
-			if d.null() {
-				m.Ended = nil
-				return nil
-			}
-			e := &tape.Ended{}
-			m.Ended = e
-			return d.ended(e)
+	replayOf := func() error {
+		if d.null() {
+			m.ReplayOf = nil
+			return nil
 		}
-		return d.unknown(key)
-	})
+		s, err := d.str()
+		m.ReplayOf = &s
+		return err
+	}
+	o, err := d.fields(metaKeys, &m.TapeID, &m.Harness, &m.HarnessVersion, &m.Provider, &m.Model, &m.Cwd,
+		&m.StartedAt, &m.Task, replayOf, &m.Labels, optional(d, &m.Workspace, true, d.workspace),
+		optional(d, &m.Limits, true, d.limits), optional(d, &m.ForkedFrom, true, d.forkedFrom), optional(d, &m.Ended, false, d.ended))
 	d.check(o, 0b10_0011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil)|bit(11, m.Limits != nil)|bit(12, m.ForkedFrom != nil))
 	return err
 }
 
 // workspace reads meta.workspace, whose every field is omitted when empty.
 func (d *decoder) workspace(w *tape.Workspace) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "snapshot":
-			d.field(&o, 0)
-			err = d.strInto(&w.Snapshot)
-		case "digest":
-			d.field(&o, 1)
-			err = d.strInto(&w.Digest)
-		case "size":
-			d.field(&o, 2)
-			w.Size, err = d.int64()
-		case "files":
-			d.field(&o, 3)
-			var v int64
-			v, err = d.int64()
-			w.Files = int(v)
-		case "bytes":
-			d.field(&o, 4)
-			w.Bytes, err = d.int64()
-		case "exclude":
-			d.field(&o, 5)
-			w.Exclude = nil
-			if d.null() {
-				return nil
-			}
-			w.Exclude = []string{}
-			err = d.array(func() error {
-				s, err := d.str()
-				w.Exclude = append(w.Exclude, s)
-				return err
-			})
-		case "end":
-			d.field(&o, 6)
-			w.End = nil
-			if d.null() {
-				return nil
-			}
-			w.End = []tape.FileEntry{}
-			err = d.array(func() error {
-				var e tape.FileEntry
-				err := d.fileEntry(&e)
-				w.End = append(w.End, e)
-				return err
-			})
-		default:
-			err = d.unknown(key)
+	exclude := func() error {
+		w.Exclude = nil
+		if d.null() {
+			return nil
 		}
-		return err
-	})
+		w.Exclude = []string{}
+		return d.array(func() error {
+			s, err := d.str()
+			w.Exclude = append(w.Exclude, s)
+			return err
+		})
+	}
+	end := func() error {
+		w.End = nil
+		if d.null() {
+			return nil
+		}
+		w.End = []tape.FileEntry{}
+		return d.array(func() error {
+			w.End = append(w.End, tape.FileEntry{})
+			return d.fileEntry(&w.End[len(w.End)-1])
+		})
+	}
+	o, err := d.fields(workspaceKeys, &w.Snapshot, &w.Digest, &w.Size, &w.Files, &w.Bytes, exclude, end)
 	d.check(o, bit(0, w.Snapshot != "")|bit(1, w.Digest != "")|bit(2, w.Size != 0)|bit(3, w.Files != 0)|
 		bit(4, w.Bytes != 0)|bit(5, len(w.Exclude) > 0)|bit(6, len(w.End) > 0))
 	return err
@@ -984,275 +1019,91 @@ func (d *decoder) workspace(w *tape.Workspace) error {
 
 // fileEntry reads one entry of the end manifest.
 func (d *decoder) fileEntry(e *tape.FileEntry) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "path":
-			d.field(&o, 0)
-			err = d.strInto(&e.Path)
-		case "type":
-			d.field(&o, 1)
-			err = d.strInto(&e.Type)
-		case "mode":
-			d.field(&o, 2)
-			err = d.strInto(&e.Mode)
-		case "size":
-			d.field(&o, 3)
-			e.Size, err = d.int64()
-		case "sha256":
-			d.field(&o, 4)
-			err = d.strInto(&e.SHA256)
-		case "link":
-			d.field(&o, 5)
-			err = d.strInto(&e.Link)
-		default:
-			err = d.unknown(key)
-		}
-		return err
-	})
+	o, err := d.fields(fileEntryKeys, &e.Path, &e.Type, &e.Mode, &e.Size, &e.SHA256, &e.Link)
 	d.check(o, 0b1111|bit(4, e.SHA256 != "")|bit(5, e.Link != ""))
 	return err
 }
 
 // forkedFrom reads meta.forked_from, every field of which is always there.
 func (d *decoder) forkedFrom(f *tape.ForkedFrom) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "tape_id":
-			d.field(&o, 0)
-			return d.strInto(&f.TapeID)
-		case "thread":
-			d.field(&o, 1)
-			return d.strInto(&f.Thread)
-		case "step":
-			d.field(&o, 2)
+	served := func() error {
+		f.Served = map[string]int{}
+		return d.sortedObject(func(key []byte) error {
 			n, err := d.int64()
-			f.Step = int(n)
+			f.Served[string(key)] = int(n)
 			return err
-		case "served":
-			d.field(&o, 3)
-			f.Served = map[string]int{}
-			return d.sortedObject(func(key []byte) error {
-				n, err := d.int64()
-				f.Served[string(key)] = int(n)
-				return err
-			})
-		case "overrides":
-			d.field(&o, 4)
-			return d.stringMap(&f.Overrides)
-		}
-		return d.unknown(key)
-	})
+		})
+	}
+	o, err := d.fields(forkedFromKeys, &f.TapeID, &f.Thread, &f.Step, served, &f.Overrides)
 	d.check(o, 0b1_1111)
 	return err
 }
 
 func (d *decoder) ended(e *tape.Ended) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "reason":
-			d.field(&o, 0)
-			s, err := d.str()
-			e.Reason = tape.EndReason(s)
-			return err
-		case "at":
-			d.field(&o, 1)
-			t, err := d.time()
-			e.At = t
-			return err
-		case "detail":
-			d.field(&o, 2)
-			return d.strInto(&e.Detail)
-		case "limit":
-			d.field(&o, 3)
-			return d.strInto(&e.Limit)
-		}
-		return d.unknown(key)
-	})
+	o, err := d.fields(endedKeys, &e.Reason, &e.At, &e.Detail, &e.Limit)
 	d.check(o, 0b11|bit(2, e.Detail != "")|bit(3, e.Limit != ""))
 	return err
 }
 
 func (d *decoder) thread(th *tape.Thread) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "id":
-			d.field(&o, 0)
-			return d.strInto(&th.ID)
-		case "parent":
-			d.field(&o, 1)
-			if d.null() {
-				th.Parent = nil
-				return nil
-			}
-			// Parent.MarshalJSON uses json.Marshal, which escapes HTML.
-			var pair []string
-			if err := d.array(func() error {
-				b, err := d.strBytes(true)
-				pair = append(pair, string(b))
-				return err
-			}); err != nil {
-				return err
-			}
-			if len(pair) != 2 {
-				return d.errorf("parent: want [thread id, tool call id]")
-			}
-			th.Parent = &tape.Parent{ThreadID: pair[0], ToolCallID: pair[1]}
+	parent := func() error {
+		if d.null() {
+			th.Parent = nil
 			return nil
-		case "steps":
-			d.field(&o, 2)
-			if d.nullNormalized() {
-				return nil
-			}
-			th.Steps = []*tape.Step{}
-			d.memo = &threadMemo{}
-			defer func() { d.memo = nil }()
-			return d.array(func() error {
-				s := &tape.Step{}
-				th.Steps = append(th.Steps, s)
-				return d.step(s)
-			})
 		}
-		return d.unknown(key)
-	})
+		// Parent.MarshalJSON uses json.Marshal, which escapes HTML.
+		var pair []string
+		if err := d.array(func() error {
+			b, err := d.strBytes(true)
+			pair = append(pair, string(b))
+			return err
+		}); err != nil {
+			return err
+		}
+		if len(pair) != 2 {
+			return d.errorf("parent: want [thread id, tool call id]")
+		}
+		th.Parent = &tape.Parent{ThreadID: pair[0], ToolCallID: pair[1]}
+		return nil
+	}
+	steps := func() error {
+		if d.nullNormalized() {
+			return nil
+		}
+		th.Steps = []*tape.Step{}
+		d.memo = &threadMemo{}
+		defer func() { d.memo = nil }()
+		return d.array(func() error {
+			s := &tape.Step{}
+			th.Steps = append(th.Steps, s)
+			return d.step(s)
+		})
+	}
+	o, err := d.fields(threadKeys, &th.ID, parent, steps)
 	d.check(o, 0b111)
 	return err
 }
 
 func (d *decoder) step(s *tape.Step) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "request":
-			d.field(&o, 0)
-			return d.request(&s.Request)
-		case "response":
-			d.field(&o, 1)
-			return d.response(&s.Response)
-		case "tool_calls":
-			d.field(&o, 2)
-			if d.nullNormalized() {
-				return nil
-			}
-			s.ToolCalls = []tape.ToolCall{}
-			return d.array(func() error {
-				var c tape.ToolCall
-				err := d.toolCall(&c)
-				s.ToolCalls = append(s.ToolCalls, c)
-				return err
-			})
-		case "tool_results":
-			d.field(&o, 3)
-			if d.nullNormalized() {
-				return nil
-			}
-			s.ToolResults = []tape.ToolResult{}
-			return d.array(func() error {
-				var r tape.ToolResult
-				err := d.toolResult(&r)
-				s.ToolResults = append(s.ToolResults, r)
-				return err
-			})
-		case "timing":
-			d.field(&o, 4)
-			return d.timing(&s.Timing)
-		case "served_from_tape":
-			d.field(&o, 5)
-			var err error
-			s.ServedFromTape, err = d.boolean()
-			return err
-		case "digest":
-			d.field(&o, 6)
-			return d.strInto(&s.Digest)
-		}
-		return d.unknown(key)
-	})
+	o, err := d.fields(stepKeys, &s.Request, &s.Response, &s.ToolCalls, &s.ToolResults, &s.Timing, &s.ServedFromTape, &s.Digest)
 	d.check(o, 0b1_1111|bit(5, s.ServedFromTape)|bit(6, s.Digest != ""))
 	return err
 }
 
 func (d *decoder) toolCall(c *tape.ToolCall) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "id":
-			d.field(&o, 0)
-			return d.strInto(&c.ID)
-		case "name":
-			d.field(&o, 1)
-			return d.strInto(&c.Name)
-		case "input":
-			d.field(&o, 2)
-			var err error
-			c.Input, err = d.raw()
-			return err
-		case "kind":
-			d.field(&o, 3)
-			return d.strInto(&c.Kind)
-		case "namespace":
-			d.field(&o, 4)
-			return d.strInto(&c.Namespace)
-		}
-		return d.unknown(key)
-	})
+	o, err := d.fields(toolCallKeys, &c.ID, &c.Name, &c.Input, &c.Kind, &c.Namespace)
 	d.check(o, 0b111|bit(3, c.Kind != "")|bit(4, c.Namespace != ""))
 	return err
 }
 
 func (d *decoder) toolResult(r *tape.ToolResult) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "tool_call_id":
-			d.field(&o, 0)
-			return d.strInto(&r.ToolCallID)
-		case "content":
-			d.field(&o, 1)
-			if d.nullNormalized() {
-				return nil
-			}
-			return d.blocks(&r.Content)
-		case "is_error":
-			d.field(&o, 2)
-			var err error
-			r.IsError, err = d.boolean()
-			return err
-		case "duration_ms":
-			d.field(&o, 3)
-			return d.optFloat(&r.DurationMS)
-		}
-		return d.unknown(key)
-	})
+	o, err := d.fields(toolResultKeys, &r.ToolCallID, &r.Content, &r.IsError, &r.DurationMS)
 	d.check(o, 0b1111)
 	return err
 }
 
 func (d *decoder) timing(t *tape.Timing) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "request_at":
-			d.field(&o, 0)
-			t.RequestAt, err = d.float()
-		case "first_byte_at":
-			d.field(&o, 1)
-			t.FirstByteAt, err = d.float()
-		case "last_byte_at":
-			d.field(&o, 2)
-			t.LastByteAt, err = d.float()
-		case "next_request_at":
-			d.field(&o, 3)
-			err = d.optFloat(&t.NextRequestAt)
-		default:
-			err = d.unknown(key)
-		}
-		return err
-	})
+	o, err := d.fields(timingKeys, &t.RequestAt, &t.FirstByteAt, &t.LastByteAt, &t.NextRequestAt)
 	d.check(o, 0b1111)
 	return err
 }
@@ -1268,247 +1119,108 @@ func (d *decoder) optFloat(dst **float64) error {
 }
 
 func (d *decoder) request(r *tape.Request) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "path":
-			d.field(&o, 0)
-			err = d.strInto(&r.Path)
-		case "system":
-			d.field(&o, 1)
-			if m := d.memo; m != nil && d.reuse(m.system) {
-				r.System = m.systemText
-				return nil
-			}
-			start := d.i
-			err = d.strInto(&r.System)
-			if m := d.memo; m != nil && err == nil {
-				m.system, m.systemText = d.data[start:d.i], r.System
-			}
-		case "messages":
-			d.field(&o, 2)
-			if d.nullNormalized() {
-				return nil
-			}
-			r.Messages = []tape.Message{}
-			var spans [][]byte
-			err = d.array(func() error {
-				k := len(r.Messages)
-				if m := d.memo; m != nil && k < len(m.msgSpans) && d.reuse(m.msgSpans[k]) {
-					r.Messages = append(r.Messages, m.msgs[k])
-					spans = append(spans, m.msgSpans[k])
-					return nil
-				}
-				var msg tape.Message
-				d.next()
-				start := d.i
-				err := d.message(&msg)
-				r.Messages = append(r.Messages, msg)
-				spans = append(spans, d.data[start:d.i])
-				return err
-			})
-			if m := d.memo; m != nil && err == nil {
-				m.msgSpans, m.msgs = spans, r.Messages
-			}
-		case "tools":
-			d.field(&o, 3)
-			if d.nullNormalized() {
-				return nil
-			}
-			if m := d.memo; m != nil && d.reuse(m.tools) {
-				r.Tools = m.toolList
-				return nil
-			}
-			start := d.i
-			r.Tools = []tape.Tool{}
-			err = d.array(func() error {
-				var t tape.Tool
-				err := d.tool(&t)
-				r.Tools = append(r.Tools, t)
-				return err
-			})
-			if m := d.memo; m != nil && err == nil {
-				m.tools, m.toolList = d.data[start:d.i], r.Tools
-			}
-		case "params":
-			d.field(&o, 4)
-			if d.nullNormalized() {
-				return nil
-			}
-			r.Params = map[string]json.RawMessage{}
-			err = d.sortedObject(func(key []byte) error {
-				v, err := d.raw()
-				r.Params[string(key)] = v
-				return err
-			})
-		case "stream":
-			d.field(&o, 5)
-			r.Stream, err = d.boolean()
-		case "headers":
-			d.field(&o, 6)
-			err = d.headers(&r.Headers)
-		case "raw":
-			d.field(&o, 7)
-			if m := d.memo; m != nil {
-				r.Raw, m.raw, err = d.rawReusing(m.raw)
-			} else {
-				r.Raw, err = d.raw()
-			}
-		default:
-			err = d.unknown(key)
+	system := func() error {
+		if m := d.memo; m != nil && d.reuse(m.system) {
+			r.System = m.systemText
+			return nil
+		}
+		start := d.i
+		err := d.strInto(&r.System)
+		if m := d.memo; m != nil && err == nil {
+			m.system, m.systemText = d.data[start:d.i], r.System
 		}
 		return err
-	})
+	}
+	messages := func() error {
+		if d.nullNormalized() {
+			return nil
+		}
+		r.Messages = []tape.Message{}
+		var spans [][]byte
+		err := d.array(func() error {
+			k := len(r.Messages)
+			if m := d.memo; m != nil && k < len(m.msgSpans) && d.reuse(m.msgSpans[k]) {
+				r.Messages = append(r.Messages, m.msgs[k])
+				spans = append(spans, m.msgSpans[k])
+				return nil
+			}
+			d.next()
+			start := d.i
+			r.Messages = append(r.Messages, tape.Message{})
+			err := d.message(&r.Messages[k])
+			spans = append(spans, d.data[start:d.i])
+			return err
+		})
+		if m := d.memo; m != nil && err == nil {
+			m.msgSpans, m.msgs = spans, r.Messages
+		}
+		return err
+	}
+	tools := func() error {
+		if d.nullNormalized() {
+			return nil
+		}
+		if m := d.memo; m != nil && d.reuse(m.tools) {
+			r.Tools = m.toolList
+			return nil
+		}
+		start := d.i
+		err := list(d, &r.Tools, d.tool)
+		if m := d.memo; m != nil && err == nil {
+			m.tools, m.toolList = d.data[start:d.i], r.Tools
+		}
+		return err
+	}
+	params := func() error {
+		if d.nullNormalized() {
+			return nil
+		}
+		r.Params = map[string]json.RawMessage{}
+		return d.sortedObject(func(key []byte) error {
+			v, err := d.raw()
+			r.Params[string(key)] = v
+			return err
+		})
+	}
+	raw := func() (err error) {
+		if m := d.memo; m != nil {
+			r.Raw, m.raw, err = d.rawReusing(m.raw)
+		} else {
+			r.Raw, err = d.raw()
+		}
+		return err
+	}
+	o, err := d.fields(requestKeys, &r.Path, system, messages, tools, params, &r.Stream, &r.Headers, raw)
 	d.check(o, 0b1111_1111)
 	return err
 }
 
 func (d *decoder) message(m *tape.Message) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "role":
-			d.field(&o, 0)
-			return d.strInto(&m.Role)
-		case "content":
-			d.field(&o, 1)
-			if d.nullNormalized() {
-				return nil
-			}
-			return d.blocks(&m.Content)
-		}
-		return d.unknown(key)
-	})
+	o, err := d.fields(messageKeys, &m.Role, &m.Content)
 	d.check(o, 0b11)
 	return err
 }
 
 func (d *decoder) tool(t *tape.Tool) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "name":
-			d.field(&o, 0)
-			err = d.strInto(&t.Name)
-		case "description":
-			d.field(&o, 1)
-			err = d.strInto(&t.Description)
-		case "kind":
-			d.field(&o, 2)
-			err = d.strInto(&t.Kind)
-		case "input_schema":
-			d.field(&o, 3)
-			t.InputSchema, err = d.raw()
-		default:
-			err = d.unknown(key)
-		}
-		return err
-	})
+	o, err := d.fields(toolKeys, &t.Name, &t.Description, &t.Kind, &t.InputSchema)
 	d.check(o, 0b101|bit(1, t.Description != "")|bit(3, len(t.InputSchema) > 0))
 	return err
 }
 
 func (d *decoder) response(r *tape.Response) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "status":
-			d.field(&o, 0)
-			var v int64
-			v, err = d.int64()
-			r.Status = int(v)
-		case "headers":
-			d.field(&o, 1)
-			err = d.headers(&r.Headers)
-		case "content":
-			d.field(&o, 2)
-			if d.nullNormalized() {
-				return nil
-			}
-			err = d.blocks(&r.Content)
-		case "stop_reason":
-			d.field(&o, 3)
-			err = d.strInto(&r.StopReason)
-		case "usage":
-			d.field(&o, 4)
-			err = d.usage(&r.Usage)
-		case "raw":
-			d.field(&o, 5)
-			r.Raw, err = d.raw()
-		case "chunks":
-			d.field(&o, 6)
-			if d.nullNormalized() {
-				return nil
-			}
-			r.Chunks = []tape.Chunk{}
-			err = d.array(func() error {
-				var c tape.Chunk
-				err := d.chunk(&c)
-				r.Chunks = append(r.Chunks, c)
-				return err
-			})
-		default:
-			err = d.unknown(key)
-		}
-		return err
-	})
+	o, err := d.fields(responseKeys, &r.Status, &r.Headers, &r.Content, &r.StopReason, &r.Usage, &r.Raw, &r.Chunks)
 	d.check(o, 0b111_1111)
 	return err
 }
 
 func (d *decoder) usage(u *tape.Usage) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "input_tokens":
-			d.field(&o, 0)
-			u.InputTokens, err = d.int64()
-		case "output_tokens":
-			d.field(&o, 1)
-			u.OutputTokens, err = d.int64()
-		case "cache_read_input_tokens":
-			d.field(&o, 2)
-			u.CacheReadInputTokens, err = d.int64()
-		case "cache_creation_input_tokens":
-			d.field(&o, 3)
-			u.CacheCreationInputTokens, err = d.int64()
-		case "reasoning_tokens":
-			d.field(&o, 4)
-			u.ReasoningTokens, err = d.int64()
-		default:
-			err = d.unknown(key)
-		}
-		return err
-	})
+	o, err := d.fields(usageKeys, &u.InputTokens, &u.OutputTokens, &u.CacheReadInputTokens, &u.CacheCreationInputTokens, &u.ReasoningTokens)
 	d.check(o, 0b1_1111)
 	return err
 }
 
 func (d *decoder) chunk(c *tape.Chunk) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "at_ms":
-			d.field(&o, 0)
-			c.AtMS, err = d.float()
-		case "data":
-			d.field(&o, 1)
-			if d.lean && !d.nonCanon {
-				d.dropped = true
-				err = d.skipStr()
-			} else {
-				err = d.strInto(&c.Data)
-			}
-		default:
-			err = d.unknown(key)
-		}
-		return err
-	})
+	o, err := d.fields(chunkKeys, &c.AtMS, (*chunkData)(&c.Data))
 	d.check(o, 0b11)
 	return err
 }
@@ -1521,50 +1233,13 @@ func (d *decoder) blocks(dst *[]tape.Block) error {
 	}
 	*dst = []tape.Block{}
 	return d.array(func() error {
-		var b tape.Block
-		err := d.block(&b)
-		*dst = append(*dst, b)
-		return err
+		*dst = append(*dst, tape.Block{})
+		return d.block(&(*dst)[len(*dst)-1]) // in place: a block read through a pointer escapes
 	})
 }
 
 func (d *decoder) block(b *tape.Block) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "type":
-			d.field(&o, 0)
-			err = d.strInto(&b.Type)
-		case "text":
-			d.field(&o, 1)
-			err = d.strInto(&b.Text)
-		case "id":
-			d.field(&o, 2)
-			err = d.strInto(&b.ID)
-		case "name":
-			d.field(&o, 3)
-			err = d.strInto(&b.Name)
-		case "input":
-			d.field(&o, 4)
-			b.Input, err = d.raw()
-		case "tool_call_id":
-			d.field(&o, 5)
-			err = d.strInto(&b.ToolCallID)
-		case "content":
-			d.field(&o, 6)
-			err = d.blocks(&b.Content)
-		case "is_error":
-			d.field(&o, 7)
-			b.IsError, err = d.boolean()
-		case "raw":
-			d.field(&o, 8)
-			b.Raw, err = d.raw()
-		default:
-			err = d.unknown(key)
-		}
-		return err
-	})
+	o, err := d.fields(blockKeys, &b.Type, &b.Text, &b.ID, &b.Name, &b.Input, &b.ToolCallID, (*blockContent)(&b.Content), &b.IsError, &b.Raw)
 	// Every field but type is omitted when empty.
 	d.check(o, 1|bit(1, b.Text != "")|bit(2, b.ID != "")|bit(3, b.Name != "")|bit(4, len(b.Input) > 0)|
 		bit(5, b.ToolCallID != "")|bit(6, len(b.Content) > 0)|bit(7, b.IsError)|bit(8, len(b.Raw) > 0))
@@ -1646,61 +1321,14 @@ func (d *decoder) rawReusing(prev *rawMemo) (json.RawMessage, *rawMemo, error) {
 
 // limits reads meta.limits, whose every field is omitted when zero.
 func (d *decoder) limits(l *tape.Limits) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		var err error
-		var n int64
-		switch string(key) {
-		case "max_cost_usd":
-			d.field(&o, 0)
-			l.MaxCostUSD, err = d.float()
-		case "max_steps":
-			d.field(&o, 1)
-			n, err = d.int64()
-			l.MaxSteps = int(n)
-		case "max_thread_steps":
-			d.field(&o, 2)
-			n, err = d.int64()
-			l.MaxThreadSteps = int(n)
-		case "max_tokens":
-			d.field(&o, 3)
-			l.MaxTokens, err = d.int64()
-		case "max_repeat":
-			d.field(&o, 4)
-			n, err = d.int64()
-			l.MaxRepeat = int(n)
-		default:
-			err = d.unknown(key)
-		}
-		return err
-	})
+	o, err := d.fields(limitsKeys, &l.MaxCostUSD, &l.MaxSteps, &l.MaxThreadSteps, &l.MaxTokens, &l.MaxRepeat)
 	d.check(o, bit(0, l.MaxCostUSD != 0)|bit(1, l.MaxSteps != 0)|bit(2, l.MaxThreadSteps != 0)|bit(3, l.MaxTokens != 0)|bit(4, l.MaxRepeat != 0))
 	return err
 }
 
 // digest reads the tape's digest record, whose key and signature are omitted when unsigned.
 func (d *decoder) digest(g *tape.Digest) error {
-	var o order
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "algorithm":
-			d.field(&o, 0)
-			return d.strInto(&g.Algorithm)
-		case "meta":
-			d.field(&o, 1)
-			return d.strInto(&g.Meta)
-		case "root":
-			d.field(&o, 2)
-			return d.strInto(&g.Root)
-		case "public_key":
-			d.field(&o, 3)
-			return d.strInto(&g.PublicKey)
-		case "signature":
-			d.field(&o, 4)
-			return d.strInto(&g.Signature)
-		}
-		return d.unknown(key)
-	})
+	o, err := d.fields(digestKeys, &g.Algorithm, &g.Meta, &g.Root, &g.PublicKey, &g.Signature)
 	d.check(o, 0b111|bit(3, g.PublicKey != "")|bit(4, g.Signature != ""))
 	return err
 }

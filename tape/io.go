@@ -24,6 +24,10 @@ func NewID() string {
 // byte for byte.
 func Marshal(t *Tape) ([]byte, error) {
 	t.normalize()
+	e := enc{b: make([]byte, 0, sizeHint(t)), ok: true}
+	if e.tape(t); e.ok {
+		return fixReplacement(append(e.b, '\n')), nil
+	}
 	var buf bytes.Buffer
 	if err := encode(&buf, t); err != nil {
 		return nil, err
@@ -48,6 +52,41 @@ func encode(buf *bytes.Buffer, v any) error {
 }
 
 var escapedReplacement = []byte(`\ufffd`)
+
+// fixReplacement is b with U+FFFD unescaped, as encode writes it.
+func fixReplacement(b []byte) []byte {
+	if bytes.Contains(b, escapedReplacement) {
+		return unescapeReplacement(b)
+	}
+	return b
+}
+
+// sizeHint is a little more than the size of t's encoding, so that it is written without
+// growing its buffer: the bulk of a tape is its raw bodies, the conversation again in the
+// normalized requests and responses (about as large), and the stream chunks.
+func sizeHint(t *Tape) int {
+	n := 4 << 10
+	for _, th := range t.Threads {
+		if th == nil {
+			continue
+		}
+		for _, s := range th.Steps {
+			if s != nil {
+				n += stepHint(s)
+			}
+		}
+	}
+	return n
+}
+
+func stepHint(s *Step) int {
+	raw := len(s.Request.Raw) + len(s.Response.Raw)
+	n := 2*raw + raw/8 + 2<<10
+	for _, c := range s.Response.Chunks {
+		n += len(c.Data) + len(c.Data)/2 + 32
+	}
+	return n
+}
 
 // unescapeReplacement writes U+FFFD as itself rather than as the escape \ufffd. encoding/json
 // escapes it where a string held invalid UTF-8 but writes it raw where the string held the

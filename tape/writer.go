@@ -1034,5 +1034,9 @@ func (w *Writer) closeSlots() error {
 // compare steps).
 func MarshalStep(s *Step) (json.RawMessage, error) {
 	s.normalize()
+	e := enc{b: make([]byte, 0, stepHint(s)), ok: true}
+	if e.step(s); e.ok {
+		return fixReplacement(e.b), nil
+	}
 	return marshalPiece(s)
 }

@@ -49,3 +49,33 @@ func BenchmarkDecodeResult(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncode is the hand-written encoder on benchLines' call and result.
+func BenchmarkEncode(b *testing.B) {
+	call, result := benchLines(b)
+	var c Call
+	var r Result
+	if !decodeCall(call, &c) || !decodeResult(result, &r) {
+		b.Fatal("slow path")
+	}
+	b.Run("call", func(b *testing.B) {
+		b.SetBytes(int64(len(call)))
+		var buf []byte
+		for b.Loop() {
+			var ok bool
+			if buf, ok = appendCall(buf[:0], &c); !ok {
+				b.Fatal("slow path")
+			}
+		}
+	})
+	b.Run("result", func(b *testing.B) {
+		b.SetBytes(int64(len(result)))
+		var buf []byte
+		for b.Loop() {
+			var ok bool
+			if buf, ok = appendResult(buf[:0], &r); !ok {
+				b.Fatal("slow path")
+			}
+		}
+	})
+}

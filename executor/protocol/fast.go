@@ -1,11 +1,9 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
-	"math"
+	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
@@ -21,213 +19,31 @@ import (
 
 // appendCall appends c as one JSON line.
 func appendCall(b []byte, c *Call) ([]byte, bool) {
-	b = append(b, `{"op":`...)
-	b = appendString(b, string(c.Op))
-	b = append(b, `,"id":`...)
-	b = appendString(b, c.ID)
-	b = append(b, `,"call":{"id":`...)
-	b = appendString(b, c.Call.ID)
-	b = append(b, `,"name":`...)
-	b = appendString(b, c.Call.Name)
-	b = append(b, `,"input":`...)
-	b, ok := appendRaw(b, c.Call.Input)
-	if !ok {
-		return b, false
-	}
-	if c.Call.Kind != "" {
-		b = append(b, `,"kind":`...)
-		b = appendString(b, c.Call.Kind)
-	}
-	b = append(b, `},"recorded":`...)
+	b = appendHead(b, c.Op, c.ID, `,"call":`)
+	b, ok := tape.AppendToolCall(b, &c.Call)
+	b = append(b, `,"recorded":`...)
 	if c.Recorded == nil {
 		b = append(b, "null"...)
-	} else if b, ok = appendToolResult(b, c.Recorded); !ok {
-		return b, false
+	} else {
+		var rok bool
+		b, rok = tape.AppendToolResult(b, c.Recorded)
+		ok = ok && rok
 	}
-	return append(b, "}\n"...), true
+	return append(b, "}\n"...), ok
 }
 
 // appendResult appends r as one JSON line.
 func appendResult(b []byte, r *Result) ([]byte, bool) {
-	b = append(b, `{"op":`...)
-	b = appendString(b, string(r.Op))
-	b = append(b, `,"id":`...)
-	b = appendString(b, r.ID)
-	b = append(b, `,"result":`...)
-	b, ok := appendToolResult(b, &r.Result)
-	if !ok {
-		return b, false
-	}
-	return append(b, "}\n"...), true
+	b = appendHead(b, r.Op, r.ID, `,"result":`)
+	b, ok := tape.AppendToolResult(b, &r.Result)
+	return append(b, "}\n"...), ok
 }
 
-func appendToolResult(b []byte, r *tape.ToolResult) ([]byte, bool) {
-	b = append(b, `{"tool_call_id":`...)
-	b = appendString(b, r.ToolCallID)
-	b = append(b, `,"content":`...)
-	b, ok := appendBlocks(b, r.Content)
-	if !ok {
-		return b, false
-	}
-	b = append(b, `,"is_error":`...)
-	b = strconv.AppendBool(b, r.IsError)
-	b = append(b, `,"duration_ms":`...)
-	if r.DurationMS == nil {
-		b = append(b, "null"...)
-	} else if b, ok = appendFloat(b, *r.DurationMS); !ok {
-		return b, false
-	}
-	return append(b, '}'), true
-}
-
-// appendBlocks appends a []Block; a nil slice is null (omitempty fields leave it out).
-func appendBlocks(b []byte, bs []tape.Block) ([]byte, bool) {
-	if bs == nil {
-		return append(b, "null"...), true
-	}
-	b = append(b, '[')
-	for i := range bs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var ok bool
-		if b, ok = appendBlock(b, &bs[i]); !ok {
-			return b, false
-		}
-	}
-	return append(b, ']'), true
-}
-
-func appendBlock(b []byte, k *tape.Block) ([]byte, bool) {
-	b = append(b, `{"type":`...)
-	b = appendString(b, k.Type)
-	ok := true
-	str := func(key, v string) {
-		if v != "" {
-			b = append(b, key...)
-			b = appendString(b, v)
-		}
-	}
-	raw := func(key string, v json.RawMessage) {
-		if len(v) > 0 && ok {
-			b = append(b, key...)
-			b, ok = appendRaw(b, v)
-		}
-	}
-	str(`,"text":`, k.Text)
-	str(`,"id":`, k.ID)
-	str(`,"name":`, k.Name)
-	raw(`,"input":`, k.Input)
-	str(`,"tool_call_id":`, k.ToolCallID)
-	if len(k.Content) > 0 && ok {
-		b = append(b, `,"content":`...)
-		b, ok = appendBlocks(b, k.Content)
-	}
-	if k.IsError {
-		b = append(b, `,"is_error":true`...)
-	}
-	raw(`,"raw":`, k.Raw)
-	return append(b, '}'), ok
-}
-
-// appendRaw appends a json.RawMessage as encoding/json does: compacted, null when empty.
-func appendRaw(b []byte, v json.RawMessage) ([]byte, bool) {
-	if len(v) == 0 {
-		return append(b, "null"...), true
-	}
-	if isCompact(v) {
-		return append(b, v...), json.Valid(v)
-	}
-	buf := bytes.NewBuffer(b)
-	if err := json.Compact(buf, v); err != nil {
-		return b, false
-	}
-	return buf.Bytes(), true
-}
-
-// isCompact reports whether v has no whitespace outside strings (so Compact would copy it).
-func isCompact(v []byte) bool {
-	in := false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case in && c == '\\':
-			i++
-		case c == '"':
-			in = !in
-		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			return false
-		}
-	}
-	return true
-}
-
-// appendFloat formats a float64 as encoding/json does in the common range; other values
-// (NaN, infinities, exponent notation) take the encoding/json path.
-func appendFloat(b []byte, f float64) ([]byte, bool) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return b, false
-	}
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		return b, false
-	}
-	return strconv.AppendFloat(b, f, 'f', -1, 64), true
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string the way encoding/json does without HTML escaping:
-// control characters escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+// appendHead appends the fields every message opens with, then key.
+func appendHead(b []byte, op Op, id, key string) []byte {
+	b = jsonlex.AppendString(append(b, `{"op":`...), string(op), false)
+	b = jsonlex.AppendString(append(b, `,"id":`...), id, false)
+	return append(b, key...)
 }
 
 // scanner reads one JSON line by hand; ok turns false at the first thing it does not
@@ -380,41 +196,58 @@ func (s *scanner) end() {
 	}
 }
 
-// seen tracks the keys of one object.
-type seen uint16
-
-func (m *seen) mark(bit int) bool {
-	if *m&(1<<bit) != 0 {
-		return false
-	}
-	*m |= 1 << bit
-	return true
+// fields reads an object whose keys are among names, each at most once and in any order,
+// into the target at the same place in targets: a *string, *Op, *bool,
+// *json.RawMessage (any value but null), *[]tape.Block (null: nil), **float64 (null: nil) or a
+// func() that reads the value. An unknown or repeated key fails.
+func (s *scanner) fields(names []string, targets ...any) {
+	var seen uint32
+	next := 0 // keys come in order, as Encoder writes them: try the next one first
+	s.object(func(key []byte) bool {
+		i := next
+		if i >= len(names) || names[i] != string(key) {
+			i = slices.Index(names, string(key))
+		}
+		if i < 0 || seen&(1<<i) != 0 {
+			return false
+		}
+		seen |= 1 << i
+		next = i + 1
+		switch p := targets[i].(type) {
+		case *string:
+			*p = s.str()
+		case *Op:
+			*p = Op(s.str())
+		case *bool:
+			*p = s.boolean()
+		case *json.RawMessage:
+			*p = s.raw()
+		case *[]tape.Block:
+			*p = s.blocks()
+		case **float64:
+			*p = nil
+			if !s.null() {
+				f := s.number()
+				*p = &f
+			}
+		case func():
+			p()
+		}
+		return true
+	})
 }
 
+// The keys of the objects of a call and a result.
+var (
+	resultKeys     = []string{"op", "id", "result"}
+	callKeys       = []string{"op", "id", "call", "recorded"}
+	toolCallKeys   = []string{"id", "name", "input", "kind"}
+	toolResultKeys = []string{"tool_call_id", "content", "is_error", "duration_ms"}
+	blockKeys      = []string{"type", "text", "id", "name", "input", "tool_call_id", "content", "is_error", "raw"}
+)
+
 func (s *scanner) toolResult(r *tape.ToolResult) {
-	var m seen
-	s.object(func(key []byte) bool {
-		switch string(key) {
-		case "tool_call_id":
-			r.ToolCallID = s.str()
-			return m.mark(0)
-		case "content":
-			r.Content = s.blocks()
-			return m.mark(1)
-		case "is_error":
-			r.IsError = s.boolean()
-			return m.mark(2)
-		case "duration_ms":
-			if s.null() {
-				r.DurationMS = nil
-			} else {
-				f := s.number()
-				r.DurationMS = &f
-			}
-			return m.mark(3)
-		}
-		return false
-	})
+	s.fields(toolResultKeys, &r.ToolCallID, &r.Content, &r.IsError, &r.DurationMS)
 }
 
 // blocks reads an array of blocks; null is a nil slice, [] an empty one.
@@ -432,7 +265,8 @@ func (s *scanner) blocks() []tape.Block {
 	}
 	for s.ok {
 		bs = append(bs, tape.Block{})
-		s.block(&bs[len(bs)-1])
+		k := &bs[len(bs)-1]
+		s.fields(blockKeys, &k.Type, &k.Text, &k.ID, &k.Name, &k.Input, &k.ToolCallID, &k.Content, &k.IsError, &k.Raw)
 		if s.next(',') {
 			continue
 		}
@@ -444,85 +278,18 @@ func (s *scanner) blocks() []tape.Block {
 	return bs
 }
 
-func (s *scanner) block(k *tape.Block) {
-	var m seen
-	s.object(func(key []byte) bool {
-		switch string(key) {
-		case "type":
-			k.Type = s.str()
-			return m.mark(0)
-		case "text":
-			k.Text = s.str()
-			return m.mark(1)
-		case "id":
-			k.ID = s.str()
-			return m.mark(2)
-		case "name":
-			k.Name = s.str()
-			return m.mark(3)
-		case "input":
-			k.Input = s.raw()
-			return m.mark(4)
-		case "tool_call_id":
-			k.ToolCallID = s.str()
-			return m.mark(5)
-		case "content":
-			k.Content = s.blocks()
-			return m.mark(6)
-		case "is_error":
-			k.IsError = s.boolean()
-			return m.mark(7)
-		case "raw":
-			k.Raw = s.raw()
-			return m.mark(8)
-		}
-		return false
-	})
-}
-
 // decodeCall reads a call line by hand; false means: use encoding/json.
 func decodeCall(line []byte, c *Call) bool {
 	s := scanner{b: line, ok: true}
-	var m seen
-	s.object(func(key []byte) bool {
-		switch string(key) {
-		case "op":
-			c.Op = Op(s.str())
-			return m.mark(0)
-		case "id":
-			c.ID = s.str()
-			return m.mark(1)
-		case "call":
-			var cm seen
-			s.object(func(key []byte) bool {
-				switch string(key) {
-				case "id":
-					c.Call.ID = s.str()
-					return cm.mark(0)
-				case "name":
-					c.Call.Name = s.str()
-					return cm.mark(1)
-				case "input":
-					c.Call.Input = s.raw()
-					return cm.mark(2)
-				case "kind":
-					c.Call.Kind = s.str()
-					return cm.mark(3)
-				}
-				return false
-			})
-			return m.mark(2)
-		case "recorded":
-			if s.null() {
-				c.Recorded = nil
-			} else {
-				c.Recorded = &tape.ToolResult{}
-				s.toolResult(c.Recorded)
-			}
-			return m.mark(3)
+	call := func() { s.fields(toolCallKeys, &c.Call.ID, &c.Call.Name, &c.Call.Input, &c.Call.Kind) }
+	recorded := func() {
+		c.Recorded = nil
+		if !s.null() {
+			c.Recorded = &tape.ToolResult{}
+			s.toolResult(c.Recorded)
 		}
-		return false
-	})
+	}
+	s.fields(callKeys, &c.Op, &c.ID, call, recorded)
 	s.end()
 	return s.ok
 }
@@ -530,21 +297,8 @@ func decodeCall(line []byte, c *Call) bool {
 // decodeResult reads a result line by hand; false means: use encoding/json.
 func decodeResult(line []byte, r *Result) bool {
 	s := scanner{b: line, ok: true}
-	var m seen
-	s.object(func(key []byte) bool {
-		switch string(key) {
-		case "op":
-			r.Op = Op(s.str())
-			return m.mark(0)
-		case "id":
-			r.ID = s.str()
-			return m.mark(1)
-		case "result":
-			s.toolResult(&r.Result)
-			return m.mark(2)
-		}
-		return false
-	})
+	result := func() { s.toolResult(&r.Result) }
+	s.fields(resultKeys, &r.Op, &r.ID, result)
 	s.end()
 	return s.ok
 }

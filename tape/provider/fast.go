@@ -133,6 +133,90 @@ func fastFields(d *scanner, names []string, f func(field int) error) error {
 	}
 }
 
+// fastTargets reads an object's fields (as fastFields) into the target at each name's
+// place: a *string or *bool with optString or optBool, where a value of another type sets
+// the field's bit in bad; a *[]byte takes the value's bytes, a *json.RawMessage a copy;
+// a func() error reads the value itself.
+func fastTargets(d *scanner, names []string, targets ...any) (bad uint16, err error) {
+	err = fastFields(d, names, func(field int) error {
+		var b bool
+		var err error
+		switch p := targets[field].(type) {
+		case *string:
+			b, err = d.optString(p)
+		case *bool:
+			b, err = d.optBool(p)
+		case *[]byte:
+			*p, err = d.raw()
+		case *json.RawMessage:
+			*p, err = d.kept()
+		case func() error:
+			err = p()
+		}
+		if b {
+			bad |= 1 << field
+		}
+		return err
+	})
+	return bad, err
+}
+
+// fastList calls f for each element of an array; null is no elements.
+func fastList(d *scanner, f func() error) error {
+	if null, err := d.nullOr('['); null || err != nil {
+		return err
+	}
+	return fastArray(d, f)
+}
+
+// fastTools reads a request's tools: of each entry its type, name and description and the
+// raw value of schemaKey, which tool makes into the tool (a null entry is all empty). An
+// entry that is not an object, or a field of the wrong type, takes the slow path.
+func fastTools(d *scanner, schemaKey string, tool func(typ string, t tape.Tool, schema json.RawMessage) tape.Tool) ([]tape.Tool, error) {
+	var tools []tape.Tool
+	err := fastList(d, func() error {
+		var typ string
+		var t tape.Tool
+		var schema json.RawMessage
+		switch d.peek() {
+		case 'n':
+			if _, err := d.skip(); err != nil {
+				return err
+			}
+		case '{':
+			bad, err := fastTargets(d, []string{"type", "name", "description", schemaKey}, &typ, &t.Name, &t.Description, &schema)
+			if err == nil && bad != 0 {
+				err = errSlow
+			}
+			if err != nil {
+				return err
+			}
+		default:
+			return errSlow
+		}
+		tools = append(tools, tool(typ, t, schema))
+		return nil
+	})
+	return tools, err
+}
+
+// fastRequest reads a request object: the fields named in top but the last, which is
+// the stream flag, go to field (by index), every other field becomes a param.
+func fastRequest(raw []byte, top []string, field func(d *scanner, i int, r *request) error) (request, error) {
+	var r request
+	params, err := fastObject(raw, top, func(d *scanner, i int) error {
+		if i == len(top)-1 {
+			return fastStream(d, &r.stream)
+		}
+		return field(d, i, &r)
+	})
+	if err != nil {
+		return request{}, err
+	}
+	r.params = params
+	return r, nil
+}
+
 // str reads a string field; a type error takes the slow path.
 func fastString(d *scanner, dst *string) error {
 	bad, err := d.optString(dst)
@@ -163,14 +247,10 @@ func fastInt(d *scanner, dst *int) error {
 var anthropicTop = []string{"messages", "system", "tools", "stream"}
 
 func anthropicRequestFast(raw []byte) (request, error) {
-	var r request
-	params, err := fastObject(raw, anthropicTop, func(d *scanner, field int) error {
+	r, err := fastRequest(raw, anthropicTop, func(d *scanner, field int, r *request) error {
 		switch field {
 		case 0:
-			if null, err := d.nullOr('['); null || err != nil {
-				return err
-			}
-			return fastArray(d, func() error {
+			return fastList(d, func() error {
 				var m tape.Message
 				switch d.peek() {
 				case 'n':
@@ -226,55 +306,24 @@ func anthropicRequestFast(raw []byte) (request, error) {
 			r.system = strings.Join(texts, "\n")
 			return err
 		case 2:
-			if null, err := d.nullOr('['); null || err != nil {
-				return err
-			}
-			return fastArray(d, func() error {
-				var t tape.Tool
-				var typ string
-				switch d.peek() {
-				case 'n':
-					_, err := d.skip()
-					if err != nil {
-						return err
-					}
-				case '{':
-					err := fastFields(d, []string{"type", "name", "description", "input_schema"}, func(field int) error {
-						switch field {
-						case 0:
-							return fastString(d, &typ)
-						case 1:
-							return fastString(d, &t.Name)
-						case 2:
-							return fastString(d, &t.Description)
-						}
-						var err error
-						t.InputSchema, err = d.kept()
-						return err
-					})
-					if err != nil {
-						return err
-					}
-				default:
-					return errSlow
-				}
-				t.Kind = typ
+			var err error
+			r.tools, err = fastTools(d, "input_schema", func(typ string, t tape.Tool, schema json.RawMessage) tape.Tool {
+				t.Kind, t.InputSchema = typ, schema
 				if t.Kind == "" || t.Kind == "custom" {
 					t.Kind = "function"
 				}
 				if t.Name == "" {
 					t.Name = typ
 				}
-				r.tools = append(r.tools, t)
-				return nil
+				return t
 			})
+			return err
 		}
-		return fastStream(d, &r.stream)
+		return nil
 	})
 	if err != nil {
 		return request{}, err
 	}
-	r.params = params
 	if r.messages == nil {
 		r.messages = []tape.Message{}
 	}
@@ -314,63 +363,48 @@ func fastContent(d *scanner, item func() (tape.Block, error)) ([]tape.Block, err
 
 var anthropicBlockFields = []string{"type", "text", "thinking", "id", "name", "input", "tool_use_id", "content", "is_error"}
 
-func anthropicBlockFast(d *scanner) (tape.Block, error) {
+// fastBlock reads a content block: null is an other block, an object (starting at start)
+// is read by object, anything else takes the slow path.
+func fastBlock(d *scanner, object func(start int) (tape.Block, error)) (tape.Block, error) {
 	switch d.peek() {
 	case 'n':
 		raw, err := d.raw()
 		return rawBlock(tape.BlockOther, raw), err
 	case '{':
-	default:
-		return tape.Block{}, errSlow
+		return object(d.i)
 	}
-	start := d.i
+	return tape.Block{}, errSlow
+}
+
+func anthropicBlockFast(d *scanner) (tape.Block, error) {
+	return fastBlock(d, func(start int) (tape.Block, error) { return anthropicObjectFast(d, start) })
+}
+
+// anthropicObjectFast reads a content block that is an object.
+func anthropicObjectFast(d *scanner, start int) (tape.Block, error) {
 	var (
 		typ, text, thinking, id, name, toolUseID string
 		input                                    []byte
-		content                                  []tape.Block
+		contents                                 []tape.Block
 		contentAt                                = -1
 		contentDone, isError                     bool
-		bad                                      uint16
 	)
-	err := fastFields(d, anthropicBlockFields, func(field int) error {
-		var b bool
-		var err error
-		switch field {
-		case 0:
-			b, err = d.optString(&typ)
-		case 1:
-			b, err = d.optString(&text)
-		case 2:
-			b, err = d.optString(&thinking)
-		case 3:
-			b, err = d.optString(&id)
-		case 4:
-			b, err = d.optString(&name)
-		case 5:
-			input, err = d.raw()
-		case 6:
-			b, err = d.optString(&toolUseID)
-		case 7:
-			// Read as a tool result's content whatever the type (which may come
-			// later); if that fails, skip it and see once the type is known.
-			d.ws()
-			at, depth := d.i, d.depth
-			if content, err = anthropicContentFast(d); err == nil {
-				contentDone = true
-			} else {
-				d.i, d.depth = at, depth
-				contentAt = at
-				content = nil
-				_, err = d.skip()
-			}
-		case 8:
-			b, err = d.optBool(&isError)
+	content := func() (err error) {
+		// Read as a tool result's content whatever the type (which may come later); if
+		// that fails, skip it and see once the type is known.
+		d.ws()
+		at, depth := d.i, d.depth
+		if contents, err = anthropicContentFast(d); err == nil {
+			contentDone = true
+			return nil
 		}
-		if b {
-			bad |= 1 << field
-		}
+		d.i, d.depth = at, depth
+		contentAt = at
+		contents = nil
+		_, err = d.skip()
 		return err
-	})
+	}
+	bad, err := fastTargets(d, anthropicBlockFields, &typ, &text, &thinking, &id, &name, &input, &toolUseID, content, &isError)
 	if err != nil {
 		return tape.Block{}, err
 	}
@@ -402,13 +436,13 @@ func anthropicBlockFast(d *scanner) (tape.Block, error) {
 		}
 		if !contentDone && contentAt >= 0 {
 			if err := d.at(contentAt, func() (err error) {
-				content, err = anthropicContentFast(d)
+				contents, err = anthropicContentFast(d)
 				return err
 			}); err != nil {
 				return tape.Block{}, err
 			}
 		}
-		return tape.Block{Type: tape.BlockToolResult, ToolCallID: toolUseID, Content: content, IsError: isError}, nil
+		return tape.Block{Type: tape.BlockToolResult, ToolCallID: toolUseID, Content: contents, IsError: isError}, nil
 	case "image":
 		return rawBlock(tape.BlockImage, raw), nil
 	}
@@ -418,8 +452,7 @@ func anthropicBlockFast(d *scanner) (tape.Block, error) {
 var responsesTop = []string{"input", "instructions", "tools", "stream"}
 
 func responsesRequestFast(raw []byte) (request, error) {
-	var r request
-	params, err := fastObject(raw, responsesTop, func(d *scanner, field int) error {
+	return fastRequest(raw, responsesTop, func(d *scanner, field int, r *request) error {
 		switch field {
 		case 0:
 			switch d.peek() {
@@ -449,55 +482,21 @@ func responsesRequestFast(raw []byte) (request, error) {
 			_, err := d.skip()
 			return err
 		case 2:
-			if null, err := d.nullOr('['); null || err != nil {
-				return err
-			}
-			return fastArray(d, func() error {
-				var t tape.Tool
-				var params json.RawMessage
-				switch d.peek() {
-				case 'n':
-					_, err := d.skip()
-					if err != nil {
-						return err
-					}
-				case '{':
-					err := fastFields(d, []string{"type", "name", "description", "parameters"}, func(field int) error {
-						switch field {
-						case 0:
-							return fastString(d, &t.Kind)
-						case 1:
-							return fastString(d, &t.Name)
-						case 2:
-							return fastString(d, &t.Description)
-						}
-						var err error
-						params, err = d.kept()
-						return err
-					})
-					if err != nil {
-						return err
-					}
-				default:
-					return errSlow
-				}
+			var err error
+			r.tools, err = fastTools(d, "parameters", func(typ string, t tape.Tool, params json.RawMessage) tape.Tool {
+				t.Kind = typ
 				if t.Kind == "function" {
 					t.InputSchema = params
 				}
 				if t.Name == "" {
 					t.Name = t.Kind
 				}
-				r.tools = append(r.tools, t)
-				return nil
+				return t
 			})
+			return err
 		}
-		return fastStream(d, &r.stream)
+		return nil
 	})
-	if err != nil {
-		return request{}, err
-	}
-	r.params = params
-	return r, nil
 }
 
 var responsesItemFields = []string{"type", "role", "content", "id", "call_id", "name", "arguments", "input", "action", "output", "summary"}
@@ -520,51 +519,37 @@ func responsesItemFast(d *scanner) (tape.Message, error) {
 		contentDone                             bool
 		action, output, contentRaw              []byte
 		summary                                 []string
-		bad                                     uint16
+		summaryBad                              bool
 	)
-	err := fastFields(d, responsesItemFields, func(field int) error {
-		var b bool
-		var err error
-		switch field {
-		case 0:
-			b, err = d.optString(&typ)
-		case 1:
-			b, err = d.optString(&rol)
-		case 2:
-			d.ws()
-			contentAt = d.i
-			if typ == "message" {
-				content, err = responsesContentFast(d)
-				contentDone = true
-			} else {
-				contentRaw, err = d.raw()
-			}
-		case 3:
-			b, err = d.optString(&id)
-		case 4:
-			b, err = d.optString(&callID)
-		case 5:
-			b, err = d.optString(&name)
-		case 6:
-			b, err = d.optString(&args)
-		case 7:
-			b, err = d.optString(&input)
-		case 8:
-			action, err = d.raw()
-		case 9:
-			d.ws()
-			outputAt = d.i
-			output, err = d.raw()
-		case 10:
-			summary, b, err = summaryFast(d)
-		}
-		if b {
-			bad |= 1 << field
+	contentField := func() (err error) {
+		d.ws()
+		contentAt = d.i
+		if typ == "message" {
+			content, err = responsesContentFast(d)
+			contentDone = true
+		} else {
+			contentRaw, err = d.raw()
 		}
 		return err
-	})
+	}
+	outputField := func() (err error) {
+		d.ws()
+		outputAt = d.i
+		output, err = d.raw()
+		return err
+	}
+	summaryField := func() (err error) {
+		var b bool
+		summary, b, err = summaryFast(d)
+		summaryBad = b
+		return err
+	}
+	bad, err := fastTargets(d, responsesItemFields, &typ, &rol, contentField, &id, &callID, &name, &args, &input, &action, outputField, summaryField)
 	if err != nil {
 		return tape.Message{}, err
+	}
+	if summaryBad {
+		bad |= 1 << 10
 	}
 	raw := d.b[start:d.i]
 	if bad&1 != 0 {
@@ -648,11 +633,8 @@ func summaryFast(d *scanner) (texts []string, bad bool, err error) {
 			_, err := d.skip()
 			return err
 		}
-		err := fastFields(d, []string{"text"}, func(int) error {
-			b, err := d.optString(&text)
-			bad = bad || b
-			return err
-		})
+		b, err := fastTargets(d, []string{"text"}, &text)
+		bad = bad || b != 0
 		texts = append(texts, text)
 		return err
 	})
@@ -662,44 +644,26 @@ func summaryFast(d *scanner) (texts []string, bad bool, err error) {
 // responsesContentFast reads a message item's content or a call output.
 func responsesContentFast(d *scanner) ([]tape.Block, error) {
 	return fastContent(d, func() (tape.Block, error) {
-		switch d.peek() {
-		case 'n':
-			raw, err := d.raw()
-			return rawBlock(tape.BlockOther, raw), err
-		case '{':
-		default:
-			return tape.Block{}, errSlow
-		}
-		start := d.i
-		var typ, text string
-		var bad uint8
-		err := fastFields(d, responsesPartFields, func(field int) error {
-			dst := &text
-			if field == 0 {
-				dst = &typ
+		return fastBlock(d, func(start int) (tape.Block, error) {
+			var typ, text string
+			bad, err := fastTargets(d, responsesPartFields, &typ, &text)
+			if err != nil {
+				return tape.Block{}, err
 			}
-			b, err := d.optString(dst)
-			if b {
-				bad |= 1 << field
-			}
-			return err
-		})
-		if err != nil {
-			return tape.Block{}, err
-		}
-		if bad&1 != 0 {
-			return tape.Block{}, errSlow
-		}
-		switch typ {
-		case "input_text", "output_text", "text":
-			if bad != 0 {
+			if bad&1 != 0 {
 				return tape.Block{}, errSlow
 			}
-			return textBlock(text), nil
-		case "input_image":
-			return rawBlock(tape.BlockImage, d.b[start:d.i]), nil
-		}
-		return rawBlock(tape.BlockOther, d.b[start:d.i]), nil
+			switch typ {
+			case "input_text", "output_text", "text":
+				if bad != 0 {
+					return tape.Block{}, errSlow
+				}
+				return textBlock(text), nil
+			case "input_image":
+				return rawBlock(tape.BlockImage, d.b[start:d.i]), nil
+			}
+			return rawBlock(tape.BlockOther, d.b[start:d.i]), nil
+		})
 	})
 }
 

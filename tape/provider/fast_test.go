@@ -126,19 +126,25 @@ func FuzzAnthropicStreamFast(f *testing.F) {
 		"data: {\"type\":\"content_block_delta\",\"Index\":1.0,\"index\":0,\"delta\":{}}\n\n" +
 		"event: message_delta\ndata: {\"delta\":{\"stop_reason\":null},\"usage\":null,\"type\":null}\n\n"))
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		events := splitChunks([]tape.Chunk{{Data: string(stream)}})
-		got, err := anthropicStreamFast(events)
-		if err != nil {
-			return
-		}
-		want, err := anthropicStreamSlow(events)
-		if err != nil {
-			t.Fatalf("the fast path accepts what the slow path rejects (%v): %q", err, stream)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("fast and slow paths differ on %q:\n%#v\n%#v", stream, got, want)
-		}
+		checkStreamFast(t, string(stream))
 	})
+}
+
+// checkStreamFast fails when the fast path reads a stream the slow path rejects, or reads
+// it otherwise.
+func checkStreamFast(t *testing.T, stream string) {
+	events := splitChunks([]tape.Chunk{{Data: stream}})
+	got, err := anthropicStreamFast(events)
+	if err != nil {
+		return
+	}
+	want, err := anthropicStreamSlow(events)
+	if err != nil {
+		t.Fatalf("the fast path accepts what the slow path rejects (%v): %q", err, stream)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("fast and slow paths differ on %q:\n%#v\n%#v", stream, got, want)
+	}
 }
 
 // TestAnthropicStreamFastTaken checks that recorded streams do not fall back to the slow
@@ -170,18 +176,7 @@ func FuzzAnthropicStreamBlocks(f *testing.F) {
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":" + delta2 + "}}\n\n" +
 			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n"
-		events := splitChunks([]tape.Chunk{{Data: stream}})
-		got, err := anthropicStreamFast(events)
-		if err != nil {
-			return
-		}
-		want, err := anthropicStreamSlow(events)
-		if err != nil {
-			t.Fatalf("the fast path accepts what the slow path rejects (%v): %q", err, stream)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("fast and slow paths differ on %q:\n%#v\n%#v", stream, got, want)
-		}
+		checkStreamFast(t, stream)
 	})
 }
 

@@ -241,7 +241,7 @@ func (s *scanner) fields(names []string, targets ...any) {
 var (
 	resultKeys     = []string{"op", "id", "result"}
 	callKeys       = []string{"op", "id", "call", "recorded"}
-	toolCallKeys   = []string{"id", "name", "input", "kind"}
+	toolCallKeys   = []string{"id", "name", "input", "kind", "namespace"}
 	toolResultKeys = []string{"tool_call_id", "content", "is_error", "duration_ms"}
 	blockKeys      = []string{"type", "text", "id", "name", "input", "tool_call_id", "content", "is_error", "raw"}
 )
@@ -281,7 +281,9 @@ func (s *scanner) blocks() []tape.Block {
 // decodeCall reads a call line by hand; false means: use encoding/json.
 func decodeCall(line []byte, c *Call) bool {
 	s := scanner{b: line, ok: true}
-	call := func() { s.fields(toolCallKeys, &c.Call.ID, &c.Call.Name, &c.Call.Input, &c.Call.Kind) }
+	call := func() {
+		s.fields(toolCallKeys, &c.Call.ID, &c.Call.Name, &c.Call.Input, &c.Call.Kind, &c.Call.Namespace)
+	}
 	recorded := func() {
 		c.Recorded = nil
 		if !s.null() {

@@ -750,10 +750,9 @@ func (d *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info 
 	// The files belong to the container's user, who runs the tool calls. A numeric user goes
 	// into the headers; a name is left to the engine (CopyUIDGID), which looks it up in the
 	// container's passwd file and fails for a user missing there, numeric ones included.
-	owner, byName := kit.OwnerOf(d.user)
 	// Tar verifies the whole snapshot before it returns, and checks every entry again as the
 	// engine reads them.
-	rc, err := workspace.Tar(snapshot, info, owner)
+	rc, byName, err := kit.WorkspaceTar(snapshot, info, d.user)
 	if err != nil {
 		return fmt.Errorf("restore workspace in %s: %w", d.spec, err)
 	}

@@ -674,8 +674,7 @@ func (b *Backend) WriteFiles(ctx context.Context, dir string, files map[string]s
 }
 
 func (b *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
-	owner, _ := kit.OwnerOf(b.user)
-	rc, err := workspace.Tar(snapshot, info, owner)
+	rc, _, err := kit.WorkspaceTar(snapshot, info, b.user)
 	if err != nil {
 		return fmt.Errorf("restore workspace in %s: %w", b.spec, err)
 	}

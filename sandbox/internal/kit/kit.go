@@ -3,6 +3,8 @@ package kit
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,6 +83,15 @@ func OwnerOf(user string) (owner workspace.Owner, byName bool) {
 		}
 	}
 	return workspace.Owner{UID: uid, GID: gid}, false
+}
+
+// WorkspaceTar opens a workspace snapshot as the tar stream a container's or pod's user
+// gets (workspace.Tar verifies it first): the entries are owned by user when it is numeric,
+// else byName says that the engine must resolve the name (see OwnerOf).
+func WorkspaceTar(snapshot *os.File, info workspace.Info, user string) (rc io.ReadCloser, byName bool, err error) {
+	owner, byName := OwnerOf(user)
+	rc, err = workspace.Tar(snapshot, info, owner)
+	return rc, byName, err
 }
 
 // IsOCIExecFailure recognizes the runtime's message for a command it could not start (not

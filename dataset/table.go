@@ -44,43 +44,30 @@ type column struct {
 	goType   reflect.Type // the field's type
 }
 
+// kinds gives each kind its feature in a Hugging Face card (dtype or list; the name is the
+// column's) and its Arrow type.
+var kinds = [...]struct {
+	hf    Feature
+	arrow arrow.DataType
+}{
+	kString:    {Feature{Dtype: "string"}, arrow.BinaryTypes.String},
+	kInt64:     {Feature{Dtype: "int64"}, arrow.PrimitiveTypes.Int64},
+	kFloat64:   {Feature{Dtype: "float64"}, arrow.PrimitiveTypes.Float64},
+	kBool:      {Feature{Dtype: "bool"}, arrow.FixedWidthTypes.Boolean},
+	kTimestamp: {Feature{Dtype: "timestamp[us, tz=UTC]"}, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	kStrings:   {Feature{List: "string"}, arrow.ListOf(arrow.BinaryTypes.String)},
+	kBinary:    {Feature{Dtype: "binary"}, arrow.BinaryTypes.Binary},
+}
+
 // hfType is the column's feature in a Hugging Face card (dtype or list).
 func (c column) hfType() Feature {
-	switch c.kind {
-	case kInt64:
-		return Feature{Name: c.name, Dtype: "int64"}
-	case kFloat64:
-		return Feature{Name: c.name, Dtype: "float64"}
-	case kBool:
-		return Feature{Name: c.name, Dtype: "bool"}
-	case kTimestamp:
-		return Feature{Name: c.name, Dtype: "timestamp[us, tz=UTC]"}
-	case kStrings:
-		return Feature{Name: c.name, List: "string"}
-	case kBinary:
-		return Feature{Name: c.name, Dtype: "binary"}
-	}
-	return Feature{Name: c.name, Dtype: "string"}
+	f := kinds[c.kind].hf
+	f.Name = c.name
+	return f
 }
 
 // arrowType is the column's Arrow type.
-func (c column) arrowType() arrow.DataType {
-	switch c.kind {
-	case kInt64:
-		return arrow.PrimitiveTypes.Int64
-	case kFloat64:
-		return arrow.PrimitiveTypes.Float64
-	case kBool:
-		return arrow.FixedWidthTypes.Boolean
-	case kTimestamp:
-		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
-	case kStrings:
-		return arrow.ListOf(arrow.BinaryTypes.String)
-	case kBinary:
-		return arrow.BinaryTypes.Binary
-	}
-	return arrow.BinaryTypes.String
-}
+func (c column) arrowType() arrow.DataType { return kinds[c.kind].arrow }
 
 // table describes a row type R: its columns, in struct order.
 type table struct {

@@ -271,25 +271,16 @@ func (v *validator) checkCard() {
 	if !slices.Equal(got.SizeCategories, want.SizeCategories) {
 		bad("size_categories", "%v, the files hold %v", got.SizeCategories, want.SizeCategories)
 	}
-	for _, w := range want.Configs {
-		i := slices.IndexFunc(got.Configs, func(c CardConfig) bool { return c.ConfigName == w.ConfigName })
-		field := "configs[" + w.ConfigName + "]"
-		if i < 0 {
-			bad("configs", "no config %s, the files hold one", w.ConfigName)
-			continue
-		}
-		g := got.Configs[i]
+	configName := func(c CardConfig) string { return c.ConfigName }
+	eachConfig("configs", want.Configs, got.Configs, configName, "no config %s, the files hold one", bad, func(w, g CardConfig, field string) {
 		if !slices.Equal(g.DataFiles, w.DataFiles) {
 			bad(field+".data_files", "%v, the files are %v", g.DataFiles, w.DataFiles)
 		}
 		if g.Default != w.Default {
 			bad(field+".default", "%v, want %v", g.Default, w.Default)
 		}
-	}
+	})
 	for _, g := range got.Configs {
-		if !slices.ContainsFunc(want.Configs, func(c CardConfig) bool { return c.ConfigName == g.ConfigName }) {
-			bad("configs", "config %s has no files", g.ConfigName)
-		}
 		for _, df := range g.DataFiles {
 			matches, err := filepath.Glob(filepath.Join(v.dir, filepath.FromSlash(df.Path)))
 			if err != nil || len(matches) == 0 {
@@ -297,14 +288,8 @@ func (v *validator) checkCard() {
 			}
 		}
 	}
-	for _, w := range want.DatasetInfo {
-		i := slices.IndexFunc(got.DatasetInfo, func(c ConfigInfo) bool { return c.ConfigName == w.ConfigName })
-		field := "dataset_info[" + w.ConfigName + "]"
-		if i < 0 {
-			bad("dataset_info", "no entry for config %s", w.ConfigName)
-			continue
-		}
-		g := got.DatasetInfo[i]
+	infoName := func(c ConfigInfo) string { return c.ConfigName }
+	eachConfig("dataset_info", want.DatasetInfo, got.DatasetInfo, infoName, "no entry for config %s", bad, func(w, g ConfigInfo, field string) {
 		if !slices.Equal(g.Features, w.Features) {
 			bad(field+".features", "%s; the files' schema gives %s", featureList(g.Features), featureList(w.Features))
 		}
@@ -317,10 +302,25 @@ func (v *validator) checkCard() {
 		if g.DatasetSize != w.DatasetSize {
 			bad(field+".dataset_size", "%d, the files hold %d bytes", g.DatasetSize, w.DatasetSize)
 		}
+	})
+}
+
+// eachConfig pairs the entries of want and got of a card section by config name: match
+// compares a pair (field names the entry), a want without a got is missing (a format of
+// the name), and a got without a want has no files.
+func eachConfig[T any](section string, want, got []T, name func(T) string, missing string,
+	bad func(field, format string, args ...any), match func(w, g T, field string)) {
+	for _, w := range want {
+		i := slices.IndexFunc(got, func(c T) bool { return name(c) == name(w) })
+		if i < 0 {
+			bad(section, missing, name(w))
+			continue
+		}
+		match(w, got[i], section+"["+name(w)+"]")
 	}
-	for _, g := range got.DatasetInfo {
-		if !slices.ContainsFunc(want.DatasetInfo, func(c ConfigInfo) bool { return c.ConfigName == g.ConfigName }) {
-			bad("dataset_info", "config %s has no files", g.ConfigName)
+	for _, g := range got {
+		if !slices.ContainsFunc(want, func(c T) bool { return name(c) == name(g) }) {
+			bad(section, "config %s has no files", name(g))
 		}
 	}
 }
@@ -455,7 +455,13 @@ func (v *validator) readRows(ctx context.Context, tapes, steps []shardFile, seen
 		}
 		v.addAt(seq+1, Problem{File: v.rel(s.file), Row: s.row, Pointer: "tape_id", Message: fmt.Sprintf("step of tape %q, which has no row in the tapes table", s.v.TapeID)})
 	}
-	for _, f := range slices.Concat(tapes, steps) {
+	return v.checkNumBytes(slices.Concat(tapes, steps), bytesOf, seq+1)
+}
+
+// checkNumBytes checks the byte count each Parquet file of files records (metaNumBytes)
+// against bytesOf, what its rows hold, and reports a difference at seq.
+func (v *validator) checkNumBytes(files []shardFile, bytesOf map[string]int64, seq int64) error {
+	for _, f := range files {
 		if f.ext != "parquet" {
 			continue
 		}
@@ -466,7 +472,7 @@ func (v *validator) readRows(ctx context.Context, tapes, steps []shardFile, seen
 		recorded, _ := p.lookup(metaNumBytes)
 		p.Close()
 		if want := strconv.FormatInt(bytesOf[f.path], 10); recorded != want {
-			v.addAt(seq+1, Problem{File: v.rel(f.path), Row: -1, Pointer: metaNumBytes, Message: fmt.Sprintf("records %q, the rows hold %s bytes", recorded, want)})
+			v.addAt(seq, Problem{File: v.rel(f.path), Row: -1, Pointer: metaNumBytes, Message: fmt.Sprintf("records %q, the rows hold %s bytes", recorded, want)})
 		}
 	}
 	return nil
@@ -594,21 +600,7 @@ func (v *validator) checkWorkspaces(ctx context.Context, split string, files []s
 				Message: fmt.Sprintf("%s: workspace_included, but the workspaces table of split %s does not hold this snapshot", d, split)})
 		}
 	}
-	for _, f := range files {
-		if f.ext != "parquet" {
-			continue
-		}
-		p, err := openParquet(f.path)
-		if err != nil {
-			return err
-		}
-		recorded, _ := p.lookup(metaNumBytes)
-		p.Close()
-		if want := strconv.FormatInt(bytesOf[f.path], 10); recorded != want {
-			v.addAt(afterTapes, Problem{File: v.rel(f.path), Row: -1, Pointer: metaNumBytes, Message: fmt.Sprintf("records %q, the rows hold %s bytes", recorded, want)})
-		}
-	}
-	return nil
+	return v.checkNumBytes(files, bytesOf, afterTapes)
 }
 
 type columnDiff struct {

@@ -189,23 +189,14 @@ func (d *decoder) object(sh *shape) (any, error) {
 }
 
 func (d *decoder) objectBody(sh *shape) (any, error) {
-	d.i++ // {
 	m := make(map[string]any)
-	d.ws()
-	if d.i < len(d.data) && d.data[d.i] == '}' {
-		d.i++
-		return m, nil
-	}
-	for {
-		if err := d.keyStart(); err != nil {
-			return nil, err
-		}
+	err := d.members(func() error {
 		key, child, err := d.key(sh)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := d.colon(); err != nil {
-			return nil, err
+			return err
 		}
 		var v any
 		if d.ws(); child != nil && child.mode == modeOpen && d.i < len(d.data) && d.data[d.i] == '{' {
@@ -213,16 +204,33 @@ func (d *decoder) objectBody(sh *shape) (any, error) {
 		} else {
 			v, err = d.value(child)
 		}
-		if err != nil {
-			return nil, err
-		}
 		m[key] = v
-		more, err := d.nextMember()
-		if err != nil {
-			return nil, err
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// members reads the object whose '{' comes next: member reads each member, from its key
+// to the end of its value.
+func (d *decoder) members(member func() error) error {
+	d.i++ // {
+	d.ws()
+	if d.i < len(d.data) && d.data[d.i] == '}' {
+		d.i++
+		return nil
+	}
+	for {
+		if err := d.keyStart(); err != nil {
+			return err
 		}
-		if !more {
-			return m, nil
+		if err := member(); err != nil {
+			return err
+		}
+		if more, err := d.nextMember(); err != nil || !more {
+			return err
 		}
 	}
 }

@@ -96,23 +96,14 @@ func (d *decoder) objectReusing(prev *openMemo) (*openMemo, error) {
 		vals:  make([][]byte, 0, len(prev.keys)),
 		elems: make([][][]byte, 0, len(prev.keys)),
 	}
-	d.i++ // {
-	d.ws()
-	if d.i < len(d.data) && d.data[d.i] == '}' {
-		d.i++
-		return m, nil
-	}
-	for {
-		if err := d.keyStart(); err != nil {
-			return nil, err
-		}
+	err := d.members(func() error {
 		start, end, err := d.scanString()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		key := d.data[start:end]
 		if err := d.colon(); err != nil {
-			return nil, err
+			return err
 		}
 		var cand []byte
 		var candElems [][]byte
@@ -131,24 +122,22 @@ func (d *decoder) objectReusing(prev *openMemo) (*openMemo, error) {
 			elems = candElems
 		case d.i < len(d.data) && d.data[d.i] == '[':
 			if elems, err = d.arrayReusing(candElems); err != nil {
-				return nil, err
+				return err
 			}
 		default:
 			if err := d.skip(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		m.keys = append(m.keys, key)
 		m.vals = append(m.vals, d.data[vs:d.i])
 		m.elems = append(m.elems, elems)
-		more, err := d.nextMember()
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return m, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return m, nil
 }
 
 // arrayReusing is skip for an array, taking over the elements of prev that come again at

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
@@ -22,6 +23,36 @@ type stsSession struct {
 	// Provider is the tape's wire format, which an import needs to rebuild its
 	// normalized requests in the same form.
 	Provider string `json:"provider,omitempty"`
+	// Calls holds, by call id, what STS messages have no field for: a call's kind
+	// (freeform) and namespace, and whether its result was an error. Only calls with one of
+	// them are listed.
+	Calls map[string]stsCallMeta `json:"calls,omitempty"`
+	// Steps holds, for each assistant message in order (each a model call), its usage and
+	// stop reason, which STS messages have no field for either.
+	Steps []stsStepMeta `json:"steps,omitempty"`
+}
+
+// stsStepMeta is what a session header says of one model call.
+type stsStepMeta struct {
+	Usage      tape.Usage `json:"usage"`
+	StopReason string     `json:"stopReason,omitempty"`
+}
+
+// stsCallMeta is what a session header says of one call.
+type stsCallMeta struct {
+	Kind        string `json:"kind,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	ResultError bool   `json:"resultError,omitempty"`
+}
+
+// call updates what the header says of call id.
+func (h *stsSession) call(id string, f func(*stsCallMeta)) {
+	if h.Calls == nil {
+		h.Calls = map[string]stsCallMeta{}
+	}
+	m := h.Calls[id]
+	f(&m)
+	h.Calls[id] = m
 }
 
 type stsLine struct {
@@ -73,6 +104,22 @@ func ExportSTS(tp *tape.Tape) ([]File, error) {
 		if th.Parent != nil {
 			head.Parent = th.Parent
 		}
+		for _, st := range th.Steps {
+			head.Steps = append(head.Steps, stsStepMeta{Usage: st.Response.Usage, StopReason: st.Response.StopReason})
+			for _, c := range st.ToolCalls {
+				if c.Kind == "custom" {
+					head.call(c.ID, func(m *stsCallMeta) { m.Kind = c.Kind })
+				}
+				if c.Namespace != "" {
+					head.call(c.ID, func(m *stsCallMeta) { m.Namespace = c.Namespace })
+				}
+			}
+			for _, r := range st.ToolResults {
+				if r.IsError {
+					head.call(r.ToolCallID, func(m *stsCallMeta) { m.ResultError = true })
+				}
+			}
+		}
 		lines := []any{head}
 		msg := func(m stsMessage) { lines = append(lines, stsLine{Type: "message", Message: m}) }
 		if s := th.Steps[0].Request.System; s != "" {
@@ -103,7 +150,7 @@ func ExportSTS(tp *tape.Tape) ([]File, error) {
 				at = *s.Timing.NextRequestAt
 			}
 			for _, r := range s.ToolResults {
-				msg(stsMessage{Role: "tool", ToolCallID: r.ToolCallID, Content: resultText(r), Timestamp: ms(at)})
+				msg(stsMessage{Role: "tool", ToolCallID: r.ToolCallID, Content: stsResultText(r), Timestamp: ms(at)})
 			}
 		}
 		b, err := jsonl(lines)
@@ -113,4 +160,20 @@ func ExportSTS(tp *tape.Tape) ([]File, error) {
 		files = append(files, File{Path: safeName(tp.Meta.TapeID) + "/" + safeName(th.ID) + ".jsonl", Data: b})
 	}
 	return files, nil
+}
+
+// stsResultText is a tool result as one string, its blocks one per line (as a simulator
+// joins them to compare a result, so that a result of several blocks, such as Claude Code's
+// Agent result, compares equal after a round trip).
+func stsResultText(r tape.ToolResult) string {
+	parts := make([]string, 0, len(r.Content))
+	for _, bl := range r.Content {
+		switch bl.Type {
+		case tape.BlockText:
+			parts = append(parts, bl.Text)
+		case tape.BlockImage:
+			parts = append(parts, "[image]")
+		}
+	}
+	return strings.Join(parts, "\n")
 }

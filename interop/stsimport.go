@@ -64,18 +64,20 @@ type stsThread struct {
 	provider tape.Provider
 }
 
-// stsReadSession is the header as the import reads it; tapeId, threadId, parent and
-// provider are the extra metadata TapeBox's own export writes.
+// stsReadSession is the header as the import reads it; tapeId, threadId, parent, provider,
+// calls and steps are the extra metadata TapeBox's own export writes.
 type stsReadSession struct {
-	Type     string       `json:"type"`
-	Harness  *string      `json:"harness"`
-	ID       string       `json:"id"`
-	Name     string       `json:"name"`
-	TapeID   string       `json:"tapeId"`
-	ThreadID string       `json:"threadId"`
-	Parent   *tape.Parent `json:"parent"`
-	Cwd      string       `json:"cwd"`
-	Provider string       `json:"provider"`
+	Type     string                 `json:"type"`
+	Harness  *string                `json:"harness"`
+	ID       string                 `json:"id"`
+	Name     string                 `json:"name"`
+	TapeID   string                 `json:"tapeId"`
+	ThreadID string                 `json:"threadId"`
+	Parent   *tape.Parent           `json:"parent"`
+	Cwd      string                 `json:"cwd"`
+	Provider string                 `json:"provider"`
+	Calls    map[string]stsCallMeta `json:"calls"`
+	Steps    []stsStepMeta          `json:"steps"`
 }
 
 // stsProvider is the provider a header names, when it is one a tape knows.
@@ -173,11 +175,16 @@ func readSTS(p string) (*stsThread, error) {
 					return fmt.Errorf("toolCalls[%d] (%s): %w", i, c.ID, err)
 				}
 				blocks = append(blocks, tape.Block{Type: tape.BlockToolUse, ID: c.ID, Name: c.Function.Name, Input: in})
-				st.ToolCalls = append(st.ToolCalls, tape.ToolCall{ID: c.ID, Name: c.Function.Name, Input: in, Kind: "function"})
+				meta := r.head.Calls[c.ID]
+				st.ToolCalls = append(st.ToolCalls, tape.ToolCall{ID: c.ID, Name: c.Function.Name, Input: in, Kind: cmpOr(meta.Kind, "function"), Namespace: meta.Namespace})
 				calls[c.ID] = st
 			}
 			st.Response.Content = append(st.Response.Content, blocks...)
 			st.Response.StopReason = stsStop(r.provider, len(m.ToolCalls) > 0)
+			if i := len(r.th.Steps); i < len(r.head.Steps) {
+				st.Response.Usage = r.head.Steps[i].Usage
+				st.Response.StopReason = cmpOr(r.head.Steps[i].StopReason, st.Response.StopReason)
+			}
 			r.th.Steps = append(r.th.Steps, st)
 			if r.provider == tape.ProviderOpenAIResponses {
 				// As the Responses adapter normalizes output items: one message each.
@@ -196,8 +203,9 @@ func readSTS(p string) (*stsThread, error) {
 			if text != "" {
 				content = append(content, tape.Block{Type: tape.BlockText, Text: text})
 			}
-			st.ToolResults = append(st.ToolResults, tape.ToolResult{ToolCallID: m.ToolCallID, Content: content})
-			res := tape.Block{Type: tape.BlockToolResult, ToolCallID: m.ToolCallID, Content: content}
+			isErr := r.head.Calls[m.ToolCallID].ResultError
+			st.ToolResults = append(st.ToolResults, tape.ToolResult{ToolCallID: m.ToolCallID, Content: content, IsError: isErr})
+			res := tape.Block{Type: tape.BlockToolResult, ToolCallID: m.ToolCallID, Content: content, IsError: isErr}
 			if r.provider == tape.ProviderAnthropic {
 				history = appendMessage(history, "user", []tape.Block{res})
 			} else {

@@ -18,11 +18,11 @@ import (
 // stsLost names what a tape loses in an STS round trip (export --to sts, import --from
 // sts); stsView leaves exactly these out.
 var stsLost = []string{
-	"raw bodies, headers and timing (an STS message has a millisecond timestamp, which the import reads into meta.started_at and ended.at only)",
-	"usage and stop reasons (an import gives the provider's stop reason for an answer with or without calls)",
+	"raw bodies, headers and timing (an STS message has a millisecond timestamp, which the import reads into meta.started_at and ended.at only; usage and stop reasons are kept in the header's extra metadata)",
 	"the request beyond the conversation: tools offered, params other than model, reminder blocks the harness adds",
-	"the order of blocks in an answer (thinking, then text, then calls) and the split of its text into blocks",
-	"a tool result's is_error, images, and a call's kind (freeform) and namespace",
+	"the order of blocks in an answer (thinking, then text, then calls) and the split of its text, or of a result's, into blocks (a result's blocks are joined one per line, as a simulator compares them)",
+	"blocks a tape keeps whole but STS has no field for, such as Codex's tool_search_call (which loads the multi_agent_v1 namespace: a Codex sub-agent tape through STS replays in executor mode, not in simulator mode)",
+	"a tool result's images (its text is kept; a call's kind and namespace and a result's is_error are kept in the header's extra metadata)",
 }
 
 // stsView is what an STS round trip keeps of a tape: per thread its parent and prompt,
@@ -45,15 +45,15 @@ func stsView(tp *tape.Tape) []string {
 					text.WriteString(b.Text)
 				}
 			}
-			out = append(out, fmt.Sprintf("  step %d model %s follow-up %q thinking %q text %q", i, stepModel(tp, s), followUp(th, i), think.String(), text.String()))
+			out = append(out, fmt.Sprintf("  step %d model %s follow-up %q thinking %q text %q usage %+v stop %s", i, stepModel(tp, s), followUp(th, i), think.String(), text.String(), s.Response.Usage, s.Response.StopReason))
 			for _, c := range s.ToolCalls {
 				var in any
 				_ = json.Unmarshal(c.Input, &in)
 				b, _ := json.Marshal(in)
-				out = append(out, fmt.Sprintf("    call %s %s %s", c.ID, c.Name, b))
+				out = append(out, fmt.Sprintf("    call %s %s %s kind %s namespace %q", c.ID, c.Name, b, cmpOr(c.Kind, "function"), c.Namespace))
 			}
 			for _, r := range s.ToolResults {
-				out = append(out, fmt.Sprintf("    result %s %q", r.ToolCallID, resultText(r)))
+				out = append(out, fmt.Sprintf("    result %s %q error %v", r.ToolCallID, stsResultText(r), r.IsError))
 			}
 		}
 	}
@@ -128,8 +128,8 @@ func TestSTSForeign(t *testing.T) {
 	assert.Equal(t, "main", th.ID)
 	require.Len(t, th.Steps, 2)
 	assert.Equal(t, "Be brief.", th.Steps[0].Request.System)
-	assert.Equal(t, []string{`thread main parent - prompt "list files"`, `  step 0 model llama-3 follow-up "" thinking "" text ""`,
-		`    call c1 ls {"path":"."}`, `    result c1 "a.txt"`, `  step 1 model llama-3 follow-up "" thinking "" text "One file."`}, stsView(tp))
+	assert.Equal(t, []string{`thread main parent - prompt "list files"`, `  step 0 model llama-3 follow-up "" thinking "" text "" usage {InputTokens:0 OutputTokens:0 CacheReadInputTokens:0 CacheCreationInputTokens:0 ReasoningTokens:0} stop `,
+		`    call c1 ls {"path":"."} kind function namespace ""`, `    result c1 "a.txt" error false`, `  step 1 model llama-3 follow-up "" thinking "" text "One file." usage {InputTokens:0 OutputTokens:0 CacheReadInputTokens:0 CacheCreationInputTokens:0 ReasoningTokens:0} stop `}, stsView(tp))
 	data, err := tape.Marshal(tp)
 	require.NoError(t, err)
 	require.NoError(t, schema.Validate(data))

@@ -155,30 +155,18 @@ func compareBytes(env *Env, recPath string, rec []byte, repPath string, rep []by
 	return controller.Compare(a, b), ExitOK
 }
 
-// writePage writes the page to path through a temporary file in the same directory, so a
-// reader never sees half a page and a failed write leaves no page.
+// writePage writes the page to path atomically (tape.CreateAtomic), so a reader never
+// sees half a page and a failed write leaves no page.
 func writePage(ctx context.Context, path string, o viewer.Options) error {
-	if err := tape.CheckOutput(path); err != nil {
-		return fmt.Errorf("write page %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	f, err := tape.CreateAtomic(path, 0o644)
 	if err != nil {
 		return fmt.Errorf("write page %s: %w", path, err)
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
+	defer f.Close()
 	if err := viewer.Write(ctx, f, o); err != nil {
-		f.Close()
 		return fmt.Errorf("write page %s: %w", path, err)
 	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("write page %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write page %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("write page %s: %w", path, err)
 	}
 	return nil

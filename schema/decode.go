@@ -528,7 +528,7 @@ func (d *decoder) scanStringAt() (start, end int, esc bool, err error) {
 // unescape decodes the content of a string already checked by scanStringAt into a new
 // string, as encoding/json does (invalid surrogates and UTF-8 become U+FFFD).
 func (d *decoder) unescape(raw []byte) string {
-	return string(jsonlex.Unquote(make([]byte, 0, len(raw)), raw))
+	return jsonlex.UnquoteString(raw)
 }
 
 // skip moves past one value, checking its syntax, without building anything. It keeps

@@ -126,7 +126,7 @@ func (s *scanner) str() string {
 	if f.Plain(body) {
 		return string(body)
 	}
-	return string(jsonlex.Unquote(make([]byte, 0, len(body)), body))
+	return jsonlex.UnquoteString(body)
 }
 
 // null consumes a null if one comes next.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MaxDepth is encoding/json's nesting limit; Skip and Compact refuse values nested deeper.
@@ -315,6 +316,14 @@ func skip(b []byte, i, depth int) (int, *Error) {
 func Valid(b []byte) bool {
 	end, err := Skip(b, Space(b, 0))
 	return err == nil && Space(b, end) == len(b)
+}
+
+// UnquoteString returns the value of a string body (as Unquote) as a new string, in one
+// allocation: string(Unquote(...)) would copy the buffer it just filled.
+func UnquoteString(body []byte) string {
+	b := Unquote(make([]byte, 0, len(body)), body)
+	// b is ours alone and never written again: it becomes the string.
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // Unquote appends to dst the value of a string body (the bytes between its quotes, already

@@ -118,3 +118,26 @@ func TestErrors(t *testing.T) {
 	line, col := jsonlex.LineCol([]byte("{\n  \"a\": x"), 9)
 	assert.Equal(t, [2]int{2, 8}, [2]int{line, col})
 }
+
+// unquoted keeps TestUnquoteString's results alive, so that they are allocated as in use.
+var unquoted string
+
+// TestUnquoteString: the value encoding/json gives each string, in one allocation (a
+// string(Unquote(...)) made two, doubling the schema decoder's bytes on escaped strings).
+func TestUnquoteString(t *testing.T) {
+	for _, tt := range []struct {
+		lit    string
+		allocs float64
+	}{
+		{`"plain"`, 1}, {`"tab\tquote\" slash\/ back\\"`, 1}, {`"\u00e9t\u00e9 \ud83d\ude00"`, 1},
+		{`"lone \ud800 surrogate"`, 1}, {`"` + strings.Repeat(`line\n`, 500) + `"`, 1},
+		{"\"bad \xff utf-8\"", 2}, // U+FFFD is longer than the byte it replaces: the buffer grows
+	} {
+		var want string
+		require.NoError(t, json.Unmarshal([]byte(tt.lit), &want), tt.lit)
+		body := []byte(tt.lit[1 : len(tt.lit)-1])
+		assert.Equal(t, want, jsonlex.UnquoteString(body), tt.lit)
+		allocs := testing.AllocsPerRun(10, func() { unquoted = jsonlex.UnquoteString(body) })
+		assert.Equal(t, tt.allocs, allocs, "allocations for %.20s", tt.lit)
+	}
+}

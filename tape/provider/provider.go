@@ -467,7 +467,7 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	if f.Plain(body) {
 		return string(body), true // no escapes: its bytes are its value
 	}
-	return string(jsonlex.Unquote(make([]byte, 0, len(body)), body)), true
+	return jsonlex.UnquoteString(body), true
 }
 
 func cut(s string, n int) string {

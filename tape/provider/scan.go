@@ -139,7 +139,7 @@ func (d *scanner) str() (string, error) {
 		return d.s[start+1 : end], nil
 	}
 	body := d.b[start+1 : end]
-	return string(jsonlex.Unquote(make([]byte, 0, len(body)), body)), nil
+	return jsonlex.UnquoteString(body), nil
 }
 
 // skip validates the next value and moves past it, returning where it starts.

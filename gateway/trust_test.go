@@ -255,12 +255,7 @@ func TestHopHeadersNotForwarded(t *testing.T) {
 			up.mu.Lock()
 			before := len(up.got)
 			up.mu.Unlock()
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			_, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			require.NoError(t, err)
-			require.Equal(t, http.StatusOK, resp.StatusCode)
+			resp := doOK(t, req)
 
 			up.mu.Lock()
 			require.Len(t, up.got, before+1)
@@ -328,12 +323,7 @@ func TestRecordRedactsHeadersByName(t *testing.T) {
 	for k, v := range harmless {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	_, err = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp := doOK(t, req)
 	require.NoError(t, g.Finish(tape.EndComplete, ""))
 
 	got := up.got[0]
@@ -484,4 +474,16 @@ func TestRecordKeepsBodiesAsSent(t *testing.T) {
 	assert.Equal(t, tape.Block{Type: tape.BlockThinking, Text: "Let me run it."}, assistant[0]) // its signature is in raw
 	assert.Equal(t, "toolu_01KeepMe", assistant[1].ID)
 	assert.JSONEq(t, `{"command":"true","session_id":7}`, string(assistant[1].Input))
+}
+
+// doOK sends req, reads the answer's body to its end and requires a 200.
+func doOK(t *testing.T, req *http.Request) *http.Response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return resp
 }

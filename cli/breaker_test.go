@@ -36,9 +36,7 @@ func budgetScript(n int) fakeprovider.Script {
 // recordBudget runs tapebox record with the helper agent and extra flags.
 func recordBudget(t *testing.T, out string, extra ...string) (int, string) {
 	t.Helper()
-	fp := fakeprovider.New(budgetScript(8))
-	require.NoError(t, fp.Start())
-	t.Cleanup(func() { fp.Close() })
+	fp := startProvider(t, budgetScript(8))
 	t.Chdir(t.TempDir())
 	t.Setenv(recordAgentEnv, "1")
 	var stdout, stderr syncBuffer

@@ -60,9 +60,7 @@ func TestRecord(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fp := fakeprovider.New(script)
-			require.NoError(t, fp.Start())
-			t.Cleanup(func() { fp.Close() })
+			fp := startProvider(t, script)
 			work := t.TempDir()
 			t.Chdir(work)
 			t.Setenv(recordAgentEnv, "1")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
@@ -36,7 +37,7 @@ func budgetScript(n int) fakeprovider.Script {
 // recordBudget runs tapebox record with the helper agent and extra flags.
 func recordBudget(t *testing.T, out string, extra ...string) (int, string) {
 	t.Helper()
-	fp := startProvider(t, budgetScript(8))
+	fp := testkit.NewProvider(t, budgetScript(8))
 	t.Chdir(t.TempDir())
 	t.Setenv(recordAgentEnv, "1")
 	var stdout, stderr syncBuffer

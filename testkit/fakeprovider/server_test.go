@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -643,4 +644,22 @@ func FuzzServe(f *testing.F) {
 			t.Fatalf("%d requests recorded, want 1", n)
 		}
 	})
+}
+
+// TestByModel: ByModel picks the thread by the request's model; another model, or a body
+// that is not JSON, gets no thread.
+func TestByModel(t *testing.T) {
+	match := fakeprovider.ByModel(map[string]string{"m1": "one", "m2": "two"})
+	assert.Equal(t, "one", match(&fakeprovider.Request{Body: []byte(`{"model":"m1"}`)}))
+	assert.Equal(t, "two", match(&fakeprovider.Request{Body: []byte(`{"model":"m2","messages":[]}`)}))
+	assert.Empty(t, match(&fakeprovider.Request{Body: []byte(`{"model":"m3"}`)}))
+	assert.Empty(t, match(&fakeprovider.Request{Body: []byte(`{oops`)}))
+
+	srv := start(t, fakeprovider.Script{Threads: []fakeprovider.Thread{
+		{Name: "one", Turns: []fakeprovider.Turn{{Text: "from one"}}},
+		{Name: "two", Turns: []fakeprovider.Turn{{Text: "from two"}}},
+	}, Match: match})
+	resp := post(t, srv.URL()+"/v1/messages", map[string]any{"model": "m2", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, fmt.Sprint(decode(t, resp)["content"]), "from two")
 }

@@ -20,6 +20,7 @@ import (
 
 	tbcorpus "github.com/tapebox/tapebox/corpus"
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/k8s"
 )
@@ -227,7 +228,7 @@ func BenchmarkK8s(b *testing.B) {
 	b.Run("k8s-pod-create-running", func(b *testing.B) {
 		cs := k8sClient(b)
 		pods := cs.CoreV1().Pods("default")
-		var lat latencies
+		var lat sandboxtest.Latencies
 		var zero int64
 		for i := 0; b.Loop(); i++ {
 			name := fmt.Sprintf("tapebox-bench-%d-%d", os.Getpid(), i)
@@ -249,12 +250,12 @@ func BenchmarkK8s(b *testing.B) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			lat.since(start)
+			lat.Time(start)
 			b.StopTimer()
 			_ = pods.Delete(b.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 			b.StartTimer()
 		}
-		lat.report(b)
+		lat.Report(b)
 	})
 	b.Run("docker-exec-stream", func(b *testing.B) {
 		sb := openTransport(b, sandbox.TransportStream)

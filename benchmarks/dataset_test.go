@@ -123,6 +123,18 @@ func decodeJSON(data []byte) error {
 	return dec.Decode(&v)
 }
 
+// benchDecodeFiles decodes every tape of the corpus with encoding/json, on every core
+// (decodeFiles).
+func benchDecodeFiles(b *testing.B) {
+	c := corpusOf(b)
+	b.SetBytes(c.bytes)
+	for b.Loop() {
+		if err := decodeFiles(b.Context(), c.paths); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // decodeFiles reads and decodes every file with encoding/json, on every core.
 func decodeFiles(ctx context.Context, paths []string) error {
 	g, _ := errgroup.WithContext(ctx)
@@ -193,15 +205,7 @@ func heapPeak() (stop func() uint64) {
 // (target: >= 2x DuckDB's MB/s in < 256 MB).
 func BenchmarkDatasetExport(b *testing.B) {
 	b.Run("duckdb-read-json", func(b *testing.B) { benchDuckDB(b, corpusOf(b)) })
-	b.Run("encoding-json-decode", func(b *testing.B) {
-		c := corpusOf(b)
-		b.SetBytes(c.bytes)
-		for b.Loop() {
-			if err := decodeFiles(b.Context(), c.paths); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("encoding-json-decode", benchDecodeFiles)
 	for _, f := range []struct {
 		name   string
 		format dataset.Format
@@ -333,15 +337,7 @@ func BenchmarkSchemaValidate(b *testing.B) {
 	}
 	b.Run("cores=1/encoding-json-decode", func(b *testing.B) { each(b, decodeJSON) })
 	b.Run("cores=1/schema-validate", func(b *testing.B) { each(b, schema.Validate) })
-	b.Run("cores=all/encoding-json-decode", func(b *testing.B) {
-		c := corpusOf(b)
-		b.SetBytes(c.bytes)
-		for b.Loop() {
-			if err := decodeFiles(b.Context(), c.paths); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("cores=all/encoding-json-decode", benchDecodeFiles)
 	b.Run("cores=all/schema-validate-files", func(b *testing.B) {
 		c := corpusOf(b)
 		if err := schema.ValidateFile(c.paths[0]); err != nil { // compiles the schema, off the clock

@@ -1,10 +1,7 @@
 package benchmarks
 
 import (
-	"bufio"
-	"encoding/binary"
 	"encoding/json"
-	"io"
 	"os/exec"
 	"slices"
 	"testing"
@@ -13,6 +10,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 )
 
@@ -39,7 +37,7 @@ import (
 //	local-pipes-floor      the same line echoed by cat
 //	tapebox-local          a Noop call through tapebox-exec serve (target: p50 <= 0.05 ms)
 func BenchmarkExecRoundTrip(b *testing.B) {
-	line, err := json.Marshal(noopCall)
+	line, err := json.Marshal(sandboxtest.NoopCall)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,33 +63,18 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		if err != nil {
 			b.Skipf("no docker CLI on PATH: %v", err)
 		}
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			if out, err := exec.CommandContext(b.Context(), bin, "exec", sb.ContainerID(), "true").CombinedOutput(); err != nil {
 				b.Fatalf("docker exec: %v: %s", err, out)
 			}
-			lat.since(start)
+			lat.Time(start)
 		}
-		lat.report(b)
+		lat.Report(b)
 	})
 
-	b.Run("docker-exec-per-call", func(b *testing.B) {
-		sb := inDocker(b)
-		var lat latencies
-		for b.Loop() {
-			start := time.Now()
-			res, err := sb.Exec(b.Context(), []string{"true"})
-			if err != nil {
-				b.Fatalf("exec: %v", err)
-			}
-			if res.ExitCode != 0 {
-				b.Fatalf("exec true: exit code %d: %s", res.ExitCode, res.Stderr)
-			}
-			lat.since(start)
-		}
-		lat.report(b)
-	})
+	b.Run("docker-exec-per-call", func(b *testing.B) { sandboxtest.BenchExec(b, inDocker(b), "true") })
 
 	// floorConn starts cat in the stream sandbox's container through a bare hijacked exec.
 	floorConn := func(b *testing.B) func() {
@@ -111,7 +94,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 			if _, err := resp.Conn.Write(line); err != nil {
 				b.Fatalf("write: %v", err)
 			}
-			if err := readStdout(resp.Reader, len(line)); err != nil {
+			if err := dockertest.ReadStdout(resp.Reader, len(line)); err != nil {
 				b.Fatalf("read the echo: %v", err)
 			}
 		}
@@ -119,13 +102,13 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 
 	b.Run("exec-stream-floor", func(b *testing.B) {
 		echo := floorConn(b)
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			echo()
-			lat.since(start)
+			lat.Time(start)
 		}
-		lat.report(b)
+		lat.Report(b)
 	})
 
 	b.Run("tapebox-session", func(b *testing.B) { noopRoundTrips(b, inDocker(b)) })
@@ -138,13 +121,13 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 			b.Fatalf("start the executor: %v", err)
 		}
 		defer sess.Close()
-		enc, dec := greet(b, sess, sb.Cwd())
-		var floor, session latencies
+		enc, dec := sandboxtest.Greet(b, sess, sb.Cwd())
+		var floor, session sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			echo()
 			mid := time.Now()
-			noop(b, sess, enc, dec)
+			sandboxtest.Noop(b, sess, enc, dec)
 			floor, session = append(floor, mid.Sub(start)), append(session, time.Since(mid))
 		}
 		slices.Sort(floor)
@@ -167,26 +150,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		return sb
 	}
 
-	b.Run("local-pipes-floor", func(b *testing.B) {
-		s, err := local(b).StartCommand(b.Context(), []string{"cat"})
-		if err != nil {
-			b.Fatalf("start cat: %v", err)
-		}
-		defer s.Close()
-		r := bufio.NewReader(s.Stdout)
-		var lat latencies
-		for b.Loop() {
-			start := time.Now()
-			if _, err := s.Stdin.Write(line); err != nil {
-				b.Fatalf("write: %v", err)
-			}
-			if _, err := r.ReadSlice('\n'); err != nil {
-				b.Fatalf("read the echo: %v", err)
-			}
-			lat.since(start)
-		}
-		lat.report(b)
-	})
+	b.Run("local-pipes-floor", func(b *testing.B) { sandboxtest.BenchCat(b, local(b), line) })
 
 	b.Run("tapebox-local", func(b *testing.B) { noopRoundTrips(b, local(b)) })
 }
@@ -211,31 +175,5 @@ func noopRoundTrips(b *testing.B, sb *sandbox.Sandbox) {
 		b.Fatalf("start the executor: %v", err)
 	}
 	defer s.Close()
-	enc, dec := greet(b, s, sb.Cwd())
-	var lat latencies
-	for b.Loop() {
-		start := time.Now()
-		noop(b, s, enc, dec)
-		lat.since(start)
-	}
-	lat.report(b)
-}
-
-// readStdout reads multiplexed exec stream frames (an 8-byte header: stream, 3 zero bytes,
-// big-endian size; then the payload) until n bytes of stdout have arrived.
-func readStdout(r *bufio.Reader, n int) error {
-	var hdr [8]byte
-	for got := 0; got < n; {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return err
-		}
-		size := int(binary.BigEndian.Uint32(hdr[4:]))
-		if _, err := r.Discard(size); err != nil {
-			return err
-		}
-		if hdr[0] == 1 {
-			got += size
-		}
-	}
-	return nil
+	sandboxtest.BenchNoop(b, s, sb.Cwd())
 }

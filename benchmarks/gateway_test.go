@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapebox/tapebox/internal/sandboxtest"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
 )
@@ -99,7 +100,7 @@ func BenchmarkGateway(b *testing.B) {
 		body := gatewayRequest(b, false)
 		sides(b, func(b *testing.B, base string) {
 			c := benchClient(b)
-			var lat latencies
+			var lat sandboxtest.Latencies
 			for b.Loop() {
 				start := time.Now()
 				resp := post(b, c, base, body)
@@ -108,9 +109,9 @@ func BenchmarkGateway(b *testing.B) {
 				if err != nil {
 					b.Fatalf("read the answer: %v", err)
 				}
-				lat.since(start)
+				lat.Time(start)
 			}
-			lat.report(b)
+			lat.Report(b)
 		})
 	})
 
@@ -119,7 +120,7 @@ func BenchmarkGateway(b *testing.B) {
 		sides(b, func(b *testing.B, base string) {
 			c := benchClient(b)
 			buf := make([]byte, 32<<10)
-			var lat latencies
+			var lat sandboxtest.Latencies
 			for b.Loop() {
 				start := time.Now()
 				resp := post(b, c, base, body)
@@ -127,14 +128,14 @@ func BenchmarkGateway(b *testing.B) {
 					resp.Body.Close()
 					b.Fatalf("read the first event: %v", err)
 				}
-				lat.since(start)
+				lat.Time(start)
 				_, err := io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if err != nil {
 					b.Fatalf("read the stream: %v", err)
 				}
 			}
-			lat.report(b)
+			lat.Report(b)
 		})
 	})
 }

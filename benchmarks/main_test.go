@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/internal/dockertest"
 	"github.com/tapebox/tapebox/sandbox"
-	"github.com/tapebox/tapebox/tape"
 )
 
 // scratch holds the directories shared by the whole run (the generated corpus, the
@@ -49,21 +47,6 @@ func TestMain(m *testing.M) {
 
 // ms converts a duration to milliseconds for ReportMetric.
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-// latencies collects per-iteration times and reports their median and 99th percentile.
-type latencies []time.Duration
-
-func (l *latencies) since(start time.Time) { *l = append(*l, time.Since(start)) }
-
-func (l latencies) report(b *testing.B) {
-	if len(l) == 0 {
-		return
-	}
-	s := slices.Clone(l)
-	slices.Sort(s)
-	b.ReportMetric(ms(s[len(s)/2]), "p50-ms")
-	b.ReportMetric(ms(s[len(s)*99/100]), "p99-ms")
-}
 
 // closeCtx bounds cleanup that must run even when the benchmark's context is done.
 func closeCtx(b *testing.B) (context.Context, context.CancelFunc) {
@@ -109,43 +92,4 @@ func closeSandbox(b *testing.B, sb *sandbox.Sandbox) {
 	if err := sb.Close(ctx); err != nil {
 		b.Errorf("close sandbox %s: %v", sb.Spec(), err)
 	}
-}
-
-// noopCall is a Claude Code TodoWrite call: the executor's Noop action, which answers with
-// the recorded result without touching the sandbox.
-var noopCall = protocol.Call{Op: protocol.OpCall, ID: "1",
-	Call: tape.ToolCall{ID: "toolu_1", Name: "TodoWrite", Input: []byte(`{"todos":[]}`)},
-	Recorded: &tape.ToolResult{ToolCallID: "toolu_1",
-		Content: []tape.Block{{Type: tape.BlockText, Text: "Todos have been modified successfully."}}},
-}
-
-// greet says hello on an executor session and returns its encoder and decoder.
-func greet(b *testing.B, s *sandbox.Session, cwd string) (*protocol.Encoder, *protocol.Decoder) {
-	b.Helper()
-	enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
-	if err := enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: cwd, Env: map[string]string{}}); err != nil {
-		b.Fatalf("send hello: %v; stderr: %s", err, s.Stderr())
-	}
-	if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
-		b.Fatalf("hello: %v %s; stderr: %s", err, rawOf(env), s.Stderr())
-	}
-	return enc, dec
-}
-
-// noop sends noopCall and waits for its result.
-func noop(b *testing.B, s *sandbox.Session, enc *protocol.Encoder, dec *protocol.Decoder) {
-	if err := enc.Encode(noopCall); err != nil {
-		b.Fatalf("send call: %v; stderr: %s", err, s.Stderr())
-	}
-	env, err := dec.Decode()
-	if err != nil || env.Result == nil {
-		b.Fatalf("result: %v %s; stderr: %s", err, rawOf(env), s.Stderr())
-	}
-}
-
-func rawOf(env *protocol.Envelope) string {
-	if env == nil {
-		return ""
-	}
-	return string(env.Raw)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkSandboxReady(b *testing.B) {
 		cli := dockertest.Client(b)
 		cfg := &container.Config{Image: dockertest.SandboxImage, Cmd: []string{"sleep", "infinity"},
 			Labels: map[string]string{dockertest.Label: b.Name()}}
-		var lat latencies
+		var lat sandboxtest.Latencies
 		for b.Loop() {
 			start := time.Now()
 			c, err := cli.ContainerCreate(b.Context(), cfg, hc, nil, nil, "")
@@ -33,7 +34,7 @@ func BenchmarkSandboxReady(b *testing.B) {
 				b.Fatalf("create: %v", err)
 			}
 			err = cli.ContainerStart(b.Context(), c.ID, container.StartOptions{})
-			lat.since(start)
+			lat.Time(start)
 			b.StopTimer()
 			dockertest.Remove(b, c.ID)
 			if err != nil {
@@ -41,7 +42,7 @@ func BenchmarkSandboxReady(b *testing.B) {
 			}
 			b.StartTimer()
 		}
-		lat.report(b)
+		lat.Report(b)
 	}
 	b.Run("docker-create-start", func(b *testing.B) { bare(b, &container.HostConfig{}) })
 	b.Run("docker-create-start-nonet", func(b *testing.B) { bare(b, &container.HostConfig{NetworkMode: "none"}) })
@@ -66,7 +67,7 @@ func sandboxReady(b *testing.B, spec string, opts sandbox.Options) {
 			closeSandbox(b, sb)
 		}
 	}()
-	var lat latencies
+	var lat sandboxtest.Latencies
 	for b.Loop() {
 		start := time.Now()
 		var err error
@@ -78,13 +79,13 @@ func sandboxReady(b *testing.B, spec string, opts sandbox.Options) {
 		if err != nil {
 			b.Fatalf("start the executor: %v", err)
 		}
-		greet(b, s, sb.Cwd())
-		lat.since(start)
+		sandboxtest.Greet(b, s, sb.Cwd())
+		lat.Time(start)
 		b.StopTimer()
 		s.Close()
 		closeSandbox(b, sb)
 		sb = nil
 		b.StartTimer()
 	}
-	lat.report(b)
+	lat.Report(b)
 }

@@ -63,53 +63,53 @@ func (gf *gatewayFlags) breaker(env *Env, verb string, cfg *gateway.Config) erro
 // readSigningKey reads an ed25519 private key: 64 hex digits of seed, 128 of key, or PEM
 // PKCS#8 ("openssl genpkey -algorithm ed25519").
 func readSigningKey(path string) (ed25519.PrivateKey, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if blk, _ := pem.Decode(b); blk != nil {
-		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+	return readKey(path, x509.ParsePKCS8PrivateKey, func(text string) (ed25519.PrivateKey, error) {
+		raw, err := hex.DecodeString(text)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("neither PEM nor hex: %w", err)
+		case len(raw) == ed25519.SeedSize:
+			return ed25519.NewKeyFromSeed(raw), nil
+		case len(raw) == ed25519.PrivateKeySize:
+			return ed25519.PrivateKey(raw), nil
 		}
-		key, ok := k.(ed25519.PrivateKey)
-		if !ok {
-			return nil, fmt.Errorf("%s: a %T, not an ed25519 key", path, k)
-		}
-		return key, nil
-	}
-	raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%s: neither PEM nor hex: %w", path, err)
-	case len(raw) == ed25519.SeedSize:
-		return ed25519.NewKeyFromSeed(raw), nil
-	case len(raw) == ed25519.PrivateKeySize:
-		return ed25519.PrivateKey(raw), nil
-	}
-	return nil, fmt.Errorf("%s: %d bytes: want a 32-byte seed or a 64-byte key", path, len(raw))
+		return nil, fmt.Errorf("%d bytes: want a 32-byte seed or a 64-byte key", len(raw))
+	})
 }
 
 // readPublicKey reads an ed25519 public key: 64 hex digits, or PEM PKIX.
 func readPublicKey(path string) (ed25519.PublicKey, error) {
+	return readKey(path, x509.ParsePKIXPublicKey, func(text string) (ed25519.PublicKey, error) {
+		raw, err := hex.DecodeString(text)
+		if err != nil || len(raw) != ed25519.PublicKeySize {
+			return nil, errors.New("want 64 hex digits or PEM of an ed25519 public key")
+		}
+		return ed25519.PublicKey(raw), nil
+	})
+}
+
+// readKey reads the key file path: a PEM block's bytes go to parsePEM, whose key must be a K;
+// any other content, trimmed, goes to parseHex. Errors name path.
+func readKey[K any](path string, parsePEM func([]byte) (any, error), parseHex func(string) (K, error)) (K, error) {
+	var zero K
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	if blk, _ := pem.Decode(b); blk != nil {
-		k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+		k, err := parsePEM(blk.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return zero, fmt.Errorf("%s: %w", path, err)
 		}
-		key, ok := k.(ed25519.PublicKey)
+		key, ok := k.(K)
 		if !ok {
-			return nil, fmt.Errorf("%s: a %T, not an ed25519 key", path, k)
+			return zero, fmt.Errorf("%s: a %T, not an ed25519 key", path, k)
 		}
 		return key, nil
 	}
-	raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(raw) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("%s: want 64 hex digits or PEM of an ed25519 public key", path)
+	key, err := parseHex(strings.TrimSpace(string(b)))
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", path, err)
 	}
-	return ed25519.PublicKey(raw), nil
+	return key, nil
 }

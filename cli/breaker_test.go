@@ -2,8 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +20,7 @@ import (
 
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
@@ -31,9 +37,7 @@ func budgetScript(n int) fakeprovider.Script {
 // recordBudget runs tapebox record with the helper agent and extra flags.
 func recordBudget(t *testing.T, out string, extra ...string) (int, string) {
 	t.Helper()
-	fp := fakeprovider.New(budgetScript(8))
-	require.NoError(t, fp.Start())
-	t.Cleanup(func() { fp.Close() })
+	fp := testkit.NewProvider(t, budgetScript(8))
 	t.Chdir(t.TempDir())
 	t.Setenv(recordAgentEnv, "1")
 	var stdout, stderr syncBuffer
@@ -184,4 +188,61 @@ func mustStep(t *testing.T, s *tape.Step) []byte {
 	b, err := tape.MarshalStep(s)
 	require.NoError(t, err)
 	return b
+}
+
+// TestReadKeys: the key files --sign-key and verify --key take, in each form, and the errors
+// for the wrong kind of key and for content that is no key.
+func TestReadKeys(t *testing.T) {
+	dir := t.TempDir()
+	seed := bytes.Repeat([]byte{7}, ed25519.SeedSize)
+	priv := ed25519.NewKeyFromSeed(seed)
+	pub := priv.Public().(ed25519.PublicKey)
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o600))
+		return p
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(priv)
+	require.NoError(t, err)
+	pkix, err := x509.MarshalPKIXPublicKey(pub)
+	require.NoError(t, err)
+	privPEM := write("priv.pem", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))
+	pubPEM := write("pub.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pkix}))
+
+	for _, p := range []string{privPEM, write("seed.hex", []byte(hex.EncodeToString(seed)+"\n")), write("key.hex", []byte(hex.EncodeToString(priv)))} {
+		got, err := readSigningKey(p)
+		require.NoError(t, err, p)
+		assert.Equal(t, priv, got, p)
+	}
+	for _, p := range []string{pubPEM, write("pub.hex", []byte(" "+hex.EncodeToString(pub)+"\n"))} {
+		got, err := readPublicKey(p)
+		require.NoError(t, err, p)
+		assert.Equal(t, pub, got, p)
+	}
+
+	short := write("short.hex", []byte("abcd"))
+	sign := func(p string) error { _, err := readSigningKey(p); return err }
+	verify := func(p string) error { _, err := readPublicKey(p); return err }
+	for _, tc := range []struct {
+		read func(string) error
+		path string
+		want string
+	}{
+		{sign, pubPEM, pubPEM + ": "},
+		{sign, short, short + ": 2 bytes: want a 32-byte seed or a 64-byte key"},
+		{sign, write("text", []byte("not a key")), "neither PEM nor hex"},
+		{verify, privPEM, privPEM + ": "},
+		{verify, short, short + ": want 64 hex digits or PEM of an ed25519 public key"},
+		{verify, filepath.Join(dir, "missing"), "no such file"},
+	} {
+		err := tc.read(tc.path)
+		require.Error(t, err, tc.path)
+		assert.Contains(t, err.Error(), tc.want, tc.path)
+	}
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	ecPKIX, err := x509.MarshalPKIXPublicKey(&ec.PublicKey)
+	require.NoError(t, err)
+	ecPEM := write("ec.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: ecPKIX}))
+	assert.EqualError(t, verify(ecPEM), ecPEM+": a *ecdsa.PublicKey, not an ed25519 key")
 }

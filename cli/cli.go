@@ -213,6 +213,16 @@ func failf(env *Env, verb, format string, args ...any) int {
 	return ExitFailure
 }
 
+// writeReport writes v to stdout as JSON when asJSON, else calls text; the error is the
+// JSON's.
+func writeReport(env *Env, asJSON bool, v any, text func()) error {
+	if asJSON {
+		return writeJSON(env.Stdout, v)
+	}
+	text()
+	return nil
+}
+
 // writeJSON prints v as indented JSON, the form every verb's --json uses.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -46,11 +46,7 @@ func TestForkModelsInContainers(t *testing.T) {
 
 	live := fakeprovider.New(fakeprovider.Script{
 		Threads: []fakeprovider.Thread{{Name: "good", Turns: turns("3")}, {Name: "bad", Turns: turns("three")}},
-		Match: func(q *fakeprovider.Request) string {
-			var b struct{ Model string }
-			json.Unmarshal(q.Body, &b)
-			return map[string]string{"good-model": "good", "bad-model": "bad"}[b.Model]
-		},
+		Match:   fakeprovider.ByModel(map[string]string{"good-model": "good", "bad-model": "bad"}),
 	})
 	require.NoError(t, live.Start())
 	defer live.Close()

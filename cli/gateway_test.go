@@ -27,6 +27,7 @@ import (
 	"github.com/tapebox/tapebox/internal/credscan"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
+	"github.com/tapebox/tapebox/testkit"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
@@ -263,9 +264,7 @@ func lingering(t *testing.T, upstream string, linger time.Duration) string {
 func TestGatewaySIGKILL(t *testing.T) {
 	bin := buildTapebox(t)
 	const turns = 8
-	fp := fakeprovider.New(killScript(turns))
-	require.NoError(t, fp.Start())
-	t.Cleanup(func() { fp.Close() })
+	fp := testkit.NewProvider(t, killScript(turns))
 	upstream := lingering(t, fp.URL(), 50*time.Millisecond)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "run.json")
@@ -357,9 +356,7 @@ func TestGatewaySIGKILL(t *testing.T) {
 // process exits 0.
 func TestGatewaySignals(t *testing.T) {
 	bin := buildTapebox(t)
-	fp := fakeprovider.New(killScript(3))
-	require.NoError(t, fp.Start())
-	t.Cleanup(func() { fp.Close() })
+	fp := testkit.NewProvider(t, killScript(3))
 	cases := []struct {
 		sig        syscall.Signal
 		calls      int // calls to make before the signal: all (3) or only the first
@@ -399,9 +396,7 @@ func TestGatewaySignals(t *testing.T) {
 // upstream gets it instead of the agent's placeholder, and the tape has neither.
 func TestGatewayInjectHeaderFlag(t *testing.T) {
 	bin := buildTapebox(t)
-	fp := fakeprovider.New(killScript(2))
-	require.NoError(t, fp.Start())
-	t.Cleanup(func() { fp.Close() })
+	fp := testkit.NewProvider(t, killScript(2))
 	dir := t.TempDir()
 	out := filepath.Join(dir, "run.json")
 	p := startGatewayProc(t, bin, out, fp.URL(), "--inject-header", "127.0.0.1:x-api-key=$TAPEBOX_TEST_INJECT")
@@ -423,9 +418,7 @@ func TestGatewayInjectHeaderFlag(t *testing.T) {
 
 // TestGatewayCwdFlag: meta.cwd is what the first request names, unless --cwd gives it.
 func TestGatewayCwdFlag(t *testing.T) {
-	fp := fakeprovider.New(fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: []fakeprovider.Turn{{Text: "Hi."}}}}})
-	require.NoError(t, fp.Start())
-	t.Cleanup(func() { fp.Close() })
+	fp := testkit.NewProvider(t, fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: []fakeprovider.Turn{{Text: "Hi."}}}}})
 	body, err := json.Marshal(map[string]any{"model": "fake-model", "max_tokens": 1024, "stream": true, "messages": []map[string]any{
 		{"role": "user", "content": "say hi"},
 		{"role": "system", "content": "# Environment\nYou have been invoked in the following environment: \n - Primary working directory: /tmp/learned\n - Platform: linux"},
@@ -507,9 +500,7 @@ func TestGatewayListen(t *testing.T) {
 	assert.Contains(t, help.String(), `(default "127.0.0.1:8080")`)
 	assert.NotContains(t, help.String(), `(default ":8080")`)
 
-	fp := fakeprovider.New(fakeprovider.Script{})
-	require.NoError(t, fp.Start())
-	t.Cleanup(func() { fp.Close() })
+	fp := testkit.NewProvider(t, fakeprovider.Script{})
 	for _, tc := range []struct {
 		listen string
 		warn   bool
@@ -549,9 +540,7 @@ func TestGatewayEndToken(t *testing.T) {
 	if ip == "" {
 		t.Skip("no non-loopback IPv4 address on this machine")
 	}
-	fp := fakeprovider.New(fakeprovider.Script{})
-	require.NoError(t, fp.Start())
-	t.Cleanup(func() { fp.Close() })
+	fp := testkit.NewProvider(t, fakeprovider.Script{})
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: time.Minute}
 	var tokens []string
 	for range 2 {

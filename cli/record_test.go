@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapebox/tapebox/internal/credscan"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/testkit/miniagent"
 )
@@ -60,9 +61,7 @@ func TestRecord(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fp := fakeprovider.New(script)
-			require.NoError(t, fp.Start())
-			t.Cleanup(func() { fp.Close() })
+			fp := testkit.NewProvider(t, script)
 			work := t.TempDir()
 			t.Chdir(work)
 			t.Setenv(recordAgentEnv, "1")

@@ -85,11 +85,7 @@ Exits 0 when no secret is found, 1 when one is or a file cannot be read, 2 on us
 		}
 		distinct += n
 	}
-	if *asJSON {
-		if err := writeJSON(env.Stdout, out); err != nil {
-			return failf(env, "scan", "write report: %v", err)
-		}
-	} else {
+	if err := writeReport(env, *asJSON, out, func() {
 		for _, r := range out {
 			if r.Error != "" {
 				fmt.Fprintf(env.Stdout, "%s: %s\n", r.File, r.Error)
@@ -98,6 +94,8 @@ Exits 0 when no secret is found, 1 when one is or a file cannot be read, 2 on us
 				fmt.Fprintln(env.Stdout, f)
 			}
 		}
+	}); err != nil {
+		return failf(env, "scan", "write report: %v", err)
 	}
 	var problems []string
 	if findings > 0 {

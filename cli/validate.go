@@ -57,11 +57,7 @@ Exits 0 when every tape is valid, 1 when any is invalid or cannot be read.`)
 			invalid++
 		}
 	}
-	if *asJSON {
-		if err := writeJSON(env.Stdout, out); err != nil {
-			return failf(env, "validate", "write report: %v", err)
-		}
-	} else {
+	if err := writeReport(env, *asJSON, out, func() {
 		for _, r := range out {
 			switch {
 			case r.OK:
@@ -76,6 +72,8 @@ Exits 0 when every tape is valid, 1 when any is invalid or cannot be read.`)
 				}
 			}
 		}
+	}); err != nil {
+		return failf(env, "validate", "write report: %v", err)
 	}
 	if invalid > 0 {
 		return failf(env, "validate", "%d of %d tapes invalid or unreadable", invalid, len(results))

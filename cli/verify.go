@@ -89,11 +89,7 @@ Exits 0 when every tape verifies, 1 when any does not or cannot be read.`)
 			bad++
 		}
 	}
-	if *asJSON {
-		if err := writeJSON(env.Stdout, out); err != nil {
-			return failf(env, "verify", "write report: %v", err)
-		}
-	} else {
+	if err := writeReport(env, *asJSON, out, func() {
 		for _, r := range out {
 			switch r.State {
 			case string(tape.DigestsOK):
@@ -114,6 +110,8 @@ Exits 0 when every tape verifies, 1 when any does not or cannot be read.`)
 				fmt.Fprintf(env.Stdout, "%s: %s\n", r.File, r.Error)
 			}
 		}
+	}); err != nil {
+		return failf(env, "verify", "write report: %v", err)
 	}
 	if bad > 0 {
 		return failf(env, "verify", "%d of %d tapes do not verify", bad, len(out))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
@@ -29,9 +30,7 @@ func recordInRepoOut(t *testing.T, extra ...string) (work, out string, code int,
 		{Calls: []tape.ToolCall{fakeprovider.Call("Bash", map[string]string{"command": "cat README.md && echo made > made.txt"})}},
 		{Text: "Made it."},
 	}}}}
-	fp := fakeprovider.New(script)
-	require.NoError(t, fp.Start())
-	t.Cleanup(func() { fp.Close() })
+	fp := testkit.NewProvider(t, script)
 	work = t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(work, "README.md"), []byte("read me\n"), 0o644))
 	require.NoError(t, os.MkdirAll(filepath.Join(work, "node_modules", "x"), 0o755))

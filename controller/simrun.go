@@ -509,12 +509,7 @@ func (r *simRun) recordEndState() {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 		return
 	}
-	end := endWorkspace(w, m)
-	if r.w == nil {
-		r.out.Meta.Workspace = end
-		return
-	}
-	if err := r.w.UpdateMeta(func(meta *tape.Meta) { meta.Workspace = end }); err != nil {
+	if err := setEndWorkspace(r.out, r.w, w, m); err != nil {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 	}
 }

@@ -53,16 +53,24 @@ func record(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
 	return rec, out
 }
 
+// serveSimulator serves rec's simulator (at speed 0) on a test server, writing the replay to
+// out; the server closes when the test ends.
+func serveSimulator(t *testing.T, rec *tape.Tape, opts controller.SimulatorOptions) (sim *controller.Simulator, srv *httptest.Server, out string) {
+	t.Helper()
+	opts.Output = filepath.Join(t.TempDir(), "replay.json")
+	sim, err := controller.NewSimulator(rec, opts)
+	require.NoError(t, err)
+	srv = httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	return sim, srv, opts.Output
+}
+
 func TestSimulatorReplaysEveryFormat(t *testing.T) {
 	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%v", p, stream), func(t *testing.T) {
 				rec, _ := record(t, p, stream)
-				out := filepath.Join(t.TempDir(), "replay.json")
-				sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: 0, Output: out, Logf: t.Logf})
-				require.NoError(t, err)
-				srv := httptest.NewServer(sim)
-				defer srv.Close()
+				sim, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{Logf: t.Logf})
 				dir := t.TempDir()
 				final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
 				require.NoError(t, err)
@@ -83,11 +91,7 @@ func TestSimulatorReplaysEveryFormat(t *testing.T) {
 
 func TestSimulatorConcurrentRuns(t *testing.T) {
 	rec, _ := record(t, tape.ProviderAnthropic, true)
-	out := filepath.Join(t.TempDir(), "replay.json")
-	sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: 0, Output: out})
-	require.NoError(t, err)
-	srv := httptest.NewServer(sim)
-	defer srv.Close()
+	sim, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{})
 	const n = 20
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -111,16 +115,12 @@ func TestSimulatorConcurrentRuns(t *testing.T) {
 
 func TestSimulatorDivergesClearly(t *testing.T) {
 	rec, _ := record(t, tape.ProviderAnthropic, false)
-	out := filepath.Join(t.TempDir(), "replay.json")
-	sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Output: out, Speed: 0})
-	require.NoError(t, err)
-	srv := httptest.NewServer(sim)
-	defer srv.Close()
+	_, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{})
 	dir := t.TempDir()
 	// sub/ already exists with a file: the harness's "cat" will still match, but make the
 	// first command's output differ by making one.txt unwritable.
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "one.txt"), 0o755))
-	_, err = miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: tape.ProviderAnthropic, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
+	_, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: tape.ProviderAnthropic, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "diverged")
 	require.Contains(t, err.Error(), "thread main step 1")
@@ -148,11 +148,7 @@ func TestSimulatorDivergesClearly(t *testing.T) {
 // serves does not reach its replay tape.
 func TestSimulatorRedactsQuery(t *testing.T) {
 	rec, _ := record(t, tape.ProviderAnthropic, false)
-	out := filepath.Join(t.TempDir(), "replay.json")
-	sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: 0, Output: out})
-	require.NoError(t, err)
-	srv := httptest.NewServer(sim)
-	defer srv.Close()
+	sim, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{})
 	const planted = "sk-planted-query-secret-4242"
 	resp, err := http.Post(srv.URL+rec.Main().Steps[0].Request.Path+"?key="+planted, "application/json", bytes.NewReader(rec.Main().Steps[0].Request.Raw))
 	require.NoError(t, err)

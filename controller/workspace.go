@@ -95,12 +95,7 @@ func (p *player) recordEndState(ctx context.Context) {
 		p.opts.Logf("workspace: end manifest: %v", err)
 		return
 	}
-	end := endWorkspace(w, m)
-	if p.w == nil {
-		p.out.Meta.Workspace = end
-		return
-	}
-	if err := p.w.UpdateMeta(func(meta *tape.Meta) { meta.Workspace = end }); err != nil {
+	if err := setEndWorkspace(p.out, p.w, w, m); err != nil {
 		p.opts.Logf("workspace: end manifest: %v", err)
 	}
 }
@@ -113,8 +108,14 @@ func endOptions(rec *tape.Workspace, extra []string) workspace.Options {
 	return opts
 }
 
-// endWorkspace is the meta.workspace a replay tape gets: its end manifest, and the exclusions
-// it was taken with.
-func endWorkspace(rec *tape.Workspace, m workspace.Manifest) *tape.Workspace {
-	return &tape.Workspace{Exclude: rec.Exclude, End: m.TapeEntries()}
+// setEndWorkspace puts the meta.workspace a replay tape gets in the replay's meta: its end
+// manifest m, and the exclusions of the recording's rec it was taken with. It goes through w
+// when the replay is written as it runs, else in out.
+func setEndWorkspace(out *tape.Tape, w *tape.Writer, rec *tape.Workspace, m workspace.Manifest) error {
+	end := &tape.Workspace{Exclude: rec.Exclude, End: m.TapeEntries()}
+	if w == nil {
+		out.Meta.Workspace = end
+		return nil
+	}
+	return w.UpdateMeta(func(meta *tape.Meta) { meta.Workspace = end })
 }

@@ -282,42 +282,23 @@ func (r *runner) run(ctx context.Context) error {
 	r.progress()
 	var wg sync.WaitGroup
 	if r.opts.Pool <= 0 {
-		for range r.opts.Jobs {
-			wg.Go(func() {
-				for {
-					p, ok := r.next(ctx, cancel)
-					if !ok {
-						return
-					}
-					if p != nil {
-						r.replay(ctx, p)
-					}
-				}
-			})
-		}
+		r.prepareEach(ctx, cancel, r.opts.Jobs, &wg, func(p *prepared) bool {
+			r.replay(ctx, p)
+			return true
+		})
 		wg.Wait()
 	} else {
 		ready := make(chan *prepared)
 		var preps sync.WaitGroup
-		for range r.opts.Pool {
-			preps.Go(func() {
-				for {
-					p, ok := r.next(ctx, cancel)
-					if !ok {
-						return
-					}
-					if p == nil {
-						continue
-					}
-					select {
-					case ready <- p:
-					case <-ctx.Done():
-						r.abandon(ctx, p)
-						return
-					}
-				}
-			})
-		}
+		r.prepareEach(ctx, cancel, r.opts.Pool, &preps, func(p *prepared) bool {
+			select {
+			case ready <- p:
+				return true
+			case <-ctx.Done():
+				r.abandon(ctx, p)
+				return false
+			}
+		})
 		go func() { preps.Wait(); close(ready) }()
 		for range r.opts.Jobs {
 			wg.Go(func() {
@@ -333,6 +314,24 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	return ctx.Err()
+}
+
+// prepareEach starts n goroutines on wg, each taking tapes prepared by next and handing them
+// to use, until the run is over or use returns false.
+func (r *runner) prepareEach(ctx context.Context, stop context.CancelCauseFunc, n int, wg *sync.WaitGroup, use func(*prepared) bool) {
+	for range n {
+		wg.Go(func() {
+			for {
+				p, ok := r.next(ctx, stop)
+				if !ok {
+					return
+				}
+				if p != nil && !use(p) {
+					return
+				}
+			}
+		})
+	}
 }
 
 // next claims a tape and prepares it. ok is false when the run is over (nothing queued, or

@@ -15,6 +15,7 @@ import (
 	"github.com/tapebox/tapebox/internal/dockertest"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit"
 )
 
 // TestForkInContainer forks with Sandbox: docker-image:IMAGE, IMAGE being the sandbox image
@@ -24,11 +25,11 @@ import (
 func TestForkInContainer(t *testing.T) {
 	image := dockertest.BuildMini(t)
 
-	first := start(t, original())
+	first := testkit.NewProvider(t, original())
 	recPath, rec := recordIn(t, first, gateway.Config{Workspace: startDir(t), Cwd: "/work/mini"})
 	before := len(first.Requests())
 
-	second := start(t, other())
+	second := testkit.NewProvider(t, other())
 	forkPath := filepath.Join(t.TempDir(), "fork.json")
 	res, err := fork.Run(t.Context(), fork.Options{
 		Config:   fork.Config{Recording: rec, At: 2, Upstream: second.URL(), Output: forkPath, Logf: t.Logf},

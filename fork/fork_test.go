@@ -17,6 +17,7 @@ import (
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/testkit/miniagent"
 )
@@ -44,14 +45,6 @@ func other() fakeprovider.Script {
 		{Calls: []tape.ToolCall{bash("echo OTHER >> a.txt")}},
 		{Text: "other done"},
 	}}}}
-}
-
-func start(t *testing.T, s fakeprovider.Script) *fakeprovider.Server {
-	t.Helper()
-	p := fakeprovider.New(s)
-	require.NoError(t, p.Start())
-	t.Cleanup(func() { p.Close() })
-	return p
 }
 
 func runMini(t *testing.T, base, dir string) (string, error) {
@@ -130,10 +123,10 @@ func modelCalls(p *fakeprovider.Server) []fakeprovider.Request {
 }
 
 func TestForkAtStep2(t *testing.T) {
-	first := start(t, original())
+	first := testkit.NewProvider(t, original())
 	recPath, rec := record(t, first)
 	before := len(first.Requests())
-	second := start(t, other())
+	second := testkit.NewProvider(t, other())
 	out := filepath.Join(t.TempDir(), "fork.json")
 	dir, runErr, reason, detail := forkAt(t, recPath, rec, fork.Config{At: 2, Upstream: second.URL(), Output: out,
 		Overrides: fork.Overrides{Model: "cheap-model"}})
@@ -210,9 +203,9 @@ func TestForkAtStep2(t *testing.T) {
 // TestForkSameContinuation: a fork whose live model does what the recording did never
 // parts from it.
 func TestForkSameContinuation(t *testing.T) {
-	first := start(t, original())
+	first := testkit.NewProvider(t, original())
 	recPath, rec := record(t, first)
-	same := start(t, original())
+	same := testkit.NewProvider(t, original())
 	out := filepath.Join(t.TempDir(), "fork.json")
 	_, runErr, reason, _ := forkAt(t, recPath, rec, fork.Config{At: 1, Upstream: same.URL(), Output: out})
 	require.NoError(t, runErr)
@@ -227,9 +220,9 @@ func TestForkSameContinuation(t *testing.T) {
 }
 
 func TestForkSystemAppend(t *testing.T) {
-	first := start(t, original())
+	first := testkit.NewProvider(t, original())
 	recPath, rec := record(t, first)
-	second := start(t, other())
+	second := testkit.NewProvider(t, other())
 	_, runErr, reason, _ := forkAt(t, recPath, rec, fork.Config{At: 2, Upstream: second.URL(), Overrides: fork.Overrides{SystemAppend: "Be brief."}})
 	require.NoError(t, runErr)
 	assert.Equal(t, tape.EndComplete, reason)
@@ -241,7 +234,7 @@ func TestForkSystemAppend(t *testing.T) {
 }
 
 func TestForkBadPoint(t *testing.T) {
-	first := start(t, original())
+	first := testkit.NewProvider(t, original())
 	_, rec := record(t, first)
 	for _, tc := range []struct {
 		thread string
@@ -262,11 +255,11 @@ func TestForkBadPoint(t *testing.T) {
 // result at step 0 differs: the fork names the step and what differed, and makes no
 // upstream call.
 func TestForkDivergesBeforeN(t *testing.T) {
-	first := start(t, original())
+	first := testkit.NewProvider(t, original())
 	recPath, rec := record(t, first)
 	// A recording whose step-0 result says something the sandbox will not.
 	rec.Main().Steps[0].ToolResults[0].Content[0].Text = "something else"
-	second := start(t, other())
+	second := testkit.NewProvider(t, other())
 	_, runErr, reason, detail := forkAt(t, recPath, rec, fork.Config{At: 2, Upstream: second.URL()})
 	require.Error(t, runErr, "the harness gets an error")
 	assert.Equal(t, tape.EndDiverged, reason)
@@ -278,9 +271,9 @@ func TestForkDivergesBeforeN(t *testing.T) {
 // TestForkUpstreamDown: the upstream does not answer at step N: the fork tape ends
 // upstream_error and stays valid (forkAt validates it).
 func TestForkUpstreamDown(t *testing.T) {
-	first := start(t, original())
+	first := testkit.NewProvider(t, original())
 	recPath, rec := record(t, first)
-	dead := start(t, other())
+	dead := testkit.NewProvider(t, other())
 	url := dead.URL()
 	dead.Close()
 	out := filepath.Join(t.TempDir(), "fork.json")
@@ -333,11 +326,11 @@ func TestForkAfterASubagent(t *testing.T) {
 		turns := append([]fakeprovider.Turn{{Calls: []tape.ToolCall{agent}}, {Calls: []tape.ToolCall{bash("echo one > a.txt")}}}, rest...)
 		return fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Marker: marker, Turns: turns}, sub}}
 	}
-	first := start(t, script(fakeprovider.Turn{Calls: []tape.ToolCall{bash("echo two >> a.txt")}}, fakeprovider.Turn{Text: "done"}))
+	first := testkit.NewProvider(t, script(fakeprovider.Turn{Calls: []tape.ToolCall{bash("echo two >> a.txt")}}, fakeprovider.Turn{Text: "done"}))
 	recPath, rec := recordIn(t, first, gateway.Config{Workspace: t.TempDir()})
 	require.Len(t, rec.Threads, 2, "main and the subagent")
 
-	second := start(t, script(fakeprovider.Turn{Calls: []tape.ToolCall{bash("echo OTHER >> a.txt")}}, fakeprovider.Turn{Text: "other done"}))
+	second := testkit.NewProvider(t, script(fakeprovider.Turn{Calls: []tape.ToolCall{bash("echo OTHER >> a.txt")}}, fakeprovider.Turn{Text: "other done"}))
 	out := filepath.Join(t.TempDir(), "fork.json")
 	w, runErr, reason, detail := forkAt(t, recPath, rec, fork.Config{At: 2, Upstream: second.URL(), Output: out})
 	require.NoError(t, runErr)
@@ -374,12 +367,12 @@ func TestForkOnASubagentThread(t *testing.T) {
 			}},
 		}}
 	}
-	first := start(t, script("echo recorded >> s.txt", "main done"))
+	first := testkit.NewProvider(t, script("echo recorded >> s.txt", "main done"))
 	recPath, rec := recordIn(t, first, gateway.Config{Workspace: t.TempDir()})
 	require.Len(t, rec.Threads, 2)
 	sub := rec.Threads[1].ID
 
-	second := start(t, script("echo forked >> s.txt", "main done, forked"))
+	second := testkit.NewProvider(t, script("echo forked >> s.txt", "main done, forked"))
 	out := filepath.Join(t.TempDir(), "fork.json")
 	w, runErr, reason, detail := forkAt(t, recPath, rec, fork.Config{Thread: sub, At: 1, Upstream: second.URL(), Output: out})
 	require.NoError(t, runErr)

@@ -90,32 +90,32 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 
 // SetForkedFrom records meta.forked_from.
 func (g *Gateway) SetForkedFrom(f *tape.ForkedFrom) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.finished {
-		return errors.New("gateway: set forked_from: the recording is finished")
-	}
-	if err := g.w.UpdateMeta(func(m *tape.Meta) { m.ForkedFrom = f }); err != nil {
-		return fmt.Errorf("gateway: set forked_from: %w", err)
-	}
-	g.dirty.Store(true)
-	g.kickSync()
-	return nil
+	return g.updateMeta("forked_from", nil, func(m *tape.Meta) { m.ForkedFrom = f })
 }
 
 // SetWorkspace records meta.workspace as given (a start snapshot and end manifest taken
 // elsewhere, such as in a container), for a gateway made without Config.Workspace.
 func (g *Gateway) SetWorkspace(w *tape.Workspace) error {
+	var refuse error
+	if g.cfg.Workspace != "" {
+		refuse = errors.New("the gateway takes the workspace itself (Config.Workspace)")
+	}
+	return g.updateMeta("workspace", refuse, func(m *tape.Meta) { m.Workspace = w })
+}
+
+// updateMeta applies fn to the tape's meta and has the change written soon; it fails, naming
+// field, when the recording is finished or, after that check, with refuse when not nil.
+func (g *Gateway) updateMeta(field string, refuse error, fn func(*tape.Meta)) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.finished {
-		return errors.New("gateway: set workspace: the recording is finished")
+		return fmt.Errorf("gateway: set %s: the recording is finished", field)
 	}
-	if g.cfg.Workspace != "" {
-		return errors.New("gateway: set workspace: the gateway takes the workspace itself (Config.Workspace)")
+	if refuse != nil {
+		return fmt.Errorf("gateway: set %s: %w", field, refuse)
 	}
-	if err := g.w.UpdateMeta(func(m *tape.Meta) { m.Workspace = w }); err != nil {
-		return fmt.Errorf("gateway: set workspace: %w", err)
+	if err := g.w.UpdateMeta(fn); err != nil {
+		return fmt.Errorf("gateway: set %s: %w", field, err)
 	}
 	g.dirty.Store(true)
 	g.kickSync()

@@ -255,12 +255,7 @@ func TestHopHeadersNotForwarded(t *testing.T) {
 			up.mu.Lock()
 			before := len(up.got)
 			up.mu.Unlock()
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			_, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			require.NoError(t, err)
-			require.Equal(t, http.StatusOK, resp.StatusCode)
+			resp := doOK(t, req)
 
 			up.mu.Lock()
 			require.Len(t, up.got, before+1)
@@ -328,12 +323,7 @@ func TestRecordRedactsHeadersByName(t *testing.T) {
 	for k, v := range harmless {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	_, err = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp := doOK(t, req)
 	require.NoError(t, g.Finish(tape.EndComplete, ""))
 
 	got := up.got[0]
@@ -484,4 +474,40 @@ func TestRecordKeepsBodiesAsSent(t *testing.T) {
 	assert.Equal(t, tape.Block{Type: tape.BlockThinking, Text: "Let me run it."}, assistant[0]) // its signature is in raw
 	assert.Equal(t, "toolu_01KeepMe", assistant[1].ID)
 	assert.JSONEq(t, `{"command":"true","session_id":7}`, string(assistant[1].Input))
+}
+
+// doOK sends req, reads the answer's body to its end and requires a 200.
+func doOK(t *testing.T, req *http.Request) *http.Response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return resp
+}
+
+// TestSetMeta: SetForkedFrom and SetWorkspace reach the tape; after the recording finishes
+// they are refused, and SetWorkspace is refused by a gateway that takes the workspace itself.
+func TestSetMeta(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run.json")
+	g, err := gateway.New(gateway.Config{Output: out, Upstream: "http://127.0.0.1:1", Logf: t.Logf})
+	require.NoError(t, err)
+	from := &tape.ForkedFrom{TapeID: "rec-1", Thread: "main", Step: 2, Served: map[string]int{"main": 2}}
+	require.NoError(t, g.SetForkedFrom(from))
+	ws := &tape.Workspace{Snapshot: "run.workspace.tar.zst", Files: 3}
+	require.NoError(t, g.SetWorkspace(ws))
+	require.NoError(t, g.Finish(tape.EndComplete, ""))
+	tp, err := tape.LoadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, from, tp.Meta.ForkedFrom)
+	assert.Equal(t, ws, tp.Meta.Workspace)
+	assert.EqualError(t, g.SetForkedFrom(from), "gateway: set forked_from: the recording is finished")
+	assert.EqualError(t, g.SetWorkspace(ws), "gateway: set workspace: the recording is finished")
+
+	own, err := gateway.New(gateway.Config{Output: filepath.Join(t.TempDir(), "own.json"), Upstream: "http://127.0.0.1:1", Workspace: t.TempDir(), Logf: t.Logf})
+	require.NoError(t, err)
+	defer own.Finish(tape.EndComplete, "")
+	assert.EqualError(t, own.SetWorkspace(ws), "gateway: set workspace: the gateway takes the workspace itself (Config.Workspace)")
 }

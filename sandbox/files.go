@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -100,14 +101,9 @@ func ReadTar(r io.Reader) (map[string]File, error) {
 // WriteTar writes WriteFiles's files as an archive, owned by owner. Directories come before what they
 // hold.
 func WriteTar(w io.Writer, files map[string]File, owner workspace.Owner) error {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	tw := tar.NewWriter(w)
 	now := time.Now()
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(files)) {
 		f := files[n]
 		hdr := &tar.Header{Name: n, Mode: int64(f.Mode.Perm()), ModTime: now, Uid: owner.UID, Gid: owner.GID}
 		switch {
@@ -185,12 +181,7 @@ func ReadDir(dir string) (map[string]File, error) {
 
 // WriteDir writes files under the host directory dir as WriteFiles does.
 func WriteDir(dir string, files map[string]File) error {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(files)) {
 		f := files[n]
 		p := filepath.Join(dir, filepath.FromSlash(n))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -162,18 +162,28 @@ func (r *Result) Files(ctx context.Context) (map[string]sandbox.File, error) {
 	return files, nil
 }
 
+// sandboxFiles starts check's problems and reads the files of r's sandbox; when it cannot,
+// ok is false and the problems say why.
+func sandboxFiles(r *Result, check string) (p *problems, files map[string]sandbox.File, ok bool) {
+	p = &problems{check: check}
+	if r == nil || r.Sandbox == nil {
+		p.addf("no sandbox to check (a nil Result)")
+		return p, nil, false
+	}
+	files, err := r.Files(context.Background())
+	if err != nil {
+		p.addf("%v", err)
+		return p, nil, false
+	}
+	return p, files, true
+}
+
 // CheckFiles checks that each file of want exists in the sandbox's working directory as a
 // regular file with exactly the given contents. Paths are slash-separated and relative to the
 // working directory; other files may exist.
 func CheckFiles(r *Result, want map[string]string) error {
-	p := &problems{check: "CheckFiles"}
-	if r == nil || r.Sandbox == nil {
-		p.addf("no sandbox to check (a nil Result)")
-		return p.err()
-	}
-	got, err := r.Files(context.Background())
-	if err != nil {
-		p.addf("%v", err)
+	p, got, ok := sandboxFiles(r, "CheckFiles")
+	if !ok {
 		return p.err()
 	}
 	for _, name := range sortedKeys(want) {
@@ -244,14 +254,8 @@ func (e goldenEntry) data() string {
 // mode, contents and link target; nothing missing, nothing more. When Updating, it writes
 // the golden file instead (creating its directory) and returns nil.
 func CheckSnapshot(r *Result, goldenPath string) error {
-	p := &problems{check: "CheckSnapshot"}
-	if r == nil || r.Sandbox == nil {
-		p.addf("no sandbox to check (a nil Result)")
-		return p.err()
-	}
-	files, err := r.Files(context.Background())
-	if err != nil {
-		p.addf("%v", err)
+	p, files, ok := sandboxFiles(r, "CheckSnapshot")
+	if !ok {
 		return p.err()
 	}
 	got := golden{Version: snapshotVersion, Files: map[string]goldenEntry{}}

@@ -311,3 +311,16 @@ func TestUpdatingFromEnvironment(t *testing.T) {
 	t.Setenv("TAPEBOX_UPDATE", "1")
 	require.True(t, testkit.Updating())
 }
+
+// TestFileChecksNeedASandbox: the checks that read the sandbox's files fail, naming
+// themselves, on a Result without one.
+func TestFileChecksNeedASandbox(t *testing.T) {
+	err := testkit.CheckFiles(nil, map[string]string{"a": "b"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "CheckFiles")
+	assert.Contains(t, err.Error(), "no sandbox to check (a nil Result)")
+	err = testkit.CheckSnapshot(&testkit.Result{}, filepath.Join(t.TempDir(), "golden.json"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "CheckSnapshot")
+	assert.Contains(t, err.Error(), "no sandbox to check (a nil Result)")
+}

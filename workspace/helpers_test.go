@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,11 +31,7 @@ var stamp = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 // build creates the tree under dir, parents first, with every time set to stamp.
 func build(t testing.TB, dir string, tree map[string]node) {
 	t.Helper()
-	names := make([]string, 0, len(tree))
-	for n := range tree {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(tree))
 	for _, n := range names {
 		nd := tree[n]
 		p := filepath.Join(dir, filepath.FromSlash(n))

@@ -48,11 +48,7 @@ func modeString(perm fs.FileMode) string { return fmt.Sprintf("%04o", uint32(per
 // ManifestDir builds the manifest of the directory dir, hashing every regular file and
 // following no symbolic link (dir itself may be one). Options.MaxBytes does not apply.
 func ManifestDir(ctx context.Context, dir string, opts Options) (Manifest, error) {
-	m, err := opts.matcher()
-	if err != nil {
-		return nil, fmt.Errorf("manifest of %s: %w", dir, err)
-	}
-	t, err := walk(ctx, dir, m)
+	t, err := walk(ctx, dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("manifest of %s: %w", dir, err)
 	}

@@ -104,11 +104,7 @@ func SnapshotFile(ctx context.Context, dir, name string, opts Options) (Info, er
 
 // plan walks dir and enforces the size cap.
 func plan(ctx context.Context, dir string, opts Options) (*tree, error) {
-	m, err := opts.matcher()
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
-	}
-	t, err := walk(ctx, dir, m)
+	t, err := walk(ctx, dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
 	}

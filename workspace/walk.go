@@ -28,8 +28,13 @@ type tree struct {
 	bytes   int64    // file content
 }
 
-// walk lists the workspace dir without following symbolic links (dir itself may be one).
-func walk(ctx context.Context, dir string, m matcher) (*tree, error) {
+// walk lists the workspace dir without following symbolic links (dir itself may be one),
+// leaving out what opts exclude.
+func walk(ctx context.Context, dir string, opts Options) (*tree, error) {
+	m, err := opts.matcher()
+	if err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err

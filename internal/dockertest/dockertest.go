@@ -1,10 +1,13 @@
 package dockertest
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"testing"
@@ -140,4 +143,23 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// ReadStdout reads an exec's multiplexed stream frames (an 8-byte header: stream, 3 zero
+// bytes, big-endian size; then the payload) until n bytes of stdout have arrived.
+func ReadStdout(r *bufio.Reader, n int) error {
+	var hdr [8]byte
+	for got := 0; got < n; {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return err
+		}
+		size := int(binary.BigEndian.Uint32(hdr[4:]))
+		if _, err := r.Discard(size); err != nil {
+			return err
+		}
+		if hdr[0] == 1 {
+			got += size
+		}
+	}
+	return nil
 }

@@ -46,17 +46,7 @@ func codexConcurrentRuns(t *testing.T, r *rig) {
 			}},
 			{Calls: []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: data.txt\n@@\n one\n-two\n+TWO\n*** Add File: notes.txt\n+noted\n*** End Patch\n")}},
 			{Calls: []tape.ToolCall{call("exec_command", map[string]any{"cmd": "echo early; sleep 1; echo late >> data.txt; echo late", "yield_time_ms": 200})}},
-			{Dynamic: func(q *fakeprovider.Request) fakeprovider.Turn {
-				sent, err := parseSent(tape.ProviderOpenAIResponses, q.Body)
-				if err != nil {
-					return fakeprovider.Turn{Text: "e2e: " + err.Error()}
-				}
-				m := codexSession.FindStringSubmatch(sent["call_fake_main_2_0"].text)
-				if m == nil {
-					return fakeprovider.Turn{Text: "e2e: no session id in " + sent["call_fake_main_2_0"].text}
-				}
-				return fakeprovider.Turn{Calls: []tape.ToolCall{call("write_stdin", map[string]any{"session_id": jsonNumber(m[1]), "chars": "", "yield_time_ms": 5000})}}
-			}},
+			pollSession("call_fake_main_2_0"),
 			{Text: "Done."},
 		}}}}
 	}

@@ -265,11 +265,7 @@ func forkModels(t *testing.T, r *rig, c forkCase, recPath string) {
 	}
 	srv := fakeprovider.New(fakeprovider.Script{
 		Threads: []fakeprovider.Thread{{Name: "good", Turns: turns("./greet.sh ada > out.txt")}, {Name: "bad", Turns: turns("echo nope > out.txt")}},
-		Match: func(q *fakeprovider.Request) string {
-			var b struct{ Model string }
-			json.Unmarshal(q.Body, &b)
-			return map[string]string{"good-model": "good", "bad-model": "bad"}[b.Model]
-		},
+		Match:   fakeprovider.ByModel(map[string]string{"good-model": "good", "bad-model": "bad"}),
 	})
 	require.NoError(t, srv.Start())
 	t.Cleanup(func() { srv.Close() })

@@ -385,6 +385,33 @@ func sentResults(t *testing.T, p tape.Provider, body []byte) map[string]sentResu
 	return out
 }
 
+// afterResult is a turn the fake model makes from what the harness sent: next gets the text
+// of call id's result in the request (of provider p); an error becomes the answer's text.
+func afterResult(p tape.Provider, id string, next func(text string) (fakeprovider.Turn, error)) fakeprovider.Turn {
+	return fakeprovider.Turn{Dynamic: func(q *fakeprovider.Request) fakeprovider.Turn {
+		sent, err := parseSent(p, q.Body)
+		if err == nil {
+			var turn fakeprovider.Turn
+			if turn, err = next(sent[id].text); err == nil {
+				return turn
+			}
+		}
+		return fakeprovider.Turn{Text: "e2e: " + err.Error()}
+	}}
+}
+
+// pollSession is Codex's turn after call id's command outlived its yield time: write_stdin
+// to the session the harness named in the call's output, waiting up to 5 s.
+func pollSession(id string) fakeprovider.Turn {
+	return afterResult(tape.ProviderOpenAIResponses, id, func(text string) (fakeprovider.Turn, error) {
+		m := codexSession.FindStringSubmatch(text)
+		if m == nil {
+			return fakeprovider.Turn{}, fmt.Errorf("no session id in %s", text)
+		}
+		return fakeprovider.Turn{Calls: []tape.ToolCall{fakeprovider.Call("write_stdin", map[string]any{"session_id": jsonNumber(m[1]), "chars": "", "yield_time_ms": 5000})}}, nil
+	})
+}
+
 // parseSent is sentResults without a test, for a fake model reacting to a request.
 func parseSent(p tape.Provider, body []byte) (map[string]sentResult, error) {
 	out := map[string]sentResult{}

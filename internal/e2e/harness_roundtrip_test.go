@@ -247,17 +247,13 @@ func claudeCase() realCase {
 						"prompt": "[rh-claude-sub] Count the lines of notes.txt into logs/count.txt.", "run_in_background": false})}},
 					{Calls: []tape.ToolCall{call("Bash", map[string]any{"command": "sleep 1; cat logs/bg.txt", "description": "wait for the job"})}},
 					// The model reads the background task's output file at the path the harness made up.
-					{Dynamic: func(q *fakeprovider.Request) fakeprovider.Turn {
-						sent, err := parseSent(tape.ProviderAnthropic, q.Body)
-						if err != nil {
-							return fakeprovider.Turn{Text: "e2e: " + err.Error()}
-						}
-						m := claudeTaskPath.FindStringSubmatch(sent["toolu_fake_main_2_0"].text)
+					afterResult(tape.ProviderAnthropic, "toolu_fake_main_2_0", func(text string) (fakeprovider.Turn, error) {
+						m := claudeTaskPath.FindStringSubmatch(text)
 						if m == nil {
-							return fakeprovider.Turn{Text: "e2e: no task output path in " + sent["toolu_fake_main_2_0"].text}
+							return fakeprovider.Turn{}, fmt.Errorf("no task output path in %s", text)
 						}
-						return fakeprovider.Turn{Calls: []tape.ToolCall{call("Read", map[string]any{"file_path": m[1]})}}
-					}},
+						return fakeprovider.Turn{Calls: []tape.ToolCall{call("Read", map[string]any{"file_path": m[1]})}}, nil
+					}),
 					{Text: "Done: notes edited, job finished, lines counted."},
 				}},
 				{Name: "sub", Marker: "[rh-claude-sub]", Turns: []fakeprovider.Turn{
@@ -323,17 +319,7 @@ func codexCase() realCase {
 				{Calls: []tape.ToolCall{exec("cat docs/renamed.txt; ls docs; exit 3")}},
 				// Outlives its yield time: the model polls the session the harness made up.
 				{Calls: []tape.ToolCall{call("exec_command", map[string]any{"cmd": "echo early; sleep 0.6; echo late > docs/late.txt; echo late", "yield_time_ms": 200})}},
-				{Dynamic: func(q *fakeprovider.Request) fakeprovider.Turn {
-					sent, err := parseSent(tape.ProviderOpenAIResponses, q.Body)
-					if err != nil {
-						return fakeprovider.Turn{Text: "e2e: " + err.Error()}
-					}
-					m := codexSession.FindStringSubmatch(sent["call_fake_main_4_0"].text)
-					if m == nil {
-						return fakeprovider.Turn{Text: "e2e: no session id in " + sent["call_fake_main_4_0"].text}
-					}
-					return fakeprovider.Turn{Calls: []tape.ToolCall{call("write_stdin", map[string]any{"session_id": jsonNumber(m[1]), "chars": "", "yield_time_ms": 5000})}}
-				}},
+				pollSession("call_fake_main_4_0"),
 				{Text: "Done: docs patched, the slow command finished."},
 			}}}}
 		},
@@ -393,19 +379,15 @@ func codexSubagentCase() realCase {
 				{Items: []map[string]any{{"type": "tool_search_call", "id": "ts_fake_main_0", "call_id": "ts_call_main_0", "status": "completed",
 					"execution": "client", "arguments": map[string]any{"query": "spawn a sub-agent", "limit": 8}}}},
 				{Calls: []tape.ToolCall{call("spawn_agent", map[string]any{"message": "[rh-codex-child] Write the word child to sub/child.txt, then answer done."})}, Namespaces: ns},
-				{Dynamic: func(q *fakeprovider.Request) fakeprovider.Turn {
-					sent, err := parseSent(tape.ProviderOpenAIResponses, q.Body)
-					if err != nil {
-						return fakeprovider.Turn{Text: "e2e: " + err.Error()}
-					}
+				afterResult(tape.ProviderOpenAIResponses, spawnID, func(text string) (fakeprovider.Turn, error) {
 					var out struct {
 						AgentID string `json:"agent_id"`
 					}
-					if err := json.Unmarshal([]byte(sent[spawnID].text), &out); err != nil || out.AgentID == "" {
-						return fakeprovider.Turn{Text: "e2e: no agent id in the spawn output " + sent[spawnID].text}
+					if err := json.Unmarshal([]byte(text), &out); err != nil || out.AgentID == "" {
+						return fakeprovider.Turn{}, fmt.Errorf("no agent id in the spawn output %s", text)
 					}
-					return fakeprovider.Turn{Calls: []tape.ToolCall{call("wait_agent", map[string]any{"targets": []string{out.AgentID}, "timeout_ms": 30000})}, Namespaces: ns}
-				}},
+					return fakeprovider.Turn{Calls: []tape.ToolCall{call("wait_agent", map[string]any{"targets": []string{out.AgentID}, "timeout_ms": 30000})}, Namespaces: ns}, nil
+				}),
 				{Text: "Done: the sub-agent wrote sub/child.txt."},
 			}},
 			{Name: "child", Marker: "[rh-codex-child]", Turns: []fakeprovider.Turn{

@@ -245,46 +245,49 @@ func baseEnv() []string {
 // the platform package under harnesses/node_modules, else the package's bin/claude.exe
 // (the same binary, copied there by its postinstall).
 func ClaudePath() (string, error) {
-	if p := os.Getenv(EnvClaude); p != "" {
-		return checkExec(p)
-	}
-	nm, err := nodeModules()
-	if err != nil {
-		return "", err
-	}
-	var tried []string
-	for _, pkg := range platformPackages("@anthropic-ai/claude-code-") {
-		p := filepath.Join(nm, pkg, "claude")
-		if _, err := checkExec(p); err == nil {
+	return installed(EnvClaude, func(nm string) (string, error) {
+		var tried []string
+		for _, pkg := range platformPackages("@anthropic-ai/claude-code-") {
+			p := filepath.Join(nm, pkg, "claude")
+			if _, err := checkExec(p); err == nil {
+				return p, nil
+			}
+			tried = append(tried, p)
+		}
+		p := filepath.Join(nm, "@anthropic-ai", "claude-code", "bin", "claude.exe")
+		if _, err := checkExec(p); err == nil && isNative(p) {
 			return p, nil
 		}
 		tried = append(tried, p)
-	}
-	p := filepath.Join(nm, "@anthropic-ai", "claude-code", "bin", "claude.exe")
-	if _, err := checkExec(p); err == nil && isNative(p) {
-		return p, nil
-	}
-	tried = append(tried, p)
-	return "", fmt.Errorf("realharness: Claude Code not installed (run npm ci in harnesses/); tried %s", strings.Join(tried, ", "))
+		return "", fmt.Errorf("realharness: Claude Code not installed (run npm ci in harnesses/); tried %s", strings.Join(tried, ", "))
+	})
 }
 
 // CodexPath returns the Codex binary: $TAPEBOX_CODEX, else the native binary inside the
 // platform package under harnesses/node_modules.
 func CodexPath() (string, error) {
-	if p := os.Getenv(EnvCodex); p != "" {
+	return installed(EnvCodex, func(nm string) (string, error) {
+		triple := map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}[runtime.GOARCH]
+		arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+		p := filepath.Join(nm, "@openai", "codex-"+runtime.GOOS+"-"+arch, "vendor", triple, "bin", "codex")
+		if _, err := checkExec(p); err != nil {
+			return "", fmt.Errorf("realharness: Codex not installed (run npm ci in harnesses/): %w", err)
+		}
+		return p, nil
+	})
+}
+
+// installed is the binary $env names (which must be executable) when set, else what find
+// finds in harnesses/node_modules (nm).
+func installed(env string, find func(nm string) (string, error)) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return checkExec(p)
 	}
 	nm, err := nodeModules()
 	if err != nil {
 		return "", err
 	}
-	triple := map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}[runtime.GOARCH]
-	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
-	p := filepath.Join(nm, "@openai", "codex-"+runtime.GOOS+"-"+arch, "vendor", triple, "bin", "codex")
-	if _, err := checkExec(p); err != nil {
-		return "", fmt.Errorf("realharness: Codex not installed (run npm ci in harnesses/): %w", err)
-	}
-	return p, nil
+	return find(nm)
 }
 
 // platformPackages lists the npm platform package names for this machine, glibc first.

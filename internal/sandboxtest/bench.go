@@ -24,12 +24,30 @@ func Greet(tb testing.TB, s *sandbox.Session, cwd string) (*protocol.Encoder, *p
 	tb.Helper()
 	enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
 	if err := enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: "claude-code", Cwd: cwd, Env: map[string]string{}}); err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("send hello: %v; stderr: %s", err, s.Stderr())
 	}
 	if env, err := dec.Decode(); err != nil || env.HelloReply == nil {
-		tb.Fatalf("hello: %v; stderr: %s", err, s.Stderr())
+		tb.Fatalf("hello: %v %s; stderr: %s", err, rawOf(env), s.Stderr())
 	}
 	return enc, dec
+}
+
+// Noop sends NoopCall on a greeted session s and waits for its result, failing tb unless
+// one comes.
+func Noop(tb testing.TB, s *sandbox.Session, enc *protocol.Encoder, dec *protocol.Decoder) {
+	if err := enc.Encode(NoopCall); err != nil {
+		tb.Fatalf("send call: %v; stderr: %s", err, s.Stderr())
+	}
+	if env, err := dec.Decode(); err != nil || env.Result == nil {
+		tb.Fatalf("result: %v %s; stderr: %s", err, rawOf(env), s.Stderr())
+	}
+}
+
+func rawOf(env *protocol.Envelope) string {
+	if env == nil {
+		return ""
+	}
+	return string(env.Raw)
 }
 
 // Hello is Greet for BenchReady.
@@ -52,6 +70,17 @@ func BenchEcho(b *testing.B, s *sandbox.Session, line []byte) {
 	lat.Report(b)
 }
 
+// BenchCat times round trips of line (ending in a newline) through a cat started in sb: the
+// floor a session's transport puts under every call.
+func BenchCat(b *testing.B, sb *sandbox.Sandbox, line []byte) {
+	s, err := sb.StartCommand(b.Context(), []string{"cat"})
+	if err != nil {
+		b.Fatalf("start cat: %v", err)
+	}
+	defer s.Close()
+	BenchEcho(b, s, line)
+}
+
 // BenchNoop times NoopCall round trips through the executor of session s, greeted first
 // in cwd.
 func BenchNoop(b *testing.B, s *sandbox.Session, cwd string) {
@@ -59,17 +88,7 @@ func BenchNoop(b *testing.B, s *sandbox.Session, cwd string) {
 	var lat Latencies
 	for b.Loop() {
 		start := time.Now()
-		if err := enc.Encode(NoopCall); err != nil {
-			b.Fatal(err)
-		}
-		env, err := dec.Decode()
-		if err != nil || env.Result == nil {
-			raw := ""
-			if env != nil {
-				raw = string(env.Raw)
-			}
-			b.Fatalf("result: %v %s; stderr: %s", err, raw, s.Stderr())
-		}
+		Noop(b, s, enc, dec)
 		lat.Time(start)
 	}
 	lat.Report(b)

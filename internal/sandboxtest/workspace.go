@@ -101,6 +101,22 @@ func Changes(cs []workspace.Change) []string {
 	return out
 }
 
+// CheckRestoreRefused restores into sb the snapshot file snap with the wrong info bad, then
+// HostileSnapshot, and requires that each is refused with an error naming its file
+// (ErrMismatch, ErrUnsafe); it returns the hostile one's error. The caller checks that
+// nothing was written.
+func CheckRestoreRefused(t *testing.T, sb *sandbox.Sandbox, snap string, bad workspace.Info) error {
+	t.Helper()
+	err := sb.RestoreWorkspace(t.Context(), snap, bad)
+	require.ErrorIs(t, err, workspace.ErrMismatch)
+	assert.Contains(t, err.Error(), snap)
+	hostile, hinfo := HostileSnapshot(t)
+	err = sb.RestoreWorkspace(t.Context(), hostile, hinfo)
+	require.ErrorIs(t, err, workspace.ErrUnsafe)
+	assert.Contains(t, err.Error(), hostile)
+	return err
+}
+
 // CheckWorkspace restores the snapshot into sb, compares its manifest with the recorded one,
 // changes the tree with a command and finds each change.
 func CheckWorkspace(t *testing.T, sb *sandbox.Sandbox) {

@@ -3,8 +3,6 @@ package docker
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
-	"io"
 	"runtime"
 	"testing"
 	"time"
@@ -63,20 +61,15 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 			if _, err := resp.Conn.Write(line); err != nil {
 				b.Fatal(err)
 			}
-			readFramesUntilNewline(b, resp.Reader, len(line))
+			if err := dockertest.ReadStdout(resp.Reader, len(line)); err != nil {
+				b.Fatal(err)
+			}
 			lat.Time(start)
 		}
 		lat.Report(b)
 	})
 
-	b.Run("session-cat", func(b *testing.B) {
-		s, err := sb.StartCommand(b.Context(), []string{"cat"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		sandboxtest.BenchEcho(b, s, line)
-	})
+	b.Run("session-cat", func(b *testing.B) { sandboxtest.BenchCat(b, sb, line) })
 
 	noopLoop := func(b *testing.B, tr sandbox.Transport) {
 		exe := sandboxtest.RealExecutor(b, sb.Arch())
@@ -92,25 +85,6 @@ func BenchmarkDockerRoundTrip(b *testing.B) {
 	b.Run("session-socket-noop", func(b *testing.B) { noopLoop(b, sandbox.TransportSocket) })
 
 	b.Run("exec-per-call", func(b *testing.B) { sandboxtest.BenchExec(b, sb, "echo", "x") })
-}
-
-// readFramesUntilNewline reads multiplexed stream frames (8-byte header, payload) until n
-// payload bytes ending in a newline have arrived.
-func readFramesUntilNewline(b *testing.B, r *bufio.Reader, n int) {
-	var hdr [8]byte
-	got := 0
-	for got < n {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			b.Fatal(err)
-		}
-		size := int(binary.BigEndian.Uint32(hdr[4:]))
-		if _, err := r.Discard(size); err != nil {
-			b.Fatal(err)
-		}
-		if hdr[0] == 1 {
-			got += size
-		}
-	}
 }
 
 // BenchmarkDockerReady compares a sandbox made ready for a replay (create with the safe

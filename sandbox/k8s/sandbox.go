@@ -300,26 +300,8 @@ func (b *Backend) podSpec(opts sandbox.Options, cwd string, uid, gid int64, netw
 		sc.Capabilities.Add = append(sc.Capabilities.Add, corev1.Capability(strings.TrimPrefix(strings.ToUpper(c), "CAP_")))
 	}
 	res := corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}}
-	cpu := resource.NewMilliQuantity(int64(kit.Limit(opts.CPUs, sandbox.DefaultCPUs)*1000), resource.DecimalSI)
-	if b.ks.cpu != "" {
-		q := resource.MustParse(b.ks.cpu)
-		cpu = &q
-	}
-	if opts.CPUs >= 0 || b.ks.cpu != "" {
-		res.Limits[corev1.ResourceCPU] = *cpu
-		// A small request, so that a node's pods are bounded by their limits, not by their
-		// requests summed (a tape is mostly idle).
-		res.Requests[corev1.ResourceCPU] = minQuantity(*cpu, resource.MustParse("100m"))
-	}
-	mem := resource.NewQuantity(kit.Limit(opts.Memory, sandbox.DefaultMemory), resource.BinarySI)
-	if b.ks.memory != "" {
-		q := resource.MustParse(b.ks.memory)
-		mem = &q
-	}
-	if opts.Memory >= 0 || b.ks.memory != "" {
-		res.Limits[corev1.ResourceMemory] = *mem
-		res.Requests[corev1.ResourceMemory] = minQuantity(*mem, resource.MustParse("128Mi"))
-	}
+	setLimit(res, corev1.ResourceCPU, resource.NewMilliQuantity(int64(kit.Limit(opts.CPUs, sandbox.DefaultCPUs)*1000), resource.DecimalSI), b.ks.cpu, opts.CPUs >= 0, "100m")
+	setLimit(res, corev1.ResourceMemory, resource.NewQuantity(kit.Limit(opts.Memory, sandbox.DefaultMemory), resource.BinarySI), b.ks.memory, opts.Memory >= 0, "128Mi")
 	volumes := []corev1.Volume{{Name: "tapebox", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	mounts := []corev1.VolumeMount{{Name: "tapebox", MountPath: k8sExecutorDir}}
 	// A missing working directory would be made root's by the runtime; a volume there
@@ -368,6 +350,21 @@ func (b *Backend) podSpec(opts sandbox.Options, cwd string, uid, gid int64, netw
 		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": b.ks.node}
 	}
 	return pod
+}
+
+// setLimit limits resource name of res to the spec's quantity when the spec gives one, else
+// to def when limited; the request is the smaller of the limit and request. A small request
+// lets a node's pods be bounded by their limits, not by their requests summed (a tape is
+// mostly idle).
+func setLimit(res corev1.ResourceRequirements, name corev1.ResourceName, def *resource.Quantity, spec string, limited bool, request string) {
+	if spec != "" {
+		q := resource.MustParse(spec)
+		def, limited = &q, true
+	}
+	if limited {
+		res.Limits[name] = *def
+		res.Requests[name] = minQuantity(*def, resource.MustParse(request))
+	}
 }
 
 func minQuantity(a, b resource.Quantity) resource.Quantity {

@@ -47,14 +47,7 @@ func BenchmarkLocalRoundTrip(b *testing.B) {
 	}
 	defer sb.Close(context.Background())
 	line := []byte(`{"op":"call","id":"1"}` + "\n")
-	b.Run("session-cat", func(b *testing.B) {
-		s, err := sb.StartCommand(b.Context(), []string{"cat"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		sandboxtest.BenchEcho(b, s, line)
-	})
+	b.Run("session-cat", func(b *testing.B) { sandboxtest.BenchCat(b, sb, line) })
 	b.Run("session-executor-noop", func(b *testing.B) {
 		sandboxtest.RealExecutor(b, runtime.GOARCH)
 		s, err := sb.Start(b.Context())

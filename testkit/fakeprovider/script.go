@@ -26,6 +26,18 @@ type Script struct {
 	PieceSize int
 }
 
+// ByModel is a Script.Match that picks the thread threads names for the request body's
+// "model" field; "" (no thread) for a model it does not name or a body that is not JSON.
+func ByModel(threads map[string]string) func(r *Request) string {
+	return func(r *Request) string {
+		var b struct{ Model string }
+		if json.Unmarshal(r.Body, &b) != nil {
+			return ""
+		}
+		return threads[b.Model]
+	}
+}
+
 // Thread is one conversation of the script.
 type Thread struct {
 	// Name identifies the thread and goes into the ids of its answers.

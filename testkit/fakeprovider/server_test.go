@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -70,9 +71,15 @@ func post(t *testing.T, url string, body any, header ...string) *http.Response {
 	t.Helper()
 	b, err := json.Marshal(body)
 	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(b))
+	return send(t, http.MethodPost, url, bytes.NewReader(b), append([]string{"Content-Type", "application/json"}, header...)...)
+}
+
+// send makes a request with the header's name-value pairs set, and closes the answer's body
+// when the test ends.
+func send(t *testing.T, method, url string, body io.Reader, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
 	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -418,15 +425,7 @@ func TestConcurrentThreads(t *testing.T) {
 func TestOtherEndpoints(t *testing.T) {
 	srv := start(t, fakeprovider.Script{Models: []string{"m1", "m2"}})
 	get := func(path string, header ...string) *http.Response {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL()+path, nil)
-		require.NoError(t, err)
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = resp.Body.Close() })
-		return resp
+		return send(t, http.MethodGet, srv.URL()+path, nil, header...)
 	}
 
 	resp := post(t, srv.URL()+"/r/run-1/v1/messages/count_tokens?beta=true", map[string]any{"model": "m", "messages": []any{}})
@@ -487,12 +486,7 @@ func TestGzipRequestBody(t *testing.T) {
 	zw := gzip.NewWriter(&buf)
 	_, _ = zw.Write([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	require.NoError(t, zw.Close())
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL()+"/v1/messages", &buf)
-	require.NoError(t, err)
-	req.Header.Set("Content-Encoding", "gzip")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
+	resp := send(t, http.MethodPost, srv.URL()+"/v1/messages", &buf, "Content-Encoding", "gzip")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.JSONEq(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, string(srv.Requests()[0].Body))
 }
@@ -650,4 +644,22 @@ func FuzzServe(f *testing.F) {
 			t.Fatalf("%d requests recorded, want 1", n)
 		}
 	})
+}
+
+// TestByModel: ByModel picks the thread by the request's model; another model, or a body
+// that is not JSON, gets no thread.
+func TestByModel(t *testing.T) {
+	match := fakeprovider.ByModel(map[string]string{"m1": "one", "m2": "two"})
+	assert.Equal(t, "one", match(&fakeprovider.Request{Body: []byte(`{"model":"m1"}`)}))
+	assert.Equal(t, "two", match(&fakeprovider.Request{Body: []byte(`{"model":"m2","messages":[]}`)}))
+	assert.Empty(t, match(&fakeprovider.Request{Body: []byte(`{"model":"m3"}`)}))
+	assert.Empty(t, match(&fakeprovider.Request{Body: []byte(`{oops`)}))
+
+	srv := start(t, fakeprovider.Script{Threads: []fakeprovider.Thread{
+		{Name: "one", Turns: []fakeprovider.Turn{{Text: "from one"}}},
+		{Name: "two", Turns: []fakeprovider.Turn{{Text: "from two"}}},
+	}, Match: match})
+	resp := post(t, srv.URL()+"/v1/messages", map[string]any{"model": "m2", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, fmt.Sprint(decode(t, resp)["content"]), "from two")
 }

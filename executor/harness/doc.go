@@ -1,5 +1,6 @@
-// Package harness defines what a harness module is (the Harness interface), the session
-// it runs tool calls in (Env), a Registry of modules, and helpers the modules share.
+// Package harness defines what a harness module is (the Harness interface, and Module, which
+// builds one on the harness's entry in tape/harnesses), the session it runs tool calls in
+// (Env), a Registry of modules, and helpers the modules share.
 //
 // A harness module maps each tool call of its harness to an action of package
 // executor/action and formats the action's result exactly as that harness formats it.

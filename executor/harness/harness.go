@@ -37,11 +37,29 @@ type Session interface {
 	Close() error
 }
 
-// PolicyOf is the policy a module reports for h, from the harness table: whether it runs
-// one answer's tool calls in parallel, and its spawning tools.
-func PolicyOf(h harnesses.Harness) protocol.Policy {
-	return protocol.Policy{ParallelToolCalls: h.ParallelToolCalls, SpawningTools: h.SpawningTools}
+// Module is a harness module built on the harness's entry in tape/harnesses: its name and
+// policy are the table's, so the executor's hello reports what the gateway and the
+// controller read there; Start begins its sessions.
+type Module struct {
+	// Spec is the harness's entry in the table.
+	Spec *harnesses.Harness
+	// Start starts a session in env (see Harness.NewSession).
+	Start func(env *Env) Session
 }
+
+var _ Harness = Module{}
+
+// Name implements Harness: the table's name.
+func (m Module) Name() string { return m.Spec.Name }
+
+// Policy implements Harness: from the table, whether the harness runs one answer's tool
+// calls in parallel, and its spawning tools.
+func (m Module) Policy() protocol.Policy {
+	return protocol.Policy{ParallelToolCalls: m.Spec.ParallelToolCalls, SpawningTools: m.Spec.SpawningTools}
+}
+
+// NewSession implements Harness.
+func (m Module) NewSession(env *Env) Session { return m.Start(env) }
 
 // Immediate is implemented by sessions that can tell calls which finish at once (a Noop
 // replaying its recorded result): the executor runs those on its reading goroutine, which
@@ -174,6 +192,12 @@ func Text(call tape.ToolCall, text string, isError bool) tape.ToolResult {
 		Content:    []tape.Block{{Type: tape.BlockText, Text: text}},
 		IsError:    isError,
 	}
+}
+
+// Spawning is the answer to a call of a spawning tool (harnesses.Harness.SpawningTools),
+// which should never reach the executor: the controller plays the subagent's thread.
+func Spawning(call tape.ToolCall) tape.ToolResult {
+	return Text(call, "tapebox-exec: "+call.Name+" spawns a subagent; the controller plays it, the executor does not", true)
 }
 
 // Replay returns the recorded result for call (the Noop action): its content verbatim,

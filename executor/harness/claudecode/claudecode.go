@@ -8,33 +8,15 @@ import (
 	"sync"
 
 	"github.com/tapebox/tapebox/executor/harness"
-	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
-// Name is the harness's name in hello.
-const Name = "claude-code"
-
-// Harness is the Claude Code module.
-type Harness struct{}
-
-var _ harness.Harness = Harness{}
-
-// New returns the Claude Code module.
-func New() Harness { return Harness{} }
-
-// Name implements harness.Harness.
-func (Harness) Name() string { return Name }
-
-// Policy implements harness.Harness.
-func (Harness) Policy() protocol.Policy {
-	return harness.PolicyOf(harnesses.ClaudeCode)
-}
-
-// NewSession implements harness.Harness.
-func (Harness) NewSession(env *harness.Env) harness.Session {
-	return &session{env: env, cwd: env.Cwd}
+// New returns the Claude Code module: its name and policy are harnesses.ClaudeCode's.
+func New() harness.Module {
+	return harness.Module{Spec: &harnesses.ClaudeCode, Start: func(env *harness.Env) harness.Session {
+		return &session{env: env, cwd: env.Cwd}
+	}}
 }
 
 type session struct {
@@ -46,6 +28,9 @@ type session struct {
 
 type toolFunc func(s *session, ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult
 
+// tools are the tools this module performs in the sandbox, and the spawning tools; every
+// other tool is a Noop (TodoWrite, WebFetch, WebSearch, Skill, ToolSearch, ExitPlanMode,
+// ListAgents, ReportFindings, ScheduleWakeup, Workflow, Monitor, MCP tools ...).
 var tools map[string]toolFunc
 
 func init() {
@@ -63,17 +48,11 @@ func init() {
 		"NotebookEdit": (*session).notebookEdit,
 		"Glob":         (*session).glob,
 		"Grep":         (*session).grep,
-		"Agent":        spawning,
-		"Task":         spawning,
 	}
-}
-
-// Tools lists the tools this module performs in the sandbox; every other tool is a Noop
-// (TodoWrite, WebFetch, WebSearch, Skill, ToolSearch, ExitPlanMode, ListAgents,
-// ReportFindings, ScheduleWakeup, Workflow, Monitor, MCP tools ...).
-func Tools() []string {
-	return []string{"Bash", "BashOutput", "TaskOutput", "KillShell", "KillBash", "TaskStop", "Read",
-		"Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep"}
+	// A spawning tool's call should never reach the executor; one that does gets an error.
+	for _, name := range harnesses.ClaudeCode.SpawningTools {
+		tools[name] = spawning
+	}
 }
 
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
@@ -93,7 +72,7 @@ func (s *session) Immediate(call tape.ToolCall) bool {
 func (s *session) Close() error { return s.env.Tasks.Close() }
 
 func spawning(_ *session, _ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {
-	return harness.Text(call, fmt.Sprintf("tapebox-exec: %s spawns a subagent; the controller plays it, the executor does not", call.Name), true)
+	return harness.Spawning(call)
 }
 
 // toolUseError wraps a validation message as Claude Code does.

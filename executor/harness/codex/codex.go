@@ -13,33 +13,15 @@ import (
 
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
-	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
-// Name is the harness's name in hello.
-const Name = "codex"
-
-// Harness is the Codex module.
-type Harness struct{}
-
-var _ harness.Harness = Harness{}
-
-// New returns the Codex module.
-func New() Harness { return Harness{} }
-
-// Name implements harness.Harness.
-func (Harness) Name() string { return Name }
-
-// Policy implements harness.Harness.
-func (Harness) Policy() protocol.Policy {
-	return harness.PolicyOf(harnesses.Codex)
-}
-
-// NewSession implements harness.Harness.
-func (Harness) NewSession(env *harness.Env) harness.Session {
-	return &session{env: env}
+// New returns the Codex module: its name and policy are harnesses.Codex's.
+func New() harness.Module {
+	return harness.Module{Spec: &harnesses.Codex, Start: func(env *harness.Env) harness.Session {
+		return &session{env: env}
+	}}
 }
 
 type session struct {
@@ -72,12 +54,14 @@ func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolRes
 		return s.shell(ctx, call, rec)
 	case "shell_command":
 		return s.shellCommand(ctx, call, rec)
-	case "spawn_agent":
-		return harness.Text(call, "tapebox-exec: spawn_agent spawns a subagent; the controller plays it, the executor does not", true)
 	case "update_plan":
 		if rec == nil {
 			return text(call, "Plan updated")
 		}
+	}
+	// A spawning tool's call should never reach the executor; one that does gets an error.
+	if slices.Contains(harnesses.Codex.SpawningTools, call.Name) {
+		return harness.Spawning(call)
 	}
 	return harness.Replay(call, rec)
 }

@@ -291,14 +291,7 @@ type taskOutputInput struct {
 
 func (s *session) taskOutput(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in taskOutputInput
-	if r, ok := decode(call, &in); !ok {
-		return r
-	}
-	id := cmp.Or(in.TaskID, in.ShellID)
-	if id == "" {
-		return missingParam(call, "task_id")
-	}
-	st, r, ok := s.find(call, rec, "task", id)
+	id, st, r, ok := s.decodeTaskRef(call, rec, &in, &in.TaskID, &in.ShellID, missingParamText(call, "task_id"))
 	if !ok {
 		return r
 	}
@@ -354,14 +347,7 @@ func (s *session) killShell(_ context.Context, call tape.ToolCall, rec *tape.Too
 
 func (s *session) taskStop(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in killInput
-	if r, ok := decode(call, &in); !ok {
-		return r
-	}
-	id := cmp.Or(in.TaskID, in.ShellID)
-	if id == "" {
-		return toolUseError(call, "Missing required parameter: task_id")
-	}
-	st, r, ok := s.find(call, rec, "task", id)
+	id, st, r, ok := s.decodeTaskRef(call, rec, &in, &in.TaskID, &in.ShellID, "Missing required parameter: task_id")
 	if !ok {
 		return r
 	}
@@ -383,6 +369,21 @@ func (s *session) decodeTask(call tape.ToolCall, rec *tape.ToolResult, in any, n
 		return action.TaskStatus{}, r, false
 	}
 	return s.find(call, rec, noun, *id)
+}
+
+// decodeTaskRef is decodeTask for the tools that name a task by task_id or, as older
+// versions did, shell_id (fields of in); missing is Claude Code's message when the input
+// names neither. It returns the id given.
+func (s *session) decodeTaskRef(call tape.ToolCall, rec *tape.ToolResult, in any, taskID, shellID *string, missing string) (string, action.TaskStatus, tape.ToolResult, bool) {
+	if r, ok := decode(call, in); !ok {
+		return "", action.TaskStatus{}, r, false
+	}
+	id := cmp.Or(*taskID, *shellID)
+	if id == "" {
+		return "", action.TaskStatus{}, toolUseError(call, missing), false
+	}
+	st, r, ok := s.find(call, rec, "task", id)
+	return id, st, r, ok
 }
 
 // find returns the task named id (the recording's, after the controller's substitution),

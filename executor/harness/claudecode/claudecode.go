@@ -121,7 +121,11 @@ func param(v reflect.Value, name string) reflect.Value {
 }
 
 func missingParam(call tape.ToolCall, name string) tape.ToolResult {
-	return toolUseError(call, fmt.Sprintf("InputValidationError: %s failed due to the following issue:\nThe required parameter `%s` is missing", call.Name, name))
+	return toolUseError(call, missingParamText(call, name))
+}
+
+func missingParamText(call tape.ToolCall, name string) string {
+	return fmt.Sprintf("InputValidationError: %s failed due to the following issue:\nThe required parameter `%s` is missing", call.Name, name)
 }
 
 // asRecorded wraps or unwraps an error text in <tool_use_error> to match the recording,

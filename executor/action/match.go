@@ -156,19 +156,24 @@ func (f *ignoreFile) match(rel string, isDir bool) int {
 		}
 		p = rel[len(f.base)+1:]
 	}
-	for i := len(f.patterns) - 1; i >= 0; i-- {
-		pt := f.patterns[i]
-		if pt.dirOnly && !isDir {
-			continue
-		}
-		if pt.re.MatchString(p) {
-			if pt.negate {
-				return -1
-			}
-			return 1
+	switch pt := lastMatch(f.patterns, p, isDir); {
+	case pt == nil:
+		return 0
+	case pt.negate:
+		return -1
+	}
+	return 1
+}
+
+// lastMatch returns the last of ps that matches p (a directory when isDir), nil when none
+// does: in an ignore file as among --glob filters, the last matching pattern wins.
+func lastMatch(ps []*pattern, p string, isDir bool) *pattern {
+	for i := len(ps) - 1; i >= 0; i-- {
+		if pt := ps[i]; (!pt.dirOnly || isDir) && pt.re.MatchString(p) {
+			return pt
 		}
 	}
-	return 0
+	return nil
 }
 
 func loadIgnoreFile(file string) []*pattern {
@@ -233,23 +238,15 @@ func (o *overrides) decide(rel string, isDir bool) int {
 	if o == nil || len(o.patterns) == 0 {
 		return 0
 	}
-	for i := len(o.patterns) - 1; i >= 0; i-- {
-		p := o.patterns[i]
-		if p.dirOnly && !isDir {
-			continue
-		}
-		if p.re.MatchString(rel) {
-			if p.negate {
-				return -1
-			}
-			if isDir {
-				return 0
-			}
-			return 1
-		}
-	}
-	if o.whitelist && !isDir {
+	switch p := lastMatch(o.patterns, rel, isDir); {
+	case p == nil && o.whitelist && !isDir:
 		return -1
+	case p == nil:
+		return 0
+	case p.negate:
+		return -1
+	case isDir:
+		return 0
 	}
-	return 0
+	return 1
 }

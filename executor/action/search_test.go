@@ -139,3 +139,48 @@ func TestGrep(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, 1, got[0].Count)
 }
+
+// TestLastMatchWins: in an ignore file and among --glob filters the last matching pattern
+// decides, a directory-only pattern passes files by, and a whitelist glob skips the files
+// it does not match but not directories (which are walked into).
+func TestLastMatchWins(t *testing.T) {
+	var ps []*pattern
+	for _, line := range []string{"*.log", "!keep.log", "build/", "deep/*.tmp"} {
+		p, err := compilePattern(line, false)
+		require.NoError(t, err)
+		ps = append(ps, p)
+	}
+	ignore := (&ignoreFile{patterns: ps}).match
+	globs, err := compileOverrides([]string{"*.go", "!vendor/", "!*_test.go"}, false)
+	require.NoError(t, err)
+	exclude, err := compileOverrides([]string{"!*.md"}, false)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		rules string
+		match func(rel string, isDir bool) int
+		rel   string
+		isDir bool
+		want  int
+	}{
+		{"ignore file", ignore, "a.log", false, 1},
+		{"ignore file", ignore, "sub/a.log", false, 1},
+		{"ignore file", ignore, "keep.log", false, -1},
+		{"ignore file", ignore, "sub/keep.log", false, -1},
+		{"ignore file", ignore, "build", true, 1},
+		{"ignore file", ignore, "build", false, 0},
+		{"ignore file", ignore, "deep/x.tmp", false, 1},
+		{"ignore file", ignore, "x.tmp", false, 0},
+		{"ignore file", ignore, "a.go", false, 0},
+		{"globs", globs.decide, "a.go", false, 1},
+		{"globs", globs.decide, "a_test.go", false, -1},
+		{"globs", globs.decide, "vendor", true, -1},
+		{"globs", globs.decide, "src", true, 0},
+		{"globs", globs.decide, "x.go", true, 0},
+		{"globs", globs.decide, "a.txt", false, -1},
+		{"exclusions only", exclude.decide, "a.md", false, -1},
+		{"exclusions only", exclude.decide, "a.txt", false, 0},
+		{"no globs", (*overrides)(nil).decide, "a.txt", false, 0},
+	} {
+		assert.Equal(t, tc.want, tc.match(tc.rel, tc.isDir), "%s: %s (dir %v)", tc.rules, tc.rel, tc.isDir)
+	}
+}

@@ -120,35 +120,50 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return usageError(stdout, stderr, "serve", serveUsage, err)
 	}
-	out := stdout
-	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
-		ch, err := RedirectStdout()
-		if err != nil {
-			fmt.Fprintf(stderr, "tapebox-exec serve: %v\n", err)
-			return 1
-		}
-		defer ch.Close()
-		out = ch
+	in, out, release, err := protocolStreams(stdin, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "tapebox-exec serve: %v\n", err)
+		return 1
 	}
-	if f, ok := stdin.(*os.File); ok && f == os.Stdin {
-		in, err := ProtocolStdin()
-		if err != nil {
-			fmt.Fprintf(stderr, "tapebox-exec serve: %v\n", err)
-			return 1
-		}
-		defer in.Close()
-		stdin = in
-	}
+	defer release()
 	if dial != "" {
-		err = serveUnix(ctx, sockPath, stdin, stderr)
+		err = serveUnix(ctx, sockPath, in, stderr)
 	} else {
-		err = executor.Serve(ctx, stdin, out, stderr)
+		err = executor.Serve(ctx, in, out, stderr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tapebox-exec serve: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// protocolStreams returns the streams serve speaks the protocol on. The process's own stdout
+// and stdin are taken over (see RedirectStdout and ProtocolStdin); other streams, a test's,
+// are used as they are. release closes what was taken over.
+func protocolStreams(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, func(), error) {
+	var held []io.Closer
+	release := func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i].Close()
+		}
+	}
+	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
+		w, err := RedirectStdout()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		held, stdout = append(held, w), w
+	}
+	if f, ok := stdin.(*os.File); ok && f == os.Stdin {
+		r, err := ProtocolStdin()
+		if err != nil {
+			release()
+			return nil, nil, nil, err
+		}
+		held, stdin = append(held, r), r
+	}
+	return stdin, stdout, release, nil
 }
 
 func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 
@@ -25,6 +26,17 @@ type Case struct {
 func file(path, content string) File { return File{Path: path, Mode: "0644", Content: content} }
 
 func call(name string, input map[string]any) tape.ToolCall { return fakeprovider.Call(name, input) }
+
+// afterRead is a case on the file f: the model reads it, as Claude Code requires before a
+// file is changed, then calls tool on it with input and f's absolute path as file_path.
+func afterRead(name string, f File, tool string, input map[string]any) Case {
+	return Case{Name: name, Before: []File{f}, Calls: func(cwd string) []tape.ToolCall {
+		p := filepath.Join(cwd, f.Path)
+		in := maps.Clone(input)
+		in["file_path"] = p
+		return []tape.ToolCall{call("Read", map[string]any{"file_path": p}), call(tool, in)}
+	}}
+}
 
 // claudeCases covers the tools Claude Code 2.1.332 offers by default (Bash, Read, Write,
 // Edit, Agent) in each variant.
@@ -107,58 +119,16 @@ var claudeCases = []Case{
 	{Name: "write-new-subdir", Calls: func(cwd string) []tape.ToolCall {
 		return []tape.ToolCall{call("Write", map[string]any{"file_path": filepath.Join(cwd, "deep", "er", "notes.txt"), "content": "nested\n"})}
 	}},
-	{Name: "write-overwrite", Before: []File{file("notes.txt", "old content\n")}, Calls: func(cwd string) []tape.ToolCall {
-		p := filepath.Join(cwd, "notes.txt")
-		return []tape.ToolCall{
-			call("Read", map[string]any{"file_path": p}),
-			call("Write", map[string]any{"file_path": p, "content": "new content\n"}),
-		}
-	}},
-	{Name: "edit", Before: []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, Calls: func(cwd string) []tape.ToolCall {
-		p := filepath.Join(cwd, "notes.txt")
-		return []tape.ToolCall{
-			call("Read", map[string]any{"file_path": p}),
-			call("Edit", map[string]any{"file_path": p, "old_string": "beta", "new_string": "BETA"}),
-		}
-	}},
-	{Name: "edit-replace-all", Before: []File{file("notes.txt", "cat dog cat\ncat\n")}, Calls: func(cwd string) []tape.ToolCall {
-		p := filepath.Join(cwd, "notes.txt")
-		return []tape.ToolCall{
-			call("Read", map[string]any{"file_path": p}),
-			call("Edit", map[string]any{"file_path": p, "old_string": "cat", "new_string": "bird", "replace_all": true}),
-		}
-	}},
-	{Name: "edit-not-found", Before: []File{file("notes.txt", "alpha\nbeta\n")}, Calls: func(cwd string) []tape.ToolCall {
-		p := filepath.Join(cwd, "notes.txt")
-		return []tape.ToolCall{
-			call("Read", map[string]any{"file_path": p}),
-			call("Edit", map[string]any{"file_path": p, "old_string": "no such text", "new_string": "x"}),
-		}
-	}},
-	{Name: "edit-not-unique", Before: []File{file("notes.txt", "same\nsame\n")}, Calls: func(cwd string) []tape.ToolCall {
-		p := filepath.Join(cwd, "notes.txt")
-		return []tape.ToolCall{
-			call("Read", map[string]any{"file_path": p}),
-			call("Edit", map[string]any{"file_path": p, "old_string": "same", "new_string": "other"}),
-		}
-	}},
+	afterRead("write-overwrite", file("notes.txt", "old content\n"), "Write", map[string]any{"content": "new content\n"}),
+	afterRead("edit", file("notes.txt", "alpha\nbeta\ngamma\n"), "Edit", map[string]any{"old_string": "beta", "new_string": "BETA"}),
+	afterRead("edit-replace-all", file("notes.txt", "cat dog cat\ncat\n"), "Edit", map[string]any{"old_string": "cat", "new_string": "bird", "replace_all": true}),
+	afterRead("edit-not-found", file("notes.txt", "alpha\nbeta\n"), "Edit", map[string]any{"old_string": "no such text", "new_string": "x"}),
+	afterRead("edit-not-unique", file("notes.txt", "same\nsame\n"), "Edit", map[string]any{"old_string": "same", "new_string": "other"}),
 	{Name: "edit-create-file", Calls: func(cwd string) []tape.ToolCall {
 		return []tape.ToolCall{call("Edit", map[string]any{"file_path": filepath.Join(cwd, "fresh.txt"), "old_string": "", "new_string": "made by Edit\n"})}
 	}},
-	{Name: "edit-no-change", Before: []File{file("notes.txt", "alpha\n")}, Calls: func(cwd string) []tape.ToolCall {
-		p := filepath.Join(cwd, "notes.txt")
-		return []tape.ToolCall{
-			call("Read", map[string]any{"file_path": p}),
-			call("Edit", map[string]any{"file_path": p, "old_string": "alpha", "new_string": "alpha"}),
-		}
-	}},
-	{Name: "edit-multiline", Before: []File{file("code.go", "func a() {\n\treturn 1\n}\n")}, Calls: func(cwd string) []tape.ToolCall {
-		p := filepath.Join(cwd, "code.go")
-		return []tape.ToolCall{
-			call("Read", map[string]any{"file_path": p}),
-			call("Edit", map[string]any{"file_path": p, "old_string": "\treturn 1\n}", "new_string": "\tx := 2\n\treturn x\n}"}),
-		}
-	}},
+	afterRead("edit-no-change", file("notes.txt", "alpha\n"), "Edit", map[string]any{"old_string": "alpha", "new_string": "alpha"}),
+	afterRead("edit-multiline", file("code.go", "func a() {\n\treturn 1\n}\n"), "Edit", map[string]any{"old_string": "\treturn 1\n}", "new_string": "\tx := 2\n\treturn x\n}"}),
 	{Name: "agent", Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{call("Agent", map[string]any{
 			"description":       "answer a question",

@@ -51,7 +51,7 @@ func describe(e Entry) string {
 	case TypeSymlink:
 		return "symlink to " + e.Link
 	}
-	return string(e.Type) + " " + e.Mode
+	return e.Type + " " + e.Mode
 }
 
 // Diff lists how replayed differs from recorded, by path; none for identical trees. A

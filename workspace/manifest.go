@@ -12,32 +12,21 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
-// Type is the kind of a workspace entry.
-type Type string
-
-// The entry types a snapshot and a manifest hold.
+// The entry types a snapshot and a manifest hold (Entry.Type).
 const (
-	TypeFile    Type = "file"
-	TypeDir     Type = "dir"
-	TypeSymlink Type = "symlink"
+	TypeFile    = "file"
+	TypeDir     = "dir"
+	TypeSymlink = "symlink"
 )
 
-// Entry is one file, directory or symbolic link of a workspace.
-type Entry struct {
-	// Path is slash-separated and relative to the workspace.
-	Path string `json:"path"`
-	Type Type   `json:"type"`
-	// Mode is the permission bits in octal, such as "0644"; "0777" for a symbolic link.
-	Mode string `json:"mode"`
-	// Size is a regular file's length in bytes.
-	Size int64 `json:"size,omitempty"`
-	// SHA256 is the hex SHA-256 of a regular file's content.
-	SHA256 string `json:"sha256,omitempty"`
-	// Link is a symbolic link's target, as stored in the link.
-	Link string `json:"link,omitempty"`
-}
+// Entry is one file, directory or symbolic link of a workspace: the tape's manifest entry
+// (meta.workspace.end), so that a manifest goes into a tape and comes out of one as it is.
+// Its Path is slash-separated, its Mode "0777" for a symbolic link.
+type Entry = tape.FileEntry
 
 // Manifest is a workspace's state without its content: every entry Options leave in, sorted
 // by path. Named pipes, sockets and devices are not in it.

@@ -13,7 +13,7 @@ import (
 // item is one entry found by walk.
 type item struct {
 	rel   string // slash-separated, relative to the workspace
-	typ   Type
+	typ   string
 	perm  fs.FileMode
 	size  int64 // regular files
 	mtime time.Time

@@ -3,7 +3,6 @@ package interop
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -169,10 +168,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 			}
 			spans = append(spans, sp)
 			for _, c := range s.ToolCalls {
-				from, to := t.LastByteAt, t.LastByteAt
-				if t.NextRequestAt != nil {
-					to = *t.NextRequestAt
-				}
+				from, to := t.LastByteAt, resultsAt(t)
 				r, ok := s.ToolResult(c.ID)
 				if ok && r.DurationMS != nil {
 					to = from + *r.DurationMS
@@ -207,37 +203,6 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 		return nil, fmt.Errorf("export otlp: %w", err)
 	}
 	return b, nil
-}
-
-// responseModel is the model a raw response names, or "".
-func responseModel(s *tape.Step) string {
-	var body struct {
-		Model   string `json:"model"`
-		Message struct {
-			Model string `json:"model"`
-		} `json:"message"`
-		Response struct {
-			Model string `json:"model"`
-		} `json:"response"`
-	}
-	if raw := s.Response.Raw; len(raw) > 0 && raw[0] == '{' {
-		if json.Unmarshal(raw, &body) == nil && body.Model != "" {
-			return body.Model
-		}
-	}
-	for i, c := range s.Response.Chunks {
-		if i > 3 {
-			break
-		}
-		for _, line := range strings.Split(c.Data, "\n") {
-			if data, ok := strings.CutPrefix(line, "data:"); ok && json.Unmarshal([]byte(strings.TrimSpace(data)), &body) == nil {
-				if m := cmpOr(body.Message.Model, body.Response.Model); m != "" {
-					return m
-				}
-			}
-		}
-	}
-	return ""
 }
 
 // PostOTLP sends an OTLP/JSON export to an OTLP/HTTP receiver: endpoint is its base URL

@@ -196,13 +196,7 @@ func (r *ccThreadReader) read(path string) error {
 // holding them (a project folder, or ~/.claude/projects), each with its subagents'
 // sidechains from <session>/subagents/agent-*.jsonl (linked to the spawning call by the
 // .meta.json beside them).
-func ImportClaudeCode(path string) ([]*tape.Tape, error) {
-	files, err := sessionFiles(path, func(rel string, d fs.DirEntry) bool { return strings.HasSuffix(rel, ".jsonl") })
-	if err != nil {
-		return nil, fmt.Errorf("import claude-code: %w", err)
-	}
-	return importClaudeFiles(files)
-}
+func ImportClaudeCode(path string) ([]*tape.Tape, error) { return importPath(ClaudeCode, path) }
 
 func importClaudeFiles(files []string) ([]*tape.Tape, error) {
 	var out []*tape.Tape

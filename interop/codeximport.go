@@ -3,8 +3,6 @@ package interop
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"path"
 	"strings"
 	"time"
 
@@ -216,15 +214,7 @@ func readRollout(p string) (*cxRollout, error) {
 // ImportCodex reads Codex rollout files: a rollout-*.jsonl file or a directory holding them
 // (~/.codex/sessions). A sub-agent's rollout (its session_meta names a parent thread)
 // becomes a thread of its parent's tape, linked to the spawn call whose result names it.
-func ImportCodex(p string) ([]*tape.Tape, error) {
-	files, err := sessionFiles(p, func(rel string, d fs.DirEntry) bool {
-		return strings.HasSuffix(rel, ".jsonl") && strings.HasPrefix(path.Base(rel), "rollout-")
-	})
-	if err != nil {
-		return nil, fmt.Errorf("import codex: %w", err)
-	}
-	return importCodexFiles(files)
-}
+func ImportCodex(path string) ([]*tape.Tape, error) { return importPath(Codex, path) }
 
 func importCodexFiles(files []string) ([]*tape.Tape, error) {
 	var rolls []*cxRollout

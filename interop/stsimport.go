@@ -3,7 +3,6 @@ package interop
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
@@ -270,13 +269,7 @@ func stsArguments(raw json.RawMessage) (json.RawMessage, error) {
 // file is a session; the files TapeBox's own export wrote for one tape (the same tapeId in
 // their headers) become one tape again, a subagent's thread linked to the call its header
 // names. Every other file is a tape of one thread.
-func ImportSTS(path string) ([]*tape.Tape, error) {
-	files, err := sessionFiles(path, func(rel string, d fs.DirEntry) bool { return strings.HasSuffix(rel, ".jsonl") })
-	if err != nil {
-		return nil, fmt.Errorf("import sts: %w", err)
-	}
-	return importSTSFiles(files)
-}
+func ImportSTS(path string) ([]*tape.Tape, error) { return importPath(STS, path) }
 
 func importSTSFiles(files []string) ([]*tape.Tape, error) {
 	var tapes []*tape.Tape

@@ -239,12 +239,3 @@ func ccResultContent(r tape.ToolResult) any {
 	}
 	return blocks
 }
-
-func cmpOr(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}

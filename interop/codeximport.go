@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -90,7 +91,7 @@ func readRollout(p string) (*cxRollout, error) {
 			if err := json.Unmarshal(l.Payload, &m); err != nil {
 				return fmt.Errorf("session_meta: %w", err)
 			}
-			r.id, r.session, r.parent, r.cwd, r.version = m.ID, cmpOr(m.SessionID, m.ID), m.ParentThreadID, m.Cwd, m.CLIVersion
+			r.id, r.session, r.parent, r.cwd, r.version = m.ID, cmp.Or(m.SessionID, m.ID), m.ParentThreadID, m.Cwd, m.CLIVersion
 			if m.BaseInstructions != nil {
 				r.base = m.BaseInstructions.Text
 			}
@@ -101,7 +102,7 @@ func readRollout(p string) (*cxRollout, error) {
 			if err := json.Unmarshal(l.Payload, &m); err != nil {
 				return fmt.Errorf("turn_context: %w", err)
 			}
-			r.model = cmpOr(m.Model, r.model)
+			r.model = cmp.Or(m.Model, r.model)
 		case "event_msg":
 			var m struct {
 				Type string `json:"type"`

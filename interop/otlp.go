@@ -2,6 +2,7 @@ package interop
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ func genAIProvider(p tape.Provider) string {
 // clock. It needs the recorded timing and raw responses, which an imported tape lacks.
 func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 	if Imported(tp) {
-		return nil, &MissingError{Format: OTLP, TapeID: tp.Meta.TapeID, Missing: "raw bodies or timing (it was imported from " + cmpOr(tp.Meta.Labels[LabelImportedFrom], "a session file") + ": meta.labels " + LabelForm + "=" + tp.Meta.Labels[LabelForm] + ")",
+		return nil, &MissingError{Format: OTLP, TapeID: tp.Meta.TapeID, Missing: "raw bodies or timing (it was imported from " + cmp.Or(tp.Meta.Labels[LabelImportedFrom], "a session file") + ": meta.labels " + LabelForm + "=" + tp.Meta.Labels[LabelForm] + ")",
 			Why: "OTLP spans need the recorded request and response times and the response ids and models of the raw bodies"}
 	}
 	trace := tp.Meta.TapeID
@@ -137,7 +138,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 		}
 		threadSpan := spanID("thread", th.ID)
 		parent := ""
-		name := cmpOr(tp.Meta.Harness, "agent")
+		name := cmp.Or(tp.Meta.Harness, "agent")
 		if th.Parent != nil {
 			parent = toolSpan[th.Parent.ToolCallID]
 			name = "subagent " + th.ID
@@ -148,7 +149,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 			end = max(end, t.LastByteAt)
 			model := stepModel(tp, s)
 			attrs := []otlpKV{str("gen_ai.operation.name", "chat"), str("gen_ai.provider.name", genAIProvider(tp.Meta.Provider)),
-				str("gen_ai.request.model", model), str("gen_ai.response.model", cmpOr(responseModel(s), model))}
+				str("gen_ai.request.model", model), str("gen_ai.response.model", cmp.Or(responseModel(s), model))}
 			if id := responseID(s); id != "" {
 				attrs = append(attrs, str("gen_ai.response.id", id))
 			}

@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 
@@ -52,7 +53,7 @@ func fromResponse(s *tape.Step, field func(responseName) string) string {
 		}
 		for _, line := range strings.Split(c.Data, "\n") {
 			if data, ok := strings.CutPrefix(line, "data:"); ok && json.Unmarshal([]byte(strings.TrimSpace(data)), &h) == nil {
-				if v := cmpOr(field(h.Message), field(h.Response)); v != "" {
+				if v := cmp.Or(field(h.Message), field(h.Response)); v != "" {
 					return v
 				}
 			}

@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -157,7 +158,7 @@ func readSTS(p string) (*stsThread, error) {
 		case "assistant":
 			st := newStep(stsPath(r.provider), m.Model, history)
 			st.Request.System = system
-			r.model = cmpOr(r.model, m.Model)
+			r.model = cmp.Or(r.model, m.Model)
 			var blocks []tape.Block
 			if m.ReasoningContent != "" {
 				blocks = append(blocks, tape.Block{Type: tape.BlockThinking, Text: m.ReasoningContent})
@@ -175,14 +176,14 @@ func readSTS(p string) (*stsThread, error) {
 				}
 				blocks = append(blocks, tape.Block{Type: tape.BlockToolUse, ID: c.ID, Name: c.Function.Name, Input: in})
 				meta := r.head.Calls[c.ID]
-				st.ToolCalls = append(st.ToolCalls, tape.ToolCall{ID: c.ID, Name: c.Function.Name, Input: in, Kind: cmpOr(meta.Kind, "function"), Namespace: meta.Namespace})
+				st.ToolCalls = append(st.ToolCalls, tape.ToolCall{ID: c.ID, Name: c.Function.Name, Input: in, Kind: cmp.Or(meta.Kind, "function"), Namespace: meta.Namespace})
 				calls[c.ID] = st
 			}
 			st.Response.Content = append(st.Response.Content, blocks...)
 			st.Response.StopReason = stsStop(r.provider, len(m.ToolCalls) > 0)
 			if i := len(r.th.Steps); i < len(r.head.Steps) {
 				st.Response.Usage = r.head.Steps[i].Usage
-				st.Response.StopReason = cmpOr(r.head.Steps[i].StopReason, st.Response.StopReason)
+				st.Response.StopReason = cmp.Or(r.head.Steps[i].StopReason, st.Response.StopReason)
 			}
 			r.th.Steps = append(r.th.Steps, st)
 			if r.provider == tape.ProviderOpenAIResponses {
@@ -288,7 +289,7 @@ func importSTSFiles(files []string) ([]*tape.Tape, error) {
 		if !ok {
 			tp = newImported(STS, *r.head.Harness, f)
 			tp.Meta.TapeID = hexFrom(32, "sts", key)
-			tp.Meta.Task = map[string]string{"session_id": cmpOr(r.head.TapeID, r.head.ID)}
+			tp.Meta.Task = map[string]string{"session_id": cmp.Or(r.head.TapeID, r.head.ID)}
 			byKey[key] = tp
 			tapes = append(tapes, tp)
 		}

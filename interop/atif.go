@@ -136,14 +136,7 @@ func atifThread(tp *tape.Tape, th *tape.Thread, opts Options) atifTrajectory {
 			add(atifStep{Timestamp: at(tp, s.Timing.RequestAt), Source: "user", Message: text})
 		}
 		st := atifStep{Timestamp: at(tp, s.Timing.LastByteAt), Source: "agent", ModelName: stepModel(tp, s)}
-		for _, b := range s.Response.Content {
-			switch b.Type {
-			case tape.BlockText:
-				st.Message += b.Text
-			case tape.BlockThinking:
-				st.ReasoningContent += b.Text
-			}
-		}
+		st.Message, st.ReasoningContent = answerText(s.Response.Content)
 		for _, c := range s.ToolCalls {
 			st.ToolCalls = append(st.ToolCalls, atifToolCall{ToolCallID: c.ID, FunctionName: c.Name, Arguments: input(c.Input)})
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"strings"
 
 	"github.com/tapebox/tapebox/tape"
 )
@@ -214,10 +213,7 @@ func ccThread(tp *tape.Tape, th *tape.Thread, session, agentID string, sidechain
 				toolUse[bl.ID] = id
 			}
 		}
-		resultAt := s.Timing.LastByteAt
-		if s.Timing.NextRequestAt != nil {
-			resultAt = *s.Timing.NextRequestAt
-		}
+		resultAt := resultsAt(s.Timing)
 		for _, r := range s.ToolResults {
 			add(ccEntry{Type: "user", Message: ccUserMessage{Role: "user", Content: []any{ccToolResult{ToolUseID: r.ToolCallID, Type: "tool_result",
 				Content: ccResultContent(r), IsError: r.IsError}}}, Timestamp: at(tp, resultAt), SourceToolAssistantUUID: toolUse[r.ToolCallID]})
@@ -242,49 +238,4 @@ func ccResultContent(r tape.ToolResult) any {
 		}
 	}
 	return blocks
-}
-
-// responseID is the provider's id of a step's response (msg_..., resp_...), from its raw
-// body or its first stream event; "" when the tape has neither.
-func responseID(s *tape.Step) string {
-	var body struct {
-		ID      string `json:"id"`
-		Message struct {
-			ID string `json:"id"`
-		} `json:"message"`
-		Response struct {
-			ID string `json:"id"`
-		} `json:"response"`
-	}
-	if raw := s.Response.Raw; len(raw) > 0 && raw[0] == '{' {
-		if json.Unmarshal(raw, &body) == nil && body.ID != "" {
-			return body.ID
-		}
-	}
-	for i, c := range s.Response.Chunks {
-		if i > 3 {
-			break
-		}
-		for _, line := range strings.Split(c.Data, "\n") {
-			data, ok := strings.CutPrefix(line, "data:")
-			if !ok {
-				continue
-			}
-			if json.Unmarshal([]byte(strings.TrimSpace(data)), &body) == nil {
-				if id := cmpOr(body.Message.ID, body.Response.ID); id != "" {
-					return id
-				}
-			}
-		}
-	}
-	return ""
-}
-
-func cmpOr(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,9 +134,9 @@ func (r *ccThreadReader) entry(e ccLine) error {
 		}
 		r.last = t
 	}
-	r.cwd = cmpOr(r.cwd, e.Cwd)
-	r.version = cmpOr(r.version, e.Version)
-	r.session = cmpOr(r.session, e.SessionID)
+	r.cwd = cmp.Or(r.cwd, e.Cwd)
+	r.version = cmp.Or(r.version, e.Version)
+	r.session = cmp.Or(r.session, e.SessionID)
 	var m ccReadMessage
 	if err := json.Unmarshal(e.Message, &m); err != nil {
 		return fmt.Errorf("message: %w", err)
@@ -150,7 +151,7 @@ func (r *ccThreadReader) entry(e ccLine) error {
 			r.curID = m.ID
 			r.th.Steps = append(r.th.Steps, r.cur)
 		}
-		r.model = cmpOr(r.model, m.Model)
+		r.model = cmp.Or(r.model, m.Model)
 		for _, b := range blocks {
 			r.cur.Response.Content = append(r.cur.Response.Content, b)
 			if b.Type == tape.BlockToolUse {
@@ -196,13 +197,7 @@ func (r *ccThreadReader) read(path string) error {
 // holding them (a project folder, or ~/.claude/projects), each with its subagents'
 // sidechains from <session>/subagents/agent-*.jsonl (linked to the spawning call by the
 // .meta.json beside them).
-func ImportClaudeCode(path string) ([]*tape.Tape, error) {
-	files, err := sessionFiles(path, func(rel string, d fs.DirEntry) bool { return strings.HasSuffix(rel, ".jsonl") })
-	if err != nil {
-		return nil, fmt.Errorf("import claude-code: %w", err)
-	}
-	return importClaudeFiles(files)
-}
+func ImportClaudeCode(path string) ([]*tape.Tape, error) { return importPath(ClaudeCode, path) }
 
 func importClaudeFiles(files []string) ([]*tape.Tape, error) {
 	var out []*tape.Tape
@@ -280,7 +275,7 @@ func importClaudeSession(path string) (*tape.Tape, error) {
 			}
 		}
 	}
-	tp.Meta.TapeID = hexFrom(32, "claude-code", cmpOr(main.session, path))
+	tp.Meta.TapeID = hexFrom(32, "claude-code", cmp.Or(main.session, path))
 	tp.Meta.HarnessVersion, tp.Meta.Model, tp.Meta.Cwd = main.version, main.model, main.cwd
 	if !first.IsZero() {
 		tp.Meta.StartedAt = first

@@ -164,10 +164,7 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 		usage := map[string]int64{"input_tokens": u.InputTokens + u.CacheReadInputTokens, "cached_input_tokens": u.CacheReadInputTokens,
 			"output_tokens": u.OutputTokens, "reasoning_output_tokens": u.ReasoningTokens, "total_tokens": u.InputTokens + u.CacheReadInputTokens + u.OutputTokens}
 		add(s.Timing.LastByteAt, "event_msg", map[string]any{"type": "token_count", "info": map[string]any{"last_token_usage": usage}})
-		resultAt := s.Timing.LastByteAt
-		if s.Timing.NextRequestAt != nil {
-			resultAt = *s.Timing.NextRequestAt
-		}
+		resultAt := resultsAt(s.Timing)
 		// What the harness added before its next call: the next request's messages after
 		// this request's and this response's (one message per item). The thread's last
 		// step has no next request: its results are all there is.

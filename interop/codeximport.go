@@ -1,10 +1,9 @@
 package interop
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"path"
 	"strings"
 	"time"
 
@@ -92,7 +91,7 @@ func readRollout(p string) (*cxRollout, error) {
 			if err := json.Unmarshal(l.Payload, &m); err != nil {
 				return fmt.Errorf("session_meta: %w", err)
 			}
-			r.id, r.session, r.parent, r.cwd, r.version = m.ID, cmpOr(m.SessionID, m.ID), m.ParentThreadID, m.Cwd, m.CLIVersion
+			r.id, r.session, r.parent, r.cwd, r.version = m.ID, cmp.Or(m.SessionID, m.ID), m.ParentThreadID, m.Cwd, m.CLIVersion
 			if m.BaseInstructions != nil {
 				r.base = m.BaseInstructions.Text
 			}
@@ -103,7 +102,7 @@ func readRollout(p string) (*cxRollout, error) {
 			if err := json.Unmarshal(l.Payload, &m); err != nil {
 				return fmt.Errorf("turn_context: %w", err)
 			}
-			r.model = cmpOr(m.Model, r.model)
+			r.model = cmp.Or(m.Model, r.model)
 		case "event_msg":
 			var m struct {
 				Type string `json:"type"`
@@ -216,15 +215,7 @@ func readRollout(p string) (*cxRollout, error) {
 // ImportCodex reads Codex rollout files: a rollout-*.jsonl file or a directory holding them
 // (~/.codex/sessions). A sub-agent's rollout (its session_meta names a parent thread)
 // becomes a thread of its parent's tape, linked to the spawn call whose result names it.
-func ImportCodex(p string) ([]*tape.Tape, error) {
-	files, err := sessionFiles(p, func(rel string, d fs.DirEntry) bool {
-		return strings.HasSuffix(rel, ".jsonl") && strings.HasPrefix(path.Base(rel), "rollout-")
-	})
-	if err != nil {
-		return nil, fmt.Errorf("import codex: %w", err)
-	}
-	return importCodexFiles(files)
-}
+func ImportCodex(path string) ([]*tape.Tape, error) { return importPath(Codex, path) }
 
 func importCodexFiles(files []string) ([]*tape.Tape, error) {
 	var rolls []*cxRollout

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -64,17 +65,37 @@ func readLines(path string, f func(line int, b []byte) error) error {
 // returns one tape per session; f Auto tells each file's format by its first line (see
 // Detect). Nothing is returned when any file is bad: the error names the file and the line.
 func Import(f Format, path string) ([]*tape.Tape, error) {
-	switch f {
-	case Auto:
+	if f == Auto {
 		return ImportAuto(path)
-	case ClaudeCode:
-		return ImportClaudeCode(path)
-	case Codex:
-		return ImportCodex(path)
-	case STS:
-		return ImportSTS(path)
 	}
-	return nil, fmt.Errorf("import: unknown format %q (want one of %v)", f, ImportFormats)
+	if _, ok := importers[f]; !ok {
+		return nil, fmt.Errorf("import: unknown format %q (want one of %v)", f, ImportFormats)
+	}
+	return importPath(f, path)
+}
+
+// importers holds, per format Import reads, which files under a folder are its session
+// files (by their slash-separated path below it) and how a list of them becomes tapes.
+var importers = map[Format]struct {
+	match func(rel string) bool
+	read  func(files []string) ([]*tape.Tape, error)
+}{
+	ClaudeCode: {isJSONL, importClaudeFiles},
+	Codex:      {func(rel string) bool { return isJSONL(rel) && strings.HasPrefix(path.Base(rel), "rollout-") }, importCodexFiles},
+	STS:        {isJSONL, importSTSFiles},
+}
+
+func isJSONL(rel string) bool { return strings.HasSuffix(rel, ".jsonl") }
+
+// importPath reads the session files of format f at path (a file, or a folder searched for
+// them).
+func importPath(f Format, path string) ([]*tape.Tape, error) {
+	im := importers[f]
+	files, err := sessionFiles(path, im.match)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", f, err)
+	}
+	return im.read(files)
 }
 
 // newImported is an empty imported tape.
@@ -114,9 +135,10 @@ func appendMessage(h []tape.Message, role string, blocks []tape.Block) []tape.Me
 	return append(h, tape.Message{Role: role, Content: blocks})
 }
 
-// sessionFiles lists the session files under path (path itself when it is a file), sorted;
-// skip says which directories to leave out.
-func sessionFiles(path string, match func(rel string, d fs.DirEntry) bool) ([]string, error) {
+// sessionFiles lists the session files under path (path itself when it is a file), sorted:
+// the regular files match takes (by their slash-separated path below it), outside any
+// subagents folder.
+func sessionFiles(path string, match func(rel string) bool) ([]string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -133,7 +155,7 @@ func sessionFiles(path string, match func(rel string, d fs.DirEntry) bool) ([]st
 		if d.IsDir() && d.Name() == "subagents" {
 			return filepath.SkipDir
 		}
-		if d.Type().IsRegular() && match(filepath.ToSlash(rel), d) {
+		if d.Type().IsRegular() && match(filepath.ToSlash(rel)) {
 			out = append(out, p)
 		}
 		return nil
@@ -203,7 +225,7 @@ func Detect(path string) (Format, error) {
 // with their parents, the STS files of one tape as one). A Claude Code sidechain under
 // <session>/subagents/ is read with its session.
 func ImportAuto(path string) ([]*tape.Tape, error) {
-	files, err := sessionFiles(path, func(rel string, d fs.DirEntry) bool { return strings.HasSuffix(rel, ".jsonl") })
+	files, err := sessionFiles(path, isJSONL)
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
@@ -216,16 +238,14 @@ func ImportAuto(path string) ([]*tape.Tape, error) {
 		by[format] = append(by[format], f)
 	}
 	var out []*tape.Tape
-	for _, step := range []struct {
-		format Format
-		read   func([]string) ([]*tape.Tape, error)
-	}{{ClaudeCode, importClaudeFiles}, {Codex, importCodexFiles}, {STS, importSTSFiles}} {
-		if len(by[step.format]) == 0 {
+	for _, f := range ImportFormats {
+		im, ok := importers[f]
+		if !ok || len(by[f]) == 0 {
 			continue
 		}
-		tapes, err := step.read(by[step.format])
+		tapes, err := im.read(by[f])
 		if err != nil {
-			return nil, fmt.Errorf("import %s: %w", step.format, err)
+			return nil, fmt.Errorf("import %s: %w", f, err)
 		}
 		out = append(out, tapes...)
 	}

@@ -2,8 +2,8 @@ package interop
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -112,7 +112,7 @@ func genAIProvider(p tape.Provider) string {
 // clock. It needs the recorded timing and raw responses, which an imported tape lacks.
 func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 	if Imported(tp) {
-		return nil, &MissingError{Format: OTLP, TapeID: tp.Meta.TapeID, Missing: "raw bodies or timing (it was imported from " + cmpOr(tp.Meta.Labels[LabelImportedFrom], "a session file") + ": meta.labels " + LabelForm + "=" + tp.Meta.Labels[LabelForm] + ")",
+		return nil, &MissingError{Format: OTLP, TapeID: tp.Meta.TapeID, Missing: "raw bodies or timing (it was imported from " + cmp.Or(tp.Meta.Labels[LabelImportedFrom], "a session file") + ": meta.labels " + LabelForm + "=" + tp.Meta.Labels[LabelForm] + ")",
 			Why: "OTLP spans need the recorded request and response times and the response ids and models of the raw bodies"}
 	}
 	trace := tp.Meta.TapeID
@@ -138,7 +138,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 		}
 		threadSpan := spanID("thread", th.ID)
 		parent := ""
-		name := cmpOr(tp.Meta.Harness, "agent")
+		name := cmp.Or(tp.Meta.Harness, "agent")
 		if th.Parent != nil {
 			parent = toolSpan[th.Parent.ToolCallID]
 			name = "subagent " + th.ID
@@ -149,7 +149,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 			end = max(end, t.LastByteAt)
 			model := stepModel(tp, s)
 			attrs := []otlpKV{str("gen_ai.operation.name", "chat"), str("gen_ai.provider.name", genAIProvider(tp.Meta.Provider)),
-				str("gen_ai.request.model", model), str("gen_ai.response.model", cmpOr(responseModel(s), model))}
+				str("gen_ai.request.model", model), str("gen_ai.response.model", cmp.Or(responseModel(s), model))}
 			if id := responseID(s); id != "" {
 				attrs = append(attrs, str("gen_ai.response.id", id))
 			}
@@ -169,10 +169,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 			}
 			spans = append(spans, sp)
 			for _, c := range s.ToolCalls {
-				from, to := t.LastByteAt, t.LastByteAt
-				if t.NextRequestAt != nil {
-					to = *t.NextRequestAt
-				}
+				from, to := t.LastByteAt, resultsAt(t)
 				r, ok := s.ToolResult(c.ID)
 				if ok && r.DurationMS != nil {
 					to = from + *r.DurationMS
@@ -207,37 +204,6 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 		return nil, fmt.Errorf("export otlp: %w", err)
 	}
 	return b, nil
-}
-
-// responseModel is the model a raw response names, or "".
-func responseModel(s *tape.Step) string {
-	var body struct {
-		Model   string `json:"model"`
-		Message struct {
-			Model string `json:"model"`
-		} `json:"message"`
-		Response struct {
-			Model string `json:"model"`
-		} `json:"response"`
-	}
-	if raw := s.Response.Raw; len(raw) > 0 && raw[0] == '{' {
-		if json.Unmarshal(raw, &body) == nil && body.Model != "" {
-			return body.Model
-		}
-	}
-	for i, c := range s.Response.Chunks {
-		if i > 3 {
-			break
-		}
-		for _, line := range strings.Split(c.Data, "\n") {
-			if data, ok := strings.CutPrefix(line, "data:"); ok && json.Unmarshal([]byte(strings.TrimSpace(data)), &body) == nil {
-				if m := cmpOr(body.Message.Model, body.Response.Model); m != "" {
-					return m
-				}
-			}
-		}
-	}
-	return ""
 }
 
 // PostOTLP sends an OTLP/JSON export to an OTLP/HTTP receiver: endpoint is its base URL

@@ -133,24 +133,13 @@ func ExportSTS(tp *tape.Tape) ([]File, error) {
 				msg(stsMessage{Role: "user", Content: text, Timestamp: ms(s.Timing.RequestAt)})
 			}
 			m := stsMessage{Role: "assistant", Timestamp: ms(s.Timing.LastByteAt), Model: stepModel(tp, s)}
-			for _, b := range s.Response.Content {
-				switch b.Type {
-				case tape.BlockText:
-					m.Content += b.Text
-				case tape.BlockThinking:
-					m.ReasoningContent += b.Text
-				}
-			}
+			m.Content, m.ReasoningContent = answerText(s.Response.Content)
 			for _, c := range s.ToolCalls {
 				m.ToolCalls = append(m.ToolCalls, stsToolCall{ID: c.ID, Function: stsFunction{Name: c.Name, Arguments: string(input(c.Input))}})
 			}
 			msg(m)
-			at := s.Timing.LastByteAt
-			if s.Timing.NextRequestAt != nil {
-				at = *s.Timing.NextRequestAt
-			}
 			for _, r := range s.ToolResults {
-				msg(stsMessage{Role: "tool", ToolCallID: r.ToolCallID, Content: stsResultText(r), Timestamp: ms(at)})
+				msg(stsMessage{Role: "tool", ToolCallID: r.ToolCallID, Content: stsResultText(r), Timestamp: ms(resultsAt(s.Timing))})
 			}
 		}
 		b, err := jsonl(lines)

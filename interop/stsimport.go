@@ -1,9 +1,9 @@
 package interop
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
@@ -158,7 +158,7 @@ func readSTS(p string) (*stsThread, error) {
 		case "assistant":
 			st := newStep(stsPath(r.provider), m.Model, history)
 			st.Request.System = system
-			r.model = cmpOr(r.model, m.Model)
+			r.model = cmp.Or(r.model, m.Model)
 			var blocks []tape.Block
 			if m.ReasoningContent != "" {
 				blocks = append(blocks, tape.Block{Type: tape.BlockThinking, Text: m.ReasoningContent})
@@ -176,14 +176,14 @@ func readSTS(p string) (*stsThread, error) {
 				}
 				blocks = append(blocks, tape.Block{Type: tape.BlockToolUse, ID: c.ID, Name: c.Function.Name, Input: in})
 				meta := r.head.Calls[c.ID]
-				st.ToolCalls = append(st.ToolCalls, tape.ToolCall{ID: c.ID, Name: c.Function.Name, Input: in, Kind: cmpOr(meta.Kind, "function"), Namespace: meta.Namespace})
+				st.ToolCalls = append(st.ToolCalls, tape.ToolCall{ID: c.ID, Name: c.Function.Name, Input: in, Kind: cmp.Or(meta.Kind, "function"), Namespace: meta.Namespace})
 				calls[c.ID] = st
 			}
 			st.Response.Content = append(st.Response.Content, blocks...)
 			st.Response.StopReason = stsStop(r.provider, len(m.ToolCalls) > 0)
 			if i := len(r.th.Steps); i < len(r.head.Steps) {
 				st.Response.Usage = r.head.Steps[i].Usage
-				st.Response.StopReason = cmpOr(r.head.Steps[i].StopReason, st.Response.StopReason)
+				st.Response.StopReason = cmp.Or(r.head.Steps[i].StopReason, st.Response.StopReason)
 			}
 			r.th.Steps = append(r.th.Steps, st)
 			if r.provider == tape.ProviderOpenAIResponses {
@@ -270,13 +270,7 @@ func stsArguments(raw json.RawMessage) (json.RawMessage, error) {
 // file is a session; the files TapeBox's own export wrote for one tape (the same tapeId in
 // their headers) become one tape again, a subagent's thread linked to the call its header
 // names. Every other file is a tape of one thread.
-func ImportSTS(path string) ([]*tape.Tape, error) {
-	files, err := sessionFiles(path, func(rel string, d fs.DirEntry) bool { return strings.HasSuffix(rel, ".jsonl") })
-	if err != nil {
-		return nil, fmt.Errorf("import sts: %w", err)
-	}
-	return importSTSFiles(files)
-}
+func ImportSTS(path string) ([]*tape.Tape, error) { return importPath(STS, path) }
 
 func importSTSFiles(files []string) ([]*tape.Tape, error) {
 	var tapes []*tape.Tape
@@ -295,7 +289,7 @@ func importSTSFiles(files []string) ([]*tape.Tape, error) {
 		if !ok {
 			tp = newImported(STS, *r.head.Harness, f)
 			tp.Meta.TapeID = hexFrom(32, "sts", key)
-			tp.Meta.Task = map[string]string{"session_id": cmpOr(r.head.TapeID, r.head.ID)}
+			tp.Meta.Task = map[string]string{"session_id": cmp.Or(r.head.TapeID, r.head.ID)}
 			byKey[key] = tp
 			tapes = append(tapes, tp)
 		}

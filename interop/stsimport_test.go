@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -50,7 +51,7 @@ func stsView(tp *tape.Tape) []string {
 				var in any
 				_ = json.Unmarshal(c.Input, &in)
 				b, _ := json.Marshal(in)
-				out = append(out, fmt.Sprintf("    call %s %s %s kind %s namespace %q", c.ID, c.Name, b, cmpOr(c.Kind, "function"), c.Namespace))
+				out = append(out, fmt.Sprintf("    call %s %s %s kind %s namespace %q", c.ID, c.Name, b, cmp.Or(c.Kind, "function"), c.Namespace))
 			}
 			for _, r := range s.ToolResults {
 				out = append(out, fmt.Sprintf("    result %s %q error %v", r.ToolCallID, stsResultText(r), r.IsError))

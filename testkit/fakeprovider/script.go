@@ -1,7 +1,6 @@
 package fakeprovider
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -110,13 +109,11 @@ func Call(name string, input any) tape.ToolCall {
 		raw = v
 	default:
 		// Without HTML escaping: a model writes "<" in a command as "<", not "\u003c".
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(v); err != nil {
+		b, err := marshal(v)
+		if err != nil {
 			panic(fmt.Sprintf("fakeprovider.Call(%q): %v", name, err))
 		}
-		raw = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+		raw = b
 	}
 	if !json.Valid(raw) {
 		panic(fmt.Sprintf("fakeprovider.Call(%q): input is not JSON: %q", name, raw))
@@ -127,11 +124,8 @@ func Call(name string, input any) tape.ToolCall {
 // Custom returns a freeform tool call (an OpenAI custom tool such as Codex's apply_patch)
 // whose input is text. Like the tape, it stores the text as {"input": text}.
 func Custom(name, text string) tape.ToolCall {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(map[string]string{"input": text})
-	return tape.ToolCall{Name: name, Input: bytes.TrimSuffix(b.Bytes(), []byte("\n")), Kind: "custom"}
+	b, _ := marshal(map[string]string{"input": text})
+	return tape.ToolCall{Name: name, Input: b, Kind: "custom"}
 }
 
 // customText returns the text of a custom call's {"input": text}.

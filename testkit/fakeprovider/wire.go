@@ -501,6 +501,21 @@ func (a *answer) streamResponses(o *writer, size int) error {
 		seq++
 		return o.event(typ, fields)
 	}
+	// stream sends s as events name.delta, a piece each, then name.done with all of s under
+	// key; every event holds the fields of at, the done event those of end as well.
+	stream := func(name string, at map[string]any, key, s string, end map[string]any) error {
+		for _, p := range pieces(s, size) {
+			d := maps.Clone(at)
+			d["delta"] = p
+			if err := ev(name+".delta", d); err != nil {
+				return err
+			}
+		}
+		d := maps.Clone(at)
+		maps.Copy(d, end)
+		d[key] = s
+		return ev(name+".done", d)
+	}
 	pending := a.responseObject("in_progress", []map[string]any{}, nil)
 	if err := ev("response.created", map[string]any{"response": pending}); err != nil {
 		return err
@@ -520,12 +535,7 @@ func (a *answer) streamResponses(o *writer, size int) error {
 			if err := ev("response.content_part.added", map[string]any{"item_id": id, "output_index": oi, "content_index": 0, "part": part}); err != nil {
 				return err
 			}
-			for _, p := range pieces(a.text, size) {
-				if err := ev("response.output_text.delta", map[string]any{"item_id": id, "output_index": oi, "content_index": 0, "delta": p, "logprobs": []any{}}); err != nil {
-					return err
-				}
-			}
-			if err := ev("response.output_text.done", map[string]any{"item_id": id, "output_index": oi, "content_index": 0, "text": a.text, "logprobs": []any{}}); err != nil {
+			if err := stream("response.output_text", map[string]any{"item_id": id, "output_index": oi, "content_index": 0, "logprobs": []any{}}, "text", a.text, nil); err != nil {
 				return err
 			}
 			full := map[string]any{"type": "output_text", "text": a.text, "annotations": []any{}, "logprobs": []any{}}
@@ -533,23 +543,13 @@ func (a *answer) streamResponses(o *writer, size int) error {
 				return err
 			}
 		case "function_call":
-			args := done[oi]["arguments"].(string)
-			for _, p := range pieces(args, size) {
-				if err := ev("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": oi, "delta": p}); err != nil {
-					return err
-				}
-			}
-			if err := ev("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": oi, "name": done[oi]["name"], "arguments": args}); err != nil {
+			at := map[string]any{"item_id": id, "output_index": oi}
+			if err := stream("response.function_call_arguments", at, "arguments", done[oi]["arguments"].(string), map[string]any{"name": done[oi]["name"]}); err != nil {
 				return err
 			}
 		case "custom_tool_call":
-			input := done[oi]["input"].(string)
-			for _, p := range pieces(input, size) {
-				if err := ev("response.custom_tool_call_input.delta", map[string]any{"item_id": id, "output_index": oi, "delta": p}); err != nil {
-					return err
-				}
-			}
-			if err := ev("response.custom_tool_call_input.done", map[string]any{"item_id": id, "output_index": oi, "input": input}); err != nil {
+			at := map[string]any{"item_id": id, "output_index": oi}
+			if err := stream("response.custom_tool_call_input", at, "input", done[oi]["input"].(string), nil); err != nil {
 				return err
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -158,6 +158,12 @@ func (d *decoder) errorf(format string, args ...any) error {
 	return fmt.Errorf("decode tape at byte %d: %s: %w", d.i, fmt.Sprintf(format, args...), errUnusual)
 }
 
+// lexError is errorf for a flaw jsonlex found, at its offset.
+func (d *decoder) lexError(err *jsonlex.Error) error {
+	d.i = err.Off
+	return d.errorf("%s", err.Msg)
+}
+
 func (d *decoder) unknown(key []byte) error { return d.errorf("unknown field %q", key) }
 
 // order tracks the keys of one object: the bit of every field seen, and the last field's
@@ -196,14 +202,8 @@ func bit(i int8, present bool) uint32 {
 
 // ws skips whitespace, which the canonical encoding has none of.
 func (d *decoder) ws() {
-	for d.i < len(d.data) {
-		switch d.data[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-			d.nonCanon = true
-		default:
-			return
-		}
+	if j := jsonlex.Space(d.data, d.i); j != d.i {
+		d.i, d.nonCanon = j, true
 	}
 }
 
@@ -249,14 +249,7 @@ func (d *decoder) nullNormalized() bool {
 
 // object calls fn for each key, with d positioned at the value, which fn must consume.
 func (d *decoder) object(fn func(key []byte) error) error {
-	if err := d.expect('{'); err != nil {
-		return err
-	}
-	if d.next() == '}' {
-		d.i++
-		return nil
-	}
-	for {
+	return d.members('{', '}', func() error {
 		key, err := d.strBytes(false)
 		if err != nil {
 			return err
@@ -264,19 +257,8 @@ func (d *decoder) object(fn func(key []byte) error) error {
 		if err := d.expect(':'); err != nil {
 			return err
 		}
-		if err := fn(key); err != nil {
-			return err
-		}
-		switch d.next() {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return nil
-		default:
-			return d.errorf("want , or }")
-		}
-	}
+		return fn(key)
+	})
 }
 
 // sortedObject is object for a Go map: canonical keys come sorted, each once.
@@ -293,26 +275,30 @@ func (d *decoder) sortedObject(fn func(key []byte) error) error {
 }
 
 // array calls fn for each element, with d positioned at it.
-func (d *decoder) array(fn func() error) error {
-	if err := d.expect('['); err != nil {
+func (d *decoder) array(fn func() error) error { return d.members('[', ']', fn) }
+
+// members reads an object or an array, between the brackets open and close, calling member
+// for each of its members (a key and its value, or an element), with d positioned at it.
+func (d *decoder) members(open, close byte, member func() error) error {
+	if err := d.expect(open); err != nil {
 		return err
 	}
-	if d.next() == ']' {
+	if d.next() == close {
 		d.i++
 		return nil
 	}
 	for {
-		if err := fn(); err != nil {
+		if err := member(); err != nil {
 			return err
 		}
 		switch d.next() {
 		case ',':
 			d.i++
-		case ']':
+		case close:
 			d.i++
 			return nil
 		default:
-			return d.errorf("want , or ]")
+			return d.errorf("want , or %c", close)
 		}
 	}
 }
@@ -544,26 +530,14 @@ func canonicalU(h []byte, r rune, html bool) bool {
 	return false
 }
 
+// hex4 reads the four hex digits of a \u escape.
 func (d *decoder) hex4() (rune, bool) {
-	if d.i+4 > len(d.data) {
+	r := jsonlex.Hex4(d.data[d.i:])
+	if r < 0 {
 		return 0, false
 	}
-	var v rune
-	for _, c := range d.data[d.i : d.i+4] {
-		v <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			v |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			v |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			v |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
 	d.i += 4
-	return v, true
+	return r, true
 }
 
 // skipStr checks a string value as strBytes does, without keeping it.
@@ -619,40 +593,13 @@ func (d *decoder) strInto(dst *string) error {
 // number returns the next number token, checked against the JSON grammar.
 func (d *decoder) number() ([]byte, error) {
 	d.next()
-	start, j, n := d.i, d.i, len(d.data)
-	digits := func() bool {
-		k := j
-		for j < n && d.data[j] >= '0' && d.data[j] <= '9' {
-			j++
-		}
-		return j > k
+	end, _, err := jsonlex.Number(d.data, d.i)
+	if err != nil {
+		return nil, d.lexError(err)
 	}
-	if j < n && d.data[j] == '-' {
-		j++
-	}
-	switch {
-	case j < n && d.data[j] == '0':
-		j++
-	case !digits():
-		return nil, d.errorf("want a number")
-	}
-	if j < n && d.data[j] == '.' {
-		j++
-		if !digits() {
-			return nil, d.errorf("bad number")
-		}
-	}
-	if j < n && (d.data[j] == 'e' || d.data[j] == 'E') {
-		j++
-		if j < n && (d.data[j] == '+' || d.data[j] == '-') {
-			j++
-		}
-		if !digits() {
-			return nil, d.errorf("bad number")
-		}
-	}
-	d.i = j
-	return d.data[start:j], nil
+	tok := d.data[d.i:end]
+	d.i = end
+	return tok, nil
 }
 
 func (d *decoder) int64() (int64, error) {
@@ -681,28 +628,10 @@ func (d *decoder) float() (float64, error) {
 		return 0, d.errorf("%v", err)
 	}
 	var buf [32]byte
-	if string(appendFloat(buf[:0], v)) != string(tok) {
+	if enc, _ := jsonlex.AppendFloat(buf[:0], v); string(enc) != string(tok) { // ParseFloat gives no NaN or infinity
 		d.nonCanon = true
 	}
 	return v, nil
-}
-
-// appendFloat formats f as encoding/json does (like ES6: 'f' form unless the exponent is
-// very small or large, and exponents without padding).
-func appendFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
 }
 
 func (d *decoder) boolean() (bool, error) {
@@ -755,36 +684,12 @@ func (d *decoder) skip() error {
 	case c == '[':
 		return d.array(d.skip)
 	case c == '"':
-		d.i++
-		for d.i < len(d.data) {
-			switch c := d.data[d.i]; c {
-			case '"':
-				d.i++
-				return nil
-			case '\\':
-				if d.i+1 >= len(d.data) {
-					return d.errorf("unterminated escape")
-				}
-				switch d.data[d.i+1] {
-				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-					d.i += 2
-				case 'u':
-					d.i += 2
-					if _, ok := d.hex4(); !ok {
-						return d.errorf("bad \\u escape")
-					}
-				default:
-					return d.errorf("bad escape")
-				}
-			default:
-				j := nextQuoteOrBackslash(d.data, d.i)
-				if control, _ := scanText(d.data[d.i:j]); control {
-					return d.errorf("control character in a string")
-				}
-				d.i = j
-			}
+		end, _, err := jsonlex.String(d.data, d.i)
+		if err != nil {
+			return d.lexError(err)
 		}
-		return d.errorf("unterminated string")
+		d.i = end
+		return nil
 	case c == 't' || c == 'f':
 		_, err := d.boolean()
 		return err

@@ -602,36 +602,32 @@ func (d *decoder) number() ([]byte, error) {
 	return tok, nil
 }
 
-func (d *decoder) int64() (int64, error) {
+// num reads a number into p, an *int64 or a *float64, and checks that the number is in
+// its canonical form: strconv's for an integer, encoding/json's for a float.
+func (d *decoder) num(p any) error {
 	tok, err := d.number()
 	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseInt(string(tok), 10, 64)
-	if err != nil {
-		return 0, d.errorf("%v", err)
-	}
-	var buf [24]byte
-	if string(strconv.AppendInt(buf[:0], v, 10)) != string(tok) {
-		d.nonCanon = true
-	}
-	return v, nil
-}
-
-func (d *decoder) float() (float64, error) {
-	tok, err := d.number()
-	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseFloat(string(tok), 64)
-	if err != nil {
-		return 0, d.errorf("%v", err)
+		return err
 	}
 	var buf [32]byte
-	if enc, _ := jsonlex.AppendFloat(buf[:0], v); string(enc) != string(tok) { // ParseFloat gives no NaN or infinity
+	var enc []byte
+	switch p := p.(type) {
+	case *int64:
+		*p, err = strconv.ParseInt(string(tok), 10, 64)
+		enc = strconv.AppendInt(buf[:0], *p, 10)
+	case *float64:
+		*p, err = strconv.ParseFloat(string(tok), 64)
+		enc, _ = jsonlex.AppendFloat(buf[:0], *p) // ParseFloat gives no NaN or infinity
+	default:
+		panic("dataset: decode a number into neither an *int64 nor a *float64")
+	}
+	if err != nil {
+		return d.errorf("%v", err)
+	}
+	if string(enc) != string(tok) {
 		d.nonCanon = true
 	}
-	return v, nil
+	return nil
 }
 
 func (d *decoder) boolean() (bool, error) {
@@ -744,14 +740,12 @@ func (d *decoder) read(target any) error {
 		var v string
 		v, err = d.str()
 		*p = tape.EndReason(v)
-	case *int64:
-		*p, err = d.int64()
+	case *int64, *float64:
+		err = d.num(p)
 	case *int:
 		var v int64
-		v, err = d.int64()
+		err = d.num(&v)
 		*p = int(v)
-	case *float64:
-		*p, err = d.float()
 	case **float64:
 		err = d.optFloat(p)
 	case *bool:
@@ -934,7 +928,8 @@ func (d *decoder) forkedFrom(f *tape.ForkedFrom) error {
 	served := func() error {
 		f.Served = map[string]int{}
 		return d.sortedObject(func(key []byte) error {
-			n, err := d.int64()
+			var n int64
+			err := d.num(&n)
 			f.Served[string(key)] = int(n)
 			return err
 		})
@@ -1018,7 +1013,8 @@ func (d *decoder) optFloat(dst **float64) error {
 		*dst = nil
 		return nil
 	}
-	v, err := d.float()
+	var v float64
+	err := d.num(&v)
 	*dst = &v
 	return err
 }

@@ -72,11 +72,7 @@ func TestInteropArrowGoReadsEveryColumn(t *testing.T) {
 	var wantTapes []TapeRow
 	var wantSteps []StepRow
 	for _, in := range inputs {
-		data := canonical(t, in.Path)
-		tp, err := tape.Unmarshal(data)
-		require.NoError(t, err)
-		row, steps, err := RowsOf(tp, data)
-		require.NoError(t, err)
+		row, steps := rowsOfFile(t, in.Path)
 		wantTapes = append(wantTapes, row)
 		wantSteps = append(wantSteps, steps...)
 	}
@@ -93,6 +89,18 @@ func TestInteropArrowGoReadsEveryColumn(t *testing.T) {
 	for i := range wantSteps {
 		assertRowEqual(t, stepsTable, i, &wantSteps[i], &gotSteps[i])
 	}
+}
+
+// rowsOfFile returns the rows of the tape in a file, derived by the reference path from
+// its canonical encoding.
+func rowsOfFile(t *testing.T, path string) (TapeRow, []StepRow) {
+	t.Helper()
+	data := canonical(t, path)
+	tp, err := tape.Unmarshal(data)
+	require.NoError(t, err)
+	row, steps, err := RowsOf(tp, data)
+	require.NoError(t, err)
+	return row, steps
 }
 
 // readSplitWithArrowGo reads the rows of the train split of a config, every Parquet file
@@ -132,11 +140,7 @@ func TestInteropArrowGoReadsWorkspaces(t *testing.T) {
 	gotTapes := readSplitWithArrowGo[TapeRow](t, l, configTapes, tapesTable)
 	require.Len(t, gotTapes, len(inputs))
 	for i, in := range inputs {
-		data := canonical(t, in.Path)
-		tp, err := tape.Unmarshal(data)
-		require.NoError(t, err)
-		want, _, err := RowsOf(tp, data)
-		require.NoError(t, err)
+		want, _ := rowsOfFile(t, in.Path)
 		want.WorkspaceIncluded = true
 		assertRowEqual(t, tapesTable, i, &want, &gotTapes[i])
 	}

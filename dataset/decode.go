@@ -812,7 +812,7 @@ func list[T any](d *decoder, dst *[]T, elem func(*T) error) error {
 	})
 }
 
-// optional reads an object into a fresh *T with read; null gives nil, and with omitted (a
+// optional reads a value into a fresh *T with read; null gives nil, and with omitted (a
 // field omitted when nil) is not canonical.
 func optional[T any](d *decoder, dst **T, omitted bool, read func(*T) error) func() error {
 	return func() error {
@@ -869,17 +869,8 @@ func (d *decoder) headers(h *tape.Headers) error {
 }
 
 func (d *decoder) meta(m *tape.Meta) error {
-	replayOf := func() error {
-		if d.null() {
-			m.ReplayOf = nil
-			return nil
-		}
-		s, err := d.str()
-		m.ReplayOf = &s
-		return err
-	}
 	o, err := d.fields(metaKeys, &m.TapeID, &m.Harness, &m.HarnessVersion, &m.Provider, &m.Model, &m.Cwd,
-		&m.StartedAt, &m.Task, replayOf, &m.Labels, optional(d, &m.Workspace, true, d.workspace),
+		&m.StartedAt, &m.Task, optional(d, &m.ReplayOf, false, d.strInto), &m.Labels, optional(d, &m.Workspace, true, d.workspace),
 		optional(d, &m.Limits, true, d.limits), optional(d, &m.ForkedFrom, true, d.forkedFrom), optional(d, &m.Ended, false, d.ended))
 	d.check(o, 0b10_0011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil)|bit(11, m.Limits != nil)|bit(12, m.ForkedFrom != nil))
 	return err
@@ -887,29 +878,9 @@ func (d *decoder) meta(m *tape.Meta) error {
 
 // workspace reads meta.workspace, whose every field is omitted when empty.
 func (d *decoder) workspace(w *tape.Workspace) error {
-	exclude := func() error {
-		w.Exclude = nil
-		if d.null() {
-			return nil
-		}
-		w.Exclude = []string{}
-		return d.array(func() error {
-			s, err := d.str()
-			w.Exclude = append(w.Exclude, s)
-			return err
-		})
-	}
-	end := func() error {
-		w.End = nil
-		if d.null() {
-			return nil
-		}
-		w.End = []tape.FileEntry{}
-		return d.array(func() error {
-			w.End = append(w.End, tape.FileEntry{})
-			return d.fileEntry(&w.End[len(w.End)-1])
-		})
-	}
+	// Both lists are omitted when empty: a null is not canonical.
+	exclude := func() error { return list(d, &w.Exclude, d.strInto) }
+	end := func() error { return list(d, &w.End, d.fileEntry) }
 	o, err := d.fields(workspaceKeys, &w.Snapshot, &w.Digest, &w.Size, &w.Files, &w.Bytes, exclude, end)
 	d.check(o, bit(0, w.Snapshot != "")|bit(1, w.Digest != "")|bit(2, w.Size != 0)|bit(3, w.Files != 0)|
 		bit(4, w.Bytes != 0)|bit(5, len(w.Exclude) > 0)|bit(6, len(w.End) > 0))
@@ -946,26 +917,6 @@ func (d *decoder) ended(e *tape.Ended) error {
 }
 
 func (d *decoder) thread(th *tape.Thread) error {
-	parent := func() error {
-		if d.null() {
-			th.Parent = nil
-			return nil
-		}
-		// Parent.MarshalJSON uses json.Marshal, which escapes HTML.
-		var pair []string
-		if err := d.array(func() error {
-			b, err := d.strBytes(true)
-			pair = append(pair, string(b))
-			return err
-		}); err != nil {
-			return err
-		}
-		if len(pair) != 2 {
-			return d.errorf("parent: want [thread id, tool call id]")
-		}
-		th.Parent = &tape.Parent{ThreadID: pair[0], ToolCallID: pair[1]}
-		return nil
-	}
 	steps := func() error {
 		if d.nullNormalized() {
 			return nil
@@ -979,9 +930,27 @@ func (d *decoder) thread(th *tape.Thread) error {
 			return d.step(s)
 		})
 	}
-	o, err := d.fields(threadKeys, &th.ID, parent, steps)
+	o, err := d.fields(threadKeys, &th.ID, optional(d, &th.Parent, false, d.parent), steps)
 	d.check(o, 0b111)
 	return err
+}
+
+// parent reads a thread's parent, a [thread id, tool call id] pair.
+func (d *decoder) parent(p *tape.Parent) error {
+	// Parent.MarshalJSON uses json.Marshal, which escapes HTML.
+	var pair []string
+	if err := d.array(func() error {
+		b, err := d.strBytes(true)
+		pair = append(pair, string(b))
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(pair) != 2 {
+		return d.errorf("parent: want [thread id, tool call id]")
+	}
+	p.ThreadID, p.ToolCallID = pair[0], pair[1]
+	return nil
 }
 
 func (d *decoder) step(s *tape.Step) error {

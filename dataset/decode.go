@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -158,6 +158,12 @@ func (d *decoder) errorf(format string, args ...any) error {
 	return fmt.Errorf("decode tape at byte %d: %s: %w", d.i, fmt.Sprintf(format, args...), errUnusual)
 }
 
+// lexError is errorf for a flaw jsonlex found, at its offset.
+func (d *decoder) lexError(err *jsonlex.Error) error {
+	d.i = err.Off
+	return d.errorf("%s", err.Msg)
+}
+
 func (d *decoder) unknown(key []byte) error { return d.errorf("unknown field %q", key) }
 
 // order tracks the keys of one object: the bit of every field seen, and the last field's
@@ -196,14 +202,8 @@ func bit(i int8, present bool) uint32 {
 
 // ws skips whitespace, which the canonical encoding has none of.
 func (d *decoder) ws() {
-	for d.i < len(d.data) {
-		switch d.data[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-			d.nonCanon = true
-		default:
-			return
-		}
+	if j := jsonlex.Space(d.data, d.i); j != d.i {
+		d.i, d.nonCanon = j, true
 	}
 }
 
@@ -249,14 +249,7 @@ func (d *decoder) nullNormalized() bool {
 
 // object calls fn for each key, with d positioned at the value, which fn must consume.
 func (d *decoder) object(fn func(key []byte) error) error {
-	if err := d.expect('{'); err != nil {
-		return err
-	}
-	if d.next() == '}' {
-		d.i++
-		return nil
-	}
-	for {
+	return d.members('{', '}', func() error {
 		key, err := d.strBytes(false)
 		if err != nil {
 			return err
@@ -264,19 +257,8 @@ func (d *decoder) object(fn func(key []byte) error) error {
 		if err := d.expect(':'); err != nil {
 			return err
 		}
-		if err := fn(key); err != nil {
-			return err
-		}
-		switch d.next() {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return nil
-		default:
-			return d.errorf("want , or }")
-		}
-	}
+		return fn(key)
+	})
 }
 
 // sortedObject is object for a Go map: canonical keys come sorted, each once.
@@ -293,26 +275,30 @@ func (d *decoder) sortedObject(fn func(key []byte) error) error {
 }
 
 // array calls fn for each element, with d positioned at it.
-func (d *decoder) array(fn func() error) error {
-	if err := d.expect('['); err != nil {
+func (d *decoder) array(fn func() error) error { return d.members('[', ']', fn) }
+
+// members reads an object or an array, between the brackets open and close, calling member
+// for each of its members (a key and its value, or an element), with d positioned at it.
+func (d *decoder) members(open, close byte, member func() error) error {
+	if err := d.expect(open); err != nil {
 		return err
 	}
-	if d.next() == ']' {
+	if d.next() == close {
 		d.i++
 		return nil
 	}
 	for {
-		if err := fn(); err != nil {
+		if err := member(); err != nil {
 			return err
 		}
 		switch d.next() {
 		case ',':
 			d.i++
-		case ']':
+		case close:
 			d.i++
 			return nil
 		default:
-			return d.errorf("want , or ]")
+			return d.errorf("want , or %c", close)
 		}
 	}
 }
@@ -544,26 +530,14 @@ func canonicalU(h []byte, r rune, html bool) bool {
 	return false
 }
 
+// hex4 reads the four hex digits of a \u escape.
 func (d *decoder) hex4() (rune, bool) {
-	if d.i+4 > len(d.data) {
+	r := jsonlex.Hex4(d.data[d.i:])
+	if r < 0 {
 		return 0, false
 	}
-	var v rune
-	for _, c := range d.data[d.i : d.i+4] {
-		v <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			v |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			v |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			v |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
 	d.i += 4
-	return v, true
+	return r, true
 }
 
 // skipStr checks a string value as strBytes does, without keeping it.
@@ -619,90 +593,41 @@ func (d *decoder) strInto(dst *string) error {
 // number returns the next number token, checked against the JSON grammar.
 func (d *decoder) number() ([]byte, error) {
 	d.next()
-	start, j, n := d.i, d.i, len(d.data)
-	digits := func() bool {
-		k := j
-		for j < n && d.data[j] >= '0' && d.data[j] <= '9' {
-			j++
-		}
-		return j > k
+	end, _, err := jsonlex.Number(d.data, d.i)
+	if err != nil {
+		return nil, d.lexError(err)
 	}
-	if j < n && d.data[j] == '-' {
-		j++
-	}
-	switch {
-	case j < n && d.data[j] == '0':
-		j++
-	case !digits():
-		return nil, d.errorf("want a number")
-	}
-	if j < n && d.data[j] == '.' {
-		j++
-		if !digits() {
-			return nil, d.errorf("bad number")
-		}
-	}
-	if j < n && (d.data[j] == 'e' || d.data[j] == 'E') {
-		j++
-		if j < n && (d.data[j] == '+' || d.data[j] == '-') {
-			j++
-		}
-		if !digits() {
-			return nil, d.errorf("bad number")
-		}
-	}
-	d.i = j
-	return d.data[start:j], nil
+	tok := d.data[d.i:end]
+	d.i = end
+	return tok, nil
 }
 
-func (d *decoder) int64() (int64, error) {
+// num reads a number into p, an *int64 or a *float64, and checks that the number is in
+// its canonical form: strconv's for an integer, encoding/json's for a float.
+func (d *decoder) num(p any) error {
 	tok, err := d.number()
 	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseInt(string(tok), 10, 64)
-	if err != nil {
-		return 0, d.errorf("%v", err)
-	}
-	var buf [24]byte
-	if string(strconv.AppendInt(buf[:0], v, 10)) != string(tok) {
-		d.nonCanon = true
-	}
-	return v, nil
-}
-
-func (d *decoder) float() (float64, error) {
-	tok, err := d.number()
-	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseFloat(string(tok), 64)
-	if err != nil {
-		return 0, d.errorf("%v", err)
+		return err
 	}
 	var buf [32]byte
-	if string(appendFloat(buf[:0], v)) != string(tok) {
+	var enc []byte
+	switch p := p.(type) {
+	case *int64:
+		*p, err = strconv.ParseInt(string(tok), 10, 64)
+		enc = strconv.AppendInt(buf[:0], *p, 10)
+	case *float64:
+		*p, err = strconv.ParseFloat(string(tok), 64)
+		enc, _ = jsonlex.AppendFloat(buf[:0], *p) // ParseFloat gives no NaN or infinity
+	default:
+		panic("dataset: decode a number into neither an *int64 nor a *float64")
+	}
+	if err != nil {
+		return d.errorf("%v", err)
+	}
+	if string(enc) != string(tok) {
 		d.nonCanon = true
 	}
-	return v, nil
-}
-
-// appendFloat formats f as encoding/json does (like ES6: 'f' form unless the exponent is
-// very small or large, and exponents without padding).
-func appendFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
+	return nil
 }
 
 func (d *decoder) boolean() (bool, error) {
@@ -755,36 +680,12 @@ func (d *decoder) skip() error {
 	case c == '[':
 		return d.array(d.skip)
 	case c == '"':
-		d.i++
-		for d.i < len(d.data) {
-			switch c := d.data[d.i]; c {
-			case '"':
-				d.i++
-				return nil
-			case '\\':
-				if d.i+1 >= len(d.data) {
-					return d.errorf("unterminated escape")
-				}
-				switch d.data[d.i+1] {
-				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-					d.i += 2
-				case 'u':
-					d.i += 2
-					if _, ok := d.hex4(); !ok {
-						return d.errorf("bad \\u escape")
-					}
-				default:
-					return d.errorf("bad escape")
-				}
-			default:
-				j := nextQuoteOrBackslash(d.data, d.i)
-				if control, _ := scanText(d.data[d.i:j]); control {
-					return d.errorf("control character in a string")
-				}
-				d.i = j
-			}
+		end, _, err := jsonlex.String(d.data, d.i)
+		if err != nil {
+			return d.lexError(err)
 		}
-		return d.errorf("unterminated string")
+		d.i = end
+		return nil
 	case c == 't' || c == 'f':
 		_, err := d.boolean()
 		return err
@@ -839,14 +740,12 @@ func (d *decoder) read(target any) error {
 		var v string
 		v, err = d.str()
 		*p = tape.EndReason(v)
-	case *int64:
-		*p, err = d.int64()
+	case *int64, *float64:
+		err = d.num(p)
 	case *int:
 		var v int64
-		v, err = d.int64()
+		err = d.num(&v)
 		*p = int(v)
-	case *float64:
-		*p, err = d.float()
 	case **float64:
 		err = d.optFloat(p)
 	case *bool:
@@ -913,7 +812,7 @@ func list[T any](d *decoder, dst *[]T, elem func(*T) error) error {
 	})
 }
 
-// optional reads an object into a fresh *T with read; null gives nil, and with omitted (a
+// optional reads a value into a fresh *T with read; null gives nil, and with omitted (a
 // field omitted when nil) is not canonical.
 func optional[T any](d *decoder, dst **T, omitted bool, read func(*T) error) func() error {
 	return func() error {
@@ -970,17 +869,8 @@ func (d *decoder) headers(h *tape.Headers) error {
 }
 
 func (d *decoder) meta(m *tape.Meta) error {
-	replayOf := func() error {
-		if d.null() {
-			m.ReplayOf = nil
-			return nil
-		}
-		s, err := d.str()
-		m.ReplayOf = &s
-		return err
-	}
 	o, err := d.fields(metaKeys, &m.TapeID, &m.Harness, &m.HarnessVersion, &m.Provider, &m.Model, &m.Cwd,
-		&m.StartedAt, &m.Task, replayOf, &m.Labels, optional(d, &m.Workspace, true, d.workspace),
+		&m.StartedAt, &m.Task, optional(d, &m.ReplayOf, false, d.strInto), &m.Labels, optional(d, &m.Workspace, true, d.workspace),
 		optional(d, &m.Limits, true, d.limits), optional(d, &m.ForkedFrom, true, d.forkedFrom), optional(d, &m.Ended, false, d.ended))
 	d.check(o, 0b10_0011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil)|bit(11, m.Limits != nil)|bit(12, m.ForkedFrom != nil))
 	return err
@@ -988,29 +878,9 @@ func (d *decoder) meta(m *tape.Meta) error {
 
 // workspace reads meta.workspace, whose every field is omitted when empty.
 func (d *decoder) workspace(w *tape.Workspace) error {
-	exclude := func() error {
-		w.Exclude = nil
-		if d.null() {
-			return nil
-		}
-		w.Exclude = []string{}
-		return d.array(func() error {
-			s, err := d.str()
-			w.Exclude = append(w.Exclude, s)
-			return err
-		})
-	}
-	end := func() error {
-		w.End = nil
-		if d.null() {
-			return nil
-		}
-		w.End = []tape.FileEntry{}
-		return d.array(func() error {
-			w.End = append(w.End, tape.FileEntry{})
-			return d.fileEntry(&w.End[len(w.End)-1])
-		})
-	}
+	// Both lists are omitted when empty: a null is not canonical.
+	exclude := func() error { return list(d, &w.Exclude, d.strInto) }
+	end := func() error { return list(d, &w.End, d.fileEntry) }
 	o, err := d.fields(workspaceKeys, &w.Snapshot, &w.Digest, &w.Size, &w.Files, &w.Bytes, exclude, end)
 	d.check(o, bit(0, w.Snapshot != "")|bit(1, w.Digest != "")|bit(2, w.Size != 0)|bit(3, w.Files != 0)|
 		bit(4, w.Bytes != 0)|bit(5, len(w.Exclude) > 0)|bit(6, len(w.End) > 0))
@@ -1029,7 +899,8 @@ func (d *decoder) forkedFrom(f *tape.ForkedFrom) error {
 	served := func() error {
 		f.Served = map[string]int{}
 		return d.sortedObject(func(key []byte) error {
-			n, err := d.int64()
+			var n int64
+			err := d.num(&n)
 			f.Served[string(key)] = int(n)
 			return err
 		})
@@ -1046,26 +917,6 @@ func (d *decoder) ended(e *tape.Ended) error {
 }
 
 func (d *decoder) thread(th *tape.Thread) error {
-	parent := func() error {
-		if d.null() {
-			th.Parent = nil
-			return nil
-		}
-		// Parent.MarshalJSON uses json.Marshal, which escapes HTML.
-		var pair []string
-		if err := d.array(func() error {
-			b, err := d.strBytes(true)
-			pair = append(pair, string(b))
-			return err
-		}); err != nil {
-			return err
-		}
-		if len(pair) != 2 {
-			return d.errorf("parent: want [thread id, tool call id]")
-		}
-		th.Parent = &tape.Parent{ThreadID: pair[0], ToolCallID: pair[1]}
-		return nil
-	}
 	steps := func() error {
 		if d.nullNormalized() {
 			return nil
@@ -1079,9 +930,27 @@ func (d *decoder) thread(th *tape.Thread) error {
 			return d.step(s)
 		})
 	}
-	o, err := d.fields(threadKeys, &th.ID, parent, steps)
+	o, err := d.fields(threadKeys, &th.ID, optional(d, &th.Parent, false, d.parent), steps)
 	d.check(o, 0b111)
 	return err
+}
+
+// parent reads a thread's parent, a [thread id, tool call id] pair.
+func (d *decoder) parent(p *tape.Parent) error {
+	// Parent.MarshalJSON uses json.Marshal, which escapes HTML.
+	var pair []string
+	if err := d.array(func() error {
+		b, err := d.strBytes(true)
+		pair = append(pair, string(b))
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(pair) != 2 {
+		return d.errorf("parent: want [thread id, tool call id]")
+	}
+	p.ThreadID, p.ToolCallID = pair[0], pair[1]
+	return nil
 }
 
 func (d *decoder) step(s *tape.Step) error {
@@ -1113,7 +982,8 @@ func (d *decoder) optFloat(dst **float64) error {
 		*dst = nil
 		return nil
 	}
-	v, err := d.float()
+	var v float64
+	err := d.num(&v)
 	*dst = &v
 	return err
 }

@@ -40,11 +40,20 @@ func goldenInputs(t testing.TB) []Input {
 // canonical returns tape.Marshal of the tape in a file.
 func canonical(t testing.TB, path string) []byte {
 	t.Helper()
-	tp, err := tape.LoadFile(path)
+	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	data, err := tape.Marshal(tp)
+	return canonicalOf(t, data)
+}
+
+// canonicalOf returns the canonical encoding of the tape data holds, by the reference
+// path: tape.Marshal of tape.Unmarshal.
+func canonicalOf(t testing.TB, data []byte) []byte {
+	t.Helper()
+	tp, err := tape.Unmarshal(data)
 	require.NoError(t, err)
-	return data
+	enc, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	return enc
 }
 
 // export runs Export into a fresh folder and returns the folder.

@@ -72,36 +72,54 @@ func TestInteropArrowGoReadsEveryColumn(t *testing.T) {
 	var wantTapes []TapeRow
 	var wantSteps []StepRow
 	for _, in := range inputs {
-		data := canonical(t, in.Path)
-		tp, err := tape.Unmarshal(data)
-		require.NoError(t, err)
-		row, steps, err := RowsOf(tp, data)
-		require.NoError(t, err)
+		row, steps := rowsOfFile(t, in.Path)
 		wantTapes = append(wantTapes, row)
 		wantSteps = append(wantSteps, steps...)
 	}
 
 	l, err := scanLayout(dir)
 	require.NoError(t, err)
-	var gotTapes []TapeRow
-	for _, f := range l[configTapes]["train"]["parquet"] {
-		gotTapes = append(gotTapes, readWithArrowGo[TapeRow](t, f.path, tapesTable)...)
-	}
-	var gotSteps []StepRow
-	for _, f := range l[configSteps]["train"]["parquet"] {
-		gotSteps = append(gotSteps, readWithArrowGo[StepRow](t, f.path, stepsTable)...)
-	}
+	gotTapes := readSplitWithArrowGo[TapeRow](t, l, configTapes, tapesTable)
+	gotSteps := readSplitWithArrowGo[StepRow](t, l, configSteps, stepsTable)
 	require.Len(t, gotTapes, len(wantTapes))
 	require.Len(t, gotSteps, len(wantSteps))
 	for i := range wantTapes {
-		for _, d := range diffRow(tapesTable, reflect.ValueOf(&wantTapes[i]).Elem(), reflect.ValueOf(&gotTapes[i]).Elem()) {
-			t.Errorf("tapes row %d: %s: %s", i, d.column, d.message)
-		}
+		assertRowEqual(t, tapesTable, i, &wantTapes[i], &gotTapes[i])
 	}
 	for i := range wantSteps {
-		for _, d := range diffRow(stepsTable, reflect.ValueOf(&wantSteps[i]).Elem(), reflect.ValueOf(&gotSteps[i]).Elem()) {
-			t.Errorf("steps row %d: %s: %s", i, d.column, d.message)
-		}
+		assertRowEqual(t, stepsTable, i, &wantSteps[i], &gotSteps[i])
+	}
+}
+
+// rowsOfFile returns the rows of the tape in a file, derived by the reference path from
+// its canonical encoding.
+func rowsOfFile(t *testing.T, path string) (TapeRow, []StepRow) {
+	t.Helper()
+	data := canonical(t, path)
+	tp, err := tape.Unmarshal(data)
+	require.NoError(t, err)
+	row, steps, err := RowsOf(tp, data)
+	require.NoError(t, err)
+	return row, steps
+}
+
+// readSplitWithArrowGo reads the rows of the train split of a config, every Parquet file
+// of it in order, with readWithArrowGo.
+func readSplitWithArrowGo[R any](t *testing.T, l layout, config string, tb *table) []R {
+	t.Helper()
+	var rows []R
+	for _, f := range l[config]["train"]["parquet"] {
+		rows = append(rows, readWithArrowGo[R](t, f.path, tb)...)
+	}
+	return rows
+}
+
+// assertRowEqual reports each column in which got, row i of table tb as read back,
+// differs from want.
+func assertRowEqual[R any](t *testing.T, tb *table, i int, want, got *R) {
+	t.Helper()
+	for _, d := range diffRow(tb, reflect.ValueOf(want).Elem(), reflect.ValueOf(got).Elem()) {
+		t.Errorf("%s row %d: %s: %s", tb.name, i, d.column, d.message)
 	}
 }
 
@@ -119,21 +137,12 @@ func TestInteropArrowGoReadsWorkspaces(t *testing.T) {
 
 	l, err := scanLayout(dir)
 	require.NoError(t, err)
-	var gotTapes []TapeRow
-	for _, f := range l[configTapes]["train"]["parquet"] {
-		gotTapes = append(gotTapes, readWithArrowGo[TapeRow](t, f.path, tapesTable)...)
-	}
+	gotTapes := readSplitWithArrowGo[TapeRow](t, l, configTapes, tapesTable)
 	require.Len(t, gotTapes, len(inputs))
 	for i, in := range inputs {
-		data := canonical(t, in.Path)
-		tp, err := tape.Unmarshal(data)
-		require.NoError(t, err)
-		want, _, err := RowsOf(tp, data)
-		require.NoError(t, err)
+		want, _ := rowsOfFile(t, in.Path)
 		want.WorkspaceIncluded = true
-		for _, d := range diffRow(tapesTable, reflect.ValueOf(&want).Elem(), reflect.ValueOf(&gotTapes[i]).Elem()) {
-			t.Errorf("tapes row %d: %s: %s", i, d.column, d.message)
-		}
+		assertRowEqual(t, tapesTable, i, &want, &gotTapes[i])
 	}
 
 	wsFiles := l[configWorkspaces]["train"]["parquet"]

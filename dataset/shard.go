@@ -224,13 +224,7 @@ func (s *shardSet[R]) closeCurrent() error {
 	s.done = append(s.done, sh)
 	if sh.pw != nil {
 		sh.pw.SetKeyValueMetadata(metaNumBytes, strconv.FormatInt(sh.numBytes, 10))
-		err := sh.pw.Close()
-		if err == nil {
-			err = sh.pqF.Sync()
-		}
-		if cerr := sh.pqF.Close(); err == nil {
-			err = cerr
-		}
+		err := syncClose(sh.pqF, sh.pw.Close())
 		sh.pqF = nil
 		if err != nil {
 			return s.errorf(sh, "close parquet: %w", err)
@@ -242,18 +236,25 @@ func (s *shardSet[R]) closeCurrent() error {
 			err = cerr
 		}
 		sh.rb.release()
-		if err == nil {
-			err = sh.arF.Sync()
-		}
-		if cerr := sh.arF.Close(); err == nil {
-			err = cerr
-		}
+		err = syncClose(sh.arF, err)
 		sh.arF = nil
 		if err != nil {
 			return s.errorf(sh, "close arrow: %w", err)
 		}
 	}
 	return nil
+}
+
+// syncClose ends a shard file whose writer's close gave err: unless that failed, it syncs
+// the file; it closes the file in any case, and returns the first error.
+func syncClose(f *os.File, err error) error {
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // shardName is the final name of shard i of n of a split.
@@ -381,12 +382,7 @@ func (s *shardSet[R]) addArrow(ctx context.Context, prog *progress) error {
 		}
 		sh.rb.release()
 		sh.aw, sh.rb = nil, nil
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+		err = syncClose(f, err)
 		sh.arF = nil
 		if err != nil {
 			return s.errorf(sh, "write arrow: %w", err)

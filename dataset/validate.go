@@ -382,22 +382,31 @@ func (v *validator) readRows(ctx context.Context, tapes, steps []shardFile, seen
 	bytesOf := map[string]int64{}
 	next, stop := iter.Pull2(rowsOf[StepRow](steps, stepsTable, 64))
 	defer stop()
+	// stepRows goes on through the steps rows where the last range over it stopped,
+	// starting with the row put back in peek, if any.
 	var peek *located[StepRow]
-	pull := func() (*located[StepRow], error) {
-		if peek != nil {
-			s := peek
-			peek = nil
-			return s, nil
+	stepRows := func(yield func(*located[StepRow], error) bool) {
+		for {
+			if s := peek; s != nil {
+				peek = nil
+				if !yield(s, nil) {
+					return
+				}
+				continue
+			}
+			s, err, ok := next()
+			if !ok {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			bytesOf[s.file] += stepsTable.rowBytes(reflect.ValueOf(&s.v).Elem())
+			if !yield(&s, nil) {
+				return
+			}
 		}
-		s, err, ok := next()
-		if !ok {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		bytesOf[s.file] += stepsTable.rowBytes(reflect.ValueOf(&s.v).Elem())
-		return &s, nil
 	}
 	var seq int64
 	for t, err := range rowsOf[TapeRow](tapes, tapesTable, 1) {
@@ -421,13 +430,9 @@ func (v *validator) readRows(ctx context.Context, tapes, steps []shardFile, seen
 			}
 		}
 		c := &tapeCheck{seq: seq, tape: t}
-		for {
-			s, err := pull()
+		for s, err := range stepRows {
 			if err != nil {
 				return err
-			}
-			if s == nil {
-				break
 			}
 			if s.v.TapeID != t.v.TapeID {
 				if seen[s.v.TapeID] == "" {
@@ -445,13 +450,9 @@ func (v *validator) readRows(ctx context.Context, tapes, steps []shardFile, seen
 			return ctx.Err()
 		}
 	}
-	for {
-		s, err := pull()
+	for s, err := range stepRows {
 		if err != nil {
 			return err
-		}
-		if s == nil {
-			break
 		}
 		v.addAt(seq+1, Problem{File: v.rel(s.file), Row: s.row, Pointer: "tape_id", Message: fmt.Sprintf("step of tape %q, which has no row in the tapes table", s.v.TapeID)})
 	}

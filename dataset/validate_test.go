@@ -52,57 +52,30 @@ func TestValidateCard(t *testing.T) {
 
 	tests := []struct {
 		name string
-		edit func(string) string
-		want []string
+		// The edit replaces the first old in the card with new.
+		old, new string
+		want     []string
 	}{
-		{"num_examples", func(s string) string {
-			return strings.Replace(s, "num_examples: 5\n", "num_examples: 6\n", 1)
-		}, []string{"README.md", "dataset_info[tapes].splits"}},
-		{"num_bytes", func(s string) string {
-			return strings.Replace(s, "num_bytes: "+itoa(tapesInfo.Splits[0].NumBytes), "num_bytes: 1", 1)
-		}, []string{"dataset_info[tapes].splits"}},
-		{"download_size", func(s string) string {
-			return strings.Replace(s, "download_size: "+itoa(tapesInfo.DownloadSize), "download_size: 7", 1)
-		}, []string{"dataset_info[tapes].download_size", "7, the files take"}},
-		{"dataset_size", func(s string) string {
-			return strings.Replace(s, "dataset_size: "+itoa(tapesInfo.DatasetSize), "dataset_size: 7", 1)
-		}, []string{"dataset_info[tapes].dataset_size"}},
-		{"feature dtype", func(s string) string {
-			return strings.Replace(s, "- name: num_steps\n        dtype: int64", "- name: num_steps\n        dtype: int32", 1)
-		}, []string{"dataset_info[tapes].features", "num_steps: int32"}},
-		{"missing feature", func(s string) string {
-			return strings.Replace(s, "      - name: tape_bytes\n        dtype: int64\n", "", 1)
-		}, []string{"dataset_info[tapes].features"}},
-		{"data files", func(s string) string {
-			return strings.Replace(s, "path: data/steps/train-*.parquet", "path: data/steps/*.parquet", 1)
-		}, []string{"configs[steps].data_files"}},
-		{"data files match nothing", func(s string) string {
-			return strings.Replace(s, "path: data/steps/train-*.parquet", "path: data/steps/valid-*.parquet", 1)
-		}, []string{"configs[steps].data_files", "matches no file"}},
-		{"extra config", func(s string) string {
-			return strings.Replace(s, "configs:\n", "configs:\n  - config_name: extra\n    data_files:\n      - split: train\n        path: data/extra/*.parquet\n", 1)
-		}, []string{"configs", "config extra has no files"}},
-		{"size category", func(s string) string {
-			return strings.Replace(s, "- n<1K", "- 1K<n<10K", 1)
-		}, []string{"size_categories"}},
-		{"no license", func(s string) string {
-			return strings.Replace(s, "license: unknown\n", "", 1)
-		}, []string{"license: missing"}},
-		{"broken markers", func(s string) string {
-			return strings.Replace(s, bodyEnd+"\n", "", 1)
-		}, []string{"README.md: body: the body has a", "no \"<!-- tapebox:end -->\" line after it"}},
-		{"no front matter", func(s string) string {
-			return strings.TrimPrefix(s, "---\n")
-		}, []string{"README.md", "no YAML front matter"}},
-		{"bad yaml", func(s string) string {
-			return strings.Replace(s, "configs:\n", "configs: [\n", 1)
-		}, []string{"README.md", "YAML"}},
+		{"num_examples", "num_examples: 5\n", "num_examples: 6\n", []string{"README.md", "dataset_info[tapes].splits"}},
+		{"num_bytes", "num_bytes: " + itoa(tapesInfo.Splits[0].NumBytes), "num_bytes: 1", []string{"dataset_info[tapes].splits"}},
+		{"download_size", "download_size: " + itoa(tapesInfo.DownloadSize), "download_size: 7", []string{"dataset_info[tapes].download_size", "7, the files take"}},
+		{"dataset_size", "dataset_size: " + itoa(tapesInfo.DatasetSize), "dataset_size: 7", []string{"dataset_info[tapes].dataset_size"}},
+		{"feature dtype", "- name: num_steps\n        dtype: int64", "- name: num_steps\n        dtype: int32", []string{"dataset_info[tapes].features", "num_steps: int32"}},
+		{"missing feature", "      - name: tape_bytes\n        dtype: int64\n", "", []string{"dataset_info[tapes].features"}},
+		{"data files", "path: data/steps/train-*.parquet", "path: data/steps/*.parquet", []string{"configs[steps].data_files"}},
+		{"data files match nothing", "path: data/steps/train-*.parquet", "path: data/steps/valid-*.parquet", []string{"configs[steps].data_files", "matches no file"}},
+		{"extra config", "configs:\n", "configs:\n  - config_name: extra\n    data_files:\n      - split: train\n        path: data/extra/*.parquet\n", []string{"configs", "config extra has no files"}},
+		{"size category", "- n<1K", "- 1K<n<10K", []string{"size_categories"}},
+		{"no license", "license: unknown\n", "", []string{"license: missing"}},
+		{"broken markers", bodyEnd + "\n", "", []string{"README.md: body: the body has a", "no \"<!-- tapebox:end -->\" line after it"}},
+		{"no front matter", "---\n", "", []string{"README.md", "no YAML front matter"}},
+		{"bad yaml", "configs:\n", "configs: [\n", []string{"README.md", "YAML"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "dataset")
 			require.NoError(t, os.CopyFS(dir, os.DirFS(clean)))
-			edited := tt.edit(string(original))
+			edited := strings.Replace(string(original), tt.old, tt.new, 1)
 			require.NotEqual(t, string(original), edited, "the edit applies")
 			require.NoError(t, os.WriteFile(filepath.Join(dir, cardFile), []byte(edited), 0o644))
 			requireProblem(t, problems(t, dir), tt.want...)

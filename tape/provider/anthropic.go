@@ -10,21 +10,12 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// anthropic is the Anthropic Messages API (POST /v1/messages).
-type anthropic struct{}
-
-var _ format = anthropic{}
-
-func (anthropic) request(raw []byte) (request, error) {
-	return fastOr(raw, anthropicRequestFast, anthropicRequestSlow)
-}
-
-func (anthropic) body(raw []byte) (reply, error) {
-	return fastOr(raw, anthropicBodyFast, anthropicBodySlow)
-}
-
-func (anthropic) stream(events []event) (reply, error) {
-	return fastOr(events, anthropicStreamFast, anthropicStreamSlow)
+// anthropic is the Anthropic Messages API (POST /v1/messages). Each part has a fast path
+// for what the API and Claude Code send, backed by a slow path with encoding/json.
+var anthropic = format{
+	request: fastOr(anthropicRequestFast, anthropicRequestSlow),
+	body:    fastOr(anthropicBodyFast, anthropicBodySlow),
+	stream:  fastOr(anthropicStreamFast, anthropicStreamSlow),
 }
 
 // anthropicRequestSlow decodes a request with encoding/json; anthropicRequestFast must

@@ -112,15 +112,15 @@ func ToolResults(p tape.Provider, nextRequestRaw []byte, calls []tape.ToolCall) 
 	return tape.ResultsFor(req.messages, calls), nil
 }
 
-// format is one wire format's adapter.
-type format interface {
+// format is one wire format's adapter: a reader for each part of a model call.
+type format struct {
 	// request normalizes a request body.
-	request(raw []byte) (request, error)
+	request func(raw []byte) (request, error)
 	// body normalizes a JSON response body (an object).
-	body(raw []byte) (reply, error)
+	body func(raw []byte) (reply, error)
 	// stream normalizes a stream, given its events' data in order. The last event may be
 	// cut short (the stream ended inside it); its data then fails to decode and is dropped.
-	stream(events []event) (reply, error)
+	stream func(events []event) (reply, error)
 }
 
 // event is one server-sent event of a recorded stream.
@@ -148,13 +148,13 @@ type reply struct {
 func formatOf(p tape.Provider) (format, error) {
 	switch p {
 	case tape.ProviderAnthropic:
-		return anthropic{}, nil
+		return anthropic, nil
 	case tape.ProviderOpenAIChat:
-		return chat{}, nil
+		return chat, nil
 	case tape.ProviderOpenAIResponses:
-		return responses{}, nil
+		return responses, nil
 	}
-	return nil, fmt.Errorf("unknown provider %q", p)
+	return format{}, fmt.Errorf("unknown provider %q", p)
 }
 
 // requestOf normalizes a recorded request body. A truncation marker (tape.Truncation)
@@ -270,13 +270,15 @@ func object(raw []byte) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// fastOr returns what fast makes of in, or where fast gives up or fails, what slow makes
-// of it: slow, which must agree with fast wherever fast succeeds, decides.
-func fastOr[In, T any](in In, fast, slow func(In) (T, error)) (T, error) {
-	if v, err := fast(in); err == nil {
-		return v, nil
+// fastOr reads with fast, or where fast gives up or fails, with slow: slow, which must
+// agree with fast wherever fast succeeds, decides.
+func fastOr[In, T any](fast, slow func(In) (T, error)) func(In) (T, error) {
+	return func(in In) (T, error) {
+		if v, err := fast(in); err == nil {
+			return v, nil
+		}
+		return slow(in)
 	}
-	return slow(in)
 }
 
 // requestObject decodes a request's top level with encoding/json: its fields, and a

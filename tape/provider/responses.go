@@ -11,13 +11,13 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// responses is the OpenAI Responses API (POST /v1/responses).
-type responses struct{}
-
-var _ format = responses{}
-
-func (responses) request(raw []byte) (request, error) {
-	return fastOr(raw, responsesRequestFast, responsesRequestSlow)
+// responses is the OpenAI Responses API (POST /v1/responses). Requests have a fast path
+// backed by a slow path with encoding/json; stream events are scanned one by one (see
+// scanResponsesEvent).
+var responses = format{
+	request: fastOr(responsesRequestFast, responsesRequestSlow),
+	body:    responsesBody,
+	stream:  responsesStream,
 }
 
 // responsesRequestSlow decodes a request with encoding/json; responsesRequestFast must
@@ -213,7 +213,7 @@ func (r *responsesObject) reply(output []json.RawMessage) (reply, error) {
 	return rep, nil
 }
 
-func (responses) body(raw []byte) (reply, error) {
+func responsesBody(raw []byte) (reply, error) {
 	var r responsesObject
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return reply{}, err
@@ -329,7 +329,7 @@ func scanResponsesEvent(data string) (responsesEvent, error) {
 	return e, d.end()
 }
 
-func (responses) stream(events []event) (reply, error) {
+func responsesStream(events []event) (reply, error) {
 	items := map[int]*responsesItemState{}
 	var final *responsesObject
 	for _, ev := range events {

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -135,8 +136,9 @@ func fastFields(d *scanner, names []string, f func(field int) error) error {
 
 // fastTargets reads an object's fields (as fastFields) into the target at each name's
 // place: a *string or *bool with optString or optBool, where a value of another type sets
-// the field's bit in bad; a *[]byte takes the value's bytes, a *json.RawMessage a copy;
-// a func() error reads the value itself.
+// the field's bit in bad; an *int with fastInt; a *[]byte or *json.RawMessage takes the
+// value's bytes (in the input: copy what outlives it); a func() error reads the value
+// itself.
 func fastTargets(d *scanner, names []string, targets ...any) (bad uint16, err error) {
 	err = fastFields(d, names, func(field int) error {
 		var b bool
@@ -146,10 +148,12 @@ func fastTargets(d *scanner, names []string, targets ...any) (bad uint16, err er
 			b, err = d.optString(p)
 		case *bool:
 			b, err = d.optBool(p)
+		case *int:
+			err = fastInt(d, p)
 		case *[]byte:
 			*p, err = d.raw()
 		case *json.RawMessage:
-			*p, err = d.kept()
+			*p, err = d.raw()
 		case func() error:
 			err = p()
 		}
@@ -194,7 +198,7 @@ func fastTools(d *scanner, schemaKey string, tool func(typ string, t tape.Tool, 
 		default:
 			return errSlow
 		}
-		tools = append(tools, tool(typ, t, schema))
+		tools = append(tools, tool(typ, t, bytes.Clone(schema)))
 		return nil
 	})
 	return tools, err
@@ -215,6 +219,27 @@ func fastRequest(raw []byte, top []string, field func(d *scanner, i int, r *requ
 	}
 	r.params = params
 	return r, nil
+}
+
+// scanStruct decodes raw as json.Unmarshal into a struct does, in one pass: the fields
+// named go to their targets (see fastTargets), null leaves them alone. Anything but a
+// plain object whose fields have their target's type takes the slow path.
+func scanStruct(raw []byte, names []string, targets ...any) error {
+	d := newScanner(raw)
+	if d.peek() == 'n' {
+		if err := d.literal("null"); err != nil {
+			return err
+		}
+		return d.end()
+	}
+	bad, err := fastTargets(d, names, targets...)
+	if err == nil && bad != 0 {
+		err = errSlow
+	}
+	if err != nil {
+		return err
+	}
+	return d.end()
 }
 
 // str reads a string field; a type error takes the slow path.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -241,6 +242,38 @@ func decodeEvent(ev event, v any) (ok bool, err error) {
 		return false, fmt.Errorf("event %q: %w", cut(ev.data, 80), err)
 	}
 	return true, nil
+}
+
+// eventsOf yields a stream's events decoded into Es: each with scan, in one pass, or
+// where scan gives up (or is nil) with encoding/json, which decides. An event that does
+// not decode ends the stream with its error, but the cut-short last event is skipped
+// (see decodeEvent). An event whose data names no type takes the event's name (its
+// event: line), which E's typed sets.
+func eventsOf[E interface{ typed(name string) E }](events []event, scan func(data string) (E, error)) iter.Seq2[E, error] {
+	return func(yield func(E, error) bool) {
+		for _, ev := range events {
+			var e E
+			err := errSlow
+			if scan != nil {
+				e, err = scan(ev.data)
+			}
+			if err != nil {
+				v := new(E) // on the heap only here, where scan gave up
+				ok, err := decodeEvent(ev, v)
+				if err != nil {
+					yield(*v, err)
+					return
+				}
+				if !ok {
+					continue
+				}
+				e = *v
+			}
+			if !yield(e.typed(ev.name), nil) {
+				return
+			}
+		}
+	}
 }
 
 // inOrder returns the values of m in the order of their keys (a stream's block or item

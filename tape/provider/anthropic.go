@@ -10,21 +10,12 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// anthropic is the Anthropic Messages API (POST /v1/messages).
-type anthropic struct{}
-
-var _ format = anthropic{}
-
-func (anthropic) request(raw []byte) (request, error) {
-	return fastOr(raw, anthropicRequestFast, anthropicRequestSlow)
-}
-
-func (anthropic) body(raw []byte) (reply, error) {
-	return fastOr(raw, anthropicBodyFast, anthropicBodySlow)
-}
-
-func (anthropic) stream(events []event) (reply, error) {
-	return fastOr(events, anthropicStreamFast, anthropicStreamSlow)
+// anthropic is the Anthropic Messages API (POST /v1/messages). Each part has a fast path
+// for what the API and Claude Code send, backed by a slow path with encoding/json.
+var anthropic = format{
+	request: fastOr(anthropicRequestFast, anthropicRequestSlow),
+	body:    fastOr(anthropicBodyFast, anthropicBodySlow),
+	stream:  fastOr(anthropicStreamFast, anthropicStreamSlow),
 }
 
 // anthropicRequestSlow decodes a request with encoding/json; anthropicRequestFast must
@@ -336,6 +327,12 @@ type anthropicEvent struct {
 	Usage        json.RawMessage `json:"usage"`
 }
 
+// typed returns e with its type, or if it has none, name.
+func (e anthropicEvent) typed(name string) anthropicEvent {
+	e.Type = cmp.Or(e.Type, name)
+	return e
+}
+
 // anthropicDelta is a content_block_delta's delta.
 type anthropicDelta struct {
 	Type        string `json:"type"`
@@ -364,13 +361,9 @@ func anthropicStreamFast(events []event) (reply, error) {
 		blocks = map[int]*anthropicFastBlock{}
 		msg    anthropicMessage
 	)
-	for _, ev := range events {
-		e, err := scanAnthropicEvent(ev.data)
+	for e, err := range eventsOf(events, scanAnthropicEvent) {
 		if err != nil {
-			return reply{}, errSlow
-		}
-		if e.Type == "" {
-			e.Type = ev.name
+			return reply{}, err
 		}
 		switch e.Type {
 		case "message_start", "message_delta":
@@ -436,55 +429,20 @@ var (
 // in one pass; errSlow when it is not a plain object of plain fields.
 func scanAnthropicEvent(data string) (anthropicEvent, error) {
 	var e anthropicEvent
-	d := newScanner([]byte(data))
-	err := fastFields(d, anthropicEventFields, func(field int) error {
-		switch field {
-		case 0:
-			return fastString(d, &e.Type)
-		case 1:
-			return fastInt(d, &e.Index)
-		}
-		raw, err := d.raw()
-		switch field {
-		case 2:
-			e.Message = raw
-		case 3:
-			e.ContentBlock = raw
-		case 4:
-			e.Delta = raw
-		case 5:
-			e.Usage = raw
-		}
-		return err
-	})
-	if err != nil {
+	if err := scanStruct([]byte(data), anthropicEventFields, &e.Type, &e.Index, &e.Message, &e.ContentBlock, &e.Delta, &e.Usage); err != nil {
 		return anthropicEvent{}, err
 	}
-	return e, d.end()
+	return e, nil
 }
 
 // scanAnthropicDelta decodes a content_block_delta's delta as json.Unmarshal does, in one
 // pass; errSlow when it is not a plain object of plain fields (or null).
 func scanAnthropicDelta(raw []byte) (anthropicDelta, error) {
-	var delta anthropicDelta
-	if len(raw) == 0 {
-		return delta, errSlow
-	}
-	d := newScanner(raw)
-	if d.peek() == 'n' {
-		if err := d.literal("null"); err != nil {
-			return delta, err
-		}
-		return delta, d.end()
-	}
-	err := fastFields(d, anthropicDeltaFields, func(field int) error {
-		dst := [...]*string{&delta.Type, &delta.Text, &delta.Thinking, &delta.Signature, &delta.PartialJSON}[field]
-		return fastString(d, dst)
-	})
-	if err != nil {
+	var d anthropicDelta
+	if err := scanStruct(raw, anthropicDeltaFields, &d.Type, &d.Text, &d.Thinking, &d.Signature, &d.PartialJSON); err != nil {
 		return anthropicDelta{}, err
 	}
-	return delta, d.end()
+	return d, nil
 }
 
 // anthropicFastStart reads a content_block_start's block: a text, thinking or tool_use
@@ -554,16 +512,9 @@ func anthropicStreamSlow(events []event) (reply, error) {
 		blocks = map[int]*anthropicBlockState{}
 		msg    anthropicMessage
 	)
-	for _, ev := range events {
-		var e anthropicEvent
-		if ok, err := decodeEvent(ev, &e); !ok {
-			if err != nil {
-				return reply{}, err
-			}
-			continue
-		}
-		if e.Type == "" {
-			e.Type = ev.name
+	for e, err := range eventsOf[anthropicEvent](events, nil) {
+		if err != nil {
+			return reply{}, err
 		}
 		switch e.Type {
 		case "message_start", "message_delta":

@@ -8,10 +8,9 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// chat is the OpenAI Chat Completions API (POST /v1/chat/completions).
-type chat struct{}
-
-var _ format = chat{}
+// chat is the OpenAI Chat Completions API (POST /v1/chat/completions), read with
+// encoding/json.
+var chat = format{request: chatRequest, body: chatBody, stream: chatStream}
 
 type chatMessage struct {
 	Role       string          `json:"role"`
@@ -55,7 +54,7 @@ func (c chatToolCall) block() tape.Block {
 	return tape.Block{Type: tape.BlockToolUse, ID: c.ID, Name: c.Function.Name, Input: input}
 }
 
-func (chat) request(raw []byte) (request, error) {
+func chatRequest(raw []byte) (request, error) {
 	m, r, err := requestObject(raw, "messages", "tools")
 	if err != nil {
 		return request{}, err
@@ -154,7 +153,7 @@ func chatReply(msg chatMessage, finish *string, usage *chatUsage) (reply, error)
 	return rep, nil
 }
 
-func (chat) body(raw []byte) (reply, error) {
+func chatBody(raw []byte) (reply, error) {
 	var c struct {
 		Choices []struct {
 			Index        int         `json:"index"`
@@ -180,7 +179,7 @@ func (chat) body(raw []byte) (reply, error) {
 	return chatReply(ch.Message, ch.FinishReason, c.Usage)
 }
 
-func (chat) stream(events []event) (reply, error) {
+func chatStream(events []event) (reply, error) {
 	var (
 		reasoning, text strings.Builder
 		calls           = map[int]*chatToolCall{}

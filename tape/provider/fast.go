@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -135,8 +136,9 @@ func fastFields(d *scanner, names []string, f func(field int) error) error {
 
 // fastTargets reads an object's fields (as fastFields) into the target at each name's
 // place: a *string or *bool with optString or optBool, where a value of another type sets
-// the field's bit in bad; a *[]byte takes the value's bytes, a *json.RawMessage a copy;
-// a func() error reads the value itself.
+// the field's bit in bad; an *int with fastInt; a *[]byte or *json.RawMessage takes the
+// value's bytes (in the input: copy what outlives it); a func() error reads the value
+// itself.
 func fastTargets(d *scanner, names []string, targets ...any) (bad uint16, err error) {
 	err = fastFields(d, names, func(field int) error {
 		var b bool
@@ -146,10 +148,12 @@ func fastTargets(d *scanner, names []string, targets ...any) (bad uint16, err er
 			b, err = d.optString(p)
 		case *bool:
 			b, err = d.optBool(p)
+		case *int:
+			err = fastInt(d, p)
 		case *[]byte:
 			*p, err = d.raw()
 		case *json.RawMessage:
-			*p, err = d.kept()
+			*p, err = d.raw()
 		case func() error:
 			err = p()
 		}
@@ -194,7 +198,7 @@ func fastTools(d *scanner, schemaKey string, tool func(typ string, t tape.Tool, 
 		default:
 			return errSlow
 		}
-		tools = append(tools, tool(typ, t, schema))
+		tools = append(tools, tool(typ, t, bytes.Clone(schema)))
 		return nil
 	})
 	return tools, err
@@ -215,6 +219,27 @@ func fastRequest(raw []byte, top []string, field func(d *scanner, i int, r *requ
 	}
 	r.params = params
 	return r, nil
+}
+
+// scanStruct decodes raw as json.Unmarshal into a struct does, in one pass: the fields
+// named go to their targets (see fastTargets), null leaves them alone. Anything but a
+// plain object whose fields have their target's type takes the slow path.
+func scanStruct(raw []byte, names []string, targets ...any) error {
+	d := newScanner(raw)
+	if d.peek() == 'n' {
+		if err := d.literal("null"); err != nil {
+			return err
+		}
+		return d.end()
+	}
+	bad, err := fastTargets(d, names, targets...)
+	if err == nil && bad != 0 {
+		err = errSlow
+	}
+	if err != nil {
+		return err
+	}
+	return d.end()
 }
 
 // str reads a string field; a type error takes the slow path.
@@ -274,37 +299,27 @@ func anthropicRequestFast(raw []byte) (request, error) {
 				return err
 			})
 		case 1:
-			switch d.peek() {
-			case 'n':
-				_, err := d.skip()
-				return err
-			case '"':
-				var err error
-				r.system, err = d.str()
-				return err
-			case '[':
-			default:
-				return errSlow
-			}
-			var texts []string
-			err := fastArray(d, func() error {
-				if null, err := d.nullOr('{'); null || err != nil {
-					return err
-				}
-				var typ, text string
-				err := fastFields(d, []string{"type", "text"}, func(field int) error {
-					if field == 0 {
-						return fastString(d, &typ)
+			return fastStringOrList(d, func(s string) { r.system = s }, func() error {
+				var texts []string
+				err := fastArray(d, func() error {
+					if null, err := d.nullOr('{'); null || err != nil {
+						return err
 					}
-					return fastString(d, &text)
+					var typ, text string
+					err := fastFields(d, []string{"type", "text"}, func(field int) error {
+						if field == 0 {
+							return fastString(d, &typ)
+						}
+						return fastString(d, &text)
+					})
+					if typ == "text" {
+						texts = append(texts, text)
+					}
+					return err
 				})
-				if typ == "text" {
-					texts = append(texts, text)
-				}
+				r.system = strings.Join(texts, "\n")
 				return err
 			})
-			r.system = strings.Join(texts, "\n")
-			return err
 		case 2:
 			var err error
 			r.tools, err = fastTools(d, "input_schema", func(typ string, t tape.Tool, schema json.RawMessage) tape.Tool {
@@ -335,28 +350,55 @@ func anthropicContentFast(d *scanner) ([]tape.Block, error) {
 	return fastContent(d, func() (tape.Block, error) { return anthropicBlockFast(d) })
 }
 
-// fastContent reads content that is null, a string (one text block) or a list whose items
-// item reads.
-func fastContent(d *scanner, item func() (tape.Block, error)) ([]tape.Block, error) {
+// fastContentAt reads with read the content at i, a field skipped before its block's type
+// said how to read it, and comes back; i < 0, the field was absent, is no content.
+func fastContentAt(d *scanner, i int, read func(d *scanner) ([]tape.Block, error)) ([]tape.Block, error) {
+	if i < 0 {
+		return nil, nil
+	}
+	var content []tape.Block
+	err := d.at(i, func() (err error) {
+		content, err = read(d)
+		return err
+	})
+	return content, err
+}
+
+// fastStringOrList reads a value that the wire formats allow to be null (nothing to
+// read), a string (given to str) or a list (read by list, from its '['); anything else
+// takes the slow path.
+func fastStringOrList(d *scanner, str func(s string), list func() error) error {
 	switch d.peek() {
 	case 'n':
 		_, err := d.skip()
-		return nil, err
+		return err
 	case '"':
 		s, err := d.str()
-		if err != nil || s == "" {
-			return nil, err
+		if err == nil {
+			str(s)
 		}
-		return []tape.Block{textBlock(s)}, nil
-	case '[':
-	default:
-		return nil, errSlow
-	}
-	out := []tape.Block{}
-	err := fastArray(d, func() error {
-		b, err := item()
-		out = append(out, b)
 		return err
+	case '[':
+		return list()
+	}
+	return errSlow
+}
+
+// fastContent reads content that is null, a string (one text block) or a list whose items
+// item reads.
+func fastContent(d *scanner, item func() (tape.Block, error)) ([]tape.Block, error) {
+	var out []tape.Block
+	err := fastStringOrList(d, func(s string) {
+		if s != "" {
+			out = []tape.Block{textBlock(s)}
+		}
+	}, func() error {
+		out = []tape.Block{}
+		return fastArray(d, func() error {
+			b, err := item()
+			out = append(out, b)
+			return err
+		})
 	})
 	return out, err
 }
@@ -434,11 +476,8 @@ func anthropicObjectFast(d *scanner, start int) (tape.Block, error) {
 		if bad&(1<<6|1<<8) != 0 {
 			return tape.Block{}, errSlow
 		}
-		if !contentDone && contentAt >= 0 {
-			if err := d.at(contentAt, func() (err error) {
-				contents, err = anthropicContentFast(d)
-				return err
-			}); err != nil {
+		if !contentDone {
+			if contents, err = fastContentAt(d, contentAt, anthropicContentFast); err != nil {
 				return tape.Block{}, err
 			}
 		}
@@ -455,23 +494,15 @@ func responsesRequestFast(raw []byte) (request, error) {
 	return fastRequest(raw, responsesTop, func(d *scanner, field int, r *request) error {
 		switch field {
 		case 0:
-			switch d.peek() {
-			case 'n':
-				_, err := d.skip()
-				return err
-			case '"':
-				s, err := d.str()
+			return fastStringOrList(d, func(s string) {
 				r.messages = []tape.Message{{Role: "user", Content: []tape.Block{textBlock(s)}}}
-				return err
-			case '[':
-			default:
-				return errSlow
-			}
-			r.messages = []tape.Message{}
-			return fastArray(d, func() error {
-				m, err := responsesItemFast(d)
-				r.messages = append(r.messages, m)
-				return err
+			}, func() error {
+				r.messages = []tape.Message{}
+				return fastArray(d, func() error {
+					m, err := responsesItemFast(d)
+					r.messages = append(r.messages, m)
+					return err
+				})
 			})
 		case 1:
 			if d.peek() == '"' {
@@ -565,11 +596,8 @@ func responsesItemFast(d *scanner) (tape.Message, error) {
 	}
 	switch {
 	case typ == "" || typ == "message":
-		if !contentDone && contentAt >= 0 {
-			if err := d.at(contentAt, func() (err error) {
-				content, err = responsesContentFast(d)
-				return err
-			}); err != nil {
+		if !contentDone {
+			if content, err = fastContentAt(d, contentAt, responsesContentFast); err != nil {
 				return tape.Message{}, err
 			}
 		}
@@ -595,13 +623,8 @@ func responsesItemFast(d *scanner) (tape.Message, error) {
 		var content []tape.Block
 		if len(output) > 0 && output[0] == '{' {
 			content = []tape.Block{rawBlock(tape.BlockOther, output)}
-		} else if outputAt >= 0 {
-			if err := d.at(outputAt, func() (err error) {
-				content, err = responsesContentFast(d)
-				return err
-			}); err != nil {
-				return tape.Message{}, err
-			}
+		} else if content, err = fastContentAt(d, outputAt, responsesContentFast); err != nil {
+			return tape.Message{}, err
 		}
 		return tape.Message{Role: "tool", Content: []tape.Block{{Type: tape.BlockToolResult, ToolCallID: callID, Content: content}}}, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -112,15 +113,15 @@ func ToolResults(p tape.Provider, nextRequestRaw []byte, calls []tape.ToolCall) 
 	return tape.ResultsFor(req.messages, calls), nil
 }
 
-// format is one wire format's adapter.
-type format interface {
+// format is one wire format's adapter: a reader for each part of a model call.
+type format struct {
 	// request normalizes a request body.
-	request(raw []byte) (request, error)
+	request func(raw []byte) (request, error)
 	// body normalizes a JSON response body (an object).
-	body(raw []byte) (reply, error)
+	body func(raw []byte) (reply, error)
 	// stream normalizes a stream, given its events' data in order. The last event may be
 	// cut short (the stream ended inside it); its data then fails to decode and is dropped.
-	stream(events []event) (reply, error)
+	stream func(events []event) (reply, error)
 }
 
 // event is one server-sent event of a recorded stream.
@@ -148,13 +149,13 @@ type reply struct {
 func formatOf(p tape.Provider) (format, error) {
 	switch p {
 	case tape.ProviderAnthropic:
-		return anthropic{}, nil
+		return anthropic, nil
 	case tape.ProviderOpenAIChat:
-		return chat{}, nil
+		return chat, nil
 	case tape.ProviderOpenAIResponses:
-		return responses{}, nil
+		return responses, nil
 	}
-	return nil, fmt.Errorf("unknown provider %q", p)
+	return format{}, fmt.Errorf("unknown provider %q", p)
 }
 
 // requestOf normalizes a recorded request body. A truncation marker (tape.Truncation)
@@ -243,6 +244,38 @@ func decodeEvent(ev event, v any) (ok bool, err error) {
 	return true, nil
 }
 
+// eventsOf yields a stream's events decoded into Es: each with scan, in one pass, or
+// where scan gives up (or is nil) with encoding/json, which decides. An event that does
+// not decode ends the stream with its error, but the cut-short last event is skipped
+// (see decodeEvent). An event whose data names no type takes the event's name (its
+// event: line), which E's typed sets.
+func eventsOf[E interface{ typed(name string) E }](events []event, scan func(data string) (E, error)) iter.Seq2[E, error] {
+	return func(yield func(E, error) bool) {
+		for _, ev := range events {
+			var e E
+			err := errSlow
+			if scan != nil {
+				e, err = scan(ev.data)
+			}
+			if err != nil {
+				v := new(E) // on the heap only here, where scan gave up
+				ok, err := decodeEvent(ev, v)
+				if err != nil {
+					yield(*v, err)
+					return
+				}
+				if !ok {
+					continue
+				}
+				e = *v
+			}
+			if !yield(e.typed(ev.name), nil) {
+				return
+			}
+		}
+	}
+}
+
 // inOrder returns the values of m in the order of their keys (a stream's block or item
 // indexes).
 func inOrder[T any](m map[int]T) []T {
@@ -270,13 +303,15 @@ func object(raw []byte) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// fastOr returns what fast makes of in, or where fast gives up or fails, what slow makes
-// of it: slow, which must agree with fast wherever fast succeeds, decides.
-func fastOr[In, T any](in In, fast, slow func(In) (T, error)) (T, error) {
-	if v, err := fast(in); err == nil {
-		return v, nil
+// fastOr reads with fast, or where fast gives up or fails, with slow: slow, which must
+// agree with fast wherever fast succeeds, decides.
+func fastOr[In, T any](fast, slow func(In) (T, error)) func(In) (T, error) {
+	return func(in In) (T, error) {
+		if v, err := fast(in); err == nil {
+			return v, nil
+		}
+		return slow(in)
 	}
-	return slow(in)
 }
 
 // requestObject decodes a request's top level with encoding/json: its fields, and a

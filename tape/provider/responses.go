@@ -11,13 +11,13 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// responses is the OpenAI Responses API (POST /v1/responses).
-type responses struct{}
-
-var _ format = responses{}
-
-func (responses) request(raw []byte) (request, error) {
-	return fastOr(raw, responsesRequestFast, responsesRequestSlow)
+// responses is the OpenAI Responses API (POST /v1/responses). Requests have a fast path
+// backed by a slow path with encoding/json; stream events are scanned one by one (see
+// scanResponsesEvent).
+var responses = format{
+	request: fastOr(responsesRequestFast, responsesRequestSlow),
+	body:    responsesBody,
+	stream:  responsesStream,
 }
 
 // responsesRequestSlow decodes a request with encoding/json; responsesRequestFast must
@@ -213,7 +213,7 @@ func (r *responsesObject) reply(output []json.RawMessage) (reply, error) {
 	return rep, nil
 }
 
-func (responses) body(raw []byte) (reply, error) {
+func responsesBody(raw []byte) (reply, error) {
 	var r responsesObject
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return reply{}, err
@@ -304,6 +304,12 @@ type responsesEvent struct {
 	Response     json.RawMessage `json:"response"`
 }
 
+// typed returns e with its type, or if it has none, name.
+func (e responsesEvent) typed(name string) responsesEvent {
+	e.Type = cmp.Or(e.Type, name)
+	return e
+}
+
 var responsesEventFields = []string{"type", "output_index", "content_index", "summary_index", "item", "part", "delta", "response"}
 
 // scanResponsesEvent decodes an event's data as json.Unmarshal into a responsesEvent does,
@@ -311,40 +317,18 @@ var responsesEventFields = []string{"type", "output_index", "content_index", "su
 // decoded with encoding/json.
 func scanResponsesEvent(data string) (responsesEvent, error) {
 	var e responsesEvent
-	d := newScanner([]byte(data))
-	err := fastFields(d, responsesEventFields, func(field int) error {
-		switch field {
-		case 0:
-			return fastString(d, &e.Type)
-		case 1, 2, 3:
-			return fastInt(d, [...]*int{&e.OutputIndex, &e.ContentIndex, &e.SummaryIndex}[field-1])
-		}
-		raw, err := d.raw()
-		*[...]*json.RawMessage{&e.Item, &e.Part, &e.Delta, &e.Response}[field-4] = raw
-		return err
-	})
-	if err != nil {
+	if err := scanStruct([]byte(data), responsesEventFields, &e.Type, &e.OutputIndex, &e.ContentIndex, &e.SummaryIndex, &e.Item, &e.Part, &e.Delta, &e.Response); err != nil {
 		return responsesEvent{}, err
 	}
-	return e, d.end()
+	return e, nil
 }
 
-func (responses) stream(events []event) (reply, error) {
+func responsesStream(events []event) (reply, error) {
 	items := map[int]*responsesItemState{}
 	var final *responsesObject
-	for _, ev := range events {
-		e, err := scanResponsesEvent(ev.data)
+	for e, err := range eventsOf(events, scanResponsesEvent) {
 		if err != nil {
-			e = responsesEvent{}
-			if ok, err := decodeEvent(ev, &e); !ok {
-				if err != nil {
-					return reply{}, err
-				}
-				continue
-			}
-		}
-		if e.Type == "" {
-			e.Type = ev.name
+			return reply{}, err
 		}
 		st := items[e.OutputIndex]
 		delta, _ := jsonString(e.Delta)

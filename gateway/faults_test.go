@@ -72,7 +72,7 @@ func TestFaults(t *testing.T) {
 	require.Greater(t, len(big), size)
 	plain := taskRequest(false)
 
-	cases := []struct {
+	type faultCase struct {
 		name         string
 		fault        *fakeprovider.Fault
 		stream       bool
@@ -84,7 +84,22 @@ func TestFaults(t *testing.T) {
 		broken       bool // the client's read of the answer fails, as the upstream's did
 		wantEnd      tape.EndReason
 		check        func(t *testing.T, rg *rig, rep reply, s *tape.Step)
-	}{
+	}
+	// encoded is the plain request sent compressed with enc: forwarded as sent, recorded
+	// decoded.
+	encoded := func(enc string, body []byte) faultCase {
+		return faultCase{
+			name: enc + " request body", call: call{header: withEncoding(enc), body: body}, wantStatus: 200, wantEnd: tape.EndComplete,
+			check: func(t *testing.T, rg *rig, rep reply, s *tape.Step) {
+				got := rg.up.requests()[0]
+				assert.Equal(t, body, got.body, "forwarded as sent")
+				assert.Equal(t, enc, got.header.Get("Content-Encoding"))
+				assert.JSONEq(t, string(plain), string(s.Request.Raw), "recorded decoded")
+				assert.Equal(t, "do the task", tape.BlocksText(s.Request.Messages[0].Content[1:]))
+			},
+		}
+	}
+	cases := []faultCase{
 		{
 			name: "upstream down", upstreamDown: true, wantStatus: http.StatusBadGateway, wantEnd: tape.EndUpstreamError,
 			check: func(t *testing.T, rg *rig, rep reply, s *tape.Step) {
@@ -184,25 +199,8 @@ func TestFaults(t *testing.T) {
 				assert.Equal(t, []byte("this is not JSON {"), rg.up.requests()[0].body)
 			},
 		},
-		{
-			name: "gzip request body", call: call{header: withEncoding("gzip"), body: gzipped(t, plain)}, wantStatus: 200, wantEnd: tape.EndComplete,
-			check: func(t *testing.T, rg *rig, rep reply, s *tape.Step) {
-				got := rg.up.requests()[0]
-				assert.Equal(t, gzipped(t, plain), got.body, "forwarded as sent")
-				assert.Equal(t, "gzip", got.header.Get("Content-Encoding"))
-				assert.JSONEq(t, string(plain), string(s.Request.Raw), "recorded decoded")
-				assert.Equal(t, "do the task", tape.BlocksText(s.Request.Messages[0].Content[1:]))
-			},
-		},
-		{
-			name: "zstd request body", call: call{header: withEncoding("zstd"), body: zstded(t, plain)}, wantStatus: 200, wantEnd: tape.EndComplete,
-			check: func(t *testing.T, rg *rig, rep reply, s *tape.Step) {
-				got := rg.up.requests()[0]
-				assert.Equal(t, zstded(t, plain), got.body, "forwarded as sent")
-				assert.Equal(t, "zstd", got.header.Get("Content-Encoding"))
-				assert.JSONEq(t, string(plain), string(s.Request.Raw), "recorded decoded")
-			},
-		},
+		encoded("gzip", gzipped(t, plain)),
+		encoded("zstd", zstded(t, plain)),
 		{
 			name: "path prefix", call: call{path: "/r/run-7/v1/messages?beta=true"}, stream: true, wantStatus: 200, wantEnd: tape.EndComplete,
 			check: func(t *testing.T, rg *rig, rep reply, s *tape.Step) {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,6 +43,15 @@ func TestImportAuto(t *testing.T) {
 	require.Error(t, err)
 	assert.Nil(t, tapes)
 	assert.Contains(t, err.Error(), odd+":1: not a Claude Code, Codex or STS session file")
+	require.NoError(t, os.Remove(odd))
+
+	// A bad line in a file of a known format: the error names the format once, then FILE:LINE.
+	bad := filepath.Join(dir, "sessions", "claude_code", "broken.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"type":"user","uuid":"u","sessionId":"s","message":{}}`+"\nnot json\n"), 0o644))
+	tapes, err = Import(Auto, dir)
+	require.Error(t, err)
+	assert.Nil(t, tapes)
+	assert.True(t, strings.HasPrefix(err.Error(), "import claude-code: "+bad+":2: "), err.Error())
 }
 
 func TestDetect(t *testing.T) {

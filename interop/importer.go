@@ -243,9 +243,9 @@ func ImportAuto(path string) ([]*tape.Tape, error) {
 		if !ok || len(by[f]) == 0 {
 			continue
 		}
-		tapes, err := im.read(by[f])
+		tapes, err := im.read(by[f]) // its errors name the format already
 		if err != nil {
-			return nil, fmt.Errorf("import %s: %w", f, err)
+			return nil, err
 		}
 		out = append(out, tapes...)
 	}

@@ -187,14 +187,8 @@ func Number(b []byte, i int) (end int, integer bool, err *Error) {
 	integer = true
 	if i < len(b) && b[i] == '.' {
 		integer = false
-		i++
-		if i >= len(b) {
-			return i, false, eof(i, "after a decimal point")
-		}
-		if !isDigit(b[i]) {
-			return i, false, bad(b, i, "invalid character %s after a decimal point in a number")
-		}
-		for ; i < len(b) && isDigit(b[i]); i++ {
+		if i, err = digits(b, i+1, "after a decimal point", "invalid character %s after a decimal point in a number"); err != nil {
+			return i, false, err
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
@@ -203,16 +197,25 @@ func Number(b []byte, i int) (end int, integer bool, err *Error) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if i >= len(b) {
-			return i, false, eof(i, "in a number's exponent")
-		}
-		if !isDigit(b[i]) {
-			return i, false, bad(b, i, "invalid character %s in a number's exponent")
-		}
-		for ; i < len(b) && isDigit(b[i]); i++ {
+		if i, err = digits(b, i, "in a number's exponent", "invalid character %s in a number's exponent"); err != nil {
+			return i, false, err
 		}
 	}
 	return i, integer, nil
+}
+
+// digits scans the digits, one at least, of a number's fraction or exponent at b[i]; where
+// and badFormat word the error when there are none.
+func digits(b []byte, i int, where, badFormat string) (int, *Error) {
+	if i >= len(b) {
+		return i, eof(i, where)
+	}
+	if !isDigit(b[i]) {
+		return i, bad(b, i, badFormat)
+	}
+	for i++; i < len(b) && isDigit(b[i]); i++ {
+	}
+	return i, nil
 }
 
 // Literal scans lit (true, false or null) at b[i]. On a mismatch the error points at the
@@ -230,6 +233,22 @@ func Literal(b []byte, i int, lit string) (end int, err *Error) {
 		return i + j, eof(i+j, "in literal "+lit)
 	}
 	return i + j, &Error{Off: i + j, Msg: fmt.Sprintf("invalid character %s in literal %s", Char(rest[j]), lit)}
+}
+
+// Keyword scans the literal that the byte at b[i] begins: 't' true, 'f' false, and 'n' (or
+// any other byte, then an error) null. It returns the offset past it and its value as
+// encoding/json decodes it into an any: true, false or nil.
+func Keyword(b []byte, i int) (end int, v any, err *Error) {
+	switch b[i] {
+	case 't':
+		end, err = Literal(b, i, "true")
+		return end, true, err
+	case 'f':
+		end, err = Literal(b, i, "false")
+		return end, false, err
+	}
+	end, err = Literal(b, i, "null")
+	return end, nil, err
 }
 
 // Skip scans the value at b[i] (whitespace before it is not skipped) and returns the offset
@@ -301,12 +320,9 @@ func skip(b []byte, i, depth int) (int, *Error) {
 				return i, bad(b, i, "invalid character %s after a value")
 			}
 		}
-	case 't':
-		return Literal(b, i, "true")
-	case 'f':
-		return Literal(b, i, "false")
-	case 'n':
-		return Literal(b, i, "null")
+	case 't', 'f', 'n':
+		end, _, err := Keyword(b, i)
+		return end, err
 	}
 	end, _, err := Number(b, i)
 	return end, err

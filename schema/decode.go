@@ -169,12 +169,8 @@ func (d *decoder) value(sh *shape) (any, error) {
 		return d.array(sh)
 	case '"':
 		return d.str()
-	case 't':
-		return true, d.literal("true")
-	case 'f':
-		return false, d.literal("false")
-	case 'n':
-		return nil, d.literal("null")
+	case 't', 'f', 'n':
+		return d.keyword()
 	}
 	return d.number()
 }
@@ -229,7 +225,25 @@ func (d *decoder) members(member func() error) error {
 		if err := member(); err != nil {
 			return err
 		}
-		if more, err := d.nextMember(); err != nil || !more {
+		if more, err := d.after('}'); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// elements reads the array whose '[' comes next: elem reads each element.
+func (d *decoder) elements(elem func() error) error {
+	d.i++ // [
+	d.ws()
+	if d.i < len(d.data) && d.data[d.i] == ']' {
+		d.i++
+		return nil
+	}
+	for {
+		if err := elem(); err != nil {
+			return err
+		}
+		if more, err := d.after(']'); err != nil || !more {
 			return err
 		}
 	}
@@ -247,40 +261,27 @@ func (d *decoder) keyStart() error {
 	return nil
 }
 
-// nextMember moves past what follows an object value: a comma (more is true: a member
-// comes next) or the closing brace.
-func (d *decoder) nextMember() (more bool, err error) {
+// after moves past what follows a member's value in an object (closing is '}') or an
+// element in an array (closing is ']'): a comma (more is true: another comes) or the
+// closing bracket.
+func (d *decoder) after(closing byte) (more bool, err error) {
+	what := "an object value"
+	if closing == ']' {
+		what = "an array element"
+	}
 	d.ws()
 	if d.i >= len(d.data) {
-		return false, d.eof("after an object value")
+		return false, d.eof("after " + what)
 	}
 	switch d.data[d.i] {
 	case ',':
 		d.i++
 		return true, nil
-	case '}':
+	case closing:
 		d.i++
 		return false, nil
 	}
-	return false, d.errorf("invalid character %s after an object value (want ',' or '}')", quoteChar(d.data[d.i]))
-}
-
-// nextItem moves past what follows an array element: a comma (more is true: an element
-// comes next) or the closing bracket.
-func (d *decoder) nextItem() (more bool, err error) {
-	d.ws()
-	if d.i >= len(d.data) {
-		return false, d.eof("after an array element")
-	}
-	switch d.data[d.i] {
-	case ',':
-		d.i++
-		return true, nil
-	case ']':
-		d.i++
-		return false, nil
-	}
-	return false, d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(d.data[d.i]))
+	return false, d.errorf("invalid character %s after %s (want ',' or '%c')", quoteChar(d.data[d.i]), what, closing)
 }
 
 // key decodes an object key and returns it with the shape of its value.
@@ -335,31 +336,20 @@ func (d *decoder) arrayBody(sh *shape) (any, error) {
 	if sh != nil && sh.unitItems {
 		return emptyArray, d.unitItems(sh.items.unit)
 	}
-	d.i++ // [
 	var items *shape
 	if sh != nil {
 		items = sh.items
 	}
 	arr := []any{}
-	d.ws()
-	if d.i < len(d.data) && d.data[d.i] == ']' {
-		d.i++
-		return arr, nil
-	}
-	for {
+	err := d.elements(func() error {
 		v, err := d.value(items)
-		if err != nil {
-			return nil, err
-		}
 		arr = append(arr, v)
-		more, err := d.nextItem()
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return arr, nil
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return arr, nil
 }
 
 // unitItems moves past an array of unit instances, recording them (or skipping them when
@@ -368,59 +358,46 @@ func (d *decoder) unitItems(def *unitDef) error {
 	if !d.record {
 		return d.skip()
 	}
-	d.i++ // [
-	d.ws()
-	if d.i < len(d.data) && d.data[d.i] == ']' {
-		d.i++
-		return nil
-	}
 	// Items equal to those at the same index of the last array of the same definition
 	// are the same instances (see memo.go); locating needs every occurrence instead.
 	var prev, cur *itemsMemo
-	if !d.units.locate {
-		if prev = d.items[def]; prev != nil && prev.depth != d.depth {
-			prev = nil
-		}
-		cur = &itemsMemo{depth: d.depth}
-		if prev != nil {
-			cur.spans = make([][]byte, 0, len(prev.spans)+2)
-			cur.runs = make([]*unitRun, 0, len(prev.spans)+2)
-		}
-		defer func() {
-			if d.items == nil {
-				d.items = map[*unitDef]*itemsMemo{}
-			}
-			d.items[def] = cur
-		}()
-	}
-	for {
+	err := d.elements(func() error {
 		d.ws()
 		start := d.i
-		switch {
-		case cur == nil:
-			if _, err := d.reduceUnit(def); err != nil {
-				return err
+		if d.units.locate {
+			_, err := d.reduceUnit(def)
+			return err
+		}
+		if cur == nil { // the first item
+			if prev = d.items[def]; prev != nil && prev.depth != d.depth {
+				prev = nil
 			}
-		case prev != nil && len(cur.spans) < len(prev.spans) && d.reuse(prev.spans[len(cur.spans)]):
-			k := len(cur.spans)
+			cur = &itemsMemo{depth: d.depth}
+			if prev != nil {
+				cur.spans = make([][]byte, 0, len(prev.spans)+2)
+				cur.runs = make([]*unitRun, 0, len(prev.spans)+2)
+			}
+		}
+		if k := len(cur.spans); prev != nil && k < len(prev.spans) && d.reuse(prev.spans[k]) {
 			cur.spans = append(cur.spans, prev.spans[k])
 			cur.runs = append(cur.runs, prev.runs[k])
-		default:
-			r, err := d.reduceUnit(def)
-			if err != nil {
-				return err
-			}
-			cur.spans = append(cur.spans, d.data[start:d.i])
-			cur.runs = append(cur.runs, r)
+			return nil
 		}
-		more, err := d.nextItem()
+		r, err := d.reduceUnit(def)
 		if err != nil {
 			return err
 		}
-		if !more {
-			return nil
+		cur.spans = append(cur.spans, d.data[start:d.i])
+		cur.runs = append(cur.runs, r)
+		return nil
+	})
+	if cur != nil {
+		if d.items == nil {
+			d.items = map[*unitDef]*itemsMemo{}
 		}
+		d.items[def] = cur
 	}
+	return err
 }
 
 func (d *decoder) str() (any, error) {
@@ -457,6 +434,16 @@ func (d *decoder) enumString(maxLen int) (any, error) {
 // enumLimit is the raw length past which a string cannot match an enum whose longest
 // member has maxLen bytes.
 func enumLimit(maxLen int) int { return 6*maxLen + 64 }
+
+// keyword decodes true, false or null.
+func (d *decoder) keyword() (any, error) {
+	end, v, err := jsonlex.Keyword(d.data, d.i)
+	if err != nil {
+		return nil, d.lexError(err)
+	}
+	d.i = end
+	return v, nil
+}
 
 func (d *decoder) literal(lit string) error {
 	end, err := jsonlex.Literal(d.data, d.i, lit)
@@ -563,16 +550,8 @@ func (d *decoder) skip() error {
 			if _, _, err := d.scanString(); err != nil {
 				return err
 			}
-		case 't':
-			if err := d.literal("true"); err != nil {
-				return err
-			}
-		case 'f':
-			if err := d.literal("false"); err != nil {
-				return err
-			}
-		case 'n':
-			if err := d.literal("null"); err != nil {
+		case 't', 'f', 'n':
+			if _, err := d.keyword(); err != nil {
 				return err
 			}
 		default:

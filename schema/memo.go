@@ -148,27 +148,19 @@ func (d *decoder) arrayReusing(prev [][]byte) ([][]byte, error) {
 	}
 	defer func() { d.depth-- }()
 	elems := make([][]byte, 0, len(prev)+2)
-	d.i++ // [
-	d.ws()
-	if d.i < len(d.data) && d.data[d.i] == ']' {
-		d.i++
-		return elems, nil
-	}
-	for {
+	err := d.elements(func() error {
 		d.ws()
 		start := d.i
 		if k := len(elems); k >= len(prev) || !d.reuse(prev[k]) {
 			if err := d.skip(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		elems = append(elems, d.data[start:d.i])
-		more, err := d.nextItem()
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return elems, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return elems, nil
 }

@@ -41,52 +41,55 @@ func (f *pathFinder) value() bool {
 	switch d.data[d.i] {
 	case '{':
 		d.i++
-		for {
-			d.ws()
-			if d.i >= len(d.data) || d.data[d.i] == '}' {
-				d.i++
-				return true
-			}
-			if d.data[d.i] == ',' {
-				d.i++
-				d.ws()
-			}
+		for !f.closed('}') {
 			start, end, esc, err := d.scanStringAt()
 			if err != nil {
 				return false
 			}
-			key := string(d.data[start+1 : end-1])
+			raw := d.data[start+1 : end-1]
+			key := string(raw)
 			if esc {
-				key = d.unescape(d.data[start+1 : end-1])
+				key = d.unescape(raw)
 			}
-			if d.colon() != nil {
-				return false
-			}
-			f.path = append(f.path, key)
-			more := f.value()
-			f.path = f.path[:len(f.path)-1]
-			if !more {
+			if d.colon() != nil || !f.child(key) {
 				return false
 			}
 		}
+		return true
 	case '[':
 		d.i++
-		for n := 0; ; n++ {
-			d.ws()
-			if d.i >= len(d.data) || d.data[d.i] == ']' {
-				d.i++
-				return true
-			}
-			if d.data[d.i] == ',' {
-				d.i++
-			}
-			f.path = append(f.path, strconv.Itoa(n))
-			more := f.value()
-			f.path = f.path[:len(f.path)-1]
-			if !more {
+		for n := 0; !f.closed(']'); n++ {
+			if !f.child(strconv.Itoa(n)) {
 				return false
 			}
 		}
+		return true
 	}
 	return d.skip() == nil
+}
+
+// closed moves past the spaces and the comma before a member or element and reports
+// whether the object or array ends there instead (or the input does), moving past its
+// closing bracket.
+func (f *pathFinder) closed(closing byte) bool {
+	d := &f.d
+	d.ws()
+	if d.i >= len(d.data) || d.data[d.i] == closing {
+		d.i++
+		return true
+	}
+	if d.data[d.i] == ',' {
+		d.i++
+		d.ws()
+	}
+	return false
+}
+
+// child walks the value of the member or element called name; it returns false when every
+// offset has been found.
+func (f *pathFinder) child(name string) bool {
+	f.path = append(f.path, name)
+	more := f.value()
+	f.path = f.path[:len(f.path)-1]
+	return more
 }

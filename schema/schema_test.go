@@ -273,125 +273,94 @@ func del(parent any, key string) { delete(parent.(map[string]any), key) }
 func TestValidateReportsProblems(t *testing.T) {
 	good := mustMarshal(agentTape(tape.ProviderAnthropic, 3, 100, true))
 	require.NoError(t, Validate(good))
+	// Each case edits good at the pointer at and wants the problems at pointers below it
+	// ("" is at itself), so that a pointer is written once.
 	tests := []struct {
 		name string
-		data []byte
+		at   string
+		edit func(parent any, key string)
 		want []Problem
 	}{
+		{"missing field", "/threads/0/steps/2/response/stop_reason", del, []Problem{{"", "required field is missing"}}},
+		{"missing fields of the root", "/meta", del, []Problem{{"", "required field is missing"}}},
+		{"wrong type", "/threads/0/steps/1/response/usage/input_tokens", set("12"), []Problem{{"", "wrong type: got string, want integer"}}},
+		{"not an integer", "/threads/0/steps/1/response/status", set(json.Number("200.5")), []Problem{{"", "wrong type: got number, want integer"}}},
+		{"negative count", "/threads/0/steps/0/response/usage/output_tokens", set(json.Number("-1")), []Problem{{"", "minimum: got -1, want 0"}}},
+		{"wrong enum", "/meta/provider", set("gemini"), []Problem{{"", `got "gemini", want one of "", "anthropic", "openai-chat", "openai-responses"`}}},
 		{
-			name: "missing field",
-			data: mutate(t, good, "/threads/0/steps/2/response/stop_reason", del),
-			want: []Problem{{"/threads/0/steps/2/response/stop_reason", "required field is missing"}},
+			"workspace digest not sha256", "/meta/workspace",
+			set(map[string]any{"digest": "md5:00"}),
+			[]Problem{{"/digest", "'md5:00' does not match pattern '^sha256:[0-9a-f]{64}$'"}},
 		},
 		{
-			name: "missing fields of the root",
-			data: mutate(t, good, "/meta", del),
-			want: []Problem{{"/meta", "required field is missing"}},
+			"end manifest entry of an unknown type", "/meta/workspace",
+			set(map[string]any{"end": []any{map[string]any{"path": "p", "type": "fifo", "mode": "0644", "size": 0}}}),
+			[]Problem{{"/end/0/type", `got "fifo", want one of "file", "dir", "symlink"`}},
 		},
 		{
-			name: "wrong type",
-			data: mutate(t, good, "/threads/0/steps/1/response/usage/input_tokens", set("12")),
-			want: []Problem{{"/threads/0/steps/1/response/usage/input_tokens", "wrong type: got string, want integer"}},
+			"fork point before step 0", "/meta/forked_from",
+			set(map[string]any{"tape_id": "r", "thread": "main", "step": -1, "served": map[string]any{"main": 0}, "overrides": map[string]any{}}),
+			[]Problem{{"/step", "minimum: got -1, want 0"}},
 		},
 		{
-			name: "not an integer",
-			data: mutate(t, good, "/threads/0/steps/1/response/status", set(json.Number("200.5"))),
-			want: []Problem{{"/threads/0/steps/1/response/status", "wrong type: got number, want integer"}},
+			"fork without its served counts", "/meta/forked_from",
+			set(map[string]any{"tape_id": "r", "thread": "main", "step": 1, "overrides": map[string]any{}}),
+			[]Problem{{"/served", "required field is missing"}},
+		},
+		{"cwd not a string", "/meta/cwd", set(json.Number("7")), []Problem{{"", "wrong type: got number, want string"}}},
+		{
+			"wrong enum in a message", "/threads/0/steps/2/request/messages/1/content/0/type",
+			set("video"),
+			[]Problem{{"", `got "video", want one of "text", "thinking", "tool_use", "tool_result", "image", "other"`}},
 		},
 		{
-			name: "negative count",
-			data: mutate(t, good, "/threads/0/steps/0/response/usage/output_tokens", set(json.Number("-1"))),
-			want: []Problem{{"/threads/0/steps/0/response/usage/output_tokens", "minimum: got -1, want 0"}},
+			"wrong role", "/threads/0/steps/1/request/messages/0/role",
+			set("developer"),
+			[]Problem{{"", `got "developer", want one of "user", "assistant", "system", "tool"`}},
 		},
 		{
-			name: "wrong enum",
-			data: mutate(t, good, "/meta/provider", set("gemini")),
-			want: []Problem{{"/meta/provider", `got "gemini", want one of "", "anthropic", "openai-chat", "openai-responses"`}},
+			"unknown field", "/threads/0/steps/0/timing/queued_at",
+			set(json.Number("1")),
+			[]Problem{{"", "unknown field: version 1 of the tape format has no such field here"}},
 		},
+		{"null thread", "/threads/1", set(nil), []Problem{{"", "wrong type: got null, want object"}}},
+		{"parent of one element", "/threads/1/parent", set([]any{"main"}), []Problem{{"", "minItems: got 1, want 2"}}},
 		{
-			name: "workspace digest not sha256",
-			data: mutate(t, good, "/meta/workspace", set(map[string]any{"digest": "md5:00"})),
-			want: []Problem{{"/meta/workspace/digest", "'md5:00' does not match pattern '^sha256:[0-9a-f]{64}$'"}},
+			"ended reason and time", "/meta/ended",
+			set(map[string]any{"reason": "done", "at": "yesterday"}),
+			[]Problem{{"/at", `"yesterday" is not a valid date-time: less than 20 characters long`}, {"/reason", `got "done", want one of "complete", "cut", "upstream_error", "diverged", "error", "budget"`}},
 		},
+		{"tool call input not an object", "/threads/0/steps/0/tool_calls/1/input", set("ls"), []Problem{{"", "wrong type: got string, want object"}}},
 		{
-			name: "end manifest entry of an unknown type",
-			data: mutate(t, good, "/meta/workspace", set(map[string]any{"end": []any{map[string]any{"path": "p", "type": "fifo", "mode": "0644", "size": 0}}})),
-			want: []Problem{{"/meta/workspace/end/0/type", `got "fifo", want one of "file", "dir", "symlink"`}},
-		},
-		{
-			name: "fork point before step 0",
-			data: mutate(t, good, "/meta/forked_from", set(map[string]any{"tape_id": "r", "thread": "main", "step": -1, "served": map[string]any{"main": 0}, "overrides": map[string]any{}})),
-			want: []Problem{{"/meta/forked_from/step", "minimum: got -1, want 0"}},
-		},
-		{
-			name: "fork without its served counts",
-			data: mutate(t, good, "/meta/forked_from", set(map[string]any{"tape_id": "r", "thread": "main", "step": 1, "overrides": map[string]any{}})),
-			want: []Problem{{"/meta/forked_from/served", "required field is missing"}},
-		},
-		{
-			name: "cwd not a string",
-			data: mutate(t, good, "/meta/cwd", set(json.Number("7"))),
-			want: []Problem{{"/meta/cwd", "wrong type: got number, want string"}},
-		},
-		{
-			name: "wrong enum in a message",
-			data: mutate(t, good, "/threads/0/steps/2/request/messages/1/content/0/type", set("video")),
-			want: []Problem{{"/threads/0/steps/2/request/messages/1/content/0/type", `got "video", want one of "text", "thinking", "tool_use", "tool_result", "image", "other"`}},
-		},
-		{
-			name: "wrong role",
-			data: mutate(t, good, "/threads/0/steps/1/request/messages/0/role", set("developer")),
-			want: []Problem{{"/threads/0/steps/1/request/messages/0/role", `got "developer", want one of "user", "assistant", "system", "tool"`}},
-		},
-		{
-			name: "unknown field",
-			data: mutate(t, good, "/threads/0/steps/0/timing/queued_at", set(json.Number("1"))),
-			want: []Problem{{"/threads/0/steps/0/timing/queued_at", "unknown field: version 1 of the tape format has no such field here"}},
-		},
-		{
-			name: "null thread",
-			data: mutate(t, good, "/threads/1", set(nil)),
-			want: []Problem{{"/threads/1", "wrong type: got null, want object"}},
-		},
-		{
-			name: "parent of one element",
-			data: mutate(t, good, "/threads/1/parent", set([]any{"main"})),
-			want: []Problem{{"/threads/1/parent", "minItems: got 1, want 2"}},
-		},
-		{
-			name: "ended reason and time",
-			data: mutate(t, good, "/meta/ended", set(map[string]any{"reason": "done", "at": "yesterday"})),
-			want: []Problem{
-				{"/meta/ended/at", `"yesterday" is not a valid date-time: less than 20 characters long`},
-				{"/meta/ended/reason", `got "done", want one of "complete", "cut", "upstream_error", "diverged", "error", "budget"`},
-			},
-		},
-		{
-			name: "tool call input not an object",
-			data: mutate(t, good, "/threads/0/steps/0/tool_calls/1/input", set("ls")),
-			want: []Problem{{"/threads/0/steps/0/tool_calls/1/input", "wrong type: got string, want object"}},
-		},
-		{
-			name: "header value not a string",
-			data: mutate(t, good, "/threads/0/steps/0/request/headers/x~1y", set(json.Number("1"))),
-			want: []Problem{{"/threads/0/steps/0/request/headers/x~1y", "wrong type: got number, want string"}},
-		},
-		{
-			name: "not an object",
-			data: []byte(`[1, 2]`),
-			want: []Problem{{"", "wrong type: got array, want object"}},
+			"header value not a string", "/threads/0/steps/0/request/headers/x~1y",
+			set(json.Number("1")),
+			[]Problem{{"", "wrong type: got number, want string"}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Validate(tt.data)
-			var ve *ValidationError
-			require.ErrorAs(t, err, &ve)
-			assert.Equal(t, tt.want, ve.Problems)
-			assert.False(t, errors.Is(err, tape.ErrUnsupportedVersion))
-			assertSameAsReference(t, tt.data)
+			var want []Problem
+			for _, p := range tt.want {
+				want = append(want, Problem{tt.at + p.Pointer, p.Message})
+			}
+			assertProblems(t, mutate(t, good, tt.at, tt.edit), want)
 		})
 	}
+	t.Run("not an object", func(t *testing.T) {
+		assertProblems(t, []byte(`[1, 2]`), []Problem{{"", "wrong type: got array, want object"}})
+	})
+}
+
+// assertProblems checks that Validate reports exactly want for data, and agrees with the
+// reference.
+func assertProblems(t *testing.T, data []byte, want []Problem) {
+	t.Helper()
+	err := Validate(data)
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, want, ve.Problems)
+	assert.False(t, errors.Is(err, tape.ErrUnsupportedVersion))
+	assertSameAsReference(t, data)
 }
 
 func asJSONSchemaError(t testing.TB, err error) *jsonschema.ValidationError {

@@ -205,42 +205,17 @@ func (d *decoder) reduceArray(sh *shape) error {
 		items = sh.items
 	}
 	u.tag(tagArray)
-	d.i++
-	d.ws()
-	if d.i < len(d.data) && d.data[d.i] == ']' {
-		d.i++
-		u.tag(tagEnd)
-		return nil
+	if err := d.elements(func() error { return d.reduce(items) }); err != nil {
+		return err
 	}
-	for {
-		if err := d.reduce(items); err != nil {
-			return err
-		}
-		more, err := d.nextItem()
-		if err != nil {
-			return err
-		}
-		if !more {
-			u.tag(tagEnd)
-			return nil
-		}
-	}
+	u.tag(tagEnd)
+	return nil
 }
 
 func (d *decoder) reduceObject(sh *shape) error {
 	u := &d.units
 	u.tag(tagObject)
-	d.i++
-	d.ws()
-	if d.i < len(d.data) && d.data[d.i] == '}' {
-		d.i++
-		u.tag(tagEnd)
-		return nil
-	}
-	for {
-		if err := d.keyStart(); err != nil {
-			return err
-		}
+	err := d.members(func() error {
 		start, end, esc, err := d.scanStringAt()
 		if err != nil {
 			return err
@@ -250,18 +225,13 @@ func (d *decoder) reduceObject(sh *shape) error {
 		if err := d.colon(); err != nil {
 			return err
 		}
-		if err := d.reduce(d.childShape(sh, raw, esc)); err != nil {
-			return err
-		}
-		more, err := d.nextMember()
-		if err != nil {
-			return err
-		}
-		if !more {
-			u.tag(tagEnd)
-			return nil
-		}
+		return d.reduce(d.childShape(sh, raw, esc))
+	})
+	if err != nil {
+		return err
 	}
+	u.tag(tagEnd)
+	return nil
 }
 
 // childShape returns the shape of the value of the key whose raw text is raw.

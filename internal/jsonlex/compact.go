@@ -53,12 +53,9 @@ func (c *compactor) value(depth int) bool {
 		return c.copyTo(end, err)
 	case '{', '[':
 		return c.container(ch, depth+1)
-	case 't':
-		return c.copyTo(Literal(c.b, c.i, "true"))
-	case 'f':
-		return c.copyTo(Literal(c.b, c.i, "false"))
-	case 'n':
-		return c.copyTo(Literal(c.b, c.i, "null"))
+	case 't', 'f', 'n':
+		end, _, err := Keyword(c.b, c.i)
+		return c.copyTo(end, err)
 	}
 	end, _, err := Number(c.b, c.i)
 	return c.copyTo(end, err)

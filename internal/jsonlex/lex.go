@@ -187,14 +187,8 @@ func Number(b []byte, i int) (end int, integer bool, err *Error) {
 	integer = true
 	if i < len(b) && b[i] == '.' {
 		integer = false
-		i++
-		if i >= len(b) {
-			return i, false, eof(i, "after a decimal point")
-		}
-		if !isDigit(b[i]) {
-			return i, false, bad(b, i, "invalid character %s after a decimal point in a number")
-		}
-		for ; i < len(b) && isDigit(b[i]); i++ {
+		if i, err = digits(b, i+1, "after a decimal point", "invalid character %s after a decimal point in a number"); err != nil {
+			return i, false, err
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
@@ -203,16 +197,25 @@ func Number(b []byte, i int) (end int, integer bool, err *Error) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if i >= len(b) {
-			return i, false, eof(i, "in a number's exponent")
-		}
-		if !isDigit(b[i]) {
-			return i, false, bad(b, i, "invalid character %s in a number's exponent")
-		}
-		for ; i < len(b) && isDigit(b[i]); i++ {
+		if i, err = digits(b, i, "in a number's exponent", "invalid character %s in a number's exponent"); err != nil {
+			return i, false, err
 		}
 	}
 	return i, integer, nil
+}
+
+// digits scans the digits, one at least, of a number's fraction or exponent at b[i]; where
+// and badFormat word the error when there are none.
+func digits(b []byte, i int, where, badFormat string) (int, *Error) {
+	if i >= len(b) {
+		return i, eof(i, where)
+	}
+	if !isDigit(b[i]) {
+		return i, bad(b, i, badFormat)
+	}
+	for i++; i < len(b) && isDigit(b[i]); i++ {
+	}
+	return i, nil
 }
 
 // Literal scans lit (true, false or null) at b[i]. On a mismatch the error points at the
@@ -230,6 +233,22 @@ func Literal(b []byte, i int, lit string) (end int, err *Error) {
 		return i + j, eof(i+j, "in literal "+lit)
 	}
 	return i + j, &Error{Off: i + j, Msg: fmt.Sprintf("invalid character %s in literal %s", Char(rest[j]), lit)}
+}
+
+// Keyword scans the literal that the byte at b[i] begins: 't' true, 'f' false, and 'n' (or
+// any other byte, then an error) null. It returns the offset past it and its value as
+// encoding/json decodes it into an any: true, false or nil.
+func Keyword(b []byte, i int) (end int, v any, err *Error) {
+	switch b[i] {
+	case 't':
+		end, err = Literal(b, i, "true")
+		return end, true, err
+	case 'f':
+		end, err = Literal(b, i, "false")
+		return end, false, err
+	}
+	end, err = Literal(b, i, "null")
+	return end, nil, err
 }
 
 // Skip scans the value at b[i] (whitespace before it is not skipped) and returns the offset
@@ -301,12 +320,9 @@ func skip(b []byte, i, depth int) (int, *Error) {
 				return i, bad(b, i, "invalid character %s after a value")
 			}
 		}
-	case 't':
-		return Literal(b, i, "true")
-	case 'f':
-		return Literal(b, i, "false")
-	case 'n':
-		return Literal(b, i, "null")
+	case 't', 'f', 'n':
+		end, _, err := Keyword(b, i)
+		return end, err
 	}
 	end, _, err := Number(b, i)
 	return end, err
@@ -331,47 +347,28 @@ func UnquoteString(body []byte) string {
 // become U+FFFD.
 func Unquote(dst, body []byte) []byte {
 	for len(body) > 0 {
-		c := body[0]
-		switch {
+		// Eight bytes at a time while dst has room for them: store the word whole, then keep
+		// the bytes before its first backslash or byte of 0x80 and above (see asciiRun).
+		// Runs between escapes are short, and this copies them without a call per run.
+		for len(body) >= 8 && cap(dst)-len(dst) >= 8 {
+			w := binary.LittleEndian.Uint64(body)
+			binary.LittleEndian.PutUint64(dst[len(dst):len(dst)+8], w)
+			k := w ^ bslsh
+			if m := ((k-lsb)&^k | w) & msb; m != 0 {
+				n := bits.TrailingZeros64(m) / 8
+				dst, body = dst[:len(dst)+n], body[n:]
+				break
+			}
+			dst, body = dst[:len(dst)+8], body[8:]
+		}
+		if len(body) == 0 {
+			break
+		}
+		switch c := body[0]; {
 		case c == '\\':
-			if len(body) < 2 {
-				return dst
-			}
-			switch body[1] {
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				r := Hex4(body[2:])
-				body = body[6:]
-				if utf16.IsSurrogate(r) {
-					if len(body) >= 6 && body[0] == '\\' && body[1] == 'u' {
-						if r2 := utf16.DecodeRune(r, Hex4(body[2:])); r2 != utf8.RuneError {
-							body = body[6:]
-							dst = utf8.AppendRune(dst, r2)
-							continue
-						}
-					}
-					r = utf8.RuneError
-				}
-				dst = utf8.AppendRune(dst, r)
-				continue
-			default: // " \ /
-				dst = append(dst, body[1])
-			}
-			body = body[2:]
+			dst, body = unescape(dst, body)
 		case c < utf8.RuneSelf:
-			n := 1
-			for n < len(body) && body[n] != '\\' && body[n] < utf8.RuneSelf {
-				n++
-			}
+			n := asciiRun(body)
 			dst = append(dst, body[:n]...)
 			body = body[n:]
 		default:
@@ -385,6 +382,61 @@ func Unquote(dst, body []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// unescape appends the value of the escape at the start of body and returns the rest of
+// body. A \u escape of a high surrogate takes the low one that follows it.
+func unescape(dst, body []byte) ([]byte, []byte) {
+	if len(body) < 2 {
+		return dst, nil
+	}
+	switch body[1] {
+	case 'b':
+		dst = append(dst, '\b')
+	case 'f':
+		dst = append(dst, '\f')
+	case 'n':
+		dst = append(dst, '\n')
+	case 'r':
+		dst = append(dst, '\r')
+	case 't':
+		dst = append(dst, '\t')
+	case 'u':
+		r := Hex4(body[2:])
+		body = body[6:]
+		if utf16.IsSurrogate(r) {
+			if len(body) >= 6 && body[0] == '\\' && body[1] == 'u' {
+				if r2 := utf16.DecodeRune(r, Hex4(body[2:])); r2 != utf8.RuneError {
+					return utf8.AppendRune(dst, r2), body[6:]
+				}
+			}
+			r = utf8.RuneError
+		}
+		return utf8.AppendRune(dst, r), body
+	default: // " \ /
+		dst = append(dst, body[1])
+	}
+	return dst, body[2:]
+}
+
+// asciiRun returns the length of the run at the start of b that holds neither a backslash
+// nor a byte of 0x80 and above: bytes that are their own value. Eight bytes at a time, as
+// String scans: in each word, the backslashes are the zero bytes of w ^ bslsh, and the
+// bytes of 0x80 and above have their own top bit set.
+func asciiRun(b []byte) int {
+	n := 0
+	for n+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[n:])
+		k := w ^ bslsh
+		if m := ((k-lsb)&^k | w) & msb; m != 0 {
+			return n + bits.TrailingZeros64(m)/8
+		}
+		n += 8
+	}
+	for n < len(b) && b[n] != '\\' && b[n] < utf8.RuneSelf {
+		n++
+	}
+	return n
 }
 
 // Hex4 decodes the four hex digits at the start of b (checked by String); -1 when they are

@@ -20,6 +20,8 @@ var seeds = []string{
 	`"ctl` + "\x01" + `"`, `"unterminated`, `"bad \q escape"`, `"\u12G4"`, `"abcdefghijklmnopqrstuvwxyz\"0123456789"`,
 	strings.Repeat("[", 10001) + strings.Repeat("]", 10001), strings.Repeat("[", 100) + strings.Repeat("]", 100),
 	"{\"k\":\"\xe2\x82\xac tail past eight bytes\"}", `{"a":1}x`, "\t\n\r 7 \n",
+	// Runs of every length between escapes and bytes of 0x80 and above, for Unquote's word loop.
+	"\"0123456789\\n01234567\xc3\xa9890123\\\"\\\\abcdefgh\xff\\u00e9ijklmnopqr\\ud83d\\ude00stuvwxyz\\t\"",
 }
 
 func FuzzLex(f *testing.F) {

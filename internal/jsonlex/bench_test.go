@@ -1,0 +1,82 @@
+package jsonlex_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tapebox/tapebox/internal/jsonlex"
+)
+
+// benchStrings are encoded JSON strings of about 30 KB each, of three kinds: lines of code
+// and test output (an escape every dozen bytes or so, as in tool results), prose without
+// escapes, and text that is not ASCII.
+var benchStrings = func() map[string][][]byte {
+	kinds := map[string]func(seed, line int) string{
+		"code": func(seed, line int) string {
+			return fmt.Sprintf("%4d\tfunc f%d_%d(s string) error { return fmt.Errorf(\"bad %%q: %%w\", s, err) } // path C:\\x\n", line, seed, line)
+		},
+		"prose": func(seed, line int) string {
+			return fmt.Sprintf("Step %d.%d: I will run the tests and read the file to see what fails, then fix it. ", seed, line)
+		},
+		"non-ascii": func(seed, line int) string {
+			return fmt.Sprintf("Étape %d.%d : je lance les tests — « ça échoue » — puis je corrige. ", seed, line)
+		},
+	}
+	out := map[string][][]byte{}
+	for kind, line := range kinds {
+		for seed := range 16 {
+			var sb strings.Builder
+			for n := 0; sb.Len() < 30000; n++ {
+				sb.WriteString(line(seed, n))
+			}
+			b, err := json.Marshal(sb.String())
+			if err != nil {
+				panic(err)
+			}
+			out[kind] = append(out[kind], b)
+		}
+	}
+	return out
+}()
+
+// BenchmarkString measures the string scan; BenchmarkUnquoteString the scan's partner,
+// decoding the body of an escaped or non-ASCII string.
+func BenchmarkString(b *testing.B) {
+	for _, kind := range []string{"code", "prose", "non-ascii"} {
+		b.Run("text="+kind, func(b *testing.B) {
+			strs := benchStrings[kind]
+			b.SetBytes(int64(totalLen(strs)))
+			for b.Loop() {
+				for _, s := range strs {
+					if end, _, err := jsonlex.String(s, 0); err != nil || end != len(s) {
+						b.Fatalf("String: %d of %d, %v", end, len(s), err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkUnquoteString(b *testing.B) {
+	for _, kind := range []string{"code", "prose", "non-ascii"} {
+		b.Run("text="+kind, func(b *testing.B) {
+			strs := benchStrings[kind]
+			b.SetBytes(int64(totalLen(strs)))
+			for b.Loop() {
+				for _, s := range strs {
+					unquoted = jsonlex.UnquoteString(s[1 : len(s)-1])
+				}
+			}
+		})
+	}
+}
+
+func totalLen(bs [][]byte) int {
+	n := 0
+	for _, b := range bs {
+		n += len(b)
+	}
+	return n
+}

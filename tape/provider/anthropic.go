@@ -319,18 +319,12 @@ func (b *anthropicBlockState) block() json.RawMessage {
 
 // anthropicEvent is a stream event, its parts left raw.
 type anthropicEvent struct {
-	Type         string          `json:"type"`
+	eventType
 	Index        int             `json:"index"`
 	Message      json.RawMessage `json:"message"`
 	ContentBlock json.RawMessage `json:"content_block"`
 	Delta        json.RawMessage `json:"delta"`
 	Usage        json.RawMessage `json:"usage"`
-}
-
-// typed returns e with its type, or if it has none, name.
-func (e anthropicEvent) typed(name string) anthropicEvent {
-	e.Type = cmp.Or(e.Type, name)
-	return e
 }
 
 // anthropicDelta is a content_block_delta's delta.

@@ -14,14 +14,9 @@ import (
 // tools with schemas, images, thinking) followed by 40 turns of thinking, text, a tool call
 // and its result, pretty-printed as Claude Code sends it.
 func claudeCodeRequest(tb testing.TB) []byte {
-	var req map[string]any
-	if err := json.Unmarshal(readFile(tb, "anthropic/claude_code_request.json"), &req); err != nil {
-		tb.Fatal(err)
-	}
-	msgs := req["messages"].([]any)
-	for i := range 40 {
+	return longRequest(tb, "anthropic/claude_code_request.json", "messages", true, func(i int) []any {
 		id := fmt.Sprintf("toolu_01Bench%08d", i)
-		msgs = append(msgs,
+		return []any{
 			map[string]any{"role": "assistant", "content": []any{
 				map[string]any{"type": "thinking", "thinking": fmt.Sprintf("Step %d: the next file holds the helpers; read it before editing.", i), "signature": strings.Repeat("EqQBCkgIARABGAIiQHh5ejEyMw", 8)},
 				map[string]any{"type": "text", "text": fmt.Sprintf("Reading file %d.", i)},
@@ -30,35 +25,43 @@ func claudeCodeRequest(tb testing.TB) []byte {
 			map[string]any{"role": "user", "content": []any{
 				map[string]any{"tool_use_id": id, "type": "tool_result", "content": strings.Repeat(fmt.Sprintf("%d\tfunc f%d() string { return \"v%d\" }\n", i, i, i), 12)},
 			}},
-		)
-	}
-	req["messages"] = msgs
-	b, err := json.MarshalIndent(req, "", " ")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+		}
+	})
 }
 
 // codexRequest is a Codex-shaped Responses request (the testdata request) followed by 40
 // turns of reasoning, a function call, its output and an assistant message.
 func codexRequest(tb testing.TB) []byte {
-	var req map[string]any
-	if err := json.Unmarshal(readFile(tb, "responses/codex_request.json"), &req); err != nil {
-		tb.Fatal(err)
-	}
-	input := req["input"].([]any)
-	for i := range 40 {
+	return longRequest(tb, "responses/codex_request.json", "input", false, func(i int) []any {
 		id := fmt.Sprintf("call_bench%08d", i)
-		input = append(input,
+		return []any{
 			map[string]any{"type": "reasoning", "id": fmt.Sprintf("rs_%d", i), "summary": []any{map[string]any{"type": "summary_text", "text": fmt.Sprintf("**Step %d**\n\nRead the next file.", i)}}, "content": nil, "encrypted_content": strings.Repeat("gAAAAABo0ZxQv3M", 20)},
 			map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", i), "name": "exec_command", "arguments": fmt.Sprintf(`{"cmd":"sed -n 1,200p src/file%03d.go","workdir":"/work"}`, i), "call_id": id},
 			map[string]any{"type": "function_call_output", "call_id": id, "output": "Chunk ID: 8e7254\nWall time: 0.0010 seconds\nProcess exited with code 0\nOutput:\n" + strings.Repeat(fmt.Sprintf("func f%d() string { return \"v%d\" }\n", i, i), 12)},
 			map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": fmt.Sprintf("File %d read.", i), "annotations": []any{}}}},
-		)
+		}
+	})
+}
+
+// longRequest is the testdata request file with 40 turns appended to its list under key,
+// turn(i) making the entries of turn i; indent pretty-prints it.
+func longRequest(tb testing.TB, file, key string, indent bool, turn func(i int) []any) []byte {
+	var req map[string]any
+	if err := json.Unmarshal(readFile(tb, file), &req); err != nil {
+		tb.Fatal(err)
 	}
-	req["input"] = input
-	b, err := json.Marshal(req)
+	list := req[key].([]any)
+	for i := range 40 {
+		list = append(list, turn(i)...)
+	}
+	req[key] = list
+	var b []byte
+	var err error
+	if indent {
+		b, err = json.MarshalIndent(req, "", " ")
+	} else {
+		b, err = json.Marshal(req)
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}

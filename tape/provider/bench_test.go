@@ -35,7 +35,7 @@ func bigThread() *gThread {
 func BenchmarkNormalize(b *testing.B) {
 	th := bigThread()
 	i := len(th.turns) - 1
-	for _, w := range []wire{anthropicWire{model: "m"}, chatWire{model: "m"}, responsesWire{model: "m"}} {
+	for _, w := range []wire{anthropicWire{model: "m"}, chatWire{codexWire{model: "m"}}, responsesWire{codexWire{model: "m"}}} {
 		s := &tape.Step{Request: tape.Request{Raw: w.request(th, i, true)}}
 		size := len(s.Request.Raw)
 		for _, ev := range w.events(th, i) {

@@ -67,38 +67,65 @@ func FuzzRequestFast(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
-		fast, slow := anthropicRequestFast, anthropicRequestSlow
-		if which%2 == 1 {
-			fast, slow = responsesRequestFast, responsesRequestSlow
-		}
-		got, err := fast(body)
-		if err != nil {
-			return
-		}
-		want, err := slow(body)
-		if err != nil {
-			t.Fatalf("the fast path accepts what the slow path rejects (%v): %q", err, body)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("fast and slow paths differ on %q:\n%#v\n%#v", body, got, want)
+		if which%2 == 0 {
+			checkFast(t, body, anthropicRequestFast, anthropicRequestSlow)
+		} else {
+			checkFast(t, body, responsesRequestFast, responsesRequestSlow)
 		}
 	})
 }
 
-// TestFastPathTaken checks that the realistic requests do not fall back to the slow path.
+// checkFast fails when fast reads in but slow rejects it, or reads it otherwise (fast
+// may give up on anything).
+func checkFast[In string | []byte, T any](t *testing.T, in In, fast, slow func(In) (T, error)) {
+	t.Helper()
+	got, err := fast(in)
+	if err != nil {
+		return
+	}
+	want, err := slow(in)
+	if err != nil {
+		t.Fatalf("the fast path accepts what the slow path rejects (%v): %q", err, in)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("fast and slow paths differ on %q:\n%#v\n%#v", in, got, want)
+	}
+}
+
+// errOf is f with its result dropped.
+func errOf[T any](f func([]byte) (T, error)) func([]byte) error {
+	return func(b []byte) error {
+		_, err := f(b)
+		return err
+	}
+}
+
+// recordedStream reads a stream recorded as one chunk.
+func recordedStream(read func([]event) (reply, error)) func([]byte) (reply, error) {
+	return func(b []byte) (reply, error) { return read(splitChunks([]tape.Chunk{{Data: string(b)}})) }
+}
+
+// TestFastPathTaken checks that realistic requests, answers and streams do not fall back
+// to the slow path.
 func TestFastPathTaken(t *testing.T) {
-	for i, name := range []string{"anthropic/claude_code_request.json", "responses/codex_request.json"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fast := anthropicRequestFast
-		if i == 1 {
-			fast = responsesRequestFast
-		}
-		if _, err := fast(b); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
+	for _, tc := range []struct {
+		file string
+		fast func([]byte) error
+	}{
+		{"anthropic/claude_code_request.json", errOf(anthropicRequestFast)},
+		{"responses/codex_request.json", errOf(responsesRequestFast)},
+		{"anthropic/stream_parallel.sse", errOf(recordedStream(anthropicStreamFast))},
+		{"anthropic/response_thinking_tools.json", errOf(anthropicBodyFast)},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.fast(b); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 
@@ -125,40 +152,14 @@ func FuzzAnthropicStreamFast(f *testing.F) {
 		"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"b\\u00e9\",\"x\":[1,{}]}}\n\n" +
 		"data: {\"type\":\"content_block_delta\",\"Index\":1.0,\"index\":0,\"delta\":{}}\n\n" +
 		"event: message_delta\ndata: {\"delta\":{\"stop_reason\":null},\"usage\":null,\"type\":null}\n\n"))
-	f.Fuzz(func(t *testing.T, stream []byte) {
-		checkStreamFast(t, string(stream))
-	})
+	f.Fuzz(checkStreamFast)
 }
 
 // checkStreamFast fails when the fast path reads a stream the slow path rejects, or reads
 // it otherwise.
-func checkStreamFast(t *testing.T, stream string) {
-	events := splitChunks([]tape.Chunk{{Data: stream}})
-	got, err := anthropicStreamFast(events)
-	if err != nil {
-		return
-	}
-	want, err := anthropicStreamSlow(events)
-	if err != nil {
-		t.Fatalf("the fast path accepts what the slow path rejects (%v): %q", err, stream)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("fast and slow paths differ on %q:\n%#v\n%#v", stream, got, want)
-	}
-}
-
-// TestAnthropicStreamFastTaken checks that recorded streams do not fall back to the slow
-// path.
-func TestAnthropicStreamFastTaken(t *testing.T) {
-	for _, name := range []string{"stream_parallel.sse"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "anthropic", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := anthropicStreamFast(splitChunks([]tape.Chunk{{Data: string(b)}})); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
+func checkStreamFast(t *testing.T, stream []byte) {
+	t.Helper()
+	checkFast(t, stream, recordedStream(anthropicStreamFast), recordedStream(anthropicStreamSlow))
 }
 
 // FuzzAnthropicStreamBlocks is FuzzAnthropicStreamFast on streams of the API's shape with
@@ -176,7 +177,7 @@ func FuzzAnthropicStreamBlocks(f *testing.F) {
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":" + delta2 + "}}\n\n" +
 			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n"
-		checkStreamFast(t, stream)
+		checkStreamFast(t, []byte(stream))
 	})
 }
 
@@ -209,17 +210,9 @@ func FuzzResponsesEventScan(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
-		got, err := scanResponsesEvent(data)
-		if err != nil {
-			return
-		}
-		var want responsesEvent
-		if err := json.Unmarshal([]byte(data), &want); err != nil {
-			t.Fatalf("the scanner accepts what encoding/json rejects (%v): %q", err, data)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("scanner and encoding/json differ on %q:\n%#v\n%#v", data, got, want)
-		}
+		checkFast(t, data, scanResponsesEvent, func(data string) (e responsesEvent, err error) {
+			return e, json.Unmarshal([]byte(data), &e)
+		})
 	})
 }
 
@@ -242,28 +235,6 @@ func FuzzAnthropicBodyFast(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, err := anthropicBodyFast(body)
-		if err != nil {
-			return
-		}
-		want, err := anthropicBodySlow(body)
-		if err != nil {
-			t.Fatalf("the fast path accepts what the slow path rejects (%v): %q", err, body)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("fast and slow paths differ on %q:\n%#v\n%#v", body, got, want)
-		}
+		checkFast(t, body, anthropicBodyFast, anthropicBodySlow)
 	})
-}
-
-// TestAnthropicBodyFastTaken checks that a recorded answer does not fall back to the slow
-// path.
-func TestAnthropicBodyFastTaken(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "anthropic", "response_thinking_tools.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := anthropicBodyFast(b); err != nil {
-		t.Error(err)
-	}
 }

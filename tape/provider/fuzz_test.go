@@ -54,27 +54,24 @@ func FuzzNormalize(f *testing.F) {
 		tp := tape.New(p, time.Unix(0, 0))
 		tp.Meta.TapeID = "fuzz"
 		tp.Threads = []*tape.Thread{{ID: "main", Steps: []*tape.Step{s}}}
-		encoded, err := tape.Marshal(tp)
-		if err != nil {
-			t.Fatalf("accepted step does not encode: %v", err)
+		encode := func(what string, tp *tape.Tape) []byte {
+			b, err := tape.Marshal(tp)
+			if err != nil {
+				t.Fatalf("%s does not encode: %v", what, err)
+			}
+			return b
 		}
-		back, err := tape.Unmarshal(encoded)
+		back, err := tape.Unmarshal(encode("accepted step", tp))
 		if err != nil {
 			t.Fatalf("accepted step does not load: %v", err)
 		}
 		// Compare from the loaded tape: saving turns bytes that are not UTF-8 in chunk
 		// strings into U+FFFD, which is the tape encoding's business, not normalization's.
-		first, err := tape.Marshal(back)
-		if err != nil {
-			t.Fatal(err)
-		}
+		first := encode("loaded step", back)
 		if err := provider.Normalize(p, back.Threads[0].Steps[0]); err != nil {
 			t.Fatalf("re-normalize from the encoded raw bodies: %v", err)
 		}
-		second, err := tape.Marshal(back)
-		if err != nil {
-			t.Fatal(err)
-		}
+		second := encode("re-normalized step", back)
 		if !bytes.Equal(first, second) {
 			i := 0
 			for i < len(first) && i < len(second) && first[i] == second[i] {

@@ -48,9 +48,9 @@ func goldens() []golden {
 			golden{file: "anthropic-" + kind + ".json", tapeID: "90a1d5c2e7f34b6a8c0d1e2f3a4b5c6" + map[bool]string{true: "1", false: "2"}[stream],
 				harness: "claude-code", version: "2.1.332", model: "claude-opus-5-5", w: anthropicWire{model: "claude-opus-5-5"}, stream: stream, threads: claudeCodeRun()},
 			golden{file: "openai-chat-" + kind + ".json", tapeID: "90a1d5c2e7f34b6a8c0d1e2f3a4b5c6" + map[bool]string{true: "3", false: "4"}[stream],
-				harness: "codex", version: "0.171.0", model: "gpt-5.5", w: chatWire{model: "gpt-5.5"}, stream: stream, threads: codexRun(false)},
+				harness: "codex", version: "0.171.0", model: "gpt-5.5", w: chatWire{codexWire{model: "gpt-5.5"}}, stream: stream, threads: codexRun(false)},
 			golden{file: "openai-responses-" + kind + ".json", tapeID: "90a1d5c2e7f34b6a8c0d1e2f3a4b5c6" + map[bool]string{true: "5", false: "6"}[stream],
-				harness: "codex", version: "0.171.0", model: "gpt-5.5", w: responsesWire{model: "gpt-5.5"}, stream: stream, threads: codexRun(true)},
+				harness: "codex", version: "0.171.0", model: "gpt-5.5", w: responsesWire{codexWire{model: "gpt-5.5"}}, stream: stream, threads: codexRun(true)},
 		)
 	}
 	return out

@@ -244,12 +244,23 @@ func decodeEvent(ev event, v any) (ok bool, err error) {
 	return true, nil
 }
 
-// eventsOf yields a stream's events decoded into Es: each with scan, in one pass, or
-// where scan gives up (or is nil) with encoding/json, which decides. An event that does
-// not decode ends the stream with its error, but the cut-short last event is skipped
-// (see decodeEvent). An event whose data names no type takes the event's name (its
-// event: line), which E's typed sets.
-func eventsOf[E interface{ typed(name string) E }](events []event, scan func(data string) (E, error)) iter.Seq2[E, error] {
+// eventType is a stream event's type, which Anthropic and Responses events carry in their
+// data. An event whose data names no type takes the event's name (its event: line).
+type eventType struct {
+	Type string `json:"type"`
+}
+
+func (t eventType) typ() string         { return t.Type }
+func (t *eventType) setType(typ string) { t.Type = typ }
+
+// eventsOf yields a stream's events decoded into Es (which embed eventType): each with
+// scan, in one pass, or where scan gives up (or is nil) with encoding/json, which decides.
+// An event that does not decode ends the stream with its error, but the cut-short last
+// event is skipped (see decodeEvent).
+func eventsOf[E interface{ typ() string }, P interface {
+	*E
+	setType(string)
+}](events []event, scan func(data string) (E, error)) iter.Seq2[E, error] {
 	return func(yield func(E, error) bool) {
 		for _, ev := range events {
 			var e E
@@ -269,7 +280,12 @@ func eventsOf[E interface{ typed(name string) E }](events []event, scan func(dat
 				}
 				e = *v
 			}
-			if !yield(e.typed(ev.name), nil) {
+			if e.typ() == "" {
+				v := e // set through a pointer, which puts v on the heap: only here
+				P(&v).setType(ev.name)
+				e = v
+			}
+			if !yield(e, nil) {
 				return
 			}
 		}

@@ -294,7 +294,7 @@ func (st *responsesItemState) item() json.RawMessage {
 
 // responsesEvent is a stream event, its parts left raw.
 type responsesEvent struct {
-	Type         string          `json:"type"`
+	eventType
 	OutputIndex  int             `json:"output_index"`
 	ContentIndex int             `json:"content_index"`
 	SummaryIndex int             `json:"summary_index"`
@@ -302,12 +302,6 @@ type responsesEvent struct {
 	Part         json.RawMessage `json:"part"`
 	Delta        json.RawMessage `json:"delta"`
 	Response     json.RawMessage `json:"response"`
-}
-
-// typed returns e with its type, or if it has none, name.
-func (e responsesEvent) typed(name string) responsesEvent {
-	e.Type = cmp.Or(e.Type, name)
-	return e
 }
 
 var responsesEventFields = []string{"type", "output_index", "content_index", "summary_index", "item", "part", "delta", "response"}

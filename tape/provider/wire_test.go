@@ -376,7 +376,11 @@ func (w anthropicWire) events(th *gThread, i int) []string {
 
 // ---- OpenAI, as Codex 0.171.0 sends it ----
 
-func codexRequestHeaders(stream bool) tape.Headers {
+// codexWire is what both OpenAI wires share: Codex is the client, asking for model, and
+// the headers are those of Codex's requests and OpenAI's answers.
+type codexWire struct{ model string }
+
+func (codexWire) requestHeaders(th *gThread, stream bool) tape.Headers {
 	h := tape.Headers{
 		"authorization": "[redacted]",
 		"content-type":  "application/json",
@@ -391,7 +395,7 @@ func codexRequestHeaders(stream bool) tape.Headers {
 	return h
 }
 
-func openAIResponseHeaders(th *gThread, i int, stream bool) tape.Headers {
+func (codexWire) responseHeaders(th *gThread, i int, stream bool) tape.Headers {
 	ct := "application/json"
 	if stream {
 		ct = "text/event-stream; charset=utf-8"
@@ -410,16 +414,10 @@ func openAIUsageCounts(w wire, th *gThread, i int) (prompt, cached, output, reas
 	return now, cached, tokens(outputSize(th.turns[i])) + 12 + reasoning, reasoning
 }
 
-type chatWire struct{ model string }
+type chatWire struct{ codexWire }
 
 func (chatWire) provider() tape.Provider { return tape.ProviderOpenAIChat }
 func (chatWire) path() string            { return "/v1/chat/completions" }
-func (chatWire) requestHeaders(th *gThread, stream bool) tape.Headers {
-	return codexRequestHeaders(stream)
-}
-func (chatWire) responseHeaders(th *gThread, i int, stream bool) tape.Headers {
-	return openAIResponseHeaders(th, i, stream)
-}
 
 func chatFunction(name, description string, params obj) obj {
 	return obj{{"type", "function"}, {"function", obj{{"name", name}, {"description", description}, {"strict", false}, {"parameters", params}}}}
@@ -543,16 +541,10 @@ func (w chatWire) events(th *gThread, i int) []string {
 	return evs
 }
 
-type responsesWire struct{ model string }
+type responsesWire struct{ codexWire }
 
 func (responsesWire) provider() tape.Provider { return tape.ProviderOpenAIResponses }
 func (responsesWire) path() string            { return "/v1/responses" }
-func (responsesWire) requestHeaders(th *gThread, stream bool) tape.Headers {
-	return codexRequestHeaders(stream)
-}
-func (responsesWire) responseHeaders(th *gThread, i int, stream bool) tape.Headers {
-	return openAIResponseHeaders(th, i, stream)
-}
 
 func responsesFunction(name, description string, params obj) obj {
 	return obj{{"type", "function"}, {"name", name}, {"description", description}, {"strict", false}, {"parameters", params}}

@@ -990,16 +990,7 @@ func (d *decoder) optFloat(dst **float64) error {
 
 func (d *decoder) request(r *tape.Request) error {
 	system := func() error {
-		if m := d.memo; m != nil && d.reuse(m.system) {
-			r.System = m.systemText
-			return nil
-		}
-		start := d.i
-		err := d.strInto(&r.System)
-		if m := d.memo; m != nil && err == nil {
-			m.system, m.systemText = d.data[start:d.i], r.System
-		}
-		return err
+		return reused(d, &r.System, func(m *threadMemo) (*[]byte, *string) { return &m.system, &m.systemText }, d.strInto)
 	}
 	messages := func() error {
 		if d.nullNormalized() {
@@ -1027,19 +1018,8 @@ func (d *decoder) request(r *tape.Request) error {
 		return err
 	}
 	tools := func() error {
-		if d.nullNormalized() {
-			return nil
-		}
-		if m := d.memo; m != nil && d.reuse(m.tools) {
-			r.Tools = m.toolList
-			return nil
-		}
-		start := d.i
-		err := list(d, &r.Tools, d.tool)
-		if m := d.memo; m != nil && err == nil {
-			m.tools, m.toolList = d.data[start:d.i], r.Tools
-		}
-		return err
+		return reused(d, &r.Tools, func(m *threadMemo) (*[]byte, *[]tape.Tool) { return &m.tools, &m.toolList },
+			func(tools *[]tape.Tool) error { return list(d, tools, d.tool) })
 	}
 	params := func() error {
 		if d.nullNormalized() {
@@ -1062,6 +1042,29 @@ func (d *decoder) request(r *tape.Request) error {
 	}
 	o, err := d.fields(requestKeys, &r.Path, system, messages, tools, params, &r.Stream, &r.Headers, raw)
 	d.check(o, 0b1111_1111)
+	return err
+}
+
+// reused reads a value of a request into dst with read, unless the thread's previous
+// request had the same bytes there: then it takes over the value decoded from them. at
+// gives where the memo keeps those bytes and that value, which it updates for the next
+// request.
+func reused[T any](d *decoder, dst *T, at func(*threadMemo) (span *[]byte, val *T), read func(*T) error) error {
+	m := d.memo
+	if m == nil {
+		return read(dst)
+	}
+	span, val := at(m)
+	if d.reuse(*span) {
+		*dst = *val
+		return nil
+	}
+	d.next()
+	start := d.i
+	err := read(dst)
+	if err == nil {
+		*span, *val = d.data[start:d.i], *dst
+	}
 	return err
 }
 

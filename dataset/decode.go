@@ -319,23 +319,33 @@ func (d *decoder) strBytes(html bool) ([]byte, error) {
 		return d.unescape(html, true)
 	}
 	s := rest[:end]
+	if err := d.text(s, html); err != nil {
+		return nil, err
+	}
+	d.i += end + 1
+	return s, nil
+}
+
+// text checks a run of a string's bytes that holds no escape: no control characters, valid
+// UTF-8. The characters encoding/json writes escaped (U+2028 and U+2029, and with html <, >
+// and &) are not canonical unescaped.
+func (d *decoder) text(s []byte, html bool) error {
 	control, ascii := scanText(s)
 	if control {
-		return nil, d.errorf("control character in a string")
+		return d.errorf("control character in a string")
 	}
 	if !ascii {
 		if !utf8.Valid(s) {
-			return nil, d.errorf("invalid UTF-8")
+			return d.errorf("invalid UTF-8")
 		}
 		if bytes.Contains(s, lineSep) || bytes.Contains(s, paraSep) {
-			d.nonCanon = true // encoding/json escapes U+2028 and U+2029
+			d.nonCanon = true
 		}
 	}
 	if html && bytes.ContainsAny(s, "<>&") {
 		d.nonCanon = true
 	}
-	d.i += end + 1
-	return s, nil
+	return nil
 }
 
 // nextQuoteOrBackslash returns the index of the first '"' or '\\' in data from i on, or
@@ -389,15 +399,10 @@ func (d *decoder) unescape(html, keep bool) ([]byte, error) {
 		out = make([]byte, 0, d.rawStringLen())
 	}
 	start := d.i
-	nonASCII := false
 	for d.i < len(d.data) {
 		c := d.data[d.i]
 		switch {
 		case c == '"':
-			if nonASCII {
-				// encoding/json writes U+2028 and U+2029 escaped.
-				d.checkRawSeparators(start)
-			}
 			d.i++
 			return out, nil
 		case c == '\\':
@@ -454,21 +459,11 @@ func (d *decoder) unescape(html, keep bool) ([]byte, error) {
 			}
 		default:
 			// Take up to the next quote or backslash in one go. Escapes are ASCII, so
-			// checking UTF-8 piece by piece checks the whole string.
+			// checking the pieces between them checks the whole string.
 			j := nextQuoteOrBackslash(d.data, d.i)
 			seg := d.data[d.i:j]
-			control, ascii := scanText(seg)
-			if control {
-				return nil, d.errorf("control character in a string")
-			}
-			if !ascii {
-				if !utf8.Valid(seg) {
-					return nil, d.errorf("invalid UTF-8")
-				}
-				nonASCII = true
-			}
-			if html && bytes.ContainsAny(seg, "<>&") {
-				d.nonCanon = true
+			if err := d.text(seg, html); err != nil {
+				return nil, err
 			}
 			if keep {
 				out = append(out, seg...)
@@ -498,15 +493,6 @@ func (d *decoder) rawStringLen() int {
 			return k - d.i
 		}
 		i = k + 1
-	}
-}
-
-// checkRawSeparators marks the string from start as not canonical if it holds U+2028 or
-// U+2029 unescaped.
-func (d *decoder) checkRawSeparators(start int) {
-	raw := d.data[start:d.i]
-	if bytes.Contains(raw, lineSep) || bytes.Contains(raw, paraSep) {
-		d.nonCanon = true
 	}
 }
 

@@ -65,7 +65,7 @@ func decodeTapeLean(data []byte, lean bool) (t *tape.Tape, canonical, complete b
 	}
 	if len(data)-d.i != 1 || data[d.i] != '\n' {
 		d.nonCanon = true // tape.Marshal ends the tape with one newline
-		if d.ws(); d.i != len(data) {
+		if d.next(); d.i != len(data) {
 			return nil, false, false, d.errorf("data after the tape")
 		}
 	}
@@ -200,20 +200,17 @@ func bit(i int8, present bool) uint32 {
 	return 0
 }
 
-// ws skips whitespace, which the canonical encoding has none of.
-func (d *decoder) ws() {
-	if j := jsonlex.Space(d.data, d.i); j != d.i {
-		d.i, d.nonCanon = j, true
-	}
-}
-
+// next skips whitespace, which the canonical encoding has none of, and returns the byte
+// after it, or 0 at the end of data.
 func (d *decoder) next() byte {
 	if d.i < len(d.data) {
 		if c := d.data[d.i]; c > ' ' {
 			return c
 		}
 	}
-	d.ws()
+	if j := jsonlex.Space(d.data, d.i); j != d.i {
+		d.i, d.nonCanon = j, true
+	}
 	if d.i >= len(d.data) {
 		return 0
 	}

@@ -65,7 +65,7 @@ func decodeTapeLean(data []byte, lean bool) (t *tape.Tape, canonical, complete b
 	}
 	if len(data)-d.i != 1 || data[d.i] != '\n' {
 		d.nonCanon = true // tape.Marshal ends the tape with one newline
-		if d.ws(); d.i != len(data) {
+		if d.next(); d.i != len(data) {
 			return nil, false, false, d.errorf("data after the tape")
 		}
 	}
@@ -200,20 +200,17 @@ func bit(i int8, present bool) uint32 {
 	return 0
 }
 
-// ws skips whitespace, which the canonical encoding has none of.
-func (d *decoder) ws() {
-	if j := jsonlex.Space(d.data, d.i); j != d.i {
-		d.i, d.nonCanon = j, true
-	}
-}
-
+// next skips whitespace, which the canonical encoding has none of, and returns the byte
+// after it, or 0 at the end of data.
 func (d *decoder) next() byte {
 	if d.i < len(d.data) {
 		if c := d.data[d.i]; c > ' ' {
 			return c
 		}
 	}
-	d.ws()
+	if j := jsonlex.Space(d.data, d.i); j != d.i {
+		d.i, d.nonCanon = j, true
+	}
 	if d.i >= len(d.data) {
 		return 0
 	}
@@ -319,23 +316,33 @@ func (d *decoder) strBytes(html bool) ([]byte, error) {
 		return d.unescape(html, true)
 	}
 	s := rest[:end]
+	if err := d.text(s, html); err != nil {
+		return nil, err
+	}
+	d.i += end + 1
+	return s, nil
+}
+
+// text checks a run of a string's bytes that holds no escape: no control characters, valid
+// UTF-8. The characters encoding/json writes escaped (U+2028 and U+2029, and with html <, >
+// and &) are not canonical unescaped.
+func (d *decoder) text(s []byte, html bool) error {
 	control, ascii := scanText(s)
 	if control {
-		return nil, d.errorf("control character in a string")
+		return d.errorf("control character in a string")
 	}
 	if !ascii {
 		if !utf8.Valid(s) {
-			return nil, d.errorf("invalid UTF-8")
+			return d.errorf("invalid UTF-8")
 		}
 		if bytes.Contains(s, lineSep) || bytes.Contains(s, paraSep) {
-			d.nonCanon = true // encoding/json escapes U+2028 and U+2029
+			d.nonCanon = true
 		}
 	}
 	if html && bytes.ContainsAny(s, "<>&") {
 		d.nonCanon = true
 	}
-	d.i += end + 1
-	return s, nil
+	return nil
 }
 
 // nextQuoteOrBackslash returns the index of the first '"' or '\\' in data from i on, or
@@ -389,15 +396,10 @@ func (d *decoder) unescape(html, keep bool) ([]byte, error) {
 		out = make([]byte, 0, d.rawStringLen())
 	}
 	start := d.i
-	nonASCII := false
 	for d.i < len(d.data) {
 		c := d.data[d.i]
 		switch {
 		case c == '"':
-			if nonASCII {
-				// encoding/json writes U+2028 and U+2029 escaped.
-				d.checkRawSeparators(start)
-			}
 			d.i++
 			return out, nil
 		case c == '\\':
@@ -454,21 +456,11 @@ func (d *decoder) unescape(html, keep bool) ([]byte, error) {
 			}
 		default:
 			// Take up to the next quote or backslash in one go. Escapes are ASCII, so
-			// checking UTF-8 piece by piece checks the whole string.
+			// checking the pieces between them checks the whole string.
 			j := nextQuoteOrBackslash(d.data, d.i)
 			seg := d.data[d.i:j]
-			control, ascii := scanText(seg)
-			if control {
-				return nil, d.errorf("control character in a string")
-			}
-			if !ascii {
-				if !utf8.Valid(seg) {
-					return nil, d.errorf("invalid UTF-8")
-				}
-				nonASCII = true
-			}
-			if html && bytes.ContainsAny(seg, "<>&") {
-				d.nonCanon = true
+			if err := d.text(seg, html); err != nil {
+				return nil, err
 			}
 			if keep {
 				out = append(out, seg...)
@@ -498,15 +490,6 @@ func (d *decoder) rawStringLen() int {
 			return k - d.i
 		}
 		i = k + 1
-	}
-}
-
-// checkRawSeparators marks the string from start as not canonical if it holds U+2028 or
-// U+2029 unescaped.
-func (d *decoder) checkRawSeparators(start int) {
-	raw := d.data[start:d.i]
-	if bytes.Contains(raw, lineSep) || bytes.Contains(raw, paraSep) {
-		d.nonCanon = true
 	}
 }
 
@@ -990,16 +973,7 @@ func (d *decoder) optFloat(dst **float64) error {
 
 func (d *decoder) request(r *tape.Request) error {
 	system := func() error {
-		if m := d.memo; m != nil && d.reuse(m.system) {
-			r.System = m.systemText
-			return nil
-		}
-		start := d.i
-		err := d.strInto(&r.System)
-		if m := d.memo; m != nil && err == nil {
-			m.system, m.systemText = d.data[start:d.i], r.System
-		}
-		return err
+		return reused(d, &r.System, func(m *threadMemo) (*[]byte, *string) { return &m.system, &m.systemText }, d.strInto)
 	}
 	messages := func() error {
 		if d.nullNormalized() {
@@ -1027,19 +1001,8 @@ func (d *decoder) request(r *tape.Request) error {
 		return err
 	}
 	tools := func() error {
-		if d.nullNormalized() {
-			return nil
-		}
-		if m := d.memo; m != nil && d.reuse(m.tools) {
-			r.Tools = m.toolList
-			return nil
-		}
-		start := d.i
-		err := list(d, &r.Tools, d.tool)
-		if m := d.memo; m != nil && err == nil {
-			m.tools, m.toolList = d.data[start:d.i], r.Tools
-		}
-		return err
+		return reused(d, &r.Tools, func(m *threadMemo) (*[]byte, *[]tape.Tool) { return &m.tools, &m.toolList },
+			func(tools *[]tape.Tool) error { return list(d, tools, d.tool) })
 	}
 	params := func() error {
 		if d.nullNormalized() {
@@ -1062,6 +1025,29 @@ func (d *decoder) request(r *tape.Request) error {
 	}
 	o, err := d.fields(requestKeys, &r.Path, system, messages, tools, params, &r.Stream, &r.Headers, raw)
 	d.check(o, 0b1111_1111)
+	return err
+}
+
+// reused reads a value of a request into dst with read, unless the thread's previous
+// request had the same bytes there: then it takes over the value decoded from them. at
+// gives where the memo keeps those bytes and that value, which it updates for the next
+// request.
+func reused[T any](d *decoder, dst *T, at func(*threadMemo) (span *[]byte, val *T), read func(*T) error) error {
+	m := d.memo
+	if m == nil {
+		return read(dst)
+	}
+	span, val := at(m)
+	if d.reuse(*span) {
+		*dst = *val
+		return nil
+	}
+	d.next()
+	start := d.i
+	err := read(dst)
+	if err == nil {
+		*span, *val = d.data[start:d.i], *dst
+	}
 	return err
 }
 

@@ -34,18 +34,24 @@ type genCorpus struct {
 	bytes  int64
 }
 
-var generated = sync.OnceValues(func() (*genCorpus, error) {
-	dir, err := scratchDir("tapebox-bench-corpus-")
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if _, err := tapegen.Generate(ctx, dir, tapegen.Options{Tapes: corpusTapes, Seed: 1}); err != nil {
-		return nil, fmt.Errorf("generate the corpus: %w", err)
-	}
-	return corpusAt(dir)
-})
+var generated = generatedCorpus("tapebox-bench-corpus-", 5*time.Minute, tapegen.Options{Tapes: corpusTapes, Seed: 1})
+
+// generatedCorpus is a corpus that tapegen.Generate writes with opts (within timeout) into
+// a fresh scratch directory named after prefix, the first time it is asked for.
+func generatedCorpus(prefix string, timeout time.Duration, opts tapegen.Options) func() (*genCorpus, error) {
+	return sync.OnceValues(func() (*genCorpus, error) {
+		dir, err := scratchDir(prefix)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if _, err := tapegen.Generate(ctx, dir, opts); err != nil {
+			return nil, fmt.Errorf("generate the corpus: %w", err)
+		}
+		return corpusAt(dir)
+	})
+}
 
 // corpusAt lists the tapes in dir as a genCorpus.
 func corpusAt(dir string) (*genCorpus, error) {

@@ -30,19 +30,7 @@ func interopMB() int {
 
 // interopCorpus is a generated corpus of about interopMB() MB (tapegen.Generate,
 // seed 2: 80 tapes make 309 MB).
-var interopCorpus = sync.OnceValues(func() (*genCorpus, error) {
-	dir, err := scratchDir("tapebox-bench-interop-")
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	n := max(1, interopMB()*80/309)
-	if _, err := tapegen.Generate(ctx, dir, tapegen.Options{Tapes: n, Seed: 2}); err != nil {
-		return nil, fmt.Errorf("generate the corpus: %w", err)
-	}
-	return corpusAt(dir)
-})
+var interopCorpus = generatedCorpus("tapebox-bench-interop-", 20*time.Minute, tapegen.Options{Tapes: max(1, interopMB()*80/309), Seed: 2})
 
 // nativeFormat is the harness-native format of a tape of the corpus.
 func nativeFormat(tp *tape.Tape) interop.Format {

@@ -564,20 +564,15 @@ func (w *Writer) appendStep(ti int, s *Step, request, hashed []byte) (int, error
 func (w *Writer) UpdateStep(ti, si int, fn func(*Step)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ti < 0 || ti >= len(w.t.Threads) || si < 0 || si >= len(w.t.Threads[ti].Steps) {
-		return fmt.Errorf("update step: no step %d in thread %d", si, ti)
+	if err := w.checkStep("update", ti, si); err != nil {
+		return err
 	}
 	if w.threads[ti].steps[si].released {
 		return fmt.Errorf("update step %d of thread %d: it was released, and only its answer, tool results and timing can change", si, ti)
 	}
 	fn(w.t.Threads[ti].Steps[si])
 	ps, err := w.encodeStep(ti, si)
-	if err != nil {
-		return err
-	}
-	w.threads[ti].steps[si] = ps
-	w.changed(w.stepPos(ti, si, 1))
-	return w.relink(ti, si)
+	return w.replaceStep(ti, si, 1, ps, err)
 }
 
 // Release drops from memory what step si of thread ti holds that its encoding on disk
@@ -590,8 +585,8 @@ func (w *Writer) UpdateStep(ti, si int, fn func(*Step)) error {
 func (w *Writer) Release(ti, si int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ti < 0 || ti >= len(w.t.Threads) || si < 0 || si >= len(w.t.Threads[ti].Steps) {
-		return fmt.Errorf("release step: no step %d in thread %d", si, ti)
+	if err := w.checkStep("release", ti, si); err != nil {
+		return err
 	}
 	s := w.t.Threads[ti].Steps[si]
 	s.Request.Raw, s.Request.System, s.Request.Messages, s.Request.Tools, s.Request.Params = nil, "", nil, nil, nil
@@ -606,17 +601,12 @@ func (w *Writer) Release(ti, si int) error {
 func (w *Writer) UpdateStepAnswer(ti, si int, fn func(*Step)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ti < 0 || ti >= len(w.t.Threads) || si < 0 || si >= len(w.t.Threads[ti].Steps) {
-		return fmt.Errorf("update step: no step %d in thread %d", si, ti)
+	if err := w.checkStep("update", ti, si); err != nil {
+		return err
 	}
 	fn(w.t.Threads[ti].Steps[si])
 	ps, err := w.encodeStepAnswer(ti, si, w.threads[ti].steps[si])
-	if err != nil {
-		return err
-	}
-	w.threads[ti].steps[si] = ps
-	w.changed(w.stepPos(ti, si, 2))
-	return w.relink(ti, si)
+	return w.replaceStep(ti, si, 2, ps, err)
 }
 
 // UpdateStepEnd changes the tool results and the timing of step si of thread ti (what the
@@ -624,17 +614,32 @@ func (w *Writer) UpdateStepAnswer(ti, si int, fn func(*Step)) error {
 func (w *Writer) UpdateStepEnd(ti, si int, fn func(results *[]ToolResult, timing *Timing)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ti < 0 || ti >= len(w.t.Threads) || si < 0 || si >= len(w.t.Threads[ti].Steps) {
-		return fmt.Errorf("update step: no step %d in thread %d", si, ti)
+	if err := w.checkStep("update", ti, si); err != nil {
+		return err
 	}
 	s := w.t.Threads[ti].Steps[si]
 	fn(&s.ToolResults, &s.Timing)
 	ps, err := w.encodeStepEnd(ti, si, w.threads[ti].steps[si])
+	return w.replaceStep(ti, si, 3, ps, err)
+}
+
+// checkStep says, for the operation op, when thread ti has no step si.
+func (w *Writer) checkStep(op string, ti, si int) error {
+	if ti < 0 || ti >= len(w.t.Threads) || si < 0 || si >= len(w.t.Threads[ti].Steps) {
+		return fmt.Errorf("%s step: no step %d in thread %d", op, si, ti)
+	}
+	return nil
+}
+
+// replaceStep makes ps, encoded again from piece k of step si of thread ti on (1 the
+// request, 2 the answer, 3 the end), the step's pieces and gives the later steps of its
+// thread their links again; on an encoding error (err) the step keeps its pieces.
+func (w *Writer) replaceStep(ti, si, k int, ps stepPieces, err error) error {
 	if err != nil {
 		return err
 	}
 	w.threads[ti].steps[si] = ps
-	w.changed(w.stepPos(ti, si, 3))
+	w.changed(w.stepPos(ti, si, k))
 	return w.relink(ti, si)
 }
 

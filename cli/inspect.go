@@ -193,7 +193,7 @@ func summarizeTape(t *tape.Tape) *inspectSummary {
 func summarizeStep(t *tape.Tape, i int, s *tape.Step) inspectSummaryStep {
 	ss := inspectSummaryStep{
 		Index:       i,
-		Model:       stepModel(t, s),
+		Model:       tape.StepModel(&t.Meta, s),
 		RequestAt:   roundMS(s.Timing.RequestAt),
 		FirstByteMS: roundMS(s.Timing.FirstByteAt - s.Timing.RequestAt),
 		LastByteMS:  roundMS(s.Timing.LastByteAt - s.Timing.RequestAt),
@@ -220,22 +220,6 @@ func summarizeStep(t *tape.Tape, i int, s *tape.Step) inspectSummaryStep {
 		ss.ToolCalls = append(ss.ToolCalls, inspectSummaryToolCall{ID: c.ID, Name: c.Name, Input: inputValue(c.Input), line: oneLine(c.Input, inputWidth), Result: result})
 	}
 	return ss
-}
-
-// stepModel is the model a step asked for: the request's model parameter, else the model
-// named in its raw body (when loaded), else the tape's.
-func stepModel(t *tape.Tape, s *tape.Step) string {
-	var m string
-	if raw, ok := s.Request.Params["model"]; ok && json.Unmarshal(raw, &m) == nil && m != "" {
-		return m
-	}
-	var body struct {
-		Model string `json:"model"`
-	}
-	if json.Unmarshal(s.Request.Raw, &body) == nil && body.Model != "" {
-		return body.Model
-	}
-	return t.Meta.Model
 }
 
 // oneLine shows a JSON value compactly on one line, cut to about width characters. A

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/interop"
-	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/secrets"
 	"github.com/tapebox/tapebox/tape"
@@ -84,7 +83,7 @@ stops the export unless --allow-secrets.`)
 		return failf(env, "export", "%v", err)
 	}
 	opts := interop.Options{PricesDate: table.Date, CodexModelProvider: *codexProvider, Cost: func(m *tape.Meta, s *tape.Step) *float64 {
-		return table.Cost(prices.StepModel(m, s), s.Response.Usage)
+		return table.Cost(tape.StepModel(m, s), s.Response.Usage)
 	}}
 	type output struct {
 		tape  string

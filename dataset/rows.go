@@ -233,7 +233,7 @@ func stepRow(enc *pieceEncoder, t *tape.Tape, ti int, th *tape.Thread, si int, s
 		ThreadID:    th.ID,
 		ThreadIndex: int64(ti),
 		StepIndex:   int64(si),
-		Model:       stepModel(t, s),
+		Model:       tape.StepModel(&t.Meta, s),
 		Path:        s.Request.Path,
 		Stream:      s.Request.Stream,
 		Status:      int64(s.Response.Status),
@@ -299,17 +299,6 @@ func round6(ms float64) float64 {
 		return -float64(int64(-ms*k+0.5)) / k
 	}
 	return float64(int64(ms*k+0.5)) / k
-}
-
-// stepModel is the model the request asked for (its "model" parameter), or the tape's.
-func stepModel(t *tape.Tape, s *tape.Step) string {
-	if raw, ok := s.Request.Params["model"]; ok {
-		var m string
-		if json.Unmarshal(raw, &m) == nil && m != "" {
-			return m
-		}
-	}
-	return t.Meta.Model
 }
 
 // commonPrefix returns how many leading messages a and b share.

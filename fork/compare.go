@@ -112,7 +112,7 @@ func side(name string, tp *tape.Tape, table *prices.Table) Side {
 		for _, st := range th.Steps {
 			s.Steps++
 			s.ToolCalls += len(st.ToolCalls)
-			if m := prices.StepModel(&tp.Meta, st); m != "" && !seen[m] {
+			if m := tape.StepModel(&tp.Meta, st); m != "" && !seen[m] {
 				seen[m] = true
 				s.Models = append(s.Models, m)
 			}

@@ -279,12 +279,3 @@ func (g *Gateway) serveStatus(w http.ResponseWriter, r *http.Request) {
 	enc.SetIndent("", "  ")
 	enc.Encode(g.Status())
 }
-
-// stepModel is the model a step asked for (its request's "model" parameter).
-func stepModel(s *tape.Step) string {
-	var m string
-	if raw, ok := s.Request.Params["model"]; ok {
-		json.Unmarshal(raw, &m)
-	}
-	return m
-}

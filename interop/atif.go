@@ -135,7 +135,7 @@ func atifThread(tp *tape.Tape, th *tape.Thread, opts Options) atifTrajectory {
 		if text := followUp(th, i); text != "" {
 			add(atifStep{Timestamp: at(tp, s.Timing.RequestAt), Source: "user", Message: text})
 		}
-		st := atifStep{Timestamp: at(tp, s.Timing.LastByteAt), Source: "agent", ModelName: stepModel(tp, s)}
+		st := atifStep{Timestamp: at(tp, s.Timing.LastByteAt), Source: "agent", ModelName: tape.StepModel(&tp.Meta, s)}
 		st.Message, st.ReasoningContent = answerText(s.Response.Content)
 		for _, c := range s.ToolCalls {
 			st.ToolCalls = append(st.ToolCalls, atifToolCall{ToolCallID: c.ID, FunctionName: c.Name, Arguments: input(c.Input)})

@@ -205,7 +205,7 @@ func ccThread(tp *tape.Tape, th *tape.Thread, session, agentID string, sidechain
 					continue
 				}
 			}
-			m := ccAssistantMessage{ID: msgID, Type: "message", Role: "assistant", Model: stepModel(tp, s), Content: []any{block},
+			m := ccAssistantMessage{ID: msgID, Type: "message", Role: "assistant", Model: tape.StepModel(&tp.Meta, s), Content: []any{block},
 				StopReason: &stop, Usage: ccUsage{InputTokens: s.Response.Usage.InputTokens, CacheCreationInputTokens: s.Response.Usage.CacheCreationInputTokens,
 					CacheReadInputTokens: s.Response.Usage.CacheReadInputTokens, OutputTokens: s.Response.Usage.OutputTokens}}
 			id := add(ccEntry{Type: "assistant", Message: m, RequestID: s.Response.Headers["request-id"], Timestamp: at(tp, s.Timing.LastByteAt)})

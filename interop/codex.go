@@ -131,7 +131,7 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 	}
 	add(first.Timing.RequestAt, "session_meta", meta)
 	add(first.Timing.RequestAt, "turn_context", cxTurnContext{TurnID: turn, Cwd: tp.Meta.Cwd, ApprovalPolicy: "never",
-		SandboxPolicy: map[string]any{"type": "danger-full-access"}, Model: stepModel(tp, first), Summary: "none"})
+		SandboxPolicy: map[string]any{"type": "danger-full-access"}, Model: tape.StepModel(&tp.Meta, first), Summary: "none"})
 	add(first.Timing.RequestAt, "event_msg", map[string]any{"type": "task_started", "turn_id": turn})
 	calls := callsByID(th.Steps...)
 	for _, m := range msgs[skip:] {

@@ -188,17 +188,6 @@ func at(tp *tape.Tape, ms float64) string {
 	return tp.Meta.StartedAt.Add(time.Duration(ms * float64(time.Millisecond))).UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-// stepModel is the model a step asked for, else the tape's.
-func stepModel(tp *tape.Tape, s *tape.Step) string {
-	if raw, ok := s.Request.Params["model"]; ok {
-		var m string
-		if json.Unmarshal(raw, &m) == nil && m != "" {
-			return m
-		}
-	}
-	return tp.Meta.Model
-}
-
 // isReminder says whether a text block is harness boilerplate rather than what the user
 // typed: Claude Code's <system-reminder> blocks, Codex's environment and instruction blocks.
 func isReminder(text string) bool {

@@ -147,7 +147,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 		for i, s := range th.Steps {
 			t := s.Timing
 			end = max(end, t.LastByteAt)
-			model := stepModel(tp, s)
+			model := tape.StepModel(&tp.Meta, s)
 			attrs := []otlpKV{str("gen_ai.operation.name", "chat"), str("gen_ai.provider.name", genAIProvider(tp.Meta.Provider)),
 				str("gen_ai.request.model", model), str("gen_ai.response.model", cmp.Or(responseModel(s), model))}
 			if id := responseID(s); id != "" {

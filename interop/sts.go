@@ -132,7 +132,7 @@ func ExportSTS(tp *tape.Tape) ([]File, error) {
 			if text := followUp(th, i); text != "" {
 				msg(stsMessage{Role: "user", Content: text, Timestamp: ms(s.Timing.RequestAt)})
 			}
-			m := stsMessage{Role: "assistant", Timestamp: ms(s.Timing.LastByteAt), Model: stepModel(tp, s)}
+			m := stsMessage{Role: "assistant", Timestamp: ms(s.Timing.LastByteAt), Model: tape.StepModel(&tp.Meta, s)}
 			m.Content, m.ReasoningContent = answerText(s.Response.Content)
 			for _, c := range s.ToolCalls {
 				m.ToolCalls = append(m.ToolCalls, stsToolCall{ID: c.ID, Function: stsFunction{Name: c.Name, Arguments: string(input(c.Input))}})

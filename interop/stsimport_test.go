@@ -46,7 +46,7 @@ func stsView(tp *tape.Tape) []string {
 					text.WriteString(b.Text)
 				}
 			}
-			out = append(out, fmt.Sprintf("  step %d model %s follow-up %q thinking %q text %q usage %+v stop %s", i, stepModel(tp, s), followUp(th, i), think.String(), text.String(), s.Response.Usage, s.Response.StopReason))
+			out = append(out, fmt.Sprintf("  step %d model %s follow-up %q thinking %q text %q usage %+v stop %s", i, tape.StepModel(&tp.Meta, s), followUp(th, i), think.String(), text.String(), s.Response.Usage, s.Response.StopReason))
 			for _, c := range s.ToolCalls {
 				var in any
 				_ = json.Unmarshal(c.Input, &in)

@@ -50,7 +50,7 @@ func anthropicEvents(tp *tape.Tape, th *tape.Thread, i int, s *tape.Step) ([][2]
 	u := s.Response.Usage
 	id := "msg_" + hexFrom(24, tp.Meta.TapeID, th.ID, fmt.Sprint(i))
 	ev := [][2]any{{"message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": stepModel(tp, s), "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+		"id": id, "type": "message", "role": "assistant", "model": tape.StepModel(&tp.Meta, s), "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": u.InputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens, "cache_read_input_tokens": u.CacheReadInputTokens, "output_tokens": 1}}}}}
 	for j, b := range s.Response.Content {
 		var start, delta map[string]any
@@ -107,7 +107,7 @@ func responsesEvents(tp *tape.Tape, th *tape.Thread, i int, s *tape.Step) ([][2]
 		}
 	}
 	id := "resp_" + seed("resp", 0)
-	model := stepModel(tp, s)
+	model := tape.StepModel(&tp.Meta, s)
 	ev := [][2]any{{"response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": id, "object": "response", "status": "in_progress", "model": model, "output": []any{}}}}}
 	for j, it := range items {
 		ev = append(ev, [2]any{"response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": j, "item": it}},

@@ -129,30 +129,6 @@ func (t *Table) Cost(model string, u tape.Usage) *float64 {
 	return &c
 }
 
-// StepModel is the model a step asked for: the request's "model" parameter, else the
-// model its raw request body names, else the tape's meta.model (what inspect shows).
-func StepModel(meta *tape.Meta, s *tape.Step) string {
-	if raw, ok := s.Request.Params["model"]; ok {
-		var m string
-		if json.Unmarshal(raw, &m) == nil && m != "" {
-			return m
-		}
-	}
-	// A tape whose params were not derived names the model in its raw request only.
-	if len(s.Request.Raw) > 0 && s.Request.Raw[0] == '{' {
-		var body struct {
-			Model string `json:"model"`
-		}
-		if json.Unmarshal(s.Request.Raw, &body) == nil && body.Model != "" {
-			return body.Model
-		}
-	}
-	if meta != nil {
-		return meta.Model
-	}
-	return ""
-}
-
 // ThreadCost is one thread's usage and cost.
 type ThreadCost struct {
 	ID    string     `json:"id"`
@@ -185,7 +161,7 @@ func (t *Table) Tape(tp *tape.Tape) TapeCost {
 		sum, known := 0.0, true
 		for _, s := range th.Steps {
 			tc.Usage = tc.Usage.Add(s.Response.Usage)
-			m := StepModel(&tp.Meta, s)
+			m := tape.StepModel(&tp.Meta, s)
 			if c := t.Cost(m, s.Response.Usage); c != nil {
 				sum += *c
 			} else {

@@ -125,20 +125,3 @@ func TestEmbeddedTable(t *testing.T) {
 		assert.LessOrEqual(t, p.CacheRead, p.Input, "%s: a cache read costs no more than input", name)
 	}
 }
-
-func TestStepModel(t *testing.T) {
-	meta := &tape.Meta{Model: "claude-sonnet-4-5"}
-	for _, tc := range []struct {
-		name string
-		step tape.Step
-		want string
-	}{
-		{"params", tape.Step{Request: tape.Request{Params: map[string]json.RawMessage{"model": json.RawMessage(`"claude-opus-4-1"`)}, Raw: json.RawMessage(`{"model":"x"}`)}}, "claude-opus-4-1"},
-		{"raw body", tape.Step{Request: tape.Request{Raw: json.RawMessage(`{"model":"claude-haiku-4-5","messages":[]}`)}}, "claude-haiku-4-5"},
-		{"meta", tape.Step{Request: tape.Request{Raw: json.RawMessage(`null`)}}, "claude-sonnet-4-5"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, prices.StepModel(meta, &tc.step))
-		})
-	}
-}

@@ -497,13 +497,8 @@ func (sc *valueScanner) fill() bool {
 // ws skips whitespace, reading more as needed; it reports false at the end of input.
 func (sc *valueScanner) ws() bool {
 	for {
-		for sc.pos < len(sc.buf) {
-			switch sc.buf[sc.pos] {
-			case ' ', '\t', '\n', '\r':
-				sc.pos++
-			default:
-				return true
-			}
+		if sc.pos = jsonlex.Space(sc.buf, sc.pos); sc.pos < len(sc.buf) {
+			return true
 		}
 		if !sc.fill() {
 			return false

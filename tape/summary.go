@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/tapebox/tapebox/internal/jsonlex"
 )
 
 // LoadSummary reads a tape from r without its bodies (Summarize): every normalized field
@@ -360,17 +362,14 @@ func (s *stripper) eof() error {
 // peekNonSpace skips white space and returns the next byte, unconsumed.
 func (s *stripper) peekNonSpace() (byte, bool) {
 	for {
-		for s.i < s.n {
-			switch c := s.buf[s.i]; c {
-			case '\n':
-				s.i++
-				s.line++
-				s.lineStart = s.offset()
-			case ' ', '\t', '\r':
-				s.i++
-			default:
-				return c, true
-			}
+		j := jsonlex.Space(s.buf[:s.n], s.i)
+		if nl := bytes.LastIndexByte(s.buf[s.i:j], '\n'); nl >= 0 {
+			s.line += bytes.Count(s.buf[s.i:s.i+nl+1], []byte{'\n'})
+			s.lineStart = s.base + int64(s.i+nl+1)
+		}
+		s.i = j
+		if s.i < s.n {
+			return s.buf[s.i], true
 		}
 		if !s.fill() {
 			return 0, false
@@ -602,19 +601,13 @@ func (s *stripper) escape() error {
 		if !s.need(6) {
 			return s.eof()
 		}
-		for _, h := range s.buf[s.i+2 : s.i+6] {
-			if !isHexDigit(h) {
-				return s.errorf("bad \\u escape in a string")
-			}
+		if jsonlex.Hex4(s.buf[s.i+2:s.i+6]) < 0 {
+			return s.errorf("bad \\u escape in a string")
 		}
 		s.i += 6
 		return nil
 	}
 	return s.errorf("bad escape %q in a string", s.buf[s.i+1])
-}
-
-func isHexDigit(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 func (s *stripper) literal(lit string) error {
@@ -631,61 +624,29 @@ func (s *stripper) literal(lit string) error {
 	return nil
 }
 
-// number scans a number with JSON's grammar.
+// number scans a number: it reads on to the end of the bytes a number may hold (digits,
+// signs, point, exponent), keeping them in buf, and checks them with JSON's grammar
+// (jsonlex.Number). What follows the number is the caller's to check.
 func (s *stripper) number() error {
-	next := func() (byte, bool) {
-		if s.i >= s.n && !s.fill() {
-			return 0, false
-		}
-		return s.buf[s.i], true
+	s.pin = s.i
+	n := 0 // bytes of buf[pin:] that may belong to the number
+	for (s.pin+n < s.n || s.fill()) && isNumberByte(s.buf[s.pin+n]) {
+		n++
 	}
-	digits := func() (int, error) {
-		k := 0
-		for {
-			c, ok := next()
-			if !ok || c < '0' || c > '9' {
-				if k == 0 {
-					if !ok {
-						return 0, s.eof()
-					}
-					return 0, s.errorf("bad number: want a digit, got %q", c)
-				}
-				return k, nil
-			}
-			s.i++
-			k++
-		}
-	}
-	if c, _ := next(); c == '-' {
-		s.i++
-	}
-	c, ok := next()
+	more := s.pin+n < s.n // the input goes on after those bytes
+	end, _, err := jsonlex.Number(s.buf[s.pin:s.pin+n], 0)
+	s.i, s.pin = s.pin+end, -1
 	switch {
-	case !ok:
-		return s.eof()
-	case c == '0':
-		s.i++
-	case '1' <= c && c <= '9':
-		if _, err := digits(); err != nil {
-			return err
-		}
-	default:
-		return s.errorf("bad number: want a digit, got %q", c)
+	case err == nil:
+		return nil
+	case !err.EOF:
+		return s.errorf("bad number: %s", err.Msg)
+	case more:
+		return s.errorf("bad number: want a digit, got %s", jsonlex.Char(s.buf[s.i]))
 	}
-	if c, ok := next(); ok && c == '.' {
-		s.i++
-		if _, err := digits(); err != nil {
-			return err
-		}
-	}
-	if c, ok := next(); ok && (c == 'e' || c == 'E') {
-		s.i++
-		if c, ok := next(); ok && (c == '+' || c == '-') {
-			s.i++
-		}
-		if _, err := digits(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.eof()
+}
+
+func isNumberByte(c byte) bool {
+	return '0' <= c && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -104,11 +105,7 @@ func splice(b []byte, start, end int, with []byte) []byte {
 
 // quote encodes s as a JSON string, without HTML escaping.
 func quote(s string) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return jsonlex.AppendString(nil, s, false)
 }
 
 func appendSystem(p tape.Provider, body []byte, text string) ([]byte, error) {

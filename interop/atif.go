@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -96,7 +97,7 @@ func ExportATIF(tp *tape.Tape, opts Options) ([]byte, error) {
 	t := atifThread(tp, main, opts)
 	t.SessionID = tp.Meta.TapeID
 	t.Notes = "Exported by TapeBox from tape " + tp.Meta.TapeID + "; the tape holds the raw wire bodies and timing."
-	b, err := marshal(t)
+	b, err := jsonlex.Marshal(t)
 	if err != nil {
 		return nil, fmt.Errorf("export atif: %w", err)
 	}

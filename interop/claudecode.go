@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -149,7 +150,7 @@ func ExportClaudeCode(tp *tape.Tape) ([]File, error) {
 			_ = json.Unmarshal(c.Input, &in)
 			meta.AgentType, meta.Description = in.SubagentType, in.Description
 		}
-		mb, err := marshal(meta)
+		mb, err := jsonlex.Marshal(meta)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 )
@@ -158,7 +159,7 @@ func readRollout(p string) (*cxRollout, error) {
 	offset := 0
 	if r.base != "" {
 		// As Codex sends them: the base instructions first, as a developer message.
-		b, err := marshal(map[string]any{"type": "message", "role": "developer", "content": []any{map[string]any{"type": "input_text", "text": r.base}}})
+		b, err := jsonlex.Marshal(map[string]any{"type": "message", "role": "developer", "content": []any{map[string]any{"type": "input_text", "text": r.base}}})
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +168,7 @@ func readRollout(p string) (*cxRollout, error) {
 	}
 	all := newStep("/v1/responses", r.model, nil)
 	var err2 error
-	if all.Request.Raw, err2 = marshal(map[string]any{"model": r.model, "input": items, "stream": true}); err2 != nil {
+	if all.Request.Raw, err2 = jsonlex.Marshal(map[string]any{"model": r.model, "input": items, "stream": true}); err2 != nil {
 		return nil, err2
 	}
 	all.Response.Raw = json.RawMessage(`{"status":"completed","output":[]}`)
@@ -188,7 +189,7 @@ func readRollout(p string) (*cxRollout, error) {
 		st := newStep("/v1/responses", r.model, nil)
 		st.Request.Raw = json.RawMessage(`{"input":[]}`)
 		var err error
-		if st.Response.Raw, err = marshal(respBody); err != nil {
+		if st.Response.Raw, err = jsonlex.Marshal(respBody); err != nil {
 			return nil, err
 		}
 		if err := provider.Normalize(tape.ProviderOpenAIResponses, st); err != nil {

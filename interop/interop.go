@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -304,23 +305,13 @@ func slug(cwd string) string {
 func jsonl(values []any) ([]byte, error) {
 	var out []byte
 	for _, v := range values {
-		b, err := marshal(v)
+		b, err := jsonlex.Marshal(v)
 		if err != nil {
 			return nil, err
 		}
 		out = append(append(out, b...), '\n')
 	}
 	return out, nil
-}
-
-func marshal(v any) ([]byte, error) {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
 }
 
 // input is a tool call's input as a JSON object (an empty object when missing).

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -199,7 +200,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 			str("tapebox.harness", tp.Meta.Harness), str("tapebox.harness_version", tp.Meta.HarnessVersion)}},
 		ScopeSpans: []otlpScopeSpans{{Scope: otlpScope{Name: "github.com/tapebox/tapebox/interop"}, Spans: spans}},
 	}}}
-	b, err := marshal(req)
+	b, err := jsonlex.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("export otlp: %w", err)
 	}

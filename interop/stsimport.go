@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -257,7 +258,7 @@ func stsArguments(raw json.RawMessage) (json.RawMessage, error) {
 		if json.Unmarshal([]byte(s), &obj) == nil && obj != nil {
 			return json.RawMessage(s), nil
 		}
-		return marshal(map[string]string{"input": s})
+		return jsonlex.Marshal(map[string]string{"input": s})
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {

@@ -3,6 +3,7 @@ package interop
 import (
 	"fmt"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -32,7 +33,7 @@ func Synthesize(tp *tape.Tape) error {
 			}
 			s.Response.Chunks = make([]tape.Chunk, 0, len(events))
 			for _, e := range events {
-				data, err := marshal(e[1])
+				data, err := jsonlex.Marshal(e[1])
 				if err != nil {
 					return err
 				}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/seal"
 )
@@ -330,13 +331,11 @@ func (g *gen) promptSize(full int) int {
 }
 
 func mustJSON(v any) json.RawMessage {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonlex.Marshal(v)
+	if err != nil {
 		panic(err) // only values built here, always encodable
 	}
-	return json.RawMessage(strings.TrimSuffix(b.String(), "\n"))
+	return b
 }
 
 func sse(event string, data any) string {

@@ -495,13 +495,11 @@ func customInput(text string) json.RawMessage {
 
 // marshal encodes v without HTML escaping, like the tape's canonical encoding.
 func marshal(v any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonlex.Marshal(v)
+	if err != nil {
 		panic(fmt.Sprintf("provider: marshal %T: %v", v, err)) // only called with strings, maps and raw JSON
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return b
 }
 
 // jsonString decodes a JSON string value; it reports false for anything else.

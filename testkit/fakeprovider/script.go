@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -109,7 +110,7 @@ func Call(name string, input any) tape.ToolCall {
 		raw = v
 	default:
 		// Without HTML escaping: a model writes "<" in a command as "<", not "\u003c".
-		b, err := marshal(v)
+		b, err := jsonlex.Marshal(v)
 		if err != nil {
 			panic(fmt.Sprintf("fakeprovider.Call(%q): %v", name, err))
 		}
@@ -124,7 +125,7 @@ func Call(name string, input any) tape.ToolCall {
 // Custom returns a freeform tool call (an OpenAI custom tool such as Codex's apply_patch)
 // whose input is text. Like the tape, it stores the text as {"input": text}.
 func Custom(name, text string) tape.ToolCall {
-	b, _ := marshal(map[string]string{"input": text})
+	b, _ := jsonlex.Marshal(map[string]string{"input": text})
 	return tape.ToolCall{Name: name, Input: b, Kind: "custom"}
 }
 

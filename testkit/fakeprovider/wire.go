@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -67,22 +68,11 @@ func (o *writer) startStream() {
 
 // event sends one server-sent event (name may be empty) and flushes it.
 func (o *writer) event(name string, data any) error {
-	b, err := marshal(data)
+	b, err := jsonlex.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("fakeprovider: encode event %s: %w", name, err)
 	}
 	return o.rawEvent(name, string(b))
-}
-
-// marshal encodes v as JSON without HTML escaping ("<" stays "<", as the providers send it).
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func (o *writer) rawEvent(name, data string) error {
@@ -113,7 +103,7 @@ func (o *writer) rawEvent(name, data string) error {
 
 // body sends a whole JSON answer; a Fault's Cut sends half of it and drops the connection.
 func (o *writer) body(v any) error {
-	b, err := marshal(v)
+	b, err := jsonlex.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("fakeprovider: encode answer: %w", err)
 	}

@@ -1,10 +1,8 @@
 package claudecode
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -423,11 +422,8 @@ func (s *session) report(parts []string, st action.TaskStatus, out, tag string) 
 
 // jsonText encodes v as JavaScript's JSON.stringify does (no HTML escaping).
 func jsonText(v any) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return strings.TrimSuffix(b.String(), "\n")
+	b, _ := jsonlex.Marshal(v)
+	return string(b)
 }
 
 // isoMillis formats t as JavaScript's Date.toISOString does.

@@ -163,10 +163,8 @@ func (d *decoder) value(sh *shape) (any, error) {
 		}
 	}
 	switch c {
-	case '{':
-		return d.object(sh)
-	case '[':
-		return d.array(sh)
+	case '{', '[':
+		return d.container(sh)
 	case '"':
 		return d.str()
 	case 't', 'f', 'n':
@@ -175,13 +173,27 @@ func (d *decoder) value(sh *shape) (any, error) {
 	return d.number()
 }
 
-func (d *decoder) object(sh *shape) (any, error) {
-	if d.depth++; d.depth > maxDepth {
-		return nil, d.errorf("exceeded max depth of %d", maxDepth)
+// container decodes the object or array at d.i, one level deeper.
+func (d *decoder) container(sh *shape) (v any, err error) {
+	if err := d.deeper(); err != nil {
+		return nil, err
 	}
-	v, err := d.objectBody(sh)
+	if d.data[d.i] == '{' {
+		v, err = d.objectBody(sh)
+	} else {
+		v, err = d.arrayBody(sh)
+	}
 	d.depth--
 	return v, err
+}
+
+// deeper goes down into a container, which the caller leaves with d.depth--; past
+// maxDepth it is an error.
+func (d *decoder) deeper() error {
+	if d.depth++; d.depth > maxDepth {
+		return d.errorf("exceeded max depth of %d", maxDepth)
+	}
+	return nil
 }
 
 func (d *decoder) objectBody(sh *shape) (any, error) {
@@ -321,15 +333,6 @@ func (d *decoder) colon() error {
 	}
 	d.i++
 	return nil
-}
-
-func (d *decoder) array(sh *shape) (any, error) {
-	if d.depth++; d.depth > maxDepth {
-		return nil, d.errorf("exceeded max depth of %d", maxDepth)
-	}
-	v, err := d.arrayBody(sh)
-	d.depth--
-	return v, err
 }
 
 func (d *decoder) arrayBody(sh *shape) (any, error) {

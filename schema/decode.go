@@ -263,12 +263,27 @@ func (d *decoder) elements(elem func() error) error {
 
 // keyStart checks that an object key comes next (after spaces).
 func (d *decoder) keyStart() error {
+	return d.expect('"', "looking for an object key", "looking for the beginning of an object key")
+}
+
+// colon moves past the colon after an object key (and the spaces before it).
+func (d *decoder) colon() error {
+	if err := d.expect(':', "after an object key", "after an object key (want ':')"); err != nil {
+		return err
+	}
+	d.i++
+	return nil
+}
+
+// expect checks that the byte c comes next, after spaces. where and badWhere end the
+// messages for the input ending instead and for another byte.
+func (d *decoder) expect(c byte, where, badWhere string) error {
 	d.ws()
 	if d.i >= len(d.data) {
-		return d.eof("looking for an object key")
+		return d.eof(where)
 	}
-	if d.data[d.i] != '"' {
-		return d.errorf("invalid character %s looking for the beginning of an object key", quoteChar(d.data[d.i]))
+	if d.data[d.i] != c {
+		return d.errorf("invalid character %s %s", quoteChar(d.data[d.i]), badWhere)
 	}
 	return nil
 }
@@ -321,18 +336,6 @@ func (d *decoder) key(sh *shape) (string, *shape, error) {
 		return p.name, p.shape, nil
 	}
 	return key, sh.other, nil
-}
-
-func (d *decoder) colon() error {
-	d.ws()
-	if d.i >= len(d.data) {
-		return d.eof("after an object key")
-	}
-	if d.data[d.i] != ':' {
-		return d.errorf("invalid character %s after an object key (want ':')", quoteChar(d.data[d.i]))
-	}
-	d.i++
-	return nil
 }
 
 func (d *decoder) arrayBody(sh *shape) (any, error) {

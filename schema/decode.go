@@ -163,10 +163,8 @@ func (d *decoder) value(sh *shape) (any, error) {
 		}
 	}
 	switch c {
-	case '{':
-		return d.object(sh)
-	case '[':
-		return d.array(sh)
+	case '{', '[':
+		return d.container(sh)
 	case '"':
 		return d.str()
 	case 't', 'f', 'n':
@@ -175,13 +173,27 @@ func (d *decoder) value(sh *shape) (any, error) {
 	return d.number()
 }
 
-func (d *decoder) object(sh *shape) (any, error) {
-	if d.depth++; d.depth > maxDepth {
-		return nil, d.errorf("exceeded max depth of %d", maxDepth)
+// container decodes the object or array at d.i, one level deeper.
+func (d *decoder) container(sh *shape) (v any, err error) {
+	if err := d.deeper(); err != nil {
+		return nil, err
 	}
-	v, err := d.objectBody(sh)
+	if d.data[d.i] == '{' {
+		v, err = d.objectBody(sh)
+	} else {
+		v, err = d.arrayBody(sh)
+	}
 	d.depth--
 	return v, err
+}
+
+// deeper goes down into a container, which the caller leaves with d.depth--; past
+// maxDepth it is an error.
+func (d *decoder) deeper() error {
+	if d.depth++; d.depth > maxDepth {
+		return d.errorf("exceeded max depth of %d", maxDepth)
+	}
+	return nil
 }
 
 func (d *decoder) objectBody(sh *shape) (any, error) {
@@ -251,12 +263,27 @@ func (d *decoder) elements(elem func() error) error {
 
 // keyStart checks that an object key comes next (after spaces).
 func (d *decoder) keyStart() error {
+	return d.expect('"', "looking for an object key", "looking for the beginning of an object key")
+}
+
+// colon moves past the colon after an object key (and the spaces before it).
+func (d *decoder) colon() error {
+	if err := d.expect(':', "after an object key", "after an object key (want ':')"); err != nil {
+		return err
+	}
+	d.i++
+	return nil
+}
+
+// expect checks that the byte c comes next, after spaces. where and badWhere end the
+// messages for the input ending instead and for another byte.
+func (d *decoder) expect(c byte, where, badWhere string) error {
 	d.ws()
 	if d.i >= len(d.data) {
-		return d.eof("looking for an object key")
+		return d.eof(where)
 	}
-	if d.data[d.i] != '"' {
-		return d.errorf("invalid character %s looking for the beginning of an object key", quoteChar(d.data[d.i]))
+	if d.data[d.i] != c {
+		return d.errorf("invalid character %s %s", quoteChar(d.data[d.i]), badWhere)
 	}
 	return nil
 }
@@ -309,27 +336,6 @@ func (d *decoder) key(sh *shape) (string, *shape, error) {
 		return p.name, p.shape, nil
 	}
 	return key, sh.other, nil
-}
-
-func (d *decoder) colon() error {
-	d.ws()
-	if d.i >= len(d.data) {
-		return d.eof("after an object key")
-	}
-	if d.data[d.i] != ':' {
-		return d.errorf("invalid character %s after an object key (want ':')", quoteChar(d.data[d.i]))
-	}
-	d.i++
-	return nil
-}
-
-func (d *decoder) array(sh *shape) (any, error) {
-	if d.depth++; d.depth > maxDepth {
-		return nil, d.errorf("exceeded max depth of %d", maxDepth)
-	}
-	v, err := d.arrayBody(sh)
-	d.depth--
-	return v, err
 }
 
 func (d *decoder) arrayBody(sh *shape) (any, error) {

@@ -86,8 +86,8 @@ func (d *decoder) objectReusing(prev *openMemo) (*openMemo, error) {
 	if prev.depth != d.depth {
 		prev = &openMemo{}
 	}
-	if d.depth++; d.depth > maxDepth {
-		return nil, d.errorf("exceeded max depth of %d", maxDepth)
+	if err := d.deeper(); err != nil {
+		return nil, err
 	}
 	defer func() { d.depth-- }()
 	m := &openMemo{
@@ -143,8 +143,8 @@ func (d *decoder) objectReusing(prev *openMemo) (*openMemo, error) {
 // arrayReusing is skip for an array, taking over the elements of prev that come again at
 // the same index, and returns the spans of its elements.
 func (d *decoder) arrayReusing(prev [][]byte) ([][]byte, error) {
-	if d.depth++; d.depth > maxDepth {
-		return nil, d.errorf("exceeded max depth of %d", maxDepth)
+	if err := d.deeper(); err != nil {
+		return nil, err
 	}
 	defer func() { d.depth-- }()
 	elems := make([][]byte, 0, len(prev)+2)

@@ -155,18 +155,16 @@ func (d *decoder) reduce(sh *shape) error {
 		}
 	}
 	switch c {
-	case '{':
-		if d.depth++; d.depth > maxDepth {
-			return d.errorf("exceeded max depth of %d", maxDepth)
+	case '{', '[':
+		if err := d.deeper(); err != nil {
+			return err
 		}
-		err := d.reduceObject(sh)
-		d.depth--
-		return err
-	case '[':
-		if d.depth++; d.depth > maxDepth {
-			return d.errorf("exceeded max depth of %d", maxDepth)
+		var err error
+		if c == '{' {
+			err = d.reduceObject(sh)
+		} else {
+			err = d.reduceArray(sh)
 		}
-		err := d.reduceArray(sh)
 		d.depth--
 		return err
 	case '"':

@@ -44,29 +44,26 @@ var benchStrings = func() map[string][][]byte {
 // BenchmarkString measures the string scan; BenchmarkUnquoteString the scan's partner,
 // decoding the body of an escaped or non-ASCII string.
 func BenchmarkString(b *testing.B) {
-	for _, kind := range []string{"code", "prose", "non-ascii"} {
-		b.Run("text="+kind, func(b *testing.B) {
-			strs := benchStrings[kind]
-			b.SetBytes(int64(totalLen(strs)))
-			for b.Loop() {
-				for _, s := range strs {
-					if end, _, err := jsonlex.String(s, 0); err != nil || end != len(s) {
-						b.Fatalf("String: %d of %d, %v", end, len(s), err)
-					}
-				}
-			}
-		})
-	}
+	benchmarkStrings(b, func(b *testing.B, s []byte) {
+		if end, _, err := jsonlex.String(s, 0); err != nil || end != len(s) {
+			b.Fatalf("String: %d of %d, %v", end, len(s), err)
+		}
+	})
 }
 
 func BenchmarkUnquoteString(b *testing.B) {
+	benchmarkStrings(b, func(b *testing.B, s []byte) { unquoted = jsonlex.UnquoteString(s[1 : len(s)-1]) })
+}
+
+// benchmarkStrings times op on each kind of benchStrings, one sub-benchmark a kind.
+func benchmarkStrings(b *testing.B, op func(b *testing.B, s []byte)) {
 	for _, kind := range []string{"code", "prose", "non-ascii"} {
 		b.Run("text="+kind, func(b *testing.B) {
 			strs := benchStrings[kind]
 			b.SetBytes(int64(totalLen(strs)))
 			for b.Loop() {
 				for _, s := range strs {
-					unquoted = jsonlex.UnquoteString(s[1 : len(s)-1])
+					op(b, s)
 				}
 			}
 		})

@@ -4,10 +4,15 @@
 // report an error.
 //
 // It has no grammar of its own beyond JSON's: each reader (the provider readers, the executor
-// protocol codec, the schema decoder, the dataset decoder, the tape compactor) keeps its own
+// protocol codec, the schema decoder, the dataset decoder, the viewer's scanner, the tape
+// compactor and tape's streaming scanners behind StripBodies and Verify) keeps its own
 // and its own error policy on top of these functions. They work on a byte slice and an
 // offset and return the offset past what they read, so a reader keeps its state in two
 // integers and its own struct.
+//
+// On the writing side it has AppendString and AppendFloat (encoding/json's exact forms) and
+// Marshal, json.Marshal without HTML escaping, the form the providers, JavaScript's
+// JSON.stringify and the tape's canonical encoding write.
 //
 // It uses the standard library only, so that tape and the executor may import it.
 package jsonlex

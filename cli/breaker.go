@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -29,12 +28,9 @@ func (gf *gatewayFlags) breaker(env *Env, verb string, cfg *gateway.Config) erro
 		return errors.New("--max-steps, --max-thread-steps, --max-tokens, --max-repeat: want a positive number, or 0 for no limit")
 	}
 	cfg.Limits = l
-	table := prices.Default()
-	if gf.pricesFile != "" {
-		var err error
-		if table, err = prices.Load(gf.pricesFile); err != nil {
-			return fmt.Errorf("--prices: %w", err)
-		}
+	table, err := loadPrices(gf.pricesFile)
+	if err != nil {
+		return fmt.Errorf("--prices: %w", err)
 	}
 	cfg.Cost = func(model string, u tape.Usage) (float64, bool) {
 		p, ok := table.Lookup(model)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/fork"
-	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -28,7 +27,8 @@ the fork point, the common prefix and the first step where the timelines part, t
 side's models, steps, tool calls, tokens, cost (from the price table; unknown for a model it
 lacks) and end state, and the end-state differences; it exits 0 (a fork is meant to differ).`)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pricesPath := fs.String("prices", "", "a price table file (JSON, as prices.json) for a fork's costs, instead of the built-in one")
+	var pricesFile string
+	pricesFlag(fs, &pricesFile, "for a fork's costs")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -48,13 +48,9 @@ lacks) and end state, and the end-state differences; it exits 0 (a fork is meant
 		rec, rep = rep, rec
 	}
 	if fork.IsForkOf(rep, rec) {
-		table := prices.Default()
-		if *pricesPath != "" {
-			t, err := prices.Load(*pricesPath)
-			if err != nil {
-				return failf(env, "compare", "%v", err)
-			}
-			table = t
+		table, err := loadPrices(pricesFile)
+		if err != nil {
+			return failf(env, "compare", "%v", err)
 		}
 		c := fork.Compare(rec, rep, table)
 		if *asJSON {

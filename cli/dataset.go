@@ -113,7 +113,8 @@ does configs, dataset_info and size_categories.`)
 	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
 	noWorkspace := fs.Bool("no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
 	allowSecrets := fs.Bool("allow-secrets", false, "export tapes in which the secret scan finds something (see tapebox scan)")
-	pricesFile := fs.String("prices", "", "price table `FILE` for the cost_usd column instead of the built-in one")
+	var pricesFile string
+	pricesFlag(fs, &pricesFile, "for the cost_usd column")
 	traces := fs.Bool("traces", false, "also write each tape's harness-native session files under traces/")
 	asJSON := fs.Bool("json", false, `print a summary object: {"out", "split", "format", "inputs", "input_bytes", "tapes", "steps", "skipped", "workspaces", ..., "files": [{"path", "bytes"}], "dataset": {"license", "splits", "download_size", "dataset_size"}, "elapsed_ms"}`)
 	var card dataset.CardFields
@@ -153,7 +154,7 @@ does configs, dataset_info and size_categories.`)
 			return failf(env, "dataset export", "%v\n(nothing was written; remove the secrets, or --allow-secrets exports them anyway)", err)
 		}
 	}
-	table, err := loadPrices(*pricesFile)
+	table, err := loadPrices(pricesFile)
 	if err != nil {
 		return failf(env, "dataset export", "%v", err)
 	}

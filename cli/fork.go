@@ -70,7 +70,7 @@ failed to run; 2 for a usage error.`)
 	fs.IntVar(&f.jobs, "jobs", 1, "with --models, how many forks run at once (more than 1: each in <workdir>.fork-<model>, so a harness that names absolute paths may diverge)")
 	fs.Float64Var(&f.speed, "speed", 0, "pacing of the served steps: 1 as recorded, 2 twice as fast, 0 no waiting")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "do not restore the start snapshot (only create the directory) nor record the fork's workspace")
-	fs.StringVar(&f.pricesPath, "prices", "", "a price table file (JSON, as prices.json) instead of the built-in one")
+	pricesFlag(fs, &f.pricesPath, "for each model's cost")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result (or the --models table) as JSON on stdout; CMD's stdout then goes to stderr")
 	fs.BoolVar(&f.quiet, "quiet", false, "no log line per call")
 	if code, done := parseCommand(env, fs, args); done {
@@ -91,13 +91,9 @@ failed to run; 2 for a usage error.`)
 	case f.verify != "" && f.models == "":
 		return usageError(env, fs, "--verify goes with --models")
 	}
-	table := prices.Default()
-	if f.pricesPath != "" {
-		t, err := prices.Load(f.pricesPath)
-		if err != nil {
-			return failf(env, "fork", "%v", err)
-		}
-		table = t
+	table, err := loadPrices(f.pricesPath)
+	if err != nil {
+		return failf(env, "fork", "%v", err)
 	}
 	rec, code := loadValidTape(env, "fork", f.tapePath)
 	if rec == nil {

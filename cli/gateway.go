@@ -57,7 +57,7 @@ func (gf *gatewayFlags) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&gf.limits.MaxThreadSteps, "max-thread-steps", 0, "stop the run once one thread (the main agent or a subagent) made this many model calls (0: no limit)")
 	fs.Int64Var(&gf.limits.MaxTokens, "max-tokens", 0, "stop the run once its calls used this many tokens: input, output, cache reads and writes (0: no limit)")
 	fs.IntVar(&gf.limits.MaxRepeat, "max-repeat", 0, "stop the run once a thread made, K answers in a row, tool calls (same names, same inputs once normalized) it had made before: the polite death spiral (0: no limit)")
-	fs.StringVar(&gf.pricesFile, "prices", "", "a price table file (JSON: {\"date\": ..., \"models\": {NAME: {\"input\": USD/Mtok, ...}}}) instead of the built-in one, for --max-cost and the status counters")
+	pricesFlag(fs, &gf.pricesFile, "for --max-cost and the status counters")
 	fs.StringVar(&gf.signKey, "sign", "", "sign the tape's root digest with this ed25519 private key (a file: 64 hex digits of seed, or 128 of key, or PEM PKCS#8); verify with tapebox verify --key")
 	fs.BoolVar(&gf.noDigests, "no-digests", false, "write the tape without its digest chain (tapebox verify then says \"no digests\")")
 	fs.StringVar(&gf.maxRecordBody, "max-record-body", "32m", "the largest body recorded (a request, a JSON answer, a stream's events; e.g. 8m, 1g; 0 means no limit): a longer one is forwarded whole, as it arrives, and recorded as a truncation marker")

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -123,14 +124,15 @@ little memory. Cost is priced per step from the request's model with the price t
 into tapebox (or --prices FILE), and printed with the table's date; a model the table does not
 price makes the cost "unknown" (null in --json), never 0.`)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	pricesFile := fs.String("prices", "", "price table `FILE` (JSON: {\"date\": \"YYYY-MM-DD\", \"models\": {...}}) instead of the built-in one")
+	var pricesFile string
+	pricesFlag(fs, &pricesFile, "for the costs")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
 	if fs.NArg() != 1 {
 		return usageError(env, fs, "want one tape file")
 	}
-	table, err := loadPrices(*pricesFile)
+	table, err := loadPrices(pricesFile)
 	if err != nil {
 		return failf(env, "inspect", "%v", err)
 	}
@@ -434,6 +436,12 @@ func quoteModels(ms []string) []string {
 		out[i] = m
 	}
 	return out
+}
+
+// pricesFlag defines --prices FILE on fs, into p: the price table to use instead of the
+// built-in one, for what the verb prices (forWhat). loadPrices reads it.
+func pricesFlag(fs *flag.FlagSet, p *string, forWhat string) {
+	fs.StringVar(p, "prices", "", "price table `FILE` (JSON: {\"date\": \"YYYY-MM-DD\", \"models\": {NAME: {\"input\": USD/Mtok, ...}}}) instead of the built-in one, "+forWhat)
 }
 
 // loadPrices is the built-in price table, or the one in path when given.

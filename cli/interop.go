@@ -61,7 +61,8 @@ stops the export unless --allow-secrets.`)
 	to := fs.String("to", "", "the format: "+formatNames(interop.ExportFormats))
 	out := fs.String("out", "export", "the folder to write to")
 	endpoint := fs.String("otlp-endpoint", "", "with --to otlp: POST the spans to this OTLP/HTTP receiver `URL` instead of writing files")
-	pricesFile := fs.String("prices", "", "price table `FILE` for ATIF's cost_usd instead of the built-in one")
+	var pricesFile string
+	pricesFlag(fs, &pricesFile, "for ATIF's cost_usd")
 	allowSecrets := fs.Bool("allow-secrets", false, "write files in which the secret scan finds something")
 	codexProvider := fs.String("codex-model-provider", "openai", "with --to codex: the model_provider `ID` of Codex's config the rollouts name")
 	if code, done := parse(env, fs, args); done {
@@ -78,7 +79,7 @@ stops the export unless --allow-secrets.`)
 	if len(pos) == 0 {
 		return usageError(env, fs, "no tapes given")
 	}
-	table, err := loadPrices(*pricesFile)
+	table, err := loadPrices(pricesFile)
 	if err != nil {
 		return failf(env, "export", "%v", err)
 	}

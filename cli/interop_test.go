@@ -312,3 +312,27 @@ func TestImportAutoCLI(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `unknown format "pi"`)
 }
+
+// TestPricesFlag: every verb that prices steps takes --prices the same way (pricesFlag,
+// loadPrices): a missing table stops it, naming the file, and nothing is written.
+func TestPricesFlag(t *testing.T) {
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "t.json")
+	require.NoError(t, tape.Save(tp, inspectTestTape()))
+	none := filepath.Join(dir, "none.json")
+	out := filepath.Join(dir, "out")
+	for _, args := range [][]string{
+		{"inspect", "--prices", none, tp},
+		{"view", "--prices", none, "-o", filepath.Join(out, "v.html"), tp},
+		{"export", "--to", "atif", "--prices", none, "--out", out, tp},
+		{"dataset", "export", "--prices", none, "--out", out, tp},
+		{"fork", "--tape", tp, "--at", "1", "--upstream", "http://127.0.0.1:1", "--prices", none, "--output", filepath.Join(out, "f.json"), "--", "true"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			code, _, stderr := runVerbForTest(t, args...)
+			assert.NotEqual(t, 0, code)
+			assert.Contains(t, stderr, "none.json")
+			assert.NoDirExists(t, out, "nothing written")
+		})
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/sandbox/telemetry"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/viewer"
@@ -49,21 +48,19 @@ interrupted. Exits 0 when the page was written, 1 on an invalid or unreadable in
 	telemetryCSV := fs.String("telemetry", "", "telemetry CSV to draw (default: <stem>.telemetry.csv beside TAPE, when it exists)")
 	open := fs.Bool("open", false, "open the page in the desktop's browser (xdg-open, open, or $BROWSER)")
 	serve := fs.String("serve", "", "serve the page on ADDR (e.g. 127.0.0.1:8090 or 8090) instead of only writing it")
-	pricesFile := fs.String("prices", "", `price table JSON to use instead of the built-in one ({"date": ..., "models": {...}})`)
+	var pricesFile string
+	pricesFlag(fs, &pricesFile, "for the costs")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		return usageError(env, fs, "want a tape, and optionally a replay of it")
 	}
-	o := viewer.Options{Prices: prices.Default()}
-	if *pricesFile != "" {
-		t, err := prices.Load(*pricesFile)
-		if err != nil {
-			return failf(env, "view", "%v", err)
-		}
-		o.Prices = t
+	table, err := loadPrices(pricesFile)
+	if err != nil {
+		return failf(env, "view", "%v", err)
 	}
+	o := viewer.Options{Prices: table}
 	recPath := fs.Arg(0)
 	rec, code := readValidTape(env, recPath)
 	if rec == nil {

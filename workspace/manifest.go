@@ -130,7 +130,9 @@ func ManifestTar(r io.Reader, prefix string, opts Options) (Manifest, error) {
 			if !ok || out[i].Type != TypeFile {
 				return nil, fmt.Errorf("manifest of an archive: hard link %s to %s: no earlier file of that name in the archive (excluded, or missing)", rel, hdr.Linkname)
 			}
-			e.Type, e.Size, e.SHA256 = TypeFile, out[i].Size, out[i].SHA256
+			// A hard link is its target's inode: its mode too, whatever its own header says
+			// (extracting links it, and the tree then shows the target's mode for both).
+			e.Type, e.Mode, e.Size, e.SHA256 = TypeFile, out[i].Mode, out[i].Size, out[i].SHA256
 		default:
 			continue
 		}

@@ -166,8 +166,8 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 		return best, turns, nil, &divergence{thread: th.ID, step: turns, msg: fmt.Sprintf("the tape's thread has %d steps; the harness asked for one more", len(th.Steps))}
 	}
 	rec = th.Steps[turns]
-	if m := provider.Model(body); m != "" {
-		if want := provider.Model(rec.Request.Raw); want != "" && m != want {
+	if m := tape.BodyModel(body); m != "" {
+		if want := tape.BodyModel(rec.Request.Raw); want != "" && m != want {
 			return best, turns, nil, &divergence{thread: th.ID, step: turns, msg: fmt.Sprintf("model %q, the tape has %q", m, want)}
 		}
 	}

@@ -185,7 +185,7 @@ func NewSimulator(rec *tape.Tape, opts SimulatorOptions) (*Simulator, error) {
 				sig.prompt = lastUserText(&th.Steps[0].Request)
 			}
 			for _, st := range th.Steps {
-				if m := provider.Model(st.Request.Raw); m != "" {
+				if m := tape.BodyModel(st.Request.Raw); m != "" {
 					s.model[m] = true
 				}
 			}

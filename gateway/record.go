@@ -336,7 +336,7 @@ func fsyncPath(path string) error {
 // to name its own working directory: a subagent's may name another.
 func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 	harness, version := detectHarness(h)
-	model := provider.Model(step.Request.Raw)
+	model := tape.BodyModel(step.Request.Raw)
 	var cwd string
 	if g.cfg.Cwd == "" {
 		cwd = provider.Cwd(&step.Request)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
 )
 
 // stsReadMessage is what the import reads of an STS message: content may be a string or
@@ -157,7 +158,7 @@ func readSTS(p string) (*stsThread, error) {
 				history = appendMessage(history, "user", []tape.Block{{Type: tape.BlockText, Text: text}})
 			}
 		case "assistant":
-			st := newStep(stsPath(r.provider), m.Model, history)
+			st := newStep(provider.Path(r.provider), m.Model, history)
 			st.Request.System = system
 			r.model = cmp.Or(r.model, m.Model)
 			var blocks []tape.Block
@@ -227,19 +228,6 @@ func readSTS(p string) (*stsThread, error) {
 		return nil, fmt.Errorf("%s: no assistant message: not a session with model calls", p)
 	}
 	return r, nil
-}
-
-// stsPath is the request path of a provider's model calls.
-func stsPath(p tape.Provider) string {
-	switch p {
-	case tape.ProviderAnthropic:
-		return "/v1/messages"
-	case tape.ProviderOpenAIChat:
-		return "/v1/chat/completions"
-	case tape.ProviderOpenAIResponses:
-		return "/v1/responses"
-	}
-	return ""
 }
 
 // stsArguments reads a call's arguments: a string holding a JSON object (as the format

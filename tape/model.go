@@ -13,16 +13,27 @@ func StepModel(meta *Meta, s *Step) string {
 			return m
 		}
 	}
-	if len(s.Request.Raw) > 0 && s.Request.Raw[0] == '{' {
-		var body struct {
-			Model string `json:"model"`
-		}
-		if json.Unmarshal(s.Request.Raw, &body) == nil && body.Model != "" {
-			return body.Model
-		}
+	if m := BodyModel(s.Request.Raw); m != "" {
+		return m
 	}
 	if meta != nil {
 		return meta.Model
 	}
 	return ""
+}
+
+// BodyModel is the "model" field of a raw request body: "" when it is absent or not a
+// string, or when the body is not a JSON object.
+func BodyModel(raw []byte) string {
+	var v struct {
+		Model json.RawMessage `json:"model"`
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v.Model, &s) != nil {
+		return ""
+	}
+	return s
 }

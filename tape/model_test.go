@@ -26,3 +26,18 @@ func TestStepModel(t *testing.T) {
 		})
 	}
 }
+
+func TestBodyModel(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{`{"model":"claude-opus-5-5","messages":[]}`, "claude-opus-5-5"},
+		{`{"messages":[],"model":"gpt-5.5"}`, "gpt-5.5"},
+		{`{"messages":[]}`, ""},
+		{`{"model":42}`, ""},
+		{`{"model":null}`, ""},
+		{`not json`, ""},
+		{`[1,2]`, ""},
+		{``, ""},
+	} {
+		assert.Equal(t, tc.want, BodyModel([]byte(tc.raw)), tc.raw)
+	}
+}

@@ -26,32 +26,24 @@ func Detect(path string) (tape.Provider, bool) {
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
 	}
-	switch {
-	case strings.HasSuffix(path, "/v1/messages"):
-		return tape.ProviderAnthropic, true
-	case strings.HasSuffix(path, "/v1/chat/completions"):
-		return tape.ProviderOpenAIChat, true
-	case strings.HasSuffix(path, "/v1/responses"):
-		return tape.ProviderOpenAIResponses, true
+	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
+		if strings.HasSuffix(path, paths[p]) {
+			return p, true
+		}
 	}
 	return "", false
 }
 
-// Model returns the "model" field of a raw request body ("" if absent or not a string, or
-// if the body is not a JSON object).
-func Model(raw []byte) string {
-	var v struct {
-		Model json.RawMessage `json:"model"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(v.Model, &s) != nil {
-		return ""
-	}
-	return s
+// paths are the request paths of each provider's model calls.
+var paths = map[tape.Provider]string{
+	tape.ProviderAnthropic:       "/v1/messages",
+	tape.ProviderOpenAIChat:      "/v1/chat/completions",
+	tape.ProviderOpenAIResponses: "/v1/responses",
 }
+
+// Path is the request path of p's model calls ("/v1/messages" ...), the one Detect knows p
+// by; "" for a provider it does not know.
+func Path(p tape.Provider) string { return paths[p] }
 
 // Normalize fills every normalized field of s (request system, messages, tools, params and
 // stream; response content, stop_reason and usage; tool_calls) from s.Request.Raw,

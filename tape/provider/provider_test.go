@@ -146,19 +146,16 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-func TestModel(t *testing.T) {
-	for _, tc := range []struct{ raw, want string }{
-		{`{"model":"claude-opus-5-5","messages":[]}`, "claude-opus-5-5"},
-		{`{"messages":[],"model":"gpt-5.5"}`, "gpt-5.5"},
-		{`{"messages":[]}`, ""},
-		{`{"model":42}`, ""},
-		{`{"model":null}`, ""},
-		{`not json`, ""},
-		{`[1,2]`, ""},
-		{``, ""},
-	} {
-		assert.Equal(t, tc.want, provider.Model([]byte(tc.raw)), tc.raw)
+// TestPath: each provider's path is the one Detect knows it by.
+func TestPath(t *testing.T) {
+	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
+		path := provider.Path(p)
+		assert.NotEmpty(t, path, p)
+		got, ok := provider.Detect("/proxy" + path)
+		assert.True(t, ok, p)
+		assert.Equal(t, p, got)
 	}
+	assert.Empty(t, provider.Path(tape.ProviderUnknown))
 }
 
 func TestRequests(t *testing.T) {
@@ -269,7 +266,7 @@ func TestRequests(t *testing.T) {
 			assert.Equal(t, tc.tools, tools)
 			assert.Equal(t, tc.params, slices.Sorted(maps.Keys(s.Request.Params)))
 			assert.Equal(t, tc.stream, s.Request.Stream)
-			assert.Equal(t, provider.Model(raw), unquote(s.Request.Params["model"]))
+			assert.Equal(t, tape.BodyModel(raw), unquote(s.Request.Params["model"]))
 		})
 	}
 }

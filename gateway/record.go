@@ -154,7 +154,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	s.Timing.LastByteAt = g.ms(a.lastByte)
 	var obs observation
 	if g.brk != nil {
-		obs = g.brk.observe(tape.StepModel(nil, s), s)
+		obs = g.brk.observe(tape.ParamModel(s), s)
 	}
 
 	g.mu.Lock()

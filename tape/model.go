@@ -7,11 +7,8 @@ import "encoding/json"
 // else meta's model ("" when meta is nil). Exports, the dataset, inspect, cost and the
 // gateway's breaker all name a step's model by it.
 func StepModel(meta *Meta, s *Step) string {
-	if raw, ok := s.Request.Params["model"]; ok {
-		var m string
-		if json.Unmarshal(raw, &m) == nil && m != "" {
-			return m
-		}
+	if m := ParamModel(s); m != "" {
+		return m
 	}
 	if m := BodyModel(s.Request.Raw); m != "" {
 		return m
@@ -36,4 +33,15 @@ func BodyModel(raw []byte) string {
 		return ""
 	}
 	return s
+}
+
+// ParamModel is the "model" parameter of a step's request ("" when there is none): what
+// StepModel reads first, without going back to the raw body, for a caller that has just
+// derived the params from it (the gateway's breaker).
+func ParamModel(s *Step) string {
+	var m string
+	if raw, ok := s.Request.Params["model"]; ok {
+		json.Unmarshal(raw, &m)
+	}
+	return m
 }

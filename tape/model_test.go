@@ -23,6 +23,11 @@ func TestStepModel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, StepModel(tc.meta, &tc.step))
+			if tc.name == "params" {
+				assert.Equal(t, "claude-opus-4-1", ParamModel(&tc.step))
+			} else {
+				assert.Empty(t, ParamModel(&tc.step), "no model parameter: the raw body is not read")
+			}
 		})
 	}
 }

@@ -164,100 +164,23 @@ func callID(harness string, i int) string {
 	return fmt.Sprintf("call_fake_main_%d_0", i)
 }
 
-// harnessResult finds the result of call id in a request body the harness sent, parsing
-// the wire format directly: an Anthropic tool_result block, or a Responses
+// harnessResult finds the result of call id in a request body the harness sent, as the
+// wire has it (realharness.SentResults): an Anthropic tool_result block, or a Responses
 // function_call_output / custom_tool_call_output item.
 func harnessResult(harness string, body []byte, id string) (tape.ToolResult, json.RawMessage, error) {
+	p := tape.ProviderOpenAIResponses
 	if harness == realharness.Claude {
-		var req struct {
-			Messages []struct {
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			return tape.ToolResult{}, nil, fmt.Errorf("decode request: %w", err)
-		}
-		for _, m := range req.Messages {
-			var blocks []json.RawMessage
-			if m.Role != "user" || json.Unmarshal(m.Content, &blocks) != nil {
-				continue
-			}
-			for _, raw := range blocks {
-				var b struct {
-					Type      string          `json:"type"`
-					ToolUseID string          `json:"tool_use_id"`
-					Content   json.RawMessage `json:"content"`
-					IsError   bool            `json:"is_error"`
-				}
-				if json.Unmarshal(raw, &b) != nil || b.Type != "tool_result" || b.ToolUseID != id {
-					continue
-				}
-				content, err := contentBlocks(b.Content)
-				if err != nil {
-					return tape.ToolResult{}, nil, fmt.Errorf("tool_result %s: %w", id, err)
-				}
-				return tape.ToolResult{ToolCallID: id, Content: content, IsError: b.IsError}, raw, nil
-			}
-		}
-		return tape.ToolResult{}, nil, fmt.Errorf("no tool_result for %s in the request", id)
+		p = tape.ProviderAnthropic
 	}
-	var req struct {
-		Input []json.RawMessage `json:"input"`
+	sent, err := realharness.SentResults(p, body)
+	if err != nil {
+		return tape.ToolResult{}, nil, err
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return tape.ToolResult{}, nil, fmt.Errorf("decode request: %w", err)
+	s, ok := sent[id]
+	if !ok {
+		return tape.ToolResult{}, nil, fmt.Errorf("no result for %s in the request", id)
 	}
-	for _, raw := range req.Input {
-		var it struct {
-			Type   string          `json:"type"`
-			CallID string          `json:"call_id"`
-			Output json.RawMessage `json:"output"`
-		}
-		if json.Unmarshal(raw, &it) != nil || it.CallID != id ||
-			(it.Type != "function_call_output" && it.Type != "custom_tool_call_output") {
-			continue
-		}
-		content, err := contentBlocks(it.Output)
-		if err != nil {
-			return tape.ToolResult{}, nil, fmt.Errorf("%s %s: %w", it.Type, id, err)
-		}
-		// The Responses wire carries no error flag.
-		return tape.ToolResult{ToolCallID: id, Content: content}, raw, nil
-	}
-	return tape.ToolResult{}, nil, fmt.Errorf("no function_call_output or custom_tool_call_output for %s in the request", id)
-}
-
-// contentBlocks turns a result's content (a string, or a list of text parts) into the
-// tape's blocks.
-func contentBlocks(raw json.RawMessage) ([]tape.Block, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []tape.Block{{Type: tape.BlockText, Text: s}}, nil
-	}
-	var parts []json.RawMessage
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, fmt.Errorf("content is neither a string nor a list: %s", realharness.Excerpt(string(raw), 200))
-	}
-	blocks := make([]tape.Block, 0, len(parts))
-	for _, p := range parts {
-		var b struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(p, &b); err != nil {
-			return nil, fmt.Errorf("content part: %w", err)
-		}
-		switch b.Type {
-		case "text", "input_text", "output_text":
-			blocks = append(blocks, tape.Block{Type: tape.BlockText, Text: b.Text})
-		case "image", "input_image":
-			blocks = append(blocks, tape.Block{Type: tape.BlockImage, Raw: p})
-		default:
-			blocks = append(blocks, tape.Block{Type: tape.BlockOther, Raw: p})
-		}
-	}
-	return blocks, nil
+	return s.Result, s.Raw, nil
 }
 
 // checkDrift compares a fresh capture with the fixture's case of the same name.

@@ -7,7 +7,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -369,18 +368,11 @@ func sortedKeys(ms ...map[string]string) []string {
 	return keys
 }
 
-// sentResult is a tool result as it appears in a request body the harness sent.
-type sentResult struct {
-	text  string
-	isErr bool
-}
-
 // sentResults reads the tool results of a request body, by call id, straight from the wire
-// format: Anthropic tool_result blocks, Responses function_call_output and
-// custom_tool_call_output items.
-func sentResults(t *testing.T, p tape.Provider, body []byte) map[string]sentResult {
+// format (realharness.SentResults).
+func sentResults(t *testing.T, p tape.Provider, body []byte) map[string]realharness.Sent {
 	t.Helper()
-	out, err := parseSent(p, body)
+	out, err := realharness.SentResults(p, body)
 	require.NoError(t, err)
 	return out
 }
@@ -389,10 +381,10 @@ func sentResults(t *testing.T, p tape.Provider, body []byte) map[string]sentResu
 // of call id's result in the request (of provider p); an error becomes the answer's text.
 func afterResult(p tape.Provider, id string, next func(text string) (fakeprovider.Turn, error)) fakeprovider.Turn {
 	return fakeprovider.Turn{Dynamic: func(q *fakeprovider.Request) fakeprovider.Turn {
-		sent, err := parseSent(p, q.Body)
+		sent, err := realharness.SentResults(p, q.Body)
 		if err == nil {
 			var turn fakeprovider.Turn
-			if turn, err = next(sent[id].text); err == nil {
+			if turn, err = next(sent[id].Result.Text()); err == nil {
 				return turn
 			}
 		}
@@ -412,92 +404,13 @@ func pollSession(id string) fakeprovider.Turn {
 	})
 }
 
-// parseSent is sentResults without a test, for a fake model reacting to a request.
-func parseSent(p tape.Provider, body []byte) (map[string]sentResult, error) {
-	out := map[string]sentResult{}
-	blocksText := func(raw json.RawMessage) (string, error) {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s, nil
-		}
-		var blocks []struct {
-			Type, Text string
-		}
-		if err := json.Unmarshal(raw, &blocks); err != nil {
-			return "", fmt.Errorf("tool result content %s: %w", clipText(string(raw), 300), err)
-		}
-		var b strings.Builder
-		for _, bl := range blocks {
-			b.WriteString(bl.Text)
-		}
-		return b.String(), nil
-	}
-	switch p {
-	case tape.ProviderAnthropic:
-		var req struct {
-			Messages []struct {
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			return nil, fmt.Errorf("request body: %w", err)
-		}
-		for _, m := range req.Messages {
-			var blocks []struct {
-				Type      string          `json:"type"`
-				ToolUseID string          `json:"tool_use_id"`
-				Content   json.RawMessage `json:"content"`
-				IsError   bool            `json:"is_error"`
-			}
-			if m.Role != "user" || json.Unmarshal(m.Content, &blocks) != nil {
-				continue
-			}
-			for _, b := range blocks {
-				if b.Type != "tool_result" {
-					continue
-				}
-				text, err := blocksText(b.Content)
-				if err != nil {
-					return nil, err
-				}
-				out[b.ToolUseID] = sentResult{text: text, isErr: b.IsError}
-			}
-		}
-	case tape.ProviderOpenAIResponses:
-		var req struct {
-			Input []struct {
-				Type   string          `json:"type"`
-				CallID string          `json:"call_id"`
-				Output json.RawMessage `json:"output"`
-			} `json:"input"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			return nil, fmt.Errorf("request body: %w", err)
-		}
-		for _, it := range req.Input {
-			if it.Type != "function_call_output" && it.Type != "custom_tool_call_output" {
-				continue
-			}
-			text, err := blocksText(it.Output)
-			if err != nil {
-				return nil, err
-			}
-			out[it.CallID] = sentResult{text: text}
-		}
-	default:
-		return nil, fmt.Errorf("tool results of provider %s: not supported here", p)
-	}
-	return out, nil
-}
-
 // requireResultsAsSent checks every tool result of the tape against what the harness sent
 // the fake provider for that call (the first request carrying it), and that every tool
 // call but those of a thread's last step has a result. It returns how many results it
 // checked.
 func requireResultsAsSent(t *testing.T, rec *tape.Tape, srv *fakeprovider.Server) int {
 	t.Helper()
-	sent := map[string]sentResult{}
+	sent := map[string]realharness.Sent{}
 	for _, r := range srv.Requests() {
 		if r.Endpoint != fakeprovider.EndpointMessages && r.Endpoint != fakeprovider.EndpointResponses {
 			continue
@@ -523,10 +436,10 @@ func requireResultsAsSent(t *testing.T, rec *tape.Tape, srv *fakeprovider.Server
 					require.Equal(t, len(th.Steps)-1, i, "thread %s step %d: the harness sent no result for %s %s", th.ID, i, c.Name, c.ID)
 					continue
 				}
-				require.True(t, have, "thread %s step %d: the tape lacks the result of %s %s: %q", th.ID, i, c.Name, c.ID, clipText(want.text, 300))
-				require.Equal(t, want.text, got.Text(), "thread %s step %d: result of %s %s", th.ID, i, c.Name, c.ID)
+				require.True(t, have, "thread %s step %d: the tape lacks the result of %s %s: %q", th.ID, i, c.Name, c.ID, clipText(want.Result.Text(), 300))
+				require.Equal(t, want.Result.Text(), got.Text(), "thread %s step %d: result of %s %s", th.ID, i, c.Name, c.ID)
 				if rec.Meta.Provider == tape.ProviderAnthropic {
-					require.Equal(t, want.isErr, got.IsError, "thread %s step %d: is_error of %s %s", th.ID, i, c.Name, c.ID)
+					require.Equal(t, want.Result.IsError, got.IsError, "thread %s step %d: is_error of %s %s", th.ID, i, c.Name, c.ID)
 				}
 				n++
 			}

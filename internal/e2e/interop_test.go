@@ -537,7 +537,7 @@ func resumeFromExport(t *testing.T, c realCase, rec *tape.Tape, export string) {
 		for _, res := range st.ToolResults {
 			got, ok := sent[res.ToolCallID]
 			require.True(t, ok, "the resumed request lacks the result of %s", res.ToolCallID)
-			require.Equal(t, res.Text(), got.text, "result of %s in the resumed request", res.ToolCallID)
+			require.Equal(t, res.Text(), got.Result.Text(), "result of %s in the resumed request", res.ToolCallID)
 		}
 	}
 	require.Contains(t, body, prompt(main), "the resumed request carries the original prompt")

@@ -2,16 +2,13 @@ package dataset
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
@@ -301,85 +298,46 @@ func (d *decoder) members(open, close byte, member func() error) error {
 }
 
 // strBytes reads a string. Without escapes the result aliases data; with escapes it is
-// a fresh slice. Invalid UTF-8 is unusual (encoding/json would replace it). html says
-// the string was encoded with encoding/json's HTML escaping (by json.Marshal).
+// a fresh slice. html says the string was encoded with encoding/json's HTML escaping (by
+// json.Marshal).
 func (d *decoder) strBytes(html bool) ([]byte, error) {
-	if err := d.expect('"'); err != nil {
-		return nil, err
+	body, s, err := d.scanStr(html)
+	if err != nil || s&jsonlex.Escaped == 0 {
+		return body, err
 	}
-	rest := d.data[d.i:]
-	end := bytes.IndexByte(rest, '"')
-	if end < 0 {
-		return nil, d.errorf("unterminated string")
-	}
-	if bytes.IndexByte(rest[:end], '\\') >= 0 {
-		return d.unescape(html, true)
-	}
-	s := rest[:end]
-	if err := d.text(s, html); err != nil {
-		return nil, err
-	}
-	d.i += end + 1
-	return s, nil
+	return jsonlex.Unquote(make([]byte, 0, len(body)), body), nil
 }
 
-// text checks a run of a string's bytes that holds no escape: no control characters, valid
-// UTF-8. The characters encoding/json writes escaped (U+2028 and U+2029, and with html <, >
-// and &) are not canonical unescaped.
-func (d *decoder) text(s []byte, html bool) error {
-	control, ascii := scanText(s)
-	if control {
-		return d.errorf("control character in a string")
+// scanStr scans the next string (jsonlex.String) and returns its body, the bytes between
+// its quotes. Invalid UTF-8 is unusual (encoding/json would replace it). A string is
+// canonical when it is as encoding/json writes it: the characters it escapes (U+2028 and
+// U+2029, and with html <, > and &) escaped, and every escape one it writes (see
+// canonicalEscapes).
+func (d *decoder) scanStr(html bool) ([]byte, jsonlex.Str, error) {
+	if d.next() != '"' {
+		return nil, 0, d.errorf("want %q", '"')
 	}
-	if !ascii {
-		if !utf8.Valid(s) {
-			return d.errorf("invalid UTF-8")
+	end, s, lerr := jsonlex.String(d.data, d.i)
+	if lerr != nil {
+		return nil, s, d.lexError(lerr)
+	}
+	body := d.data[d.i+1 : end-1]
+	if s&jsonlex.NonASCII != 0 {
+		if !utf8.Valid(body) {
+			return nil, s, d.errorf("invalid UTF-8")
 		}
-		if bytes.Contains(s, lineSep) || bytes.Contains(s, paraSep) {
+		if bytes.Contains(body, lineSep) || bytes.Contains(body, paraSep) {
 			d.nonCanon = true
 		}
 	}
-	if html && bytes.ContainsAny(s, "<>&") {
+	if html && bytes.ContainsAny(body, "<>&") {
 		d.nonCanon = true
 	}
-	return nil
-}
-
-// nextQuoteOrBackslash returns the index of the first '"' or '\\' in data from i on, or
-// len(data).
-func nextQuoteOrBackslash(data []byte, i int) int {
-	rest := data[i:]
-	q := bytes.IndexByte(rest, '"')
-	if q < 0 {
-		q = len(rest)
+	if s&jsonlex.Escaped != 0 && !d.nonCanon && !canonicalEscapes(body, html) {
+		d.nonCanon = true
 	}
-	if b := bytes.IndexByte(rest[:q], '\\'); b >= 0 {
-		q = b
-	}
-	return i + q
-}
-
-// scanText reports whether s holds a control character (below 0x20, which JSON strings
-// must escape) and whether it is all ASCII, eight bytes at a time.
-func scanText(s []byte) (control, ascii bool) {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	var hi, lo uint64
-	for len(s) >= 8 {
-		x := binary.LittleEndian.Uint64(s)
-		hi |= x
-		lo |= (x - 0x20*ones) &^ x // a high bit set where a byte is below 0x20
-		s = s[8:]
-	}
-	for _, c := range s {
-		hi |= uint64(c)
-		if c < 0x20 {
-			lo |= highs
-		}
-	}
-	return lo&highs != 0, hi&highs == 0
+	d.i = end
+	return body, s, nil
 }
 
 var (
@@ -387,109 +345,28 @@ var (
 	paraSep = []byte("\u2029")
 )
 
-// unescape reads the rest of a string that holds escapes, and checks that each escape
-// is the one encoding/json writes. Without keep it only checks, and returns nil.
-func (d *decoder) unescape(html, keep bool) ([]byte, error) {
-	var out []byte
-	if keep {
-		// The unescaped string is no longer than its escaped form: size the buffer once.
-		out = make([]byte, 0, d.rawStringLen())
-	}
-	start := d.i
-	for d.i < len(d.data) {
-		c := d.data[d.i]
-		switch {
-		case c == '"':
-			d.i++
-			return out, nil
-		case c == '\\':
-			if d.i+1 >= len(d.data) {
-				return nil, d.errorf("unterminated escape")
-			}
-			e := d.data[d.i+1]
-			d.i += 2
-			var b byte
-			switch e {
-			case '"', '\\':
-				b = e
-			case '/':
-				b = e
-				d.nonCanon = true
-			case 'b':
-				b = '\b'
-			case 'f':
-				b = '\f'
-			case 'n':
-				b = '\n'
-			case 'r':
-				b = '\r'
-			case 't':
-				b = '\t'
-			case 'u':
-				hexStart := d.i
-				r, ok := d.hex4()
-				if !ok {
-					return nil, d.errorf("bad \\u escape")
-				}
-				if !canonicalU(d.data[hexStart:d.i], r, html) {
-					d.nonCanon = true
-				}
-				if utf16.IsSurrogate(r) {
-					r2, ok2 := rune(0), false
-					if d.i+1 < len(d.data) && d.data[d.i] == '\\' && d.data[d.i+1] == 'u' {
-						d.i += 2
-						r2, ok2 = d.hex4()
-					}
-					if r = utf16.DecodeRune(r, r2); !ok2 || r == utf8.RuneError {
-						return nil, d.errorf("lone surrogate")
-					}
-				}
-				if keep {
-					out = utf8.AppendRune(out, r)
-				}
-				continue
-			default:
-				return nil, d.errorf("bad escape")
-			}
-			if keep {
-				out = append(out, b)
-			}
-		default:
-			// Take up to the next quote or backslash in one go. Escapes are ASCII, so
-			// checking the pieces between them checks the whole string.
-			j := nextQuoteOrBackslash(d.data, d.i)
-			seg := d.data[d.i:j]
-			if err := d.text(seg, html); err != nil {
-				return nil, err
-			}
-			if keep {
-				out = append(out, seg...)
-			}
-			d.i = j
-		}
-	}
-	d.i = start
-	return nil, d.errorf("unterminated string")
-}
-
-// rawStringLen returns the length of the escaped string that starts at d.i (after its
-// opening quote), up to its closing quote, or to the end of data.
-func (d *decoder) rawStringLen() int {
-	i := d.i
+// canonicalEscapes reports whether every escape in a string body (checked by
+// jsonlex.String) is one encoding/json writes: \" \\ \b \f \n \r \t, or \u in lower-case hex
+// for a control character without a short escape, U+2028, U+2029, and with html <, > and &.
+// A lone surrogate is never canonical: encoding/json writes U+FFFD for it, as Unquote reads it.
+func canonicalEscapes(body []byte, html bool) bool {
 	for {
-		j := bytes.IndexByte(d.data[i:], '"')
-		if j < 0 {
-			return len(d.data) - d.i
+		k := bytes.IndexByte(body, '\\')
+		if k < 0 {
+			return true
 		}
-		k := i + j
-		n := 0
-		for k-1-n >= d.i && d.data[k-1-n] == '\\' {
-			n++
+		body = body[k+1:]
+		switch body[0] {
+		case '"', '\\', 'b', 'f', 'n', 'r', 't':
+			body = body[1:]
+		case 'u':
+			if !canonicalU(body[1:5], jsonlex.Hex4(body[1:5]), html) {
+				return false
+			}
+			body = body[5:]
+		default: // '/'
+			return false
 		}
-		if n%2 == 0 {
-			return k - d.i
-		}
-		i = k + 1
 	}
 }
 
@@ -513,58 +390,19 @@ func canonicalU(h []byte, r rune, html bool) bool {
 	return false
 }
 
-// hex4 reads the four hex digits of a \u escape.
-func (d *decoder) hex4() (rune, bool) {
-	r := jsonlex.Hex4(d.data[d.i:])
-	if r < 0 {
-		return 0, false
-	}
-	d.i += 4
-	return r, true
-}
-
 // skipStr checks a string value as strBytes does, without keeping it.
 func (d *decoder) skipStr() error {
-	if err := d.expect('"'); err != nil {
-		return err
-	}
-	rest := d.data[d.i:]
-	end := bytes.IndexByte(rest, '"')
-	if end < 0 {
-		return d.errorf("unterminated string")
-	}
-	if bytes.IndexByte(rest[:end], '\\') >= 0 {
-		_, err := d.unescape(false, false)
-		return err
-	}
-	d.i--
-	_, err := d.strBytes(false)
+	_, _, err := d.scanStr(false)
 	return err
 }
 
 // str reads a string value.
 func (d *decoder) str() (string, error) {
-	b, fresh, err := d.strBytesFresh()
-	if err != nil || !fresh {
-		return string(b), err
+	body, s, err := d.scanStr(false)
+	if err != nil || s&jsonlex.Escaped == 0 {
+		return string(body), err
 	}
-	// unescape's buffer is ours and never written again: make it the string.
-	return unsafe.String(unsafe.SliceData(b), len(b)), nil
-}
-
-// strBytesFresh is strBytes(false) that also says whether the result is a fresh buffer
-// rather than a slice of data.
-func (d *decoder) strBytesFresh() ([]byte, bool, error) {
-	d.next()
-	fresh := false
-	if d.i < len(d.data) && d.data[d.i] == '"' {
-		rest := d.data[d.i+1:]
-		if end := bytes.IndexByte(rest, '"'); end >= 0 {
-			fresh = bytes.IndexByte(rest[:end], '\\') >= 0
-		}
-	}
-	b, err := d.strBytes(false)
-	return b, fresh && len(b) > 0, err
+	return jsonlex.UnquoteString(body), nil
 }
 
 func (d *decoder) strInto(dst *string) error {

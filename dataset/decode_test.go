@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -241,13 +240,12 @@ func TestNormalizedTapeIsCanonical(t *testing.T) {
 func TestDecodeTapeErrors(t *testing.T) {
 	data := decodeTestTapes(t)[1]
 	for name, in := range map[string][]byte{
-		"unknown field":  bytes.Replace(data, []byte(`"version":1,`), []byte(`"version":1,"extra":2,`), 1),
-		"version 2":      bytes.Replace(data, []byte(`"version":1,`), []byte(`"version":2,`), 1),
-		"truncated":      data[:len(data)/3],
-		"trailing data":  append(bytes.Clone(data), '{', '}'),
-		"invalid utf-8":  bytes.Replace(data, []byte(`"harness":"`), []byte("\"harness\":\"\xff"), 1),
-		"not an object":  []byte(`[1,2]`),
-		"lone surrogate": bytes.Replace(data, []byte(`"harness":"`), []byte(`"harness":"\ud800`), 1),
+		"unknown field": bytes.Replace(data, []byte(`"version":1,`), []byte(`"version":1,"extra":2,`), 1),
+		"version 2":     bytes.Replace(data, []byte(`"version":1,`), []byte(`"version":2,`), 1),
+		"truncated":     data[:len(data)/3],
+		"trailing data": append(bytes.Clone(data), '{', '}'),
+		"invalid utf-8": bytes.Replace(data, []byte(`"harness":"`), []byte("\"harness\":\"\xff"), 1),
+		"not an object": []byte(`[1,2]`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.NotEqual(t, string(data), string(in))
@@ -256,6 +254,25 @@ func TestDecodeTapeErrors(t *testing.T) {
 			_, _, err = decodeTape(in, true)
 			require.Error(t, err)
 		})
+	}
+}
+
+// A lone surrogate is read as encoding/json reads it (U+FFFD), and is not canonical:
+// tape.Marshal writes U+FFFD itself.
+func TestDecodeTapeLoneSurrogate(t *testing.T) {
+	data := decodeTestTapes(t)[1]
+	for _, esc := range []string{`\ud800`, `\udc00x`, `\ud83d\u0041`} {
+		in := bytes.Replace(data, []byte(`"harness":"`), []byte(`"harness":"`+esc), 1)
+		require.NotEqual(t, string(data), string(in))
+		want, err := tape.Unmarshal(in)
+		require.NoError(t, err)
+		for _, lean := range []bool{false, true} {
+			got, canon, err := decodeTape(in, lean)
+			require.NoError(t, err, esc)
+			assert.False(t, canon, esc)
+			assert.Equal(t, want.Meta.Harness, got.Meta.Harness, esc)
+			assert.True(t, strings.HasPrefix(got.Meta.Harness, "\uFFFD"), "%s: %q", esc, got.Meta.Harness)
+		}
 	}
 }
 
@@ -327,36 +344,6 @@ func FuzzDecodeCanonical(f *testing.F) {
 			t.Log("carriage return")
 		}
 	})
-}
-
-func TestScanText(t *testing.T) {
-	naive := func(s []byte) (control, ascii bool) {
-		ascii = true
-		for _, c := range s {
-			control = control || c < 0x20
-			ascii = ascii && c < 0x80
-		}
-		return control, ascii
-	}
-	r := rand.New(rand.NewPCG(1, 1))
-	for range 20000 {
-		s := make([]byte, r.IntN(40))
-		for i := range s {
-			switch r.IntN(4) {
-			case 0:
-				s[i] = byte(r.IntN(256))
-			default:
-				s[i] = byte(0x20 + r.IntN(0x60))
-			}
-		}
-		c1, a1 := scanText(s)
-		c2, a2 := naive(s)
-		require.Equal(t, c2, c1, "control in %q", s)
-		require.Equal(t, a2, a1, "ascii in %q", s)
-	}
-	assert.Equal(t, 5, nextQuoteOrBackslash([]byte(`abcde"f\`), 0))
-	assert.Equal(t, 3, nextQuoteOrBackslash([]byte(`abc\e"f`), 0))
-	assert.Equal(t, 4, nextQuoteOrBackslash([]byte(`abcd`), 1))
 }
 
 // TestDecodeTapeReusedRawBodies checks the raw-body memo (rawReusing): later requests of a
@@ -500,4 +487,26 @@ func pythonDump(t *testing.T, doc []byte) []byte {
 	var check any
 	require.NoError(t, json.Unmarshal(b.Bytes(), &check), "pythonDump wrote invalid JSON")
 	return b.Bytes()
+}
+
+func TestCanonicalEscapes(t *testing.T) {
+	for body, want := range map[string][2]bool{ // without html, with html
+		`plain`:                 {true, true},
+		`a\"b\\c\n\r\t\b\f`:     {true, true},
+		`\u001f\u0000`:          {true, true},
+		`\u001F`:                {false, false}, // encoding/json writes lower-case hex
+		`\u000a`:                {false, false}, // it has a short escape
+		`\u2028 \u2029`:         {true, true},
+		`\u003c\u003e\u0026`:    {false, true},
+		`\/`:                    {false, false},
+		`\u0041`:                {false, false},
+		`\ud83d\ude00`:          {false, false}, // encoding/json writes the character
+		`x\u00e9y`:              {false, false},
+		`end\\`:                 {true, true},
+		`\u001f\u001F`:          {false, false},
+		`ok\n then \u0041 late`: {false, false},
+	} {
+		assert.Equal(t, want[0], canonicalEscapes([]byte(body), false), "%s", body)
+		assert.Equal(t, want[1], canonicalEscapes([]byte(body), true), "%s html", body)
+	}
 }

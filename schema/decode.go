@@ -54,7 +54,6 @@ type decoder struct {
 	data  []byte
 	i     int
 	depth int
-	stack []byte // open brackets while skipping
 
 	// record says whether unit instances are reduced and recorded (decoding a tape) or
 	// skipped (building one distinct unit instance, whose own units are recorded already).
@@ -524,86 +523,14 @@ func (d *decoder) unescape(raw []byte) string {
 	return jsonlex.UnquoteString(raw)
 }
 
-// skip moves past one value, checking its syntax, without building anything. It keeps
-// its own stack of open brackets instead of recursing.
+// skip moves past one value (after spaces), checking its syntax, without building
+// anything (jsonlex.SkipAt, with the nesting limit counted from the top of the document).
 func (d *decoder) skip() error {
-	d.stack = d.stack[:0]
-	for {
-		// A value.
-		d.ws()
-		if d.i >= len(d.data) {
-			return d.eof("looking for a value")
-		}
-		switch c := d.data[d.i]; c {
-		case '{', '[':
-			if d.depth+len(d.stack) >= maxDepth {
-				return d.errorf("exceeded max depth of %d", maxDepth)
-			}
-			d.i++
-			d.ws()
-			if d.i < len(d.data) && d.data[d.i] == c+2 { // '}' is '{'+2, ']' is '['+2
-				d.i++
-				break
-			}
-			d.stack = append(d.stack, c)
-			if c == '{' {
-				if err := d.skipKey(); err != nil {
-					return err
-				}
-			}
-			continue
-		case '"':
-			if _, _, err := d.scanString(); err != nil {
-				return err
-			}
-		case 't', 'f', 'n':
-			if _, err := d.keyword(); err != nil {
-				return err
-			}
-		default:
-			if err := d.scanNumber(); err != nil {
-				return err
-			}
-		}
-		// After a value: close brackets until a comma or the end.
-		for {
-			if len(d.stack) == 0 {
-				return nil
-			}
-			d.ws()
-			if d.i >= len(d.data) {
-				return d.eof("after a value")
-			}
-			top := d.stack[len(d.stack)-1]
-			c := d.data[d.i]
-			if c == ',' {
-				d.i++
-				if top == '{' {
-					if err := d.skipKey(); err != nil {
-						return err
-					}
-				}
-				break
-			}
-			if c != top+2 {
-				if top == '{' {
-					return d.errorf("invalid character %s after an object value (want ',' or '}')", quoteChar(c))
-				}
-				return d.errorf("invalid character %s after an array element (want ',' or ']')", quoteChar(c))
-			}
-			d.i++
-			d.stack = d.stack[:len(d.stack)-1]
-		}
+	d.ws()
+	end, err := jsonlex.SkipAt(d.data, d.i, d.depth)
+	if err != nil {
+		return d.lexError(err)
 	}
-}
-
-// skipKey moves past an object key and its colon.
-func (d *decoder) skipKey() error {
-	if err := d.keyStart(); err != nil {
-		return err
-	}
-	if _, _, err := d.scanString(); err != nil {
-		return err
-	}
-	return d.colon()
+	d.i = end
+	return nil
 }

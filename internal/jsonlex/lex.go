@@ -277,7 +277,11 @@ func skip(b []byte, i, depth int) (int, *Error) {
 			closing = ']'
 		}
 		if depth+1 > MaxDepth {
-			return i, &Error{Off: i, Msg: "exceeded max depth"}
+			return i, &Error{Off: i, Msg: fmt.Sprintf("exceeded max depth of %d", MaxDepth)}
+		}
+		what := "an object value"
+		if c == '[' {
+			what = "an array element"
 		}
 		i = Space(b, i+1)
 		if i < len(b) && b[i] == closing {
@@ -290,7 +294,7 @@ func skip(b []byte, i, depth int) (int, *Error) {
 					return i, eof(i, "looking for an object key")
 				}
 				if b[i] != '"' {
-					return i, bad(b, i, "invalid character %s looking for the beginning of an object key string")
+					return i, bad(b, i, "invalid character %s looking for the beginning of an object key")
 				}
 				if i, _, err = String(b, i); err != nil {
 					return i, err
@@ -300,7 +304,7 @@ func skip(b []byte, i, depth int) (int, *Error) {
 					return i, eof(i, "after an object key")
 				}
 				if b[i] != ':' {
-					return i, bad(b, i, "invalid character %s after an object key")
+					return i, bad(b, i, "invalid character %s after an object key (want ':')")
 				}
 				i = Space(b, i+1)
 			}
@@ -309,7 +313,7 @@ func skip(b []byte, i, depth int) (int, *Error) {
 			}
 			i = Space(b, i)
 			if i >= len(b) {
-				return i, eof(i, "after a value")
+				return i, eof(i, "after "+what)
 			}
 			switch b[i] {
 			case ',':
@@ -317,7 +321,7 @@ func skip(b []byte, i, depth int) (int, *Error) {
 			case closing:
 				return i + 1, nil
 			default:
-				return i, bad(b, i, "invalid character %s after a value")
+				return i, &Error{Off: i, Msg: fmt.Sprintf("invalid character %s after %s (want ',' or '%c')", Char(b[i]), what, closing)}
 			}
 		}
 	case 't', 'f', 'n':

@@ -105,9 +105,15 @@ func TestErrors(t *testing.T) {
 		{`1.x`, `invalid character 'x' after a decimal point in a number`, 2, false},
 		{`1e`, `unexpected end of input in a number's exponent`, 2, true},
 		{`trux`, `invalid character 'x' in literal true`, 3, false},
-		{`[1 2]`, `invalid character '2' after a value`, 3, false},
-		{`{"a" 1}`, `invalid character '1' after an object key`, 5, false},
-		{`{"a":1`, `unexpected end of input after a value`, 6, true},
+		{`[1 2]`, `invalid character '2' after an array element (want ',' or ']')`, 3, false},
+		{`[1`, `unexpected end of input after an array element`, 2, true},
+		{`{"a" 1}`, `invalid character '1' after an object key (want ':')`, 5, false},
+		{`{"a":1`, `unexpected end of input after an object value`, 6, true},
+		{`{"a":1]`, `invalid character ']' after an object value (want ',' or '}')`, 6, false},
+		{`{"a":1,}`, `invalid character '}' looking for the beginning of an object key`, 7, false},
+		{`{"a":1,`, `unexpected end of input looking for an object key`, 7, true},
+		{`[`, `unexpected end of input looking for a value`, 1, true},
+		{strings.Repeat("[", jsonlex.MaxDepth+1), `exceeded max depth of 10000`, jsonlex.MaxDepth, false},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			_, err := jsonlex.Skip([]byte(tc.in), 0)

@@ -19,7 +19,8 @@ const Filler = "All work and no play makes a long answer. "
 // kind and size: "json SIZE", "sse SIZE", "sse-one-event SIZE"; anything else a short
 // message), generated as it is written in 32 KiB pieces and flushed, so without a length
 // unless the request has an X-Answer-Length header. It remembers the SHA-256 of the last
-// answer it wrote and of the last request body it read.
+// answer it wrote and of the last request body it read, before the answer's last piece
+// goes out.
 type Upstream struct {
 	mu         sync.Mutex
 	sent, read string
@@ -46,14 +47,25 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h = sha256.New()
 	buf := make([]byte, 32<<10)
 	rc := http.NewResponseController(w)
+	write := func(p []byte) bool {
+		if _, err := w.Write(p); err != nil {
+			return false
+		}
+		rc.Flush()
+		return true
+	}
+	// Each piece goes out once the next is read, and the last once the hashes are stored: a
+	// client that has read the whole answer finds them (with a Content-Length it has its
+	// last byte before this handler returns, and may ask before the handler runs again).
+	var last []byte
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
 			h.Write(buf[:n])
-			if _, werr := w.Write(buf[:n]); werr != nil {
+			if len(last) > 0 && !write(last) {
 				return
 			}
-			rc.Flush()
+			last = append(last[:0], buf[:n]...)
 		}
 		if err != nil {
 			break
@@ -62,6 +74,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.sent, u.read = hex.EncodeToString(h.Sum(nil)), read
 	u.mu.Unlock()
+	write(last)
 }
 
 // Hashes returns the hex SHA-256 of the last answer written and of the last request body

@@ -27,6 +27,7 @@ type Server struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
+	closed   bool // set by Close: later requests are refused, not counted in handlers
 	requests []Request
 	attempts map[stepKey]int
 	problems []string
@@ -73,12 +74,14 @@ func (s *Server) URL() string {
 }
 
 // Close stops the server: waits in handlers end, connections are closed, and Close
-// returns when every handler has returned.
+// returns when every handler has returned. A request that reaches the handler after Close
+// began is answered 503 and not recorded.
 func (s *Server) Close() error {
-	s.cancel()
 	s.mu.Lock()
+	s.closed = true
 	srv := s.http
 	s.mu.Unlock()
+	s.cancel()
 	var err error
 	if srv != nil {
 		err = srv.Close()
@@ -147,7 +150,10 @@ func endpoint(r *http.Request) Endpoint {
 
 // ServeHTTP answers one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
-	s.handlers.Add(1)
+	if !s.enter() {
+		writeError(w, endpoint(hr), http.StatusServiceUnavailable, "api_error", "fakeprovider: the server is closed")
+		return
+	}
 	defer s.handlers.Done()
 
 	req, err := s.read(hr)
@@ -229,6 +235,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	}
 	s.record(req)
 	s.answer(w, hr, &req, turn, name, req.Step)
+}
+
+// enter counts a handler in, unless the server is closed. The count and the flag change
+// under one lock: a WaitGroup's Add from zero may not race with its Wait, and a handler that
+// reaches ServeHTTP while Close waits (its request read by a front before Close, say) is
+// either counted before Close looks or refused.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.handlers.Add(1)
+	return true
 }
 
 // applies says whether the fault spoils the given attempt (0-based).

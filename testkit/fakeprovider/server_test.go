@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -662,4 +663,32 @@ func TestByModel(t *testing.T) {
 	resp := post(t, srv.URL()+"/v1/messages", map[string]any{"model": "m2", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, fmt.Sprint(decode(t, resp)["content"]), "from two")
+}
+
+// TestCloseWhileRequestsArrive: Close waits for a handler that began before it (here one
+// still reading its request's body), and a request that reaches the handler after Close is
+// refused with a 503 and not recorded. (Before, such a request was served as if nothing had
+// closed, and its handler's WaitGroup.Add could race with Close's Wait: -race reported it
+// from the gateway's TestClientDisconnects under load.)
+func TestCloseWhileRequestsArrive(t *testing.T) {
+	srv := fakeprovider.New(oneThread(fakeprovider.Turn{Text: "late"}))
+	require.NoError(t, srv.Start())
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL(), "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	body := `{"messages":[]}`
+	_, err = fmt.Fprintf(conn, "POST /v1/messages HTTP/1.1\r\nHost: fake\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", len(body))
+	require.NoError(t, err)
+	// The server answers 100 Continue when the handler first reads the body.
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "HTTP/1.1 100 Continue\r\n", line)
+
+	require.NoError(t, srv.Close())
+	require.Len(t, srv.Requests(), 1, "Close returned after the running handler, which recorded its broken request")
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(body)))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Contains(t, rec.Body.String(), "fakeprovider: the server is closed")
+	assert.Len(t, srv.Requests(), 1, "a request after Close is not recorded")
 }

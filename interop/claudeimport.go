@@ -195,53 +195,106 @@ func (r *ccThreadReader) read(path string) error {
 
 // ImportClaudeCode reads Claude Code session files: a <session>.jsonl file or a directory
 // holding them (a project folder, or ~/.claude/projects), each with its subagents'
-// sidechains from <session>/subagents/agent-*.jsonl (linked to the spawning call by the
-// .meta.json beside them).
+// sidechains: from <session>/subagents/agent-*.jsonl (linked to the spawning call by the
+// .meta.json beside them), or, as Claude Code before 2.1.2 kept them, from agent-*.jsonl
+// files beside the session file that carry its sessionId (linked by their opening prompt).
 func ImportClaudeCode(path string) ([]*tape.Tape, error) { return importPath(ClaudeCode, path) }
 
 func importClaudeFiles(files []string) ([]*tape.Tape, error) {
 	var out []*tape.Tape
-	for _, f := range files {
-		tp, err := importClaudeSession(f)
-		if err != nil {
-			return nil, fmt.Errorf("import claude-code: %w", err)
+	claimed := map[string]bool{}
+	// Sessions first: a sidechain beside its session is read with it. One that no session
+	// of the import claims is a session of its own, as when it is imported alone.
+	for _, agents := range []bool{false, true} {
+		for _, f := range files {
+			if isAgentFile(f) != agents || claimed[f] {
+				continue
+			}
+			tp, subs, err := importClaudeSession(f)
+			if err != nil {
+				return nil, fmt.Errorf("import claude-code: %w", err)
+			}
+			for _, sf := range subs {
+				claimed[sf] = true
+			}
+			out = append(out, tp)
 		}
-		out = append(out, tp)
 	}
 	return out, nil
 }
 
-func importClaudeSession(path string) (*tape.Tape, error) {
+// isAgentFile says whether path is named as a subagent's sidechain: agent-<id>.jsonl.
+func isAgentFile(path string) bool { return strings.HasPrefix(filepath.Base(path), "agent-") }
+
+// siblingAgents lists the sidechains Claude Code before 2.1.2 kept beside session file path:
+// the agent-*.jsonl files of its folder whose entries carry its session id.
+func siblingAgents(path, session string) ([]string, error) {
+	if session == "" || isAgentFile(path) {
+		return nil, nil
+	}
+	candidates, err := filepath.Glob(filepath.Join(filepath.Dir(path), "agent-*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range candidates {
+		var id string
+		err := readLines(c, func(_ int, b []byte) error {
+			var e ccLine
+			if json.Unmarshal(b, &e) == nil && e.SessionID != "" {
+				id = e.SessionID
+				return errFirstLine
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errFirstLine) {
+			return nil, err
+		}
+		if id == session {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// importClaudeSession reads one session file and its subagents' sidechains, and returns
+// the tape with the sidechain files it read.
+func importClaudeSession(path string) (*tape.Tape, []string, error) {
 	tp := newImported(ClaudeCode, "claude-code", path)
 	tp.Meta.Provider = tape.ProviderAnthropic
 	lost := losses{}
 	main := &ccThreadReader{th: &tape.Thread{ID: "main", Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: lost}
 	if err := main.read(path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(main.th.Steps) == 0 {
-		return nil, fmt.Errorf("%s: no assistant message: not a Claude Code session with model calls", path)
+		return nil, nil, fmt.Errorf("%s: no assistant message: not a Claude Code session with model calls", path)
 	}
 	tp.Threads = append(tp.Threads, main.th)
 	first, last := main.first, main.last
 	dir := filepath.Join(strings.TrimSuffix(path, ".jsonl"), "subagents")
 	subs, err := filepath.Glob(filepath.Join(dir, "agent-*.jsonl"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	siblings, err := siblingAgents(path, main.session)
+	if err != nil {
+		return nil, nil, err
+	}
+	subs = append(subs, siblings...)
 	for i, sf := range subs {
 		sub := &ccThreadReader{th: &tape.Thread{ID: fmt.Sprintf("t%d", i+1), Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: lost}
 		if err := sub.read(sf); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		metaPath := strings.TrimSuffix(sf, ".jsonl") + ".meta.json"
 		var meta ccAgentMeta
 		if b, err := os.ReadFile(metaPath); err == nil {
 			if err := json.Unmarshal(b, &meta); err != nil {
-				return nil, fmt.Errorf("%s: %w", metaPath, err)
+				return nil, nil, fmt.Errorf("%s: %w", metaPath, err)
 			}
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+			return nil, nil, err
 		}
 		if meta.ToolUseID == "" {
 			// Without its .meta.json (older versions, copies that left it out): the call
@@ -249,7 +302,7 @@ func importClaudeSession(path string) (*tape.Tape, error) {
 			meta.ToolUseID = spawnByPrompt(tp.Threads, prompt(sub.th))
 		}
 		if meta.ToolUseID == "" {
-			return nil, fmt.Errorf("%s: no toolUseId in %s and no Agent call whose prompt opens it: the subagent cannot be linked to the call that spawned it", sf, filepath.Base(metaPath))
+			return nil, nil, fmt.Errorf("%s: no toolUseId in %s and no Agent call whose prompt opens it: the subagent cannot be linked to the call that spawned it", sf, filepath.Base(metaPath))
 		}
 		sub.th.Parent = &tape.Parent{ThreadID: "main", ToolCallID: meta.ToolUseID}
 		if !sub.first.IsZero() && sub.first.Before(first) {
@@ -286,7 +339,7 @@ func importClaudeSession(path string) (*tape.Tape, error) {
 		tp.Meta.Task = map[string]string{"session_id": main.session}
 	}
 	lost.label(tp)
-	return tp, nil
+	return tp, subs, nil
 }
 
 // spawnByPrompt is the id of the tool call whose input's prompt is p, or "".

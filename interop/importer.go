@@ -222,8 +222,8 @@ func Detect(path string) (Format, error) {
 // ImportAuto reads the session files under path (a file, or a folder such as a Hub Traces
 // dataset, ~/.claude/projects or ~/.codex/sessions) whatever their formats: each file's is
 // told by Detect, and the files of each format are imported together (Codex sub-agents
-// with their parents, the STS files of one tape as one). A Claude Code sidechain under
-// <session>/subagents/ is read with its session.
+// with their parents, the STS files of one tape as one). A Claude Code sidechain, under
+// <session>/subagents/ or beside its session file, is read with its session.
 func ImportAuto(path string) ([]*tape.Tape, error) {
 	files, err := sessionFiles(path, isJSONL)
 	if err != nil {

@@ -251,3 +251,64 @@ func TestExportPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestImportSiblingAgents: Claude Code before 2.1.2 kept a subagent's sidechain beside the
+// session file, as <project>/agent-<id>.jsonl without a .meta.json. Imported from the folder
+// (named format or auto) or from the session file alone, the sidechain is the session's
+// subagent thread, linked to its spawning call; one of another session stays a tape of its own.
+func TestImportSiblingAgents(t *testing.T) {
+	tp := loadTestTape(t, "claude-code.json")
+	files, err := ExportClaudeCode(tp)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	var session, agent string
+	for _, f := range files {
+		switch {
+		case strings.HasSuffix(f.Path, ".meta.json"):
+			continue
+		case strings.Contains(f.Path, "/subagents/"):
+			project := strings.SplitN(f.Path, "/", 2)[0]
+			f.Path = project + "/" + filepath.Base(f.Path)
+			agent = filepath.Join(dir, filepath.FromSlash(f.Path))
+		default:
+			session = filepath.Join(dir, filepath.FromSlash(f.Path))
+		}
+		writeFiles(t, dir, []File{f})
+	}
+	require.NotEmpty(t, agent)
+	require.NotEmpty(t, session)
+	require.Equal(t, filepath.Dir(session), filepath.Dir(agent), "the sidechain sits beside its session")
+
+	check := func(got []*tape.Tape, err error) {
+		t.Helper()
+		require.NoError(t, err)
+		require.Len(t, got, 1, "the sidechain is not a session of its own")
+		require.Len(t, got[0].Threads, 2)
+		assert.Equal(t, tp.Threads[1].Parent.ToolCallID, got[0].Threads[1].Parent.ToolCallID)
+		assert.Equal(t, "main", got[0].Threads[1].Parent.ThreadID)
+		assert.Equal(t, calls(tp), calls(got[0]))
+	}
+	check(ImportClaudeCode(dir))
+	check(Import(Auto, dir))
+	check(ImportClaudeCode(session))
+
+	// The sidechain alone is a tape of one thread, as before.
+	alone, err := ImportClaudeCode(agent)
+	require.NoError(t, err)
+	require.Len(t, alone, 1)
+	assert.Len(t, alone[0].Threads, 1)
+
+	// A sidechain of another session beside it is not this session's subagent.
+	data, err := os.ReadFile(agent)
+	require.NoError(t, err)
+	sid := ClaudeSessionID(tp)
+	require.Contains(t, string(data), sid)
+	other := strings.ReplaceAll(string(data), sid, "00000000-0000-4000-8000-000000000000")
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(agent), "agent-other.jsonl"), []byte(other), 0o644))
+	got, err := ImportClaudeCode(dir)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Len(t, got[0].Threads, 2)
+	assert.Len(t, got[1].Threads, 1)
+	assert.Equal(t, "agent-other.jsonl", got[1].Meta.Labels[LabelSource])
+}

@@ -18,6 +18,7 @@ import (
 type ccLine struct {
 	Type        string          `json:"type"`
 	UUID        string          `json:"uuid"`
+	ParentUUID  string          `json:"parentUuid"`
 	IsSidechain bool            `json:"isSidechain"`
 	IsMeta      bool            `json:"isMeta"`
 	Message     json.RawMessage `json:"message"`
@@ -183,21 +184,49 @@ func (r *ccThreadReader) entry(e ccLine) error {
 	return nil
 }
 
-func (r *ccThreadReader) read(path string) error {
+func newCCReader(id string, lost losses) *ccThreadReader {
+	return &ccThreadReader{th: &tape.Thread{ID: id, Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: lost}
+}
+
+// read reads a session file's entries into r. With inline (for a session file), its
+// sidechain entries (isSidechain: a subagent's, kept in the session file by older Claude
+// Code versions) go to a reader of their own per chain instead, added to inline: an entry
+// whose parentUuid is a sidechain entry's goes on that chain, any other opens one. A file
+// whose first message is a sidechain's is a subagent's file, read whole into r.
+func (r *ccThreadReader) read(path string, inline *[]*ccThreadReader) error {
+	chain := map[string]*ccThreadReader{} // a sidechain entry's uuid: its chain
+	first := true
 	return readLines(path, func(_ int, b []byte) error {
 		var e ccLine
 		if err := json.Unmarshal(b, &e); err != nil {
 			return fmt.Errorf("not a Claude Code session entry: %w", err)
 		}
-		return r.entry(e)
+		if first && (e.Type == "user" || e.Type == "assistant") {
+			if first = false; e.IsSidechain {
+				inline = nil
+			}
+		}
+		if inline == nil || !e.IsSidechain {
+			return r.entry(e)
+		}
+		side := chain[e.ParentUUID]
+		if side == nil {
+			side = newCCReader("", r.lost)
+			*inline = append(*inline, side)
+		}
+		if e.UUID != "" {
+			chain[e.UUID] = side
+		}
+		return side.entry(e)
 	})
 }
 
 // ImportClaudeCode reads Claude Code session files: a <session>.jsonl file or a directory
 // holding them (a project folder, or ~/.claude/projects), each with its subagents'
 // sidechains: from <session>/subagents/agent-*.jsonl (linked to the spawning call by the
-// .meta.json beside them), or, as Claude Code before 2.1.2 kept them, from agent-*.jsonl
-// files beside the session file that carry its sessionId (linked by their opening prompt).
+// .meta.json beside them), as Claude Code before 2.1.2 kept them, from agent-*.jsonl files
+// beside the session file that carry its sessionId, or from sidechain entries in the session
+// file itself (these linked by their opening prompt).
 func ImportClaudeCode(path string) ([]*tape.Tape, error) { return importPath(ClaudeCode, path) }
 
 func importClaudeFiles(files []string) ([]*tape.Tape, error) {
@@ -263,8 +292,9 @@ func importClaudeSession(path string) (*tape.Tape, []string, error) {
 	tp := newImported(ClaudeCode, "claude-code", path)
 	tp.Meta.Provider = tape.ProviderAnthropic
 	lost := losses{}
-	main := &ccThreadReader{th: &tape.Thread{ID: "main", Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: lost}
-	if err := main.read(path); err != nil {
+	main := newCCReader("main", lost)
+	var inline []*ccThreadReader
+	if err := main.read(path, &inline); err != nil {
 		return nil, nil, err
 	}
 	if len(main.th.Steps) == 0 {
@@ -282,19 +312,37 @@ func importClaudeSession(path string) (*tape.Tape, []string, error) {
 		return nil, nil, err
 	}
 	subs = append(subs, siblings...)
-	for i, sf := range subs {
-		sub := &ccThreadReader{th: &tape.Thread{ID: fmt.Sprintf("t%d", i+1), Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: lost}
-		if err := sub.read(sf); err != nil {
+	// The sidechains: those kept in the session file, then one a file.
+	type sidechain struct {
+		r    *ccThreadReader
+		file string // "" for one in the session file
+	}
+	var sides []sidechain
+	for _, r := range inline {
+		if len(r.th.Steps) > 0 {
+			sides = append(sides, sidechain{r: r})
+		}
+	}
+	for _, sf := range subs {
+		sub := newCCReader("", lost)
+		if err := sub.read(sf, nil); err != nil {
 			return nil, nil, err
 		}
-		metaPath := strings.TrimSuffix(sf, ".jsonl") + ".meta.json"
+		sides = append(sides, sidechain{r: sub, file: sf})
+	}
+	for i, sc := range sides {
+		sub := sc.r
+		sub.th.ID = fmt.Sprintf("t%d", i+1)
 		var meta ccAgentMeta
-		if b, err := os.ReadFile(metaPath); err == nil {
-			if err := json.Unmarshal(b, &meta); err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", metaPath, err)
+		metaPath := strings.TrimSuffix(sc.file, ".jsonl") + ".meta.json"
+		if sc.file != "" {
+			if b, err := os.ReadFile(metaPath); err == nil {
+				if err := json.Unmarshal(b, &meta); err != nil {
+					return nil, nil, fmt.Errorf("%s: %w", metaPath, err)
+				}
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, err
 			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, err
 		}
 		if meta.ToolUseID == "" {
 			// Without its .meta.json (older versions, copies that left it out): the call
@@ -302,7 +350,10 @@ func importClaudeSession(path string) (*tape.Tape, []string, error) {
 			meta.ToolUseID = spawnByPrompt(tp.Threads, prompt(sub.th))
 		}
 		if meta.ToolUseID == "" {
-			return nil, nil, fmt.Errorf("%s: no toolUseId in %s and no Agent call whose prompt opens it: the subagent cannot be linked to the call that spawned it", sf, filepath.Base(metaPath))
+			if sc.file == "" {
+				return nil, nil, fmt.Errorf("%s: a sidechain in the session file opens with a prompt no Agent call has: the subagent cannot be linked to the call that spawned it", path)
+			}
+			return nil, nil, fmt.Errorf("%s: no toolUseId in %s and no Agent call whose prompt opens it: the subagent cannot be linked to the call that spawned it", sc.file, filepath.Base(metaPath))
 		}
 		sub.th.Parent = &tape.Parent{ThreadID: "main", ToolCallID: meta.ToolUseID}
 		if !sub.first.IsZero() && sub.first.Before(first) {

@@ -312,3 +312,45 @@ func TestImportSiblingAgents(t *testing.T) {
 	assert.Len(t, got[1].Threads, 1)
 	assert.Equal(t, "agent-other.jsonl", got[1].Meta.Labels[LabelSource])
 }
+
+// TestImportInlineSidechain: a session file that holds a subagent's sidechain entries
+// (isSidechain) among its own, as older Claude Code versions wrote them, imports as the
+// main thread and the subagent's thread, linked to its spawning call.
+func TestImportInlineSidechain(t *testing.T) {
+	tp := loadTestTape(t, "claude-code.json")
+	files, err := ExportClaudeCode(tp)
+	require.NoError(t, err)
+	spawn := tp.Threads[1].Parent.ToolCallID
+	var session File
+	var side []string
+	for _, f := range files {
+		switch {
+		case strings.HasSuffix(f.Path, ".jsonl") && strings.Contains(f.Path, "/subagents/"):
+			side = strings.Split(strings.TrimSpace(string(f.Data)), "\n")
+		case strings.HasSuffix(f.Path, ".jsonl"):
+			session = f
+		}
+	}
+	require.NotEmpty(t, side)
+	var lines []string
+	inserted := false
+	for _, l := range strings.Split(strings.TrimSpace(string(session.Data)), "\n") {
+		lines = append(lines, l)
+		if !inserted && strings.Contains(l, `"type":"assistant"`) && strings.Contains(l, `"id":"`+spawn+`"`) {
+			lines = append(lines, side...)
+			inserted = true
+		}
+	}
+	require.True(t, inserted, "the spawning call %s is in the session file", spawn)
+	session.Data = []byte(strings.Join(lines, "\n") + "\n")
+	dir := t.TempDir()
+	writeFiles(t, dir, []File{session})
+
+	got, err := ImportClaudeCode(dir)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Len(t, got[0].Threads, 2)
+	assert.Equal(t, tape.Parent{ThreadID: "main", ToolCallID: spawn}, *got[0].Threads[1].Parent)
+	assert.Equal(t, calls(tp), calls(got[0]))
+	assert.Len(t, got[0].Threads[0].Steps, len(tp.Threads[0].Steps), "the main thread holds none of the sidechain's steps")
+}

@@ -412,7 +412,9 @@ func TestStreamNotBuffered(t *testing.T) {
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
 	}
 	ack := make(chan int)
+	stopped := make(chan struct{}) // the upstream no longer takes acknowledgements
 	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(stopped)
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
@@ -425,7 +427,7 @@ func TestStreamNotBuffered(t *testing.T) {
 					t.Errorf("client acknowledged event %d, want %d", got, i)
 					return
 				}
-			case <-time.After(10 * time.Second):
+			case <-time.After(time.Minute): // a stall is forever: the bound only ends it
 				t.Errorf("event %d: the client did not get it while the upstream waited", i)
 				return
 			case <-r.Context().Done():
@@ -436,7 +438,7 @@ func TestStreamNotBuffered(t *testing.T) {
 	rg := newRig(t, fakeprovider.Script{}, nil)
 	rg.up.next = upstream
 
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(rg.request(t, ctx, call{body: taskRequest(true)}))
 	require.NoError(t, err)
@@ -451,7 +453,11 @@ func TestStreamNotBuffered(t *testing.T) {
 			if got == len(events)-1 {
 				require.Equal(t, 1, rg.g.Steps(), "the step is recorded before its last event is forwarded")
 			}
-			ack <- got
+			select {
+			case ack <- got:
+			case <-stopped:
+				t.Fatalf("event %d reached the client after the upstream stopped waiting for it", got)
+			}
 			got++
 		}
 		if err != nil {

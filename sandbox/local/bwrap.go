@@ -31,8 +31,15 @@ var jailRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/
 // nsGetParent is NS_GET_PARENT (linux/nsfs.h): the ioctl that opens a namespace's parent.
 const nsGetParent = 0xb702
 
-// readyTimeout bounds the wait for the jail's keeper to be ready.
-const readyTimeout = 10 * time.Second
+// readyTimeout bounds the wait for the jail's keeper to be ready: some 0.1 to 0.9 s on a
+// 2-core machine at load 25 to 30 (with bwrap, Docker and fork churn beside it), so the
+// bound only ends a bwrap that hangs. A variable for the tests.
+var readyTimeout = time.Minute
+
+// errNotReady says the keeper did not get ready (in time, or before ctx ended): the machine
+// can isolate, it is only slow or the caller gave up. Open fails then rather than run the
+// tape's commands unisolated.
+var errNotReady = errors.New("the sandbox's keeper did not get ready")
 
 // jail runs a local sandbox's commands under bubblewrap. A keeper process ("cat" on a pipe
 // that only Close closes) holds the sandbox's user and pid namespaces for its whole
@@ -61,7 +68,8 @@ type jailInfo struct {
 
 // openJail starts the keeper of a jailed sandbox working in dir, with exe (the host's
 // tapebox-exec, "" for none) bound at jailExecutor. The error says why the machine cannot
-// isolate; the caller then runs without isolation.
+// isolate, and the caller then runs without isolation; or it is errNotReady (ctx ended, or
+// the keeper hung), and the caller fails.
 func openJail(ctx context.Context, dir, exe string) (*jail, error) {
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -278,20 +286,28 @@ func (j *jail) startKeeper(ctx context.Context, cat string, sys []string, nested
 	}()
 	t := time.NewTimer(readyTimeout)
 	defer t.Stop()
+	var notReady error
 	select {
 	case err = <-ready:
 	case <-ctx.Done():
-		err = ctx.Err()
+		notReady = fmt.Errorf("%w: %w", errNotReady, ctx.Err())
 	case <-t.C:
-		err = fmt.Errorf("the sandbox was not ready within %v", readyTimeout)
+		notReady = fmt.Errorf("%w within %v", errNotReady, readyTimeout)
+	}
+	stop := func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	if notReady != nil {
+		stop()
+		return jailInfo{}, notReady
 	}
 	if err == nil && info.ChildPID <= 0 {
 		err = errors.New("bwrap named no sandbox process")
 	}
 	if err != nil {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		<-done
+		stop()
 		if msg, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n"); msg != "" {
 			err = errors.New(msg)
 		}

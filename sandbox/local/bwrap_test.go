@@ -4,6 +4,7 @@ package local
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -245,7 +246,7 @@ func TestJailProcesses(t *testing.T) {
 	require.Eventually(t, func() bool {
 		res := sh(t, sb, "kill -0 "+pid+" && cat /proc/"+pid+"/cmdline | tr '\\0' ' '")
 		return string(res.Stdout) == "sleep "+marker+" "
-	}, 10*time.Second, 10*time.Millisecond, "alive after its session ended")
+	}, time.Minute, 10*time.Millisecond, "alive after its session ended")
 	assert.NotEmpty(t, hostProcesses(t, "sleep\x00"+marker))
 	scratch := sb.Backend().(*Backend).jail.scratch
 	assert.DirExists(t, scratch)
@@ -301,11 +302,55 @@ func TestJailExecutorRestart(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	_, enc, dec = start()
-	out := call(enc, dec, "2", "TaskOutput", map[string]any{"task_id": m[1], "block": true, "timeout": 30000})
+	out := call(enc, dec, "2", "TaskOutput", map[string]any{"task_id": m[1], "block": true, "timeout": 120000})
 	assert.False(t, out.IsError, out.Text())
 	assert.Contains(t, out.Text(), "<status>completed</status>")
 	assert.Contains(t, out.Text(), "<output>\nstarted\nfinished\n</output>")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "no state in the workspace")
+}
+
+// TestJailNotReadyFailsClosed: a keeper that does not get ready (a bwrap that hangs here,
+// a loaded machine's slow one, a caller whose context ends) fails Open, and the keeper and
+// the private directory are gone; local:DIR does not become an unisolated sandbox with a
+// warning, as on a machine that cannot isolate.
+func TestJailNotReadyFailsClosed(t *testing.T) {
+	marker := fmt.Sprintf("%d", 200000+time.Now().UnixNano()%100000)
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "bwrap"), []byte("#!/bin/sh\nexec sleep "+marker+"\n"), 0o755))
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	saved := readyTimeout
+	t.Cleanup(func() { readyTimeout = saved })
+
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration // readyTimeout
+		ctx     time.Duration // the caller's deadline
+		want    error
+		text    string
+	}{
+		{"the keeper hangs", 200 * time.Millisecond, time.Hour, errNotReady, "the sandbox's keeper did not get ready within 200ms"},
+		{"the caller's context ends", time.Hour, 200 * time.Millisecond, context.DeadlineExceeded, "the sandbox's keeper did not get ready: context deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			readyTimeout = tc.timeout
+			scratch := t.TempDir()
+			t.Setenv("TMPDIR", scratch) // the sandbox's private directory is made there
+			ctx, cancel := context.WithTimeout(t.Context(), tc.ctx)
+			defer cancel()
+			var logged sandboxtest.LogLines
+			dir := filepath.Join(t.TempDir(), "work")
+			sb, err := sandbox.Open(ctx, "local:"+dir, sandbox.Options{Logf: logged.Logf})
+			require.ErrorIs(t, err, tc.want)
+			assert.ErrorIs(t, err, errNotReady)
+			assert.ErrorContains(t, err, "open sandbox local:"+dir+": "+tc.text)
+			assert.Nil(t, sb)
+			assert.Empty(t, logged.Lines(), "no warning: nothing runs unisolated")
+			assert.Empty(t, hostProcesses(t, "sleep\x00"+marker), "the keeper is ended")
+			entries, err := os.ReadDir(scratch)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "the private directory is removed")
+		})
+	}
 }

@@ -32,7 +32,9 @@
 // It does not limit CPU, memory or the number of processes, and does not filter system
 // calls. Where bwrap is missing or cannot make a sandbox (no unprivileged user namespaces,
 // not Linux), local:DIR runs as unsafe-local:DIR does, and says why in one "warning:" line
-// through Options.Logf (the standard error when Logf is nil). unsafe-local:DIR also passes
-// only the variables above (with the host's HOME and TMPDIR), but a command there can read
-// everything the user can, the environment of the user's other processes included.
+// through Options.Logf (the standard error when Logf is nil). A bwrap that is only slow is
+// no such machine: when its sandbox is not ready within a minute, or Open's context ends
+// first, Open fails. unsafe-local:DIR also passes only the variables above (with the host's
+// HOME and TMPDIR), but a command there can read everything the user can, the environment
+// of the user's other processes included.
 package local

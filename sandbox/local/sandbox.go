@@ -95,6 +95,10 @@ func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (*sandbo
 			}
 		}
 		j, err := openJail(ctx, dir, exe)
+		if errors.Is(err, errNotReady) {
+			// Not a machine that cannot isolate: a slow one, or a caller that gave up.
+			return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
+		}
 		if err != nil {
 			warnf(opts, "warning: sandbox %s is NOT isolated: %v; %s. Spell it unsafe-local:DIR to say you mean it", spec, err, risk)
 		} else {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,7 +262,7 @@ func TestStatus(t *testing.T) {
 	require.Equal(t, &tape.Limits{MaxRepeat: 5, MaxSteps: 100}, st.Limits)
 
 	require.ErrorContains(t, runAgent(t, rg, tape.ProviderAnthropic, false), "max_repeat")
-	require.Eventually(t, func() bool { _, st := get(); return st.Finished }, 10*time.Second, 10*time.Millisecond, "the breaker finishes the tape")
+	require.Eventually(t, func() bool { _, st := get(); return st.Finished }, time.Minute, 10*time.Millisecond, "the breaker finishes the tape")
 	code, st = get()
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, 6, st.Steps)
@@ -283,27 +284,41 @@ func TestStatus(t *testing.T) {
 // slow upstream) is still recorded after a later call is refused; the tape ends budget only
 // once it is in.
 func TestBreakerWaitsForCallsInFlight(t *testing.T) {
+	// The slow call is upstream (upstream closed) until the test lets it answer (release):
+	// however slow the machine, it is in flight while the trip and the refusal happen.
+	upstream, release := make(chan struct{}), make(chan struct{})
 	script := fakeprovider.Script{Threads: []fakeprovider.Thread{
-		{Name: "slow", Marker: "SLOW-TASK", Turns: []fakeprovider.Turn{{Text: "slow answer", Fault: &fakeprovider.Fault{Times: -1, FirstByte: 400 * time.Millisecond}}}},
+		{Name: "slow", Marker: "SLOW-TASK", Turns: []fakeprovider.Turn{{Dynamic: func(*fakeprovider.Request) fakeprovider.Turn {
+			close(upstream)
+			<-release
+			return fakeprovider.Turn{Text: "slow answer"}
+		}}}},
 		{Name: "fast", Marker: "FAST-TASK", Turns: []fakeprovider.Turn{{Text: "fast answer"}, {Text: "never"}}},
 	}}
 	rg := newRig(t, script, func(c *gateway.Config) { c.Limits = tape.Limits{MaxSteps: 1} })
+	letGo := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(letGo) // before the rig's cleanup, which waits for the upstream's handlers
 	body := func(task string) []byte {
 		return []byte(`{"model":"fake-model","max_tokens":50,"messages":[{"role":"user","content":"` + task + `"}]}`)
 	}
 	slow := make(chan reply, 1)
 	go func() { slow <- rg.do(t, call{body: body("SLOW-TASK")}) }()
-	require.Eventually(t, func() bool { return len(rg.fp.Requests()) == 1 }, 5*time.Second, 5*time.Millisecond, "the slow call is upstream")
+	select {
+	case <-upstream:
+	case <-time.After(time.Minute):
+		t.Fatal("the slow call did not reach the upstream within a minute")
+	}
 	fast := rg.do(t, call{body: body("FAST-TASK")})
 	require.Equal(t, http.StatusOK, fast.status)
 	require.NotNil(t, rg.g.Tripped(), "one step: --max-steps 1 is reached")
 	refused := rg.do(t, call{body: body("FAST-TASK again")})
 	require.Equal(t, http.StatusBadRequest, refused.status)
 	require.Nil(t, rg.load(t).Meta.Ended, "not finished while the slow call is in flight")
+	letGo()
 	got := <-slow
 	require.Equal(t, http.StatusOK, got.status)
 	require.Contains(t, string(got.body), "slow answer")
-	require.Eventually(t, func() bool { return rg.load(t).Meta.Ended != nil }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return rg.load(t).Meta.Ended != nil }, time.Minute, 10*time.Millisecond)
 	tp := rg.load(t)
 	require.Equal(t, tape.EndBudget, tp.Meta.Ended.Reason)
 	var steps int

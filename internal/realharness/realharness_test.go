@@ -16,7 +16,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	for _, h := range []string{realharness.Claude, realharness.Codex} {
+	for _, h := range []string{realharness.Claude, realharness.Codex, realharness.Pi} {
 		t.Run(h, func(t *testing.T) {
 			realharness.Need(t, h)
 			v, err := realharness.Version(t.Context(), h)

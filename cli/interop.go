@@ -232,7 +232,8 @@ DIR/<tape id>.json. --from says the files' format:
 
   auto         (the default) every *.jsonl file under DIR in whichever of the formats below
                its first line shows, so that a Hub Traces dataset, ~/.claude/projects,
-               ~/.codex/sessions or ~/.pi/agent/sessions imports whole. A .jsonl file of none of them stops the import.
+               ~/.codex/sessions or ~/.pi/agent/sessions imports whole. A .jsonl file of
+               none of them stops the import.
   claude-code  <session>.jsonl files (a file, a project folder, or ~/.claude/projects), each
                with its subagents' sidechains from <session>/subagents/.
   codex        rollout-*.jsonl files (a file or ~/.codex/sessions); a sub-agent's rollout
@@ -247,9 +248,11 @@ DIR/<tape id>.json. --from says the files' format:
 Imported tapes have normalized steps only: no raw bodies and no timing, which meta.labels
 says (tapebox.imported_from, tapebox.form=normalized). What the files held that a tape has
 no place for is counted in tapebox.lost (thinking signatures, encrypted reasoning, the tools
-a Codex tool_search loaded, a Pi session's other branches). They replay in executor mode as they are. --synthesize adds raw
-stream bodies made from the normalized form (tapebox.form=synthesized), so that they also
-replay in simulator mode against the real harness.
+a Codex tool_search loaded, a Pi session's other branches). They replay in executor mode as
+they are. --synthesize adds raw stream bodies made from the normalized form
+(tapebox.form=synthesized), so that they also replay in simulator mode against the real
+harness; a Pi session on an API TapeBox has no provider for (tapebox.harness_api) cannot be
+synthesized.
 
 A session file with a line that is not JSON, or not what the harness writes, is an error
 naming the file and the line, and nothing is imported. Every tape is validated against the

@@ -72,6 +72,18 @@ type piBlock struct {
 	Arguments         json.RawMessage `json:"arguments"`
 	Data              string          `json:"data"`
 	MimeType          string          `json:"mimeType"`
+
+	raw json.RawMessage
+}
+
+// UnmarshalJSON reads a block, keeping its JSON for the blocks the tape keeps whole.
+func (b *piBlock) UnmarshalJSON(data []byte) error {
+	type plain piBlock
+	if err := json.Unmarshal(data, (*plain)(b)); err != nil {
+		return err
+	}
+	b.raw = append(json.RawMessage(nil), data...)
+	return nil
 }
 
 // piAPIs maps a Pi assistant message's api to the provider whose wire format it is, with
@@ -408,17 +420,13 @@ func (r *piReader) assistant(m *piMessage) error {
 // assistantBlocks normalizes an assistant message's content, with its tool calls; count
 // says whether what has no place is counted lost (once per block, when it is first read).
 func (r *piReader) assistantBlocks(raw json.RawMessage, count bool) ([]tape.Block, []tape.ToolCall, error) {
-	var list []json.RawMessage
+	var list []piBlock
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, nil, fmt.Errorf("assistant content: want a list of blocks: %w", err)
 	}
 	out := make([]tape.Block, 0, len(list))
 	var calls []tape.ToolCall
-	for i, rb := range list {
-		var b piBlock
-		if err := json.Unmarshal(rb, &b); err != nil {
-			return nil, nil, fmt.Errorf("content[%d]: %w", i, err)
-		}
+	for i, b := range list {
 		switch b.Type {
 		case "text":
 			out = append(out, tape.Block{Type: tape.BlockText, Text: b.Text})
@@ -444,7 +452,7 @@ func (r *piReader) assistantBlocks(raw json.RawMessage, count bool) ([]tape.Bloc
 			out = append(out, tape.Block{Type: tape.BlockToolUse, ID: b.ID, Name: b.Name, Input: in})
 			calls = append(calls, tape.ToolCall{ID: b.ID, Name: b.Name, Input: in, Kind: "function"})
 		default:
-			out = append(out, tape.Block{Type: tape.BlockOther, Raw: rb})
+			out = append(out, tape.Block{Type: tape.BlockOther, Raw: b.raw})
 		}
 	}
 	return out, calls, nil
@@ -461,15 +469,11 @@ func (r *piReader) blocks(raw json.RawMessage) ([]tape.Block, error) {
 	if json.Unmarshal(raw, &s) == nil {
 		return append(out, tape.Block{Type: tape.BlockText, Text: s}), nil
 	}
-	var list []json.RawMessage
+	var list []piBlock
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, fmt.Errorf("content: want a string or a list of blocks: %w", err)
 	}
-	for i, rb := range list {
-		var b piBlock
-		if err := json.Unmarshal(rb, &b); err != nil {
-			return nil, fmt.Errorf("content[%d]: %w", i, err)
-		}
+	for i, b := range list {
 		switch b.Type {
 		case "text":
 			out = append(out, tape.Block{Type: tape.BlockText, Text: b.Text})
@@ -480,7 +484,7 @@ func (r *piReader) blocks(raw json.RawMessage) ([]tape.Block, error) {
 			}
 			out = append(out, tape.Block{Type: tape.BlockImage, Raw: img})
 		default:
-			out = append(out, tape.Block{Type: tape.BlockOther, Raw: rb})
+			out = append(out, tape.Block{Type: tape.BlockOther, Raw: b.raw})
 		}
 	}
 	return out, nil

@@ -129,21 +129,7 @@ func TestImportPi(t *testing.T) {
 	data, err := tape.Marshal(tp)
 	require.NoError(t, err)
 	require.NoError(t, schema.Validate(data), "the imported tape validates")
-	// Its exports read again with the same calls and results; its ATIF passes the check.
-	for _, f := range []Format{ClaudeCode, STS, ATIF} {
-		out, err := Export(tp, f, Options{})
-		require.NoError(t, err, "export %s", f)
-		if f == ATIF {
-			assert.Empty(t, checkATIF(t, atifSchema(t), out[0].Data))
-			continue
-		}
-		again := t.TempDir()
-		writeFiles(t, again, out)
-		back, err := Import(f, again)
-		require.NoError(t, err, "the %s export imports", f)
-		require.Len(t, back, 1)
-		assert.Equal(t, calls(tp), calls(back[0]), "%s round trip", f)
-	}
+	// Its exports read again: TestImportedArtifactsValidate.
 	require.NoError(t, Synthesize(tp))
 	data, err = tape.Marshal(tp)
 	require.NoError(t, err)

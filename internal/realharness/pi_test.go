@@ -2,7 +2,7 @@ package realharness_test
 
 import (
 	"encoding/json"
-	"os"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -36,15 +36,7 @@ func TestPiImportRealWriter(t *testing.T) {
 		Home:    home,
 		Prompt:  "[pi-task] make the file",
 	})
-	require.NoError(t, err)
-	if res.ExitCode != 0 || srv.Err() != nil || testing.Verbose() {
-		dump(t, srv, res)
-	}
-	require.Equal(t, 0, res.ExitCode, "exit code")
-	require.NoError(t, srv.Err())
-	got, err := os.ReadFile(filepath.Join(dir, "out.txt"))
-	require.NoError(t, err)
-	assert.Equal(t, "made\n", string(got), "Pi ran the bash call")
+	requireMade(t, srv, res, err, dir)
 	reqs := srv.ThreadRequests("main")
 	require.Len(t, reqs, 2)
 	assert.Equal(t, "/v1/messages", reqs[0].Path)
@@ -59,11 +51,8 @@ func TestPiImportRealWriter(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tapes, 1)
 	tp := tapes[0]
-	assert.Equal(t, "pi", tp.Meta.Harness)
-	assert.Equal(t, tape.ProviderAnthropic, tp.Meta.Provider)
-	assert.Equal(t, "fake-model", tp.Meta.Model)
-	assert.Equal(t, dir, tp.Meta.Cwd)
-	require.Len(t, tp.Threads, 1)
+	assert.Equal(t, []string{"pi", string(tape.ProviderAnthropic), "fake-model", dir, "1"},
+		[]string{tp.Meta.Harness, string(tp.Meta.Provider), tp.Meta.Model, tp.Meta.Cwd, fmt.Sprint(len(tp.Threads))}, "harness, provider, model, cwd, threads")
 	steps := tp.Threads[0].Steps
 	require.Len(t, steps, 2, "one step per model call the fake provider answered")
 

@@ -294,7 +294,8 @@ func (r *piReader) entry(before []*piEntry, e *piEntry, m *piMessage) error {
 				return err
 			}
 		case "toolResult":
-			st, ok := r.calls[m.ToolCallID]
+			id := r.callID(m.ToolCallID)
+			st, ok := r.calls[id]
 			if !ok {
 				return fmt.Errorf("toolResult for %q, which no earlier assistant message of the branch called", m.ToolCallID)
 			}
@@ -302,7 +303,7 @@ func (r *piReader) entry(before []*piEntry, e *piEntry, m *piMessage) error {
 			if err != nil {
 				return fmt.Errorf("toolResult content: %w", err)
 			}
-			st.ToolResults = append(st.ToolResults, tape.ToolResult{ToolCallID: m.ToolCallID, Content: content, IsError: m.IsError})
+			st.ToolResults = append(st.ToolResults, tape.ToolResult{ToolCallID: id, Content: content, IsError: m.IsError})
 		}
 	case "compaction":
 		// What Pi sends from here on: the summary, then the branch from the first entry
@@ -371,7 +372,7 @@ func (r *piReader) context(h []tape.Message, e *piEntry, m *piMessage, count boo
 		if err != nil {
 			return h, err
 		}
-		b := tape.Block{Type: tape.BlockToolResult, ToolCallID: m.ToolCallID, Content: content, IsError: m.IsError}
+		b := tape.Block{Type: tape.BlockToolResult, ToolCallID: r.callID(m.ToolCallID), Content: content, IsError: m.IsError}
 		if r.provider == tape.ProviderAnthropic {
 			return appendMessage(h, "user", []tape.Block{b}), nil
 		}
@@ -441,21 +442,37 @@ func (r *piReader) assistantBlocks(raw json.RawMessage, count bool) ([]tape.Bloc
 				case tape.ProviderAnthropic:
 					r.lost.add(LostThinkingSignature, 1)
 				case tape.ProviderOpenAIResponses:
-					r.lost.add(LostEncryptedReasoning, 1)
+					// The signature is the Responses reasoning item, as JSON.
+					var item struct {
+						EncryptedContent string `json:"encrypted_content"`
+					}
+					if json.Unmarshal([]byte(b.ThinkingSignature), &item) == nil && item.EncryptedContent != "" {
+						r.lost.add(LostEncryptedReasoning, 1)
+					}
 				}
 			}
 		case "toolCall":
 			if b.ID == "" || b.Name == "" {
 				return nil, nil, fmt.Errorf("content[%d]: toolCall without id or name", i)
 			}
-			in := input(b.Arguments)
-			out = append(out, tape.Block{Type: tape.BlockToolUse, ID: b.ID, Name: b.Name, Input: in})
-			calls = append(calls, tape.ToolCall{ID: b.ID, Name: b.Name, Input: in, Kind: "function"})
+			in, id := input(b.Arguments), r.callID(b.ID)
+			out = append(out, tape.Block{Type: tape.BlockToolUse, ID: id, Name: b.Name, Input: in})
+			calls = append(calls, tape.ToolCall{ID: id, Name: b.Name, Input: in, Kind: "function"})
 		default:
 			out = append(out, tape.Block{Type: tape.BlockOther, Raw: b.raw})
 		}
 	}
 	return out, calls, nil
+}
+
+// callID is a Pi tool call id as the tape's provider names the call. On the Responses
+// API Pi keeps "<call_id>|<function_call item id>"; the wire, and so the tape, names the
+// call by call_id alone.
+func (r *piReader) callID(id string) string {
+	if r.provider == tape.ProviderOpenAIResponses {
+		id, _, _ = strings.Cut(id, "|")
+	}
+	return id
 }
 
 // blocks normalizes user or tool result content: a string, or a list of text and image

@@ -172,15 +172,17 @@ func TestImportPiProviders(t *testing.T) {
 		stops    [2]string
 		resRole  string
 		label    string
+		callID   string // the id Pi keeps of call_1
 	}{
-		{"openai-completions", tape.ProviderOpenAIChat, "/v1/chat/completions", [2]string{"tool_calls", "stop"}, "tool", ""},
-		{"openai-responses", tape.ProviderOpenAIResponses, "/v1/responses", [2]string{"completed", "completed"}, "tool", ""},
-		{"google-generative-ai", tape.ProviderUnknown, "", [2]string{"", ""}, "tool", "google-generative-ai (3)"},
+		{"openai-completions", tape.ProviderOpenAIChat, "/v1/chat/completions", [2]string{"tool_calls", "stop"}, "tool", "", "call_1"},
+		// On Responses Pi keeps "<call_id>|<item id>"; the wire names the call by call_id.
+		{"openai-responses", tape.ProviderOpenAIResponses, "/v1/responses", [2]string{"completed", "completed"}, "tool", "", "call_1|fc_1"},
+		{"google-generative-ai", tape.ProviderUnknown, "", [2]string{"", ""}, "tool", "google-generative-ai (3)", "call_1"},
 	} {
 		t.Run(c.api, func(t *testing.T) {
 			p := writePi(t, t.TempDir(), piHeader, piUser,
-				piAssistant("a1", "u1", c.api, "toolUse", piCall),
-				piResult("r1", "a1", "call_1"),
+				piAssistant("a1", "u1", c.api, "toolUse", strings.Replace(piCall, `"call_1"`, `"`+c.callID+`"`, 1)),
+				piResult("r1", "a1", c.callID),
 				strings.Replace(piAssistant("a2", "r1", c.api, "error", `[]`), `"stopReason"`, `"errorMessage":"429 too many requests","stopReason"`, 1),
 				piAssistant("a3", "a2", c.api, "stop", `[{"type":"text","text":"done"}]`))
 			tapes, err := Import(Auto, p)
@@ -197,11 +199,13 @@ func TestImportPiProviders(t *testing.T) {
 			assert.Equal(t, "", steps[1].Response.StopReason, "an error has no stop reason")
 			assert.Equal(t, c.stops[1], steps[2].Response.StopReason)
 			assert.Equal(t, tape.Usage{InputTokens: 7, OutputTokens: 3, CacheReadInputTokens: 2}, steps[2].Response.Usage)
+			assert.Equal(t, []tape.ToolCall{{ID: "call_1", Name: "bash", Input: json.RawMessage(`{"command":"ls"}`), Kind: "function"}}, steps[0].ToolCalls)
 			assert.Equal(t, []tape.ToolResult{{ToolCallID: "call_1", Content: []tape.Block{piText("ok")}}}, steps[0].ToolResults)
 			msgs := steps[2].Request.Messages
 			require.Len(t, msgs, 3, "the errored turn is not sent again")
 			assert.Equal(t, []string{"user", "assistant", c.resRole}, []string{msgs[0].Role, msgs[1].Role, msgs[2].Role})
 			assert.Equal(t, tape.BlockToolResult, msgs[2].Content[0].Type)
+			assert.Equal(t, "call_1", msgs[2].Content[0].ToolCallID)
 			data, err := tape.Marshal(tp)
 			require.NoError(t, err)
 			require.NoError(t, schema.Validate(data))

@@ -57,6 +57,9 @@ type Options struct {
 	Args []string
 	// CodexConfig is TOML appended to Codex's config.toml.
 	CodexConfig string
+	// PiAPI is the wire API of Pi's provider (its models.json "api"): "anthropic-messages"
+	// (when empty), "openai-completions" or "openai-responses".
+	PiAPI string
 }
 
 // Result is what a run printed and how it ended.
@@ -158,13 +161,15 @@ func RunCodex(ctx context.Context, opts Options) (Result, error) {
 }
 
 // PiModelsJSON returns the ~/.pi/agent/models.json that points Pi at a provider: a custom
-// provider "fake" on the Anthropic Messages wire format at baseURL (the root the SDK adds
-// /v1/messages to) with the model model ("fake-model" when empty).
-func PiModelsJSON(baseURL, model string) string {
-	if model == "" {
-		model = "fake-model"
+// provider "fake" on wire API api ("anthropic-messages" when empty, "openai-completions",
+// "openai-responses") at baseURL (the provider's root: the OpenAI APIs get baseURL + "/v1",
+// as their SDK wants it) with the model model ("fake-model" when empty).
+func PiModelsJSON(baseURL, api, model string) string {
+	api, model = cmp.Or(api, "anthropic-messages"), cmp.Or(model, "fake-model")
+	if api != "anthropic-messages" {
+		baseURL = strings.TrimSuffix(baseURL, "/") + "/v1"
 	}
-	return fmt.Sprintf(`{"providers":{"fake":{"baseUrl":%q,"api":"anthropic-messages","apiKey":"sk-test","models":[{"id":%q,"contextWindow":200000,"maxTokens":4096}]}}}`, baseURL, model)
+	return fmt.Sprintf(`{"providers":{"fake":{"baseUrl":%q,"api":%q,"apiKey":"sk-test","models":[{"id":%q,"contextWindow":200000,"maxTokens":4096}]}}}`, baseURL, api, model)
 }
 
 // RunPi runs the pi coding agent once, non-interactively:
@@ -173,7 +178,7 @@ func PiModelsJSON(baseURL, model string) string {
 //	   --no-skills --no-prompt-templates --no-themes --no-context-files
 //	   --session-dir Home/sessions PROMPT </dev/null
 //
-// with PI_CODING_AGENT_DIR=Home/.pi/agent holding PiModelsJSON(BaseURL, Model) and
+// with PI_CODING_AGENT_DIR=Home/.pi/agent holding PiModelsJSON(BaseURL, PiAPI, Model) and
 // PI_OFFLINE=1. Its session file lands in Home/sessions. A non-zero exit is reported in
 // the Result.
 func RunPi(ctx context.Context, opts Options) (Result, error) {
@@ -182,7 +187,7 @@ func RunPi(ctx context.Context, opts Options) (Result, error) {
 		if err := os.MkdirAll(agent, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("realharness: pi home: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(agent, "models.json"), []byte(PiModelsJSON(opts.BaseURL, opts.Model)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(agent, "models.json"), []byte(PiModelsJSON(opts.BaseURL, opts.PiAPI, opts.Model)), 0o644); err != nil {
 			return nil, nil, fmt.Errorf("realharness: pi models.json: %w", err)
 		}
 		env = []string{"PI_CODING_AGENT_DIR=" + agent, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1"}

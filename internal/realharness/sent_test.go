@@ -43,7 +43,17 @@ func TestSentResults(t *testing.T) {
 	assert.ErrorContains(t, err, "tool_result toolu_9: content is neither a string nor a list")
 	_, err = realharness.SentResults(tape.ProviderOpenAIResponses, []byte(`{"input":`))
 	assert.ErrorContains(t, err, "decode request")
-	_, err = realharness.SentResults(tape.ProviderOpenAIChat, []byte(`{}`))
+	chat := `{"messages":[
+		{"role":"system","content":"be brief"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"bash","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"call_1","content":"printed\n"},
+		{"role":"tool","tool_call_id":"call_2","content":[{"type":"text","text":"ok"}]}]}`
+	sent, err = realharness.SentResults(tape.ProviderOpenAIChat, []byte(chat))
+	require.NoError(t, err)
+	require.Len(t, sent, 2)
+	assert.Equal(t, "printed\n", sent["call_1"].Result.Text())
+	assert.Equal(t, "ok", sent["call_2"].Result.Text())
+	_, err = realharness.SentResults(tape.ProviderUnknown, []byte(`{}`))
 	assert.ErrorContains(t, err, "not read here")
 }
 

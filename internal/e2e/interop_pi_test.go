@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/realharness"
-	"github.com/tapebox/tapebox/interop"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
@@ -37,19 +36,11 @@ func TestInteropPiSimulator(t *testing.T) {
 	require.Equal(t, 0, res.ExitCode, "pi against the fake provider\n%s", clipText(string(res.Stderr), 2000))
 	require.NoError(t, srv.Err())
 
-	imported := t.TempDir()
-	code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), "import", "--from", "pi", "--synthesize", "--out", imported, filepath.Join(home, "sessions"))
-	require.Equal(t, 0, code, "tapebox import --from pi --synthesize\n%s%s", out, errOut)
-	tapes, err := filepath.Glob(filepath.Join(imported, "*.json"))
-	require.NoError(t, err)
-	require.Len(t, tapes, 1)
-	imp, err := tape.LoadFile(tapes[0])
-	require.NoError(t, err)
-	require.Equal(t, interop.FormSynthesized, imp.Meta.Labels[interop.LabelForm])
+	tapePath, imp := importSynthesized(t, r, "pi", filepath.Join(home, "sessions"))
 	require.Equal(t, []string{"main/0 bash"}, callsOf(imp))
 
 	repPath := filepath.Join(t.TempDir(), "replay-sim.json")
-	sim, root := r.simulator(t, tapes[0], repPath)
+	sim, root := r.simulator(t, tapePath, repPath)
 	fresh := t.TempDir()
 	res, err = realharness.RunPi(t.Context(), realharness.Options{BaseURL: root, Dir: fresh, Home: t.TempDir(), Prompt: prompt})
 	require.NoError(t, err)

@@ -50,9 +50,12 @@ func TestSentResults(t *testing.T) {
 		{"role":"tool","tool_call_id":"call_2","content":[{"type":"text","text":"ok"}]}]}`
 	sent, err = realharness.SentResults(tape.ProviderOpenAIChat, []byte(chat))
 	require.NoError(t, err)
-	require.Len(t, sent, 2)
-	assert.Equal(t, "printed\n", sent["call_1"].Result.Text())
-	assert.Equal(t, "ok", sent["call_2"].Result.Text())
+	texts := map[string]string{}
+	for id, s := range sent {
+		texts[id] = s.Result.Text()
+	}
+	assert.Equal(t, map[string]string{"call_1": "printed\n", "call_2": "ok"}, texts)
+	assert.JSONEq(t, `{"role":"tool","tool_call_id":"call_1","content":"printed\n"}`, string(sent["call_1"].Raw))
 	_, err = realharness.SentResults(tape.ProviderUnknown, []byte(`{}`))
 	assert.ErrorContains(t, err, "not read here")
 }

@@ -251,8 +251,8 @@ no place for is counted in tapebox.lost (thinking signatures, encrypted reasonin
 a Codex tool_search loaded, a Pi session's other branches). They replay in executor mode as
 they are. --synthesize adds raw stream bodies made from the normalized form
 (tapebox.form=synthesized), so that they also replay in simulator mode against the real
-harness; a Pi session on an API TapeBox has no provider for (tapebox.harness_api) cannot be
-synthesized.
+harness (Anthropic Messages and OpenAI Responses tapes: not a Pi session on openai-completions
+or on an API TapeBox has no provider for, tapebox.harness_api).
 
 A session file with a line that is not JSON, or not what the harness writes, is an error
 naming the file and the line, and nothing is imported. Every tape is validated against the

@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"cmp"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -209,6 +210,13 @@ func TestImportPiProviders(t *testing.T) {
 			data, err := tape.Marshal(tp)
 			require.NoError(t, err)
 			require.NoError(t, schema.Validate(data))
+			if err := Synthesize(tp); c.provider != tape.ProviderOpenAIResponses {
+				// Synthesize writes Anthropic and Responses streams only; it says why not.
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), cmp.Or(c.label, string(c.provider)))
+			} else {
+				require.NoError(t, err)
+			}
 		})
 	}
 }

@@ -21,8 +21,7 @@ type piEntry struct {
 	Timestamp string          `json:"timestamp"`
 	Message   json.RawMessage `json:"message"`
 	// The header.
-	Version int    `json:"version"`
-	Cwd     string `json:"cwd"`
+	Cwd string `json:"cwd"`
 	// compaction, branch_summary, custom_message.
 	Summary          string          `json:"summary"`
 	FirstKeptEntryID string          `json:"firstKeptEntryId"`
@@ -213,7 +212,6 @@ func (s *piSession) branch() ([]*piEntry, error) {
 
 // piReader builds the thread of one branch.
 type piReader struct {
-	s        *piSession
 	provider tape.Provider
 	th       *tape.Thread
 	history  []tape.Message
@@ -232,7 +230,7 @@ func importPiSession(path string) (*tape.Tape, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &piReader{s: s, th: &tape.Thread{ID: "main", Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: losses{}, apis: map[string]int{}}
+	r := &piReader{th: &tape.Thread{ID: "main", Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: losses{}, apis: map[string]int{}}
 	r.lost.add(LostOtherBranches, len(s.entries)-len(br))
 	// The tape's provider: the one every model call of the branch used.
 	var msgs []*piMessage
@@ -255,7 +253,7 @@ func importPiSession(path string) (*tape.Tape, error) {
 		}
 	}
 	for i, e := range br {
-		if err := r.entry(br[:i], e, msgs[i]); err != nil {
+		if err := r.entry(br[:i+1], msgs[:i+1]); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, e.line, err)
 		}
 	}
@@ -284,8 +282,10 @@ func importPiSession(path string) (*tape.Tape, error) {
 	return tp, nil
 }
 
-// entry reads one entry of the branch; before is the branch up to it, m its message.
-func (r *piReader) entry(before []*piEntry, e *piEntry, m *piMessage) error {
+// entry reads the last entry of br, the branch up to it; msgs are the branch's messages
+// (nil for an entry that is none).
+func (r *piReader) entry(br []*piEntry, msgs []*piMessage) error {
+	e, m := br[len(br)-1], msgs[len(msgs)-1]
 	switch e.Type {
 	case "message":
 		switch m.Role {
@@ -310,20 +310,13 @@ func (r *piReader) entry(before []*piEntry, e *piEntry, m *piMessage) error {
 		// the compaction kept.
 		h := []tape.Message{{Role: "user", Content: []tape.Block{{Type: tape.BlockText, Text: piCompactionPrefix + e.Summary + piCompactionSuffix}}}}
 		kept := false
-		for _, k := range before {
+		for i, k := range br[:len(br)-1] {
 			kept = kept || k.ID == e.FirstKeptEntryID
 			if !kept {
 				continue
 			}
-			var km *piMessage
-			if k.Type == "message" {
-				km = &piMessage{}
-				if err := json.Unmarshal(k.Message, km); err != nil {
-					return fmt.Errorf("line %d: message: %w", k.line, err)
-				}
-			}
 			var err error
-			if h, err = r.context(h, k, km, false); err != nil {
+			if h, err = r.context(h, k, msgs[i], false); err != nil {
 				return fmt.Errorf("line %d: %w", k.line, err)
 			}
 		}

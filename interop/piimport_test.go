@@ -268,3 +268,43 @@ func TestImportPiBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tapes, 1)
 }
+
+// TestImportPiContext: what else Pi sends the model (as its convertToLlm writes it) is in
+// the next step's request: a user's ! command with its exit code, an extension's message,
+// a branch summary, a custom message; not a !! command, nor an aborted turn, which is still
+// a step of its own. An entry of a type Pi 0.73 does not write is counted lost.
+func TestImportPiContext(t *testing.T) {
+	msg := func(id, parent, m string) string {
+		return `{"type":"message","id":"` + id + `","parentId":"` + parent + `","timestamp":"2026-11-30T10:00:02.000Z","message":` + m + `}`
+	}
+	p := writePi(t, t.TempDir(), piHeader, piUser,
+		piAssistant("a1", "u1", "anthropic-messages", "stop", `[{"type":"text","text":"hello"}]`),
+		msg("b1", "a1", `{"role":"bashExecution","command":"make","output":"boom","exitCode":2,"cancelled":false,"truncated":false}`),
+		msg("b2", "b1", `{"role":"bashExecution","command":"ls","output":"secret-ish","exitCode":0,"cancelled":false,"truncated":false,"excludeFromContext":true}`),
+		`{"type":"custom_message","id":"c1","parentId":"b2","timestamp":"2026-11-30T10:00:03.000Z","customType":"ext","content":"injected","display":true}`,
+		`{"type":"branch_summary","id":"s1","parentId":"c1","timestamp":"2026-11-30T10:00:04.000Z","fromId":"a1","summary":"tried X"}`,
+		`{"type":"future_thing","id":"f1","parentId":"s1","timestamp":"2026-11-30T10:00:05.000Z"}`,
+		msg("m1", "f1", `{"role":"custom","customType":"ext","content":[{"type":"text","text":"more"}],"display":false}`),
+		piAssistant("a2", "m1", "anthropic-messages", "aborted", `[{"type":"text","text":"half"}]`),
+		msg("u2", "a2", `{"role":"user","content":"again"}`),
+		piAssistant("a3", "u2", "anthropic-messages", "stop", `[{"type":"text","text":"done"}]`))
+	tapes, err := Import(Pi, p)
+	require.NoError(t, err)
+	require.Len(t, tapes, 1)
+	steps := tapes[0].Threads[0].Steps
+	require.Len(t, steps, 3, "the aborted turn is a step")
+	assert.Equal(t, []tape.Block{piText("half")}, steps[1].Response.Content)
+	assert.Equal(t, "", steps[1].Response.StopReason)
+	assert.Equal(t, []tape.Message{
+		{Role: "user", Content: []tape.Block{piText("hi")}},
+		{Role: "assistant", Content: []tape.Block{piText("hello")}},
+		{Role: "user", Content: []tape.Block{
+			piText("Ran `make`\n```\nboom\n```\n\nCommand exited with code 2"),
+			piText("injected"),
+			piText(piBranchPrefix + "tried X" + piBranchSuffix),
+			piText("more"),
+			piText("again"),
+		}},
+	}, steps[2].Request.Messages, "the last step's request: no !! command, no aborted turn")
+	assert.Equal(t, "entries of unknown types (1)", tapes[0].Meta.Labels[LabelLost])
+}

@@ -87,7 +87,7 @@ func exportAll(ctx context.Context, paths []string, out string, format interop.F
 // BenchmarkInterop measures, on one corpus of about 500 MB of tapes (2 workers each, the
 // machine's cores): dataset export (Parquet), export to each interop format (tapes read,
 // converted, files written), and import of the exported session files back into tapes, per
-// format (read, converted, encoded, written). MB/s is of the tapes' JSON for the exports, of
+// format (read, converted, encoded, written), and of Pi sessions written from the corpus. MB/s is of the tapes' JSON for the exports, of
 // the session files for the imports, which also report the tape bytes they write per second
 // (tape-MB/s), the unit of the dataset export's MB/s. Neither side scans for secrets or
 // validates (the CLI does both, at the same cost to both).
@@ -155,6 +155,16 @@ func BenchmarkInterop(b *testing.B) {
 		}
 		b.Run("import-"+string(f), func(b *testing.B) { benchImport(b, f, dir) })
 	}
+	// Pi has no export: its sessions are written from the corpus's main threads.
+	piDir, err := scratchDir("tapebox-bench-interop-pi-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(piDir)
+	if _, err := writePiSessions(c.paths, piDir); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("import-pi", func(b *testing.B) { benchImport(b, interop.Pi, piDir) })
 }
 
 // benchImport imports the session files of format f under dir into tapes, written with 2

@@ -20,7 +20,7 @@ import (
 
 func init() {
 	register(&command{name: "export", summary: "write tapes as Claude Code or Codex sessions, STS, ATIF or OTLP spans", run: runExport})
-	register(&command{name: "import", summary: "turn Claude Code, Codex or STS session files into tapes", run: runImport})
+	register(&command{name: "import", summary: "turn Claude Code, Codex, Pi or STS session files into tapes", run: runImport})
 }
 
 func formatNames(fs []interop.Format) string {
@@ -231,12 +231,16 @@ Turns the session files a harness writes itself into tapes, one per session, wri
 DIR/<tape id>.json. --from says the files' format:
 
   auto         (the default) every *.jsonl file under DIR in whichever of the formats below
-               its first line shows, so that a Hub Traces dataset, ~/.claude/projects or
-               ~/.codex/sessions imports whole. A .jsonl file of none of them stops the import.
+               its first line shows, so that a Hub Traces dataset, ~/.claude/projects,
+               ~/.codex/sessions or ~/.pi/agent/sessions imports whole. A .jsonl file of
+               none of them stops the import.
   claude-code  <session>.jsonl files (a file, a project folder, or ~/.claude/projects), each
                with its subagents' sidechains from <session>/subagents/.
   codex        rollout-*.jsonl files (a file or ~/.codex/sessions); a sub-agent's rollout
                becomes a thread of its parent's tape, linked to the spawn call.
+  pi           the pi coding agent's session files (a file or ~/.pi/agent/sessions). The
+               tape is the branch ending at the file's last entry (where Pi resumes); the
+               entries of other branches are counted in tapebox.lost.
   sts          the Hub's Session Trace Simple files, one session each. The files tapebox
                export --to sts wrote for one tape (one tapeId) become that tape's threads
                again; any other file is a tape of one thread.
@@ -244,9 +248,11 @@ DIR/<tape id>.json. --from says the files' format:
 Imported tapes have normalized steps only: no raw bodies and no timing, which meta.labels
 says (tapebox.imported_from, tapebox.form=normalized). What the files held that a tape has
 no place for is counted in tapebox.lost (thinking signatures, encrypted reasoning, the tools
-a Codex tool_search loaded). They replay in executor mode as they are. --synthesize adds raw
-stream bodies made from the normalized form (tapebox.form=synthesized), so that they also
-replay in simulator mode against the real harness.
+a Codex tool_search loaded, a Pi session's other branches). They replay in executor mode as
+they are. --synthesize adds raw stream bodies made from the normalized form
+(tapebox.form=synthesized), so that they also replay in simulator mode against the real
+harness (Anthropic Messages and OpenAI Responses tapes: not a Pi session on openai-completions
+or on an API TapeBox has no provider for, tapebox.harness_api).
 
 A session file with a line that is not JSON, or not what the harness writes, is an error
 naming the file and the line, and nothing is imported. Every tape is validated against the

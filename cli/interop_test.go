@@ -217,7 +217,7 @@ func grepTree(t *testing.T, dir, s string) []string {
 }
 
 // TestImportSecretsEveryFormat plants a credential in a Claude Code session file, a Codex
-// rollout and an STS file: the import of each (named and auto-detected) is refused without
+// rollout, an STS file and a Pi session file: the import of each (named and auto-detected) is refused without
 // printing the key, and no tape holds it. Imported anyway (--allow-secrets), the tape cannot
 // leave through any export or dataset export: each is refused and writes no file with the
 // key.
@@ -230,12 +230,23 @@ func TestImportSecretsEveryFormat(t *testing.T) {
 		{"claude-code", replayTape, []string{"claude-code", "sts", "atif"}},
 		{"codex", "../testdata/replay/codex.json", []string{"codex", "sts", "atif"}},
 		{"sts", "../testdata/replay/codex.json", []string{"codex", "sts", "atif"}},
+		// Pi is not an export format: its session file is a hand-written one.
+		{"pi", "../interop/testdata/pi/session.jsonl", []string{"claude-code", "sts", "atif"}},
 	} {
 		t.Run(c.from, func(t *testing.T) {
 			dir := t.TempDir()
 			sessions := filepath.Join(dir, "sessions")
-			code, _, stderr := runVerbForTest(t, "export", "--to", c.from, "--out", sessions, c.tape)
-			require.Equal(t, 0, code, stderr)
+			if c.from == "pi" {
+				b, err := os.ReadFile(c.tape)
+				require.NoError(t, err)
+				s := strings.Replace(string(b), `"text":"main.go\n`, `"text":"Output:\nmain.go\n`, 1)
+				require.NotEqual(t, string(b), s)
+				require.NoError(t, os.MkdirAll(filepath.Join(sessions, "--home-u-proj--"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(sessions, "--home-u-proj--", "2026-11-30T10-00-00-000Z_4f1d2c3b.jsonl"), []byte(s), 0o644))
+			} else {
+				code, _, stderr := runVerbForTest(t, "export", "--to", c.from, "--out", sessions, c.tape)
+				require.Equal(t, 0, code, stderr)
+			}
 			// Plant the key in a tool result of the session file, as a harness wrote it.
 			planted := 0
 			for _, rel := range filesUnder(t, sessions) {
@@ -265,7 +276,7 @@ func TestImportSecretsEveryFormat(t *testing.T) {
 			}
 
 			kept := filepath.Join(dir, "kept")
-			code, _, stderr = runVerbForTest(t, "import", "--from", c.from, "--allow-secrets", "--out", kept, sessions)
+			code, _, stderr := runVerbForTest(t, "import", "--from", c.from, "--allow-secrets", "--out", kept, sessions)
 			require.Equal(t, 0, code, stderr)
 			imported := filesUnder(t, kept)
 			require.Len(t, imported, 1)
@@ -288,8 +299,8 @@ func TestImportSecretsEveryFormat(t *testing.T) {
 	}
 }
 
-// TestImportAutoCLI: a folder with Claude Code, Codex and STS session files imports whole
-// with the default --from auto, and every tape validates.
+// TestImportAutoCLI: a folder with Claude Code, Codex, STS and Pi session files imports
+// whole with the default --from auto, and every tape validates.
 func TestImportAutoCLI(t *testing.T) {
 	dir := t.TempDir()
 	hub := filepath.Join(dir, "hub")
@@ -297,20 +308,24 @@ func TestImportAutoCLI(t *testing.T) {
 		code, _, stderr := runVerbForTest(t, "export", "--to", c[0], "--out", filepath.Join(hub, c[2]), c[1])
 		require.Equal(t, 0, code, stderr)
 	}
+	pi, err := os.ReadFile("../interop/testdata/pi/session.jsonl")
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(hub, "pi"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(hub, "pi", "2026-11-30T10-00-00-000Z_4f1d2c3b.jsonl"), pi, 0o644))
 	tapes := filepath.Join(dir, "tapes")
 	code, stdout, stderr := runVerbForTest(t, "import", "--out", tapes, hub)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "imported 3 sessions")
-	assert.Contains(t, stdout, "from claude-code (1), codex (1), sts (1)")
+	assert.Contains(t, stdout, "imported 4 sessions")
+	assert.Contains(t, stdout, "from claude-code (1), codex (1), pi (1), sts (1)")
 	got := filesUnder(t, tapes)
-	require.Len(t, got, 3)
+	require.Len(t, got, 4)
 	for _, f := range got {
 		code, _, stderr := runVerbForTest(t, "validate", filepath.Join(tapes, f))
 		assert.Equal(t, 0, code, "%s: %s", f, stderr)
 	}
-	code, _, stderr = runVerbForTest(t, "import", "--from", "pi", "--out", tapes, hub)
+	code, _, stderr = runVerbForTest(t, "import", "--from", "gemini", "--out", tapes, hub)
 	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, `unknown format "pi"`)
+	assert.Contains(t, stderr, `unknown format "gemini"`)
 }
 
 // TestPricesFlag: every verb that prices steps takes --prices the same way (pricesFlag,

@@ -37,12 +37,31 @@ func TestImportAuto(t *testing.T) {
 	sort.Strings(from)
 	assert.Equal(t, []string{"claude-code", "codex", "sts"}, from)
 
+	// A Pi session beside them (as ~/.pi/agent/sessions lays it out) imports with them.
+	pi, err := os.ReadFile(piFixture)
+	require.NoError(t, err)
+	piDir := filepath.Join(dir, "sessions", "pi", "--home-u-proj--")
+	require.NoError(t, os.MkdirAll(piDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(piDir, "2026-11-30T10-00-00-000Z_4f1d2c3b.jsonl"), pi, 0o644))
+	tapes, err = Import(Auto, dir)
+	require.NoError(t, err)
+	from = nil
+	for _, tp := range tapes {
+		from = append(from, tp.Meta.Labels[LabelImportedFrom])
+		if tp.Meta.Labels[LabelImportedFrom] == string(Pi) {
+			assert.Len(t, tp.Threads[0].Steps, 3)
+			assert.Equal(t, "pi", tp.Meta.Harness)
+		}
+	}
+	sort.Strings(from)
+	assert.Equal(t, []string{"claude-code", "codex", "pi", "sts"}, from)
+
 	odd := filepath.Join(dir, "sessions", "notes.jsonl")
 	require.NoError(t, os.WriteFile(odd, []byte(`{"note":"not a session"}`+"\n"), 0o644))
 	tapes, err = Import(Auto, dir)
 	require.Error(t, err)
 	assert.Nil(t, tapes)
-	assert.Contains(t, err.Error(), odd+":1: not a Claude Code, Codex or STS session file")
+	assert.Contains(t, err.Error(), odd+":1: not a Claude Code, Codex, Pi or STS session file")
 	require.NoError(t, os.Remove(odd))
 
 	// A bad line in a file of a known format: the error names the format once, then FILE:LINE.
@@ -65,6 +84,8 @@ func TestDetect(t *testing.T) {
 		{`{"type":"user","uuid":"u","sessionId":"s","message":{}}`, ClaudeCode},
 		{`{"type":"summary","summary":"x","leafUuid":"u"}`, ClaudeCode},
 		{`{"type":"file-history-snapshot","messageId":"m","snapshot":{}}`, ClaudeCode},
+		{`{"type":"session","version":3,"id":"4f1d","timestamp":"2026-01-01T00:00:00Z","cwd":"/w"}`, Pi},
+		{`{"type":"session","id":"x","cwd":"/w","harness":"h"}`, STS},
 		{`{"type":"session","id":"no harness"}`, ""},
 		{`[1,2]`, ""},
 	} {

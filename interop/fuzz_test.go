@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// FuzzImport feeds arbitrary session files to the importers (Claude Code, Codex, STS, and
-// the one that detects the format): they return tapes or an error, never panic.
+// FuzzImport feeds arbitrary session files to the importers (Claude Code, Codex, STS, Pi,
+// and the one that detects the format): they return tapes or an error, never panic.
 func FuzzImport(f *testing.F) {
-	formats := []Format{ClaudeCode, Codex, STS, Auto}
+	formats := []Format{ClaudeCode, Codex, STS, Auto, Pi}
 	for _, c := range []struct {
 		tape   string
 		format Format
@@ -26,6 +26,15 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte(`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use"}]}}`), uint8(0))
 	f.Add([]byte(`{"type":"session_meta","payload":{"id":"x"}}`+"\n"+`{"type":"response_item","payload":{"type":"function_call_output"}}`), uint8(1))
 	f.Add([]byte(`{"type":"session","harness":"h","id":"s","parent":["main","c"]}`+"\n"+`{"type":"message","message":{"role":"assistant","toolCalls":[{"id":"c","function":{"name":"f","arguments":"x"}}]}}`), uint8(2))
+	pi, err := os.ReadFile(piFixture)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(pi, uint8(4))
+	f.Add(pi, uint8(3))
+	f.Add([]byte(piHeader+"\n"+piUser+"\n"+piAssistant("a1", "u1", "openai-completions", "toolUse", piCall)+"\n"+piResult("r1", "a1", "call_1")), uint8(4))
+	f.Add([]byte(piHeader+"\n"+`{"type":"compaction","id":"c","parentId":"c","firstKeptEntryId":"c"}`), uint8(4))
+	f.Add([]byte(piHeader+"\n"+`{"type":"message","message":{"role":"bashExecution","command":"ls","exitCode":2}}`+"\n"+`{"type":"message","message":{"role":"assistant","content":[{"type":"thinking","redacted":true}]}}`), uint8(4))
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		dir := t.TempDir()
 		format := formats[int(which)%len(formats)]

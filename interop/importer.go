@@ -83,6 +83,7 @@ var importers = map[Format]struct {
 	ClaudeCode: {isJSONL, importClaudeFiles},
 	Codex:      {func(rel string) bool { return isJSONL(rel) && strings.HasPrefix(path.Base(rel), "rollout-") }, importCodexFiles},
 	STS:        {isJSONL, importSTSFiles},
+	Pi:         {isJSONL, importPiFiles},
 }
 
 func isJSONL(rel string) bool { return strings.HasSuffix(rel, ".jsonl") }
@@ -176,7 +177,8 @@ func parseTime(s string) (time.Time, bool) {
 var errFirstLine = errors.New("first line read")
 
 // Detect tells the format of a session file by its first line: an STS session header
-// ({"type":"session","harness":…}), a Codex rollout line ({"timestamp","type","payload"}) or
+// ({"type":"session","harness":…}), a Pi session header ({"type":"session","id","cwd"},
+// no harness), a Codex rollout line ({"timestamp","type","payload"}) or
 // a Claude Code entry (one naming a sessionId, uuid or leafUuid, or a summary or
 // file-history-snapshot entry). Anything else is an error naming the file and line 1.
 func Detect(path string) (Format, error) {
@@ -187,6 +189,8 @@ func Detect(path string) (Format, error) {
 		var h struct {
 			Type      string          `json:"type"`
 			Harness   *string         `json:"harness"`
+			ID        *string         `json:"id"`
+			Cwd       *string         `json:"cwd"`
 			Payload   json.RawMessage `json:"payload"`
 			Timestamp *string         `json:"timestamp"`
 			SessionID *string         `json:"sessionId"`
@@ -199,12 +203,14 @@ func Detect(path string) (Format, error) {
 		switch {
 		case h.Type == "session" && h.Harness != nil:
 			f = STS
+		case h.Type == "session" && h.ID != nil && h.Cwd != nil:
+			f = Pi
 		case h.Type == "session_meta" || h.Payload != nil && h.Timestamp != nil:
 			f = Codex
 		case h.SessionID != nil || h.UUID != nil || h.LeafUUID != nil || h.Type == "summary" || h.Type == "file-history-snapshot":
 			f = ClaudeCode
 		default:
-			return fmt.Errorf("not a Claude Code, Codex or STS session file (its first line is none of theirs)")
+			return fmt.Errorf("not a Claude Code, Codex, Pi or STS session file (its first line is none of theirs)")
 		}
 		return errFirstLine
 	})
@@ -220,7 +226,7 @@ func Detect(path string) (Format, error) {
 }
 
 // ImportAuto reads the session files under path (a file, or a folder such as a Hub Traces
-// dataset, ~/.claude/projects or ~/.codex/sessions) whatever their formats: each file's is
+// dataset, ~/.claude/projects, ~/.codex/sessions or ~/.pi/agent/sessions) whatever their formats: each file's is
 // told by Detect, and the files of each format are imported together (Codex sub-agents
 // with their parents, the STS files of one tape as one). A Claude Code sidechain, under
 // <session>/subagents/ or beside its session file, is read with its session.

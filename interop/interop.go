@@ -22,8 +22,10 @@ const (
 	ClaudeCode Format = "claude-code"
 	Codex      Format = "codex"
 	STS        Format = "sts"
-	ATIF       Format = "atif"
-	OTLP       Format = "otlp"
+	// Pi is the pi coding agent's session file (~/.pi/agent/sessions); import only.
+	Pi   Format = "pi"
+	ATIF Format = "atif"
+	OTLP Format = "otlp"
 	// Auto is not a format: an import with it tells each file's format (Detect).
 	Auto Format = "auto"
 )
@@ -31,7 +33,7 @@ const (
 // ExportFormats lists what Export writes; ImportFormats what Import reads.
 var (
 	ExportFormats = []Format{ClaudeCode, Codex, STS, ATIF, OTLP}
-	ImportFormats = []Format{Auto, ClaudeCode, Codex, STS}
+	ImportFormats = []Format{Auto, ClaudeCode, Codex, Pi, STS}
 )
 
 // The labels an imported tape carries in meta.labels.
@@ -48,6 +50,11 @@ const (
 	// form has no place for ("thinking signatures (3), reasoning encrypted_content (2)");
 	// absent when nothing was lost.
 	LabelLost = "tapebox.lost"
+	// LabelHarnessAPI lists, with counts, the wire APIs a session's model calls used, by
+	// the harness's own names ("google-generative-ai (3)"), when the tape's provider cannot
+	// say it: none TapeBox has an adapter for, or more than one. The tape's provider is then
+	// unknown. Pi imports set it.
+	LabelHarnessAPI = "tapebox.harness_api"
 )
 
 // What an import can lose, as LabelLost names it.
@@ -63,6 +70,14 @@ const (
 	// the tool_search_call whole, as a block the model sent, and the output as an empty
 	// tool result; Codex runs the search itself when it is served the call).
 	LostToolSearchTools = "tool_search_output tools"
+	// LostOtherBranches: the entries of a Pi session's branches other than the one the
+	// import follows (the one ending at the file's last entry, where Pi resumes).
+	LostOtherBranches = "entries of other branches"
+	// LostErrorMessages: the error text a Pi assistant message carries for a model call
+	// that failed (errorMessage); the step keeps what arrived, with no stop reason.
+	LostErrorMessages = "model call error messages"
+	// LostPiUnknown: Pi session entries, or messages, of a type the import does not know.
+	LostPiUnknown = "entries of unknown types"
 )
 
 // losses counts what an import dropped, by LabelLost name.

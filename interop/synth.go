@@ -26,7 +26,11 @@ func Synthesize(tp *tape.Tape) error {
 			case tape.ProviderOpenAIResponses:
 				events, err = responsesEvents(tp, th, i, s)
 			default:
-				return fmt.Errorf("synthesize: tape %s: provider %q is not supported", tp.Meta.TapeID, tp.Meta.Provider)
+				what := fmt.Sprintf("provider %q", tp.Meta.Provider)
+				if api := tp.Meta.Labels[LabelHarnessAPI]; api != "" {
+					what = fmt.Sprintf("no known provider (%s: %s)", LabelHarnessAPI, api)
+				}
+				return fmt.Errorf("synthesize: tape %s: %s is not supported: it writes Anthropic Messages and OpenAI Responses streams", tp.Meta.TapeID, what)
 			}
 			if err != nil {
 				return fmt.Errorf("synthesize: tape %s thread %s step %d: %w", tp.Meta.TapeID, th.ID, i, err)

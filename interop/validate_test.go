@@ -2,6 +2,7 @@ package interop
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,18 +12,26 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// TestImportedArtifactsValidate: every tape an import gives (from Claude Code, Codex and
-// STS files), normalized and synthesized, validates against the tape schema; every export of
+// TestImportedArtifactsValidate: every tape an import gives (from Claude Code, Codex, STS
+// and Pi files), normalized and synthesized, validates against the tape schema; every export of
 // it is readable again, its ATIF passes the v1.7 check, and OTLP says what it lacks.
 func TestImportedArtifactsValidate(t *testing.T) {
 	atif := atifSchema(t)
 	for _, c := range []struct {
 		tape   string
 		format Format
-	}{{"claude-code.json", ClaudeCode}, {"codex.json", Codex}, {"claude-code.json", STS}, {"codex.json", STS}} {
+	}{{"claude-code.json", ClaudeCode}, {"codex.json", Codex}, {"claude-code.json", STS}, {"codex.json", STS}, {piFixture, Pi}} {
 		t.Run(string(c.format)+"/"+c.tape, func(t *testing.T) {
-			files, err := Export(loadTestTape(t, c.tape), c.format, Options{})
-			require.NoError(t, err)
+			var files []File
+			var err error
+			if c.format == Pi { // not an export format: a hand-written session
+				b, rerr := os.ReadFile(c.tape)
+				require.NoError(t, rerr)
+				files = []File{{Path: "--home-u-proj--/session.jsonl", Data: b}}
+			} else {
+				files, err = Export(loadTestTape(t, c.tape), c.format, Options{})
+				require.NoError(t, err)
+			}
 			dir := t.TempDir()
 			writeFiles(t, dir, files)
 			tapes, err := Import(Auto, dir)

@@ -445,26 +445,34 @@ func namespacesOf(tp *tape.Tape) []string {
 	return out
 }
 
-// importSimulator imports the harness's own files with --synthesize and serves the tape in
-// simulator mode to the same harness: it must make the recorded calls and end in the
-// recording's files.
-func importSimulator(t *testing.T, r *rig, c realCase, format, harnessDir string, state map[string]string) {
+// importSynthesized imports the session files of format under dir with --synthesize into
+// one tape, and returns its path and the tape.
+func importSynthesized(t *testing.T, r *rig, format, dir string) (string, *tape.Tape) {
 	t.Helper()
 	imported := t.TempDir()
-	code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), "import", "--from", format, "--synthesize", "--out", imported, harnessDir)
-	require.Equal(t, 0, code, "tapebox import --synthesize\n%s%s", out, errOut)
+	code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), "import", "--from", format, "--synthesize", "--out", imported, dir)
+	require.Equal(t, 0, code, "tapebox import --from %s --synthesize\n%s%s", format, out, errOut)
 	tapes, err := filepath.Glob(filepath.Join(imported, "*.json"))
 	require.NoError(t, err)
 	require.Len(t, tapes, 1)
 	imp, err := tape.LoadFile(tapes[0])
 	require.NoError(t, err)
 	require.Equal(t, interop.FormSynthesized, imp.Meta.Labels[interop.LabelForm])
+	return tapes[0], imp
+}
+
+// importSimulator imports the harness's own files with --synthesize and serves the tape in
+// simulator mode to the same harness: it must make the recorded calls and end in the
+// recording's files.
+func importSimulator(t *testing.T, r *rig, c realCase, format, harnessDir string, state map[string]string) {
+	t.Helper()
+	tapePath, imp := importSynthesized(t, r, format, harnessDir)
 	c.fresh(t)
 	repPath := filepath.Join(t.TempDir(), "replay-sim.json")
-	sim, root := r.simulator(t, tapes[0], repPath)
+	sim, root := r.simulator(t, tapePath, repPath)
 	argv, env := c.command(t, t.TempDir())
 	h := startProc(t, c.cwd, cleanEnv(append(env, c.baseURL(root))...), argv[0], argv[1:]...)
-	code = h.wait(t, 3*time.Minute)
+	code := h.wait(t, 3*time.Minute)
 	simCode := sim.wait(t, time.Minute)
 	if code != 0 || simCode != 0 {
 		t.Fatalf("%s against the simulator serving the imported tape: exit %d; simulator: exit %d\nsimulator log:\n%s\n%s output (end):\n%s",

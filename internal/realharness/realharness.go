@@ -2,6 +2,7 @@ package realharness
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 const (
 	Claude = "claude-code"
 	Codex  = "codex"
+	Pi     = "pi"
 )
 
 // EnvRequire, set to 1, makes a missing harness a test failure instead of a skip
@@ -29,6 +31,7 @@ const EnvRequire = "TAPEBOX_REQUIRE_HARNESSES"
 const (
 	EnvClaude = "TAPEBOX_CLAUDE"
 	EnvCodex  = "TAPEBOX_CODEX"
+	EnvPi     = "TAPEBOX_PI"
 )
 
 // Options says how to run a harness.
@@ -54,6 +57,9 @@ type Options struct {
 	Args []string
 	// CodexConfig is TOML appended to Codex's config.toml.
 	CodexConfig string
+	// PiAPI is the wire API of Pi's provider (its models.json "api"): "anthropic-messages"
+	// (when empty), "openai-completions" or "openai-responses".
+	PiAPI string
 }
 
 // Result is what a run printed and how it ended.
@@ -149,6 +155,45 @@ func RunCodex(ctx context.Context, opts Options) (Result, error) {
 			env = append(env, "CODEX_MANAGED_PACKAGE_ROOT="+filepath.Join(nm, "@openai", "codex"))
 		}
 		args = []string{"exec", "--skip-git-repo-check", "--json"}
+		args = append(args, opts.Args...)
+		return append(args, opts.Prompt), env, nil
+	})
+}
+
+// PiModelsJSON returns the ~/.pi/agent/models.json that points Pi at a provider: a custom
+// provider "fake" on wire API api ("anthropic-messages" when empty, "openai-completions",
+// "openai-responses") at baseURL (the provider's root: the OpenAI APIs get baseURL + "/v1",
+// as their SDK wants it) with the model model ("fake-model" when empty).
+func PiModelsJSON(baseURL, api, model string) string {
+	api, model = cmp.Or(api, "anthropic-messages"), cmp.Or(model, "fake-model")
+	if api != "anthropic-messages" {
+		baseURL = strings.TrimSuffix(baseURL, "/") + "/v1"
+	}
+	return fmt.Sprintf(`{"providers":{"fake":{"baseUrl":%q,"api":%q,"apiKey":"sk-test","models":[{"id":%q,"contextWindow":200000,"maxTokens":4096}]}}}`, baseURL, api, model)
+}
+
+// RunPi runs the pi coding agent once, non-interactively:
+//
+//	pi --provider fake --model MODEL --print --mode json --offline --no-extensions
+//	   --no-skills --no-prompt-templates --no-themes --no-context-files
+//	   --session-dir Home/sessions PROMPT </dev/null
+//
+// with PI_CODING_AGENT_DIR=Home/.pi/agent holding PiModelsJSON(BaseURL, PiAPI, Model) and
+// PI_OFFLINE=1. Its session file lands in Home/sessions. A non-zero exit is reported in
+// the Result.
+func RunPi(ctx context.Context, opts Options) (Result, error) {
+	return launch(ctx, PiPath, opts, func(home string) (args, env []string, err error) {
+		agent := filepath.Join(home, ".pi", "agent")
+		if err := os.MkdirAll(agent, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("realharness: pi home: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(agent, "models.json"), []byte(PiModelsJSON(opts.BaseURL, opts.PiAPI, opts.Model)), 0o644); err != nil {
+			return nil, nil, fmt.Errorf("realharness: pi models.json: %w", err)
+		}
+		env = []string{"PI_CODING_AGENT_DIR=" + agent, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1"}
+		args = []string{"--provider", "fake", "--model", cmp.Or(opts.Model, "fake-model"), "--print", "--mode", "json", "--offline",
+			"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files",
+			"--session-dir", filepath.Join(home, "sessions")}
 		args = append(args, opts.Args...)
 		return append(args, opts.Prompt), env, nil
 	})
@@ -277,6 +322,18 @@ func CodexPath() (string, error) {
 	})
 }
 
+// PiPath returns the pi coding agent's command: $TAPEBOX_PI, else the package's dist/cli.js
+// under harnesses/node_modules (a node script with its #! line).
+func PiPath() (string, error) {
+	return installed(EnvPi, func(nm string) (string, error) {
+		p := filepath.Join(nm, "@mariozechner", "pi-coding-agent", "dist", "cli.js")
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("realharness: Pi not installed (run npm ci in harnesses/): %w", err)
+		}
+		return p, nil
+	})
+}
+
 // installed is the binary $env names (which must be executable) when set, else what find
 // finds in harnesses/node_modules (nm).
 func installed(env string, find func(nm string) (string, error)) (string, error) {
@@ -374,13 +431,27 @@ func Version(ctx context.Context, harness string) (string, error) {
 		bin, err = ClaudePath()
 	case Codex:
 		bin, err = CodexPath()
+	case Pi:
+		bin, err = PiPath()
 	default:
 		return "", fmt.Errorf("realharness: unknown harness %q", harness)
 	}
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	if harness == Pi {
+		var b bytes.Buffer // Pi prints its version on stderr
+		cmd.Stdout, cmd.Stderr = &b, &b
+		err = cmd.Run()
+		return firstVersion(harness, b.Bytes(), err)
+	}
+	out, err := cmd.Output()
+	return firstVersion(harness, out, err)
+}
+
+// firstVersion is the first field of a --version output that starts with a digit.
+func firstVersion(harness string, out []byte, err error) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("realharness: %s --version: %w", harness, err)
 	}

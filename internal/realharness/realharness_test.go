@@ -16,7 +16,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	for _, h := range []string{realharness.Claude, realharness.Codex} {
+	for _, h := range []string{realharness.Claude, realharness.Codex, realharness.Pi} {
 		t.Run(h, func(t *testing.T) {
 			realharness.Need(t, h)
 			v, err := realharness.Version(t.Context(), h)
@@ -76,16 +76,7 @@ func TestRunShellCommand(t *testing.T) {
 				Home:    t.TempDir(),
 				Prompt:  "[shell-task] make the file",
 			})
-			require.NoError(t, err)
-			if res.ExitCode != 0 || srv.Err() != nil || testing.Verbose() {
-				dump(t, srv, res)
-			}
-			require.Equal(t, 0, res.ExitCode, "exit code")
-			require.NoError(t, srv.Err())
-
-			got, err := os.ReadFile(filepath.Join(dir, "out.txt"))
-			require.NoError(t, err)
-			assert.Equal(t, "made\n", string(got))
+			requireMade(t, srv, res, err, dir)
 			reqs := srv.ThreadRequests("main")
 			require.Len(t, reqs, 2)
 			assert.Equal(t, tc.path, reqs[0].Path)
@@ -94,6 +85,22 @@ func TestRunShellCommand(t *testing.T) {
 			assert.Contains(t, string(res.Stdout), "All done.")
 		})
 	}
+}
+
+// requireMade checks that a harness run (res, err) ended well, with nothing amiss at the
+// fake provider, and that the scripted command wrote "made" to dir/out.txt; a run that did
+// not is dumped.
+func requireMade(t *testing.T, srv *fakeprovider.Server, res realharness.Result, err error, dir string) {
+	t.Helper()
+	require.NoError(t, err)
+	if res.ExitCode != 0 || srv.Err() != nil || testing.Verbose() {
+		dump(t, srv, res)
+	}
+	require.Equal(t, 0, res.ExitCode, "exit code")
+	require.NoError(t, srv.Err())
+	got, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "made\n", string(got), "the harness ran the scripted command")
 }
 
 // dump logs what the harness sent and printed, for a failing or verbose run.

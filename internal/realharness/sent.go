@@ -9,16 +9,18 @@ import (
 
 // Sent is a tool result as a harness sent it in a request body.
 type Sent struct {
-	// Raw is the whole wire form: the Anthropic tool_result block, or the Responses
-	// function_call_output or custom_tool_call_output item.
+	// Raw is the whole wire form: the Anthropic tool_result block, the Chat tool message,
+	// or the Responses function_call_output or custom_tool_call_output item.
 	Raw json.RawMessage
-	// Result is the same in the tape's terms. The Responses wire carries no error flag.
+	// Result is the same in the tape's terms. The Chat and Responses wires carry no error
+	// flag.
 	Result tape.ToolResult
 }
 
-// SentResults reads the tool results of a request body of provider p (Anthropic messages or
-// OpenAI Responses), by call id. It reads the wire format itself, not through tape/provider,
-// so that a test can hold what the tape says against what the harness sent.
+// SentResults reads the tool results of a request body of provider p (Anthropic messages,
+// OpenAI Chat or OpenAI Responses), by call id. It reads the wire format itself, not
+// through tape/provider, so that a test can hold what the tape says against what the
+// harness sent.
 func SentResults(p tape.Provider, body []byte) (map[string]Sent, error) {
 	out := map[string]Sent{}
 	switch p {
@@ -75,6 +77,31 @@ func SentResults(p tape.Provider, body []byte) (map[string]Sent, error) {
 				return nil, fmt.Errorf("%s %s: %w", it.Type, it.CallID, err)
 			}
 			out[it.CallID] = Sent{Raw: raw, Result: tape.ToolResult{ToolCallID: it.CallID, Content: content}}
+		}
+	case tape.ProviderOpenAIChat:
+		// The tool messages: the raw list for Raw, the same list decoded for the rest.
+		var raw struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		var req struct {
+			Messages []struct {
+				Role       string          `json:"role"`
+				ToolCallID string          `json:"tool_call_id"`
+				Content    json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &raw); err != nil {
+			return nil, fmt.Errorf("decode request: %w", err)
+		}
+		_ = json.Unmarshal(body, &req) // best effort: a message of another shape is no tool message
+		for i, m := range req.Messages {
+			if m.Role == "tool" && i < len(raw.Messages) {
+				content, err := contentBlocks(m.Content)
+				if err != nil {
+					return nil, fmt.Errorf("tool message %s: %w", m.ToolCallID, err)
+				}
+				out[m.ToolCallID] = Sent{Raw: raw.Messages[i], Result: tape.ToolResult{ToolCallID: m.ToolCallID, Content: content}}
+			}
 		}
 	default:
 		return nil, fmt.Errorf("tool results of provider %s: not read here", p)

@@ -43,7 +43,20 @@ func TestSentResults(t *testing.T) {
 	assert.ErrorContains(t, err, "tool_result toolu_9: content is neither a string nor a list")
 	_, err = realharness.SentResults(tape.ProviderOpenAIResponses, []byte(`{"input":`))
 	assert.ErrorContains(t, err, "decode request")
-	_, err = realharness.SentResults(tape.ProviderOpenAIChat, []byte(`{}`))
+	chat := `{"messages":[
+		{"role":"system","content":"be brief"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"bash","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"call_1","content":"printed\n"},
+		{"role":"tool","tool_call_id":"call_2","content":[{"type":"text","text":"ok"}]}]}`
+	sent, err = realharness.SentResults(tape.ProviderOpenAIChat, []byte(chat))
+	require.NoError(t, err)
+	texts := map[string]string{}
+	for id, s := range sent {
+		texts[id] = s.Result.Text()
+	}
+	assert.Equal(t, map[string]string{"call_1": "printed\n", "call_2": "ok"}, texts)
+	assert.JSONEq(t, `{"role":"tool","tool_call_id":"call_1","content":"printed\n"}`, string(sent["call_1"].Raw))
+	_, err = realharness.SentResults(tape.ProviderUnknown, []byte(`{}`))
 	assert.ErrorContains(t, err, "not read here")
 }
 

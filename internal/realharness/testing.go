@@ -2,11 +2,20 @@ package realharness
 
 import "testing"
 
-// Need skips the test when harness (Claude or Codex) is not installed, with a message
+// Need skips the test when harness (Claude, Codex or Pi) is not installed, with a message
 // saying how to install it; with TAPEBOX_REQUIRE_HARNESSES=1 (EnvRequire; CI sets it) a
 // missing harness fails the test instead.
 func Need(t testing.TB, harness string) {
 	t.Helper()
+	if harness == Pi {
+		if _, err := PiPath(); err != nil {
+			if Required() {
+				t.Fatalf("%s is required (%s=1) but not installed: %v", harness, EnvRequire, err)
+			}
+			t.Skipf("%s not installed (cd harnesses && npm ci): %v", harness, err)
+		}
+		return
+	}
 	claude, codex, why := Available()
 	if (harness == Claude && claude) || (harness == Codex && codex) {
 		return

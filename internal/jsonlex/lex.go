@@ -14,6 +14,9 @@ import (
 // MaxDepth is encoding/json's nesting limit; Skip and Compact refuse values nested deeper.
 const MaxDepth = 10000
 
+// maxDepthMsg is the error past MaxDepth (a constant: the executor's size budget is tight).
+const maxDepthMsg = "exceeded max depth of 10000"
+
 // Error is a flaw in the input: where it is and what it is. EOF says the input ended
 // where more was needed (a cut value), which readers may report differently.
 type Error struct {
@@ -277,11 +280,11 @@ func skip(b []byte, i, depth int) (int, *Error) {
 			closing = ']'
 		}
 		if depth+1 > MaxDepth {
-			return i, &Error{Off: i, Msg: fmt.Sprintf("exceeded max depth of %d", MaxDepth)}
+			return i, &Error{Off: i, Msg: maxDepthMsg}
 		}
-		what := "an object value"
+		badAfter, endAfter := "invalid character %s after an object value (want ',' or '}')", "after an object value"
 		if c == '[' {
-			what = "an array element"
+			badAfter, endAfter = "invalid character %s after an array element (want ',' or ']')", "after an array element"
 		}
 		i = Space(b, i+1)
 		if i < len(b) && b[i] == closing {
@@ -313,7 +316,7 @@ func skip(b []byte, i, depth int) (int, *Error) {
 			}
 			i = Space(b, i)
 			if i >= len(b) {
-				return i, eof(i, "after "+what)
+				return i, eof(i, endAfter)
 			}
 			switch b[i] {
 			case ',':
@@ -321,7 +324,7 @@ func skip(b []byte, i, depth int) (int, *Error) {
 			case closing:
 				return i + 1, nil
 			default:
-				return i, &Error{Off: i, Msg: fmt.Sprintf("invalid character %s after %s (want ',' or '%c')", Char(b[i]), what, closing)}
+				return i, bad(b, i, badAfter)
 			}
 		}
 	case 't', 'f', 'n':

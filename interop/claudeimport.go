@@ -223,10 +223,14 @@ func (r *ccThreadReader) read(path string, inline *[]*ccThreadReader) error {
 
 // ImportClaudeCode reads Claude Code session files: a <session>.jsonl file or a directory
 // holding them (a project folder, or ~/.claude/projects), each with its subagents'
-// sidechains: from <session>/subagents/agent-*.jsonl (linked to the spawning call by the
-// .meta.json beside them), as Claude Code before 2.1.2 kept them, from agent-*.jsonl files
-// beside the session file that carry its sessionId, or from sidechain entries in the session
-// file itself (these linked by their opening prompt).
+// sidechains wherever the harness's version kept them:
+//   - in <session>/subagents/agent-*.jsonl, linked to the spawning call by the .meta.json
+//     beside each;
+//   - before Claude Code 2.1.2, in agent-*.jsonl files beside the session file that carry
+//     its sessionId;
+//   - in older versions, as sidechain entries of the session file itself.
+//
+// A sidechain without a .meta.json is linked to the call whose prompt opens it.
 func ImportClaudeCode(path string) ([]*tape.Tape, error) { return importPath(ClaudeCode, path) }
 
 func importClaudeFiles(files []string) ([]*tape.Tape, error) {

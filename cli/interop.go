@@ -235,7 +235,8 @@ DIR/<tape id>.json. --from says the files' format:
                ~/.codex/sessions or ~/.pi/agent/sessions imports whole. A .jsonl file of
                none of them stops the import.
   claude-code  <session>.jsonl files (a file, a project folder, or ~/.claude/projects), each
-               with its subagents' sidechains from <session>/subagents/.
+               with its subagents' sidechains: from <session>/subagents/, or as older
+               versions kept them, agent-*.jsonl files beside it or sidechain entries in it.
   codex        rollout-*.jsonl files (a file or ~/.codex/sessions); a sub-agent's rollout
                becomes a thread of its parent's tape, linked to the spawn call.
   pi           the pi coding agent's session files (a file or ~/.pi/agent/sessions). The
@@ -248,8 +249,9 @@ DIR/<tape id>.json. --from says the files' format:
 Imported tapes have normalized steps only: no raw bodies and no timing, which meta.labels
 says (tapebox.imported_from, tapebox.form=normalized). What the files held that a tape has
 no place for is counted in tapebox.lost (thinking signatures, encrypted reasoning, the tools
-a Codex tool_search loaded, a Pi session's other branches). They replay in executor mode as
-they are. --synthesize adds raw stream bodies made from the normalized form
+a Codex tool_search loaded, a Pi session's other branches). Claude Code and Codex tapes
+replay in executor mode as they are (the executor has no Pi module yet). --synthesize adds
+raw stream bodies made from the normalized form
 (tapebox.form=synthesized), so that they also replay in simulator mode against the real
 harness (Anthropic Messages and OpenAI Responses tapes: not a Pi session on openai-completions
 or on an API TapeBox has no provider for, tapebox.harness_api).

@@ -236,14 +236,15 @@ func ImportClaudeCode(path string) ([]*tape.Tape, error) { return importPath(Cla
 func importClaudeFiles(files []string) ([]*tape.Tape, error) {
 	var out []*tape.Tape
 	claimed := map[string]bool{}
+	agents := agentIndex{}
 	// Sessions first: a sidechain beside its session is read with it. One that no session
 	// of the import claims is a session of its own, as when it is imported alone.
-	for _, agents := range []bool{false, true} {
+	for _, sidechains := range []bool{false, true} {
 		for _, f := range files {
-			if isAgentFile(f) != agents || claimed[f] {
+			if isAgentFile(f) != sidechains || claimed[f] {
 				continue
 			}
-			tp, subs, err := importClaudeSession(f)
+			tp, subs, err := importClaudeSession(f, agents)
 			if err != nil {
 				return nil, fmt.Errorf("import claude-code: %w", err)
 			}
@@ -259,40 +260,47 @@ func importClaudeFiles(files []string) ([]*tape.Tape, error) {
 // isAgentFile says whether path is named as a subagent's sidechain: agent-<id>.jsonl.
 func isAgentFile(path string) bool { return strings.HasPrefix(filepath.Base(path), "agent-") }
 
-// siblingAgents lists the sidechains Claude Code before 2.1.2 kept beside session file path:
-// the agent-*.jsonl files of its folder whose entries carry its session id.
-func siblingAgents(path, session string) ([]string, error) {
+// agentIndex finds the sidechains Claude Code before 2.1.2 kept beside a session file: per
+// folder, its agent-*.jsonl files by the session id their entries carry. A folder's files
+// are read once however many sessions it holds.
+type agentIndex map[string]map[string][]string
+
+// siblings lists the sidechains beside session file path of session id session.
+func (ix agentIndex) siblings(path, session string) ([]string, error) {
 	if session == "" || isAgentFile(path) {
 		return nil, nil
 	}
-	candidates, err := filepath.Glob(filepath.Join(filepath.Dir(path), "agent-*.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, c := range candidates {
-		var id string
-		err := readLines(c, func(_ int, b []byte) error {
-			var e ccLine
-			if json.Unmarshal(b, &e) == nil && e.SessionID != "" {
-				id = e.SessionID
-				return errFirstLine
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errFirstLine) {
+	dir := filepath.Dir(path)
+	bySession, ok := ix[dir]
+	if !ok {
+		candidates, err := filepath.Glob(filepath.Join(dir, "agent-*.jsonl"))
+		if err != nil {
 			return nil, err
 		}
-		if id == session {
-			out = append(out, c)
+		bySession = map[string][]string{}
+		for _, c := range candidates {
+			var id string
+			err := readLines(c, func(_ int, b []byte) error {
+				var e ccLine
+				if json.Unmarshal(b, &e) == nil && e.SessionID != "" {
+					id = e.SessionID
+					return errFirstLine
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, errFirstLine) {
+				return nil, err
+			}
+			bySession[id] = append(bySession[id], c)
 		}
+		ix[dir] = bySession
 	}
-	return out, nil
+	return bySession[session], nil
 }
 
-// importClaudeSession reads one session file and its subagents' sidechains, and returns
-// the tape with the sidechain files it read.
-func importClaudeSession(path string) (*tape.Tape, []string, error) {
+// importClaudeSession reads one session file and its subagents' sidechains (those beside
+// it found with agents), and returns the tape with the sidechain files it read.
+func importClaudeSession(path string, agents agentIndex) (*tape.Tape, []string, error) {
 	tp := newImported(ClaudeCode, "claude-code", path)
 	tp.Meta.Provider = tape.ProviderAnthropic
 	lost := losses{}
@@ -311,7 +319,7 @@ func importClaudeSession(path string) (*tape.Tape, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	siblings, err := siblingAgents(path, main.session)
+	siblings, err := agents.siblings(path, main.session)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -148,7 +148,7 @@ func (r *ccThreadReader) entry(e ccLine) error {
 	}
 	if e.Type == "assistant" {
 		if r.cur == nil || m.ID == "" || m.ID != r.curID {
-			r.cur = newStep("/v1/messages", m.Model, r.history)
+			r.cur = newStep(tape.ProviderAnthropic, m.Model, r.history)
 			r.curID = m.ID
 			r.th.Steps = append(r.th.Steps, r.cur)
 		}

@@ -166,7 +166,7 @@ func readRollout(p string) (*cxRollout, error) {
 		items = append([]json.RawMessage{b}, input...)
 		offset = 1
 	}
-	all := newStep("/v1/responses", r.model, nil)
+	all := newStep(tape.ProviderOpenAIResponses, r.model, nil)
 	var err2 error
 	if all.Request.Raw, err2 = jsonlex.Marshal(map[string]any{"model": r.model, "input": items, "stream": true}); err2 != nil {
 		return nil, err2
@@ -186,7 +186,7 @@ func readRollout(p string) (*cxRollout, error) {
 		respBody := map[string]any{"status": "completed", "output": ps.output, "model": r.model,
 			"usage": map[string]any{"input_tokens": in, "output_tokens": out, "input_tokens_details": map[string]any{"cached_tokens": cached},
 				"output_tokens_details": map[string]any{"reasoning_tokens": ps.usage["reasoning_output_tokens"]}}}
-		st := newStep("/v1/responses", r.model, nil)
+		st := newStep(tape.ProviderOpenAIResponses, r.model, nil)
 		st.Request.Raw = json.RawMessage(`{"input":[]}`)
 		var err error
 		if st.Response.Raw, err = jsonlex.Marshal(respBody); err != nil {

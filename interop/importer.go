@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
 )
 
 // LineError is a session file line that cannot be read.
@@ -107,9 +108,11 @@ func newImported(format Format, harness, source string) *tape.Tape {
 	return tp
 }
 
-// newStep is a step of an imported tape: normalized request and response, no raw bodies,
-// no timing.
-func newStep(path, model string, history []tape.Message) *tape.Step {
+// newStep is a step of an imported tape of provider p (its request path is p's model-call
+// path, "" for an unknown provider): normalized request and response, no raw bodies, no
+// timing.
+func newStep(p tape.Provider, model string, history []tape.Message) *tape.Step {
+	path := provider.Path(p)
 	params := map[string]json.RawMessage{}
 	if model != "" {
 		b, _ := json.Marshal(model)

@@ -85,15 +85,11 @@ func (b *piBlock) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// piAPIs maps a Pi assistant message's api to the provider whose wire format it is, with
-// the path of its model calls.
-var piAPIs = map[string]struct {
-	provider tape.Provider
-	path     string
-}{
-	"anthropic-messages": {tape.ProviderAnthropic, "/v1/messages"},
-	"openai-completions": {tape.ProviderOpenAIChat, "/v1/chat/completions"},
-	"openai-responses":   {tape.ProviderOpenAIResponses, "/v1/responses"},
+// piAPIs maps a Pi assistant message's api to the provider whose wire format it is.
+var piAPIs = map[string]tape.Provider{
+	"anthropic-messages": tape.ProviderAnthropic,
+	"openai-completions": tape.ProviderOpenAIChat,
+	"openai-responses":   tape.ProviderOpenAIResponses,
 }
 
 // piStops maps Pi's stop reasons, per provider, to the provider's own word (tape
@@ -249,7 +245,7 @@ func importPiSession(path string) (*tape.Tape, error) {
 	}
 	if len(r.apis) == 1 {
 		for api := range r.apis {
-			r.provider = piAPIs[api].provider
+			r.provider = piAPIs[api]
 		}
 	}
 	for i, e := range br {
@@ -388,8 +384,7 @@ func (r *piReader) context(h []tape.Message, e *piEntry, m *piMessage, count boo
 
 // assistant reads an assistant message: a model call.
 func (r *piReader) assistant(m *piMessage) error {
-	api := piAPIs[m.API]
-	st := newStep(api.path, m.Model, r.history)
+	st := newStep(piAPIs[m.API], m.Model, r.history)
 	blocks, calls, err := r.assistantBlocks(m.Content, true)
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/provider"
 )
 
 // stsReadMessage is what the import reads of an STS message: content may be a string or
@@ -158,7 +157,7 @@ func readSTS(p string) (*stsThread, error) {
 				history = appendMessage(history, "user", []tape.Block{{Type: tape.BlockText, Text: text}})
 			}
 		case "assistant":
-			st := newStep(provider.Path(r.provider), m.Model, history)
+			st := newStep(r.provider, m.Model, history)
 			st.Request.System = system
 			r.model = cmp.Or(r.model, m.Model)
 			var blocks []tape.Block

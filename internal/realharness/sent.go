@@ -79,29 +79,26 @@ func SentResults(p tape.Provider, body []byte) (map[string]Sent, error) {
 			out[it.CallID] = Sent{Raw: raw, Result: tape.ToolResult{ToolCallID: it.CallID, Content: content}}
 		}
 	case tape.ProviderOpenAIChat:
-		// The tool messages: the raw list for Raw, the same list decoded for the rest.
-		var raw struct {
+		var req struct {
 			Messages []json.RawMessage `json:"messages"`
 		}
-		var req struct {
-			Messages []struct {
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, fmt.Errorf("decode request: %w", err)
+		}
+		for _, raw := range req.Messages {
+			var m struct {
 				Role       string          `json:"role"`
 				ToolCallID string          `json:"tool_call_id"`
 				Content    json.RawMessage `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.Unmarshal(body, &raw); err != nil {
-			return nil, fmt.Errorf("decode request: %w", err)
-		}
-		_ = json.Unmarshal(body, &req) // best effort: a message of another shape is no tool message
-		for i, m := range req.Messages {
-			if m.Role == "tool" && i < len(raw.Messages) {
-				content, err := contentBlocks(m.Content)
-				if err != nil {
-					return nil, fmt.Errorf("tool message %s: %w", m.ToolCallID, err)
-				}
-				out[m.ToolCallID] = Sent{Raw: raw.Messages[i], Result: tape.ToolResult{ToolCallID: m.ToolCallID, Content: content}}
 			}
+			if json.Unmarshal(raw, &m) != nil || m.Role != "tool" {
+				continue
+			}
+			content, err := contentBlocks(m.Content)
+			if err != nil {
+				return nil, fmt.Errorf("tool message %s: %w", m.ToolCallID, err)
+			}
+			out[m.ToolCallID] = Sent{Raw: raw, Result: tape.ToolResult{ToolCallID: m.ToolCallID, Content: content}}
 		}
 	default:
 		return nil, fmt.Errorf("tool results of provider %s: not read here", p)

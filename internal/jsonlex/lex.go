@@ -14,7 +14,8 @@ import (
 // MaxDepth is encoding/json's nesting limit; Skip and Compact refuse values nested deeper.
 const MaxDepth = 10000
 
-// maxDepthMsg is the error past MaxDepth (a constant: the executor's size budget is tight).
+// maxDepthMsg is the error past MaxDepth. A literal, not built from MaxDepth at start-up
+// (that costs the executor 257 B); TestErrors fails if the two part.
 const maxDepthMsg = "exceeded max depth of 10000"
 
 // Error is a flaw in the input: where it is and what it is. EOF says the input ended

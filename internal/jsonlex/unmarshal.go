@@ -41,6 +41,7 @@ func Unmarshal(b []byte, v any) error {
 		return &UnsupportedError{Type: reflect.TypeOf(v), Why: "Unmarshal needs a non-nil pointer"}
 	}
 	d := decoder{b: b}
+	d.fields = d.stack[:0]
 	if _, err := d.value(i, rv); err != nil {
 		return err
 	}
@@ -85,6 +86,7 @@ type decoder struct {
 	saved  error    // the first *TypeError
 	fields []string // the JSON names of the struct fields down to the current value
 	within reflect.Type
+	stack  [8]string // fields' first backing array
 }
 
 func (d *decoder) save(e *TypeError) {
@@ -208,18 +210,19 @@ func (d *decoder) literal(i, end int, v reflect.Value) error {
 		}
 		return nil
 	case '"':
-		s := d.unquote(item)
 		switch {
 		case v.Kind() == reflect.String:
+			s := d.unquoteString(item)
 			if isNumberType(v.Type()) {
-				if n, _, err := Number(s, 0); err != nil || n != len(s) {
+				if n, _, err := Number([]byte(s), 0); err != nil || n != len(s) {
 					return fmt.Errorf("json: invalid number literal, trying to unmarshal %q into Number", item)
 				}
 			}
-			v.SetString(string(s))
+			v.SetString(s)
 		case empty:
-			v.Set(reflect.ValueOf(string(s)))
+			v.Set(reflect.ValueOf(d.unquoteString(item)))
 		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
+			s := d.unquote(item)
 			out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
 			n, err := base64.StdEncoding.Decode(out, s)
 			if err != nil {
@@ -298,6 +301,15 @@ func (d *decoder) unquote(item []byte) []byte {
 		return body
 	}
 	return Unquote(make([]byte, 0, len(body)), body)
+}
+
+// unquoteString returns the value of the string item as a new string.
+func (d *decoder) unquoteString(item []byte) string {
+	body := item[1 : len(item)-1]
+	if _, f, _ := String(item, 0); !f.Plain(body) {
+		return UnquoteString(body)
+	}
+	return string(body)
 }
 
 // next returns the offset of the first byte after whitespace and, if it is one, a comma.
@@ -479,7 +491,7 @@ func (d *decoder) anyValue(i int) (int, any) {
 		return d.anyArray(i)
 	case '"':
 		end, _, _ := String(d.b, i)
-		return end, string(d.unquote(d.b[i:end]))
+		return end, d.unquoteString(d.b[i:end])
 	case 't', 'f', 'n':
 		end, v, _ := Keyword(d.b, i)
 		return end, v
@@ -507,7 +519,7 @@ func (d *decoder) anyObject(i int) (int, map[string]any) {
 	j := Space(d.b, i+1)
 	for d.b[j] != '}' {
 		kend, _, _ := String(d.b, j)
-		key := string(d.unquote(d.b[j:kend]))
+		key := d.unquoteString(d.b[j:kend])
 		end, v := d.anyValue(Space(d.b, Space(d.b, kend)+1))
 		m[key] = v
 		j = d.next(end)

@@ -104,18 +104,35 @@ func (d *decoder) save(e *TypeError) {
 
 // value decodes the value at b[i] into v (not valid: skip it) and returns the offset past it.
 func (d *decoder) value(i int, v reflect.Value) (int, error) {
-	if !v.IsValid() {
+	c := d.b[i]
+	if !v.IsValid() || c != '{' && c != '[' {
+		end, _ := Skip(d.b, i)
+		if !v.IsValid() {
+			return end, nil
+		}
+		return end, d.literal(i, end, v)
+	}
+	u, tu, pv := indirect(v, false)
+	switch {
+	case u != nil:
+		end, _ := Skip(d.b, i)
+		return end, u.UnmarshalJSON(d.b[i:end])
+	case tu != nil:
+		kind := "object"
+		if c == '[' {
+			kind = "array"
+		}
+		d.save(&TypeError{Value: kind, Type: v.Type(), Off: i + 1})
 		end, _ := Skip(d.b, i)
 		return end, nil
+	case pv.Kind() == reflect.Interface && pv.NumMethod() == 0:
+		end, x := d.anyValue(i)
+		pv.Set(reflect.ValueOf(x))
+		return end, nil
+	case c == '{':
+		return d.object(i, pv)
 	}
-	switch d.b[i] {
-	case '{':
-		return d.object(i, v)
-	case '[':
-		return d.array(i, v)
-	}
-	end, _ := Skip(d.b, i)
-	return end, d.literal(i, end, v)
+	return d.array(i, pv)
 }
 
 // indirect follows pointers from v, allocating nil ones, to the value to decode into, as
@@ -321,24 +338,8 @@ func (d *decoder) next(i int) int {
 	return i
 }
 
-// array decodes the array at b[i] into v.
+// array decodes the array at b[i] into v, a value indirect has reached.
 func (d *decoder) array(i int, v reflect.Value) (int, error) {
-	u, tu, pv := indirect(v, false)
-	if u != nil {
-		end, _ := Skip(d.b, i)
-		return end, u.UnmarshalJSON(d.b[i:end])
-	}
-	if tu != nil {
-		d.save(&TypeError{Value: "array", Type: v.Type(), Off: i + 1})
-		end, _ := Skip(d.b, i)
-		return end, nil
-	}
-	v = pv
-	if v.Kind() == reflect.Interface && v.NumMethod() == 0 {
-		end, a := d.anyArray(i)
-		v.Set(reflect.ValueOf(a))
-		return end, nil
-	}
 	if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
 		d.save(&TypeError{Value: "array", Type: v.Type(), Off: i + 1})
 		end, _ := Skip(d.b, i)
@@ -381,25 +382,9 @@ func (d *decoder) array(i int, v reflect.Value) (int, error) {
 	return j + 1, nil
 }
 
-// object decodes the object at b[i] into v.
+// object decodes the object at b[i] into v, a value indirect has reached.
 func (d *decoder) object(i int, v reflect.Value) (int, error) {
-	u, tu, pv := indirect(v, false)
-	if u != nil {
-		end, _ := Skip(d.b, i)
-		return end, u.UnmarshalJSON(d.b[i:end])
-	}
-	if tu != nil {
-		d.save(&TypeError{Value: "object", Type: v.Type(), Off: i + 1})
-		end, _ := Skip(d.b, i)
-		return end, nil
-	}
-	v = pv
 	t := v.Type()
-	if v.Kind() == reflect.Interface && v.NumMethod() == 0 {
-		end, m := d.anyObject(i)
-		v.Set(reflect.ValueOf(m))
-		return end, nil
-	}
 	var fields []field
 	switch v.Kind() {
 	case reflect.Map:

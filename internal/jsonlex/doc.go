@@ -10,8 +10,9 @@
 // offset and return the offset past what they read, so a reader keeps its state in two
 // integers and its own struct.
 //
-// On the writing side it has AppendString and AppendFloat (encoding/json's exact forms) and
-// Marshal, json.Marshal without HTML escaping, the form the providers, JavaScript's
+// On the writing side it has AppendString and AppendFloat (encoding/json's exact forms),
+// AppendValue (encoding/json's bytes for a tree of maps, slices and scalars, compact or
+// indented, so that the executor links no reflective encoder) and Marshal, json.Marshal without HTML escaping, the form the providers, JavaScript's
 // JSON.stringify and the tape's canonical encoding write.
 //
 // It uses the standard library only, so that tape and the executor may import it.

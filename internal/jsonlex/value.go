@@ -1,9 +1,9 @@
 package jsonlex
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 )
@@ -62,7 +62,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, *valueError) {
 			return append(b, "null"...), nil
 		}
 		b = append(b, '{')
-		for i, k := range slices.Sorted(maps.Keys(x)) {
+		for i, k := range sortedKeys(x) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -78,7 +78,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, *valueError) {
 			return append(b, "null"...), nil
 		}
 		b = append(b, '{')
-		for i, k := range slices.Sorted(maps.Keys(x)) {
+		for i, k := range sortedKeys(x) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -116,27 +116,30 @@ func appendValue(b []byte, v any, depth int) ([]byte, *valueError) {
 	return b, &valueError{msg: fmt.Sprintf("unsupported type %T", v)}
 }
 
-// valueError is AppendValue's error: what is wrong and where, as a path of keys (quoted)
-// and indexes from the top of the tree, innermost last.
+// sortedKeys returns m's keys in encoding/json's order (byte-wise).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// valueError is AppendValue's error: what is wrong and where, as the keys (quoted) and
+// indexes from the top of the tree, each in brackets.
 type valueError struct {
-	path []string // innermost first, while the error goes up
-	msg  string
+	where string // built as the error goes up
+	msg   string
 }
 
 func (e *valueError) in(step string) *valueError {
-	e.path = append(e.path, step)
+	e.where = "[" + step + "]" + e.where
 	return e
 }
 
 func (e *valueError) Error() string {
-	where := "the value"
-	if len(e.path) > 0 {
-		where = ""
-		for _, step := range slices.Backward(e.path) {
-			where += "[" + step + "]"
-		}
-	}
-	return "encode JSON: " + where + ": " + e.msg
+	return "encode JSON: " + cmp.Or(e.where, "the value") + ": " + e.msg
 }
 
 // appendIndent appends flat, compact JSON this package wrote, indented as json.Indent
@@ -145,39 +148,44 @@ func (e *valueError) Error() string {
 // arrays kept as {} and [].
 func appendIndent(dst, flat []byte, indent string) []byte {
 	depth := 0
-	newline := func() {
-		dst = append(dst, '\n')
-		for range depth {
-			dst = append(dst, indent...)
-		}
-	}
 	for i := 0; i < len(flat); i++ {
 		switch c := flat[i]; c {
 		case '"':
 			end, _, _ := String(flat, i)
 			dst = append(dst, flat[i:end]...)
 			i = end - 1
+			continue
 		case '{', '[':
-			dst = append(dst, c)
 			if i+1 < len(flat) && (flat[i+1] == '}' || flat[i+1] == ']') {
-				dst = append(dst, flat[i+1])
+				dst = append(dst, c, flat[i+1])
 				i++
 				continue
 			}
 			depth++
-			newline()
+			dst = append(dst, c)
 		case '}', ']':
 			depth--
-			newline()
+			dst = newline(dst, indent, depth)
 			dst = append(dst, c)
+			continue
 		case ',':
 			dst = append(dst, c)
-			newline()
 		case ':':
 			dst = append(dst, ':', ' ')
+			continue
 		default:
 			dst = append(dst, c)
+			continue
 		}
+		dst = newline(dst, indent, depth) // after an opening bracket or a comma
+	}
+	return dst
+}
+
+func newline(dst []byte, indent string, depth int) []byte {
+	dst = append(dst, '\n')
+	for range depth {
+		dst = append(dst, indent...)
 	}
 	return dst
 }

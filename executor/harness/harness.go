@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/harnesses"
 )
@@ -246,14 +246,14 @@ func (e *InputError) Unwrap() error { return e.Err }
 func Decode(call tape.ToolCall, v any) error {
 	in := call.Input
 	if len(in) == 0 || string(in) == "null" {
-		in = json.RawMessage("{}")
+		in = []byte("{}")
 	}
-	err := json.Unmarshal(in, v)
+	err := jsonlex.Unmarshal(in, v)
 	if err == nil {
 		return nil
 	}
 	ie := &InputError{Tool: call.Name, Err: err}
-	var te *json.UnmarshalTypeError
+	var te *jsonlex.TypeError
 	if errors.As(err, &te) {
 		ie.Field = te.Field
 		ie.Got = te.Value

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/tapebox/tapebox/internal/jsonlex"
 )
 
 // MaxLine is the longest line a Decoder accepts (16 MiB). Longer lines are skipped and
@@ -144,11 +146,11 @@ func peekID(line []byte) *string {
 	var p struct {
 		ID json.RawMessage `json:"id"`
 	}
-	if json.Unmarshal(line, &p) != nil || len(p.ID) == 0 {
+	if jsonlex.Unmarshal(line, &p) != nil || len(p.ID) == 0 {
 		return nil
 	}
 	var s string
-	if json.Unmarshal(p.ID, &s) == nil {
+	if jsonlex.Unmarshal(p.ID, &s) == nil {
 		return &s
 	}
 	s = string(p.ID) // a number: keep its text
@@ -175,7 +177,7 @@ func (d *Decoder) parse(line []byte) (*Envelope, error) {
 	}
 	if op, ok := leadingOp(line); ok {
 		head.Op = op // the typed decode below checks the whole line
-	} else if err := json.Unmarshal(line, &head); err != nil {
+	} else if err := jsonlex.Unmarshal(line, &head); err != nil {
 		return nil, fmt.Errorf("malformed JSON: %w", err)
 	}
 	env := &Envelope{Op: head.Op, Raw: append(json.RawMessage(nil), line...)}
@@ -212,8 +214,8 @@ func (d *Decoder) parse(line []byte) (*Envelope, error) {
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownOp, head.Op)
 	}
-	if err := json.Unmarshal(line, target); err != nil {
-		var se *json.SyntaxError
+	if err := jsonlex.Unmarshal(line, target); err != nil {
+		var se *jsonlex.Error
 		if errors.As(err, &se) {
 			return nil, fmt.Errorf("malformed JSON: %w", err)
 		}

@@ -276,3 +276,37 @@ func TestExecutorSize(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutorWithoutEncodingJSON holds the executor to jsonlex: encoding/json's decoder and
+// encoder (their reflection, caches and sort instantiations) came to 274 KB of it, most of
+// the room a new harness module needs. Decoding goes through jsonlex.Unmarshal, encoding
+// through hand-written appenders; tape may import encoding/json for the functions the
+// executor does not call.
+func TestExecutorWithoutEncodingJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-gcflags=all=-l", "-ldflags=-dumpdep", "-o", t.TempDir()+"/tapebox-exec", "./cmd/tapebox-exec")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("build: %v\n%.2000s", err, out)
+	}
+	var linked, callers []string
+	for line := range strings.Lines(string(out)) {
+		from, to, ok := strings.Cut(strings.TrimSpace(line), " -> ")
+		if !ok || !strings.HasPrefix(to, "encoding/json.") {
+			continue
+		}
+		if to == "encoding/json.(*decodeState).unmarshal" || to == "encoding/json.(*encodeState).marshal" {
+			linked = append(linked, to)
+		}
+		if strings.HasPrefix(from, mod+"/") {
+			callers = append(callers, from+" -> "+to)
+		}
+	}
+	if len(linked) > 0 {
+		t.Errorf("the executor links %v; first callers of ours into encoding/json, as the linker names them (decode with jsonlex.Unmarshal, encode by hand):\n%s", linked, strings.Join(callers, "\n"))
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -217,7 +218,7 @@ func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolR
 			env = append(env[:len(env):len(env)], k+"="+v)
 		}
 	} else if len(in.Command) > 0 {
-		if err := json.Unmarshal(in.Command, &argv); err != nil {
+		if err := jsonlex.Unmarshal(in.Command, &argv); err != nil {
 			return badInput(call, fmt.Errorf("invalid type for `command`: expected a sequence: %w", err))
 		}
 	}
@@ -237,7 +238,7 @@ func (s *session) shellCommand(ctx context.Context, call tape.ToolCall, rec *tap
 		return badInput(call, err)
 	}
 	var script string
-	if err := json.Unmarshal(in.Command, &script); err != nil || script == "" {
+	if err := jsonlex.Unmarshal(in.Command, &script); err != nil || script == "" {
 		return badInput(call, errors.New("missing field `command`"))
 	}
 	jsonForm := strings.HasPrefix(harness.RecordedText(rec), "{")

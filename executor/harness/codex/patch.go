@@ -1,11 +1,11 @@
 package codex
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/tapebox/tapebox/executor/action"
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -16,7 +16,7 @@ func patchInput(call tape.ToolCall) (string, bool) {
 		Input *string `json:"input"`
 		Patch *string `json:"patch"`
 	}
-	if json.Unmarshal(call.Input, &in) == nil {
+	if jsonlex.Unmarshal(call.Input, &in) == nil {
 		if in.Input != nil {
 			return *in.Input, true
 		}
@@ -25,7 +25,7 @@ func patchInput(call tape.ToolCall) (string, bool) {
 		}
 	}
 	var s string
-	if json.Unmarshal(call.Input, &s) == nil {
+	if jsonlex.Unmarshal(call.Input, &s) == nil {
 		return s, true
 	}
 	return "", false

@@ -2,6 +2,8 @@ package action
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -25,7 +27,20 @@ func TestMetaMatchesJSON(t *testing.T) {
 		want, err := json.Marshal(st)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(appendMeta([]byte{}, &st)))
+		// readMeta gives back what json.Marshal keeps (invalid UTF-8 comes back as U+FFFD).
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "task.json"), appendMeta(nil, &st), 0o644))
+		got, err := readMeta(st.ID, dir)
+		require.NoError(t, err)
+		var back TaskStatus
+		require.NoError(t, json.Unmarshal(want, &back))
+		assert.Equal(t, back, got)
 	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.json"), []byte(`{"id":"b1","pid":"x"}`), 0o644))
+	_, err := readMeta("b1", dir)
+	assert.ErrorContains(t, err, "task b1: task.json: ")
+	assert.ErrorContains(t, err, "pid")
 }
 
 // TestMetaFieldsKnown fails when a field is added to TaskStatus: appendMeta must learn it.

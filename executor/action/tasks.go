@@ -3,7 +3,6 @@ package action
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -315,7 +314,7 @@ func readMeta(id, dir string) (TaskStatus, error) {
 	if err != nil {
 		return TaskStatus{}, fmt.Errorf("task %s: %w", id, err)
 	}
-	if err := json.Unmarshal(b, &st); err != nil {
+	if err := jsonlex.Unmarshal(b, &st); err != nil {
 		return TaskStatus{}, fmt.Errorf("task %s: task.json: %w", id, err)
 	}
 	return st, nil

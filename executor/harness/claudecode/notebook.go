@@ -2,7 +2,6 @@ package claudecode
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -54,7 +53,7 @@ func (s *session) notebookEdit(_ context.Context, call tape.ToolCall, rec *tape.
 		return harness.Text(call, err.Error(), true)
 	}
 	var nb map[string]any
-	if err := json.Unmarshal(b, &nb); err != nil {
+	if err := jsonlex.Unmarshal(b, &nb); err != nil {
 		return asRecorded(toolUseError(call, "Notebook is not valid JSON."), rec)
 	}
 	cells, _ := nb["cells"].([]any)

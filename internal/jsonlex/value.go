@@ -84,8 +84,13 @@ func appendObject[V any](b []byte, m map[string]V, depth int) ([]byte, *valueErr
 		if i > 0 {
 			b = append(b, ',')
 		}
+		b = append(AppendString(b, k, false), ':')
+		if strs, ok := any(m).(map[string]string); ok { // a string needs no boxing
+			b = AppendString(b, strs[k], false)
+			continue
+		}
 		var err *valueError
-		if b, err = appendValue(append(AppendString(b, k, false), ':'), any(m[k]), depth+1); err != nil {
+		if b, err = appendValue(b, any(m[k]), depth+1); err != nil {
 			return b, err.in(strconv.Quote(k))
 		}
 	}
@@ -101,6 +106,10 @@ func appendArray[V any](b []byte, s []V, depth int) ([]byte, *valueError) {
 	for i := range s {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if str, ok := any(&s[i]).(*string); ok { // a string needs no boxing
+			b = AppendString(b, *str, false)
+			continue
 		}
 		var err *valueError
 		if b, err = appendValue(b, any(s[i]), depth+1); err != nil {

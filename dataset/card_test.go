@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/internal/treetest"
 )
 
 func TestCardMarshalParse(t *testing.T) {
@@ -238,7 +240,7 @@ func TestExportRefusesCardItCannotMerge(t *testing.T) {
 			_, err := Export(t.Context(), inputs, ExportOptions{Out: out})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), filepath.Join(out, cardFile))
-			assert.Equal(t, []string{cardFile}, files(t, out), "nothing written")
+			assert.Equal(t, []string{cardFile}, treetest.Files(t, out), "nothing written")
 			data, err := os.ReadFile(filepath.Join(out, cardFile))
 			require.NoError(t, err)
 			assert.Equal(t, card, string(data))

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/tapegen"
+	"github.com/tapebox/tapebox/internal/treetest"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -32,7 +33,7 @@ func requireRoundTrip(t *testing.T, dir string, inputs []Input, opts ImportOptio
 	res, err := Import(t.Context(), dir, opts)
 	require.NoError(t, err)
 	require.Equal(t, len(inputs), res.Tapes)
-	require.Len(t, files(t, opts.Out), len(inputs), "one file per tape, no temporary files")
+	require.Len(t, treetest.Files(t, opts.Out), len(inputs), "one file per tape, no temporary files")
 	for _, in := range inputs {
 		want := canonical(t, in.Path)
 		tp, err := tape.Unmarshal(want)
@@ -59,7 +60,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			dir, res := export(t, inputs, ExportOptions{Format: tt.format, Jobs: 3})
 			require.Equal(t, len(inputs), res.Tapes)
 			require.Empty(t, res.Skipped)
-			assert.Equal(t, tt.files, files(t, dir))
+			assert.Equal(t, tt.files, treetest.Files(t, dir))
 			var steps int64
 			for _, in := range inputs {
 				tp, err := tape.LoadFile(in.Path)
@@ -112,7 +113,7 @@ func TestExportIsDeterministic(t *testing.T) {
 	inputs := smallCorpus(t, 8, 2)
 	a, _ := export(t, inputs, ExportOptions{Format: Both, Jobs: 1})
 	b, _ := export(t, inputs, ExportOptions{Format: Both, Jobs: 4})
-	for _, f := range files(t, a) {
+	for _, f := range treetest.Files(t, a) {
 		x, err := os.ReadFile(filepath.Join(a, f))
 		require.NoError(t, err)
 		y, err := os.ReadFile(filepath.Join(b, f))
@@ -168,7 +169,7 @@ func TestExportInvalidTapes(t *testing.T) {
 				assert.Contains(t, err.Error(), w)
 			}
 			if _, statErr := os.Stat(out); statErr == nil {
-				assert.Empty(t, files(t, out), "a failed export leaves no file")
+				assert.Empty(t, treetest.Files(t, out), "a failed export leaves no file")
 			}
 
 			dir, res := export(t, inputs, ExportOptions{Format: Both, SkipInvalid: true})
@@ -204,7 +205,7 @@ func TestFailedExportLeavesNoPartialShard(t *testing.T) {
 	inputs := smallCorpus(t, 20, 5)
 	// An earlier export in the same folder must survive a failed one untouched.
 	out, _ := export(t, inputs[:3], ExportOptions{Format: Both})
-	before := files(t, out)
+	before := treetest.Files(t, out)
 	card, err := os.ReadFile(filepath.Join(out, cardFile))
 	require.NoError(t, err)
 
@@ -224,7 +225,7 @@ func TestFailedExportLeavesNoPartialShard(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.Error(t, run())
-			assert.Equal(t, before, files(t, out), "no partial shard, no temporary file")
+			assert.Equal(t, before, treetest.Files(t, out), "no partial shard, no temporary file")
 			now, err := os.ReadFile(filepath.Join(out, cardFile))
 			require.NoError(t, err)
 			assert.Equal(t, string(card), string(now))
@@ -363,7 +364,7 @@ func TestExportRefusesTapeOfAnotherSplit(t *testing.T) {
 func dirContents(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, f := range files(t, dir) {
+	for _, f := range treetest.Files(t, dir) {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		require.NoError(t, err)
 		out[f] = string(data)
@@ -528,14 +529,14 @@ func TestArrowConversionFailureLeavesNothing(t *testing.T) {
 		require.NoError(t, set.write([]TapeRow{row}, []int64{tapesTable.rowBytes(reflect.ValueOf(&row).Elem())}))
 	}
 	require.NoError(t, set.closeCurrent())
-	require.NotEmpty(t, files(t, dir), "a Parquet shard under its temporary name")
+	require.NotEmpty(t, treetest.Files(t, dir), "a Parquet shard under its temporary name")
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	err := set.addArrow(ctx, newProgress(nil, "arrow", 1, 1))
 	require.ErrorIs(t, err, context.Canceled)
 	require.NoError(t, set.abort())
-	assert.Empty(t, files(t, dir))
+	assert.Empty(t, treetest.Files(t, dir))
 
 	// The same shards convert when nothing goes wrong.
 	set = newShardSet[TapeRow](dir, "train", tapesTable, Parquet, DefaultShardBytes, DefaultRowGroupBytes)
@@ -543,7 +544,7 @@ func TestArrowConversionFailureLeavesNothing(t *testing.T) {
 	require.NoError(t, set.addArrow(t.Context(), newProgress(nil, "arrow", 1, 1)))
 	require.NotEmpty(t, set.done[0].arTmp)
 	require.NoError(t, set.abort())
-	assert.Empty(t, files(t, dir))
+	assert.Empty(t, treetest.Files(t, dir))
 }
 
 // TestExportFileModesAndCreatedBy: shards are readable by all (0644 less the umask, not
@@ -552,7 +553,7 @@ func TestArrowConversionFailureLeavesNothing(t *testing.T) {
 func TestExportFileModesAndCreatedBy(t *testing.T) {
 	dir, _ := export(t, smallCorpus(t, 3, 61), ExportOptions{Format: Both, Version: "1.2.3-dev"})
 	umask := processUmask(t)
-	for _, f := range files(t, dir) {
+	for _, f := range treetest.Files(t, dir) {
 		fi, err := os.Stat(filepath.Join(dir, f))
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o644&^umask).String(), fi.Mode().Perm().String(), f)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,25 +64,6 @@ func export(t testing.TB, inputs []Input, opts ExportOptions) (string, *ExportRe
 	res, err := Export(t.Context(), inputs, opts)
 	require.NoError(t, err)
 	return opts.Out, res
-}
-
-// files lists every file under dir, relative, sorted.
-func files(t testing.TB, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	slices.Sort(out)
-	return out
 }
 
 // requireValid fails the test when Validate finds problems in dir.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/tapegen"
+	"github.com/tapebox/tapebox/internal/treetest"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -119,7 +120,7 @@ func TestExportImportKeepsWorkspaces(t *testing.T) {
 				requireSameFile(t, in.Path, filepath.Join(back, TapeFileName(tapeOf(t, in).Meta.TapeID)))
 			}
 			slices.Sort(want)
-			assert.Equal(t, want, files(t, back), "the tapes and their snapshots, no temporary file")
+			assert.Equal(t, want, treetest.Files(t, back), "the tapes and their snapshots, no temporary file")
 			requireSameFile(t, filepath.Join(root, "a", "run.workspace.tar.zst"), filepath.Join(back, "run.workspace.tar.zst"))
 			requireSameFile(t, filepath.Join(root, "a", "c start.tar.zst"), filepath.Join(back, "c start.tar.zst"))
 
@@ -168,7 +169,7 @@ func TestExportRefusesBadSnapshots(t *testing.T) {
 		assert.Contains(t, err.Error(), "its bytes hash to "+digestOf(tampered)+", meta.workspace.digest says "+digestOf(snap))
 		_, statErr := os.Stat(out)
 		if statErr == nil {
-			assert.Empty(t, files(t, out), "a failed export leaves no file")
+			assert.Empty(t, treetest.Files(t, out), "a failed export leaves no file")
 		}
 	}
 
@@ -192,7 +193,7 @@ func TestExportRefusesBadSnapshots(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, ir.WithoutWorkspace)
 	assert.Zero(t, ir.Workspaces)
-	assert.Len(t, files(t, back), 3, "the tapes only")
+	assert.Len(t, treetest.Files(t, back), 3, "the tapes only")
 	requireSameFile(t, changed.Path, filepath.Join(back, TapeFileName(tapeOf(t, changed).Meta.TapeID)))
 }
 

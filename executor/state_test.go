@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/internal/treetest"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -42,26 +42,6 @@ func removeState(t *testing.T, cwd string) string {
 	return dir
 }
 
-// tree lists the paths under dir, slash-separated and relative, directories with a
-// trailing slash.
-func tree(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() {
-			rel += "/"
-		}
-		out = append(out, filepath.ToSlash(rel))
-		return nil
-	})
-	require.NoError(t, err)
-	return out
-}
-
 // A session keeps no state in its working directory: after foreground commands the
 // directory holds what they made and nothing else, and no state directory is left
 // anywhere.
@@ -81,7 +61,7 @@ func TestServeLeavesWorkspaceAlone(t *testing.T) {
 			res := s.result(call("1", tc.tool, tc.input, nil))
 			assert.Contains(t, res.Text(), "done")
 			s.end()
-			assert.Equal(t, []string{"sub/", "sub/made.txt"}, tree(t, dir))
+			assert.Equal(t, []string{"sub/", "sub/made.txt"}, treetest.List(t, dir))
 			assert.NoDirExists(t, state, "a session with no background task leaves no state directory")
 		})
 	}
@@ -98,7 +78,7 @@ func TestServeLeavesWorkspaceAlone(t *testing.T) {
 	assert.True(t, strings.HasPrefix(m[1], state+string(filepath.Separator)), "%s is in %s", m[1], state)
 	assert.FileExists(t, m[1])
 	s.end()
-	assert.Empty(t, tree(t, dir))
+	assert.Empty(t, treetest.List(t, dir))
 }
 
 // A restarted executor (a new session on the same working directory) answers for the
@@ -121,7 +101,7 @@ func TestServeRestartKeepsTasks(t *testing.T) {
 		assert.Contains(t, out.Text(), "<status>completed</status>")
 		assert.Contains(t, out.Text(), "<output>\nstarted\nfinished\n</output>")
 		again.end()
-		assert.Empty(t, tree(t, dir))
+		assert.Empty(t, treetest.List(t, dir))
 	})
 	t.Run("codex", func(t *testing.T) {
 		dir := t.TempDir()
@@ -139,7 +119,7 @@ func TestServeRestartKeepsTasks(t *testing.T) {
 		assert.Contains(t, out.Text(), "Process exited with code 0")
 		assert.Contains(t, out.Text(), "Output:\nfinished\n")
 		again.end()
-		assert.Empty(t, tree(t, dir))
+		assert.Empty(t, treetest.List(t, dir))
 	})
 }
 
@@ -188,5 +168,5 @@ func TestServeRefusesPlantedStateDir(t *testing.T) {
 	res = s.result(call("2", "Write", map[string]any{"file_path": filepath.Join(dir, "a.txt"), "content": "x"}, nil))
 	assert.False(t, res.IsError, res.Text())
 	s.end()
-	assert.Empty(t, tree(t, target))
+	assert.Empty(t, treetest.List(t, target))
 }

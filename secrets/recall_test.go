@@ -3,10 +3,10 @@ package secrets
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -99,7 +99,7 @@ func TestRecall(t *testing.T) {
 	fmt.Fprintf(&b, "recall by kind (%s):\n", RuleSet())
 	for _, k := range secretKinds {
 		tl := byKind[k.name]
-		fmt.Fprintf(&b, "  %-22s %2d/%2d  %5.1f%%  %s\n", k.name, tl.found, tl.planted, 100*float64(tl.found)/float64(tl.planted), strings.Join(sortedKeys(tl.rules), ", "))
+		fmt.Fprintf(&b, "  %-22s %2d/%2d  %5.1f%%  %s\n", k.name, tl.found, tl.planted, 100*float64(tl.found)/float64(tl.planted), strings.Join(slices.Sorted(maps.Keys(tl.rules)), ", "))
 	}
 	b.WriteString("recall by place:\n")
 	for _, pl := range allPlaces {
@@ -112,15 +112,6 @@ func TestRecall(t *testing.T) {
 	if recall < 0.99 {
 		t.Errorf("recall %.1f%%, want at least 99%%", 100*recall)
 	}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // plant puts secrets of kind k at a place of tp chosen with r, and returns the JSON

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -186,7 +187,7 @@ func CheckFiles(r *Result, want map[string]string) error {
 	if !ok {
 		return p.err()
 	}
-	for _, name := range sortedKeys(want) {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
 		if !fs.ValidPath(name) || name == "." {
 			p.addf("%s: not a slash-separated path relative to the working directory", name)
 			continue
@@ -298,7 +299,7 @@ func CheckSnapshot(r *Result, goldenPath string) error {
 		p.addf("golden file %s: format version %d, want %d; regenerate it with go test -update (or TAPEBOX_UPDATE=1)", goldenPath, want.Version, snapshotVersion)
 		return p.err()
 	}
-	names := sortedKeys(want.Files)
+	names := slices.Sorted(maps.Keys(want.Files))
 	for name := range got.Files {
 		if _, ok := want.Files[name]; !ok {
 			names = append(names, name)
@@ -370,13 +371,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/tapebox/tapebox/internal/treetest"
 )
 
 // seeds are tar streams for the fuzzers: ordinary ones and the hostile shapes of
@@ -42,12 +44,12 @@ func FuzzRestore(f *testing.F) {
 		dst := filepath.Join(parent, "replay")
 		t.Cleanup(func() { makeRemovable(dst) })
 		err := Restore(t.Context(), bytes.NewReader(z), info, dst)
-		for _, p := range listDir(t, parent) {
+		for _, p := range treetest.List(t, parent) {
 			if p != "replay/" && !bytes.HasPrefix([]byte(p), []byte("replay/")) {
 				t.Fatalf("restore wrote %s beside its directory (err %v)", p, err)
 			}
 		}
-		if got := listDir(t, outside); len(got) > 0 {
+		if got := treetest.List(t, outside); len(got) > 0 {
 			t.Fatalf("restore wrote %v outside (err %v)", got, err)
 		}
 		if err != nil {

@@ -150,28 +150,6 @@ func unzst(t testing.TB, b []byte) []byte {
 	return out
 }
 
-// listDir lists every path under dir (dir excluded), slash-separated and sorted, with "/" after
-// directories.
-func listDir(t testing.TB, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			rel += "/"
-		}
-		out = append(out, rel)
-		return nil
-	})
-	require.NoError(t, err)
-	slices.Sort(out)
-	return out
-}
-
 func names(hdrs []tar.Header) []string {
 	out := make([]string, len(hdrs))
 	for i, h := range hdrs {

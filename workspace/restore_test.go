@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/internal/treetest"
 )
 
 // zst compresses b as Snapshot would and describes the result as an honest recorder would:
@@ -140,7 +142,7 @@ func TestRestoreParentsAndDotSlash(t *testing.T) {
 	assert.Equal(t, 4, info.Files, "x, x/y, x/y/z and top; x counted once")
 	dst := t.TempDir()
 	require.NoError(t, Restore(t.Context(), f, info, dst))
-	assert.Equal(t, []string{"top", "x/", "x/y/", "x/y/z"}, listDir(t, dst))
+	assert.Equal(t, []string{"top", "x/", "x/y/", "x/y/z"}, treetest.List(t, dst))
 
 	rc, err := Tar(f, info, Owner{})
 	require.NoError(t, err)
@@ -198,8 +200,8 @@ func TestRestoreHostile(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.why)
 			assert.Contains(t, err.Error(), f.Name(), "the error names the snapshot")
 			assert.NoDirExists(t, dst, "nothing written: the target is not even created")
-			assert.Empty(t, listDir(t, parent))
-			assert.Empty(t, listDir(t, outside))
+			assert.Empty(t, treetest.List(t, parent))
+			assert.Empty(t, treetest.List(t, outside))
 			assert.NoFileExists(t, etcName)
 
 			_, err = Tar(f, info, Owner{})

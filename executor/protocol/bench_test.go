@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -73,5 +74,36 @@ func benchAppend[T any](b *testing.B, n int, v *T, appendLine func([]byte, *T) (
 		if buf, ok = appendLine(buf[:0], v); !ok {
 			b.Fatal("slow path")
 		}
+	}
+}
+
+// BenchmarkEncoder is Encoder.Encode, the type switch and the write included, on
+// benchLines' call and result and on the other messages the executor sends, to io.Discard.
+func BenchmarkEncoder(b *testing.B) {
+	call, result := benchLines(b)
+	var c Call
+	var r Result
+	if !decodeCall(call, &c) || !decodeResult(result, &r) {
+		b.Fatal("slow path")
+	}
+	id := "42"
+	for _, bm := range []struct {
+		name string
+		msg  any
+	}{
+		{"call", &c},
+		{"result", r},
+		{"hello", HelloReply{Op: OpHello, OK: true, Version: "0.1.0", Protocol: Version, Harness: "claude-code", Cwd: "/app",
+			Policy: Policy{ParallelToolCalls: true, SpawningTools: []string{"Agent", "Task"}}, Platform: "linux-6.8.0-x86_64"}},
+		{"error", Error{Op: OpError, ID: &id, Message: `call "42" before hello`}},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			enc := NewEncoder(io.Discard)
+			for b.Loop() {
+				if err := enc.Encode(bm.msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

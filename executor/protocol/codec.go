@@ -20,66 +20,31 @@ const MaxLine = 16 << 20
 type Encoder struct {
 	mu      sync.Mutex
 	w       *bufio.Writer
-	scratch []byte // the line being encoded by hand (fast.go), under mu
+	scratch []byte // the line being encoded (encode.go), under mu
 }
 
 // NewEncoder returns an Encoder writing to w.
 func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: bufio.NewWriterSize(w, 64<<10)} }
 
-// Encode writes msg as one line and flushes it.
+// Encode writes msg, a Hello, HelloReply, Call, Result, Bye or Error (or a pointer to one),
+// as one line and flushes it. A message with a value JSON cannot hold (a NaN duration, a
+// raw value that is not JSON) is an error naming the message and the field, and nothing
+// is written.
 func (e *Encoder) Encode(msg any) error {
-	var c *Call
-	var r *Result
-	switch m := msg.(type) {
-	case Call:
-		c = &m
-	case *Call:
-		c = m
-	case Result:
-		r = &m
-	case *Result:
-		r = m
-	}
-	if c != nil || r != nil {
-		if done, err := e.encodeFast(c, r); done {
-			return err
-		}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(msg); err != nil {
-		return fmt.Errorf("encode %T: %w", msg, err)
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, err := e.w.Write(buf.Bytes()); err != nil {
+	line, err := appendMessage(e.scratch[:0], msg)
+	if err != nil {
+		return err
+	}
+	e.scratch = line
+	if len(line) > 1<<20 {
+		defer func() { e.scratch = nil }() // do not keep a huge line's buffer
+	}
+	if _, err := e.w.Write(line); err != nil {
 		return err
 	}
 	return e.w.Flush()
-}
-
-// encodeFast writes a call or a result encoded by hand; done is false when the message
-// needs encoding/json (see fast.go).
-func (e *Encoder) encodeFast(c *Call, r *Result) (done bool, err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var ok bool
-	if c != nil {
-		e.scratch, ok = appendCall(e.scratch[:0], c)
-	} else {
-		e.scratch, ok = appendResult(e.scratch[:0], r)
-	}
-	if !ok {
-		return false, nil
-	}
-	if len(e.scratch) > 1<<20 {
-		defer func() { e.scratch = nil }() // do not keep a huge line's buffer
-	}
-	if _, err := e.w.Write(e.scratch); err != nil {
-		return true, err
-	}
-	return true, e.w.Flush()
 }
 
 // LineError is a line the Decoder could not turn into a message. The stream is still

@@ -9,13 +9,13 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// The hot messages, call and result, are encoded and decoded by hand: encoding/json's
-// reflection and its validation pass over the whole line cost 4 to 8 us a round trip on each
-// side, a fifth of a Docker exec stream's. The hand-written paths give the same values as
-// encoding/json (fast_test.go checks both ways, and fuzzes the decoder against it). The
-// decoder handles the lines Encoder writes and lines like them; on anything else (an unknown
-// or repeated key, a null where a value is expected, an escaped key, a syntax error) it reports false and the line goes through encoding/json, which also words
-// the errors.
+// The hot messages, call and result, are decoded by hand: reflection and a validation pass
+// over the whole line cost 4 to 8 us a round trip on each side with encoding/json, a fifth
+// of a Docker exec stream's. The hand-written reader gives the same values as encoding/json
+// (fast_test.go and decode_test.go check it, and fuzz it). It handles the lines Encoder
+// writes and lines like them; on anything else (an unknown or repeated key, a null where a
+// value is expected, an escaped key, a syntax error) it reports false and the line goes
+// through jsonlex.Unmarshal, encoding/json's rules by reflection, which also words the errors.
 
 // appendCall appends c as one JSON line.
 func appendCall(b []byte, c *Call) ([]byte, bool) {
@@ -47,7 +47,7 @@ func appendHead(b []byte, op Op, id, key string) []byte {
 }
 
 // scanner reads one JSON line by hand; ok turns false at the first thing it does not
-// handle, and the caller falls back to encoding/json.
+// handle, and the caller falls back to jsonlex.Unmarshal.
 type scanner struct {
 	b  []byte
 	i  int
@@ -171,7 +171,7 @@ func (s *scanner) number() float64 {
 }
 
 // raw reads any value and returns a copy of its bytes, validated as encoding/json does. A
-// null is not taken (encoding/json's handling of null into a RawMessage is left to it).
+// null is not taken (null into a RawMessage is left to the general path).
 func (s *scanner) raw() json.RawMessage {
 	s.ws()
 	if !s.ok || s.i >= len(s.b) || s.b[s.i] == 'n' {
@@ -278,7 +278,7 @@ func (s *scanner) blocks() []tape.Block {
 	return bs
 }
 
-// decodeCall reads a call line by hand; false means: use encoding/json.
+// decodeCall reads a call line by hand; false means: use jsonlex.Unmarshal.
 func decodeCall(line []byte, c *Call) bool {
 	s := scanner{b: line, ok: true}
 	call := func() {
@@ -296,7 +296,7 @@ func decodeCall(line []byte, c *Call) bool {
 	return s.ok
 }
 
-// decodeResult reads a result line by hand; false means: use encoding/json.
+// decodeResult reads a result line by hand; false means: use jsonlex.Unmarshal.
 func decodeResult(line []byte, r *Result) bool {
 	s := scanner{b: line, ok: true}
 	result := func() { s.toolResult(&r.Result) }

@@ -73,7 +73,7 @@ func TestFastEncodeMatchesJSON(t *testing.T) {
 	_, ok = appendResult(nil, &fastResults[3])
 	assert.True(t, ok, "exponent notation is written by hand too")
 	_, ok = appendResult(nil, &Result{Op: OpResult, Result: tape.ToolResult{DurationMS: ms(math.NaN())}})
-	assert.False(t, ok, "a NaN is left to encoding/json, which refuses it")
+	assert.False(t, ok, "a NaN is refused, as encoding/json refuses it (Encode names the field)")
 }
 
 // checkFastDecode fails when the hand-written decoder accepts a line and gives other values

@@ -10,8 +10,14 @@
 // offset and return the offset past what they read, so a reader keeps its state in two
 // integers and its own struct.
 //
-// On the writing side it has AppendString and AppendFloat (encoding/json's exact forms) and
-// Marshal, json.Marshal without HTML escaping, the form the providers, JavaScript's
+// Unmarshal decodes into Go values by encoding/json's rules (reflection, struct tags, the
+// same values and type errors), for the executor, which must not link encoding/json: its
+// decoder and encoder are a tenth of the binary's size budget.
+//
+// On the writing side it has AppendString and AppendFloat (encoding/json's exact forms),
+// AppendValue (encoding/json's bytes for a tree of maps, slices and scalars, compact or
+// indented, so that the executor links no reflective encoder) and Marshal, json.Marshal
+// without HTML escaping, the form the providers, JavaScript's
 // JSON.stringify and the tape's canonical encoding write.
 //
 // It uses the standard library only, so that tape and the executor may import it.

@@ -41,6 +41,7 @@ func Unmarshal(b []byte, v any) error {
 		return &UnsupportedError{Type: reflect.TypeOf(v), Why: "Unmarshal needs a non-nil pointer"}
 	}
 	d := decoder{b: b}
+	d.fields = d.stack[:0]
 	if _, err := d.value(i, rv); err != nil {
 		return err
 	}
@@ -85,6 +86,7 @@ type decoder struct {
 	saved  error    // the first *TypeError
 	fields []string // the JSON names of the struct fields down to the current value
 	within reflect.Type
+	stack  [8]string // fields' first backing array
 }
 
 func (d *decoder) save(e *TypeError) {
@@ -102,18 +104,35 @@ func (d *decoder) save(e *TypeError) {
 
 // value decodes the value at b[i] into v (not valid: skip it) and returns the offset past it.
 func (d *decoder) value(i int, v reflect.Value) (int, error) {
-	if !v.IsValid() {
+	c := d.b[i]
+	if !v.IsValid() || c != '{' && c != '[' {
+		end, _ := Skip(d.b, i)
+		if !v.IsValid() {
+			return end, nil
+		}
+		return end, d.literal(i, end, v)
+	}
+	u, tu, pv := indirect(v, false)
+	switch {
+	case u != nil:
+		end, _ := Skip(d.b, i)
+		return end, u.UnmarshalJSON(d.b[i:end])
+	case tu != nil:
+		kind := "object"
+		if c == '[' {
+			kind = "array"
+		}
+		d.save(&TypeError{Value: kind, Type: v.Type(), Off: i + 1})
 		end, _ := Skip(d.b, i)
 		return end, nil
+	case pv.Kind() == reflect.Interface && pv.NumMethod() == 0:
+		end, x := d.anyValue(i)
+		pv.Set(reflect.ValueOf(x))
+		return end, nil
+	case c == '{':
+		return d.object(i, pv)
 	}
-	switch d.b[i] {
-	case '{':
-		return d.object(i, v)
-	case '[':
-		return d.array(i, v)
-	}
-	end, _ := Skip(d.b, i)
-	return end, d.literal(i, end, v)
+	return d.array(i, pv)
 }
 
 // indirect follows pointers from v, allocating nil ones, to the value to decode into, as
@@ -208,18 +227,19 @@ func (d *decoder) literal(i, end int, v reflect.Value) error {
 		}
 		return nil
 	case '"':
-		s := d.unquote(item)
 		switch {
 		case v.Kind() == reflect.String:
+			s := d.unquoteString(item)
 			if isNumberType(v.Type()) {
-				if n, _, err := Number(s, 0); err != nil || n != len(s) {
+				if n, _, err := Number([]byte(s), 0); err != nil || n != len(s) {
 					return fmt.Errorf("json: invalid number literal, trying to unmarshal %q into Number", item)
 				}
 			}
-			v.SetString(string(s))
+			v.SetString(s)
 		case empty:
-			v.Set(reflect.ValueOf(string(s)))
+			v.Set(reflect.ValueOf(d.unquoteString(item)))
 		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
+			s := d.unquote(item)
 			out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
 			n, err := base64.StdEncoding.Decode(out, s)
 			if err != nil {
@@ -300,6 +320,15 @@ func (d *decoder) unquote(item []byte) []byte {
 	return Unquote(make([]byte, 0, len(body)), body)
 }
 
+// unquoteString returns the value of the string item as a new string.
+func (d *decoder) unquoteString(item []byte) string {
+	body := item[1 : len(item)-1]
+	if _, f, _ := String(item, 0); !f.Plain(body) {
+		return UnquoteString(body)
+	}
+	return string(body)
+}
+
 // next returns the offset of the first byte after whitespace and, if it is one, a comma.
 func (d *decoder) next(i int) int {
 	i = Space(d.b, i)
@@ -309,24 +338,8 @@ func (d *decoder) next(i int) int {
 	return i
 }
 
-// array decodes the array at b[i] into v.
+// array decodes the array at b[i] into v, a value indirect has reached.
 func (d *decoder) array(i int, v reflect.Value) (int, error) {
-	u, tu, pv := indirect(v, false)
-	if u != nil {
-		end, _ := Skip(d.b, i)
-		return end, u.UnmarshalJSON(d.b[i:end])
-	}
-	if tu != nil {
-		d.save(&TypeError{Value: "array", Type: v.Type(), Off: i + 1})
-		end, _ := Skip(d.b, i)
-		return end, nil
-	}
-	v = pv
-	if v.Kind() == reflect.Interface && v.NumMethod() == 0 {
-		end, a := d.anyArray(i)
-		v.Set(reflect.ValueOf(a))
-		return end, nil
-	}
 	if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
 		d.save(&TypeError{Value: "array", Type: v.Type(), Off: i + 1})
 		end, _ := Skip(d.b, i)
@@ -369,25 +382,9 @@ func (d *decoder) array(i int, v reflect.Value) (int, error) {
 	return j + 1, nil
 }
 
-// object decodes the object at b[i] into v.
+// object decodes the object at b[i] into v, a value indirect has reached.
 func (d *decoder) object(i int, v reflect.Value) (int, error) {
-	u, tu, pv := indirect(v, false)
-	if u != nil {
-		end, _ := Skip(d.b, i)
-		return end, u.UnmarshalJSON(d.b[i:end])
-	}
-	if tu != nil {
-		d.save(&TypeError{Value: "object", Type: v.Type(), Off: i + 1})
-		end, _ := Skip(d.b, i)
-		return end, nil
-	}
-	v = pv
 	t := v.Type()
-	if v.Kind() == reflect.Interface && v.NumMethod() == 0 {
-		end, m := d.anyObject(i)
-		v.Set(reflect.ValueOf(m))
-		return end, nil
-	}
 	var fields []field
 	switch v.Kind() {
 	case reflect.Map:
@@ -479,7 +476,7 @@ func (d *decoder) anyValue(i int) (int, any) {
 		return d.anyArray(i)
 	case '"':
 		end, _, _ := String(d.b, i)
-		return end, string(d.unquote(d.b[i:end]))
+		return end, d.unquoteString(d.b[i:end])
 	case 't', 'f', 'n':
 		end, v, _ := Keyword(d.b, i)
 		return end, v
@@ -507,7 +504,7 @@ func (d *decoder) anyObject(i int) (int, map[string]any) {
 	j := Space(d.b, i+1)
 	for d.b[j] != '}' {
 		kend, _, _ := String(d.b, j)
-		key := string(d.unquote(d.b[j:kend]))
+		key := d.unquoteString(d.b[j:kend])
 		end, v := d.anyValue(Space(d.b, Space(d.b, kend)+1))
 		m[key] = v
 		j = d.next(end)

@@ -338,10 +338,7 @@ func (s *session) killShell(_ context.Context, call tape.ToolCall, rec *tape.Too
 	if r, ok := s.kill(call, rec, st, in.ShellID, fmt.Sprintf("Shell %s is not running, so cannot be killed (status: %s)", in.ShellID, st.State())); !ok {
 		return r
 	}
-	return harness.Text(call, jsonText(struct {
-		Message string `json:"message"`
-		ShellID string `json:"shell_id"`
-	}{fmt.Sprintf("Successfully killed shell: %s (%s)", in.ShellID, st.Command), in.ShellID}), false)
+	return harness.Text(call, jsonStrings("message", fmt.Sprintf("Successfully killed shell: %s (%s)", in.ShellID, st.Command), "shell_id", in.ShellID), false)
 }
 
 func (s *session) taskStop(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
@@ -353,12 +350,8 @@ func (s *session) taskStop(_ context.Context, call tape.ToolCall, rec *tape.Tool
 	if r, ok := s.kill(call, rec, st, id, fmt.Sprintf("Task %s is not running (status: %s)", id, st.State())); !ok {
 		return r
 	}
-	return harness.Text(call, jsonText(struct {
-		Message  string `json:"message"`
-		TaskID   string `json:"task_id"`
-		TaskType string `json:"task_type"`
-		Command  string `json:"command"`
-	}{fmt.Sprintf("Successfully stopped task: %s (%s)", id, st.Command), id, "local_bash", st.Command}), false)
+	return harness.Text(call, jsonStrings("message", fmt.Sprintf("Successfully stopped task: %s (%s)", id, st.Command), "task_id", id,
+		"task_type", "local_bash", "command", st.Command), false)
 }
 
 // decodeTask is decode for the tools that name a background task by one parameter, id (a
@@ -420,10 +413,25 @@ func (s *session) report(parts []string, st action.TaskStatus, out, tag string) 
 	return parts
 }
 
-// jsonText encodes v as JavaScript's JSON.stringify does (no HTML escaping).
+// jsonText encodes v, a tree jsonlex.AppendValue takes, as JavaScript's JSON.stringify
+// does (no HTML escaping), but with map keys sorted.
 func jsonText(v any) string {
-	b, _ := jsonlex.Marshal(v)
+	b, _ := jsonlex.AppendValue(nil, v, "") // the callers' trees hold strings only
 	return string(b)
+}
+
+// jsonStrings encodes an object of strings, keys and values alternating in kv, with the
+// keys in that order, as jsonText does.
+func jsonStrings(kv ...string) string {
+	b := []byte{'{'}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonlex.AppendString(b, kv[i], false)
+		b = jsonlex.AppendString(append(b, ':'), kv[i+1], false)
+	}
+	return string(append(b, '}'))
 }
 
 // isoMillis formats t as JavaScript's Date.toISOString does.

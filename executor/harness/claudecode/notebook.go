@@ -1,9 +1,7 @@
 package claudecode
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -54,7 +53,7 @@ func (s *session) notebookEdit(_ context.Context, call tape.ToolCall, rec *tape.
 		return harness.Text(call, err.Error(), true)
 	}
 	var nb map[string]any
-	if err := json.Unmarshal(b, &nb); err != nil {
+	if err := jsonlex.Unmarshal(b, &nb); err != nil {
 		return asRecorded(toolUseError(call, "Notebook is not valid JSON."), rec)
 	}
 	cells, _ := nb["cells"].([]any)
@@ -117,14 +116,11 @@ func (s *session) notebookEdit(_ context.Context, call tape.ToolCall, rec *tape.
 		}
 	}
 	nb["cells"] = cells
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(nb); err != nil {
+	out, err := encodeNotebook(nb)
+	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
-	if _, err := action.WriteFile(path, strings.TrimSuffix(buf.String(), "\n")); err != nil {
+	if _, err := action.WriteFile(path, out); err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
 	switch mode {
@@ -137,6 +133,13 @@ func (s *session) notebookEdit(_ context.Context, call tape.ToolCall, rec *tape.
 		return harness.Text(call, "Inserted cell "+outID+" with "+in.NewSource, false)
 	}
 	return harness.Text(call, "Updated cell "+in.CellID+" with "+in.NewSource, false)
+}
+
+// encodeNotebook writes nb indented by one space, without HTML escaping: the bytes of an
+// encoding/json Encoder with SetIndent("", " "), without its newline (json_test.go).
+func encodeNotebook(nb map[string]any) (string, error) {
+	b, err := jsonlex.AppendValue(nil, nb, " ")
+	return string(b), err
 }
 
 func nbAtLeast(nb map[string]any, major, minor int) bool {

@@ -426,13 +426,10 @@ func applyEdits(content string, edits []replacement, path string) (string, strin
 
 func (s *session) ls(_ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {
 	a := parseArgs(call)
-	path, _ := a.str("path", false)
+	path := a.optional("path", ".")
 	limitF, hasLimit := a.num("limit")
 	if r, bad := a.failed(call); bad {
 		return r
-	}
-	if path == "" {
-		path = "."
 	}
 	limit := 500
 	if hasLimit {

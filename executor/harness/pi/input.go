@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
@@ -48,75 +47,75 @@ type member struct {
 
 // object splits a JSON object into its members; false when b is not one.
 func object(b []byte) ([]member, bool) {
-	i := jsonlex.Space(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil, false
-	}
 	var out []member
-	i = jsonlex.Space(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return out, true
-	}
-	for i < len(b) {
+	ok := elements(b, '{', '}', func(i int) int {
 		if b[i] != '"' {
-			return nil, false
+			return -1
 		}
 		end, _, err := jsonlex.String(b, i)
 		if err != nil {
-			return nil, false
+			return -1
 		}
 		key := jsonlex.UnquoteString(b[i+1 : end-1])
-		i = jsonlex.Space(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return nil, false
+		if i = jsonlex.Space(b, end); i >= len(b) || b[i] != ':' {
+			return -1
 		}
-		i = jsonlex.Space(b, i+1)
-		vend, err := jsonlex.Skip(b, i)
-		if err != nil {
-			return nil, false
-		}
-		out = append(out, member{key, b[i:vend]})
-		i = jsonlex.Space(b, vend)
-		if i < len(b) && b[i] == ',' {
-			i = jsonlex.Space(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == '}' {
-			return out, true
-		}
-		return nil, false
-	}
-	return nil, false
+		return value(b, jsonlex.Space(b, i+1), func(v []byte) { out = append(out, member{key, v}) })
+	})
+	return out, ok
 }
 
 // array splits a JSON array into its elements; false when b is not one.
 func array(b []byte) ([][]byte, bool) {
-	i := jsonlex.Space(b, 0)
-	if i >= len(b) || b[i] != '[' {
-		return nil, false
-	}
 	var out [][]byte
-	i = jsonlex.Space(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return out, true
+	ok := elements(b, '[', ']', func(i int) int {
+		return value(b, i, func(v []byte) { out = append(out, v) })
+	})
+	return out, ok
+}
+
+// value hands the JSON value at b[i] to keep and returns the offset past it, or -1.
+func value(b []byte, i int, keep func([]byte)) int {
+	end, err := jsonlex.Skip(b, i)
+	if err != nil {
+		return -1
+	}
+	keep(b[i:end])
+	return end
+}
+
+// elements walks the container (open ... close) that b holds: item reads each entry at
+// its offset and returns the offset past it, or -1 when it is malformed. It reports whether
+// b is such a container, well formed.
+func elements(b []byte, open, close byte, item func(i int) int) bool {
+	i := jsonlex.Space(b, 0)
+	if i >= len(b) || b[i] != open {
+		return false
+	}
+	if i = jsonlex.Space(b, i+1); i < len(b) && b[i] == close {
+		return true
 	}
 	for i < len(b) {
-		end, err := jsonlex.Skip(b, i)
-		if err != nil {
-			return nil, false
+		if i = item(i); i < 0 {
+			return false
 		}
-		out = append(out, b[i:end])
-		i = jsonlex.Space(b, end)
-		if i < len(b) && b[i] == ',' {
-			i = jsonlex.Space(b, i+1)
-			continue
+		switch i = jsonlex.Space(b, i); {
+		case i < len(b) && b[i] == close:
+			return true
+		case i >= len(b) || b[i] != ',':
+			return false
 		}
-		if i < len(b) && b[i] == ']' {
-			return out, true
-		}
-		return nil, false
+		i = jsonlex.Space(b, i+1)
 	}
-	return nil, false
+	return false
+}
+
+// optional reads an optional string parameter, def when it is missing or empty.
+func (a *args) optional(name, def string) string {
+	if s, given := a.str(name, false); given && s != "" {
+		return s
+	}
+	return def
 }
 
 // str reads a string parameter (a number or boolean converts to its text, as
@@ -326,34 +325,16 @@ func arrayIndex(k string) (uint64, bool) {
 func jsQuote(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
-	for i := 0; i < len(s); {
+	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"':
-			dst = append(dst, '\\', '"')
-		case c == '\\':
-			dst = append(dst, '\\', '\\')
-		case c == '\b':
-			dst = append(dst, '\\', 'b')
-		case c == '\f':
-			dst = append(dst, '\\', 'f')
-		case c == '\n':
-			dst = append(dst, '\\', 'n')
-		case c == '\r':
-			dst = append(dst, '\\', 'r')
-		case c == '\t':
-			dst = append(dst, '\\', 't')
+		switch e := strings.IndexByte("\"\\\b\f\n\r\t", c); {
+		case e >= 0:
+			dst = append(dst, '\\', `"\bfnrt`[e])
 		case c < 0x20:
 			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		case c < utf8.RuneSelf:
-			dst = append(dst, c)
 		default:
-			_, n := utf8.DecodeRuneInString(s[i:])
-			dst = append(dst, s[i:i+n]...)
-			i += n
-			continue
+			dst = append(dst, c) // the rest as is, non-ASCII too (Unquote made it valid UTF-8)
 		}
-		i++
 	}
 	return append(dst, '"')
 }

@@ -24,14 +24,20 @@ type truncation struct {
 	firstLineTooLong bool
 }
 
-// truncateHead keeps the first whole lines within lines and bytes (truncateHead).
-func truncateHead(content string, lines, bytes int) truncation {
+// measure splits content into lines and says whether it is over either limit.
+func measure(content string, lines, bytes int) ([]string, truncation) {
 	all := strings.Split(content, "\n")
 	t := truncation{content: content, totalLines: len(all), outputLines: len(all), outputBytes: len(content)}
-	if len(all) <= lines && len(content) <= bytes {
+	t.truncated = len(all) > lines || len(content) > bytes
+	return all, t
+}
+
+// truncateHead keeps the first whole lines within lines and bytes (truncateHead).
+func truncateHead(content string, lines, bytes int) truncation {
+	all, t := measure(content, lines, bytes)
+	if !t.truncated {
 		return t
 	}
-	t.truncated = true
 	if len(all[0]) > bytes {
 		t.content, t.outputLines, t.outputBytes, t.firstLineTooLong = "", 0, 0, true
 		return t
@@ -61,12 +67,10 @@ func truncateHead(content string, lines, bytes int) truncation {
 // truncateTail keeps the last whole lines within lines and bytes; a last line longer than
 // bytes alone is cut to its end (truncateTail).
 func truncateTail(content string, lines, bytes int) truncation {
-	all := strings.Split(content, "\n")
-	t := truncation{content: content, totalLines: len(all), outputLines: len(all), outputBytes: len(content)}
-	if len(all) <= lines && len(content) <= bytes {
+	all, t := measure(content, lines, bytes)
+	if !t.truncated {
 		return t
 	}
-	t.truncated = true
 	t.byLines = true
 	start, size := len(all), 0
 	for i := len(all) - 1; i >= 0 && len(all)-start < lines; i-- {

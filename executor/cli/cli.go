@@ -42,7 +42,7 @@ const callUsage = `usage: tapebox-exec call --harness NAME [--cwd DIR] [--state-
 Reads one {"op":"call",...} line from stdin and writes its {"op":"result",...} line on
 stdout, or an {"op":"error",...} line and exit status 1 when it cannot run.
 
-  --harness NAME     harness module: claude-code or codex (required)
+  --harness NAME     harness module: claude-code, codex or pi (required)
   --cwd DIR          working directory (default: the current one)
   --state-dir DIR    state directory for background tasks and saved outputs (default:
                      $TMPDIR/tapebox-exec-state-<uid>-<hash of cwd>, made when needed)
@@ -170,7 +170,7 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	var harnessName, cwd, stateDir string
 	err := parseFlags(args, map[string]*string{"harness": &harnessName, "cwd": &cwd, "state-dir": &stateDir})
 	if err == nil && harnessName == "" {
-		err = errors.New("--harness is required (claude-code or codex)")
+		err = errors.New("--harness is required (claude-code, codex or pi)")
 	}
 	if err != nil {
 		return usageError(stdout, stderr, "call", callUsage, err)

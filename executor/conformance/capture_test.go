@@ -20,6 +20,7 @@ var harnesses = []struct {
 }{
 	{realharness.Claude, claudeCases, realharness.RunClaude, map[string]bool{"Agent": true, "Task": true}},
 	{realharness.Codex, codexCases, realharness.RunCodex, map[string]bool{}},
+	{realharness.Pi, piCases, runPi, map[string]bool{}},
 }
 
 // TestCapture runs every case through the real harness. With -update it rewrites the
@@ -158,7 +159,7 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 
 // callID is the id the fake provider gives the i-th call of thread main (one call a turn).
 func callID(harness string, i int) string {
-	if harness == realharness.Claude {
+	if anthropicWire(harness) {
 		return fmt.Sprintf("toolu_fake_main_%d_0", i)
 	}
 	return fmt.Sprintf("call_fake_main_%d_0", i)
@@ -169,7 +170,7 @@ func callID(harness string, i int) string {
 // function_call_output / custom_tool_call_output item.
 func harnessResult(harness string, body []byte, id string) (tape.ToolResult, json.RawMessage, error) {
 	p := tape.ProviderOpenAIResponses
-	if harness == realharness.Claude {
+	if anthropicWire(harness) {
 		p = tape.ProviderAnthropic
 	}
 	sent, err := realharness.SentResults(p, body)
@@ -181,6 +182,12 @@ func harnessResult(harness string, body []byte, id string) (tape.ToolResult, jso
 		return tape.ToolResult{}, nil, fmt.Errorf("no result for %s in the request", id)
 	}
 	return s.Result, s.Raw, nil
+}
+
+// anthropicWire says whether the harness talks to the fake provider on Anthropic Messages
+// (Claude Code; Pi, whose models.json the capture writes for that API) rather than Responses.
+func anthropicWire(harness string) bool {
+	return harness == realharness.Claude || harness == realharness.Pi
 }
 
 // checkDrift compares a fresh capture with the fixture's case of the same name.

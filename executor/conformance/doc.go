@@ -1,11 +1,11 @@
 // Package conformance holds only tests: they check that tapebox-exec formats tool results
 // exactly as the real harnesses do.
 //
-// The capture half runs the real Claude Code and Codex CLI (harnesses/, npm, offline)
-// against a scripted fake provider that asks for each tool and variant, and stores each
-// call, the directory before and after, and the result the harness sent back in its next
-// request as fixtures in testdata/<harness>.json (go test -update). The comparison half
-// gives tapebox-exec the same calls in an identical fresh directory (same absolute path)
-// and checks that it returns the same results byte for byte, except for the fields the
-// harness itself makes volatile, which are named in one table (volatile_test.go).
+// The capture half runs the real Claude Code, Codex CLI and pi coding agent (harnesses/,
+// npm, offline) against a scripted fake provider that asks for each tool and variant, and
+// stores each call, the directory before and after, and the result the harness sent back in
+// its next request as fixtures in testdata/<harness>.json (go test -update). The comparison
+// half gives tapebox-exec the same calls in an identical fresh directory (same absolute
+// path) and checks that it returns the same results byte for byte, except for the fields
+// the harness itself makes volatile, which are named in one table (volatile_test.go).
 package conformance

@@ -34,6 +34,8 @@ var volatiles = []volatile{
 		"${1}<task-id>${2}. Output is being written to: <task-output>. "},
 	{realharness.Claude, []string{"Bash"}, "file holding output past the limit (<HOME>/.claude/projects/<cwd-slug>/<session>/tool-results/<id>.txt)",
 		regexp.MustCompile(`Full output saved to: \S+\.txt\n`), "Full output saved to: <output-file>\n"},
+	{realharness.Pi, []string{"bash"}, "file holding the whole output past the limit (Pi's /tmp/pi-bash-<16 hex>.log; the executor's state directory)",
+		regexp.MustCompile(`Full output: \S+\.log\]`), "Full output: <output-file>]"},
 	{realharness.Claude, []string{"Agent"}, "subagent id",
 		regexp.MustCompile(`\ba[0-9a-f]{16}\b`), "<agent-id>"},
 	{realharness.Claude, []string{"Agent"}, "subagent duration",

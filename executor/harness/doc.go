@@ -5,6 +5,6 @@
 // A harness module maps each tool call of its harness to an action of package
 // executor/action and formats the action's result exactly as that harness formats it.
 // Tools with no effect in the sandbox replay the recorded result verbatim (Noop).
-// Modules: executor/harness/claudecode ("claude-code") and executor/harness/codex
-// ("codex").
+// Modules: executor/harness/claudecode ("claude-code"), executor/harness/codex ("codex")
+// and executor/harness/pi ("pi").
 package harness

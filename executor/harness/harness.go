@@ -68,6 +68,25 @@ type Immediate interface {
 	Immediate(call tape.ToolCall) bool
 }
 
+// Tools is a module's table of the tools it performs, each a function on its session S;
+// every tool not in it is a Noop, which replays its recorded result.
+type Tools[S any] map[string]func(s S, ctx context.Context, call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult
+
+// Run performs call with its tool's function, or replays recorded for a tool not in t.
+func (t Tools[S]) Run(s S, ctx context.Context, call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult {
+	if f, ok := t[call.Name]; ok {
+		return f(s, ctx, call, recorded)
+	}
+	return Replay(call, recorded)
+}
+
+// Immediate says whether call is a Noop, which replays at once (see the Immediate
+// interface).
+func (t Tools[S]) Immediate(call tape.ToolCall) bool {
+	_, performed := t[call.Name]
+	return !performed
+}
+
 // Env is where a session's tool calls run.
 type Env struct {
 	// Cwd is the absolute working directory.

@@ -3,12 +3,14 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/dockertest"
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
@@ -55,4 +57,76 @@ func TestInteropPiSimulator(t *testing.T) {
 	rep, err := tape.LoadFile(repPath)
 	require.NoError(t, err)
 	assert.Equal(t, callsOf(imp), callsOf(rep), "Pi made the imported tape's tool calls")
+}
+
+// TestInteropPiExecutor: the real pi coding agent works a task against the fake provider
+// with each of the tools the executor performs for it (write, then edit and bash in one
+// answer, which Pi runs together, then read, ls and a failing bash), and writes its session
+// file; tapebox import --from pi turns that file into a tape, which replays in executor mode
+// in a fresh Docker container: the container ends in Pi's files and compare says
+// identical. The same tape with one tool result edited replays to DIFFERS, naming it.
+func TestInteropPiExecutor(t *testing.T) {
+	needHarness(t, realharness.Pi)
+	dockertest.Image(t, "tapebox/sandbox:bookworm")
+	r := newRig(t)
+	call := fakeprovider.Call
+	srv := fakeprovider.New(fakeprovider.Script{Threads: []fakeprovider.Thread{{
+		Name: "main",
+		Turns: []fakeprovider.Turn{
+			{Text: "Writing the notes.", Calls: []tape.ToolCall{call("write", map[string]any{"path": "notes.txt", "content": "alpha\nbeta\n"})}},
+			{Calls: []tape.ToolCall{
+				call("edit", map[string]any{"path": "notes.txt", "edits": []any{map[string]any{"oldText": "beta", "newText": "BETA"}}}),
+				call("bash", map[string]any{"command": "mkdir -p sub && echo made > sub/out.txt && echo printed"}),
+			}},
+			{Calls: []tape.ToolCall{call("read", map[string]any{"path": "notes.txt"}), call("ls", map[string]any{})}},
+			{Calls: []tape.ToolCall{call("bash", map[string]any{"command": "cat notes.txt; exit 3"})}},
+			{Text: "All done."},
+		},
+	}}})
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Close() })
+	dir, home := t.TempDir(), t.TempDir()
+	res, err := realharness.RunPi(t.Context(), realharness.Options{BaseURL: srv.URL(), Dir: dir, Home: home,
+		Prompt: "[pi-exec] write the notes", Args: []string{"--tools", "read,bash,edit,write,ls"}})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "pi against the fake provider\n%s", clipText(string(res.Stderr), 2000))
+	require.NoError(t, srv.Err())
+	state := localState(t, dir)
+	require.Equal(t, map[string]string{"notes.txt": "alpha\nBETA\n", "sub/": "", "sub/out.txt": "made\n"}, state, "what Pi left")
+
+	imported := t.TempDir()
+	code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), "import", "--from", "pi", "--out", imported, filepath.Join(home, "sessions"))
+	require.Equal(t, 0, code, "tapebox import --from pi\n%s%s", out, errOut)
+	tapes, err := filepath.Glob(filepath.Join(imported, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, tapes, 1)
+	imp, err := tape.LoadFile(tapes[0])
+	require.NoError(t, err)
+	require.Equal(t, "pi", imp.Meta.Harness)
+	require.Equal(t, []string{"main/0 write", "main/1 edit", "main/1 bash", "main/2 read", "main/2 ls", "main/3 bash"}, callsOf(imp))
+	last := imp.Main().Steps[3].ToolResults[0]
+	require.True(t, last.IsError)
+	require.Equal(t, "alpha\nBETA\n\n\nCommand exited with code 3", last.Text())
+
+	// Executor mode in a fresh container, at the recording's path.
+	repPath, got := dockerReplay(t, tapes[0], imp, dir, "")
+	checkSameState(t, state, got, "executor-mode replay of the imported Pi session in docker")
+	report := r.requireIdentical(t, tapes[0], repPath)
+	assert.Equal(t, 5, report.StepsCompared, "every step compared")
+
+	// A planted difference: the tape's bash result says something the sandbox will not.
+	spoiled := filepath.Join(t.TempDir(), "spoiled.json")
+	bad, err := tape.LoadFile(tapes[0])
+	require.NoError(t, err)
+	step := bad.Main().Steps[1]
+	i := slices.IndexFunc(step.ToolCalls, func(c tape.ToolCall) bool { return c.Name == "bash" })
+	j := slices.IndexFunc(step.ToolResults, func(r tape.ToolResult) bool { return r.ToolCallID == step.ToolCalls[i].ID })
+	require.GreaterOrEqual(t, j, 0)
+	step.ToolResults[j] = tape.ToolResult{ToolCallID: step.ToolCalls[i].ID, Content: []tape.Block{{Type: tape.BlockText, Text: "printed twice\n"}}}
+	require.NoError(t, tape.Save(spoiled, bad))
+	spoiledRep, _ := dockerReplay(t, spoiled, bad, dir, "")
+	code, out, _ = r.run(t, t.TempDir(), cleanEnv(), "compare", spoiled, spoiledRep)
+	assert.Equal(t, 1, code, "compare must say DIFFERS\n%s", out)
+	assert.Contains(t, out, ": DIFFERS")
+	assert.Contains(t, out, "printed twice")
 }

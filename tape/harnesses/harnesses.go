@@ -5,7 +5,8 @@ type Harness struct {
 	// Name is the harness's name in meta.harness and in the executor's hello.
 	Name string
 	// SpawningTools are the tools that start a subagent (a thread of its own); their calls
-	// never reach the executor, the controller plays the child thread.
+	// never reach the executor, the controller plays the child thread. Empty (not nil) for
+	// a harness without one, so that the executor's hello lists none.
 	SpawningTools []string
 	// ParallelToolCalls says whether the harness runs the tool calls of one answer at the
 	// same time (the executor's default concurrency policy).
@@ -82,8 +83,27 @@ var Codex = Harness{
 	CwdElement: "cwd",
 }
 
+// Pi is the pi coding agent (npm @mariozechner/pi-coding-agent, the pi CLI).
+var Pi = Harness{
+	Name: "pi",
+	// Pi has no subagent tool: its tools are read, bash, edit, write, grep, find and ls.
+	SpawningTools: []string{},
+	// Pi's agent loop (pi-agent-core's executeToolCalls) runs one answer's tool calls
+	// together unless a tool asks for "sequential", which none of Pi's own does; edit and
+	// write queue up per file (withFileMutationQueue).
+	ParallelToolCalls: true,
+	Identifiers: []Identifier{
+		// bash keeps an output longer than 2000 lines or 50 KB in a temporary file it names
+		// in the truncation note ("Full output: /tmp/pi-bash-<16 hex>.log]"), which the
+		// model may read.
+		{Name: "bash full output file", Expr: `Full output: (\S+?\.log)\]`},
+	},
+	// The system prompt's last line: "Current working directory: /app".
+	CwdLines: []string{"Current working directory:"},
+}
+
 // All lists the harnesses TapeBox knows.
-var All = []*Harness{&ClaudeCode, &Codex}
+var All = []*Harness{&ClaudeCode, &Codex, &Pi}
 
 // OtherSpawningTools are spawning tool names of harnesses without an entry (other
 // multi-agent tools seen in the wild); the gateway builds the thread tree with them too.

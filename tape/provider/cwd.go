@@ -9,20 +9,21 @@ import (
 )
 
 // Cwd returns the working directory a harness names in a normalized request, or "" when it
-// names none. Two harnesses say where they run:
+// names none. The harnesses say where they run:
 //
 //   - Claude Code, in its environment block: a line "Primary working directory: DIR" (2.1,
 //     in a role:system entry of the conversation, "# Environment ... - Primary working
 //     directory: DIR") or "Working directory: DIR" (older versions, inside <env> in the
 //     system prompt). Only instructions are read for these (the system prompt and
 //     role:system messages), so that a user's prompt quoting such a line does not count.
+//   - Pi, on the last line of its system prompt: "Current working directory: DIR".
 //   - Codex, in the environment context it sends as a user (or developer) message:
 //     "<environment_context>\n  <cwd>DIR</cwd> ...".
 //
 // The first directory named, in the order of the request (system prompt, then messages),
 // wins. Tool results are never read.
 func Cwd(req *tape.Request) string {
-	if dir := claudeCwd(req.System); dir != "" {
+	if dir := lineCwd(req.System); dir != "" {
 		return dir
 	}
 	for _, m := range req.Messages {
@@ -34,7 +35,7 @@ func Cwd(req *tape.Request) string {
 				continue
 			}
 			if m.Role == "system" {
-				if dir := claudeCwd(b.Text); dir != "" {
+				if dir := lineCwd(b.Text); dir != "" {
 					return dir
 				}
 			}
@@ -46,22 +47,28 @@ func Cwd(req *tape.Request) string {
 	return ""
 }
 
-// claudeCwdLabels are the labels of the line of Claude Code's environment block that names
-// the working directory, newest first.
-var claudeCwdLabels = harnesses.ClaudeCode.CwdLines
+// cwdLabels are the labels of a line of instructions that names the working directory:
+// each harness's CwdLines, in table order.
+var cwdLabels = func() []string {
+	var out []string
+	for _, h := range harnesses.All {
+		out = append(out, h.CwdLines...)
+	}
+	return out
+}()
 
 // codexCwdOpen and codexCwdClose delimit the working directory in a Codex
 // <environment_context>.
 var codexCwdOpen, codexCwdClose = "<" + harnesses.Codex.CwdElement + ">", "</" + harnesses.Codex.CwdElement + ">"
 
-// claudeCwd reads the working directory line of a Claude Code environment block.
-func claudeCwd(text string) string {
-	if !slices.ContainsFunc(claudeCwdLabels, func(l string) bool { return strings.Contains(text, l) }) {
+// lineCwd reads the working directory line of a harness's instructions (cwdLabels).
+func lineCwd(text string) string {
+	if !slices.ContainsFunc(cwdLabels, func(l string) bool { return strings.Contains(text, l) }) {
 		return ""
 	}
 	for line := range strings.Lines(text) {
 		line = strings.TrimLeft(strings.TrimSpace(line), "-* ")
-		for _, label := range claudeCwdLabels {
+		for _, label := range cwdLabels {
 			if rest, ok := strings.CutPrefix(line, label); ok {
 				if dir := strings.TrimSpace(rest); dir != "" && !strings.ContainsRune(dir, '\r') {
 					return dir

@@ -75,6 +75,8 @@ func TestCwd(t *testing.T) {
 		{"claude code <env> in the system prompt", anth, claudeCodeEnvRequest, "/home/dev/project"},
 		{"codex environment context", resp, codex171Request, "/tmp/realclients"},
 		{"codex environment context in chat completions", chat, `{"model":"m","messages":[{"role":"user","content":"<environment_context>\n  <cwd>/work</cwd>\n</environment_context>"}]}`, "/work"},
+		{"pi's system prompt", anth, `{"model":"fake-model","system":[{"type":"text","text":"You are an expert coding assistant operating inside pi.\nCurrent date: 2026-12-01\nCurrent working directory: /tmp/pi-work"}],"messages":[{"role":"user","content":[{"type":"text","text":"go"}]}],"max_tokens":4096,"stream":true}`, "/tmp/pi-work"},
+		{"pi's system prompt in chat completions", chat, `{"model":"fake-model","messages":[{"role":"system","content":"You are an expert coding assistant operating inside pi.\nCurrent working directory: /srv/app"},{"role":"user","content":"go"}]}`, "/srv/app"},
 		{"no environment (tapebox-mini)", anth, `{"model":"fake-model","system":"You are tapebox-mini, a tiny coding agent.","messages":[{"role":"user","content":[{"type":"text","text":"Write notes."}]}],"max_tokens":4096,"stream":true}`, ""},
 		{"a user prompt quoting the line", anth, `{"model":"m","messages":[{"role":"user","content":"Primary working directory: /not/this"}]}`, ""},
 		{"a tool result naming a directory", anth, `{"model":"m","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"Working directory: /not/this\n<environment_context><cwd>/nor/this</cwd></environment_context>"}]}]}`, ""},

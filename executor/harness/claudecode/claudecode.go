@@ -26,15 +26,13 @@ type session struct {
 	cwd string // the Bash tool's working directory, which persists between calls
 }
 
-type toolFunc func(s *session, ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult
-
 // tools are the tools this module performs in the sandbox, and the spawning tools; every
 // other tool is a Noop (TodoWrite, WebFetch, WebSearch, Skill, ToolSearch, ExitPlanMode,
 // ListAgents, ReportFindings, ScheduleWakeup, Workflow, Monitor, MCP tools ...).
-var tools map[string]toolFunc
+var tools harness.Tools[*session]
 
 func init() {
-	tools = map[string]toolFunc{
+	tools = harness.Tools[*session]{
 		"Bash":         (*session).bash,
 		"BashOutput":   (*session).bashOutput,
 		"TaskOutput":   (*session).taskOutput,
@@ -56,18 +54,11 @@ func init() {
 }
 
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
-	f, ok := tools[call.Name]
-	if !ok {
-		return harness.Replay(call, rec)
-	}
-	return f(s, ctx, call, rec)
+	return tools.Run(s, ctx, call, rec)
 }
 
 // Immediate says a call is a Noop: it replays its recorded result at once.
-func (s *session) Immediate(call tape.ToolCall) bool {
-	_, performed := tools[call.Name]
-	return !performed
-}
+func (s *session) Immediate(call tape.ToolCall) bool { return tools.Immediate(call) }
 
 func (s *session) Close() error { return s.env.Tasks.Close() }
 

@@ -1,0 +1,95 @@
+package conformance
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// runPi runs Pi with ls enabled beside its default tools (read, bash, edit, write).
+func runPi(ctx context.Context, o realharness.Options) (realharness.Result, error) {
+	o.Args = append(o.Args, "--tools", "read,bash,edit,write,ls")
+	return realharness.RunPi(ctx, o)
+}
+
+// one is a case of a single call of tool with input, on the files before.
+func one(name string, before []File, tool string, input map[string]any) Case {
+	return Case{Name: name, Before: before, Calls: func(string) []tape.ToolCall { return []tape.ToolCall{call(tool, input)} }}
+}
+
+// piCases covers the tools the pi coding agent 0.73.1 enables by default (read, bash, edit,
+// write) and ls, each with its success, truncation and error paths.
+var piCases = []Case{
+	one("bash-output", nil, "bash", map[string]any{"command": `printf 'line 1\nline 2\nline 3\n'`}),
+	one("bash-no-output", nil, "bash", map[string]any{"command": "touch made.txt"}),
+	one("bash-fail", nil, "bash", map[string]any{"command": "echo about to fail; exit 1"}),
+	one("bash-fail-no-output", nil, "bash", map[string]any{"command": "exit 7"}),
+	// Pi reads stdout and stderr from two pipes: the sleep orders them.
+	one("bash-stderr", nil, "bash", map[string]any{"command": "echo to stdout; sleep 0.2; echo to stderr >&2"}),
+	one("bash-killed", nil, "bash", map[string]any{"command": "echo before the signal; kill -KILL $$"}),
+	one("bash-long-output", nil, "bash", map[string]any{"command": "seq 1 3000"}),
+	one("bash-bytes-limit", nil, "bash", map[string]any{"command": "for i in $(seq 1 1500); do echo \"$i aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"; done"}),
+	one("bash-long-line", nil, "bash", map[string]any{"command": `echo first; head -c 60000 /dev/zero | tr '\0' b`}),
+	one("bash-fail-long-output", nil, "bash", map[string]any{"command": "seq 1 2500; exit 2"}),
+	one("bash-timeout", nil, "bash", map[string]any{"command": "echo before; sleep 5; echo never", "timeout": 1}),
+	one("bash-missing-command", nil, "bash", map[string]any{"timeout": 3}),
+	one("read-whole", []File{file("notes.txt", "alpha\nbeta\ngamma")}, "read", map[string]any{"path": "notes.txt"}),
+	{Name: "read-absolute", Before: []File{file("notes.txt", "one\ntwo\nthree\n")}, Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("read", map[string]any{"path": filepath.Join(cwd, "notes.txt")})}
+	}},
+	one("read-offset-limit", []File{file("notes.txt", "alpha\nbeta\ngamma\ndelta\nepsilon\n")}, "read", map[string]any{"path": "notes.txt", "offset": 2, "limit": 2}),
+	one("read-offset", []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, "read", map[string]any{"path": "notes.txt", "offset": 3}),
+	one("read-offset-past-end", []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, "read", map[string]any{"path": "notes.txt", "offset": 10}),
+	one("read-missing", nil, "read", map[string]any{"path": "missing.txt"}),
+	one("read-empty", []File{file("empty.txt", "")}, "read", map[string]any{"path": "empty.txt"}),
+	one("read-directory", []File{{Path: "sub", Mode: "0755", Dir: true}}, "read", map[string]any{"path": "sub"}),
+	one("read-many-lines", []File{file("many.txt", manyLines(2500))}, "read", map[string]any{"path": "many.txt"}),
+	one("read-bytes-limit", []File{file("wide.txt", strings.Repeat(strings.Repeat("w", 99)+"\n", 1000))}, "read", map[string]any{"path": "wide.txt"}),
+	one("read-long-line", []File{file("line.txt", "short\n"+strings.Repeat("x", 60000)+"\nend\n")}, "read", map[string]any{"path": "line.txt", "offset": 2}),
+	one("read-no-path", nil, "read", map[string]any{"offset": 1}),
+	one("read-string-offset", []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, "read", map[string]any{"path": "notes.txt", "offset": "2", "limit": 1}),
+	one("write-new", nil, "write", map[string]any{"path": "notes.txt", "content": "first line\nsecond line\n"}),
+	{Name: "write-new-subdir", Calls: func(cwd string) []tape.ToolCall {
+		return []tape.ToolCall{call("write", map[string]any{"path": filepath.Join(cwd, "deep", "er", "notes.txt"), "content": "nested\n"})}
+	}},
+	one("write-overwrite", []File{file("notes.txt", "old content\n")}, "write", map[string]any{"path": "notes.txt", "content": "new content\n"}),
+	one("write-unicode", nil, "write", map[string]any{"path": "hello.txt", "content": "héllo wörld 🙂\n"}),
+	one("write-directory", []File{{Path: "sub", Mode: "0755", Dir: true}}, "write", map[string]any{"path": "sub", "content": "x"}),
+	one("write-under-file", []File{file("plain.txt", "x\n")}, "write", map[string]any{"path": "plain.txt/inner.txt", "content": "x"}),
+	one("write-no-content", nil, "write", map[string]any{"path": "notes.txt"}),
+	one("edit", []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{map[string]any{"oldText": "beta", "newText": "BETA"}}}),
+	one("edit-multi", []File{file("code.go", "func a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 2\n}\n")}, "edit", map[string]any{"path": "code.go", "edits": []any{
+		map[string]any{"oldText": "\treturn 2", "newText": "\treturn 20"},
+		map[string]any{"oldText": "\treturn 1\n}", "newText": "\tx := 10\n\treturn x\n}"},
+	}}),
+	one("edit-not-found", []File{file("notes.txt", "alpha\nbeta\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{map[string]any{"oldText": "no such text", "newText": "x"}}}),
+	one("edit-multi-not-found", []File{file("notes.txt", "alpha\nbeta\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{
+		map[string]any{"oldText": "alpha", "newText": "A"},
+		map[string]any{"oldText": "gamma", "newText": "G"},
+	}}),
+	one("edit-not-unique", []File{file("notes.txt", "same\nsame\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{map[string]any{"oldText": "same", "newText": "other"}}}),
+	one("edit-overlap", []File{file("notes.txt", "alpha beta gamma\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{
+		map[string]any{"oldText": "beta gamma", "newText": "x"},
+		map[string]any{"oldText": "alpha beta", "newText": "y"},
+	}}),
+	one("edit-no-change", []File{file("notes.txt", "alpha\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{map[string]any{"oldText": "alpha", "newText": "alpha"}}}),
+	one("edit-empty-old", []File{file("notes.txt", "alpha\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{map[string]any{"oldText": "", "newText": "x"}}}),
+	one("edit-missing-file", nil, "edit", map[string]any{"path": "gone.txt", "edits": []any{map[string]any{"oldText": "a", "newText": "b"}}}),
+	one("edit-crlf", []File{file("dos.txt", "one\r\ntwo\r\nthree\r\n")}, "edit", map[string]any{"path": "dos.txt", "edits": []any{map[string]any{"oldText": "two\nthree", "newText": "2\n3"}}}),
+	one("edit-fuzzy", []File{file("quote.txt", "say \u201chello\u201d   \nbye\n")}, "edit", map[string]any{"path": "quote.txt", "edits": []any{map[string]any{"oldText": "say \"hello\"\nbye", "newText": "say hi\nbye"}}}),
+	one("edit-legacy", []File{file("notes.txt", "alpha\nbeta\n")}, "edit", map[string]any{"path": "notes.txt", "oldText": "alpha", "newText": "ALPHA"}),
+	one("edit-edits-string", []File{file("notes.txt", "alpha\nbeta\n")}, "edit", map[string]any{"path": "notes.txt", "edits": `[{"oldText":"beta","newText":"BETA"}]`}),
+	one("edit-no-edits", []File{file("notes.txt", "alpha\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{}}),
+	one("edit-missing-new", []File{file("notes.txt", "alpha\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{map[string]any{"oldText": "alpha"}}}),
+	one("ls", []File{
+		file("b.txt", "b"), file("a_b", "x"), file("a.b", "x"), file("A-c", "x"), file("ab", "x"), file(".hidden", "x"),
+		{Path: "dir", Mode: "0755", Dir: true}, file("dir/inner.txt", "x"),
+	}, "ls", map[string]any{}),
+	one("ls-limit", []File{file("a.txt", "a"), file("b.txt", "b"), file("c.txt", "c")}, "ls", map[string]any{"path": ".", "limit": 2}),
+	one("ls-empty", []File{{Path: "sub", Mode: "0755", Dir: true}}, "ls", map[string]any{"path": "sub"}),
+	one("ls-missing", nil, "ls", map[string]any{"path": "nowhere"}),
+	one("ls-file", []File{file("plain.txt", "x")}, "ls", map[string]any{"path": "plain.txt"}),
+}

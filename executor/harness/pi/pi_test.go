@@ -1,0 +1,124 @@
+package pi_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/executor/harness/pi"
+	"github.com/tapebox/tapebox/internal/harnesstest"
+	"github.com/tapebox/tapebox/tape"
+)
+
+func TestPolicy(t *testing.T) {
+	p := pi.New().Policy()
+	assert.True(t, p.ParallelToolCalls)
+	assert.Equal(t, []string{}, p.SpawningTools)
+	assert.Equal(t, "pi", pi.New().Name())
+}
+
+// The byte-for-byte comparison with the real Pi is executor/conformance's; these pin the
+// module's own branches, errors included.
+func TestTools(t *testing.T) {
+	s := harnesstest.New(t, pi.New(), "toolu_1", nil)
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(s.Dir, name), []byte(content), 0o644))
+	}
+	write("notes.txt", "alpha\nbeta\ngamma\n")
+	write("same.txt", "x\nx\n")
+	write("crlf.txt", "one\r\ntwo\r\n")
+	require.NoError(t, os.Mkdir(filepath.Join(s.Dir, "sub"), 0o755))
+	// check runs a call and compares its text and is_error with Pi's.
+	check := func(tool string, input m, want string, isError bool) {
+		t.Helper()
+		res := s.Run(tool, input, nil)
+		assert.Equal(t, want, res.Text(), "%s %v", tool, input)
+		assert.Equal(t, isError, res.IsError, "%s %v: is_error", tool, input)
+	}
+	check("read", m{"path": "notes.txt"}, "alpha\nbeta\ngamma\n", false)
+	check("read", m{"path": "@notes.txt", "offset": 2, "limit": 1}, "beta\n\n[2 more lines in file. Use offset=3 to continue.]", false)
+	check("read", m{"path": "notes.txt", "offset": "3"}, "gamma\n", false)
+	check("read", m{"path": "notes.txt", "offset": 9}, "Offset 9 is beyond end of file (4 lines total)", true)
+	check("read", m{"path": "missing.txt"}, "ENOENT: no such file or directory, access '"+s.Dir+"/missing.txt'", true)
+	check("read", m{"path": "sub"}, "EISDIR: illegal operation on a directory, read", true)
+	check("read", m{}, "Validation failed for tool \"read\":\n  - path: must have required properties path\n\nReceived arguments:\n{}", true)
+	check("read", m{"path": "notes.txt", "limit": "many"}, "Validation failed for tool \"read\":\n  - limit: must be number\n\nReceived arguments:\n{\n  \"limit\": \"many\",\n  \"path\": \"notes.txt\"\n}", true)
+	check("write", m{"path": "deep/er/new.txt", "content": "héllo 🙂\n"}, "Successfully wrote 9 bytes to deep/er/new.txt", false)
+	check("write", m{"path": "sub", "content": "x"}, "EISDIR: illegal operation on a directory, open '"+s.Dir+"/sub'", true)
+	check("write", m{"path": "notes.txt/x", "content": "x"}, "EEXIST: file already exists, mkdir '"+s.Dir+"/notes.txt'", true)
+	check("edit", m{"path": "notes.txt", "edits": []m{{"oldText": "beta", "newText": "BETA"}}}, "Successfully replaced 1 block(s) in notes.txt.", false)
+	check("edit", m{"path": "notes.txt", "oldText": "gamma", "newText": "GAMMA"}, "Successfully replaced 1 block(s) in notes.txt.", false)
+	check("edit", m{"path": "notes.txt", "edits": `[{"oldText":"alpha","newText":"ALPHA"}]`}, "Successfully replaced 1 block(s) in notes.txt.", false)
+	check("edit", m{"path": "notes.txt", "edits": []m{{"oldText": "nope", "newText": "x"}}}, "Could not find the exact text in notes.txt. The old text must match exactly including all whitespace and newlines.", true)
+	check("edit", m{"path": "same.txt", "edits": []m{{"oldText": "x", "newText": "y"}}}, "Found 2 occurrences of the text in same.txt. The text must be unique. Please provide more context to make it unique.", true)
+	check("edit", m{"path": "notes.txt", "edits": []m{{"oldText": "ALPHA", "newText": "a"}, {"oldText": "ALPHA\nBETA", "newText": "b"}}}, "edits[0] and edits[1] overlap in notes.txt. Merge them into one edit or target disjoint regions.", true)
+	check("edit", m{"path": "notes.txt", "edits": []m{{"oldText": "ALPHA", "newText": "ALPHA"}}}, "No changes made to notes.txt. The replacement produced identical content. This might indicate an issue with special characters or the text not existing as expected.", true)
+	check("edit", m{"path": "notes.txt", "edits": []m{}}, "Edit tool input is invalid. edits must contain at least one replacement.", true)
+	check("edit", m{"path": "gone.txt", "edits": []m{{"oldText": "a", "newText": "b"}}}, "Could not edit file: gone.txt. Error code: ENOENT.", true)
+	check("edit", m{"path": "crlf.txt", "edits": []m{{"oldText": "one\ntwo", "newText": "1\n2"}}}, "Successfully replaced 1 block(s) in crlf.txt.", false)
+	check("edit", m{"path": "x", "edits": []m{{"oldText": "a"}}}, "Validation failed for tool \"edit\":\n  - edits.0.newText: must have required properties newText\n\nReceived arguments:\n{\n  \"edits\": [\n    {\n      \"oldText\": \"a\"\n    }\n  ],\n  \"path\": \"x\"\n}", true)
+	check("bash", m{"command": "echo out; echo err >&2"}, "out\nerr\n", false)
+	check("bash", m{"command": "true"}, "(no output)", false)
+	check("bash", m{"command": "echo bad; exit 3"}, "bad\n\n\nCommand exited with code 3", true)
+	check("bash", m{"command": "exit 1"}, "(no output)\n\nCommand exited with code 1", true)
+	check("bash", m{"command": "echo start; sleep 5", "timeout": 0.5}, "start\n\n\nCommand timed out after 0.5 seconds", true)
+	check("ls", m{"path": "sub"}, "(empty directory)", false)
+	check("ls", m{"path": "nowhere"}, "Path not found: "+s.Dir+"/nowhere", true)
+	check("ls", m{"path": "notes.txt"}, "Not a directory: "+s.Dir+"/notes.txt", true)
+	got, err := os.ReadFile(filepath.Join(s.Dir, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "ALPHA\nBETA\nGAMMA\n", string(got))
+	got, err = os.ReadFile(filepath.Join(s.Dir, "crlf.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "1\r\n2\r\n", string(got), "CRLF line ends kept")
+}
+
+func TestLsOrder(t *testing.T) {
+	s := harnesstest.New(t, pi.New(), "toolu_1", nil)
+	for _, n := range []string{"b.txt", "a_b", "a.b", "A-c", "a1", "ab", ".hidden", "Zed"} {
+		require.NoError(t, os.WriteFile(filepath.Join(s.Dir, n), nil, 0o644))
+	}
+	require.NoError(t, os.Mkdir(filepath.Join(s.Dir, "dir"), 0o755))
+	require.NoError(t, os.Symlink("nowhere", filepath.Join(s.Dir, "dangling")))
+	// localeCompare's order (node -e: a_b before A-c before a.b), a dangling link left out.
+	assert.Equal(t, ".hidden\na_b\nA-c\na.b\na1\nab\nb.txt\ndir/\nZed", s.Text("ls", m{}, nil))
+	assert.Equal(t, ".hidden\na_b\n\n[2 entries limit reached. Use limit=4 for more]", s.Text("ls", m{"limit": 2}, nil))
+}
+
+func TestTruncation(t *testing.T) {
+	s := harnesstest.New(t, pi.New(), "toolu_1", nil)
+	var b strings.Builder
+	for i := 1; i <= 2500; i++ {
+		b.WriteString("line\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir, "many.txt"), []byte(b.String()), 0o644))
+	got := s.Text("read", m{"path": "many.txt"}, nil)
+	assert.True(t, strings.HasSuffix(got, "line\n\n[Showing lines 1-2000 of 2501. Use offset=2001 to continue.]"), got[len(got)-100:])
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir, "wide.txt"), []byte(strings.Repeat("w", 60000)), 0o644))
+	assert.Equal(t, "[Line 1 is 58.6KB, exceeds 50.0KB limit. Use bash: sed -n '1p' wide.txt | head -c 51200]", s.Text("read", m{"path": "wide.txt"}, nil))
+
+	res := s.Run("bash", m{"command": "seq 1 3000"}, nil)
+	re := regexp.MustCompile(`\n\n\[Showing lines 1002-3001 of 3001\. Full output: (\S+\.log)\]$`)
+	mm := re.FindStringSubmatch(res.Text())
+	require.NotNil(t, mm, res.Text()[len(res.Text())-120:])
+	full, err := os.ReadFile(mm[1])
+	require.NoError(t, err)
+	assert.Equal(t, 3000, strings.Count(string(full), "\n"), "the whole output is kept")
+	assert.False(t, strings.HasPrefix(mm[1], s.Dir), "not in the workspace")
+}
+
+func TestNoopTools(t *testing.T) {
+	s := harnesstest.New(t, pi.New(), "toolu_1", nil)
+	rec := &tape.ToolResult{ToolCallID: "old", Content: []tape.Block{{Type: tape.BlockText, Text: "a.go:1: package a"}}}
+	res := s.Run("grep", m{"pattern": "package"}, rec)
+	assert.Equal(t, "a.go:1: package a", res.Text())
+	assert.Equal(t, "toolu_1", res.ToolCallID)
+}
+
+// m is a tool call's input.
+type m = map[string]any

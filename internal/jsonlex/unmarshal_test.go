@@ -26,9 +26,10 @@ type (
 		IsError bool            `json:"is_error,omitempty"`
 	}
 	edit struct {
-		Old string `json:"old_string"`
-		New string `json:"new_string"`
-		All *bool  `json:"replace_all"`
+		Path string `json:"file_path"`
+		Old  string `json:"old_string"`
+		New  string `json:"new_string"`
+		All  *bool  `json:"replace_all"`
 	}
 	target struct {
 		Command   string            `json:"command"`

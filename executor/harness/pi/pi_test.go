@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/harness/pi"
 	"github.com/tapebox/tapebox/internal/harnesstest"
 	"github.com/tapebox/tapebox/tape"
@@ -110,6 +111,19 @@ func TestTruncation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3000, strings.Count(string(full), "\n"), "the whole output is kept")
 	assert.False(t, strings.HasPrefix(mm[1], s.Dir), "not in the workspace")
+}
+
+// TestImmediate: edit and write run as they arrive (Pi orders the changes to one file by
+// call), bash, read and ls concurrently, the rest replay at once.
+func TestImmediate(t *testing.T) {
+	env, err := harness.NewEnv(t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	s := pi.New().NewSession(env)
+	im, ok := s.(harness.Immediate)
+	require.True(t, ok)
+	for tool, want := range map[string]bool{"edit": true, "write": true, "grep": true, "find": true, "bash": false, "read": false, "ls": false} {
+		assert.Equal(t, want, im.Immediate(tape.ToolCall{Name: tool}), tool)
+	}
 }
 
 func TestNoopTools(t *testing.T) {

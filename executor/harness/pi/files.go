@@ -120,10 +120,14 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 		return fail(call, fmt.Sprintf("Offset %s is beyond end of file (%d lines total)", jsNumber(offset), len(lines)))
 	}
 	var selected string
-	userLimited := -1
+	userLimited := 0
 	if hasLimit {
 		end := min(start+int(limit), len(lines))
-		if end > start {
+		// JavaScript's slice counts a negative end from the end of the array.
+		if cut := end; cut < 0 {
+			cut = max(0, cut+len(lines))
+			selected = strings.Join(lines[start:max(start, cut)], "\n")
+		} else if end > start {
 			selected = strings.Join(lines[start:end], "\n")
 		}
 		userLimited = end - start
@@ -142,7 +146,7 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 			return ok(call, fmt.Sprintf("%s\n\n[Showing lines %d-%d of %d. Use offset=%d to continue.]", t.content, first, last, len(lines), last+1))
 		}
 		return ok(call, fmt.Sprintf("%s\n\n[Showing lines %d-%d of %d (%s limit). Use offset=%d to continue.]", t.content, first, last, len(lines), formatSize(maxBytes), last+1))
-	case userLimited >= 0 && start+userLimited < len(lines):
+	case hasLimit && start+userLimited < len(lines):
 		return ok(call, fmt.Sprintf("%s\n\n[%d more lines in file. Use offset=%d to continue.]", t.content, len(lines)-(start+userLimited), start+userLimited+1))
 	}
 	return ok(call, t.content)
@@ -492,14 +496,14 @@ func (s *session) ls(_ context.Context, call tape.ToolCall, _ *tape.ToolResult) 
 // letters.
 const asciiOrder = "\t\n\v\f\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
 
-var asciiWeight [128]int
+var asciiWeight [128]uint8
 
 func init() {
 	for i := range asciiWeight {
-		asciiWeight[i] = i // control characters, before the rest
+		asciiWeight[i] = uint8(i) // control characters, before the rest
 	}
 	for i := 0; i < len(asciiOrder); i++ {
-		asciiWeight[asciiOrder[i]] = 128 + i
+		asciiWeight[asciiOrder[i]] = uint8(128 + i)
 	}
 }
 
@@ -518,7 +522,7 @@ func collate(a, b string) int {
 
 func weight(r rune) int {
 	if r < 128 {
-		return asciiWeight[r]
+		return int(asciiWeight[r])
 	}
 	return 1<<8 + int(r)
 }

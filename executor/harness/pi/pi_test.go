@@ -44,6 +44,9 @@ func TestTools(t *testing.T) {
 	check("read", m{"path": "notes.txt"}, "alpha\nbeta\ngamma\n", false)
 	check("read", m{"path": "@notes.txt", "offset": 2, "limit": 1}, "beta\n\n[2 more lines in file. Use offset=3 to continue.]", false)
 	check("read", m{"path": "notes.txt", "offset": "3"}, "gamma\n", false)
+	// node: ["alpha","beta","gamma",""].slice(0, -1), and Pi's arithmetic on it
+	check("read", m{"path": "notes.txt", "limit": -1}, "alpha\nbeta\ngamma\n\n[5 more lines in file. Use offset=0 to continue.]", false)
+	check("read", m{"path": "notes.txt", "limit": 0}, "\n\n[4 more lines in file. Use offset=1 to continue.]", false)
 	check("read", m{"path": "notes.txt", "offset": 9}, "Offset 9 is beyond end of file (4 lines total)", true)
 	check("read", m{"path": "missing.txt"}, "ENOENT: no such file or directory, access '"+s.Dir+"/missing.txt'", true)
 	check("read", m{"path": "sub"}, "EISDIR: illegal operation on a directory, read", true)

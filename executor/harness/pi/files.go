@@ -43,7 +43,9 @@ func (s *session) resolve(p string) string {
 	return filepath.Join(s.env.Cwd, p)
 }
 
-// decodeUTF8 is Node's buffer.toString("utf-8"): each invalid byte becomes U+FFFD.
+// decodeUTF8 is Node's buffer.toString("utf-8"): each maximal invalid subsequence (a
+// lead byte and the continuation bytes that could still have completed it, or one stray
+// byte) becomes one U+FFFD, as the WHATWG decoder has it.
 func decodeUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
@@ -53,12 +55,39 @@ func decodeUTF8(b []byte) string {
 		r, n := utf8.DecodeRune(b)
 		if r == utf8.RuneError && n == 1 {
 			sb.WriteRune(utf8.RuneError)
+			n = invalidRun(b)
 		} else {
 			sb.Write(b[:n])
 		}
 		b = b[n:]
 	}
 	return sb.String()
+}
+
+// invalidRun is the length of the maximal invalid subsequence that b starts with.
+func invalidRun(b []byte) int {
+	need, lo, hi := 0, byte(0x80), byte(0xbf)
+	switch c := b[0]; {
+	case c >= 0xc2 && c <= 0xdf:
+		need = 1
+	case c == 0xe0:
+		need, lo = 2, 0xa0
+	case c == 0xed:
+		need, hi = 2, 0x9f
+	case c >= 0xe1 && c <= 0xef:
+		need = 2
+	case c == 0xf0:
+		need, lo = 3, 0x90
+	case c == 0xf4:
+		need, hi = 3, 0x8f
+	case c >= 0xf1 && c <= 0xf3:
+		need = 3
+	}
+	i := 1
+	for ; i <= need && i < len(b) && b[i] >= lo && b[i] <= hi; i++ {
+		lo, hi = 0x80, 0xbf
+	}
+	return i
 }
 
 // imageType is the image type Pi recognises by a file's first bytes (file-type's

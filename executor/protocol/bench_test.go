@@ -41,14 +41,19 @@ func BenchmarkDecodeResult(b *testing.B) {
 
 // BenchmarkEncode is the hand-written encoder on benchLines' call and result.
 func BenchmarkEncode(b *testing.B) {
-	call, result := benchLines(b)
-	var c Call
-	var r Result
-	if !decodeCall(call, &c) || !decodeResult(result, &r) {
+	call, result, c, r := benchMessages(b)
+	b.Run("call", func(b *testing.B) { benchAppend(b, len(call), c, appendCall) })
+	b.Run("result", func(b *testing.B) { benchAppend(b, len(result), r, appendResult) })
+}
+
+// benchMessages are benchLines and the call and result they hold.
+func benchMessages(b *testing.B) (call, result []byte, c *Call, r *Result) {
+	call, result = benchLines(b)
+	c, r = &Call{}, &Result{}
+	if !decodeCall(call, c) || !decodeResult(result, r) {
 		b.Fatal("slow path")
 	}
-	b.Run("call", func(b *testing.B) { benchAppend(b, len(call), &c, appendCall) })
-	b.Run("result", func(b *testing.B) { benchAppend(b, len(result), &r, appendResult) })
+	return call, result, c, r
 }
 
 // benchDecode decodes line into a fresh T per round with the fast decoder decode, which
@@ -80,19 +85,14 @@ func benchAppend[T any](b *testing.B, n int, v *T, appendLine func([]byte, *T) (
 // BenchmarkEncoder is Encoder.Encode, the type switch and the write included, on
 // benchLines' call and result and on the other messages the executor sends, to io.Discard.
 func BenchmarkEncoder(b *testing.B) {
-	call, result := benchLines(b)
-	var c Call
-	var r Result
-	if !decodeCall(call, &c) || !decodeResult(result, &r) {
-		b.Fatal("slow path")
-	}
+	_, _, c, r := benchMessages(b)
 	id := "42"
 	for _, bm := range []struct {
 		name string
 		msg  any
 	}{
-		{"call", &c},
-		{"result", r},
+		{"call", c},
+		{"result", *r},
 		{"hello", HelloReply{Op: OpHello, OK: true, Version: "0.1.0", Protocol: Version, Harness: "claude-code", Cwd: "/app",
 			Policy: Policy{ParallelToolCalls: true, SpawningTools: []string{"Agent", "Task"}}, Platform: "linux-6.8.0-x86_64"}},
 		{"error", Error{Op: OpError, ID: &id, Message: `call "42" before hello`}},

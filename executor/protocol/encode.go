@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 
 	"github.com/tapebox/tapebox/internal/jsonlex"
@@ -16,77 +17,50 @@ import (
 // (a NaN or infinite duration, a raw value that is not JSON) is an error naming the
 // message and the field.
 
-// appendMessage appends msg, a message of this package or a pointer to one, as one line.
-func appendMessage(b []byte, msg any) ([]byte, error) {
-	switch m := msg.(type) {
-	case Call:
-		return appendCallLine(b, &m)
-	case *Call:
-		if m != nil {
-			return appendCallLine(b, m)
-		}
-	case Result:
-		return appendResultLine(b, &m)
-	case *Result:
-		if m != nil {
-			return appendResultLine(b, m)
-		}
-	case Hello:
-		return appendHello(b, &m), nil
-	case *Hello:
-		if m != nil {
-			return appendHello(b, m), nil
-		}
-	case HelloReply:
-		return appendHelloReply(b, &m), nil
-	case *HelloReply:
-		if m != nil {
-			return appendHelloReply(b, m), nil
-		}
-	case Bye:
-		return appendBye(b, &m), nil
-	case *Bye:
-		if m != nil {
-			return appendBye(b, m), nil
-		}
-	case Error:
-		return appendError(b, &m), nil
-	case *Error:
-		if m != nil {
-			return appendError(b, m), nil
-		}
-	default:
-		return b, fmt.Errorf("encode %T: not a message of protocol version %d", msg, Version)
-	}
-	return b, fmt.Errorf("encode %T: nil message", msg)
+// appender is what every message type of this package is: each appends itself as one line.
+// The methods have value receivers, so that a message and a pointer to one both encode.
+type appender interface {
+	appendLine(b []byte) ([]byte, error)
 }
 
-func appendCallLine(b []byte, c *Call) ([]byte, error) {
-	out, ok := appendCall(b, c)
+// appendMessage appends msg, a message of this package or a pointer to one, as one line.
+func appendMessage(b []byte, msg any) ([]byte, error) {
+	m, ok := msg.(appender)
 	if !ok {
-		return b, fmt.Errorf("encode call %q: %s", c.ID, callFault(c))
+		return b, fmt.Errorf("encode %T: not a message of protocol version %d", msg, Version)
+	}
+	if v := reflect.ValueOf(msg); v.Kind() == reflect.Pointer && v.IsNil() {
+		return b, fmt.Errorf("encode %T: nil message", msg)
+	}
+	return m.appendLine(b)
+}
+
+func (c Call) appendLine(b []byte) ([]byte, error) {
+	out, ok := appendCall(b, &c)
+	if !ok {
+		return b, fmt.Errorf("encode call %q: %s", c.ID, callFault(&c))
 	}
 	return out, nil
 }
 
-func appendResultLine(b []byte, r *Result) ([]byte, error) {
-	out, ok := appendResult(b, r)
+func (r Result) appendLine(b []byte) ([]byte, error) {
+	out, ok := appendResult(b, &r)
 	if !ok {
 		return b, fmt.Errorf("encode result %q: %s", r.ID, resultFault("result", &r.Result))
 	}
 	return out, nil
 }
 
-func appendHello(b []byte, h *Hello) []byte {
+func (h Hello) appendLine(b []byte) ([]byte, error) {
 	b = jsonlex.AppendString(append(b, `{"op":`...), string(h.Op), false)
 	b = jsonlex.AppendString(append(b, `,"harness":`...), h.Harness, false)
 	b = jsonlex.AppendString(append(b, `,"cwd":`...), h.Cwd, false)
 	b, _ = jsonlex.AppendValue(append(b, `,"env":`...), h.Env, "") // a map of strings cannot fail
 	b = appendOptString(append(b, `,"state_dir":`...), h.StateDir)
-	return append(b, "}\n"...)
+	return append(b, "}\n"...), nil
 }
 
-func appendHelloReply(b []byte, h *HelloReply) []byte {
+func (h HelloReply) appendLine(b []byte) ([]byte, error) {
 	b = jsonlex.AppendString(append(b, `{"op":`...), string(h.Op), false)
 	b = strconv.AppendBool(append(b, `,"ok":`...), h.OK)
 	b = jsonlex.AppendString(append(b, `,"version":`...), h.Version, false)
@@ -96,22 +70,22 @@ func appendHelloReply(b []byte, h *HelloReply) []byte {
 	b = strconv.AppendBool(append(b, `,"policy":{"parallel_tool_calls":`...), h.Policy.ParallelToolCalls)
 	b, _ = jsonlex.AppendValue(append(b, `,"spawning_tools":`...), h.Policy.SpawningTools, "") // strings cannot fail
 	b = jsonlex.AppendString(append(b, `},"platform":`...), h.Platform, false)
-	return append(b, "}\n"...)
+	return append(b, "}\n"...), nil
 }
 
-func appendBye(b []byte, m *Bye) []byte {
+func (m Bye) appendLine(b []byte) ([]byte, error) {
 	b = jsonlex.AppendString(append(b, `{"op":`...), string(m.Op), false)
 	if m.OK {
 		b = append(b, `,"ok":true`...)
 	}
-	return append(b, "}\n"...)
+	return append(b, "}\n"...), nil
 }
 
-func appendError(b []byte, m *Error) []byte {
+func (m Error) appendLine(b []byte) ([]byte, error) {
 	b = jsonlex.AppendString(append(b, `{"op":`...), string(m.Op), false)
 	b = appendOptString(append(b, `,"id":`...), m.ID)
 	b = jsonlex.AppendString(append(b, `,"message":`...), m.Message, false)
-	return append(b, "}\n"...)
+	return append(b, "}\n"...), nil
 }
 
 // appendOptString appends *s, or null for nil.

@@ -58,72 +58,65 @@ func appendValue(b []byte, v any, depth int) ([]byte, *valueError) {
 		}
 		return out, nil
 	case map[string]any:
-		if x == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '{')
-		for i, k := range sortedKeys(x) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(AppendString(b, k, false), ':')
-			var err *valueError
-			if b, err = appendValue(b, x[k], depth+1); err != nil {
-				return b, err.in(strconv.Quote(k))
-			}
-		}
-		return append(b, '}'), nil
+		return appendObject(b, x, depth)
 	case map[string]string:
-		if x == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '{')
-		for i, k := range sortedKeys(x) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = AppendString(append(AppendString(b, k, false), ':'), x[k], false)
-		}
-		return append(b, '}'), nil
+		return appendObject(b, x, depth)
 	case []any:
-		if x == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err *valueError
-			if b, err = appendValue(b, e, depth+1); err != nil {
-				return b, err.in(strconv.Itoa(i))
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(b, x, depth)
 	case []string:
-		if x == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '[')
-		for i, s := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = AppendString(b, s, false)
-		}
-		return append(b, ']'), nil
+		return appendArray(b, x, depth)
 	}
 	return b, &valueError{msg: fmt.Sprintf("unsupported type %T", v)}
 }
 
-// sortedKeys returns m's keys in encoding/json's order (byte-wise).
-func sortedKeys[V any](m map[string]V) []string {
+// appendObject appends m (nil: null) with its keys in encoding/json's order, byte-wise.
+func appendObject[V any](b []byte, m map[string]V, depth int) ([]byte, *valueError) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	return keys
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(AppendString(b, k, false), ':')
+		if strs, ok := any(m).(map[string]string); ok { // a string needs no boxing
+			b = AppendString(b, strs[k], false)
+			continue
+		}
+		var err *valueError
+		if b, err = appendValue(b, any(m[k]), depth+1); err != nil {
+			return b, err.in(strconv.Quote(k))
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendArray appends s (nil: null).
+func appendArray[V any](b []byte, s []V, depth int) ([]byte, *valueError) {
+	if s == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	for i := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if str, ok := any(&s[i]).(*string); ok { // a string needs no boxing
+			b = AppendString(b, *str, false)
+			continue
+		}
+		var err *valueError
+		if b, err = appendValue(b, any(s[i]), depth+1); err != nil {
+			return b, err.in(strconv.Itoa(i))
+		}
+	}
+	return append(b, ']'), nil
 }
 
 // valueError is AppendValue's error: what is wrong and where, as the keys (quoted) and

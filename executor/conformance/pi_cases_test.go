@@ -35,6 +35,8 @@ var piCases = []Case{
 	one("bash-long-line", nil, "bash", map[string]any{"command": `echo first; head -c 60000 /dev/zero | tr '\0' b`}),
 	one("bash-fail-long-output", nil, "bash", map[string]any{"command": "seq 1 2500; exit 2"}),
 	one("bash-timeout", nil, "bash", map[string]any{"command": "echo before; sleep 5; echo never", "timeout": 1}),
+	one("bash-invalid-utf8", nil, "bash", map[string]any{"command": `printf 'bad \342\202 x \377 end\n'`}),
+	one("bash-unicode", nil, "bash", map[string]any{"command": "echo héllo 🙂"}),
 	one("bash-missing-command", nil, "bash", map[string]any{"timeout": 3}),
 	one("read-whole", []File{file("notes.txt", "alpha\nbeta\ngamma")}, "read", map[string]any{"path": "notes.txt"}),
 	{Name: "read-absolute", Before: []File{file("notes.txt", "one\ntwo\nthree\n")}, Calls: func(cwd string) []tape.ToolCall {
@@ -49,6 +51,9 @@ var piCases = []Case{
 	one("read-many-lines", []File{file("many.txt", manyLines(2500))}, "read", map[string]any{"path": "many.txt"}),
 	one("read-bytes-limit", []File{file("wide.txt", strings.Repeat(strings.Repeat("w", 99)+"\n", 1000))}, "read", map[string]any{"path": "wide.txt"}),
 	one("read-long-line", []File{file("line.txt", "short\n"+strings.Repeat("x", 60000)+"\nend\n")}, "read", map[string]any{"path": "line.txt", "offset": 2}),
+	one("read-limit-zero", []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, "read", map[string]any{"path": "notes.txt", "limit": 0}),
+	one("read-limit-negative", []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, "read", map[string]any{"path": "notes.txt", "limit": -1}),
+	one("read-at-path", []File{file("notes.txt", "at\n")}, "read", map[string]any{"path": "@notes.txt"}),
 	one("read-no-path", nil, "read", map[string]any{"offset": 1}),
 	one("read-string-offset", []File{file("notes.txt", "alpha\nbeta\ngamma\n")}, "read", map[string]any{"path": "notes.txt", "offset": "2", "limit": 1}),
 	one("write-new", nil, "write", map[string]any{"path": "notes.txt", "content": "first line\nsecond line\n"}),
@@ -87,6 +92,10 @@ var piCases = []Case{
 	one("ls", []File{
 		file("b.txt", "b"), file("a_b", "x"), file("a.b", "x"), file("A-c", "x"), file("ab", "x"), file(".hidden", "x"),
 		{Path: "dir", Mode: "0755", Dir: true}, file("dir/inner.txt", "x"),
+	}, "ls", map[string]any{}),
+	one("ls-mixed", []File{
+		file("Zeta", "x"), file("alpha10", "x"), file("alpha9", "x"), file("_under", "x"), file("-dash", "x"), file("~tilde", "x"),
+		file("$dollar", "x"), file("#hash", "x"), file("a b", "x"), file("a,b", "x"), file("a;b", "x"), file("(paren)", "x"), file("MiXed", "x"),
 	}, "ls", map[string]any{}),
 	one("ls-limit", []File{file("a.txt", "a"), file("b.txt", "b"), file("c.txt", "c")}, "ls", map[string]any{"path": ".", "limit": 2}),
 	one("ls-empty", []File{{Path: "sub", Mode: "0755", Dir: true}}, "ls", map[string]any{"path": "sub"}),

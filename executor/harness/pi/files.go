@@ -43,7 +43,9 @@ func (s *session) resolve(p string) string {
 	return filepath.Join(s.env.Cwd, p)
 }
 
-// decodeUTF8 is Node's buffer.toString("utf-8"): each invalid byte becomes U+FFFD.
+// decodeUTF8 is Node's buffer.toString("utf-8"): each maximal invalid subsequence (a
+// lead byte and the continuation bytes that could still have completed it, or one stray
+// byte) becomes one U+FFFD, as the WHATWG decoder has it.
 func decodeUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
@@ -53,12 +55,39 @@ func decodeUTF8(b []byte) string {
 		r, n := utf8.DecodeRune(b)
 		if r == utf8.RuneError && n == 1 {
 			sb.WriteRune(utf8.RuneError)
+			n = invalidRun(b)
 		} else {
 			sb.Write(b[:n])
 		}
 		b = b[n:]
 	}
 	return sb.String()
+}
+
+// invalidRun is the length of the maximal invalid subsequence that b starts with.
+func invalidRun(b []byte) int {
+	need, lo, hi := 0, byte(0x80), byte(0xbf)
+	switch c := b[0]; {
+	case c >= 0xc2 && c <= 0xdf:
+		need = 1
+	case c == 0xe0:
+		need, lo = 2, 0xa0
+	case c == 0xed:
+		need, hi = 2, 0x9f
+	case c >= 0xe1 && c <= 0xef:
+		need = 2
+	case c == 0xf0:
+		need, lo = 3, 0x90
+	case c == 0xf4:
+		need, hi = 3, 0x8f
+	case c >= 0xf1 && c <= 0xf3:
+		need = 3
+	}
+	i := 1
+	for ; i <= need && i < len(b) && b[i] >= lo && b[i] <= hi; i++ {
+		lo, hi = 0x80, 0xbf
+	}
+	return i
 }
 
 // imageType is the image type Pi recognises by a file's first bytes (file-type's
@@ -120,10 +149,14 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 		return fail(call, fmt.Sprintf("Offset %s is beyond end of file (%d lines total)", jsNumber(offset), len(lines)))
 	}
 	var selected string
-	userLimited := -1
+	userLimited := 0
 	if hasLimit {
 		end := min(start+int(limit), len(lines))
-		if end > start {
+		// JavaScript's slice counts a negative end from the end of the array.
+		if cut := end; cut < 0 {
+			cut = max(0, cut+len(lines))
+			selected = strings.Join(lines[start:max(start, cut)], "\n")
+		} else if end > start {
 			selected = strings.Join(lines[start:end], "\n")
 		}
 		userLimited = end - start
@@ -142,7 +175,7 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 			return ok(call, fmt.Sprintf("%s\n\n[Showing lines %d-%d of %d. Use offset=%d to continue.]", t.content, first, last, len(lines), last+1))
 		}
 		return ok(call, fmt.Sprintf("%s\n\n[Showing lines %d-%d of %d (%s limit). Use offset=%d to continue.]", t.content, first, last, len(lines), formatSize(maxBytes), last+1))
-	case userLimited >= 0 && start+userLimited < len(lines):
+	case hasLimit && start+userLimited < len(lines):
 		return ok(call, fmt.Sprintf("%s\n\n[%d more lines in file. Use offset=%d to continue.]", t.content, len(lines)-(start+userLimited), start+userLimited+1))
 	}
 	return ok(call, t.content)
@@ -492,14 +525,14 @@ func (s *session) ls(_ context.Context, call tape.ToolCall, _ *tape.ToolResult) 
 // letters.
 const asciiOrder = "\t\n\v\f\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
 
-var asciiWeight [128]int
+var asciiWeight [128]uint8
 
 func init() {
 	for i := range asciiWeight {
-		asciiWeight[i] = i // control characters, before the rest
+		asciiWeight[i] = uint8(i) // control characters, before the rest
 	}
 	for i := 0; i < len(asciiOrder); i++ {
-		asciiWeight[asciiOrder[i]] = 128 + i
+		asciiWeight[asciiOrder[i]] = uint8(128 + i)
 	}
 }
 
@@ -518,7 +551,7 @@ func collate(a, b string) int {
 
 func weight(r rune) int {
 	if r < 128 {
-		return asciiWeight[r]
+		return int(asciiWeight[r])
 	}
 	return 1<<8 + int(r)
 }

@@ -34,8 +34,14 @@ func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolRes
 	return tools.Run(s, ctx, call, rec)
 }
 
-// Immediate says a call is a Noop: it replays its recorded result at once.
-func (s *session) Immediate(call tape.ToolCall) bool { return tools.Immediate(call) }
+// Immediate says a call runs on the executor's reading goroutine: a Noop, which replays
+// its recorded result at once, and edit and write. Pi queues the changes to one file in the
+// order of the calls (withFileMutationQueue), so that two edits of a file in one answer
+// apply one after the other; run as they arrive, they do here too, and they take no longer
+// than a file's read and write.
+func (s *session) Immediate(call tape.ToolCall) bool {
+	return tools.Immediate(call) || call.Name == "edit" || call.Name == "write"
+}
 
 func (s *session) Close() error { return nil }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/harness/pi"
 	"github.com/tapebox/tapebox/internal/harnesstest"
 	"github.com/tapebox/tapebox/tape"
@@ -43,6 +44,9 @@ func TestTools(t *testing.T) {
 	check("read", m{"path": "notes.txt"}, "alpha\nbeta\ngamma\n", false)
 	check("read", m{"path": "@notes.txt", "offset": 2, "limit": 1}, "beta\n\n[2 more lines in file. Use offset=3 to continue.]", false)
 	check("read", m{"path": "notes.txt", "offset": "3"}, "gamma\n", false)
+	// node: ["alpha","beta","gamma",""].slice(0, -1), and Pi's arithmetic on it
+	check("read", m{"path": "notes.txt", "limit": -1}, "alpha\nbeta\ngamma\n\n[5 more lines in file. Use offset=0 to continue.]", false)
+	check("read", m{"path": "notes.txt", "limit": 0}, "\n\n[4 more lines in file. Use offset=1 to continue.]", false)
 	check("read", m{"path": "notes.txt", "offset": 9}, "Offset 9 is beyond end of file (4 lines total)", true)
 	check("read", m{"path": "missing.txt"}, "ENOENT: no such file or directory, access '"+s.Dir+"/missing.txt'", true)
 	check("read", m{"path": "sub"}, "EISDIR: illegal operation on a directory, read", true)
@@ -110,6 +114,19 @@ func TestTruncation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3000, strings.Count(string(full), "\n"), "the whole output is kept")
 	assert.False(t, strings.HasPrefix(mm[1], s.Dir), "not in the workspace")
+}
+
+// TestImmediate: edit and write run as they arrive (Pi orders the changes to one file by
+// call), bash, read and ls concurrently, the rest replay at once.
+func TestImmediate(t *testing.T) {
+	env, err := harness.NewEnv(t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	s := pi.New().NewSession(env)
+	im, ok := s.(harness.Immediate)
+	require.True(t, ok)
+	for tool, want := range map[string]bool{"edit": true, "write": true, "grep": true, "find": true, "bash": false, "read": false, "ls": false} {
+		assert.Equal(t, want, im.Immediate(tape.ToolCall{Name: tool}), tool)
+	}
 }
 
 func TestNoopTools(t *testing.T) {

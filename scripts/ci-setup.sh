@@ -31,7 +31,7 @@ die() {
 [ "$(id -u)" = 0 ] || die "run as root (it installs packages and starts dockerd): sudo $0"
 
 install_packages() {
-	local want=(docker.io debootstrap busybox-static bash-static bubblewrap chromium) missing=() pkg
+	local want=(docker.io debootstrap busybox-static bash-static bubblewrap chromium ripgrep) missing=() pkg
 	for pkg in "${want[@]}"; do
 		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 	done

@@ -9,9 +9,10 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// runPi runs Pi with ls enabled beside its default tools (read, bash, edit, write).
+// runPi runs Pi with ls and grep enabled beside its default tools (read, bash, edit,
+// write). grep needs ripgrep on the PATH (Pi offline downloads none; ci-setup.sh installs it).
 func runPi(ctx context.Context, o realharness.Options) (realharness.Result, error) {
-	o.Args = append(o.Args, "--tools", "read,bash,edit,write,ls")
+	o.Args = append(o.Args, "--tools", "read,bash,edit,write,ls,grep")
 	return realharness.RunPi(ctx, o)
 }
 
@@ -21,7 +22,7 @@ func one(name string, before []File, tool string, input map[string]any) Case {
 }
 
 // piCases covers the tools the pi coding agent 0.73.1 enables by default (read, bash, edit,
-// write) and ls, each with its success, truncation and error paths.
+// write), ls and grep, each with its success, truncation and error paths.
 var piCases = []Case{
 	one("bash-output", nil, "bash", map[string]any{"command": `printf 'line 1\nline 2\nline 3\n'`}),
 	one("bash-no-output", nil, "bash", map[string]any{"command": "touch made.txt"}),
@@ -89,6 +90,17 @@ var piCases = []Case{
 	one("edit-edits-string", []File{file("notes.txt", "alpha\nbeta\n")}, "edit", map[string]any{"path": "notes.txt", "edits": `[{"oldText":"beta","newText":"BETA"}]`}),
 	one("edit-no-edits", []File{file("notes.txt", "alpha\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{}}),
 	one("edit-missing-new", []File{file("notes.txt", "alpha\n")}, "edit", map[string]any{"path": "notes.txt", "edits": []any{map[string]any{"oldText": "alpha"}}}),
+	one("grep-dir", []File{file("a.txt", "alpha\nbeta\n"), file("sub/c.go", "package c\n\nfunc Beta() {}\n")}, "grep", map[string]any{"pattern": "func"}),
+	one("grep-file", []File{file("a.txt", "alpha\nbeta\r\ngamma\n")}, "grep", map[string]any{"pattern": "a$", "path": "a.txt"}),
+	one("grep-none", []File{file("a.txt", "alpha\n")}, "grep", map[string]any{"pattern": "zzz"}),
+	one("grep-missing-path", nil, "grep", map[string]any{"pattern": "x", "path": "nowhere"}),
+	one("grep-context", []File{file("five.txt", "one\ntwo\nthree\nfour\nfive\n")}, "grep", map[string]any{"pattern": "three|five", "context": 1}),
+	one("grep-literal-ignore-case", []File{file("dots.txt", "A.B\naxb\na.b\n")}, "grep", map[string]any{"pattern": "a.b", "literal": true, "ignoreCase": true}),
+	one("grep-glob", []File{file("x.go", "package x\n"), file("x.md", "package notes\n")}, "grep", map[string]any{"pattern": "package", "glob": "*.md"}),
+	one("grep-limit", []File{file("many.txt", "hit 1\nhit 2\nhit 3\n")}, "grep", map[string]any{"pattern": "hit", "limit": 2}),
+	one("grep-long-line", []File{file("wide.txt", strings.Repeat("w", 600)+"\n")}, "grep", map[string]any{"pattern": "w+"}),
+	one("grep-hidden-and-ignore", []File{file(".hidden", "needle\n"), file(".ignore", "skipped.txt\n"), file("skipped.txt", "needle\n")}, "grep", map[string]any{"pattern": "needle"}),
+	one("grep-no-pattern", nil, "grep", map[string]any{"path": "."}),
 	one("ls", []File{
 		file("b.txt", "b"), file("a_b", "x"), file("a.b", "x"), file("A-c", "x"), file("ab", "x"), file(".hidden", "x"),
 		{Path: "dir", Mode: "0755", Dir: true}, file("dir/inner.txt", "x"),

@@ -3,7 +3,9 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,9 +61,13 @@ func TestInteropPiSimulator(t *testing.T) {
 	assert.Equal(t, callsOf(imp), callsOf(rep), "Pi made the imported tape's tool calls")
 }
 
+// piFullOutput finds the file Pi keeps a truncated bash output in.
+var piFullOutput = regexp.MustCompile(`/tmp/pi-bash-[0-9a-f]{16}\.log`)
+
 // TestInteropPiExecutor: the real pi coding agent works a task against the fake provider
 // with each of the tools the executor performs for it (write, then edit and bash in one
-// answer, which Pi runs together, then read, ls and a failing bash), and writes its session
+// answer, which Pi runs together, then read, ls and grep, a bash whose output Pi truncates and a
+// read of the file Pi kept it in, and a failing bash), and writes its session
 // file; tapebox import --from pi turns that file into a tape, which replays in executor mode
 // in a fresh Docker container: the container ends in Pi's files and compare says
 // identical. The same tape with one tool result edited replays to DIFFERS, naming it.
@@ -78,7 +84,16 @@ func TestInteropPiExecutor(t *testing.T) {
 				call("edit", map[string]any{"path": "notes.txt", "edits": []any{map[string]any{"oldText": "beta", "newText": "BETA"}}}),
 				call("bash", map[string]any{"command": "mkdir -p sub && echo made > sub/out.txt && echo printed"}),
 			}},
-			{Calls: []tape.ToolCall{call("read", map[string]any{"path": "notes.txt"}), call("ls", map[string]any{})}},
+			{Calls: []tape.ToolCall{call("read", map[string]any{"path": "notes.txt"}), call("ls", map[string]any{}), call("grep", map[string]any{"pattern": "BETA|made"})}},
+			{Calls: []tape.ToolCall{call("bash", map[string]any{"command": "seq 1 3000"})}},
+			// The model reads the file Pi kept the whole output in, at the path Pi made up.
+			{Dynamic: func(r *fakeprovider.Request) fakeprovider.Turn {
+				path := piFullOutput.Find(r.Body)
+				if path == nil {
+					return fakeprovider.Turn{Text: "no full output file in the request"}
+				}
+				return fakeprovider.Turn{Calls: []tape.ToolCall{call("read", map[string]any{"path": string(path), "offset": 999, "limit": 2})}}
+			}},
 			{Calls: []tape.ToolCall{call("bash", map[string]any{"command": "cat notes.txt; exit 3"})}},
 			{Text: "All done."},
 		},
@@ -87,7 +102,7 @@ func TestInteropPiExecutor(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	dir, home := t.TempDir(), t.TempDir()
 	res, err := realharness.RunPi(t.Context(), realharness.Options{BaseURL: srv.URL(), Dir: dir, Home: home,
-		Prompt: "[pi-exec] write the notes", Args: []string{"--tools", "read,bash,edit,write,ls"}})
+		Prompt: "[pi-exec] write the notes", Args: []string{"--tools", "read,bash,edit,write,ls,grep"}})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, "pi against the fake provider\n%s", clipText(string(res.Stderr), 2000))
 	require.NoError(t, srv.Err())
@@ -103,8 +118,12 @@ func TestInteropPiExecutor(t *testing.T) {
 	imp, err := tape.LoadFile(tapes[0])
 	require.NoError(t, err)
 	require.Equal(t, "pi", imp.Meta.Harness)
-	require.Equal(t, []string{"main/0 write", "main/1 edit", "main/1 bash", "main/2 read", "main/2 ls", "main/3 bash"}, callsOf(imp))
-	last := imp.Main().Steps[3].ToolResults[0]
+	require.Equal(t, []string{"main/0 write", "main/1 edit", "main/1 bash", "main/2 read", "main/2 ls", "main/2 grep", "main/3 bash", "main/4 read", "main/5 bash"}, callsOf(imp))
+	require.Equal(t, "999\n1000\n\n[2001 more lines in file. Use offset=1001 to continue.]", imp.Main().Steps[4].ToolResults[0].Text(), "Pi read its own full output file")
+	grep := imp.Main().Steps[2].ToolResults[2].Text()
+	require.NotContains(t, grep, "not available", "Pi's grep runs ripgrep: install it (scripts/ci-setup.sh does)")
+	require.ElementsMatch(t, []string{"notes.txt:2: BETA", "sub/out.txt:1: made"}, strings.Split(grep, "\n"), "Pi's grep, in ripgrep's order")
+	last := imp.Main().Steps[5].ToolResults[0]
 	require.True(t, last.IsError)
 	require.Equal(t, "alpha\nBETA\n\n\nCommand exited with code 3", last.Text())
 
@@ -112,7 +131,12 @@ func TestInteropPiExecutor(t *testing.T) {
 	repPath, got := dockerReplay(t, tapes[0], imp, dir, "")
 	checkSameState(t, state, got, "executor-mode replay of the imported Pi session in docker")
 	report := r.requireIdentical(t, tapes[0], repPath)
-	assert.Equal(t, 5, report.StepsCompared, "every step compared")
+	assert.Equal(t, 7, report.StepsCompared, "every step compared")
+	// The replay kept the output in a file of its own and read that one: the path is an
+	// identifier, learned from the harness table's field.
+	require.Len(t, report.Identifiers, 1)
+	assert.Equal(t, "named by the harness: pi bash full output file", report.Identifiers[0].Evidence)
+	assert.Regexp(t, `^/tmp/pi-bash-[0-9a-f]{16}\.log$`, report.Identifiers[0].Recorded)
 
 	// A planted difference: the tape's bash result says something the sandbox will not.
 	spoiled := filepath.Join(t.TempDir(), "spoiled.json")

@@ -28,8 +28,17 @@
 // for tool ...", with the arguments as JSON.stringify(args, null, 2) writes them); a number
 // given as a string, or the other way round, is converted first as Pi's validation does.
 //
-// grep and find (not among Pi's default tools) run ripgrep and fd, whose output order is
-// their own; they, and any tool of an extension, replay the recorded result (Noop).
+//   - grep (not among Pi's default tools): Pi runs `rg --json --hidden` and formats the
+//     matches itself ("path:N: text", context lines "path-N- text" from the file, lines cut
+//     at 500 UTF-16 units, 100 matches by default, "No matches found"). The search here is
+//     action.Grep's, with ripgrep's file rules (.gitignore in a git repository, .ignore,
+//     hidden files searched, binary files skipped), in path order; where the recording
+//     lists the same lines in ripgrep's own order, that order is kept. A recording made
+//     without ripgrep ("ripgrep (rg) is not available ...") or refused by it (a regex
+//     ripgrep rejects) replays the recorded result.
+//
+// find (fd, whose version-dependent output Pi relativizes) and any tool of an extension
+// replay the recorded result (Noop).
 //
 // Policy: parallel_tool_calls true (Pi's agent loop runs one answer's calls together);
 // spawning_tools none.

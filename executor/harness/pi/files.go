@@ -64,30 +64,25 @@ func decodeUTF8(b []byte) string {
 	return sb.String()
 }
 
-// invalidRun is the length of the maximal invalid subsequence that b starts with.
+// invalidRun is the length of the maximal invalid subsequence that b starts with: its
+// longest head (of two or three bytes) that some continuation bytes would still make a
+// character, else its first byte.
 func invalidRun(b []byte) int {
-	need, lo, hi := 0, byte(0x80), byte(0xbf)
+	n := 0 // the length the lead byte announces
 	switch c := b[0]; {
-	case c >= 0xc2 && c <= 0xdf:
-		need = 1
-	case c == 0xe0:
-		need, lo = 2, 0xa0
-	case c == 0xed:
-		need, hi = 2, 0x9f
-	case c >= 0xe1 && c <= 0xef:
-		need = 2
-	case c == 0xf0:
-		need, lo = 3, 0x90
-	case c == 0xf4:
-		need, hi = 3, 0x8f
-	case c >= 0xf1 && c <= 0xf3:
-		need = 3
+	case c >= 0xf0:
+		n = 4
+	case c >= 0xe0:
+		n = 3
+	case c >= 0xc0:
+		n = 2
 	}
-	i := 1
-	for ; i <= need && i < len(b) && b[i] >= lo && b[i] <= hi; i++ {
-		lo, hi = 0x80, 0xbf
+	for i := min(len(b), 3); i >= 2; i-- {
+		if i < n && utf8.Valid(append(append([]byte{}, b[:i]...), "\x80\x80"[:n-i]...)) {
+			return i
+		}
 	}
-	return i
+	return 1
 }
 
 // imageType is the image type Pi recognises by a file's first bytes (file-type's

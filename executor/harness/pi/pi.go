@@ -11,9 +11,10 @@ import (
 	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
-// tools are the tools this module performs in the sandbox; every other tool (grep and find,
-// which run ripgrep and fd; an extension's tools) replays its recorded result.
+// tools are the tools this module performs in the sandbox; every other tool (find, which
+// runs fd; an extension's tools) replays its recorded result.
 var tools = harness.Tools[*session]{
+	"grep":  (*session).grep,
 	"read":  (*session).read,
 	"bash":  (*session).bash,
 	"edit":  (*session).edit,

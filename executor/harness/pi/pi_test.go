@@ -124,16 +124,43 @@ func TestImmediate(t *testing.T) {
 	s := pi.New().NewSession(env)
 	im, ok := s.(harness.Immediate)
 	require.True(t, ok)
-	for tool, want := range map[string]bool{"edit": true, "write": true, "grep": true, "find": true, "bash": false, "read": false, "ls": false} {
+	for tool, want := range map[string]bool{"edit": true, "write": true, "find": true, "grep": false, "bash": false, "read": false, "ls": false} {
 		assert.Equal(t, want, im.Immediate(tape.ToolCall{Name: tool}), tool)
 	}
 }
 
+func TestGrep(t *testing.T) {
+	s := harnesstest.New(t, pi.New(), "toolu_1", nil)
+	for name, content := range map[string]string{"a.txt": "alpha\nbeta\r\n", "sub/b.txt": "beta\ngamma\n", "sub/c.md": "one\ntwo\nbeta three\nfour\n"} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(s.Dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(s.Dir, name), []byte(content), 0o644))
+	}
+	check := func(input m, rec *tape.ToolResult, want string, isError bool) {
+		t.Helper()
+		res := s.Run("grep", input, rec)
+		assert.Equal(t, want, res.Text(), "%v", input)
+		assert.Equal(t, isError, res.IsError, "%v: is_error", input)
+	}
+	check(m{"pattern": "beta"}, nil, "a.txt:2: beta\nsub/b.txt:1: beta\nsub/c.md:3: beta three", false)
+	check(m{"pattern": "beta", "path": "sub/c.md", "context": 1}, nil, "c.md-2- two\nc.md:3: beta three\nc.md-4- four", false)
+	check(m{"pattern": "BETA", "ignoreCase": true, "glob": "*.md"}, nil, "sub/c.md:3: beta three", false)
+	check(m{"pattern": "a.", "literal": "true", "limit": 1}, nil, "No matches found", false)
+	check(m{"pattern": "beta", "limit": 2}, nil, "a.txt:2: beta\nsub/b.txt:1: beta\n\n[2 matches limit reached. Use limit=4 for more, or refine pattern]", false)
+	check(m{"pattern": "x", "path": "nowhere"}, nil, "Path not found: "+s.Dir+"/nowhere", true)
+	// ripgrep's order, where the recording has it.
+	rec := &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "sub/c.md:3: beta three\na.txt:2: beta\nsub/b.txt:1: beta"}}}
+	check(m{"pattern": "beta"}, rec, "sub/c.md:3: beta three\na.txt:2: beta\nsub/b.txt:1: beta", false)
+	rec = &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "ripgrep (rg) is not available and could not be downloaded"}}, IsError: true}
+	check(m{"pattern": "beta"}, rec, "ripgrep (rg) is not available and could not be downloaded", true)
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir, "wide.txt"), []byte(strings.Repeat("w", 600)+"\n"), 0o644))
+	check(m{"pattern": "w+", "path": "wide.txt"}, nil, "wide.txt:1: "+strings.Repeat("w", 500)+"... [truncated]\n\n[Some lines truncated to 500 chars. Use read tool to see full lines]", false)
+}
+
 func TestNoopTools(t *testing.T) {
 	s := harnesstest.New(t, pi.New(), "toolu_1", nil)
-	rec := &tape.ToolResult{ToolCallID: "old", Content: []tape.Block{{Type: tape.BlockText, Text: "a.go:1: package a"}}}
-	res := s.Run("grep", m{"pattern": "package"}, rec)
-	assert.Equal(t, "a.go:1: package a", res.Text())
+	rec := &tape.ToolResult{ToolCallID: "old", Content: []tape.Block{{Type: tape.BlockText, Text: "a.go"}}}
+	res := s.Run("find", m{"pattern": "*.go"}, rec)
+	assert.Equal(t, "a.go", res.Text())
 	assert.Equal(t, "toolu_1", res.ToolCallID)
 }
 

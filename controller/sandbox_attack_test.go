@@ -128,8 +128,9 @@ func TestReplaySocketSwapAttack(t *testing.T) {
 
 // TestReplayForkBomb: a tape step that forks without end meets the container's default
 // limits (processes, memory, one CPU): the replay ends within its call timeouts, the machine
-// stays responsive meanwhile, the container is gone afterwards, and a loop that spawns
-// processes until it cannot ends with an error result. (Against the code before the
+// stays responsive meanwhile, the executor session lives through it (it must not die for
+// want of a thread), the container is gone afterwards, and a loop that spawns processes
+// until it cannot ends with an error result. (Against the code before the
 // defaults the test stops at the limits' check, before any bomb runs: an unbounded fork bomb
 // would take the machine down.)
 func TestReplayForkBomb(t *testing.T) {
@@ -179,13 +180,25 @@ func TestReplayForkBomb(t *testing.T) {
 			rec := bashTape([]string{tt.cmd, "sleep 2; echo still here"}, []string{"(Bash completed with no output)", "still here"})
 			out := filepath.Join(t.TempDir(), "replay.json")
 			start := time.Now()
-			_, rerr := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Output: out, Logf: t.Logf, CallTimeout: callTimeout})
+			// The executor shares the container's process limit with the bomb: it must not
+			// die for want of a thread (it reserves its threads when a session starts).
+			var restarts atomic.Int32
+			logf := func(format string, args ...any) {
+				t.Helper()
+				msg := fmt.Sprintf(format, args...)
+				if strings.Contains(msg, "executor session died") {
+					restarts.Add(1)
+				}
+				t.Log(msg)
+			}
+			_, rerr := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Output: out, Logf: logf, CallTimeout: callTimeout})
 			took := time.Since(start)
 			require.NoError(t, sb.Close(context.WithoutCancel(ctx)))
 			close(stop)
 			wg.Wait()
 			t.Logf("replay took %v, the host's worst wake-up delay %v; replay error: %v", took, time.Duration(lag.Load()), rerr)
 			assert.Less(t, took, 2*callTimeout, "the replay ends within its call timeouts")
+			assert.Zero(t, restarts.Load(), "the executor session lives through the bomb")
 			assert.Less(t, time.Duration(lag.Load()), 2*time.Second, "the host stays responsive")
 			_, err = cli.ContainerInspect(context.WithoutCancel(ctx), id)
 			assert.True(t, errdefs.IsNotFound(err), "the container is removed: %v", err)

@@ -49,9 +49,14 @@ func Platform() string {
 // error message and the session goes on; Serve returns an error only when w fails.
 // Cancelling ctx cancels the calls in flight.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, logw io.Writer) error {
+	reserveOnce.Do(func() { reserveThreads(reservedThreads) })
 	s := &server{reg: Harnesses(), enc: protocol.NewEncoder(w), log: logw, inflight: map[string]bool{}}
 	return s.serve(ctx, protocol.NewRequestDecoder(r))
 }
+
+// reserveOnce reserves the threads once a process: a process serving sessions one after
+// another (tests) keeps the threads its first session started.
+var reserveOnce sync.Once
 
 type server struct {
 	reg  *harness.Registry

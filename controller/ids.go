@@ -64,7 +64,8 @@ var tokenRE = regexp.MustCompile(`[A-Za-z0-9_\-./:]+`)
 // identifiers, it records each pair that has evidence and returns the pairs it learned.
 // Texts with a different shape teach nothing.
 func (ids *Identifiers) Learn(at Site, recorded, replayed string) map[string]string {
-	cands := identifierPairs(recorded, replayed)
+	named := func(token string) bool { _, ok := ids.ev.field(recorded, token); return ok }
+	cands := identifierPairs(recorded, replayed, named)
 	if len(cands) == 0 {
 		return nil
 	}
@@ -134,8 +135,10 @@ func tokens(s string) [][]int {
 type candidate struct{ rec, rep, path string }
 
 // identifierPairs aligns two texts token by token and returns the differing tokens that look
-// like identifiers, or nothing when the texts differ in anything else.
-func identifierPairs(a, b string) []candidate {
+// like identifiers, or nothing when the texts differ in anything else. A recorded token that
+// named says the harness names as an identifier needs only the shape of its counterpart: two
+// random ids of one kind may both draw no digit (bjqhaaosb for bbdmlqjpx). named may be nil.
+func identifierPairs(a, b string, named func(token string) bool) []candidate {
 	if a == b {
 		return nil
 	}
@@ -162,7 +165,7 @@ func identifierPairs(a, b string) []candidate {
 	var out []candidate
 	seen := map[string]bool{}
 	for _, d := range diff {
-		if !idPair(d[0], d[1]) {
+		if !idPair(d[0], d[1]) && !(named != nil && sameShape(d[0], d[1]) && named(d[0])) {
 			return nil // a word or a measurement differs: the texts say different things
 		}
 		if !seen[d[0]] {
@@ -550,15 +553,8 @@ func jsonText(raw json.RawMessage) string {
 // why returns the evidence that token, found in the recorded text at site at, is an
 // identifier: the harness field it stands in, or a later use in the recording.
 func (ev *evidence) why(at Site, recorded, token string) (string, bool) {
-	for _, f := range IdentifierFields {
-		if f.Harness != ev.harness && ev.harness != "" {
-			continue
-		}
-		for _, m := range f.re.FindAllStringSubmatch(recorded, -1) {
-			if m[1] == token {
-				return "named by the harness: " + f.Harness + " " + f.Name, true
-			}
-		}
+	if f, ok := ev.field(recorded, token); ok {
+		return "named by the harness: " + f.Harness + " " + f.Name, true
 	}
 	if !ev.built {
 		ev.build()
@@ -586,6 +582,21 @@ func (ev *evidence) why(at Site, recorded, token string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// field returns the harness's identifier field that token stands in, in the recorded text.
+func (ev *evidence) field(recorded, token string) (IdentifierField, bool) {
+	for _, f := range IdentifierFields {
+		if f.Harness != ev.harness && ev.harness != "" {
+			continue
+		}
+		for _, m := range f.re.FindAllStringSubmatch(recorded, -1) {
+			if m[1] == token {
+				return f, true
+			}
+		}
+	}
+	return IdentifierField{}, false
 }
 
 // siteTime is when the text at site at was recorded: the end of the step's answer (its tool

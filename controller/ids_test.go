@@ -98,6 +98,11 @@ func TestCompareMustMatch(t *testing.T) {
 			"Command running in background with ID: b86y08nu1. Output is being written to: /tmp/claude-0/-w/5a32/tasks/b86y08nu1.output. You will be notified.",
 			[]string{`{"command":"ls /tmp/claude-0/-w/9103"}`}, []string{`{"command":"ls /tmp/claude-0/-w/5a32"}`},
 			"named by the harness: claude-code background shell id"},
+		{"claude background shell whose ids both drew no digit", "claude-code",
+			"Command running in background with ID: bjqhaaosb. Output is being written to: /tmp/claude-0/-w/bc58c657-9f2b/tasks/bjqhaaosb.output. You will be notified.",
+			"Command running in background with ID: bbdmlqjpx. Output is being written to: /tmp/claude-0/-w/416d4e8d-8000/tasks/bbdmlqjpx.output. You will be notified.",
+			[]string{`{"task_id":"bjqhaaosb","block":true}`}, []string{`{"task_id":"bbdmlqjpx","block":true}`},
+			"named by the harness: claude-code background shell id"},
 		{"codex session id, used as a number later", "codex",
 			"Chunk ID: 8e7254\nWall time: 1.0 seconds\nProcess running with session ID 2000\nOutput:\n",
 			"Chunk ID: 1fac80\nWall time: 1.2 seconds\nProcess running with session ID 31337\nOutput:\n",
@@ -154,6 +159,8 @@ func TestLearnNeedsEvidence(t *testing.T) {
 		{"different words", "Exit code 1\nfailed", "Exit code 0\nworked"},
 		{"times", "took 0.0012 s", "took 0.0031 s"},
 		{"different shape", "a b c", "a b"},
+		// The field names the id, not the word beside it.
+		{"a word beside a named id", "Command running in background with ID: bjqhaaosb. failed", "Command running in background with ID: bbdmlqjpx. worked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Empty(t, NewIdentifiers(rec).Learn(Site{Thread: "main", Step: 0}, tc.rec, tc.rep))

@@ -156,7 +156,7 @@ func (a threadSig) score(b threadSig) int {
 
 // similar says whether two texts differ only in identifier-like tokens.
 func similar(a, b string) bool {
-	return a == b || identifierPairs(a, b) != nil
+	return a == b || identifierPairs(a, b, nil) != nil
 }
 
 // NewSimulator prepares a simulator for rec.

@@ -38,5 +38,5 @@ func TestReserveThreads(t *testing.T) {
 	require.GreaterOrEqual(t, after, before+16, "threads before %d, after %d", before, after)
 	runtime.GC()
 	time.Sleep(100 * time.Millisecond)
-	require.Equal(t, after, threads(t), "the idle threads stay")
+	require.GreaterOrEqual(t, threads(t), after, "the idle threads stay (the runtime may add one of its own)")
 }

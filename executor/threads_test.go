@@ -2,12 +2,14 @@ package executor
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,4 +41,26 @@ func TestReserveThreads(t *testing.T) {
 	runtime.GC()
 	time.Sleep(100 * time.Millisecond)
 	require.GreaterOrEqual(t, threads(t), after, "the idle threads stay (the runtime may add one of its own)")
+}
+
+func TestThreadsToReserve(t *testing.T) {
+	dir := t.TempDir()
+	file := func(content string) string {
+		p := filepath.Join(dir, strconv.Itoa(len(content))+content)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		return p
+	}
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		files []string
+		want  int
+	}{
+		{[]string{missing, file("512\n")}, 24},
+		{[]string{file("64\n")}, 8},
+		{[]string{file("16")}, 4},
+		{[]string{file("max\n"), file("32")}, 24}, // v2 says no limit: v1's file is not asked
+		{[]string{missing}, 24},
+	} {
+		assert.Equal(t, tc.want, threadsToReserve(tc.files), "%v", tc.files)
+	}
 }

@@ -512,10 +512,12 @@ func (d *decoder) anyObject(i int) (int, map[string]any) {
 	return j + 1, m
 }
 
-// field is a struct field that JSON names: its name and its index in the struct.
+// field is a struct field that JSON names: its name, its index in the struct, and whether
+// its tag gave the name.
 type field struct {
-	name  string
-	index int
+	name   string
+	index  int
+	tagged bool
 }
 
 var fieldCache sync.Map // reflect.Type -> []field or *UnsupportedError
@@ -549,17 +551,40 @@ func structFields(t reflect.Type) ([]field, error) {
 			err = &UnsupportedError{Type: t, Why: "field " + sf.Name + " has the \",string\" option"}
 			break
 		}
-		if !validTag(name) {
+		tagged := validTag(name)
+		if !tagged {
 			name = sf.Name
 		}
-		fs = append(fs, field{name: name, index: i})
+		fs = append(fs, field{name: name, index: i, tagged: tagged})
 	}
 	if err != nil {
 		fieldCache.Store(t, err)
 		return nil, err
 	}
+	fs = dominant(fs)
 	fieldCache.Store(t, fs)
 	return fs, nil
+}
+
+// dominant keeps, of fields sharing a name, the one field whose tag gives the name, as
+// encoding/json does; when none or several do, no field takes that name.
+func dominant(fs []field) []field {
+	out := fs[:0:0]
+	for _, f := range fs {
+		named, tagged := 0, 0
+		for _, g := range fs {
+			if g.name == f.name {
+				named++
+				if g.tagged {
+					tagged++
+				}
+			}
+		}
+		if named == 1 || f.tagged && tagged == 1 {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func hasOption(opts, want string) bool {

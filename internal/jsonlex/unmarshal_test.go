@@ -64,6 +64,16 @@ type (
 	}
 )
 
+// clashes is a struct whose fields share JSON names: encoding/json keeps the one tagged
+// with a name (Tagged over Plain), and none when two are (X and Y). Built at run time, since
+// vet refuses two fields tagged alike.
+var clashes = reflect.StructOf([]reflect.StructField{
+	{Name: "X", Type: reflect.TypeFor[string](), Tag: `json:"x"`},
+	{Name: "Y", Type: reflect.TypeFor[string](), Tag: `json:"x"`},
+	{Name: "Plain", Type: reflect.TypeFor[string]()},
+	{Name: "Tagged", Type: reflect.TypeFor[string](), Tag: `json:"Plain"`},
+})
+
 var unmarshalSeeds = []string{
 	`{"command":"ls -la","timeout":120000,"limit":5,"flag":true,"path":"/tmp/x","argv":["a","b"]}`,
 	`{"COMMAND":"fold","Timeout":1.5,"LIMIT":null,"untagged":"u","UNTAGGED":"v","-":"dash","Skipped":"no"}`,
@@ -82,6 +92,7 @@ var unmarshalSeeds = []string{
 	`{"command":"\ud83d\ude00 \u00e9 \ud800","argv":["\n\t\\\"","\u0000"]}`,
 	`  {"command" : "spaced" , "argv" : [ "a" , "b" ] }  `,
 	`[1,2]`, `"string"`, `5`, `true`, `null`, `{}`, `{"nested":{"nested":{"nested":{"edits":[{"old_string":7}]}}}}`,
+	`{"x":"both tagged","Plain":"to the tagged field","plain":"folded"}`,
 	`{"command":"x"} trailing`, `{"command":`, `{"command":"x",}`, ``, `{"a":1}{"b":2}`,
 }
 
@@ -118,6 +129,7 @@ func checkUnmarshal(t *testing.T, b []byte) {
 	checkInto(t, b, func() any { return new([]edit) })
 	checkInto(t, b, func() any { return new(map[string]json.RawMessage) })
 	checkInto(t, b, func() any { return new(string) })
+	checkInto(t, b, func() any { return reflect.New(clashes).Interface() })
 	checkInto(t, b, func() any { p := new(int); return &p })
 }
 

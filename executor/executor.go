@@ -49,7 +49,7 @@ func Platform() string {
 // error message and the session goes on; Serve returns an error only when w fails.
 // Cancelling ctx cancels the calls in flight.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, logw io.Writer) error {
-	reserveOnce.Do(func() { reserveThreads(threadsToReserve(pidsMax)) })
+	reserveOnce.Do(func() { reserveThreads(threadsToReserve(pidsDirs)) })
 	s := &server{reg: Harnesses(), enc: protocol.NewEncoder(w), log: logw, inflight: map[string]bool{}}
 	return s.serve(ctx, protocol.NewRequestDecoder(r))
 }

@@ -1,7 +1,10 @@
 package executor
 
 import (
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -12,26 +15,42 @@ import (
 // threads a session's blocking system calls use at once (a process wait per running command
 // and background task, file reads and writes, the protocol streams), with room to spare.
 // Each counts against the sandbox's process limit (512 by default): under a lower limit a
-// session reserves an eighth of it (see threadsToReserve).
+// session reserves less (see threadsToReserve).
 const reservedThreads = 24
 
-// pidsMax are the files that hold the process limit of the executor's cgroup, v2 then v1.
-var pidsMax = []string{"/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"}
+// pidsDirs are where the executor's cgroup keeps its process limit (pids.max) and count
+// (pids.current): v2, then v1.
+var pidsDirs = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/pids"}
 
-// threadsToReserve returns reservedThreads, or an eighth of the process limit in the first
-// of files that exists when that is less, and at least 4.
-func threadsToReserve(files []string) int {
-	for _, p := range files {
-		b, err := os.ReadFile(p)
-		if err != nil {
+// threadsToReserve returns how many threads to reserve under the process limit of the first
+// of dirs that has one: reservedThreads, or an eighth of a lower limit (at least 4), and never
+// more than half of the processes still free, so that a session opened while something else
+// holds nearly all of them (a restart beside a fork bomb) does not abort for want of the
+// threads it meant to keep.
+func threadsToReserve(dirs []string) int {
+	for _, d := range dirs {
+		limit, err := readCount(filepath.Join(d, "pids.max"))
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if limit, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			return min(reservedThreads, max(4, limit/8))
+		if err != nil {
+			break // "max": no limit
 		}
-		break // "max": no limit
+		n := min(reservedThreads, max(4, limit/8))
+		if used, err := readCount(filepath.Join(d, "pids.current")); err == nil {
+			n = min(n, max(0, limit-used)/2)
+		}
+		return n
 	}
 	return reservedThreads
+}
+
+func readCount(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
 // reserveThreads has the Go runtime start n OS threads now and keep them idle. A command in
@@ -43,6 +62,9 @@ func threadsToReserve(files []string) int {
 // Each of n goroutines locks itself to a thread of its own until all n are running, then
 // unlocks and returns, leaving its thread idle.
 func reserveThreads(n int) {
+	if n <= 0 {
+		return
+	}
 	var running, release sync.WaitGroup
 	running.Add(n)
 	release.Add(1)

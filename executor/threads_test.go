@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
@@ -35,23 +34,27 @@ func TestReserveThreads(t *testing.T) {
 }
 
 func TestThreadsToReserve(t *testing.T) {
-	dir := t.TempDir()
-	file := func(content string) string {
-		p := filepath.Join(dir, strconv.Itoa(len(content))+content)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-		return p
+	cgroup := func(files ...string) string {
+		dir := t.TempDir()
+		for i := 0; i < len(files); i += 2 {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, files[i]), []byte(files[i+1]), 0o644))
+		}
+		return dir
 	}
-	missing := filepath.Join(dir, "missing")
+	missing := filepath.Join(t.TempDir(), "missing")
 	for _, tc := range []struct {
-		files []string
-		want  int
+		name string
+		dirs []string
+		want int
 	}{
-		{[]string{missing, file("512\n")}, 24},
-		{[]string{file("64\n")}, 8},
-		{[]string{file("16")}, 4},
-		{[]string{file("max\n"), file("32")}, 24}, // v2 says no limit: v1's file is not asked
-		{[]string{missing}, 24},
+		{"the default limit", []string{missing, cgroup("pids.max", "512\n", "pids.current", "3\n")}, 24},
+		{"a lower limit", []string{cgroup("pids.max", "64\n", "pids.current", "2\n")}, 8},
+		{"a low limit", []string{cgroup("pids.max", "16")}, 4},
+		{"nearly all taken", []string{cgroup("pids.max", "512", "pids.current", "500")}, 6},
+		{"all taken", []string{cgroup("pids.max", "512", "pids.current", "512")}, 0},
+		{"v2 says no limit: v1 is not asked", []string{cgroup("pids.max", "max\n"), cgroup("pids.max", "32")}, 24},
+		{"no cgroup files", []string{missing}, 24},
 	} {
-		assert.Equal(t, tc.want, threadsToReserve(tc.files), "%v", tc.files)
+		assert.Equal(t, tc.want, threadsToReserve(tc.dirs), tc.name)
 	}
 }

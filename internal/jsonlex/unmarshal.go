@@ -106,11 +106,17 @@ func (d *decoder) save(e *TypeError) {
 func (d *decoder) value(i int, v reflect.Value) (int, error) {
 	c := d.b[i]
 	if !v.IsValid() || c != '{' && c != '[' {
-		end, _ := Skip(d.b, i)
+		var end int
+		var f Str // a string's flags, so that unquoting it need not scan it again
+		if c == '"' {
+			end, f, _ = String(d.b, i)
+		} else {
+			end, _ = Skip(d.b, i)
+		}
 		if !v.IsValid() {
 			return end, nil
 		}
-		return end, d.literal(i, end, v)
+		return end, d.literal(i, end, f, v)
 	}
 	u, tu, pv := indirect(v, false)
 	switch {
@@ -183,8 +189,8 @@ func indirect(v reflect.Value, null bool) (u jsonUnmarshaler, tu textUnmarshaler
 	return nil, nil, v
 }
 
-// literal decodes the string, number, true, false or null at b[i:end] into v.
-func (d *decoder) literal(i, end int, v reflect.Value) error {
+// literal decodes the string (with flags f), number, true, false or null at b[i:end] into v.
+func (d *decoder) literal(i, end int, f Str, v reflect.Value) error {
 	item := d.b[i:end]
 	c := item[0]
 	u, tu, pv := indirect(v, c == 'n')
@@ -205,7 +211,7 @@ func (d *decoder) literal(i, end int, v reflect.Value) error {
 			d.save(&TypeError{Value: kind, Type: v.Type(), Off: i})
 			return nil
 		}
-		return tu.UnmarshalText(d.unquote(item))
+		return tu.UnmarshalText(unquote(item, f))
 	}
 	v = pv
 	empty := v.Kind() == reflect.Interface && v.NumMethod() == 0
@@ -229,7 +235,7 @@ func (d *decoder) literal(i, end int, v reflect.Value) error {
 	case '"':
 		switch {
 		case v.Kind() == reflect.String:
-			s := d.unquoteString(item)
+			s := unquoteString(item, f)
 			if isNumberType(v.Type()) {
 				if n, _, err := Number([]byte(s), 0); err != nil || n != len(s) {
 					return fmt.Errorf("json: invalid number literal, trying to unmarshal %q into Number", item)
@@ -237,9 +243,9 @@ func (d *decoder) literal(i, end int, v reflect.Value) error {
 			}
 			v.SetString(s)
 		case empty:
-			v.Set(reflect.ValueOf(d.unquoteString(item)))
+			v.Set(reflect.ValueOf(unquoteString(item, f)))
 		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
-			s := d.unquote(item)
+			s := unquote(item, f)
 			out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
 			n, err := base64.StdEncoding.Decode(out, s)
 			if err != nil {
@@ -310,20 +316,20 @@ func (d *decoder) float(off int, s string) (float64, bool) {
 // isNumberType reports encoding/json's Number, a string that holds a number's text.
 func isNumberType(t reflect.Type) bool { return t.Name() == "Number" && t.PkgPath() == "encoding/json" }
 
-// unquote returns the value of the string item (quotes included).
-func (d *decoder) unquote(item []byte) []byte {
+// unquote returns the value of the string item (quotes included), which String scanned
+// with flags f.
+func unquote(item []byte, f Str) []byte {
 	body := item[1 : len(item)-1]
-	_, f, _ := String(item, 0)
 	if f.Plain(body) {
 		return body
 	}
 	return Unquote(make([]byte, 0, len(body)), body)
 }
 
-// unquoteString returns the value of the string item as a new string.
-func (d *decoder) unquoteString(item []byte) string {
+// unquoteString is unquote as a new string.
+func unquoteString(item []byte, f Str) string {
 	body := item[1 : len(item)-1]
-	if _, f, _ := String(item, 0); !f.Plain(body) {
+	if !f.Plain(body) {
 		return UnquoteString(body)
 	}
 	return string(body)
@@ -411,9 +417,8 @@ func (d *decoder) object(i int, v reflect.Value) (int, error) {
 	var elem reflect.Value
 	j := Space(d.b, i+1)
 	for d.b[j] != '}' {
-		kend, _, _ := String(d.b, j)
-		item := d.b[j:kend]
-		key := d.unquote(item)
+		kend, f, _ := String(d.b, j)
+		key := unquote(d.b[j:kend], f)
 		j = Space(d.b, Space(d.b, kend)+1) // past the colon
 		var sub reflect.Value
 		if v.Kind() == reflect.Map {
@@ -475,8 +480,8 @@ func (d *decoder) anyValue(i int) (int, any) {
 	case '[':
 		return d.anyArray(i)
 	case '"':
-		end, _, _ := String(d.b, i)
-		return end, d.unquoteString(d.b[i:end])
+		end, f, _ := String(d.b, i)
+		return end, unquoteString(d.b[i:end], f)
 	case 't', 'f', 'n':
 		end, v, _ := Keyword(d.b, i)
 		return end, v
@@ -503,8 +508,8 @@ func (d *decoder) anyObject(i int) (int, map[string]any) {
 	m := map[string]any{}
 	j := Space(d.b, i+1)
 	for d.b[j] != '}' {
-		kend, _, _ := String(d.b, j)
-		key := d.unquoteString(d.b[j:kend])
+		kend, f, _ := String(d.b, j)
+		key := unquoteString(d.b[j:kend], f)
 		end, v := d.anyValue(Space(d.b, Space(d.b, kend)+1))
 		m[key] = v
 		j = d.next(end)

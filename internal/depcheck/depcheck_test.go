@@ -3,6 +3,7 @@ package depcheck
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -252,7 +253,8 @@ func why(pkgs map[string]pkg, name, prefix string) string {
 }
 
 // TestExecutorSize builds the sandbox-side executor as `make executor` does, for both
-// architectures, and holds it to its budget of 3 MiB.
+// architectures, and holds it to its budget of 3 MiB and, from the amd64 link's dependency
+// dump, to linking no encoding/json decoder or encoder (see linksEncodingJSON).
 func TestExecutorSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two binaries")
@@ -260,11 +262,16 @@ func TestExecutorSize(t *testing.T) {
 	const budget = 3 << 20
 	for _, arch := range []string{"amd64", "arm64"} {
 		out := t.TempDir() + "/tapebox-exec-" + arch
-		cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-gcflags=all=-l", "-ldflags=-s -w", "-o", out, "./cmd/tapebox-exec")
+		ldflags := "-ldflags=-s -w"
+		if arch == "amd64" {
+			ldflags += " -dumpdep" // the reachability edges, on stderr
+		}
+		cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-gcflags=all=-l", ldflags, "-o", out, "./cmd/tapebox-exec")
 		cmd.Dir = "../.."
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", arch, err, b)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("build %s: %v\n%.2000s", arch, err, b)
 		}
 		fi, err := os.Stat(out)
 		if err != nil {
@@ -274,27 +281,23 @@ func TestExecutorSize(t *testing.T) {
 		if fi.Size() > budget {
 			t.Errorf("tapebox-exec-%s is %d bytes, over the %d-byte budget", arch, fi.Size(), budget)
 		}
+		if arch == "amd64" {
+			if msg := linksEncodingJSON(string(b)); msg != "" {
+				t.Error(msg)
+			}
+		}
 	}
 }
 
-// TestExecutorWithoutEncodingJSON holds the executor to jsonlex: encoding/json's decoder and
-// encoder (their reflection, caches and sort instantiations) came to 274 KB of it, most of
-// the room a new harness module needs. Decoding goes through jsonlex.Unmarshal, encoding
-// through hand-written appenders; tape may import encoding/json for the functions the
-// executor does not call.
-func TestExecutorWithoutEncodingJSON(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a binary")
-	}
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-gcflags=all=-l", "-ldflags=-dumpdep", "-o", t.TempDir()+"/tapebox-exec", "./cmd/tapebox-exec")
-	cmd.Dir = "../.."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("build: %v\n%.2000s", err, out)
-	}
+// linksEncodingJSON reads a link's -dumpdep output and says whether the executor links
+// encoding/json's decoder or encoder: their reflection, caches and sort instantiations came
+// to 274 KB of it (151 KB net of the code that replaced them), the room a new harness
+// module needs. Decoding goes through
+// jsonlex.Unmarshal, encoding through hand-written appenders; tape may import encoding/json
+// for the functions the executor does not call.
+func linksEncodingJSON(dump string) string {
 	var linked, callers []string
-	for line := range strings.Lines(string(out)) {
+	for line := range strings.Lines(dump) {
 		from, to, ok := strings.Cut(strings.TrimSpace(line), " -> ")
 		if !ok || !strings.HasPrefix(to, "encoding/json.") {
 			continue
@@ -306,7 +309,21 @@ func TestExecutorWithoutEncodingJSON(t *testing.T) {
 			callers = append(callers, from+" -> "+to)
 		}
 	}
-	if len(linked) > 0 {
-		t.Errorf("the executor links %v; first callers of ours into encoding/json, as the linker names them (decode with jsonlex.Unmarshal, encode by hand):\n%s", linked, strings.Join(callers, "\n"))
+	if len(linked) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the executor links %v; first callers of ours into encoding/json, as the linker names them (decode with jsonlex.Unmarshal, encode by hand):\n%s", linked, strings.Join(callers, "\n"))
+}
+
+// TestLinksEncodingJSON: the check names what it finds, and finds nothing in a dump without
+// encoding/json's decoder.
+func TestLinksEncodingJSON(t *testing.T) {
+	dump := mod + "/executor/harness.Decode -> encoding/json.Unmarshal\nencoding/json.Unmarshal -> encoding/json.(*decodeState).unmarshal\n"
+	msg := linksEncodingJSON(dump)
+	if !strings.Contains(msg, "(*decodeState).unmarshal") || !strings.Contains(msg, "executor/harness.Decode") {
+		t.Errorf("linksEncodingJSON(%q) = %q", dump, msg)
+	}
+	if msg := linksEncodingJSON(mod + "/internal/jsonlex.Unmarshal -> reflect.New\n"); msg != "" {
+		t.Errorf("a dump without encoding/json: %q", msg)
 	}
 }

@@ -55,6 +55,16 @@ func BenchmarkUnquoteString(b *testing.B) {
 	benchmarkStrings(b, func(b *testing.B, s []byte) { unquoted = jsonlex.UnquoteString(s[1 : len(s)-1]) })
 }
 
+// BenchmarkStringTrusted is BenchmarkString for StringTrusted, which the viewer uses on
+// bytes the schema has checked: the figures in SkipTrusted's doc.
+func BenchmarkStringTrusted(b *testing.B) {
+	benchmarkStrings(b, func(b *testing.B, s []byte) {
+		if end, ok := jsonlex.StringTrusted(s, 0); !ok || end != len(s) {
+			b.Fatalf("StringTrusted: %d of %d", end, len(s))
+		}
+	})
+}
+
 // benchmarkStrings times op on each kind of benchStrings, one sub-benchmark a kind.
 func benchmarkStrings(b *testing.B, op func(b *testing.B, s []byte)) {
 	for _, kind := range []string{"code", "prose", "non-ascii"} {

@@ -1,7 +1,8 @@
 // Package jsonlex is the one JSON scanner the hand-written readers share: whitespace,
 // strings and their escapes, numbers, literals, skipping and compacting a value, and the
 // line and column of an offset. It validates as encoding/json does and allocates only to
-// report an error.
+// report an error; SkipTrusted and StringTrusted skip without validating, for bytes a
+// schema check has passed.
 //
 // It has no grammar of its own beyond JSON's: each reader (the provider readers, the executor
 // protocol codec, the schema decoder, the dataset decoder, the viewer's scanner, the tape

@@ -103,6 +103,11 @@ func TestCompareMustMatch(t *testing.T) {
 			"Command running in background with ID: bbdmlqjpx. Output is being written to: /tmp/claude-0/-w/416d4e8d-8000/tasks/bbdmlqjpx.output. You will be notified.",
 			[]string{`{"task_id":"bjqhaaosb","block":true}`}, []string{`{"task_id":"bbdmlqjpx","block":true}`},
 			"named by the harness: claude-code background shell id"},
+		{"claude command moved to the background at its timeout, named by the harness", "claude-code",
+			"Command did not complete within its 1s timeout and was moved to the background (ID: bhasuphlv). Output is being written to: /tmp/claude-0/-w/9103/tasks/bhasuphlv.output. You will be notified.",
+			"Command did not complete within its 1s timeout and was moved to the background (ID: bbdmlqjpx). Output is being written to: /tmp/claude-0/-w/5a32/tasks/bbdmlqjpx.output. You will be notified.",
+			[]string{`{"task_id":"bhasuphlv","block":true}`}, []string{`{"task_id":"bbdmlqjpx","block":true}`},
+			"named by the harness: claude-code background shell id"},
 		{"codex session id, used as a number later", "codex",
 			"Chunk ID: 8e7254\nWall time: 1.0 seconds\nProcess running with session ID 2000\nOutput:\n",
 			"Chunk ID: 1fac80\nWall time: 1.2 seconds\nProcess running with session ID 31337\nOutput:\n",
@@ -198,6 +203,36 @@ func TestMask(t *testing.T) {
 	b := "Chunk ID: 1fac80\nWall time: 0.0123 seconds\nProcess exited with code 0\nOutput:\nhi\n"
 	require.Equal(t, Mask("codex", a), Mask("codex", b))
 	require.NotEqual(t, Mask("codex", a), Mask("codex", "Chunk ID: 1fac80\nWall time: 0.0123 seconds\nProcess exited with code 1\nOutput:\nhi\n"))
+}
+
+// TestMaskIdentifiers: two runs' results that differ only by the identifiers their harness
+// made up mask alike; a difference beside an identifier, or another harness's field, is kept.
+func TestMaskIdentifiers(t *testing.T) {
+	claude := func(id, path, tail string) string {
+		return "Command did not complete within its 1s timeout and was moved to the background (ID: " + id +
+			"). Output is being written to: " + path + ". " + tail
+	}
+	a := claude("b770dudwh", "/tmp/claude-0/-w/s/tasks/b770dudwh.output", "You will be notified.")
+	b := claude("7", "/tmp/tapebox-exec-state-0-9f3c/tasks/7/output", "You will be notified.")
+	require.Equal(t, "Command did not complete within its 1s timeout and was moved to the background (ID: <background shell id>). "+
+		"Output is being written to: <background output file>. You will be notified.", MaskIdentifiers("claude-code", a))
+	require.Equal(t, MaskIdentifiers("claude-code", a), MaskIdentifiers("claude-code", b))
+	require.NotEqual(t, MaskIdentifiers("claude-code", a),
+		MaskIdentifiers("claude-code", claude("7", "/tmp/x/7/output", "You will be told.")))
+	require.Equal(t, "Process running with session ID 4217", MaskIdentifiers("claude-code", "Process running with session ID 4217"), "a Codex field")
+	require.Equal(t, "Process running with session ID <exec session id>", MaskIdentifiers("codex", "Process running with session ID 4217"))
+
+	var field IdentifierField
+	for _, f := range IdentifierFields {
+		if f.Harness == "codex" && f.Name == "exec session id" {
+			field = f
+		}
+	}
+	v, ok := field.Value("Chunk ID: 1\nProcess running with session ID 77\nOutput:")
+	require.True(t, ok)
+	require.Equal(t, "77", v)
+	_, ok = field.Value("Process exited with code 0")
+	require.False(t, ok)
 }
 
 // TestSpawnAgentOutput: Codex's spawn_agent output (multi_agent_v1) differs between runs by

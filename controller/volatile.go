@@ -2,6 +2,7 @@ package controller
 
 import (
 	"regexp"
+	"strings"
 
 	"github.com/tapebox/tapebox/tape/harnesses"
 )
@@ -79,3 +80,41 @@ var IdentifierFields = fromTable(func(h *harnesses.Harness) []harnesses.Identifi
 	func(harness string, id harnesses.Identifier) IdentifierField {
 		return IdentifierField{Harness: harness, Name: id.Name, re: regexp.MustCompile(id.Expr), Keys: id.Keys}
 	})
+
+// Value returns the first identifier standing in f in s.
+func (f IdentifierField) Value(s string) (string, bool) {
+	m := f.re.FindStringSubmatch(s)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// MaskIdentifiers replaces each identifier standing in an identifier field of harness in s
+// with "<" + the field's name + ">", as Mask does for the volatile fields. It is for
+// comparing two runs that made up their identifiers each on its own (the executor's
+// conformance with the real harness), where a replay would learn the pairs instead.
+func MaskIdentifiers(harness, s string) string {
+	for _, f := range IdentifierFields {
+		if f.Harness != harness && harness != "" {
+			continue
+		}
+		ms := f.re.FindAllStringSubmatchIndex(s, -1)
+		if ms == nil {
+			continue
+		}
+		var b strings.Builder
+		last := 0
+		for _, m := range ms {
+			if m[2] < 0 {
+				continue
+			}
+			b.WriteString(s[last:m[2]])
+			b.WriteString("<" + f.Name + ">")
+			last = m[3]
+		}
+		b.WriteString(s[last:])
+		s = b.String()
+	}
+	return s
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
+	table "github.com/tapebox/tapebox/tape/harnesses"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
@@ -16,11 +18,10 @@ var harnesses = []struct {
 	name  string
 	cases []Case
 	run   func(context.Context, realharness.Options) (realharness.Result, error)
-	spawn map[string]bool // tools that start a subagent
 }{
-	{realharness.Claude, claudeCases, realharness.RunClaude, map[string]bool{"Agent": true, "Task": true}},
-	{realharness.Codex, codexCases, realharness.RunCodex, map[string]bool{}},
-	{realharness.Pi, piCases, runPi, map[string]bool{}},
+	{realharness.Claude, claudeCases, realharness.RunClaude},
+	{realharness.Codex, codexCases, realharness.RunCodex},
+	{realharness.Pi, piCases, runPi},
 }
 
 // TestCapture runs every case through the real harness. With -update it rewrites the
@@ -46,7 +47,7 @@ func TestCapture(t *testing.T) {
 			for i := range h.cases {
 				c := &h.cases[i]
 				t.Run(c.Name, func(t *testing.T) {
-					got := capture(t, h.name, h.run, h.spawn, c)
+					got := capture(t, h.name, h.run, c)
 					fx.Cases = append(fx.Cases, got)
 					if want != nil {
 						checkDrift(t, h.name, want, got)
@@ -62,12 +63,16 @@ func TestCapture(t *testing.T) {
 }
 
 // capture runs one case and returns what the harness did.
-func capture(t *testing.T, harness string, run func(context.Context, realharness.Options) (realharness.Result, error), spawn map[string]bool, c *Case) FixtureCase {
+func capture(t *testing.T, harness string, run func(context.Context, realharness.Options) (realharness.Result, error), c *Case) FixtureCase {
 	cwd := caseRoot(harness) + "/" + c.Name
 	layout(t, cwd, c.Before)
 	calls := c.Calls(cwd)
 	marker := "[conformance:" + c.Name + "]"
 	main := fakeprovider.Thread{Name: "main", Marker: marker}
+	entry, ok := table.Lookup(harness)
+	if !ok {
+		t.Fatalf("%s: not in the harness table", harness)
+	}
 	for i, call := range calls {
 		if !hasPlaceholder(call.Input) {
 			main.Turns = append(main.Turns, fakeprovider.Turn{Calls: []tape.ToolCall{call}})
@@ -127,7 +132,7 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 	var results []tape.ToolResult
 	for i, call := range calls {
 		call.ID = callID(harness, i)
-		step := Step{Call: call, Spawn: spawn[call.Name]}
+		step := Step{Call: call, Spawn: slices.Contains(entry.SpawningTools, call.Name)}
 		if hasPlaceholder(call.Input) {
 			input, err := substitute(call.Input, harvest(harness, results))
 			if err != nil {

@@ -71,7 +71,7 @@ var claudeCases = []Case{
 		return []tape.ToolCall{
 			call("Bash", map[string]any{"command": "echo hi from the background", "description": "background echo", "run_in_background": true}),
 			call("Bash", map[string]any{"command": "sleep 1", "description": "wait"}),
-			call("Read", map[string]any{"file_path": "<<taskpath:0>>"}),
+			call("Read", map[string]any{"file_path": "<<background output file:0>>"}),
 		}
 	}},
 	{Name: "bash-output-30000", Calls: func(string) []tape.ToolCall {
@@ -167,13 +167,13 @@ var codexCases = []Case{
 		// A command outlives its yield time; the model polls its session.
 		return []tape.ToolCall{
 			call("exec_command", map[string]any{"cmd": "echo early; sleep 1; echo late", "yield_time_ms": 250}),
-			call("write_stdin", map[string]any{"session_id": "<<session:0>>", "chars": "", "yield_time_ms": 5000}),
+			call("write_stdin", map[string]any{"session_id": "<<exec session id:0>>", "chars": "", "yield_time_ms": 5000}),
 		}
 	}},
 	{Name: "exec-session-stdin", Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{
 			call("exec_command", map[string]any{"cmd": "read x; echo got $x", "tty": true, "yield_time_ms": 250}),
-			call("write_stdin", map[string]any{"session_id": "<<session:0>>", "chars": "hello\n", "yield_time_ms": 2000}),
+			call("write_stdin", map[string]any{"session_id": "<<exec session id:0>>", "chars": "hello\n", "yield_time_ms": 2000}),
 		}
 	}},
 	{Name: "patch-add", Calls: func(string) []tape.ToolCall {

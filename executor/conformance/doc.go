@@ -7,5 +7,6 @@
 // its next request as fixtures in testdata/<harness>.json (go test -update). The comparison
 // half gives tapebox-exec the same calls in an identical fresh directory (same absolute
 // path) and checks that it returns the same results byte for byte, except for the fields
-// the harness itself makes volatile, which are named in one table (volatile_test.go).
+// the harness itself makes volatile, which are named in the harness table
+// (tape/harnesses), the one a replay's compare reads too (see volatile_test.go).
 package conformance

@@ -126,7 +126,7 @@ func (s *session) close() {
 
 // TestExecutorMatchesHarness gives tapebox-exec every call of the fixtures, one "serve"
 // session per case in an identical fresh directory at the same absolute path, and checks that each result equals the
-// harness's byte for byte (volatile fields aside: see volatiles and ignored) and that the
+// harness's byte for byte (volatile and identifier fields aside: see normalize and ignored) and that the
 // directory ends in the same state.
 func TestExecutorMatchesHarness(t *testing.T) {
 	bin := executorBinary(t)

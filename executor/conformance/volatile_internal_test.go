@@ -2,14 +2,16 @@ package conformance
 
 import (
 	"encoding/json"
-	"slices"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
+	table "github.com/tapebox/tapebox/tape/harnesses"
 )
 
 func result(text string, isError bool) tape.ToolResult {
@@ -36,7 +38,7 @@ func TestDiffResults(t *testing.T) {
 			result(strings.NewReplacer("95fad4", "0a1b2c", "0.0000", "1.2500").Replace(execOut), false), true},
 		{"exit code is not volatile", realharness.Codex, "exec_command", result(execOut, false),
 			result(strings.Replace(execOut, "code 0", "code 1", 1), false), false},
-		{"chunk id only volatile for commands", realharness.Codex, "apply_patch", result("Chunk ID: 95fad4", false), result("Chunk ID: 000000", false), false},
+		{"a chunk id is Codex's volatile field only", realharness.Claude, "Bash", result("Chunk ID: 95fad4", false), result("Chunk ID: 000000", false), false},
 		{"background id and path", realharness.Claude, "Bash", result(bg, false),
 			result("Command running in background with ID: t1. Output is being written to: /tmp/tapebox-exec-state-0-9f3c1e0a7b2d4c68/tasks/t1/output. You will be notified when it completes.", false), true},
 		{"background tail is compared", realharness.Claude, "Bash", result(bg, false),
@@ -58,36 +60,60 @@ func TestDiffResults(t *testing.T) {
 	}
 }
 
-// Every volatile pattern still matches something the harness really produced: a pattern
-// gone stale after a harness upgrade would otherwise hide nothing and mislead.
-func TestVolatilesMatchFixtures(t *testing.T) {
-	hits := make([]int, len(volatiles))
+// unexercised names the fields of the harness table that no conformance case makes the
+// harness write, and why.
+var unexercised = map[string]string{
+	"claude-code task id":          "TaskOutput results: no case runs TaskOutput on the real harness",
+	"codex shell duration_seconds": "the legacy shell tool: Codex 0.171.0 runs exec_command",
+	"codex spawn_agent nickname":   "spawning tools are played by the controller, not captured",
+	"codex agent id":               "spawning tools are played by the controller, not captured",
+}
+
+// Every volatile and identifier field of the harness table still matches something the
+// harness really produced, or is named in unexercised: a pattern gone stale after a harness
+// upgrade would otherwise hide nothing and mislead.
+func TestTableFieldsMatchFixtures(t *testing.T) {
 	for _, h := range harnesses {
-		fx := loadFixture(t, h.name)
-		for _, c := range fx.Cases {
+		entry, ok := table.Lookup(h.name)
+		require.True(t, ok, h.name)
+		fields := map[string]*regexp.Regexp{}
+		for _, v := range entry.Volatile {
+			fields[h.name+" "+v.Name] = regexp.MustCompile(v.Expr)
+		}
+		for _, id := range entry.Identifiers {
+			fields[h.name+" "+id.Name] = regexp.MustCompile(id.Expr)
+		}
+		hits := map[string]int{}
+		for _, c := range loadFixture(t, h.name).Cases {
 			for _, s := range c.Steps {
-				for i, v := range volatiles {
-					if v.harness == h.name && slices.Contains(v.tools, s.Call.Name) && v.re.MatchString(text(s.Result)) {
-						hits[i]++
+				for name, re := range fields {
+					if re.MatchString(text(s.Result)) {
+						hits[name]++
 					}
 				}
 			}
 		}
-	}
-	for i, v := range volatiles {
-		assert.Positive(t, hits[i], "volatile %q (%s %v) matches no fixture result", v.what, v.harness, v.tools)
+		for name := range fields {
+			why, listed := unexercised[name]
+			switch {
+			case hits[name] == 0 && !listed:
+				t.Errorf("%s matches no fixture result: a stale pattern, or name it in unexercised", name)
+			case hits[name] > 0 && listed:
+				t.Errorf("%s matches %d fixture results but is listed as unexercised (%s)", name, hits[name], why)
+			}
+		}
 	}
 }
 
 func TestSubstitute(t *testing.T) {
-	ids := map[string]string{"session:0": "4217", "taskpath:1": `/tmp/a "b"/x.output`}
+	ids := map[string]string{"exec session id:0": "4217", "background output file:1": `/tmp/a "b"/x.output`}
 	cases := []struct {
 		in, want, err string
 	}{
-		{`{"session_id":"<<session:0>>","chars":""}`, `{"session_id":4217,"chars":""}`, ""},
-		{`{"file_path":"<<taskpath:1>>"}`, `{"file_path":"/tmp/a \"b\"/x.output"}`, ""},
-		{`{"cmd":"cat <<taskpath:1>> | wc"}`, `{"cmd":"cat /tmp/a \"b\"/x.output | wc"}`, ""},
-		{`{"session_id":"<<session:3>>"}`, "", "session:3"},
+		{`{"session_id":"<<exec session id:0>>","chars":""}`, `{"session_id":4217,"chars":""}`, ""},
+		{`{"file_path":"<<background output file:1>>"}`, `{"file_path":"/tmp/a \"b\"/x.output"}`, ""},
+		{`{"cmd":"cat <<background output file:1>> | wc"}`, `{"cmd":"cat /tmp/a \"b\"/x.output | wc"}`, ""},
+		{`{"session_id":"<<exec session id:3>>"}`, "", "exec session id:3"},
 		{`{"plain":1}`, `{"plain":1}`, ""},
 	}
 	for _, tc := range cases {
@@ -101,5 +127,5 @@ func TestSubstitute(t *testing.T) {
 		}
 	}
 	got := harvest(realharness.Codex, []tape.ToolResult{result("x", false), result("Process running with session ID 77\n", false)})
-	assert.Equal(t, map[string]string{"session:1": "77"}, got)
+	assert.Equal(t, map[string]string{"exec session id:1": "77"}, got)
 }

@@ -4,61 +4,30 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
+	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
 )
 
-// volatile is one part of a harness's tool result that changes on every run, so the
-// comparison replaces it with a placeholder on both sides. This table is the complete list
-// of what the comparison does not check byte for byte.
-type volatile struct {
-	harness string
-	tools   []string
-	what    string
-	re      *regexp.Regexp
-	repl    string
-}
-
-var volatiles = []volatile{
-	{realharness.Codex, []string{"exec_command", "write_stdin"}, "chunk id (random per output chunk)",
-		regexp.MustCompile(`(?m)^Chunk ID: [0-9a-f]+$`), "Chunk ID: <chunk-id>"},
-	{realharness.Codex, []string{"exec_command", "write_stdin", "apply_patch"}, "wall time",
-		regexp.MustCompile(`(?m)^Wall time: [0-9]+(\.[0-9]+)? seconds$`), "Wall time: <seconds> seconds"},
-	{realharness.Codex, []string{"exec_command", "write_stdin"}, "session id of a command still running",
-		regexp.MustCompile(`(?m)^Process running with session ID [0-9]+$`), "Process running with session ID <session-id>"},
-	{realharness.Claude, []string{"Bash"}, "background task id and output file (the harness's /tmp/claude-<uid>/<cwd-slug>/<session>/tasks/<id>.output; the executor's own path), for run_in_background and for a command moved to the background at its timeout",
-		regexp.MustCompile(`(in background with ID: |moved to the background \(ID: )[A-Za-z0-9_-]+(\)?)\. Output is being written to: \S+\. `),
-		"${1}<task-id>${2}. Output is being written to: <task-output>. "},
-	{realharness.Claude, []string{"Bash"}, "file holding output past the limit (<HOME>/.claude/projects/<cwd-slug>/<session>/tool-results/<id>.txt)",
-		regexp.MustCompile(`Full output saved to: \S+\.txt\n`), "Full output saved to: <output-file>\n"},
-	{realharness.Pi, []string{"bash"}, "file holding the whole output past the limit (Pi's /tmp/pi-bash-<16 hex>.log; the executor's state directory)",
-		regexp.MustCompile(`Full output: \S+\.log\]`), "Full output: <output-file>]"},
-	{realharness.Claude, []string{"Agent"}, "subagent id",
-		regexp.MustCompile(`\ba[0-9a-f]{16}\b`), "<agent-id>"},
-	{realharness.Claude, []string{"Agent"}, "subagent duration",
-		regexp.MustCompile(`(?m)^duration_ms: [0-9]+`), "duration_ms: <ms>"},
-}
+// The comparison masks, on both sides, the parts of a result that a harness makes
+// different on every run: the volatile fields and the identifier fields of the harness table
+// (package tape/harnesses, read through controller.Mask and controller.MaskIdentifiers), the
+// same table a replay's compare reads. What it ignores besides is in ignored.
 
 // ignored names what is compared not at all, and why.
 var ignored = []struct{ harness, what, why string }{
 	{realharness.Codex, "is_error", "the Responses wire carries no error flag: the harness's side is always false"},
-	{realharness.Claude, "Agent and Task calls", "spawning tools start a subagent the controller plays; their calls never reach the executor"},
+	{"", "calls of spawning tools (the harness table's SpawningTools: Claude Code's Agent and Task)", "they start a subagent the controller plays; their calls never reach the executor"},
 }
 
 // isErrorCompared says whether the harness's wire format carries is_error.
 func isErrorCompared(harness string) bool { return harness != realharness.Codex }
 
-// normalize replaces the volatile parts of a result's text.
-func normalize(harness, tool, text string) string {
-	for _, v := range volatiles {
-		if v.harness == harness && slices.Contains(v.tools, tool) {
-			text = v.re.ReplaceAllString(text, v.repl)
-		}
-	}
-	return text
+// normalize replaces the volatile and identifier fields of a harness's result text.
+func normalize(harness, text string) string {
+	return controller.MaskIdentifiers(harness, controller.Mask(harness, text))
 }
 
 // diffResults returns "" when got matches want for a call, else a description of the
@@ -84,7 +53,7 @@ func diffResults(harness string, call tape.ToolCall, want, got tape.ToolResult) 
 			}
 			continue
 		}
-		wt, gt := normalize(harness, call.Name, w.Text), normalize(harness, call.Name, g.Text)
+		wt, gt := normalize(harness, w.Text), normalize(harness, g.Text)
 		if wt != gt {
 			out = append(out, fmt.Sprintf("block %d text:\n%s", i, textDiff(wt, gt)))
 		}
@@ -135,34 +104,25 @@ func diffFiles(want, got []File) string {
 	return strings.Join(out, "\n")
 }
 
-// identifiers are the volatile ids a harness makes up in a result that the model then
-// passes back in a later call. A case's call refers to one as "<<name:step>>" in its input;
-// the capture fills in the harness's id, the comparison the executor's (the identifier
-// substitution a replay does).
-var identifiers = []struct {
-	harness, name string
-	re            *regexp.Regexp
-}{
-	{realharness.Codex, "session", regexp.MustCompile(`session ID ([0-9]+)`)},
-	{realharness.Claude, "task", regexp.MustCompile(`(?:in background with ID: |moved to the background \(ID: )([A-Za-z0-9_-]+)`)},
-	{realharness.Claude, "taskpath", regexp.MustCompile(`Output is being written to: (\S+)\. `)},
-}
-
-var placeholder = regexp.MustCompile(`"?<<([a-z]+:[0-9]+)>>"?`)
+// A case's call refers to an identifier that the harness made up in an earlier result, and
+// that the model passes back, as "<<field:step>>" in its input, field being the name of an
+// identifier field of the harness table ("<<exec session id:0>>"): the capture fills in the
+// harness's id, the comparison the executor's (the identifier substitution a replay does).
+var placeholder = regexp.MustCompile(`"?<<([a-z ]+:[0-9]+)>>"?`)
 
 // hasPlaceholder says whether a call input refers to an identifier.
 func hasPlaceholder(input []byte) bool { return placeholder.Match(input) }
 
-// harvest collects the identifiers of earlier results, keyed "name:step".
+// harvest collects the identifiers of earlier results, keyed "field:step".
 func harvest(harness string, results []tape.ToolResult) map[string]string {
 	ids := map[string]string{}
 	for step, r := range results {
-		for _, id := range identifiers {
-			if id.harness != harness {
+		for _, f := range controller.IdentifierFields {
+			if f.Harness != harness {
 				continue
 			}
-			if m := id.re.FindStringSubmatch(text(r)); m != nil {
-				ids[fmt.Sprintf("%s:%d", id.name, step)] = m[1]
+			if v, ok := f.Value(text(r)); ok {
+				ids[fmt.Sprintf("%s:%d", f.Name, step)] = v
 			}
 		}
 	}

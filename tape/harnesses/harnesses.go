@@ -53,7 +53,8 @@ var ClaudeCode = Harness{
 		{Name: "subagent usage footer: durations and counts", Expr: `(duration_ms|total_tokens|tool_uses): ?[0-9]+`, Replace: "$1: <n>"},
 	},
 	Identifiers: []Identifier{
-		{Name: "background shell id", Expr: `Command running in background with ID: ([A-Za-z0-9_\-]+)`, Keys: []string{"bash_id", "shell_id", "task_id"}},
+		// run_in_background, or a command moved to the background at its timeout
+		{Name: "background shell id", Expr: `(?:Command running in background with ID: |moved to the background \(ID: )([A-Za-z0-9_\-]+)`, Keys: []string{"bash_id", "shell_id", "task_id"}},
 		{Name: "background output file", Expr: `Output is being written to: (\S+?)\.?(?:\s|$)`},
 		{Name: "task id", Expr: `<task_id>([^<\s]+)</task_id>`, Keys: []string{"task_id"}},
 		{Name: "persisted output file", Expr: `Full output saved to: (\S+)`},

@@ -528,6 +528,8 @@ func stateName(st *container.State) string {
 	return "not running"
 }
 
+// Start runs argv as a docker exec in the container, its stdio attached as the Session's
+// (the engine's multiplexed stream split into stdout and stderr).
 func (d *Backend) Start(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	what := "start " + argv[0]
 	ex, err := d.cli.ContainerExecCreate(ctx, d.id, container.ExecOptions{
@@ -642,6 +644,7 @@ type hijackedStdin struct {
 func (w *hijackedStdin) Write(p []byte) (int, error) { return w.conn.Write(p) }
 func (w *hijackedStdin) Close() error                { return w.closeWrite() }
 
+// Exec runs argv as a docker exec in the container and waits for its exit status.
 func (d *Backend) Exec(ctx context.Context, argv []string) (*sandbox.ExecResult, error) {
 	what := "exec " + argv[0]
 	ex, err := d.cli.ContainerExecCreate(ctx, d.id, container.ExecOptions{
@@ -692,6 +695,7 @@ func (d *Backend) abs(dir string) string {
 	return path.Join(d.cwd, dir)
 }
 
+// Snapshot reads the tree under dir through the engine's archive API (CopyFromContainer).
 func (d *Backend) Snapshot(ctx context.Context, dir string) (map[string]sandbox.File, error) {
 	abs := d.abs(dir)
 	rc, _, err := d.cli.CopyFromContainer(ctx, d.id, abs)
@@ -709,6 +713,8 @@ func (d *Backend) Snapshot(ctx context.Context, dir string) (map[string]sandbox.
 	return files, nil
 }
 
+// WriteFiles writes files under dir through the engine's archive API, owned by the
+// container's user.
 func (d *Backend) WriteFiles(ctx context.Context, dir string, files map[string]sandbox.File) error {
 	abs := d.abs(dir)
 	// Extract from the nearest directory that exists; the missing ones are made with the
@@ -746,6 +752,8 @@ func (d *Backend) WriteFiles(ctx context.Context, dir string, files map[string]s
 	return nil
 }
 
+// RestoreWorkspace copies the snapshot into the working directory through the engine's
+// archive API, owned by the container's user.
 func (d *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
 	// The files belong to the container's user, who runs the tool calls. A numeric user goes
 	// into the headers; a name is left to the engine (CopyUIDGID), which looks it up in the
@@ -767,6 +775,7 @@ func (d *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info 
 	return nil
 }
 
+// WorkspaceManifest reads the working directory's manifest from the engine's archive of it.
 func (d *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
 	rc, _, err := d.cli.CopyFromContainer(ctx, d.id, d.cwd)
 	if err != nil {
@@ -781,6 +790,7 @@ func (d *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options)
 	return m, nil
 }
 
+// Close removes the container, which ends its sessions, and the socket directory.
 func (d *Backend) Close(ctx context.Context, open []*sandbox.Session) error {
 	var errs []error
 	// Removing the container ends its sessions at once.

@@ -111,6 +111,8 @@ func (d *Backend) dropSocket() {
 	d.sockParent, d.sockHost = "", ""
 }
 
+// Transport is "unix-socket" while the executor talks over a socket in a host directory
+// mounted into the container, else "exec-stream".
 func (d *Backend) Transport() string {
 	if d.sockHost != "" && !d.sockOff.Load() {
 		return "unix-socket"
@@ -123,6 +125,9 @@ type socketError struct{ msg string }
 
 func (e *socketError) Error() string { return "executor socket: " + e.msg }
 
+// StartExecutor starts the executor on the socket transport when the sandbox has one, and
+// gives it up for the exec stream, for good, when the socket fails where the stream may not
+// (unless the transport was asked for by name).
 func (d *Backend) StartExecutor(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	if d.sockHost == "" || d.sockOff.Load() {
 		return d.Start(ctx, argv)

@@ -497,6 +497,8 @@ func (b *Backend) executor(argv []string, stdin, stderr bool) (remotecommand.Exe
 	})
 }
 
+// Start runs argv in the pod's container through the API server's exec subresource, its
+// stdio streamed as the Session's.
 func (b *Backend) Start(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	what := "start " + argv[0]
 	ex, err := b.executor(argv, true, true)
@@ -551,10 +553,12 @@ func (b *Backend) streamErr(command, stderr string, err error, sctx context.Cont
 	return fmt.Errorf("exec %s in pod %s: %w", command, b.name, b.reachErr(err))
 }
 
+// StartExecutor starts the executor as Start does: the exec stream is the only transport.
 func (b *Backend) StartExecutor(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	return b.Start(ctx, argv)
 }
 
+// Transport is "k8s-exec".
 func (b *Backend) Transport() string { return "k8s-exec" }
 
 // run is a one-shot exec with stdin (nil for none), output kept in memory.
@@ -596,6 +600,8 @@ func (b *Backend) apiErr(op string, err error) error {
 	return fmt.Errorf("%s in %s: %w", op, b.spec, b.reachErr(err))
 }
 
+// Exec runs argv in the pod's container through the exec subresource and waits for its
+// exit status.
 func (b *Backend) Exec(ctx context.Context, argv []string) (*sandbox.ExecResult, error) {
 	res, err := b.run(ctx, argv, nil)
 	if err != nil {
@@ -647,6 +653,7 @@ func (b *Backend) tarInto(ctx context.Context, dir string, archive io.Reader, op
 	return nil
 }
 
+// Snapshot reads the tree under dir as a tar stream from the pod (tar run by exec).
 func (b *Backend) Snapshot(ctx context.Context, dir string) (map[string]sandbox.File, error) {
 	abs := b.abs(b.podCwd, dir)
 	r, err := b.tarFrom(ctx, abs, "snapshot "+abs)
@@ -660,6 +667,7 @@ func (b *Backend) Snapshot(ctx context.Context, dir string) (map[string]sandbox.
 	return files, nil
 }
 
+// WriteFiles writes files under dir as a tar stream into the pod, owned by its user.
 func (b *Backend) WriteFiles(ctx context.Context, dir string, files map[string]sandbox.File) error {
 	abs := b.abs(b.podCwd, dir)
 	owner, _ := kit.OwnerOf(b.user)
@@ -670,6 +678,7 @@ func (b *Backend) WriteFiles(ctx context.Context, dir string, files map[string]s
 	return b.tarInto(ctx, abs, &buf, "write files to "+abs)
 }
 
+// RestoreWorkspace streams the snapshot into the pod's working directory, owned by its user.
 func (b *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
 	rc, _, err := kit.WorkspaceTar(snapshot, info, b.user)
 	if err != nil {
@@ -679,6 +688,7 @@ func (b *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info 
 	return b.tarInto(ctx, b.podCwd, rc, "restore workspace "+snapshot.Name()+" into "+b.podCwd)
 }
 
+// WorkspaceManifest reads the working directory's manifest from a tar stream of it.
 func (b *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
 	r, err := b.tarFrom(ctx, b.podCwd, "workspace manifest of "+b.podCwd)
 	if err != nil {
@@ -717,6 +727,7 @@ func (b *Backend) deletePod(ctx context.Context) error {
 	return b.delErr
 }
 
+// Close deletes the pod, which ends its sessions.
 func (b *Backend) Close(ctx context.Context, open []*sandbox.Session) error {
 	err := b.deletePod(ctx)
 	sandbox.CloseSessions(open)

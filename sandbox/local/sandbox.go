@@ -175,12 +175,16 @@ func (l *Backend) command(run func(string, ...string) *exec.Cmd, argv []string) 
 	return cmd
 }
 
+// StartExecutor starts the executor as Start does, on its stdin and stdout.
 func (l *Backend) StartExecutor(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	return l.Start(ctx, argv)
 }
 
+// Transport is "pipes".
 func (l *Backend) Transport() string { return "pipes" }
 
+// Start runs argv in the directory (under bwrap when the sandbox is jailed) with pipes for
+// its stdio.
 func (l *Backend) Start(ctx context.Context, argv []string) (*sandbox.Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", argv[0], l.spec, err)
@@ -233,6 +237,7 @@ func (l *Backend) Start(ctx context.Context, argv []string) (*sandbox.Session, e
 	return s, nil
 }
 
+// Exec runs argv in the directory (under bwrap when jailed) and waits for its exit status.
 func (l *Backend) Exec(ctx context.Context, argv []string) (*sandbox.ExecResult, error) {
 	cmd := l.command(func(name string, args ...string) *exec.Cmd { return exec.CommandContext(ctx, name, args...) }, argv)
 	var stdout, stderr bytes.Buffer
@@ -258,6 +263,7 @@ func (l *Backend) abs(dir string) string {
 	return filepath.Join(l.dir, dir)
 }
 
+// Snapshot reads the tree under dir from the host's file system.
 func (l *Backend) Snapshot(ctx context.Context, dir string) (map[string]sandbox.File, error) {
 	abs := l.abs(dir)
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
@@ -273,6 +279,7 @@ func (l *Backend) Snapshot(ctx context.Context, dir string) (map[string]sandbox.
 	return files, nil
 }
 
+// WriteFiles writes files under dir on the host's file system.
 func (l *Backend) WriteFiles(ctx context.Context, dir string, files map[string]sandbox.File) error {
 	abs := l.abs(dir)
 	if err := sandbox.WriteDir(abs, files); err != nil {
@@ -281,6 +288,7 @@ func (l *Backend) WriteFiles(ctx context.Context, dir string, files map[string]s
 	return nil
 }
 
+// RestoreWorkspace extracts the snapshot into the directory (workspace.Restore).
 func (l *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info workspace.Info) error {
 	if err := workspace.Restore(ctx, snapshot, info, l.dir); err != nil {
 		return fmt.Errorf("restore workspace in %s: %w", l.spec, err)
@@ -288,6 +296,7 @@ func (l *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info 
 	return nil
 }
 
+// WorkspaceManifest reads the directory's manifest (workspace.ManifestDir).
 func (l *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
 	m, err := workspace.ManifestDir(ctx, l.dir, opts)
 	if err != nil {
@@ -296,6 +305,7 @@ func (l *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options)
 	return m, nil
 }
 
+// Close ends the open sessions and, for a jailed sandbox, the jail.
 func (l *Backend) Close(ctx context.Context, open []*sandbox.Session) error {
 	sandbox.CloseSessions(open)
 	if l.jail != nil {

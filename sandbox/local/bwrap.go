@@ -130,7 +130,13 @@ func (j *jail) setup(ctx context.Context, cat, dir, exe string) error {
 	a = append(a, "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL")
 	a = append(a, sys...)
-	a = append(a, "--dev", "/dev", "--proc", "/proc", "--bind", tmp, "/tmp")
+	// /proc/sys read-only: its files are the host root's, and run as root the sandbox's uid
+	// is the host's root, which is all a sysctl write checks (no capability): a writable
+	// kernel.core_pattern would run a program of DIR as the host's root. bwrap covers
+	// /proc/sys only when the directory itself is writable, which it is not (0555). The host's
+	// /proc/sys is the same tree: a sysctl of a namespace (net, user) answers for the
+	// process that reads it.
+	a = append(a, "--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--bind", tmp, "/tmp")
 	skel, err := j.skeleton(dir)
 	if err != nil {
 		return err

@@ -98,6 +98,12 @@ func TestJailRefuses(t *testing.T) {
 		{"the docker socket", "ls -l /var/run/docker.sock /run/docker.sock", "No such file or directory"},
 		{"remount read-write, then write", "mount -o remount,rw /; mount -o remount,rw,bind /etc; echo x > /etc/tapebox-jail-test", "Read-only file system"},
 		{"a nested user namespace", "unshare -U true", "unshare failed"},
+		// Run as root, the sandbox's uid is the host's root, and /proc/sys's files are
+		// root's: a writable kernel.core_pattern ("|DIR/x") runs DIR/x as the host's root,
+		// outside every namespace. The value written is the one read, so a failure changes
+		// nothing.
+		{"write a host sysctl (kernel.core_pattern)", `v=$(cat /proc/sys/kernel/core_pattern) && printf '%s\n' "$v" > /proc/sys/kernel/core_pattern`, "Read-only file system"},
+		{"write a host sysctl (vm.swappiness)", `v=$(cat /proc/sys/vm/swappiness) && echo "$v" > /proc/sys/vm/swappiness`, "Read-only file system"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,5 +60,9 @@
 // lead it outside.
 //
 // What Restore writes is bounded by Info.Bytes (content beyond it is refused), and Info
-// comes from the tape: check it against a limit of your own before restoring a stranger's.
+// comes from the tape, so Verify, Restore and Tar also refuse an Info over
+// UntrustedMaxBytes (4 GiB) or UntrustedMaxEntries before decompressing anything: zstd
+// packs 128 KiB of zeros in 4 bytes, so a snapshot of 128 KiB can hold 4 GiB. Names over
+// MaxNameBytes, names of more than UntrustedMaxNameBytes together and more tar than the
+// recorded entries take (stacked long-name headers) are refused too.
 package workspace

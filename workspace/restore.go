@@ -58,6 +58,7 @@ type checker struct {
 	bytes    int64
 	maxFiles int   // -1: no limit
 	maxBytes int64 // -1: no limit
+	names    int64 // bytes of the names in seen
 	name     string
 }
 
@@ -87,6 +88,12 @@ func (c *checker) check(hdr *tar.Header) (e entry, skip bool, err error) {
 	}
 	if !fs.ValidPath(name) || strings.ContainsRune(name, 0) {
 		return e, false, c.refuse(hdr, "not a clean relative path (no . or .. elements, no empty ones)")
+	}
+	if len(name) > MaxNameBytes || len(hdr.Linkname) > MaxNameBytes {
+		return e, false, c.refuse(hdr, "a name or link target over %d bytes", MaxNameBytes)
+	}
+	if c.names += int64(len(name)); c.maxFiles >= 0 && c.names > UntrustedMaxNameBytes {
+		return e, false, fmt.Errorf("%s: %w: names of more than %s together", c.name, ErrTooBig, sizeString(UntrustedMaxNameBytes))
 	}
 	if isSparse(hdr) {
 		// A few bytes of sparse map can stand for a terabyte of zeros.
@@ -191,6 +198,9 @@ func scan(src io.ReaderAt, want *Info) (Info, error) {
 		if more, _ := src.ReadAt(make([]byte, 1), size); more > 0 {
 			return Info{}, fmt.Errorf("verify %s: %w: more than the %d bytes recorded", name, ErrMismatch, size)
 		}
+		if err := checkInfo(name, *want); err != nil {
+			return Info{}, fmt.Errorf("verify %w", err)
+		}
 	}
 	h := sha256.New()
 	sr := io.NewSectionReader(src, 0, size)
@@ -202,7 +212,7 @@ func scan(src io.ReaderAt, want *Info) (Info, error) {
 			return err
 		}
 		defer dec.Close()
-		tr := tar.NewReader(dec)
+		tr := tar.NewReader(archiveLimit(dec, name, want))
 		for {
 			hdr, err := tr.Next()
 			if errors.Is(err, io.EOF) {
@@ -304,7 +314,7 @@ func extract(ctx context.Context, src io.ReaderAt, want Info, root *os.Root) err
 		return err
 	}
 	defer dec.Close()
-	tr := tar.NewReader(dec)
+	tr := tar.NewReader(archiveLimit(dec, name, &want))
 	c := newChecker(name, &want)
 	type dirTimes struct {
 		name  string
@@ -424,7 +434,7 @@ func Tar(src io.ReaderAt, want Info, owner Owner) (io.ReadCloser, error) {
 		return nil, err
 	}
 	name := snapshotName(src)
-	s := &tarStream{name: name, want: want.Digest, owner: owner, h: h, raw: raw, dec: dec, tr: tar.NewReader(dec), c: newChecker(name, &want)}
+	s := &tarStream{name: name, want: want.Digest, owner: owner, h: h, raw: raw, dec: dec, tr: tar.NewReader(archiveLimit(dec, name, &want)), c: newChecker(name, &want)}
 	s.tw = tar.NewWriter(&s.buf)
 	return s, nil
 }

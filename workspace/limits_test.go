@@ -134,3 +134,37 @@ func TestRestoreRefusesLongNames(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnsafe)
 	assert.Contains(t, err.Error(), "over 4096 bytes")
 }
+
+// TestManifestUntrusted: with Options.Untrusted both manifests refuse more entries or file
+// content than the limits, from sizes and counts alone; without it they take any amount.
+func TestManifestUntrusted(t *testing.T) {
+	oldBytes, oldEntries := untrustedMaxBytes, untrustedMaxEntries
+	t.Cleanup(func() { untrustedMaxBytes, untrustedMaxEntries = oldBytes, oldEntries })
+	untrustedMaxBytes, untrustedMaxEntries = 10, 3
+	dir := t.TempDir()
+	build(t, dir, map[string]node{"a": {data: "12345"}, "b": {data: "12345"}, "c": {data: "1"}})
+	archive := tarOf(t, reg("a", "12345"), reg("b", "12345"), reg("c", "1"))
+
+	_, err := ManifestDir(t.Context(), dir, Options{Untrusted: true})
+	require.ErrorIs(t, err, ErrTooBig)
+	assert.Contains(t, err.Error(), "(c is 1 byte)")
+	_, err = ManifestTar(bytes.NewReader(archive), "", Options{Untrusted: true})
+	require.ErrorIs(t, err, ErrTooBig)
+	assert.Contains(t, err.Error(), "(c is 1 byte)")
+	for _, opts := range []Options{{}, {Untrusted: false, MaxBytes: 1}} {
+		m, err := ManifestDir(t.Context(), dir, opts)
+		require.NoError(t, err)
+		assert.Len(t, m, 3)
+		m, err = ManifestTar(bytes.NewReader(archive), "", opts)
+		require.NoError(t, err)
+		assert.Len(t, m, 3)
+	}
+
+	untrustedMaxBytes, untrustedMaxEntries = 100, 2
+	_, err = ManifestDir(t.Context(), dir, Options{Untrusted: true})
+	require.ErrorIs(t, err, ErrTooBig)
+	assert.Contains(t, err.Error(), "more than 2 entries")
+	_, err = ManifestTar(bytes.NewReader(archive), "", Options{Untrusted: true})
+	require.ErrorIs(t, err, ErrTooBig)
+	assert.Contains(t, err.Error(), "more than 2 entries")
+}

@@ -35,7 +35,8 @@ type Manifest []Entry
 func modeString(perm fs.FileMode) string { return fmt.Sprintf("%04o", uint32(perm.Perm())) }
 
 // ManifestDir builds the manifest of the directory dir, hashing every regular file and
-// following no symbolic link (dir itself may be one). Options.MaxBytes does not apply.
+// following no symbolic link (dir itself may be one). Options.MaxBytes does not apply;
+// Options.Untrusted bounds what it reads.
 func ManifestDir(ctx context.Context, dir string, opts Options) (Manifest, error) {
 	t, err := walk(ctx, dir, opts)
 	if err != nil {
@@ -90,6 +91,8 @@ func ManifestTar(r io.Reader, prefix string, opts Options) (Manifest, error) {
 	var out Manifest
 	index := map[string]int{}
 	h := sha256.New()
+	maxBytes, maxEntries := opts.manifestLimit()
+	var total int64
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -115,6 +118,9 @@ func ManifestTar(r io.Reader, prefix string, opts Options) (Manifest, error) {
 		case tar.TypeSymlink:
 			e.Type, e.Mode, e.Link = TypeSymlink, "0777", hdr.Linkname
 		case tar.TypeReg:
+			if total += hdr.Size; maxBytes >= 0 && total > maxBytes {
+				return nil, fmt.Errorf("manifest of an archive: %w: more than %s of files (%s is %s), the most a sandbox's manifest hashes", ErrTooBig, sizeString(maxBytes), rel, sizeString(hdr.Size))
+			}
 			h.Reset()
 			n, err := io.Copy(h, tr)
 			if err != nil {
@@ -142,6 +148,9 @@ func ManifestTar(r io.Reader, prefix string, opts Options) (Manifest, error) {
 		}
 		index[rel] = len(out)
 		out = append(out, e)
+		if maxEntries >= 0 && len(out) > maxEntries {
+			return nil, fmt.Errorf("manifest of an archive: %w: more than %d entries, the most a sandbox's manifest reads", ErrTooBig, maxEntries)
+		}
 	}
 	out.sort()
 	return out, nil

@@ -25,8 +25,22 @@ type Options struct {
 	// NoDefaultExclude drops DefaultExclude: only Exclude applies.
 	NoDefaultExclude bool
 	// MaxBytes caps the file content Snapshot takes, in bytes: 0 means DefaultMaxBytes,
-	// a negative value no cap. Manifests have no cap: they hold no content.
+	// a negative value no cap. Manifests have no cap: they hold no content (Untrusted
+	// bounds them).
 	MaxBytes int64
+	// Untrusted says the tree is a sandbox's that ran a stranger's tape: ManifestDir and
+	// ManifestTar then refuse (ErrTooBig) more than UntrustedMaxBytes of file content or
+	// UntrustedMaxEntries entries, as sizes and counts show before any file is hashed. A
+	// sparse file of a terabyte costs a command nothing and its hash hours.
+	Untrusted bool
+}
+
+// manifestLimit is what a manifest with o may read: -1 for no limit.
+func (o Options) manifestLimit() (bytes int64, entries int) {
+	if !o.Untrusted {
+		return -1, -1
+	}
+	return untrustedMaxBytes, untrustedMaxEntries
 }
 
 func (o Options) maxBytes() int64 {

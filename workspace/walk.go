@@ -48,6 +48,7 @@ func walk(ctx context.Context, dir string, opts Options) (*tree, error) {
 		return nil, fmt.Errorf("%s is not a directory", abs)
 	}
 	t := &tree{dir: abs}
+	maxBytes, maxEntries := opts.manifestLimit()
 	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -92,6 +93,12 @@ func walk(ctx context.Context, dir string, opts Options) (*tree, error) {
 			return nil
 		}
 		t.items = append(t.items, it)
+		if maxEntries >= 0 && len(t.items) > maxEntries {
+			return fmt.Errorf("%w: more than %d entries, the most a sandbox's manifest reads", ErrTooBig, maxEntries)
+		}
+		if maxBytes >= 0 && t.bytes > maxBytes {
+			return fmt.Errorf("%w: more than %s of files (%s is %s), the most a sandbox's manifest hashes", ErrTooBig, sizeString(maxBytes), rel, sizeString(it.size))
+		}
 		return nil
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package sandboxtest
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
@@ -142,4 +143,27 @@ func CheckWorkspace(t *testing.T, sb *sandbox.Sandbox) {
 		// src/same.go was a hard link to main.go on the recording side; in the sandbox it is
 		// a file of its own (snapshots store copies), so it keeps the old content.
 	}, Changes(workspace.Diff(recorded, got)))
+}
+
+// CheckManifestBounded plays a tape that leaves a sparse file of 64 GiB in sb's working
+// directory, which costs it no disk and no time: sb's end manifest is refused at once
+// (workspace.ErrTooBig, naming the file) instead of hashing 64 GiB of zeros (a terabyte
+// costs the tape no more). The directory is empty to begin with.
+func CheckManifestBounded(t *testing.T, sb *sandbox.Sandbox) {
+	t.Helper()
+	res, err := sb.Exec(t.Context(), []string{"sh", "-c", "truncate -s 64G huge && echo made > small"})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	_, err = sb.WorkspaceManifest(ctx, workspace.Options{})
+	require.ErrorIs(t, err, workspace.ErrTooBig)
+	assert.Contains(t, err.Error(), "huge is 68719476736 bytes")
+	res, err = sb.Exec(t.Context(), []string{"rm", "huge"})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	m, err := sb.WorkspaceManifest(t.Context(), workspace.Options{})
+	require.NoError(t, err)
+	require.Len(t, m, 1)
+	assert.Equal(t, "small", m[0].Path, "the bound is the content's, not the directory's")
 }

@@ -775,8 +775,10 @@ func (d *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info 
 	return nil
 }
 
-// WorkspaceManifest reads the working directory's manifest from the engine's archive of it.
+// WorkspaceManifest reads the working directory's manifest from the engine's archive of it,
+// bounded as a directory the tape's commands wrote is (workspace.Options.Untrusted).
 func (d *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+	opts.Untrusted = true
 	rc, _, err := d.cli.CopyFromContainer(ctx, d.id, d.cwd)
 	if err != nil {
 		return nil, d.containerErr("workspace manifest of "+d.cwd, err)

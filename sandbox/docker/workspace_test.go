@@ -97,3 +97,10 @@ func TestDockerLocalSameWorkspace(t *testing.T) {
 	}
 	assert.Contains(t, paths, "bin")
 }
+
+// TestDockerManifestBounded: a tape's sparse file of 64 GiB in a container does not make its
+// end manifest read 64 GiB of zeros from the engine's archive and hash them.
+func TestDockerManifestBounded(t *testing.T) {
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{Cwd: "/work/bounded"})
+	sandboxtest.CheckManifestBounded(t, sb)
+}

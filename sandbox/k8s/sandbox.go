@@ -688,8 +688,10 @@ func (b *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info 
 	return b.tarInto(ctx, b.podCwd, rc, "restore workspace "+snapshot.Name()+" into "+b.podCwd)
 }
 
-// WorkspaceManifest reads the working directory's manifest from a tar stream of it.
+// WorkspaceManifest reads the working directory's manifest from a tar stream of it,
+// bounded as a directory the tape's commands wrote is (workspace.Options.Untrusted).
 func (b *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+	opts.Untrusted = true
 	r, err := b.tarFrom(ctx, b.podCwd, "workspace manifest of "+b.podCwd)
 	if err != nil {
 		return nil, err

@@ -296,8 +296,10 @@ func (l *Backend) RestoreWorkspace(ctx context.Context, snapshot *os.File, info 
 	return nil
 }
 
-// WorkspaceManifest reads the directory's manifest (workspace.ManifestDir).
+// WorkspaceManifest reads the directory's manifest (workspace.ManifestDir), bounded as
+// a directory the tape's commands wrote is (workspace.Options.Untrusted).
 func (l *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options) (workspace.Manifest, error) {
+	opts.Untrusted = true
 	m, err := workspace.ManifestDir(ctx, l.dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("workspace manifest in %s: %w", l.spec, err)

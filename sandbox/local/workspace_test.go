@@ -38,3 +38,10 @@ func TestLocalWorkspace(t *testing.T) {
 	err = sb2.RestoreWorkspace(t.Context(), filepath.Join(t.TempDir(), "missing.tar.zst"), info)
 	assert.ErrorContains(t, err, "missing.tar.zst")
 }
+
+// TestJailManifestBounded: a tape's sparse file of 64 GiB in a jailed sandbox does not make
+// its end manifest hash 64 GiB of zeros.
+func TestJailManifestBounded(t *testing.T) {
+	sb, _ := openJailT(t, sandbox.Options{})
+	sandboxtest.CheckManifestBounded(t, sb)
+}

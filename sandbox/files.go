@@ -135,56 +135,126 @@ func WriteTar(w io.Writer, files map[string]File, owner workspace.Owner) error {
 	return tw.Close()
 }
 
-// ReadDir reads the host directory dir as Snapshot returns it.
+// ReadDir reads the host directory dir as Snapshot returns it. Everything is read through
+// an os.Root on dir, and every entry is checked to be the one its Lstat saw: the tape's
+// commands may still run (background tasks) and swap a file or a directory for a symbolic
+// link to the host's files while the tree is read, which a path-based read would follow.
 func ReadDir(dir string) (map[string]File, error) {
-	files := map[string]File{}
-	var total int64
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == dir {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		fi, err := d.Info()
-		if err != nil {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	r := &dirReader{root: root, files: map[string]File{}}
+	top, err := root.Lstat(".")
+	if err != nil {
+		return nil, err
+	}
+	if err := r.walk(".", top); err != nil {
+		return nil, err
+	}
+	return r.files, nil
+}
+
+type dirReader struct {
+	root  *os.Root
+	files map[string]File
+	total int64
+}
+
+// walk reads the directory rel (slash-separated, "." for the root), which Lstat found to be fi.
+func (r *dirReader) walk(rel string, fi fs.FileInfo) error {
+	d, err := r.open(rel, fi)
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		p := path.Join(rel, n)
+		fi, err := r.root.Lstat(filepath.FromSlash(p))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the directory was read
+		} else if err != nil {
 			return err
 		}
 		f := File{Mode: fi.Mode()}
 		switch {
 		case fi.Mode().IsRegular():
-			total += fi.Size()
-			if total > maxSnapshot {
+			r.total += fi.Size()
+			if r.total > maxSnapshot {
 				return fmt.Errorf("more than %d bytes of files: snapshot a smaller directory", maxSnapshot)
 			}
-			if f.Data, err = os.ReadFile(p); err != nil {
+			if f.Data, err = r.read(p, fi); err != nil {
 				return err
 			}
 		case fi.Mode()&fs.ModeSymlink != 0:
-			if f.Link, err = os.Readlink(p); err != nil {
+			if f.Link, err = r.root.Readlink(filepath.FromSlash(p)); err != nil {
 				return err
 			}
 		}
-		files[rel] = f
-		return nil
-	})
+		r.files[p] = f
+		if fi.IsDir() {
+			if err := r.walk(p, fi); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// open opens rel through the root and checks that it is still what Lstat found.
+func (r *dirReader) open(rel string, fi fs.FileInfo) (*os.File, error) {
+	f, err := r.root.Open(filepath.FromSlash(rel))
 	if err != nil {
 		return nil, err
 	}
-	return files, nil
+	got, err := f.Stat()
+	if err == nil && (!os.SameFile(fi, got) || got.Mode().Type() != fi.Mode().Type()) {
+		err = fmt.Errorf("%s changed while it was read (was %v, now %v)", rel, fi.Mode().Type(), got.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
-// WriteDir writes files under the host directory dir as WriteFiles does.
+// read reads the regular file rel, at most the size Lstat found.
+func (r *dirReader) read(rel string, fi fs.FileInfo) ([]byte, error) {
+	f, err := r.open(rel, fi)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data := make([]byte, fi.Size())
+	n, err := io.ReadFull(f, data)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = nil // shrunk meanwhile
+	}
+	return data[:n], err
+}
+
+// WriteDir writes files under the host directory dir as WriteFiles does, through an os.Root
+// on dir: a name with "..", or a symbolic link the tape's commands left in dir, cannot lead
+// a write outside it.
 func WriteDir(dir string, files map[string]File) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	for _, n := range slices.Sorted(maps.Keys(files)) {
 		f := files[n]
-		p := filepath.Join(dir, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		p := filepath.FromSlash(n)
+		if err := root.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
 		switch {
@@ -193,17 +263,17 @@ func WriteDir(dir string, files map[string]File) error {
 			if perm == 0 {
 				perm = 0o755
 			}
-			if err := os.MkdirAll(p, perm); err != nil {
+			if err := root.MkdirAll(p, perm); err != nil {
 				return err
 			}
-			if err := os.Chmod(p, perm); err != nil {
+			if err := root.Chmod(p, perm); err != nil {
 				return err
 			}
 		case f.Mode&fs.ModeSymlink != 0:
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
-			if err := os.Symlink(f.Link, p); err != nil {
+			if err := root.Symlink(f.Link, p); err != nil {
 				return err
 			}
 		case f.Mode.IsRegular():
@@ -211,15 +281,15 @@ func WriteDir(dir string, files map[string]File) error {
 			if perm == 0 {
 				perm = 0o644
 			}
-			if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
-				if err := os.RemoveAll(p); err != nil {
+			if fi, err := root.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+				if err := root.RemoveAll(p); err != nil {
 					return err
 				}
 			}
-			if err := os.WriteFile(p, f.Data, perm); err != nil {
+			if err := root.WriteFile(p, f.Data, perm); err != nil {
 				return err
 			}
-			if err := os.Chmod(p, perm); err != nil {
+			if err := root.Chmod(p, perm); err != nil {
 				return err
 			}
 		default:

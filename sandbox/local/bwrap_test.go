@@ -24,6 +24,7 @@ import (
 	"github.com/tapebox/tapebox/internal/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
+	"golang.org/x/sys/unix"
 )
 
 // needBwrap skips t where bwrap is not installed, except in CI, which installs it
@@ -359,4 +360,65 @@ func TestJailNotReadyFailsClosed(t *testing.T) {
 			assert.Empty(t, entries, "the private directory is removed")
 		})
 	}
+}
+
+// TestJailHostSideFollowsNoLink: what the host side does in DIR after the tape's commands
+// ran (Sandbox.WriteFiles, Snapshot) never follows a symbolic link they left, nor one they
+// swap in while it reads. Before, WriteFiles wrote through DIR/sub -> a host directory, and
+// Snapshot, walking by path, read a host file through a directory swapped for a link.
+func TestJailHostSideFollowsNoLink(t *testing.T) {
+	sb, dir := openJailT(t, sandbox.Options{})
+	host := t.TempDir() // the host's files, not visible in the jail
+	require.NoError(t, os.WriteFile(filepath.Join(host, "secret"), []byte("HOST-SECRET"), 0o600))
+
+	t.Run("WriteFiles through a link the tape made", func(t *testing.T) {
+		res := sh(t, sb, "ln -s "+host+" sub && ln -s .. up")
+		require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+		for _, name := range []string{"sub/planted", "up/planted"} {
+			err := sb.WriteFiles(t.Context(), ".", map[string]sandbox.File{name: {Mode: 0o644, Data: []byte("x")}})
+			assert.Error(t, err, name)
+		}
+		assert.NoFileExists(t, filepath.Join(host, "planted"))
+		assert.NoFileExists(t, filepath.Join(filepath.Dir(dir), "planted"))
+		res = sh(t, sb, "rm sub up")
+		require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	})
+
+	t.Run("Snapshot while a directory is swapped for a link", func(t *testing.T) {
+		// The swap a background task of the tape can run (renameat2 RENAME_EXCHANGE, so d
+		// always exists); the test plays it on DIR from the host, where it is the same.
+		res := sh(t, sb, "mkdir -p d && echo decoy > d/secret && ln -s "+host+" swap")
+		require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = unix.Renameat2(unix.AT_FDCWD, filepath.Join(dir, "d"), unix.AT_FDCWD, filepath.Join(dir, "swap"), unix.RENAME_EXCHANGE)
+			}
+		}()
+		leaks, reads := 0, 0
+		for range 300 {
+			files, err := sb.Snapshot(t.Context(), ".")
+			if err != nil {
+				continue // "changed while it was read" is a fine answer
+			}
+			reads++
+			for name, f := range files {
+				if strings.Contains(string(f.Data), "HOST-SECRET") {
+					leaks++
+					t.Logf("read the host's file as %s", name)
+				}
+			}
+		}
+		close(stop)
+		<-done
+		assert.Zero(t, leaks, "snapshots that hold the host's file")
+		assert.Positive(t, reads, "some snapshots were read whole")
+	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/tapebox/tapebox/internal/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/workspace"
 	"golang.org/x/sys/unix"
 )
 
@@ -420,5 +421,45 @@ func TestJailHostSideFollowsNoLink(t *testing.T) {
 		<-done
 		assert.Zero(t, leaks, "snapshots that hold the host's file")
 		assert.Positive(t, reads, "some snapshots were read whole")
+	})
+
+	t.Run("WorkspaceManifest while a directory is swapped for a link", func(t *testing.T) {
+		// A host directory of links only, so that nothing stops a manifest that lists it:
+		// its names and link targets would go into the replay tape.
+		lonely := t.TempDir()
+		require.NoError(t, os.Symlink("/HOST-LINK-TARGET", filepath.Join(lonely, "hostlink")))
+		res := sh(t, sb, "rm -rf d swap && mkdir -p e && echo decoy > e/f && ln -s "+lonely+" swap2")
+		require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = unix.Renameat2(unix.AT_FDCWD, filepath.Join(dir, "e"), unix.AT_FDCWD, filepath.Join(dir, "swap2"), unix.RENAME_EXCHANGE)
+			}
+		}()
+		leaks, reads := 0, 0
+		for range 300 {
+			m, err := sb.WorkspaceManifest(t.Context(), workspace.Options{})
+			if err != nil {
+				continue
+			}
+			reads++
+			for _, e := range m {
+				if strings.Contains(e.Path, "hostlink") || strings.Contains(e.Link, "HOST-LINK-TARGET") {
+					leaks++
+					t.Logf("listed the host's %s -> %s", e.Path, e.Link)
+				}
+			}
+		}
+		close(stop)
+		<-done
+		assert.Zero(t, leaks, "manifests that list the host's directory")
+		assert.Positive(t, reads, "some manifests were read whole")
 	})
 }

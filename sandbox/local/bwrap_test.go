@@ -463,3 +463,25 @@ func TestJailHostSideFollowsNoLink(t *testing.T) {
 		assert.Positive(t, reads, "some manifests were read whole")
 	})
 }
+
+// TestJailSetuidCleared: DIR is nosuid in the jail only; on the host a program the tape
+// made setuid (setuid root when the replay runs as root) would stay in DIR for any user of
+// the machine. Closing the sandbox clears the bits, and keeps the rest of the mode.
+func TestJailSetuidCleared(t *testing.T) {
+	needBwrap(t)
+	dir := filepath.Join(t.TempDir(), "work")
+	sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{Logf: t.Logf})
+	require.NoError(t, err)
+	require.NotNil(t, sb.Backend().(*Backend).jail)
+	res := sh(t, sb, "cp /usr/bin/id x && chmod 4755 x && cp x y && chmod 2711 y && mkdir -p sub && cp x sub/z && chmod 6750 sub/z && ln -s x link")
+	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	fi, err := os.Stat(filepath.Join(dir, "x"))
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&os.ModeSetuid, "the jail let the tape set the bit: the case this test is about")
+	require.NoError(t, sb.Close(t.Context()))
+	for name, want := range map[string]os.FileMode{"x": 0o755, "y": 0o711, "sub/z": 0o750} {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.Equal(t, want, fi.Mode(), name)
+	}
+}

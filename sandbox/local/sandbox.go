@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -307,13 +308,46 @@ func (l *Backend) WorkspaceManifest(ctx context.Context, opts workspace.Options)
 	return m, nil
 }
 
-// Close ends the open sessions and, for a jailed sandbox, the jail.
+// Close ends the open sessions and, for a jailed sandbox, the jail; then it clears the
+// setuid and setgid bits of DIR's files (see stripSetID).
 func (l *Backend) Close(ctx context.Context, open []*sandbox.Session) error {
 	sandbox.CloseSessions(open)
 	if l.jail != nil {
-		if err := l.jail.close(); err != nil {
+		err := l.jail.close()
+		if serr := stripSetID(l.dir); serr != nil && err == nil {
+			err = serr
+		}
+		if err != nil {
 			return fmt.Errorf("close sandbox %s: %w", l.spec, err)
 		}
 	}
 	return nil
+}
+
+// stripSetID clears the setuid and setgid bits of the regular files under dir, once the
+// jail's processes have ended. DIR is nosuid in the jail, but not on the host, where it
+// stays: run as root, a tape's "chmod 4755 x" left a setuid-root program there for any user
+// of the machine who can reach DIR (a restore never writes those bits, nor does a manifest
+// record them). It goes through an os.Root on dir and follows no link.
+func stripSetID(dir string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("clear setuid bits in %s: %w", dir, err)
+	}
+	defer root.Close()
+	var errs []error
+	_ = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil // unreadable directories keep what they hold; nothing in them runs from here
+		}
+		fi, err := root.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) == 0 {
+			return nil
+		}
+		if err := root.Chmod(p, fi.Mode().Perm()); err != nil {
+			errs = append(errs, fmt.Errorf("clear the setuid bits of %s: %w", filepath.Join(dir, p), err))
+		}
+		return nil
+	})
+	return errors.Join(errs...)
 }

@@ -78,3 +78,23 @@ func CheckExec(t *testing.T, sb *sandbox.Sandbox, cases []ExecCase) {
 		})
 	}
 }
+
+// CheckStderrEscaped: a process a session's command started writes a terminal's escape
+// sequences into the command's stderr through /proc/PPID/fd/2, as a tape's command can
+// into its executor's; the session's Stderr and its ExitError carry them escaped, never
+// as the bytes that would retitle or clear the terminal the error is printed on.
+func CheckStderrEscaped(t *testing.T, sb *sandbox.Sandbox) {
+	t.Helper()
+	s, err := sb.StartCommand(t.Context(), []string{"sh", "-c", `sh -c 'printf "\033]0;pwned\007\033[2Jgone\233\n" > /proc/$PPID/fd/2'; exit 3`})
+	require.NoError(t, err)
+	_, err = io.ReadAll(s.Stdout)
+	require.NoError(t, err)
+	var ee *sandbox.ExitError
+	require.ErrorAs(t, WaitDone(t, s), &ee)
+	for _, got := range []string{s.Stderr(), ee.Stderr, ee.Error()} {
+		assert.NotContains(t, got, "\x1b")
+		assert.NotContains(t, got, "\a")
+		assert.Contains(t, got, `\x1b]0;pwned\x07\x1b[2Jgone\x9b`)
+	}
+	assert.NoError(t, s.Close())
+}

@@ -485,3 +485,10 @@ func TestJailSetuidCleared(t *testing.T) {
 		assert.Equal(t, want, fi.Mode(), name)
 	}
 }
+
+// TestJailStderrEscaped: what a tape's process writes into its executor's stderr reaches
+// error messages escaped (sandboxtest.CheckStderrEscaped).
+func TestJailStderrEscaped(t *testing.T) {
+	sb, _ := openJailT(t, sandbox.Options{})
+	sandboxtest.CheckStderrEscaped(t, sb)
+}

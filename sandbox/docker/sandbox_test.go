@@ -508,3 +508,10 @@ func TestOpenExecutorPathWithoutInstall(t *testing.T) {
 	require.ErrorIs(t, err, sandbox.ErrOption)
 	assert.Contains(t, err.Error(), "set InstallExecutor too")
 }
+
+// TestDockerStderrEscaped: in a container too, a child writes into its parent's stderr
+// through /proc, and the session's error messages carry it escaped.
+func TestDockerStderrEscaped(t *testing.T) {
+	sb := openImage(t, dockertest.TinyImage, sandbox.Options{})
+	sandboxtest.CheckStderrEscaped(t, sb)
+}

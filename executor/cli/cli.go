@@ -139,8 +139,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 }
 
 // protocolStreams returns the streams serve speaks the protocol on. The process's own stdout
-// and stdin are taken over (see RedirectStdout and ProtocolStdin); other streams, a test's,
-// are used as they are. release closes what was taken over.
+// and stdin are taken over (see RedirectStdout and ProtocolStdin), the process made
+// NotDumpable first; other streams, a test's, are used as they are. release closes what was
+// taken over.
 func protocolStreams(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, func(), error) {
 	var held []io.Closer
 	release := func() {
@@ -149,6 +150,9 @@ func protocolStreams(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, f
 		}
 	}
 	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
+		if err := NotDumpable(); err != nil {
+			return nil, nil, nil, err
+		}
 		w, err := RedirectStdout()
 		if err != nil {
 			return nil, nil, nil, err

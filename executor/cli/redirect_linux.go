@@ -51,3 +51,16 @@ func ProtocolStdin() (io.ReadCloser, error) {
 	syscall.CloseOnExec(fd)
 	return streamFile(fd, "protocol-in"), nil
 }
+
+// NotDumpable makes the process not dumpable (prctl PR_SET_DUMPABLE 0): the tape's
+// commands run as the executor's user, and a process of the same user may otherwise open
+// the executor's descriptors through /proc/PID/fd (reopening its protocol pipes, to write
+// calls the controller never sent or replies it never asked for), read its memory or
+// ptrace it. Without the capability to ptrace, none of that is allowed now. Its children
+// are dumpable again once they exec.
+func NotDumpable() error {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
+		return fmt.Errorf("make the executor not dumpable: %w", errno)
+	}
+	return nil
+}

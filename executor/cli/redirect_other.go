@@ -13,3 +13,6 @@ func RedirectStdout() (io.WriteCloser, error) { return os.Stdout, nil }
 
 // ProtocolStdin returns os.Stdin unchanged (see RedirectStdout).
 func ProtocolStdin() (io.ReadCloser, error) { return os.Stdin, nil }
+
+// NotDumpable does nothing: it is for Linux (see the Linux build).
+func NotDumpable() error { return nil }

@@ -492,3 +492,37 @@ func TestJailStderrEscaped(t *testing.T) {
 	sb, _ := openJailT(t, sandbox.Options{})
 	sandboxtest.CheckStderrEscaped(t, sb)
 }
+
+// TestJailExecutorNotTamperable: the tape's commands run as the executor's user, but
+// cannot open the executor's file descriptors through /proc (its protocol pipes, its
+// stderr) nor ptrace it: the executor is not dumpable. Before, a command wrote a line
+// into the executor's protocol input (which answered "line 3: malformed JSON") and into
+// its stderr and protocol output.
+func TestJailExecutorNotTamperable(t *testing.T) {
+	sandboxtest.RealExecutor(t, runtime.GOARCH)
+	sb, dir := openJailT(t, sandbox.Options{})
+	s, err := sb.Start(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	sandboxtest.HelloRoundTrip(t, s, dir)
+	enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
+	script := `for p in /proc/[0-9]*; do
+  case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in "/run/tapebox/tapebox-exec serve"*)
+    echo "FOUND $p"
+    for fd in $p/fd/*; do printf 'INJECTED\n' > $fd 2>/dev/null && echo "WROTE $fd"; done
+    grep -h TracerPid $p/status;;
+  esac
+done`
+	b, _ := json.Marshal(map[string]any{"command": script})
+	require.NoError(t, enc.Encode(protocol.Call{Op: protocol.OpCall, ID: "1", Call: tape.ToolCall{ID: "tc_1", Name: "Bash", Input: b}}))
+	// Before, the command's "INJECTED" reached the executor's stdin, which answered with
+	// an error for a malformed line 3 before the result.
+	env, err := dec.Decode()
+	require.NoError(t, err)
+	require.NotNil(t, env.Result, "reply %s", env.Raw)
+	out := env.Result.Result.Text()
+	assert.Contains(t, out, "FOUND", "the executor was found: %s", out)
+	assert.Regexp(t, `/proc/\d+/fd/2: Permission denied`, out)
+	assert.NotContains(t, out, "WROTE")
+	assert.NotContains(t, s.Stderr(), "INJECTED")
+}

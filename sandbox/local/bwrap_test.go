@@ -390,19 +390,7 @@ func TestJailHostSideFollowsNoLink(t *testing.T) {
 		// always exists); the test plays it on DIR from the host, where it is the same.
 		res := sh(t, sb, "mkdir -p d && echo decoy > d/secret && ln -s "+host+" swap")
 		require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_ = unix.Renameat2(unix.AT_FDCWD, filepath.Join(dir, "d"), unix.AT_FDCWD, filepath.Join(dir, "swap"), unix.RENAME_EXCHANGE)
-			}
-		}()
+		stop := swapLoop(filepath.Join(dir, "d"), filepath.Join(dir, "swap"))
 		leaks, reads := 0, 0
 		for range 300 {
 			files, err := sb.Snapshot(t.Context(), ".")
@@ -417,8 +405,7 @@ func TestJailHostSideFollowsNoLink(t *testing.T) {
 				}
 			}
 		}
-		close(stop)
-		<-done
+		stop()
 		assert.Zero(t, leaks, "snapshots that hold the host's file")
 		assert.Positive(t, reads, "some snapshots were read whole")
 	})
@@ -430,19 +417,7 @@ func TestJailHostSideFollowsNoLink(t *testing.T) {
 		require.NoError(t, os.Symlink("/HOST-LINK-TARGET", filepath.Join(lonely, "hostlink")))
 		res := sh(t, sb, "rm -rf d swap && mkdir -p e && echo decoy > e/f && ln -s "+lonely+" swap2")
 		require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_ = unix.Renameat2(unix.AT_FDCWD, filepath.Join(dir, "e"), unix.AT_FDCWD, filepath.Join(dir, "swap2"), unix.RENAME_EXCHANGE)
-			}
-		}()
+		stop := swapLoop(filepath.Join(dir, "e"), filepath.Join(dir, "swap2"))
 		leaks, reads := 0, 0
 		for range 300 {
 			m, err := sb.WorkspaceManifest(t.Context(), workspace.Options{})
@@ -457,11 +432,28 @@ func TestJailHostSideFollowsNoLink(t *testing.T) {
 				}
 			}
 		}
-		close(stop)
-		<-done
+		stop()
 		assert.Zero(t, leaks, "manifests that list the host's directory")
 		assert.Positive(t, reads, "some manifests were read whole")
 	})
+}
+
+// swapLoop exchanges the paths a and b (renameat2 RENAME_EXCHANGE, so both always exist)
+// until the returned stop is called, as a background task of a tape can.
+func swapLoop(a, b string) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			_ = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // TestJailSetuidCleared: DIR is nosuid in the jail only; on the host a program the tape

@@ -518,3 +518,15 @@ done`
 	assert.NotContains(t, out, "WROTE")
 	assert.NotContains(t, s.Stderr(), "INJECTED")
 }
+
+// TestJailCloseDirRemoved: a DIR removed before the sandbox closes leaves nothing to clear,
+// and Close does not fail for it.
+func TestJailCloseDirRemoved(t *testing.T) {
+	needBwrap(t)
+	dir := filepath.Join(t.TempDir(), "work")
+	sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{Logf: t.Logf})
+	require.NoError(t, err)
+	require.NotNil(t, sb.Backend().(*Backend).jail)
+	require.NoError(t, os.RemoveAll(dir))
+	assert.NoError(t, sb.Close(t.Context()))
+}

@@ -331,7 +331,9 @@ func (l *Backend) Close(ctx context.Context, open []*sandbox.Session) error {
 // record them). It goes through an os.Root on dir and follows no link.
 func stripSetID(dir string) error {
 	root, err := os.OpenRoot(dir)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // removed already: nothing left to run
+	} else if err != nil {
 		return fmt.Errorf("clear setuid bits in %s: %w", dir, err)
 	}
 	defer root.Close()

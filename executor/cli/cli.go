@@ -140,7 +140,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 
 // protocolStreams returns the streams serve speaks the protocol on. The process's own stdout
 // and stdin are taken over (see RedirectStdout and ProtocolStdin), the process made
-// NotDumpable first; other streams, a test's, are used as they are. release closes what was
+// NotDumpable and its inherited descriptors kept from its children (KeepInheritedFiles)
+// first; other streams, a test's, are used as they are. release closes what was
 // taken over.
 func protocolStreams(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, func(), error) {
 	var held []io.Closer
@@ -151,6 +152,9 @@ func protocolStreams(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, f
 	}
 	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
 		if err := NotDumpable(); err != nil {
+			return nil, nil, nil, err
+		}
+		if err := KeepInheritedFiles(); err != nil {
 			return nil, nil, nil, err
 		}
 		w, err := RedirectStdout()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"syscall"
 )
 
@@ -61,6 +62,28 @@ func ProtocolStdin() (io.ReadCloser, error) {
 func NotDumpable() error {
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
 		return fmt.Errorf("make the executor not dumpable: %w", errno)
+	}
+	return nil
+}
+
+// KeepInheritedFiles marks every descriptor above 2 that the process inherited
+// close-on-exec, so that none reaches the tape's commands. The executor's own are already;
+// inherited ones are whatever the controller's process was given without FD_CLOEXEC and
+// passed on (a local sandbox's bwrap passes its namespaces' descriptors, and its caller's
+// leaks): a directory of the host among them would let a command open the host's files
+// through /proc/self/fd/N. The executor keeps them, and, not dumpable, lets nobody take
+// them.
+func KeepInheritedFiles() error {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list the executor's descriptors: %w", err)
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		syscall.CloseOnExec(fd) // the directory's own descriptor, closed by now, fails harmlessly
 	}
 	return nil
 }

@@ -16,3 +16,6 @@ func ProtocolStdin() (io.ReadCloser, error) { return os.Stdin, nil }
 
 // NotDumpable does nothing: it is for Linux (see the Linux build).
 func NotDumpable() error { return nil }
+
+// KeepInheritedFiles does nothing: it is for Linux (see the Linux build).
+func KeepInheritedFiles() error { return nil }

@@ -79,6 +79,7 @@ func openJail(ctx context.Context, dir, exe string) (*jail, error) {
 	if err != nil || !jailVisible(cat) {
 		return nil, fmt.Errorf("no cat under %s for the sandbox's keeper process", strings.Join(jailRoots, ", "))
 	}
+	keepInherited()
 	scratch, err := os.MkdirTemp("", "tapebox-local-")
 	if err != nil {
 		return nil, fmt.Errorf("make the sandbox's private directory: %w", err)
@@ -397,9 +398,34 @@ func selfNS(kind string) uint64 {
 // command returns bwrap's path and arguments that run argv in the sandbox, and the files
 // the command must get as fds 3 and on.
 func (j *jail) command(argv []string) (string, []string, []*os.File) {
+	keepInherited()
 	a := make([]string, 0, len(j.args)+1+len(argv))
 	a = append(append(append(a, j.args...), "--"), argv...)
 	return j.bwrap, a, j.ns
+}
+
+// keepInherited marks close-on-exec every descriptor above 2 of this process that lacks it:
+// what its own starter left open (Go opens its own close-on-exec). os/exec passes such
+// descriptors to every child, bwrap passes them into the jail, and any process there that
+// holds one (the keeper's cat, the executor, a command) would let the tape's commands use
+// it through /proc/PID/fd/N: a host directory among them opens the host's files. What a
+// jail needs it gets explicitly (ExtraFiles). Called before each bwrap, for descriptors
+// made in between.
+func keepInherited() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0)
+		if errno == 0 && flags&syscall.FD_CLOEXEC == 0 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // path keeps the entries of the host's PATH that the sandbox sees.

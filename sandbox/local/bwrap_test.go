@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -529,4 +530,36 @@ func TestJailCloseDirRemoved(t *testing.T) {
 	require.NotNil(t, sb.Backend().(*Backend).jail)
 	require.NoError(t, os.RemoveAll(dir))
 	assert.NoError(t, sb.Close(t.Context()))
+}
+
+// TestJailLeakedDescriptorStaysOut: a descriptor the controller's process inherited
+// without close-on-exec (from whoever started it) travels through bwrap into the jail; a
+// host directory among them would let a command read the host's files through
+// /proc/self/fd/N. The executor keeps such descriptors from the tape's commands, and no
+// process of the jail lets them take its own.
+func TestJailLeakedDescriptorStaysOut(t *testing.T) {
+	sandboxtest.RealExecutor(t, runtime.GOARCH)
+	host := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(host, "secret"), []byte("HOST-SECRET"), 0o600))
+	fd, err := syscall.Open(host, syscall.O_RDONLY|syscall.O_DIRECTORY, 0) // no O_CLOEXEC: the leak
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Close(fd) })
+	sb, dir := openJailT(t, sandbox.Options{})
+	s, err := sb.Start(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	sandboxtest.HelloRoundTrip(t, s, dir)
+	enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
+	script := fmt.Sprintf(`for p in self $(ls /proc | grep '^[0-9]'); do cat /proc/$p/fd/%d/secret 2>/dev/null && echo " via $p"; done; echo checked; ls /proc/self/fd | tr '\n' ' '`, fd)
+	b, _ := json.Marshal(map[string]any{"command": script})
+	require.NoError(t, enc.Encode(protocol.Call{Op: protocol.OpCall, ID: "1", Call: tape.ToolCall{ID: "tc_1", Name: "Bash", Input: b}}))
+	env, err := dec.Decode()
+	require.NoError(t, err)
+	require.NotNil(t, env.Result, "reply %s", env.Raw)
+	out := env.Result.Result.Text()
+	assert.Contains(t, out, "checked")
+	assert.NotContains(t, out, "HOST-SECRET")
+	// Nor the namespaces' descriptors the jail's bwrap is given: the command holds its
+	// stdio and ls's own directory only.
+	assert.Regexp(t, `checked\n0 1 2 3\s*$`, out)
 }

@@ -91,7 +91,14 @@ func Compare(rec, rep *tape.Tape) *Report {
 			r.add(Difference{Thread: th.ID, Step: i, Field: "step", Recorded: "missing", Replayed: "present"})
 		}
 	}
+	// A replay tape that does not say how it ended was still being written or was cut
+	// short (killed before tape.Writer.Finish): it cannot show that the run ended where the
+	// recording did, even when every step is there (the last one, an answer without tool
+	// calls, has nothing left to compare).
 	r.Ended = "running or cut short"
+	if rep.Meta.Ended == nil {
+		reached = false
+	}
 	if e := rep.Meta.Ended; e != nil {
 		r.Ended = string(e.Reason)
 		if e.Detail != "" {

@@ -69,13 +69,18 @@ func Compare(rec, rep *tape.Tape) *Report {
 	ids := NewIdentifiers(rec)
 	reached := true
 	for ref := range rec.Steps() {
-		if !reachable(rec, ref.Thread) {
+		reach := reachable(rec, ref.Thread)
+		if !reach && !makesToolCalls(ref.Thread) {
 			continue // a side conversation (a title or summary call) that replays do not play
 		}
 		th := rep.Thread(ref.Thread.ID)
 		if th == nil || ref.Index >= len(th.Steps) {
 			reached = false
-			r.add(Difference{Thread: ref.Thread.ID, Step: ref.Index, Field: "step", Recorded: "present", Replayed: "missing"})
+			missing := "missing"
+			if !reach {
+				missing = "missing (the thread is not reachable from the main thread, and a replay plays only the main thread and the threads its spawning calls start)"
+			}
+			r.add(Difference{Thread: ref.Thread.ID, Step: ref.Index, Field: "step", Recorded: "present", Replayed: missing})
 			continue
 		}
 		r.StepsCompared++
@@ -113,6 +118,18 @@ func Compare(rec, rep *tape.Tape) *Report {
 	r.Identical = reached && len(r.Differences) == 0 && r.EndState.Identical
 	r.Identifiers = ids.Learned()
 	return r
+}
+
+// makesToolCalls says whether some step of th asks for a tool call. A thread that no spawning
+// call leads to is a side conversation when it makes none; when it makes some, its results
+// are part of the run, and a replay that does not play them is not identical.
+func makesToolCalls(th *tape.Thread) bool {
+	for _, s := range th.Steps {
+		if len(s.ToolCalls) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // carriesIsError says whether a wire format can tell a failed tool result from a good one.

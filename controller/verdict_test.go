@@ -1,12 +1,16 @@
 package controller
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/workspace"
 )
 
 // TestCompareNeedsTheReplaysEnd: a replay tape that does not say how it ended (killed after
@@ -67,4 +71,46 @@ func TestCompareThreadsNoSpawnLeadsTo(t *testing.T) {
 	rep := replayOf(t, rec, "ok")
 	rep.Threads[1].Steps = nil
 	require.True(t, Compare(rec, rep).Identical)
+}
+
+// TestCompareEmptyEndState: a run that ends with an empty workspace (it removed every file)
+// has an end manifest with no entries. Written to a tape and read back, it must stay one, or
+// compare takes the recording for one without an end manifest and calls a replay that leaves
+// files behind identical.
+func TestCompareEmptyEndState(t *testing.T) {
+	left := []tape.FileEntry{{Path: "secret.txt", Type: "file", Mode: "0644", Size: 3, SHA256: strings.Repeat("a", 64)}}
+	roundTrip := func(tp *tape.Tape) *tape.Tape {
+		b, err := tape.Marshal(tp)
+		require.NoError(t, err)
+		require.NoError(t, schema.Validate(b))
+		out, err := tape.Unmarshal(b)
+		require.NoError(t, err)
+		sum, err := tape.StripBodies(bytes.NewReader(b))
+		require.NoError(t, err)
+		stripped, err := tape.Unmarshal(sum)
+		require.NoError(t, err)
+		require.Equal(t, out.Meta.Workspace, stripped.Meta.Workspace, "compare's reading (without bodies) is the same")
+		return out
+	}
+	rec := pairTape("claude-code", "ok")
+	rec.Meta.Workspace = &tape.Workspace{End: []tape.FileEntry{}}
+	rec = roundTrip(rec)
+	require.NotNil(t, rec.Meta.Workspace.End, "an empty end manifest is still an end manifest")
+	rep := replayOf(t, rec, "ok")
+	rep.Meta.Workspace = &tape.Workspace{End: left}
+	r := Compare(rec, roundTrip(rep))
+	require.False(t, r.Identical)
+	require.True(t, r.EndState.Compared)
+	require.Equal(t, []workspace.Change{{Path: "secret.txt", Kind: workspace.Extra, Replayed: "file 0644, 3 bytes"}}, r.EndState.Changes)
+
+	// The other way round: the replay ended empty.
+	rec.Meta.Workspace.End = left
+	rep.Meta.Workspace.End = []tape.FileEntry{}
+	r = Compare(rec, roundTrip(rep))
+	require.True(t, r.EndState.Compared, r.EndState.Note)
+	require.Equal(t, workspace.Missing, r.EndState.Changes[0].Kind)
+
+	// A tape without an end manifest still reads as one without.
+	rep.Meta.Workspace.End = nil
+	require.Nil(t, roundTrip(rep).Meta.Workspace.End)
 }

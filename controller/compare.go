@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
@@ -212,17 +213,52 @@ func callNames(cs []tape.ToolCall) string {
 	return "[" + strings.Join(names, ", ") + "]"
 }
 
+// jsonEqual says whether two JSON documents hold the same value, whatever their spacing and
+// member order. Numbers compare exactly (1.0 is 1, but 9007199254740993 is not
+// 9007199254740992, as it would be after decoding both into float64).
 func jsonEqual(a, b json.RawMessage) bool {
 	if bytes.Equal(a, b) {
 		return true
 	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+	x, okA := exactJSON(a)
+	y, okB := exactJSON(b)
+	if !okA || !okB {
 		return false
 	}
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
+}
+
+// exactJSON decodes a JSON document with each number as the exact rational it writes, in
+// one spelling (so that 1.0, 1 and 1e0 are one).
+func exactJSON(raw json.RawMessage) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil, false
+	}
+	var norm func(v any) any
+	norm = func(v any) any {
+		switch x := v.(type) {
+		case json.Number:
+			if r, ok := new(big.Rat).SetString(string(x)); ok {
+				return r.RatString()
+			}
+			return string(x)
+		case []any:
+			for i := range x {
+				x[i] = norm(x[i])
+			}
+		case map[string]any:
+			for k := range x {
+				x[k] = norm(x[k])
+			}
+		}
+		return v
+	}
+	return norm(v), true
 }
 
 // WriteText prints the report for people.

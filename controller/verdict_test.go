@@ -114,3 +114,22 @@ func TestCompareEmptyEndState(t *testing.T) {
 	rep.Meta.Workspace.End = nil
 	require.Nil(t, roundTrip(rep).Meta.Workspace.End)
 }
+
+// TestCompareCallInputNumbers: tool call inputs compare as JSON values, with numbers exact:
+// two integers beyond float64's precision differ, the same number spelled two ways does not.
+func TestCompareCallInputNumbers(t *testing.T) {
+	rec := pairTape("claude-code", "ok", `{"seed":9007199254740993,"ratio":1.5}`)
+	for _, tc := range []struct {
+		input     string
+		identical bool
+	}{
+		{`{"seed":9007199254740992,"ratio":1.5}`, false},
+		{`{"seed":9007199254740993,"ratio":1.50000000000000000001}`, false},
+		{`{"seed":9007199254740993,"ratio":1.5}`, true},
+		{` { "ratio" : 15e-1, "seed" : 9007199254740993 } `, true},
+		{`{"seed":9007199254740993,"ratio":1.5} {}`, false},
+	} {
+		r := Compare(rec, replayOf(t, rec, "ok", tc.input))
+		require.Equal(t, tc.identical, r.Identical, "%s: %+v", tc.input, r.Differences)
+	}
+}

@@ -68,6 +68,7 @@ func Compare(rec, rep *tape.Tape) *Report {
 		provider:      rec.Meta.Provider,
 	}
 	ids := NewIdentifiers(rec)
+	ids.oneToOne = true
 	reached := true
 	for ref := range rec.Steps() {
 		reach := reachable(rec, ref.Thread)

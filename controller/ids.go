@@ -28,8 +28,15 @@ import (
 type Identifiers struct {
 	mu      sync.Mutex
 	m       map[string]string // recorded -> replayed
+	inv     map[string]string // replayed -> recorded
 	learned []Learned
 	ev      *evidence
+	// oneToOne keeps the mapping one to one (Compare's): a recorded id already learned is
+	// not learned again with another replayed value, nor a replayed value for a second
+	// recorded id. A replay whose background shell, session or path changes under the same
+	// recorded id (or that gives two recorded ids one value) then differs. The replay's own
+	// map relearns instead, so that the calls it sends follow the sandbox.
+	oneToOne bool
 }
 
 // Learned is one identifier pair and why it was accepted.
@@ -52,7 +59,7 @@ type Site struct {
 // NewIdentifiers returns an empty map that learns from evidence in rec, the recording the
 // texts given to Learn come from.
 func NewIdentifiers(rec *tape.Tape) *Identifiers {
-	return &Identifiers{m: map[string]string{}, ev: newEvidence(rec)}
+	return &Identifiers{m: map[string]string{}, inv: map[string]string{}, ev: newEvidence(rec)}
 }
 
 // tokenRE matches the runs that can hold an identifier: letters, digits and the punctuation
@@ -78,8 +85,10 @@ func (ids *Identifiers) Learn(at Site, recorded, replayed string) map[string]str
 			continue
 		}
 		if why, ok := ids.ev.why(at, recorded, c.rec); ok {
-			accepted[c.rec] = why
 			ids.add(c.rec, c.rep, why, out)
+			if _, ok := out[c.rec]; ok {
+				accepted[c.rec] = why
+			}
 		}
 	}
 	for _, c := range cands {
@@ -102,13 +111,23 @@ func (ids *Identifiers) Learn(at Site, recorded, replayed string) map[string]str
 	return out
 }
 
-// add records one pair; a recorded id learned before keeps its first evidence.
+// add records one pair; a recorded id learned before keeps its first evidence. A one-to-one
+// map refuses a pair that would remap a recorded id or give a replayed value a second one.
 func (ids *Identifiers) add(rec, rep, why string, out map[string]string) {
-	out[rec] = rep
-	if old, ok := ids.m[rec]; ok && old == rep {
+	old, had := ids.m[rec]
+	if had && old == rep {
+		out[rec] = rep
 		return
 	}
+	if prev, taken := ids.inv[rep]; ids.oneToOne && (had || taken && prev != rec) {
+		return
+	}
+	out[rec] = rep
+	if had && ids.inv[old] == rec {
+		delete(ids.inv, old)
+	}
 	ids.m[rec] = rep
+	ids.inv[rep] = rec
 	for i := range ids.learned {
 		if ids.learned[i].Recorded == rec {
 			ids.learned[i].Replayed = rep

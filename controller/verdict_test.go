@@ -133,3 +133,38 @@ func TestCompareCallInputNumbers(t *testing.T) {
 		require.Equal(t, tc.identical, r.Identical, "%s: %+v", tc.input, r.Differences)
 	}
 }
+
+// TestCompareIdentifiersOneToOne: compare learns each identifier once. A replay whose
+// background shell changes under one recorded id, or that gives two recorded shells one id,
+// is not the recording with other names: it differs. (Step 1 waits on the shell step 0
+// started, which is the evidence for its id; step 1's result is then compared.)
+func TestCompareIdentifiersOneToOne(t *testing.T) {
+	bg := func(id string) string { return "Command running in background with ID: " + id + ". ok" }
+	wait := func(id string) string { return `{"task_id":"` + id + `"}` }
+	for _, tc := range []struct {
+		name       string
+		rec0, rec1 string // the recorded results of steps 0 and 1
+		rep0, rep1 string // the replayed ones
+		recID      string // the recorded shell step 1 waits on
+		repID      string // the same in the replay
+		identical  bool
+	}{
+		{"one shell, renamed alike", bg("bsfryt1j0"), "bsfryt1j0 exited 0", bg("k2p9xq4ma"), "k2p9xq4ma exited 0", "bsfryt1j0", "k2p9xq4ma", true},
+		{"one recorded shell, two replayed", bg("bsfryt1j0"), bg("bsfryt1j0"), bg("k2p9xq4ma"), bg("zzzzzz999"), "bsfryt1j0", "k2p9xq4ma", false},
+		{"two recorded shells, one replayed", bg("aaaa1111a"), bg("bbbb2222b"), bg("cccc3333c"), bg("cccc3333c"), "aaaa1111a", "cccc3333c", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := pairTape("claude-code", tc.rec0, wait(tc.recID))
+			rec.Threads[0].Steps[1].ToolResults[0].Content[0].Text = tc.rec1
+			rep := replayOf(t, rec, tc.rep0, wait(tc.repID))
+			rep.Threads[0].Steps[1].ToolResults[0].Content[0].Text = tc.rep1
+			r := Compare(rec, rep)
+			require.Equal(t, tc.identical, r.Identical, "%+v; learned %+v", r.Differences, r.Identifiers)
+			if !tc.identical {
+				require.Len(t, r.Differences, 1)
+				require.Equal(t, "tool_result", r.Differences[0].Field)
+				require.Equal(t, 1, r.Differences[0].Step)
+			}
+		})
+	}
+}

@@ -71,7 +71,16 @@ var tokenRE = regexp.MustCompile(`[A-Za-z0-9_\-./:]+`)
 // identifiers, it records each pair that has evidence and returns the pairs it learned.
 // Texts with a different shape teach nothing.
 func (ids *Identifiers) Learn(at Site, recorded, replayed string) map[string]string {
-	named := func(token string) bool { _, ok := ids.ev.field(recorded, token); return ok }
+	// The harness fields of the recorded text, found once: a text with many differing
+	// tokens would otherwise be searched again for each.
+	var fields map[string]IdentifierField
+	fieldsOf := func() map[string]IdentifierField {
+		if fields == nil {
+			fields = ids.ev.fieldsIn(recorded)
+		}
+		return fields
+	}
+	named := func(token string) bool { _, ok := fieldsOf()[token]; return ok }
 	cands := identifierPairs(recorded, replayed, named)
 	if len(cands) == 0 {
 		return nil
@@ -84,7 +93,7 @@ func (ids *Identifiers) Learn(at Site, recorded, replayed string) map[string]str
 		if c.path != "" {
 			continue
 		}
-		if why, ok := ids.ev.why(at, recorded, c.rec); ok {
+		if why, ok := ids.ev.why(at, fieldsOf(), c.rec); ok {
 			ids.add(c.rec, c.rep, why, out)
 			if _, ok := out[c.rec]; ok {
 				accepted[c.rec] = why
@@ -95,7 +104,7 @@ func (ids *Identifiers) Learn(at Site, recorded, replayed string) map[string]str
 		if c.path == "" {
 			continue
 		}
-		why, ok := ids.ev.why(at, recorded, c.rec)
+		why, ok := ids.ev.why(at, fieldsOf(), c.rec)
 		if !ok {
 			if pw, pok := accepted[c.path]; pok {
 				why, ok = "inside "+c.path+", "+pw, true
@@ -129,6 +138,9 @@ func (ids *Identifiers) add(rec, rep, why string, out map[string]string) {
 	ids.m[rec] = rep
 	ids.inv[rep] = rec
 	for i := range ids.learned {
+		if !had {
+			break // a recorded id not learned before is not in the list
+		}
 		if ids.learned[i].Recorded == rec {
 			ids.learned[i].Replayed = rep
 			ids.learned[i].Evidence = why
@@ -309,16 +321,56 @@ func replaceTokens(m map[string]string, s string, numbers bool) string {
 	if len(m) == 0 {
 		return s
 	}
-	var keys []string
-	for k := range m {
-		if strings.Contains(s, k) {
-			keys = append(keys, k)
+	// fits says whether the id k, found at i, stands there as replaceTokens takes one.
+	fits := func(i int, k string) bool {
+		return (i+len(k) == len(s) || !isIDChar(s[i+len(k)]) || !isIDChar(k[len(k)-1])) &&
+			(numbers || !isNumber(k) || len(k) == len(s) || i > 0 && s[i-1] == '/' || i+len(k) < len(s) && s[i+len(k)] == '/')
+	}
+	// match returns the longest id that stands at i, or "".
+	var match func(i int) string
+	if len(m) <= manyIDs {
+		var keys []string
+		for k := range m {
+			if strings.Contains(s, k) {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			return s
+		}
+		slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
+		match = func(i int) string {
+			for _, k := range keys {
+				if strings.HasPrefix(s[i:], k) && fits(i, k) {
+					return k
+				}
+			}
+			return ""
+		}
+	} else {
+		// Many ids (a result full of them that the recording uses again): searching s for
+		// each would take |m| passes over s; looking up the text of each id length at each
+		// place takes one pass per length.
+		seen := map[int]bool{}
+		var lengths []int
+		for k := range m {
+			if len(k) > 0 && !seen[len(k)] {
+				seen[len(k)] = true
+				lengths = append(lengths, len(k))
+			}
+		}
+		slices.SortFunc(lengths, func(a, b int) int { return b - a })
+		match = func(i int) string {
+			for _, l := range lengths {
+				if i+l <= len(s) {
+					if _, ok := m[s[i:i+l]]; ok && fits(i, s[i:i+l]) {
+						return s[i : i+l]
+					}
+				}
+			}
+			return ""
 		}
 	}
-	if len(keys) == 0 {
-		return s
-	}
-	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(s); {
@@ -326,14 +378,7 @@ func replaceTokens(m map[string]string, s string, numbers bool) string {
 			i++
 			continue
 		}
-		matched := ""
-		for _, k := range keys {
-			if strings.HasPrefix(s[i:], k) && (i+len(k) == len(s) || !isIDChar(s[i+len(k)]) || !isIDChar(k[len(k)-1])) &&
-				(numbers || !isNumber(k) || len(k) == len(s) || i > 0 && s[i-1] == '/' || i+len(k) < len(s) && s[i+len(k)] == '/') {
-				matched = k
-				break
-			}
-		}
+		matched := match(i)
 		if matched == "" {
 			i++
 			continue
@@ -349,6 +394,10 @@ func replaceTokens(m map[string]string, s string, numbers bool) string {
 	b.WriteString(s[last:])
 	return b.String()
 }
+
+// manyIDs is how many ids replaceTokens searches a text for one by one; with more it looks
+// them up by length instead.
+const manyIDs = 64
 
 // ContainsID says whether s holds id as a whole token, the way Apply would find it.
 func ContainsID(s, id string) bool {
@@ -491,7 +540,8 @@ type evidence struct {
 	sources []source        // built on first use
 	built   bool
 	rec     *tape.Tape
-	uses    map[string][]int // token -> indexes into sources that hold it
+	uses    map[string][]int   // token -> indexes into sources that hold it
+	runs    map[string][]runAt // whole run of id characters -> where the sources hold it
 }
 
 // source is a text of the recording where a recorded identifier can be used again.
@@ -505,7 +555,7 @@ type source struct {
 }
 
 func newEvidence(rec *tape.Tape) *evidence {
-	ev := &evidence{rec: rec, keys: map[string]bool{}, uses: map[string][]int{}}
+	ev := &evidence{rec: rec, keys: map[string]bool{}, uses: map[string][]int{}, runs: map[string][]runAt{}}
 	if rec != nil {
 		ev.harness = rec.Meta.Harness
 	}
@@ -548,6 +598,9 @@ func (ev *evidence) build() {
 			}
 		}
 	}
+	for i, s := range ev.sources {
+		ev.indexRuns(i, s.text)
+	}
 }
 
 // jsonText is a JSON document as text to search for tokens: the document itself (numbers,
@@ -570,9 +623,10 @@ func jsonText(raw json.RawMessage) string {
 }
 
 // why returns the evidence that token, found in the recorded text at site at, is an
-// identifier: the harness field it stands in, or a later use in the recording.
-func (ev *evidence) why(at Site, recorded, token string) (string, bool) {
-	if f, ok := ev.field(recorded, token); ok {
+// identifier: the harness field it stands in (fields, the recorded text's: fieldsIn), or a
+// later use in the recording.
+func (ev *evidence) why(at Site, fields map[string]IdentifierField, token string) (string, bool) {
+	if f, ok := fields[token]; ok {
 		return "named by the harness: " + f.Harness + " " + f.Name, true
 	}
 	if !ev.built {
@@ -580,11 +634,7 @@ func (ev *evidence) why(at Site, recorded, token string) (string, bool) {
 	}
 	idx, ok := ev.uses[token]
 	if !ok {
-		for i, s := range ev.sources {
-			if strings.Contains(s.text, token) && ContainsID(s.text, token) {
-				idx = append(idx, i)
-			}
-		}
+		idx = ev.holding(token)
 		ev.uses[token] = idx
 	}
 	from := ev.siteTime(at)
@@ -603,19 +653,90 @@ func (ev *evidence) why(at Site, recorded, token string) (string, bool) {
 	return "", false
 }
 
-// field returns the harness's identifier field that token stands in, in the recorded text.
-func (ev *evidence) field(recorded, token string) (IdentifierField, bool) {
+// fieldsIn maps each value standing in an identifier field of the harness in the recorded
+// text to that field (the first of the table that names it).
+func (ev *evidence) fieldsIn(recorded string) map[string]IdentifierField {
+	out := map[string]IdentifierField{}
 	for _, f := range IdentifierFields {
 		if f.Harness != ev.harness && ev.harness != "" {
 			continue
 		}
 		for _, m := range f.re.FindAllStringSubmatch(recorded, -1) {
-			if m[1] == token {
-				return f, true
+			if _, ok := out[m[1]]; !ok {
+				out[m[1]] = f
 			}
 		}
 	}
-	return IdentifierField{}, false
+	return out
+}
+
+// runAt is where a run of id characters stands: source src, from byte off.
+type runAt struct{ src, off int }
+
+// idRuns calls f with the start and end of each whole run of id characters (isIDChar) of s.
+func idRuns(s string, f func(i, j int)) {
+	for i := 0; i < len(s); {
+		if !isIDChar(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isIDChar(s[j]) {
+			j++
+		}
+		f(i, j)
+		i = j
+	}
+}
+
+// holding returns the indexes of the sources that hold token as a whole token (ContainsID),
+// in order. Wherever a token stands whole, each run of id characters in it is a whole run
+// of the text too (the token's own other characters or the token's ends bound it), so the
+// rarest of its runs, looked up in the index, gives every place it can stand; each is
+// checked. This keeps a text with many differing tokens from searching every source for
+// each of them.
+func (ev *evidence) holding(token string) []int {
+	best, at := "", 0
+	idRuns(token, func(i, j int) {
+		if r := token[i:j]; best == "" || len(ev.runs[r]) < len(ev.runs[best]) {
+			best, at = r, i
+		}
+	})
+	var idx []int
+	if best == "" { // no id character at all: search every source
+		for i, s := range ev.sources {
+			if strings.Contains(s.text, token) && ContainsID(s.text, token) {
+				idx = append(idx, i)
+			}
+		}
+		return idx
+	}
+	for _, p := range ev.runs[best] {
+		text, i := ev.sources[p.src].text, p.off-at
+		if len(idx) > 0 && idx[len(idx)-1] == p.src || i < 0 || i+len(token) > len(text) || text[i:i+len(token)] != token {
+			continue
+		}
+		if wholeAt(text, i, len(token)) {
+			idx = append(idx, p.src)
+		}
+	}
+	return idx
+}
+
+// wholeAt says whether the n bytes of s at i stand there as a whole token, as replaceTokens
+// takes one: not begun inside a run of id characters, not ended inside one.
+func wholeAt(s string, i, n int) bool {
+	if i > 0 && isIDChar(s[i-1]) && isIDChar(s[i]) {
+		return false
+	}
+	return i+n == len(s) || !isIDChar(s[i+n]) || !isIDChar(s[i+n-1])
+}
+
+// indexRuns records where each whole run of id characters of source i stands.
+func (ev *evidence) indexRuns(i int, text string) {
+	idRuns(text, func(j, k int) {
+		ev.runs[text[j:k]] = append(ev.runs[text[j:k]], runAt{src: i, off: j})
+	})
 }
 
 // siteTime is when the text at site at was recorded: the end of the step's answer (its tool

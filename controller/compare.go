@@ -15,8 +15,9 @@ import (
 type Difference struct {
 	Thread string `json:"thread"`
 	Step   int    `json:"step"`
-	// Field is what differs: "step" (missing or extra), "stop_reason", "tool_calls",
-	// "tool_call.input", "tool_result", "tool_result.is_error".
+	// Field is what differs: "step" (missing or extra), "response" (the recording did not
+	// keep it), "stop_reason", "tool_calls", "tool_call.input", "tool_result",
+	// "tool_result.is_error".
 	Field    string `json:"field"`
 	CallID   string `json:"call_id,omitempty"`
 	Tool     string `json:"tool,omitempty"`
@@ -142,6 +143,13 @@ func carriesIsError(p tape.Provider) bool {
 func (r *Report) add(d Difference) { r.Differences = append(r.Differences, d) }
 
 func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tape.Step) {
+	// A response the recorder did not keep (over --max-record-body) normalizes into an answer
+	// without tool calls: the replay plays that, and what the run did there is unknown.
+	if tr, ok := tape.TruncationOf(a.Response.Raw); ok {
+		r.add(Difference{Thread: thread, Step: i, Field: "response",
+			Recorded: fmt.Sprintf("not kept: %d bytes, over the recording limit of %d; its tool calls are unknown", tr.Bytes, tr.Limit),
+			Replayed: "played as an answer without tool calls"})
+	}
 	if a.Response.StopReason != b.Response.StopReason {
 		r.add(Difference{Thread: thread, Step: i, Field: "stop_reason", Recorded: a.Response.StopReason, Replayed: b.Response.StopReason})
 	}

@@ -275,3 +275,23 @@ func replaceOneByOne(m map[string]string, s string, numbers bool) string {
 	}
 	return b.String()
 }
+
+// TestCompareTruncatedResponse: a response over the recorder's limit is kept as a marker,
+// and its tool calls are lost: the replay plays an answer without them, so it cannot be
+// identical to the run, whatever the other steps say.
+func TestCompareTruncatedResponse(t *testing.T) {
+	rec := pairTape("claude-code", "ok", `{"command":"echo next"}`)
+	st := rec.Threads[0].Steps[0]
+	st.Response.Raw = tape.Truncation{Bytes: 40 << 20, Limit: 32 << 20}.Raw()
+	st.Response.StopReason, st.ToolCalls, st.ToolResults = "", []tape.ToolCall{}, []tape.ToolResult{}
+	b, err := tape.Marshal(rec)
+	require.NoError(t, err)
+	rep, err := tape.Unmarshal(b)
+	require.NoError(t, err)
+	rep.Threads[0].Steps[0].Response.Raw = json.RawMessage(`{}`) // what the replay wrote for it
+	r := Compare(rec, rep)
+	require.False(t, r.Identical)
+	require.Len(t, r.Differences, 1)
+	require.Equal(t, "response", r.Differences[0].Field)
+	require.Contains(t, r.Differences[0].Recorded, "41943040 bytes, over the recording limit of 33554432")
+}

@@ -167,9 +167,16 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_call.input", CallID: ca.ID, Tool: ca.Name, Recorded: string(want), Replayed: string(cb.Input)})
 		}
 	}
+	// A step may name two calls alike (a recording is anyone's): the n-th call of an id
+	// goes with the n-th result of that id on each side, as the replay writes them, so that
+	// no call's result goes unread behind another's.
+	resA, resB := resultsByID(a), resultsByID(b)
+	seen := map[string]int{}
 	for _, ca := range a.ToolCalls {
-		ra, okA := a.ToolResult(ca.ID)
-		rb, okB := b.ToolResult(ca.ID)
+		n := seen[ca.ID]
+		seen[ca.ID]++
+		ra, okA := nth(resA[ca.ID], n)
+		rb, okB := nth(resB[ca.ID], n)
 		if !okA && !okB {
 			continue
 		}
@@ -187,6 +194,23 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_result.is_error", CallID: ca.ID, Tool: ca.Name, Recorded: fmt.Sprint(ra.IsError), Replayed: fmt.Sprint(rb.IsError)})
 		}
 	}
+}
+
+// resultsByID groups a step's tool results by call id, in order.
+func resultsByID(s *tape.Step) map[string][]tape.ToolResult {
+	out := make(map[string][]tape.ToolResult, len(s.ToolResults))
+	for _, r := range s.ToolResults {
+		out[r.ToolCallID] = append(out[r.ToolCallID], r)
+	}
+	return out
+}
+
+// nth returns rs[n] when there is one.
+func nth(rs []tape.ToolResult, n int) (tape.ToolResult, bool) {
+	if n < len(rs) {
+		return rs[n], true
+	}
+	return tape.ToolResult{}, false
 }
 
 // resultText flattens a result's content for comparison: text blocks as they are, other

@@ -295,3 +295,28 @@ func TestCompareTruncatedResponse(t *testing.T) {
 	require.Equal(t, "response", r.Differences[0].Field)
 	require.Contains(t, r.Differences[0].Recorded, "41943040 bytes, over the recording limit of 33554432")
 }
+
+// TestCompareCallsOfOneID: a recording can give two calls of a step one id. Each call's
+// result is compared with its own (the n-th result of the id), not the first one twice,
+// which left the second call's result unread.
+func TestCompareCallsOfOneID(t *testing.T) {
+	rec := pairTape("claude-code", "ok")
+	st := rec.Threads[0].Steps[0]
+	id := st.ToolCalls[0].ID
+	st.ToolCalls = append(st.ToolCalls, tape.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make test"}`)})
+	st.ToolResults = append(st.ToolResults, tape.ToolResult{ToolCallID: id, Content: []tape.Block{{Type: tape.BlockText, Text: "all 40 tests pass"}}})
+	rep := replayOf(t, rec, "ok")
+	require.True(t, Compare(rec, rep).Identical)
+	rep.Threads[0].Steps[0].ToolResults[1].Content[0].Text = "FAIL: 3 of 40 tests"
+	r := Compare(rec, rep)
+	require.False(t, r.Identical)
+	require.Len(t, r.Differences, 1)
+	require.Equal(t, "FAIL: 3 of 40 tests", r.Differences[0].Replayed)
+	// A second call with no result of its own in the recording is a difference too (the
+	// replay answers every call).
+	rep.Threads[0].Steps[0].ToolResults[1].Content[0].Text = "all 40 tests pass"
+	st.ToolResults = st.ToolResults[:1]
+	r = Compare(rec, rep)
+	require.False(t, r.Identical)
+	require.Equal(t, "missing", r.Differences[0].Recorded)
+}

@@ -552,6 +552,7 @@ type source struct {
 	at      float64 // ms since the recording started
 	what    string
 	text    string
+	raw     json.RawMessage // a tool call's input; nil for an opening request
 }
 
 func newEvidence(rec *tape.Tape) *evidence {
@@ -594,7 +595,7 @@ func (ev *evidence) build() {
 			}
 			for _, c := range st.ToolCalls {
 				ev.sources = append(ev.sources, source{thread: th.ID, step: si, at: st.Timing.LastByteAt,
-					what: fmt.Sprintf("thread %s step %d call %s (%s) input", th.ID, si, c.ID, c.Name), text: jsonText(c.Input)})
+					what: fmt.Sprintf("thread %s step %d call %s (%s) input", th.ID, si, c.ID, c.Name), text: jsonText(c.Input), raw: c.Input})
 			}
 		}
 	}
@@ -635,6 +636,9 @@ func (ev *evidence) why(at Site, fields map[string]IdentifierField, token string
 	idx, ok := ev.uses[token]
 	if !ok {
 		idx = ev.holding(token)
+		if isNumber(token) {
+			idx = slices.DeleteFunc(idx, func(i int) bool { return !ev.substituted(i, token) })
+		}
 		ev.uses[token] = idx
 	}
 	from := ev.siteTime(at)
@@ -651,6 +655,22 @@ func (ev *evidence) why(at Site, fields map[string]IdentifierField, token string
 		}
 	}
 	return "", false
+}
+
+// substituted says whether the number token, standing in source i, stands where a replay's
+// substitution replaces it (ApplyJSON): a whole string, a path segment, or a number in a
+// field the harness table names as an identifier. Only such a use backs a number up as an
+// identifier: "120" in `git commit -m "all 120 tests pass"` is a count the model repeated,
+// and learning 120 -> 118 from it would pass a replay that ran two tests fewer, while the
+// replay's call would still say 120.
+func (ev *evidence) substituted(i int, token string) bool {
+	m := map[string]string{token: "\x00"}
+	s := ev.sources[i]
+	if s.raw == nil {
+		return replaceTokens(m, s.text, false) != s.text
+	}
+	_, changed := rewriteJSON(m, ev.keys, s.raw)
+	return changed
 }
 
 // fieldsIn maps each value standing in an identifier field of the harness in the recorded

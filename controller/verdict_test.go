@@ -320,3 +320,35 @@ func TestCompareCallsOfOneID(t *testing.T) {
 	require.False(t, r.Identical)
 	require.Equal(t, "missing", r.Differences[0].Recorded)
 }
+
+// TestCompareNumbersNeedAUseThatSubstitutes: a number the recording mentions again is an
+// identifier only where a replay's substitution replaces it (a whole string, a path
+// segment, a number in a harness's identifier field), not in free text: a count the model
+// repeats in a commit message, or a pid in a shell command the replay sends unchanged.
+func TestCompareNumbersNeedAUseThatSubstitutes(t *testing.T) {
+	for _, tc := range []struct {
+		name, rec, rep, later string
+		identical             bool
+	}{
+		{"a test count repeated in a commit message", "ran 120 tests, all passed", "ran 118 tests, all passed", `{"command":"git commit -m 'all 120 tests pass'"}`, false},
+		{"a pid in a shell command", "[1] 12345", "[1] 23456", `{"command":"kill 12345"}`, false},
+		{"a pid as a path segment", "[1] 12345", "[1] 23456", `{"command":"cat /proc/12345/status"}`, true},
+		{"a pid as a whole string", "[1] 12345", "[1] 23456", `{"pid":"12345"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := pairTape("claude-code", tc.rec, tc.later)
+			rep := replayOf(t, rec, tc.rep, string(learnedFrom(t, rec, tc.rec, tc.rep).ApplyJSON(json.RawMessage(tc.later))))
+			r := Compare(rec, rep)
+			require.Equal(t, tc.identical, r.Identical, "%+v; learned %+v", r.Differences, r.Identifiers)
+		})
+	}
+}
+
+// learnedFrom is the replay's map after step 0 of rec gave replayed for recorded:
+// what the replay's later calls are rewritten with.
+func learnedFrom(t *testing.T, rec *tape.Tape, recorded, replayed string) *Identifiers {
+	t.Helper()
+	ids := NewIdentifiers(rec)
+	ids.Learn(Site{Thread: "main", Step: 0}, recorded, replayed)
+	return ids
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
@@ -14,8 +15,9 @@ import (
 type Difference struct {
 	Thread string `json:"thread"`
 	Step   int    `json:"step"`
-	// Field is what differs: "step" (missing or extra), "stop_reason", "tool_calls",
-	// "tool_call.input", "tool_result", "tool_result.is_error".
+	// Field is what differs: "step" (missing or extra), "response" (the recording did not
+	// keep it), "stop_reason", "tool_calls", "tool_call.input", "tool_result",
+	// "tool_result.is_error".
 	Field    string `json:"field"`
 	CallID   string `json:"call_id,omitempty"`
 	Tool     string `json:"tool,omitempty"`
@@ -67,15 +69,21 @@ func Compare(rec, rep *tape.Tape) *Report {
 		provider:      rec.Meta.Provider,
 	}
 	ids := NewIdentifiers(rec)
+	ids.oneToOne = true
 	reached := true
 	for ref := range rec.Steps() {
-		if !reachable(rec, ref.Thread) {
+		reach := reachable(rec, ref.Thread)
+		if !reach && !makesToolCalls(ref.Thread) {
 			continue // a side conversation (a title or summary call) that replays do not play
 		}
 		th := rep.Thread(ref.Thread.ID)
 		if th == nil || ref.Index >= len(th.Steps) {
 			reached = false
-			r.add(Difference{Thread: ref.Thread.ID, Step: ref.Index, Field: "step", Recorded: "present", Replayed: "missing"})
+			missing := "missing"
+			if !reach {
+				missing = "missing (the thread is not reachable from the main thread, and a replay plays only the main thread and the threads its spawning calls start)"
+			}
+			r.add(Difference{Thread: ref.Thread.ID, Step: ref.Index, Field: "step", Recorded: "present", Replayed: missing})
 			continue
 		}
 		r.StepsCompared++
@@ -91,7 +99,14 @@ func Compare(rec, rep *tape.Tape) *Report {
 			r.add(Difference{Thread: th.ID, Step: i, Field: "step", Recorded: "missing", Replayed: "present"})
 		}
 	}
+	// A replay tape that does not say how it ended was still being written or was cut
+	// short (killed before tape.Writer.Finish): it cannot show that the run ended where the
+	// recording did, even when every step is there (the last one, an answer without tool
+	// calls, has nothing left to compare).
 	r.Ended = "running or cut short"
+	if rep.Meta.Ended == nil {
+		reached = false
+	}
 	if e := rep.Meta.Ended; e != nil {
 		r.Ended = string(e.Reason)
 		if e.Detail != "" {
@@ -108,6 +123,18 @@ func Compare(rec, rep *tape.Tape) *Report {
 	return r
 }
 
+// makesToolCalls says whether some step of th asks for a tool call. A thread that no spawning
+// call leads to is a side conversation when it makes none; when it makes some, its results
+// are part of the run, and a replay that does not play them is not identical.
+func makesToolCalls(th *tape.Thread) bool {
+	for _, s := range th.Steps {
+		if len(s.ToolCalls) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // carriesIsError says whether a wire format can tell a failed tool result from a good one.
 func carriesIsError(p tape.Provider) bool {
 	return p != tape.ProviderOpenAIChat && p != tape.ProviderOpenAIResponses
@@ -116,6 +143,13 @@ func carriesIsError(p tape.Provider) bool {
 func (r *Report) add(d Difference) { r.Differences = append(r.Differences, d) }
 
 func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tape.Step) {
+	// A response the recorder did not keep (over --max-record-body) normalizes into an answer
+	// without tool calls: the replay plays that, and what the run did there is unknown.
+	if tr, ok := tape.TruncationOf(a.Response.Raw); ok {
+		r.add(Difference{Thread: thread, Step: i, Field: "response",
+			Recorded: fmt.Sprintf("not kept: %d bytes, over the recording limit of %d; its tool calls are unknown", tr.Bytes, tr.Limit),
+			Replayed: "played as an answer without tool calls"})
+	}
 	if a.Response.StopReason != b.Response.StopReason {
 		r.add(Difference{Thread: thread, Step: i, Field: "stop_reason", Recorded: a.Response.StopReason, Replayed: b.Response.StopReason})
 	}
@@ -133,9 +167,16 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_call.input", CallID: ca.ID, Tool: ca.Name, Recorded: string(want), Replayed: string(cb.Input)})
 		}
 	}
+	// A step may name two calls alike (a recording is anyone's): the n-th call of an id
+	// goes with the n-th result of that id on each side, as the replay writes them, so that
+	// no call's result goes unread behind another's.
+	resA, resB := resultsByID(a), resultsByID(b)
+	seen := map[string]int{}
 	for _, ca := range a.ToolCalls {
-		ra, okA := a.ToolResult(ca.ID)
-		rb, okB := b.ToolResult(ca.ID)
+		n := seen[ca.ID]
+		seen[ca.ID]++
+		ra, okA := nth(resA[ca.ID], n)
+		rb, okB := nth(resB[ca.ID], n)
 		if !okA && !okB {
 			continue
 		}
@@ -153,6 +194,23 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_result.is_error", CallID: ca.ID, Tool: ca.Name, Recorded: fmt.Sprint(ra.IsError), Replayed: fmt.Sprint(rb.IsError)})
 		}
 	}
+}
+
+// resultsByID groups a step's tool results by call id, in order.
+func resultsByID(s *tape.Step) map[string][]tape.ToolResult {
+	out := make(map[string][]tape.ToolResult, len(s.ToolResults))
+	for _, r := range s.ToolResults {
+		out[r.ToolCallID] = append(out[r.ToolCallID], r)
+	}
+	return out
+}
+
+// nth returns rs[n] when there is one.
+func nth(rs []tape.ToolResult, n int) (tape.ToolResult, bool) {
+	if n < len(rs) {
+		return rs[n], true
+	}
+	return tape.ToolResult{}, false
 }
 
 // resultText flattens a result's content for comparison: text blocks as they are, other
@@ -188,17 +246,52 @@ func callNames(cs []tape.ToolCall) string {
 	return "[" + strings.Join(names, ", ") + "]"
 }
 
+// jsonEqual says whether two JSON documents hold the same value, whatever their spacing and
+// member order. Numbers compare exactly (1.0 is 1, but 9007199254740993 is not
+// 9007199254740992, as it would be after decoding both into float64).
 func jsonEqual(a, b json.RawMessage) bool {
 	if bytes.Equal(a, b) {
 		return true
 	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+	x, okA := exactJSON(a)
+	y, okB := exactJSON(b)
+	if !okA || !okB {
 		return false
 	}
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
+}
+
+// exactJSON decodes a JSON document with each number as the exact rational it writes, in
+// one spelling (so that 1.0, 1 and 1e0 are one).
+func exactJSON(raw json.RawMessage) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil, false
+	}
+	var norm func(v any) any
+	norm = func(v any) any {
+		switch x := v.(type) {
+		case json.Number:
+			if r, ok := new(big.Rat).SetString(string(x)); ok {
+				return r.RatString()
+			}
+			return string(x)
+		case []any:
+			for i := range x {
+				x[i] = norm(x[i])
+			}
+		case map[string]any:
+			for k := range x {
+				x[k] = norm(x[k])
+			}
+		}
+		return v
+	}
+	return norm(v), true
 }
 
 // WriteText prints the report for people.

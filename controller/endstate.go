@@ -3,6 +3,8 @@ package controller
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/workspace"
@@ -22,6 +24,10 @@ type EndState struct {
 	// Recorded and Replayed count the entries of each manifest.
 	Recorded int `json:"recorded"`
 	Replayed int `json:"replayed"`
+	// Exclude lists the patterns both manifests left out (the recording's
+	// meta.workspace.exclude, which the replay applies too); the report names those beyond
+	// workspace.DefaultExclude, since a recording can leave out anything it likes ("*").
+	Exclude []string `json:"exclude"`
 }
 
 // compareEndState compares the end manifests of a recording and its replay. A recording
@@ -31,9 +37,9 @@ type EndState struct {
 func compareEndState(rec, rep *tape.Tape) EndState {
 	rw, pw := rec.Meta.Workspace, rep.Meta.Workspace
 	if rw == nil || rw.End == nil {
-		return EndState{Identical: true, Changes: []workspace.Change{}, Note: "the recording has no end manifest (recorded without a workspace)"}
+		return EndState{Identical: true, Changes: []workspace.Change{}, Exclude: []string{}, Note: "the recording has no end manifest (recorded without a workspace)"}
 	}
-	es := EndState{Recorded: len(rw.End), Changes: []workspace.Change{}}
+	es := EndState{Recorded: len(rw.End), Changes: []workspace.Change{}, Exclude: append([]string{}, rw.Exclude...)}
 	if pw == nil || pw.End == nil {
 		es.Note = "the replay has no end manifest (replayed with --no-workspace, in simulator mode without --workspace DIR, or cut short)"
 		return es
@@ -59,5 +65,14 @@ func (es EndState) writeText(w io.Writer) {
 		for _, c := range es.Changes {
 			fmt.Fprintf(w, "    - %s\n", c)
 		}
+	}
+	var own []string
+	for _, p := range es.Exclude {
+		if !slices.Contains(workspace.DefaultExclude, p) {
+			own = append(own, p)
+		}
+	}
+	if es.Compared && len(own) > 0 {
+		fmt.Fprintf(w, "  end state leaves out what the recording excluded: %s\n", strings.Join(own, ", "))
 	}
 }

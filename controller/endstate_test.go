@@ -53,3 +53,24 @@ func TestCompareEndState(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareEndStateNamesExclusions: a recording can leave anything out of both manifests
+// ("*" leaves everything); the report names the patterns beyond the defaults, so that an
+// end state of 0 identical entries does not pass for a checked one.
+func TestCompareEndStateNamesExclusions(t *testing.T) {
+	rec := pairTape("claude-code", "ok")
+	rec.Meta.Workspace = &tape.Workspace{Exclude: []string{"node_modules", ".venv", "*"}, End: []tape.FileEntry{}}
+	rep := replayOf(t, pairTape("claude-code", "ok"), "ok")
+	rep.Meta.Workspace = &tape.Workspace{Exclude: rec.Meta.Workspace.Exclude, End: []tape.FileEntry{}}
+	r := Compare(rec, rep)
+	require.True(t, r.Identical)
+	require.Equal(t, []string{"node_modules", ".venv", "*"}, r.EndState.Exclude)
+	var b strings.Builder
+	r.WriteText(&b)
+	require.Contains(t, b.String(), "end state: identical (0 entries)\n  end state leaves out what the recording excluded: *\n")
+	// The defaults alone are not named.
+	rec.Meta.Workspace.Exclude = []string{"node_modules"}
+	b.Reset()
+	Compare(rec, rep).WriteText(&b)
+	require.NotContains(t, b.String(), "excluded")
+}

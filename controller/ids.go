@@ -28,8 +28,15 @@ import (
 type Identifiers struct {
 	mu      sync.Mutex
 	m       map[string]string // recorded -> replayed
+	inv     map[string]string // replayed -> recorded
 	learned []Learned
 	ev      *evidence
+	// oneToOne keeps the mapping one to one (Compare's): a recorded id already learned is
+	// not learned again with another replayed value, nor a replayed value for a second
+	// recorded id. A replay whose background shell, session or path changes under the same
+	// recorded id (or that gives two recorded ids one value) then differs. The replay's own
+	// map relearns instead, so that the calls it sends follow the sandbox.
+	oneToOne bool
 }
 
 // Learned is one identifier pair and why it was accepted.
@@ -52,7 +59,7 @@ type Site struct {
 // NewIdentifiers returns an empty map that learns from evidence in rec, the recording the
 // texts given to Learn come from.
 func NewIdentifiers(rec *tape.Tape) *Identifiers {
-	return &Identifiers{m: map[string]string{}, ev: newEvidence(rec)}
+	return &Identifiers{m: map[string]string{}, inv: map[string]string{}, ev: newEvidence(rec)}
 }
 
 // tokenRE matches the runs that can hold an identifier: letters, digits and the punctuation
@@ -64,7 +71,16 @@ var tokenRE = regexp.MustCompile(`[A-Za-z0-9_\-./:]+`)
 // identifiers, it records each pair that has evidence and returns the pairs it learned.
 // Texts with a different shape teach nothing.
 func (ids *Identifiers) Learn(at Site, recorded, replayed string) map[string]string {
-	named := func(token string) bool { _, ok := ids.ev.field(recorded, token); return ok }
+	// The harness fields of the recorded text, found once: a text with many differing
+	// tokens would otherwise be searched again for each.
+	var fields map[string]IdentifierField
+	fieldsOf := func() map[string]IdentifierField {
+		if fields == nil {
+			fields = ids.ev.fieldsIn(recorded)
+		}
+		return fields
+	}
+	named := func(token string) bool { _, ok := fieldsOf()[token]; return ok }
 	cands := identifierPairs(recorded, replayed, named)
 	if len(cands) == 0 {
 		return nil
@@ -77,16 +93,18 @@ func (ids *Identifiers) Learn(at Site, recorded, replayed string) map[string]str
 		if c.path != "" {
 			continue
 		}
-		if why, ok := ids.ev.why(at, recorded, c.rec); ok {
-			accepted[c.rec] = why
+		if why, ok := ids.ev.why(at, fieldsOf(), c.rec); ok {
 			ids.add(c.rec, c.rep, why, out)
+			if _, ok := out[c.rec]; ok {
+				accepted[c.rec] = why
+			}
 		}
 	}
 	for _, c := range cands {
 		if c.path == "" {
 			continue
 		}
-		why, ok := ids.ev.why(at, recorded, c.rec)
+		why, ok := ids.ev.why(at, fieldsOf(), c.rec)
 		if !ok {
 			if pw, pok := accepted[c.path]; pok {
 				why, ok = "inside "+c.path+", "+pw, true
@@ -102,14 +120,27 @@ func (ids *Identifiers) Learn(at Site, recorded, replayed string) map[string]str
 	return out
 }
 
-// add records one pair; a recorded id learned before keeps its first evidence.
+// add records one pair; a recorded id learned before keeps its first evidence. A one-to-one
+// map refuses a pair that would remap a recorded id or give a replayed value a second one.
 func (ids *Identifiers) add(rec, rep, why string, out map[string]string) {
-	out[rec] = rep
-	if old, ok := ids.m[rec]; ok && old == rep {
+	old, had := ids.m[rec]
+	if had && old == rep {
+		out[rec] = rep
 		return
 	}
+	if prev, taken := ids.inv[rep]; ids.oneToOne && (had || taken && prev != rec) {
+		return
+	}
+	out[rec] = rep
+	if had && ids.inv[old] == rec {
+		delete(ids.inv, old)
+	}
 	ids.m[rec] = rep
+	ids.inv[rep] = rec
 	for i := range ids.learned {
+		if !had {
+			break // a recorded id not learned before is not in the list
+		}
 		if ids.learned[i].Recorded == rec {
 			ids.learned[i].Replayed = rep
 			ids.learned[i].Evidence = why
@@ -290,16 +321,56 @@ func replaceTokens(m map[string]string, s string, numbers bool) string {
 	if len(m) == 0 {
 		return s
 	}
-	var keys []string
-	for k := range m {
-		if strings.Contains(s, k) {
-			keys = append(keys, k)
+	// fits says whether the id k, found at i, stands there as replaceTokens takes one.
+	fits := func(i int, k string) bool {
+		return (i+len(k) == len(s) || !isIDChar(s[i+len(k)]) || !isIDChar(k[len(k)-1])) &&
+			(numbers || !isNumber(k) || len(k) == len(s) || i > 0 && s[i-1] == '/' || i+len(k) < len(s) && s[i+len(k)] == '/')
+	}
+	// match returns the longest id that stands at i, or "".
+	var match func(i int) string
+	if len(m) <= manyIDs {
+		var keys []string
+		for k := range m {
+			if strings.Contains(s, k) {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			return s
+		}
+		slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
+		match = func(i int) string {
+			for _, k := range keys {
+				if strings.HasPrefix(s[i:], k) && fits(i, k) {
+					return k
+				}
+			}
+			return ""
+		}
+	} else {
+		// Many ids (a result full of them that the recording uses again): searching s for
+		// each would take |m| passes over s; looking up the text of each id length at each
+		// place takes one pass per length.
+		seen := map[int]bool{}
+		var lengths []int
+		for k := range m {
+			if len(k) > 0 && !seen[len(k)] {
+				seen[len(k)] = true
+				lengths = append(lengths, len(k))
+			}
+		}
+		slices.SortFunc(lengths, func(a, b int) int { return b - a })
+		match = func(i int) string {
+			for _, l := range lengths {
+				if i+l <= len(s) {
+					if _, ok := m[s[i:i+l]]; ok && fits(i, s[i:i+l]) {
+						return s[i : i+l]
+					}
+				}
+			}
+			return ""
 		}
 	}
-	if len(keys) == 0 {
-		return s
-	}
-	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(s); {
@@ -307,14 +378,7 @@ func replaceTokens(m map[string]string, s string, numbers bool) string {
 			i++
 			continue
 		}
-		matched := ""
-		for _, k := range keys {
-			if strings.HasPrefix(s[i:], k) && (i+len(k) == len(s) || !isIDChar(s[i+len(k)]) || !isIDChar(k[len(k)-1])) &&
-				(numbers || !isNumber(k) || len(k) == len(s) || i > 0 && s[i-1] == '/' || i+len(k) < len(s) && s[i+len(k)] == '/') {
-				matched = k
-				break
-			}
-		}
+		matched := match(i)
 		if matched == "" {
 			i++
 			continue
@@ -330,6 +394,10 @@ func replaceTokens(m map[string]string, s string, numbers bool) string {
 	b.WriteString(s[last:])
 	return b.String()
 }
+
+// manyIDs is how many ids replaceTokens searches a text for one by one; with more it looks
+// them up by length instead.
+const manyIDs = 64
 
 // ContainsID says whether s holds id as a whole token, the way Apply would find it.
 func ContainsID(s, id string) bool {
@@ -472,7 +540,8 @@ type evidence struct {
 	sources []source        // built on first use
 	built   bool
 	rec     *tape.Tape
-	uses    map[string][]int // token -> indexes into sources that hold it
+	uses    map[string][]int   // token -> indexes into sources that hold it
+	runs    map[string][]runAt // whole run of id characters -> where the sources hold it
 }
 
 // source is a text of the recording where a recorded identifier can be used again.
@@ -483,10 +552,11 @@ type source struct {
 	at      float64 // ms since the recording started
 	what    string
 	text    string
+	raw     json.RawMessage // a tool call's input; nil for an opening request
 }
 
 func newEvidence(rec *tape.Tape) *evidence {
-	ev := &evidence{rec: rec, keys: map[string]bool{}, uses: map[string][]int{}}
+	ev := &evidence{rec: rec, keys: map[string]bool{}, uses: map[string][]int{}, runs: map[string][]runAt{}}
 	if rec != nil {
 		ev.harness = rec.Meta.Harness
 	}
@@ -525,9 +595,12 @@ func (ev *evidence) build() {
 			}
 			for _, c := range st.ToolCalls {
 				ev.sources = append(ev.sources, source{thread: th.ID, step: si, at: st.Timing.LastByteAt,
-					what: fmt.Sprintf("thread %s step %d call %s (%s) input", th.ID, si, c.ID, c.Name), text: jsonText(c.Input)})
+					what: fmt.Sprintf("thread %s step %d call %s (%s) input", th.ID, si, c.ID, c.Name), text: jsonText(c.Input), raw: c.Input})
 			}
 		}
+	}
+	for i, s := range ev.sources {
+		ev.indexRuns(i, s.text)
 	}
 }
 
@@ -551,9 +624,10 @@ func jsonText(raw json.RawMessage) string {
 }
 
 // why returns the evidence that token, found in the recorded text at site at, is an
-// identifier: the harness field it stands in, or a later use in the recording.
-func (ev *evidence) why(at Site, recorded, token string) (string, bool) {
-	if f, ok := ev.field(recorded, token); ok {
+// identifier: the harness field it stands in (fields, the recorded text's: fieldsIn), or a
+// later use in the recording.
+func (ev *evidence) why(at Site, fields map[string]IdentifierField, token string) (string, bool) {
+	if f, ok := fields[token]; ok {
 		return "named by the harness: " + f.Harness + " " + f.Name, true
 	}
 	if !ev.built {
@@ -561,10 +635,9 @@ func (ev *evidence) why(at Site, recorded, token string) (string, bool) {
 	}
 	idx, ok := ev.uses[token]
 	if !ok {
-		for i, s := range ev.sources {
-			if strings.Contains(s.text, token) && ContainsID(s.text, token) {
-				idx = append(idx, i)
-			}
+		idx = ev.holding(token)
+		if isNumber(token) {
+			idx = slices.DeleteFunc(idx, func(i int) bool { return !ev.substituted(i, token) })
 		}
 		ev.uses[token] = idx
 	}
@@ -584,19 +657,106 @@ func (ev *evidence) why(at Site, recorded, token string) (string, bool) {
 	return "", false
 }
 
-// field returns the harness's identifier field that token stands in, in the recorded text.
-func (ev *evidence) field(recorded, token string) (IdentifierField, bool) {
+// substituted says whether the number token, standing in source i, stands where a replay's
+// substitution replaces it (ApplyJSON): a whole string, a path segment, or a number in a
+// field the harness table names as an identifier. Only such a use backs a number up as an
+// identifier: "120" in `git commit -m "all 120 tests pass"` is a count the model repeated,
+// and learning 120 -> 118 from it would pass a replay that ran two tests fewer, while the
+// replay's call would still say 120.
+func (ev *evidence) substituted(i int, token string) bool {
+	m := map[string]string{token: "\x00"}
+	s := ev.sources[i]
+	if s.raw == nil {
+		return replaceTokens(m, s.text, false) != s.text
+	}
+	_, changed := rewriteJSON(m, ev.keys, s.raw)
+	return changed
+}
+
+// fieldsIn maps each value standing in an identifier field of the harness in the recorded
+// text to that field (the first of the table that names it).
+func (ev *evidence) fieldsIn(recorded string) map[string]IdentifierField {
+	out := map[string]IdentifierField{}
 	for _, f := range IdentifierFields {
 		if f.Harness != ev.harness && ev.harness != "" {
 			continue
 		}
 		for _, m := range f.re.FindAllStringSubmatch(recorded, -1) {
-			if m[1] == token {
-				return f, true
+			if _, ok := out[m[1]]; !ok {
+				out[m[1]] = f
 			}
 		}
 	}
-	return IdentifierField{}, false
+	return out
+}
+
+// runAt is where a run of id characters stands: source src, from byte off.
+type runAt struct{ src, off int }
+
+// idRuns calls f with the start and end of each whole run of id characters (isIDChar) of s.
+func idRuns(s string, f func(i, j int)) {
+	for i := 0; i < len(s); {
+		if !isIDChar(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isIDChar(s[j]) {
+			j++
+		}
+		f(i, j)
+		i = j
+	}
+}
+
+// holding returns the indexes of the sources that hold token as a whole token (ContainsID),
+// in order. Wherever a token stands whole, each run of id characters in it is a whole run
+// of the text too (the token's own other characters or the token's ends bound it), so the
+// rarest of its runs, looked up in the index, gives every place it can stand; each is
+// checked. This keeps a text with many differing tokens from searching every source for
+// each of them.
+func (ev *evidence) holding(token string) []int {
+	best, at := "", 0
+	idRuns(token, func(i, j int) {
+		if r := token[i:j]; best == "" || len(ev.runs[r]) < len(ev.runs[best]) {
+			best, at = r, i
+		}
+	})
+	var idx []int
+	if best == "" { // no id character at all: search every source
+		for i, s := range ev.sources {
+			if strings.Contains(s.text, token) && ContainsID(s.text, token) {
+				idx = append(idx, i)
+			}
+		}
+		return idx
+	}
+	for _, p := range ev.runs[best] {
+		text, i := ev.sources[p.src].text, p.off-at
+		if len(idx) > 0 && idx[len(idx)-1] == p.src || i < 0 || i+len(token) > len(text) || text[i:i+len(token)] != token {
+			continue
+		}
+		if wholeAt(text, i, len(token)) {
+			idx = append(idx, p.src)
+		}
+	}
+	return idx
+}
+
+// wholeAt says whether the n bytes of s at i stand there as a whole token, as replaceTokens
+// takes one: not begun inside a run of id characters, not ended inside one.
+func wholeAt(s string, i, n int) bool {
+	if i > 0 && isIDChar(s[i-1]) && isIDChar(s[i]) {
+		return false
+	}
+	return i+n == len(s) || !isIDChar(s[i+n]) || !isIDChar(s[i+n-1])
+}
+
+// indexRuns records where each whole run of id characters of source i stands.
+func (ev *evidence) indexRuns(i int, text string) {
+	idRuns(text, func(j, k int) {
+		ev.runs[text[j:k]] = append(ev.runs[text[j:k]], runAt{src: i, off: j})
+	})
 }
 
 // siteTime is when the text at site at was recorded: the end of the step's answer (its tool

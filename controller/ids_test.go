@@ -38,7 +38,7 @@ func pairTape(h, result0 string, later ...string) *tape.Tape {
 }
 
 // replayOf copies rec with step 0's result replaced and the later inputs replaced.
-func replayOf(t *testing.T, rec *tape.Tape, result0 string, later ...string) *tape.Tape {
+func replayOf(t testing.TB, rec *tape.Tape, result0 string, later ...string) *tape.Tape {
 	t.Helper()
 	b, err := tape.Marshal(rec)
 	require.NoError(t, err)

@@ -699,12 +699,13 @@ func (d *decoder) meta(m *tape.Meta) error {
 
 // workspace reads meta.workspace, whose every field is omitted when empty.
 func (d *decoder) workspace(w *tape.Workspace) error {
-	// Both lists are omitted when empty: a null is not canonical.
+	// Exclude is omitted when empty, End when nil (an empty end manifest is []); a null is
+	// not canonical.
 	exclude := func() error { return list(d, &w.Exclude, d.strInto) }
 	end := func() error { return list(d, &w.End, d.fileEntry) }
 	o, err := d.fields(workspaceKeys, &w.Snapshot, &w.Digest, &w.Size, &w.Files, &w.Bytes, exclude, end)
 	d.check(o, bit(0, w.Snapshot != "")|bit(1, w.Digest != "")|bit(2, w.Size != 0)|bit(3, w.Files != 0)|
-		bit(4, w.Bytes != 0)|bit(5, len(w.Exclude) > 0)|bit(6, len(w.End) > 0))
+		bit(4, w.Bytes != 0)|bit(5, len(w.Exclude) > 0)|bit(6, w.End != nil))
 	return err
 }
 

@@ -89,13 +89,21 @@ func edgeTape() *tape.Tape {
 func TestDecodeTapeAgreesWithUnmarshal(t *testing.T) {
 	edge, err := tape.Marshal(edgeTape())
 	require.NoError(t, err)
-	for i, data := range append(decodeTestTapes(t), edge) {
+	// An empty end manifest (the run left an empty workspace) is [], not left out.
+	emptyEnd := edgeTape()
+	emptyEnd.Meta.Workspace = &tape.Workspace{End: []tape.FileEntry{}}
+	empty, err := tape.Marshal(emptyEnd)
+	require.NoError(t, err)
+	for i, data := range append(decodeTestTapes(t), edge, empty) {
 		fast, canon, err := decodeTape(data, false)
 		require.NoError(t, err, "tape %d", i)
 		require.True(t, canon, "tape %d: the canonical encoding is recognized", i)
 		require.True(t, isCanonical(fast, data), "tape %d", i)
 		ref, err := tape.Unmarshal(data)
 		require.NoError(t, err)
+		if ref.Meta.Workspace != nil {
+			require.Equal(t, ref.Meta.Workspace.End == nil, fast.Meta.Workspace.End == nil, "tape %d: an end manifest is kept, even an empty one", i)
+		}
 		a, err := tape.Marshal(fast)
 		require.NoError(t, err)
 		b, err := tape.Marshal(ref)

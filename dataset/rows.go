@@ -184,7 +184,7 @@ func RowsPriced(t *tape.Tape, canonical []byte, table *prices.Table) (TapeRow, [
 		if w.Snapshot != "" || w.Digest != "" {
 			row.WorkspaceSize, row.WorkspaceFiles = ptr(w.Size), ptr(int64(w.Files))
 		}
-		if len(w.End) > 0 {
+		if w.End != nil { // an empty workspace: 0
 			row.WorkspaceEndFiles = ptr(int64(len(w.End)))
 		}
 	}

@@ -241,7 +241,7 @@ func (e *enc) meta(m *Meta) {
 
 func (e *enc) workspace(w *Workspace) {
 	var end func()
-	if len(w.End) > 0 {
+	if w.End != nil { // omitzero: an empty manifest is written as []
 		end = func() {
 			list(e, w.End, func(f *FileEntry) {
 				e.obj(`{"path":%v,"type":%v,"mode":%v,"size":%v,"sha256":%o,"link":%o}`, f.Path, f.Type, f.Mode, f.Size, f.SHA256, f.Link)

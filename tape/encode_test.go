@@ -153,6 +153,11 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	for rn, raw := range raws {
 		cases["raw-"+rn] = edgeTape("s", 2, raw)
 	}
+	// An empty end manifest (an empty workspace) is written as [], a nil one left out.
+	cases["workspace-end-empty"] = edgeTape("s", 2, raws["object"])
+	cases["workspace-end-empty"].Meta.Workspace.End = []FileEntry{}
+	cases["workspace-end-nil"] = edgeTape("s", 2, raws["object"])
+	cases["workspace-end-nil"].Meta.Workspace.End = nil
 	for name, tp := range cases {
 		t.Run(name, func(t *testing.T) {
 			want, err := reflectMarshal(tp)

@@ -19,8 +19,9 @@ type Workspace struct {
 	// the snapshot and of the end manifest; a replay leaves the same out of its manifest.
 	Exclude []string `json:"exclude,omitempty"`
 	// End lists the workspace's entries when the run ended, sorted by path; nil when the end
-	// was not taken.
-	End []FileEntry `json:"end,omitempty"`
+	// was not taken. An empty workspace is an empty, non-nil End, written as [] (omitzero,
+	// not omitempty: compare must tell it from an end not taken).
+	End []FileEntry `json:"end,omitzero"`
 }
 
 // FileEntry is one entry of a workspace manifest.

@@ -88,7 +88,7 @@ func ManifestTar(r io.Reader, prefix string, opts Options) (Manifest, error) {
 		return tarRel(name, prefix)
 	}
 	tr := tar.NewReader(r)
-	var out Manifest
+	out := Manifest{} // an empty workspace is an empty manifest, not none
 	index := map[string]int{}
 	h := sha256.New()
 	maxBytes, maxEntries := opts.manifestLimit()

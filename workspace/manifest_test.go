@@ -116,6 +116,20 @@ func TestManifestTar(t *testing.T) {
 	assert.Equal(t, Manifest{{Path: "a", Type: TypeFile, Mode: "0644", Size: 1, SHA256: sum("a")}}, m)
 }
 
+// TestEmptyManifest: an empty workspace has an empty manifest, not none, from a directory
+// and from an archive, and goes into a tape as an empty list (a nil End says the end was
+// not taken, and compare would not compare it).
+func TestEmptyManifest(t *testing.T) {
+	fromDir, err := ManifestDir(t.Context(), t.TempDir(), Options{})
+	require.NoError(t, err)
+	fromTar, err := ManifestTar(bytes.NewReader(tarOf(t, dirEnt("app/"))), "app", Options{})
+	require.NoError(t, err)
+	for _, m := range []Manifest{fromDir, fromTar, nil} {
+		require.NotNil(t, m.TapeEntries())
+		require.Empty(t, m.TapeEntries())
+	}
+}
+
 func TestManifestTarErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

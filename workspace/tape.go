@@ -9,8 +9,14 @@ import (
 )
 
 // TapeEntries gives a manifest in the form a tape carries it (meta.workspace.end): the same
-// entries, not a copy.
-func (m Manifest) TapeEntries() []tape.FileEntry { return m }
+// entries, not a copy. An empty manifest (an empty workspace) is an empty, non-nil list: a
+// tape's nil End says the end was not taken.
+func (m Manifest) TapeEntries() []tape.FileEntry {
+	if m == nil {
+		return []tape.FileEntry{}
+	}
+	return m
+}
 
 // FromTape is the manifest a tape carries (meta.workspace.end): the same entries, not a copy.
 func FromTape(es []tape.FileEntry) Manifest { return es }

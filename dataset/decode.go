@@ -656,7 +656,7 @@ var (
 	threadKeys     = []string{"id", "parent", "steps"}
 	stepKeys       = []string{"request", "response", "tool_calls", "tool_results", "timing", "served_from_tape", "digest"}
 	toolCallKeys   = []string{"id", "name", "input", "kind", "namespace"}
-	toolResultKeys = []string{"tool_call_id", "content", "is_error", "duration_ms"}
+	toolResultKeys = []string{"tool_call_id", "content", "is_error", "duration_ms", "copied_from_tape"}
 	timingKeys     = []string{"request_at", "first_byte_at", "last_byte_at", "next_request_at"}
 	requestKeys    = []string{"path", "system", "messages", "tools", "params", "stream", "headers", "raw"}
 	messageKeys    = []string{"role", "content"}
@@ -788,8 +788,8 @@ func (d *decoder) toolCall(c *tape.ToolCall) error {
 }
 
 func (d *decoder) toolResult(r *tape.ToolResult) error {
-	o, err := d.fields(toolResultKeys, &r.ToolCallID, &r.Content, &r.IsError, &r.DurationMS)
-	d.check(o, 0b1111)
+	o, err := d.fields(toolResultKeys, &r.ToolCallID, &r.Content, &r.IsError, &r.DurationMS, &r.CopiedFromTape)
+	d.check(o, 0b1111|bit(4, r.CopiedFromTape))
 	return err
 }
 

@@ -79,7 +79,8 @@ func edgeTape() *tape.Tape {
 			Chunks: []tape.Chunk{{AtMS: tiny, Data: text}, {AtMS: huge, Data: ""}, {AtMS: neg}}},
 		ToolCalls: []tape.ToolCall{{ID: "c", Name: "Bash", Input: json.RawMessage(`{}`)}, {ID: "d", Name: "apply_patch", Kind: "custom", Input: json.RawMessage(`{"input":"x"}`)},
 			{ID: "e", Name: "spawn_agent", Input: json.RawMessage(`{}`), Namespace: "ns<&>"}},
-		ToolResults:    []tape.ToolResult{{ToolCallID: "c", Content: []tape.Block{{Type: "text", Text: text}}, DurationMS: &tiny}},
+		ToolResults: []tape.ToolResult{{ToolCallID: "c", Content: []tape.Block{{Type: "text", Text: text}}, DurationMS: &tiny},
+			{ToolCallID: "d", Content: []tape.Block{}, CopiedFromTape: true}},
 		Timing:         tape.Timing{RequestAt: 0.001, FirstByteAt: 123456.789, LastByteAt: 1e-6, NextRequestAt: &huge},
 		ServedFromTape: true,
 	}}}, {ID: "sub<1>&", Parent: &tape.Parent{ThreadID: "main", ToolCallID: "<c>&"}, Steps: []*tape.Step{}}}
@@ -179,6 +180,7 @@ func TestDecodeTapeSeesNonCanonical(t *testing.T) {
 		"empty omitempty field":  replace(`{"type":"text","text":"x"}`, `{"type":"text","text":"x","id":""}`),
 		"empty omitempty list":   replace(`{"type":"text","text":"x"}`, `{"type":"text","text":"x","content":[]}`),
 		"false omitempty bool":   replace(`{"type":"text","text":"x"}`, `{"type":"text","text":"x","is_error":false}`),
+		"false copied_from_tape": replace(`"copied_from_tape":true}`, `"copied_from_tape":false}`),
 		"null normalized list":   replace(`"tool_results":[`, `"tool_results":null,"x":[`),
 		"missing required field": replace(`"stop_reason":"end_turn",`, ``),
 		"missing tool input":     replace(`{"id":"c","name":"Bash","input":{}}`, `{"id":"c","name":"Bash"}`),

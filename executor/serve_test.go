@@ -197,6 +197,20 @@ func TestServeBadInput(t *testing.T) {
 		assert.True(t, env.Result.Result.IsError)
 		assert.Contains(t, env.Result.Result.Text(), c.want)
 	}
+
+	// A result copied from the recording says so on the wire; one the executor made does not.
+	fetched := &tape.ToolResult{ToolCallID: "tc_old", Content: []tape.Block{{Type: tape.BlockText, Text: "<html>"}}}
+	s.send(call("copied", "WebFetch", map[string]any{"url": "x"}, fetched))
+	env = s.recv()
+	require.NotNil(t, env.Result, string(env.Raw))
+	assert.Equal(t, "<html>", env.Result.Result.Text())
+	assert.True(t, env.Result.Result.CopiedFromTape)
+	assert.Contains(t, string(env.Raw), `"copied_from_tape":true`)
+	s.send(call("run", "Bash", map[string]any{"command": "echo ran"}, fetched))
+	env = s.recv()
+	require.NotNil(t, env.Result, string(env.Raw))
+	assert.False(t, env.Result.Result.CopiedFromTape)
+	assert.NotContains(t, string(env.Raw), "copied_from_tape")
 	s.send(protocol.Bye{Op: protocol.OpBye})
 	require.NotNil(t, s.recv().Bye)
 }

@@ -302,8 +302,8 @@ func (e *enc) toolCall(c *ToolCall) {
 }
 
 func (e *enc) toolResult(r *ToolResult) {
-	e.obj(`{"tool_call_id":%v,"content":%v,"is_error":%v,"duration_ms":%v}`,
-		r.ToolCallID, func() { e.blocks(r.Content) }, r.IsError, r.DurationMS)
+	e.obj(`{"tool_call_id":%v,"content":%v,"is_error":%v,"duration_ms":%v,"copied_from_tape":%o}`,
+		r.ToolCallID, func() { e.blocks(r.Content) }, r.IsError, r.DurationMS, r.CopiedFromTape)
 }
 
 func (e *enc) blocks(bs []Block) { list(e, bs, e.block) }

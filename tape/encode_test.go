@@ -53,7 +53,7 @@ func edgeTape(s string, x float64, raw []byte) *Tape {
 		Response: Response{Status: 200, Headers: Headers{"x": s}, Content: blocks, StopReason: s,
 			Usage: Usage{1, 2, 3, 4, -5}, Raw: raw, Chunks: []Chunk{{AtMS: x, Data: s}, {AtMS: 1e-7, Data: "data: {}"}}},
 		ToolCalls:      []ToolCall{{ID: s, Name: s, Input: raw, Kind: s, Namespace: s}, {ID: "c"}},
-		ToolResults:    []ToolResult{{ToolCallID: s, Content: blocks, IsError: true, DurationMS: &dur}, {ToolCallID: "c"}},
+		ToolResults:    []ToolResult{{ToolCallID: s, Content: blocks, IsError: true, DurationMS: &dur, CopiedFromTape: true}, {ToolCallID: "c"}},
 		Timing:         Timing{RequestAt: x, FirstByteAt: 1e21, LastByteAt: -1e-7, NextRequestAt: &dur},
 		ServedFromTape: true, Digest: s,
 	}

@@ -318,6 +318,11 @@ type ToolResult struct {
 	// DurationMS is how long the tool ran, when known (a replay measures it; a recording
 	// does not see it).
 	DurationMS *float64 `json:"duration_ms"`
+	// CopiedFromTape marks a replay's result that the executor did not produce by running
+	// the call: it copied the recorded result (a tool with no effect in the sandbox, such as
+	// an MCP tool or a web fetch, or one it cannot perform there). Compare reports these as
+	// not run. Omitted (false) everywhere else.
+	CopiedFromTape bool `json:"copied_from_tape,omitempty"`
 }
 
 // Text returns the concatenated text of the result's text blocks.

@@ -220,7 +220,8 @@ func Spawning(call tape.ToolCall) tape.ToolResult {
 }
 
 // Replay returns the recorded result for call (the Noop action): its content verbatim,
-// under the call's id. Without a recording it returns an error result naming the tool.
+// under the call's id, marked CopiedFromTape so that compare reports the call as not run.
+// Without a recording it returns an error result naming the tool.
 func Replay(call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult {
 	if recorded == nil {
 		return Text(call, fmt.Sprintf("tapebox-exec: tool %q has no effect in the sandbox and the call has no recorded result to replay", call.Name), true)
@@ -228,6 +229,7 @@ func Replay(call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult {
 	r := *recorded
 	r.ToolCallID = call.ID
 	r.DurationMS = nil
+	r.CopiedFromTape = true
 	if r.Content == nil {
 		r.Content = []tape.Block{}
 	}

@@ -242,12 +242,12 @@ var (
 	resultKeys     = []string{"op", "id", "result"}
 	callKeys       = []string{"op", "id", "call", "recorded"}
 	toolCallKeys   = []string{"id", "name", "input", "kind", "namespace"}
-	toolResultKeys = []string{"tool_call_id", "content", "is_error", "duration_ms"}
+	toolResultKeys = []string{"tool_call_id", "content", "is_error", "duration_ms", "copied_from_tape"}
 	blockKeys      = []string{"type", "text", "id", "name", "input", "tool_call_id", "content", "is_error", "raw"}
 )
 
 func (s *scanner) toolResult(r *tape.ToolResult) {
-	s.fields(toolResultKeys, &r.ToolCallID, &r.Content, &r.IsError, &r.DurationMS)
+	s.fields(toolResultKeys, &r.ToolCallID, &r.Content, &r.IsError, &r.DurationMS, &r.CopiedFromTape)
 }
 
 // blocks reads an array of blocks; null is a nil slice, [] an empty one.

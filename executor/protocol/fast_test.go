@@ -164,7 +164,7 @@ func TestFastFieldsKnown(t *testing.T) {
 		{Call{}, "op id call recorded"},
 		{Result{}, "op id result"},
 		{tape.ToolCall{}, "id name input kind,omitempty namespace,omitempty"},
-		{tape.ToolResult{}, "tool_call_id content is_error duration_ms"},
+		{tape.ToolResult{}, "tool_call_id content is_error duration_ms copied_from_tape,omitempty"},
 		{tape.Block{}, "type text,omitempty id,omitempty name,omitempty input,omitempty tool_call_id,omitempty content,omitempty is_error,omitempty raw,omitempty"},
 		{Hello{}, "op harness cwd env state_dir"},
 		{HelloReply{}, "op ok version protocol harness cwd policy platform"},

@@ -303,10 +303,13 @@ func TestNoopAndSpawning(t *testing.T) {
 		res := f.Run(tool, m{"anything": 1}, rec)
 		assert.Equal(t, "Todos have been modified successfully.", res.Text())
 		assert.False(t, res.IsError)
+		assert.True(t, res.CopiedFromTape, "%s: a copied result says so", tool)
 	}
 	res := f.Run("WebFetch", m{}, nil)
 	assert.True(t, res.IsError)
+	assert.False(t, res.CopiedFromTape, "nothing was copied")
 	assert.Contains(t, res.Text(), `"WebFetch"`)
+	assert.False(t, f.Run("Bash", m{"command": "true"}, rec).CopiedFromTape, "a call the executor runs")
 	for _, tool := range []string{"Agent", "Task"} {
 		res := f.Run(tool, m{"prompt": "x"}, rec)
 		assert.True(t, res.IsError)

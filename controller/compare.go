@@ -38,7 +38,8 @@ type Report struct {
 	ReachedEnd bool   `json:"reached_end"`
 	Ended      string `json:"ended"`
 	// Identical says the replay reached the end, no tool call or result differs, and the
-	// end state matches (EndState).
+	// end state matches (EndState). A result the executor copied from the recording
+	// compares equal: NotRun lists those, and the verdict line counts them.
 	Identical bool `json:"identical"`
 	// EndState compares the workspace each run left.
 	EndState    EndState     `json:"end_state"`
@@ -47,6 +48,10 @@ type Report struct {
 	Identifiers []Learned `json:"identifiers"`
 	// Volatile lists the fields ignored because the harness changes them on every run.
 	Volatile []string `json:"volatile"`
+	// NotRun lists the replay's tool calls whose result the executor copied from the
+	// recording instead of running them; ResultsReplayed counts every result of the replay.
+	NotRun          []NotRun `json:"not_run"`
+	ResultsReplayed int      `json:"results_replayed"`
 
 	provider tape.Provider
 }
@@ -68,6 +73,7 @@ func Compare(rec, rep *tape.Tape) *Report {
 		Differences:   []Difference{},
 		provider:      rec.Meta.Provider,
 	}
+	r.NotRun, r.ResultsReplayed = notRun(rep)
 	ids := NewIdentifiers(rec)
 	ids.oneToOne = true
 	reached := true
@@ -297,6 +303,9 @@ func exactJSON(raw json.RawMessage) (any, bool) {
 // WriteText prints the report for people.
 func (r *Report) WriteText(w io.Writer) {
 	verdict := "IDENTICAL"
+	if len(r.NotRun) > 0 {
+		verdict = fmt.Sprintf("IDENTICAL, %d of %d tool results not run", len(r.NotRun), r.ResultsReplayed)
+	}
 	switch {
 	case !r.ReachedEnd:
 		verdict = "DID NOT REACH THE END"
@@ -305,6 +314,7 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "compare %s -> %s (%s): %s\n", ShortID(r.Recording), ShortID(r.Replay), r.Harness, verdict)
 	fmt.Fprintf(w, "  steps: %d recorded, %d replayed, %d compared; replay ended: %s\n", r.StepsRecorded, r.StepsReplayed, r.StepsCompared, r.Ended)
+	r.writeNotRun(w)
 	if len(r.Identifiers) > 0 {
 		fmt.Fprintf(w, "  identifiers learned: %d\n", len(r.Identifiers))
 		for _, l := range r.Identifiers {

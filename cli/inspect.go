@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/seal"
@@ -242,7 +243,7 @@ func oneLine(raw json.RawMessage, width int) string {
 			s = string(raw)
 		}
 	}
-	s = strings.Join(strings.Fields(s), " ")
+	s = term.Printable(strings.Join(strings.Fields(s), " "))
 	if utf8.RuneCountInString(s) <= width {
 		return s
 	}

@@ -199,6 +199,7 @@ func TestOneLine(t *testing.T) {
 		{"html escapes", `{"cmd":"a \u0026\u0026 b \u003e c"}`, `{"cmd":"a && b > c"}`},
 		{"escaped backslash kept", `{"p":"C:\\u0026"}`, `{"p":"C:\\u0026"}`},
 		{"freeform", `{"input":"line one\n  line two"}`, "line one line two"},
+		{"terminal escapes", `{"input":"\u001b]0;owned\u0007 ls"}`, `\x1b]0;owned\x07 ls`},
 		{"long", `{"s":"` + strings.Repeat("é", 100) + `"}`, `{"s":"` + strings.Repeat("é", 73) + "…"},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strings"
 
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -346,11 +347,12 @@ func ShortID(id string) string {
 }
 
 // Excerpt is s as a report shows it: on one line (a newline written \n), cut after n
-// bytes with a "…".
+// bytes with a "…", its other control characters escaped (term.Printable: a tape's text
+// must not drive the terminal).
 func Excerpt(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", `\n`)
 	if len(s) > n {
-		return s[:n] + "…"
+		s = s[:n] + "…"
 	}
-	return s
+	return term.Printable(s)
 }

@@ -46,6 +46,11 @@ func startSessionRetrying(ctx context.Context, sb Sandbox, h protocol.Hello, log
 // errSessionDied is returned for calls whose session ended before they were answered.
 var errSessionDied = errors.New("executor session ended")
 
+// maxExecutorWords is how much of an executor's error message reaches an error or a log: the
+// executor runs beside the tape's commands, which may have taken it over, and a message may
+// be 16 MiB.
+const maxExecutorWords = 2000
+
 // ExecutorError is an "error" message the executor sent for a call.
 type ExecutorError struct {
 	CallID  string
@@ -53,7 +58,7 @@ type ExecutorError struct {
 }
 
 func (e *ExecutorError) Error() string {
-	return fmt.Sprintf("executor error for call %s: %s", e.CallID, e.Message)
+	return fmt.Sprintf("executor error for call %s: %s", e.CallID, Excerpt(e.Message, maxExecutorWords))
 }
 
 type reply struct {
@@ -114,7 +119,7 @@ func startSession(ctx context.Context, sb Sandbox, h protocol.Hello, logf func(s
 				s.readLoop(dec)
 				return
 			case protocol.OpError:
-				helloc <- fmt.Errorf("executor refused hello: %s", env.Error.Message)
+				helloc <- fmt.Errorf("executor refused hello: %s", Excerpt(env.Error.Message, maxExecutorWords))
 				return
 			default:
 				logf("executor sent %q before its hello reply", env.Op)
@@ -171,7 +176,7 @@ func (s *session) readLoop(dec *protocol.Decoder) {
 			s.deliver(env.Result.ID, reply{result: env.Result.Result})
 		case protocol.OpError:
 			if env.Error.ID == nil {
-				s.logf("executor error: %s", env.Error.Message)
+				s.logf("executor error: %s", Excerpt(env.Error.Message, maxExecutorWords))
 				continue
 			}
 			s.deliver(*env.Error.ID, reply{err: &ExecutorError{CallID: *env.Error.ID, Message: env.Error.Message}})

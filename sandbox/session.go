@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
 )
 
@@ -61,10 +62,10 @@ func (s *Session) ShareStderr(from *Session) { s.stderr = from.stderr }
 func (s *Session) SetStop(stop func() error) { s.stop = stop }
 
 // Stderr returns the end of what the command wrote to its standard error so far, its
-// control characters (but newline and tab) escaped as kit.Printable does: it goes into error
+// control characters (but newline and tab) escaped as term.Printable does: it goes into error
 // messages that reach a terminal, and whatever runs in the sandbox can write to it (a
 // process of the tape opens its executor's /proc/PID/fd/2).
-func (s *Session) Stderr() string { return kit.Printable(s.stderr.String()) }
+func (s *Session) Stderr() string { return term.Printable(s.stderr.String()) }
 
 // Done is closed when the command has exited (or the session was cut off).
 func (s *Session) Done() <-chan struct{} { return s.done }
@@ -122,7 +123,7 @@ type ExitError struct {
 func (e *ExitError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s exited with status %d", e.Command, e.Code)
-	if s := strings.TrimSpace(kit.Printable(e.Stderr)); s != "" {
+	if s := strings.TrimSpace(term.Printable(e.Stderr)); s != "" {
 		if len(s) > 2000 {
 			s = "..." + s[len(s)-2000:]
 		}

@@ -3,7 +3,6 @@ package kit
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/workspace"
 )
@@ -165,37 +162,4 @@ func (h *Head) String() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return string(h.buf)
-}
-
-// Printable is s with its control characters other than newline and tab, and its bytes
-// that are not UTF-8, written as Go escapes (\x1b, \u009b): what a sandbox's command
-// wrote goes into error messages, which reach a terminal, and an escape sequence there
-// could retitle it, rewrite what it shows or, on some terminals, answer back as input.
-func Printable(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || (unicode.IsControl(r) && r != '\n' && r != '\t') {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case r == '\n' || r == '\t' || !unicode.IsControl(r):
-			b.WriteString(s[i : i+n])
-		case r < 0x80:
-			fmt.Fprintf(&b, "\\x%02x", r)
-		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-		i += n
-	}
-	return b.String()
 }

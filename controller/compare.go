@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // Difference is one place where a replay did not do what the recording did.
@@ -49,6 +51,10 @@ type Report struct {
 	Volatile []string `json:"volatile"`
 
 	provider tape.Provider
+	// spawning are the harness's spawning tools; spawned holds the [thread, call] of each
+	// recorded call that a thread of the recording names as its parent.
+	spawning []string
+	spawned  map[tape.Parent]bool
 }
 
 // Compare diffs a replay against its recording step by step: tool calls (after identifier
@@ -67,6 +73,15 @@ func Compare(rec, rep *tape.Tape) *Report {
 		Volatile:      VolatileNames(h),
 		Differences:   []Difference{},
 		provider:      rec.Meta.Provider,
+		spawned:       map[tape.Parent]bool{},
+	}
+	if hh, ok := harnesses.Lookup(h); ok {
+		r.spawning = hh.SpawningTools
+	}
+	for _, th := range rec.Threads {
+		if th.Parent != nil {
+			r.spawned[*th.Parent] = true
+		}
 	}
 	ids := NewIdentifiers(rec)
 	ids.oneToOne = true
@@ -182,6 +197,13 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 		}
 		if okA != okB {
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_result", CallID: ca.ID, Tool: ca.Name, Recorded: presence(okA), Replayed: presence(okB)})
+			continue
+		}
+		// A spawning call without a child thread has nothing to play: the replay copies its
+		// recorded result (playChild), so that the two agree says nothing of the run.
+		if slices.Contains(r.spawning, ca.Name) && !r.spawned[tape.Parent{ThreadID: thread, ToolCallID: ca.ID}] {
+			r.add(Difference{Thread: thread, Step: i, Field: "tool_result", CallID: ca.ID, Tool: ca.Name, Recorded: resultText(ra),
+				Replayed: "copied from the recording: the spawning call has no child thread to play"})
 			continue
 		}
 		ta, tb := Mask(h, resultText(ra)), Mask(h, resultText(rb))

@@ -352,3 +352,24 @@ func learnedFrom(t *testing.T, rec *tape.Tape, recorded, replayed string) *Ident
 	ids.Learn(Site{Thread: "main", Step: 0}, recorded, replayed)
 	return ids
 }
+
+// TestCompareSpawningCallWithoutChild: a spawning call (Claude Code's Agent) with no child
+// thread in the recording has nothing to play: the replay copies its recorded result, so a
+// recording could claim any result there. Compare reports it instead of comparing the copy
+// with itself. With its child thread, the call compares as before.
+func TestCompareSpawningCallWithoutChild(t *testing.T) {
+	rec := pairTape("claude-code", "all 40 tests pass")
+	rec.Threads[0].Steps[0].ToolCalls[0].Name = "Agent"
+	rep := replayOf(t, rec, "all 40 tests pass")
+	r := Compare(rec, rep)
+	require.False(t, r.Identical)
+	require.Len(t, r.Differences, 1)
+	require.Contains(t, r.Differences[0].Replayed, "copied from the recording")
+
+	child := &tape.Thread{ID: "sub", Parent: &tape.Parent{ThreadID: "main", ToolCallID: "toolu_00"},
+		Steps: []*tape.Step{{Response: tape.Response{Status: 200, StopReason: "end_turn"}, Timing: tape.Timing{RequestAt: 1, FirstByteAt: 2, LastByteAt: 3}}}}
+	rec.Threads = append(rec.Threads, child)
+	rep = replayOf(t, rec, "all 40 tests pass")
+	r = Compare(rec, rep)
+	require.True(t, r.Identical, "%+v", r.Differences)
+}

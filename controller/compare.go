@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/harnesses"
@@ -341,7 +342,8 @@ func (r *Report) WriteText(w io.Writer) {
 				where += " (" + d.Tool + ")"
 			}
 		}
-		fmt.Fprintf(w, "  - %s: %s differs\n      recorded: %s\n      replayed: %s\n", where, d.Field, Excerpt(d.Recorded, 300), Excerpt(d.Replayed, 300))
+		a, b := diffExcerpts(d.Recorded, d.Replayed, 300)
+		fmt.Fprintf(w, "  - %s: %s differs\n      recorded: %s\n      replayed: %s\n", where, d.Field, a, b)
 	}
 	r.EndState.writeText(w)
 	if len(r.Volatile) > 0 {
@@ -355,6 +357,24 @@ func ShortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// diffExcerpts are two differing texts as a report shows them (Excerpt): from their start,
+// or, when they agree beyond the first n bytes, from a little before the first byte where
+// they part (after a "…"), so that two long results that differ late do not print alike.
+func diffExcerpts(a, b string, n int) (string, string) {
+	k := 0
+	for k < len(a) && k < len(b) && a[k] == b[k] {
+		k++
+	}
+	if k < n-n/4 {
+		return Excerpt(a, n), Excerpt(b, n)
+	}
+	from := k - n/4
+	for from > 0 && !utf8.RuneStart(a[from]) {
+		from--
+	}
+	return "…" + Excerpt(a[from:], n), "…" + Excerpt(b[from:], n)
 }
 
 // Excerpt is s as a report shows it: on one line (a newline written \n), cut after n

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -372,4 +373,23 @@ func TestCompareSpawningCallWithoutChild(t *testing.T) {
 	rep = replayOf(t, rec, "all 40 tests pass")
 	r = Compare(rec, rep)
 	require.True(t, r.Identical, "%+v", r.Differences)
+}
+
+// TestReportShowsWhereLongResultsPart: two long results that agree for their first 300
+// bytes used to print the same two excerpts under "differs"; the report now shows them from
+// a little before the first byte where they part.
+func TestReportShowsWhereLongResultsPart(t *testing.T) {
+	head := strings.Repeat("ok test_case\n", 60)
+	rec := pairTape("claude-code", head+"FAIL: none")
+	r := Compare(rec, replayOf(t, rec, head+"FAIL: test_parse"))
+	require.False(t, r.Identical)
+	var b strings.Builder
+	r.WriteText(&b)
+	require.Contains(t, b.String(), `\nFAIL: none`)
+	require.Contains(t, b.String(), `\nFAIL: test_parse`)
+	// Short texts, and texts that part early, print from their start.
+	x, y := diffExcerpts("abc", "abd", 300)
+	require.Equal(t, []string{"abc", "abd"}, []string{x, y})
+	x, y = diffExcerpts(strings.Repeat("é", 400), strings.Repeat("é", 399)+"e", 300)
+	require.True(t, strings.HasPrefix(x, "…") && utf8.ValidString(x) && utf8.ValidString(y), "%q", x)
 }

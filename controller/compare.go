@@ -87,8 +87,9 @@ func Compare(rec, rep *tape.Tape) *Report {
 	ids := NewIdentifiers(rec)
 	ids.oneToOne = true
 	reached := true
+	reachSet := reachableSet(rec)
 	for ref := range rec.Steps() {
-		reach := reachable(rec, ref.Thread)
+		reach := reachSet[ref.Thread]
 		if !reach && !makesToolCalls(ref.Thread) {
 			continue // a side conversation (a title or summary call) that replays do not play
 		}

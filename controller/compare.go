@@ -88,12 +88,13 @@ func Compare(rec, rep *tape.Tape) *Report {
 	ids.oneToOne = true
 	reached := true
 	reachSet := reachableSet(rec)
+	recByID, repByID := threadsByID(rec), threadsByID(rep)
 	for ref := range rec.Steps() {
 		reach := reachSet[ref.Thread]
 		if !reach && !makesToolCalls(ref.Thread) {
 			continue // a side conversation (a title or summary call) that replays do not play
 		}
-		th := rep.Thread(ref.Thread.ID)
+		th := repByID[ref.Thread.ID]
 		if th == nil || ref.Index >= len(th.Steps) {
 			reached = false
 			missing := "missing"
@@ -107,7 +108,7 @@ func Compare(rec, rep *tape.Tape) *Report {
 		compareStep(r, ids, h, ref.Thread.ID, ref.Index, ref.Step, th.Steps[ref.Index])
 	}
 	for _, th := range rep.Threads {
-		rth := rec.Thread(th.ID)
+		rth := recByID[th.ID]
 		n := 0
 		if rth != nil {
 			n = len(rth.Steps)
@@ -138,6 +139,18 @@ func Compare(rec, rep *tape.Tape) *Report {
 	r.Identical = reached && len(r.Differences) == 0 && r.EndState.Identical
 	r.Identifiers = ids.Learned()
 	return r
+}
+
+// threadsByID maps each thread id of t to its first thread of that id, as Tape.Thread
+// finds it, without a scan per lookup.
+func threadsByID(t *tape.Tape) map[string]*tape.Thread {
+	out := make(map[string]*tape.Thread, len(t.Threads))
+	for _, th := range t.Threads {
+		if _, ok := out[th.ID]; !ok {
+			out[th.ID] = th
+		}
+	}
+	return out
 }
 
 // makesToolCalls says whether some step of th asks for a tool call. A thread that no spawning

@@ -435,12 +435,7 @@ func (r *simRun) complete() bool {
 // go round in a circle or end at a missing thread does not. Each thread is walked once, so
 // that a long chain of subagents (a tape is anyone's) costs its length, not its cube.
 func reachableSet(t *tape.Tape) map[*tape.Thread]bool {
-	byID := make(map[string]*tape.Thread, len(t.Threads))
-	for _, th := range t.Threads {
-		if _, ok := byID[th.ID]; !ok {
-			byID[th.ID] = th
-		}
-	}
+	byID := threadsByID(t)
 	main := t.Main()
 	const walking = 2
 	state := make(map[*tape.Thread]int8, len(t.Threads)) // 1 reachable, 0 not, walking

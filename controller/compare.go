@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -233,6 +234,37 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 	}
 }
 
+// canonicalNumber spells the value of a JSON number literal one way: sign, significant
+// digits, exponent ("-15e-1" for -1.50). It works on the digits, without arithmetic, so
+// that 1e999999 costs its length (an exact big.Rat of it takes megabytes). A literal it
+// cannot read (an exponent past int) stays as it is.
+func canonicalNumber(lit string) string {
+	sign := ""
+	m := lit
+	if strings.HasPrefix(m, "-") {
+		sign, m = "-", m[1:]
+	}
+	exp := 0
+	if i := strings.IndexAny(m, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(m[i+1:], "+"))
+		if err != nil {
+			return lit
+		}
+		exp, m = e, m[:i]
+	}
+	intPart, frac, _ := strings.Cut(m, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		return "0" // -0 is 0
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	shift := len(digits) - len(trimmed) - len(frac)
+	if exp > 0 && shift > math.MaxInt-exp || exp < 0 && shift < math.MinInt-exp {
+		return lit
+	}
+	return sign + trimmed + "e" + strconv.Itoa(exp+shift)
+}
+
 // resultsByID groups a step's tool results by call id, in order.
 func resultsByID(s *tape.Step) map[string][]tape.ToolResult {
 	out := make(map[string][]tape.ToolResult, len(s.ToolResults))
@@ -300,8 +332,8 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return bytes.Equal(xa, ya)
 }
 
-// exactJSON decodes a JSON document with each number as the exact rational it writes, in
-// one spelling (so that 1.0, 1 and 1e0 are one).
+// exactJSON decodes a JSON document with each number as the exact value it writes, in one
+// spelling (canonicalNumber: 1.0, 1 and 1e0 are one).
 func exactJSON(raw json.RawMessage) (any, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -313,10 +345,7 @@ func exactJSON(raw json.RawMessage) (any, bool) {
 	norm = func(v any) any {
 		switch x := v.(type) {
 		case json.Number:
-			if r, ok := new(big.Rat).SetString(string(x)); ok {
-				return r.RatString()
-			}
-			return string(x)
+			return canonicalNumber(string(x))
 		case []any:
 			for i := range x {
 				x[i] = norm(x[i])

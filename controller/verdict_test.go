@@ -432,3 +432,23 @@ func walkUp(t *tape.Tape, th *tape.Thread) bool {
 	}
 	return false
 }
+
+// TestCanonicalNumber: one spelling per value, exact, from the digits alone (a huge
+// exponent is cheap, not a megabyte integer).
+func TestCanonicalNumber(t *testing.T) {
+	for _, same := range [][]string{
+		{"1.5", "15e-1", "1.50", "0.15e1", "150E-2"},
+		{"0", "-0", "0.0", "0e5", "-0.000e-3"},
+		{"100", "1e2", "1E+2", "100.0", "0.001e5"},
+		{"-2.5", "-25e-1", "-0.25e1"},
+		{"1e999999", "10e999998", "0.1e1000000"},
+	} {
+		for _, lit := range same {
+			require.Equal(t, canonicalNumber(same[0]), canonicalNumber(lit), "%s and %s", same[0], lit)
+		}
+	}
+	for _, pair := range [][2]string{{"9007199254740993", "9007199254740992"}, {"1.5", "-1.5"}, {"1e2", "1e3"}, {"12", "1.2"}} {
+		require.NotEqual(t, canonicalNumber(pair[0]), canonicalNumber(pair[1]), "%s and %s", pair[0], pair[1])
+	}
+	require.Equal(t, "1e99999999999999999999", canonicalNumber("1e99999999999999999999"), "an exponent past int stays as written")
+}

@@ -37,8 +37,8 @@ type Report struct {
 	StepsRecorded int    `json:"steps_recorded"`
 	StepsReplayed int    `json:"steps_replayed"`
 	StepsCompared int    `json:"steps_compared"`
-	// ReachedEnd says whether the replay played every step of every thread and did not end
-	// in error or divergence.
+	// ReachedEnd says whether the replay played every step of every thread and says it
+	// ended complete (not in error or divergence, and not without an end at all).
 	ReachedEnd bool   `json:"reached_end"`
 	Ended      string `json:"ended"`
 	// Identical says the replay reached the end, no tool call or result differs, and the
@@ -61,8 +61,11 @@ type Report struct {
 
 // Compare diffs a replay against its recording step by step: tool calls (after identifier
 // substitution), tool results (volatile fields masked, identifiers learned in recorded
-// order), stop reasons, whether every thread was played to its end, and the end state of the
-// workspace (meta.workspace.end of both tapes).
+// order, one to one), stop reasons, whether every thread was played to its end, and the end
+// state of the workspace (meta.workspace.end of both tapes). A thread no spawning call leads
+// to is skipped only when it makes no tool call (a title or summary call); a recorded
+// response the recorder did not keep, and a spawning call without a child thread (whose
+// result the replay copies), are differences: the replay cannot have repeated them.
 func Compare(rec, rep *tape.Tape) *Report {
 	h := rec.Meta.Harness
 	r := &Report{

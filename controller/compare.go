@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // Difference is one place where a replay did not do what the recording did.
@@ -34,8 +38,8 @@ type Report struct {
 	StepsRecorded int    `json:"steps_recorded"`
 	StepsReplayed int    `json:"steps_replayed"`
 	StepsCompared int    `json:"steps_compared"`
-	// ReachedEnd says whether the replay played every step of every thread and did not end
-	// in error or divergence.
+	// ReachedEnd says whether the replay played every step of every thread and says it
+	// ended complete (not in error or divergence, and not without an end at all).
 	ReachedEnd bool   `json:"reached_end"`
 	Ended      string `json:"ended"`
 	// Identical says the replay reached the end, no tool call or result differs, and the
@@ -55,12 +59,19 @@ type Report struct {
 	ResultsReplayed int      `json:"results_replayed"`
 
 	provider tape.Provider
+	// spawning are the harness's spawning tools; spawned holds the [thread, call] of each
+	// recorded call that a thread of the recording names as its parent.
+	spawning []string
+	spawned  map[tape.Parent]bool
 }
 
 // Compare diffs a replay against its recording step by step: tool calls (after identifier
 // substitution), tool results (volatile fields masked, identifiers learned in recorded
-// order), stop reasons, whether every thread was played to its end, and the end state of the
-// workspace (meta.workspace.end of both tapes).
+// order, one to one), stop reasons, whether every thread was played to its end, and the end
+// state of the workspace (meta.workspace.end of both tapes). A thread no spawning call leads
+// to is skipped only when it makes no tool call (a title or summary call); a recorded
+// response the recorder did not keep, and a spawning call without a child thread (whose
+// result the replay copies), are differences: the replay cannot have repeated them.
 func Compare(rec, rep *tape.Tape) *Report {
 	h := rec.Meta.Harness
 	r := &Report{
@@ -73,17 +84,28 @@ func Compare(rec, rep *tape.Tape) *Report {
 		Volatile:      VolatileNames(h),
 		Differences:   []Difference{},
 		provider:      rec.Meta.Provider,
+		spawned:       map[tape.Parent]bool{},
+	}
+	if hh, ok := harnesses.Lookup(h); ok {
+		r.spawning = hh.SpawningTools
+	}
+	for _, th := range rec.Threads {
+		if th.Parent != nil {
+			r.spawned[*th.Parent] = true
+		}
 	}
 	r.NotRun, r.ResultsReplayed = notRun(rep)
 	ids := NewIdentifiers(rec)
 	ids.oneToOne = true
 	reached := true
+	reachSet := reachableSet(rec)
+	recByID, repByID := threadsByID(rec), threadsByID(rep)
 	for ref := range rec.Steps() {
-		reach := reachable(rec, ref.Thread)
+		reach := reachSet[ref.Thread]
 		if !reach && !makesToolCalls(ref.Thread) {
 			continue // a side conversation (a title or summary call) that replays do not play
 		}
-		th := rep.Thread(ref.Thread.ID)
+		th := repByID[ref.Thread.ID]
 		if th == nil || ref.Index >= len(th.Steps) {
 			reached = false
 			missing := "missing"
@@ -97,7 +119,7 @@ func Compare(rec, rep *tape.Tape) *Report {
 		compareStep(r, ids, h, ref.Thread.ID, ref.Index, ref.Step, th.Steps[ref.Index])
 	}
 	for _, th := range rep.Threads {
-		rth := rec.Thread(th.ID)
+		rth := recByID[th.ID]
 		n := 0
 		if rth != nil {
 			n = len(rth.Steps)
@@ -128,6 +150,18 @@ func Compare(rec, rep *tape.Tape) *Report {
 	r.Identical = reached && len(r.Differences) == 0 && r.EndState.Identical
 	r.Identifiers = ids.Learned()
 	return r
+}
+
+// threadsByID maps each thread id of t to its first thread of that id, as Tape.Thread
+// finds it, without a scan per lookup.
+func threadsByID(t *tape.Tape) map[string]*tape.Thread {
+	out := make(map[string]*tape.Thread, len(t.Threads))
+	for _, th := range t.Threads {
+		if _, ok := out[th.ID]; !ok {
+			out[th.ID] = th
+		}
+	}
+	return out
 }
 
 // makesToolCalls says whether some step of th asks for a tool call. A thread that no spawning
@@ -191,6 +225,13 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_result", CallID: ca.ID, Tool: ca.Name, Recorded: presence(okA), Replayed: presence(okB)})
 			continue
 		}
+		// A spawning call without a child thread has nothing to play: the replay copies its
+		// recorded result (playChild), so that the two agree says nothing of the run.
+		if slices.Contains(r.spawning, ca.Name) && !r.spawned[tape.Parent{ThreadID: thread, ToolCallID: ca.ID}] {
+			r.add(Difference{Thread: thread, Step: i, Field: "tool_result", CallID: ca.ID, Tool: ca.Name, Recorded: resultText(ra),
+				Replayed: "copied from the recording: the spawning call has no child thread to play"})
+			continue
+		}
 		ta, tb := Mask(h, resultText(ra)), Mask(h, resultText(rb))
 		ids.Learn(Site{Thread: thread, Step: i}, ta, tb)
 		if ids.Apply(ta) != tb {
@@ -201,6 +242,37 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_result.is_error", CallID: ca.ID, Tool: ca.Name, Recorded: fmt.Sprint(ra.IsError), Replayed: fmt.Sprint(rb.IsError)})
 		}
 	}
+}
+
+// canonicalNumber spells the value of a JSON number literal one way: sign, significant
+// digits, exponent ("-15e-1" for -1.50). It works on the digits, without arithmetic, so
+// that 1e999999 costs its length (an exact big.Rat of it takes megabytes). A literal it
+// cannot read (an exponent past int) stays as it is.
+func canonicalNumber(lit string) string {
+	sign := ""
+	m := lit
+	if strings.HasPrefix(m, "-") {
+		sign, m = "-", m[1:]
+	}
+	exp := 0
+	if i := strings.IndexAny(m, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(m[i+1:], "+"))
+		if err != nil {
+			return lit
+		}
+		exp, m = e, m[:i]
+	}
+	intPart, frac, _ := strings.Cut(m, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		return "0" // -0 is 0
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	shift := len(digits) - len(trimmed) - len(frac)
+	if exp > 0 && shift > math.MaxInt-exp || exp < 0 && shift < math.MinInt-exp {
+		return lit
+	}
+	return sign + trimmed + "e" + strconv.Itoa(exp+shift)
 }
 
 // resultsByID groups a step's tool results by call id, in order.
@@ -270,8 +342,8 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return bytes.Equal(xa, ya)
 }
 
-// exactJSON decodes a JSON document with each number as the exact rational it writes, in
-// one spelling (so that 1.0, 1 and 1e0 are one).
+// exactJSON decodes a JSON document with each number as the exact value it writes, in one
+// spelling (canonicalNumber: 1.0, 1 and 1e0 are one).
 func exactJSON(raw json.RawMessage) (any, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -283,10 +355,7 @@ func exactJSON(raw json.RawMessage) (any, bool) {
 	norm = func(v any) any {
 		switch x := v.(type) {
 		case json.Number:
-			if r, ok := new(big.Rat).SetString(string(x)); ok {
-				return r.RatString()
-			}
-			return string(x)
+			return canonicalNumber(string(x))
 		case []any:
 			for i := range x {
 				x[i] = norm(x[i])
@@ -330,7 +399,8 @@ func (r *Report) WriteText(w io.Writer) {
 				where += " (" + d.Tool + ")"
 			}
 		}
-		fmt.Fprintf(w, "  - %s: %s differs\n      recorded: %s\n      replayed: %s\n", where, d.Field, Excerpt(d.Recorded, 300), Excerpt(d.Replayed, 300))
+		a, b := diffExcerpts(d.Recorded, d.Replayed, 300)
+		fmt.Fprintf(w, "  - %s: %s differs\n      recorded: %s\n      replayed: %s\n", where, d.Field, a, b)
 	}
 	r.EndState.writeText(w)
 	if len(r.Volatile) > 0 {
@@ -344,6 +414,24 @@ func ShortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// diffExcerpts are two differing texts as a report shows them (Excerpt): from their start,
+// or, when they agree beyond the first n bytes, from a little before the first byte where
+// they part (after a "…"), so that two long results that differ late do not print alike.
+func diffExcerpts(a, b string, n int) (string, string) {
+	k := 0
+	for k < len(a) && k < len(b) && a[k] == b[k] {
+		k++
+	}
+	if k < n-n/4 {
+		return Excerpt(a, n), Excerpt(b, n)
+	}
+	from := k - n/4
+	for from > 0 && !utf8.RuneStart(a[from]) {
+		from--
+	}
+	return "…" + Excerpt(a[from:], n), "…" + Excerpt(b[from:], n)
 }
 
 // Excerpt is s as a report shows it: on one line (a newline written \n), cut after n

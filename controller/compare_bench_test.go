@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
 // BenchmarkCompareManyIDs compares a tool result of 4000 lines, each an id-shaped token
@@ -53,4 +56,22 @@ func hex16(rng *rand.Rand) string {
 		b[i] = digits[rng.IntN(16)]
 	}
 	return string(b)
+}
+
+// BenchmarkCompareDeepThreads compares a tape of 2000 threads, each the subagent of the one
+// before (a tape is anyone's): finding which threads a replay plays walks each chain once.
+func BenchmarkCompareDeepThreads(b *testing.B) {
+	rec := pairTape("claude-code", "ok")
+	for i := range 2000 {
+		parent := "main"
+		if i > 0 {
+			parent = fmt.Sprint("t", i-1)
+		}
+		rec.Threads = append(rec.Threads, &tape.Thread{ID: fmt.Sprint("t", i), Parent: &tape.Parent{ThreadID: parent, ToolCallID: "c"},
+			Steps: []*tape.Step{{Response: tape.Response{StopReason: "end_turn"}}}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Compare(rec, rec)
+	}
 }

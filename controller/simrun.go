@@ -421,30 +421,62 @@ func (r *simRun) sync() {
 
 // complete says whether every thread reachable from the main thread was fully served.
 func (r *simRun) complete() bool {
+	reach := reachableSet(r.s.rec)
 	for i, th := range r.s.rec.Threads {
-		if reachable(r.s.rec, th) && r.written[i] < len(th.Steps) {
+		if reach[th] && r.written[i] < len(th.Steps) {
 			return false
 		}
 	}
 	return true
 }
 
-// reachable says whether th is the main thread or descends from it.
-func reachable(t *tape.Tape, th *tape.Thread) bool {
+// reachableSet holds the threads of t that are the main thread or descend from it, a
+// parent being the first thread of its id (as Tape.Thread finds it); a thread whose parents
+// go round in a circle or end at a missing thread does not. Each thread is walked once, so
+// that a long chain of subagents (a tape is anyone's) costs its length, not its cube.
+func reachableSet(t *tape.Tape) map[*tape.Thread]bool {
+	byID := threadsByID(t)
 	main := t.Main()
-	for range len(t.Threads) + 1 {
-		if th == main {
-			return true
+	const walking = 2
+	state := make(map[*tape.Thread]int8, len(t.Threads)) // 1 reachable, 0 not, walking
+	var path []*tape.Thread
+	for _, th := range t.Threads {
+		path = path[:0]
+		reach := false
+		for cur := th; ; {
+			if v, ok := state[cur]; ok {
+				reach = v == 1
+				break
+			}
+			if cur == main {
+				reach = true
+				path = append(path, cur)
+				break
+			}
+			state[cur] = walking
+			path = append(path, cur)
+			if cur.Parent == nil {
+				break
+			}
+			if cur = byID[cur.Parent.ThreadID]; cur == nil {
+				break
+			}
 		}
-		if th.Parent == nil {
-			return false
+		v := int8(0)
+		if reach {
+			v = 1
 		}
-		th = t.Thread(th.Parent.ThreadID)
-		if th == nil {
-			return false
+		for _, p := range path {
+			state[p] = v
 		}
 	}
-	return false
+	out := make(map[*tape.Thread]bool, len(state))
+	for th, v := range state {
+		if v == 1 {
+			out[th] = true
+		}
+	}
+	return out
 }
 
 // diverge answers a request the tape cannot answer, records it and ends the run.

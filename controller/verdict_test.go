@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -351,4 +352,103 @@ func learnedFrom(t *testing.T, rec *tape.Tape, recorded, replayed string) *Ident
 	ids := NewIdentifiers(rec)
 	ids.Learn(Site{Thread: "main", Step: 0}, recorded, replayed)
 	return ids
+}
+
+// TestCompareSpawningCallWithoutChild: a spawning call (Claude Code's Agent) with no child
+// thread in the recording has nothing to play: the replay copies its recorded result, so a
+// recording could claim any result there. Compare reports it instead of comparing the copy
+// with itself. With its child thread, the call compares as before.
+func TestCompareSpawningCallWithoutChild(t *testing.T) {
+	rec := pairTape("claude-code", "all 40 tests pass")
+	rec.Threads[0].Steps[0].ToolCalls[0].Name = "Agent"
+	rep := replayOf(t, rec, "all 40 tests pass")
+	r := Compare(rec, rep)
+	require.False(t, r.Identical)
+	require.Len(t, r.Differences, 1)
+	require.Contains(t, r.Differences[0].Replayed, "copied from the recording")
+
+	child := &tape.Thread{ID: "sub", Parent: &tape.Parent{ThreadID: "main", ToolCallID: "toolu_00"},
+		Steps: []*tape.Step{{Response: tape.Response{Status: 200, StopReason: "end_turn"}, Timing: tape.Timing{RequestAt: 1, FirstByteAt: 2, LastByteAt: 3}}}}
+	rec.Threads = append(rec.Threads, child)
+	rep = replayOf(t, rec, "all 40 tests pass")
+	r = Compare(rec, rep)
+	require.True(t, r.Identical, "%+v", r.Differences)
+}
+
+// TestReportShowsWhereLongResultsPart: two long results that agree for their first 300
+// bytes used to print the same two excerpts under "differs"; the report now shows them from
+// a little before the first byte where they part.
+func TestReportShowsWhereLongResultsPart(t *testing.T) {
+	head := strings.Repeat("ok test_case\n", 60)
+	rec := pairTape("claude-code", head+"FAIL: none")
+	r := Compare(rec, replayOf(t, rec, head+"FAIL: test_parse"))
+	require.False(t, r.Identical)
+	var b strings.Builder
+	r.WriteText(&b)
+	require.Contains(t, b.String(), `\nFAIL: none`)
+	require.Contains(t, b.String(), `\nFAIL: test_parse`)
+	// Short texts, and texts that part early, print from their start.
+	x, y := diffExcerpts("abc", "abd", 300)
+	require.Equal(t, []string{"abc", "abd"}, []string{x, y})
+	x, y = diffExcerpts(strings.Repeat("é", 400), strings.Repeat("é", 399)+"e", 300)
+	require.True(t, strings.HasPrefix(x, "…") && utf8.ValidString(x) && utf8.ValidString(y), "%q", x)
+}
+
+// TestReachableSetAgreesWithWalking: reachableSet finds the threads that walking up each
+// thread's parents (walkUp, the way it was done per step) reaches the main thread from, on
+// random trees with circles, missing parents, repeated ids and several parentless threads.
+func TestReachableSetAgreesWithWalking(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 500 {
+		tp := tape.New(tape.ProviderAnthropic, time.Unix(0, 0))
+		n := 1 + rng.IntN(8)
+		for i := range n {
+			th := &tape.Thread{ID: fmt.Sprint("t", rng.IntN(n+1))}
+			if rng.IntN(4) > 0 || i > 0 && rng.IntN(2) == 0 {
+				th.Parent = &tape.Parent{ThreadID: fmt.Sprint("t", rng.IntN(n+2)), ToolCallID: "c"}
+			}
+			tp.Threads = append(tp.Threads, th)
+		}
+		set := reachableSet(tp)
+		for _, th := range tp.Threads {
+			require.Equal(t, walkUp(tp, th), set[th], "round %d thread %s", round, th.ID)
+		}
+	}
+}
+
+// walkUp says whether th is the main thread or descends from it, walking up its parents.
+func walkUp(t *tape.Tape, th *tape.Thread) bool {
+	main := t.Main()
+	for range len(t.Threads) + 1 {
+		if th == main {
+			return true
+		}
+		if th.Parent == nil {
+			return false
+		}
+		if th = t.Thread(th.Parent.ThreadID); th == nil {
+			return false
+		}
+	}
+	return false
+}
+
+// TestCanonicalNumber: one spelling per value, exact, from the digits alone (a huge
+// exponent is cheap, not a megabyte integer).
+func TestCanonicalNumber(t *testing.T) {
+	for _, same := range [][]string{
+		{"1.5", "15e-1", "1.50", "0.15e1", "150E-2"},
+		{"0", "-0", "0.0", "0e5", "-0.000e-3"},
+		{"100", "1e2", "1E+2", "100.0", "0.001e5"},
+		{"-2.5", "-25e-1", "-0.25e1"},
+		{"1e999999", "10e999998", "0.1e1000000"},
+	} {
+		for _, lit := range same {
+			require.Equal(t, canonicalNumber(same[0]), canonicalNumber(lit), "%s and %s", same[0], lit)
+		}
+	}
+	for _, pair := range [][2]string{{"9007199254740993", "9007199254740992"}, {"1.5", "-1.5"}, {"1e2", "1e3"}, {"12", "1.2"}} {
+		require.NotEqual(t, canonicalNumber(pair[0]), canonicalNumber(pair[1]), "%s and %s", pair[0], pair[1])
+	}
+	require.Equal(t, "1e99999999999999999999", canonicalNumber("1e99999999999999999999"), "an exponent past int stays as written")
 }

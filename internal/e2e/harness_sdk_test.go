@@ -87,8 +87,11 @@ func officialSDKs(t *testing.T, r *rig) {
 			keep(t, recPath, "sdk-"+s.shape+".json")
 
 			repPath := filepath.Join(t.TempDir(), "replay.json")
-			sim, root := r.simulator(t, recPath, repPath)
-			p := startProc(t, t.TempDir(), cleanEnv(append(keys, "ANTHROPIC_BASE_URL="+root, "OPENAI_BASE_URL="+root+"/v1")...),
+			// The script ran in an empty directory and left it empty: the recording's end
+			// manifest is empty, and the replay's is read from where the script runs again.
+			work := t.TempDir()
+			sim, root := r.simulator(t, recPath, repPath, "--workspace", work)
+			p := startProc(t, work, cleanEnv(append(keys, "ANTHROPIC_BASE_URL="+root, "OPENAI_BASE_URL="+root+"/v1")...),
 				node, script, harnesses, s.shape)
 			code = p.wait(t, time.Minute)
 			simCode := sim.wait(t, time.Minute)

@@ -205,6 +205,17 @@ func TestBrowserReplayDifference(t *testing.T) {
 		assert.Empty(t, r.Differing)
 		assert.Empty(t, r.EndState)
 		assert.Contains(t, r.ComparePane, "IDENTICAL")
+		assert.NotContains(t, r.ComparePane, "not run")
+	})
+	t.Run("not run", func(t *testing.T) {
+		copied := edit(t, rep, func(tp *tape.Tape) {
+			s := tp.Thread(thread).Steps[stepIdx]
+			s.ToolResults[0].CopiedFromTape = true
+		})
+		var r diffReport
+		drive(t, "diff", map[string]any{"page": writePage(t, dir, "copied", rec, copied), "shots": t.ArtifactDir()}, &r)
+		assert.Regexp(t, `^identical, 1 of \d+ tool results not run$`, r.Verdict)
+		assert.Contains(t, r.ComparePane, "Not run (their results were copied from the recording")
 	})
 }
 

@@ -69,6 +69,9 @@ type compareIndex struct {
 	EndState    controller.EndState  `json:"end_state"`
 	Identifiers []controller.Learned `json:"identifiers"`
 	Volatile    []string             `json:"volatile"`
+	// NotRun are the replay's calls whose result was copied from the recording.
+	NotRun          []controller.NotRun `json:"not_run"`
+	ResultsReplayed int                 `json:"results_replayed"`
 }
 
 type differenceIndex struct {
@@ -167,6 +170,7 @@ func compareOf(r *controller.Report) *compareIndex {
 	c := &compareIndex{
 		Identical: r.Identical, ReachedEnd: r.ReachedEnd, Ended: r.Ended, Compared: r.StepsCompared,
 		EndState: r.EndState, Identifiers: r.Identifiers, Volatile: r.Volatile,
+		NotRun: r.NotRun, ResultsReplayed: r.ResultsReplayed,
 		Differences: make([]differenceIndex, 0, len(r.Differences)),
 	}
 	for _, d := range r.Differences {

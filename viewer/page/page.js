@@ -163,7 +163,7 @@
     if (IX.compare) {
       v.hidden = false;
       const c = IX.compare;
-      v.textContent = !c.reached_end ? "did not reach the end" : c.identical ? "identical" : `differs: ${c.differences.length} step difference(s), end state ${c.end_state.identical ? "same" : "differs"}`;
+      v.textContent = !c.reached_end ? "did not reach the end" : c.identical ? "identical" + notRunText(c) : `differs: ${c.differences.length} step difference(s), end state ${c.end_state.identical ? "same" : "differs"}`;
       v.className = "badge " + (c.identical ? "ok" : "bad");
     }
   }
@@ -643,13 +643,23 @@
 
   // ---- replay compared -------------------------------------------------------------------
 
+  // notRunText says how many of the replay's results were copied from the recording, not run.
+  function notRunText(c) {
+    const n = (c.not_run || []).length;
+    return n ? `, ${n} of ${c.results_replayed} tool results not run` : "";
+  }
+
   function renderCompare() {
     const c = IX.compare;
     if (!c) return;
     const pane = $("compare-pane");
     pane.hidden = false;
-    const kids = [el("strong", { text: `Compared with ${IX.replay.path}: ${c.identical ? "IDENTICAL" : c.reached_end ? "DIFFERS" : "DID NOT REACH THE END"}` }),
+    const kids = [el("strong", { text: `Compared with ${IX.replay.path}: ${c.identical ? "IDENTICAL" + notRunText(c) : c.reached_end ? "DIFFERS" : "DID NOT REACH THE END"}` }),
       el("span", { class: "dim", text: ` (${c.steps_compared} steps compared; replay ended ${c.ended})` })];
+    if ((c.not_run || []).length) {
+      const tools = [...new Set(c.not_run.map((n) => n.tool))].sort().join(", ");
+      kids.push(el("div", { text: `Not run (their results were copied from the recording, so they prove nothing): ${tools}` }));
+    }
     const ul = el("ul", { id: "differences" });
     for (const d of c.differences) {
       const rec = IX.recording, th = rec.threads.find((x) => x.id === d.thread);

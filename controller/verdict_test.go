@@ -180,14 +180,7 @@ func TestCompareIdentifiersOneToOne(t *testing.T) {
 // every way.
 func TestEvidenceIndexAgreesWithContainsID(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	const alphabet = "ab1-_/.: \"\\\n"
-	gen := func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		return string(b)
-	}
+	gen := randomText(rng, "ab1-_/.: \"\\\n")
 	for round := range 200 {
 		rec := pairTape("claude-code", "x")
 		th := rec.Threads[0]
@@ -221,14 +214,7 @@ func TestEvidenceIndexAgreesWithContainsID(t *testing.T) {
 // replaces what searching for each id (replaceOneByOne, the way it does with fewer) does.
 func TestReplaceManyIDs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	const alphabet = "ab12-_/.: \n"
-	gen := func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		return string(b)
-	}
+	gen := randomText(rng, "ab12-_/.: \n")
 	for round := range 300 {
 		s := gen(200)
 		m := map[string]string{}
@@ -451,4 +437,16 @@ func TestCanonicalNumber(t *testing.T) {
 		require.NotEqual(t, canonicalNumber(pair[0]), canonicalNumber(pair[1]), "%s and %s", pair[0], pair[1])
 	}
 	require.Equal(t, "1e99999999999999999999", canonicalNumber("1e99999999999999999999"), "an exponent past int stays as written")
+}
+
+// randomText returns a generator of n-byte texts drawn from alphabet: a small alphabet, so
+// that runs of id characters meet in every way.
+func randomText(rng *rand.Rand, alphabet string) func(n int) string {
+	return func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
 }

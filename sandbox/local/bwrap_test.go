@@ -55,6 +55,18 @@ func openJailT(t *testing.T, opts sandbox.Options) (*sandbox.Sandbox, string) {
 	return sb, dir
 }
 
+// openJailToClose opens a jail at a DIR that does not exist yet, for a test that closes it
+// itself and looks at DIR afterwards.
+func openJailToClose(t *testing.T) (*sandbox.Sandbox, string) {
+	t.Helper()
+	needBwrap(t)
+	dir := filepath.Join(t.TempDir(), "work")
+	sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{Logf: t.Logf})
+	require.NoError(t, err)
+	require.NotNil(t, sb.Backend().(*Backend).jail)
+	return sb, dir
+}
+
 // sh runs a shell command in the sandbox.
 func sh(t *testing.T, sb *sandbox.Sandbox, script string) *sandbox.ExecResult {
 	t.Helper()
@@ -461,11 +473,7 @@ func swapLoop(a, b string) (stop func()) {
 // made setuid (setuid root when the replay runs as root) would stay in DIR for any user of
 // the machine. Closing the sandbox clears the bits, and keeps the rest of the mode.
 func TestJailSetuidCleared(t *testing.T) {
-	needBwrap(t)
-	dir := filepath.Join(t.TempDir(), "work")
-	sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{Logf: t.Logf})
-	require.NoError(t, err)
-	require.NotNil(t, sb.Backend().(*Backend).jail)
+	sb, dir := openJailToClose(t)
 	res := sh(t, sb, "cp /usr/bin/id x && chmod 4755 x && cp x y && chmod 2711 y && mkdir -p sub && cp x sub/z && chmod 6750 sub/z && ln -s x link")
 	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
 	fi, err := os.Stat(filepath.Join(dir, "x"))
@@ -494,11 +502,6 @@ func TestJailStderrEscaped(t *testing.T) {
 func TestJailExecutorNotTamperable(t *testing.T) {
 	sandboxtest.RealExecutor(t, runtime.GOARCH)
 	sb, dir := openJailT(t, sandbox.Options{})
-	s, err := sb.Start(t.Context())
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	sandboxtest.HelloRoundTrip(t, s, dir)
-	enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
 	script := `for p in /proc/[0-9]*; do
   case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in "/run/tapebox/tapebox-exec serve"*)
     echo "FOUND $p"
@@ -506,14 +509,9 @@ func TestJailExecutorNotTamperable(t *testing.T) {
     grep -h TracerPid $p/status;;
   esac
 done`
-	b, _ := json.Marshal(map[string]any{"command": script})
-	require.NoError(t, enc.Encode(protocol.Call{Op: protocol.OpCall, ID: "1", Call: tape.ToolCall{ID: "tc_1", Name: "Bash", Input: b}}))
 	// Before, the command's "INJECTED" reached the executor's stdin, which answered with
 	// an error for a malformed line 3 before the result.
-	env, err := dec.Decode()
-	require.NoError(t, err)
-	require.NotNil(t, env.Result, "reply %s", env.Raw)
-	out := env.Result.Result.Text()
+	out, s := jailBash(t, sb, dir, script)
 	assert.Contains(t, out, "FOUND", "the executor was found: %s", out)
 	assert.Regexp(t, `/proc/\d+/fd/2: Permission denied`, out)
 	assert.NotContains(t, out, "WROTE")
@@ -523,11 +521,7 @@ done`
 // TestJailCloseDirRemoved: a DIR removed before the sandbox closes leaves nothing to clear,
 // and Close does not fail for it.
 func TestJailCloseDirRemoved(t *testing.T) {
-	needBwrap(t)
-	dir := filepath.Join(t.TempDir(), "work")
-	sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{Logf: t.Logf})
-	require.NoError(t, err)
-	require.NotNil(t, sb.Backend().(*Backend).jail)
+	sb, dir := openJailToClose(t)
 	require.NoError(t, os.RemoveAll(dir))
 	assert.NoError(t, sb.Close(t.Context()))
 }
@@ -545,21 +539,28 @@ func TestJailLeakedDescriptorStaysOut(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { syscall.Close(fd) })
 	sb, dir := openJailT(t, sandbox.Options{})
-	s, err := sb.Start(t.Context())
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	sandboxtest.HelloRoundTrip(t, s, dir)
-	enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
 	script := fmt.Sprintf(`for p in self $(ls /proc | grep '^[0-9]'); do cat /proc/$p/fd/%d/secret 2>/dev/null && echo " via $p"; done; echo checked; ls /proc/self/fd | tr '\n' ' '`, fd)
-	b, _ := json.Marshal(map[string]any{"command": script})
-	require.NoError(t, enc.Encode(protocol.Call{Op: protocol.OpCall, ID: "1", Call: tape.ToolCall{ID: "tc_1", Name: "Bash", Input: b}}))
-	env, err := dec.Decode()
-	require.NoError(t, err)
-	require.NotNil(t, env.Result, "reply %s", env.Raw)
-	out := env.Result.Result.Text()
+	out, _ := jailBash(t, sb, dir, script)
 	assert.Contains(t, out, "checked")
 	assert.NotContains(t, out, "HOST-SECRET")
 	// Nor the namespaces' descriptors the jail's bwrap is given: the command holds its
 	// stdio and ls's own directory only.
 	assert.Regexp(t, `checked\n0 1 2 3\s*$`, out)
+}
+
+// jailBash starts the executor in the jail sb (working directory dir), runs script in one
+// Bash call and returns its output, and the session for what it wrote besides.
+func jailBash(t *testing.T, sb *sandbox.Sandbox, dir, script string) (string, *sandbox.Session) {
+	t.Helper()
+	s, err := sb.Start(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	sandboxtest.HelloRoundTrip(t, s, dir)
+	enc, dec := protocol.NewEncoder(s.Stdin), protocol.NewReplyDecoder(s.Stdout)
+	b, _ := json.Marshal(map[string]any{"command": script})
+	require.NoError(t, enc.Encode(protocol.Call{Op: protocol.OpCall, ID: "1", Call: tape.ToolCall{ID: "tc_1", Name: "Bash", Input: b}}))
+	env, err := dec.Decode()
+	require.NoError(t, err)
+	require.NotNil(t, env.Result, "reply %s", env.Raw)
+	return env.Result.Result.Text(), s
 }

@@ -135,98 +135,47 @@ func WriteTar(w io.Writer, files map[string]File, owner workspace.Owner) error {
 	return tw.Close()
 }
 
-// ReadDir reads the host directory dir as Snapshot returns it. Everything is read through
-// an os.Root on dir, and every entry is checked to be the one its Lstat saw: the tape's
-// commands may still run (background tasks) and swap a file or a directory for a symbolic
-// link to the host's files while the tree is read, which a path-based read would follow.
+// ReadDir reads the host directory dir as Snapshot returns it, through an os.Root on dir
+// (workspace.WalkRoot, workspace.OpenSame): the tape's commands may still run (background
+// tasks) and swap a file or a directory for a symbolic link to the host's files while the
+// tree is read, which a path-based read would follow.
 func ReadDir(dir string) (map[string]File, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	r := &dirReader{root: root, files: map[string]File{}}
-	top, err := root.Lstat(".")
-	if err != nil {
-		return nil, err
-	}
-	if err := r.walk(".", top); err != nil {
-		return nil, err
-	}
-	return r.files, nil
-}
-
-type dirReader struct {
-	root  *os.Root
-	files map[string]File
-	total int64
-}
-
-// walk reads the directory rel (slash-separated, "." for the root), which Lstat found to be fi.
-func (r *dirReader) walk(rel string, fi fs.FileInfo) error {
-	d, err := r.open(rel, fi)
-	if err != nil {
-		return err
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return err
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		p := path.Join(rel, n)
-		fi, err := r.root.Lstat(filepath.FromSlash(p))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed since the directory was read
-		} else if err != nil {
-			return err
-		}
+	files := map[string]File{}
+	var total int64
+	err = workspace.WalkRoot(root, func(p string, fi fs.FileInfo) error {
 		f := File{Mode: fi.Mode()}
+		var err error
 		switch {
 		case fi.Mode().IsRegular():
-			r.total += fi.Size()
-			if r.total > maxSnapshot {
+			total += fi.Size()
+			if total > maxSnapshot {
 				return fmt.Errorf("more than %d bytes of files: snapshot a smaller directory", maxSnapshot)
 			}
-			if f.Data, err = r.read(p, fi); err != nil {
+			if f.Data, err = readSame(root, p, fi); err != nil {
 				return err
 			}
 		case fi.Mode()&fs.ModeSymlink != 0:
-			if f.Link, err = r.root.Readlink(filepath.FromSlash(p)); err != nil {
+			if f.Link, err = root.Readlink(filepath.FromSlash(p)); err != nil {
 				return err
 			}
 		}
-		r.files[p] = f
-		if fi.IsDir() {
-			if err := r.walk(p, fi); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// open opens rel through the root and checks that it is still what Lstat found.
-func (r *dirReader) open(rel string, fi fs.FileInfo) (*os.File, error) {
-	f, err := r.root.Open(filepath.FromSlash(rel))
+		files[p] = f
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	got, err := f.Stat()
-	if err == nil && (!os.SameFile(fi, got) || got.Mode().Type() != fi.Mode().Type()) {
-		err = fmt.Errorf("%s changed while it was read (was %v, now %v)", rel, fi.Mode().Type(), got.Mode().Type())
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return files, nil
 }
 
-// read reads the regular file rel, at most the size Lstat found.
-func (r *dirReader) read(rel string, fi fs.FileInfo) ([]byte, error) {
-	f, err := r.open(rel, fi)
+// readSame reads the regular file rel of root, at most the size Lstat found as fi.
+func readSame(root *os.Root, rel string, fi fs.FileInfo) ([]byte, error) {
+	f, err := workspace.OpenSame(root, rel, fi)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,10 @@ type Harness struct {
 	// <environment_context> block that does ("<cwd>/app</cwd>"). Either may be empty.
 	CwdLines   []string
 	CwdElement string
+	// Checked are the versions the executor's module was checked against (conformance
+	// fixtures, internal/fidelity's scoreboard), oldest first. A tape of another version
+	// still replays, with one warning naming the nearest (VersionWarning).
+	Checked []string
 }
 
 // Volatile is a part of a tool result that a harness makes different on every run.
@@ -62,6 +66,7 @@ var ClaudeCode = Harness{
 		{Name: "agent id to continue with SendMessage", Expr: `use SendMessage with to: '([A-Za-z0-9_\-]+)'`},
 	},
 	CwdLines: []string{"Primary working directory:", "Working directory:"},
+	Checked:  []string{"2.0.77", "2.1.332"},
 }
 
 // Codex is OpenAI's Codex CLI.
@@ -82,6 +87,7 @@ var Codex = Harness{
 		{Name: "agent id", Expr: `"agent_id":\s*"([^"\\]+)"`, Keys: []string{"agent_id"}},
 	},
 	CwdElement: "cwd",
+	Checked:    []string{"0.171.0"},
 }
 
 // Pi is the pi coding agent (npm @mariozechner/pi-coding-agent, the pi CLI).
@@ -101,6 +107,7 @@ var Pi = Harness{
 	},
 	// The system prompt's last line: "Current working directory: /app".
 	CwdLines: []string{"Current working directory:"},
+	Checked:  []string{"0.73.1"},
 }
 
 // All lists the harnesses TapeBox knows.
@@ -138,4 +145,89 @@ func SpawningTools() []string {
 	}
 	add(OtherSpawningTools)
 	return out
+}
+
+// Nearest returns the version of h.Checked nearest to version: the newest one not newer
+// than it, else the oldest; "" when h.Checked is empty. Versions compare as dotted numbers
+// ("2.1.10" after "2.1.9"); a part that is not a number compares as text.
+func (h *Harness) Nearest(version string) string {
+	best := ""
+	for _, c := range h.Checked {
+		if CompareVersions(c, version) <= 0 {
+			best = c
+		}
+	}
+	if best == "" && len(h.Checked) > 0 {
+		best = h.Checked[0]
+	}
+	return best
+}
+
+// VersionWarning returns the warning a replay of a tape recorded with version of harness
+// gives when the executor was not checked against that version ("" when it was, when the
+// version or the harness is unknown, or when the table lists no checked version).
+func VersionWarning(harness, version string) string {
+	h, ok := Lookup(harness)
+	if !ok || version == "" || len(h.Checked) == 0 {
+		return ""
+	}
+	for _, c := range h.Checked {
+		if c == version {
+			return ""
+		}
+	}
+	return "the tape was recorded with " + harness + " " + version + ", which the executor was not checked against; it replays it as the nearest version checked, " + h.Nearest(version)
+}
+
+// CompareVersions compares two dotted versions part by part: numerically where both parts
+// are numbers, else as text; a version that runs out first is the older. It returns -1, 0
+// or +1.
+func CompareVersions(a, b string) int {
+	for a != "" || b != "" {
+		var pa, pb string
+		pa, a = cutDot(a)
+		pb, b = cutDot(b)
+		na, aok := number(pa)
+		nb, bok := number(pb)
+		switch {
+		case pa == "" && pb != "":
+			return -1
+		case pb == "" && pa != "":
+			return 1
+		case aok && bok && na != nb:
+			if na < nb {
+				return -1
+			}
+			return 1
+		case !(aok && bok) && pa != pb:
+			if pa < pb {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func cutDot(s string) (string, string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' || s[i] == '-' {
+			return s[:i], s[i+1:]
+		}
+	}
+	return s, ""
+}
+
+func number(s string) (int, bool) {
+	if s == "" || len(s) > 9 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
 }

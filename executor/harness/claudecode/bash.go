@@ -329,7 +329,11 @@ type killInput struct {
 	TaskID  string `json:"task_id"`
 }
 
-func (s *session) killShell(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+func (s *session) killShell(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	if s.since("2.1") {
+		// Claude Code 2.1 keeps KillShell as another name of TaskStop ("No task found").
+		return s.taskStop(ctx, call, rec)
+	}
 	var in killInput
 	st, r, ok := s.decodeTask(call, rec, &in, "shell", &in.ShellID)
 	if !ok {

@@ -169,6 +169,11 @@ func (s *session) since(v string) bool {
 	return s.env.Version != "" && harnesses.CompareVersions(s.env.Version, v) >= 0
 }
 
+// before says the recording names its harness version and it is older than v.
+func (s *session) before(v string) bool {
+	return s.env.Version != "" && harnesses.CompareVersions(s.env.Version, v) < 0
+}
+
 func pluralize(n int, word string) string {
 	if n == 1 {
 		return word

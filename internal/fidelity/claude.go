@@ -25,24 +25,12 @@ var Claude = Grammar{
 // claudeClasses are the divergences of Claude Code the executor does not reproduce, each
 // with its reason.
 var claudeClasses = []Class{
-	{Name: "open: NotebookEdit of an unread notebook", Tool: "NotebookEdit",
-		Reason: "executor bug (open): Claude Code checks that the notebook was read before it checks that it exists"},
-	{Name: "open: Bash timeout", Tool: "Bash", Text: regexp.MustCompile(`timed out|timeout`),
-		Reason: "executor bug (open): Claude Code 2.1 kills a command that outlives the timeout the model gave (exit 143)"},
-	{Name: "open: symlink write", Text: regexp.MustCompile(`symbolic link`),
-		Reason: "executor bug (open): Claude Code 2.1 refuses to write through a symbolic link"},
-	{Name: "open: Write to a directory", Tool: "Write", Text: regexp.MustCompile(`is a directory`),
-		Reason: "executor bug (open): the error text differs"},
-	{Name: "open: trailing whitespace", Field: "end_state", Text: regexp.MustCompile(`size differs: recorded (\d+) bytes, replayed`),
-		Reason: "executor bug (open): Claude Code strips trailing whitespace from written lines"},
 	{Name: "local sandbox: read-only files", Text: regexp.MustCompile(`permission denied|readonly`),
-		Reason: "the local (bubblewrap) sandbox runs the executor as a root without CAP_DAC_OVERRIDE; Claude Code ran as root and wrote read-only files"},
-	{Name: "open: unsorted", Field: "end_state",
-		Reason: "not yet analysed"},
+		Reason: "the local (bubblewrap) sandbox runs the executor as a root without CAP_DAC_OVERRIDE; Claude Code ran as root and wrote read-only files (a Docker sandbox runs as root with it)"},
 	{Name: "system reminders", Version: "2.0.", Text: regexp.MustCompile(`<system-reminder>`),
-		Reason: "Claude Code 2.0 appends <system-reminder> notes (malware caution after Read, TodoWrite nudges, background output news) to tool results; they depend on the session's history and timing, not on the tool's effect"},
-	{Name: "open: 2.0 wording", Version: "2.0.",
-		Reason: "executor (open): Claude Code 2.0 words some results differently from 2.1 (no cwd note after File does not exist, EISDIR without the path, the background output path, the replace_all note, empty Bash output)"},
+		Reason: "Claude Code 2.0 appends <system-reminder> notes (TodoWrite nudges, news of a background command's output) to tool results; they depend on the session's history and timing, not on the tool's effect"},
+	{Name: "2.0 wording (open)", Version: "2.0.",
+		Reason: "Claude Code 2.0 words some results unlike 2.1 in ways the executor does not follow yet (its Bash timeout, some edit errors); the executor's 2.0 variants cover the rest"},
 }
 
 // ClaudeScratch returns where Claude Code keeps a run's background task output for cwd:

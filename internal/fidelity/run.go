@@ -186,7 +186,11 @@ func record(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (
 	for _, c := range seq.Calls {
 		turns = append(turns, fakeprovider.Turn{Calls: []tape.ToolCall{c.ToolCall()}})
 	}
-	turns = append(turns, fakeprovider.Turn{Text: "Done."})
+	// A background command that ends after the last call wakes the harness up for
+	// another turn or two (Claude Code 2.1 tells the model it finished).
+	for range 4 {
+		turns = append(turns, fakeprovider.Turn{Text: "Done."})
+	}
 	// Older harnesses make side calls of their own (Claude Code 2.0 asks a small model for a
 	// Bash command's prefix and warms up its subagents): they get a plain answer.
 	side := fakeprovider.Thread{Name: "side"}

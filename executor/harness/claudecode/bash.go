@@ -73,6 +73,14 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	outBytes, _ := tasks.Output(id)
 	out := string(outBytes)
+	if st.Running && !s.before("2.1") && isSleep(in.Command) {
+		// Claude Code 2.1 does not move a sleep to the background: it kills it.
+		_, _ = tasks.Kill(id)
+		_ = tasks.Remove(id)
+		msg := "Command timed out after " + formatSeconds(timeout)
+		stdout := strings.TrimRight(leadingBlank.ReplaceAllString(out, ""), " \t\r\n\v\f")
+		return harness.Text(call, strings.Join(nonEmpty([]string{"Exit code 143", msg, stdout}), "\n"), true)
+	}
 	if st.Running {
 		stdout := strings.TrimRight(leadingBlank.ReplaceAllString(out, ""), " \t\r\n\v\f")
 		msg := fmt.Sprintf("Command did not complete within its %ds timeout and was moved to the background (ID: %s). Output is being written to: %s.%s",
@@ -100,6 +108,26 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		text = "(Bash completed with no output)"
 	}
 	return harness.Text(call, text, false)
+}
+
+// isSleep says a command starts with sleep, which Claude Code 2.1 kills at its timeout
+// instead of moving it to the background (found by internal/fidelity).
+func isSleep(command string) bool {
+	f := strings.Fields(command)
+	return len(f) > 0 && strings.TrimSuffix(f[0], ";") == "sleep"
+}
+
+// formatSeconds words a timeout in milliseconds as Claude Code does for whole seconds
+// ("1s"), minutes and seconds above a minute ("2m 30s").
+func formatSeconds(ms int64) string {
+	sec := max(1, (ms+500)/1000)
+	if sec < 60 {
+		return strconv.FormatInt(sec, 10) + "s"
+	}
+	if sec%60 == 0 {
+		return strconv.FormatInt(sec/60, 10) + "m"
+	}
+	return strconv.FormatInt(sec/60, 10) + "m " + strconv.FormatInt(sec%60, 10) + "s"
 }
 
 const movedDefaultTail = " You will be notified when it completes. If it is still running after 10m in the background, it will be stopped and you will be notified. It is running now: do not start a second copy while it runs. If it is no longer needed, stop it with TaskStop. To check interim output, use Read on that file path."

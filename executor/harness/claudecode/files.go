@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
@@ -126,6 +127,9 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	ft, err := action.ReadFile(path, offset, limit)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && binaryExts[ext] && !s.before("2.1"):
+		// Claude Code 2.1 judges by the name before it looks for the file.
+		return asRecorded(toolUseError(call, fmt.Sprintf(binaryReadNote, ext)), rec)
 	case errors.Is(err, fs.ErrNotExist):
 		return s.notExist(call, rec)
 	case errors.Is(err, action.ErrBinary):
@@ -163,8 +167,63 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	if s.before("2.1") {
 		b.WriteString(malwareReminder)
+	} else if !validUTF8File(path) {
+		b.WriteString(notUTF8Note)
 	}
 	return harness.Text(call, b.String(), false)
+}
+
+// notUTF8Note is what Claude Code 2.1 appends to a read of a file that is not valid UTF-8
+// (the whole file, whatever part was read).
+const notUTF8Note = "\n\n[This file is not valid UTF-8: it uses a legacy encoding such as Windows-1252, Shift-JIS or GBK, or it is binary. Its undecodable bytes show above as U+FFFD. Edit and Write will refuse it: change it with a shell command that keeps its encoding, or ask the user whether to convert it to UTF-8.]"
+
+// binaryExts are names Claude Code 2.1 refuses to read as binary before it looks for the
+// file.
+var binaryExts = map[string]bool{".bin": true, ".exe": true, ".dll": true, ".so": true, ".o": true, ".a": true,
+	".zip": true, ".gz": true, ".tar": true, ".class": true, ".jar": true, ".pyc": true, ".dylib": true}
+
+func validUTF8File(path string) bool {
+	b, err := os.ReadFile(path)
+	return err != nil || utf8.Valid(b)
+}
+
+// writable refuses, as Claude Code 2.1 does, a Write or Edit of a symbolic link: the
+// answer names the link's target.
+func (s *session) writable(call tape.ToolCall, name, path string) (tape.ToolResult, bool) {
+	if s.before("2.1") {
+		return tape.ToolResult{}, true
+	}
+	st, err := os.Lstat(path)
+	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return tape.ToolResult{}, true
+	}
+	target, err := os.Readlink(path)
+	if err != nil {
+		return tape.ToolResult{}, true
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(name), target)
+	}
+	return harness.Text(call, "Refusing to write "+name+": it is a symbolic link. Write to the link's target path instead: "+target+".", true), false
+}
+
+// stripTrailing removes the spaces and tabs at the end of each line of text written to
+// path, as Claude Code's Write and Edit do, except in Markdown (where two spaces end a
+// line).
+func stripTrailing(path, text string) string {
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".md" || ext == ".mdx" {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		cr := strings.HasSuffix(l, "\r")
+		l = strings.TrimRight(strings.TrimSuffix(l, "\r"), " \t")
+		if cr {
+			l += "\r"
+		}
+		lines[i] = l
+	}
+	return strings.Join(lines, "\n")
 }
 
 // malwareReminder is what Claude Code 2.0 appends to every file it reads.
@@ -181,7 +240,13 @@ func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolRes
 		return r
 	}
 	path := s.env.Path(in.FilePath)
-	created, err := action.WriteFile(path, *in.Content)
+	if r, ok := s.writable(call, in.FilePath, path); !ok {
+		return r
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() && !s.before("2.1") {
+		return toolUseError(call, in.FilePath+" is a directory, not a file. To create a file inside it, include the file name in file_path.")
+	}
+	created, err := action.WriteFile(path, stripTrailing(path, *in.Content))
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
@@ -207,13 +272,25 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	if strings.HasSuffix(in.FilePath, ".ipynb") {
 		return asRecorded(toolUseError(call, notebookHint), rec)
 	}
-	edits := []action.Edit{{Old: *in.OldString, New: *in.NewString, All: in.ReplaceAll}}
-	if _, err := action.EditFile(s.env.Path(in.FilePath), edits); err != nil {
+	path := s.env.Path(in.FilePath)
+	newString := stripTrailing(path, *in.NewString)
+	if *in.OldString == newString && !s.before("2.1") {
+		// Claude Code 2.1 checks this before it looks at the file.
+		return asRecorded(toolUseError(call, "No changes to make: old_string and new_string are exactly the same."), rec)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() && !s.before("2.1") {
+		return asRecorded(toolUseError(call, "Error calling tool (Edit): EISDIR: illegal operation on a directory, read"), rec)
+	}
+	if r, ok := s.writable(call, in.FilePath, path); !ok {
+		return r
+	}
+	edits := []action.Edit{{Old: *in.OldString, New: newString, All: in.ReplaceAll}}
+	if _, err := action.EditFile(path, edits); err != nil {
 		return asRecorded(s.editError(call, err), rec)
 	}
 	note := noteFor(rec)
 	if in.ReplaceAll && s.before("2.1") {
-		return harness.Text(call, "The file "+in.FilePath+" has been updated. All occurrences of '"+*in.OldString+"' were successfully replaced with '"+*in.NewString+"'."+note, false)
+		return harness.Text(call, "The file "+in.FilePath+" has been updated. All occurrences of '"+*in.OldString+"' were successfully replaced with '"+newString+"'."+note, false)
 	}
 	if in.ReplaceAll {
 		return harness.Text(call, "The file "+in.FilePath+" has been updated. All occurrences were successfully replaced."+note, false)
@@ -234,6 +311,9 @@ func (s *session) editError(call tape.ToolCall, err error) tape.ToolResult {
 	case action.EditNoChange:
 		return toolUseError(call, "No changes to make: old_string and new_string are exactly the same.")
 	case action.EditFileMissing:
+		if s.before("2.1") {
+			return toolUseError(call, "File does not exist.")
+		}
 		return toolUseError(call, "File does not exist. Note: your current working directory is "+s.currentDir()+".")
 	case action.EditFileExists:
 		return toolUseError(call, "Cannot create new file - file already exists.")

@@ -28,7 +28,7 @@ var cellIndexID = regexp.MustCompile(`^cell-(\d+)$`)
 
 func (s *session) notebookEdit(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	var in notebookInput
-	if r, ok := decode(call, &in, "notebook_path"); !ok {
+	if r, ok := decodeWrite(call, rec, &in, "notebook_path"); !ok {
 		return r
 	}
 	mode := in.EditMode

@@ -27,6 +27,8 @@ var Claude = Grammar{
 var claudeClasses = []Class{
 	{Name: "local sandbox: read-only files", Text: regexp.MustCompile(`permission denied|readonly`),
 		Reason: "the local (bubblewrap) sandbox runs the executor as a root without CAP_DAC_OVERRIDE; Claude Code ran as root and wrote read-only files (a Docker sandbox runs as root with it)"},
+	{Name: "shell snapshot: grep is ripgrep", Tool: "Bash", Text: regexp.MustCompile(`(?m)^\./`),
+		Reason: "Claude Code runs commands in a shell whose snapshot makes grep its bundled ripgrep (paths without ./); the executor's shell runs the system grep"},
 	{Name: "system reminders", Version: "2.0.", Text: regexp.MustCompile(`<system-reminder>`),
 		Reason: "Claude Code 2.0 appends <system-reminder> notes (TodoWrite nudges, news of a background command's output) to tool results; they depend on the session's history and timing, not on the tool's effect"},
 	{Name: "2.0 wording (open)", Version: "2.0.",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ var (
 	keepFlag    = flag.String("fidelity.keep", "", "copy every recording and replay tape into this directory")
 	shrinkFlag  = flag.String("fidelity.shrink", "", "TestScoreboard: shrink each unclassified divergence and save it as a regression case in this directory")
 	seedFlag    = flag.Uint64("fidelity.first", 1, "TestScoreboard: the first seed")
+	onlyFlag    = flag.String("fidelity.only", "", "TestScoreboard: run only the harness versions this comma-separated list names (2.1.332,...)")
 )
 
 // suite pairs a grammar with the targets it runs against.
@@ -35,11 +37,12 @@ func suites() []suite {
 	return []suite{{Claude, ClaudeTargets()}}
 }
 
-// lock takes the machine-wide lock of the fidelity runs: their working directories are
-// fixed absolute paths, so two go test processes must not use them at once.
-func lock(t *testing.T) {
+// lock takes a machine-wide lock of the fidelity runs in the directories named name (the
+// generated sequences' "targets", the regression cases' "regress"): their working
+// directories are fixed absolute paths, so two go test processes must not use them at once.
+func lock(t *testing.T, name string) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "tapebox-fidelity.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "tapebox-fidelity-"+name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +98,7 @@ func TestQuick(t *testing.T) {
 		t.Skip("real harnesses; not in -short")
 	}
 	realharness.Need(t, realharness.Claude)
-	lock(t)
+	lock(t, "targets")
 	for _, s := range suites() {
 		for _, target := range s.targets {
 			t.Run(target.Harness+"-"+target.Version, func(t *testing.T) {
@@ -134,11 +137,14 @@ func TestScoreboard(t *testing.T) {
 		t.Skip("make fidelity runs it (-fidelity.seeds N)")
 	}
 	realharness.Need(t, realharness.Claude)
-	lock(t)
+	lock(t, "targets")
 	var b Board
 	start := time.Now()
 	for _, s := range suites() {
 		for _, target := range s.targets {
+			if *onlyFlag != "" && !slices.Contains(strings.Split(*onlyFlag, ","), target.Version) {
+				continue
+			}
 			target.Keep = *keepFlag
 			runSeeds(t.Context(), s.grammar, target, *seedFlag, *seedsFlag, *workersFlag, func(w int, o *Outcome) {
 				b.Add(target.Version, o, s.grammar.Classes)
@@ -207,7 +213,7 @@ func TestRegressions(t *testing.T) {
 		t.Fatalf("no regression cases in testdata/ (%v)", err)
 	}
 	realharness.Need(t, realharness.Claude)
-	lock(t)
+	lock(t, "regress")
 	for _, file := range files {
 		seq, err := Load(file)
 		if err != nil {

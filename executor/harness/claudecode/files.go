@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -144,11 +145,18 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	case err != nil:
 		return harness.Text(call, err.Error(), true)
 	}
+	note := ""
+	if !s.before("2.1") && !validUTF8File(path) {
+		note = notUTF8Note
+	}
 	switch {
+	case ft.Total == 0 && offset > 1 && !s.before("2.1"):
+		// Claude Code 2.1 counts an empty file as one line.
+		return harness.Text(call, fmt.Sprintf("<system-reminder>Warning: the file exists but is shorter than the provided offset (%d). The file has 1 lines.</system-reminder>", offset), false)
 	case ft.Total == 0:
 		return harness.Text(call, readEmptyNote, false)
 	case len(ft.Lines) == 0:
-		return harness.Text(call, fmt.Sprintf("<system-reminder>Warning: the file exists but is shorter than the provided offset (%d). The file has %d lines.</system-reminder>", offset, ft.Total), false)
+		return harness.Text(call, fmt.Sprintf("<system-reminder>Warning: the file exists but is shorter than the provided offset (%d). The file has %d lines.</system-reminder>", offset, ft.Total)+note, false)
 	}
 	var b strings.Builder
 	for i, l := range ft.Lines {
@@ -167,9 +175,8 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	if s.before("2.1") {
 		b.WriteString(malwareReminder)
-	} else if !validUTF8File(path) {
-		b.WriteString(notUTF8Note)
 	}
+	b.WriteString(note)
 	return harness.Text(call, b.String(), false)
 }
 
@@ -187,13 +194,25 @@ func validUTF8File(path string) bool {
 	return err != nil || utf8.Valid(b)
 }
 
-// writable refuses, as Claude Code 2.1 does, a Write or Edit of a symbolic link: the
-// answer names the link's target.
+// notUTF8Refusal is Claude Code 2.1's answer to a Write or Edit of a file that is not
+// valid UTF-8 (Edit wraps it in <tool_use_error>, Write does not).
+const notUTF8Refusal = "File is not valid UTF-8: it uses a legacy encoding such as Windows-1252, Shift-JIS or GBK, or it is binary. These tools write UTF-8 (or UTF-16LE behind its byte-order mark) and never convert a file's encoding on their own, so nothing was written. If the file is text, make the change with a shell command that reads and writes it in its own encoding (iconv, or PowerShell Get-Content/Set-Content -Encoding), or ask the user whether to convert it to UTF-8 first. To replace the whole file with new UTF-8 text anyway, delete it first, then Write it."
+
+// writable refuses, as Claude Code 2.1 does, a Write or Edit of a symbolic link (the
+// answer names the link's target) or of a regular file that is not valid UTF-8.
 func (s *session) writable(call tape.ToolCall, name, path string) (tape.ToolResult, bool) {
 	if s.before("2.1") {
 		return tape.ToolResult{}, true
 	}
 	st, err := os.Lstat(path)
+	if err == nil && st.Mode().IsRegular() {
+		if b, err := os.ReadFile(path); err == nil && !utf8.Valid(b) && !bytes.HasPrefix(b, []byte{0xff, 0xfe}) {
+			if call.Name == "Edit" {
+				return toolUseError(call, notUTF8Refusal), false
+			}
+			return harness.Text(call, notUTF8Refusal, true), false
+		}
+	}
 	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
 		return tape.ToolResult{}, true
 	}

@@ -25,8 +25,10 @@ var Claude = Grammar{
 // claudeClasses are the divergences of Claude Code the executor does not reproduce, each
 // with its reason.
 var claudeClasses = []Class{
-	{Name: "local sandbox: read-only files", Text: regexp.MustCompile(`permission denied|readonly`),
+	{Name: "local sandbox: read-only files", Text: regexp.MustCompile(`permission denied|^readonly\.txt: `),
 		Reason: "the local (bubblewrap) sandbox runs the executor as a root without CAP_DAC_OVERRIDE; Claude Code ran as root and wrote read-only files (a Docker sandbox runs as root with it)"},
+	{Name: "Glob order: modification times", Tool: "Glob", Field: "tool_result",
+		Reason: "Glob lists files oldest first by modification time; the files a replay restores from the snapshot do not keep the order in which the recording's files were made one by one"},
 	{Name: "shell snapshot: grep is ripgrep", Tool: "Bash", Text: regexp.MustCompile(`(?m)^\./`),
 		Reason: "Claude Code runs commands in a shell whose snapshot makes grep its bundled ripgrep (paths without ./); the executor's shell runs the system grep"},
 	{Name: "system reminders", Version: "2.0.", Text: regexp.MustCompile(`<system-reminder>`),

@@ -198,6 +198,10 @@ func validUTF8File(path string) bool {
 // valid UTF-8 (Edit wraps it in <tool_use_error>, Write does not).
 const notUTF8Refusal = "File is not valid UTF-8: it uses a legacy encoding such as Windows-1252, Shift-JIS or GBK, or it is binary. These tools write UTF-8 (or UTF-16LE behind its byte-order mark) and never convert a file's encoding on their own, so nothing was written. If the file is text, make the change with a shell command that reads and writes it in its own encoding (iconv, or PowerShell Get-Content/Set-Content -Encoding), or ask the user whether to convert it to UTF-8 first. To replace the whole file with new UTF-8 text anyway, delete it first, then Write it."
 
+// nulRefusal is Claude Code 2.1's answer to a Write or Edit of a file with a NUL byte in
+// its first 8 KB.
+const nulRefusal = "File has NUL bytes in its first 8 KB: binary data, UTF-16/UTF-32 without a byte-order mark, or text with embedded NULs. These tools write UTF-8 (or UTF-16LE behind its byte-order mark) and never convert a file's encoding on their own, so nothing was written. If the file is text, make the change with a shell command that reads and writes it in its own encoding (iconv, or PowerShell Get-Content/Set-Content -Encoding), or ask the user whether to convert it to UTF-8 first. To replace the whole file with new UTF-8 text anyway, delete it first, then Write it."
+
 // writable refuses, as Claude Code 2.1 does, a Write or Edit of a symbolic link (the
 // answer names the link's target) or of a regular file that is not valid UTF-8.
 func (s *session) writable(call tape.ToolCall, name, path string) (tape.ToolResult, bool) {
@@ -206,14 +210,27 @@ func (s *session) writable(call tape.ToolCall, name, path string) (tape.ToolResu
 	}
 	st, err := os.Lstat(path)
 	if err == nil && st.Mode().IsRegular() {
-		if b, err := os.ReadFile(path); err == nil && !utf8.Valid(b) && !bytes.HasPrefix(b, []byte{0xff, 0xfe}) {
-			if call.Name == "Edit" {
-				return toolUseError(call, notUTF8Refusal), false
+		if b, err := os.ReadFile(path); err == nil && !bytes.HasPrefix(b, []byte{0xff, 0xfe}) {
+			msg := ""
+			switch {
+			case bytes.IndexByte(b[:min(len(b), 8<<10)], 0) >= 0:
+				msg = nulRefusal
+			case !utf8.Valid(b):
+				msg = notUTF8Refusal
 			}
-			return harness.Text(call, notUTF8Refusal, true), false
+			if msg != "" && call.Name == "Edit" {
+				return toolUseError(call, msg), false
+			}
+			if msg != "" {
+				return harness.Text(call, msg, true), false
+			}
 		}
 	}
 	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return tape.ToolResult{}, true
+	}
+	if _, err := os.Stat(path); err != nil && call.Name == "Edit" {
+		// Edit looks for the file first: a dangling link is a missing file.
 		return tape.ToolResult{}, true
 	}
 	target, err := os.Readlink(path)
@@ -303,7 +320,13 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	if r, ok := s.writable(call, in.FilePath, path); !ok {
 		return r
 	}
-	edits := []action.Edit{{Old: *in.OldString, New: newString, All: in.ReplaceAll}}
+	oldString := *in.OldString
+	if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte("\r\n")) && !strings.Contains(oldString, "\r") && !s.before("2.1") {
+		// Claude Code matches a file with CRLF line ends by its lines, and keeps the CRLF.
+		oldString = strings.ReplaceAll(oldString, "\n", "\r\n")
+		newString = strings.ReplaceAll(newString, "\n", "\r\n")
+	}
+	edits := []action.Edit{{Old: oldString, New: newString, All: in.ReplaceAll}}
 	if _, err := action.EditFile(path, edits); err != nil {
 		return asRecorded(s.editError(call, err), rec)
 	}

@@ -18,7 +18,7 @@ func extraRules() []config.Rule {
 		// scheme://, a user (possibly empty), ':', the password, '@' and a host. The
 		// password may hold anything but white space, quotes, '@' and the characters
 		// that end a URL in text; a host name starts with a letter, digit or '['.
-		Regex: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,30}://[^\s:@/?#'"\x60<>\\]{0,256}:([^\s@'"\x60<>\\]{1,256})@[a-z0-9\[]`),
+		Regex:       regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,30}://[^\s:@/?#'"\x60<>\\]{0,256}:([^\s@'"\x60<>\\]{1,256})@[a-z0-9\[]`),
 		SecretGroup: 1,
 		Keywords:    []string{"://"},
 		Allowlists: []*config.Allowlist{{

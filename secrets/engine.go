@@ -28,11 +28,19 @@ import (
 type engine struct {
 	full    *detect.Detector // every rule, for encoded text
 	dfa     *keywordDFA
-	byKW    [][]int // keyword -> rules
+	byKW    [][]kwRule // keyword -> rules
 	rules   []engineRule
 	maxKW   int // the longest keyword's length
 	noKW    []int
 	decodes int // gitleaks' MaxDecodeDepth
+}
+
+// kwRule is a rule that a keyword calls for, and the bytes that can follow the keyword in a
+// match of the rule (nil: any): "s." calls for the Vault token rule only when a letter or
+// digit follows, so the ". " of every sentence does not.
+type kwRule struct {
+	rule   int
+	follow *byteSet
 }
 
 // engineRule is one rule with a detector of its own.
@@ -93,8 +101,14 @@ func newEngine(cfg config.Config, decodeDepth int) *engine {
 				keywords = append(keywords, k)
 				e.byKW = append(e.byKW, nil)
 			}
-			if !slices.Contains(e.byKW[ki], ri) {
-				e.byKW[ki] = append(e.byKW[ki], ri)
+			if !slices.ContainsFunc(e.byKW[ki], func(kr kwRule) bool { return kr.rule == ri }) {
+				kr := kwRule{rule: ri}
+				if r.Regex != nil {
+					if f, ok := followOf(r.Regex.String(), k); ok {
+						kr.follow = f
+					}
+				}
+				e.byKW[ki] = append(e.byKW[ki], kr)
 			}
 			e.maxKW = max(e.maxKW, len(k))
 		}
@@ -106,7 +120,28 @@ func newEngine(cfg config.Config, decodeDepth int) *engine {
 // candidate reports whether s may hold a finding: a keyword, or text that decodes to one.
 // It is the whole cost of a string without secrets.
 func (e *engine) candidate(s string) bool {
-	return len(e.noKW) > 0 || e.dfa.any(s) || e.encoded(s, e.decodes)
+	return len(e.noKW) > 0 || e.anyHit(s) || e.encoded(s, e.decodes)
+}
+
+// anyHit reports whether s holds a keyword followed by a byte its rule allows.
+func (e *engine) anyHit(s string) bool {
+	found := false
+	e.dfa.match(s, func(k, end int) bool {
+		for _, kr := range e.byKW[k] {
+			if kr.allows(s, end) {
+				found = true
+				return false
+			}
+		}
+		return true
+	})
+	return found
+}
+
+// allows reports whether the byte after a keyword ending at end of s may follow it in a
+// match of the rule.
+func (kr kwRule) allows(s string, end int) bool {
+	return kr.follow == nil || end >= len(s) || kr.follow[s[end]]
 }
 
 // kwHit is a keyword occurrence, for one rule.
@@ -124,8 +159,10 @@ func (e *engine) detect(ctx context.Context, sc *engineScratch, text string) []l
 	}
 	hits := sc.hits[:0]
 	e.dfa.match(text, func(k, end int) bool {
-		for _, r := range e.byKW[k] {
-			hits = append(hits, kwHit{rule: r, start: end - len(e.dfa.keywords[k]), end: end})
+		for _, kr := range e.byKW[k] {
+			if kr.allows(text, end) {
+				hits = append(hits, kwHit{rule: kr.rule, start: end - len(e.dfa.keywords[k]), end: end})
+			}
 		}
 		return true
 	})

@@ -2,9 +2,9 @@ package secrets
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"runtime"
 	"runtime/debug"
@@ -259,7 +259,7 @@ type scan struct {
 	// memo holds the hits of each distinct string already given to the rules: a tape
 	// repeats its conversation in every request, and its tool definitions, and the
 	// normalized fields repeat the raw bodies.
-	memo    map[[sha256.Size]byte][]hit
+	memo    map[memoKey][]hit
 	groups  map[string]int
 	seen    int
 	scratch engineScratch
@@ -269,7 +269,7 @@ type scan struct {
 }
 
 func (s *Scanner) newScan(ctx context.Context) *scan {
-	return &scan{s: s, ctx: ctx, memo: map[[sha256.Size]byte][]hit{}, groups: map[string]int{}}
+	return &scan{s: s, ctx: ctx, memo: map[memoKey][]hit{}, groups: map[string]int{}}
 }
 
 func (sc *scan) visit(w *walker, value string) error {
@@ -323,6 +323,41 @@ func (sc *scan) add(h hit, f Finding) {
 // (a header x-custom-key, a member password). The prefilter (engine.candidate) passes
 // over the strings that hold no keyword of any rule, most of a tape, without a copy.
 func (sc *scan) hits(field, value string) ([]hit, error) {
+	var mh maphash.Hash
+	mh.SetSeed(memoSeed)
+	mh.WriteString(field)
+	mh.WriteByte(0)
+	mh.WriteString(value)
+	key := memoKey{mh.Sum64(), len(field) + len(value)}
+	if hs, ok := sc.memo[key]; ok {
+		return hs, nil
+	}
+	hs, err := sc.scanOne(field, value)
+	if err != nil {
+		return nil, err
+	}
+	if len(sc.memo) >= memoLimit {
+		// Bounded memory on a tape of many distinct strings (a long stream's chunks); the
+		// strings that repeat (the conversation, tool definitions) come back at once.
+		clear(sc.memo)
+	}
+	sc.memo[key] = hs
+	return hs, nil
+}
+
+// memoSeed seeds the hash of the memo's keys: random for each process, so that no tape
+// can be made to collide with another string on purpose.
+var memoSeed = maphash.MakeSeed()
+
+// memoKey identifies a string already scanned: a 64-bit hash of it (and its member name)
+// and its length.
+type memoKey struct {
+	hash uint64
+	n    int
+}
+
+// scanOne scans one string: hits without the memo.
+func (sc *scan) scanOne(field, value string) ([]hit, error) {
 	e := sc.s.engine
 	if !e.candidate(value) && (field == "" || !e.dfa.any(field)) {
 		return nil, nil
@@ -342,10 +377,6 @@ func (sc *scan) hits(field, value string) ([]hit, error) {
 		b = append(b, c)
 	}
 	sc.text = b
-	key := sha256.Sum256(b)
-	if hs, ok := sc.memo[key]; ok {
-		return hs, nil
-	}
 	text := string(b)
 	found := e.detect(sc.ctx, &sc.scratch, text)
 	if err := sc.ctx.Err(); err != nil {
@@ -370,12 +401,6 @@ func (sc *scan) hits(field, value string) ([]hit, error) {
 		}
 		return strings.Compare(a.rule, b.rule)
 	})
-	if len(sc.memo) >= memoLimit {
-		// Bounded memory on a tape of many distinct strings (a long stream's chunks); the
-		// strings that repeat (the conversation, tool definitions) come back at once.
-		clear(sc.memo)
-	}
-	sc.memo[key] = hs
 	return hs, nil
 }
 

@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"regexp/syntax"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -171,4 +172,169 @@ func (s *spans) add(start, end int) {
 		return
 	}
 	s.out = append(s.out, [2]int{lo, hi})
+}
+
+// byteSet is a set of bytes.
+type byteSet [256]bool
+
+func allBytes() *byteSet {
+	var s byteSet
+	for i := range s {
+		s[i] = true
+	}
+	return &s
+}
+
+func (s *byteSet) union(o *byteSet) {
+	for i, v := range o {
+		if v {
+			s[i] = true
+		}
+	}
+}
+
+// addRune adds the first byte of r's UTF-8 encoding and, for a letter, of its other
+// case; with fold, of each rune it folds to.
+func (s *byteSet) addRune(r rune, fold bool) {
+	add := func(r rune) {
+		if r < utf8.RuneSelf {
+			s[r] = true
+			s[foldByte(byte(r))] = true
+			if 'a' <= r && r <= 'z' {
+				s[r-'a'+'A'] = true
+			}
+			return
+		}
+		for b := 0xc0; b < 256; b++ { // any lead byte: bounds kept simple
+			s[b] = true
+		}
+	}
+	add(r)
+	if fold {
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			add(f)
+		}
+	}
+}
+
+// first returns the bytes a match of re can start with and whether re matches the empty
+// string.
+func first(re *syntax.Regexp) (*byteSet, bool) {
+	s := &byteSet{}
+	switch re.Op {
+	case syntax.OpLiteral:
+		if len(re.Rune) == 0 {
+			return s, true
+		}
+		s.addRune(re.Rune[0], re.Flags&syntax.FoldCase != 0)
+		return s, false
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for c := re.Rune[i]; c <= re.Rune[i+1] && c < utf8.RuneSelf; c++ {
+				s.addRune(c, false)
+			}
+			if re.Rune[i+1] >= utf8.RuneSelf {
+				s.addRune(utf8.RuneSelf, false)
+			}
+		}
+		return s, false
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return allBytes(), false
+	case syntax.OpCapture:
+		return first(re.Sub[0])
+	case syntax.OpStar, syntax.OpQuest:
+		f, _ := first(re.Sub[0])
+		return f, true
+	case syntax.OpPlus:
+		return first(re.Sub[0])
+	case syntax.OpRepeat:
+		f, n := first(re.Sub[0])
+		return f, n || re.Min == 0
+	case syntax.OpConcat:
+		return firstOfSeq(re.Sub)
+	case syntax.OpAlternate:
+		nullable := false
+		for _, sub := range re.Sub {
+			f, n := first(sub)
+			s.union(f)
+			nullable = nullable || n
+		}
+		return s, nullable
+	case syntax.OpNoMatch:
+		return s, false
+	}
+	return s, true // empty-width assertions, the empty match
+}
+
+func firstOfSeq(seq []*syntax.Regexp) (*byteSet, bool) {
+	s := &byteSet{}
+	for _, sub := range seq {
+		f, n := first(sub)
+		s.union(f)
+		if !n {
+			return s, false
+		}
+	}
+	return s, true
+}
+
+// followOf returns the bytes that can come right after keyword kw (lower case) in a match
+// of re, when every way re can match holds kw as part of a literal; ok is false otherwise
+// (the keyword then tells nothing about its neighbours). A keyword at the end of a match
+// may be followed by anything.
+func followOf(expr, kw string) (*byteSet, bool) {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	return follow(re.Simplify(), kw, allBytes())
+}
+
+// follow is followOf for re, which outer follows.
+func follow(re *syntax.Regexp, kw string, outer *byteSet) (*byteSet, bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		lit := lowerASCII(string(re.Rune))
+		i := strings.Index(lit, kw)
+		if i < 0 {
+			return nil, false
+		}
+		rest := []rune(string(re.Rune))[utf8.RuneCountInString(lit[:i+len(kw)]):]
+		if len(rest) == 0 {
+			return outer, true
+		}
+		s := &byteSet{}
+		s.addRune(rest[0], true)
+		// A later occurrence of kw in the literal has its own follower.
+		if j := strings.Index(lit[i+1:], kw); j >= 0 {
+			return allBytes(), true
+		}
+		return s, true
+	case syntax.OpCapture:
+		return follow(re.Sub[0], kw, outer)
+	case syntax.OpConcat:
+		for i, sub := range re.Sub {
+			f, n := firstOfSeq(re.Sub[i+1:])
+			next := &byteSet{}
+			next.union(f)
+			if n {
+				next.union(outer)
+			}
+			if s, ok := follow(sub, kw, next); ok {
+				return s, true
+			}
+		}
+		return nil, false
+	case syntax.OpAlternate:
+		s := &byteSet{}
+		for _, sub := range re.Sub {
+			f, ok := follow(sub, kw, outer)
+			if !ok {
+				return nil, false
+			}
+			s.union(f)
+		}
+		return s, true
+	}
+	return nil, false
 }

@@ -1,6 +1,8 @@
 package secrets
 
 import (
+	"slices"
+
 	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/regexp"
 )
@@ -48,4 +50,14 @@ func extraRules() []config.Rule {
 			},
 		}},
 	})
+}
+
+// ExtraRules returns the IDs of the rules this package adds to gitleaks' set, sorted.
+func ExtraRules() []string {
+	var ids []string
+	for _, r := range extraRules() {
+		ids = append(ids, r.RuleID)
+	}
+	slices.Sort(ids)
+	return ids
 }

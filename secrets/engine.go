@@ -56,6 +56,9 @@ type engineRule struct {
 	anchor *anchor
 }
 
+// maxTight bounds reach.tight for a rule run on spans: the spans keep that many offsets.
+const maxTight = 1 << 14
+
 // shortText is the length under which a string is scanned whole by each rule whose
 // keyword it holds: spans would save nothing.
 const shortText = 1024
@@ -87,6 +90,8 @@ func newEngine(cfg config.Config, decodeDepth int) *engine {
 		er := engineRule{id: id, det: detect.NewDetector(one)}
 		if r.Regex != nil {
 			er.reach, er.spans = reachOf(r.Regex.String())
+			// A match of thousands of bounded bytes (none in gitleaks' set): whole strings.
+			er.spans = er.spans && er.reach.tight <= maxTight
 			var kws []string
 			for _, k := range r.Keywords {
 				kws = append(kws, lowerASCII(k))

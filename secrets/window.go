@@ -123,16 +123,41 @@ type spans struct {
 	r    *reach
 	text string
 	// left edge: the last tight+1 bytes that are not loose before the keyword's start.
-	lpos  int
-	lring []int
+	lpos int
+	left ring
 	// right edge: the first tight+1 bytes that are not loose from the keyword's end.
 	rpos  int
-	rring []int
+	right ring
 	out   [][2]int
 }
 
+// ring is a queue of at most a fixed number of offsets.
+type ring struct {
+	buf        []int
+	head, size int
+}
+
+func (q *ring) push(v int) {
+	if q.size == len(q.buf) {
+		q.buf[q.head] = v
+		q.head = (q.head + 1) % len(q.buf)
+		return
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = v
+	q.size++
+}
+
+func (q *ring) front() int { return q.buf[q.head] }
+func (q *ring) back() int  { return q.buf[(q.head+q.size-1)%len(q.buf)] }
+
+func (q *ring) pop() {
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+}
+
 func newSpans(r *reach, text string) *spans {
-	return &spans{r: r, text: text}
+	n := r.tight + 1
+	return &spans{r: r, text: text, left: ring{buf: make([]int, n)}, right: ring{buf: make([]int, n)}}
 }
 
 // add records the span of a keyword at text[start:end].
@@ -141,31 +166,28 @@ func (s *spans) add(start, end int) {
 	// Left: non-loose bytes before start, the last limit of them.
 	for s.lpos < start {
 		if !s.r.loose[s.text[s.lpos]] {
-			s.lring = append(s.lring, s.lpos)
-			if len(s.lring) > limit {
-				s.lring = s.lring[1:]
-			}
+			s.left.push(s.lpos)
 		}
 		s.lpos++
 	}
 	lo := 0
-	if len(s.lring) == limit {
-		lo = s.lring[0] + 1
+	if s.left.size == limit {
+		lo = s.left.front() + 1
 	}
 	// Right: non-loose bytes from end on, the first limit of them.
-	for len(s.rring) > 0 && s.rring[0] < end {
-		s.rring = s.rring[1:]
+	for s.right.size > 0 && s.right.front() < end {
+		s.right.pop()
 	}
 	s.rpos = max(s.rpos, end)
-	for len(s.rring) < limit && s.rpos < len(s.text) {
+	for s.right.size < limit && s.rpos < len(s.text) {
 		if !s.r.loose[s.text[s.rpos]] {
-			s.rring = append(s.rring, s.rpos)
+			s.right.push(s.rpos)
 		}
 		s.rpos++
 	}
 	hi := len(s.text)
-	if len(s.rring) == limit {
-		hi = s.rring[limit-1]
+	if s.right.size == limit {
+		hi = s.right.back()
 	}
 	lo = max(lo-windowMargin, 0)
 	hi = min(hi+windowMargin, len(s.text))

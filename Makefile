@@ -4,7 +4,7 @@ PKGS    ?= ./...
 TESTFLAGS ?= -timeout 30m
 
 # Executor build flags: stripped, and without inlining, which keeps each binary under 3 MiB
-# (internal/depcheck checks the budget).
+# (test/depcheck checks the budget).
 EXEC_FLAGS ?= -gcflags=all=-l -ldflags="-s -w"
 
 .PHONY: build test check bench fuzz demo executor sandbox-image clean

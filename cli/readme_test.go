@@ -65,7 +65,7 @@ func TestReadmeCommands(t *testing.T) {
 			}
 		}
 	}
-	// Verbs whose README commands some test runs (cli, internal/e2e).
+	// Verbs whose README commands some test runs (cli, test/e2e).
 	covered := []string{"bench", "compare", "completion", "dataset", "demo", "exec-binary", "export", "fork", "gateway",
 		"import", "inspect", "record", "replay", "scan", "validate", "verify", "version", "view"}
 	for v := range seen {

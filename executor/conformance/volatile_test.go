@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/tapebox/tapebox/internal/treetest"
+	"github.com/tapebox/tapebox/internal/testutil/treetest"
 )
 
 func TestList(t *testing.T) {

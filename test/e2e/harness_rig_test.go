@@ -27,8 +27,8 @@ import (
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/executor/harness"
-	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"

@@ -16,6 +16,7 @@ const mod = "github.com/tapebox/tapebox"
 
 type pkg struct {
 	ImportPath string
+	GoFiles    []string
 	Imports    []string
 	Deps       []string
 }

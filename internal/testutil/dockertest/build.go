@@ -67,7 +67,7 @@ func Build(tb testing.TB, tag, dockerfile string, files map[string][]byte, exec 
 	return tag
 }
 
-// MiniImage is the tag of the sandbox image with the mini agent (internal/tapebox-mini)
+// MiniImage is the tag of the sandbox image with the mini agent (internal/testutil/tapebox-mini)
 // built in statically at /usr/local/bin/tapebox-mini: an agent for a fresh container where
 // no Node.js is. MiniImage builds it (the module's go toolchain, then Build).
 const MiniImage = "tapebox/fork-mini:test"
@@ -78,7 +78,7 @@ func BuildMini(tb testing.TB) string {
 	tb.Helper()
 	Image(tb, SandboxImage)
 	bin := filepath.Join(tb.TempDir(), "tapebox-mini")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/tapebox/tapebox/internal/tapebox-mini")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/tapebox/tapebox/internal/testutil/tapebox-mini")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("build tapebox-mini: %v\n%s", err, out)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tapebox/tapebox/corpus"
 	"github.com/tapebox/tapebox/dataset"
-	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/k8s"
 	"github.com/tapebox/tapebox/testkit"

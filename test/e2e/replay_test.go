@@ -15,7 +15,7 @@ import (
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
@@ -139,7 +139,7 @@ func build(t *testing.T, h handTape) {
 	// The mini harness names no working directory in its requests: the tape gets the one its
 	// hand-written results use, as tapebox gateway --cwd gives it.
 	g, err := gateway.New(gateway.Config{Output: tmp, Upstream: up.URL, Harness: h.harness, HarnessVersion: "hand-built", Cwd: h.cwd,
-		Task: map[string]string{"id": "e2e-" + h.name}, Labels: map[string]string{"source": "internal/e2e"}})
+		Task: map[string]string{"id": "e2e-" + h.name}, Labels: map[string]string{"source": "test/e2e"}})
 	require.NoError(t, err)
 	gw := httptest.NewServer(g)
 	defer gw.Close()

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tapebox/tapebox/corpus"
 	"github.com/tapebox/tapebox/dataset"
-	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 )
 
 // corpusTapes writes n copies of the golden and e2e tapes into dir, each with its own

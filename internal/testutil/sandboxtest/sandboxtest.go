@@ -48,7 +48,7 @@ var fakeBuilds sync.Map // arch -> func() (string, error)
 // fakeexecDir is sandbox/testdata/fakeexec in the sources of this package.
 func fakeexecDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "sandbox", "testdata", "fakeexec")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "sandbox", "testdata", "fakeexec")
 }
 
 // FakeExecutor builds sandbox/testdata/fakeexec for linux/arch (once per test binary) and

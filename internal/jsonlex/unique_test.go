@@ -54,8 +54,8 @@ func TestCheckUniqueWide(t *testing.T) {
 		t.Fatal(err)
 	}
 	for doc, ptr := range map[string]string{
-		b.String() + `"kA":0}`:                 "/kA",
-		b.String() + `"end":{"a":1,"A":2}}`:    "/end/A",
+		b.String() + `"kA":0}`:               "/kA",
+		b.String() + `"end":{"a":1,"A":2}}`:  "/end/A",
 		b.String() + `"z":{"a":0},"kzxx":1}`: "/kzxx",
 	} {
 		var de *DuplicateKeyError

@@ -31,7 +31,7 @@ import (
 var volatile = map[string][]struct{ field, why string }{
 	realharness.Claude: {
 		{"uuid, parentUuid", "fresh per entry; the export chains its own (the chain's order is compared, as entry order)"},
-		{"timestamp, promptId, requestId, message.id", "wall times and ids of the recording; the export takes them from the tape's clock and responses"},
+		{"timestamp, promptId, requestId", "wall times and ids of the recording; the export takes them from the tape's clock (message.id, the provider's response id, is compared)"},
 		{"message.usage details, message.model", "usage beyond the four token counts (service tier, geo, iterations); the model alias the harness resolved"},
 		{"toolUseResult, sourceToolAssistantUUID, permissionDecision, sandboxed", "the harness's own structured view of a result, never sent to the model"},
 		{"non-message entries (attachment, queue-operation, api-request*, tools-used, last-prompt, cost-state, atis-latch)", "the harness's bookkeeping and the prompt context it rebuilds on resume; not model calls"},
@@ -51,14 +51,16 @@ var volatile = map[string][]struct{ field, why string }{
 
 // entry is what a comparison looks at in one session-file entry.
 type entry struct {
-	Kind   string // user, assistant; or the Codex item type
-	Role   string
+	Kind string // user, assistant; or the Codex item type
+	Role string
+	// ID is a Claude Code assistant entry's message.id: the provider's id of the response.
+	ID     string
 	Side   bool
 	Blocks []string
 }
 
 func (e entry) String() string {
-	return fmt.Sprintf("%s/%s sidechain=%v %s", e.Kind, e.Role, e.Side, strings.Join(e.Blocks, " | "))
+	return fmt.Sprintf("%s/%s id=%s sidechain=%v %s", e.Kind, e.Role, e.ID, e.Side, strings.Join(e.Blocks, " | "))
 }
 
 // inputDefaults are the tool_use input keys Claude Code writes with their default value.
@@ -107,6 +109,7 @@ func claudeEntries(t *testing.T, path string) (out []entry, session, cwd string)
 			SessionID   string `json:"sessionId"`
 			Cwd         string `json:"cwd"`
 			Message     struct {
+				ID      string          `json:"id"`
 				Role    string          `json:"role"`
 				Content json.RawMessage `json:"content"`
 			} `json:"message"`
@@ -123,7 +126,7 @@ func claudeEntries(t *testing.T, path string) (out []entry, session, cwd string)
 		} else {
 			require.NoError(t, json.Unmarshal(e.Message.Content, &blocks), "%s: content", path)
 		}
-		en := entry{Kind: e.Type, Role: e.Message.Role, Side: e.IsSidechain}
+		en := entry{Kind: e.Type, Role: e.Message.Role, ID: e.Message.ID, Side: e.IsSidechain}
 		for _, b := range blocks {
 			switch b.Type {
 			case "text":
@@ -289,7 +292,7 @@ func plant(t *testing.T, path string) bool {
 	s := string(b)
 	for _, p := range [][2]string{{`"BETA"`, `"GAMMA"`}, {`Exit code 1\nabout to fail`, `Exit code 2\nabout to fail`},
 		{`exit 3`, `exit 4`}, {`Output:\nmade\n`, `Output:\nmade it\n`},
-		{`echo wrote`, `echo wrote!`}, {`Output:\nwrote\n`, `Output:\nwrote more\n`}} {
+		{`echo wrote`, `echo wrote!`}, {`Output:\nwrote\n`, `Output:\nwrote more\n`}, {`"id":"msg_`, `"id":"msg_planted`}} {
 		s = strings.Replace(s, p[0], p[1], 1)
 	}
 	if s == string(b) {
@@ -365,7 +368,11 @@ func TestInteropRealHarnesses(t *testing.T) {
 					}
 				}
 				require.NotZero(t, changed, "nothing to plant a difference in")
-				if d := compareSessions(t, c.harness, harnessDir, planted); len(d) < 2 {
+				d := compareSessions(t, c.harness, harnessDir, planted)
+				if c.harness == realharness.Claude {
+					require.Contains(t, strings.Join(d, "\n"), "id=msg_planted", "a planted message.id is a difference")
+				}
+				if len(d) < 2 {
 					t.Fatalf("planted differences in a tool input and a tool result, the comparison found %d: %v", len(d), d)
 				}
 			})

@@ -10,6 +10,7 @@ import (
 	"github.com/tapebox/tapebox/internal/realharness"
 	"github.com/tapebox/tapebox/tape"
 	table "github.com/tapebox/tapebox/tape/harnesses"
+	"github.com/tapebox/tapebox/tape/provider"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
@@ -129,6 +130,13 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 		out.Before = []File{}
 	}
 	reqs := srv.ThreadRequests("main")
+	if len(reqs) > 0 {
+		tools, err := offeredTools(harness, reqs[0].Body)
+		if err != nil {
+			t.Fatalf("tools of the first request: %v", err)
+		}
+		out.Tools = tools
+	}
 	var results []tape.ToolResult
 	for i, call := range calls {
 		call.ID = callID(harness, i)
@@ -187,6 +195,24 @@ func harnessResult(harness string, body []byte, id string) (tape.ToolResult, jso
 		return tape.ToolResult{}, nil, fmt.Errorf("no result for %s in the request", id)
 	}
 	return s.Result, s.Raw, nil
+}
+
+// offeredTools returns the names of the tools a request body offers, as the tape
+// normalizes them.
+func offeredTools(harness string, body []byte) ([]string, error) {
+	p := tape.ProviderOpenAIResponses
+	if anthropicWire(harness) {
+		p = tape.ProviderAnthropic
+	}
+	step := tape.Step{Request: tape.Request{Raw: body}}
+	if err := provider.Normalize(p, &step); err != nil && step.Request.Tools == nil {
+		return nil, err
+	}
+	names := []string{}
+	for _, tl := range step.Request.Tools {
+		names = append(names, tl.Name)
+	}
+	return names, nil
 }
 
 // anthropicWire says whether the harness talks to the fake provider on Anthropic Messages

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/tape"
@@ -37,6 +39,9 @@ type FixtureCase struct {
 	Before []File `json:"before"`
 	After  []File `json:"after"`
 	Steps  []Step `json:"steps"`
+	// Tools are the names of the tools the harness offered in its first request (the
+	// executor's hello "tools"); nil in a fixture captured before they were kept.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Step is one tool call and the harness's result for it.
@@ -58,10 +63,49 @@ type Step struct {
 
 // File is one regular file (or directory, with Dir set) of a case's directory.
 type File struct {
-	Path    string `json:"path"`
-	Mode    string `json:"mode"`
-	Dir     bool   `json:"dir,omitempty"`
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+	Dir  bool   `json:"dir,omitempty"`
+	// Link is a symbolic link's target; the link's Mode is not compared.
+	Link    string `json:"link,omitempty"`
 	Content string `json:"content,omitempty"`
+}
+
+// fileJSON is File as the fixture stores it: content that is not UTF-8 (which JSON would
+// turn into U+FFFD) goes in content_base64.
+type fileJSON struct {
+	Path          string `json:"path"`
+	Mode          string `json:"mode"`
+	Dir           bool   `json:"dir,omitempty"`
+	Link          string `json:"link,omitempty"`
+	Content       string `json:"content,omitempty"`
+	ContentBase64 string `json:"content_base64,omitempty"`
+}
+
+// MarshalJSON writes content that is not UTF-8 as content_base64.
+func (f File) MarshalJSON() ([]byte, error) {
+	j := fileJSON{Path: f.Path, Mode: f.Mode, Dir: f.Dir, Link: f.Link, Content: f.Content}
+	if !utf8.ValidString(f.Content) {
+		j.Content, j.ContentBase64 = "", base64.StdEncoding.EncodeToString([]byte(f.Content))
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (f *File) UnmarshalJSON(b []byte) error {
+	var j fileJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*f = File{Path: j.Path, Mode: j.Mode, Dir: j.Dir, Link: j.Link, Content: j.Content}
+	if j.ContentBase64 != "" {
+		raw, err := base64.StdEncoding.DecodeString(j.ContentBase64)
+		if err != nil {
+			return fmt.Errorf("file %s: content_base64: %w", j.Path, err)
+		}
+		f.Content = string(raw)
+	}
+	return nil
 }
 
 func fixturePath(harness string) string { return filepath.Join("testdata", harness+".json") }
@@ -126,6 +170,15 @@ func layout(t *testing.T, dir string, files []File) {
 		if _, err := fmt.Sscanf(f.Mode, "%o", &mode); err != nil {
 			t.Fatalf("file %s: mode %q: %v", f.Path, f.Mode, err)
 		}
+		if f.Link != "" {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatalf("make %s: %v", filepath.Dir(p), err)
+			}
+			if err := os.Symlink(f.Link, p); err != nil {
+				t.Fatalf("link %s: %v", p, err)
+			}
+			continue
+		}
 		if f.Dir {
 			if err := os.MkdirAll(p, fs.FileMode(mode)); err != nil {
 				t.Fatalf("make %s: %v", p, err)
@@ -172,6 +225,11 @@ func snapshot(t *testing.T, dir string) []File {
 				return err
 			}
 			f.Content = string(b)
+		case info.Mode()&fs.ModeSymlink != 0:
+			if f.Link, err = os.Readlink(p); err != nil {
+				return err
+			}
+			f.Mode = ""
 		default:
 			f.Content = "<" + info.Mode().Type().String() + ">"
 		}

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tapebox/tapebox/executor/action"
@@ -86,6 +88,13 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 			env, login = snap, false
 		}
 	}
+	dir := s.env.Path(in.Workdir)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		if err == nil {
+			err = syscall.ENOTDIR
+		}
+		return text(call, `exec_command failed: CreateProcess { message: "Rejected(\"Failed to create unified exec process: `+action.IOErrorText(err)+`\")" }`)
+	}
 	id := recordedSession(rec)
 	if id == 0 {
 		id = newSessionID()
@@ -100,7 +109,7 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 	// write_stdin can only poll); with tty, a pseudo-terminal that write_stdin types into.
 	_, err := s.env.Tasks.Start(ctx, action.TaskRequest{
 		ID: taskID(id), Command: in.Cmd, Shell: shellPath(in.Shell), Login: login,
-		Dir: s.env.Path(in.Workdir), Env: env, TTY: in.TTY,
+		Dir: dir, Env: env, TTY: in.TTY,
 	})
 	if err != nil {
 		return text(call, "exec_command failed: "+err.Error())

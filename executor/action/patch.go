@@ -298,18 +298,12 @@ func ApplyPatch(cwd, text string) (PatchResult, error) {
 		case HunkAdd:
 			fc.content = h.Contents
 		case HunkDelete:
-			b, err := os.ReadFile(fc.abs)
-			if err == nil {
-				err = utf8Error(b)
-			}
+			_, err := readPatchFile(fc.abs)
 			if err != nil {
 				return PatchResult{}, &PatchApplyError{Message: fmt.Sprintf("Failed to read %s: %s", fc.abs, ioErrText(err))}
 			}
 		case HunkUpdate:
-			b, err := os.ReadFile(fc.abs)
-			if err == nil {
-				err = utf8Error(b)
-			}
+			b, err := readPatchFile(fc.abs)
 			if err != nil {
 				return PatchResult{}, &PatchApplyError{Message: fmt.Sprintf("Failed to read file to update %s: %s", fc.abs, ioErrText(err))}
 			}
@@ -366,6 +360,19 @@ func writeWithDirs(path, content string) error {
 		mode = st.Mode().Perm()
 	}
 	return os.WriteFile(path, []byte(content), mode)
+}
+
+// readPatchFile reads a file a patch deletes or updates as Codex 0.171 does: a directory
+// is "not a file", and the text must be UTF-8.
+func readPatchFile(path string) ([]byte, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("path `%s` is not a file", path)
+	}
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = utf8Error(b)
+	}
+	return b, err
 }
 
 // utf8Error is nil for valid UTF-8, else the error Codex reads the file with

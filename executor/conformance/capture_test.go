@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 
@@ -109,10 +110,20 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 	}
 	defer srv.Close()
 
+	// The home directory is at a fixed path too: a command in a terminal whose workdir is
+	// missing starts there, and the replay gives the executor the same HOME.
+	home := caseHome(harness, c.Name)
+	if err := os.RemoveAll(home); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(home) })
 	res, err := run(t.Context(), realharness.Options{
 		BaseURL: srv.URL(),
 		Dir:     cwd,
-		Home:    t.TempDir(),
+		Home:    home,
 		Prompt:  marker + " Run the tool calls you are given, then stop.",
 	})
 	if err != nil {
@@ -125,7 +136,7 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 		t.Logf("note: %v", err)
 	}
 
-	out := FixtureCase{Name: c.Name, Cwd: cwd, Before: c.Before, After: snapshot(t, cwd)}
+	out := FixtureCase{Name: c.Name, Cwd: cwd, Home: home, Before: c.Before, After: snapshot(t, cwd)}
 	if out.Before == nil {
 		out.Before = []File{}
 	}

@@ -236,6 +236,22 @@ var codexCases = []Case{
 			call("exec_command", map[string]any{"cmd": "pwd", "workdir": "plain.txt"}),
 		}
 	}},
+	{Name: "exec-tty-workdir-missing", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "pwd; echo ran", "workdir": "no/such/dir", "tty": true})}
+	}},
+	{Name: "exec-background-killed", Calls: func(string) []tape.ToolCall {
+		// Codex kills the process group of a command that has exited: the job never writes.
+		return []tape.ToolCall{
+			call("exec_command", map[string]any{"cmd": "(sleep 0.3; echo done > bg.txt) >/dev/null 2>&1 & echo started"}),
+			call("exec_command", map[string]any{"cmd": "sleep 0.8; ls"}),
+		}
+	}},
+	{Name: "patch-directory", Before: []File{{Path: "sub", Mode: "0755", Dir: true}}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{
+			fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Delete File: sub\n*** End Patch"),
+			fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: sub\n@@\n-a\n+b\n*** End Patch"),
+		}
+	}},
 	{Name: "not-offered", Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{
 			call("shell", map[string]any{"command": []string{"bash", "-lc", "touch made-by-shell.txt"}}),

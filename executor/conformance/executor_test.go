@@ -55,7 +55,7 @@ type session struct {
 }
 
 // startSession starts the executor and says hello for harness in cwd.
-func startSession(ctx context.Context, bin, harness, cwd string, tools []string) (*session, error) {
+func startSession(ctx context.Context, bin, harness, cwd, home string, tools []string) (*session, error) {
 	s := &session{}
 	s.cmd = exec.CommandContext(ctx, bin, "serve")
 	s.cmd.Dir = cwd
@@ -74,7 +74,11 @@ func startSession(ctx context.Context, bin, harness, cwd string, tools []string)
 		return nil, fmt.Errorf("start tapebox-exec serve: %w", err)
 	}
 	s.enc, s.dec = protocol.NewEncoder(s.stdin), protocol.NewReplyDecoder(stdout)
-	if err := s.enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: harness, Cwd: cwd, Env: map[string]string{}, Tools: tools}); err != nil {
+	vars := map[string]string{}
+	if home != "" {
+		vars["HOME"] = home
+	}
+	if err := s.enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: harness, Cwd: cwd, Env: vars, Tools: tools}); err != nil {
 		s.close()
 		return nil, fmt.Errorf("send hello: %w", err)
 	}
@@ -187,7 +191,13 @@ type stepOutcome struct {
 func replay(t *testing.T, bin, harness, version string, c FixtureCase) outcome {
 	t.Helper()
 	layout(t, c.Cwd, c.Before)
-	sess, err := startSession(t.Context(), bin, harness, c.Cwd, c.Tools)
+	if c.Home != "" {
+		if err := os.MkdirAll(c.Home, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(c.Home) })
+	}
+	sess, err := startSession(t.Context(), bin, harness, c.Cwd, c.Home, c.Tools)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,9 @@ type FixtureCase struct {
 	Name string `json:"name"`
 	// Cwd is the absolute working directory the harness ran in.
 	Cwd string `json:"cwd"`
+	// Home is the harness's home directory (HOME), also at a fixed path; the executor gets
+	// the same HOME. Empty in a fixture captured before it was kept.
+	Home string `json:"home,omitempty"`
 	// Before and After are the directory's files before the first call and after the run.
 	Before []File `json:"before"`
 	After  []File `json:"after"`
@@ -141,6 +144,11 @@ func saveFixture(t *testing.T, f *Fixture) {
 // paths and the executor must see the same ones.
 func caseRoot(harness string) string {
 	return filepath.Join("/tmp", "tapebox-conformance", harness)
+}
+
+// caseHome is the home directory of a case's harness run.
+func caseHome(harness, name string) string {
+	return filepath.Join("/tmp", "tapebox-conformance", "home", harness, name)
 }
 
 // layout makes dir fresh and holds exactly files; it is removed after the test unless it

@@ -93,7 +93,11 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 		if err == nil {
 			err = syscall.ENOTDIR
 		}
-		return text(call, `exec_command failed: CreateProcess { message: "Rejected(\"Failed to create unified exec process: `+action.IOErrorText(err)+`\")" }`)
+		if !in.TTY {
+			return text(call, `exec_command failed: CreateProcess { message: "Rejected(\"Failed to create unified exec process: `+action.IOErrorText(err)+`\")" }`)
+		}
+		// A terminal's command starts in the home directory instead (portable-pty).
+		dir = homeDir(s.env.Environ)
 	}
 	id := recordedSession(rec)
 	if id == 0 {
@@ -118,6 +122,17 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 		return text(call, "exec_command failed: "+err.Error())
 	}
 	return s.collect(ctx, call, id, yield(in.YieldTimeMS, defaultExecYieldMS), maxTokens(in.MaxOutputTokens))
+}
+
+// homeDir is HOME in environ, or "/".
+func homeDir(environ []string) string {
+	home := "/"
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok && v != "" {
+			home = v
+		}
+	}
+	return home
 }
 
 // collect waits up to wait for the session's command, then reports the output since the
@@ -151,6 +166,8 @@ func (s *session) collect(ctx context.Context, call tape.ToolCall, id int, wait 
 			code = *st.ExitCode
 		}
 		fmt.Fprintf(&b, "Process exited with code %d\n", code)
+		// Codex ends what the command left in its process group (background jobs).
+		_ = s.env.Tasks.KillGroup(tid)
 		_ = s.env.Tasks.Remove(tid)
 	}
 	shown := TruncateTokens(string(out), tokens)

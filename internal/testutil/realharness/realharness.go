@@ -57,6 +57,9 @@ type Options struct {
 	Args []string
 	// CodexConfig is TOML appended to Codex's config.toml.
 	CodexConfig string
+	// Bin, when set, is the harness binary to run instead of the installed default (an
+	// older version: see ClaudeOlder).
+	Bin string
 	// PiAPI is the wire API of Pi's provider (its models.json "api"): "anthropic-messages"
 	// (when empty), "openai-completions" or "openai-responses".
 	PiAPI string
@@ -202,9 +205,12 @@ func RunPi(ctx context.Context, opts Options) (Result, error) {
 // launch finds a harness's binary with path, makes its home (homeDir), and runs it (run)
 // with HOME set and the arguments and variables setup returns for that home.
 func launch(ctx context.Context, path func() (string, error), opts Options, setup func(home string) (args, env []string, err error)) (Result, error) {
-	bin, err := path()
-	if err != nil {
-		return Result{}, err
+	bin := opts.Bin
+	if bin == "" {
+		var err error
+		if bin, err = path(); err != nil {
+			return Result{}, err
+		}
 	}
 	home, cleanup, err := homeDir(opts.Home)
 	if err != nil {
@@ -305,6 +311,19 @@ func ClaudePath() (string, error) {
 		}
 		tried = append(tried, p)
 		return "", fmt.Errorf("realharness: Claude Code not installed (run npm ci in harnesses/); tried %s", strings.Join(tried, ", "))
+	})
+}
+
+// ClaudeOlder returns the command of an older Claude Code pinned beside the current one in
+// harnesses/package.json under the alias claude-code-VERSION (its cli.js, a node script),
+// for Options.Bin.
+func ClaudeOlder(version string) (string, error) {
+	return installed("", func(nm string) (string, error) {
+		p := filepath.Join(nm, "claude-code-"+version, "cli.js")
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("realharness: Claude Code %s not installed (run npm ci in harnesses/): %w", version, err)
+		}
+		return p, nil
 	})
 }
 

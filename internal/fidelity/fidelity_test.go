@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 )
 
 var (

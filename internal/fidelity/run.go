@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapebox/tapebox/internal/tapegen"
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zricethezav/gitleaks/v8/detect"
 
-	"github.com/tapebox/tapebox/internal/tapegen"
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 

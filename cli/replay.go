@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/schema"
@@ -398,9 +399,9 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 			res.ModelTime.Round(time.Millisecond), res.Restarts, len(res.Identifiers))
 		sum.fill(res)
 	}
-	var report *controller.Report
+	var report *compare.Report
 	if f.check && res != nil && res.Tape != nil {
-		report = controller.Compare(rec, res.Tape)
+		report = compare.Compare(rec, res.Tape)
 		sum.Compare = report
 	}
 	code := ExitOK
@@ -436,23 +437,23 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 // replaySummary is what replay --json prints: where and how the replay ran, what it did, and
 // with --check compare's report.
 type replaySummary struct {
-	Tape        string             `json:"tape"`
-	Output      string             `json:"output,omitempty"`
-	Sandbox     string             `json:"sandbox"`
-	Cwd         string             `json:"cwd"`
-	Transport   string             `json:"transport"`
-	Ended       string             `json:"ended"`
-	Steps       int                `json:"steps"`
-	ToolCalls   int                `json:"tool_calls"`
-	Restarts    int                `json:"executor_restarts"`
-	WallMS      float64            `json:"wall_ms"`
-	ToolMS      float64            `json:"tool_ms"`
-	ModelMS     float64            `json:"model_pacing_ms"`
-	RestoreMS   float64            `json:"workspace_restore_ms"`
-	ManifestMS  float64            `json:"workspace_manifest_ms"`
-	Identifiers int                `json:"identifiers_learned"`
-	Compare     *controller.Report `json:"compare,omitempty"`
-	Error       string             `json:"error,omitempty"`
+	Tape        string          `json:"tape"`
+	Output      string          `json:"output,omitempty"`
+	Sandbox     string          `json:"sandbox"`
+	Cwd         string          `json:"cwd"`
+	Transport   string          `json:"transport"`
+	Ended       string          `json:"ended"`
+	Steps       int             `json:"steps"`
+	ToolCalls   int             `json:"tool_calls"`
+	Restarts    int             `json:"executor_restarts"`
+	WallMS      float64         `json:"wall_ms"`
+	ToolMS      float64         `json:"tool_ms"`
+	ModelMS     float64         `json:"model_pacing_ms"`
+	RestoreMS   float64         `json:"workspace_restore_ms"`
+	ManifestMS  float64         `json:"workspace_manifest_ms"`
+	Identifiers int             `json:"identifiers_learned"`
+	Compare     *compare.Report `json:"compare,omitempty"`
+	Error       string          `json:"error,omitempty"`
 }
 
 func (s *replaySummary) fill(res *controller.Result) {

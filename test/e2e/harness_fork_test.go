@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/fork"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
@@ -125,9 +125,9 @@ func resultsInOrder(t *testing.T, messages string) string {
 var codexItemID = regexp.MustCompile(`"id":"[a-z]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"`)
 
 // codexMask masks Codex's per-run item ids and the volatile fields of its tool output
-// (controller.Mask: chunk ids, wall times).
+// (match.Mask: chunk ids, wall times).
 func codexMask(s string) string {
-	return controller.Mask("codex", codexItemID.ReplaceAllString(s, `"id":"<id>"`))
+	return match.Mask("codex", codexItemID.ReplaceAllString(s, `"id":"<id>"`))
 }
 
 // forkSummary is what tapebox fork --json prints.

@@ -110,9 +110,11 @@ type decoder struct {
 	data     []byte
 	i        int
 	nonCanon bool
-	// repeated records a key seen twice in one object: encoding/json's handling of that
-	// (the last wins, maps merged) is left to it.
+	// repeated records a key seen twice in one object, anywhere (raw bodies included; keys
+	// that differ only in case count, see jsonlex.DuplicateKeyError): tape.Unmarshal then
+	// refuses the tape, naming the key's pointer. keys holds the open objects' keys.
 	repeated bool
+	keys     jsonlex.Path
 	// lean leaves stream chunks' data empty (rows only count chunks) while the input is
 	// canonical; dropped says some was left out.
 	lean, dropped bool
@@ -243,16 +245,24 @@ func (d *decoder) nullNormalized() bool {
 
 // object calls fn for each key, with d positioned at the value, which fn must consume.
 func (d *decoder) object(fn func(key []byte) error) error {
-	return d.members('{', '}', func() error {
+	d.keys.OpenObject()
+	err := d.members('{', '}', func() error {
 		key, err := d.strBytes(false)
 		if err != nil {
 			return err
+		}
+		if _, ok := d.keys.Key(key, 0); !ok {
+			d.repeated = true
 		}
 		if err := d.expect(':'); err != nil {
 			return err
 		}
 		return fn(key)
 	})
+	if err == nil {
+		d.keys.Close()
+	}
+	return err
 }
 
 // sortedObject is object for a Go map: canonical keys come sorted, each once.

@@ -658,7 +658,7 @@ func optional[T any](d *decoder, dst **T, omitted bool, read func(*T) error) fun
 
 var (
 	tapeKeys       = []string{"version", "meta", "threads", "digest"}
-	metaKeys       = []string{"tape_id", "harness", "harness_version", "provider", "model", "cwd", "started_at", "task", "replay_of", "labels", "workspace", "limits", "forked_from", "ended"}
+	metaKeys       = []string{"tape_id", "harness", "harness_version", "provider", "model", "cwd", "started_at", "task", "replay_of", "labels", "workspace", "limits", "forked_from", "ended", "redactions"}
 	workspaceKeys  = []string{"snapshot", "digest", "size", "files", "bytes", "exclude", "end"}
 	fileEntryKeys  = []string{"path", "type", "mode", "size", "sha256", "link"}
 	forkedFromKeys = []string{"tape_id", "thread", "step", "served", "overrides"}
@@ -675,6 +675,7 @@ var (
 	usageKeys      = []string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"}
 	chunkKeys      = []string{"at_ms", "data"}
 	blockKeys      = []string{"type", "text", "id", "name", "input", "tool_call_id", "content", "is_error", "raw"}
+	redactionKeys  = []string{"rule", "pointer"}
 	limitsKeys     = []string{"max_cost_usd", "max_steps", "max_thread_steps", "max_tokens", "max_repeat"}
 	digestKeys     = []string{"algorithm", "meta", "root", "public_key", "signature"}
 )
@@ -702,8 +703,15 @@ func (d *decoder) headers(h *tape.Headers) error {
 func (d *decoder) meta(m *tape.Meta) error {
 	o, err := d.fields(metaKeys, &m.TapeID, &m.Harness, &m.HarnessVersion, &m.Provider, &m.Model, &m.Cwd,
 		&m.StartedAt, &m.Task, optional(d, &m.ReplayOf, false, d.strInto), &m.Labels, optional(d, &m.Workspace, true, d.workspace),
-		optional(d, &m.Limits, true, d.limits), optional(d, &m.ForkedFrom, true, d.forkedFrom), optional(d, &m.Ended, false, d.ended))
-	d.check(o, 0b10_0011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil)|bit(11, m.Limits != nil)|bit(12, m.ForkedFrom != nil))
+		optional(d, &m.Limits, true, d.limits), optional(d, &m.ForkedFrom, true, d.forkedFrom), optional(d, &m.Ended, false, d.ended),
+		func() error {
+			return list(d, &m.Redactions, func(r *tape.Redaction) error {
+				o, err := d.fields(redactionKeys, &r.Rule, &r.Pointer)
+				d.check(o, 0b11)
+				return err
+			})
+		})
+	d.check(o, 0b10_0011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil)|bit(11, m.Limits != nil)|bit(12, m.ForkedFrom != nil)|bit(14, len(m.Redactions) > 0))
 	return err
 }
 

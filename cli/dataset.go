@@ -114,6 +114,7 @@ does configs, dataset_info and size_categories.`)
 	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
 	noWorkspace := fs.Bool("no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
 	allowSecrets := fs.Bool("allow-secrets", false, "export tapes in which the secret scan finds something (see tapebox scan)")
+	allowTampered := allowTamperedFlag(fs)
 	var pricesFile string
 	pricesFlag(fs, &pricesFile, "for the cost_usd column")
 	traces := fs.Bool("traces", false, "also write each tape's harness-native session files under traces/")
@@ -168,7 +169,7 @@ does configs, dataset_info and size_categories.`)
 	}
 	opts := dataset.ExportOptions{
 		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,
-		MadeWith: "tapebox " + Version, Version: Version, Card: card, Prices: table,
+		MadeWith: "tapebox " + Version, Version: Version, Card: card, Prices: table, AllowTampered: *allowTampered,
 	}
 	opts.Progress = progressTo(env)
 	res, err := dataset.Export(ctx, inputs, opts)
@@ -224,6 +225,7 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	split := fs.String("split", "", "import only this split (default: every split)")
 	verify := fs.Bool("verify", false, "validate each tape against the schema and check its encoding before writing it")
 	asJSON := fs.Bool("json", false, `print a summary object: {"dir", "out", "tapes", "bytes", "splits": [{"name", "tapes"}], "workspaces", "workspace_bytes", "renamed", "without_workspace", "elapsed_ms"}`)
+	allowTampered := allowTamperedFlag(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -234,7 +236,7 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	if *out == "" {
 		return usageError(env, fs, "--out is required")
 	}
-	opts := dataset.ImportOptions{Out: *out, Verify: *verify}
+	opts := dataset.ImportOptions{Out: *out, Verify: *verify, AllowTampered: *allowTampered}
 	if *split != "" {
 		opts.Splits = []string{*split}
 	}

@@ -77,6 +77,7 @@ failed to run; 2 for a usage error.`)
 	pricesFlag(fs, &f.pricesPath, "for each model's cost")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result (or the --models table) as JSON on stdout; CMD's stdout then goes to stderr")
 	fs.BoolVar(&f.quiet, "quiet", false, "no log line per call")
+	allowTampered := allowTamperedFlag(fs)
 	if code, done := parseCommand(env, fs, args); done {
 		return code
 	}
@@ -99,7 +100,7 @@ failed to run; 2 for a usage error.`)
 	if err != nil {
 		return failf(env, "fork", "%v", err)
 	}
-	rec, code := loadValidTape(env, "fork", f.tapePath)
+	rec, code := loadTapeToAct(env, "fork", f.tapePath, *allowTampered)
 	if rec == nil {
 		return code
 	}

@@ -171,6 +171,7 @@ the run stopped; with --check also when a replay differs.`)
 	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "do not restore the tape's start snapshot (meta.workspace) and take no end manifest: the replay starts from the sandbox as it is")
 	f.telemetry = addTelemetryFlags(fs, true)
 	f.corpus.add(fs)
+	allowTampered := allowTamperedFlag(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -189,7 +190,7 @@ the run stopped; with --check also when a replay differs.`)
 	if (f.sandboxSpec == "") == (f.listen == "") {
 		return usageError(env, fs, "give exactly one of --sandbox (executor mode) or --listen (simulator mode)")
 	}
-	rec, code := loadValidTape(env, "replay", f.tapePath)
+	rec, code := loadTapeToAct(env, "replay", f.tapePath, *allowTampered)
 	if rec == nil {
 		return code
 	}

@@ -87,6 +87,17 @@ type Meta struct {
 	// Ended is nil while the run is in progress. A tape on disk whose Ended is nil was
 	// either still being written or its writer was killed: treat it as cut short.
 	Ended *Ended `json:"ended"`
+	// Redactions lists what tapebox redact removed from the tape, in the order it removed
+	// it: the rule and the place, never the value. Empty for a tape never redacted.
+	Redactions []Redaction `json:"redactions,omitempty"`
+}
+
+// Redaction is one value tapebox redact removed (replaced with RedactedValue).
+type Redaction struct {
+	// Rule is the secret-scan rule that found it (aws-access-token) or "pattern:REGEX".
+	Rule string `json:"rule"`
+	// Pointer is the JSON pointer of the string it was removed from.
+	Pointer string `json:"pointer"`
 }
 
 // ForkedFrom says where a fork tape parted from its recording. Its first Served[id] steps of

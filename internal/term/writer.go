@@ -2,7 +2,6 @@ package term
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -102,6 +101,8 @@ func (w *Writer) Flush() error {
 	return err
 }
 
+const hex = "0123456789abcdef"
+
 // escape is p with its control characters (but newline and tab) as \u escapes and its
 // bytes that are not UTF-8 as \x escapes; p itself when there are none.
 func escape(p []byte) []byte {
@@ -113,9 +114,9 @@ func escape(p []byte) []byte {
 		r, n := utf8.DecodeRune(p[i:])
 		switch {
 		case r == utf8.RuneError && n <= 1:
-			b = fmt.Appendf(b, "\\x%02x", p[i])
+			b = append(b, '\\', 'x', hex[p[i]>>4], hex[p[i]&0xf])
 		case isControl(r):
-			b = fmt.Appendf(b, "\\u%04x", r)
+			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
 		default:
 			b = append(b, p[i:i+n]...)
 		}
@@ -126,18 +127,21 @@ func escape(p []byte) []byte {
 
 // clean reports whether p is UTF-8 without a control character other than newline and tab.
 func clean(p []byte) bool {
-	high := false
-	for i, c := range p {
-		switch {
-		case c < 0x20 && c != '\n' && c != '\t', c == 0x7f:
-			return false
-		case c == 0xc2 && i+1 < len(p) && p[i+1] >= 0x80 && p[i+1] <= 0x9f: // C1 (U+0080-U+009F)
-			return false
-		case c >= 0x80:
-			high = true
+	for i := 0; i < len(p); {
+		if c := p[i]; c < utf8.RuneSelf {
+			if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+				return false
+			}
+			i++
+			continue
 		}
+		r, n := utf8.DecodeRune(p[i:])
+		if (r == utf8.RuneError && n <= 1) || r <= 0x9f {
+			return false
+		}
+		i += n
 	}
-	return !high || utf8.Valid(p)
+	return true
 }
 
 // isControl reports whether r is a C0 control other than newline and tab, DEL or a C1

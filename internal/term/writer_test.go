@@ -100,3 +100,19 @@ func FuzzWriter(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkWriter measures what the one writer costs the CLI's output: a tape's JSON
+// (clean, the common case) and text with a control character every 100 bytes.
+func BenchmarkWriter(b *testing.B) {
+	clean := bytes.Repeat([]byte(`{"type":"text","text":"héllo wörld, a line of a tool's output"},`+"\n"), 1<<14)
+	dirty := bytes.Repeat([]byte(strings.Repeat("x", 99)+"\x1b"), 1<<14)
+	for name, p := range map[string][]byte{"clean": clean, "dirty": dirty} {
+		b.Run(name, func(b *testing.B) {
+			w := NewWriter(io.Discard)
+			b.SetBytes(int64(len(p)))
+			for b.Loop() {
+				w.Write(p)
+			}
+		})
+	}
+}

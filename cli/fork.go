@@ -157,8 +157,12 @@ type forkSummary struct {
 }
 
 func summarize(r *fork.Result) forkSummary {
+	served := r.Served
+	if served == nil {
+		served = map[string]int{}
+	}
 	return forkSummary{Tape: r.Output, Ended: string(r.Ended), Detail: r.Detail, ExitCode: r.ExitCode, Reached: r.Reached,
-		Served: r.Served, ServedSteps: r.ServedSteps(), LiveSteps: r.Live, ToForkMS: tape.RoundMS(r.ToFork),
+		Served: served, ServedSteps: r.ServedSteps(), LiveSteps: r.Live, ToForkMS: tape.RoundMS(r.ToFork),
 		RecordedToFork: tape.RoundMS(r.RecordedToFork), FirstToForkMS: tape.RoundMS(r.FirstToFork),
 		RecordedFirstToForkMS: tape.RoundMS(r.RecordedFirstToFork), WallMS: tape.RoundMS(r.Wall), Workdir: r.Workdir}
 }

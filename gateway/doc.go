@@ -28,7 +28,12 @@
 // URL-valued headers (location, content-location, referer), in a form body and in the
 // errors a call records. The upstream and the client still get every header and query as
 // sent. With Injection the gateway holds the real key and the agent a placeholder, and the
-// key is sent on the model calls it records only.
+// key is sent on the model calls it records only. A model call is a POST whose path, as sent
+// and still escaped (after a /r/LABEL prefix), is exactly /v1/messages, /v1/chat/completions
+// or /v1/responses; that same path is forwarded. A POST whose path only reads as one once
+// decoded or normalized (%2F, dot segments, ";" parameters, a trailing slash, another
+// prefix) is refused with 400: some server on the way might route it to the model, which
+// would then answer a call the gateway neither records nor counts against its limits.
 //
 // JSON bodies are recorded as sent, not redacted by field name: the wire formats recorded
 // carry no credential field (the providers reject unknown top-level fields such as api_key),

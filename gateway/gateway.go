@@ -324,7 +324,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveStatus(w, r)
 		return
 	}
-	p, isModelCall := provider.Detect(r.URL.Path)
+	fwd, p, isModelCall, ambiguous := route(r)
+	if ambiguous && r.Method == http.MethodPost {
+		g.logf("%s %s refused: not a model call's path as sent, but it reads as one once decoded", r.Method, tape.RedactURL(r.URL.RequestURI()))
+		http.Error(w, fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, provider.Path(p)), http.StatusBadRequest)
+		return
+	}
 	if isModelCall && r.Method == http.MethodPost && g.brk != nil {
 		if t := g.brk.trip.Load(); t != nil {
 			g.refuse(w, r, p, t)
@@ -339,7 +344,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !isModelCall {
 			p = guessProvider(r)
 		}
-		g.proxy(w, r, p, nil, nil)
+		g.proxy(w, r, p, fwd, nil, nil)
 		return
 	}
 	at := g.now()
@@ -354,7 +359,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// answer waits for it only before it is recorded.
 	go g.begin(rec, r)
 	defer func() { <-rec.ready }() // begin reads r, which must not outlive this call
-	g.proxy(w, r, p, body, rec)
+	g.proxy(w, r, p, fwd, body, rec)
 }
 
 // readBody reads a model call's body whole.

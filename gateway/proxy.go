@@ -22,8 +22,8 @@ import (
 // read, and either is recorded before the client gets its last byte. Every path with a
 // rec ends in g.commit. When the upstream breaks off an answer the client is still reading,
 // the client's connection is aborted too, as a broken upstream connection would look.
-func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, body *requestBody, rec *recording) {
-	out, err := g.upstreamRequest(r, p, body, rec != nil)
+func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, fwd string, body *requestBody, rec *recording) {
+	out, err := g.upstreamRequest(r, p, fwd, body, rec != nil)
 	if err != nil {
 		g.fail(w, rec, p, fmt.Sprintf("build upstream request: %v", redactError(err)))
 		return
@@ -70,11 +70,12 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider,
 	}
 }
 
-// upstreamRequest builds the request to send upstream. A recorded call's body was read
-// whole, unless it is over the recording limit; anything else streams through.
-func (g *Gateway) upstreamRequest(r *http.Request, p tape.Provider, body *requestBody, recorded bool) (*http.Request, error) {
+// upstreamRequest builds the request to send upstream, to path fwd (route's) under the
+// upstream's base. A recorded call's body was read whole, unless it is over the recording
+// limit; anything else streams through.
+func (g *Gateway) upstreamRequest(r *http.Request, p tape.Provider, fwd string, body *requestBody, recorded bool) (*http.Request, error) {
 	base := g.upstreams[p]
-	target := strings.TrimSuffix(base.Scheme+"://"+base.Host+base.EscapedPath(), "/") + upstreamPath(r.URL.EscapedPath())
+	target := strings.TrimSuffix(base.Scheme+"://"+base.Host+base.EscapedPath(), "/") + fwd
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/secrets"
 )
 
@@ -60,10 +61,11 @@ func runDataset(ctx context.Context, env *Env, args []string) int {
 	return ExitUsage
 }
 
-// progressTo returns stderr when it is a terminal, for progress bars; nil otherwise.
+// progressTo returns stderr when it is a terminal, for progress bars (which draw counts and
+// sizes only, with their own carriage returns: term.Raw); nil otherwise.
 func progressTo(env *Env) io.Writer {
-	if dataset.IsTerminal(env.Stderr) {
-		return env.Stderr
+	if term.IsTerminal(env.Stderr) {
+		return term.Raw(env.Stderr)
 	}
 	return nil
 }

@@ -124,6 +124,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Workdir == "" {
 		return nil, errors.New("fork: no working directory")
 	}
+	// Checked and used in the same, clean form: "link/../x" is not where the kernel goes.
+	if opts.Workdir, err = filepath.Abs(opts.Workdir); err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
 	if err := CheckWorkdir(opts.Workdir); err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
 	}

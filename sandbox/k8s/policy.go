@@ -156,6 +156,19 @@ func probe(ctx context.Context, cs *kubernetes.Clientset, ks k8sSpec) (probeVerd
 		for _, name := range made {
 			_ = pods.Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		}
+		// Gone means gone, as for a sandbox's pod: nothing of the probe is left to find.
+		for _, name := range made {
+			for {
+				if _, err := pods.Get(dctx, name, metav1.GetOptions{}); err != nil {
+					break
+				}
+				select {
+				case <-dctx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}
 	}()
 	create := func(suffix, script string, labels map[string]string, env []corev1.EnvVar) error {
 		p := probePod(ks, base+"-"+suffix, script, labels, env)

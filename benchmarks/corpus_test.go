@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	tbcorpus "github.com/tapebox/tapebox/corpus"
-	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/k8s"
 )

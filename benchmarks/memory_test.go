@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapebox/tapebox/internal/bigbody"
+	"github.com/tapebox/tapebox/internal/testutil/bigbody"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 )

@@ -301,7 +301,7 @@ func (ids *Identifiers) Map() map[string]string {
 func (ids *Identifiers) Learned() []Learned {
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
-	return slices.Clone(ids.learned)
+	return append([]Learned{}, ids.learned...) // [] when none: a report's list is never null
 }
 
 // Apply replaces every known recorded identifier in the text s with its replayed

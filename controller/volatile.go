@@ -51,7 +51,7 @@ func Mask(harness, s string) string {
 
 // VolatileNames lists the volatile fields that apply to harness, for reports.
 func VolatileNames(harness string) []string {
-	var out []string
+	out := []string{}
 	for _, v := range VolatileFields {
 		if v.appliesTo(harness) {
 			out = append(out, v.Harness+": "+v.Name)

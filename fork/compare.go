@@ -73,6 +73,9 @@ func Compare(rec, fork *tape.Tape, table *prices.Table) *Comparison {
 	if c.Overrides == nil {
 		c.Overrides = map[string]string{}
 	}
+	if c.Served == nil {
+		c.Served = map[string]int{}
+	}
 	r := controller.Compare(rec, fork)
 	c.EndState = r.EndState
 	// The first difference: on the fork thread first, by step; a missing or extra step

@@ -18,7 +18,7 @@ import (
 )
 
 // The real-harness tapes: Claude Code 2.1.332 recorded by tapebox record against the scripted
-// provider (internal/e2e TestRealHarnesses/claude-code, kept with TAPEBOX_E2E_KEEP), and its
+// provider (test/e2e TestRealHarnesses/claude-code, kept with TAPEBOX_E2E_KEEP), and its
 // replay on a local: sandbox, which compares identical.
 const (
 	realRecording = "testdata/claude-code.json"

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -90,6 +90,8 @@ func diffFiles(want, got []File) string {
 			out = append(out, "  missing: "+f.Path)
 		case f.Dir != o.Dir:
 			out = append(out, fmt.Sprintf("  %s: dir %v, got dir %v", f.Path, f.Dir, o.Dir))
+		case f.Link != o.Link:
+			out = append(out, fmt.Sprintf("  %s: link %q, got %q", f.Path, f.Link, o.Link))
 		case f.Mode != o.Mode:
 			out = append(out, fmt.Sprintf("  %s: mode %s, got %s", f.Path, f.Mode, o.Mode))
 		case f.Content != o.Content:

@@ -57,6 +57,13 @@ func TestK8sRefusesUnenforcedNetwork(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
+	// A pod needs the namespace's default service account, which the controller makes.
+	for start := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(t.Context(), "default", metav1.GetOptions{}); err == nil {
+			break
+		}
+		require.Less(t, time.Since(start), time.Minute, "no default service account in %s", ns)
+	}
 	open := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: k8s.DenyAllPolicy, Namespace: ns},
 		Spec: networkingv1.NetworkPolicySpec{

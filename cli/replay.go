@@ -32,6 +32,7 @@ type replayFlags struct {
 	speed                              float64
 	install                            bool
 	network, runtime, user             string
+	allowNetworkUnenforced             bool
 	memory                             string
 	cpus                               float64
 	pids                               int64
@@ -153,6 +154,7 @@ the run stopped; with --check also when a replay differs.`)
 	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")
 	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into the container with the Engine API (always done for docker-image:)")
 	fs.StringVar(&f.network, "network", "", "network of a created container (default none)")
+	fs.BoolVar(&f.allowNetworkUnenforced, "allow-network-unenforced", false, "k8s: run without a network even where that cannot be enforced (the deny-all NetworkPolicy cannot be created or differs from TapeBox's, or the cluster does not enforce policies); refused otherwise")
 	fs.StringVar(&f.memory, "memory", "2g", "memory limit of a created container (e.g. 512m, 2g; 0: unlimited)")
 	fs.Float64Var(&f.cpus, "cpus", sandbox.DefaultCPUs, "CPU limit of a created container (e.g. 1.5; 0: unlimited)")
 	fs.Int64Var(&f.pids, "pids-limit", sandbox.DefaultPidsLimit, "process limit of a created container (0: unlimited)")
@@ -345,7 +347,7 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	}
 	opts := sandbox.Options{Cwd: replayCwd(f, spec, rec, logf), InstallExecutor: f.install || spec.Scheme == "docker-image" || spec.Scheme == sandbox.SchemeK8s, Env: f.env, Logf: logf,
 		Network: f.network, User: f.user, ReadOnlyRoot: f.readOnly, Runtime: f.runtime, CapAdd: f.capAdd,
-		Transport: transport,
+		Transport: transport, AllowNetworkUnenforced: f.allowNetworkUnenforced,
 		// Warnings are printed even with --quiet.
 		Warnf: func(format string, args ...any) {
 			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))

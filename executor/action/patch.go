@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // The Codex patch grammar:
@@ -386,6 +387,30 @@ func utf8Error(b []byte) error {
 		return fmt.Errorf("incomplete utf-8 byte sequence from index %d", at)
 	}
 	return fmt.Errorf("invalid utf-8 sequence of %d bytes from index %d", n, at)
+}
+
+// LossyUTF8 returns b with each invalid sequence replaced by one U+FFFD, as Rust's
+// String::from_utf8_lossy does (Go's conversions replace each invalid byte).
+func LossyUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var out strings.Builder
+	out.Grow(len(b) + 8)
+	for len(b) > 0 {
+		at, n := rustUTF8(b)
+		if at < 0 {
+			out.Write(b)
+			break
+		}
+		out.Write(b[:at])
+		out.WriteString("\uFFFD")
+		if n == 0 {
+			break // the input ends inside a sequence
+		}
+		b = b[at+n:]
+	}
+	return out.String()
 }
 
 // rustUTF8 returns where b stops being UTF-8 and the length of the invalid sequence there

@@ -220,3 +220,16 @@ func TestRustUTF8(t *testing.T) {
 		assert.EqualError(t, err, tt.want, "%q", tt.in)
 	}
 }
+
+func TestLossyUTF8(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain é":               "plain é",
+		"caf\xe9 cr\xe8me":      "caf\uFFFD cr\uFFFDme",
+		"a\xe2\x82x":            "a\uFFFDx",
+		"\xf0\x9f\x99x\xff\xfe": "\uFFFDx\uFFFD\uFFFD",
+		"ab\xe9":                "ab\uFFFD",
+		"\xed\xa0\x80":          "\uFFFD\uFFFD\uFFFD",
+	} {
+		assert.Equal(t, want, LossyUTF8([]byte(in)), "%q", in)
+	}
+}

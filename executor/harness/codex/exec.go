@@ -170,9 +170,12 @@ func (s *session) collect(ctx context.Context, call tape.ToolCall, id int, wait 
 		_ = s.env.Tasks.KillGroup(tid)
 		_ = s.env.Tasks.Remove(tid)
 	}
-	shown := TruncateTokens(string(out), tokens)
+	// Codex reads the output as UTF-8 the way Rust's from_utf8_lossy does, one U+FFFD for
+	// each invalid sequence; it counts tokens on the bytes.
+	text := action.LossyUTF8(out)
+	shown := TruncateTokens(text, tokens)
 	fmt.Fprintf(&b, "Original token count: %d\nOutput:\n", ApproxTokens(len(out)))
-	if len(shown) != len(out) || shown != string(out) {
+	if shown != text {
 		fmt.Fprintf(&b, "Warning: truncated output (original token count: %d)\n", ApproxTokens(len(out)))
 	}
 	b.WriteString(shown)

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 	table "github.com/tapebox/tapebox/tape/harnesses"
 	"github.com/tapebox/tapebox/tape/provider"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/executor/protocol"
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 )
 

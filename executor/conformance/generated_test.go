@@ -16,7 +16,7 @@ import (
 	"github.com/tapebox/tapebox/internal/grammar"
 	codexgrammar "github.com/tapebox/tapebox/internal/grammar/codex"
 	pigrammar "github.com/tapebox/tapebox/internal/grammar/pi"
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 )
 

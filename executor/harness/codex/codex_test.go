@@ -13,7 +13,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness/codex"
-	"github.com/tapebox/tapebox/internal/harnesstest"
+	"github.com/tapebox/tapebox/internal/testutil/harnesstest"
 	"github.com/tapebox/tapebox/tape"
 )
 

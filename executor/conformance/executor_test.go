@@ -55,7 +55,7 @@ type session struct {
 }
 
 // startSession starts the executor and says hello for harness in cwd.
-func startSession(ctx context.Context, bin, harness, cwd, home string, tools []string) (*session, error) {
+func startSession(ctx context.Context, bin, harness, version, cwd, home string, tools []string) (*session, error) {
 	s := &session{}
 	s.cmd = exec.CommandContext(ctx, bin, "serve")
 	s.cmd.Dir = cwd
@@ -78,7 +78,7 @@ func startSession(ctx context.Context, bin, harness, cwd, home string, tools []s
 	if home != "" {
 		vars["HOME"] = home
 	}
-	if err := s.enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: harness, Cwd: cwd, Env: vars, Tools: tools}); err != nil {
+	if err := s.enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: harness, Cwd: cwd, Env: vars, Tools: tools, HarnessVersion: version}); err != nil {
 		s.close()
 		return nil, fmt.Errorf("send hello: %w", err)
 	}
@@ -197,7 +197,7 @@ func replay(t *testing.T, bin, harness, version string, c FixtureCase) outcome {
 		}
 		t.Cleanup(func() { _ = os.RemoveAll(c.Home) })
 	}
-	sess, err := startSession(t.Context(), bin, harness, c.Cwd, c.Home, c.Tools)
+	sess, err := startSession(t.Context(), bin, harness, version, c.Cwd, c.Home, c.Tools)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func runCorpus(ctx context.Context, env *Env, fs *flag.FlagSet, f *replayFlags) 
 		return failf(env, "replay", "--exec-transport: %v", err)
 	}
 	var warnOnce sync.Map
-	sopts := sandbox.Options{InstallExecutor: true, Env: f.env, Network: f.network, User: f.user,
+	sopts := sandbox.Options{InstallExecutor: f.install, Env: f.env, Network: f.network, User: f.user,
 		ReadOnlyRoot: f.readOnly, Runtime: f.runtime, CapAdd: f.capAdd, Transport: transport,
 		// The same warning for every tape is printed once.
 		Warnf: func(format string, args ...any) {

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"iter"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/replay"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
@@ -50,7 +49,8 @@ type Options struct {
 	// SandboxOptions are the options of every sandbox; Cwd is set per tape (see Cwd).
 	SandboxOptions sandbox.Options
 	// Cwd, when CwdGiven, is the working directory of every tape; otherwise each tape runs
-	// where it was recorded (meta.cwd, when an absolute path).
+	// where it was recorded (meta.cwd, when an absolute path), else in a fresh
+	// replay.DefaultCwd (replay.Cwd).
 	Cwd      string
 	CwdGiven bool
 	// Jobs is how many tapes replay at once (default 1).
@@ -251,13 +251,11 @@ type runner struct {
 
 // prepared is a claimed tape with its sandbox open, ready to replay.
 type prepared struct {
-	e       Entry
-	rec     *tape.Tape
-	sb      *sandbox.Sandbox
-	cleanup func()
-	snap    string
-	ready   time.Duration
-	row     dataset.ResultRow
+	e     Entry
+	rec   *tape.Tape
+	rp    *replay.Replay
+	ready time.Duration
+	row   dataset.ResultRow
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -373,8 +371,8 @@ func (r *runner) next(ctx context.Context, stop context.CancelCauseFunc) (p *pre
 	return nil, true
 }
 
-// prepare loads and checks the tape, and opens its sandbox. On an error after the tape was
-// read, p carries its id.
+// prepare loads and checks the tape, and opens its sandbox (replay.Open). On an error after
+// the tape was read, p carries its id.
 func (r *runner) prepare(ctx context.Context, e Entry) (*prepared, error) {
 	p := &prepared{e: e, row: dataset.ResultRow{Key: e.Key, Attempts: int64(e.Attempt)}}
 	rec, err := loadTape(e.Path)
@@ -383,47 +381,27 @@ func (r *runner) prepare(ctx context.Context, e Entry) (*prepared, error) {
 	}
 	p.rec = rec
 	p.row.TapeID = rec.Meta.TapeID
-	if !r.opts.NoWorkspace {
-		if p.snap, err = controller.SnapshotFor(e.Path, rec); err != nil {
-			return p, err
-		}
-	}
-	spec := r.opts.Sandbox
 	sopts := r.opts.SandboxOptions
-	if spec == "local" || spec == "unsafe-local" {
-		dir, err := os.MkdirTemp("", "tapebox-corpus-")
-		if err != nil {
-			return p, err
-		}
-		p.cleanup = func() { os.RemoveAll(dir) }
-		spec += ":" + filepath.Join(dir, "work")
-	} else {
-		sopts.Cwd = r.cwd(rec)
-	}
 	sopts.Labels = map[string]string{LabelTape: e.Key, LabelAttempt: strconv.Itoa(e.Attempt)}
 	for k, v := range r.opts.SandboxOptions.Labels {
 		sopts.Labels[k] = v
 	}
-	t0 := time.Now()
-	sb, err := sandbox.Open(ctx, spec, sopts)
+	rp, err := replay.Open(ctx, rec, r.opts.Sandbox, replay.Options{TapePath: e.Path, Sandbox: sopts, Cwd: r.opts.Cwd,
+		CwdSet: r.opts.CwdGiven, Env: r.opts.Env, Speed: r.opts.Speed, Output: r.output(e.Key), CallTimeout: r.opts.CallTimeout,
+		NoWorkspace: r.opts.NoWorkspace, Compare: true})
 	if err != nil {
-		if p.cleanup != nil {
-			p.cleanup()
-		}
 		return p, fmt.Errorf("tape %s: %w", e.Key, err)
 	}
-	p.sb, p.ready = sb, time.Since(t0)
+	p.rp, p.ready = rp, rp.Setup()
 	return p, nil
 }
 
-func (r *runner) cwd(rec *tape.Tape) string {
-	switch {
-	case r.opts.CwdGiven:
-		return r.opts.Cwd
-	case path.IsAbs(rec.Meta.Cwd):
-		return rec.Meta.Cwd
+// output is where the replay tape of the tape at key goes: "" without OutputDir.
+func (r *runner) output(key string) string {
+	if r.opts.OutputDir == "" {
+		return ""
 	}
-	return ""
+	return filepath.Join(r.opts.OutputDir, filepath.FromSlash(strings.TrimSuffix(key, ".json")+".replay.json"))
 }
 
 // loadTape reads a tape and checks it against the schema; the error names the file and
@@ -464,12 +442,7 @@ func (r *runner) replay(ctx context.Context, p *prepared) {
 		r.abandon(ctx, p)
 		return
 	}
-	out := ""
-	if r.opts.OutputDir != "" {
-		out = filepath.Join(r.opts.OutputDir, filepath.FromSlash(strings.TrimSuffix(p.e.Key, ".json")+".replay.json"))
-	}
-	res, err := controller.Replay(ctx, p.rec, p.sb, controller.Options{Cwd: p.sb.Cwd(), Env: r.opts.Env, Speed: r.opts.Speed,
-		Output: out, CallTimeout: r.opts.CallTimeout, Snapshot: p.snap, NoWorkspace: r.opts.NoWorkspace})
+	res, err := p.rp.Play(ctx)
 	r.release(p)
 	if ctx.Err() != nil {
 		r.requeue(ctx, p.e.Key)
@@ -484,21 +457,19 @@ func (r *runner) replay(ctx context.Context, p *prepared) {
 	}
 	row := p.row
 	row.ReadyMS = tape.RoundMS(p.ready)
-	if res != nil {
-		row.Steps, row.Restarts = int64(res.Steps), int64(res.Restarts)
-		row.WallMS, row.ToolMS = tape.RoundMS(res.Wall), tape.RoundMS(res.ToolTime)
-		if res.Tape != nil && out != "" {
-			row.Output = out
-		}
+	row.Steps, row.Restarts = int64(res.Steps), int64(res.Restarts)
+	row.WallMS, row.ToolMS = tape.RoundMS(res.Wall), tape.RoundMS(res.ToolTime)
+	if res.Tape != nil {
+		row.Output = r.output(p.e.Key)
 	}
 	switch {
 	case err != nil:
 		row.State, row.Error = StateFailed, fmt.Sprintf("tape %s: %v", p.e.Key, err)
-	case res == nil || res.Tape == nil:
+	case res.Tape == nil:
 		row.State, row.Error = StateFailed, fmt.Sprintf("tape %s: the replay produced no tape", p.e.Key)
 	default:
 		row.State, row.Verdict = StateDone, VerdictDiffers
-		if controller.Compare(p.rec, res.Tape).Identical {
+		if res.Identical() {
 			row.Verdict = VerdictIdentical
 		}
 	}
@@ -508,17 +479,14 @@ func (r *runner) replay(ctx context.Context, p *prepared) {
 // release closes a tape's sandbox in the background (container removal is off the critical
 // path); Run waits for every close before it returns.
 func (r *runner) release(p *prepared) {
-	if p.sb == nil {
+	if p.rp == nil {
 		return
 	}
 	r.closing.Go(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if err := p.sb.Close(cctx); err != nil {
-			r.logf("tape %s: close sandbox: %v", p.e.Key, err)
-		}
-		if p.cleanup != nil {
-			p.cleanup()
+		if err := p.rp.Close(cctx); err != nil {
+			r.logf("tape %s: %v", p.e.Key, err)
 		}
 	})
 }

@@ -140,10 +140,12 @@ refused. --pool K makes K sandboxes ready ahead of the replays (each for the tap
 never reused), taking sandbox start-up off the critical path. An engine or API server that
 goes away stops the run with the tapes it cut off queued again. At the end the results table
 (key, tape_id, state, verdict, steps, executor_restarts, attempts, wall_ms, tool_ms,
-sandbox_ready_ms, output, error) is written as Parquet beside the journal
-(STEM.results.parquet) and a summary is printed (--json: as JSON). On a terminal a progress
-bar shows done, failed, running, the rate and the ETA. Exit status 1 when a tape failed or
-the run stopped; with --check also when a replay differs.`)
+sandbox_ready_ms, output, error: why a tape failed, or the first difference of one that
+differs) is written as Parquet beside the journal (STEM.results.parquet) and a summary is
+printed that names every tape that differs or failed with its first difference or error
+(--json: as JSON, "problems"). On a terminal a progress bar shows done, failed, running (at
+most --jobs), ready (made ready by --pool), the rate and the ETA. Exit status 1 when a tape
+failed, a replay differs (as replay --check) or the run stopped.`)
 	f := replayFlags{env: kvFlag{}}
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
 	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, unsafe-local:DIR, docker:NAME, docker-image:IMAGE or k8s:NAMESPACE?image=IMAGE")

@@ -10,12 +10,14 @@
 // request. The tape is persisted after every call with tape.Writer, so a gateway killed at
 // any moment leaves a valid tape with every finished call.
 //
-// A body longer than Config.MaxRecordBody (32 MiB unless set; --max-record-body) is still
-// forwarded whole, as it arrives, but recorded as a tape.Truncation marker in its raw field:
-// a prefix of a JSON body is not JSON, and a prefix of a stream would look like a whole
-// answer. On its way to the limit, what is kept of a body past 4 MiB waits in a spill file
-// beside the tape (unlinked at once), so that the gateway's memory does not follow the size
-// of what it forwards.
+// Every body is forwarded as it arrives, request or answer, chunked or not. A body longer
+// than Config.MaxRecordBody (32 MiB unless set; --max-record-body) is still forwarded whole
+// but recorded as a tape.Truncation marker in its raw field: a prefix of a JSON body is not
+// JSON, and a prefix of a stream would look like a whole answer. On its way to the limit,
+// what is kept of a body past 4 MiB waits in a spill file beside the tape (unlinked at
+// once), so that the gateway's memory does not follow the size of what it forwards: a
+// request kept in a spill file is read back to attribute the call and again to record it,
+// one such request at a time.
 //
 // The first call fills the meta: provider, model, harness (from the headers) and, unless
 // Config.Cwd gives it, the working directory the harness names in its request.

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -124,6 +123,10 @@ type Gateway struct {
 	finishOnce sync.Once
 	finishErr  error
 	endOnce    sync.Once // OnEnd runs once however often /tapebox/end is posted
+
+	// heavy is held while a request that spilled (recording.deferred) is in memory: to be
+	// normalized and attributed (begin), then normalized, encoded and published (commit).
+	heavy sync.Mutex
 
 	mu       sync.Mutex
 	threads  []*thread
@@ -348,11 +351,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	at := g.now()
-	body, err := g.readRequest(r)
-	if err != nil {
-		http.Error(w, "tapebox gateway: "+err.Error(), http.StatusBadRequest)
-		return
-	}
+	body := g.readRequest(r)
 	defer body.release()
 	rec := &recording{p: p, at: at, ready: make(chan struct{}), body: body}
 	// Attribution parses the request; it runs while the request travels upstream, and the
@@ -360,18 +359,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	go g.begin(rec, r)
 	defer func() { <-rec.ready }() // begin reads r, which must not outlive this call
 	g.proxy(w, r, p, fwd, body, rec)
-}
-
-// readBody reads a model call's body whole.
-func readBody(r *http.Request) ([]byte, error) {
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 {
-		buf.Grow(int(n) + bytes.MinRead)
-	}
-	if _, err := buf.ReadFrom(r.Body); err != nil {
-		return nil, fmt.Errorf("read request body: %w", err)
-	}
-	return buf.Bytes(), nil
 }
 
 func (g *Gateway) serveEnd(w http.ResponseWriter, r *http.Request) {

@@ -25,10 +25,11 @@ import (
 
 // The cluster of scripts/k8s-node.sh.
 const (
-	k8sRequireEnv  = "TAPEBOX_REQUIRE_K8S"
-	k8sKubeconfig  = "/var/lib/tapebox-k8s/admin.kubeconfig"
-	k8sNamespace   = "default"
-	k8sSandboxSpec = "k8s:" + k8sNamespace + "?image=" + dockertest.SandboxImage
+	k8sRequireEnv = "TAPEBOX_REQUIRE_K8S"
+	k8sKubeconfig = "/var/lib/tapebox-k8s/admin.kubeconfig"
+	k8sNamespace  = "default"
+	// The cluster's bridge network enforces no NetworkPolicy (see scripts/k8s-node.sh).
+	k8sSandboxSpec = "k8s:" + k8sNamespace + "?image=" + dockertest.SandboxImage + "&allow-network-unenforced=1"
 )
 
 // needK8s returns a client of the test cluster, with KUBECONFIG set for the test (and the

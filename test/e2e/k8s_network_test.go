@@ -79,17 +79,19 @@ func podsTalk(t *testing.T) {
 // saying nothing.
 func TestK8sRefusesUnenforcedNetwork(t *testing.T) {
 	cs := needK8s(t)
-	ns := freshNamespace(t, cs, "tapebox-probe")
-	spec := "k8s:" + ns + "?image=" + dockertest.SandboxImage
+	// The verdict holds for the process, per namespace: each verdict gets its own.
+	quiet := freshNamespace(t, cs, "tapebox-quiet")
 	var log lines
-	sb, err := sandbox.Open(t.Context(), spec, sandbox.Options{Logf: log.add, Warnf: log.add})
+	sb, err := sandbox.Open(t.Context(), "k8s:"+quiet+"?image="+dockertest.SandboxImage, sandbox.Options{Logf: log.add, Warnf: log.add})
 	require.NoError(t, err)
 	require.NoError(t, sb.Close(t.Context()))
-	require.Contains(t, log.String(), "warning: k8s namespace "+ns+": could not tell whether the cluster enforces NetworkPolicies (probe: a pod without a network label could not connect to another pod either")
-	got, err := cs.NetworkingV1().NetworkPolicies(ns).Get(t.Context(), k8s.DenyAllPolicy, metav1.GetOptions{})
+	require.Contains(t, log.String(), "warning: k8s namespace "+quiet+": could not tell whether the cluster enforces NetworkPolicies (probe: a pod without a network label could not connect to another pod either")
+	got, err := cs.NetworkingV1().NetworkPolicies(quiet).Get(t.Context(), k8s.DenyAllPolicy, metav1.GetOptions{})
 	require.NoError(t, err, "the deny-all policy is made")
 	require.Equal(t, "none", got.Spec.PodSelector.MatchLabels[k8s.NetworkLabel])
 
+	ns := freshNamespace(t, cs, "tapebox-probe")
+	spec := "k8s:" + ns + "?image=" + dockertest.SandboxImage
 	podsTalk(t)
 	log = lines{}
 	_, err = sandbox.Open(t.Context(), spec, sandbox.Options{Logf: log.add, Warnf: log.add})
@@ -126,7 +128,7 @@ func TestK8sRefusesUnenforcedNetwork(t *testing.T) {
 
 	_, err = sandbox.Open(t.Context(), "k8s:no-such-namespace?image="+dockertest.SandboxImage, sandbox.Options{})
 	require.ErrorIs(t, err, k8s.ErrNetworkUnenforced, "a policy that cannot be created")
-	for _, n := range []string{ns, other} { // the probe's pods included
+	for _, n := range []string{quiet, ns, other} { // the probe's pods included
 		pods, err := cs.CoreV1().Pods(n).List(t.Context(), metav1.ListOptions{})
 		require.NoError(t, err)
 		require.Empty(t, pods.Items, "pods left in %s", n)

@@ -30,9 +30,11 @@ func runSimulator(ctx context.Context, env *Env, verb string, rec *tape.Tape, f 
 	// A warning: printed even with --quiet.
 	fmt.Fprintf(env.Stderr, "tapebox replay: warning: simulator mode: %s; run it in a container or a VM for a tape you do not trust\n", fork.HostNote)
 	if f.workspaceDir != "" && !f.noWorkspace {
-		if err := fork.CheckWorkdir(f.workspaceDir); err != nil {
+		dir, _, err := fork.HostWorkdir(f.workspaceDir, false, rec) // checked, and clean
+		if err != nil {
 			return failf(env, verb, "--workspace: %v", err)
 		}
+		f.workspaceDir = dir
 		snapshot, err := controller.SnapshotFor(f.tapePath, rec)
 		if err != nil {
 			return failf(env, verb, "%v", err)

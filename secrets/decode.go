@@ -5,19 +5,33 @@ import (
 	"unsafe"
 )
 
-// encoded reports whether s holds text that gitleaks would decode (base64, hex, percent
-// or Unicode escapes, its four codecs) to text holding a keyword, within depth rounds of
-// decoding. It errs on the side of yes: it decodes more than gitleaks does (every
-// alignment of a base64 run, both base64 alphabets at once, every printable stretch of
-// the result), never less, so a string it says no to has no finding that only decoding
-// would show.
+// encoded reports whether gitleaks could find in s, once decoded (base64, hex, percent
+// or Unicode escapes, its four codecs, up to depth rounds), what it does not find in s as
+// it is: s holds a segment that decodes to printable text and either the decoded segment
+// holds a keyword, or s holds one anywhere (a rule then runs on the decoded string, where
+// a match may take in the decoded bytes: "token=abc%41..."). It errs on the side of yes:
+// it decodes more than gitleaks does (every alignment of a base64 run, both base64
+// alphabets at once, every printable stretch of the result), never less.
 func (e *engine) encoded(s string, depth int) bool {
+	seg, kw := e.segments(s, depth)
+	return kw || (seg && e.dfa.any(s))
+}
+
+// segments reports whether s holds a segment that decodes to printable text (seg), and
+// whether one decodes to text holding a keyword (kw).
+func (e *engine) segments(s string, depth int) (seg, kw bool) {
 	if depth <= 0 || len(s) < 3 {
-		return false
+		return false, false
+	}
+	check := func(d string) bool {
+		dseg, dkw := e.decodedHasKeyword(d, depth)
+		seg = seg || dseg
+		kw = kw || dkw
+		return kw
 	}
 	if strings.Contains(s, `\u`) || strings.Contains(s, `\U`) || strings.Contains(s, "U+") {
-		if d, ok := unicodeDecode(s); ok && e.decodedHasKeyword(d, depth) {
-			return true
+		if d, ok := unicodeDecode(s); ok && check(d) {
+			return seg, kw
 		}
 	}
 	for i := 0; i < len(s); {
@@ -28,8 +42,8 @@ func (e *engine) encoded(s string, depth int) bool {
 			for j < len(s) && b64Value[s[j]] != 0xff {
 				j++
 			}
-			if j-i >= 16 && e.run(s[i:j], depth) {
-				return true
+			if j-i >= 16 && e.run(s[i:j], check) {
+				return seg, kw
 			}
 			i = j
 			continue
@@ -41,8 +55,9 @@ func (e *engine) encoded(s string, depth int) bool {
 				} else {
 					end += i
 				}
-				if e.decodedHasKeyword(percentDecode(s[i:end]), depth) {
-					return true
+				seg = true
+				if check(percentDecode(s[i:end])) {
+					return seg, kw
 				}
 				i = end
 				continue
@@ -50,13 +65,13 @@ func (e *engine) encoded(s string, depth int) bool {
 		}
 		i++
 	}
-	return false
+	return seg, kw
 }
 
 // run checks a maximal run of base64 characters (hex ones included): decoded as base64
 // at each of its four alignments, and each stretch of 32 or more hex digits decoded as hex
 // at both alignments.
-func (e *engine) run(r string, depth int) bool {
+func (e *engine) run(r string, check func(decoded string) bool) bool {
 	if !strings.ContainsAny(r, "0123456789+/-_") {
 		// gitleaks decodes neither base64 nor hex without one of these.
 		return false
@@ -64,7 +79,7 @@ func (e *engine) run(r string, depth int) bool {
 	var buf []byte
 	for a := range 4 {
 		buf = b64Decode(buf[:0], r[a:])
-		if e.decodedHasKeyword(bytesString(buf), depth) {
+		if check(bytesString(buf)) {
 			return true
 		}
 	}
@@ -80,7 +95,7 @@ func (e *engine) run(r string, depth int) bool {
 		if j-i >= 32 {
 			for a := range 2 {
 				buf = hexDecode(buf[:0], r[i+a:j])
-				if e.decodedHasKeyword(bytesString(buf), depth) {
+				if check(bytesString(buf)) {
 					return true
 				}
 			}
@@ -95,9 +110,10 @@ func (e *engine) run(r string, depth int) bool {
 // characters (12 bytes) or 32 hex digits (16 bytes).
 const minDecoded = 8
 
-// decodedHasKeyword reports whether a printable stretch of d holds a keyword, or decodes
-// further (depth-1 rounds) to one.
-func (e *engine) decodedHasKeyword(d string, depth int) bool {
+// decodedHasKeyword looks at the printable stretches of decoded text d: seg is whether
+// there is one (of minDecoded bytes or more, or d whole), kw whether one holds a keyword or
+// decodes further (depth-1 rounds) to text that may hold a finding.
+func (e *engine) decodedHasKeyword(d string, depth int) (seg, kw bool) {
 	for i := 0; i < len(d); {
 		if !printable(d[i]) {
 			i++
@@ -108,13 +124,14 @@ func (e *engine) decodedHasKeyword(d string, depth int) bool {
 			j++
 		}
 		if j-i >= minDecoded || (i == 0 && j == len(d)) {
+			seg = true
 			if e.dfa.any(d[i:j]) || e.encoded(d[i:j], depth-1) {
-				return true
+				return true, true
 			}
 		}
 		i = j
 	}
-	return false
+	return seg, false
 }
 
 func printable(c byte) bool { return c >= 0x20 && c < 0x7f || c == '\t' || c == '\n' || c == '\r' }

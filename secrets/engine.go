@@ -51,7 +51,13 @@ type engineRule struct {
 	// spans is false when the rule must see whole strings: its expression could not be
 	// analysed.
 	spans bool
+	// anchor, when the expression has its shape, says where a match can be from the
+	// keyword it holds, more narrowly than reach.
+	anchor *anchor
 }
+
+// maxTight bounds reach.tight for a rule run on spans: the spans keep that many offsets.
+const maxTight = 1 << 14
 
 // shortText is the length under which a string is scanned whole by each rule whose
 // keyword it holds: spans would save nothing.
@@ -84,6 +90,13 @@ func newEngine(cfg config.Config, decodeDepth int) *engine {
 		er := engineRule{id: id, det: detect.NewDetector(one)}
 		if r.Regex != nil {
 			er.reach, er.spans = reachOf(r.Regex.String())
+			// A match of thousands of bounded bytes (none in gitleaks' set): whole strings.
+			er.spans = er.spans && er.reach.tight <= maxTight
+			var kws []string
+			for _, k := range r.Keywords {
+				kws = append(kws, lowerASCII(k))
+			}
+			er.anchor, _ = anchorOf(r.Regex.String(), kws)
 		}
 		e.rules = append(e.rules, er)
 		if len(r.Keywords) == 0 {
@@ -186,7 +199,9 @@ func (e *engine) detect(ctx context.Context, sc *engineScratch, text string) []l
 			j++
 		}
 		r := &e.rules[hits[i].rule]
-		if !r.spans || len(text) <= shortText {
+		if r.anchor != nil {
+			out = append(out, r.anchored(ctx, text, hits[i:j])...)
+		} else if !r.spans || len(text) <= shortText {
 			out = append(out, locateAll(text, 0, r.det.DetectContext(ctx, detect.Fragment{Raw: text}))...)
 		} else {
 			sp := newSpans(&r.reach, text)
@@ -227,6 +242,38 @@ func dropGeneric(text string, ls []located) []located {
 			}
 		}
 		out = append(out, l)
+	}
+	return out
+}
+
+// anchored runs a rule that has an anchor on the spans its keyword occurrences call for:
+// none when the rest of its expression matches after none of them.
+func (r *engineRule) anchored(ctx context.Context, text string, hits []kwHit) []located {
+	var spans [][2]int
+	for _, h := range hits {
+		m := r.anchor.suffix.FindStringIndex(text[h.end:])
+		if m == nil {
+			continue
+		}
+		lo := max(h.end-r.anchor.left-windowMargin, 0)
+		hi := min(h.end+m[1]+windowMargin, len(text))
+		if n := len(spans); n > 0 && lo <= spans[n-1][1] {
+			spans[n-1][0] = min(spans[n-1][0], lo)
+			spans[n-1][1] = max(spans[n-1][1], hi)
+			continue
+		}
+		spans = append(spans, [2]int{lo, hi})
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	if len(text) <= shortText {
+		return locateAll(text, 0, r.det.DetectContext(ctx, detect.Fragment{Raw: text}))
+	}
+	var out []located
+	for _, w := range spans {
+		win := text[w[0]:w[1]]
+		out = append(out, locateAll(win, w[0], r.det.DetectContext(ctx, detect.Fragment{Raw: win}))...)
 	}
 	return out
 }

@@ -286,10 +286,6 @@ func (sc *scan) visit(w *walker, value string) error {
 	if class == opaque && !w.inKey {
 		return nil
 	}
-	if w.inKey {
-		// A member name is seen alone: its own name is what names it.
-		field = ""
-	}
 	hits, err := sc.hits(field, value)
 	if err != nil {
 		return err

@@ -1,7 +1,9 @@
 package secrets
 
 import (
+	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -121,16 +123,41 @@ type spans struct {
 	r    *reach
 	text string
 	// left edge: the last tight+1 bytes that are not loose before the keyword's start.
-	lpos  int
-	lring []int
+	lpos int
+	left ring
 	// right edge: the first tight+1 bytes that are not loose from the keyword's end.
 	rpos  int
-	rring []int
+	right ring
 	out   [][2]int
 }
 
+// ring is a queue of at most a fixed number of offsets.
+type ring struct {
+	buf        []int
+	head, size int
+}
+
+func (q *ring) push(v int) {
+	if q.size == len(q.buf) {
+		q.buf[q.head] = v
+		q.head = (q.head + 1) % len(q.buf)
+		return
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = v
+	q.size++
+}
+
+func (q *ring) front() int { return q.buf[q.head] }
+func (q *ring) back() int  { return q.buf[(q.head+q.size-1)%len(q.buf)] }
+
+func (q *ring) pop() {
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+}
+
 func newSpans(r *reach, text string) *spans {
-	return &spans{r: r, text: text}
+	n := r.tight + 1
+	return &spans{r: r, text: text, left: ring{buf: make([]int, n)}, right: ring{buf: make([]int, n)}}
 }
 
 // add records the span of a keyword at text[start:end].
@@ -139,31 +166,28 @@ func (s *spans) add(start, end int) {
 	// Left: non-loose bytes before start, the last limit of them.
 	for s.lpos < start {
 		if !s.r.loose[s.text[s.lpos]] {
-			s.lring = append(s.lring, s.lpos)
-			if len(s.lring) > limit {
-				s.lring = s.lring[1:]
-			}
+			s.left.push(s.lpos)
 		}
 		s.lpos++
 	}
 	lo := 0
-	if len(s.lring) == limit {
-		lo = s.lring[0] + 1
+	if s.left.size == limit {
+		lo = s.left.front() + 1
 	}
 	// Right: non-loose bytes from end on, the first limit of them.
-	for len(s.rring) > 0 && s.rring[0] < end {
-		s.rring = s.rring[1:]
+	for s.right.size > 0 && s.right.front() < end {
+		s.right.pop()
 	}
 	s.rpos = max(s.rpos, end)
-	for len(s.rring) < limit && s.rpos < len(s.text) {
+	for s.right.size < limit && s.rpos < len(s.text) {
 		if !s.r.loose[s.text[s.rpos]] {
-			s.rring = append(s.rring, s.rpos)
+			s.right.push(s.rpos)
 		}
 		s.rpos++
 	}
 	hi := len(s.text)
-	if len(s.rring) == limit {
-		hi = s.rring[limit-1]
+	if s.right.size == limit {
+		hi = s.right.back()
 	}
 	lo = max(lo-windowMargin, 0)
 	hi = min(hi+windowMargin, len(s.text))
@@ -337,4 +361,189 @@ func follow(re *syntax.Regexp, kw string, outer *byteSet) (*byteSet, bool) {
 		return s, true
 	}
 	return nil, false
+}
+
+// anchor is what a rule's expression tells when it is a concatenation in which one
+// element matches a few fixed strings, each ending with one of the rule's keywords (the
+// generic rule: a name, then one of access|auth|api|...|token, then an operator and a
+// value). Every match then holds a keyword occurrence where that element ends, which the
+// automaton reports; the rest of the expression must match right after it (suffix,
+// anchored), and the match starts at most left bytes before that keyword's end. So a
+// keyword where suffix does not match calls for nothing, and one where it does calls for
+// the span from left bytes before it to the end of suffix's match.
+type anchor struct {
+	left   int
+	suffix *regexp.Regexp
+}
+
+// anchorOf analyses expr for the keywords (lower case); ok is false when it does not
+// have the shape anchor describes.
+func anchorOf(expr string, keywords []string) (*anchor, bool) {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	if re.Op != syntax.OpConcat {
+		return nil, false
+	}
+	left := 0
+	for i, sub := range re.Sub {
+		n := maxLen(sub)
+		if n < 0 {
+			return nil, false
+		}
+		left += n
+		words, ok := language(sub, 64)
+		if !ok || len(words) == 0 || !allEndWithKeyword(words, keywords) {
+			continue
+		}
+		rest := &syntax.Regexp{Op: syntax.OpConcat, Sub: re.Sub[i+1:]}
+		if len(rest.Sub) == 0 {
+			rest = &syntax.Regexp{Op: syntax.OpEmptyMatch}
+		}
+		suffix, err := regexp.Compile(`^(?:` + rest.String() + `)`)
+		if err != nil {
+			return nil, false
+		}
+		return &anchor{left: left, suffix: suffix}, true
+	}
+	return nil, false
+}
+
+func allEndWithKeyword(words, keywords []string) bool {
+	for _, w := range words {
+		if w == "" || !slices.ContainsFunc(keywords, func(k string) bool { return strings.HasSuffix(w, k) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// language returns the strings re matches, lower case, when there are at most limit of
+// them and re is made of literals, small character classes, alternations, concatenations,
+// optional parts and captures only.
+func language(re *syntax.Regexp, limit int) ([]string, bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, c := range re.Rune {
+			if c >= utf8.RuneSelf {
+				return nil, false
+			}
+		}
+		return []string{lowerASCII(string(re.Rune))}, true
+	case syntax.OpCharClass:
+		var out []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for c := re.Rune[i]; c <= re.Rune[i+1]; c++ {
+				if c >= utf8.RuneSelf || len(out) > 8 {
+					return nil, false
+				}
+				s := lowerASCII(string(c))
+				if !slices.Contains(out, s) {
+					out = append(out, s)
+				}
+			}
+		}
+		return out, true
+	case syntax.OpCapture:
+		return language(re.Sub[0], limit)
+	case syntax.OpQuest:
+		l, ok := language(re.Sub[0], limit-1)
+		return append(l, ""), ok
+	case syntax.OpEmptyMatch:
+		return []string{""}, true
+	case syntax.OpAlternate:
+		var out []string
+		for _, sub := range re.Sub {
+			l, ok := language(sub, limit)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, l...)
+			if len(out) > limit {
+				return nil, false
+			}
+		}
+		return out, true
+	case syntax.OpConcat:
+		out := []string{""}
+		for _, sub := range re.Sub {
+			l, ok := language(sub, limit)
+			if !ok {
+				return nil, false
+			}
+			var next []string
+			for _, a := range out {
+				for _, b := range l {
+					next = append(next, a+b)
+				}
+			}
+			if len(next) > limit {
+				return nil, false
+			}
+			out = next
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// maxLen returns the most bytes re can match, or -1 when there is no bound.
+func maxLen(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		n := 0
+		for _, c := range re.Rune {
+			w := utf8.RuneLen(c)
+			if re.Flags&syntax.FoldCase != 0 {
+				for f := unicode.SimpleFold(c); f != c; f = unicode.SimpleFold(f) {
+					w = max(w, utf8.RuneLen(f))
+				}
+			}
+			n += max(w, 1)
+		}
+		return n
+	case syntax.OpCharClass:
+		w := 1
+		for i := 1; i < len(re.Rune); i += 2 {
+			w = max(w, utf8.RuneLen(min(re.Rune[i], unicode.MaxRune)))
+		}
+		return w
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return utf8.UTFMax
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxLen(re.Sub[0])
+	case syntax.OpStar, syntax.OpPlus:
+		return -1
+	case syntax.OpRepeat:
+		n := maxLen(re.Sub[0])
+		if re.Max < 0 || n < 0 {
+			return -1
+		}
+		return re.Max * n
+	case syntax.OpConcat:
+		n := 0
+		for _, s := range re.Sub {
+			m := maxLen(s)
+			if m < 0 {
+				return -1
+			}
+			n += m
+		}
+		return n
+	case syntax.OpAlternate:
+		n := 0
+		for _, s := range re.Sub {
+			m := maxLen(s)
+			if m < 0 {
+				return -1
+			}
+			n = max(n, m)
+		}
+		return n
+	}
+	return 0
 }

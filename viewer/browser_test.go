@@ -332,7 +332,7 @@ func TestBrowserNothingLearned(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("replay", func(t *testing.T) {
 		same := edit(t, rec, func(tp *tape.Tape) { tp.Meta.TapeID = "same-as-the-recording" })
-		require.Empty(t, compare(t, rec, same).Identifiers, "the pair learns nothing")
+		require.Empty(t, compareBytes(t, rec, same).Identifiers, "the pair learns nothing")
 		var r pairReport
 		drive(t, "pair", map[string]any{"page": writePage(t, dir, "same", rec, same)}, &r)
 		assert.Equal(t, "identical", r.Verdict)
@@ -356,4 +356,18 @@ func TestBrowserNothingLearned(t *testing.T) {
 		assert.Equal(t, []string{fmt.Sprintf("%s·%d", thread, stepIdx)}, r.ReplayMatches, "the replay's matching step is listed")
 		assert.Equal(t, fmt.Sprintf("replay: thread %s, step %d  ≠ differs", thread, stepIdx), r.RepTitle, "and opens")
 	})
+}
+
+// A tape whose model has no price says so in the header (cost unknown, no price for the
+// model) and in each step's detail, naming the model and the table's date.
+func TestBrowserUnpriced(t *testing.T) {
+	browserEnv(t)
+	rec := readFile(t, "../testdata/replay/codex.json")
+	tp, err := tape.Unmarshal(rec)
+	require.NoError(t, err)
+	var r basicReport
+	drive(t, "basic", map[string]any{"page": writePage(t, t.TempDir(), "codex", rec, nil), "thread": tp.Main().ID, "index": 0}, &r)
+	assert.Contains(t, r.Header, "cost unknown (prices of ")
+	assert.Contains(t, r.Header, "; no price for fake-model)")
+	assert.Regexp(t, `costunknown: the price table of \d{4}-\d\d-\d\d has no price for fake-model`, r.DetailText)
 }

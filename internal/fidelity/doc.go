@@ -2,7 +2,7 @@
 // seeded, reproducible sequences of tool calls from a grammar per harness, runs each through
 // the real harness (harnesses/, offline) against the scripted fake provider while the
 // gateway records a tape, replays the tape in executor mode in a fresh sandbox, and compares
-// the two with controller.Compare, the compare users run: every call and the end state.
+// the two with compare.Compare, the compare users run: every call and the end state.
 //
 // It lives under internal/ because it is test tooling: it drives real harness binaries
 // (internal/testutil/realharness) and is run by go test (a quick seed set, gated like the other

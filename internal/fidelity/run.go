@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
@@ -288,7 +288,7 @@ func clearScratch(t Target, cwd string) error {
 
 // judge compares the recording with the replay and fills in o's calls and divergences.
 func judge(o *Outcome, seq *Sequence, rec, rep *tape.Tape, version string, classes []Class) {
-	report := controller.Compare(rec, rep)
+	report := compare.Compare(rec, rep)
 	bad := map[string]bool{}
 	add := func(d Divergence) {
 		d.Class = Classify(classes, version, d)

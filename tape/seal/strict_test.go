@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,4 +164,26 @@ func testKey(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey) {
 	pub, key, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)
 	return pub, key
+}
+
+// TestCheck: Check passes a tape without digests and a sealed one, and names the changed
+// step of a tampered one.
+func TestCheck(t *testing.T) {
+	tp, err := tape.LoadFile(filepath.Join("..", "..", "testdata", "anthropic-json.json"))
+	require.NoError(t, err)
+	plain, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	require.NoError(t, seal.Check(plain))
+	require.NoError(t, seal.Tape(tp, nil))
+	sealed, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	require.NoError(t, seal.Check(sealed))
+	last := len(tp.Threads[0].Steps) - 1
+	tp.Threads[0].Steps[last].Response.StopReason = "tampered"
+	tampered, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	err = seal.Check(tampered)
+	require.ErrorIs(t, err, seal.ErrTampered)
+	require.ErrorIs(t, err, tape.ErrNotVerified)
+	require.ErrorContains(t, err, fmt.Sprintf("/threads/0/steps/%d", last))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/sandbox"
@@ -114,7 +115,7 @@ func TestReplayRestartsDeadExecutorDocker(t *testing.T) {
 			require.Equal(t, 1, res.Restarts)
 			rep, err := tape.LoadFile(out)
 			require.NoError(t, err)
-			r := controller.Compare(rec, rep)
+			r := compare.Compare(rec, rep)
 			require.True(t, r.Identical, "%+v", r.Differences)
 		})
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/fork"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
@@ -125,9 +125,9 @@ func resultsInOrder(t *testing.T, messages string) string {
 var codexItemID = regexp.MustCompile(`"id":"[a-z]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"`)
 
 // codexMask masks Codex's per-run item ids and the volatile fields of its tool output
-// (controller.Mask: chunk ids, wall times).
+// (match.Mask: chunk ids, wall times).
 func codexMask(s string) string {
-	return controller.Mask("codex", codexItemID.ReplaceAllString(s, `"id":"<id>"`))
+	return match.Mask("codex", codexItemID.ReplaceAllString(s, `"id":"<id>"`))
 }
 
 // forkSummary is what tapebox fork --json prints.
@@ -168,10 +168,10 @@ func TestRealHarnessFork(t *testing.T) {
 			require.NoError(t, second.Start())
 			t.Cleanup(func() { second.Close() })
 			c.fresh(t)
-			require.NoError(t, os.Remove(c.cwd)) // fork restores into a missing or empty directory
+			require.NoError(t, os.Remove(c.cwd)) // --in-place: fork restores into meta.cwd, missing or empty
 			forkPath := filepath.Join(t.TempDir(), "fork.json")
 			argv, env := c.command(t, t.TempDir())
-			args := append([]string{"fork", "--tape", recPath, "--at", "2", "--upstream", second.URL(), "--model", "other-model",
+			args := append([]string{"fork", "--in-place", "--tape", recPath, "--at", "2", "--upstream", second.URL(), "--model", "other-model",
 				"--output", forkPath, "--json", "--"}, argv...)
 			code, out, errOut := r.run(t, t.TempDir(), cleanEnv(env...), args...)
 			if code != 0 {
@@ -277,7 +277,7 @@ func forkModels(t *testing.T, r *rig, c forkCase, recPath string) {
 	}
 	out := filepath.Join(t.TempDir(), "fork.json")
 	argv, env := c.command(t, t.TempDir())
-	args := append([]string{"fork", "--tape", recPath, "--at", "2", "--upstream", srv.URL(), "--models", "good-model,bad-model",
+	args := append([]string{"fork", "--in-place", "--tape", recPath, "--at", "2", "--upstream", srv.URL(), "--models", "good-model,bad-model",
 		"--verify", "grep -q 'Hello, ada' out.txt", "--output", out, "--quiet", "--"}, argv...)
 	start := time.Now()
 	code, table, errOut := r.run(t, t.TempDir(), cleanEnv(env...), args...)
@@ -314,7 +314,7 @@ func forkDiverges(t *testing.T, r *rig, c forkCase, recPath string) {
 	require.NoError(t, os.Remove(c.cwd))
 	out := filepath.Join(t.TempDir(), "fork.json")
 	argv, env := c.command(t, t.TempDir())
-	args := append([]string{"fork", "--tape", spoiled, "--at", "2", "--upstream", srv.URL(), "--output", out, "--"}, argv...)
+	args := append([]string{"fork", "--in-place", "--tape", spoiled, "--at", "2", "--upstream", srv.URL(), "--output", out, "--"}, argv...)
 	start := time.Now()
 	code, _, errOut := r.run(t, t.TempDir(), cleanEnv(env...), args...)
 	assert.Equal(t, 1, code, clipText(errOut, 4000))
@@ -360,7 +360,7 @@ func TestRealHarnessForkReach(t *testing.T) {
 			c.fresh(t)
 			require.NoError(t, os.Remove(c.cwd))
 			argv, env := c.command(t, t.TempDir())
-			args := append([]string{"fork", "--tape", recPath, "--at", "2", "--upstream", second.URL(), "--speed", "0",
+			args := append([]string{"fork", "--in-place", "--tape", recPath, "--at", "2", "--upstream", second.URL(), "--speed", "0",
 				"--output", filepath.Join(t.TempDir(), "fork.json"), "--json", "--quiet", "--"}, argv...)
 			code, out, errOut := r.run(t, t.TempDir(), cleanEnv(env...), args...)
 			require.Equal(t, 0, code, clipText(errOut, 4000))

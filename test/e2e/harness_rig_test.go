@@ -25,10 +25,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
@@ -281,17 +283,17 @@ func localState(t *testing.T, dir string) map[string]string {
 }
 
 // requireIdentical runs tapebox compare on the two tapes and fails with its report unless
-// it says identical (exit 0); the report of controller.Compare must agree.
-func (r *rig) requireIdentical(t *testing.T, recPath, repPath string) *controller.Report {
+// it says identical (exit 0); the report of compare.Compare must agree.
+func (r *rig) requireIdentical(t *testing.T, recPath, repPath string) *compare.Report {
 	t.Helper()
 	code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), "compare", recPath, repPath)
 	rec, err := tape.LoadFile(recPath)
 	require.NoError(t, err)
 	rep, err := tape.LoadFile(repPath)
 	require.NoError(t, err)
-	report := controller.Compare(rec, rep)
+	report := compare.Compare(rec, rep)
 	if code != 0 || !report.Identical {
-		t.Fatalf("tapebox compare %s %s: exit %d (controller.Compare identical=%v)\n%s%s", filepath.Base(recPath), filepath.Base(repPath), code, report.Identical, out, errOut)
+		t.Fatalf("tapebox compare %s %s: exit %d (compare.Compare identical=%v)\n%s%s", filepath.Base(recPath), filepath.Base(repPath), code, report.Identical, out, errOut)
 	}
 	checkMutationsCaught(t, rec, rep)
 	return report
@@ -322,7 +324,7 @@ func dockerReplay(t *testing.T, recPath string, rec *tape.Tape, cwd, user string
 		rep, lerr := tape.LoadFile(out)
 		if lerr == nil {
 			var b strings.Builder
-			controller.Compare(rec, rep).WriteText(&b)
+			compare.Compare(rec, rep).WriteText(&b)
 			t.Fatalf("replay in docker: %v\n%s", err, b.String())
 		}
 		t.Fatalf("replay in docker: %v", err)
@@ -454,13 +456,13 @@ func requireResultsAsSent(t *testing.T, rec *tape.Tape, srv *fakeprovider.Server
 // for the recorded one, the harness must get its own id back. It does not stop the test.
 func checkServedIdentifiers(t *testing.T, rec, rep *tape.Tape) {
 	t.Helper()
-	ids := controller.Compare(rec, rep).Identifiers
+	ids := compare.Compare(rec, rep).Identifiers
 	for _, th := range rep.Threads {
 		for i, st := range th.Steps {
 			for _, c := range st.ToolCalls {
 				for _, l := range ids {
 					recorded, own := l.Recorded, l.Replayed
-					if recorded != own && controller.ContainsID(string(c.Input), recorded) {
+					if recorded != own && match.ContainsID(string(c.Input), recorded) {
 						t.Errorf("thread %s step %d: the simulator served %s %s with the recorded identifier %q; this run's is %q (input %s)",
 							th.ID, i, c.Name, c.ID, recorded, own, clipText(string(c.Input), 300))
 					}

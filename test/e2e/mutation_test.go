@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -40,7 +41,7 @@ func mutate(tok string) (string, bool) {
 // the mutations tried.
 func checkMutationsCaught(t *testing.T, rec, rep *tape.Tape) int {
 	t.Helper()
-	base := controller.Compare(rec, rep)
+	base := compare.Compare(rec, rep)
 	if !base.Identical {
 		t.Fatalf("the unmutated replay must compare identical first: %+v", base.Differences)
 	}
@@ -70,12 +71,12 @@ func checkMutationsCaught(t *testing.T, rec, rep *tape.Tape) int {
 							continue
 						}
 						mutated := orig[:sp[0]] + m + orig[sp[1]:]
-						if controller.Mask(h, mutated) == controller.Mask(h, orig) {
+						if match.Mask(h, mutated) == match.Mask(h, orig) {
 							volatile++
 							continue
 						}
 						blk.Text = mutated
-						r := controller.Compare(rec, rep)
+						r := compare.Compare(rec, rep)
 						blk.Text = orig
 						if r.Identical && namedIdentifier(r, m) {
 							ids++ // a value in a field the harness names as an identifier, that nothing uses again: free by design
@@ -100,7 +101,7 @@ func checkMutationsCaught(t *testing.T, rec, rep *tape.Tape) int {
 
 // namedIdentifier says whether compare learned the token m as the replayed value of a
 // field the harness table names as an identifier.
-func namedIdentifier(r *controller.Report, m string) bool {
+func namedIdentifier(r *compare.Report, m string) bool {
 	for _, l := range r.Identifiers {
 		if strings.HasPrefix(l.Evidence, "named by the harness") && (strings.Contains(m, l.Replayed) || strings.Contains(l.Replayed, m)) {
 			return true

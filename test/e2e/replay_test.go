@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/internal/testutil/dockertest"
@@ -205,7 +206,7 @@ func replayAndCheck(t *testing.T, rec *tape.Tape, h handTape, spec string) {
 	require.NoError(t, err)
 	rep, err := tape.LoadFile(out)
 	require.NoError(t, err)
-	report := controller.Compare(rec, rep)
+	report := compare.Compare(rec, rep)
 	if !report.Identical {
 		var b strings.Builder
 		report.WriteText(&b)

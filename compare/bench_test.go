@@ -1,4 +1,4 @@
-package controller
+package compare
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -39,8 +40,8 @@ func BenchmarkCompareManyIDs(b *testing.B) {
 				}
 				return `{"command":"cat ` + strings.ReplaceAll(s, "\n", " ") + `"}`
 			}
-			rec := pairTape("claude-code", a, input(a))
-			rep := replayOf(b, rec, c, input(c))
+			rec := tapegen.Pair("claude-code", a, input(a))
+			rep := tapegen.ReplayOf(b, rec, c, input(c))
 			b.ReportAllocs()
 			for b.Loop() {
 				Compare(rec, rep)
@@ -61,7 +62,7 @@ func hex16(rng *rand.Rand) string {
 // BenchmarkCompareDeepThreads compares a tape of 2000 threads, each the subagent of the one
 // before (a tape is anyone's): finding which threads a replay plays walks each chain once.
 func BenchmarkCompareDeepThreads(b *testing.B) {
-	rec := pairTape("claude-code", "ok")
+	rec := tapegen.Pair("claude-code", "ok")
 	for i := range 2000 {
 		parent := "main"
 		if i > 0 {

@@ -1,4 +1,4 @@
-package controller
+package compare
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -38,8 +39,8 @@ func TestCompareEndState(t *testing.T) {
 		{"a recording without a manifest", nil, end, true, "end state: not compared: the recording has no end manifest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := withEnd(pairTape("claude-code", "ok"), tc.rec)
-			rep := withEnd(replayOf(t, pairTape("claude-code", "ok"), "ok"), tc.rep)
+			rec := withEnd(tapegen.Pair("claude-code", "ok"), tc.rec)
+			rep := withEnd(tapegen.ReplayOf(t, tapegen.Pair("claude-code", "ok"), "ok"), tc.rep)
 			r := Compare(rec, rep)
 			require.Empty(t, r.Differences)
 			require.Equal(t, tc.identical, r.Identical)
@@ -58,9 +59,9 @@ func TestCompareEndState(t *testing.T) {
 // ("*" leaves everything); the report names the patterns beyond the defaults, so that an
 // end state of 0 identical entries does not pass for a checked one.
 func TestCompareEndStateNamesExclusions(t *testing.T) {
-	rec := pairTape("claude-code", "ok")
+	rec := tapegen.Pair("claude-code", "ok")
 	rec.Meta.Workspace = &tape.Workspace{Exclude: []string{"node_modules", ".venv", "*"}, End: []tape.FileEntry{}}
-	rep := replayOf(t, pairTape("claude-code", "ok"), "ok")
+	rep := tapegen.ReplayOf(t, tapegen.Pair("claude-code", "ok"), "ok")
 	rep.Meta.Workspace = &tape.Workspace{Exclude: rec.Meta.Workspace.Exclude, End: []tape.FileEntry{}}
 	r := Compare(rec, rep)
 	require.True(t, r.Identical)

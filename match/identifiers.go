@@ -1,4 +1,4 @@
-package controller
+package match
 
 import (
 	"bytes"
@@ -60,6 +60,20 @@ type Site struct {
 // texts given to Learn come from.
 func NewIdentifiers(rec *tape.Tape) *Identifiers {
 	return &Identifiers{m: map[string]string{}, inv: map[string]string{}, ev: newEvidence(rec)}
+}
+
+// NewOneToOne is NewIdentifiers for a verdict (compare's): the map stays one to one, so a
+// replayed value that changes under one recorded id, or one value for two recorded ids,
+// is a difference and not learned.
+func NewOneToOne(rec *tape.Tape) *Identifiers {
+	ids := NewIdentifiers(rec)
+	ids.oneToOne = true
+	return ids
+}
+
+// Similar says whether two texts differ only in identifier-like tokens.
+func Similar(a, b string) bool {
+	return a == b || identifierPairs(a, b, nil) != nil
 }
 
 // tokenRE matches the runs that can hold an identifier: letters, digits and the punctuation

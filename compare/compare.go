@@ -1,4 +1,4 @@
-package controller
+package compare
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/internal/term"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/harnesses"
 )
@@ -50,7 +51,7 @@ type Report struct {
 	EndState    EndState     `json:"end_state"`
 	Differences []Difference `json:"differences"`
 	// Identifiers lists every identifier learned, with its evidence.
-	Identifiers []Learned `json:"identifiers"`
+	Identifiers []match.Learned `json:"identifiers"`
 	// Volatile lists the fields ignored because the harness changes them on every run.
 	Volatile []string `json:"volatile"`
 	// NotRun lists the replay's tool calls whose result the executor copied from the
@@ -80,8 +81,8 @@ func Compare(rec, rep *tape.Tape) *Report {
 		Harness:       h,
 		StepsRecorded: rec.Totals().Steps,
 		StepsReplayed: rep.Totals().Steps,
-		Identifiers:   []Learned{},
-		Volatile:      VolatileNames(h),
+		Identifiers:   []match.Learned{},
+		Volatile:      match.VolatileNames(h),
 		Differences:   []Difference{},
 		provider:      rec.Meta.Provider,
 		spawned:       map[tape.Parent]bool{},
@@ -95,11 +96,10 @@ func Compare(rec, rep *tape.Tape) *Report {
 		}
 	}
 	r.NotRun, r.ResultsReplayed = notRun(rep)
-	ids := NewIdentifiers(rec)
-	ids.oneToOne = true
+	ids := match.NewOneToOne(rec)
 	reached := true
-	reachSet := reachableSet(rec)
-	recByID, repByID := threadsByID(rec), threadsByID(rep)
+	reachSet := rec.Reachable()
+	recByID, repByID := rec.ThreadsByID(), rep.ThreadsByID()
 	for ref := range rec.Steps() {
 		reach := reachSet[ref.Thread]
 		if !reach && !makesToolCalls(ref.Thread) {
@@ -152,18 +152,6 @@ func Compare(rec, rep *tape.Tape) *Report {
 	return r
 }
 
-// threadsByID maps each thread id of t to its first thread of that id, as Tape.Thread
-// finds it, without a scan per lookup.
-func threadsByID(t *tape.Tape) map[string]*tape.Thread {
-	out := make(map[string]*tape.Thread, len(t.Threads))
-	for _, th := range t.Threads {
-		if _, ok := out[th.ID]; !ok {
-			out[th.ID] = th
-		}
-	}
-	return out
-}
-
 // makesToolCalls says whether some step of th asks for a tool call. A thread that no spawning
 // call leads to is a side conversation when it makes none; when it makes some, its results
 // are part of the run, and a replay that does not play them is not identical.
@@ -176,14 +164,9 @@ func makesToolCalls(th *tape.Thread) bool {
 	return false
 }
 
-// carriesIsError says whether a wire format can tell a failed tool result from a good one.
-func carriesIsError(p tape.Provider) bool {
-	return p != tape.ProviderOpenAIChat && p != tape.ProviderOpenAIResponses
-}
-
 func (r *Report) add(d Difference) { r.Differences = append(r.Differences, d) }
 
-func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tape.Step) {
+func compareStep(r *Report, ids *match.Identifiers, h, thread string, i int, a, b *tape.Step) {
 	// A response the recorder did not keep (over --max-record-body) normalizes into an answer
 	// without tool calls: the replay plays that, and what the run did there is unknown.
 	if tr, ok := tape.TruncationOf(a.Response.Raw); ok {
@@ -228,17 +211,17 @@ func compareStep(r *Report, ids *Identifiers, h, thread string, i int, a, b *tap
 		// A spawning call without a child thread has nothing to play: the replay copies its
 		// recorded result (playChild), so that the two agree says nothing of the run.
 		if slices.Contains(r.spawning, ca.Name) && !r.spawned[tape.Parent{ThreadID: thread, ToolCallID: ca.ID}] {
-			r.add(Difference{Thread: thread, Step: i, Field: "tool_result", CallID: ca.ID, Tool: ca.Name, Recorded: resultText(ra),
+			r.add(Difference{Thread: thread, Step: i, Field: "tool_result", CallID: ca.ID, Tool: ca.Name, Recorded: ra.Flat(),
 				Replayed: "copied from the recording: the spawning call has no child thread to play"})
 			continue
 		}
-		ta, tb := Mask(h, resultText(ra)), Mask(h, resultText(rb))
-		ids.Learn(Site{Thread: thread, Step: i}, ta, tb)
+		ta, tb := match.Mask(h, ra.Flat()), match.Mask(h, rb.Flat())
+		ids.Learn(match.Site{Thread: thread, Step: i}, ta, tb)
 		if ids.Apply(ta) != tb {
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_result", CallID: ca.ID, Tool: ca.Name, Recorded: ta, Replayed: tb})
 		}
 		// OpenAI's wire formats cannot carry is_error, so a recording from them never has it.
-		if ra.IsError != rb.IsError && carriesIsError(r.provider) {
+		if ra.IsError != rb.IsError && r.provider.MarksErrors() {
 			r.add(Difference{Thread: thread, Step: i, Field: "tool_result.is_error", CallID: ca.ID, Tool: ca.Name, Recorded: fmt.Sprint(ra.IsError), Replayed: fmt.Sprint(rb.IsError)})
 		}
 	}
@@ -290,24 +273,6 @@ func nth(rs []tape.ToolResult, n int) (tape.ToolResult, bool) {
 		return rs[n], true
 	}
 	return tape.ToolResult{}, false
-}
-
-// resultText flattens a result's content for comparison: text blocks as they are, other
-// blocks as their JSON.
-func resultText(r tape.ToolResult) string {
-	var b strings.Builder
-	for i, blk := range r.Content {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		if blk.Type == tape.BlockText {
-			b.WriteString(blk.Text)
-			continue
-		}
-		j, _ := json.Marshal(blk)
-		b.Write(j)
-	}
-	return b.String()
 }
 
 func presence(ok bool) string {
@@ -388,7 +353,7 @@ func (r *Report) WriteText(w io.Writer) {
 	if len(r.Identifiers) > 0 {
 		fmt.Fprintf(w, "  identifiers learned: %d\n", len(r.Identifiers))
 		for _, l := range r.Identifiers {
-			fmt.Fprintf(w, "    %s -> %s (%s)\n", Excerpt(l.Recorded, 120), Excerpt(l.Replayed, 120), l.Evidence)
+			fmt.Fprintf(w, "    %s -> %s (%s)\n", term.Excerpt(l.Recorded, 120), term.Excerpt(l.Replayed, 120), l.Evidence)
 		}
 	}
 	for _, d := range r.Differences {
@@ -408,6 +373,33 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 }
 
+// First is the report's first difference on one line, as a list of many tapes shows it (a
+// corpus replay's): where the replay stopped when it did not reach the end, else the first
+// tool call or result that differs, else the first change of the end state; "" for an
+// identical replay.
+func (r *Report) First() string {
+	switch {
+	case r.Identical:
+		return ""
+	case !r.ReachedEnd:
+		return fmt.Sprintf("did not reach the end: %d of %d steps replayed, ended %s", r.StepsReplayed, r.StepsRecorded, term.Excerpt(r.Ended, 200))
+	case len(r.Differences) > 0:
+		d := r.Differences[0]
+		where := fmt.Sprintf("thread %s step %d", d.Thread, d.Step)
+		if d.CallID != "" {
+			where += " call " + d.CallID
+			if d.Tool != "" {
+				where += " (" + d.Tool + ")"
+			}
+		}
+		a, b := diffExcerpts(d.Recorded, d.Replayed, 120)
+		return fmt.Sprintf("%s: %s differs: recorded %s, replayed %s", where, d.Field, a, b)
+	case len(r.EndState.Changes) > 0:
+		return "end state: " + term.Printable(r.EndState.Changes[0].String())
+	}
+	return "differs"
+}
+
 // ShortID is a tape id as a report shows it: its first 12 characters.
 func ShortID(id string) string {
 	if len(id) > 12 {
@@ -425,22 +417,11 @@ func diffExcerpts(a, b string, n int) (string, string) {
 		k++
 	}
 	if k < n-n/4 {
-		return Excerpt(a, n), Excerpt(b, n)
+		return term.Excerpt(a, n), term.Excerpt(b, n)
 	}
 	from := k - n/4
 	for from > 0 && !utf8.RuneStart(a[from]) {
 		from--
 	}
-	return "…" + Excerpt(a[from:], n), "…" + Excerpt(b[from:], n)
-}
-
-// Excerpt is s as a report shows it: on one line (a newline written \n), cut after n
-// bytes with a "…", its other control characters escaped (term.Printable: a tape's text
-// must not drive the terminal).
-func Excerpt(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", `\n`)
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return term.Printable(s)
+	return "…" + term.Excerpt(a[from:], n), "…" + term.Excerpt(b[from:], n)
 }

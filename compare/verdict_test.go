@@ -1,11 +1,8 @@
-package controller
+package compare
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/workspace"
@@ -22,8 +21,8 @@ import (
 // its last step was written, before the writer finished it) did not reach the end, even with
 // every step present and every result the same.
 func TestCompareNeedsTheReplaysEnd(t *testing.T) {
-	rec := pairTape("claude-code", "hello")
-	rep := replayOf(t, rec, "hello")
+	rec := tapegen.Pair("claude-code", "hello")
+	rep := tapegen.ReplayOf(t, rec, "hello")
 	require.True(t, Compare(rec, rep).Identical, "the planted replay is otherwise identical")
 	rep.Meta.Ended = nil
 	r := Compare(rec, rep)
@@ -41,7 +40,7 @@ func TestCompareThreadsNoSpawnLeadsTo(t *testing.T) {
 	answer := func(at float64) *tape.Step {
 		return &tape.Step{Response: tape.Response{Status: 200, StopReason: "end_turn"}, Timing: tape.Timing{RequestAt: at, FirstByteAt: at + 1, LastByteAt: at + 2}}
 	}
-	work := pairTape("claude-code", "all 40 tests pass").Threads[0]
+	work := tapegen.Pair("claude-code", "all 40 tests pass").Threads[0]
 	work.ID = "work"
 	for _, tc := range []struct {
 		name    string
@@ -54,10 +53,14 @@ func TestCompareThreadsNoSpawnLeadsTo(t *testing.T) {
 			{ID: work.ID, Parent: &tape.Parent{ThreadID: "a", ToolCallID: "x"}, Steps: work.Steps}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := pairTape("claude-code", "x")
+			rec := tapegen.Pair("claude-code", "x")
 			rec.Threads = tc.threads
 			// What a replay writes: every recorded thread, the main thread played.
-			rep := newReplayTape(rec, time.Unix(0, 0), nil)
+			rep := tape.New(rec.Meta.Provider, time.Unix(0, 0))
+			rep.Meta.Harness, rep.Meta.ReplayOf = rec.Meta.Harness, &rec.Meta.TapeID
+			for _, th := range rec.Threads {
+				rep.Threads = append(rep.Threads, &tape.Thread{ID: th.ID, Parent: th.Parent, Steps: []*tape.Step{}})
+			}
 			rep.Meta.Ended = &tape.Ended{Reason: tape.EndComplete}
 			if main := rec.Main(); main != nil {
 				rep.Threads[0].Steps = main.Steps
@@ -71,9 +74,9 @@ func TestCompareThreadsNoSpawnLeadsTo(t *testing.T) {
 		})
 	}
 	// A side conversation without tool calls is not played and not compared.
-	rec := pairTape("claude-code", "ok")
+	rec := tapegen.Pair("claude-code", "ok")
 	rec.Threads = append(rec.Threads, &tape.Thread{ID: "title", Steps: []*tape.Step{answer(1)}})
-	rep := replayOf(t, rec, "ok")
+	rep := tapegen.ReplayOf(t, rec, "ok")
 	rep.Threads[1].Steps = nil
 	require.True(t, Compare(rec, rep).Identical)
 }
@@ -97,11 +100,11 @@ func TestCompareEmptyEndState(t *testing.T) {
 		require.Equal(t, out.Meta.Workspace, stripped.Meta.Workspace, "compare's reading (without bodies) is the same")
 		return out
 	}
-	rec := pairTape("claude-code", "ok")
+	rec := tapegen.Pair("claude-code", "ok")
 	rec.Meta.Workspace = &tape.Workspace{End: []tape.FileEntry{}}
 	rec = roundTrip(rec)
 	require.NotNil(t, rec.Meta.Workspace.End, "an empty end manifest is still an end manifest")
-	rep := replayOf(t, rec, "ok")
+	rep := tapegen.ReplayOf(t, rec, "ok")
 	rep.Meta.Workspace = &tape.Workspace{End: left}
 	r := Compare(rec, roundTrip(rep))
 	require.False(t, r.Identical)
@@ -123,7 +126,7 @@ func TestCompareEmptyEndState(t *testing.T) {
 // TestCompareCallInputNumbers: tool call inputs compare as JSON values, with numbers exact:
 // two integers beyond float64's precision differ, the same number spelled two ways does not.
 func TestCompareCallInputNumbers(t *testing.T) {
-	rec := pairTape("claude-code", "ok", `{"seed":9007199254740993,"ratio":1.5}`)
+	rec := tapegen.Pair("claude-code", "ok", `{"seed":9007199254740993,"ratio":1.5}`)
 	for _, tc := range []struct {
 		input     string
 		identical bool
@@ -134,7 +137,7 @@ func TestCompareCallInputNumbers(t *testing.T) {
 		{` { "ratio" : 15e-1, "seed" : 9007199254740993 } `, true},
 		{`{"seed":9007199254740993,"ratio":1.5} {}`, false},
 	} {
-		r := Compare(rec, replayOf(t, rec, "ok", tc.input))
+		r := Compare(rec, tapegen.ReplayOf(t, rec, "ok", tc.input))
 		require.Equal(t, tc.identical, r.Identical, "%s: %+v", tc.input, r.Differences)
 	}
 }
@@ -159,9 +162,9 @@ func TestCompareIdentifiersOneToOne(t *testing.T) {
 		{"two recorded shells, one replayed", bg("aaaa1111a"), bg("bbbb2222b"), bg("cccc3333c"), bg("cccc3333c"), "aaaa1111a", "cccc3333c", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := pairTape("claude-code", tc.rec0, wait(tc.recID))
+			rec := tapegen.Pair("claude-code", tc.rec0, wait(tc.recID))
 			rec.Threads[0].Steps[1].ToolResults[0].Content[0].Text = tc.rec1
-			rep := replayOf(t, rec, tc.rep0, wait(tc.repID))
+			rep := tapegen.ReplayOf(t, rec, tc.rep0, wait(tc.repID))
 			rep.Threads[0].Steps[1].ToolResults[0].Content[0].Text = tc.rep1
 			r := Compare(rec, rep)
 			require.Equal(t, tc.identical, r.Identical, "%+v; learned %+v", r.Differences, r.Identifiers)
@@ -174,100 +177,11 @@ func TestCompareIdentifiersOneToOne(t *testing.T) {
 	}
 }
 
-// TestEvidenceIndexAgreesWithContainsID: the index evidence looks tokens up in finds the same
-// sources as searching each with ContainsID, for tokens of every shape (ids, paths, numbers,
-// tokens without an id character) in texts made of a small alphabet, so that runs meet in
-// every way.
-func TestEvidenceIndexAgreesWithContainsID(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	gen := randomText(rng, "ab1-_/.: \"\\\n")
-	for round := range 200 {
-		rec := pairTape("claude-code", "x")
-		th := rec.Threads[0]
-		th.Steps = th.Steps[:1]
-		for i := range 4 {
-			in, _ := json.Marshal(map[string]string{"command": gen(40)})
-			th.Steps = append(th.Steps, &tape.Step{ToolCalls: []tape.ToolCall{{ID: fmt.Sprint("c", i), Name: "Bash", Input: in}},
-				Timing: tape.Timing{RequestAt: float64(10 * (i + 1))}})
-		}
-		ev := newEvidence(rec)
-		ev.build()
-		tokens := []string{"a", "ab", "1", "/", "//", "a/b", "/a", "a.", "-a", "a-", "1/1", "b_1", ":", "\\n"}
-		for range 20 {
-			src := ev.sources[rng.IntN(len(ev.sources))].text
-			i := rng.IntN(len(src))
-			tokens = append(tokens, src[i:min(len(src), i+1+rng.IntN(6))])
-		}
-		for _, tok := range tokens {
-			var want []int
-			for i, s := range ev.sources {
-				if ContainsID(s.text, tok) {
-					want = append(want, i)
-				}
-			}
-			require.Equal(t, want, ev.holding(tok), "round %d token %q", round, tok)
-		}
-	}
-}
-
-// TestReplaceManyIDs: with more than manyIDs ids, replaceTokens looks them up by length; it
-// replaces what searching for each id (replaceOneByOne, the way it does with fewer) does.
-func TestReplaceManyIDs(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	gen := randomText(rng, "ab12-_/.: \n")
-	for round := range 300 {
-		s := gen(200)
-		m := map[string]string{}
-		for len(m) <= manyIDs {
-			i := rng.IntN(len(s))
-			m[s[i:min(len(s), i+1+rng.IntN(5))]] = fmt.Sprint("<", len(m), ">")
-		}
-		for k := range manyIDs { // ids that are not in s
-			m[gen(3+k%4)] = "<absent>"
-		}
-		for _, numbers := range []bool{true, false} {
-			require.Equal(t, replaceOneByOne(m, s, numbers), replaceTokens(m, s, numbers), "round %d numbers %v", round, numbers)
-		}
-	}
-}
-
-// replaceOneByOne is replaceTokens searching s for each id in turn, longest first.
-func replaceOneByOne(m map[string]string, s string, numbers bool) string {
-	var keys []string
-	for k := range m {
-		if k != "" && strings.Contains(s, k) {
-			keys = append(keys, k)
-		}
-	}
-	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		matched := ""
-		if !(i > 0 && isIDChar(s[i-1]) && isIDChar(s[i])) {
-			for _, k := range keys {
-				if strings.HasPrefix(s[i:], k) && (i+len(k) == len(s) || !isIDChar(s[i+len(k)]) || !isIDChar(k[len(k)-1])) &&
-					(numbers || !isNumber(k) || len(k) == len(s) || i > 0 && s[i-1] == '/' || i+len(k) < len(s) && s[i+len(k)] == '/') {
-					matched = k
-					break
-				}
-			}
-		}
-		if matched == "" {
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		b.WriteString(m[matched])
-		i += len(matched)
-	}
-	return b.String()
-}
-
 // TestCompareTruncatedResponse: a response over the recorder's limit is kept as a marker,
 // and its tool calls are lost: the replay plays an answer without them, so it cannot be
 // identical to the run, whatever the other steps say.
 func TestCompareTruncatedResponse(t *testing.T) {
-	rec := pairTape("claude-code", "ok", `{"command":"echo next"}`)
+	rec := tapegen.Pair("claude-code", "ok", `{"command":"echo next"}`)
 	st := rec.Threads[0].Steps[0]
 	st.Response.Raw = tape.Truncation{Bytes: 40 << 20, Limit: 32 << 20}.Raw()
 	st.Response.StopReason, st.ToolCalls, st.ToolResults = "", []tape.ToolCall{}, []tape.ToolResult{}
@@ -287,12 +201,12 @@ func TestCompareTruncatedResponse(t *testing.T) {
 // result is compared with its own (the n-th result of the id), not the first one twice,
 // which left the second call's result unread.
 func TestCompareCallsOfOneID(t *testing.T) {
-	rec := pairTape("claude-code", "ok")
+	rec := tapegen.Pair("claude-code", "ok")
 	st := rec.Threads[0].Steps[0]
 	id := st.ToolCalls[0].ID
 	st.ToolCalls = append(st.ToolCalls, tape.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make test"}`)})
 	st.ToolResults = append(st.ToolResults, tape.ToolResult{ToolCallID: id, Content: []tape.Block{{Type: tape.BlockText, Text: "all 40 tests pass"}}})
-	rep := replayOf(t, rec, "ok")
+	rep := tapegen.ReplayOf(t, rec, "ok")
 	require.True(t, Compare(rec, rep).Identical)
 	rep.Threads[0].Steps[0].ToolResults[1].Content[0].Text = "FAIL: 3 of 40 tests"
 	r := Compare(rec, rep)
@@ -323,8 +237,8 @@ func TestCompareNumbersNeedAUseThatSubstitutes(t *testing.T) {
 		{"a pid as a whole string", "[1] 12345", "[1] 23456", `{"pid":"12345"}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := pairTape("claude-code", tc.rec, tc.later)
-			rep := replayOf(t, rec, tc.rep, string(learnedFrom(t, rec, tc.rec, tc.rep).ApplyJSON(json.RawMessage(tc.later))))
+			rec := tapegen.Pair("claude-code", tc.rec, tc.later)
+			rep := tapegen.ReplayOf(t, rec, tc.rep, string(learnedFrom(t, rec, tc.rec, tc.rep).ApplyJSON(json.RawMessage(tc.later))))
 			r := Compare(rec, rep)
 			require.Equal(t, tc.identical, r.Identical, "%+v; learned %+v", r.Differences, r.Identifiers)
 		})
@@ -333,10 +247,10 @@ func TestCompareNumbersNeedAUseThatSubstitutes(t *testing.T) {
 
 // learnedFrom is the replay's map after step 0 of rec gave replayed for recorded:
 // what the replay's later calls are rewritten with.
-func learnedFrom(t *testing.T, rec *tape.Tape, recorded, replayed string) *Identifiers {
+func learnedFrom(t *testing.T, rec *tape.Tape, recorded, replayed string) *match.Identifiers {
 	t.Helper()
-	ids := NewIdentifiers(rec)
-	ids.Learn(Site{Thread: "main", Step: 0}, recorded, replayed)
+	ids := match.NewIdentifiers(rec)
+	ids.Learn(match.Site{Thread: "main", Step: 0}, recorded, replayed)
 	return ids
 }
 
@@ -345,9 +259,9 @@ func learnedFrom(t *testing.T, rec *tape.Tape, recorded, replayed string) *Ident
 // recording could claim any result there. Compare reports it instead of comparing the copy
 // with itself. With its child thread, the call compares as before.
 func TestCompareSpawningCallWithoutChild(t *testing.T) {
-	rec := pairTape("claude-code", "all 40 tests pass")
+	rec := tapegen.Pair("claude-code", "all 40 tests pass")
 	rec.Threads[0].Steps[0].ToolCalls[0].Name = "Agent"
-	rep := replayOf(t, rec, "all 40 tests pass")
+	rep := tapegen.ReplayOf(t, rec, "all 40 tests pass")
 	r := Compare(rec, rep)
 	require.False(t, r.Identical)
 	require.Len(t, r.Differences, 1)
@@ -356,7 +270,7 @@ func TestCompareSpawningCallWithoutChild(t *testing.T) {
 	child := &tape.Thread{ID: "sub", Parent: &tape.Parent{ThreadID: "main", ToolCallID: "toolu_00"},
 		Steps: []*tape.Step{{Response: tape.Response{Status: 200, StopReason: "end_turn"}, Timing: tape.Timing{RequestAt: 1, FirstByteAt: 2, LastByteAt: 3}}}}
 	rec.Threads = append(rec.Threads, child)
-	rep = replayOf(t, rec, "all 40 tests pass")
+	rep = tapegen.ReplayOf(t, rec, "all 40 tests pass")
 	r = Compare(rec, rep)
 	require.True(t, r.Identical, "%+v", r.Differences)
 }
@@ -366,8 +280,8 @@ func TestCompareSpawningCallWithoutChild(t *testing.T) {
 // a little before the first byte where they part.
 func TestReportShowsWhereLongResultsPart(t *testing.T) {
 	head := strings.Repeat("ok test_case\n", 60)
-	rec := pairTape("claude-code", head+"FAIL: none")
-	r := Compare(rec, replayOf(t, rec, head+"FAIL: test_parse"))
+	rec := tapegen.Pair("claude-code", head+"FAIL: none")
+	r := Compare(rec, tapegen.ReplayOf(t, rec, head+"FAIL: test_parse"))
 	require.False(t, r.Identical)
 	var b strings.Builder
 	r.WriteText(&b)
@@ -378,45 +292,6 @@ func TestReportShowsWhereLongResultsPart(t *testing.T) {
 	require.Equal(t, []string{"abc", "abd"}, []string{x, y})
 	x, y = diffExcerpts(strings.Repeat("é", 400), strings.Repeat("é", 399)+"e", 300)
 	require.True(t, strings.HasPrefix(x, "…") && utf8.ValidString(x) && utf8.ValidString(y), "%q", x)
-}
-
-// TestReachableSetAgreesWithWalking: reachableSet finds the threads that walking up each
-// thread's parents (walkUp, the way it was done per step) reaches the main thread from, on
-// random trees with circles, missing parents, repeated ids and several parentless threads.
-func TestReachableSetAgreesWithWalking(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	for round := range 500 {
-		tp := tape.New(tape.ProviderAnthropic, time.Unix(0, 0))
-		n := 1 + rng.IntN(8)
-		for i := range n {
-			th := &tape.Thread{ID: fmt.Sprint("t", rng.IntN(n+1))}
-			if rng.IntN(4) > 0 || i > 0 && rng.IntN(2) == 0 {
-				th.Parent = &tape.Parent{ThreadID: fmt.Sprint("t", rng.IntN(n+2)), ToolCallID: "c"}
-			}
-			tp.Threads = append(tp.Threads, th)
-		}
-		set := reachableSet(tp)
-		for _, th := range tp.Threads {
-			require.Equal(t, walkUp(tp, th), set[th], "round %d thread %s", round, th.ID)
-		}
-	}
-}
-
-// walkUp says whether th is the main thread or descends from it, walking up its parents.
-func walkUp(t *tape.Tape, th *tape.Thread) bool {
-	main := t.Main()
-	for range len(t.Threads) + 1 {
-		if th == main {
-			return true
-		}
-		if th.Parent == nil {
-			return false
-		}
-		if th = t.Thread(th.Parent.ThreadID); th == nil {
-			return false
-		}
-	}
-	return false
 }
 
 // TestCanonicalNumber: one spelling per value, exact, from the digits alone (a huge
@@ -437,16 +312,4 @@ func TestCanonicalNumber(t *testing.T) {
 		require.NotEqual(t, canonicalNumber(pair[0]), canonicalNumber(pair[1]), "%s and %s", pair[0], pair[1])
 	}
 	require.Equal(t, "1e99999999999999999999", canonicalNumber("1e99999999999999999999"), "an exponent past int stays as written")
-}
-
-// randomText returns a generator of n-byte texts drawn from alphabet: a small alphabet, so
-// that runs of id characters meet in every way.
-func randomText(rng *rand.Rand, alphabet string) func(n int) string {
-	return func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		return string(b)
-	}
 }

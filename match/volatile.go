@@ -1,4 +1,4 @@
-package controller
+package match
 
 import (
 	"regexp"

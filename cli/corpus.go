@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/corpus"
 	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/sandbox"
@@ -115,7 +114,7 @@ func writeProblems(w io.Writer, problems []corpus.Problem) {
 		if p.Verdict != "" {
 			what = p.Verdict
 		}
-		fmt.Fprintf(w, "  %-7s %s: %s\n", what, term.Printable(p.Key), controller.Excerpt(p.Detail, 300))
+		fmt.Fprintf(w, "  %-7s %s: %s\n", what, term.Printable(p.Key), term.Excerpt(p.Detail, 300))
 	}
 }
 

@@ -351,3 +351,38 @@ func TestPricesFlag(t *testing.T) {
 		})
 	}
 }
+
+// The claude-code export keeps each response's id as message.id (what Claude Code writes,
+// and what OTLP's gen_ai.response.id says): the ids of the export are the tape's own.
+func TestExportClaudeCodeKeepsMessageID(t *testing.T) {
+	src := filepath.Join("..", "viewer", "testdata", "claude-code.json")
+	raw, err := os.ReadFile(src)
+	require.NoError(t, err)
+	out := t.TempDir()
+	code, _, stderr := runVerbForTest(t, "export", "--to", "claude-code", "--out", out, src)
+	require.Equal(t, 0, code, stderr)
+	seen := 0
+	for _, rel := range filesUnder(t, out) {
+		if !strings.HasSuffix(rel, ".jsonl") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(out, rel))
+		require.NoError(t, err)
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var e struct {
+				Type    string `json:"type"`
+				Message struct {
+					ID string `json:"id"`
+				} `json:"message"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(line), &e))
+			if e.Type != "assistant" {
+				continue
+			}
+			seen++
+			require.NotEmpty(t, e.Message.ID)
+			assert.Contains(t, string(raw), `\"id\":\"`+e.Message.ID+`\"`, "%s: message.id %s is the recorded response's", rel, e.Message.ID)
+		}
+	}
+	assert.NotZero(t, seen)
+}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/internal/treetest"
+	"github.com/tapebox/tapebox/internal/testutil/treetest"
 )
 
 func TestCardMarshalParse(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
@@ -83,7 +84,7 @@ type Result struct {
 	// waits for before the replay does anything visible.
 	FirstResult time.Duration
 	// Report is compare's report of the replay against its recording (Options.Compare).
-	Report *controller.Report
+	Report *compare.Report
 }
 
 // Identical says whether the replay was compared and found identical to its recording.
@@ -266,7 +267,7 @@ func (r *Replay) Play(ctx context.Context) (*Result, error) {
 		res.FirstResult = cres.FirstResult.Sub(start)
 	}
 	if o.Compare && cres.Tape != nil {
-		res.Report = controller.Compare(r.rec, cres.Tape)
+		res.Report = compare.Compare(r.rec, cres.Tape)
 	}
 	return res, err
 }

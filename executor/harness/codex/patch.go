@@ -33,6 +33,9 @@ func patchInput(call tape.ToolCall) (string, bool) {
 
 // patch applies a patch and returns Codex's summary or its error text (ok false).
 func (s *session) patch(workdir, text string) (out string, ok bool) {
+	if hunks, err := action.ParsePatch(text); err == nil && len(hunks) == 0 {
+		return "patch rejected: empty patch", false
+	}
 	res, err := action.ApplyPatch(s.env.Path(workdir), text)
 	if err != nil {
 		return "apply_patch verification failed: " + err.Error(), false

@@ -11,6 +11,7 @@ import (
 	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // Options configure a replay in executor mode.
@@ -125,7 +126,10 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 		return nil, errors.New("replay: the tape has no main thread")
 	}
 	p := &player{rec: rec, sb: sb, opts: opts, ids: match.NewIdentifiers(rec), start: opts.Now(), total: rec.Totals().Steps}
-	p.hello = protocol.Hello{Harness: rec.Meta.Harness, Cwd: opts.Cwd, Env: opts.Env}
+	p.hello = protocol.Hello{Harness: rec.Meta.Harness, Cwd: opts.Cwd, Env: opts.Env, HarnessVersion: rec.Meta.HarnessVersion}
+	if w := harnesses.VersionWarning(rec.Meta.Harness, rec.Meta.HarnessVersion); w != "" {
+		opts.Logf("warning: %s", w)
+	}
 	if p.hello.Env == nil {
 		p.hello.Env = map[string]string{}
 	}
@@ -374,7 +378,7 @@ func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.
 		r := recorded
 		rp = &r
 	}
-	res, err := p.callWithRestart(ctx, c, rp)
+	res, err := p.callWithRestart(ctx, c, rp, !offered(st, c.Name))
 	if err != nil {
 		return tape.ToolResult{}, err
 	}
@@ -384,6 +388,21 @@ func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.
 		p.ids.Learn(match.Site{Thread: th.ID, Step: si}, match.Mask(h, recorded.Flat()), match.Mask(h, res.Flat()))
 	}
 	return res, nil
+}
+
+// offered says whether the request of step st offered the tool name: its tool list names
+// it, or the list is empty (a request that offered no tools at all, or whose body the
+// recorder did not keep, tells nothing).
+func offered(st *tape.Step, name string) bool {
+	if len(st.Request.Tools) == 0 {
+		return true
+	}
+	for _, t := range st.Request.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // playChild plays the thread spawned by call c and returns the spawning call's result: the
@@ -421,11 +440,11 @@ func (p *player) currentSession() *session {
 // callWithRestart runs a call, restarting a dead executor session (background tasks live on
 // the sandbox's disk, so a new session still answers for them). A call that times out gets
 // an error result.
-func (p *player) callWithRestart(ctx context.Context, c tape.ToolCall, recorded *tape.ToolResult) (tape.ToolResult, error) {
+func (p *player) callWithRestart(ctx context.Context, c tape.ToolCall, recorded *tape.ToolResult, notOffered bool) (tape.ToolResult, error) {
 	for {
 		s := p.currentSession()
 		cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-		res, err := s.call(cctx, c, recorded)
+		res, err := s.call(cctx, c, recorded, notOffered)
 		cancel()
 		var ee *ExecutorError
 		switch {

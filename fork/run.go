@@ -51,6 +51,9 @@ type Options struct {
 	// Verify, when set, is a shell command (sh -c) run in the final workspace after the
 	// fork (in the container with Sandbox); Result.Verify says how it went.
 	Verify string
+	// Listen is the address the fork server listens on when Command runs on this machine;
+	// "" is a free loopback port.
+	Listen string
 	// DivergeGrace is how long the command may go on once its requests stopped matching
 	// the recording before the fork point; 0 means 5 seconds. Then it is interrupted.
 	DivergeGrace time.Duration
@@ -150,7 +153,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", cmp.Or(opts.Listen, "127.0.0.1:0"))
 	if err != nil {
 		srv.Finish("listen failed")
 		return nil, fmt.Errorf("fork: listen: %w", err)

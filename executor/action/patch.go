@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // The Codex patch grammar:
@@ -274,10 +275,23 @@ type fileChange struct {
 	content string // new content of an add or update
 }
 
-// ApplyPatch applies a patch with relative paths resolved against cwd. Every change is
-// computed before anything is written, so a patch that does not fit changes nothing; its
-// error is a *PatchParseError or a *PatchApplyError with Codex's wording.
+// PatchOptions are the behaviours of apply_patch that changed between Codex versions.
+type PatchOptions struct {
+	// LFOnly writes every rewritten line with "\n" and matches lines with their "\r",
+	// as Codex did before 0.162 (see applyChunksLF); the default is 0.162's and later.
+	LFOnly bool
+}
+
+// ApplyPatch applies a patch with relative paths resolved against cwd, as the newest
+// Codex does. Every change is computed before anything is written, so a patch that does
+// not fit changes nothing; its error is a *PatchParseError or a *PatchApplyError with
+// Codex's wording.
 func ApplyPatch(cwd, text string) (PatchResult, error) {
+	return ApplyPatchWith(cwd, text, PatchOptions{})
+}
+
+// ApplyPatchWith is ApplyPatch with the behaviours of an older Codex.
+func ApplyPatchWith(cwd, text string, o PatchOptions) (PatchResult, error) {
 	hunks, err := ParsePatch(text)
 	if err != nil {
 		return PatchResult{}, err
@@ -307,7 +321,11 @@ func ApplyPatch(cwd, text string) (PatchResult, error) {
 			if err != nil {
 				return PatchResult{}, &PatchApplyError{Message: fmt.Sprintf("Failed to read file to update %s: %s", fc.abs, ioErrText(err))}
 			}
-			fc.content, err = applyChunks(string(b), fc.abs, h.Chunks)
+			if o.LFOnly {
+				fc.content, err = applyChunksLF(string(b), fc.abs, h.Chunks)
+			} else {
+				fc.content, err = applyChunks(string(b), fc.abs, h.Chunks)
+			}
 			if err != nil {
 				return PatchResult{}, err
 			}
@@ -386,6 +404,30 @@ func utf8Error(b []byte) error {
 		return fmt.Errorf("incomplete utf-8 byte sequence from index %d", at)
 	}
 	return fmt.Errorf("invalid utf-8 sequence of %d bytes from index %d", n, at)
+}
+
+// LossyUTF8 returns b with each invalid sequence replaced by one U+FFFD, as Rust's
+// String::from_utf8_lossy does (Go's conversions replace each invalid byte).
+func LossyUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var out strings.Builder
+	out.Grow(len(b) + 8)
+	for len(b) > 0 {
+		at, n := rustUTF8(b)
+		if at < 0 {
+			out.Write(b)
+			break
+		}
+		out.Write(b[:at])
+		out.WriteString("\uFFFD")
+		if n == 0 {
+			break // the input ends inside a sequence
+		}
+		b = b[at+n:]
+	}
+	return out.String()
 }
 
 // rustUTF8 returns where b stops being UTF-8 and the length of the invalid sequence there
@@ -535,6 +577,64 @@ func applyChunks(original, path string, chunks []Chunk) (string, error) {
 		b.WriteString(cmp.Or(ends[i], eol))
 	}
 	return b.String(), nil
+}
+
+// applyChunksLF applies an update's chunks as Codex did before 0.162: lines are matched
+// with their "\r", the chunk's lines replace the matched ones, every line ends in "\n",
+// and a pure addition goes before a last empty line.
+func applyChunksLF(original, path string, chunks []Chunk) (string, error) {
+	lines := strings.Split(original, "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	type repl struct {
+		start, n int
+		new      []string
+	}
+	var repls []repl
+	idx := 0
+	for _, c := range chunks {
+		if c.Context != nil {
+			i := seekSequence(lines, []string{*c.Context}, idx, false)
+			if i < 0 {
+				return "", &PatchApplyError{Message: fmt.Sprintf("Failed to find context '%s' in %s", *c.Context, path)}
+			}
+			idx = i + 1
+		}
+		if len(c.Old) == 0 {
+			at := len(lines)
+			if at > 0 && lines[at-1] == "" {
+				at--
+			}
+			repls = append(repls, repl{at, 0, c.New})
+			continue
+		}
+		pat, nw := c.Old, c.New
+		found := seekSequence(lines, pat, idx, c.EOF)
+		if found < 0 && pat[len(pat)-1] == "" {
+			pat = pat[:len(pat)-1]
+			if len(nw) > 0 && nw[len(nw)-1] == "" {
+				nw = nw[:len(nw)-1]
+			}
+			found = seekSequence(lines, pat, idx, c.EOF)
+		}
+		if found < 0 {
+			return "", &PatchApplyError{Message: fmt.Sprintf("Failed to find expected lines in %s:\n%s", path, strings.Join(c.Old, "\n"))}
+		}
+		repls = append(repls, repl{found, len(pat), nw})
+		idx = found + len(pat)
+	}
+	sort.SliceStable(repls, func(i, j int) bool { return repls[i].start < repls[j].start })
+	for i := len(repls) - 1; i >= 0; i-- {
+		r := repls[i]
+		end := min(r.start+r.n, len(lines))
+		tail := append([]string(nil), lines[end:]...)
+		lines = append(append(lines[:r.start], r.new...), tail...)
+	}
+	if len(lines) == 0 || lines[len(lines)-1] != "" {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // seekSequence finds pattern in lines at or after start (from the end with eof), first

@@ -220,3 +220,34 @@ func TestRustUTF8(t *testing.T) {
 		assert.EqualError(t, err, tt.want, "%q", tt.in)
 	}
 }
+
+func TestLossyUTF8(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain é":               "plain é",
+		"caf\xe9 cr\xe8me":      "caf\uFFFD cr\uFFFDme",
+		"a\xe2\x82x":            "a\uFFFDx",
+		"\xf0\x9f\x99x\xff\xfe": "\uFFFDx\uFFFD\uFFFD",
+		"ab\xe9":                "ab\uFFFD",
+		"\xed\xa0\x80":          "\uFFFD\uFFFD\uFFFD",
+	} {
+		assert.Equal(t, want, LossyUTF8([]byte(in)), "%q", in)
+	}
+}
+
+// TestApplyPatchLF holds what Codex 0.161 (before it kept line ends) wrote.
+func TestApplyPatchLF(t *testing.T) {
+	tests := []struct{ before, chunks, after string }{
+		{"a\r\nb\r\nc\r\n", "@@\n a\n-b\n+B\n c\n", "a\nB\nc\n"},
+		{"x\na\r\nb\n", "@@\n a\n+X\n b\n", "x\na\nX\nb\n"},
+		{"a\n\n", "@@\n+X\n", "a\nX\n"},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt"), []byte(tt.before), 0o644))
+		_, err := ApplyPatchWith(dir, "*** Begin Patch\n*** Update File: f.txt\n"+tt.chunks+"*** End Patch", PatchOptions{LFOnly: true})
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(dir, "f.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, tt.after, string(b), "%q with %q", tt.before, tt.chunks)
+	}
+}

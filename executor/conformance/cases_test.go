@@ -252,6 +252,12 @@ var codexCases = []Case{
 			fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: sub\n@@\n-a\n+b\n*** End Patch"),
 		}
 	}},
+	{Name: "exec-non-utf8-output", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{
+			call("exec_command", map[string]any{"cmd": `printf 'caf\xe9 cr\xe8me a\xe2\x82x \xf0\x9f\x99y \xed\xa0\x80 \xff\xfe end\n'`}),
+			call("exec_command", map[string]any{"cmd": `for i in $(seq 128 255); do printf "\\$(printf %o $i)"; done; printf '%0.s\xe9x' $(seq 1 20000)`, "max_output_tokens": 200}),
+		}
+	}},
 	{Name: "not-offered", Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{
 			call("shell", map[string]any{"command": []string{"bash", "-lc", "touch made-by-shell.txt"}}),

@@ -143,12 +143,24 @@ func saveFixture(t *testing.T, f *Fixture) {
 // caseRoot is where cases run: a fixed absolute path, since harness results hold absolute
 // paths and the executor must see the same ones.
 func caseRoot(harness string) string {
-	return filepath.Join("/tmp", "tapebox-conformance", harness)
+	return filepath.Join(conformanceRoot(), harness)
+}
+
+// EnvRoot names another directory for the cases than /tmp/tapebox-conformance, for a
+// generated run (TestGenerated) that should not wait for another checkout's tests; the
+// fixtures' cases keep the paths they were captured at.
+const EnvRoot = "TAPEBOX_CONFORMANCE_ROOT"
+
+func conformanceRoot() string {
+	if r := os.Getenv(EnvRoot); r != "" {
+		return r
+	}
+	return filepath.Join("/tmp", "tapebox-conformance")
 }
 
 // caseHome is the home directory of a case's harness run.
 func caseHome(harness, name string) string {
-	return filepath.Join("/tmp", "tapebox-conformance", "home", harness, name)
+	return filepath.Join(conformanceRoot(), "home", harness, name)
 }
 
 // layout makes dir fresh and holds exactly files; it is removed after the test unless it

@@ -32,7 +32,8 @@ var (
 	genCalls   = flag.Int("gen.calls", 12, "calls per generated sequence")
 	genSeed    = flag.Uint64("gen.seed", 1, "seed of the first generated sequence")
 	genHarness = flag.String("gen.harness", "", "only this harness (codex, pi)")
-	genReport  = flag.String("gen.report", "", "write the tally as JSON to this file")
+	genReport  = flag.String("gen.report", "", "write the tally as JSON to this file (one per version: NAME-VERSION.json)")
+	genVersion = flag.String("gen.version", "", "only this version: \"pinned\" or an alias of olderVersions (codex-0.161)")
 	genStrict  = flag.Bool("gen.strict", true, "fail on a divergence not of a known class")
 )
 
@@ -40,6 +41,16 @@ var (
 var grammars = map[string]func(r *rand.Rand, n int) grammar.Sequence{
 	realharness.Codex: codexgrammar.Generate,
 	realharness.Pi:    pigrammar.Generate,
+}
+
+// olderVersions are the older versions of each harness in the version matrix, by their
+// npm alias in harnesses/package.json, with the variable that makes realharness run them.
+var olderVersions = map[string]struct {
+	env     string
+	aliases []string
+}{
+	realharness.Codex: {realharness.EnvCodex, []string{"codex-0.161"}},
+	realharness.Pi:    {realharness.EnvPi, []string{"pi-0.67"}},
 }
 
 // seqSeed is the seed of the i-th sequence: the PCG stream of grammar.New.
@@ -79,24 +90,37 @@ func TestGenerated(t *testing.T) {
 		if !ok || (*genHarness != "" && *genHarness != h.name) {
 			continue
 		}
-		t.Run(h.name, func(t *testing.T) {
-			realharness.Need(t, h.name)
-			version, err := realharness.Version(t.Context(), h.name)
-			if err != nil {
-				t.Fatal(err)
+		versions := append([]string{"pinned"}, olderVersions[h.name].aliases...)
+		for _, v := range versions {
+			if *genVersion != "" && *genVersion != v {
+				continue
 			}
-			tl := &tally{Harness: h.name, Version: version, Tools: map[string]*toolTally{}}
-			for i := range *genSeqs {
-				seed := seqSeed(i)
-				start := time.Now()
-				seq := gen(grammar.New(seed), *genCalls)
-				tl.GenNanos += time.Since(start).Nanoseconds()
-				tl.GenCalls += len(seq.Calls)
-				seq.Seed = seed
-				t.Run(fmt.Sprint(seed), func(t *testing.T) { runGenerated(t, bin, h.name, h.run, version, seq, tl) })
-			}
-			report(t, tl)
-		})
+			t.Run(h.name+"/"+v, func(t *testing.T) {
+				if v != "pinned" {
+					p, err := realharness.AliasPath(h.name, v)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Setenv(olderVersions[h.name].env, p)
+				}
+				realharness.Need(t, h.name)
+				version, err := realharness.Version(t.Context(), h.name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tl := &tally{Harness: h.name, Version: version, Tools: map[string]*toolTally{}}
+				for i := range *genSeqs {
+					seed := seqSeed(i)
+					start := time.Now()
+					seq := gen(grammar.New(seed), *genCalls)
+					tl.GenNanos += time.Since(start).Nanoseconds()
+					tl.GenCalls += len(seq.Calls)
+					seq.Seed = seed
+					t.Run(fmt.Sprint(seed), func(t *testing.T) { runGenerated(t, bin, h.name, h.run, version, seq, tl) })
+				}
+				report(t, tl)
+			})
+		}
 	}
 }
 
@@ -202,11 +226,12 @@ func report(t *testing.T, tl *tally) {
 	if *genReport == "" {
 		return
 	}
+	path := strings.TrimSuffix(*genReport, ".json") + "-" + tl.Harness + "-" + tl.Version + ".json"
 	bs, err := json.MarshalIndent(tl, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(*genReport, bs, 0o644); err != nil {
+	if err := os.WriteFile(path, bs, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

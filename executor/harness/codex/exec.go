@@ -170,10 +170,14 @@ func (s *session) collect(ctx context.Context, call tape.ToolCall, id int, wait 
 		_ = s.env.Tasks.KillGroup(tid)
 		_ = s.env.Tasks.Remove(tid)
 	}
-	shown := TruncateTokens(string(out), tokens)
+	// Codex reads the output as UTF-8 the way Rust's from_utf8_lossy does, one U+FFFD for
+	// each invalid sequence. Its header counts the tokens of the bytes, the truncation
+	// warning those of that text (Codex 0.171: \xe9 bytes count 3 bytes each there).
+	utf := action.LossyUTF8(out)
+	shown := TruncateTokens(utf, tokens)
 	fmt.Fprintf(&b, "Original token count: %d\nOutput:\n", ApproxTokens(len(out)))
-	if len(shown) != len(out) || shown != string(out) {
-		fmt.Fprintf(&b, "Warning: truncated output (original token count: %d)\n", ApproxTokens(len(out)))
+	if shown != utf {
+		fmt.Fprintf(&b, "Warning: truncated output (original token count: %d)\n", ApproxTokens(len(utf)))
 	}
 	b.WriteString(shown)
 	return text(call, b.String())

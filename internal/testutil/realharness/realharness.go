@@ -353,6 +353,32 @@ func PiPath() (string, error) {
 	})
 }
 
+// AliasPath returns the command of an older version of a harness installed in
+// harnesses/node_modules under an npm alias (package.json: "codex-0.161":
+// "npm:@openai/codex@0.161.0"), for the version matrix: set it as $TAPEBOX_CODEX or
+// $TAPEBOX_PI.
+func AliasPath(harness, alias string) (string, error) {
+	nm, err := nodeModules()
+	if err != nil {
+		return "", err
+	}
+	var p string
+	switch harness {
+	case Codex:
+		triple := map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}[runtime.GOARCH]
+		arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+		p = filepath.Join(nm, alias, "node_modules", "@openai", "codex-"+runtime.GOOS+"-"+arch, "vendor", triple, "bin", "codex")
+	case Pi:
+		p = filepath.Join(nm, alias, "dist", "cli.js")
+	default:
+		return "", fmt.Errorf("realharness: no alias path for %s", harness)
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("realharness: %s %s not installed (run npm ci in harnesses/): %w", harness, alias, err)
+	}
+	return p, nil
+}
+
 // installed is the binary $env names (which must be executable) when set, else what find
 // finds in harnesses/node_modules (nm).
 func installed(env string, find func(nm string) (string, error)) (string, error) {

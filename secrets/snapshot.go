@@ -85,7 +85,7 @@ func (sc *scan) scanArchive(r io.Reader) error {
 func (sc *scan) scanTar(r io.Reader) error {
 	lim := &budget{r: r, left: snapshotMaxBytes}
 	tr := tar.NewReader(lim)
-	buf := make([]byte, 0, chunkSize+chunkOverlap)
+	var buf []byte // grown to the largest file's chunk, at most chunkSize+chunkOverlap
 	for entries := 0; ; entries++ {
 		if err := sc.ctx.Err(); err != nil {
 			return err
@@ -109,6 +109,9 @@ func (sc *scan) scanTar(r io.Reader) error {
 		}
 		if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeRegA {
 			continue
+		}
+		if want := int(min(hdr.Size, chunkSize)) + chunkOverlap; cap(buf) < want {
+			buf = make([]byte, 0, want)
 		}
 		if buf, err = sc.scanContent(member, tr, buf); err != nil {
 			return fmt.Errorf("read %s in the archive: %w", member, err)

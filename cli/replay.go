@@ -324,6 +324,10 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 			fmt.Fprintf(env.Stderr, "tapebox replay: %v\nRun \"tapebox replay --help\" for usage.\n", err)
 			return ExitUsage
 		}
+		if f.json {
+			// Nothing ran (the tape could not be played): the summary still says why.
+			writeJSON(env.Stdout, replaySummary{Tape: f.tapePath, Output: f.output, Sandbox: f.sandboxSpec, Error: err.Error()})
+		}
 		return failf(env, "replay", "%v", err)
 	}
 	sum := replaySummary{Tape: f.tapePath, Output: f.output, Sandbox: res.Spec, Cwd: res.Cwd, Transport: res.Transport}

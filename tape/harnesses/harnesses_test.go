@@ -73,6 +73,7 @@ func TestVersionWarning(t *testing.T) {
 		{"claude-code", "1.0.0", "2.0.77"},
 		{"claude-code", "", ""},
 		{"unknown-harness", "1.0", ""},
+		{"claude-code", "hand-built", ""},
 		{"codex", "0.200.0", "0.171.0"},
 	} {
 		w := harnesses.VersionWarning(tt.harness, tt.version)

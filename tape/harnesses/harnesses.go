@@ -177,4 +177,3 @@ func VersionWarning(harness, version string) string {
 	}
 	return "the tape was recorded with " + harness + " " + version + ", which the executor was not checked against; it replays it as the nearest version checked, " + nearest
 }
-

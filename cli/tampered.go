@@ -36,3 +36,14 @@ func loadTapeToAct(env *Env, verb, path string, allowTampered bool) (*tape.Tape,
 	}
 	return t, ExitOK
 }
+
+// flagBool is the value of the boolean flag name of fs (false when fs has none).
+func flagBool(fs *flag.FlagSet, name string) bool {
+	if f := fs.Lookup(name); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			b, _ := g.Get().(bool)
+			return b
+		}
+	}
+	return false
+}

@@ -28,7 +28,7 @@ func loadTapeToAct(env *Env, verb, path string, allowTampered bool) (*tape.Tape,
 	if t == nil {
 		return nil, code
 	}
-	if err := seal.Check(data); err != nil {
+	if err := seal.Check(t, data); err != nil {
 		if !allowTampered {
 			return nil, failf(env, verb, "%s: %v; run \"tapebox verify %s\", or act on it anyway with --allow-tampered", path, term.Printable(err.Error()), path)
 		}

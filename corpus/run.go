@@ -459,7 +459,7 @@ func loadTape(file string, allowTampered bool) (*tape.Tape, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	if err := seal.Check(data); err != nil && !allowTampered {
+	if err := seal.Check(t, data); err != nil && !allowTampered {
 		return nil, fmt.Errorf("%s: %w (--allow-tampered replays it anyway)", file, err)
 	}
 	return t, nil

@@ -5,7 +5,7 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/fork"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -60,7 +60,7 @@ lacks) and end state, and the end-state differences; it exits 0 (a fork is meant
 		}
 		return ExitOK
 	}
-	r := controller.Compare(rec, rep)
+	r := compare.Compare(rec, rep)
 	if *asJSON {
 		writeJSON(env.Stdout, r)
 	} else {

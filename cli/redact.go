@@ -39,10 +39,11 @@ whose digests do not match is refused (redacting would seal the tampering), unle
 --allow-tampered.
 
 After redacting, the tape is scanned again: a secret still found has its whole string
-removed, and redact fails if any remains after that. Start snapshots (meta.workspace) are
-not rewritten: export with --no-workspace, or record without one.
+removed, and redact fails if any remains after that. Secrets in the start snapshot
+(meta.workspace) and in member names are not rewritten: redact names them and exits 1
+after writing OUT (publish without the snapshot: dataset export --no-workspace).
 
-Exits 0 when OUT was written, 1 on failure, 2 on usage error.`)
+Exits 0 when OUT was written and no secret is left, 1 otherwise, 2 on usage error.`)
 	out := fs.String("o", "", "the redacted tape (required; not the input)")
 	fs.Var(&patterns, "pattern", "a regular expression (Go RE2 syntax) removed wherever it matches a string value (repeatable)")
 	noScan := fs.Bool("no-scan", false, "remove only the --pattern matches, not what the secret scan finds")
@@ -88,7 +89,21 @@ Exits 0 when OUT was written, 1 on failure, 2 on usage error.`)
 		removed   int
 		last      *redact.Result
 		remaining []secrets.Finding
+		kept      []secrets.Finding // in the start snapshot or in a member name: not removed here
 	)
+	// split keeps aside the findings redact does not remove: in the start snapshot's files
+	// and in member names.
+	split := func(found []secrets.Finding) (fix []secrets.Finding) {
+		kept = kept[:0]
+		for _, f := range found {
+			if f.Member != "" || f.Key {
+				kept = append(kept, f)
+				continue
+			}
+			fix = append(fix, f)
+		}
+		return fix
+	}
 	for pass := 0; pass < redactPasses; pass++ {
 		opts := redact.Options{Whole: pass > 0, Sign: key}
 		if pass == 0 {
@@ -99,9 +114,10 @@ Exits 0 when OUT was written, 1 on failure, 2 on usage error.`)
 			if err != nil {
 				return failf(env, "redact", "scan %s: %v", in, err)
 			}
+			found = split(found)
 			remaining = found
 			for _, f := range found {
-				opts.Findings = append(opts.Findings, redact.Finding{Pointer: f.Pointer, Offset: f.Offset, Rule: f.Rule})
+				opts.Findings = append(opts.Findings, redact.Finding{Pointer: f.Pointer, Offset: f.Offset, Rule: f.Rule, Length: f.Length})
 			}
 		}
 		if pass > 0 && len(opts.Findings) == 0 {
@@ -120,7 +136,7 @@ Exits 0 when OUT was written, 1 on failure, 2 on usage error.`)
 		if err != nil {
 			return failf(env, "redact", "scan the redacted tape: %v", err)
 		}
-		remaining = found
+		remaining = split(found)
 	}
 	if len(remaining) > 0 {
 		return failf(env, "redact", "%s: %d secrets remain after %d passes (first: %s); nothing was written", in, len(remaining), redactPasses, term.Printable(remaining[0].String()))
@@ -130,7 +146,7 @@ Exits 0 when OUT was written, 1 on failure, 2 on usage error.`)
 	}
 	if removed == 0 {
 		fmt.Fprintf(env.Stdout, "%s: nothing to remove; wrote %s\n", in, *out)
-		return ExitOK
+		return reportKept(env, kept)
 	}
 	fmt.Fprintf(env.Stdout, "%s: removed %d values (%s); wrote %s\n", in, removed, term.Printable(describeRemoved(t.Meta.Redactions)), *out)
 	switch {
@@ -139,7 +155,19 @@ Exits 0 when OUT was written, 1 on failure, 2 on usage error.`)
 	case last != nil && last.Resealed:
 		fmt.Fprintf(env.Stdout, "digests sealed again\n")
 	}
-	return ExitOK
+	return reportKept(env, kept)
+}
+
+// reportKept names the secrets redact leaves (in the start snapshot, in member names) and
+// fails when there are any, so that a script does not publish them.
+func reportKept(env *Env, kept []secrets.Finding) int {
+	if len(kept) == 0 {
+		return ExitOK
+	}
+	for _, f := range kept {
+		fmt.Fprintf(env.Stderr, "not removed: %s\n", term.Printable(f.String()))
+	}
+	return failf(env, "redact", "%d secrets remain in the start snapshot or in member names, which redact does not rewrite: remove them at the source, or publish without the snapshot (dataset export --no-workspace)", len(kept))
 }
 
 // describeRemoved counts the redactions by rule: "aws-access-token ×2, pattern:x ×1".

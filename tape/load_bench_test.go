@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tapebox/tapebox/internal/tapegen"
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 

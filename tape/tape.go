@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -387,4 +388,28 @@ func (t *Tape) MS(at time.Time) float64 {
 // stay short and stable.
 func RoundMS(d time.Duration) float64 {
 	return float64(d.Microseconds()) / 1000
+}
+
+// MarksErrors says whether a wire format can tell a failed tool result from a good one
+// (Anthropic's is_error); the OpenAI formats cannot.
+func (p Provider) MarksErrors() bool {
+	return p != ProviderOpenAIChat && p != ProviderOpenAIResponses
+}
+
+// Flat is a result's content as one text to compare: text blocks as they are, other blocks
+// as their JSON, one block a line.
+func (r ToolResult) Flat() string {
+	var b strings.Builder
+	for i, blk := range r.Content {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if blk.Type == BlockText {
+			b.WriteString(blk.Text)
+			continue
+		}
+		j, _ := json.Marshal(blk)
+		b.Write(j)
+	}
+	return b.String()
 }

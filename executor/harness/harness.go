@@ -68,6 +68,14 @@ type Immediate interface {
 	Immediate(call tape.ToolCall) bool
 }
 
+// Unoffered is implemented by sessions that know how their harness answers a call to a
+// tool the recorded request did not offer (protocol.Call.NotOffered). NotOffered returns
+// that answer, or, for a tool the harness may still run unlisted (one it loads on demand),
+// the same as Run. A session without it runs every call as usual.
+type Unoffered interface {
+	NotOffered(ctx context.Context, call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult
+}
+
 // Tools is a module's table of the tools it performs, each a function on its session S;
 // every tool not in it is a Noop, which replays its recorded result.
 type Tools[S any] map[string]func(s S, ctx context.Context, call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult
@@ -97,6 +105,9 @@ type Env struct {
 	Environ []string
 	// Tasks runs background commands in State.
 	Tasks *action.Tasks
+	// HarnessVersion is the recording's harness version (hello's harness_version), or "":
+	// a module words results the way that version does where versions differ.
+	HarnessVersion string
 }
 
 // NewEnv returns the Env for a hello: cwd made absolute, stateDir defaulting to

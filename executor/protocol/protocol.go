@@ -9,8 +9,8 @@
 //
 // Controller to executor:
 //
-//	{"op":"hello","harness":"claude-code","cwd":"/app","env":{},"state_dir":null}
-//	{"op":"call","id":"7","call":{ToolCall},"recorded":{ToolResult}|null}
+//	{"op":"hello","harness":"claude-code","cwd":"/app","env":{},"state_dir":null,"harness_version":"2.1.332"}
+//	{"op":"call","id":"7","call":{ToolCall},"recorded":{ToolResult}|null,"not_offered":true}
 //	{"op":"bye"}
 //
 // Executor to controller:
@@ -24,7 +24,8 @@
 //
 // Rules:
 //   - hello comes first and sets up the session (harness module, working directory,
-//     environment, state directory for background tasks). state_dir null means a directory
+//     environment, state directory for background tasks; optionally "tools", the tools the
+//     recorded request offered, and "harness_version", the tape's meta.harness_version). state_dir null means a directory
 //     in the sandbox's temporary directory named after the user and the absolute cwd
 //     ($TMPDIR/tapebox-exec-state-<uid>-<hash>), outside the workspace, which a restarted
 //     executor on the same cwd finds again; it is made, mode 0700, only when a task or a
@@ -37,6 +38,8 @@
 //   - call and result carry the tape's own ToolCall and ToolResult records (package tape).
 //     recorded is the tape's result for the call; tools whose effect is not in the sandbox
 //     replay it verbatim. A tool with no recorded result that needs one gets an error result.
+//     not_offered (omitted when false) says the recorded request did not offer the tool.
+//     harness_version (omitted when unknown) is the recording's harness version.
 //   - A failed tool is a result with is_error true. An error message means the executor
 //     could not run the request at all (malformed JSON, unknown op, unknown harness ...);
 //     it carries the call's id when one could be read, else null.
@@ -74,6 +77,9 @@ type Hello struct {
 	// StateDir holds background tasks and saved outputs; nil means the default in the
 	// sandbox's temporary directory (see the package doc).
 	StateDir *string `json:"state_dir"`
+	// HarnessVersion is the recording's meta.harness_version, when known: a module words
+	// results the way that version does where versions differ.
+	HarnessVersion string `json:"harness_version,omitempty"`
 }
 
 // Policy is what the controller needs to know of a harness.
@@ -102,6 +108,10 @@ type Call struct {
 	ID       string           `json:"id"`
 	Call     tape.ToolCall    `json:"call"`
 	Recorded *tape.ToolResult `json:"recorded"`
+	// NotOffered says the recorded request that asked for the call did not offer its tool
+	// (its tool list names others): the module answers as its harness answers a tool it
+	// does not have, where it knows how.
+	NotOffered bool `json:"not_offered,omitempty"`
 }
 
 // Result answers a Call (executor to controller).

@@ -31,6 +31,9 @@ type Finding struct {
 	Pointer string
 	Offset  int
 	Rule    string
+	// Length is how many bytes the secret takes from Offset, when the scan says; 0: up to
+	// the end of the token that starts there.
+	Length int
 }
 
 // Options say what to remove.
@@ -101,7 +104,11 @@ func Tape(t *tape.Tape, opts Options) (*Result, error) {
 				return fmt.Errorf("redact: finding at %s: offset %d is outside the string (%d bytes): the findings are not of this tape", p, f.Offset, len(value))
 			}
 			to := len(value)
-			if !opts.Whole {
+			switch {
+			case opts.Whole:
+			case f.Length > 0:
+				to = min(f.Offset+f.Length, len(value))
+			default:
 				to = f.Offset + tokenLen(value[f.Offset:])
 			}
 			cuts = append(cuts, span{f.Offset, to})

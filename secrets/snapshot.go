@@ -37,6 +37,10 @@ const (
 	chunkOverlap = 64 << 10
 )
 
+// ErrSnapshotMissing is wrapped by the error of a scan whose tape names a start snapshot
+// that is not beside it: what is published with the tape cannot be checked.
+var ErrSnapshotMissing = errors.New("missing")
+
 // scanSnapshot scans the start snapshot that the tape at tapePath names (name, relative
 // to the tape's directory).
 func (sc *scan) scanSnapshot(tapePath, name string) error {
@@ -47,7 +51,7 @@ func (sc *scan) scanSnapshot(tapePath, name string) error {
 	path := filepath.Join(filepath.Dir(tapePath), local)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("start snapshot %s: missing (meta.workspace.snapshot names no file beside the tape), so it cannot be scanned", path)
+		return fmt.Errorf("start snapshot %s: %w (meta.workspace.snapshot names no file beside the tape), so it cannot be scanned", path, ErrSnapshotMissing)
 	}
 	if err != nil {
 		return fmt.Errorf("start snapshot: %w", err)

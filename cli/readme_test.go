@@ -67,7 +67,7 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	// Verbs whose README commands some test runs (cli, test/e2e).
 	covered := []string{"bench", "compare", "completion", "cost", "dataset", "demo", "exec-binary", "export", "fork", "gateway",
-		"import", "inspect", "record", "replay", "scan", "validate", "verify", "version", "view"}
+		"import", "inspect", "record", "redact", "replay", "scan", "validate", "verify", "version", "view"}
 	for v := range seen {
 		if !slices.Contains(covered, v) {
 			t.Errorf("the docs show tapebox %s, which no test is listed as running", v)

@@ -118,6 +118,7 @@ var hostileRuns = map[string][]run{
 	"demo":        nil, // prints its own recording only
 	"completion":  {{[]string{"completion", "bash"}, false}},
 	"cost":        {{[]string{"cost", "{T}", "{R}"}, true}, {[]string{"cost", "--json", "{T}"}, true}, {[]string{"cost", "{BAD}"}, false}},
+	"redact":      {{[]string{"redact", "{T}", "-o", "{D}/redacted.json"}, false}, {[]string{"redact", "--pattern", "owned", "{T}", "-o", "{D}/pattern.json"}, false}, {[]string{"redact", "{BAD}", "-o", "{D}/bad.json"}, false}},
 	"exec-binary": nil,
 	"version":     nil,
 }

@@ -99,7 +99,7 @@ stops the export unless --allow-secrets.`)
 				for _, pr := range ve.Problems {
 					fmt.Fprintf(env.Stderr, "%s: %s: %s\n", p, pr.Pointer, pr.Message)
 				}
-				return failf(env, "export", "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", p, len(ve.Problems), p)
+				return failf(env, "export", "%s is not a valid tape (%s); run \"tapebox validate %s\"", p, plural(len(ve.Problems), "problem"), p)
 			}
 			return failf(env, "export", "%s: %v", p, err)
 		}
@@ -153,7 +153,7 @@ stops the export unless --allow-secrets.`)
 			n++
 		}
 	}
-	fmt.Fprintf(env.Stdout, "exported %d tapes to %s: %d files in %s\n", len(outs), f, n, *out)
+	fmt.Fprintf(env.Stdout, "exported %s to %s: %s in %s\n", plural(len(outs), "tape"), f, plural(n, "file"), *out)
 	return ExitOK
 }
 
@@ -338,6 +338,6 @@ unless --allow-secrets.`)
 	for _, name := range slices.Sorted(maps.Keys(formats)) {
 		read = append(read, fmt.Sprintf("%s (%d)", name, formats[name]))
 	}
-	fmt.Fprintf(env.Stdout, "imported %d sessions (%d model calls) from %s into %s\n", len(tapes), steps, strings.Join(read, ", "), *out)
+	fmt.Fprintf(env.Stdout, "imported %s (%s) from %s into %s\n", plural(len(tapes), "session"), plural(steps, "model call"), strings.Join(read, ", "), *out)
 	return ExitOK
 }

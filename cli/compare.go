@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"strings"
 	"runtime/debug"
+	"strings"
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/fork"

@@ -4,10 +4,10 @@ PKGS    ?= ./...
 TESTFLAGS ?= -timeout 30m
 
 # Executor build flags: stripped, and without inlining, which keeps each binary under 3 MiB
-# (internal/depcheck checks the budget).
+# (test/depcheck checks the budget).
 EXEC_FLAGS ?= -gcflags=all=-l -ldflags="-s -w"
 
-.PHONY: build test check bench fuzz demo executor sandbox-image clean
+.PHONY: build test check bench fuzz fidelity demo executor sandbox-image clean
 
 build: executor
 	$(GO) build -o bin/tapebox ./cmd/tapebox
@@ -36,6 +36,15 @@ bench: executor
 FUZZTIME ?= 60s
 fuzz: executor
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
+
+# The differential scoreboard (internal/fidelity): FIDELITY_SEEDS generated sequences per
+# harness version, each run through the real harness and replayed in executor mode, written
+# to docs/fidelity.md. Needs harnesses/node_modules (npm ci there). Not part of test.
+FIDELITY_SEEDS ?= 200
+FIDELITY_WORKERS ?= 2
+fidelity: executor
+	TAPEBOX_REQUIRE_HARNESSES=1 $(GO) test -timeout 6h -count=1 -run 'TestScoreboard$$' ./internal/fidelity \
+		-fidelity.seeds=$(FIDELITY_SEEDS) -fidelity.workers=$(FIDELITY_WORKERS) -fidelity.out=$(CURDIR)/docs/fidelity.md
 
 demo: build
 	./bin/tapebox demo --out demo-out

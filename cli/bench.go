@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/stats"
@@ -296,7 +297,7 @@ func benchOnce(ctx context.Context, rec *tape.Tape, side *benchSide, f *benchFla
 	r.ToolPathMS = ms(res.ToolPath)
 	r.OverheadMSPerStep = (r.WallMS - r.ToolPathMS - r.ModelMS) / float64(res.Steps)
 	r.StepsPerS = float64(res.Steps) / res.Wall.Seconds()
-	r.Identical = controller.Compare(rec, res.Tape).Identical
+	r.Identical = compare.Compare(rec, res.Tape).Identical
 	return r, nil
 }
 

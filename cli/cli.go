@@ -16,6 +16,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/tapebox/tapebox/internal/term"
 )
 
 // Exit codes.
@@ -25,7 +27,8 @@ const (
 	ExitUsage   = 2
 )
 
-// Env is what a verb may touch of the outside world.
+// Env is what a verb may touch of the outside world. RunEnv wraps Stdout and Stderr in a
+// term.Writer: everything a verb prints goes through it.
 type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
@@ -65,6 +68,15 @@ func RunEnv(ctx context.Context, args []string, env *Env) int {
 	if env.Stdin == nil {
 		env.Stdin = strings.NewReader("")
 	}
+	// One writer for everything a verb prints: what a tape or a sandbox wrote reaches the
+	// terminal escaped whichever path prints it (term.Writer). Only the program's own control
+	// sequences and a harness's terminal go to term.Raw.
+	stdout, stderr := term.NewWriter(env.Stdout), term.NewWriter(env.Stderr)
+	defer stdout.Flush()
+	defer stderr.Flush()
+	e := *env
+	e.Stdout, e.Stderr = stdout, stderr
+	env = &e
 	if len(args) == 0 {
 		usage(env.Stderr)
 		return ExitUsage

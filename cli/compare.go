@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/fork"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -67,7 +67,7 @@ lacks) and end state, and the end-state differences; it exits 0 (a fork is meant
 		fmt.Fprintf(env.Stderr, "tapebox compare: warning: %s and %s look like runs of different things (%s); %s is not a replay of %s (meta.replay_of)\n",
 			fs.Arg(0), fs.Arg(1), strings.Join(why, "; "), fs.Arg(1), fs.Arg(0))
 	}
-	r := controller.Compare(rec, rep)
+	r := compare.Compare(rec, rep)
 	if *asJSON {
 		writeJSON(env.Stdout, r)
 	} else {

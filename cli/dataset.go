@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/secrets"
 )
 
@@ -60,10 +61,11 @@ func runDataset(ctx context.Context, env *Env, args []string) int {
 	return ExitUsage
 }
 
-// progressTo returns stderr when it is a terminal, for progress bars; nil otherwise.
+// progressTo returns stderr when it is a terminal, for progress bars (which draw counts and
+// sizes only, with their own carriage returns: term.Raw); nil otherwise.
 func progressTo(env *Env) io.Writer {
-	if dataset.IsTerminal(env.Stderr) {
-		return env.Stderr
+	if term.IsTerminal(env.Stderr) {
+		return term.Raw(env.Stderr)
 	}
 	return nil
 }
@@ -92,8 +94,9 @@ traces/codex/YYYY/MM/DD/rollout-*.jsonl, traces/sts/*.jsonl for other harnesses,
 layouts the Hub's trace viewer detects; the card says how they relate to the tapes.
 
 Before anything is written, every tape is scanned for secrets (API keys, tokens, private keys,
-as tapebox scan does): a tape with a finding stops the export, naming the file, the JSON pointer
-and the rule, unless --allow-secrets.
+as tapebox scan does), and so is every file of its start snapshot unless --no-workspace: a tape
+with a finding stops the export, naming the file, the JSON pointer (and the file inside the
+snapshot) and the rule, unless --allow-secrets.
 Shards of other splits already in the folder are kept, and an older export of this split is
 replaced; a tape whose id another split holds is refused like an invalid tape, naming the
 tape file and the split, shard and row that hold it. Memory stays bounded whatever the
@@ -113,6 +116,7 @@ does configs, dataset_info and size_categories.`)
 	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
 	noWorkspace := fs.Bool("no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
 	allowSecrets := fs.Bool("allow-secrets", false, "export tapes in which the secret scan finds something (see tapebox scan)")
+	allowTampered := allowTamperedFlag(fs)
 	var pricesFile string
 	pricesFlag(fs, &pricesFile, "for the cost_usd column")
 	traces := fs.Bool("traces", false, "also write each tape's harness-native session files under traces/")
@@ -150,7 +154,7 @@ does configs, dataset_info and size_categories.`)
 		return failf(env, "dataset export", "no tape files in %s", strings.Join(pos, " "))
 	}
 	if !*allowSecrets {
-		if err := secrets.Check(ctx, inputPaths(inputs)...); err != nil {
+		if err := secrets.CheckWith(ctx, secrets.Options{SkipSnapshot: *noWorkspace}, inputPaths(inputs)...); err != nil {
 			return failf(env, "dataset export", "%v\n(nothing was written; remove the secrets, or --allow-secrets exports them anyway)", err)
 		}
 	}
@@ -167,7 +171,7 @@ does configs, dataset_info and size_categories.`)
 	}
 	opts := dataset.ExportOptions{
 		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,
-		MadeWith: "tapebox " + Version, Version: Version, Card: card, Prices: table,
+		MadeWith: "tapebox " + Version, Version: Version, Card: card, Prices: table, AllowTampered: *allowTampered,
 	}
 	opts.Progress = progressTo(env)
 	res, err := dataset.Export(ctx, inputs, opts)
@@ -223,6 +227,7 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	split := fs.String("split", "", "import only this split (default: every split)")
 	verify := fs.Bool("verify", false, "validate each tape against the schema and check its encoding before writing it")
 	asJSON := fs.Bool("json", false, `print a summary object: {"dir", "out", "tapes", "bytes", "splits": [{"name", "tapes"}], "workspaces", "workspace_bytes", "renamed", "without_workspace", "elapsed_ms"}`)
+	allowTampered := allowTamperedFlag(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -233,7 +238,7 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	if *out == "" {
 		return usageError(env, fs, "--out is required")
 	}
-	opts := dataset.ImportOptions{Out: *out, Verify: *verify}
+	opts := dataset.ImportOptions{Out: *out, Verify: *verify, AllowTampered: *allowTampered}
 	if *split != "" {
 		opts.Splits = []string{*split}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/sandbox"
@@ -164,7 +165,7 @@ func demoReplay(ctx context.Context, env *Env, say func(string, ...any), rec *ta
 		return false
 	}
 	say("%d steps, %d tool calls in %v", res.Steps, res.ToolCalls, res.Wall.Round(time.Millisecond))
-	r := controller.Compare(rec, res.Tape)
+	r := compare.Compare(rec, res.Tape)
 	var buf bytes.Buffer
 	r.WriteText(&buf)
 	say("%s", strings.TrimRight(buf.String(), "\n"))

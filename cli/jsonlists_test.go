@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/fork"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -195,7 +195,7 @@ func TestJSONListsNeverNull(t *testing.T) {
 		for _, pair := range [][2]string{{emptyPath, emptyPath}, {noWSPath, noWSPath}, {recPlanted, plantedPath}} {
 			_, out, stderr := runVerbForTest(t, "compare", "--json", pair[0], pair[1])
 			require.NotEmpty(t, out, stderr)
-			checkLists[controller.Report](t, w, out)
+			checkLists[compare.Report](t, w, out)
 		}
 		assert.Empty(t, w.nulls, "null lists")
 		assert.ElementsMatch(t, ownLists(w), ownFull(w), "the full case fills every list")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -97,7 +98,8 @@ the directory CMD runs in: this one.`)
 	}
 
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
+	// The harness is the user's own program, on its own terminal (a TUI draws with escapes).
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, term.Raw(env.Stdout), term.Raw(env.Stderr)
 	if *asJSON {
 		cmd.Stdout = env.Stderr // stdout holds only the summary
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/schema"
@@ -31,6 +32,7 @@ type replayFlags struct {
 	speed                              float64
 	install                            bool
 	network, runtime, user             string
+	allowNetworkUnenforced             bool
 	memory                             string
 	cpus                               float64
 	pids                               int64
@@ -152,6 +154,7 @@ the run stopped; with --check also when a replay differs.`)
 	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")
 	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into the container with the Engine API (always done for docker-image:)")
 	fs.StringVar(&f.network, "network", "", "network of a created container (default none)")
+	fs.BoolVar(&f.allowNetworkUnenforced, "allow-network-unenforced", false, "k8s: run without a network even where that cannot be enforced (the deny-all NetworkPolicy cannot be created or differs from TapeBox's, or the cluster does not enforce policies); refused otherwise")
 	fs.StringVar(&f.memory, "memory", "2g", "memory limit of a created container (e.g. 512m, 2g; 0: unlimited)")
 	fs.Float64Var(&f.cpus, "cpus", sandbox.DefaultCPUs, "CPU limit of a created container (e.g. 1.5; 0: unlimited)")
 	fs.Int64Var(&f.pids, "pids-limit", sandbox.DefaultPidsLimit, "process limit of a created container (0: unlimited)")
@@ -170,6 +173,7 @@ the run stopped; with --check also when a replay differs.`)
 	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "do not restore the tape's start snapshot (meta.workspace) and take no end manifest: the replay starts from the sandbox as it is")
 	f.telemetry = addTelemetryFlags(fs, true)
 	f.corpus.add(fs)
+	allowTampered := allowTamperedFlag(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -191,7 +195,7 @@ the run stopped; with --check also when a replay differs.`)
 	if (f.sandboxSpec == "") == (f.listen == "") {
 		return usageError(env, fs, "give exactly one of --sandbox (executor mode) or --listen (simulator mode)")
 	}
-	rec, code := loadValidTape(env, "replay", f.tapePath)
+	rec, code := loadTapeToAct(env, "replay", f.tapePath, *allowTampered)
 	if rec == nil {
 		return code
 	}
@@ -346,7 +350,7 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	}
 	opts := sandbox.Options{Cwd: replayCwd(f, spec, rec, logf), InstallExecutor: f.install || spec.Scheme == "docker-image" || spec.Scheme == sandbox.SchemeK8s, Env: f.env, Logf: logf,
 		Network: f.network, User: f.user, ReadOnlyRoot: f.readOnly, Runtime: f.runtime, CapAdd: f.capAdd,
-		Transport: transport,
+		Transport: transport, AllowNetworkUnenforced: f.allowNetworkUnenforced,
 		// Warnings are printed even with --quiet.
 		Warnf: func(format string, args ...any) {
 			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
@@ -401,9 +405,9 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 			res.ModelTime.Round(time.Millisecond), res.Restarts, len(res.Identifiers))
 		sum.fill(res)
 	}
-	var report *controller.Report
+	var report *compare.Report
 	if f.check && res != nil && res.Tape != nil {
-		report = controller.Compare(rec, res.Tape)
+		report = compare.Compare(rec, res.Tape)
 		sum.Compare = report
 	}
 	code := ExitOK
@@ -439,23 +443,23 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 // replaySummary is what replay --json prints: where and how the replay ran, what it did, and
 // with --check compare's report.
 type replaySummary struct {
-	Tape        string             `json:"tape"`
-	Output      string             `json:"output,omitempty"`
-	Sandbox     string             `json:"sandbox"`
-	Cwd         string             `json:"cwd"`
-	Transport   string             `json:"transport"`
-	Ended       string             `json:"ended"`
-	Steps       int                `json:"steps"`
-	ToolCalls   int                `json:"tool_calls"`
-	Restarts    int                `json:"executor_restarts"`
-	WallMS      float64            `json:"wall_ms"`
-	ToolMS      float64            `json:"tool_ms"`
-	ModelMS     float64            `json:"model_pacing_ms"`
-	RestoreMS   float64            `json:"workspace_restore_ms"`
-	ManifestMS  float64            `json:"workspace_manifest_ms"`
-	Identifiers int                `json:"identifiers_learned"`
-	Compare     *controller.Report `json:"compare,omitempty"`
-	Error       string             `json:"error,omitempty"`
+	Tape        string          `json:"tape"`
+	Output      string          `json:"output,omitempty"`
+	Sandbox     string          `json:"sandbox"`
+	Cwd         string          `json:"cwd"`
+	Transport   string          `json:"transport"`
+	Ended       string          `json:"ended"`
+	Steps       int             `json:"steps"`
+	ToolCalls   int             `json:"tool_calls"`
+	Restarts    int             `json:"executor_restarts"`
+	WallMS      float64         `json:"wall_ms"`
+	ToolMS      float64         `json:"tool_ms"`
+	ModelMS     float64         `json:"model_pacing_ms"`
+	RestoreMS   float64         `json:"workspace_restore_ms"`
+	ManifestMS  float64         `json:"workspace_manifest_ms"`
+	Identifiers int             `json:"identifiers_learned"`
+	Compare     *compare.Report `json:"compare,omitempty"`
+	Error       string          `json:"error,omitempty"`
 }
 
 func (s *replaySummary) fill(res *controller.Result) {

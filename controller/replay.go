@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -120,7 +121,7 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 	if main == nil {
 		return nil, errors.New("replay: the tape has no main thread")
 	}
-	p := &player{rec: rec, sb: sb, opts: opts, ids: NewIdentifiers(rec), start: opts.Now(), total: rec.Totals().Steps}
+	p := &player{rec: rec, sb: sb, opts: opts, ids: match.NewIdentifiers(rec), start: opts.Now(), total: rec.Totals().Steps}
 	p.hello = protocol.Hello{Harness: rec.Meta.Harness, Cwd: opts.Cwd, Env: opts.Env}
 	if p.hello.Env == nil {
 		p.hello.Env = map[string]string{}
@@ -171,7 +172,7 @@ type player struct {
 	rec    *tape.Tape
 	sb     Sandbox
 	opts   Options
-	ids    *Identifiers
+	ids    *match.Identifiers
 	hello  protocol.Hello
 	policy protocol.Policy
 	start  time.Time
@@ -371,7 +372,7 @@ func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.
 	res.ToolCallID = c.ID
 	if hasRecorded {
 		h := p.rec.Meta.Harness
-		p.ids.Learn(Site{Thread: th.ID, Step: si}, Mask(h, resultText(recorded)), Mask(h, resultText(res)))
+		p.ids.Learn(match.Site{Thread: th.ID, Step: si}, match.Mask(h, recorded.Flat()), match.Mask(h, res.Flat()))
 	}
 	return res, nil
 }

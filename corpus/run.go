@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/sandbox"
@@ -498,7 +499,7 @@ func (r *runner) replay(ctx context.Context, p *prepared) {
 		row.State, row.Error = StateFailed, fmt.Sprintf("tape %s: the replay produced no tape", p.e.Key)
 	default:
 		row.State, row.Verdict = StateDone, VerdictDiffers
-		if controller.Compare(p.rec, res.Tape).Identical {
+		if compare.Compare(p.rec, res.Tape).Identical {
 			row.Verdict = VerdictIdentical
 		}
 	}

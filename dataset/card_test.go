@@ -12,7 +12,7 @@ import (
 
 	"github.com/tapebox/tapebox/prices"
 
-	"github.com/tapebox/tapebox/internal/treetest"
+	"github.com/tapebox/tapebox/internal/testutil/treetest"
 )
 
 func TestCardMarshalParse(t *testing.T) {

@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -26,10 +27,10 @@ type Comparison struct {
 	// CommonPrefix is how many steps of the fork thread the two timelines share (tool
 	// calls and results the same); PartsAt is the first step where they part, nil when
 	// they never do.
-	CommonPrefix int                 `json:"common_prefix"`
-	PartsAt      *Parting            `json:"parts_at"`
-	Sides        [2]Side             `json:"sides"`
-	EndState     controller.EndState `json:"end_state"`
+	CommonPrefix int              `json:"common_prefix"`
+	PartsAt      *Parting         `json:"parts_at"`
+	Sides        [2]Side          `json:"sides"`
+	EndState     compare.EndState `json:"end_state"`
 }
 
 // Parting is where two timelines part, and how.
@@ -76,7 +77,7 @@ func Compare(rec, fork *tape.Tape, table *prices.Table) *Comparison {
 	if c.Served == nil {
 		c.Served = map[string]int{}
 	}
-	r := controller.Compare(rec, fork)
+	r := compare.Compare(rec, fork)
 	c.EndState = r.EndState
 	// The first difference: on the fork thread first, by step; a missing or extra step
 	// counts as parting too.
@@ -137,11 +138,11 @@ func side(name string, tp *tape.Tape, table *prices.Table) Side {
 
 // WriteText prints the comparison for people.
 func (c *Comparison) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "compare %s -> %s (%s): FORK at thread %s step %d", controller.ShortID(c.Recording), controller.ShortID(c.Fork), c.Harness, c.Thread, c.At)
+	fmt.Fprintf(w, "compare %s -> %s (%s): FORK at thread %s step %d", compare.ShortID(c.Recording), compare.ShortID(c.Fork), c.Harness, c.Thread, c.At)
 	if len(c.Overrides) > 0 {
 		var kv []string
 		for k, v := range c.Overrides {
-			kv = append(kv, fmt.Sprintf("%s=%q", k, controller.Excerpt(v, 60)))
+			kv = append(kv, fmt.Sprintf("%s=%q", k, term.Excerpt(v, 60)))
 		}
 		sort.Strings(kv)
 		fmt.Fprintf(w, " (%s)", strings.Join(kv, ", "))
@@ -153,7 +154,7 @@ func (c *Comparison) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  served from the recording: %s; common prefix: %s of thread %s\n", steps(served), steps(c.CommonPrefix), c.Thread)
 	if p := c.PartsAt; p != nil {
-		fmt.Fprintf(w, "  timelines part at thread %s step %d: %s\n      recorded: %s\n      fork:     %s\n", p.Thread, p.Step, p.Field, controller.Excerpt(p.Recorded, 200), controller.Excerpt(p.Forked, 200))
+		fmt.Fprintf(w, "  timelines part at thread %s step %d: %s\n      recorded: %s\n      fork:     %s\n", p.Thread, p.Step, p.Field, term.Excerpt(p.Recorded, 200), term.Excerpt(p.Forked, 200))
 	} else {
 		fmt.Fprintf(w, "  the timelines never part: the fork did what the recording did\n")
 	}
@@ -166,7 +167,7 @@ func (c *Comparison) WriteText(w io.Writer) {
 	row("tool calls", func(s Side) string { return fmt.Sprint(s.ToolCalls) })
 	row("tokens", func(s Side) string { return fmt.Sprintf("%d in, %d out", s.Usage.InputTokens, s.Usage.OutputTokens) })
 	row("cost", func(s Side) string { return prices.Format(s.USD) })
-	row("ended", func(s Side) string { return controller.Excerpt(s.Ended, 28) })
+	row("ended", func(s Side) string { return term.Excerpt(s.Ended, 28) })
 	row("end files", func(s Side) string { return fmt.Sprint(s.EndFiles) })
 	es := c.EndState
 	switch {

@@ -25,8 +25,9 @@ type Options struct {
 	Config
 	// TapePath is where Recording was loaded from: its start snapshot lies beside it.
 	TapePath string
-	// Workdir is where the recording's start snapshot is restored and Command runs; it must
-	// be missing or empty. Required.
+	// Workdir is where the recording's start snapshot is restored and Command runs: never
+	// the tape's meta.cwd unless the user named it (HostWorkdir picks it). It must pass
+	// CheckWorkdir (missing or empty, no system or home directory). Required unless Sandbox.
 	Workdir string
 	// NoWorkspace skips the restore (Workdir is only created) and the fork tape's
 	// workspace.
@@ -125,6 +126,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if opts.Workdir == "" {
 		return nil, errors.New("fork: no working directory")
+	}
+	// Checked and used in the same, clean form: "link/../x" is not where the kernel goes.
+	if opts.Workdir, err = filepath.Abs(opts.Workdir); err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
+	if err := CheckWorkdir(opts.Workdir); err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
 	}
 	if opts.NoWorkspace {
 		if err := os.MkdirAll(opts.Workdir, 0o755); err != nil {

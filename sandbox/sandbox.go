@@ -115,6 +115,11 @@ type Options struct {
 	// CapAdd gives back capabilities to the container, which otherwise drops them all. Those
 	// that break the container's isolation (SYS_ADMIN, SYS_PTRACE, ALL ...) get a warning.
 	CapAdd []string
+	// AllowNetworkUnenforced lets a k8s: sandbox without a network run where its "no
+	// network" cannot be relied on: the deny-all NetworkPolicy could not be created, one of
+	// the same name differs from TapeBox's, or the probe found that the cluster does not
+	// enforce NetworkPolicies. Open refuses those cases without it (with it, it warns).
+	AllowNetworkUnenforced bool
 	// Warnf, when set, receives the warnings Open gives about unsafe options (a host
 	// network, a capability that breaks isolation), one line each; without it they go to
 	// Logf.

@@ -19,7 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/sandbox"
 )
 
@@ -88,7 +88,7 @@ func CheckReachedEnd(r *Result) error {
 	if r.Err != nil {
 		p.addf("the replay stopped: %v", r.Err)
 	}
-	rep := controller.Compare(r.Recording, r.Tape)
+	rep := compare.Compare(r.Recording, r.Tape)
 	if !rep.ReachedEnd {
 		p.addf("the replay did not reach the end: %d of %d steps played, ended %s", rep.StepsReplayed, rep.StepsRecorded, rep.Ended)
 	}
@@ -104,7 +104,7 @@ func CheckIdentical(r *Result) error {
 	if !p.usable(r) {
 		return p.err()
 	}
-	rep := controller.Compare(r.Recording, r.Tape)
+	rep := compare.Compare(r.Recording, r.Tape)
 	if !rep.ReachedEnd {
 		p.addf("the replay did not reach the end: %d of %d steps played, ended %s", rep.StepsReplayed, rep.StepsRecorded, rep.Ended)
 	}
@@ -131,7 +131,7 @@ func CheckEndState(r *Result) error {
 	if !p.usable(r) {
 		return p.err()
 	}
-	es := controller.Compare(r.Recording, r.Tape).EndState
+	es := compare.Compare(r.Recording, r.Tape).EndState
 	if !es.Compared && es.Identical {
 		p.addf("%s", es.Note)
 	}
@@ -139,7 +139,7 @@ func CheckEndState(r *Result) error {
 	return p.err()
 }
 
-func addEndState(p *problems, es controller.EndState) {
+func addEndState(p *problems, es compare.EndState) {
 	if !es.Compared && !es.Identical {
 		p.addf("end state: %s", es.Note)
 	}

@@ -332,7 +332,7 @@ func TestBrowserNothingLearned(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("replay", func(t *testing.T) {
 		same := edit(t, rec, func(tp *tape.Tape) { tp.Meta.TapeID = "same-as-the-recording" })
-		require.Empty(t, compare(t, rec, same).Identifiers, "the pair learns nothing")
+		require.Empty(t, compareBytes(t, rec, same).Identifiers, "the pair learns nothing")
 		var r pairReport
 		drive(t, "pair", map[string]any{"page": writePage(t, dir, "same", rec, same)}, &r)
 		assert.Equal(t, "identical", r.Verdict)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,7 +98,15 @@ type Env struct {
 	Environ []string
 	// Tasks runs background commands in State.
 	Tasks *action.Tasks
+	// Tools are the tools the recorded request offered (hello's "tools"); nil when unknown.
+	Tools []string
+	// HarnessVersion is the tape's harness version (hello's "harness_version"); "" when
+	// unknown.
+	HarnessVersion string
 }
+
+// Offered says whether the recorded request offered tool: true when the list is unknown.
+func (e *Env) Offered(tool string) bool { return e.Tools == nil || slices.Contains(e.Tools, tool) }
 
 // NewEnv returns the Env for a hello: cwd made absolute, stateDir defaulting to
 // DefaultStateDir(cwd), env added to the executor's own environment. It creates nothing.

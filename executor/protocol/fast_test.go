@@ -166,7 +166,7 @@ func TestFastFieldsKnown(t *testing.T) {
 		{tape.ToolCall{}, "id name input kind,omitempty namespace,omitempty"},
 		{tape.ToolResult{}, "tool_call_id content is_error duration_ms copied_from_tape,omitempty"},
 		{tape.Block{}, "type text,omitempty id,omitempty name,omitempty input,omitempty tool_call_id,omitempty content,omitempty is_error,omitempty raw,omitempty"},
-		{Hello{}, "op harness cwd env state_dir"},
+		{Hello{}, "op harness cwd env state_dir tools harness_version,omitempty"},
 		{HelloReply{}, "op ok version protocol harness cwd policy platform"},
 		{Policy{}, "parallel_tool_calls spawning_tools"},
 		{Bye{}, "op ok,omitempty"},

@@ -9,7 +9,7 @@
 //
 // Controller to executor:
 //
-//	{"op":"hello","harness":"claude-code","cwd":"/app","env":{},"state_dir":null}
+//	{"op":"hello","harness":"claude-code","cwd":"/app","env":{},"state_dir":null,"tools":null}
 //	{"op":"call","id":"7","call":{ToolCall},"recorded":{ToolResult}|null}
 //	{"op":"bye"}
 //
@@ -24,7 +24,8 @@
 //
 // Rules:
 //   - hello comes first and sets up the session (harness module, working directory,
-//     environment, state directory for background tasks). state_dir null means a directory
+//     environment, state directory for background tasks; optionally "tools", the tools the
+//     recorded request offered, and "harness_version", the tape's meta.harness_version). state_dir null means a directory
 //     in the sandbox's temporary directory named after the user and the absolute cwd
 //     ($TMPDIR/tapebox-exec-state-<uid>-<hash>), outside the workspace, which a restarted
 //     executor on the same cwd finds again; it is made, mode 0700, only when a task or a
@@ -74,6 +75,13 @@ type Hello struct {
 	// StateDir holds background tasks and saved outputs; nil means the default in the
 	// sandbox's temporary directory (see the package doc).
 	StateDir *string `json:"state_dir"`
+	// Tools names the tools the recorded request offered the model, when the tape has it:
+	// a harness module answers a call of any other tool as the harness answers a tool it
+	// does not have. Null (or omitted) means unknown: every tool the module knows runs.
+	Tools []string `json:"tools"`
+	// HarnessVersion is the tape's meta.harness_version, for limits and formats that
+	// changed between versions; empty means unknown (the newest the module knows).
+	HarnessVersion string `json:"harness_version,omitempty"`
 }
 
 // Policy is what the controller needs to know of a harness.

@@ -21,6 +21,12 @@ type Harness struct {
 	// <environment_context> block that does ("<cwd>/app</cwd>"). Either may be empty.
 	CwdLines   []string
 	CwdElement string
+	// Checked are the versions the executor's module was checked against by the
+	// differential tests (executor/conformance), oldest first.
+	Checked []string
+	// Since names behaviours that changed between versions, each with the first version
+	// that has it; a module asks Has with the tape's meta.harness_version.
+	Since map[string]string
 }
 
 // Volatile is a part of a tool result that a harness makes different on every run.
@@ -82,7 +88,18 @@ var Codex = Harness{
 		{Name: "agent id", Expr: `"agent_id":\s*"([^"\\]+)"`, Keys: []string{"agent_id"}},
 	},
 	CwdElement: "cwd",
+	Checked:    []string{"0.161.0", "0.171.0"},
+	Since: map[string]string{
+		// apply_patch ends the lines it adds as the file's first line ends and keeps the
+		// ends of context lines; before, every line it rewrote ended in "\n".
+		CodexPatchKeepsLineEnds: "0.162.0",
+	},
 }
+
+// The behaviours of Codex that changed between versions (Codex.Since).
+const (
+	CodexPatchKeepsLineEnds = "apply_patch keeps line ends"
+)
 
 // Pi is the pi coding agent (npm @mariozechner/pi-coding-agent, the pi CLI).
 var Pi = Harness{

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/executor/harness/claudecode"
-	"github.com/tapebox/tapebox/internal/harnesstest"
+	"github.com/tapebox/tapebox/internal/testutil/harnesstest"
 	"github.com/tapebox/tapebox/tape"
 )
 

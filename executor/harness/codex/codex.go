@@ -39,10 +39,19 @@ func Tools() []string {
 
 // Immediate says a call is a Noop: it replays its recorded result (or a fixed text) at once.
 func (s *session) Immediate(call tape.ToolCall) bool {
-	return !slices.Contains(Tools(), call.Name)
+	return !slices.Contains(Tools(), call.Name) || !s.env.Offered(call.Name)
+}
+
+// Unsupported is Codex's answer to a call of a tool its request did not offer (Codex
+// 0.171: "unsupported call: shell"); nothing runs.
+func Unsupported(call tape.ToolCall) tape.ToolResult {
+	return text(call, "unsupported call: "+call.Name)
 }
 
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	if !s.env.Offered(call.Name) {
+		return Unsupported(call)
+	}
 	switch call.Name {
 	case "exec_command":
 		return s.execCommand(ctx, call, rec)

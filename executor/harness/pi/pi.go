@@ -32,8 +32,15 @@ func New() harness.Module {
 type session struct{ env *harness.Env }
 
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	if !s.env.Offered(call.Name) {
+		return NotFound(call)
+	}
 	return tools.Run(s, ctx, call, rec)
 }
+
+// NotFound is Pi's answer to a call of a tool its request did not offer (pi-agent-core's
+// "Tool NAME not found", an error); nothing runs.
+func NotFound(call tape.ToolCall) tape.ToolResult { return fail(call, "Tool "+call.Name+" not found") }
 
 // Immediate says a call runs on the executor's reading goroutine: a Noop, which replays
 // its recorded result at once, and edit and write. Pi queues the changes to one file in the
@@ -41,7 +48,7 @@ func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolRes
 // apply one after the other; run as they arrive, they do here too, and they take no longer
 // than a file's read and write.
 func (s *session) Immediate(call tape.ToolCall) bool {
-	return tools.Immediate(call) || call.Name == "edit" || call.Name == "write"
+	return tools.Immediate(call) || call.Name == "edit" || call.Name == "write" || !s.env.Offered(call.Name)
 }
 
 func (s *session) Close() error { return nil }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/harness/pi"
-	"github.com/tapebox/tapebox/internal/harnesstest"
+	"github.com/tapebox/tapebox/internal/testutil/harnesstest"
 	"github.com/tapebox/tapebox/tape"
 )
 

@@ -1,0 +1,44 @@
+// Package fidelity tests the executor differentially against the real harnesses: it draws
+// seeded, reproducible sequences of tool calls from a grammar per harness, runs each through
+// the real harness (harnesses/, offline) against the scripted fake provider while the
+// gateway records a tape, replays the tape in executor mode in a fresh sandbox, and compares
+// the two with compare.Compare, the compare users run: every call and the end state.
+//
+// It lives under internal/ because it is test tooling: it drives real harness binaries
+// (internal/testutil/realharness) and is run by go test (a quick seed set, gated like the other
+// real-harness tests) and by make fidelity (many seeds; it writes docs/fidelity.md). It is
+// no part of the tapebox CLI or of the executor.
+//
+// # Adding a harness
+//
+// A harness plugs in with two values: a Grammar and a Target.
+//
+//	var MyGrammar = fidelity.Grammar{
+//		Harness: "codex",
+//		// Generate draws the starting files and the calls from r; cwd is the absolute
+//		// directory the harness will run in (calls may name absolute paths under it).
+//		Generate: func(r *rand.Rand, cwd string) ([]fidelity.File, []fidelity.Call) { ... },
+//	}
+//	target := fidelity.Target{Harness: "codex", Version: "0.171.0", Run: realharness.RunCodex}
+//	out := fidelity.Run(ctx, target, fidelity.NewSequence(MyGrammar, seed, cwd))
+//
+// Generate must depend on r and cwd alone, so that a seed names a sequence for good. Each
+// Call is one model turn asking for one tool call; Class names the input class it exercises
+// ("crlf", "missing-path", ...), which the scoreboard counts by. A grammar may also give
+// Simplify, the simpler variants of a call that shrinking tries, and Classes, the known
+// divergence classes with their reasons (see Class).
+//
+// # Shrinking and regressions
+//
+// Shrink reduces a diverging sequence: it drops calls and files, then simplifies calls,
+// while the sequence still diverges. Save writes the result as JSON under testdata/; the
+// regression test replays every saved case and requires it identical (or, for a case saved
+// with Known, its known class).
+//
+// # Scoreboard
+//
+// A Board tallies outcomes by harness, version and tool (calls tried, calls identical,
+// sequences with an identical end state) and collects each divergence class with the seed
+// that shows it; Board.Markdown writes docs/fidelity.md. Nothing in it is specific to one
+// harness.
+package fidelity

@@ -1,0 +1,196 @@
+package fidelity
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
+)
+
+var (
+	seedsFlag   = flag.Int("fidelity.seeds", 0, "TestScoreboard: sequences per harness version (0 skips it; make fidelity sets it)")
+	outFlag     = flag.String("fidelity.out", "", "TestScoreboard: write the scoreboard here (docs/fidelity.md)")
+	workersFlag = flag.Int("fidelity.workers", 2, "sequences recorded and replayed side by side")
+	keepFlag    = flag.String("fidelity.keep", "", "copy every recording and replay tape into this directory")
+	shrinkFlag  = flag.String("fidelity.shrink", "", "TestScoreboard: shrink each unclassified divergence and save it as a regression case in this directory")
+	seedFlag    = flag.Uint64("fidelity.first", 1, "TestScoreboard: the first seed")
+)
+
+// suite pairs a grammar with the targets it runs against.
+type suite struct {
+	grammar Grammar
+	targets []Target
+}
+
+// suites lists every harness's grammar and versions. Codex and Pi add theirs here.
+func suites() []suite {
+	return []suite{{Claude, ClaudeTargets()}}
+}
+
+// lock takes the machine-wide lock of the fidelity runs: their working directories are
+// fixed absolute paths, so two go test processes must not use them at once.
+func lock(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "tapebox-fidelity.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		if time.Now().After(deadline) {
+			f.Close()
+			t.Fatal("another go test process held the fidelity lock for 10 minutes")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Cleanup(func() { f.Close() })
+}
+
+// workDir is worker w's working directory for target t.
+func workDir(t Target, w int) string {
+	return fmt.Sprintf("/tmp/tapebox-fidelity/%s-%s/w%d", t.Harness, t.Version, w)
+}
+
+// runSeeds records and replays seeds first..first+n-1 of g against t with workers side by
+// side, and hands each outcome to done (on one goroutine at a time).
+func runSeeds(ctx context.Context, g Grammar, t Target, first uint64, n, workers int, done func(w int, o *Outcome)) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := first
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				mu.Lock()
+				seed := next
+				next++
+				mu.Unlock()
+				if seed >= first+uint64(n) {
+					return
+				}
+				o := Run(ctx, t, NewSequence(g, seed, workDir(t, w)), g.Classes)
+				mu.Lock()
+				done(w, o)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestQuick is the quick seed set of make test: a few sequences per Claude Code version,
+// each recorded through the real harness and replayed in a local sandbox. Every divergence
+// must belong to a known class.
+func TestQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real harnesses; not in -short")
+	}
+	realharness.Need(t, realharness.Claude)
+	lock(t)
+	for _, s := range suites() {
+		for _, target := range s.targets {
+			t.Run(target.Harness+"-"+target.Version, func(t *testing.T) {
+				target.Keep = *keepFlag
+				var b Board
+				// Older versions are slower to start (a node script): fewer sequences.
+				n := 2
+				if target.Version != s.targets[0].Version {
+					n = 1
+				}
+				runSeeds(t.Context(), s.grammar, target, 1, n, 1, func(_ int, o *Outcome) {
+					b.Add(target.Version, o, s.grammar.Classes)
+					if o.Err != nil {
+						t.Errorf("%v", o.Err)
+						return
+					}
+					for _, d := range o.Unknown() {
+						t.Errorf("%s: %s", o.Seq.Name(), d)
+					}
+				})
+				tot := b.Total(target.Harness, target.Version)
+				if tot.Calls == 0 {
+					t.Fatalf("no calls were made")
+				}
+				t.Logf("%d calls, %d identical; %d sequences, %d end states identical", tot.Calls, tot.Identical, tot.Sequences, tot.EndIdentical)
+			})
+		}
+	}
+}
+
+// TestScoreboard is make fidelity: -fidelity.seeds sequences per harness version, the
+// scoreboard written to -fidelity.out. Unclassified divergences are shrunk and saved with
+// -fidelity.shrink. It fails when any divergence is unclassified.
+func TestScoreboard(t *testing.T) {
+	if *seedsFlag == 0 {
+		t.Skip("make fidelity runs it (-fidelity.seeds N)")
+	}
+	realharness.Need(t, realharness.Claude)
+	lock(t)
+	var b Board
+	start := time.Now()
+	for _, s := range suites() {
+		for _, target := range s.targets {
+			target.Keep = *keepFlag
+			runSeeds(t.Context(), s.grammar, target, *seedFlag, *seedsFlag, *workersFlag, func(w int, o *Outcome) {
+				b.Add(target.Version, o, s.grammar.Classes)
+				if o.Err != nil {
+					t.Logf("%s %s: %v", target.Harness, target.Version, o.Err)
+				}
+				if u := o.Unknown(); len(u) > 0 {
+					t.Errorf("%s %s, %s: %d unclassified divergences, first: %s", target.Harness, target.Version, o.Seq.Name(), len(u), u[0])
+					if *shrinkFlag != "" {
+						shrinkAndSave(t, s.grammar, target, o)
+					}
+				}
+			})
+			tot := b.Total(target.Harness, target.Version)
+			t.Logf("%s %s: %d calls, %d identical; %d sequences, %d end states identical (%v so far)",
+				target.Harness, target.Version, tot.Calls, tot.Identical, tot.Sequences, tot.EndIdentical, time.Since(start).Round(time.Second))
+		}
+	}
+	wall := time.Since(start)
+	header := fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+
+		"(seeds %d to %d), each recorded through the real harness against the scripted provider and the gateway, then replayed in "+
+		"executor mode in a fresh local sandbox at the same path and compared with `tapebox compare`'s comparison. Recording and "+
+		"replaying took %v of summed time per 1,000 calls (%v wall with %d workers on this machine).",
+		*seedsFlag, *seedFlag, *seedFlag+uint64(*seedsFlag)-1, b.PerThousand().Round(time.Second), wall.Round(time.Second), *workersFlag)
+	md := b.Markdown(header)
+	if *outFlag != "" {
+		if err := os.WriteFile(*outFlag, []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Log("\n" + md)
+}
+
+// shrinkAndSave shrinks o's sequence while it still shows an unclassified divergence and
+// saves it under -fidelity.shrink.
+func shrinkAndSave(t *testing.T, g Grammar, target Target, o *Outcome) {
+	t.Helper()
+	first := o.Unknown()[0]
+	same := func(s *Sequence) bool {
+		r := Run(t.Context(), target, s, g.Classes)
+		for _, d := range r.Unknown() {
+			if d.Field == first.Field && d.Tool == first.Tool {
+				return true
+			}
+		}
+		return false
+	}
+	small := Shrink(t.Context(), g, o.Seq, same)
+	small.Note = "unclassified: " + clip(first.String(), 300)
+	name := fmt.Sprintf("%s-%s-seed%d.json", target.Harness, target.Version, small.Origin)
+	if err := small.Save(filepath.Join(*shrinkFlag, strings.ReplaceAll(name, "/", "-"))); err != nil {
+		t.Error(err)
+	}
+	t.Logf("shrunk %s to %d calls, %d files: %s", o.Seq.Name(), len(small.Calls), len(small.Files), name)
+}

@@ -1,0 +1,107 @@
+package fidelity
+
+import (
+	"context"
+	"regexp"
+	"strings"
+)
+
+// Class is a known kind of divergence, with the reason the executor cannot or does not
+// reproduce it.
+type Class struct {
+	// Name is short and stable ("bash-timing"); regression cases name it in Known.
+	Name string
+	// Reason says why the replay differs, for docs/fidelity.md.
+	Reason string
+	// Version, when set, is a prefix the harness version must have ("2.0.").
+	Version string
+	// Tool and Field, when set, must equal the divergence's; Text, when set, must match its
+	// recorded or its replayed side.
+	Tool, Field string
+	Text        *regexp.Regexp
+}
+
+// matches says whether d belongs to c.
+func (c Class) matches(version string, d Divergence) bool {
+	if !strings.HasPrefix(version, c.Version) {
+		return false
+	}
+	if c.Tool != "" && c.Tool != d.Tool {
+		return false
+	}
+	if c.Field != "" && c.Field != d.Field {
+		return false
+	}
+	if c.Text != nil && !c.Text.MatchString(d.Recorded) && !c.Text.MatchString(d.Replayed) {
+		return false
+	}
+	return true
+}
+
+// Classify returns the name of the first class a divergence d seen on harness version
+// belongs to, or "".
+func Classify(classes []Class, version string, d Divergence) string {
+	for _, c := range classes {
+		if c.matches(version, d) {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// Shrink reduces seq while diverges says it still diverges: it drops calls (later ones
+// first, as a call can only depend on earlier ones), then files the calls do not need,
+// then replaces calls with the simpler variants g.Simplify offers. Each candidate costs one
+// diverges; Shrink stops early when ctx ends. The result has Seed 0 and Origin set to the
+// seed it came from.
+func Shrink(ctx context.Context, g Grammar, seq *Sequence, diverges func(*Sequence) bool) *Sequence {
+	best := seq.clone()
+	if best.Origin == 0 {
+		best.Origin = best.Seed
+	}
+	best.Seed = 0
+	try := func(c *Sequence) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		if diverges(c) {
+			best = c
+			return true
+		}
+		return false
+	}
+	for changed := true; changed && ctx.Err() == nil; {
+		changed = false
+		for i := len(best.Calls) - 1; i >= 0; i-- {
+			if len(best.Calls) == 1 {
+				break
+			}
+			c := best.clone()
+			c.Calls = append(c.Calls[:i:i], best.Calls[i+1:]...)
+			if try(c) {
+				changed = true
+			}
+		}
+		for i := len(best.Files) - 1; i >= 0; i-- {
+			c := best.clone()
+			c.Files = append(c.Files[:i:i], best.Files[i+1:]...)
+			if try(c) {
+				changed = true
+			}
+		}
+		if g.Simplify == nil {
+			continue
+		}
+		for i := range best.Calls {
+			for _, v := range g.Simplify(best.Calls[i]) {
+				c := best.clone()
+				c.Calls[i] = v
+				if try(c) {
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	return best
+}

@@ -1,0 +1,213 @@
+package fidelity
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestNewSequenceIsReproducible(t *testing.T) {
+	a := NewSequence(Claude, 7, "/w")
+	b := NewSequence(Claude, 7, "/w")
+	if mustJSON(t, a) != mustJSON(t, b) {
+		t.Fatalf("seed 7 drew two different sequences")
+	}
+	c := NewSequence(Claude, 8, "/w")
+	if mustJSON(t, a.Calls) == mustJSON(t, c.Calls) {
+		t.Fatalf("seeds 7 and 8 drew the same calls")
+	}
+	for _, s := range []*Sequence{a, c} {
+		if len(s.Calls) == 0 {
+			t.Fatalf("%s: no calls", s.Name())
+		}
+		for i, call := range s.Calls {
+			if call.Class == "" || call.Tool == "" {
+				t.Errorf("%s call %d: no class or tool: %+v", s.Name(), i, call)
+			}
+		}
+	}
+}
+
+// TestGrammarCoversClasses draws many sequences and checks that every input class the
+// issue lists comes up.
+func TestGrammarCoversClasses(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := range uint64(300) {
+		for _, c := range NewSequence(Claude, seed+1, "/w").Calls {
+			seen[c.Class] = true
+		}
+	}
+	for _, want := range []string{"read:empty", "read:binary", "read:non-utf8", "read:crlf", "read:long-lines", "read:offset-past-end",
+		"read:missing", "read:directory", "read:symlink", "read:unicode-name", "write:deep-new-dir", "write:existing-read-only",
+		"edit:not-unique", "bash:exit-code", "bash:stderr", "bash:no-trailing-newline", "bash:long-output", "bash:timeout",
+		"bash:background", "glob", "grep", "tool-not-offered"} {
+		if !seen[want] {
+			t.Errorf("300 sequences never drew a %s call", want)
+		}
+	}
+}
+
+func TestShrink(t *testing.T) {
+	seq := &Sequence{Harness: "h", Seed: 5, Cwd: "/w",
+		Files: []File{{Path: "a"}, {Path: "needed"}, {Path: "b"}},
+		Calls: []Call{
+			NewCall("c", "Bash", map[string]any{"command": "x"}),
+			NewCall("c", "Write", map[string]any{"content": "a long content that can be cut"}),
+			NewCall("c", "Bash", map[string]any{"command": "y"}),
+		}}
+	// Diverges while a Write with non-empty content and the file "needed" are there.
+	diverges := func(s *Sequence) bool {
+		hasFile := false
+		for _, f := range s.Files {
+			hasFile = hasFile || f.Path == "needed"
+		}
+		for _, c := range s.Calls {
+			if c.Tool == "Write" && strings.Contains(string(c.Input), `"content":"`) && !strings.Contains(string(c.Input), `"content":""`) {
+				return hasFile
+			}
+		}
+		return false
+	}
+	g := Grammar{Harness: "h", Simplify: SimplifyStrings("content")}
+	small := Shrink(context.Background(), g, seq, diverges)
+	if len(small.Calls) != 1 || small.Calls[0].Tool != "Write" {
+		t.Fatalf("shrunk to %+v, want the Write alone", small.Calls)
+	}
+	if len(small.Files) != 1 || small.Files[0].Path != "needed" {
+		t.Fatalf("shrunk files to %+v, want needed alone", small.Files)
+	}
+	if got := string(small.Calls[0].Input); len(got) != len(`{"content":"x"}`) {
+		t.Errorf("content simplified to %s, want one character", got)
+	}
+	if small.Seed != 0 || small.Origin != 5 {
+		t.Errorf("seed %d origin %d, want 0 and 5", small.Seed, small.Origin)
+	}
+	if len(seq.Calls) != 3 {
+		t.Errorf("Shrink changed its input")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	classes := []Class{
+		{Name: "timing", Tool: "Bash", Field: "tool_result", Text: regexp.MustCompile(`timed out`)},
+		{Name: "any-glob", Tool: "Glob", Version: "2.0."},
+	}
+	for _, c := range []struct {
+		d    Divergence
+		want string
+	}{
+		{Divergence{Tool: "Bash", Field: "tool_result", Recorded: "Command timed out"}, "timing"},
+		{Divergence{Tool: "Bash", Field: "tool_result", Replayed: "it timed out"}, "timing"},
+		{Divergence{Tool: "Bash", Field: "tool_result.is_error", Recorded: "timed out"}, ""},
+		{Divergence{Tool: "Bash", Field: "tool_result", Recorded: "ok"}, ""},
+		{Divergence{Tool: "Glob", Field: "end_state"}, "any-glob"},
+	} {
+		if got := Classify(classes, "2.0.77", c.d); got != c.want {
+			t.Errorf("Classify(%+v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+	if got := Classify(classes, "2.1.332", Divergence{Tool: "Glob"}); got != "" {
+		t.Errorf("a class of 2.0 matched on 2.1.332: %q", got)
+	}
+}
+
+// TestBoard plants outcomes and checks the counts and the page: identical ones count as
+// identical, differing ones do not, and each class is listed with its seed and reason.
+func TestBoard(t *testing.T) {
+	classes := []Class{{Name: "known", Reason: "the harness's clock"}}
+	var b Board
+	b.Add("1.0", &Outcome{Seq: &Sequence{Harness: "h", Seed: 1}, EndIdentical: true,
+		Calls: []CallOutcome{{Tool: "Read", Identical: true}, {Tool: "Bash", Identical: true}}}, classes)
+	b.Add("1.0", &Outcome{Seq: &Sequence{Harness: "h", Seed: 2}, EndIdentical: false,
+		Calls:       []CallOutcome{{Tool: "Bash", Identical: false}},
+		Divergences: []Divergence{{Field: "tool_result", Call: 0, Tool: "Bash", Recorded: "a|b", Replayed: "c\nd", Class: "known"}, {Field: "end_state", Call: -1}}}, classes)
+	b.Add("1.0", &Outcome{Seq: &Sequence{Harness: "h", Seed: 3}, Err: os.ErrNotExist}, classes)
+	b.Add("2.0", &Outcome{Seq: &Sequence{Harness: "h", Seed: 1}, EndIdentical: true}, classes)
+
+	tot := b.Total("h", "1.0")
+	if want := (Row{Harness: "h", Version: "1.0", Tool: "all", Calls: 3, Identical: 2, Sequences: 2, EndIdentical: 1}); tot != want {
+		t.Errorf("total %+v, want %+v", tot, want)
+	}
+	rows := b.Rows()
+	if len(rows) != 4 || rows[0].Tool != "Bash" || rows[0].Calls != 2 || rows[0].Identical != 1 || rows[2].Tool != "all" || rows[3].Version != "2.0" {
+		t.Errorf("rows %+v", rows)
+	}
+	md := b.Markdown("header")
+	for _, want := range []string{
+		"| h | 1.0 | `Bash` | 2 | 1 | 50.00 | 2 | 1 | 50.00 |",
+		"| h | 1.0 | **all** | 3 | 2 | 66.67 | 2 | 1 | 50.00 |",
+		"| h | 1.0 | known | 1 | h seed 2 | the harness's clock |",
+		"| h | 1.0 | unclassified | 1 | h seed 2 |",
+		"a\\|b",
+		"## Sequences that did not run (1)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the page lacks %q:\n%s", want, md)
+		}
+	}
+	var empty Board
+	if md := empty.Markdown("x"); !strings.Contains(md, "None: every call") {
+		t.Errorf("an empty board says:\n%s", md)
+	}
+}
+
+func TestSaveLoadLayout(t *testing.T) {
+	dir := t.TempDir()
+	seq := NewSequence(Claude, 3, filepath.Join(dir, "ws"))
+	file := filepath.Join(dir, "case.json")
+	if err := seq.Save(file); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := mustJSON(t, got), mustJSON(t, seq); a != b {
+		t.Fatalf("loaded a different sequence than was saved:\n%s", clip(a, 500))
+	}
+	if err := got.Layout(got.Cwd); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range got.Files {
+		st, err := os.Lstat(filepath.Join(got.Cwd, f.Path))
+		if err != nil {
+			t.Errorf("%s: %v", f.Path, err)
+			continue
+		}
+		if f.Link != "" && st.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is not a symlink", f.Path)
+		}
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"harness":"","cwd":"rel","files":[{"path":"../x"}],"calls":[{"tool":"","input":"{"}]}`), 0o644)
+	if _, err := Load(bad); err == nil {
+		t.Fatal("a bad case loaded")
+	} else {
+		for _, want := range []string{"/harness", "/cwd", "/files/0/path", "/calls/0/tool"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the error does not name %s: %v", want, err)
+			}
+		}
+	}
+}
+
+func TestCallIndex(t *testing.T) {
+	for id, want := range map[string]int{"toolu_fake_main_12_0": 12, "call_fake_main_0_1": 0, "toolu_x": -1, "toolu_fake_main_x_0": -1} {
+		if got := callIndex(id); got != want {
+			t.Errorf("callIndex(%q) = %d, want %d", id, got, want)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -193,7 +193,7 @@ func codexProvider(argv []string, base string, withKey bool) []string {
 	}
 	kv := []string{
 		`model_provider="tapebox"`,
-		`model_providers.tapebox.name="tapebox gateway"`,
+		`model_providers.tapebox.name="TapeBox"`,
 		`model_providers.tapebox.base_url="` + base + `/v1"`,
 		`model_providers.tapebox.wire_api="responses"`,
 	}

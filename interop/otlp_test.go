@@ -3,6 +3,7 @@ package interop
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,4 +76,50 @@ func TestOTLPConversationServerError(t *testing.T) {
 	}
 	assert.Equal(t, tp.Totals().Steps, chats)
 	assert.Equal(t, 1, failed, "the failed call, and only it, has error.type")
+}
+
+// The codex export's token_count events carry total_token_usage, the thread's running sum
+// (as Codex writes it), beside last_token_usage; the last total is the thread's.
+func TestCodexExportTotalTokenUsage(t *testing.T) {
+	tp, err := tape.LoadFile(filepath.Join("..", "testdata", "replay", "codex.json"))
+	require.NoError(t, err)
+	files, err := ExportCodex(tp, "")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	var sum, last map[string]int64
+	events := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(files[0].Data)), "\n") {
+		var l struct {
+			Type    string `json:"type"`
+			Payload struct {
+				Type string `json:"type"`
+				Info struct {
+					Total map[string]int64 `json:"total_token_usage"`
+					Last  map[string]int64 `json:"last_token_usage"`
+				} `json:"info"`
+			} `json:"payload"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &l))
+		if l.Type != "event_msg" || l.Payload.Type != "token_count" {
+			continue
+		}
+		events++
+		if sum == nil {
+			sum = map[string]int64{}
+		}
+		for k, v := range l.Payload.Info.Last {
+			sum[k] += v
+		}
+		require.NotNil(t, l.Payload.Info.Total, "event %d", events)
+		assert.Equal(t, sum, l.Payload.Info.Total, "event %d: the running sum", events)
+		last = l.Payload.Info.Total
+	}
+	main := tp.Main()
+	require.Equal(t, len(main.Steps), events)
+	var u tape.Usage
+	for _, s := range main.Steps {
+		u = u.Add(s.Response.Usage)
+	}
+	assert.Equal(t, u.OutputTokens, last["output_tokens"])
+	assert.Equal(t, u.InputTokens+u.CacheReadInputTokens, last["input_tokens"])
 }

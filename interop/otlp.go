@@ -143,9 +143,10 @@ func serverAddress(p tape.Provider) string {
 // finish reasons; error.type, the HTTP status, when the call failed) and an execute_tool
 // span per tool call (tool name and call id), timed by the tape's clock. Every span carries
 // gen_ai.conversation.id, the harness's session id (conversationID). It needs the recorded
-// timing and raw responses, which an imported tape lacks.
+// timing and raw responses: an imported tape has only the timing its session file's
+// timestamps give (meta.labels tapebox.timing), and no response ids.
 func ExportOTLP(tp *tape.Tape) ([]byte, error) {
-	if Imported(tp) {
+	if Imported(tp) && tp.Meta.Labels[LabelTiming] == "" {
 		return nil, &MissingError{Format: OTLP, TapeID: tp.Meta.TapeID, Missing: "raw bodies or timing (it was imported from " + cmp.Or(tp.Meta.Labels[LabelImportedFrom], "a session file") + ": meta.labels " + LabelForm + "=" + tp.Meta.Labels[LabelForm] + ")",
 			Why: "OTLP spans need the recorded request and response times and the response ids and models of the raw bodies"}
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/internal/term"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -113,6 +113,7 @@ var hostileRuns = map[string][]run{
 	"gateway":     nil, // records from an upstream: prints no tape (and serves until stopped)
 	"demo":        nil, // prints its own recording only
 	"completion":  {{[]string{"completion", "bash"}, false}},
+	"cost":        {{[]string{"cost", "{T}"}, false}, {[]string{"cost", "--json", "{T}"}, false}}, // prints step models and paths, not the planted meta
 	"exec-binary": nil,
 	"version":     nil,
 }

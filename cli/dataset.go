@@ -201,8 +201,8 @@ does configs, dataset_info and size_categories.`)
 		return ExitOK
 	}
 	mbps := float64(res.InputBytes) / 1e6 / max(res.Elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(env.Stdout, "exported %d tapes (%d steps) from %d files, %.1f MB of tape JSON, to %s in %.1fs (%.0f MB/s)\n",
-		res.Tapes, res.Steps, len(inputs), float64(res.InputBytes)/1e6, *out, res.Elapsed.Seconds(), mbps)
+	fmt.Fprintf(env.Stdout, "exported %s (%s) from %s, %.1f MB of tape JSON, to %s in %.1fs (%.0f MB/s)\n",
+		plural(res.Tapes, "tape"), plural(int(res.Steps), "step"), plural(len(inputs), "file"), float64(res.InputBytes)/1e6, *out, res.Elapsed.Seconds(), mbps)
 	if res.Workspaces > 0 {
 		fmt.Fprintf(env.Stdout, "with %d start snapshots (%.1f MB) in data/workspaces\n", res.Workspaces, float64(res.WorkspaceBytes)/1e6)
 	}
@@ -210,7 +210,7 @@ does configs, dataset_info and size_categories.`)
 		fmt.Fprintf(env.Stdout, "left out the start snapshots of %d tapes (--no-workspace): they cannot be replayed from the dataset alone\n", res.WorkspacesLeftOut)
 	}
 	if len(res.Skipped) > 0 {
-		fmt.Fprintf(env.Stdout, "skipped %d invalid tapes\n", len(res.Skipped))
+		fmt.Fprintf(env.Stdout, "skipped %s\n", plural(len(res.Skipped), "invalid tape"))
 	}
 	if res.Card.License == dataset.LicenseUnknown {
 		fmt.Fprintf(env.Stdout, "the card's license is %s: --license ID sets it before you publish\n", dataset.LicenseUnknown)
@@ -255,8 +255,8 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 		}
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stdout, "imported %d tapes (%.1f MB) to %s in %.1fs (%.0f MB/s)\n",
-		res.Tapes, float64(res.Bytes)/1e6, *out, res.Elapsed.Seconds(), float64(res.Bytes)/1e6/max(res.Elapsed.Seconds(), 1e-9))
+	fmt.Fprintf(env.Stdout, "imported %s (%.1f MB) to %s in %.1fs (%.0f MB/s)\n",
+		plural(res.Tapes, "tape"), float64(res.Bytes)/1e6, *out, res.Elapsed.Seconds(), float64(res.Bytes)/1e6/max(res.Elapsed.Seconds(), 1e-9))
 	if res.Workspaces > 0 {
 		fmt.Fprintf(env.Stdout, "with %d start snapshots (%.1f MB)\n", res.Workspaces, float64(res.WorkspaceBytes)/1e6)
 	}
@@ -305,9 +305,9 @@ problem (file, row, JSON pointer or column) when the dataset is not valid.`)
 		return ExitFailure
 	}
 	if rep.Workspaces > 0 {
-		fmt.Fprintf(env.Stdout, "%s: valid dataset: %d tapes, %d steps, %d start snapshots\n", pos[0], rep.Tapes, rep.Steps, rep.Workspaces)
+		fmt.Fprintf(env.Stdout, "%s: valid dataset: %s, %s, %s\n", pos[0], plural(int(rep.Tapes), "tape"), plural(int(rep.Steps), "step"), plural(int(rep.Workspaces), "start snapshot"))
 	} else {
-		fmt.Fprintf(env.Stdout, "%s: valid dataset: %d tapes, %d steps\n", pos[0], rep.Tapes, rep.Steps)
+		fmt.Fprintf(env.Stdout, "%s: valid dataset: %s, %s\n", pos[0], plural(int(rep.Tapes), "tape"), plural(int(rep.Steps), "step"))
 	}
 	return ExitOK
 }

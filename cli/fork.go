@@ -195,8 +195,8 @@ func forkOne(ctx context.Context, env *Env, f *forkFlags, rec *tape.Tape, argv [
 	if res == nil {
 		return failf(env, "fork", "%v", err)
 	}
-	fmt.Fprintf(env.Stderr, "tapebox fork: %d steps served from the tape (upstream requests saved), %d live; step %d reached after %v (the recording: %v); fork tape %s ended %s %s\n",
-		res.ServedSteps(), res.Live, f.at, res.ToFork.Round(time.Millisecond), res.RecordedToFork.Round(time.Millisecond), res.Output, res.Ended, res.Detail)
+	fmt.Fprintf(env.Stderr, "tapebox fork: %s served from the tape (upstream requests saved), %d live; step %d reached after %v (the recording: %v); fork tape %s ended %s\n",
+		plural(res.ServedSteps(), "step"), res.Live, f.at, res.ToFork.Round(time.Millisecond), res.RecordedToFork.Round(time.Millisecond), res.Output, endedText(string(res.Ended), res.Detail))
 	if f.asJSON {
 		writeJSON(env.Stdout, summarize(res))
 	}
@@ -320,4 +320,13 @@ func forkModels(ctx context.Context, env *Env, f *forkFlags, rec *tape.Tape, arg
 	}
 	tw.Flush()
 	return code
+}
+
+// endedText is how a tape ended as compare and inspect print it: "complete", or "cut:
+// simulator stopped" with the detail.
+func endedText(reason, detail string) string {
+	if detail == "" {
+		return reason
+	}
+	return reason + ": " + detail
 }

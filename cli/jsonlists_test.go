@@ -240,7 +240,9 @@ func TestJSONListsNeverNull(t *testing.T) {
 	t.Run("replay", func(t *testing.T) {
 		w := newListWalk()
 		codex := filepath.Join("..", "testdata", "replay", "codex.json")
-		for _, p := range []string{emptyPath, codex} {
+		// (a tape without a main thread is refused before any JSON: replay's empty lists are
+		// those of compare, checked above)
+		for _, p := range []string{codex} {
 			out := filepath.Join(t.TempDir(), "replay.json")
 			_, stdout, stderr := runVerbForTest(t, "replay", "--json", "--check", "--tape", p, "--sandbox", "local:"+t.TempDir(), "--speed", "0", "--output", out)
 			require.NotEmpty(t, stdout, stderr)

@@ -136,7 +136,7 @@ the directory CMD runs in: this one.`)
 	if err := g.Finish(reason, detail); err != nil {
 		return failf(env, "record", "%v", err)
 	}
-	fmt.Fprintf(env.Stderr, "tapebox record: %d model calls recorded into %s (%s)\n", g.Steps(), gf.output, reason)
+	fmt.Fprintf(env.Stderr, "tapebox record: %s recorded into %s (%s)\n", plural(g.Steps(), "model call"), gf.output, reason)
 	if reason == tape.EndBudget {
 		t := g.Tripped()
 		fmt.Fprintf(env.Stderr, "tapebox record: stopped by the breaker: %s: %s\n", t.Limit, t.Detail)
@@ -193,7 +193,7 @@ func codexProvider(argv []string, base string, withKey bool) []string {
 	}
 	kv := []string{
 		`model_provider="tapebox"`,
-		`model_providers.tapebox.name="tapebox gateway"`,
+		`model_providers.tapebox.name="TapeBox"`,
 		`model_providers.tapebox.base_url="` + base + `/v1"`,
 		`model_providers.tapebox.wire_api="responses"`,
 	}

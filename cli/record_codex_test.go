@@ -20,7 +20,7 @@ func TestCodexProviderArgs(t *testing.T) {
 	base := "http://127.0.0.1:9"
 	got := codexProvider([]string{"/x/codex", "exec", "hi"}, base, false)
 	assert.Equal(t, []string{"/x/codex",
-		"-c", `model_provider="tapebox"`, "-c", `model_providers.tapebox.name="tapebox gateway"`,
+		"-c", `model_provider="tapebox"`, "-c", `model_providers.tapebox.name="TapeBox"`,
 		"-c", `model_providers.tapebox.base_url="http://127.0.0.1:9/v1"`, "-c", `model_providers.tapebox.wire_api="responses"`,
 		"exec", "hi"}, got)
 	assert.Contains(t, codexProvider([]string{"codex", "exec"}, base, true), `model_providers.tapebox.env_key="OPENAI_API_KEY"`)

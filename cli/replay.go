@@ -185,6 +185,9 @@ failed, a replay differs (as replay --check) or the run stopped.`)
 	if f.corpus.dir != "" || f.setFlags["jobs"] || f.setFlags["journal"] || f.setFlags["pool"] || f.setFlags["output-dir"] {
 		return runCorpus(ctx, env, fs, &f)
 	}
+	if fi, err := os.Stat(f.tapePath); err == nil && fi.IsDir() {
+		return usageError(env, fs, "--tape %s is a directory: replay every tape in it with --corpus %s --journal FILE", f.tapePath, f.tapePath)
+	}
 	if f.tapePath == "" {
 		return usageError(env, fs, "--tape is required")
 	}
@@ -238,7 +241,7 @@ func checkValidTape(env *Env, verb, path string, data []byte) int {
 			for _, p := range ve.Problems {
 				fmt.Fprintf(env.Stderr, "%s: %s: %s\n", path, p.Pointer, p.Message)
 			}
-			return failf(env, verb, "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", path, len(ve.Problems), path)
+			return failf(env, verb, "%s is not a valid tape (%s); run \"tapebox validate %s\"", path, plural(len(ve.Problems), "problem"), path)
 		}
 		return failf(env, verb, "%s: %v", path, err)
 	}

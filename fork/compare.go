@@ -152,7 +152,7 @@ func (c *Comparison) WriteText(w io.Writer) {
 	for _, n := range c.Served {
 		served += n
 	}
-	fmt.Fprintf(w, "  served from the recording: %d steps; common prefix: %d steps of thread %s\n", served, c.CommonPrefix, c.Thread)
+	fmt.Fprintf(w, "  served from the recording: %s; common prefix: %s of thread %s\n", steps(served), steps(c.CommonPrefix), c.Thread)
 	if p := c.PartsAt; p != nil {
 		fmt.Fprintf(w, "  timelines part at thread %s step %d: %s\n      recorded: %s\n      fork:     %s\n", p.Thread, p.Step, p.Field, term.Excerpt(p.Recorded, 200), term.Excerpt(p.Forked, 200))
 	} else {
@@ -176,9 +176,21 @@ func (c *Comparison) WriteText(w io.Writer) {
 	case es.Identical:
 		fmt.Fprintf(w, "  end state: identical\n")
 	default:
-		fmt.Fprintf(w, "  end state: %d differences\n", len(es.Changes))
+		n := fmt.Sprintf("%d differences", len(es.Changes))
+		if len(es.Changes) == 1 {
+			n = "1 difference"
+		}
+		fmt.Fprintf(w, "  end state: %s\n", n)
 		for _, ch := range es.Changes {
 			fmt.Fprintf(w, "    %s\n", ch)
 		}
 	}
+}
+
+// steps is "1 step" or "n steps".
+func steps(n int) string {
+	if n == 1 {
+		return "1 step"
+	}
+	return fmt.Sprintf("%d steps", n)
 }

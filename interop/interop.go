@@ -44,6 +44,12 @@ const (
 	// bodies, no timing) or FormSynthesized (raw stream bodies made from the normalized
 	// form by Synthesize, still no timing). A tape without the label is a recording.
 	LabelForm = "tapebox.form"
+	// LabelTiming says where an imported tape's step timing comes from: TimingEntries, the
+	// timestamps of the session file's entries; absent when the file had none (every step
+	// at 0).
+	LabelTiming = "tapebox.timing"
+	// TimingEntries is LabelTiming of a tape timed by its session file's entries.
+	TimingEntries = "session file entries"
 	// LabelSource is the session file (or directory) an imported tape was read from.
 	LabelSource = "tapebox.source"
 	// LabelLost lists, with counts, what the session files held that the tape's normalized

@@ -1,12 +1,14 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	pigrammar "github.com/tapebox/tapebox/internal/grammar/pi"
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
+	table "github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // The differential test draws sequences of calls from a harness's grammar (package
@@ -117,6 +120,7 @@ func TestGenerated(t *testing.T) {
 					tl.GenCalls += len(seq.Calls)
 					seq.Seed = seed
 					t.Run(fmt.Sprint(seed), func(t *testing.T) { runGenerated(t, bin, h.name, h.run, version, seq, tl) })
+					writeReport(t, tl) // after each sequence: a long run stopped early keeps its tally
 				}
 				report(t, tl)
 			})
@@ -138,7 +142,7 @@ func asCase(seq grammar.Sequence) Case {
 func runGenerated(t *testing.T, bin, harness string, run func(context.Context, realharness.Options) (realharness.Result, error), version string, seq grammar.Sequence, tl *tally) {
 	c := asCase(seq)
 	fc := capture(t, harness, run, &c)
-	o := replay(t, bin, harness, version, fc)
+	o := replay(t, bin, harness, version, fc, true)
 	tl.Sequences++
 	for i, s := range o.Steps {
 		tool := fc.Steps[i].Call.Name
@@ -166,8 +170,9 @@ func runGenerated(t *testing.T, bin, harness string, run func(context.Context, r
 		return
 	}
 	d := divergence{Seed: seq.Seed, Step: -1, Tool: "end state", Diff: o.EndDiff}
+	d.Known = knownClass(harness, version, d, Step{})
 	tl.Divergences = append(tl.Divergences, d)
-	if *genStrict {
+	if d.Known == "" && *genStrict {
 		t.Errorf("seed %d: end state differs from the harness's:\n%s", seq.Seed, o.EndDiff)
 	}
 }
@@ -177,11 +182,69 @@ func runGenerated(t *testing.T, bin, harness string, run func(context.Context, r
 var knownDivergences = []struct {
 	Harness, Name, Reason string
 	Match                 func(d divergence, s Step) bool
-}{}
+}{
+	{realharness.Codex, "yield race",
+		"the grammar's session command (sleep 0.4; seq 1 30000, yield_time_ms 250) ends within a few ms of Codex's 150 ms grace plus the yield: " +
+			"on a loaded machine it ends inside the yield on one side and outside on the other, and the poll after it differs with it",
+		func(d divergence, _ Step) bool {
+			return hasClass(d, "long-output") && (hasClass(d, "session") || hasClass(d, "poll"))
+		}},
+	{realharness.Codex, "stdout/stderr interleaving",
+		"without a tty Codex reads stdout and stderr from two pipes as they arrive: writes to both within the same instant " +
+			"(head's error and od's dump) interleave differently from run to run; the same bytes, in another order",
+		func(d divergence, _ Step) bool { return d.Step >= 0 && !hasClass(d, "tty") && sameBytes(d.Diff) }},
+	{realharness.Codex, "terminal in the harness's home",
+		"a tty command whose workdir is missing runs in HOME (portable-pty), which holds the harness's own state (~/.codex) in the recording " +
+			"and nothing in the replay",
+		func(d divergence, _ Step) bool { return hasClass(d, "tty") && hasClass(d, "odd-workdir") }},
+	{"", "background job against the replay's pace",
+		"a job started with & in one call writes its file 0.3 s later; the harness runs the next calls after model turns, the replay at once, " +
+			"so a call soon after sees the file in the recording and not in the replay (or the end state is taken before the job ends)",
+		func(d divergence, _ Step) bool { return strings.Contains(d.Diff, "bg-") }},
+}
+
+// hasClass says whether one of a divergence's input classes contains c.
+func hasClass(d divergence, c string) bool {
+	for _, k := range d.Classes {
+		if strings.Contains(k, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameBytes says whether a result difference (textDiff's) is the same bytes in another
+// order: equal lengths and an equal excerpt after sorting.
+func sameBytes(diff string) bool {
+	var lw, lg int
+	for _, line := range strings.Split(diff, "\n") {
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "lengths: harness %d, got %d", &lw, &lg); err == nil {
+			return lw == lg && lw > 0 && sortedExcerpts(diff)
+		}
+	}
+	return false
+}
+
+func sortedExcerpts(diff string) bool {
+	var h, g string
+	for _, line := range strings.Split(diff, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "harness: "); ok {
+			h = v
+		}
+		if v, ok := strings.CutPrefix(line, "got:     "); ok {
+			g = v
+		}
+	}
+	hb, gb := []byte(h), []byte(g)
+	slices.Sort(hb)
+	slices.Sort(gb)
+	return h != "" && string(hb) == string(gb)
+}
 
 func knownClass(harness, version string, d divergence, s Step) string {
 	for _, k := range knownDivergences {
-		if k.Harness == harness && k.Match(d, s) {
+		if (k.Harness == "" || k.Harness == harness) && k.Match(d, s) {
 			return k.Name
 		}
 	}
@@ -223,6 +286,11 @@ func report(t *testing.T, tl *tally) {
 	for _, k := range keys {
 		t.Logf("divergent class %s: %d", k, classes[k])
 	}
+	writeReport(t, tl)
+}
+
+// writeReport writes the tally to -gen.report's file for its harness version.
+func writeReport(t *testing.T, tl *tally) {
 	if *genReport == "" {
 		return
 	}
@@ -233,5 +301,125 @@ func report(t *testing.T, tl *tally) {
 	}
 	if err := os.WriteFile(path, bs, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+var genMarkdown = flag.String("gen.markdown", "", "TestGeneratedBoard: write the scoreboard of the -gen.report files as Markdown here")
+
+// TestGeneratedBoard writes the scoreboard of the reports TestGenerated wrote
+// (-gen.report PREFIX.json: PREFIX-HARNESS-VERSION.json): per harness, version and tool,
+// calls tried and identical, sequences with an identical end state, and every divergence
+// with its seed.
+func TestGeneratedBoard(t *testing.T) {
+	if *genMarkdown == "" || *genReport == "" {
+		t.Skip("needs -gen.report and -gen.markdown")
+	}
+	files, err := filepath.Glob(strings.TrimSuffix(*genReport, ".json") + "-*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no reports %s-*.json: %v", strings.TrimSuffix(*genReport, ".json"), err)
+	}
+	var tallies []*tally
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tl tally
+		if err := json.Unmarshal(b, &tl); err != nil {
+			t.Fatalf("decode %s: %v", f, err)
+		}
+		for i := range tl.Divergences { // with the classes of this checkout
+			tl.Divergences[i].Known = knownClass(tl.Harness, tl.Version, tl.Divergences[i], Step{})
+		}
+		tallies = append(tallies, &tl)
+	}
+	slices.SortFunc(tallies, func(a, b *tally) int {
+		return cmp.Or(strings.Compare(a.Harness, b.Harness), -table.CompareVersions(a.Version, b.Version))
+	})
+	if err := os.WriteFile(*genMarkdown, []byte(boardMarkdown(tallies)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// boardMarkdown renders tallies as the scoreboard's Markdown.
+func boardMarkdown(tallies []*tally) string {
+	var b strings.Builder
+	b.WriteString("| Harness | Version | Tool | Calls tried | Calls identical | % |\n|---|---|---|---:|---:|---:|\n")
+	for _, tl := range tallies {
+		tools := make([]string, 0, len(tl.Tools))
+		for k := range tl.Tools {
+			tools = append(tools, k)
+		}
+		slices.Sort(tools)
+		tried, same := 0, 0
+		for _, k := range tools {
+			tt := tl.Tools[k]
+			tried += tt.Tried
+			same += tt.Identical
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s |\n", tl.Harness, tl.Version, k, tt.Tried, tt.Identical, pct(tt.Identical, tt.Tried))
+		}
+		fmt.Fprintf(&b, "| %s | %s | **all** | **%d** | **%d** | **%s** |\n", tl.Harness, tl.Version, tried, same, pct(same, tried))
+	}
+	b.WriteString("\n| Harness | Version | Sequences | End states identical | % | Generator per 1,000 calls |\n|---|---|---:|---:|---:|---:|\n")
+	for _, tl := range tallies {
+		per := time.Duration(0)
+		if tl.GenCalls > 0 {
+			per = time.Duration(tl.GenNanos * 1000 / int64(tl.GenCalls))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %v |\n", tl.Harness, tl.Version, tl.Sequences, tl.EndsSame, pct(tl.EndsSame, tl.Sequences), per.Round(time.Microsecond))
+	}
+	b.WriteString("\nKnown divergence classes (not the executor's to fix):\n\n")
+	for _, k := range knownDivergences {
+		h := k.Harness
+		if h == "" {
+			h = "any harness"
+		}
+		fmt.Fprintf(&b, "- **%s** (%s): %s.\n", k.Name, h, k.Reason)
+	}
+	b.WriteString("\nDivergences left (seed, step, tool, input classes, what differs):\n\n")
+	n := 0
+	for _, tl := range tallies {
+		for _, d := range tl.Divergences {
+			n++
+			first, _, _ := strings.Cut(d.Diff, "\n")
+			known := ""
+			if d.Known != "" {
+				known = " — known: " + d.Known
+			}
+			fmt.Fprintf(&b, "- %s %s seed %d step %d `%s` %v: %s%s\n", tl.Harness, tl.Version, d.Seed, d.Step, d.Tool, d.Classes, first, known)
+		}
+	}
+	if n == 0 {
+		b.WriteString("- none\n")
+	}
+	return b.String()
+}
+
+func pct(a, b int) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", 100*float64(a)/float64(b))
+}
+
+// TestKnownClasses checks that the known classes take what they name and no more.
+func TestKnownClasses(t *testing.T) {
+	swapped := textDiff("head: 0000000\nerror reading 'x': Is a directory\n", "head: error reading 'x': Is a directory\n0000000\n")
+	other := textDiff("line 1\nline 2\n", "line 1\nline 3\n")
+	for _, tt := range []struct {
+		d    divergence
+		want string
+	}{
+		{divergence{Step: 3, Classes: []string{"binary-dump"}, Diff: swapped}, "stdout/stderr interleaving"},
+		{divergence{Step: 3, Classes: []string{"binary-dump", "tty"}, Diff: swapped}, ""},
+		{divergence{Step: 3, Classes: []string{"cat"}, Diff: other}, ""},
+		{divergence{Step: 3, Classes: []string{"session", "long-output"}, Diff: other}, "yield race"},
+		{divergence{Step: 3, Classes: []string{"session"}, Diff: other}, ""},
+		{divergence{Step: -1, Diff: "  missing: bg-1.txt"}, "background job against the replay's pace"},
+		{divergence{Step: -1, Diff: "  missing: notes.txt"}, ""},
+	} {
+		if got := knownClass(realharness.Codex, "0.171.0", tt.d, Step{}); got != tt.want {
+			t.Errorf("%v %q: class %q, want %q", tt.d.Classes, tt.d.Diff, got, tt.want)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // resolve is Pi's resolveToCwd: a leading "@" dropped, Unicode spaces made plain, "~"
@@ -248,6 +249,9 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, _ *tape.ToolResult
 	}
 	abs := s.resolve(path)
 	if err := syscall.Access(abs, 4|2); err != nil {
+		if !harnesses.Pi.Has(s.env.HarnessVersion, harnesses.PiEditErrorCode) {
+			return fail(call, "File not found: "+path)
+		}
 		return fail(call, fmt.Sprintf("Could not edit file: %s. Error code: %s.", path, errnoCode(err)))
 	}
 	b, err := os.ReadFile(abs)

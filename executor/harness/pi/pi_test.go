@@ -166,3 +166,12 @@ func TestNoopTools(t *testing.T) {
 
 // m is a tool call's input.
 type m = map[string]any
+
+// Before 0.71, edit of a file it cannot open said "File not found: P" (Pi 0.67.1).
+func TestEditOlderVersion(t *testing.T) {
+	f := harnesstest.New(t, pi.New(), "toolu_1", nil)
+	f.Env.HarnessVersion = "0.67.1"
+	assert.Equal(t, "File not found: gone.txt", f.Text("edit", map[string]any{"path": "gone.txt", "edits": []map[string]any{{"oldText": "a", "newText": "b"}}}, nil))
+	f.Env.HarnessVersion = "0.73.1"
+	assert.Equal(t, "Could not edit file: gone.txt. Error code: ENOENT.", f.Text("edit", map[string]any{"path": "gone.txt", "edits": []map[string]any{{"oldText": "a", "newText": "b"}}}, nil))
+}

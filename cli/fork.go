@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,10 +24,10 @@ func init() {
 
 // forkFlags are tapebox fork's flags.
 type forkFlags struct {
-	tapePath, thread, upstream, model, models, systemAppend, output, workdir, verify, pricesPath, sandbox string
-	at, jobs                                                                                              int
-	speed                                                                                                 float64
-	noWorkspace, asJSON, quiet, inPlace                                                                   bool
+	tapePath, thread, upstream, model, models, systemAppend, output, workdir, verify, pricesPath, sandbox, listen string
+	at, jobs                                                                                                      int
+	speed                                                                                                         float64
+	noWorkspace, asJSON, quiet, inPlace                                                                           bool
 }
 
 func runFork(ctx context.Context, env *Env, args []string) int {
@@ -78,6 +79,7 @@ failed to run; 2 for a usage error.`)
 	fs.BoolVar(&f.asJSON, "json", false, "print the result (or the --models table) as JSON on stdout; CMD's stdout then goes to stderr")
 	fs.BoolVar(&f.quiet, "quiet", false, "no log line per call")
 	allowTampered := allowTamperedFlag(fs)
+	fs.StringVar(&f.listen, "listen", "", "address the fork server listens on (default a free loopback port), for a harness configured by hand; with a fixed port, a codex CMD is also given the -c overrides of a provider that points there, as tapebox record does")
 	if code, done := parseCommand(env, fs, args); done {
 		return code
 	}
@@ -95,6 +97,20 @@ failed to run; 2 for a usage error.`)
 		return usageError(env, fs, "--jobs %d: want 1 or more", f.jobs)
 	case f.verify != "" && f.models == "":
 		return usageError(env, fs, "--verify goes with --models")
+	case f.listen != "" && (f.sandbox != "" || f.jobs > 1):
+		return usageError(env, fs, "--listen goes with a fork on this machine, one at a time (not with --sandbox or --jobs above 1)")
+	}
+	if f.listen != "" {
+		host, port, err := net.SplitHostPort(f.listen)
+		if err != nil {
+			return usageError(env, fs, "--listen %s: %v", f.listen, err)
+		}
+		if port != "0" {
+			if host == "" || host == "0.0.0.0" || host == "::" {
+				host = "127.0.0.1"
+			}
+			argv = codexProvider(argv, "http://"+net.JoinHostPort(host, port), os.Getenv("OPENAI_API_KEY") != "")
+		}
 	}
 	table, err := loadPrices(f.pricesPath)
 	if err != nil {
@@ -133,7 +149,7 @@ func (f *forkFlags) options(env *Env, rec *tape.Tape, argv []string, model, outp
 	return fork.Options{
 		Config: fork.Config{Recording: rec, Thread: f.thread, At: f.at, Upstream: f.upstream,
 			Overrides: fork.Overrides{Model: model, SystemAppend: f.systemAppend}, Output: output, Speed: f.speed, Logf: logf},
-		TapePath: f.tapePath, Workdir: workdir, NoWorkspace: f.noWorkspace, Command: argv, Sandbox: f.sandbox,
+		TapePath: f.tapePath, Workdir: workdir, NoWorkspace: f.noWorkspace, Command: argv, Sandbox: f.sandbox, Listen: f.listen,
 		Stdin: env.Stdin, Stdout: stdout, Stderr: env.Stderr,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -139,7 +140,7 @@ func TestInspectCost(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	// claude-opus-4-1 (100 in, 20 out, 5 cache read, 7 cache write: $0.00313875) + claude-sonnet-4-5
 	// (200, 30: $0.00105) in main, claude-haiku-4-5 (50, 5: $0.000075) in sub-1.
-	assert.Contains(t, stdout, "cost       $0.0043 (prices of 2026-05-15)")
+	assert.Contains(t, stdout, "cost       $0.0043 (prices of "+prices.Default().Date+")")
 	assert.Contains(t, stdout, "thread main: 2 steps, cost $0.0042")
 	assert.Contains(t, stdout, "(Task): 1 step, cost $0.0001")
 

@@ -66,7 +66,7 @@ func TestReadmeCommands(t *testing.T) {
 		}
 	}
 	// Verbs whose README commands some test runs (cli, test/e2e).
-	covered := []string{"bench", "compare", "completion", "dataset", "demo", "exec-binary", "export", "fork", "gateway",
+	covered := []string{"bench", "compare", "completion", "cost", "dataset", "demo", "exec-binary", "export", "fork", "gateway",
 		"import", "inspect", "record", "replay", "scan", "validate", "verify", "version", "view"}
 	for v := range seen {
 		if !slices.Contains(covered, v) {

@@ -373,6 +373,33 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 }
 
+// First is the report's first difference on one line, as a list of many tapes shows it (a
+// corpus replay's): where the replay stopped when it did not reach the end, else the first
+// tool call or result that differs, else the first change of the end state; "" for an
+// identical replay.
+func (r *Report) First() string {
+	switch {
+	case r.Identical:
+		return ""
+	case !r.ReachedEnd:
+		return fmt.Sprintf("did not reach the end: %d of %d steps replayed, ended %s", r.StepsReplayed, r.StepsRecorded, term.Excerpt(r.Ended, 200))
+	case len(r.Differences) > 0:
+		d := r.Differences[0]
+		where := fmt.Sprintf("thread %s step %d", d.Thread, d.Step)
+		if d.CallID != "" {
+			where += " call " + d.CallID
+			if d.Tool != "" {
+				where += " (" + d.Tool + ")"
+			}
+		}
+		a, b := diffExcerpts(d.Recorded, d.Replayed, 120)
+		return fmt.Sprintf("%s: %s differs: recorded %s, replayed %s", where, d.Field, a, b)
+	case len(r.EndState.Changes) > 0:
+		return "end state: " + term.Printable(r.EndState.Changes[0].String())
+	}
+	return "differs"
+}
+
 // ShortID is a tape id as a report shows it: its first 12 characters.
 func ShortID(id string) string {
 	if len(id) > 12 {

@@ -11,6 +11,7 @@ import (
 	"github.com/tapebox/tapebox/executor/protocol"
 	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // Options configure a replay in executor mode.
@@ -82,6 +83,9 @@ type Result struct {
 	Identifiers map[string]string
 	// RestoreTime is the start snapshot's restore; ManifestTime the end manifest's reading.
 	RestoreTime, ManifestTime time.Duration
+	// FirstResult is when the first tool call's result came back from the sandbox (by
+	// Options.Now); zero when no call ran.
+	FirstResult time.Time
 }
 
 // IncompleteError says which thread and step a replay could not play, and why.
@@ -122,7 +126,10 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 		return nil, errors.New("replay: the tape has no main thread")
 	}
 	p := &player{rec: rec, sb: sb, opts: opts, ids: match.NewIdentifiers(rec), start: opts.Now(), total: rec.Totals().Steps}
-	p.hello = protocol.Hello{Harness: rec.Meta.Harness, Cwd: opts.Cwd, Env: opts.Env}
+	p.hello = protocol.Hello{Harness: rec.Meta.Harness, Cwd: opts.Cwd, Env: opts.Env, HarnessVersion: rec.Meta.HarnessVersion}
+	if w := harnesses.VersionWarning(rec.Meta.Harness, rec.Meta.HarnessVersion); w != "" {
+		opts.Logf("warning: %s", w)
+	}
 	if p.hello.Env == nil {
 		p.hello.Env = map[string]string{}
 	}
@@ -144,14 +151,19 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 		s.hello.Version, s.hello.Protocol, s.hello.Harness, s.hello.Platform, p.policy.ParallelToolCalls, p.policy.SpawningTools)
 
 	err = p.playThread(ctx, main)
+	// A replay that ends says bye and gives the executor 5 seconds to exit; one that was
+	// stopped (Ctrl-C) does not wait for the calls in flight: closing the sandbox ends them.
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if ctx.Err() != nil {
+		cancel()
+	}
 	p.currentSession().close(closeCtx)
 	cancel()
 	if err == nil {
 		p.recordEndState(ctx)
 	}
 	res := &Result{RestoreTime: p.restoreTime, ManifestTime: p.manifestTime, Steps: p.steps, ToolCalls: p.calls, Restarts: p.restarts, Wall: opts.Now().Sub(p.start),
-		ToolTime: p.toolTime, ToolPath: ToolPath(p.out), ModelTime: p.modelTime, Identifiers: p.ids.Map()}
+		ToolTime: p.toolTime, ToolPath: ToolPath(p.out), ModelTime: p.modelTime, Identifiers: p.ids.Map(), FirstResult: p.firstResult}
 	if err != nil {
 		reason := tape.EndError
 		if errors.Is(err, context.Canceled) {
@@ -190,7 +202,8 @@ type player struct {
 	modelTime time.Duration
 
 	restoreTime, manifestTime time.Duration
-	total                     int // steps the tape holds, for Progress
+	total                     int       // steps the tape holds, for Progress
+	firstResult               time.Time // when the first call's result came back
 }
 
 // openOutput prepares the replay tape (see newReplayTape).
@@ -365,7 +378,7 @@ func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.
 		r := recorded
 		rp = &r
 	}
-	res, err := p.callWithRestart(ctx, c, rp)
+	res, err := p.callWithRestart(ctx, c, rp, !offered(st, c.Name))
 	if err != nil {
 		return tape.ToolResult{}, err
 	}
@@ -375,6 +388,21 @@ func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.
 		p.ids.Learn(match.Site{Thread: th.ID, Step: si}, match.Mask(h, recorded.Flat()), match.Mask(h, res.Flat()))
 	}
 	return res, nil
+}
+
+// offered says whether the request of step st offered the tool name: its tool list names
+// it, or the list is empty (a request that offered no tools at all, or whose body the
+// recorder did not keep, tells nothing).
+func offered(st *tape.Step, name string) bool {
+	if len(st.Request.Tools) == 0 {
+		return true
+	}
+	for _, t := range st.Request.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // playChild plays the thread spawned by call c and returns the spawning call's result: the
@@ -412,16 +440,19 @@ func (p *player) currentSession() *session {
 // callWithRestart runs a call, restarting a dead executor session (background tasks live on
 // the sandbox's disk, so a new session still answers for them). A call that times out gets
 // an error result.
-func (p *player) callWithRestart(ctx context.Context, c tape.ToolCall, recorded *tape.ToolResult) (tape.ToolResult, error) {
+func (p *player) callWithRestart(ctx context.Context, c tape.ToolCall, recorded *tape.ToolResult, notOffered bool) (tape.ToolResult, error) {
 	for {
 		s := p.currentSession()
 		cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-		res, err := s.call(cctx, c, recorded)
+		res, err := s.call(cctx, c, recorded, notOffered)
 		cancel()
 		var ee *ExecutorError
 		switch {
 		case err == nil:
 			p.mu.Lock()
+			if p.calls == 0 {
+				p.firstResult = p.opts.Now()
+			}
 			p.calls++
 			if res.DurationMS != nil {
 				p.toolTime += msDur(*res.DurationMS)

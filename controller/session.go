@@ -214,7 +214,7 @@ func (s *session) deliver(id string, r reply) {
 }
 
 // call runs one tool call. It returns errSessionDied (wrapped) when the session ended first.
-func (s *session) call(ctx context.Context, c tape.ToolCall, recorded *tape.ToolResult) (tape.ToolResult, error) {
+func (s *session) call(ctx context.Context, c tape.ToolCall, recorded *tape.ToolResult, notOffered bool) (tape.ToolResult, error) {
 	id := strconv.FormatUint(s.nextID.Add(1), 10)
 	ch := make(chan reply, 1)
 	s.mu.Lock()
@@ -224,7 +224,7 @@ func (s *session) call(ctx context.Context, c tape.ToolCall, recorded *tape.Tool
 	}
 	s.pending[id] = ch
 	s.mu.Unlock()
-	if err := s.enc.Encode(protocol.Call{Op: protocol.OpCall, ID: id, Call: c, Recorded: recorded}); err != nil {
+	if err := s.enc.Encode(protocol.Call{Op: protocol.OpCall, ID: id, Call: c, Recorded: recorded, NotOffered: notOffered}); err != nil {
 		s.mu.Lock()
 		delete(s.pending, id)
 		s.mu.Unlock()

@@ -151,7 +151,7 @@ func (s *server) hello(h *protocol.Hello) {
 		s.sendError(nil, "hello: "+err.Error())
 		return
 	}
-	env.Tools, env.HarnessVersion = h.Tools, h.HarnessVersion
+	env.HarnessVersion = h.HarnessVersion
 	s.sess = mod.NewSession(env)
 	s.logf("session open: harness %s, cwd %s, state %s", mod.Name(), env.Cwd, env.State.Path)
 	s.send(protocol.HelloReply{
@@ -179,7 +179,12 @@ func (s *server) call(ctx context.Context, c *protocol.Call) {
 	s.wg.Add(1)
 	run := func() {
 		defer s.wg.Done()
-		res := Run(ctx, s.sess, c.Call, c.Recorded)
+		var res tape.ToolResult
+		if u, ok := s.sess.(harness.Unoffered); ok && c.NotOffered {
+			res = Run(ctx, notOffered{u}, c.Call, c.Recorded)
+		} else {
+			res = Run(ctx, s.sess, c.Call, c.Recorded)
+		}
 		s.mu.Lock()
 		delete(s.inflight, id)
 		s.mu.Unlock()
@@ -211,6 +216,15 @@ func Run(ctx context.Context, sess harness.Session, call tape.ToolCall, recorded
 	}()
 	return sess.Run(ctx, call, recorded)
 }
+
+// notOffered runs every call as a call to a tool the recording did not offer.
+type notOffered struct{ u harness.Unoffered }
+
+func (n notOffered) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	return n.u.NotOffered(ctx, call, rec)
+}
+
+func (n notOffered) Close() error { return nil }
 
 // Call runs a single call request without a session (tapebox-exec call): harness and cwd
 // stand in for hello, and the state directory is stateDir or, when nil, the one a session on

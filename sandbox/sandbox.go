@@ -464,6 +464,20 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	return s.b.Close(ctx, open)
 }
 
+// Kill is Close for a sandbox whose work is abandoned (a replay stopped with Ctrl-C): the
+// commands still running get no grace period to finish, they are killed at once, and then
+// the sandbox is closed as Close does.
+func (s *Sandbox) Kill(ctx context.Context) error {
+	s.mu.Lock()
+	for sess := range s.sessions {
+		if sess.kill != nil {
+			sess.kill()
+		}
+	}
+	s.mu.Unlock()
+	return s.Close(ctx)
+}
+
 // CloseSessions closes sessions concurrently (each may wait its grace period): what a
 // Backend's Close does with the sessions still open.
 func CloseSessions(open []*Session) {

@@ -357,3 +357,17 @@ func TestBrowserNothingLearned(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("replay: thread %s, step %d  ≠ differs", thread, stepIdx), r.RepTitle, "and opens")
 	})
 }
+
+// A tape whose model has no price says so in the header (cost unknown, no price for the
+// model) and in each step's detail, naming the model and the table's date.
+func TestBrowserUnpriced(t *testing.T) {
+	browserEnv(t)
+	rec := readFile(t, "../testdata/replay/codex.json")
+	tp, err := tape.Unmarshal(rec)
+	require.NoError(t, err)
+	var r basicReport
+	drive(t, "basic", map[string]any{"page": writePage(t, t.TempDir(), "codex", rec, nil), "thread": tp.Main().ID, "index": 0}, &r)
+	assert.Contains(t, r.Header, "cost unknown (prices of ")
+	assert.Contains(t, r.Header, "; no price for fake-model)")
+	assert.Regexp(t, `costunknown: the price table of \d{4}-\d\d-\d\d has no price for fake-model`, r.DetailText)
+}

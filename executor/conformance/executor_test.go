@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,11 +53,12 @@ type session struct {
 	dec    *protocol.Decoder
 	stderr bytes.Buffer
 	next   int
+	tools  []string // the tools the request offered; nil: unknown, every call runs
 }
 
 // startSession starts the executor and says hello for harness in cwd.
 func startSession(ctx context.Context, bin, harness, version, cwd, home string, tools []string) (*session, error) {
-	s := &session{}
+	s := &session{tools: tools}
 	s.cmd = exec.CommandContext(ctx, bin, "serve")
 	s.cmd.Dir = cwd
 	s.cmd.Stderr = &s.stderr
@@ -78,7 +80,7 @@ func startSession(ctx context.Context, bin, harness, version, cwd, home string, 
 	if home != "" {
 		vars["HOME"] = home
 	}
-	if err := s.enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: harness, Cwd: cwd, Env: vars, Tools: tools, HarnessVersion: version}); err != nil {
+	if err := s.enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: harness, Cwd: cwd, Env: vars, HarnessVersion: version}); err != nil {
 		s.close()
 		return nil, fmt.Errorf("send hello: %w", err)
 	}
@@ -105,7 +107,7 @@ func (s *session) call(c tape.ToolCall) (tape.ToolResult, error) { return s.call
 func (s *session) callRecorded(c tape.ToolCall, recorded *tape.ToolResult) (tape.ToolResult, error) {
 	s.next++
 	id := fmt.Sprint(s.next)
-	if err := s.enc.Encode(protocol.Call{Op: protocol.OpCall, ID: id, Call: c, Recorded: recorded}); err != nil {
+	if err := s.enc.Encode(protocol.Call{Op: protocol.OpCall, ID: id, Call: c, Recorded: recorded, NotOffered: s.tools != nil && !slices.Contains(s.tools, c.Name)}); err != nil {
 		return tape.ToolResult{}, fmt.Errorf("send call: %w", err)
 	}
 	env, err := s.dec.Decode()

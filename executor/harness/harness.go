@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -69,6 +68,14 @@ type Immediate interface {
 	Immediate(call tape.ToolCall) bool
 }
 
+// Unoffered is implemented by sessions that know how their harness answers a call to a
+// tool the recorded request did not offer (protocol.Call.NotOffered). NotOffered returns
+// that answer, or, for a tool the harness may still run unlisted (one it loads on demand),
+// the same as Run. A session without it runs every call as usual.
+type Unoffered interface {
+	NotOffered(ctx context.Context, call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult
+}
+
 // Tools is a module's table of the tools it performs, each a function on its session S;
 // every tool not in it is a Noop, which replays its recorded result.
 type Tools[S any] map[string]func(s S, ctx context.Context, call tape.ToolCall, recorded *tape.ToolResult) tape.ToolResult
@@ -98,15 +105,10 @@ type Env struct {
 	Environ []string
 	// Tasks runs background commands in State.
 	Tasks *action.Tasks
-	// Tools are the tools the recorded request offered (hello's "tools"); nil when unknown.
-	Tools []string
-	// HarnessVersion is the tape's harness version (hello's "harness_version"); "" when
-	// unknown.
+	// HarnessVersion is the recording's harness version (hello's harness_version), or "":
+	// a module words results the way that version does where versions differ.
 	HarnessVersion string
 }
-
-// Offered says whether the recorded request offered tool: true when the list is unknown.
-func (e *Env) Offered(tool string) bool { return e.Tools == nil || slices.Contains(e.Tools, tool) }
 
 // NewEnv returns the Env for a hello: cwd made absolute, stateDir defaulting to
 // DefaultStateDir(cwd), env added to the executor's own environment. It creates nothing.

@@ -57,7 +57,6 @@ func (h Hello) appendLine(b []byte) ([]byte, error) {
 	b = jsonlex.AppendString(append(b, `,"cwd":`...), h.Cwd, false)
 	b, _ = jsonlex.AppendValue(append(b, `,"env":`...), h.Env, "") // a map of strings cannot fail
 	b = appendOptString(append(b, `,"state_dir":`...), h.StateDir)
-	b, _ = jsonlex.AppendValue(append(b, `,"tools":`...), h.Tools, "") // strings cannot fail
 	if h.HarnessVersion != "" {
 		b = jsonlex.AppendString(append(b, `,"harness_version":`...), h.HarnessVersion, false)
 	}

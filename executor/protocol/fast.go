@@ -29,6 +29,9 @@ func appendCall(b []byte, c *Call) ([]byte, bool) {
 		b, rok = tape.AppendToolResult(b, c.Recorded)
 		ok = ok && rok
 	}
+	if c.NotOffered {
+		b = append(b, `,"not_offered":true`...)
+	}
 	return append(b, "}\n"...), ok
 }
 
@@ -240,7 +243,7 @@ func (s *scanner) fields(names []string, targets ...any) {
 // The keys of the objects of a call and a result.
 var (
 	resultKeys     = []string{"op", "id", "result"}
-	callKeys       = []string{"op", "id", "call", "recorded"}
+	callKeys       = []string{"op", "id", "call", "recorded", "not_offered"}
 	toolCallKeys   = []string{"id", "name", "input", "kind", "namespace"}
 	toolResultKeys = []string{"tool_call_id", "content", "is_error", "duration_ms", "copied_from_tape"}
 	blockKeys      = []string{"type", "text", "id", "name", "input", "tool_call_id", "content", "is_error", "raw"}
@@ -291,7 +294,7 @@ func decodeCall(line []byte, c *Call) bool {
 			s.toolResult(c.Recorded)
 		}
 	}
-	s.fields(callKeys, &c.Op, &c.ID, call, recorded)
+	s.fields(callKeys, &c.Op, &c.ID, call, recorded, &c.NotOffered)
 	s.end()
 	return s.ok
 }

@@ -27,6 +27,7 @@ var (
 		{Op: OpCall, ID: "é\"\\\x01\x7f\u2028\u2029😀", Call: tape.ToolCall{ID: "bad\xffutf8", Name: "Bash", Input: json.RawMessage(`"just a string"`)},
 			Recorded: &tape.ToolResult{Content: []tape.Block{}, IsError: true, DurationMS: ms(12.345)}},
 		{Op: OpCall, ID: "3", Call: tape.ToolCall{Name: "Read"}},
+		{Op: OpCall, ID: "5", Call: tape.ToolCall{ID: "g", Name: "Glob", Input: json.RawMessage(`{}`)}, NotOffered: true},
 		{Op: OpCall, ID: "4", Call: tape.ToolCall{ID: "t", Name: "Agent", Input: json.RawMessage(`{}`)},
 			Recorded: &tape.ToolResult{ToolCallID: "t", DurationMS: ms(1e-7), Content: []tape.Block{
 				{Type: "tool_use", ID: "u", Name: "n", Input: json.RawMessage(`{"a": 1}`)},
@@ -161,12 +162,12 @@ func TestFastFieldsKnown(t *testing.T) {
 		v    any
 		keys string
 	}{
-		{Call{}, "op id call recorded"},
+		{Call{}, "op id call recorded not_offered,omitempty"},
 		{Result{}, "op id result"},
 		{tape.ToolCall{}, "id name input kind,omitempty namespace,omitempty"},
 		{tape.ToolResult{}, "tool_call_id content is_error duration_ms copied_from_tape,omitempty"},
 		{tape.Block{}, "type text,omitempty id,omitempty name,omitempty input,omitempty tool_call_id,omitempty content,omitempty is_error,omitempty raw,omitempty"},
-		{Hello{}, "op harness cwd env state_dir tools harness_version,omitempty"},
+		{Hello{}, "op harness cwd env state_dir harness_version,omitempty"},
 		{HelloReply{}, "op ok version protocol harness cwd policy platform"},
 		{Policy{}, "parallel_tool_calls spawning_tools"},
 		{Bye{}, "op ok,omitempty"},

@@ -9,8 +9,8 @@
 //
 // Controller to executor:
 //
-//	{"op":"hello","harness":"claude-code","cwd":"/app","env":{},"state_dir":null,"tools":null}
-//	{"op":"call","id":"7","call":{ToolCall},"recorded":{ToolResult}|null}
+//	{"op":"hello","harness":"claude-code","cwd":"/app","env":{},"state_dir":null,"harness_version":"2.1.332"}
+//	{"op":"call","id":"7","call":{ToolCall},"recorded":{ToolResult}|null,"not_offered":true}
 //	{"op":"bye"}
 //
 // Executor to controller:
@@ -38,6 +38,8 @@
 //   - call and result carry the tape's own ToolCall and ToolResult records (package tape).
 //     recorded is the tape's result for the call; tools whose effect is not in the sandbox
 //     replay it verbatim. A tool with no recorded result that needs one gets an error result.
+//     not_offered (omitted when false) says the recorded request did not offer the tool.
+//     harness_version (omitted when unknown) is the recording's harness version.
 //   - A failed tool is a result with is_error true. An error message means the executor
 //     could not run the request at all (malformed JSON, unknown op, unknown harness ...);
 //     it carries the call's id when one could be read, else null.
@@ -75,12 +77,8 @@ type Hello struct {
 	// StateDir holds background tasks and saved outputs; nil means the default in the
 	// sandbox's temporary directory (see the package doc).
 	StateDir *string `json:"state_dir"`
-	// Tools names the tools the recorded request offered the model, when the tape has it:
-	// a harness module answers a call of any other tool as the harness answers a tool it
-	// does not have. Null (or omitted) means unknown: every tool the module knows runs.
-	Tools []string `json:"tools"`
-	// HarnessVersion is the tape's meta.harness_version, for limits and formats that
-	// changed between versions; empty means unknown (the newest the module knows).
+	// HarnessVersion is the recording's meta.harness_version, when known: a module words
+	// results the way that version does where versions differ.
 	HarnessVersion string `json:"harness_version,omitempty"`
 }
 
@@ -110,6 +108,10 @@ type Call struct {
 	ID       string           `json:"id"`
 	Call     tape.ToolCall    `json:"call"`
 	Recorded *tape.ToolResult `json:"recorded"`
+	// NotOffered says the recorded request that asked for the call did not offer its tool
+	// (its tool list names others): the module answers as its harness answers a tool it
+	// does not have, where it knows how.
+	NotOffered bool `json:"not_offered,omitempty"`
 }
 
 // Result answers a Call (executor to controller).

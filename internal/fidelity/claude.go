@@ -25,8 +25,6 @@ var Claude = Grammar{
 // claudeClasses are the divergences of Claude Code the executor does not reproduce, each
 // with its reason.
 var claudeClasses = []Class{
-	{Name: "open: tool not offered", Tool: "", Text: regexp.MustCompile(`No such tool available`),
-		Reason: "executor bug (open): it runs a tool the recorded request did not offer; the harness refuses it"},
 	{Name: "open: NotebookEdit of an unread notebook", Tool: "NotebookEdit",
 		Reason: "executor bug (open): Claude Code checks that the notebook was read before it checks that it exists"},
 	{Name: "open: Bash timeout", Tool: "Bash", Text: regexp.MustCompile(`timed out|timeout`),

@@ -194,3 +194,49 @@ func shrinkAndSave(t *testing.T, g Grammar, target Target, o *Outcome) {
 	}
 	t.Logf("shrunk %s to %d calls, %d files: %s", o.Seq.Name(), len(small.Calls), len(small.Files), name)
 }
+
+// TestRegressions replays every case saved under testdata/ (shrunk divergences, and cases
+// written by hand for a fixed cause) through the real harness and the executor: each must
+// replay identical, or show only its Known class.
+func TestRegressions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real harnesses; not in -short")
+	}
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no regression cases in testdata/ (%v)", err)
+	}
+	realharness.Need(t, realharness.Claude)
+	lock(t)
+	for _, file := range files {
+		seq, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range suites() {
+			if s.grammar.Harness != seq.Harness {
+				continue
+			}
+			for _, target := range s.targets {
+				if seq.Version != "" && seq.Version != target.Version {
+					continue
+				}
+				t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+target.Version, func(t *testing.T) {
+					target.Keep = *keepFlag
+					o := Run(t.Context(), target, seq, s.grammar.Classes)
+					if o.Err != nil {
+						t.Fatal(o.Err)
+					}
+					if len(o.Calls) != len(seq.Calls) {
+						t.Errorf("the harness made %d calls, the case has %d", len(o.Calls), len(seq.Calls))
+					}
+					for _, d := range o.Divergences {
+						if seq.Known == "" || d.Class != seq.Known {
+							t.Errorf("%s", d)
+						}
+					}
+				})
+			}
+		}
+	}
+}

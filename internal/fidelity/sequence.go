@@ -72,6 +72,9 @@ type Grammar struct {
 // Sequence is one generated run: the starting workspace and the model's tool calls.
 type Sequence struct {
 	Harness string `json:"harness"`
+	// Version, in a saved regression case, is the harness version it runs against; empty
+	// means every version the generator runs.
+	Version string `json:"version,omitempty"`
 	// Seed is what Generate drew the sequence from (0 for a sequence edited by hand or by
 	// Shrink: see Origin).
 	Seed uint64 `json:"seed"`

@@ -226,6 +226,7 @@ func (l *Backend) Start(ctx context.Context, argv []string) (*sandbox.Session, e
 		}
 		s.Finish(err)
 	}()
+	s.SetKill(func() { _ = cmd.Process.Kill() })
 	s.SetStop(func() error {
 		_ = stdin.Close()
 		select {

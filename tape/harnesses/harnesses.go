@@ -21,8 +21,9 @@ type Harness struct {
 	// <environment_context> block that does ("<cwd>/app</cwd>"). Either may be empty.
 	CwdLines   []string
 	CwdElement string
-	// Checked are the versions the executor's module was checked against by the
-	// differential tests (executor/conformance), oldest first.
+	// Checked are the versions the executor's module was checked against (conformance
+	// fixtures, internal/fidelity's scoreboard), oldest first. A tape of another version
+	// still replays, with one warning naming the nearest (VersionWarning).
 	Checked []string
 	// Since names behaviours that changed between versions, each with the first version
 	// that has it; a module asks Has with the tape's meta.harness_version.
@@ -68,6 +69,7 @@ var ClaudeCode = Harness{
 		{Name: "agent id to continue with SendMessage", Expr: `use SendMessage with to: '([A-Za-z0-9_\-]+)'`},
 	},
 	CwdLines: []string{"Primary working directory:", "Working directory:"},
+	Checked:  []string{"2.0.77", "2.1.332"},
 }
 
 // Codex is OpenAI's Codex CLI.
@@ -167,3 +169,19 @@ func SpawningTools() []string {
 	add(OtherSpawningTools)
 	return out
 }
+
+// VersionWarning returns the warning a replay of a tape recorded with version of harness
+// gives when the executor was not checked against that version ("" when it was, when the
+// version or the harness is unknown, or when the table lists no checked version).
+func VersionWarning(harness, version string) string {
+	h, ok := Lookup(harness)
+	if !ok || version == "" || len(h.Checked) == 0 {
+		return ""
+	}
+	nearest, exact := h.Nearest(version)
+	if exact {
+		return ""
+	}
+	return "the tape was recorded with " + harness + " " + version + ", which the executor was not checked against; it replays it as the nearest version checked, " + nearest
+}
+

@@ -191,7 +191,7 @@ func isK8sClient(path string) bool {
 // uses them (the CLI, testkit, a test) links the backends it wants.
 // A name ending in "/..." is the package and every package below it.
 var backendClients = []string{"sandbox", "sandbox/local", "sandbox/internal/...", "controller/...", "compare/...", "match/...", "gateway/...", "dataset/...",
-	"tape/...", "fork/...", "corpus/...", "workspace/...", "schema/...", "prices/...", "interop/...", "executor/..."}
+	"tape/...", "fork/...", "corpus/...", "replay/...", "workspace/...", "schema/...", "prices/...", "interop/...", "executor/..."}
 
 // TestNoBackendClients holds the split of package sandbox: none of backendClients, nor any
 // package under them, depends on the Docker client or client-go, however indirectly; and the

@@ -156,11 +156,11 @@
     part("duration", fmtMS(rec.totals.duration_ms));
     const u = rec.totals.usage;
     part("tokens", `${fmtInt(u.input_tokens)} in, ${fmtInt(u.output_tokens)} out, ${fmtInt(u.cache_read_input_tokens)} cache read, ${fmtInt(u.cache_creation_input_tokens)} cache write`);
-    meta.append(el("span", null, "cost ", el("b", { id: "cost", text: fmtUSD(rec.cost.usd) }),
+    meta.append(el("span", { class: rec.cost.unpriced.length ? "unpriced" : "" }, "cost ", el("b", { id: "cost", text: fmtUSD(rec.cost.usd) }),
       ` (prices of ${rec.cost.prices_date}${rec.cost.unpriced.length ? "; no price for " + rec.cost.unpriced.map((x) => x || "(no model)").join(", ") : ""})`));
     if (IX.replay) {
       const rf = IX.replay.meta.forked_from;
-      meta.append(el("div", { id: "beside" }, "beside: ", el("b", { text: IX.replay.path }), ` (${rf ? "a fork: " + forkText(rf) + "; " : ""}tape ${IX.replay.meta.tape_id}, ${IX.replay.totals.steps} steps, ended ${IX.replay.meta.ended ? IX.replay.meta.ended.reason : "running or cut short"}, cost ${fmtUSD(IX.replay.cost.usd)})`));
+      meta.append(el("div", { id: "beside" }, "beside: ", el("b", { text: IX.replay.path }), ` (${rf ? "a fork: " + forkText(rf) + "; " : ""}tape ${IX.replay.meta.tape_id}, ${IX.replay.totals.steps} steps, ended ${IX.replay.meta.ended ? IX.replay.meta.ended.reason : "running or cut short"}, cost ${fmtUSD(IX.replay.cost.usd)}${IX.replay.cost.unpriced.length ? ": no price for " + IX.replay.cost.unpriced.map((x) => x || "(no model)").join(", ") : ""})`));
     }
     const v = $("verdict");
     if (IX.compare) {
@@ -620,7 +620,7 @@
     kv("timing", `sent ${fmtMS(s.req)}, first byte +${fmtMS(s.fb - s.req)}, last byte +${fmtMS(s.lb - s.req)}` + (s.next != null ? `, tool gap ${fmtMS(s.next - s.lb)}, next request at ${fmtMS(s.next)}` : ", last step of its thread"));
     kv("stop reason", s.stop || "–");
     kv("usage", `${fmtInt(u[0])} in, ${fmtInt(u[1])} out (${fmtInt(u[4])} reasoning), ${fmtInt(u[2])} cache read, ${fmtInt(u[3])} cache write`);
-    kv("cost", `${fmtUSD(s.usd)} (prices of ${t.cost.prices_date})`);
+    kv("cost", s.usd == null ? `unknown: the price table of ${t.cost.prices_date} has no price for ${s.model || "(no model)"} (tapebox view --prices FILE)` : `${fmtUSD(s.usd)} (prices of ${t.cost.prices_date})`);
     if (d.params && Object.keys(d.params).length) kv("params", Object.entries(d.params).filter(([k]) => k !== "model").map(([k, v]) => k + "=" + JSON.stringify(v)).join(", ") || "–");
     kids.push(dl);
     for (const df of diffs.filter((x) => !x.call_id || (x.field !== "tool_result" && x.field !== "tool_call.input"))) {

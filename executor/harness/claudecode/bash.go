@@ -96,7 +96,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	stdout = strings.TrimRight(stdout, " \t\r\n\v\f")
 	stdout = s.limitOutput(stdout)
 	text := strings.Join(nonEmpty([]string{stdout, resetNote}), "\n")
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && !s.before("2.1") {
 		text = "(Bash completed with no output)"
 	}
 	return harness.Text(call, text, false)
@@ -217,7 +217,7 @@ func truncate(s string, limit int) string {
 	return fmt.Sprintf("%s\n... [%d lines truncated] ...", s[:cut], n)
 }
 
-var bgRecorded = regexp.MustCompile(`(?s)^Command running in background with ID: (\S+?)\. Output is being written to: (.+?\.output)\.(.*)$`)
+var bgRecorded = regexp.MustCompile(`(?s)^Command running in background with ID: (\S+?)\. Output is being written to: (.+?\.output)(?:\.(.*))?$`)
 
 const bgDefaultTail = " You will be notified when it completes. To check interim output, use Read on that file path."
 
@@ -239,11 +239,17 @@ func (s *session) bashBackground(ctx context.Context, call tape.ToolCall, in bas
 	if strings.HasPrefix(rt, "Command running in background with ID: ") && !strings.Contains(rt, "Output is being written to") {
 		return harness.Text(call, "Command running in background with ID: "+st.ID, false)
 	}
-	tail := bgDefaultTail
-	if m := bgRecorded.FindStringSubmatch(rt); m != nil {
-		tail = m[3]
+	tail := "." + bgDefaultTail
+	if m := bgRecorded.FindStringSubmatchIndex(rt); m != nil {
+		// Claude Code 2.0 ends at the path; 2.1 goes on with advice.
+		tail = ""
+		if m[6] >= 0 {
+			tail = "." + rt[m[6]:m[7]]
+		}
+	} else if s.before("2.1") {
+		tail = ""
 	}
-	return harness.Text(call, fmt.Sprintf("Command running in background with ID: %s. Output is being written to: %s.%s",
+	return harness.Text(call, fmt.Sprintf("Command running in background with ID: %s. Output is being written to: %s%s",
 		st.ID, s.env.Tasks.OutputPath(st.ID), tail), false)
 }
 
@@ -329,7 +335,11 @@ type killInput struct {
 	TaskID  string `json:"task_id"`
 }
 
-func (s *session) killShell(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+func (s *session) killShell(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	if s.since("2.1") {
+		// Claude Code 2.1 keeps KillShell as another name of TaskStop ("No task found").
+		return s.taskStop(ctx, call, rec)
+	}
 	var in killInput
 	st, r, ok := s.decodeTask(call, rec, &in, "shell", &in.ShellID)
 	if !ok {

@@ -57,6 +57,30 @@ func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolRes
 	return tools.Run(s, ctx, call, rec)
 }
 
+var _ harness.Unoffered = (*session)(nil)
+
+// deferred are the tools Claude Code 2.1 loads on demand (through ToolSearch): a request
+// need not list them for the model to call them, and a call runs.
+var deferred = map[string]bool{"NotebookEdit": true, "TaskOutput": true, "TaskStop": true, "KillShell": true}
+
+// NotOffered answers a call to a tool the recorded request did not offer as Claude Code
+// does (captured from 2.1.332 and 2.0.77 by internal/fidelity): "No such tool available",
+// with a pointer to Bash for Glob and Grep. A tool this module does not perform replays its
+// recorded result, and a tool loaded on demand runs, as with any call.
+func (s *session) NotOffered(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	if _, performed := tools[call.Name]; !performed || deferred[call.Name] {
+		return s.Run(ctx, call, rec)
+	}
+	msg := "Error: No such tool available: " + call.Name
+	switch call.Name {
+	case "Glob":
+		msg += ". Glob is not available in this session \u2014 find files with `find` via the Bash tool instead."
+	case "Grep":
+		msg += ". Grep is not available in this session \u2014 search file contents with `grep` via the Bash tool instead."
+	}
+	return toolUseError(call, msg)
+}
+
 // Immediate says a call is a Noop: it replays its recorded result at once.
 func (s *session) Immediate(call tape.ToolCall) bool { return tools.Immediate(call) }
 
@@ -135,6 +159,19 @@ func asRecorded(r tape.ToolResult, rec *tape.ToolResult) tape.ToolResult {
 		r.Content[0].Text = strings.TrimSuffix(strings.TrimPrefix(t, "<tool_use_error>"), "</tool_use_error>")
 	}
 	return r
+}
+
+// since says the recording names its harness version and it is version v or later
+// ("2.1" covers 2.1.0 on). A recording without a version gets false: the module then
+// words results as it did before hello carried versions, picking between wordings from
+// the recorded result where it can.
+func (s *session) since(v string) bool {
+	return s.env.HarnessVersion != "" && harnesses.CompareVersions(s.env.HarnessVersion, v) >= 0
+}
+
+// before says the recording names its harness version and it is older than v.
+func (s *session) before(v string) bool {
+	return s.env.HarnessVersion != "" && harnesses.CompareVersions(s.env.HarnessVersion, v) < 0
 }
 
 func pluralize(n int, word string) string {

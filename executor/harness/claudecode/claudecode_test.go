@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/harness/claudecode"
 	"github.com/tapebox/tapebox/internal/testutil/harnesstest"
 	"github.com/tapebox/tapebox/tape"
@@ -356,4 +357,55 @@ func TestMissingParameters(t *testing.T) {
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	assert.Equal(t, "a\n", string(b), "a refused call changed the file")
+}
+
+// TestNotOffered: a call to a tool the recorded request did not offer gets Claude Code's
+// answer (captured from 2.1.332 by internal/fidelity, testdata/claude-code-not-offered.json),
+// a tool loaded on demand still runs, and a Noop tool replays its recording.
+func TestNotOffered(t *testing.T) {
+	env, err := harness.NewEnv(t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	env.HarnessVersion = "2.1.332"
+	sess := claudecode.New().NewSession(env)
+	defer sess.Close()
+	u, ok := sess.(harness.Unoffered)
+	require.True(t, ok, "the Claude Code session answers calls to tools not offered")
+	require.NoError(t, os.WriteFile(filepath.Join(env.Cwd, "a.txt"), []byte("alpha\n"), 0o644))
+	call := func(name string, input m) tape.ToolCall {
+		b, err := json.Marshal(input)
+		require.NoError(t, err)
+		return tape.ToolCall{ID: "toolu_1", Name: name, Input: b}
+	}
+	for _, tt := range []struct {
+		tool  string
+		input m
+		want  string
+		isErr bool
+	}{
+		{"Glob", m{"pattern": "*.txt"}, "<tool_use_error>Error: No such tool available: Glob. Glob is not available in this session — find files with `find` via the Bash tool instead.</tool_use_error>", true},
+		{"Grep", m{"pattern": "alpha"}, "<tool_use_error>Error: No such tool available: Grep. Grep is not available in this session — search file contents with `grep` via the Bash tool instead.</tool_use_error>", true},
+		{"MultiEdit", m{"file_path": filepath.Join(env.Cwd, "a.txt"), "edits": []m{{"old_string": "alpha", "new_string": "ALPHA"}}}, "<tool_use_error>Error: No such tool available: MultiEdit</tool_use_error>", true},
+		{"BashOutput", m{"bash_id": "abc"}, "<tool_use_error>Error: No such tool available: BashOutput</tool_use_error>", true},
+		// Loaded on demand: it runs (2.1's KillShell is TaskStop).
+		{"KillShell", m{"shell_id": "abc"}, "No task found with ID: abc", true},
+		// Not performed: the recording's result.
+		{"WebFetch", m{"url": "http://x"}, "fetched", false},
+	} {
+		t.Run(tt.tool, func(t *testing.T) {
+			var rec *tape.ToolResult
+			if tt.tool == "WebFetch" {
+				rec = recorded("fetched", false)
+			}
+			res := u.NotOffered(t.Context(), call(tt.tool, tt.input), rec)
+			assert.Equal(t, tt.want, res.Text())
+			assert.Equal(t, tt.isErr, res.IsError)
+		})
+	}
+	b, err := os.ReadFile(filepath.Join(env.Cwd, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "alpha\n", string(b), "the MultiEdit that was not offered changed nothing")
+
+	// Offered, the same calls run.
+	res := sess.Run(t.Context(), call("Grep", m{"pattern": "alpha"}), nil)
+	assert.Equal(t, "Found 1 file\na.txt", res.Text())
 }

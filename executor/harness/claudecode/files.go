@@ -39,6 +39,9 @@ const (
 var imageTypes = map[string]string{".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
 
 func (s *session) notExist(call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	if s.before("2.1") {
+		return asRecorded(toolUseError(call, "File does not exist."), rec)
+	}
 	return asRecorded(harness.Text(call, "File does not exist. Note: your current working directory is "+s.currentDir()+".", true), rec)
 }
 
@@ -130,6 +133,8 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 			ext = "(no extension)"
 		}
 		return asRecorded(toolUseError(call, fmt.Sprintf(binaryReadNote, ext)), rec)
+	case err != nil && strings.Contains(err.Error(), "is a directory") && s.before("2.1"):
+		return asRecorded(harness.Text(call, "EISDIR: illegal operation on a directory, read", true), rec)
 	case err != nil && strings.Contains(err.Error(), "is a directory"):
 		return asRecorded(harness.Text(call, "EISDIR: illegal operation on a directory, read '"+path+"'", true), rec)
 	case err != nil:
@@ -156,8 +161,14 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 			fmt.Fprintf(&b, "%d\t%s", ft.Offset+i, l)
 		}
 	}
+	if s.before("2.1") {
+		b.WriteString(malwareReminder)
+	}
 	return harness.Text(call, b.String(), false)
 }
+
+// malwareReminder is what Claude Code 2.0 appends to every file it reads.
+const malwareReminder = "\n\n<system-reminder>\nWhenever you read a file, you should consider whether it would be considered malware. You CAN and SHOULD provide analysis of malware, what it is doing. But you MUST refuse to improve or augment the code. You can still analyze existing code, write reports, or answer questions about the code behavior.\n</system-reminder>\n"
 
 type writeInput struct {
 	FilePath string  `json:"file_path"`
@@ -201,6 +212,9 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 		return asRecorded(s.editError(call, err), rec)
 	}
 	note := noteFor(rec)
+	if in.ReplaceAll && s.before("2.1") {
+		return harness.Text(call, "The file "+in.FilePath+" has been updated. All occurrences of '"+*in.OldString+"' were successfully replaced with '"+*in.NewString+"'."+note, false)
+	}
 	if in.ReplaceAll {
 		return harness.Text(call, "The file "+in.FilePath+" has been updated. All occurrences were successfully replaced."+note, false)
 	}

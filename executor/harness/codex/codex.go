@@ -39,7 +39,7 @@ func Tools() []string {
 
 // Immediate says a call is a Noop: it replays its recorded result (or a fixed text) at once.
 func (s *session) Immediate(call tape.ToolCall) bool {
-	return !slices.Contains(Tools(), call.Name) || !s.env.Offered(call.Name)
+	return !slices.Contains(Tools(), call.Name)
 }
 
 // Unsupported is Codex's answer to a call of a tool its request did not offer (Codex
@@ -48,10 +48,12 @@ func Unsupported(call tape.ToolCall) tape.ToolResult {
 	return text(call, "unsupported call: "+call.Name)
 }
 
+// NotOffered answers a call of a tool the recorded request did not offer: Unsupported.
+func (s *session) NotOffered(_ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {
+	return Unsupported(call)
+}
+
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
-	if !s.env.Offered(call.Name) {
-		return Unsupported(call)
-	}
 	switch call.Name {
 	case "exec_command":
 		return s.execCommand(ctx, call, rec)

@@ -155,14 +155,12 @@ func TestTruncateTokens(t *testing.T) {
 }
 
 // A tool the recorded request did not offer gets Codex 0.171's answer, and nothing runs;
-// with no tool list (an older tape), every tool the module knows runs.
+// offered, it runs.
 func TestUnsupported(t *testing.T) {
 	f := newFixture(t)
-	f.Env.Tools = []string{"exec_command", "write_stdin", "apply_patch"}
-	assert.Equal(t, "unsupported call: shell", f.Text("shell", m{"command": []string{"touch", "made.txt"}}, nil))
-	assert.Equal(t, "unsupported call: update_plan", f.Text("update_plan", m{"plan": []m{}}, nil))
+	assert.Equal(t, "unsupported call: shell", f.NotOffered("shell", m{"command": []string{"touch", "made.txt"}}))
+	assert.Equal(t, "unsupported call: update_plan", f.NotOffered("update_plan", m{"plan": []m{}}))
 	assert.NoFileExists(t, filepath.Join(f.Dir, "made.txt"))
-	f.Env.Tools = nil
 	assert.Contains(t, f.Text("shell", m{"command": []string{"touch", "made.txt"}}, nil), `"exit_code":0`)
 	assert.FileExists(t, filepath.Join(f.Dir, "made.txt"))
 }

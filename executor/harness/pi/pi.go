@@ -32,10 +32,12 @@ func New() harness.Module {
 type session struct{ env *harness.Env }
 
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
-	if !s.env.Offered(call.Name) {
-		return NotFound(call)
-	}
 	return tools.Run(s, ctx, call, rec)
+}
+
+// NotOffered answers a call of a tool the recorded request did not offer: NotFound.
+func (s *session) NotOffered(_ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {
+	return NotFound(call)
 }
 
 // NotFound is Pi's answer to a call of a tool its request did not offer (pi-agent-core's
@@ -48,7 +50,7 @@ func NotFound(call tape.ToolCall) tape.ToolResult { return fail(call, "Tool "+ca
 // apply one after the other; run as they arrive, they do here too, and they take no longer
 // than a file's read and write.
 func (s *session) Immediate(call tape.ToolCall) bool {
-	return tools.Immediate(call) || call.Name == "edit" || call.Name == "write" || !s.env.Offered(call.Name)
+	return tools.Immediate(call) || call.Name == "edit" || call.Name == "write"
 }
 
 func (s *session) Close() error { return nil }

@@ -55,6 +55,20 @@ func (s *Session) Text(name string, input any, rec *tape.ToolResult) string {
 	return s.Run(name, input, rec).Text()
 }
 
+// NotOffered performs a call of the tool name as one the recorded request did not offer
+// (protocol.Call.NotOffered), as the executor does, and returns the result's text. The test
+// fails when the module does not answer such calls (harness.Unoffered).
+func (s *Session) NotOffered(name string, input any) string {
+	s.t.Helper()
+	u, ok := s.sess.(harness.Unoffered)
+	require.True(s.t, ok, "the session does not answer calls of tools not offered (harness.Unoffered)")
+	b, err := json.Marshal(input)
+	require.NoError(s.t, err)
+	res := u.NotOffered(s.t.Context(), tape.ToolCall{ID: s.callID, Name: name, Input: b}, nil)
+	require.Equal(s.t, s.callID, res.ToolCallID)
+	return res.Text()
+}
+
 // Write writes a file of the working directory (name is relative to it), making its
 // directories, and returns its path.
 func (s *Session) Write(name, content string) string {

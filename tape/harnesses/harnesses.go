@@ -125,12 +125,16 @@ var Pi = Harness{
 		// edit of a file it cannot open: "Could not edit file: P. Error code: ENOENT.";
 		// before, "File not found: P" (0.70.6 still, 0.71.1 not).
 		PiEditErrorCode: "0.71.0",
+		// bash formats its whole output; before, the last of the 64 KiB chunks it read
+		// while they held more than 100 KB (0.72.1 still).
+		PiBashWholeOutput: "0.73.0",
 	},
 }
 
 // The behaviours of Pi that changed between versions (Pi.Since).
 const (
-	PiEditErrorCode = "edit names the error code"
+	PiEditErrorCode   = "edit names the error code"
+	PiBashWholeOutput = "bash formats the whole output"
 )
 
 // All lists the harnesses TapeBox knows.
@@ -184,4 +188,3 @@ func VersionWarning(harness, version string) string {
 	}
 	return "the tape was recorded with " + harness + " " + version + ", which the executor was not checked against; it replays it as the nearest version checked, " + nearest
 }
-

@@ -532,7 +532,7 @@ func init() {
 	for base, accented := range map[rune]string{
 		'a': "àáâãäåāăą", 'c': "çćĉċč", 'd': "ďđ", 'e': "èéêëēĕėęě", 'g': "ĝğġģ", 'h': "ĥħ",
 		'i': "ìíîïĩīĭįı", 'j': "ĵ", 'k': "ķ", 'l': "ĺļľŀł", 'n': "ñńņňŉ", 'o': "òóôõöøōŏő",
-		'r': "ŕŗř", 's': "śŝşšß", 't': "ţťŧ", 'u': "ùúûüũūŭůűų", 'w': "ŵ", 'y': "ýÿŷ", 'z': "źżž",
+		'r': "ŕŗř", 's': "śŝşš", 't': "ţťŧ", 'u': "ùúûüũūŭůűų", 'w': "ŵ", 'y': "ýÿŷ", 'z': "źżž",
 	} {
 		for _, r := range accented {
 			latinFold[r] = base
@@ -574,6 +574,10 @@ func primary(s string) []int {
 	for _, r := range s {
 		if r >= 0x300 && r <= 0x36F {
 			continue // a combining mark: ignorable at the first level
+		}
+		if r == 'ß' { // "ss" at the first level
+			w = append(w, asciiWeight['s'], asciiWeight['s'])
+			continue
 		}
 		if base, ok := latinFold[r]; ok {
 			r = base

@@ -38,6 +38,7 @@ var (
 	genReport  = flag.String("gen.report", "", "write the tally as JSON to this file (one per version: NAME-VERSION.json)")
 	genVersion = flag.String("gen.version", "", "only this version: \"pinned\" or an alias of olderVersions (codex-0.161)")
 	genStrict  = flag.Bool("gen.strict", true, "fail on a divergence not of a known class")
+	genSeedSet = flag.String("gen.seeds", "", "these seeds (comma-separated) instead of -gen.seed and -gen.seqs")
 )
 
 // grammars are the generators of the harnesses that have one.
@@ -56,8 +57,23 @@ var olderVersions = map[string]struct {
 	realharness.Pi:    {realharness.EnvPi, []string{"pi-0.67"}},
 }
 
-// seqSeed is the seed of the i-th sequence: the PCG stream of grammar.New.
-func seqSeed(i int) uint64 { return *genSeed + uint64(i) }
+// seedList is -gen.seeds, or -gen.seqs seeds from -gen.seed.
+func seedList() []uint64 {
+	var seeds []uint64
+	if *genSeedSet != "" {
+		for _, f := range strings.Split(*genSeedSet, ",") {
+			var s uint64
+			if _, err := fmt.Sscan(strings.TrimSpace(f), &s); err == nil {
+				seeds = append(seeds, s)
+			}
+		}
+		return seeds
+	}
+	for i := range *genSeqs {
+		seeds = append(seeds, *genSeed+uint64(i))
+	}
+	return seeds
+}
 
 // tally counts calls tried and identical per tool, and end states.
 type tally struct {
@@ -112,8 +128,7 @@ func TestGenerated(t *testing.T) {
 					t.Fatal(err)
 				}
 				tl := &tally{Harness: h.name, Version: version, Tools: map[string]*toolTally{}}
-				for i := range *genSeqs {
-					seed := seqSeed(i)
+				for _, seed := range seedList() {
 					start := time.Now()
 					seq := gen(grammar.New(seed), *genCalls)
 					tl.GenNanos += time.Since(start).Nanoseconds()

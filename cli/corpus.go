@@ -69,7 +69,7 @@ func runCorpus(ctx context.Context, env *Env, fs *flag.FlagSet, f *replayFlags) 
 	prog := newStatusLine(env.Stderr, f.quiet, 200*time.Millisecond) // the bar of corpusBar
 	opts := corpus.Options{Corpus: c.dir, Journal: c.journal, OutputDir: c.outputDir, Sandbox: f.sandboxSpec,
 		SandboxOptions: sopts, Cwd: f.cwd, CwdGiven: f.cwdGiven, Jobs: c.jobs, Pool: c.pool, Speed: f.speed,
-		CallTimeout: f.callTimeout, NoWorkspace: f.noWorkspace, Env: f.env,
+		CallTimeout: f.callTimeout, NoWorkspace: f.noWorkspace, Env: f.env, AllowTampered: flagBool(fs, "allow-tampered"),
 		Logf: func(format string, args ...any) {
 			prog.clear()
 			logf(format, args...)

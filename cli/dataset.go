@@ -154,7 +154,9 @@ does configs, dataset_info and size_categories.`)
 		return failf(env, "dataset export", "no tape files in %s", strings.Join(pos, " "))
 	}
 	if !*allowSecrets {
-		if err := secrets.CheckWith(ctx, secrets.Options{SkipSnapshot: *noWorkspace}, inputPaths(inputs)...); err != nil {
+		if err := secrets.CheckWith(ctx, secrets.Options{SkipSnapshot: *noWorkspace}, inputPaths(inputs)...); errors.Is(err, secrets.ErrSnapshotMissing) {
+			return failf(env, "dataset export", "%v\n(nothing was written; --no-workspace exports the tapes without their start snapshots)", err)
+		} else if err != nil {
 			return failf(env, "dataset export", "%v\n(nothing was written; remove the secrets, or --allow-secrets exports them anyway)", err)
 		}
 	}

@@ -27,10 +27,10 @@ const planted = "\x1b]52;c;cHduZWQ=\a\x1b]0;owned\x07\u009b2J\u009d0;c1\u009c"
 var escapedPlanted = []string{`\u001b]52;c;`, `\x1b]52;c;`}
 
 // hostileTapes writes the finding's tape: testdata's claude-code recording with planted in
-// meta (model, harness_version, cwd, task, labels, ended.detail), the main thread's id and
-// the first tool call's name, and a secret under a planted task key (for scan). It also
-// writes an invalid one whose schema problem's JSON pointer holds planted (a label of the
-// wrong type under a planted key). It returns both paths.
+// meta (model, harness_version, cwd, task, labels, ended.detail), the main thread's id, the
+// first tool call's name and the last step's model, and a secret under a planted task key
+// (for scan). It also writes an invalid one whose schema problem's JSON pointer holds
+// planted (a label of the wrong type under a planted key). It returns both paths.
 func hostileTapes(t *testing.T, dir string) (valid, invalid string) {
 	t.Helper()
 	rec, err := tape.LoadFile(filepath.Join("..", "testdata", "replay", "claude-code.json"))
@@ -55,6 +55,10 @@ func hostileTapes(t *testing.T, dir string) (valid, invalid string) {
 			break
 		}
 	}
+	last := main.Steps[len(main.Steps)-1] // its model is what cost prints
+	model, err := json.Marshal("fake-model" + planted)
+	require.NoError(t, err)
+	last.Request.Params["model"] = model
 	valid = filepath.Join(dir, "hostile.json")
 	require.NoError(t, tape.Save(valid, rec))
 
@@ -113,6 +117,8 @@ var hostileRuns = map[string][]run{
 	"gateway":     nil, // records from an upstream: prints no tape (and serves until stopped)
 	"demo":        nil, // prints its own recording only
 	"completion":  {{[]string{"completion", "bash"}, false}},
+	"cost":        {{[]string{"cost", "{T}", "{R}"}, true}, {[]string{"cost", "--json", "{T}"}, true}, {[]string{"cost", "{BAD}"}, false}},
+	"redact":      {{[]string{"redact", "{T}", "-o", "{D}/redacted.json"}, false}, {[]string{"redact", "--pattern", "owned", "{T}", "-o", "{D}/pattern.json"}, false}, {[]string{"redact", "{BAD}", "-o", "{D}/bad.json"}, false}},
 	"exec-binary": nil,
 	"version":     nil,
 }

@@ -67,7 +67,7 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	// Verbs whose README commands some test runs (cli, test/e2e).
 	covered := []string{"bench", "compare", "completion", "cost", "dataset", "demo", "exec-binary", "export", "fork", "gateway",
-		"import", "inspect", "record", "replay", "scan", "validate", "verify", "version", "view"}
+		"import", "inspect", "record", "redact", "replay", "scan", "validate", "verify", "version", "view"}
 	for v := range seen {
 		if !slices.Contains(covered, v) {
 			t.Errorf("the docs show tapebox %s, which no test is listed as running", v)
@@ -92,6 +92,9 @@ func subverbFlags(t *testing.T, verb string, subs ...string) []string {
 	return out
 }
 
+// commandStart finds where a tapebox command starts on a shell line.
+var commandStart = regexp.MustCompile(`(^\s*|&&\s*|;\s*|\|\s*|\$\()tapebox `)
+
 // docCommands returns the tapebox command lines of a Markdown page: those in its shell code
 // blocks (a line continued with a backslash is joined to the next) and those quoted in table
 // rows that start with one.
@@ -111,8 +114,10 @@ func docCommands(page string) []string {
 				i++
 				line = strings.TrimSuffix(line, "\\") + " " + strings.TrimSpace(lines[i])
 			}
-			if i := strings.Index(line, "tapebox "); i >= 0 && !strings.Contains(line[:i], "#") {
-				cmds = append(cmds, line[i:])
+			// A command starts a line or follows &&, ;, | or $( : "tapebox" inside a quoted
+			// argument of another program is not one.
+			if m := commandStart.FindStringIndex(line); m != nil && !strings.Contains(line[:m[0]], "#") {
+				cmds = append(cmds, strings.TrimLeft(line[m[0]:], "&;|$( \t"))
 			}
 			continue
 		}

@@ -154,7 +154,7 @@ failed, a replay differs (as replay --check) or the run stopped.`)
 	fs.StringVar(&f.cwd, "cwd", "", "working directory inside a container or pod (default: the tape's meta.cwd, else a fresh /workspace; ignored for local:DIR)")
 	fs.StringVar(&f.output, "output", "", `write the replay tape here, after every step; "-" (executor mode) prints it on stdout when the replay ends`)
 	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")
-	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into the container with the Engine API (always done for docker-image:)")
+	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into a docker:NAME container with the Engine API (always done for docker-image: and k8s:)")
 	fs.StringVar(&f.network, "network", "", "network of a created container (default none)")
 	fs.BoolVar(&f.allowNetworkUnenforced, "allow-network-unenforced", false, "k8s: run without a network even where that cannot be enforced (the deny-all NetworkPolicy cannot be created or differs from TapeBox's, or the cluster does not enforce policies); refused otherwise")
 	fs.StringVar(&f.memory, "memory", "2g", "memory limit of a created container (e.g. 512m, 2g; 0: unlimited)")
@@ -323,6 +323,10 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 		if errors.Is(err, sandbox.ErrBadSpec) {
 			fmt.Fprintf(env.Stderr, "tapebox replay: %v\nRun \"tapebox replay --help\" for usage.\n", err)
 			return ExitUsage
+		}
+		if f.json {
+			// Nothing ran (the tape could not be played): the summary still says why.
+			writeJSON(env.Stdout, replaySummary{Tape: f.tapePath, Output: f.output, Sandbox: f.sandboxSpec, Error: err.Error()})
 		}
 		return failf(env, "replay", "%v", err)
 	}

@@ -27,15 +27,17 @@ type scanResult struct {
 func runScan(ctx context.Context, env *Env, args []string) int {
 	fs := newFlagSet(env, "scan", "[--json] FILE|DIR...", `
 Finds secrets in tapes with `+secrets.RuleSet()+`'s rule set (API keys of some 200 services,
-tokens, private keys, JWTs, passwords assigned to key-like names) and a rule of its own for
-passwords in URLs (postgres://user:PASSWORD@host, https://user:TOKEN@github.com). Every string
-of a tape is scanned, member names included: request and response bodies (raw, walked as
-JSON), normalized messages, tool calls and results, headers, the request path with its query
-string, stream chunks, meta. A string is seen with the name of the member that holds it, so
-"x-custom-key: VALUE" is found. Text encoded in base64, hex or percent-encoding is decoded and
-scanned too. The start snapshot a tape names (meta.workspace.snapshot) is scanned file by
-file: its findings name the file inside the snapshot; a snapshot that is missing or cannot be
-read counts as a file that could not be scanned.
+tokens, private keys, JWTs, passwords assigned to key-like names) and rules of its own for
+passwords in URLs (postgres://user:PASSWORD@host, https://user:TOKEN@github.com) and formats
+gitleaks lacks:
+`+wrapList(secrets.ExtraRules(), "  ", 92)+`
+Every string of a tape is scanned, member names included: request and response bodies (raw,
+walked as JSON), normalized messages, tool calls and results, headers, the request path with
+its query string, stream chunks, meta. A string is seen with the name of the member that holds
+it, so "x-custom-key: VALUE" is found. Text encoded in base64, hex or percent-encoding is
+decoded and scanned too. The start snapshot a tape names (meta.workspace.snapshot) is scanned
+file by file: its findings name the file inside the snapshot; a snapshot that is missing or
+cannot be read counts as a file that could not be scanned.
 
 Prints one line per place a secret was found, the places of one secret together:
   FILE: JSON-POINTER: RULE: PREVIEW

@@ -28,11 +28,22 @@ func loadTapeToAct(env *Env, verb, path string, allowTampered bool) (*tape.Tape,
 	if t == nil {
 		return nil, code
 	}
-	if err := seal.Check(data); err != nil {
+	if err := seal.Check(t, data); err != nil {
 		if !allowTampered {
 			return nil, failf(env, verb, "%s: %v; run \"tapebox verify %s\", or act on it anyway with --allow-tampered", path, term.Printable(err.Error()), path)
 		}
 		fmt.Fprintf(env.Stderr, "tapebox %s: warning: %s: %s; acting on it anyway (--allow-tampered)\n", verb, path, term.Printable(err.Error()))
 	}
 	return t, ExitOK
+}
+
+// flagBool is the value of the boolean flag name of fs (false when fs has none).
+func flagBool(fs *flag.FlagSet, name string) bool {
+	if f := fs.Lookup(name); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			b, _ := g.Get().(bool)
+			return b
+		}
+	}
+	return false
 }

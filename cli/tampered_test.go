@@ -53,9 +53,20 @@ func TestTamperedRefused(t *testing.T) {
 		require.Contains(t, stderr, "--allow-tampered", args)
 	}
 
+	// Corpus replay: the tape fails, named.
+	corpusDir := filepath.Join(t.TempDir(), "corpus")
+	require.NoError(t, os.MkdirAll(corpusDir, 0o755))
+	data, err := os.ReadFile(tampered)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(corpusDir, "tampered.json"), data, 0o644))
+	code, _, stderr := runVerbForTest(t, "replay", "--corpus", corpusDir, "--sandbox", "local", "--journal", filepath.Join(t.TempDir(), "j.sqlite"), "--speed", "0")
+	require.Equal(t, ExitFailure, code, stderr)
+	require.Contains(t, stderr, ptr)
+	require.Contains(t, stderr, "--allow-tampered")
+
 	// dataset export: the tampered tape is invalid; the sealed one exports and validates.
 	out := filepath.Join(t.TempDir(), "ds")
-	code, _, stderr := runDatasetCLI(t, "export", "--out", out, sealed, tampered)
+	code, _, stderr = runDatasetCLI(t, "export", "--out", out, sealed, tampered)
 	require.Equal(t, ExitFailure, code, stderr)
 	require.Contains(t, stderr, ptr)
 	require.Contains(t, stderr, "tampered.json")

@@ -19,6 +19,7 @@ import (
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 // The verdicts of a done tape.
@@ -36,6 +37,9 @@ const (
 
 // Options configure Run.
 type Options struct {
+	// AllowTampered replays a tape whose digests do not match (seal.Check); without it such a
+	// tape fails, naming the changed part.
+	AllowTampered bool
 	// Corpus is a folder of tapes (*.json, searched recursively) or an exported dataset
 	// (dataset.IsDataset), whose tapes are imported once into Journal+".tapes/".
 	Corpus string
@@ -422,7 +426,7 @@ func (r *runner) next(ctx context.Context, stop context.CancelCauseFunc) (p *pre
 // the tape was read, p carries its id.
 func (r *runner) prepare(ctx context.Context, e Entry) (*prepared, error) {
 	p := &prepared{e: e, row: dataset.ResultRow{Key: e.Key, Attempts: int64(e.Attempt)}}
-	rec, err := loadTape(e.Path)
+	rec, err := loadTape(e.Path, r.opts.AllowTampered)
 	if err != nil {
 		return nil, err
 	}
@@ -451,9 +455,9 @@ func (r *runner) output(key string) string {
 	return filepath.Join(r.opts.OutputDir, filepath.FromSlash(strings.TrimSuffix(key, ".json")+".replay.json"))
 }
 
-// loadTape reads a tape and checks it against the schema; the error names the file and
-// each problem's JSON pointer.
-func loadTape(file string) (*tape.Tape, error) {
+// loadTape reads a tape and checks it against the schema and, unless allowTampered, its
+// digests (seal.Check); the error names the file and each problem's JSON pointer.
+func loadTape(file string, allowTampered bool) (*tape.Tape, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -479,6 +483,9 @@ func loadTape(file string) (*tape.Tape, error) {
 	t, err := tape.Unmarshal(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if err := seal.Check(t, data); err != nil && !allowTampered {
+		return nil, fmt.Errorf("%s: %w (--allow-tampered replays it anyway)", file, err)
 	}
 	return t, nil
 }

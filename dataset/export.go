@@ -516,7 +516,7 @@ func prepareData(p *prepared, data []byte, validateOnly, noWorkspace, allowTampe
 		return
 	}
 	// Validate refuses a row whose digests do not match: so does the export.
-	if err := seal.Check(canonical); err != nil && !allowTampered {
+	if err := seal.Check(t, canonical); err != nil && !allowTampered {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("%w (AllowTampered, --allow-tampered, exports it anyway)", err)}
 		return
 	}

@@ -209,7 +209,7 @@ func writeTape(opts ImportOptions, out *tape.AtomicBatch, r importTape) error {
 		}
 	}
 	data := r.v.TapeJSON
-	if err := seal.Check(data); err != nil && !opts.AllowTampered {
+	if err := seal.Check(nil, data); err != nil && !opts.AllowTampered {
 		return fmt.Errorf("%s: %w (AllowTampered, --allow-tampered, imports it anyway)", where, err)
 	}
 	if r.rename != "" {

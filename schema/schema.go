@@ -156,11 +156,12 @@ func Validate(data []byte) error {
 		return err
 	}
 	v, units, err := decode(data, c.shape)
+	if errors.Is(err, errDuplicateKey) {
+		p, _ := checkUnique(data) // the error path: find the pointer
+		return &ValidationError{Problems: []Problem{p}}
+	}
 	if err != nil {
 		return err
-	}
-	if p, bad := checkUnique(data); bad {
-		return &ValidationError{Problems: []Problem{p}}
 	}
 	if p, bad := checkVersion(v); bad {
 		return &ValidationError{Problems: []Problem{p}, version: true}

@@ -16,12 +16,16 @@
 #   status says whether the node is Ready.
 #
 # The network is the CNI bridge plugin: a bridge that is no gateway and masquerades nothing,
-# so a pod has no route off the node, but pods reach each other. It enforces no
-# NetworkPolicy (no plugin that does can be had offline here: Calico, Cilium and kube-router
-# come from registries), so a k8s: sandbox's deny-all policy has no effect on this cluster:
-# its probe finds so and Open refuses to run without a network unless
-# --allow-network-unenforced (allow-network-unenforced=1 in the spec, as the tests give).
-# The kubelet limits every pod to 1024 processes (podPidsLimit).
+# so a pod has no route off the node. It enforces no NetworkPolicy (no plugin that does can
+# be had offline here: Calico, Cilium and kube-router come from registries), so a k8s:
+# sandbox's deny-all policy has no effect on this cluster. Where Docker runs, its FORWARD
+# policy (DROP, which bridged traffic meets through br_netfilter) keeps the pods from
+# reaching each other too: a sandbox's probe then says it cannot tell whether policies are
+# enforced; where pods reach each other, the probe finds they are not, and a sandbox without
+# a network refuses to run unless --allow-network-unenforced (allow-network-unenforced=1 in
+# the spec, as the tests give). The kubelet limits every pod to 1024 processes
+# (podPidsLimit), though the API server does not proxy to a node on 127.0.0.1, so a
+# sandbox cannot read that limit and says so.
 #
 # Binaries are cached by version under /var/cache/tapebox-k8s/v$K8S_VERSION (the Go build
 # cache makes a rebuild take seconds; cold, about 5 minutes on 2 cores). Logs go to

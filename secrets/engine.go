@@ -251,12 +251,12 @@ func dropGeneric(text string, ls []located) []located {
 func (r *engineRule) anchored(ctx context.Context, text string, hits []kwHit) []located {
 	var spans [][2]int
 	for _, h := range hits {
-		m := r.anchor.suffix.FindStringIndex(text[h.end:])
-		if m == nil {
+		after, ok := r.anchor.reachAfter(text[h.end:])
+		if !ok {
 			continue
 		}
 		lo := max(h.end-r.anchor.left-windowMargin, 0)
-		hi := min(h.end+m[1]+windowMargin, len(text))
+		hi := min(h.end+after+windowMargin, len(text))
 		if n := len(spans); n > 0 && lo <= spans[n-1][1] {
 			spans[n-1][0] = min(spans[n-1][0], lo)
 			spans[n-1][1] = max(spans[n-1][1], hi)

@@ -85,7 +85,8 @@ type Scanner struct {
 	engine   *engine
 }
 
-// New compiles gitleaks' default rule set and ExtraRules into a Scanner (about 50 ms).
+// New compiles gitleaks' default rule set and ExtraRules into a Scanner, with a detector
+// and an anchor for each rule (about 0.4 s; Default does it once per process).
 func New() (*Scanner, error) {
 	silenceGitleaks()
 	cfg, err := gitleaksConfig()

@@ -37,6 +37,10 @@ const (
 	chunkOverlap = 64 << 10
 )
 
+// ErrSnapshotMissing is wrapped by the error of a scan whose tape names a start snapshot
+// that is not beside it: what is published with the tape cannot be checked.
+var ErrSnapshotMissing = errors.New("missing")
+
 // scanSnapshot scans the start snapshot that the tape at tapePath names (name, relative
 // to the tape's directory).
 func (sc *scan) scanSnapshot(tapePath, name string) error {
@@ -47,7 +51,7 @@ func (sc *scan) scanSnapshot(tapePath, name string) error {
 	path := filepath.Join(filepath.Dir(tapePath), local)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("start snapshot %s: missing (meta.workspace.snapshot names no file beside the tape), so it cannot be scanned", path)
+		return fmt.Errorf("start snapshot %s: %w (meta.workspace.snapshot names no file beside the tape), so it cannot be scanned", path, ErrSnapshotMissing)
 	}
 	if err != nil {
 		return fmt.Errorf("start snapshot: %w", err)
@@ -85,7 +89,7 @@ func (sc *scan) scanArchive(r io.Reader) error {
 func (sc *scan) scanTar(r io.Reader) error {
 	lim := &budget{r: r, left: snapshotMaxBytes}
 	tr := tar.NewReader(lim)
-	buf := make([]byte, 0, chunkSize+chunkOverlap)
+	var buf []byte // grown to the largest file's chunk, at most chunkSize+chunkOverlap
 	for entries := 0; ; entries++ {
 		if err := sc.ctx.Err(); err != nil {
 			return err
@@ -109,6 +113,9 @@ func (sc *scan) scanTar(r io.Reader) error {
 		}
 		if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeRegA {
 			continue
+		}
+		if want := int(min(hdr.Size, chunkSize)) + chunkOverlap; cap(buf) < want {
+			buf = make([]byte, 0, want)
 		}
 		if buf, err = sc.scanContent(member, tr, buf); err != nil {
 			return fmt.Errorf("read %s in the archive: %w", member, err)

@@ -4,12 +4,15 @@ import (
 	"archive/tar"
 	"bytes"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
 // tarEntry is one entry of a test archive: a file, or a symbolic link when link is set.
@@ -103,7 +106,7 @@ func FuzzScanTar(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, name string) {
 		sc := s.newScan(t.Context())
 		_ = sc.scanTar(bytes.NewReader(data)) // must not panic
-		if name == "" || strings.ContainsAny(name, "\x00") || len(name) > 100 {
+		if name == "" || strings.ContainsAny(name, "\x00") || len(name) > 100 || len(data) > 1<<12 {
 			return
 		}
 		body := string(data) + "\n" + key + "\n"
@@ -117,4 +120,22 @@ func FuzzScanTar(f *testing.F) {
 		}
 		assert.True(t, found, "%q in %q not found: %v", key, name, sc.found)
 	})
+}
+
+// TestSnapshotNameOutsideTheTapesDirectory: a tape naming a snapshot outside its
+// directory is an error, not a file read from there nor a clean result.
+func TestSnapshotNameOutsideTheTapesDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"../other.tar.zst", "/etc/passwd", "a/../../b"} {
+		tp := smallTape()
+		tp.Meta.Workspace = &tape.Workspace{Snapshot: name, Digest: "sha256:" + strings.Repeat("0", 64), Size: 1}
+		path := filepath.Join(dir, "t.json")
+		require.NoError(t, tape.Save(path, tp))
+		_, err := ScanFile(t.Context(), path)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "is not a file beside the tape", name)
+		res := ScanFilesWith(t.Context(), []string{path}, Options{SkipSnapshot: true})[0]
+		assert.NoError(t, res.Err, "--no-workspace leaves the snapshot unread")
+		assert.Empty(t, res.Findings)
+	}
 }

@@ -372,8 +372,11 @@ func follow(re *syntax.Regexp, kw string, outer *byteSet) (*byteSet, bool) {
 // keyword where suffix does not match calls for nothing, and one where it does calls for
 // the span from left bytes before it to the end of suffix's match.
 type anchor struct {
-	left   int
-	suffix *regexp.Regexp
+	left int
+	// suffixes are the rest of the expression after the keyword, ^-anchored: one for
+	// each alternative when the keyword ends inside an alternation (Vault's
+	// hvs\.X|s\.Y), so that the end of the match is known whichever it takes.
+	suffixes []*regexp.Regexp
 }
 
 // anchorOf analyses expr for the keywords (lower case); ok is false when it does not
@@ -383,34 +386,102 @@ func anchorOf(expr string, keywords []string) (*anchor, bool) {
 	if err != nil {
 		return nil, false
 	}
-	for re.Op == syntax.OpCapture {
-		re = re.Sub[0]
-	}
-	if re.Op != syntax.OpConcat {
-		return nil, false
-	}
+	seq := flatten([]*syntax.Regexp{re})
 	left := 0
-	for i, sub := range re.Sub {
+	for i, sub := range seq {
+		rest := seq[i+1:]
+		if j, l, ok := keywordEnd([]*syntax.Regexp{sub}, keywords); ok && j == 0 {
+			return compileAnchor(left+l, [][]*syntax.Regexp{rest})
+		}
+		alt := sub
+		for alt.Op == syntax.OpCapture {
+			alt = alt.Sub[0]
+		}
+		if alt.Op == syntax.OpAlternate {
+			var tails [][]*syntax.Regexp
+			most := 0
+			for _, a := range alt.Sub {
+				aseq := flatten([]*syntax.Regexp{a})
+				j, l, ok := keywordEnd(aseq, keywords)
+				if !ok {
+					return nil, false
+				}
+				tails = append(tails, append(slices.Clone(aseq[j+1:]), rest...))
+				most = max(most, l)
+			}
+			return compileAnchor(left+most, tails)
+		}
 		n := maxLen(sub)
 		if n < 0 {
 			return nil, false
 		}
 		left += n
-		words, ok := language(sub, 64)
-		if !ok || len(words) == 0 || !allEndWithKeyword(words, keywords) {
+	}
+	return nil, false
+}
+
+// flatten opens the concatenations of seq, and the captures around them, into one
+// sequence (a capture changes nothing of what matches).
+func flatten(seq []*syntax.Regexp) []*syntax.Regexp {
+	var out []*syntax.Regexp
+	for _, re := range seq {
+		inner := re
+		for inner.Op == syntax.OpCapture {
+			inner = inner.Sub[0]
+		}
+		if inner.Op == syntax.OpConcat {
+			out = append(out, flatten(inner.Sub)...)
 			continue
 		}
-		rest := &syntax.Regexp{Op: syntax.OpConcat, Sub: re.Sub[i+1:]}
-		if len(rest.Sub) == 0 {
+		out = append(out, re)
+	}
+	return out
+}
+
+// keywordEnd finds the first element of seq that matches a few fixed strings each ending
+// with a keyword, every element up to it bounded: its index and the most bytes up to its
+// end.
+func keywordEnd(seq []*syntax.Regexp, keywords []string) (int, int, bool) {
+	left := 0
+	for i, sub := range seq {
+		n := maxLen(sub)
+		if n < 0 {
+			return 0, 0, false
+		}
+		left += n
+		if words, ok := language(sub, 64); ok && len(words) > 0 && allEndWithKeyword(words, keywords) {
+			return i, left, true
+		}
+	}
+	return 0, 0, false
+}
+
+func compileAnchor(left int, tails [][]*syntax.Regexp) (*anchor, bool) {
+	a := &anchor{left: left}
+	for _, tail := range tails {
+		rest := &syntax.Regexp{Op: syntax.OpConcat, Sub: tail}
+		if len(tail) == 0 {
 			rest = &syntax.Regexp{Op: syntax.OpEmptyMatch}
 		}
-		suffix, err := regexp.Compile(`^(?:` + rest.String() + `)`)
+		re, err := regexp.Compile(`^(?:` + rest.String() + `)`)
 		if err != nil {
 			return nil, false
 		}
-		return &anchor{left: left, suffix: suffix}, true
+		a.suffixes = append(a.suffixes, re)
 	}
-	return nil, false
+	return a, true
+}
+
+// reachAfter returns how far past a keyword ending at text[0] a match can go, and
+// whether one can: the longest of the suffixes' matches there.
+func (a *anchor) reachAfter(text string) (int, bool) {
+	end, ok := 0, false
+	for _, re := range a.suffixes {
+		if m := re.FindStringIndex(text); m != nil {
+			end, ok = max(end, m[1]), true
+		}
+	}
+	return end, ok
 }
 
 func allEndWithKeyword(words, keywords []string) bool {

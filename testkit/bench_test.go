@@ -63,7 +63,7 @@ func goBuild(tb testing.TB, pkg string) string {
 // snapshot beside it, as Replay does (Bench used to miss the snapshot and fail every such
 // tape); the replay reads the README only the snapshot has.
 func TestBenchRecordedWorkspace(t *testing.T) {
-	tapebox, mini := goBuild(t, "cmd/tapebox"), goBuild(t, "internal/tapebox-mini")
+	tapebox, mini := goBuild(t, "cmd/tapebox"), goBuild(t, "internal/testutil/tapebox-mini")
 	p := testkit.NewProvider(t, testkit.Script{Threads: []testkit.Thread{{Name: "main", Turns: []testkit.Turn{
 		{Calls: []tape.ToolCall{bash("cat README.md && echo made > made.txt")}},
 		{Text: "Made it."},

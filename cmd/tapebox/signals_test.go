@@ -89,11 +89,13 @@ type lines struct {
 	mu   sync.Mutex
 	all  []string
 	seen chan string
+	eof  chan struct{} // closed when the output has been read to its end
 }
 
 func readLines(r io.Reader) *lines {
-	l := &lines{seen: make(chan string, 100)}
+	l := &lines{seen: make(chan string, 100), eof: make(chan struct{})}
 	go func() {
+		defer close(l.eof)
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			l.mu.Lock()
@@ -107,6 +109,17 @@ func readLines(r io.Reader) *lines {
 		close(l.seen)
 	}()
 	return l
+}
+
+// drained waits until the process's output has been read to its end: exec.Cmd.Wait closes
+// the pipe, and what the process wrote last would otherwise be lost to the test.
+func (l *lines) drained(t *testing.T) {
+	t.Helper()
+	select {
+	case <-l.eof:
+	case <-time.After(time.Minute):
+		t.Fatalf("the output did not end within a minute:\n%s", l.String())
+	}
 }
 
 func (l *lines) waitFor(t *testing.T, s string, within time.Duration) time.Time {
@@ -164,6 +177,7 @@ func TestSignalsStopReplay(t *testing.T) {
 			sent := time.Now()
 			require.NoError(t, cmd.Process.Signal(sig))
 			l.waitFor(t, "stopping…", 10*time.Second)
+			l.drained(t)
 			err := cmd.Wait()
 			took := time.Since(sent)
 			t.Logf("%v: stopping… printed and the replay ended %v after the signal", sig, took.Round(time.Millisecond))

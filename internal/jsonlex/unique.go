@@ -53,7 +53,7 @@ type Path struct {
 	keys   []keyEntry // the keys of every open object, in frames' order
 	arena  []byte     // the keys' decoded and folded bytes
 	index  map[string]int
-	scr    []byte
+	base   int // the depth of the value SkipUniqueAt started at
 }
 
 type frame struct {
@@ -71,7 +71,7 @@ type span32 struct{ from, to int32 }
 
 // Reset empties p, keeping its memory.
 func (p *Path) Reset() {
-	p.frames, p.keys, p.arena = p.frames[:0], p.keys[:0], p.arena[:0]
+	p.frames, p.keys, p.arena, p.base = p.frames[:0], p.keys[:0], p.arena[:0], 0
 	clear(p.index)
 }
 
@@ -244,10 +244,17 @@ func EscapePointer(s string) string {
 // error is then a *DuplicateKeyError whose pointer starts at the value. A syntax error is an
 // *Error. p is working memory (nil allocates one); it is empty again on return.
 func SkipUnique(b []byte, i int, p *Path) (end int, err error) {
+	return SkipUniqueAt(b, i, 0, p)
+}
+
+// SkipUniqueAt is SkipUnique for a value that stands depth containers deep, so that the
+// nesting limit counts from the top of the document (as SkipAt).
+func SkipUniqueAt(b []byte, i, depth int, p *Path) (end int, err error) {
 	if p == nil {
 		p = new(Path)
 	}
 	p.Reset()
+	p.base = depth
 	end, e := skipUnique(b, i, p)
 	if e != nil {
 		return end, e
@@ -277,7 +284,7 @@ func skipUnique(b []byte, i int, p *Path) (int, error) {
 	}
 	c := b[i]
 	if c != '{' && c != '[' {
-		end, err := skip(b, i, len(p.frames))
+		end, err := skip(b, i, p.base+len(p.frames))
 		if err != nil {
 			return end, err
 		}
@@ -289,7 +296,7 @@ func skipUnique(b []byte, i int, p *Path) (int, error) {
 		closing = ']'
 		badAfter, endAfter = "invalid character %s after an array element (want ',' or ']')", "after an array element"
 	}
-	if len(p.frames)+1 > MaxDepth {
+	if p.base+len(p.frames)+1 > MaxDepth {
 		return i, &Error{Off: i, Msg: maxDepthMsg}
 	}
 	if c == '{' {

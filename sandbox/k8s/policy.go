@@ -61,8 +61,10 @@ func policyDiffers(got, want *networkingv1.NetworkPolicy) string {
 	return strings.Join(d, "; ")
 }
 
-// probed caches, per namespace, what the probe found when it could tell, for the sandboxes
-// this process opens after the first; probeMu makes concurrent Opens probe once.
+// probed caches, per namespace, image and node, what the probe found once its pods ran, for
+// the sandboxes this process opens after the first (a probe whose pods could not start, an
+// image that cannot be pulled say, is tried again); probeMu makes concurrent Opens probe
+// once.
 var (
 	probeMu sync.Mutex
 	probed  = map[string]probeResult{}
@@ -71,6 +73,7 @@ var (
 type probeResult struct {
 	verdict probeVerdict
 	detail  string
+	ran     bool // the probe's pods ran: the verdict stands for this process
 }
 
 type probeVerdict int
@@ -110,11 +113,12 @@ func checkNoNetwork(ctx context.Context, cs *kubernetes.Clientset, ks k8sSpec, a
 		return refuse("create the deny-all NetworkPolicy %s: %v", DenyAllPolicy, err)
 	}
 	probeMu.Lock()
-	pr, ok := probed[ns]
+	key := ns + "\x00" + ks.image + "\x00" + ks.node
+	pr, ok := probed[key]
 	if !ok {
-		pr.verdict, pr.detail = probe(ctx, cs, ks)
-		if pr.verdict != probeUnknown {
-			probed[ns] = pr
+		pr = probe(ctx, cs, ks)
+		if pr.ran {
+			probed[key] = pr
 		}
 	}
 	probeMu.Unlock()
@@ -143,7 +147,7 @@ exec nc -w 5 "$TARGET" ` + probePort + ` </dev/null`
 // probe checks that the cluster enforces NetworkPolicies with three pods of ks's image: a
 // listener, a control client without a network label, which must reach it, and a client
 // labeled NetworkLabel=none (under the deny-all policy), which must not.
-func probe(ctx context.Context, cs *kubernetes.Clientset, ks k8sSpec) (probeVerdict, string) {
+func probe(ctx context.Context, cs *kubernetes.Clientset, ks k8sSpec) probeResult {
 	ctx, cancel := context.WithTimeout(ctx, ks.readyTimeout)
 	defer cancel()
 	base := "tapebox-probe-" + kit.RandomHex(4)
@@ -179,37 +183,37 @@ func probe(ctx context.Context, cs *kubernetes.Clientset, ks k8sSpec) (probeVerd
 		return nil
 	}
 	if err := create("listen", probeServe, nil, nil); err != nil {
-		return probeUnknown, fmt.Sprintf("create the listener pod: %v", err)
+		return probeResult{verdict: probeUnknown, detail: fmt.Sprintf("create the listener pod: %v", err)}
 	}
 	listener, err := waitPod(ctx, cs, ks.namespace, base+"-listen", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" })
 	if err != nil {
-		return probeUnknown, fmt.Sprintf("the listener pod: %v", err)
+		return probeResult{verdict: probeUnknown, detail: fmt.Sprintf("the listener pod: %v", err)}
 	}
 	env := []corev1.EnvVar{{Name: "TARGET", Value: listener.Status.PodIP}}
 	if err := create("control", probeConnect, nil, env); err != nil {
-		return probeUnknown, fmt.Sprintf("create the control pod: %v", err)
+		return probeResult{verdict: probeUnknown, detail: fmt.Sprintf("create the control pod: %v", err)}
 	}
 	if err := create("none", probeConnect, map[string]string{NetworkLabel: "none"}, env); err != nil {
-		return probeUnknown, fmt.Sprintf("create the probe pod: %v", err)
+		return probeResult{verdict: probeUnknown, detail: fmt.Sprintf("create the probe pod: %v", err)}
 	}
 	done := func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	}
 	control, err := waitPod(ctx, cs, ks.namespace, base+"-control", done)
 	if err != nil {
-		return probeUnknown, fmt.Sprintf("the control pod: %v", err)
+		return probeResult{verdict: probeUnknown, detail: fmt.Sprintf("the control pod: %v", err)}
 	}
 	if control.Status.Phase != corev1.PodSucceeded {
-		return probeUnknown, fmt.Sprintf("a pod without a network label could not connect to another pod either (%s): this pod network connects no pods, or the image has neither perl nor nc", exitOf(control))
+		return probeResult{probeUnknown, fmt.Sprintf("a pod without a network label could not connect to another pod either (%s): this pod network connects no pods, or the image has neither perl nor nc", exitOf(control)), true}
 	}
 	none, err := waitPod(ctx, cs, ks.namespace, base+"-none", done)
 	if err != nil {
-		return probeUnknown, fmt.Sprintf("the probe pod: %v", err)
+		return probeResult{verdict: probeUnknown, detail: fmt.Sprintf("the probe pod: %v", err)}
 	}
 	if none.Status.Phase == corev1.PodSucceeded {
-		return probeNotEnforced, fmt.Sprintf("a pod labeled %s=none connected to pod %s on port %s, despite %s", NetworkLabel, listener.Status.PodIP, probePort, DenyAllPolicy)
+		return probeResult{probeNotEnforced, fmt.Sprintf("a pod labeled %s=none connected to pod %s on port %s, despite %s", NetworkLabel, listener.Status.PodIP, probePort, DenyAllPolicy), true}
 	}
-	return probeEnforced, fmt.Sprintf("a pod labeled %s=none could not connect to pod %s on port %s, one without the label could", NetworkLabel, listener.Status.PodIP, probePort)
+	return probeResult{probeEnforced, fmt.Sprintf("a pod labeled %s=none could not connect to pod %s on port %s, one without the label could", NetworkLabel, listener.Status.PodIP, probePort), true}
 }
 
 // exitOf describes how a finished pod's container ended.

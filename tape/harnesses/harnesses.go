@@ -176,10 +176,13 @@ func SpawningTools() []string {
 
 // VersionWarning returns the warning a replay of a tape recorded with version of harness
 // gives when the executor was not checked against that version ("" when it was, when the
-// version or the harness is unknown, or when the table lists no checked version).
+// version or the harness is unknown, when the version is no release number, or when the
+// table lists no checked version).
 func VersionWarning(harness, version string) string {
 	h, ok := Lookup(harness)
-	if !ok || version == "" || len(h.Checked) == 0 {
+	if !ok || version == "" || len(h.Checked) == 0 || version[0] < '0' || version[0] > '9' {
+		// Not a release of the harness ("hand-built", a tool's own label): there is no
+		// version to be near, and nothing to warn about.
 		return ""
 	}
 	nearest, exact := h.Nearest(version)

@@ -173,17 +173,28 @@ func TestCheck(t *testing.T) {
 	require.NoError(t, err)
 	plain, err := tape.Marshal(tp)
 	require.NoError(t, err)
-	require.NoError(t, seal.Check(plain))
+	require.NoError(t, seal.Check(nil, plain))
 	require.NoError(t, seal.Tape(tp, nil))
 	sealed, err := tape.Marshal(tp)
 	require.NoError(t, err)
-	require.NoError(t, seal.Check(sealed))
+	require.NoError(t, seal.Check(nil, sealed))
 	last := len(tp.Threads[0].Steps) - 1
 	tp.Threads[0].Steps[last].Response.StopReason = "tampered"
 	tampered, err := tape.Marshal(tp)
 	require.NoError(t, err)
-	err = seal.Check(tampered)
+	decoded, err := tape.Unmarshal(tampered)
+	require.NoError(t, err)
+	require.ErrorIs(t, seal.Check(decoded, tampered), seal.ErrTampered, "the decoded tape claims digests")
+	require.NoError(t, seal.Check(mustLoad(t, plain), plain), "no digests claimed: nothing to check")
+	err = seal.Check(nil, tampered)
 	require.ErrorIs(t, err, seal.ErrTampered)
 	require.ErrorIs(t, err, tape.ErrNotVerified)
 	require.ErrorContains(t, err, fmt.Sprintf("/threads/0/steps/%d", last))
+}
+
+func mustLoad(t *testing.T, data []byte) *tape.Tape {
+	t.Helper()
+	tp, err := tape.Unmarshal(data)
+	require.NoError(t, err)
+	return tp
 }

@@ -314,7 +314,7 @@ func forkDiverges(t *testing.T, r *rig, c forkCase, recPath string) {
 	require.NoError(t, os.Remove(c.cwd))
 	out := filepath.Join(t.TempDir(), "fork.json")
 	argv, env := c.command(t, t.TempDir())
-	args := append([]string{"fork", "--in-place", "--tape", spoiled, "--at", "2", "--upstream", srv.URL(), "--output", out, "--"}, argv...)
+	args := append([]string{"fork", "--in-place", "--allow-tampered", "--tape", spoiled, "--at", "2", "--upstream", srv.URL(), "--output", out, "--"}, argv...)
 	start := time.Now()
 	code, _, errOut := r.run(t, t.TempDir(), cleanEnv(env...), args...)
 	assert.Equal(t, 1, code, clipText(errOut, 4000))

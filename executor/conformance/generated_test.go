@@ -229,7 +229,9 @@ var knownDivergences = []struct {
 		"Pi's grep lists matches in the order ripgrep's parallel walk finds them, which changes from run to run; the executor " +
 			"keeps the recording's order of the lines both have, but under a limit the lines themselves can differ, and with " +
 			"context lines of several files the order of the files can",
-		func(d divergence, _ Step) bool { return d.Tool == "grep" && (hasClass(d, "+limit") || sameBytes(d.Diff)) }},
+		func(d divergence, _ Step) bool {
+			return d.Tool == "grep" && (hasClass(d, "+limit") || sameBytes(d.Diff))
+		}},
 	{realharness.Codex, "workdir /tmp",
 		"the grammar's workdir /tmp is shared with every other process on the machine: ls and find there list other runs' " +
 			"temporary files, which change between the recording and the replay",

@@ -258,6 +258,9 @@ var codexCases = []Case{
 			call("exec_command", map[string]any{"cmd": `for i in $(seq 128 255); do printf "\\$(printf %o $i)"; done; printf '%0.s\xe9x' $(seq 1 20000)`, "max_output_tokens": 200}),
 		}
 	}},
+	{Name: "exec-max-output-tokens-over-default", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": `head -c 39999 /dev/zero | tr '\0' a; echo; echo tail`, "max_output_tokens": 20000})}
+	}},
 	{Name: "not-offered", Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{
 			call("shell", map[string]any{"command": []string{"bash", "-lc", "touch made-by-shell.txt"}}),

@@ -100,10 +100,14 @@ func envRaw(env *protocol.Envelope) string {
 }
 
 // call runs one tool call and returns its result.
-func (s *session) call(c tape.ToolCall) (tape.ToolResult, error) {
+func (s *session) call(c tape.ToolCall) (tape.ToolResult, error) { return s.callRecorded(c, nil) }
+
+// callRecorded runs one tool call with the recording's result beside it, as a replay
+// sends it.
+func (s *session) callRecorded(c tape.ToolCall, recorded *tape.ToolResult) (tape.ToolResult, error) {
 	s.next++
 	id := fmt.Sprint(s.next)
-	if err := s.enc.Encode(protocol.Call{Op: protocol.OpCall, ID: id, Call: c, NotOffered: s.tools != nil && !slices.Contains(s.tools, c.Name)}); err != nil {
+	if err := s.enc.Encode(protocol.Call{Op: protocol.OpCall, ID: id, Call: c, Recorded: recorded, NotOffered: s.tools != nil && !slices.Contains(s.tools, c.Name)}); err != nil {
 		return tape.ToolResult{}, fmt.Errorf("send call: %w", err)
 	}
 	env, err := s.dec.Decode()
@@ -143,7 +147,7 @@ func TestExecutorMatchesHarness(t *testing.T) {
 			var mismatches []string
 			for _, c := range fx.Cases {
 				t.Run(c.Name, func(t *testing.T) {
-					o := replay(t, bin, h.name, fx.Version, c)
+					o := replay(t, bin, h.name, fx.Version, c, false)
 					for i, s := range o.Steps {
 						switch {
 						case c.Steps[i].Spawn:
@@ -190,7 +194,11 @@ type stepOutcome struct {
 // replay runs a case's calls through one "serve" session of tapebox-exec in a fresh
 // directory laid out as the case's Before, at the case's absolute path, and compares each
 // result and the end state with the harness's. A spawning call is not run (its Diff is "").
-func replay(t *testing.T, bin, harness, version string, c FixtureCase) outcome {
+//
+// With recorded, each call carries the harness's result as a replay's does (the executor
+// keeps ripgrep's order from it, and the session ids Codex gave); a result the executor
+// copied from it instead of running the call differs ("not run").
+func replay(t *testing.T, bin, harness, version string, c FixtureCase, recorded bool) outcome {
 	t.Helper()
 	layout(t, c.Cwd, c.Before)
 	if c.Home != "" {
@@ -221,10 +229,19 @@ func replay(t *testing.T, bin, harness, version string, c FixtureCase) outcome {
 			}
 			call.Input = input
 		}
-		got, err := sess.call(call)
+		var rec *tape.ToolResult
+		if recorded {
+			r := s.Result
+			rec = &r
+		}
+		got, err := sess.callRecorded(call, rec)
 		results = append(results, got)
 		if err != nil {
 			o.Steps = append(o.Steps, stepOutcome{Diff: err.Error()})
+			continue
+		}
+		if got.CopiedFromTape {
+			o.Steps = append(o.Steps, stepOutcome{Got: got, Diff: "not run: the executor copied the recorded result"})
 			continue
 		}
 		d := diffResults(harness, s.Call, s.Result, got)

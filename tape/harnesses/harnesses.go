@@ -120,8 +120,22 @@ var Pi = Harness{
 	},
 	// The system prompt's last line: "Current working directory: /app".
 	CwdLines: []string{"Current working directory:"},
-	Checked:  []string{"0.73.1"},
+	Checked:  []string{"0.67.1", "0.73.1"},
+	Since: map[string]string{
+		// edit of a file it cannot open: "Could not edit file: P. Error code: ENOENT.";
+		// before, "File not found: P" (0.70.6 still, 0.71.1 not).
+		PiEditErrorCode: "0.71.0",
+		// bash formats its whole output; before, the last of the 64 KiB chunks it read
+		// while they held more than 100 KB (0.72.1 still).
+		PiBashWholeOutput: "0.73.0",
+	},
 }
+
+// The behaviours of Pi that changed between versions (Pi.Since).
+const (
+	PiEditErrorCode   = "edit names the error code"
+	PiBashWholeOutput = "bash formats the whole output"
+)
 
 // All lists the harnesses TapeBox knows.
 var All = []*Harness{&ClaudeCode, &Codex, &Pi}

@@ -24,7 +24,9 @@
 //     files:\nA path\nM path\nD path\n", failure "apply_patch verification failed: ...",
 //     a patch of no hunks "patch rejected: empty patch". As in Codex 0.171, lines a patch
 //     adds to a file end as its first line ends ("\r\n" in a CRLF file), context lines
-//     keep their ends, and a file that is not UTF-8 cannot be updated or deleted.
+//     keep their ends, and a file that is not UTF-8 or a directory cannot be updated or
+//     deleted. A recording of Codex before 0.162 (hello's harness_version; the harness
+//     table's Since) gets that version's patches: every rewritten line ends in "\n".
 //   - shell and local_shell (argv) and shell_command (a script) of older versions: their
 //     JSON output {"output":...,"metadata":{"exit_code":N,"duration_seconds":S}}, or the
 //     text form "Exit code: N\nWall time: S seconds\nOutput:\n..." when the recorded

@@ -56,9 +56,11 @@ func yield(v *int64, def int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+// maxTokens is max_output_tokens, at most the default: Codex 0.171 cuts an output of
+// 10,002 tokens asked for with max_output_tokens 20000.
 func maxTokens(v *int) int {
 	if v != nil && *v > 0 {
-		return *v
+		return min(*v, defaultMaxTokens)
 	}
 	return defaultMaxTokens
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // resolve is Pi's resolveToCwd: a leading "@" dropped, Unicode spaces made plain, "~"
@@ -248,6 +249,9 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, _ *tape.ToolResult
 	}
 	abs := s.resolve(path)
 	if err := syscall.Access(abs, 4|2); err != nil {
+		if !harnesses.Pi.Has(s.env.HarnessVersion, harnesses.PiEditErrorCode) {
+			return fail(call, "File not found: "+path)
+		}
 		return fail(call, fmt.Sprintf("Could not edit file: %s. Error code: %s.", path, errnoCode(err)))
 	}
 	b, err := os.ReadFile(abs)
@@ -528,7 +532,7 @@ func init() {
 	for base, accented := range map[rune]string{
 		'a': "àáâãäåāăą", 'c': "çćĉċč", 'd': "ďđ", 'e': "èéêëēĕėęě", 'g': "ĝğġģ", 'h': "ĥħ",
 		'i': "ìíîïĩīĭįı", 'j': "ĵ", 'k': "ķ", 'l': "ĺļľŀł", 'n': "ñńņňŉ", 'o': "òóôõöøōŏő",
-		'r': "ŕŗř", 's': "śŝşšß", 't': "ţťŧ", 'u': "ùúûüũūŭůűų", 'w': "ŵ", 'y': "ýÿŷ", 'z': "źżž",
+		'r': "ŕŗř", 's': "śŝşš", 't': "ţťŧ", 'u': "ùúûüũūŭůűų", 'w': "ŵ", 'y': "ýÿŷ", 'z': "źżž",
 	} {
 		for _, r := range accented {
 			latinFold[r] = base
@@ -570,6 +574,10 @@ func primary(s string) []int {
 	for _, r := range s {
 		if r >= 0x300 && r <= 0x36F {
 			continue // a combining mark: ignorable at the first level
+		}
+		if r == 'ß' { // "ss" at the first level
+			w = append(w, asciiWeight['s'], asciiWeight['s'])
+			continue
 		}
 		if base, ok := latinFold[r]; ok {
 			r = base

@@ -213,7 +213,7 @@ func (g *gen) session() {
 		g.add(fakeprovider.Call("write_stdin", map[string]any{"session_id": ph, "chars": "typed\n", "yield_time_ms": 3000}), "type", "no-tty")
 		g.add(fakeprovider.Call("write_stdin", map[string]any{"session_id": ph, "chars": "", "yield_time_ms": 3000}), "poll", "no-tty")
 	case 3:
-		g.add(fakeprovider.Call("exec_command", map[string]any{"cmd": "sleep 0.4; seq 1 30000", "yield_time_ms": 250, "max_output_tokens": 100}), "session", "long-output")
+		g.add(fakeprovider.Call("exec_command", map[string]any{"cmd": "sleep 1; seq 1 30000", "yield_time_ms": 250, "max_output_tokens": 100}), "session", "long-output")
 		g.add(fakeprovider.Call("write_stdin", map[string]any{"session_id": ph, "chars": "", "yield_time_ms": 5000, "max_output_tokens": grammar.Pick(r, 20, 1000)}), "poll", "long-output")
 	case 4:
 		g.add(fakeprovider.Call("write_stdin", map[string]any{"session_id": grammar.Pick(r, 424242, 1, 0), "chars": grammar.Pick(r, "", "x\n")}), "unknown-session")

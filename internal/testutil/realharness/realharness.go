@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -195,8 +196,11 @@ func RunPi(ctx context.Context, opts Options) (Result, error) {
 		}
 		env = []string{"PI_CODING_AGENT_DIR=" + agent, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1"}
 		args = []string{"--provider", "fake", "--model", cmp.Or(opts.Model, "fake-model"), "--print", "--mode", "json", "--offline",
-			"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files",
+			"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes",
 			"--session-dir", filepath.Join(home, "sessions")}
+		if piKnows(ctx, "--no-context-files") {
+			args = append(args, "--no-context-files") // not in Pi 0.67
+		}
 		args = append(args, opts.Args...)
 		return append(args, opts.Prompt), env, nil
 	})
@@ -351,6 +355,31 @@ func PiPath() (string, error) {
 		}
 		return p, nil
 	})
+}
+
+var piHelp struct {
+	sync.Mutex
+	text map[string]string // by command
+}
+
+// piKnows says whether the Pi that PiPath names lists option in its --help.
+func piKnows(ctx context.Context, option string) bool {
+	bin, err := PiPath()
+	if err != nil {
+		return true
+	}
+	piHelp.Lock()
+	defer piHelp.Unlock()
+	if piHelp.text == nil {
+		piHelp.text = map[string]string{}
+	}
+	help, ok := piHelp.text[bin]
+	if !ok {
+		out, _ := exec.CommandContext(ctx, bin, "--help").CombinedOutput()
+		help = string(out)
+		piHelp.text[bin] = help
+	}
+	return help == "" || strings.Contains(help, option+" ") || strings.Contains(help, option+",")
 }
 
 // AliasPath returns the command of an older version of a harness installed in

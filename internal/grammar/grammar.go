@@ -34,6 +34,17 @@ type Sequence struct {
 	Classes [][]string
 }
 
+// Add appends a call and the input classes it was drawn from.
+func (s *Sequence) Add(call tape.ToolCall, classes ...string) {
+	s.Calls = append(s.Calls, call)
+	s.Classes = append(s.Classes, classes)
+}
+
+// Cut keeps the first n calls (a grammar's step may add more than one).
+func (s *Sequence) Cut(n int) {
+	s.Calls, s.Classes = s.Calls[:n], s.Classes[:n]
+}
+
 // New returns the random source of a seed: PCG, seeded (seed, 0).
 func New(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
 

@@ -54,15 +54,11 @@ func Generate(r *rand.Rand, n int) grammar.Sequence {
 			g.unknown()
 		}
 	}
-	g.seq.Calls = g.seq.Calls[:n]
-	g.seq.Classes = g.seq.Classes[:n]
+	g.seq.Cut(n)
 	return g.seq
 }
 
-func (g *gen) add(call tape.ToolCall, classes ...string) {
-	g.seq.Calls = append(g.seq.Calls, call)
-	g.seq.Classes = append(g.seq.Classes, classes)
-}
+func (g *gen) add(call tape.ToolCall, classes ...string) { g.seq.Add(call, classes...) }
 
 // known returns the regular files of the start no call has changed yet.
 func (g *gen) known() []grammar.File {

@@ -4,10 +4,10 @@ PKGS    ?= ./...
 TESTFLAGS ?= -timeout 30m
 
 # Executor build flags: stripped, and without inlining, which keeps each binary under 3 MiB
-# (internal/depcheck checks the budget).
+# (test/depcheck checks the budget).
 EXEC_FLAGS ?= -gcflags=all=-l -ldflags="-s -w"
 
-.PHONY: build test check bench fuzz fidelity demo executor sandbox-image clean
+.PHONY: build test check bench fuzz fidelity fidelity-codex-pi demo executor sandbox-image clean
 
 build: executor
 	$(GO) build -o bin/tapebox ./cmd/tapebox
@@ -45,6 +45,19 @@ FIDELITY_WORKERS ?= 2
 fidelity: executor
 	TAPEBOX_REQUIRE_HARNESSES=1 $(GO) test -timeout 6h -count=1 -run 'TestScoreboard$$' ./internal/fidelity \
 		-fidelity.seeds=$(FIDELITY_SEEDS) -fidelity.workers=$(FIDELITY_WORKERS) -fidelity.out=$(CURDIR)/docs/fidelity.md
+
+# Codex and Pi, pinned and older versions (harnesses/package.json aliases), through the
+# conformance suite's differential test (executor/conformance, internal/grammar), written to
+# docs/fidelity-codex-pi.md until their grammars plug into internal/fidelity.
+GEN_SEQS ?= 50
+GEN_CALLS ?= 40
+fidelity-codex-pi: executor
+	rm -f $(CURDIR)/.fidelity-reports/gen-*.json
+	mkdir -p $(CURDIR)/.fidelity-reports
+	TAPEBOX_REQUIRE_HARNESSES=1 $(GO) test -timeout 6h -count=1 -run 'TestGenerated$$' ./executor/conformance \
+		-gen.seqs=$(GEN_SEQS) -gen.calls=$(GEN_CALLS) -gen.seed=1000 -gen.strict=false -gen.report=$(CURDIR)/.fidelity-reports/gen.json
+	$(GO) test -count=1 -run 'TestGeneratedBoard$$' ./executor/conformance \
+		-gen.report=$(CURDIR)/.fidelity-reports/gen.json -gen.markdown=$(CURDIR)/docs/fidelity-codex-pi.md
 
 demo: build
 	./bin/tapebox demo --out demo-out

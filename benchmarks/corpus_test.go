@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	tbcorpus "github.com/tapebox/tapebox/corpus"
-	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/k8s"
 )
@@ -175,7 +175,7 @@ func BenchmarkCorpus(b *testing.B) {
 	}
 	b.Run("k8s-jobs2", func(b *testing.B) {
 		k8sClient(b)
-		run(b, "k8s:default?image="+dockertest.SandboxImage, 2, 0, corpusDir(b, corpusReplayTapes))
+		run(b, "k8s:default?image="+dockertest.SandboxImage+"&allow-network-unenforced=1", 2, 0, corpusDir(b, corpusReplayTapes))
 	})
 }
 
@@ -216,7 +216,7 @@ func k8sClient(b *testing.B) *kubernetes.Clientset {
 //	                                         executor session: Docker's hijacked exec stream,
 //	                                         the API server's exec stream (WebSocket)
 func BenchmarkK8s(b *testing.B) {
-	k8sSpec := "k8s:default?image=" + dockertest.SandboxImage
+	k8sSpec := "k8s:default?image=" + dockertest.SandboxImage + "&allow-network-unenforced=1"
 	b.Run("docker-sandbox-ready", func(b *testing.B) {
 		requireRuntime(b, "runc")
 		sandboxReady(b, "docker-image:"+dockertest.SandboxImage, sandbox.Options{Cwd: "/app", InstallExecutor: true, Runtime: "runc", Transport: sandbox.TransportStream})

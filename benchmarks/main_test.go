@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/sandbox"
 )
 

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapebox/tapebox/internal/bigbody"
+	"github.com/tapebox/tapebox/internal/testutil/bigbody"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 )
@@ -181,9 +181,13 @@ func BenchmarkMemory(b *testing.B) {
 //	answer=sse-one-event-100MB  a stream whose one event is 100 MB
 //	session=60-turns       one conversation of 60 calls, each adding 40 KB to the history (the
 //	                       last request is 2.4 MB, the tape 150 MB): what a recording keeps
+//	requests=10x30MB-concurrent  ten calls at once, each with a 30 MB request body (under the
+//	                       recording limit, so recorded whole) and a Content-Length, each its
+//	                       own conversation: 300 MB in flight
 //
 // Metrics: growth-MB (peak minus idle; target: <= 64 MB for 100 MB), idle-MB, peak-MB, and
-// tape-MB (the tape's size at the end).
+// tape-MB (the tape's size at the end); for concurrent calls also x-in-flight, the growth
+// over the bytes in flight (target: about 1.5).
 func benchGatewayMemory(b *testing.B) {
 	cases := []struct {
 		name          string
@@ -191,6 +195,7 @@ func benchGatewayMemory(b *testing.B) {
 		requestSize   int
 		requestStream bool
 		turns         int // a conversation of this many calls (conversationRequest) instead
+		concurrent    int // this many calls at once, each with a request of requestSize and a length
 	}{
 		{name: "answer=json-100MB", answer: fmt.Sprintf("json %d", bigBody)},
 		{name: "answer=sse-100MB", answer: fmt.Sprintf("sse %d", bigBody), requestStream: true},
@@ -198,6 +203,7 @@ func benchGatewayMemory(b *testing.B) {
 		{name: "answer=json-24MB", answer: fmt.Sprintf("json %d", 24<<20)},
 		{name: "answer=sse-one-event-100MB", answer: fmt.Sprintf("sse-one-event %d", bigBody), requestStream: true},
 		{name: "session=60-turns", answer: "small", turns: 60},
+		{name: "requests=10x30MB-concurrent", answer: "short", requestSize: 30 << 20, concurrent: 10},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -217,6 +223,13 @@ func benchGatewayMemory(b *testing.B) {
 						b.Fatal(err)
 					}
 					req.ContentLength = -1
+					if c.concurrent > 0 && answer == c.answer {
+						req.ContentLength = requestLength(c.requestSize, c.requestStream)
+						// Each its own conversation; the upstream's hashes are those of the
+						// last call to finish, so each call checks its status only.
+						concurrentCall(b, client, req)
+						return
+					}
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Anthropic-Version", "2023-06-01")
 					req.Header.Set("X-Answer", answer)
@@ -243,7 +256,14 @@ func benchGatewayMemory(b *testing.B) {
 				rss := procStatusKB(b, pid, "VmRSS")
 				resetPeak(b, pid)
 				b.StartTimer()
-				if c.turns == 0 {
+				switch {
+				case c.concurrent > 0:
+					var wg sync.WaitGroup
+					for range c.concurrent {
+						wg.Go(func() { call(c.answer, bigbody.NewHashing(bigbody.Request(c.requestSize, c.requestStream))) })
+					}
+					wg.Wait()
+				case c.turns == 0:
 					call(c.answer, bigbody.NewHashing(bigbody.Request(max(c.requestSize, 1<<10), c.requestStream)))
 				}
 				for n := range c.turns {
@@ -264,7 +284,32 @@ func benchGatewayMemory(b *testing.B) {
 			b.ReportMetric(float64(idle)/1024, "idle-MB")
 			b.ReportMetric(float64(peak)/1024, "peak-MB")
 			b.ReportMetric(float64(tapeSize)/(1<<20), "tape-MB")
+			if c.concurrent > 0 {
+				inFlight := float64(c.concurrent) * float64(requestLength(c.requestSize, c.requestStream))
+				b.ReportMetric(float64(growth)*1024/inFlight, "x-in-flight")
+			}
 		})
+	}
+}
+
+// requestLength is the length of bigbody.Request(size, stream).
+func requestLength(size int, stream bool) int64 {
+	n, _ := io.Copy(io.Discard, bigbody.Request(size, stream))
+	return n
+}
+
+// concurrentCall sends req, one of several at once, and checks that it got a 200 with a
+// whole answer.
+func concurrentCall(b *testing.B, client *http.Client, req *http.Request) {
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Errorf("call through the gateway: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !json.Valid(answer) {
+		b.Errorf("call through the gateway: status %d, %v: %.200s", resp.StatusCode, err, answer)
 	}
 }
 

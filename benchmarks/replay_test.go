@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
@@ -252,7 +253,7 @@ func benchReplay(b *testing.B, rec *tape.Tape, open func(b *testing.B) *sandbox.
 		if err != nil {
 			b.Fatalf("replay in %s: %v", sb.Spec(), err)
 		}
-		if rep := controller.Compare(rec, res.Tape); !rep.Identical {
+		if rep := compare.Compare(rec, res.Tape); !rep.Identical {
 			var diff strings.Builder
 			rep.WriteText(&diff)
 			b.Fatalf("the replay in %s differs from its recording:\n%s", sb.Spec(), diff.String())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -16,7 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/replay"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/stats"
 	"github.com/tapebox/tapebox/tape"
@@ -75,6 +76,7 @@ type benchSide struct {
 
 type benchFlags struct {
 	tapePath, a, b, cwd string
+	cwdSet              bool // --cwd was on the command line
 	n, warmup           int
 	speed               float64
 	jsonOut, quiet      bool
@@ -123,8 +125,8 @@ Exit codes: 0 done, 1 a replay failed (or B regressed, with --fail-on-regression
 	fs.Float64Var(&f.speed, "speed", 0, "model latency: 0 none (measures the sandbox), 1 as recorded")
 	fs.BoolVar(&f.jsonOut, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&f.failOnRegression, "fail-on-regression", false, "exit 1 when B regressed on some metric")
-	fs.StringVar(&f.cwd, "cwd", "", "working directory inside the sandbox (default: the container's; ignored for local:DIR)")
-	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into a docker:NAME container (always done for docker-image:)")
+	fs.StringVar(&f.cwd, "cwd", "", "working directory inside a container or pod (default: the tape's meta.cwd, else a fresh /workspace; ignored for local:DIR)")
+	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into a docker:NAME container (always done for docker-image: and k8s:)")
 	fs.DurationVar(&f.callTimeout, "call-timeout", 10*time.Minute, "per tool call")
 	fs.Var(f.env, "env", "KEY=VALUE for the executor's environment, repeatable")
 	fs.Uint64Var(&f.seed, "seed", stats.DefaultSeed, "seed of the bootstrap (the same runs give the same intervals)")
@@ -138,6 +140,7 @@ Exit codes: 0 done, 1 a replay failed (or B regressed, with --fail-on-regression
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	fs.Visit(func(fl *flag.Flag) { f.cwdSet = f.cwdSet || fl.Name == "cwd" })
 	switch {
 	case f.tapePath == "":
 		return usageError(env, fs, "--tape is required")
@@ -211,7 +214,7 @@ func parseBenchSide(s string, f *benchFlags) (*benchSide, error) {
 		return nil, err
 	}
 	side := &benchSide{spec: s, base: base}
-	o := sandbox.Options{Cwd: f.cwd, Env: f.env, InstallExecutor: f.install || base.Scheme == sandbox.SchemeDockerImage,
+	o := sandbox.Options{Env: f.env, InstallExecutor: f.install,
 		Network: f.network, CPUs: f.cpus, PidsLimit: f.pids, ReadOnlyRoot: f.readOnly, Runtime: f.runtime}
 	mem := f.memory
 	q, err := url.ParseQuery(query)
@@ -256,7 +259,8 @@ func parseBenchSide(s string, f *benchFlags) (*benchSide, error) {
 	return side, nil
 }
 
-// benchOnce opens a fresh sandbox, replays rec in it and closes it.
+// benchOnce replays rec once in a fresh sandbox of side (replay.Run), compared with the
+// recording.
 func benchOnce(ctx context.Context, rec *tape.Tape, side *benchSide, f *benchFlags) (*benchRun, error) {
 	spec := side.base.String()
 	if side.base.Scheme == sandbox.SchemeLocal {
@@ -272,18 +276,8 @@ func benchOnce(ctx context.Context, rec *tape.Tape, side *benchSide, f *benchFla
 		run.Target = dir
 		spec = run.String()
 	}
-	t0 := time.Now()
-	sb, err := sandbox.Open(ctx, spec, side.opts)
-	if err != nil {
-		return nil, err
-	}
-	setup := time.Since(t0)
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		sb.Close(cctx)
-	}()
-	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Env: f.env, Speed: f.speed, CallTimeout: f.callTimeout})
+	res, err := replay.Run(ctx, rec, spec, replay.Options{TapePath: f.tapePath, Sandbox: side.opts, Cwd: f.cwd, CwdSet: f.cwdSet,
+		Env: f.env, Speed: f.speed, CallTimeout: f.callTimeout, Compare: true})
 	if err != nil {
 		return nil, err
 	}
@@ -291,12 +285,12 @@ func benchOnce(ctx context.Context, rec *tape.Tape, side *benchSide, f *benchFla
 		return nil, errors.New("the replay played no step")
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-	r := &benchRun{WallMS: ms(res.Wall), ToolMS: ms(res.ToolTime), ModelMS: ms(res.ModelTime), SetupMS: ms(setup),
+	r := &benchRun{WallMS: ms(res.Wall), ToolMS: ms(res.ToolTime), ModelMS: ms(res.ModelTime), SetupMS: ms(res.Setup),
 		Steps: res.Steps, ToolCalls: res.ToolCalls}
 	r.ToolPathMS = ms(res.ToolPath)
 	r.OverheadMSPerStep = (r.WallMS - r.ToolPathMS - r.ModelMS) / float64(res.Steps)
 	r.StepsPerS = float64(res.Steps) / res.Wall.Seconds()
-	r.Identical = controller.Compare(rec, res.Tape).Identical
+	r.Identical = res.Identical()
 	return r, nil
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
@@ -205,7 +205,7 @@ func TestParseBenchSide(t *testing.T) {
 	assert.Equal(t, "bridge", side.opts.Network)
 	assert.Equal(t, int64(50), side.opts.PidsLimit)
 	assert.True(t, side.opts.ReadOnlyRoot)
-	assert.True(t, side.opts.InstallExecutor)
+	assert.False(t, side.opts.InstallExecutor, "left to replay.SandboxOptions, which installs it into every created sandbox")
 
 	side, err = parseBenchSide("docker-image:img", f)
 	require.NoError(t, err)

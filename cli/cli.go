@@ -16,6 +16,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/tapebox/tapebox/internal/term"
 )
 
 // Exit codes.
@@ -25,7 +27,8 @@ const (
 	ExitUsage   = 2
 )
 
-// Env is what a verb may touch of the outside world.
+// Env is what a verb may touch of the outside world. RunEnv wraps Stdout and Stderr in a
+// term.Writer: everything a verb prints goes through it.
 type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
@@ -65,6 +68,15 @@ func RunEnv(ctx context.Context, args []string, env *Env) int {
 	if env.Stdin == nil {
 		env.Stdin = strings.NewReader("")
 	}
+	// One writer for everything a verb prints: what a tape or a sandbox wrote reaches the
+	// terminal escaped whichever path prints it (term.Writer). Only the program's own control
+	// sequences and a harness's terminal go to term.Raw.
+	stdout, stderr := term.NewWriter(env.Stdout), term.NewWriter(env.Stderr)
+	defer stdout.Flush()
+	defer stderr.Flush()
+	e := *env
+	e.Stdout, e.Stderr = stdout, stderr
+	env = &e
 	if len(args) == 0 {
 		usage(env.Stderr)
 		return ExitUsage
@@ -157,13 +169,63 @@ func parseArgs(env *Env, fs *flag.FlagSet, args []string) (code int, done bool) 
 			return ExitOK, true
 		}
 	}
-	if err := fs.Parse(args); err != nil {
+	// The flag package prints the whole usage after an error; a mistyped flag gets one
+	// line instead, with the nearest flag and where the rest is.
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(env.Stderr)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK, true
 		}
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			msg = "unknown flag --" + name
+			if near := nearestFlag(fs, name); near != "" {
+				msg += " (did you mean --" + near + "?)"
+			}
+		}
+		fmt.Fprintf(env.Stderr, "tapebox %s: %s; run \"tapebox %s --help\" for the flags\n", fs.Name(), msg, fs.Name())
 		return ExitUsage, true
 	}
 	return 0, false
+}
+
+// nearestFlag is the flag of fs nearest to name (at most two edits away, or one name is a
+// prefix of the other), "" when none is.
+func nearestFlag(fs *flag.FlagSet, name string) string {
+	best, bestD := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(name, f.Name)
+		if (strings.HasPrefix(f.Name, name) || strings.HasPrefix(name, f.Name)) && len(name) >= 3 {
+			d = min(d, 1)
+		}
+		if d < bestD || (d == bestD && f.Name < best) {
+			best, bestD = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // interspersed reorders args so that every flag (with its value) comes first, then "--" and

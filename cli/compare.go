@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"runtime/debug"
+	"strings"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/fork"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -60,7 +63,11 @@ lacks) and end state, and the end-state differences; it exits 0 (a fork is meant
 		}
 		return ExitOK
 	}
-	r := controller.Compare(rec, rep)
+	if why := unrelated(rec, rep); len(why) > 0 {
+		fmt.Fprintf(env.Stderr, "tapebox compare: warning: %s and %s look like runs of different things (%s); %s is not a replay of %s (meta.replay_of)\n",
+			fs.Arg(0), fs.Arg(1), strings.Join(why, "; "), fs.Arg(1), fs.Arg(0))
+	}
+	r := compare.Compare(rec, rep)
 	if *asJSON {
 		writeJSON(env.Stdout, r)
 	} else {
@@ -104,4 +111,44 @@ func limitMemory(env *Env) (restore func()) {
 	}
 	prev := debug.SetMemoryLimit(summaryMemoryLimit)
 	return func() { debug.SetMemoryLimit(prev) }
+}
+
+// unrelated says how two tapes that are not a recording and its replay (rep's
+// meta.replay_of does not name rec, nor the other way round) differ in what they ran: the
+// harness, the task, the opening prompt of the main thread. Nothing when they agree.
+func unrelated(rec, rep *tape.Tape) []string {
+	replayOf := func(a, b *tape.Tape) bool { return a.Meta.ReplayOf != nil && *a.Meta.ReplayOf == b.Meta.TapeID }
+	if replayOf(rep, rec) || replayOf(rec, rep) {
+		return nil
+	}
+	var why []string
+	if a, b := rec.Meta.Harness, rep.Meta.Harness; a != "" && b != "" && a != b {
+		why = append(why, "harness "+a+" vs "+b)
+	}
+	if a, b := rec.Meta.Task, rep.Meta.Task; len(a) > 0 && len(b) > 0 && !maps.Equal(a, b) {
+		why = append(why, "another task")
+	}
+	if a, b := openingPrompt(rec), openingPrompt(rep); a != "" && b != "" && a != b {
+		why = append(why, "another opening prompt")
+	}
+	return why
+}
+
+// openingPrompt is the text of the first user message of the main thread's first request.
+func openingPrompt(tp *tape.Tape) string {
+	m := tp.Main()
+	if m == nil || len(m.Steps) == 0 {
+		return ""
+	}
+	for _, msg := range m.Steps[0].Request.Messages {
+		if msg.Role != "user" {
+			continue
+		}
+		var b strings.Builder
+		for _, bl := range msg.Content {
+			b.WriteString(bl.Text)
+		}
+		return b.String()
+	}
+	return ""
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tapebox/tapebox/corpus"
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/sandbox"
 )
 
@@ -52,7 +54,7 @@ func runCorpus(ctx context.Context, env *Env, fs *flag.FlagSet, f *replayFlags) 
 		return failf(env, "replay", "--exec-transport: %v", err)
 	}
 	var warnOnce sync.Map
-	sopts := sandbox.Options{InstallExecutor: true, Env: f.env, Network: f.network, User: f.user,
+	sopts := sandbox.Options{InstallExecutor: f.install, Env: f.env, Network: f.network, User: f.user,
 		ReadOnlyRoot: f.readOnly, Runtime: f.runtime, CapAdd: f.capAdd, Transport: transport,
 		// The same warning for every tape is printed once.
 		Warnf: func(format string, args ...any) {
@@ -67,13 +69,13 @@ func runCorpus(ctx context.Context, env *Env, fs *flag.FlagSet, f *replayFlags) 
 	prog := newStatusLine(env.Stderr, f.quiet, 200*time.Millisecond) // the bar of corpusBar
 	opts := corpus.Options{Corpus: c.dir, Journal: c.journal, OutputDir: c.outputDir, Sandbox: f.sandboxSpec,
 		SandboxOptions: sopts, Cwd: f.cwd, CwdGiven: f.cwdGiven, Jobs: c.jobs, Pool: c.pool, Speed: f.speed,
-		CallTimeout: f.callTimeout, NoWorkspace: f.noWorkspace, Env: f.env,
+		CallTimeout: f.callTimeout, NoWorkspace: f.noWorkspace, Env: f.env, AllowTampered: flagBool(fs, "allow-tampered"),
 		Logf: func(format string, args ...any) {
 			prog.clear()
 			logf(format, args...)
 		}}
 	if prog != nil {
-		opts.Progress = func(pr corpus.Progress) { prog.draw(corpusBar(pr, 30), pr.Queued+pr.Running == 0) }
+		opts.Progress = func(pr corpus.Progress) { prog.draw(corpusBar(pr, 30), pr.Queued+pr.Running+pr.Ready == 0) }
 	}
 	sum, err := corpus.Run(ctx, opts)
 	prog.clear()
@@ -91,16 +93,29 @@ func runCorpus(ctx context.Context, env *Env, fs *flag.FlagSet, f *replayFlags) 
 		fmt.Fprintf(env.Stdout, "this run: %d tapes in %v (%.1f tapes/min)\n", sum.Finished,
 			time.Duration(sum.ElapsedMS*float64(time.Millisecond)).Round(time.Millisecond), sum.TapesPerMinute)
 		fmt.Fprintf(env.Stdout, "journal %s, results %s\n", sum.Journal, sum.Results)
+		writeProblems(env.Stdout, sum.Problems)
 	}
 	switch {
 	case err != nil:
 		return failf(env, "replay", "%v", err)
 	case sum.Failed > 0:
 		return failf(env, "replay", "%d of %d tapes failed (see the error column of %s)", sum.Failed, sum.Total, sum.Results)
-	case f.check && sum.Differs > 0:
+	case sum.Differs > 0:
 		return failf(env, "replay", "%d of %d replays differ from their recording", sum.Differs, sum.Total)
 	}
 	return ExitOK
+}
+
+// writeProblems names each tape that differs or failed, with its first difference or its
+// error (the journal's error column), one line each.
+func writeProblems(w io.Writer, problems []corpus.Problem) {
+	for _, p := range problems {
+		what := p.State
+		if p.Verdict != "" {
+			what = p.Verdict
+		}
+		fmt.Fprintf(w, "  %-7s %s: %s\n", what, term.Printable(p.Key), term.Excerpt(p.Detail, 300))
+	}
 }
 
 func errString(err error) string {
@@ -122,9 +137,13 @@ func corpusBar(pr corpus.Progress, width int) string {
 	if min := pr.Elapsed.Minutes(); pr.Finished > 0 && min > 0 {
 		perMin := float64(pr.Finished) / min
 		rate = fmt.Sprintf("%.1f/min", perMin)
-		left := time.Duration(float64(pr.Queued+pr.Running) / perMin * float64(time.Minute))
+		left := time.Duration(float64(pr.Queued+pr.Running+pr.Ready) / perMin * float64(time.Minute))
 		eta = left.Round(time.Second).String()
 	}
-	return fmt.Sprintf("[%s%s] %d/%d done, %d failed, %d running, %s, ETA %s",
-		strings.Repeat("#", filled), strings.Repeat("-", width-filled), pr.Done, total, pr.Failed, pr.Running, rate, eta)
+	ready := ""
+	if pr.Ready > 0 {
+		ready = fmt.Sprintf(", %d ready", pr.Ready)
+	}
+	return fmt.Sprintf("[%s%s] %d/%d done, %d failed, %d running%s, %s, ETA %s",
+		strings.Repeat("#", filled), strings.Repeat("-", width-filled), pr.Done, total, pr.Failed, pr.Running, ready, rate, eta)
 }

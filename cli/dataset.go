@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/secrets"
 )
 
@@ -60,10 +61,11 @@ func runDataset(ctx context.Context, env *Env, args []string) int {
 	return ExitUsage
 }
 
-// progressTo returns stderr when it is a terminal, for progress bars; nil otherwise.
+// progressTo returns stderr when it is a terminal, for progress bars (which draw counts and
+// sizes only, with their own carriage returns: term.Raw); nil otherwise.
 func progressTo(env *Env) io.Writer {
-	if dataset.IsTerminal(env.Stderr) {
-		return env.Stderr
+	if term.IsTerminal(env.Stderr) {
+		return term.Raw(env.Stderr)
 	}
 	return nil
 }
@@ -92,8 +94,9 @@ traces/codex/YYYY/MM/DD/rollout-*.jsonl, traces/sts/*.jsonl for other harnesses,
 layouts the Hub's trace viewer detects; the card says how they relate to the tapes.
 
 Before anything is written, every tape is scanned for secrets (API keys, tokens, private keys,
-as tapebox scan does): a tape with a finding stops the export, naming the file, the JSON pointer
-and the rule, unless --allow-secrets.
+as tapebox scan does), and so is every file of its start snapshot unless --no-workspace: a tape
+with a finding stops the export, naming the file, the JSON pointer (and the file inside the
+snapshot) and the rule, unless --allow-secrets.
 Shards of other splits already in the folder are kept, and an older export of this split is
 replaced; a tape whose id another split holds is refused like an invalid tape, naming the
 tape file and the split, shard and row that hold it. Memory stays bounded whatever the
@@ -113,6 +116,7 @@ does configs, dataset_info and size_categories.`)
 	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
 	noWorkspace := fs.Bool("no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
 	allowSecrets := fs.Bool("allow-secrets", false, "export tapes in which the secret scan finds something (see tapebox scan)")
+	allowTampered := allowTamperedFlag(fs)
 	var pricesFile string
 	pricesFlag(fs, &pricesFile, "for the cost_usd column")
 	traces := fs.Bool("traces", false, "also write each tape's harness-native session files under traces/")
@@ -150,7 +154,9 @@ does configs, dataset_info and size_categories.`)
 		return failf(env, "dataset export", "no tape files in %s", strings.Join(pos, " "))
 	}
 	if !*allowSecrets {
-		if err := secrets.Check(ctx, inputPaths(inputs)...); err != nil {
+		if err := secrets.CheckWith(ctx, secrets.Options{SkipSnapshot: *noWorkspace}, inputPaths(inputs)...); errors.Is(err, secrets.ErrSnapshotMissing) {
+			return failf(env, "dataset export", "%v\n(nothing was written; --no-workspace exports the tapes without their start snapshots)", err)
+		} else if err != nil {
 			return failf(env, "dataset export", "%v\n(nothing was written; remove the secrets, or --allow-secrets exports them anyway)", err)
 		}
 	}
@@ -167,7 +173,7 @@ does configs, dataset_info and size_categories.`)
 	}
 	opts := dataset.ExportOptions{
 		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,
-		MadeWith: "tapebox " + Version, Version: Version, Card: card, Prices: table,
+		MadeWith: "tapebox " + Version, Version: Version, Card: card, Prices: table, AllowTampered: *allowTampered,
 	}
 	opts.Progress = progressTo(env)
 	res, err := dataset.Export(ctx, inputs, opts)
@@ -195,8 +201,8 @@ does configs, dataset_info and size_categories.`)
 		return ExitOK
 	}
 	mbps := float64(res.InputBytes) / 1e6 / max(res.Elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(env.Stdout, "exported %d tapes (%d steps) from %d files, %.1f MB of tape JSON, to %s in %.1fs (%.0f MB/s)\n",
-		res.Tapes, res.Steps, len(inputs), float64(res.InputBytes)/1e6, *out, res.Elapsed.Seconds(), mbps)
+	fmt.Fprintf(env.Stdout, "exported %s (%s) from %s, %.1f MB of tape JSON, to %s in %.1fs (%.0f MB/s)\n",
+		plural(res.Tapes, "tape"), plural(int(res.Steps), "step"), plural(len(inputs), "file"), float64(res.InputBytes)/1e6, *out, res.Elapsed.Seconds(), mbps)
 	if res.Workspaces > 0 {
 		fmt.Fprintf(env.Stdout, "with %d start snapshots (%.1f MB) in data/workspaces\n", res.Workspaces, float64(res.WorkspaceBytes)/1e6)
 	}
@@ -204,7 +210,7 @@ does configs, dataset_info and size_categories.`)
 		fmt.Fprintf(env.Stdout, "left out the start snapshots of %d tapes (--no-workspace): they cannot be replayed from the dataset alone\n", res.WorkspacesLeftOut)
 	}
 	if len(res.Skipped) > 0 {
-		fmt.Fprintf(env.Stdout, "skipped %d invalid tapes\n", len(res.Skipped))
+		fmt.Fprintf(env.Stdout, "skipped %s\n", plural(len(res.Skipped), "invalid tape"))
 	}
 	if res.Card.License == dataset.LicenseUnknown {
 		fmt.Fprintf(env.Stdout, "the card's license is %s: --license ID sets it before you publish\n", dataset.LicenseUnknown)
@@ -223,6 +229,7 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	split := fs.String("split", "", "import only this split (default: every split)")
 	verify := fs.Bool("verify", false, "validate each tape against the schema and check its encoding before writing it")
 	asJSON := fs.Bool("json", false, `print a summary object: {"dir", "out", "tapes", "bytes", "splits": [{"name", "tapes"}], "workspaces", "workspace_bytes", "renamed", "without_workspace", "elapsed_ms"}`)
+	allowTampered := allowTamperedFlag(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -233,7 +240,7 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	if *out == "" {
 		return usageError(env, fs, "--out is required")
 	}
-	opts := dataset.ImportOptions{Out: *out, Verify: *verify}
+	opts := dataset.ImportOptions{Out: *out, Verify: *verify, AllowTampered: *allowTampered}
 	if *split != "" {
 		opts.Splits = []string{*split}
 	}
@@ -248,8 +255,8 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 		}
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stdout, "imported %d tapes (%.1f MB) to %s in %.1fs (%.0f MB/s)\n",
-		res.Tapes, float64(res.Bytes)/1e6, *out, res.Elapsed.Seconds(), float64(res.Bytes)/1e6/max(res.Elapsed.Seconds(), 1e-9))
+	fmt.Fprintf(env.Stdout, "imported %s (%.1f MB) to %s in %.1fs (%.0f MB/s)\n",
+		plural(res.Tapes, "tape"), float64(res.Bytes)/1e6, *out, res.Elapsed.Seconds(), float64(res.Bytes)/1e6/max(res.Elapsed.Seconds(), 1e-9))
 	if res.Workspaces > 0 {
 		fmt.Fprintf(env.Stdout, "with %d start snapshots (%.1f MB)\n", res.Workspaces, float64(res.WorkspaceBytes)/1e6)
 	}
@@ -298,9 +305,9 @@ problem (file, row, JSON pointer or column) when the dataset is not valid.`)
 		return ExitFailure
 	}
 	if rep.Workspaces > 0 {
-		fmt.Fprintf(env.Stdout, "%s: valid dataset: %d tapes, %d steps, %d start snapshots\n", pos[0], rep.Tapes, rep.Steps, rep.Workspaces)
+		fmt.Fprintf(env.Stdout, "%s: valid dataset: %s, %s, %s\n", pos[0], plural(int(rep.Tapes), "tape"), plural(int(rep.Steps), "step"), plural(int(rep.Workspaces), "start snapshot"))
 	} else {
-		fmt.Fprintf(env.Stdout, "%s: valid dataset: %d tapes, %d steps\n", pos[0], rep.Tapes, rep.Steps)
+		fmt.Fprintf(env.Stdout, "%s: valid dataset: %s, %s\n", pos[0], plural(int(rep.Tapes), "tape"), plural(int(rep.Steps), "step"))
 	}
 	return ExitOK
 }

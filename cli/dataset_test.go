@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/dataset"
-	"github.com/tapebox/tapebox/internal/tapegen"
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -91,8 +91,8 @@ func TestDatasetExportInvalidTape(t *testing.T) {
 
 	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--skip-invalid", "--split", "test", dir)
 	require.Equal(t, ExitOK, code, stderr)
-	assert.Contains(t, stdout, "exported 1 tapes")
-	assert.Contains(t, stdout, "skipped 1 invalid tapes")
+	assert.Contains(t, stdout, "exported 1 tape")
+	assert.Contains(t, stdout, "skipped 1 invalid tape")
 	assert.Contains(t, stderr, "skipped "+filepath.Join(dir, "bad.json")+": /meta/provider")
 	assert.FileExists(t, filepath.Join(out, "data", "tapes", "test-00000-of-00001.parquet"))
 }
@@ -147,7 +147,7 @@ func TestDatasetUsage(t *testing.T) {
 		{[]string{"--help"}, ExitOK, "", "Subverbs:"},
 		{[]string{"export"}, ExitUsage, "no tapes given", ""},
 		{[]string{"export", "--format", "csv", "x.json"}, ExitUsage, `unknown format "csv"`, ""},
-		{[]string{"export", "--nope", "x.json"}, ExitUsage, "flag provided but not defined", ""},
+		{[]string{"export", "--nope", "x.json"}, ExitUsage, "unknown flag --nope", ""},
 		{[]string{"export", "--help"}, ExitOK, "", "--skip-invalid"},
 		{[]string{"export", "--help"}, ExitOK, "", "--no-workspace"},
 		{[]string{"export", "--help"}, ExitOK, "", "--task-category"},

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/replay"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
@@ -89,7 +89,9 @@ same files as the recording's working directory.`)
 		return failf(env, "demo", "%v", err)
 	}
 	defer fp.Close()
-	g, err := gateway.New(gateway.Config{Output: runPath, Upstream: fp.URL(), Harness: "claude-code",
+	// The tape names its working directory (meta.cwd), as tapebox record's do: a replay in a
+	// container works there, never in the image's own working directory.
+	g, err := gateway.New(gateway.Config{Output: runPath, Upstream: fp.URL(), Harness: "claude-code", Cwd: recordDir,
 		Task: map[string]string{"id": "demo"}, Labels: map[string]string{"agent": "tapebox-mini"}, Workspace: recordDir})
 	if err != nil {
 		return failf(env, "demo", "%v", err)
@@ -125,20 +127,15 @@ same files as the recording's working directory.`)
 		return failf(env, "demo", "%v", err)
 	}
 
-	snapshot, err := controller.SnapshotFor(runPath, rec)
-	if err != nil {
-		return failf(env, "demo", "%v", err)
-	}
-
 	// 2. Replay locally, 3. in Docker.
-	ok := demoReplay(ctx, env, say, rec, snapshot, "local:"+filepath.Join(abs, "replay-local"), "", filepath.Join(abs, "replay-local.json"), want)
+	ok := demoReplay(ctx, say, rec, runPath, "local:"+filepath.Join(abs, "replay-local"), filepath.Join(abs, "replay-local.json"), want)
 	if *image != "" {
-		sb, err := sandbox.Open(ctx, "docker-image:"+*image, sandbox.Options{Cwd: "/work", InstallExecutor: true})
+		sb, err := sandbox.Open(ctx, "docker-image:"+*image, sandbox.Options{InstallExecutor: true})
 		if err != nil {
 			say("\n== 3. replay in Docker: skipped (%v)", firstLine(err.Error()))
 		} else {
 			sb.Close(ctx)
-			ok = demoReplay(ctx, env, say, rec, snapshot, "docker-image:"+*image, "/work", filepath.Join(abs, "replay-docker.json"), want) && ok
+			ok = demoReplay(ctx, say, rec, runPath, "docker-image:"+*image, filepath.Join(abs, "replay-docker.json"), want) && ok
 		}
 	}
 	say("\ntapes: %s (recording), %s/replay-*.json (replays)", runPath, abs)
@@ -148,26 +145,26 @@ same files as the recording's working directory.`)
 	return ExitOK
 }
 
-// demoReplay replays rec in one sandbox, compares the tapes and the end state.
-func demoReplay(ctx context.Context, env *Env, say func(string, ...any), rec *tape.Tape, snapshot, spec, cwd, output string, want map[string]sandbox.File) bool {
+// demoReplay replays rec in one sandbox (replay.Open, Play), prints compare's report and
+// checks the sandbox's end state against the recording's working directory.
+func demoReplay(ctx context.Context, say func(string, ...any), rec *tape.Tape, tapePath, spec, output string, want map[string]sandbox.File) bool {
 	say("\n== replay in %s (executor mode, --speed 0)", spec)
-	opts := sandbox.Options{Cwd: cwd, InstallExecutor: strings.HasPrefix(spec, "docker")}
-	sb, err := sandbox.Open(ctx, spec, opts)
+	r, err := replay.Open(ctx, rec, spec, replay.Options{TapePath: tapePath, Output: output, Compare: true})
 	if err != nil {
 		say("FAILED: %v", err)
 		return false
 	}
-	defer sb.Close(context.WithoutCancel(ctx))
-	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Speed: 0, Output: output, Snapshot: snapshot})
+	defer r.Close(context.WithoutCancel(ctx))
+	res, err := r.Play(ctx)
 	if err != nil {
 		say("FAILED: %v", err)
 		return false
 	}
 	say("%d steps, %d tool calls in %v", res.Steps, res.ToolCalls, res.Wall.Round(time.Millisecond))
-	r := controller.Compare(rec, res.Tape)
 	var buf bytes.Buffer
-	r.WriteText(&buf)
+	res.Report.WriteText(&buf)
 	say("%s", strings.TrimRight(buf.String(), "\n"))
+	sb := r.Sandbox()
 	got, err := sb.Snapshot(ctx, sb.Cwd())
 	if err != nil {
 		say("end state: FAILED to read: %v", err)
@@ -179,7 +176,7 @@ func demoReplay(ctx context.Context, env *Env, say func(string, ...any), rec *ta
 	} else {
 		say("end state DIFFERS:\n  %s", strings.Join(diffs, "\n  "))
 	}
-	return r.Identical && len(diffs) == 0
+	return res.Identical() && len(diffs) == 0
 }
 
 func snapshotDir(ctx context.Context, spec string) (map[string]sandbox.File, error) {

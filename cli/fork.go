@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,20 +24,23 @@ func init() {
 
 // forkFlags are tapebox fork's flags.
 type forkFlags struct {
-	tapePath, thread, upstream, model, models, systemAppend, output, workdir, verify, pricesPath, sandbox string
-	at, jobs                                                                                              int
-	speed                                                                                                 float64
-	noWorkspace, asJSON, quiet                                                                            bool
+	tapePath, thread, upstream, model, models, systemAppend, output, workdir, verify, pricesPath, sandbox, listen string
+	at, jobs                                                                                                      int
+	speed                                                                                                         float64
+	noWorkspace, asJSON, quiet, inPlace                                                                           bool
 }
 
 func runFork(ctx context.Context, env *Env, args []string) int {
 	fs := newFlagSet(env, "fork", "--tape run.json --at N [flags] -- CMD ARGS...", `
 Runs CMD (the real harness) from step N of a recording onto a live model. The recording's start
-snapshot is restored into the working directory (--workdir; default the tape's meta.cwd, where
-it ran, which must be missing or empty), and CMD runs there against a server on a free loopback
-port (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, TAPEBOX_GATEWAY_URL set as tapebox record sets them).
-With --sandbox docker-image:IMAGE, CMD runs in a fresh container of IMAGE instead (the image must
-hold the harness), which reaches the server on the Docker bridge's address.
+snapshot is restored into the working directory (a fresh temporary directory; --workdir DIR names
+one, --in-place takes the tape's meta.cwd, where it ran: either must be missing or empty, and
+neither a system directory nor a home directory or a hidden one in it), and CMD runs there
+against a server on a free loopback port (ANTHROPIC_BASE_URL, OPENAI_BASE_URL,
+TAPEBOX_GATEWAY_URL set as tapebox record sets them). CMD runs on this machine with your rights,
+not in a sandbox, and the tool calls of the steps before N come from the tape: one warning line
+says so. With --sandbox docker-image:IMAGE, CMD runs in a fresh container of IMAGE instead (the
+image must hold the harness), which reaches the server on the Docker bridge's address.
 
 That server is the simulator before the fork point and the gateway after it: the steps before N
 of the chosen thread, and the steps of other threads that ended before step N was asked for,
@@ -64,7 +68,8 @@ failed to run; 2 for a usage error.`)
 	fs.StringVar(&f.models, "models", "", "comma-separated models: one fork per model, and a table (see --verify)")
 	fs.StringVar(&f.systemAppend, "system-append", "", "text appended to the system prompt of every live request")
 	fs.StringVar(&f.output, "output", "fork.json", "the fork tape; with --models, <stem>.<model>.json")
-	fs.StringVar(&f.workdir, "workdir", "", "where the workspace is restored and CMD runs (missing or empty); default the tape's meta.cwd, else this directory. With --models, fork i's final workspace is <workdir>.fork-<model>")
+	fs.StringVar(&f.workdir, "workdir", "", "where the workspace is restored and CMD runs (missing or empty; no system or home directory); default a fresh temporary directory. With --models, fork i's final workspace is <workdir>.fork-<model>")
+	fs.BoolVar(&f.inPlace, "in-place", false, "work in the tape's meta.cwd, where it was recorded (missing or empty), so that a harness's absolute paths match; default a fresh directory")
 	fs.StringVar(&f.sandbox, "sandbox", "", "docker-image:IMAGE runs CMD in a fresh container of IMAGE, which must hold the harness: the workspace restored into its --workdir (default meta.cwd), a bridge network to reach the fork on the Docker bridge's address, the end manifest read from it, --verify run in it")
 	fs.StringVar(&f.verify, "verify", "", "a shell command run in each fork's final workspace (sh -c); exit 0 passes")
 	fs.IntVar(&f.jobs, "jobs", 1, "with --models, how many forks run at once (more than 1: each in <workdir>.fork-<model>, so a harness that names absolute paths may diverge)")
@@ -73,6 +78,8 @@ failed to run; 2 for a usage error.`)
 	pricesFlag(fs, &f.pricesPath, "for each model's cost")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result (or the --models table) as JSON on stdout; CMD's stdout then goes to stderr")
 	fs.BoolVar(&f.quiet, "quiet", false, "no log line per call")
+	allowTampered := allowTamperedFlag(fs)
+	fs.StringVar(&f.listen, "listen", "", "address the fork server listens on (default a free loopback port), for a harness configured by hand; with a fixed port, a codex CMD is also given the -c overrides of a provider that points there, as tapebox record does")
 	if code, done := parseCommand(env, fs, args); done {
 		return code
 	}
@@ -90,27 +97,42 @@ failed to run; 2 for a usage error.`)
 		return usageError(env, fs, "--jobs %d: want 1 or more", f.jobs)
 	case f.verify != "" && f.models == "":
 		return usageError(env, fs, "--verify goes with --models")
+	case f.listen != "" && (f.sandbox != "" || f.jobs > 1):
+		return usageError(env, fs, "--listen goes with a fork on this machine, one at a time (not with --sandbox or --jobs above 1)")
+	}
+	if f.listen != "" {
+		host, port, err := net.SplitHostPort(f.listen)
+		if err != nil {
+			return usageError(env, fs, "--listen %s: %v", f.listen, err)
+		}
+		if port != "0" {
+			if host == "" || host == "0.0.0.0" || host == "::" {
+				host = "127.0.0.1"
+			}
+			argv = codexProvider(argv, "http://"+net.JoinHostPort(host, port), os.Getenv("OPENAI_API_KEY") != "")
+		}
 	}
 	table, err := loadPrices(f.pricesPath)
 	if err != nil {
 		return failf(env, "fork", "%v", err)
 	}
-	rec, code := loadValidTape(env, "fork", f.tapePath)
+	rec, code := loadTapeToAct(env, "fork", f.tapePath, *allowTampered)
 	if rec == nil {
 		return code
 	}
 	if _, err := fork.Check(rec, f.thread, f.at); err != nil {
 		return failf(env, "fork", "%s: %v", f.tapePath, err)
 	}
-	if f.workdir == "" && f.sandbox == "" {
-		f.workdir = rec.Meta.Cwd
-		if f.workdir == "" {
-			wd, err := os.Getwd()
-			if err != nil {
-				return failf(env, "fork", "working directory: %v", err)
-			}
-			f.workdir = wd
+	if f.inPlace && f.workdir != "" {
+		return usageError(env, fs, "--in-place and --workdir exclude each other")
+	}
+	if f.sandbox == "" {
+		dir, _, err := fork.HostWorkdir(f.workdir, f.inPlace, rec)
+		if err != nil {
+			return failf(env, "fork", "%v", err)
 		}
+		f.workdir = dir
+		fmt.Fprintf(env.Stderr, "tapebox fork: warning: %s, in %s; --sandbox docker-image:IMAGE runs it in a container\n", fork.HostNote, dir)
 	}
 	if f.models == "" {
 		return forkOne(ctx, env, &f, rec, argv, table)
@@ -127,7 +149,7 @@ func (f *forkFlags) options(env *Env, rec *tape.Tape, argv []string, model, outp
 	return fork.Options{
 		Config: fork.Config{Recording: rec, Thread: f.thread, At: f.at, Upstream: f.upstream,
 			Overrides: fork.Overrides{Model: model, SystemAppend: f.systemAppend}, Output: output, Speed: f.speed, Logf: logf},
-		TapePath: f.tapePath, Workdir: workdir, NoWorkspace: f.noWorkspace, Command: argv, Sandbox: f.sandbox,
+		TapePath: f.tapePath, Workdir: workdir, NoWorkspace: f.noWorkspace, Command: argv, Sandbox: f.sandbox, Listen: f.listen,
 		Stdin: env.Stdin, Stdout: stdout, Stderr: env.Stderr,
 	}
 }
@@ -152,8 +174,12 @@ type forkSummary struct {
 }
 
 func summarize(r *fork.Result) forkSummary {
+	served := r.Served
+	if served == nil {
+		served = map[string]int{}
+	}
 	return forkSummary{Tape: r.Output, Ended: string(r.Ended), Detail: r.Detail, ExitCode: r.ExitCode, Reached: r.Reached,
-		Served: r.Served, ServedSteps: r.ServedSteps(), LiveSteps: r.Live, ToForkMS: tape.RoundMS(r.ToFork),
+		Served: served, ServedSteps: r.ServedSteps(), LiveSteps: r.Live, ToForkMS: tape.RoundMS(r.ToFork),
 		RecordedToFork: tape.RoundMS(r.RecordedToFork), FirstToForkMS: tape.RoundMS(r.FirstToFork),
 		RecordedFirstToForkMS: tape.RoundMS(r.RecordedFirstToFork), WallMS: tape.RoundMS(r.Wall), Workdir: r.Workdir}
 }
@@ -169,8 +195,8 @@ func forkOne(ctx context.Context, env *Env, f *forkFlags, rec *tape.Tape, argv [
 	if res == nil {
 		return failf(env, "fork", "%v", err)
 	}
-	fmt.Fprintf(env.Stderr, "tapebox fork: %d steps served from the tape (upstream requests saved), %d live; step %d reached after %v (the recording: %v); fork tape %s ended %s %s\n",
-		res.ServedSteps(), res.Live, f.at, res.ToFork.Round(time.Millisecond), res.RecordedToFork.Round(time.Millisecond), res.Output, res.Ended, res.Detail)
+	fmt.Fprintf(env.Stderr, "tapebox fork: %s served from the tape (upstream requests saved), %d live; step %d reached after %v (the recording: %v); fork tape %s ended %s\n",
+		plural(res.ServedSteps(), "step"), res.Live, f.at, res.ToFork.Round(time.Millisecond), res.RecordedToFork.Round(time.Millisecond), res.Output, endedText(string(res.Ended), res.Detail))
 	if f.asJSON {
 		writeJSON(env.Stdout, summarize(res))
 	}
@@ -294,4 +320,13 @@ func forkModels(ctx context.Context, env *Env, f *forkFlags, rec *tape.Tape, arg
 	}
 	tw.Flush()
 	return code
+}
+
+// endedText is how a tape ended as compare and inspect print it: "complete", or "cut:
+// simulator stopped" with the detail.
+func endedText(reason, detail string) string {
+	if detail == "" {
+		return reason
+	}
+	return reason + ": " + detail
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,4 +115,32 @@ func TestCompareFork(t *testing.T) {
 	code, out, _ = runVerbForTest(t, "compare", recPath, forkPath)
 	assert.Equal(t, ExitFailure, code, "not a fork: a replay that differs\n%s", out)
 	assert.NotContains(t, out, "FORK")
+}
+
+// fork --listen puts the fork server on the address given, which CMD is told; it does not go
+// with --sandbox or --jobs above 1.
+func TestForkListen(t *testing.T) {
+	rec := filepath.Join("..", "testdata", "replay", "codex.json")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	seen := filepath.Join(t.TempDir(), "seen")
+	code, _, stderr := runVerbForTest(t, "fork", "--tape", rec, "--at", "1", "--listen", addr, "--no-workspace", "--quiet",
+		"--workdir", filepath.Join(t.TempDir(), "w"), "--output", filepath.Join(t.TempDir(), "fork.json"),
+		"--", "sh", "-c", `echo "$TAPEBOX_GATEWAY_URL $OPENAI_BASE_URL" > `+seen)
+	assert.Equal(t, ExitFailure, code, "the command makes no model call: the fork point is not reached")
+	assert.Contains(t, stderr, "was not reached")
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assert.Equal(t, "http://"+addr+" http://"+addr+"/v1\n", string(b))
+	for _, extra := range [][]string{{"--jobs", "2", "--models", "a,b"}, {"--sandbox", "docker-image:x"}} {
+		code, _, stderr = runVerbForTest(t, append(append([]string{"fork", "--tape", rec, "--at", "1", "--listen", addr}, extra...), "--", "true")...)
+		assert.Equal(t, ExitUsage, code)
+		assert.Contains(t, stderr, "--listen goes with a fork on this machine")
+	}
 }

@@ -211,6 +211,6 @@ the injected key.`)
 			return failf(env, "gateway", "%v", err)
 		}
 	}
-	fmt.Fprintf(env.Stderr, "tapebox gateway: %d model calls recorded into %s\n", g.Steps(), gf.output)
+	fmt.Fprintf(env.Stderr, "tapebox gateway: %s recorded into %s\n", plural(g.Steps(), "model call"), gf.output)
 	return ExitOK
 }

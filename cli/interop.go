@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/secrets"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/workspace"
 )
 
 func init() {
@@ -99,7 +102,7 @@ stops the export unless --allow-secrets.`)
 				for _, pr := range ve.Problems {
 					fmt.Fprintf(env.Stderr, "%s: %s: %s\n", p, pr.Pointer, pr.Message)
 				}
-				return failf(env, "export", "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", p, len(ve.Problems), p)
+				return failf(env, "export", "%s is not a valid tape (%s); run \"tapebox validate %s\"", p, plural(len(ve.Problems), "problem"), p)
 			}
 			return failf(env, "export", "%s: %v", p, err)
 		}
@@ -153,7 +156,7 @@ stops the export unless --allow-secrets.`)
 			n++
 		}
 	}
-	fmt.Fprintf(env.Stdout, "exported %d tapes to %s: %d files in %s\n", len(outs), f, n, *out)
+	fmt.Fprintf(env.Stdout, "exported %s to %s: %s in %s\n", plural(len(outs), "tape"), f, plural(n, "file"), *out)
 	return ExitOK
 }
 
@@ -246,8 +249,16 @@ DIR/<tape id>.json. --from says the files' format:
                export --to sts wrote for one tape (one tapeId) become that tape's threads
                again; any other file is a tape of one thread.
 
-Imported tapes have normalized steps only: no raw bodies and no timing, which meta.labels
-says (tapebox.imported_from, tapebox.form=normalized). What the files held that a tape has
+Imported tapes have normalized steps only: no raw bodies, which meta.labels says
+(tapebox.imported_from, tapebox.form=normalized); their timing is the session file's entry
+timestamps (tapebox.timing).
+
+A session file holds no workspace. --workspace DIR gives the session's starting state (a
+snapshot of DIR is written beside each tape, so a replay starts from it) and --workspace-end
+DIR the state it left (its end manifest, so compare checks the end state). --workspace-git REV
+does both for a session that started from a clean checkout: the start is the repository
+(--workspace-repo, default this directory) at commit REV, the end its working tree now.
+.git is left out of both. What the files held that a tape has
 no place for is counted in tapebox.lost (thinking signatures, encrypted reasoning, the tools
 a Codex tool_search loaded, a Pi session's other branches). Claude Code and Codex tapes
 replay in executor mode as they are (the executor has no Pi module yet). --synthesize adds
@@ -264,10 +275,28 @@ unless --allow-secrets.`)
 	out := fs.String("out", "", "the folder for the tapes (required)")
 	synth := fs.Bool("synthesize", false, "add raw stream bodies made from the normalized form, for simulator mode")
 	allowSecrets := fs.Bool("allow-secrets", false, "write tapes in which the secret scan finds something")
+	wsStart := fs.String("workspace", "", "the session's starting state: DIR is snapshotted beside each tape")
+	wsEnd := fs.String("workspace-end", "", "the state the session left: DIR's end manifest goes into each tape, so compare checks the end state")
+	wsGit := fs.String("workspace-git", "", "the session started from a clean checkout of commit REV of --workspace-repo and ended in its working tree")
+	wsRepo := fs.String("workspace-repo", ".", "the git repository of --workspace-git")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
 	pos := fs.Args()
+	if *wsGit != "" && (*wsStart != "" || *wsEnd != "") {
+		return usageError(env, fs, "--workspace-git gives the start and the end: not with --workspace or --workspace-end")
+	}
+	if *wsGit != "" {
+		tmp, err := os.MkdirTemp("", "tapebox-import-git-")
+		if err != nil {
+			return failf(env, "import", "%v", err)
+		}
+		defer os.RemoveAll(tmp)
+		if err := gitCheckout(ctx, *wsRepo, *wsGit, tmp); err != nil {
+			return failf(env, "import", "--workspace-git %s: %v", *wsGit, err)
+		}
+		*wsStart, *wsEnd = tmp, *wsRepo
+	}
 	f, err := interop.ParseFormat(*from, interop.ImportFormats)
 	if err != nil {
 		return usageError(env, fs, "--from: %v", err)
@@ -295,6 +324,11 @@ unless --allow-secrets.`)
 	for _, tp := range tapes {
 		if *synth {
 			if err := interop.Synthesize(tp); err != nil {
+				return failf(env, "import", "tape %s: %v\n(nothing was imported)", tp.Meta.TapeID, err)
+			}
+		}
+		if *wsStart != "" || *wsEnd != "" {
+			if err := importWorkspace(ctx, tp, filepath.Join(*out, tp.Meta.TapeID+".json"), *wsStart, *wsEnd); err != nil {
 				return failf(env, "import", "tape %s: %v\n(nothing was imported)", tp.Meta.TapeID, err)
 			}
 		}
@@ -338,6 +372,62 @@ unless --allow-secrets.`)
 	for _, name := range slices.Sorted(maps.Keys(formats)) {
 		read = append(read, fmt.Sprintf("%s (%d)", name, formats[name]))
 	}
-	fmt.Fprintf(env.Stdout, "imported %d sessions (%d model calls) from %s into %s\n", len(tapes), steps, strings.Join(read, ", "), *out)
+	fmt.Fprintf(env.Stdout, "imported %s (%s) from %s into %s\n", plural(len(tapes), "session"), plural(steps, "model call"), strings.Join(read, ", "), *out)
 	return ExitOK
+}
+
+// importWorkspaceOptions leave .git out of an imported tape's workspace, besides the defaults.
+var importWorkspaceOptions = workspace.Options{Exclude: []string{".git"}}
+
+// importWorkspace gives an imported tape (to be written at tapePath) a workspace: the
+// snapshot of start beside it, and end's manifest; either may be "".
+func importWorkspace(ctx context.Context, tp *tape.Tape, tapePath, start, end string) error {
+	ws := &tape.Workspace{Exclude: importWorkspaceOptions.Patterns()}
+	if start != "" {
+		if err := os.MkdirAll(filepath.Dir(tapePath), 0o755); err != nil {
+			return err
+		}
+		snap := workspace.SnapshotPath(tapePath)
+		info, err := workspace.SnapshotFile(ctx, start, snap, importWorkspaceOptions)
+		if err != nil {
+			return fmt.Errorf("--workspace %s: %w", start, err)
+		}
+		ws.Snapshot, ws.Digest, ws.Size, ws.Files, ws.Bytes = filepath.Base(snap), info.Digest, info.Size, info.Files, info.Bytes
+	}
+	if end != "" {
+		m, err := workspace.ManifestDir(ctx, end, importWorkspaceOptions)
+		if err != nil {
+			return fmt.Errorf("--workspace-end %s: %w", end, err)
+		}
+		ws.End = m.TapeEntries()
+	}
+	tp.Meta.Workspace = ws
+	return nil
+}
+
+// gitCheckout writes the tree of commit rev of the repository at repo into dir (git
+// archive, unpacked by tar), as a clean checkout has it.
+func gitCheckout(ctx context.Context, repo, rev, dir string) error {
+	// tar.umask=user: file modes as a checkout by this user makes them (git keeps only
+	// the executable bit), not git archive's default 0664.
+	archive := exec.CommandContext(ctx, "git", "-C", repo, "-c", "tar.umask=user", "archive", "--format=tar", rev)
+	untar := exec.CommandContext(ctx, "tar", "-x", "-C", dir)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	untar.Stdin = pipe
+	var stderr strings.Builder
+	archive.Stderr = &stderr
+	if err := archive.Start(); err != nil {
+		return fmt.Errorf("git archive: %w", err)
+	}
+	tarOut, tarErr := untar.CombinedOutput()
+	if err := archive.Wait(); err != nil {
+		return fmt.Errorf("git archive: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	if tarErr != nil {
+		return fmt.Errorf("tar: %w: %s", tarErr, tarOut)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -33,24 +34,23 @@ func TestExportImportCLI(t *testing.T) {
 	out := filepath.Join(dir, "cc")
 	code, stdout, stderr := runVerbForTest(t, "export", "--to", "claude-code", "--out", out, replayTape)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "exported 1 tapes to claude-code")
+	assert.Contains(t, stdout, "exported 1 tape to claude-code")
 	files := filesUnder(t, out)
 	require.Len(t, files, 3, "main session, subagent sidechain and its meta: %v", files)
 
 	imported := filepath.Join(dir, "tapes")
 	code, stdout, stderr = runVerbForTest(t, "import", "--from", "claude-code", "--out", imported, out)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "imported 1 sessions (9 model calls)")
+	assert.Contains(t, stdout, "imported 1 session (9 model calls)")
 	tapes := filesUnder(t, imported)
 	require.Len(t, tapes, 1)
 	code, _, stderr = runVerbForTest(t, "validate", filepath.Join(imported, tapes[0]))
 	require.Equal(t, 0, code, stderr)
 
-	// OTLP needs what an imported tape does not have, and says so.
+	// OTLP: the imported tape is timed by its session file's entries, so it has spans.
 	code, _, stderr = runVerbForTest(t, "export", "--to", "otlp", "--out", filepath.Join(dir, "otlp"), filepath.Join(imported, tapes[0]))
-	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "has no raw bodies or timing")
-	assert.Empty(t, filesUnder(t, filepath.Join(dir, "otlp")))
+	assert.Equal(t, 0, code, stderr)
+	assert.Len(t, filesUnder(t, filepath.Join(dir, "otlp")), 1)
 
 	// --synthesize: raw streams for simulator mode, and the label says so.
 	synth := filepath.Join(dir, "synth")
@@ -139,7 +139,7 @@ func TestInspectCost(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	// claude-opus-4-1 (100 in, 20 out, 5 cache read, 7 cache write: $0.00313875) + claude-sonnet-4-5
 	// (200, 30: $0.00105) in main, claude-haiku-4-5 (50, 5: $0.000075) in sub-1.
-	assert.Contains(t, stdout, "cost       $0.0043 (prices of 2026-05-15)")
+	assert.Contains(t, stdout, "cost       $0.0043 (prices of "+prices.Default().Date+")")
 	assert.Contains(t, stdout, "thread main: 2 steps, cost $0.0042")
 	assert.Contains(t, stdout, "(Task): 1 step, cost $0.0001")
 
@@ -350,4 +350,39 @@ func TestPricesFlag(t *testing.T) {
 			assert.NoDirExists(t, out, "nothing written")
 		})
 	}
+}
+
+// The claude-code export keeps each response's id as message.id (what Claude Code writes,
+// and what OTLP's gen_ai.response.id says): the ids of the export are the tape's own.
+func TestExportClaudeCodeKeepsMessageID(t *testing.T) {
+	src := filepath.Join("..", "viewer", "testdata", "claude-code.json")
+	raw, err := os.ReadFile(src)
+	require.NoError(t, err)
+	out := t.TempDir()
+	code, _, stderr := runVerbForTest(t, "export", "--to", "claude-code", "--out", out, src)
+	require.Equal(t, 0, code, stderr)
+	seen := 0
+	for _, rel := range filesUnder(t, out) {
+		if !strings.HasSuffix(rel, ".jsonl") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(out, rel))
+		require.NoError(t, err)
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var e struct {
+				Type    string `json:"type"`
+				Message struct {
+					ID string `json:"id"`
+				} `json:"message"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(line), &e))
+			if e.Type != "assistant" {
+				continue
+			}
+			seen++
+			require.NotEmpty(t, e.Message.ID)
+			assert.Contains(t, string(raw), `\"id\":\"`+e.Message.ID+`\"`, "%s: message.id %s is the recorded response's", rel, e.Message.ID)
+		}
+	}
+	assert.NotZero(t, seen)
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/internal/term"
 )
 
 // statusLine is one line redrawn in place on a terminal, at most once per every (a final
@@ -22,10 +22,12 @@ type statusLine struct {
 }
 
 func newStatusLine(w io.Writer, quiet bool, every time.Duration) *statusLine {
-	if quiet || !dataset.IsTerminal(w) {
+	if quiet || !term.IsTerminal(w) {
 		return nil
 	}
-	return &statusLine{w: w, every: every}
+	// Its own control sequences go to the terminal itself; the line's text (a thread id, a
+	// tool name: the tape's) through term.Printable.
+	return &statusLine{w: term.Raw(w), every: every}
 }
 
 // draw shows line unless the last one is too recent and final is false.
@@ -37,7 +39,7 @@ func (l *statusLine) draw(line string, final bool) {
 	defer l.mu.Unlock()
 	if now := time.Now(); final || now.Sub(l.last) >= l.every {
 		l.last = now
-		fmt.Fprintf(l.w, "\r\x1b[K%s", line)
+		fmt.Fprintf(l.w, "\r\x1b[K%s", term.Printable(line))
 		l.drew = true
 	}
 }

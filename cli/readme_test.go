@@ -2,44 +2,34 @@ package cli
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// TestReadmeCommands checks every tapebox command the README shows, in its code blocks and in
-// its verb table: the verb exists, and every flag it names is one of that verb's flags (so a
-// renamed or removed flag fails here, not for a reader). Each verb the README names must also
-// be run by some test of this package or the end-to-end suite (listed in covered).
+// TestReadmeCommands checks every tapebox command that README.md and the pages under docs/
+// show, in their code blocks and in their verb tables: the verb exists, and every flag it
+// names is one of that verb's flags (so a renamed or removed flag fails here, not for a
+// reader). Each verb the docs name must also be run by some test of this package or the
+// end-to-end suite (listed in covered), and every verb must be shown somewhere.
 func TestReadmeCommands(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
+	files, err := filepath.Glob("../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	files = append([]string{"../README.md", "../SECURITY.md"}, files...)
 	var cmds []string
-	inBlock := false
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "```") {
-			inBlock = !inBlock
-			continue
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if inBlock {
-			if i := strings.Index(line, "tapebox "); i >= 0 && !strings.Contains(line[:i], "#") {
-				cmds = append(cmds, line[i:])
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "| `tapebox ") {
-			cell := strings.SplitN(strings.ReplaceAll(line, `\|`, "\x00"), "|", 3)[1]
-			cell = strings.ReplaceAll(cell, "\x00", "|")
-			for _, m := range regexp.MustCompile("`(tapebox [^`]+)`").FindAllStringSubmatch(cell, -1) {
-				cmds = append(cmds, m[1])
-			}
-		}
+		cmds = append(cmds, docCommands(string(data))...)
 	}
 	if len(cmds) < 15 {
-		t.Fatalf("found only %d commands in README.md", len(cmds))
+		t.Fatalf("found only %d commands in README.md and docs/", len(cmds))
 	}
 	flags := verbFlags(t.Context())
 	flagRE := regexp.MustCompile(`(^|[\s\[(])(--?[a-z][a-z0-9-]*)`)
@@ -57,7 +47,7 @@ func TestReadmeCommands(t *testing.T) {
 			continue
 		}
 		if _, ok := commands[verb]; !ok {
-			t.Errorf("README: %q: no verb %q", c, verb)
+			t.Errorf("docs: %q: no verb %q", c, verb)
 			continue
 		}
 		seen[verb] = true
@@ -71,24 +61,24 @@ func TestReadmeCommands(t *testing.T) {
 				continue
 			}
 			if !slices.Contains(known, f) {
-				t.Errorf("README: %q: tapebox %s has no flag %s", c, verb, f)
+				t.Errorf("docs: %q: tapebox %s has no flag %s", c, verb, f)
 			}
 		}
 	}
-	// Verbs whose README commands some test runs (cli, internal/e2e).
-	covered := []string{"bench", "compare", "completion", "dataset", "demo", "exec-binary", "export", "fork", "gateway",
-		"import", "inspect", "record", "replay", "scan", "validate", "verify", "version", "view"}
+	// Verbs whose README commands some test runs (cli, test/e2e).
+	covered := []string{"bench", "compare", "completion", "cost", "dataset", "demo", "exec-binary", "export", "fork", "gateway",
+		"import", "inspect", "record", "redact", "replay", "scan", "validate", "verify", "version", "view"}
 	for v := range seen {
 		if !slices.Contains(covered, v) {
-			t.Errorf("README shows tapebox %s, which no test is listed as running", v)
+			t.Errorf("the docs show tapebox %s, which no test is listed as running", v)
 		}
 	}
 	for v := range commands {
 		if !seen[v] {
-			t.Errorf("README never shows tapebox %s", v)
+			t.Errorf("neither README.md nor docs/ shows tapebox %s", v)
 		}
 	}
-	t.Logf("%d README commands checked, verbs %d", len(cmds), len(seen))
+	t.Logf("%d commands checked in %d files, verbs %d", len(cmds), len(files), len(seen))
 }
 
 // subverbFlags lists the flags of "tapebox VERB SUB --help" for each SUB.
@@ -100,4 +90,44 @@ func subverbFlags(t *testing.T, verb string, subs ...string) []string {
 		out = append(out, flagsInHelp(b.String())...)
 	}
 	return out
+}
+
+// commandStart finds where a tapebox command starts on a shell line.
+var commandStart = regexp.MustCompile(`(^\s*|&&\s*|;\s*|\|\s*|\$\()tapebox `)
+
+// docCommands returns the tapebox command lines of a Markdown page: those in its shell code
+// blocks (a line continued with a backslash is joined to the next) and those quoted in table
+// rows that start with one.
+func docCommands(page string) []string {
+	var cmds []string
+	inBlock := false
+	lines := strings.Split(page, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if fence, ok := strings.CutPrefix(strings.TrimSpace(line), "```"); ok {
+			// Only shell blocks hold commands; a diagram's "tapebox -> cli" is not one.
+			inBlock = !inBlock && (fence == "sh" || fence == "bash" || fence == "shell")
+			continue
+		}
+		if inBlock {
+			for strings.HasSuffix(line, "\\") && i+1 < len(lines) {
+				i++
+				line = strings.TrimSuffix(line, "\\") + " " + strings.TrimSpace(lines[i])
+			}
+			// A command starts a line or follows &&, ;, | or $( : "tapebox" inside a quoted
+			// argument of another program is not one.
+			if m := commandStart.FindStringIndex(line); m != nil && !strings.Contains(line[:m[0]], "#") {
+				cmds = append(cmds, strings.TrimLeft(line[m[0]:], "&;|$( \t"))
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "| `tapebox ") {
+			cell := strings.SplitN(strings.ReplaceAll(line, `\|`, "\x00"), "|", 3)[1]
+			cell = strings.ReplaceAll(cell, "\x00", "|")
+			for _, m := range regexp.MustCompile("`(tapebox [^`]+)`").FindAllStringSubmatch(cell, -1) {
+				cmds = append(cmds, m[1])
+			}
+		}
+	}
+	return cmds
 }

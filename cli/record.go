@@ -8,9 +8,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -32,9 +36,15 @@ variables pointing at it, finishes the tape when CMD exits, and exits with CMD's
 
   ANTHROPIC_BASE_URL   http://127.0.0.1:PORT        (Claude Code, the Anthropic SDKs)
   OPENAI_BASE_URL      http://127.0.0.1:PORT/v1     (the OpenAI SDKs)
-  TAPEBOX_GATEWAY_URL  http://127.0.0.1:PORT        (for anything else; Codex CLI ignores
-                       OPENAI_BASE_URL for its built-in provider: configure a custom
-                       model provider with base_url = "$TAPEBOX_GATEWAY_URL/v1")
+  TAPEBOX_GATEWAY_URL  http://127.0.0.1:PORT        (for anything else)
+
+Codex CLI ignores OPENAI_BASE_URL for its built-in provider, so when CMD is codex, record also
+passes it a provider pointing at the gateway with -c overrides (model_provider="tapebox",
+model_providers.tapebox.base_url=.../v1, wire_api="responses", env_key="OPENAI_API_KEY" when
+that variable is set): no file to edit. A command that already names a model_provider, and
+--no-codex-provider, are left alone. --listen ADDR fixes the address (default: a free
+loopback port), for a harness configured by hand. docs/harnesses.md shows Claude Code, Codex and
+Pi side by side.
 
 The tape ends complete when CMD exits 0 after a final answer, cut otherwise, upstream_error when
 the provider failed last, budget when a --max-* limit stopped the run: the model call after the
@@ -47,6 +57,8 @@ the directory CMD runs in: this one.`)
 	gf.addFlags(fs)
 	asJSON := fs.Bool("json", false, "print a JSON summary on stdout when CMD ends (the tape, model calls, end reason, CMD's exit code, the workspace snapshot); CMD's own stdout then goes to stderr")
 	fs.BoolVar(&gf.noWorkspace, "no-workspace", false, "do not snapshot the working directory at the start nor record its end manifest")
+	listen := fs.String("listen", "127.0.0.1:0", "address the gateway listens on (port 0: a free one); an address beyond loopback makes it reachable from the network, without authentication")
+	noCodex := fs.Bool("no-codex-provider", false, "do not pass Codex the -c overrides of a provider that points at the gateway")
 	if code, done := parseCommand(env, fs, args); done {
 		return code
 	}
@@ -73,17 +85,21 @@ the directory CMD runs in: this one.`)
 	if err != nil {
 		return failf(env, "record", "%v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		g.Finish(tape.EndError, err.Error())
 		return failf(env, "record", "listen: %v", err)
 	}
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
 	go srv.Serve(ln)
-	base := "http://" + ln.Addr().String()
+	base := "http://" + loopbackAddr(ln.Addr())
+	if !*noCodex {
+		argv = codexProvider(argv, base, os.Getenv("OPENAI_API_KEY") != "")
+	}
 
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
+	// The harness is the user's own program, on its own terminal (a TUI draws with escapes).
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, term.Raw(env.Stdout), term.Raw(env.Stderr)
 	if *asJSON {
 		cmd.Stdout = env.Stderr // stdout holds only the summary
 	}
@@ -120,7 +136,7 @@ the directory CMD runs in: this one.`)
 	if err := g.Finish(reason, detail); err != nil {
 		return failf(env, "record", "%v", err)
 	}
-	fmt.Fprintf(env.Stderr, "tapebox record: %d model calls recorded into %s (%s)\n", g.Steps(), gf.output, reason)
+	fmt.Fprintf(env.Stderr, "tapebox record: %s recorded into %s (%s)\n", plural(g.Steps(), "model call"), gf.output, reason)
 	if reason == tape.EndBudget {
 		t := g.Tripped()
 		fmt.Fprintf(env.Stderr, "tapebox record: stopped by the breaker: %s: %s\n", t.Limit, t.Detail)
@@ -149,4 +165,44 @@ type recordSummary struct {
 	Workspace      string `json:"workspace_snapshot,omitempty"`
 	WorkspaceFiles int    `json:"workspace_files"`
 	EndEntries     int    `json:"end_entries"`
+}
+
+// loopbackAddr is addr as a client on this machine reaches it: a wildcard host (":8080",
+// "0.0.0.0:8080") becomes 127.0.0.1.
+func loopbackAddr(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+}
+
+// codexProvider inserts after argv[0], when it is the Codex CLI, the -c overrides of a
+// model provider "tapebox" whose base_url is the gateway's (Codex's built-in provider
+// ignores OPENAI_BASE_URL): the Responses wire format, and the API key from
+// OPENAI_API_KEY when withKey (a provider whose env_key is unset fails Codex's start). argv is
+// returned as it is when it is not codex or already names a model_provider.
+func codexProvider(argv []string, base string, withKey bool) []string {
+	if len(argv) == 0 || filepath.Base(argv[0]) != "codex" {
+		return argv
+	}
+	for _, a := range argv[1:] {
+		if strings.Contains(a, "model_provider") || a == "--oss" {
+			return argv
+		}
+	}
+	kv := []string{
+		`model_provider="tapebox"`,
+		`model_providers.tapebox.name="TapeBox"`,
+		`model_providers.tapebox.base_url="` + base + `/v1"`,
+		`model_providers.tapebox.wire_api="responses"`,
+	}
+	if withKey {
+		kv = append(kv, `model_providers.tapebox.env_key="OPENAI_API_KEY"`)
+	}
+	out := []string{argv[0]}
+	for _, s := range kv {
+		out = append(out, "-c", s)
+	}
+	return append(out, argv[1:]...)
 }

@@ -6,16 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/replay"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/workspace"
 )
 
 func init() {
@@ -31,6 +30,7 @@ type replayFlags struct {
 	speed                              float64
 	install                            bool
 	network, runtime, user             string
+	allowNetworkUnenforced             bool
 	memory                             string
 	cpus                               float64
 	pids                               int64
@@ -111,10 +111,12 @@ picks the socket when it can and otherwise falls back to the stream, saying why;
 where it is impossible). local:DIR uses pipes.
 Warnings ("warning: ...", such as a sandbox that is not isolated) are printed even with --quiet.
 
-Working directory: in a Docker sandbox the tool calls run where the recording ran, the tape's
-meta.cwd (created when missing), unless --cwd says otherwise; --cwd "" keeps the container's
-own. local:DIR always works in DIR: meta.cwd does not apply there. The replay tape's meta.cwd is
-the directory the replay ran in.
+Working directory: in a container or pod the tool calls run where the recording ran, the tape's
+meta.cwd (created when missing), unless --cwd says otherwise; a tape that does not name an
+absolute meta.cwd runs in a fresh /workspace (and says so). --cwd "" keeps the container's own,
+but a workspace is never restored into, nor compared in, the container's root /. local:DIR
+always works in DIR: meta.cwd does not apply there. The replay tape's meta.cwd is the directory
+the replay ran in.
 
 Workspace: a tape recorded with its workspace (meta.workspace) names a start snapshot beside it
 (<stem>.workspace.tar.zst). It is checked against its digest before anything runs, restored into
@@ -140,18 +142,21 @@ refused. --pool K makes K sandboxes ready ahead of the replays (each for the tap
 never reused), taking sandbox start-up off the critical path. An engine or API server that
 goes away stops the run with the tapes it cut off queued again. At the end the results table
 (key, tape_id, state, verdict, steps, executor_restarts, attempts, wall_ms, tool_ms,
-sandbox_ready_ms, output, error) is written as Parquet beside the journal
-(STEM.results.parquet) and a summary is printed (--json: as JSON). On a terminal a progress
-bar shows done, failed, running, the rate and the ETA. Exit status 1 when a tape failed or
-the run stopped; with --check also when a replay differs.`)
+sandbox_ready_ms, output, error: why a tape failed, or the first difference of one that
+differs) is written as Parquet beside the journal (STEM.results.parquet) and a summary is
+printed that names every tape that differs or failed with its first difference or error
+(--json: as JSON, "problems"). On a terminal a progress bar shows done, failed, running (at
+most --jobs), ready (made ready by --pool), the rate and the ETA. Exit status 1 when a tape
+failed, a replay differs (as replay --check) or the run stopped.`)
 	f := replayFlags{env: kvFlag{}}
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
 	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, unsafe-local:DIR, docker:NAME, docker-image:IMAGE or k8s:NAMESPACE?image=IMAGE")
-	fs.StringVar(&f.cwd, "cwd", "", "working directory inside a Docker sandbox (default: the tape's meta.cwd, else the container's; ignored for local:DIR)")
+	fs.StringVar(&f.cwd, "cwd", "", "working directory inside a container or pod (default: the tape's meta.cwd, else a fresh /workspace; ignored for local:DIR)")
 	fs.StringVar(&f.output, "output", "", `write the replay tape here, after every step; "-" (executor mode) prints it on stdout when the replay ends`)
 	fs.Float64Var(&f.speed, "speed", 1, "model latency: 1 as recorded, 2 twice as fast, 0 none")
-	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into the container with the Engine API (always done for docker-image:)")
+	fs.BoolVar(&f.install, "install-executor", false, "copy tapebox-exec into a docker:NAME container with the Engine API (always done for docker-image: and k8s:)")
 	fs.StringVar(&f.network, "network", "", "network of a created container (default none)")
+	fs.BoolVar(&f.allowNetworkUnenforced, "allow-network-unenforced", false, "k8s: run without a network even where that cannot be enforced (the deny-all NetworkPolicy cannot be created or differs from TapeBox's, or the cluster does not enforce policies); refused otherwise")
 	fs.StringVar(&f.memory, "memory", "2g", "memory limit of a created container (e.g. 512m, 2g; 0: unlimited)")
 	fs.Float64Var(&f.cpus, "cpus", sandbox.DefaultCPUs, "CPU limit of a created container (e.g. 1.5; 0: unlimited)")
 	fs.Int64Var(&f.pids, "pids-limit", sandbox.DefaultPidsLimit, "process limit of a created container (0: unlimited)")
@@ -170,6 +175,7 @@ the run stopped; with --check also when a replay differs.`)
 	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "do not restore the tape's start snapshot (meta.workspace) and take no end manifest: the replay starts from the sandbox as it is")
 	f.telemetry = addTelemetryFlags(fs, true)
 	f.corpus.add(fs)
+	allowTampered := allowTamperedFlag(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -178,6 +184,9 @@ the run stopped; with --check also when a replay differs.`)
 	f.cwdGiven = f.setFlags["cwd"]
 	if f.corpus.dir != "" || f.setFlags["jobs"] || f.setFlags["journal"] || f.setFlags["pool"] || f.setFlags["output-dir"] {
 		return runCorpus(ctx, env, fs, &f)
+	}
+	if fi, err := os.Stat(f.tapePath); err == nil && fi.IsDir() {
+		return usageError(env, fs, "--tape %s is a directory: replay every tape in it with --corpus %s --journal FILE", f.tapePath, f.tapePath)
 	}
 	if f.tapePath == "" {
 		return usageError(env, fs, "--tape is required")
@@ -188,7 +197,7 @@ the run stopped; with --check also when a replay differs.`)
 	if (f.sandboxSpec == "") == (f.listen == "") {
 		return usageError(env, fs, "give exactly one of --sandbox (executor mode) or --listen (simulator mode)")
 	}
-	rec, code := loadValidTape(env, "replay", f.tapePath)
+	rec, code := loadTapeToAct(env, "replay", f.tapePath, *allowTampered)
 	if rec == nil {
 		return code
 	}
@@ -232,7 +241,7 @@ func checkValidTape(env *Env, verb, path string, data []byte) int {
 			for _, p := range ve.Problems {
 				fmt.Fprintf(env.Stderr, "%s: %s: %s\n", path, p.Pointer, p.Message)
 			}
-			return failf(env, verb, "%s is not a valid tape (%d problems); run \"tapebox validate %s\"", path, len(ve.Problems), path)
+			return failf(env, verb, "%s is not a valid tape (%s); run \"tapebox validate %s\"", path, plural(len(ve.Problems), "problem"), path)
 		}
 		return failf(env, verb, "%s: %v", path, err)
 	}
@@ -292,133 +301,62 @@ func cliLimit[T int64 | float64](v T) T {
 	return v
 }
 
-// replayCwd is the working directory a replay asks its sandbox for: --cwd when given, else in
-// a Docker sandbox the recording's meta.cwd when it is an absolute path ("" leaves the
-// container's). A local:DIR sandbox works in DIR whatever it is asked.
-func replayCwd(f *replayFlags, spec sandbox.Spec, rec *tape.Tape, logf func(string, ...any)) string {
-	switch {
-	case f.cwdGiven || spec.Scheme == sandbox.SchemeLocal:
-		return f.cwd
-	case rec.Meta.Cwd == "":
-		logf("the tape does not say where it was recorded (no meta.cwd): the tool calls run in the container's working directory; --cwd sets one")
-		return ""
-	case !path.IsAbs(rec.Meta.Cwd):
-		logf("the tape was recorded in %q, not an absolute path in a container: the tool calls run in the container's working directory; --cwd sets one", rec.Meta.Cwd)
-		return ""
-	}
-	logf("working directory %s, where the tape was recorded (meta.cwd; --cwd sets another)", rec.Meta.Cwd)
-	return rec.Meta.Cwd
-}
-
 func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayFlags) int {
 	logf := f.logger(env)
-	mem, err := f.memoryLimit()
+	sopts, err := f.sandboxOptions(env, f.sandboxSpec)
 	if err != nil {
 		return failf(env, "replay", "%v", err)
 	}
-	var snapshot string
-	if !f.noWorkspace {
-		// Checked before any sandbox exists: a snapshot that is missing or altered runs nothing.
-		if snapshot, err = controller.SnapshotFor(f.tapePath, rec); err != nil {
-			return failf(env, "replay", "%v", err)
-		}
-	}
-	if f.sandboxSpec == "local" || f.sandboxSpec == "unsafe-local" {
-		// As in testkit: the bare scheme is a fresh temporary directory, removed at the end.
-		dir, err := os.MkdirTemp("", "tapebox-replay-")
-		if err != nil {
-			return failf(env, "replay", "%v", err)
-		}
-		defer os.RemoveAll(dir)
-		f.sandboxSpec += ":" + filepath.Join(dir, "work")
-	}
-	spec, err := sandbox.ParseSpec(f.sandboxSpec)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "tapebox replay: %v\nRun \"tapebox replay --help\" for usage.\n", err)
-		return ExitUsage
-	}
-	transport, err := sandbox.ParseTransport(f.transport)
-	if err != nil {
-		return failf(env, "replay", "--exec-transport: %v", err)
-	}
-	opts := sandbox.Options{Cwd: replayCwd(f, spec, rec, logf), InstallExecutor: f.install || spec.Scheme == "docker-image" || spec.Scheme == sandbox.SchemeK8s, Env: f.env, Logf: logf,
-		Network: f.network, User: f.user, ReadOnlyRoot: f.readOnly, Runtime: f.runtime, CapAdd: f.capAdd,
-		Transport: transport,
-		// Warnings are printed even with --quiet.
-		Warnf: func(format string, args ...any) {
-			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
-		}}
-	// The limits have defaults for the containers TapeBox creates; elsewhere only a limit
-	// given on the command line reaches Open, which refuses it.
-	if spec.Scheme == sandbox.SchemeDockerImage || f.setFlags["memory"] {
-		opts.Memory = cliLimit(mem)
-	}
-	if spec.Scheme == sandbox.SchemeDockerImage || f.setFlags["cpus"] {
-		opts.CPUs = cliLimit(f.cpus)
-	}
-	if spec.Scheme == sandbox.SchemeDockerImage || f.setFlags["pids-limit"] {
-		opts.PidsLimit = cliLimit(f.pids)
-	}
-	sb, err := sandbox.Open(ctx, f.sandboxSpec, opts)
-	if err != nil {
-		return failf(env, "replay", "%v", err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := sb.Close(cctx); err != nil {
-			logf("close sandbox: %v", err)
-		}
-	}()
-	logf("sandbox %s: executor calls over %s", sb.Spec(), sb.Transport())
-	stopTelemetry, err := f.telemetry.start(ctx, env, sb.ContainerID(), time.Now(), f.output)
-	if err != nil {
-		return failf(env, "replay", "%v", err)
-	}
-	defer stopTelemetry()
 	toStdout := f.output == "-"
 	if toStdout {
 		f.output = ""
 	}
-	copts := controller.Options{Cwd: sb.Cwd(), Env: f.env, Speed: f.speed, Output: f.output,
-		CallTimeout: f.callTimeout, Logf: logf, Snapshot: snapshot, NoWorkspace: f.noWorkspace}
-	if spec.Scheme == sandbox.SchemeLocal && f.output != "" {
-		copts.WorkspaceExclude = workspace.OwnFiles(sb.Cwd(), f.output)
-	}
+	opts := replay.Options{TapePath: f.tapePath, Sandbox: sopts, Cwd: f.cwd, CwdSet: f.cwdGiven, Env: f.env,
+		Speed: f.speed, Output: f.output, CallTimeout: f.callTimeout, NoWorkspace: f.noWorkspace, Compare: f.check, Logf: logf,
+		Opened: func(sb *sandbox.Sandbox) (func(), error) {
+			return f.telemetry.start(ctx, env, sb.ContainerID(), time.Now(), f.output)
+		}}
 	prog := newStatusLine(env.Stderr, f.quiet, 100*time.Millisecond)
 	if prog != nil {
-		copts.Progress = func(pr controller.Progress) { prog.draw(replayLine(pr), pr.Done == pr.Total) }
+		opts.Progress = func(pr controller.Progress) { prog.draw(replayLine(pr), pr.Done == pr.Total) }
 	}
-	res, err := controller.Replay(ctx, rec, sb, copts)
+	res, err := replay.Run(ctx, rec, f.sandboxSpec, opts)
 	prog.clear()
-	sum := replaySummary{Tape: f.tapePath, Output: f.output, Sandbox: sb.Spec().String(), Cwd: sb.Cwd(), Transport: sb.Transport()}
-	if res != nil {
+	if res == nil {
+		if errors.Is(err, sandbox.ErrBadSpec) {
+			fmt.Fprintf(env.Stderr, "tapebox replay: %v\nRun \"tapebox replay --help\" for usage.\n", err)
+			return ExitUsage
+		}
+		if f.json {
+			// Nothing ran (the tape could not be played): the summary still says why.
+			writeJSON(env.Stdout, replaySummary{Tape: f.tapePath, Output: f.output, Sandbox: f.sandboxSpec, Error: err.Error()})
+		}
+		return failf(env, "replay", "%v", err)
+	}
+	sum := replaySummary{Tape: f.tapePath, Output: f.output, Sandbox: res.Spec, Cwd: res.Cwd, Transport: res.Transport}
+	if res.Tape != nil {
 		logf("%d steps, %d tool calls in %v (tools %v, model pacing %v), %d executor restarts, %d identifiers learned",
 			res.Steps, res.ToolCalls, res.Wall.Round(time.Millisecond), res.ToolTime.Round(time.Millisecond),
 			res.ModelTime.Round(time.Millisecond), res.Restarts, len(res.Identifiers))
 		sum.fill(res)
 	}
-	var report *controller.Report
-	if f.check && res != nil && res.Tape != nil {
-		report = controller.Compare(rec, res.Tape)
-		sum.Compare = report
-	}
+	sum.Compare = res.Report
 	code := ExitOK
 	if err != nil {
 		sum.Error = err.Error()
 		code = ExitFailure
-	} else if report != nil && !report.Identical {
+	} else if res.Report != nil && !res.Report.Identical {
 		code = ExitFailure
 	}
 	switch {
-	case toStdout && res != nil && res.Tape != nil:
+	case toStdout && res.Tape != nil:
 		if data, merr := tape.Marshal(res.Tape); merr == nil {
 			env.Stdout.Write(append(data, '\n'))
 		}
 	case f.json:
 		writeJSON(env.Stdout, sum)
-	case report != nil:
-		report.WriteText(env.Stdout)
+	case res.Report != nil:
+		res.Report.WriteText(env.Stdout)
 	}
 	if err != nil {
 		msg := err.Error()
@@ -433,33 +371,67 @@ func runExecutorReplay(ctx context.Context, env *Env, rec *tape.Tape, f *replayF
 	return code
 }
 
+// sandboxOptions are the sandbox flags as replay.Options.Sandbox for spec. The limits have
+// defaults for the containers TapeBox creates (0 on the command line: unlimited); elsewhere
+// only a limit given on the command line reaches Open, which refuses it.
+func (f *replayFlags) sandboxOptions(env *Env, spec string) (sandbox.Options, error) {
+	mem, err := f.memoryLimit()
+	if err != nil {
+		return sandbox.Options{}, err
+	}
+	transport, err := sandbox.ParseTransport(f.transport)
+	if err != nil {
+		return sandbox.Options{}, fmt.Errorf("--exec-transport: %w", err)
+	}
+	o := sandbox.Options{InstallExecutor: f.install, Env: f.env, Network: f.network, User: f.user,
+		ReadOnlyRoot: f.readOnly, Runtime: f.runtime, CapAdd: f.capAdd, Transport: transport, AllowNetworkUnenforced: f.allowNetworkUnenforced,
+		// Warnings are printed even with --quiet.
+		Warnf: func(format string, args ...any) {
+			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
+		}}
+	created := strings.HasPrefix(spec, sandbox.SchemeDockerImage+":")
+	if created || f.setFlags["memory"] {
+		o.Memory = cliLimit(mem)
+	}
+	if created || f.setFlags["cpus"] {
+		o.CPUs = cliLimit(f.cpus)
+	}
+	if created || f.setFlags["pids-limit"] {
+		o.PidsLimit = cliLimit(f.pids)
+	}
+	return o, nil
+}
+
 // replaySummary is what replay --json prints: where and how the replay ran, what it did, and
 // with --check compare's report.
 type replaySummary struct {
-	Tape        string             `json:"tape"`
-	Output      string             `json:"output,omitempty"`
-	Sandbox     string             `json:"sandbox"`
-	Cwd         string             `json:"cwd"`
-	Transport   string             `json:"transport"`
-	Ended       string             `json:"ended"`
-	Steps       int                `json:"steps"`
-	ToolCalls   int                `json:"tool_calls"`
-	Restarts    int                `json:"executor_restarts"`
-	WallMS      float64            `json:"wall_ms"`
-	ToolMS      float64            `json:"tool_ms"`
-	ModelMS     float64            `json:"model_pacing_ms"`
-	RestoreMS   float64            `json:"workspace_restore_ms"`
-	ManifestMS  float64            `json:"workspace_manifest_ms"`
-	Identifiers int                `json:"identifiers_learned"`
-	Compare     *controller.Report `json:"compare,omitempty"`
-	Error       string             `json:"error,omitempty"`
+	Tape        string          `json:"tape"`
+	Output      string          `json:"output,omitempty"`
+	Sandbox     string          `json:"sandbox"`
+	Cwd         string          `json:"cwd"`
+	Transport   string          `json:"transport"`
+	Ended       string          `json:"ended"`
+	Steps       int             `json:"steps"`
+	ToolCalls   int             `json:"tool_calls"`
+	Restarts    int             `json:"executor_restarts"`
+	WallMS      float64         `json:"wall_ms"`
+	ToolMS      float64         `json:"tool_ms"`
+	ModelMS     float64         `json:"model_pacing_ms"`
+	RestoreMS   float64         `json:"workspace_restore_ms"`
+	ManifestMS  float64         `json:"workspace_manifest_ms"`
+	SetupMS     float64         `json:"sandbox_setup_ms"`
+	FirstMS     float64         `json:"first_result_ms"`
+	Identifiers int             `json:"identifiers_learned"`
+	Compare     *compare.Report `json:"compare,omitempty"`
+	Error       string          `json:"error,omitempty"`
 }
 
-func (s *replaySummary) fill(res *controller.Result) {
+func (s *replaySummary) fill(res *replay.Result) {
 	ms := func(d time.Duration) float64 { return tape.RoundMS(d) }
 	s.Steps, s.ToolCalls, s.Restarts, s.Identifiers = res.Steps, res.ToolCalls, res.Restarts, len(res.Identifiers)
 	s.WallMS, s.ToolMS, s.ModelMS = ms(res.Wall), ms(res.ToolTime), ms(res.ModelTime)
 	s.RestoreMS, s.ManifestMS = ms(res.RestoreTime), ms(res.ManifestTime)
+	s.SetupMS, s.FirstMS = ms(res.Setup), ms(res.Setup+res.FirstResult)
 	if res.Tape != nil && res.Tape.Meta.Ended != nil {
 		s.Ended = string(res.Tape.Meta.Ended.Reason)
 	}

@@ -10,49 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/sandbox"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/tape"
 )
-
-// TestReplayCwd: --cwd when given (even empty), else meta.cwd in a Docker sandbox; a local
-// sandbox works in its own directory.
-func TestReplayCwd(t *testing.T) {
-	tests := []struct {
-		name    string
-		spec    string
-		flag    *string // --cwd, nil when not given
-		metaCwd string
-		want    string
-	}{
-		{"docker-image: meta.cwd", "docker-image:img", nil, "/tmp/tapebox-e2e-claude", "/tmp/tapebox-e2e-claude"},
-		{"docker: meta.cwd", "docker:box", nil, "/work", "/work"},
-		{"--cwd wins", "docker-image:img", ptr("/app"), "/work", "/app"},
-		{"--cwd empty keeps the container's", "docker-image:img", ptr(""), "/work", ""},
-		{"no meta.cwd", "docker-image:img", nil, "", ""},
-		{"meta.cwd not absolute", "docker-image:img", nil, `C:\Users\dev\app`, ""},
-		{"local: meta.cwd does not apply", "local:/tmp/x", nil, "/work", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			spec, err := sandbox.ParseSpec(tt.spec)
-			require.NoError(t, err)
-			f := &replayFlags{}
-			if tt.flag != nil {
-				f.cwd, f.cwdGiven = *tt.flag, true
-			}
-			rec := &tape.Tape{Meta: tape.Meta{Cwd: tt.metaCwd}}
-			var logged []string
-			got := replayCwd(f, spec, rec, func(format string, args ...any) { logged = append(logged, format) })
-			assert.Equal(t, tt.want, got)
-			if tt.flag == nil && spec.Scheme != sandbox.SchemeLocal {
-				assert.Len(t, logged, 1, "a replay says which directory it picked and why")
-			}
-		})
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // TestReplayLocalCwd: a local replay works in its directory, and its replay tape says so.
 func TestReplayLocalCwd(t *testing.T) {

@@ -27,16 +27,23 @@ type scanResult struct {
 func runScan(ctx context.Context, env *Env, args []string) int {
 	fs := newFlagSet(env, "scan", "[--json] FILE|DIR...", `
 Finds secrets in tapes with `+secrets.RuleSet()+`'s rule set (API keys of some 200 services,
-tokens, private keys, JWTs, passwords assigned to key-like names). Every string of a tape is
-scanned: request and response bodies (raw, walked as JSON), normalized messages, tool calls
-and results, headers, the request path with its query string, stream chunks, meta. A string
-is seen with the name of the member that holds it, so "x-custom-key: VALUE" is found. Text
-encoded in base64, hex or percent-encoding is decoded and scanned too.
+tokens, private keys, JWTs, passwords assigned to key-like names) and rules of its own for
+passwords in URLs (postgres://user:PASSWORD@host, https://user:TOKEN@github.com) and formats
+gitleaks lacks:
+`+wrapList(secrets.ExtraRules(), "  ", 92)+`
+Every string of a tape is scanned, member names included: request and response bodies (raw,
+walked as JSON), normalized messages, tool calls and results, headers, the request path with
+its query string, stream chunks, meta. A string is seen with the name of the member that holds
+it, so "x-custom-key: VALUE" is found. Text encoded in base64, hex or percent-encoding is
+decoded and scanned too. The start snapshot a tape names (meta.workspace.snapshot) is scanned
+file by file: its findings name the file inside the snapshot; a snapshot that is missing or
+cannot be read counts as a file that could not be scanned.
 
 Prints one line per place a secret was found, the places of one secret together:
   FILE: JSON-POINTER: RULE: PREVIEW
 for example
   run.json: /threads/0/steps/3/request/raw/messages/2/content/0/text: anthropic-api-key: sk-a…
+  run.json: /meta/workspace/snapshot: .env: aws-access-token: AKIA…
 PREVIEW is the secret's first four characters; the secret itself is never printed.
 
 Protocol values are not findings. In members named
@@ -47,7 +54,7 @@ a key-like name); members named `+strings.Join(secrets.OpaqueFields(), ", ")+` a
 Directories are searched for *.json files as dataset export does (recursively, hidden files
 skipped); files are scanned in parallel on every core.
 Exits 0 when no secret is found, 1 when one is or a file cannot be read, 2 on usage error.`)
-	asJSON := fs.Bool("json", false, `print a JSON array of {"file", "findings": [{"pointer", "offset", "rule", "preview", "secret"}], "error"}; "secret" numbers the distinct secrets of a file`)
+	asJSON := fs.Bool("json", false, `print a JSON array of {"file", "findings": [{"pointer", "offset", "length", "rule", "preview", "secret", "key", "member"}], "error"}; "secret" numbers the distinct secrets of a file, "key" is true for a secret in a member name, "member" names the file inside the start snapshot`)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}

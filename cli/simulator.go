@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/fork"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/workspace"
 )
@@ -26,7 +27,14 @@ func runSimulator(ctx context.Context, env *Env, verb string, rec *tape.Tape, f 
 		}
 	}
 	sopts := controller.SimulatorOptions{Speed: f.speed, Output: f.output, Logf: logf}
+	// A warning: printed even with --quiet.
+	fmt.Fprintf(env.Stderr, "tapebox replay: warning: simulator mode: %s; run it in a container or a VM for a tape you do not trust\n", fork.HostNote)
 	if f.workspaceDir != "" && !f.noWorkspace {
+		dir, _, err := fork.HostWorkdir(f.workspaceDir, false, rec) // checked, and clean
+		if err != nil {
+			return failf(env, verb, "--workspace: %v", err)
+		}
+		f.workspaceDir = dir
 		snapshot, err := controller.SnapshotFor(f.tapePath, rec)
 		if err != nil {
 			return failf(env, verb, "%v", err)

@@ -98,7 +98,7 @@ Exits 0 when every tape verifies, 1 when any does not or cannot be read.`)
 					if r.SignatureOK {
 						signed = ", signature ok"
 					}
-					fmt.Fprintf(env.Stdout, "%s: ok (%d steps, root %s%s)\n", r.File, r.Steps, r.Root, signed)
+					fmt.Fprintf(env.Stdout, "%s: ok (%s, root %s%s)\n", r.File, plural(r.Steps, "step"), r.Root, signed)
 				}
 			case string(tape.DigestsNone):
 				if !*quiet || *require {

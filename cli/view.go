@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/sandbox/telemetry"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/viewer"
@@ -129,7 +129,7 @@ func readValidTape(env *Env, path string) ([]byte, int) {
 }
 
 // compareBytes runs compare on two valid tapes, reading their normalized fields only.
-func compareBytes(env *Env, recPath string, rec []byte, repPath string, rep []byte) (*controller.Report, int) {
+func compareBytes(env *Env, recPath string, rec []byte, repPath string, rep []byte) (*compare.Report, int) {
 	load := func(path string, data []byte) (*tape.Tape, error) {
 		stripped, err := tape.StripBodies(bytes.NewReader(data))
 		if err != nil {
@@ -149,7 +149,7 @@ func compareBytes(env *Env, recPath string, rec []byte, repPath string, rep []by
 	if err != nil {
 		return nil, failf(env, "view", "%v", err)
 	}
-	return controller.Compare(a, b), ExitOK
+	return compare.Compare(a, b), ExitOK
 }
 
 // writePage writes the page to path atomically (tape.CreateAtomic), so a reader never

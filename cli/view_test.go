@@ -76,7 +76,7 @@ func TestViewInvalidTape(t *testing.T) {
 		assert.Equal(t, ExitFailure, code)
 		assert.Empty(t, stdout)
 		assert.Contains(t, stderr, problems+"\n", "the same problems as validate prints")
-		assert.Contains(t, stderr, `tapebox view: `+bad+` is not a valid tape (1 problems); run "tapebox validate `+bad+`"`)
+		assert.Contains(t, stderr, `tapebox view: `+bad+` is not a valid tape (1 problem); run "tapebox validate `+bad+`"`)
 	}
 	for _, p := range []string{"bad.html", "claude-code.html"} {
 		_, err := os.Stat(filepath.Join(dir, p))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/sandbox"
@@ -44,7 +45,7 @@ func requireRestartedIdentical(t *testing.T, rec *tape.Tape, res *controller.Res
 	require.Equal(t, 1, res.Restarts)
 	rep, err := tape.LoadFile(out)
 	require.NoError(t, err)
-	r := controller.Compare(rec, rep)
+	r := compare.Compare(rec, rep)
 	require.True(t, r.Identical, "%+v", r.Differences)
 }
 
@@ -101,7 +102,7 @@ func TestReplayCallTimeout(t *testing.T) {
 	require.True(t, first.IsError)
 	require.Contains(t, first.Text(), "timed out after 300ms")
 	require.Equal(t, "next", rep.Main().Steps[1].ToolResults[0].Text())
-	r := controller.Compare(rec, rep)
+	r := compare.Compare(rec, rep)
 	require.False(t, r.Identical)
 	require.True(t, r.ReachedEnd)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -34,9 +35,9 @@ func TestCompareNamesCallsNotRun(t *testing.T) {
 	rep, err := tape.LoadFile(out)
 	require.NoError(t, err)
 
-	r := controller.Compare(rec, rep)
+	r := compare.Compare(rec, rep)
 	require.True(t, r.Identical, "%+v", r.Differences)
-	assert.Equal(t, []controller.NotRun{{Thread: "main", Step: 0, ToolCallID: "toolu_ci", Tool: "mcp__ci__run_tests"}}, r.NotRun)
+	assert.Equal(t, []compare.NotRun{{Thread: "main", Step: 0, ToolCallID: "toolu_ci", Tool: "mcp__ci__run_tests"}}, r.NotRun)
 	assert.Equal(t, 2, r.ResultsReplayed)
 	var text bytes.Buffer
 	r.WriteText(&text)
@@ -46,7 +47,7 @@ func TestCompareNamesCallsNotRun(t *testing.T) {
 
 	// A replay in which every call ran says IDENTICAL alone.
 	rep.Threads[0].Steps[0].ToolResults[0].CopiedFromTape = false
-	r = controller.Compare(rec, rep)
+	r = compare.Compare(rec, rep)
 	assert.Empty(t, r.NotRun)
 	text.Reset()
 	r.WriteText(&text)

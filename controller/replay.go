@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/harnesses"
 )
@@ -82,6 +83,9 @@ type Result struct {
 	Identifiers map[string]string
 	// RestoreTime is the start snapshot's restore; ManifestTime the end manifest's reading.
 	RestoreTime, ManifestTime time.Duration
+	// FirstResult is when the first tool call's result came back from the sandbox (by
+	// Options.Now); zero when no call ran.
+	FirstResult time.Time
 }
 
 // IncompleteError says which thread and step a replay could not play, and why.
@@ -121,7 +125,7 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 	if main == nil {
 		return nil, errors.New("replay: the tape has no main thread")
 	}
-	p := &player{rec: rec, sb: sb, opts: opts, ids: NewIdentifiers(rec), start: opts.Now(), total: rec.Totals().Steps}
+	p := &player{rec: rec, sb: sb, opts: opts, ids: match.NewIdentifiers(rec), start: opts.Now(), total: rec.Totals().Steps}
 	p.hello = protocol.Hello{Harness: rec.Meta.Harness, Cwd: opts.Cwd, Env: opts.Env, HarnessVersion: rec.Meta.HarnessVersion}
 	if w := harnesses.VersionWarning(rec.Meta.Harness, rec.Meta.HarnessVersion); w != "" {
 		opts.Logf("warning: %s", w)
@@ -147,14 +151,19 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 		s.hello.Version, s.hello.Protocol, s.hello.Harness, s.hello.Platform, p.policy.ParallelToolCalls, p.policy.SpawningTools)
 
 	err = p.playThread(ctx, main)
+	// A replay that ends says bye and gives the executor 5 seconds to exit; one that was
+	// stopped (Ctrl-C) does not wait for the calls in flight: closing the sandbox ends them.
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if ctx.Err() != nil {
+		cancel()
+	}
 	p.currentSession().close(closeCtx)
 	cancel()
 	if err == nil {
 		p.recordEndState(ctx)
 	}
 	res := &Result{RestoreTime: p.restoreTime, ManifestTime: p.manifestTime, Steps: p.steps, ToolCalls: p.calls, Restarts: p.restarts, Wall: opts.Now().Sub(p.start),
-		ToolTime: p.toolTime, ToolPath: ToolPath(p.out), ModelTime: p.modelTime, Identifiers: p.ids.Map()}
+		ToolTime: p.toolTime, ToolPath: ToolPath(p.out), ModelTime: p.modelTime, Identifiers: p.ids.Map(), FirstResult: p.firstResult}
 	if err != nil {
 		reason := tape.EndError
 		if errors.Is(err, context.Canceled) {
@@ -175,7 +184,7 @@ type player struct {
 	rec    *tape.Tape
 	sb     Sandbox
 	opts   Options
-	ids    *Identifiers
+	ids    *match.Identifiers
 	hello  protocol.Hello
 	policy protocol.Policy
 	start  time.Time
@@ -193,7 +202,8 @@ type player struct {
 	modelTime time.Duration
 
 	restoreTime, manifestTime time.Duration
-	total                     int // steps the tape holds, for Progress
+	total                     int       // steps the tape holds, for Progress
+	firstResult               time.Time // when the first call's result came back
 }
 
 // openOutput prepares the replay tape (see newReplayTape).
@@ -375,7 +385,7 @@ func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.
 	res.ToolCallID = c.ID
 	if hasRecorded {
 		h := p.rec.Meta.Harness
-		p.ids.Learn(Site{Thread: th.ID, Step: si}, Mask(h, resultText(recorded)), Mask(h, resultText(res)))
+		p.ids.Learn(match.Site{Thread: th.ID, Step: si}, match.Mask(h, recorded.Flat()), match.Mask(h, res.Flat()))
 	}
 	return res, nil
 }
@@ -440,6 +450,9 @@ func (p *player) callWithRestart(ctx context.Context, c tape.ToolCall, recorded 
 		switch {
 		case err == nil:
 			p.mu.Lock()
+			if p.calls == 0 {
+				p.firstResult = p.opts.Now()
+			}
 			p.calls++
 			if res.DurationMS != nil {
 				p.toolTime += msDur(*res.DurationMS)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/sandbox"
@@ -34,7 +35,7 @@ func TestReplayLocalRoundTrip(t *testing.T) {
 			require.Equal(t, tape.EndComplete, rep.Meta.Ended.Reason)
 			require.Equal(t, rec.Meta.TapeID, *rep.Meta.ReplayOf)
 			require.Equal(t, sb.Cwd(), rep.Meta.Cwd, "the replay tape says where the replay ran")
-			report := controller.Compare(rec, rep)
+			report := compare.Compare(rec, rep)
 			require.True(t, report.Identical, "%+v", report.Differences)
 			two, err := os.ReadFile(filepath.Join(dir, "sub", "two.txt"))
 			require.NoError(t, err)
@@ -50,11 +51,11 @@ func TestCompareFindsDifferences(t *testing.T) {
 	again, err := tape.Unmarshal(mustMarshal(t, rec))
 	require.NoError(t, err)
 	again.Meta.Ended = &tape.Ended{Reason: tape.EndComplete, At: rec.Meta.StartedAt}
-	require.True(t, controller.Compare(rec, again).Identical)
+	require.True(t, compare.Compare(rec, again).Identical)
 
 	again.Threads[0].Steps[0].ToolResults[0].Content[0].Text = "something else"
 	again.Threads[1].Steps = again.Threads[1].Steps[:1]
-	r := controller.Compare(rec, again)
+	r := compare.Compare(rec, again)
 	require.False(t, r.Identical)
 	require.False(t, r.ReachedEnd)
 	fields := map[string]bool{}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/executor/protocol"
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -58,7 +59,7 @@ type ExecutorError struct {
 }
 
 func (e *ExecutorError) Error() string {
-	return fmt.Sprintf("executor error for call %s: %s", e.CallID, Excerpt(e.Message, maxExecutorWords))
+	return fmt.Sprintf("executor error for call %s: %s", e.CallID, term.Excerpt(e.Message, maxExecutorWords))
 }
 
 type reply struct {
@@ -119,7 +120,7 @@ func startSession(ctx context.Context, sb Sandbox, h protocol.Hello, logf func(s
 				s.readLoop(dec)
 				return
 			case protocol.OpError:
-				helloc <- fmt.Errorf("executor refused hello: %s", Excerpt(env.Error.Message, maxExecutorWords))
+				helloc <- fmt.Errorf("executor refused hello: %s", term.Excerpt(env.Error.Message, maxExecutorWords))
 				return
 			default:
 				logf("executor sent %q before its hello reply", env.Op)
@@ -176,7 +177,7 @@ func (s *session) readLoop(dec *protocol.Decoder) {
 			s.deliver(env.Result.ID, reply{result: env.Result.Result})
 		case protocol.OpError:
 			if env.Error.ID == nil {
-				s.logf("executor error: %s", Excerpt(env.Error.Message, maxExecutorWords))
+				s.logf("executor error: %s", term.Excerpt(env.Error.Message, maxExecutorWords))
 				continue
 			}
 			s.deliver(*env.Error.ID, reply{err: &ExecutorError{CallID: *env.Error.ID, Message: env.Error.Message}})

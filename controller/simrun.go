@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapebox/tapebox/internal/term"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 	"github.com/tapebox/tapebox/workspace"
@@ -20,7 +22,7 @@ type simRun struct {
 	s     *Simulator
 	name  string
 	start time.Time
-	ids   *Identifiers
+	ids   *match.Identifiers
 
 	mu      sync.Mutex
 	out     *tape.Tape
@@ -34,7 +36,7 @@ type simRun struct {
 
 func newSimRun(s *Simulator, name string) (*simRun, error) {
 	start := s.opts.Now()
-	r := &simRun{s: s, name: name, start: start, ids: NewIdentifiers(s.rec),
+	r := &simRun{s: s, name: name, start: start, ids: match.NewIdentifiers(s.rec),
 		served: make([]int, len(s.rec.Threads)), written: make([]int, len(s.rec.Threads))}
 	r.out = newReplayTape(s.rec, start, map[string]string{"mode": "simulator", "run": name})
 	if out := OutputFor(s.opts.Output, name); out != "" {
@@ -159,7 +161,7 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 		}
 	}
 	if best < 0 || bestScore < 2 {
-		return -1, 0, nil, &divergence{msg: fmt.Sprintf("no thread of the tape expects a request with %d model turns and this opening (%q)", turns, Excerpt(sig.opening, 120))}
+		return -1, 0, nil, &divergence{msg: fmt.Sprintf("no thread of the tape expects a request with %d model turns and this opening (%q)", turns, term.Excerpt(sig.opening, 120))}
 	}
 	th := r.s.rec.Threads[best]
 	if turns >= len(th.Steps) {
@@ -172,8 +174,8 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 		}
 	}
 	if turns == 0 {
-		r.ids.Learn(Site{Thread: th.ID, Step: -1}, r.s.keys[best].system, sig.system)
-		r.ids.Learn(Site{Thread: th.ID, Step: -1}, r.s.keys[best].opening, sig.opening)
+		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, r.s.keys[best].system, sig.system)
+		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, r.s.keys[best].opening, sig.opening)
 	} else if d := r.checkResults(th, turns, in); d != nil {
 		return best, turns, nil, d
 	}
@@ -228,12 +230,12 @@ func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step) *divergenc
 		case !hasWant:
 			continue // the recording did not see this result (cut short); accept it
 		}
-		a, b := Mask(h, resultText(want)), Mask(h, resultText(*have))
-		r.ids.Learn(Site{Thread: th.ID, Step: si - 1}, a, b)
+		a, b := match.Mask(h, want.Flat()), match.Mask(h, have.Flat())
+		r.ids.Learn(match.Site{Thread: th.ID, Step: si - 1}, a, b)
 		if r.ids.Apply(a) != b {
-			return &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("tool result of call %s (%s) differs:\n  recorded: %s\n  got:      %s", c.ID, c.Name, Excerpt(a, 300), Excerpt(b, 300))}
+			return &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("tool result of call %s (%s) differs:\n  recorded: %s\n  got:      %s", c.ID, c.Name, term.Excerpt(a, 300), term.Excerpt(b, 300))}
 		}
-		if want.IsError != have.IsError && carriesIsError(r.s.rec.Meta.Provider) {
+		if want.IsError != have.IsError && r.s.rec.Meta.Provider.MarksErrors() {
 			return &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("tool result of call %s (%s): is_error %v, the tape has %v", c.ID, c.Name, have.IsError, want.IsError)}
 		}
 	}
@@ -421,62 +423,13 @@ func (r *simRun) sync() {
 
 // complete says whether every thread reachable from the main thread was fully served.
 func (r *simRun) complete() bool {
-	reach := reachableSet(r.s.rec)
+	reach := r.s.rec.Reachable()
 	for i, th := range r.s.rec.Threads {
 		if reach[th] && r.written[i] < len(th.Steps) {
 			return false
 		}
 	}
 	return true
-}
-
-// reachableSet holds the threads of t that are the main thread or descend from it, a
-// parent being the first thread of its id (as Tape.Thread finds it); a thread whose parents
-// go round in a circle or end at a missing thread does not. Each thread is walked once, so
-// that a long chain of subagents (a tape is anyone's) costs its length, not its cube.
-func reachableSet(t *tape.Tape) map[*tape.Thread]bool {
-	byID := threadsByID(t)
-	main := t.Main()
-	const walking = 2
-	state := make(map[*tape.Thread]int8, len(t.Threads)) // 1 reachable, 0 not, walking
-	var path []*tape.Thread
-	for _, th := range t.Threads {
-		path = path[:0]
-		reach := false
-		for cur := th; ; {
-			if v, ok := state[cur]; ok {
-				reach = v == 1
-				break
-			}
-			if cur == main {
-				reach = true
-				path = append(path, cur)
-				break
-			}
-			state[cur] = walking
-			path = append(path, cur)
-			if cur.Parent == nil {
-				break
-			}
-			if cur = byID[cur.Parent.ThreadID]; cur == nil {
-				break
-			}
-		}
-		v := int8(0)
-		if reach {
-			v = 1
-		}
-		for _, p := range path {
-			state[p] = v
-		}
-	}
-	out := make(map[*tape.Thread]bool, len(state))
-	for th, v := range state {
-		if v == 1 {
-			out[th] = true
-		}
-	}
-	return out
 }
 
 // diverge answers a request the tape cannot answer, records it and ends the run.

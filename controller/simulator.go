@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 	"github.com/tapebox/tapebox/workspace"
@@ -142,7 +143,7 @@ func (a threadSig) score(b threadSig) int {
 	s := 0
 	if a.opening == b.opening || (a.prompt != "" && strings.Contains(b.opening, a.prompt)) {
 		s += 4
-	} else if similar(a.opening, b.opening) {
+	} else if match.Similar(a.opening, b.opening) {
 		s += 2
 	}
 	if a.tools == b.tools {
@@ -152,11 +153,6 @@ func (a threadSig) score(b threadSig) int {
 		s++
 	}
 	return s
-}
-
-// similar says whether two texts differ only in identifier-like tokens.
-func similar(a, b string) bool {
-	return a == b || identifierPairs(a, b, nil) != nil
 }
 
 // NewSimulator prepares a simulator for rec.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/tape"
@@ -79,7 +80,7 @@ func TestSimulatorReplaysEveryFormat(t *testing.T) {
 				rep, err := tape.LoadFile(out)
 				require.NoError(t, err)
 				require.Equal(t, tape.EndComplete, rep.Meta.Ended.Reason)
-				report := controller.Compare(rec, rep)
+				report := compare.Compare(rec, rep)
 				require.True(t, report.Identical, "%+v", report.Differences)
 				two, err := os.ReadFile(filepath.Join(dir, "sub", "two.txt"))
 				require.NoError(t, err)
@@ -109,7 +110,7 @@ func TestSimulatorConcurrentRuns(t *testing.T) {
 	for i := range n {
 		rep, err := tape.LoadFile(controller.OutputFor(out, fmt.Sprintf("run-%d", i)))
 		require.NoError(t, err)
-		require.True(t, controller.Compare(rec, rep).Identical, "run %d", i)
+		require.True(t, compare.Compare(rec, rep).Identical, "run %d", i)
 	}
 }
 
@@ -128,7 +129,7 @@ func TestSimulatorDivergesClearly(t *testing.T) {
 	rep, err := tape.LoadFile(out)
 	require.NoError(t, err)
 	require.Equal(t, tape.EndDiverged, rep.Meta.Ended.Reason)
-	require.False(t, controller.Compare(rec, rep).Identical)
+	require.False(t, compare.Compare(rec, rep).Identical)
 
 	// Bad input: a run id that is not a safe file name, a body that is not JSON, an unknown path.
 	for _, tc := range []struct{ path, body string }{

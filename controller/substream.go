@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 )
@@ -17,7 +18,7 @@ import (
 // substituted, and split again at the same offsets (the last delta takes any difference in
 // length). Chunks that carry whole values (a block's start, Responses' response.completed)
 // are substituted as they are.
-func substituteStream(ids *Identifiers, chunks []tape.Chunk) []string {
+func substituteStream(ids *match.Identifiers, chunks []tape.Chunk) []string {
 	out := make([]string, len(chunks))
 	if ids.Len() == 0 {
 		for i, c := range chunks {
@@ -147,7 +148,7 @@ func redistribute(orig []string, s string) []string {
 
 // applySSE rewrites the identifiers in the JSON data lines of one SSE event, JSON-aware;
 // other lines are kept as they are.
-func applySSE(ids *Identifiers, event string) string {
+func applySSE(ids *match.Identifiers, event string) string {
 	lines := strings.SplitAfter(event, "\n")
 	changed := false
 	for i, l := range lines {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 )
@@ -49,8 +50,8 @@ func TestSubstituteStreamAcrossDeltas(t *testing.T) {
 	}
 	chat = append(chat, mk("", map[string]any{"id": "c", "object": "chat.completion.chunk", "choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "tool_calls"}}}), tape.Chunk{Data: "data: [DONE]\n\n"})
 
-	ids := NewIdentifiers(nil)
-	ids.Learn(Site{Thread: "main"}, "Output is being written to: "+old+".", "Output is being written to: "+repl+".")
+	ids := match.NewIdentifiers(nil)
+	ids.Learn(match.Site{Thread: "main"}, "Output is being written to: "+old+".", "Output is being written to: "+repl+".")
 	for _, tc := range []struct {
 		p      tape.Provider
 		chunks []tape.Chunk

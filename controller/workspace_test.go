@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/sandbox"
@@ -71,7 +72,7 @@ func TestReplayRestoresWorkspace(t *testing.T) {
 			res, err := controller.Replay(t.Context(), rec, &spoiling{Sandbox: sb, spoil: tc.spoil}, controller.Options{Cwd: sb.Cwd(), Snapshot: snap})
 			require.NoError(t, err)
 			require.NotNil(t, res.Tape.Meta.Workspace)
-			r := controller.Compare(rec, res.Tape)
+			r := compare.Compare(rec, res.Tape)
 			var b strings.Builder
 			r.WriteText(&b)
 			require.Equal(t, tc.identical, r.Identical, b.String())

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"iter"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,11 +14,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/dataset"
+	"github.com/tapebox/tapebox/replay"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 // The verdicts of a done tape.
@@ -37,6 +37,9 @@ const (
 
 // Options configure Run.
 type Options struct {
+	// AllowTampered replays a tape whose digests do not match (seal.Check); without it such a
+	// tape fails, naming the changed part.
+	AllowTampered bool
 	// Corpus is a folder of tapes (*.json, searched recursively) or an exported dataset
 	// (dataset.IsDataset), whose tapes are imported once into Journal+".tapes/".
 	Corpus string
@@ -50,7 +53,8 @@ type Options struct {
 	// SandboxOptions are the options of every sandbox; Cwd is set per tape (see Cwd).
 	SandboxOptions sandbox.Options
 	// Cwd, when CwdGiven, is the working directory of every tape; otherwise each tape runs
-	// where it was recorded (meta.cwd, when an absolute path).
+	// where it was recorded (meta.cwd, when an absolute path), else in a fresh
+	// replay.DefaultCwd (replay.Cwd).
 	Cwd      string
 	CwdGiven bool
 	// Jobs is how many tapes replay at once (default 1).
@@ -70,12 +74,28 @@ type Options struct {
 	Progress func(Progress)
 }
 
-// Progress is the run's state when a tape starts or ends.
+// Progress is the run's state when a tape starts or ends. Counts.Running counts the tapes
+// being replayed (never more than Jobs) and, without a pool, being made ready by a job;
+// Ready counts those a pool makes ready ahead of the replays (never more than Pool).
 type Progress struct {
 	Counts
+	Ready int
 	// Finished counts the tapes this run (this process) ended; Elapsed is its age.
 	Finished int
 	Elapsed  time.Duration
+}
+
+// Total is the number of tapes, those made ready ahead included.
+func (p Progress) Total() int { return p.Counts.Total() + p.Ready }
+
+// Problem is a tape that failed or whose replay differs from its recording.
+type Problem struct {
+	Key   string `json:"key"`
+	State string `json:"state"`
+	// Verdict is "differs" for a done tape, "" for a failed one.
+	Verdict string `json:"verdict,omitempty"`
+	// Detail is the error of a failed tape, or compare's first difference (Report.First).
+	Detail string `json:"detail"`
 }
 
 // Summary is what Run did, and the journal's state when it ended.
@@ -95,6 +115,8 @@ type Summary struct {
 	Finished       int     `json:"finished"`
 	ElapsedMS      float64 `json:"elapsed_ms"`
 	TapesPerMinute float64 `json:"tapes_per_minute"`
+	// Problems are the tapes of the journal that failed or differ, in the journal's order.
+	Problems []Problem `json:"problems"`
 }
 
 // ResultsPath is where the results table of the journal at journal goes: beside it, as
@@ -182,7 +204,18 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if elapsed > 0 {
 		sum.TapesPerMinute = float64(sum.Finished) / elapsed.Minutes()
 	}
-	return sum, errors.Join(runErr, werr, cerr)
+	sum.Problems = []Problem{}
+	var perr error
+	for row, err := range j.Results(context.WithoutCancel(ctx)) {
+		if err != nil {
+			perr = err
+			break
+		}
+		if row.State == StateFailed || row.Verdict == VerdictDiffers {
+			sum.Problems = append(sum.Problems, Problem{Key: row.Key, State: row.State, Verdict: row.Verdict, Detail: row.Error})
+		}
+	}
+	return sum, errors.Join(runErr, werr, cerr, perr)
 }
 
 // checkSpec refuses sandboxes that a corpus cannot use: each tape needs a fresh one.
@@ -243,7 +276,9 @@ type runner struct {
 	j     *Journal
 	start time.Time
 
-	queued, running, done, failed, identical, differs, finished atomic.Int64
+	// running counts the tapes being replayed (at most Jobs) and, without a pool, being
+	// prepared by a job; ready those a pool prepares ahead or holds ready.
+	queued, ready, running, done, failed, identical, differs, finished atomic.Int64
 
 	closing sync.WaitGroup
 	stop    context.CancelCauseFunc
@@ -251,13 +286,13 @@ type runner struct {
 
 // prepared is a claimed tape with its sandbox open, ready to replay.
 type prepared struct {
-	e       Entry
-	rec     *tape.Tape
-	sb      *sandbox.Sandbox
-	cleanup func()
-	snap    string
-	ready   time.Duration
-	row     dataset.ResultRow
+	e     Entry
+	rec   *tape.Tape
+	rp    *replay.Replay
+	ready time.Duration
+	row   dataset.ResultRow
+	count *atomic.Int64 // where the tape is counted: runner.ready or runner.running
+	taken chan struct{} // closed once a job took the tape from the pool and counts it running
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -272,7 +307,7 @@ func (r *runner) progress() {
 	}
 	r.opts.Progress(Progress{Counts: Counts{Queued: int(r.queued.Load()), Running: int(r.running.Load()),
 		Done: int(r.done.Load()), Failed: int(r.failed.Load()), Identical: int(r.identical.Load()),
-		Differs: int(r.differs.Load())}, Finished: int(r.finished.Load()), Elapsed: time.Since(r.start)})
+		Differs: int(r.differs.Load())}, Ready: int(r.ready.Load()), Finished: int(r.finished.Load()), Elapsed: time.Since(r.start)})
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -291,8 +326,12 @@ func (r *runner) run(ctx context.Context) error {
 		ready := make(chan *prepared)
 		var preps sync.WaitGroup
 		r.prepareEach(ctx, cancel, r.opts.Pool, &preps, func(p *prepared) bool {
+			p.taken = make(chan struct{})
 			select {
 			case ready <- p:
+				// The next claim waits for the job to count this tape as running, so that
+				// the pool never shows more ready than Pool.
+				<-p.taken
 				return true
 			case <-ctx.Done():
 				r.abandon(ctx, p)
@@ -303,6 +342,11 @@ func (r *runner) run(ctx context.Context) error {
 		for range r.opts.Jobs {
 			wg.Go(func() {
 				for p := range ready {
+					// A job takes the tape from the pool: it runs now.
+					r.ready.Add(-1)
+					r.running.Add(1)
+					p.count = &r.running
+					close(p.taken)
 					r.replay(ctx, p)
 				}
 			})
@@ -350,18 +394,23 @@ func (r *runner) next(ctx context.Context, stop context.CancelCauseFunc) (p *pre
 	if !ok {
 		return nil, false
 	}
+	count := &r.running
+	if r.opts.Pool > 0 {
+		count = &r.ready
+	}
 	r.queued.Add(-1)
-	r.running.Add(1)
+	count.Add(1)
 	r.progress()
 	p, err = r.prepare(ctx, e)
 	switch {
 	case err == nil:
+		p.count = count
 		return p, true
 	case ctx.Err() != nil:
-		r.requeue(ctx, e.Key)
+		r.requeue(ctx, e.Key, count)
 		return nil, false
 	case errors.Is(err, sandbox.ErrNoEngine):
-		r.requeue(ctx, e.Key)
+		r.requeue(ctx, e.Key, count)
 		stop(fmt.Errorf("corpus replay stopped (run it again to resume): %w", err))
 		return nil, false
 	}
@@ -369,66 +418,46 @@ func (r *runner) next(ctx context.Context, stop context.CancelCauseFunc) (p *pre
 	if p != nil {
 		row.TapeID = p.row.TapeID
 	}
-	r.finish(ctx, row)
+	r.finish(ctx, row, count)
 	return nil, true
 }
 
-// prepare loads and checks the tape, and opens its sandbox. On an error after the tape was
-// read, p carries its id.
+// prepare loads and checks the tape, and opens its sandbox (replay.Open). On an error after
+// the tape was read, p carries its id.
 func (r *runner) prepare(ctx context.Context, e Entry) (*prepared, error) {
 	p := &prepared{e: e, row: dataset.ResultRow{Key: e.Key, Attempts: int64(e.Attempt)}}
-	rec, err := loadTape(e.Path)
+	rec, err := loadTape(e.Path, r.opts.AllowTampered)
 	if err != nil {
 		return nil, err
 	}
 	p.rec = rec
 	p.row.TapeID = rec.Meta.TapeID
-	if !r.opts.NoWorkspace {
-		if p.snap, err = controller.SnapshotFor(e.Path, rec); err != nil {
-			return p, err
-		}
-	}
-	spec := r.opts.Sandbox
 	sopts := r.opts.SandboxOptions
-	if spec == "local" || spec == "unsafe-local" {
-		dir, err := os.MkdirTemp("", "tapebox-corpus-")
-		if err != nil {
-			return p, err
-		}
-		p.cleanup = func() { os.RemoveAll(dir) }
-		spec += ":" + filepath.Join(dir, "work")
-	} else {
-		sopts.Cwd = r.cwd(rec)
-	}
 	sopts.Labels = map[string]string{LabelTape: e.Key, LabelAttempt: strconv.Itoa(e.Attempt)}
 	for k, v := range r.opts.SandboxOptions.Labels {
 		sopts.Labels[k] = v
 	}
-	t0 := time.Now()
-	sb, err := sandbox.Open(ctx, spec, sopts)
+	rp, err := replay.Open(ctx, rec, r.opts.Sandbox, replay.Options{TapePath: e.Path, Sandbox: sopts, Cwd: r.opts.Cwd,
+		CwdSet: r.opts.CwdGiven, Env: r.opts.Env, Speed: r.opts.Speed, Output: r.output(e.Key), CallTimeout: r.opts.CallTimeout,
+		NoWorkspace: r.opts.NoWorkspace, Compare: true})
 	if err != nil {
-		if p.cleanup != nil {
-			p.cleanup()
-		}
 		return p, fmt.Errorf("tape %s: %w", e.Key, err)
 	}
-	p.sb, p.ready = sb, time.Since(t0)
+	p.rp, p.ready = rp, rp.Setup()
 	return p, nil
 }
 
-func (r *runner) cwd(rec *tape.Tape) string {
-	switch {
-	case r.opts.CwdGiven:
-		return r.opts.Cwd
-	case path.IsAbs(rec.Meta.Cwd):
-		return rec.Meta.Cwd
+// output is where the replay tape of the tape at key goes: "" without OutputDir.
+func (r *runner) output(key string) string {
+	if r.opts.OutputDir == "" {
+		return ""
 	}
-	return ""
+	return filepath.Join(r.opts.OutputDir, filepath.FromSlash(strings.TrimSuffix(key, ".json")+".replay.json"))
 }
 
-// loadTape reads a tape and checks it against the schema; the error names the file and
-// each problem's JSON pointer.
-func loadTape(file string) (*tape.Tape, error) {
+// loadTape reads a tape and checks it against the schema and, unless allowTampered, its
+// digests (seal.Check); the error names the file and each problem's JSON pointer.
+func loadTape(file string, allowTampered bool) (*tape.Tape, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -455,6 +484,9 @@ func loadTape(file string) (*tape.Tape, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
+	if err := seal.Check(t, data); err != nil && !allowTampered {
+		return nil, fmt.Errorf("%s: %w (--allow-tampered replays it anyway)", file, err)
+	}
 	return t, nil
 }
 
@@ -464,61 +496,52 @@ func (r *runner) replay(ctx context.Context, p *prepared) {
 		r.abandon(ctx, p)
 		return
 	}
-	out := ""
-	if r.opts.OutputDir != "" {
-		out = filepath.Join(r.opts.OutputDir, filepath.FromSlash(strings.TrimSuffix(p.e.Key, ".json")+".replay.json"))
-	}
-	res, err := controller.Replay(ctx, p.rec, p.sb, controller.Options{Cwd: p.sb.Cwd(), Env: r.opts.Env, Speed: r.opts.Speed,
-		Output: out, CallTimeout: r.opts.CallTimeout, Snapshot: p.snap, NoWorkspace: r.opts.NoWorkspace})
+	res, err := p.rp.Play(ctx)
 	r.release(p)
 	if ctx.Err() != nil {
-		r.requeue(ctx, p.e.Key)
+		r.requeue(ctx, p.e.Key, p.count)
 		return
 	}
 	if errors.Is(err, sandbox.ErrNoEngine) {
 		// The engine or API server went away: not the tape's fault. It is queued again and
 		// the run stops, to be resumed once the engine is back.
-		r.requeue(ctx, p.e.Key)
+		r.requeue(ctx, p.e.Key, p.count)
 		r.stop(fmt.Errorf("corpus replay stopped (run it again to resume): tape %s: %w", p.e.Key, err))
 		return
 	}
 	row := p.row
 	row.ReadyMS = tape.RoundMS(p.ready)
-	if res != nil {
-		row.Steps, row.Restarts = int64(res.Steps), int64(res.Restarts)
-		row.WallMS, row.ToolMS = tape.RoundMS(res.Wall), tape.RoundMS(res.ToolTime)
-		if res.Tape != nil && out != "" {
-			row.Output = out
-		}
+	row.Steps, row.Restarts = int64(res.Steps), int64(res.Restarts)
+	row.WallMS, row.ToolMS = tape.RoundMS(res.Wall), tape.RoundMS(res.ToolTime)
+	if res.Tape != nil {
+		row.Output = r.output(p.e.Key)
 	}
 	switch {
 	case err != nil:
 		row.State, row.Error = StateFailed, fmt.Sprintf("tape %s: %v", p.e.Key, err)
-	case res == nil || res.Tape == nil:
+	case res.Tape == nil:
 		row.State, row.Error = StateFailed, fmt.Sprintf("tape %s: the replay produced no tape", p.e.Key)
 	default:
-		row.State, row.Verdict = StateDone, VerdictDiffers
-		if controller.Compare(p.rec, res.Tape).Identical {
-			row.Verdict = VerdictIdentical
+		row.State, row.Verdict = StateDone, VerdictIdentical
+		if !res.Identical() {
+			// The first difference goes into the error column: the summary names it.
+			row.Verdict, row.Error = VerdictDiffers, res.Report.First()
 		}
 	}
-	r.finish(ctx, row)
+	r.finish(ctx, row, p.count)
 }
 
 // release closes a tape's sandbox in the background (container removal is off the critical
 // path); Run waits for every close before it returns.
 func (r *runner) release(p *prepared) {
-	if p.sb == nil {
+	if p.rp == nil {
 		return
 	}
 	r.closing.Go(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if err := p.sb.Close(cctx); err != nil {
-			r.logf("tape %s: close sandbox: %v", p.e.Key, err)
-		}
-		if p.cleanup != nil {
-			p.cleanup()
+		if err := p.rp.Close(cctx); err != nil {
+			r.logf("tape %s: %v", p.e.Key, err)
 		}
 	})
 }
@@ -526,23 +549,25 @@ func (r *runner) release(p *prepared) {
 // abandon closes a prepared tape's sandbox unused and queues the tape again.
 func (r *runner) abandon(ctx context.Context, p *prepared) {
 	r.release(p)
-	r.requeue(ctx, p.e.Key)
+	r.requeue(ctx, p.e.Key, p.count)
 }
 
-func (r *runner) requeue(ctx context.Context, key string) {
+// requeue queues a claimed tape again; count is where it was counted.
+func (r *runner) requeue(ctx context.Context, key string, count *atomic.Int64) {
 	if err := r.j.Requeue(context.WithoutCancel(ctx), key); err != nil {
 		r.logf("%v", err)
 	}
-	r.running.Add(-1)
+	count.Add(-1)
 	r.queued.Add(1)
 	r.progress()
 }
 
-func (r *runner) finish(ctx context.Context, row dataset.ResultRow) {
+// finish records a claimed tape's outcome; count is where it was counted.
+func (r *runner) finish(ctx context.Context, row dataset.ResultRow, count *atomic.Int64) {
 	if err := r.j.Finish(context.WithoutCancel(ctx), row); err != nil {
 		r.logf("%v", err)
 	}
-	r.running.Add(-1)
+	count.Add(-1)
 	r.finished.Add(1)
 	if row.State == StateDone {
 		r.done.Add(1)
@@ -554,6 +579,9 @@ func (r *runner) finish(ctx context.Context, row dataset.ResultRow) {
 	} else {
 		r.failed.Add(1)
 		r.logf("%s", row.Error)
+	}
+	if row.Verdict == VerdictDiffers {
+		r.logf("tape %s differs: %s", row.Key, row.Error)
 	}
 	r.progress()
 }

@@ -2,9 +2,11 @@ package corpus
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,6 +49,9 @@ func TestRunLocal(t *testing.T) {
 	require.Equal(t, 3, sum.Identical)
 	require.Equal(t, 1, sum.Failed)
 	require.Equal(t, 4, sum.Finished)
+	require.Len(t, sum.Problems, 1)
+	require.Equal(t, Problem{Key: "bad.json", State: StateFailed, Detail: sum.Problems[0].Detail}, sum.Problems[0])
+	require.Contains(t, sum.Problems[0].Detail, "/meta/harness: required field is missing")
 
 	rows, err := dataset.ReadResults(ResultsPath(journal))
 	require.NoError(t, err)
@@ -60,6 +65,7 @@ func TestRunLocal(t *testing.T) {
 		}
 		require.Equal(t, StateDone, r.State, r.Error)
 		require.Equal(t, VerdictIdentical, r.Verdict)
+		require.Empty(t, r.Error)
 		require.True(t, strings.HasPrefix(r.TapeID, "codex-"))
 		require.Positive(t, r.Steps)
 		require.Positive(t, r.WallMS)
@@ -74,12 +80,9 @@ func TestRunLocal(t *testing.T) {
 	require.Equal(t, 3, sum.Identical)
 }
 
-// TestRunPoolDifferenceCounted: with a warm pool, a tape whose recorded result was altered
-// replays as "differs", so the identical count can fail.
-func TestRunPoolDifferenceCounted(t *testing.T) {
-	dir := t.TempDir()
-	corp := filepath.Join(dir, "corpus")
-	reID(t, "../testdata/replay/codex.json", filepath.Join(corp, "same.json"), "same")
+// plantDifference writes the codex tape to corp/changed.json with a tool result altered.
+func plantDifference(t *testing.T, corp string) {
+	t.Helper()
 	data, err := os.ReadFile("../testdata/replay/codex.json")
 	require.NoError(t, err)
 	var v map[string]any
@@ -101,11 +104,64 @@ func TestRunPoolDifferenceCounted(t *testing.T) {
 	require.True(t, planted, "no tool result output to alter in the test tape")
 	out, _ := json.Marshal(v)
 	require.NoError(t, os.WriteFile(filepath.Join(corp, "changed.json"), out, 0o644))
+}
+
+// TestRunPoolDifferenceCounted: with a warm pool, a tape whose recorded result was altered
+// replays as "differs", so the identical count can fail, and the summary names it with its
+// first difference (and not the identical one).
+func TestRunPoolDifferenceCounted(t *testing.T) {
+	dir := t.TempDir()
+	corp := filepath.Join(dir, "corpus")
+	reID(t, "../testdata/replay/codex.json", filepath.Join(corp, "same.json"), "same")
+	plantDifference(t, corp)
 	sum, err := Run(t.Context(), Options{Corpus: corp, Journal: filepath.Join(dir, "j.db"), Sandbox: "local", Jobs: 2, Pool: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, sum.Done)
 	require.Equal(t, 1, sum.Identical)
 	require.Equal(t, 1, sum.Differs)
+	require.Len(t, sum.Problems, 1)
+	p := sum.Problems[0]
+	require.Equal(t, "changed.json", p.Key)
+	require.Equal(t, VerdictDiffers, p.Verdict)
+	require.Contains(t, p.Detail, "tool_result differs")
+	require.Contains(t, p.Detail, "planted difference")
+}
+
+// TestRunProgressWithinJobs: the progress never shows more tapes running than Jobs, nor more
+// made ready ahead than Pool, whatever the pool; every tape is counted once until it ends.
+func TestRunProgressWithinJobs(t *testing.T) {
+	for _, tt := range []struct{ jobs, pool int }{{1, 0}, {2, 0}, {1, 2}, {2, 1}, {2, 3}} {
+		t.Run(fmt.Sprintf("jobs=%d,pool=%d", tt.jobs, tt.pool), func(t *testing.T) {
+			dir := t.TempDir()
+			corp := filepath.Join(dir, "corpus")
+			const n = 5
+			for i := range n {
+				reID(t, "../testdata/replay/codex.json", filepath.Join(corp, fmt.Sprintf("t%d.json", i)), fmt.Sprintf("t%d", i))
+			}
+			var mu sync.Mutex
+			var maxRunning, maxReady int
+			var bad []string
+			sum, err := Run(t.Context(), Options{Corpus: corp, Journal: filepath.Join(dir, "j.db"), Sandbox: "local", Jobs: tt.jobs, Pool: tt.pool,
+				Progress: func(p Progress) {
+					mu.Lock()
+					defer mu.Unlock()
+					maxRunning, maxReady = max(maxRunning, p.Running), max(maxReady, p.Ready)
+					if p.Total() != n || p.Running < 0 || p.Ready < 0 || p.Queued < 0 {
+						bad = append(bad, fmt.Sprintf("%+v", p))
+					}
+				}})
+			require.NoError(t, err)
+			require.Equal(t, n, sum.Identical)
+			require.Empty(t, sum.Problems)
+			require.NotNil(t, sum.Problems, "an empty list, never null in --json")
+			mu.Lock()
+			defer mu.Unlock()
+			require.Empty(t, bad, "every tape counted once")
+			require.LessOrEqual(t, maxRunning, tt.jobs, "running never above --jobs")
+			require.Positive(t, maxRunning)
+			require.LessOrEqual(t, maxReady, tt.pool, "ready never above --pool")
+		})
+	}
 }
 
 func asList(v any) []any {

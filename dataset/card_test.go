@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/internal/treetest"
+	"github.com/tapebox/tapebox/prices"
+
+	"github.com/tapebox/tapebox/internal/testutil/treetest"
 )
 
 func TestCardMarshalParse(t *testing.T) {
@@ -261,6 +263,10 @@ func TestParseLicense(t *testing.T) {
 		{"other", "other", ""},
 		{"unknown", "unknown", ""},
 		{"GPL-3.0-or-later", "GPL-3.0-or-later", ""},
+		{"gpl-3.0-or-later", "GPL-3.0-or-later", "" /* spelled as SPDX does */},
+		{"0BSD", "0BSD", ""},
+		{"not-a-license", "", `"not-a-license" is neither`},
+		{"MIT-2.0", "", "is neither"},
 		{"LicenseRef-acme-1.0", "LicenseRef-acme-1.0", ""},
 		{"openrail++", "openrail++", ""},
 		{"", "", "want a license id"},
@@ -322,4 +328,16 @@ func TestParseCardAuthorFields(t *testing.T) {
 	empty, err := ParseCard([]byte("---\n---\nbody\n"))
 	require.NoError(t, err)
 	assert.Equal(t, "body\n", empty.Body)
+}
+
+// The card says what the tapes cost and, when a model has no price, that their cost is
+// unknown and which model it is: the golden tapes call fake-model; the real Claude Code tape
+// (claude-opus-5-5) is priced.
+func TestCardCost(t *testing.T) {
+	inputs, err := ExpandInputs([]string{"../testdata/replay", "../viewer/testdata/claude-code.json"})
+	require.NoError(t, err)
+	dir, _ := export(t, inputs, ExportOptions{Format: Parquet})
+	c, err := LoadCard(dir)
+	require.NoError(t, err)
+	assert.Regexp(t, `- Cost at list prices of `+prices.Default().Date+` \(`+"`cost_usd`"+`\): \$0\.\d\d for 1 tape; unknown for 2 tapes, whose model has no price in the table \(`+"`cost_usd`"+` is null\): fake-model \(2\)`, c.Body)
 }

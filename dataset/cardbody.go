@@ -21,6 +21,13 @@ type bodyStats struct {
 	withSnapshot, leftOut int64
 	// traces counts the session files under traces/ by harness folder.
 	traces map[string]int64
+	// priced counts the tapes with a known cost and usd sums it; unpriced counts the
+	// others by model (the table has no price for a model they call); pricesDate is the
+	// price table's date.
+	priced     int64
+	usd        float64
+	unpriced   map[string]int64
+	pricesDate string
 }
 
 // tapeSummary is the projection of the tapes table the body needs.
@@ -35,6 +42,9 @@ type tapeSummary struct {
 	WorkspaceDigest   *string `parquet:"workspace_digest,optional"`
 	WorkspaceIncluded bool    `parquet:"workspace_included"`
 	TapeBytes         int64   `parquet:"tape_bytes"`
+	// CostUSD is null when the price table has no price for a model the tape calls.
+	CostUSD    *float64 `parquet:"cost_usd,optional"`
+	PricesDate string   `parquet:"prices_date"`
 }
 
 func (s *bodyStats) rows(config, split string, n int64) {
@@ -59,6 +69,7 @@ func (s *bodyStats) totalTapes() int64 {
 func (s *bodyStats) tapes(split string, files []shardFile) error {
 	if s.harnesses == nil {
 		s.harnesses, s.models, s.providers, s.ended, s.tapeBytes = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}
+		s.unpriced = map[string]int64{}
 	}
 	for _, f := range files {
 		err := readShard(f, tapesTable, 256, func(_ int64, rows []tapeSummary) error {
@@ -68,6 +79,13 @@ func (s *bodyStats) tapes(split string, files []shardFile) error {
 				s.providers[r.Provider]++
 				s.ended[cmp.Or(deref(r.EndedReason), "running or killed")]++
 				s.tapeBytes[split] += r.TapeBytes
+				s.pricesDate = r.PricesDate
+				if r.CostUSD != nil {
+					s.priced++
+					s.usd += *r.CostUSD
+				} else {
+					s.unpriced[cmp.Or(r.Model, "(no model)")]++
+				}
 				switch {
 				case r.WorkspaceIncluded:
 					s.withSnapshot++
@@ -124,6 +142,17 @@ func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 	}
 	fmt.Fprintf(&b, "\n- Harnesses: %s\n- Models: %s\n- Providers (wire formats): %s\n- Ended: %s\n",
 		counted(s.harnesses), counted(s.models), counted(s.providers), counted(s.ended))
+	if s.priced+int64(len(s.unpriced)) > 0 {
+		fmt.Fprintf(&b, "- Cost at list prices of %s (`cost_usd`): $%.2f for %s", s.pricesDate, s.usd, tapesCount(s.priced))
+		if len(s.unpriced) > 0 {
+			var n int64
+			for _, c := range s.unpriced {
+				n += c
+			}
+			fmt.Fprintf(&b, "; unknown for %s, whose model has no price in the table (`cost_usd` is null): %s", tapesCount(n), counted(s.unpriced))
+		}
+		b.WriteString("\n")
+	}
 	var snapshots, snapshotBytes int64
 	for _, info := range c.DatasetInfo {
 		if info.ConfigName == configWorkspaces {
@@ -302,4 +331,12 @@ func paragraphEnd(s string, from int) int {
 		return from + i + 1
 	}
 	return len(s)
+}
+
+// tapesCount is "1 tape" or "n tapes".
+func tapesCount(n int64) string {
+	if n == 1 {
+		return "1 tape"
+	}
+	return fmt.Sprintf("%d tapes", n)
 }

@@ -110,9 +110,11 @@ type decoder struct {
 	data     []byte
 	i        int
 	nonCanon bool
-	// repeated records a key seen twice in one object: encoding/json's handling of that
-	// (the last wins, maps merged) is left to it.
+	// repeated records a key seen twice in one object, anywhere (raw bodies included; keys
+	// that differ only in case count, see jsonlex.DuplicateKeyError): tape.Unmarshal then
+	// refuses the tape, naming the key's pointer. keys holds the open objects' keys.
 	repeated bool
+	keys     jsonlex.Path
 	// lean leaves stream chunks' data empty (rows only count chunks) while the input is
 	// canonical; dropped says some was left out.
 	lean, dropped bool
@@ -243,16 +245,24 @@ func (d *decoder) nullNormalized() bool {
 
 // object calls fn for each key, with d positioned at the value, which fn must consume.
 func (d *decoder) object(fn func(key []byte) error) error {
-	return d.members('{', '}', func() error {
+	d.keys.OpenObject()
+	err := d.members('{', '}', func() error {
 		key, err := d.strBytes(false)
 		if err != nil {
 			return err
+		}
+		if _, ok := d.keys.Key(key, 0); !ok {
+			d.repeated = true
 		}
 		if err := d.expect(':'); err != nil {
 			return err
 		}
 		return fn(key)
 	})
+	if err == nil {
+		d.keys.Close()
+	}
+	return err
 }
 
 // sortedObject is object for a Go map: canonical keys come sorted, each once.
@@ -648,7 +658,7 @@ func optional[T any](d *decoder, dst **T, omitted bool, read func(*T) error) fun
 
 var (
 	tapeKeys       = []string{"version", "meta", "threads", "digest"}
-	metaKeys       = []string{"tape_id", "harness", "harness_version", "provider", "model", "cwd", "started_at", "task", "replay_of", "labels", "workspace", "limits", "forked_from", "ended"}
+	metaKeys       = []string{"tape_id", "harness", "harness_version", "provider", "model", "cwd", "started_at", "task", "replay_of", "labels", "workspace", "limits", "forked_from", "ended", "redactions"}
 	workspaceKeys  = []string{"snapshot", "digest", "size", "files", "bytes", "exclude", "end"}
 	fileEntryKeys  = []string{"path", "type", "mode", "size", "sha256", "link"}
 	forkedFromKeys = []string{"tape_id", "thread", "step", "served", "overrides"}
@@ -665,6 +675,7 @@ var (
 	usageKeys      = []string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"}
 	chunkKeys      = []string{"at_ms", "data"}
 	blockKeys      = []string{"type", "text", "id", "name", "input", "tool_call_id", "content", "is_error", "raw"}
+	redactionKeys  = []string{"rule", "pointer"}
 	limitsKeys     = []string{"max_cost_usd", "max_steps", "max_thread_steps", "max_tokens", "max_repeat"}
 	digestKeys     = []string{"algorithm", "meta", "root", "public_key", "signature"}
 )
@@ -692,8 +703,15 @@ func (d *decoder) headers(h *tape.Headers) error {
 func (d *decoder) meta(m *tape.Meta) error {
 	o, err := d.fields(metaKeys, &m.TapeID, &m.Harness, &m.HarnessVersion, &m.Provider, &m.Model, &m.Cwd,
 		&m.StartedAt, &m.Task, optional(d, &m.ReplayOf, false, d.strInto), &m.Labels, optional(d, &m.Workspace, true, d.workspace),
-		optional(d, &m.Limits, true, d.limits), optional(d, &m.ForkedFrom, true, d.forkedFrom), optional(d, &m.Ended, false, d.ended))
-	d.check(o, 0b10_0011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil)|bit(11, m.Limits != nil)|bit(12, m.ForkedFrom != nil))
+		optional(d, &m.Limits, true, d.limits), optional(d, &m.ForkedFrom, true, d.forkedFrom), optional(d, &m.Ended, false, d.ended),
+		func() error {
+			return list(d, &m.Redactions, func(r *tape.Redaction) error {
+				o, err := d.fields(redactionKeys, &r.Rule, &r.Pointer)
+				d.check(o, 0b11)
+				return err
+			})
+		})
+	d.check(o, 0b10_0011_1101_1111|bit(5, m.Cwd != "")|bit(10, m.Workspace != nil)|bit(11, m.Limits != nil)|bit(12, m.ForkedFrom != nil)|bit(14, len(m.Redactions) > 0))
 	return err
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 // ExportOptions configures Export. The zero value of a field means its default.
@@ -61,6 +62,9 @@ type ExportOptions struct {
 	NoWorkspace bool
 	// Prices prices the cost_usd column (nil: the table compiled into the binary).
 	Prices *prices.Table
+	// AllowTampered exports a tape whose digests do not match (seal.Check); without it such
+	// a tape is invalid, as Validate would find its row.
+	AllowTampered bool
 }
 
 // ExportResult says what an export did.
@@ -304,7 +308,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 		defer close(stepRows)
 		defer close(snapshots)
 		return runOrdered(gctx, inputs, opts.Jobs, func(p *prepared) {
-			prepare(p, buffers, failed.Load() && !opts.SkipInvalid, opts.NoWorkspace, opts.Prices)
+			prepare(p, buffers, failed.Load() && !opts.SkipInvalid, opts.NoWorkspace, opts.AllowTampered, opts.Prices)
 		}, func(p *prepared) error {
 			prog.add(p.in.Size)
 			res.InputBytes += p.in.Size
@@ -472,20 +476,20 @@ type snapshotJob struct {
 
 // prepare reads, validates and converts one tape, and checks its start snapshot unless
 // noWorkspace; validateOnly skips the conversion.
-func prepare(p *prepared, buffers *bufferPool, validateOnly, noWorkspace bool, table *prices.Table) {
+func prepare(p *prepared, buffers *bufferPool, validateOnly, noWorkspace, allowTampered bool, table *prices.Table) {
 	data, err := buffers.readFile(p.in.Path)
 	if err != nil {
 		p.err = err
 		return
 	}
 	p.data = data
-	if err := guard(func() error { prepareData(p, data, validateOnly, noWorkspace, table); return nil }); err != nil {
+	if err := guard(func() error { prepareData(p, data, validateOnly, noWorkspace, allowTampered, table); return nil }); err != nil {
 		p.err = fmt.Errorf("%s: %w", p.in.Path, err)
 	}
 }
 
 // prepareData is prepare once the file is read.
-func prepareData(p *prepared, data []byte, validateOnly, noWorkspace bool, table *prices.Table) {
+func prepareData(p *prepared, data []byte, validateOnly, noWorkspace, allowTampered bool, table *prices.Table) {
 	if err := validateTape(data); err != nil {
 		var ve *schema.ValidationError
 		var se *schema.SyntaxError
@@ -509,6 +513,11 @@ func prepareData(p *prepared, data []byte, validateOnly, noWorkspace bool, table
 	t, canonical, err := decodeCanonical(data, true)
 	if err != nil {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
+		return
+	}
+	// Validate refuses a row whose digests do not match: so does the export.
+	if err := seal.Check(t, canonical); err != nil && !allowTampered {
+		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("%w (AllowTampered, --allow-tampered, exports it anyway)", err)}
 		return
 	}
 	if table == nil {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 // ImportOptions configures Import.
@@ -28,6 +29,9 @@ type ImportOptions struct {
 	Verify bool
 	// Progress, when set, receives a progress line that rewrites itself.
 	Progress io.Writer
+	// AllowTampered imports a tape whose digests do not match (seal.Check); without it the
+	// import stops at such a tape, naming it and the changed part.
+	AllowTampered bool
 }
 
 // ImportResult says what an import did.
@@ -205,6 +209,9 @@ func writeTape(opts ImportOptions, out *tape.AtomicBatch, r importTape) error {
 		}
 	}
 	data := r.v.TapeJSON
+	if err := seal.Check(nil, data); err != nil && !opts.AllowTampered {
+		return fmt.Errorf("%s: %w (AllowTampered, --allow-tampered, imports it anyway)", where, err)
+	}
 	if r.rename != "" {
 		t, err := tape.Unmarshal(data)
 		if err != nil {

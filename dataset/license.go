@@ -1,10 +1,32 @@
 package dataset
 
 import (
+	_ "embed"
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
+
+// spdxIDs is the SPDX license list's identifiers, current and deprecated (from the
+// spdx-license-ids package, CC0-1.0), one a line after a comment.
+//
+//go:embed spdx-license-ids.txt
+var spdxIDs string
+
+// spdxByFold maps each SPDX identifier in lower case to its own spelling.
+var spdxByFold = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(spdxIDs, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			m[strings.ToLower(line)] = line
+		}
+	}
+	return m
+})
+
+// licenseRef is a license of one's own, as SPDX spells it (LicenseRef-acme-1.0).
+var licenseRef = regexp.MustCompile(`^LicenseRef-[A-Za-z0-9.-]+$`)
 
 // hubLicenses are license ids of the Hugging Face Hub
 // (https://huggingface.co/docs/hub/repositories-licenses), which spells them in lower
@@ -25,10 +47,11 @@ var hubLicenses = strings.Fields(`
 // digits, ".", "-" and "+", starting with a letter or digit.
 var licenseShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+-]*$`)
 
-// ParseLicense checks a license id for the dataset card, loosely: an id of the Hub's
-// (apache-2.0, mit, cc-by-4.0, other, ...), returned as the Hub spells it whatever its
-// case, or an SPDX-like one (GPL-3.0-or-later, LicenseRef-acme), returned as it is. A
-// name with spaces, an SPDX expression ("MIT OR Apache-2.0") or a URL is an error.
+// ParseLicense checks a license id for the dataset card: an id of the Hub's (apache-2.0,
+// mit, cc-by-4.0, other, ...), returned as the Hub spells it whatever its case; an SPDX
+// identifier of the SPDX license list (GPL-3.0-or-later), returned as SPDX spells it; or a
+// LicenseRef-NAME of one's own. Anything else is an error: a name with spaces, an SPDX
+// expression ("MIT OR Apache-2.0"), a URL, or an id no list has ("not-a-license").
 func ParseLicense(id string) (string, error) {
 	for _, l := range hubLicenses {
 		if strings.EqualFold(id, l) {
@@ -39,5 +62,13 @@ func ParseLicense(id string) (string, error) {
 		return "", fmt.Errorf("license %q: want a license id, as the Hub has them (apache-2.0, mit, cc-by-4.0, other, ...: "+
 			"https://huggingface.co/docs/hub/repositories-licenses) or an SPDX identifier: letters, digits, '.', '-' and '+'", id)
 	}
-	return id, nil
+	if s, ok := spdxByFold()[strings.ToLower(id)]; ok {
+		return s, nil
+	}
+	if licenseRef.MatchString(id) {
+		return id, nil
+	}
+	return "", fmt.Errorf("license %q: want a license id, as the Hub has them (apache-2.0, mit, cc-by-4.0, other, ...: "+
+		"https://huggingface.co/docs/hub/repositories-licenses), an SPDX identifier (https://spdx.org/licenses/) or LicenseRef-NAME; "+
+		"%q is neither (other says the license is none of these)", id, id)
 }

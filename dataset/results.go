@@ -35,7 +35,8 @@ type ResultRow struct {
 	ReadyMS float64 `parquet:"sandbox_ready_ms"`
 	// Output is the replay tape's path ("" when none was written).
 	Output string `parquet:"output"`
-	// Error says why a tape failed.
+	// Error says why a tape failed; for a tape whose replay differs, compare's first
+	// difference.
 	Error string `parquet:"error"`
 }
 

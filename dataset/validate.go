@@ -97,7 +97,11 @@ func (r *Report) Err() error {
 	if r.Truncated {
 		more = " (stopped there)"
 	}
-	lines = append(lines, fmt.Sprintf("invalid dataset: %d problems%s", len(r.Problems), more))
+	s := "s"
+	if len(r.Problems) == 1 {
+		s = ""
+	}
+	lines = append(lines, fmt.Sprintf("invalid dataset: %d problem%s%s", len(r.Problems), s, more))
 	for _, p := range r.Problems {
 		lines = append(lines, p.String())
 	}

@@ -151,7 +151,7 @@ func (s *server) hello(h *protocol.Hello) {
 		s.sendError(nil, "hello: "+err.Error())
 		return
 	}
-	env.Version = h.HarnessVersion
+	env.HarnessVersion = h.HarnessVersion
 	s.sess = mod.NewSession(env)
 	s.logf("session open: harness %s, cwd %s, state %s", mod.Name(), env.Cwd, env.State.Path)
 	s.send(protocol.HelloReply{

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/executor"
-	"github.com/tapebox/tapebox/internal/harnesstest"
+	"github.com/tapebox/tapebox/internal/testutil/harnesstest"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/harnesses"
 )

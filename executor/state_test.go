@@ -12,7 +12,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/protocol"
-	"github.com/tapebox/tapebox/internal/treetest"
+	"github.com/tapebox/tapebox/internal/testutil/treetest"
 	"github.com/tapebox/tapebox/tape"
 )
 

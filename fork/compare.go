@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -26,10 +27,10 @@ type Comparison struct {
 	// CommonPrefix is how many steps of the fork thread the two timelines share (tool
 	// calls and results the same); PartsAt is the first step where they part, nil when
 	// they never do.
-	CommonPrefix int                 `json:"common_prefix"`
-	PartsAt      *Parting            `json:"parts_at"`
-	Sides        [2]Side             `json:"sides"`
-	EndState     controller.EndState `json:"end_state"`
+	CommonPrefix int              `json:"common_prefix"`
+	PartsAt      *Parting         `json:"parts_at"`
+	Sides        [2]Side          `json:"sides"`
+	EndState     compare.EndState `json:"end_state"`
 }
 
 // Parting is where two timelines part, and how.
@@ -73,7 +74,10 @@ func Compare(rec, fork *tape.Tape, table *prices.Table) *Comparison {
 	if c.Overrides == nil {
 		c.Overrides = map[string]string{}
 	}
-	r := controller.Compare(rec, fork)
+	if c.Served == nil {
+		c.Served = map[string]int{}
+	}
+	r := compare.Compare(rec, fork)
 	c.EndState = r.EndState
 	// The first difference: on the fork thread first, by step; a missing or extra step
 	// counts as parting too.
@@ -134,11 +138,11 @@ func side(name string, tp *tape.Tape, table *prices.Table) Side {
 
 // WriteText prints the comparison for people.
 func (c *Comparison) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "compare %s -> %s (%s): FORK at thread %s step %d", controller.ShortID(c.Recording), controller.ShortID(c.Fork), c.Harness, c.Thread, c.At)
+	fmt.Fprintf(w, "compare %s -> %s (%s): FORK at thread %s step %d", compare.ShortID(c.Recording), compare.ShortID(c.Fork), c.Harness, c.Thread, c.At)
 	if len(c.Overrides) > 0 {
 		var kv []string
 		for k, v := range c.Overrides {
-			kv = append(kv, fmt.Sprintf("%s=%q", k, controller.Excerpt(v, 60)))
+			kv = append(kv, fmt.Sprintf("%s=%q", k, term.Excerpt(v, 60)))
 		}
 		sort.Strings(kv)
 		fmt.Fprintf(w, " (%s)", strings.Join(kv, ", "))
@@ -148,9 +152,9 @@ func (c *Comparison) WriteText(w io.Writer) {
 	for _, n := range c.Served {
 		served += n
 	}
-	fmt.Fprintf(w, "  served from the recording: %d steps; common prefix: %d steps of thread %s\n", served, c.CommonPrefix, c.Thread)
+	fmt.Fprintf(w, "  served from the recording: %s; common prefix: %s of thread %s\n", steps(served), steps(c.CommonPrefix), c.Thread)
 	if p := c.PartsAt; p != nil {
-		fmt.Fprintf(w, "  timelines part at thread %s step %d: %s\n      recorded: %s\n      fork:     %s\n", p.Thread, p.Step, p.Field, controller.Excerpt(p.Recorded, 200), controller.Excerpt(p.Forked, 200))
+		fmt.Fprintf(w, "  timelines part at thread %s step %d: %s\n      recorded: %s\n      fork:     %s\n", p.Thread, p.Step, p.Field, term.Excerpt(p.Recorded, 200), term.Excerpt(p.Forked, 200))
 	} else {
 		fmt.Fprintf(w, "  the timelines never part: the fork did what the recording did\n")
 	}
@@ -163,7 +167,7 @@ func (c *Comparison) WriteText(w io.Writer) {
 	row("tool calls", func(s Side) string { return fmt.Sprint(s.ToolCalls) })
 	row("tokens", func(s Side) string { return fmt.Sprintf("%d in, %d out", s.Usage.InputTokens, s.Usage.OutputTokens) })
 	row("cost", func(s Side) string { return prices.Format(s.USD) })
-	row("ended", func(s Side) string { return controller.Excerpt(s.Ended, 28) })
+	row("ended", func(s Side) string { return term.Excerpt(s.Ended, 28) })
 	row("end files", func(s Side) string { return fmt.Sprint(s.EndFiles) })
 	es := c.EndState
 	switch {
@@ -172,9 +176,21 @@ func (c *Comparison) WriteText(w io.Writer) {
 	case es.Identical:
 		fmt.Fprintf(w, "  end state: identical\n")
 	default:
-		fmt.Fprintf(w, "  end state: %d differences\n", len(es.Changes))
+		n := fmt.Sprintf("%d differences", len(es.Changes))
+		if len(es.Changes) == 1 {
+			n = "1 difference"
+		}
+		fmt.Fprintf(w, "  end state: %s\n", n)
 		for _, ch := range es.Changes {
 			fmt.Fprintf(w, "    %s\n", ch)
 		}
 	}
+}
+
+// steps is "1 step" or "n steps".
+func steps(n int) string {
+	if n == 1 {
+		return "1 step"
+	}
+	return fmt.Sprintf("%d steps", n)
 }

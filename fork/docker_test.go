@@ -12,14 +12,14 @@ import (
 
 	"github.com/tapebox/tapebox/fork"
 	"github.com/tapebox/tapebox/gateway"
-	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
 )
 
 // TestForkInContainer forks with Sandbox: docker-image:IMAGE, IMAGE being the sandbox image
-// with the mini agent built in as a static program (internal/tapebox-mini): the workspace is
+// with the mini agent built in as a static program (internal/testutil/tapebox-mini): the workspace is
 // restored in a fresh container, the agent runs there against the fork on the Docker
 // bridge, the end manifest comes from the container, and Verify runs there.
 func TestForkInContainer(t *testing.T) {

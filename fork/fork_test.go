@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/fork"
 	"github.com/tapebox/tapebox/gateway"
@@ -178,7 +179,7 @@ func TestForkAtStep2(t *testing.T) {
 	assert.Equal(t, "other done", ft.Main().Steps[3].Response.Text())
 	require.NotNil(t, ft.Meta.Workspace, "the fork tape carries the start snapshot and the end manifest")
 	assert.NotEmpty(t, ft.Meta.Workspace.End)
-	report := controller.Compare(rec, ft)
+	report := compare.Compare(rec, ft)
 	assert.False(t, report.Identical, "compare sees the other continuation")
 
 	require.True(t, fork.IsForkOf(ft, rec))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/replay"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/workspace"
@@ -25,8 +26,9 @@ type Options struct {
 	Config
 	// TapePath is where Recording was loaded from: its start snapshot lies beside it.
 	TapePath string
-	// Workdir is where the recording's start snapshot is restored and Command runs; it must
-	// be missing or empty. Required.
+	// Workdir is where the recording's start snapshot is restored and Command runs: never
+	// the tape's meta.cwd unless the user named it (HostWorkdir picks it). It must pass
+	// CheckWorkdir (missing or empty, no system or home directory). Required unless Sandbox.
 	Workdir string
 	// NoWorkspace skips the restore (Workdir is only created) and the fork tape's
 	// workspace.
@@ -41,7 +43,7 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// Sandbox, when "docker-image:IMAGE", runs Command in a fresh container of IMAGE, which
 	// must hold the harness, instead of on this machine: the start snapshot is restored into
-	// its working directory (Workdir, which defaults to the tape's meta.cwd there), the
+	// its working directory (Workdir, else the tape's meta.cwd, else a fresh /workspace: replay.Cwd), the
 	// container gets a bridge network and reaches the fork server on the Docker bridge's
 	// address (the docker0 interface of a local engine), and the end manifest is read from
 	// it. "" runs Command on this machine in Workdir.
@@ -49,6 +51,9 @@ type Options struct {
 	// Verify, when set, is a shell command (sh -c) run in the final workspace after the
 	// fork (in the container with Sandbox); Result.Verify says how it went.
 	Verify string
+	// Listen is the address the fork server listens on when Command runs on this machine;
+	// "" is a free loopback port.
+	Listen string
 	// DivergeGrace is how long the command may go on once its requests stopped matching
 	// the recording before the fork point; 0 means 5 seconds. Then it is interrupted.
 	DivergeGrace time.Duration
@@ -123,6 +128,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Workdir == "" {
 		return nil, errors.New("fork: no working directory")
 	}
+	// Checked and used in the same, clean form: "link/../x" is not where the kernel goes.
+	if opts.Workdir, err = filepath.Abs(opts.Workdir); err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
+	if err := CheckWorkdir(opts.Workdir); err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
 	if opts.NoWorkspace {
 		if err := os.MkdirAll(opts.Workdir, 0o755); err != nil {
 			return nil, fmt.Errorf("fork: %w", err)
@@ -141,7 +153,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", cmp.Or(opts.Listen, "127.0.0.1:0"))
 	if err != nil {
 		srv.Finish("listen failed")
 		return nil, fmt.Errorf("fork: listen: %w", err)
@@ -301,10 +313,9 @@ func runSandbox(ctx context.Context, opts Options, th *tape.Thread) (*Result, er
 		return nil, fmt.Errorf("fork: listen on the Docker bridge: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
-	cwd := opts.Workdir
-	if cwd == "" {
-		cwd = rec.Meta.Cwd
-	}
+	// The container's working directory follows the replay's rule: Workdir, else the tape's
+	// meta.cwd, else a fresh replay.DefaultCwd, never the image's root.
+	cwd := replay.Cwd(spec, rec, replay.Options{Cwd: opts.Workdir, CwdSet: opts.Workdir != "", Logf: opts.Logf})
 	env := map[string]string{"ANTHROPIC_BASE_URL": base, "OPENAI_BASE_URL": base + "/v1", "TAPEBOX_GATEWAY_URL": base}
 	for _, kv := range opts.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {

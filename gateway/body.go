@@ -5,81 +5,157 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tapebox/tapebox/tape"
 )
 
-// requestBody is a model call's request body as the gateway forwards and records it: whole
-// in data when it is within the recording limit, else streamed upstream as it arrives,
-// counted, and recorded as a truncation marker.
+// requestBody is a model call's request body as the gateway forwards and records it. It is
+// forwarded as it arrives, whatever its size and whether its length is known (the
+// transport reads it through Read), and kept on the way for the recording, up to the
+// recording limit, in a spill: in memory within spillAt, else in a spill file. A body over
+// the limit is forwarded whole all the same and recorded as a truncation marker.
 type requestBody struct {
-	data []byte
-	// cut is set when the body is over the limit; the upstream then reads up.
-	cut    bool
-	up     *countingReader
+	src    io.Reader
+	limit  int64 // the recording limit; negative for none
 	length int64 // the request's Content-Length, -1 when unknown
-	// read is what was read ahead to find the body over the limit; released with the call.
-	read *spill
+	logf   func(string, ...any)
+	n      atomic.Int64 // bytes read from src so far
+
+	// mu serializes the transport's reads and finish's.
+	mu       sync.Mutex
+	detached bool   // finish took over: the transport reads no more
+	kept     *spill // what was read, while within the limit
+	cut      bool   // over the limit
+	err      error  // reading src failed (not at its end)
+	// decided is closed once the body is whole (read to its end within the limit), known to
+	// be over the limit, or broken; cut, err and kept do not change after it.
+	decided    chan struct{}
+	decideOnce sync.Once
 }
+
+// errDetached is what the transport reads once finish took the body over.
+var errDetached = errors.New("tapebox gateway: the request body was taken over to be recorded")
+
+// readRequest returns a model call's body, to be forwarded as it arrives. A body whose
+// Content-Length is over the limit is known to be cut at once and keeps nothing.
+func (g *Gateway) readRequest(r *http.Request) *requestBody {
+	b := &requestBody{src: r.Body, limit: g.maxRecord, length: r.ContentLength, logf: g.logf, kept: g.newSpill(), decided: make(chan struct{})}
+	switch {
+	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
+		b.decide()
+	case b.limit >= 0 && r.ContentLength > b.limit:
+		b.cut = true
+		b.decide()
+	}
+	return b
+}
+
+func (b *requestBody) decide() { b.decideOnce.Do(func() { close(b.decided) }) }
+
+// Read reads the client's body for the upstream, keeping what it reads.
+func (b *requestBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.detached {
+		return 0, errDetached
+	}
+	select {
+	case <-b.decided:
+		if !b.cut && b.err == nil { // whole: nothing more to read
+			return 0, io.EOF
+		}
+	default:
+	}
+	n, err := b.src.Read(p)
+	b.consume(p[:n], err)
+	return n, err
+}
+
+// consume keeps p (read from the client) and notes how the read ended. Called with mu held.
+func (b *requestBody) consume(p []byte, err error) {
+	if len(p) > 0 {
+		total := b.n.Add(int64(len(p)))
+		if !b.cut {
+			if b.limit >= 0 && total > b.limit {
+				b.cut = true
+				b.kept.Reset()
+				b.decide()
+			} else if _, werr := b.kept.Write(p); werr != nil {
+				b.logf("keep a request body: %v; recording it as a truncation marker", werr)
+				b.cut = true
+				b.kept.Reset()
+				b.decide()
+			}
+		}
+	}
+	switch {
+	case err == io.EOF:
+		b.decide()
+	case err != nil:
+		if !b.cut {
+			b.err = err
+		}
+		b.decide()
+	}
+}
+
+// finish makes sure the body is decided: what the transport did not read (an upstream that
+// failed, or answered before reading it all) is read here, until the body is whole or
+// known over the limit. The transport reads no more of it afterwards. Called before the
+// call is recorded.
+func (b *requestBody) finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.detached = true
+	p, buf := getBuffer()
+	defer buffers.Put(p)
+	for {
+		select {
+		case <-b.decided:
+			return
+		default:
+		}
+		n, err := b.src.Read(buf)
+		b.consume(buf[:n], err)
+		if err != nil {
+			b.decide()
+		}
+	}
+}
+
+// whole returns the body when it was read whole within the limit (from the spill file if
+// it spilled), after decided. A body that broke off is returned as far as it came, with
+// the error.
+func (b *requestBody) whole() ([]byte, error) {
+	data, err := b.kept.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	if b.err != nil {
+		return data, fmt.Errorf("the request body broke off after %d bytes: %w", b.n.Load(), b.err)
+	}
+	return data, nil
+}
+
+// spilled says whether the body kept waits in a spill file (it is larger than spillAt).
+func (b *requestBody) spilled() bool { return b.kept.f != nil }
 
 // release drops what the body holds once the call is over.
 func (b *requestBody) release() {
-	if b.read != nil {
-		b.read.Reset()
-	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.detached = true
+	b.kept.Reset()
 }
 
 // truncation is the marker recorded for a body over the limit: its length when the
-// request said it, else what the upstream has read of it so far.
+// request said it, else what was read of it so far.
 func (b *requestBody) truncation(limit int64) tape.Truncation {
 	n := b.length
 	if n < 0 {
-		n = b.up.n.Load()
+		n = b.n.Load()
 	}
 	return tape.Truncation{Bytes: n, Limit: limit}
-}
-
-// readRequest reads a model call's body whole when it is within the recording limit. A
-// body whose Content-Length is over the limit is not read ahead at all, and one of unknown
-// length only up to the limit (spilling past spillAt): the rest then streams upstream as
-// it arrives, after what was read ahead.
-func (g *Gateway) readRequest(r *http.Request) (*requestBody, error) {
-	limit, n := g.maxRecord, r.ContentLength
-	switch {
-	case limit < 0 || n >= 0 && n <= limit:
-		data, err := readBody(r)
-		if err != nil {
-			return nil, err
-		}
-		return &requestBody{data: data}, nil
-	case n > limit:
-		return &requestBody{cut: true, up: &countingReader{r: r.Body}, length: n}, nil
-	}
-	ahead := g.newSpill()
-	if _, err := io.CopyN(ahead, r.Body, limit+1); err != nil {
-		if !errors.Is(err, io.EOF) {
-			ahead.Reset()
-			return nil, fmt.Errorf("read request body: %w", err)
-		}
-		data, err := ahead.Bytes()
-		ahead.Reset()
-		if err != nil {
-			return nil, err
-		}
-		return &requestBody{data: data}, nil
-	}
-	return &requestBody{cut: true, up: &countingReader{r: io.MultiReader(ahead.Reader(), r.Body)}, read: ahead, length: -1}, nil
-}
-
-// countingReader counts the bytes read through it, for another goroutine to see.
-type countingReader struct {
-	r io.Reader
-	n atomic.Int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }

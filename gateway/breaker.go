@@ -174,16 +174,16 @@ func (g *Gateway) Tripped() *Trip {
 // soon as the calls let through before the trip (another thread's, in flight) are recorded.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, p tape.Provider, t *Trip) {
 	g.brk.refused.Add(1)
-	if body, err := g.readRequest(r); err == nil {
-		rec := &recording{p: p, at: g.now(), ready: make(chan struct{}), body: body}
-		g.begin(rec, r)
-		body.release()
-		g.mu.Lock()
-		if rec.th != nil {
-			rec.th.inFlight--
-		}
-		g.mu.Unlock()
+	body := g.readRequest(r)
+	body.finish()
+	rec := &recording{p: p, at: g.now(), ready: make(chan struct{}), body: body}
+	g.begin(rec, r)
+	body.release()
+	g.mu.Lock()
+	if rec.th != nil {
+		rec.th.inFlight--
 	}
+	g.mu.Unlock()
 	g.brk.ending.Do(func() { go g.finishWhenIdle(t) })
 	msg := fmt.Sprintf("tapebox gateway: budget exceeded, %s: %s; the recording is stopped and no more model calls are forwarded", t.Limit, t.Detail)
 	g.logf("%s %s refused: %s: %s", r.Method, r.URL.Path, t.Limit, t.Detail)

@@ -10,12 +10,14 @@
 // request. The tape is persisted after every call with tape.Writer, so a gateway killed at
 // any moment leaves a valid tape with every finished call.
 //
-// A body longer than Config.MaxRecordBody (32 MiB unless set; --max-record-body) is still
-// forwarded whole, as it arrives, but recorded as a tape.Truncation marker in its raw field:
-// a prefix of a JSON body is not JSON, and a prefix of a stream would look like a whole
-// answer. On its way to the limit, what is kept of a body past 4 MiB waits in a spill file
-// beside the tape (unlinked at once), so that the gateway's memory does not follow the size
-// of what it forwards.
+// Every body is forwarded as it arrives, request or answer, chunked or not. A body longer
+// than Config.MaxRecordBody (32 MiB unless set; --max-record-body) is still forwarded whole
+// but recorded as a tape.Truncation marker in its raw field: a prefix of a JSON body is not
+// JSON, and a prefix of a stream would look like a whole answer. On its way to the limit,
+// what is kept of a body past 4 MiB waits in a spill file beside the tape (unlinked at
+// once), so that the gateway's memory does not follow the size of what it forwards: a
+// request kept in a spill file is read back to attribute the call and again to record it,
+// one such request at a time.
 //
 // The first call fills the meta: provider, model, harness (from the headers) and, unless
 // Config.Cwd gives it, the working directory the harness names in its request.
@@ -28,7 +30,12 @@
 // URL-valued headers (location, content-location, referer), in a form body and in the
 // errors a call records. The upstream and the client still get every header and query as
 // sent. With Injection the gateway holds the real key and the agent a placeholder, and the
-// key is sent on the model calls it records only.
+// key is sent on the model calls it records only. A model call is a POST whose path, as sent
+// and still escaped (after a /r/LABEL prefix), is exactly /v1/messages, /v1/chat/completions
+// or /v1/responses; that same path is forwarded. A POST whose path only reads as one once
+// decoded or normalized (%2F, dot segments, ";" parameters, a trailing slash, another
+// prefix) is refused with 400: some server on the way might route it to the model, which
+// would then answer a call the gateway neither records nor counts against its limits.
 //
 // JSON bodies are recorded as sent, not redacted by field name: the wire formats recorded
 // carry no credential field (the providers reject unknown top-level fields such as api_key),

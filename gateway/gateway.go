@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -124,6 +123,10 @@ type Gateway struct {
 	finishOnce sync.Once
 	finishErr  error
 	endOnce    sync.Once // OnEnd runs once however often /tapebox/end is posted
+
+	// heavy is held while a request that spilled (recording.deferred) is in memory: to be
+	// normalized and attributed (begin), then normalized, encoded and published (commit).
+	heavy sync.Mutex
 
 	mu       sync.Mutex
 	threads  []*thread
@@ -324,7 +327,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveStatus(w, r)
 		return
 	}
-	p, isModelCall := provider.Detect(r.URL.Path)
+	fwd, p, isModelCall, ambiguous := route(r)
+	if ambiguous && r.Method == http.MethodPost {
+		g.logf("%s %s refused: not a model call's path as sent, but it reads as one once decoded", r.Method, tape.RedactURL(r.URL.RequestURI()))
+		http.Error(w, fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, provider.Path(p)), http.StatusBadRequest)
+		return
+	}
 	if isModelCall && r.Method == http.MethodPost && g.brk != nil {
 		if t := g.brk.trip.Load(); t != nil {
 			g.refuse(w, r, p, t)
@@ -339,34 +347,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !isModelCall {
 			p = guessProvider(r)
 		}
-		g.proxy(w, r, p, nil, nil)
+		g.proxy(w, r, p, fwd, nil, nil)
 		return
 	}
 	at := g.now()
-	body, err := g.readRequest(r)
-	if err != nil {
-		http.Error(w, "tapebox gateway: "+err.Error(), http.StatusBadRequest)
-		return
-	}
+	body := g.readRequest(r)
 	defer body.release()
 	rec := &recording{p: p, at: at, ready: make(chan struct{}), body: body}
 	// Attribution parses the request; it runs while the request travels upstream, and the
 	// answer waits for it only before it is recorded.
 	go g.begin(rec, r)
 	defer func() { <-rec.ready }() // begin reads r, which must not outlive this call
-	g.proxy(w, r, p, body, rec)
-}
-
-// readBody reads a model call's body whole.
-func readBody(r *http.Request) ([]byte, error) {
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 {
-		buf.Grow(int(n) + bytes.MinRead)
-	}
-	if _, err := buf.ReadFrom(r.Body); err != nil {
-		return nil, fmt.Errorf("read request body: %w", err)
-	}
-	return buf.Bytes(), nil
+	g.proxy(w, r, p, fwd, body, rec)
 }
 
 func (g *Gateway) serveEnd(w http.ResponseWriter, r *http.Request) {

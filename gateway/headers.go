@@ -29,10 +29,10 @@ func recordHeaders(h http.Header, extraSecret []string) tape.Headers {
 	return tape.RedactHeaders(h, extraSecret...)
 }
 
-// Injection makes the gateway hold a credential: the model calls it records (POST to an
-// Anthropic Messages, OpenAI Chat Completions or Responses path, see provider.Detect) that go
-// to Host get header Name set to Value, and any credential the agent sent with them is
-// dropped first. Other requests to Host (count_tokens, models, admin and file APIs) are
+// Injection makes the gateway hold a credential: the model calls it records (POST to exactly
+// /v1/messages, /v1/chat/completions or /v1/responses as sent, after a /r/LABEL prefix; see
+// route) that go to Host get header Name set to Value, and any credential the agent sent
+// with them is dropped first. Other requests to Host (count_tokens, models, admin and file APIs) are
 // forwarded with the agent's own headers: the held key is never spent on them.
 type Injection struct {
 	Host  string // host[:port] of the upstream

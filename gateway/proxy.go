@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,13 +21,13 @@ import (
 // read, and either is recorded before the client gets its last byte. Every path with a
 // rec ends in g.commit. When the upstream breaks off an answer the client is still reading,
 // the client's connection is aborted too, as a broken upstream connection would look.
-func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, body *requestBody, rec *recording) {
-	out, err := g.upstreamRequest(r, p, body, rec != nil)
+func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider, fwd string, body *requestBody, rec *recording) {
+	out, err := g.upstreamRequest(r, p, fwd, body, rec != nil)
 	if err != nil {
 		g.fail(w, rec, p, fmt.Sprintf("build upstream request: %v", redactError(err)))
 		return
 	}
-	if (body == nil || body.cut) && r.ContentLength != 0 {
+	if r.ContentLength != 0 {
 		// The transport reads the client's body while the answer is written back; without
 		// full duplex, an HTTP/1 server drains and closes the body when the answer's header
 		// goes out, and the transport, still reading it, fails and drops the upstream
@@ -70,31 +69,27 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p tape.Provider,
 	}
 }
 
-// upstreamRequest builds the request to send upstream. A recorded call's body was read
-// whole, unless it is over the recording limit; anything else streams through.
-func (g *Gateway) upstreamRequest(r *http.Request, p tape.Provider, body *requestBody, recorded bool) (*http.Request, error) {
+// upstreamRequest builds the request to send upstream, to path fwd (route's) under the
+// upstream's base. Every body streams through as it arrives; a recorded call's through
+// body, which keeps it for the recording.
+func (g *Gateway) upstreamRequest(r *http.Request, p tape.Provider, fwd string, body *requestBody, recorded bool) (*http.Request, error) {
 	base := g.upstreams[p]
-	target := strings.TrimSuffix(base.Scheme+"://"+base.Host+base.EscapedPath(), "/") + upstreamPath(r.URL.EscapedPath())
+	target := strings.TrimSuffix(base.Scheme+"://"+base.Host+base.EscapedPath(), "/") + fwd
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
-	whole := body != nil && !body.cut
 	var rd io.Reader = r.Body
-	switch {
-	case whole:
-		rd = bytes.NewReader(body.data)
-	case body != nil:
-		rd = body.up
+	if body != nil {
+		rd = body
+	}
+	if r.ContentLength == 0 {
+		rd = http.NoBody
 	}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, rd)
 	if err != nil {
 		return nil, err
 	}
-	if whole {
-		out.ContentLength = int64(len(body.data))
-	} else if r.ContentLength != 0 {
-		out.ContentLength = r.ContentLength
-	}
+	out.ContentLength = r.ContentLength
 	if withheld := g.copyRequestHeaders(out.Header, r.Header, base.Host, recorded); withheld != "" {
 		g.logf("%s %s: not a model call the gateway records: sent without the injected %s", r.Method, r.URL.Path, withheld)
 	}

@@ -32,9 +32,18 @@ type recording struct {
 	step  *tape.Step
 	// prep is step with its request encoded already, off the answer's path (nil when the
 	// encoding failed: the step is then encoded whole when appended).
-	prep  *tape.PreparedStep
-	th    *thread // nil when the recording was finished before the call arrived
-	index int     // the step's index in its thread, once committed (-1 before)
+	prep *tape.PreparedStep
+	// deferred is set for a body that spilled (over spillAt): begin normalizes it to
+	// attribute the call, then drops the step's request, and commit normalizes it again from
+	// the spill file and encodes the step, both under Gateway.heavy. A large request then
+	// waits on disk, not in memory, while its call is in flight, and only one is in memory
+	// at a time.
+	deferred bool
+	// What begin learned of the request, for commit to normalize it again.
+	encoding, path string
+	form           bool
+	th             *thread // nil when the recording was finished before the call arrived
+	index          int     // the step's index in its thread, once committed (-1 before)
 }
 
 // ms converts a time to milliseconds since the tape's start.
@@ -48,45 +57,36 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 	rec.index = -1
 	// The upstream gets the query as sent; the tape, its credentials redacted.
 	step := &tape.Step{Request: tape.Request{Path: tape.RedactURL(r.URL.RequestURI()), Headers: recordHeaders(r.Header, g.injected)}}
-	body := rec.body.data
-	decoded, err := decodeBody(body, r.Header.Get("Content-Encoding"), g.maxRecord)
-	switch {
-	case rec.body.cut:
-		step.Request.Raw = rec.body.truncation(g.maxRecord).Raw() // commit counts what was sent
-		g.logf("%s %s: a request body over the recording limit of %d bytes, forwarded whole, recorded as a truncation marker", r.Method, r.URL.Path, g.maxRecord)
-	case errors.Is(err, errOverLimit):
-		step.Request.Raw = tape.Truncation{Bytes: int64(len(body)), Limit: g.maxRecord}.Raw()
-		g.logf("%s %s: a request body over the recording limit of %d bytes once decoded, recorded as a truncation marker", r.Method, r.URL.Path, g.maxRecord)
-	case err != nil:
-		g.logf("%s %s: %v; recording the body as received", r.Method, r.URL.Path, err)
-		decoded = body
-		fallthrough
-	default:
-		step.Request.Raw = json.RawMessage(decoded)
+	rec.encoding, rec.path, rec.form = r.Header.Get("Content-Encoding"), r.Method+" "+r.URL.Path, isForm(r.Header)
+	<-rec.body.decided // the transport reads it meanwhile; commit finishes it if not
+	heavy := !rec.body.cut && rec.body.spilled()
+	if heavy {
+		g.heavy.Lock()
+		defer g.heavy.Unlock()
 	}
-	if err := provider.Normalize(rec.p, step); err != nil {
-		if !json.Valid(decoded) { // only a body that did not normalize can be other than JSON
-			text := string(decoded)
-			if isForm(r.Header) { // query syntax: its credentials are redacted like a query's
-				text = tape.RedactQuery(text)
-			}
-			step.Request.Raw, _ = json.Marshal(text)
-		}
-		g.logf("%s: %v", r.URL.Path, err)
-	}
+	g.fillRequest(rec, step, true)
 	step.Timing.RequestAt = g.ms(rec.at)
 	rec.step = step
-	if prep, err := tape.Prepare(step); err == nil {
-		if g.digests {
-			prep.HashRequest(g.hashing) // off the answer's path
+	if !heavy {
+		if prep, err := tape.Prepare(step); err == nil {
+			if g.digests {
+				prep.HashRequest(g.hashing) // off the answer's path
+			}
+			rec.prep = prep
+		} else {
+			g.logf("%s: %v", r.URL.Path, err)
 		}
-		rec.prep = prep
-	} else {
-		g.logf("%s: %v", r.URL.Path, err)
 	}
 	g.w.PrepareSync() // the answer's publish then costs one rename
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if heavy {
+		defer func() { // after attribution, which reads the conversation
+			rec.deferred = true
+			s := &step.Request
+			s.Raw, s.System, s.Messages, s.Tools, s.Params = nil, "", nil, nil, nil
+		}()
+	}
 	if g.finished {
 		return
 	}
@@ -115,6 +115,48 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 	g.kickSync()
 }
 
+// fillRequest sets the raw and normalized request of step from rec's body (decided): a
+// truncation marker for a body over the limit, else the body as sent (decoded), or as a
+// JSON string when it is not JSON. logs says whether to log what it finds (commit fills a
+// deferred request a second time).
+func (g *Gateway) fillRequest(rec *recording, step *tape.Step, logs bool) {
+	logf := g.logf
+	if !logs {
+		logf = func(string, ...any) {}
+	}
+	if rec.body.cut {
+		step.Request.Raw = rec.body.truncation(g.maxRecord).Raw() // commit counts what was sent
+		logf("%s: a request body over the recording limit of %d bytes, forwarded whole, recorded as a truncation marker", rec.path, g.maxRecord)
+		return
+	}
+	body, err := rec.body.whole()
+	if err != nil {
+		logf("%s: %v; recording what arrived", rec.path, err)
+	}
+	decoded, err := decodeBody(body, rec.encoding, g.maxRecord)
+	switch {
+	case errors.Is(err, errOverLimit):
+		step.Request.Raw = tape.Truncation{Bytes: int64(len(body)), Limit: g.maxRecord}.Raw()
+		logf("%s: a request body over the recording limit of %d bytes once decoded, recorded as a truncation marker", rec.path, g.maxRecord)
+	case err != nil:
+		logf("%s: %v; recording the body as received", rec.path, err)
+		decoded = body
+		fallthrough
+	default:
+		step.Request.Raw = json.RawMessage(decoded)
+	}
+	if err := provider.Normalize(rec.p, step); err != nil {
+		if !json.Valid(decoded) { // only a body that did not normalize can be other than JSON
+			text := string(decoded)
+			if rec.form { // query syntax: its credentials are redacted like a query's
+				text = tape.RedactQuery(text)
+			}
+			step.Request.Raw, _ = json.Marshal(text)
+		}
+		logf("%s: %v", rec.path, err)
+	}
+}
+
 // toolResults returns the results a request carries for calls, in call order.
 func toolResults(req *tape.Request, calls []tape.ToolCall) []tape.ToolResult {
 	return tape.ResultsFor(req.Messages, calls)
@@ -123,11 +165,18 @@ func toolResults(req *tape.Request, calls []tape.ToolCall) []tape.ToolResult {
 // commit records a call's answer as a step of its thread and publishes the tape. It is
 // called before the answer's last byte is forwarded.
 func (g *Gateway) commit(rec *recording, a *answer) {
+	rec.body.finish()
 	<-rec.ready
 	if rec.th == nil {
 		return
 	}
 	s := rec.step
+	if rec.deferred {
+		// Encoded whole when appended, and published below; one at a time.
+		g.heavy.Lock()
+		defer g.heavy.Unlock()
+		g.fillRequest(rec, s, false)
+	}
 	if rec.body.cut && rec.body.length < 0 {
 		// The length of a body of unknown length is what was forwarded of it by now.
 		s.Request.Raw = rec.body.truncation(g.maxRecord).Raw()
@@ -175,6 +224,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 			return
 		}
 		th.index = i
+		th.firstText = "" // only a thread not yet in the tape looks for its parent
 	}
 	var si int
 	var err error

@@ -125,7 +125,7 @@ func (g *Gateway) attribute(req *tape.Request) (th *thread, continued bool) {
 			return t, true
 		}
 	}
-	th = &thread{index: -1, key: key, firstText: provider.OpeningUserText(req)}
+	th = &thread{index: -1, key: key, firstText: openingText(req)}
 	if len(g.threads) == 0 {
 		th.id = "main"
 	} else {
@@ -134,6 +134,20 @@ func (g *Gateway) attribute(req *tape.Request) (th *thread, continued bool) {
 	}
 	g.threads = append(g.threads, th)
 	return th, false
+}
+
+// maxFirstText bounds what a thread keeps of its opening user text to find its parent: a
+// subagent's task prompt is far shorter, and a request of 30 MB must not stay in memory
+// for as long as its thread waits to be written.
+const maxFirstText = 1 << 20
+
+// openingText is the opening user text of req, up to maxFirstText bytes (a copy).
+func openingText(req *tape.Request) string {
+	text := provider.OpeningUserText(req)
+	if len(text) > maxFirstText {
+		text = strings.Clone(text[:maxFirstText])
+	}
+	return text
 }
 
 // spawn is a spawning tool call waiting for its child's first request.

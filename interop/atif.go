@@ -88,7 +88,11 @@ type atifFinalMetrics struct {
 // calls and their results as the observation), each subagent thread as an embedded
 // trajectory in subagent_trajectories, referenced from the result of the call that
 // spawned it. Tokens: prompt_tokens counts cached tokens too (ATIF's rule), cached_tokens
-// those read from the cache. A cost is given only when opts.Cost knows it.
+// those read from the cache, and metrics.extra.cache_creation_input_tokens those written to
+// it (ATIF has no field of its own for them). A trajectory's final_metrics sum its own steps
+// and those of the subagent trajectories it embeds (final_metrics.extra.includes_subagents),
+// so the root's are the run's; total_steps counts its own steps only. A cost is given only
+// when opts.Cost knows it.
 func ExportATIF(tp *tape.Tape, opts Options) ([]byte, error) {
 	main := tp.Main()
 	if main == nil {
@@ -131,6 +135,7 @@ func atifThread(tp *tape.Tape, th *tape.Thread, opts Options) atifTrajectory {
 		}
 	}
 	var total float64
+	var written int64 // cache writes
 	costKnown := opts.Cost != nil
 	for i, s := range th.Steps {
 		if text := followUp(th, i); text != "" {
@@ -156,6 +161,10 @@ func atifThread(tp *tape.Tape, th *tape.Thread, opts Options) atifTrajectory {
 		}
 		u := s.Response.Usage
 		st.Metrics = &atifMetrics{PromptTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CompletionTokens: u.OutputTokens, CachedTokens: u.CacheReadInputTokens}
+		if u.CacheCreationInputTokens > 0 {
+			st.Metrics.Extra = map[string]any{"cache_creation_input_tokens": u.CacheCreationInputTokens}
+		}
+		written += u.CacheCreationInputTokens
 		if opts.Cost != nil {
 			if c := opts.Cost(&tp.Meta, s); c != nil {
 				st.Metrics.CostUSD = c
@@ -170,16 +179,33 @@ func atifThread(tp *tape.Tape, th *tape.Thread, opts Options) atifTrajectory {
 		t.FinalMetrics.TotalCachedTokens += st.Metrics.CachedTokens
 	}
 	t.FinalMetrics.TotalSteps = len(t.Steps)
+	for _, c := range tp.Threads {
+		if c.Parent != nil && c.Parent.ThreadID == th.ID {
+			sub := atifThread(tp, c, opts)
+			t.SubagentTrajectories = append(t.SubagentTrajectories, sub)
+			fm := sub.FinalMetrics
+			t.FinalMetrics.TotalPromptTokens += fm.TotalPromptTokens
+			t.FinalMetrics.TotalCompletionTokens += fm.TotalCompletionTokens
+			t.FinalMetrics.TotalCachedTokens += fm.TotalCachedTokens
+			if n, ok := fm.Extra["total_cache_creation_input_tokens"].(int64); ok {
+				written += n
+			}
+			if fm.TotalCostUSD != nil {
+				total += *fm.TotalCostUSD
+			} else {
+				costKnown = false
+			}
+		}
+	}
 	if costKnown {
 		t.FinalMetrics.TotalCostUSD = &total
 	}
-	if opts.PricesDate != "" {
-		t.FinalMetrics.Extra = map[string]any{"prices_date": opts.PricesDate}
+	t.FinalMetrics.Extra = map[string]any{"total_cache_creation_input_tokens": written}
+	if len(t.SubagentTrajectories) > 0 {
+		t.FinalMetrics.Extra["includes_subagents"] = true
 	}
-	for _, c := range tp.Threads {
-		if c.Parent != nil && c.Parent.ThreadID == th.ID {
-			t.SubagentTrajectories = append(t.SubagentTrajectories, atifThread(tp, c, opts))
-		}
+	if opts.PricesDate != "" {
+		t.FinalMetrics.Extra["prices_date"] = opts.PricesDate
 	}
 	return t
 }

@@ -119,6 +119,9 @@ func loadTestTape(t testing.TB, name string) *tape.Tape {
 func TestATIF(t *testing.T) {
 	s := atifSchema(t)
 	tp := loadTestTape(t, "claude-code.json")
+	// cache writes: 77 in main's first call, 5 in the subagent's
+	tp.Main().Steps[0].Response.Usage.CacheCreationInputTokens = 77
+	tp.Children(tp.Main())[0].Steps[0].Response.Usage.CacheCreationInputTokens = 5
 	price := 1e-6
 	b, err := ExportATIF(tp, Options{PricesDate: "2026-05-15", Cost: func(*tape.Meta, *tape.Step) *float64 { return &price }})
 	require.NoError(t, err)
@@ -132,6 +135,15 @@ func TestATIF(t *testing.T) {
 	assert.Equal(t, tp.Meta.HarnessVersion, tr.Agent.Version)
 	main := tp.Main()
 	require.Len(t, tr.SubagentTrajectories, len(tp.Children(main)))
+	// under is th and every thread below it: a trajectory's totals include its subagents'.
+	var under func(th *tape.Thread) []*tape.Thread
+	under = func(th *tape.Thread) []*tape.Thread {
+		out := []*tape.Thread{th}
+		for _, c := range tp.Children(th) {
+			out = append(out, under(c)...)
+		}
+		return out
+	}
 	check := func(tr atifTrajectory, th *tape.Thread) {
 		var agent []atifStep
 		for _, st := range tr.Steps {
@@ -163,12 +175,28 @@ func TestATIF(t *testing.T) {
 			assert.Equal(t, u.OutputTokens, st.Metrics.CompletionTokens)
 			assert.Equal(t, u.CacheReadInputTokens, st.Metrics.CachedTokens)
 			require.NotNil(t, st.Metrics.CostUSD)
-			tokens += st.Metrics.PromptTokens
+			if u.CacheCreationInputTokens > 0 {
+				assert.Equal(t, map[string]any{"cache_creation_input_tokens": float64(u.CacheCreationInputTokens)}, st.Metrics.Extra, "cache writes in metrics.extra")
+			} else {
+				assert.Nil(t, st.Metrics.Extra)
+			}
 		}
-		assert.Equal(t, tokens, tr.FinalMetrics.TotalPromptTokens)
+		var written int64
+		steps := 0
+		for _, x := range under(th) {
+			for _, s := range x.Steps {
+				u := s.Response.Usage
+				tokens += u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+				written += u.CacheCreationInputTokens
+				steps++
+			}
+		}
+		assert.Equal(t, tokens, tr.FinalMetrics.TotalPromptTokens, "%s: its steps and its subagents'", th.ID)
 		assert.Equal(t, len(tr.Steps), tr.FinalMetrics.TotalSteps)
 		require.NotNil(t, tr.FinalMetrics.TotalCostUSD)
-		assert.InDelta(t, float64(len(th.Steps))*price, *tr.FinalMetrics.TotalCostUSD, 1e-12)
+		assert.InDelta(t, float64(steps)*price, *tr.FinalMetrics.TotalCostUSD, 1e-12)
+		assert.Equal(t, float64(written), tr.FinalMetrics.Extra["total_cache_creation_input_tokens"])
+		assert.Equal(t, "2026-05-15", tr.FinalMetrics.Extra["prices_date"])
 	}
 	check(tr, main)
 	sub := tp.Children(main)[0]

@@ -123,17 +123,22 @@ type ccThreadReader struct {
 	version string
 	session string
 	lost    losses
+	// clock holds the wall times of each step's entries: the user entry before it (the
+	// request) and its first and last assistant entries; lastUser is the latest user entry's.
+	clock    map[*tape.Step]*stepClock
+	lastUser time.Time
 }
 
 func (r *ccThreadReader) entry(e ccLine) error {
 	if (e.Type != "user" && e.Type != "assistant") || e.IsMeta || len(e.Message) == 0 {
 		return nil
 	}
-	if t, ok := parseTime(e.Timestamp); ok {
+	at, timed := parseTime(e.Timestamp)
+	if timed {
 		if r.first.IsZero() {
-			r.first = t
+			r.first = at
 		}
-		r.last = t
+		r.last = at
 	}
 	r.cwd = cmp.Or(r.cwd, e.Cwd)
 	r.version = cmp.Or(r.version, e.Version)
@@ -151,6 +156,12 @@ func (r *ccThreadReader) entry(e ccLine) error {
 			r.cur = newStep(tape.ProviderAnthropic, m.Model, r.history)
 			r.curID = m.ID
 			r.th.Steps = append(r.th.Steps, r.cur)
+			if timed {
+				r.clock[r.cur] = &stepClock{req: cmpTime(r.lastUser, at), first: at}
+			}
+		}
+		if c := r.clock[r.cur]; c != nil && timed {
+			c.last = at
 		}
 		r.model = cmp.Or(r.model, m.Model)
 		for _, b := range blocks {
@@ -181,11 +192,14 @@ func (r *ccThreadReader) entry(e ccLine) error {
 	}
 	r.history = appendMessage(r.history, "user", blocks)
 	r.cur = nil
+	if timed {
+		r.lastUser = at
+	}
 	return nil
 }
 
 func newCCReader(id string, lost losses) *ccThreadReader {
-	return &ccThreadReader{th: &tape.Thread{ID: id, Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: lost}
+	return &ccThreadReader{th: &tape.Thread{ID: id, Steps: []*tape.Step{}}, calls: map[string]*tape.Step{}, lost: lost, clock: map[*tape.Step]*stepClock{}}
 }
 
 // read reads a session file's entries into r. With inline (for a session file), its
@@ -313,6 +327,7 @@ func importClaudeSession(path string, agents agentIndex) (*tape.Tape, []string, 
 		return nil, nil, fmt.Errorf("%s: no assistant message: not a Claude Code session with model calls", path)
 	}
 	tp.Threads = append(tp.Threads, main.th)
+	readers := []*ccThreadReader{main}
 	first, last := main.first, main.last
 	dir := filepath.Join(strings.TrimSuffix(path, ".jsonl"), "subagents")
 	subs, err := filepath.Glob(filepath.Join(dir, "agent-*.jsonl"))
@@ -375,6 +390,7 @@ func importClaudeSession(path string, agents agentIndex) (*tape.Tape, []string, 
 			last = sub.last
 		}
 		tp.Threads = append(tp.Threads, sub.th)
+		readers = append(readers, sub)
 	}
 	// A subagent's spawning call is in the main thread or, nested, in another subagent's.
 	for _, th := range tp.Threads[1:] {
@@ -398,6 +414,13 @@ func importClaudeSession(path string, agents agentIndex) (*tape.Tape, []string, 
 	}
 	end := cmpTime(last, tp.Meta.StartedAt)
 	tp.Meta.Ended = &tape.Ended{Reason: tape.EndComplete, At: end, Detail: "imported from a Claude Code session file, which does not say how the run ended"}
+	timed := true
+	for _, r := range readers {
+		timed = applyClock(tp, r.th, r.clock) && timed
+	}
+	if timed {
+		tp.Meta.Labels[LabelTiming] = TimingEntries
+	}
 	if main.session != "" {
 		tp.Meta.Task = map[string]string{"session_id": main.session}
 	}

@@ -140,6 +140,7 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 		}
 	}
 	last := ""
+	var total tape.Usage // the thread's so far, as Codex's total_token_usage sums it
 	for i, s := range th.Steps {
 		if text := followUp(th, i); text != "" {
 			add(s.Timing.RequestAt, "response_item", map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": text}}})
@@ -160,10 +161,9 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 				}
 			}
 		}
-		u := s.Response.Usage
-		usage := map[string]int64{"input_tokens": u.InputTokens + u.CacheReadInputTokens, "cached_input_tokens": u.CacheReadInputTokens,
-			"output_tokens": u.OutputTokens, "reasoning_output_tokens": u.ReasoningTokens, "total_tokens": u.InputTokens + u.CacheReadInputTokens + u.OutputTokens}
-		add(s.Timing.LastByteAt, "event_msg", map[string]any{"type": "token_count", "info": map[string]any{"last_token_usage": usage}})
+		total = total.Add(s.Response.Usage)
+		add(s.Timing.LastByteAt, "event_msg", map[string]any{"type": "token_count", "info": map[string]any{
+			"total_token_usage": codexUsage(total), "last_token_usage": codexUsage(s.Response.Usage)}})
 		resultAt := resultsAt(s.Timing)
 		// What the harness added before its next call: the next request's messages after
 		// this request's and this response's (one message per item). The thread's last
@@ -265,4 +265,10 @@ func freeform(raw []byte) string {
 		return in.Input
 	}
 	return string(raw)
+}
+
+// codexUsage is a usage in the shape of Codex's token_count events.
+func codexUsage(u tape.Usage) map[string]int64 {
+	return map[string]int64{"input_tokens": u.InputTokens + u.CacheReadInputTokens, "cached_input_tokens": u.CacheReadInputTokens,
+		"output_tokens": u.OutputTokens, "reasoning_output_tokens": u.ReasoningTokens, "total_tokens": u.InputTokens + u.CacheReadInputTokens + u.OutputTokens}
 }

@@ -34,6 +34,8 @@ type cxRollout struct {
 	th        *tape.Thread
 	threadIdx int
 	lost      losses
+	// clock holds each step's wall times from the rollout's timestamps.
+	clock map[*tape.Step]*stepClock
 }
 
 // isOutputItem says whether a response item is the model's (part of a response) rather
@@ -63,7 +65,11 @@ func readRollout(p string) (*cxRollout, error) {
 		output []json.RawMessage
 		usage  map[string]int64
 		inLen  int
+		// req is when the item before the answer was written; first and last the answer's
+		// items (zero when the lines have no timestamp).
+		req, first, last time.Time
 	}
+	var lastInput time.Time
 	var steps []*pending
 	var cur *pending
 	err := readLines(p, func(_ int, b []byte) error {
@@ -71,11 +77,12 @@ func readRollout(p string) (*cxRollout, error) {
 		if err := json.Unmarshal(b, &l); err != nil {
 			return fmt.Errorf("not a Codex rollout line: %w", err)
 		}
-		if t, ok := parseTime(l.Timestamp); ok {
+		at, timed := parseTime(l.Timestamp)
+		if timed {
 			if r.first.IsZero() {
-				r.first = t
+				r.first = at
 			}
-			r.last = t
+			r.last = at
 		}
 		switch l.Type {
 		case "session_meta":
@@ -136,11 +143,20 @@ func readRollout(p string) (*cxRollout, error) {
 			if isOutputItem(it.Type, it.Role) {
 				if cur == nil {
 					cur = &pending{inLen: len(input)}
+					if timed {
+						cur.req, cur.first = cmpTime(lastInput, at), at
+					}
 					steps = append(steps, cur)
+				}
+				if timed {
+					cur.last = at
 				}
 				cur.output = append(cur.output, l.Payload)
 			} else {
 				cur = nil
+				if timed {
+					lastInput = at
+				}
 			}
 			input = append(input, l.Payload)
 		}
@@ -209,6 +225,12 @@ func readRollout(p string) (*cxRollout, error) {
 		st.Request.Raw, st.Response.Raw = json.RawMessage("null"), json.RawMessage("null")
 		st.Request.Headers = tape.Headers{"session-id": r.session, "thread-id": r.id}
 		r.th.Steps = append(r.th.Steps, st)
+		if !ps.first.IsZero() {
+			if r.clock == nil {
+				r.clock = map[*tape.Step]*stepClock{}
+			}
+			r.clock[st] = &stepClock{req: ps.req, first: ps.first, last: ps.last}
+		}
 	}
 	return r, nil
 }
@@ -276,12 +298,17 @@ func importCodexFiles(files []string) ([]*tape.Tape, error) {
 	}
 	for _, tp := range tapes {
 		lost := losses{}
+		timed := true
 		for _, r := range rolls {
 			if tapeOf[root(r).id] == tp {
 				for what, n := range r.lost {
 					lost.add(what, n)
 				}
+				timed = applyClock(tp, r.th, r.clock) && timed
 			}
+		}
+		if timed {
+			tp.Meta.Labels[LabelTiming] = TimingEntries
 		}
 		lost.label(tp)
 	}

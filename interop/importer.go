@@ -260,3 +260,32 @@ func ImportAuto(path string) ([]*tape.Tape, error) {
 	}
 	return out, nil
 }
+
+// stepClock is when an imported step happened, from its session file's timestamps: the
+// request (the entry before the answer), and the answer's first and last entries.
+type stepClock struct{ req, first, last time.Time }
+
+// applyClock sets the timing of th's steps from clock, in milliseconds since
+// tp.Meta.StartedAt, and says whether every step of th had a time.
+// The file's timestamps are when the harness wrote each entry, so request_at is when it
+// wrote what preceded the call, and first_byte_at when it wrote the first part of the answer
+// (a session file has no time to first byte: a streamed answer is written when whole).
+func applyClock(tp *tape.Tape, th *tape.Thread, clock map[*tape.Step]*stepClock) bool {
+	ms := func(t time.Time) float64 { return tape.RoundMS(t.Sub(tp.Meta.StartedAt)) }
+	all := len(th.Steps) > 0
+	for _, s := range th.Steps {
+		c := clock[s]
+		if c == nil {
+			all = false
+			continue
+		}
+		last := c.last
+		if last.IsZero() {
+			last = c.first
+		}
+		s.Timing.RequestAt = max(0, ms(c.req))
+		s.Timing.FirstByteAt = max(s.Timing.RequestAt, ms(c.first))
+		s.Timing.LastByteAt = max(s.Timing.FirstByteAt, ms(last))
+	}
+	return all
+}

@@ -44,6 +44,12 @@ const (
 	// bodies, no timing) or FormSynthesized (raw stream bodies made from the normalized
 	// form by Synthesize, still no timing). A tape without the label is a recording.
 	LabelForm = "tapebox.form"
+	// LabelTiming says where an imported tape's step timing comes from: TimingEntries, the
+	// timestamps of the session file's entries; absent when the file had none (every step
+	// at 0).
+	LabelTiming = "tapebox.timing"
+	// TimingEntries is LabelTiming of a tape timed by its session file's entries.
+	TimingEntries = "session file entries"
 	// LabelSource is the session file (or directory) an imported tape was read from.
 	LabelSource = "tapebox.source"
 	// LabelLost lists, with counts, what the session files held that the tape's normalized
@@ -339,12 +345,13 @@ func input(raw json.RawMessage) json.RawMessage {
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
-// LoadFor reads the tape at path with what format f needs of it: OTLP reads the raw
-// responses (response ids and models, in bodies and stream events); the other formats only
-// the normalized fields (tape.LoadSummaryFile), which is much faster on tapes whose every
-// request repeats the conversation.
+// LoadFor reads the tape at path with what format f needs of it: OTLP and claude-code read
+// the raw responses (the provider's response ids, which Claude Code keeps as message.id and
+// OTLP as gen_ai.response.id, so that the two join; and the models, in bodies and stream
+// events); the other formats only the normalized fields (tape.LoadSummaryFile), which is
+// much faster on tapes whose every request repeats the conversation.
 func LoadFor(path string, f Format) (*tape.Tape, error) {
-	if f == OTLP {
+	if f == OTLP || f == ClaudeCode {
 		return tape.LoadFile(path)
 	}
 	return tape.LoadSummaryFile(path)

@@ -73,11 +73,22 @@ func TestExportImport(t *testing.T) {
 			assert.Equal(t, tp.Meta.HarnessVersion, imp.Meta.HarnessVersion)
 			assert.Equal(t, FormNormalized, imp.Meta.Labels[LabelForm])
 			assert.Equal(t, string(c.format), imp.Meta.Labels[LabelImportedFrom])
-			for _, th := range imp.Threads {
-				for _, s := range th.Steps {
+			// both harnesses' files carry a timestamp on every entry: the steps are timed by them
+			assert.Equal(t, TimingEntries, imp.Meta.Labels[LabelTiming])
+			for ti, th := range imp.Threads {
+				for si, s := range th.Steps {
 					assert.Equal(t, "null", string(s.Request.Raw), "an imported step has no raw bodies")
 					assert.Equal(t, "null", string(s.Response.Raw))
-					assert.Zero(t, s.Timing.LastByteAt, "nor timing")
+					// the export writes each entry's time from the tape's clock; the import reads it back
+					// (the import's clock starts at its first entry, the tape's at its start)
+					want := tp.Threads[ti].Steps[si].Timing
+					shift := float64(imp.Meta.StartedAt.Sub(tp.Meta.StartedAt)) / 1e6
+					assert.InDelta(t, want.LastByteAt, s.Timing.LastByteAt+shift, 1, "thread %s step %d: last byte", th.ID, si)
+					assert.LessOrEqual(t, s.Timing.RequestAt, s.Timing.FirstByteAt)
+					assert.LessOrEqual(t, s.Timing.FirstByteAt, s.Timing.LastByteAt)
+					if si > 0 {
+						assert.GreaterOrEqual(t, s.Timing.RequestAt, th.Steps[si-1].Timing.LastByteAt, "thread %s step %d: asked after the previous answer", th.ID, si)
+					}
 				}
 			}
 			b, err := tape.Marshal(imp)
@@ -212,6 +223,10 @@ func TestMissing(t *testing.T) {
 	writeFiles(t, dir, files)
 	got, err := ImportClaudeCode(dir)
 	require.NoError(t, err)
+	// timed by its entries, the imported tape exports as OTLP spans (without response ids)
+	_, err = ExportOTLP(got[0])
+	require.NoError(t, err)
+	delete(got[0].Meta.Labels, LabelTiming) // a session file without timestamps
 	_, err = ExportOTLP(got[0])
 	var me *MissingError
 	require.True(t, errors.As(err, &me), "%v", err)

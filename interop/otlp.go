@@ -105,14 +105,48 @@ func genAIProvider(p tape.Provider) string {
 	return string(p)
 }
 
+// conversationID is the harness's id of the session a tape recorded: Claude Code's
+// session id, Codex's main thread id (the one codex exec resume takes), else the tape id.
+func conversationID(tp *tape.Tape) string {
+	main := tp.Main()
+	if main == nil || len(main.Steps) == 0 {
+		return tp.Meta.TapeID
+	}
+	h := main.Steps[0].Request.Headers
+	if id := h["x-claude-code-session-id"]; uuidRE.MatchString(id) {
+		return id
+	}
+	for _, name := range []string{"thread-id", "session-id"} {
+		if id := h[name]; uuidRE.MatchString(id) {
+			return id
+		}
+	}
+	return tp.Meta.TapeID
+}
+
+// serverAddress is the public API host of a provider, for server.address: the tape does not
+// say which upstream the gateway used (tapebox record --upstream may have named another).
+func serverAddress(p tape.Provider) string {
+	switch p {
+	case tape.ProviderAnthropic:
+		return "api.anthropic.com"
+	case tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses:
+		return "api.openai.com"
+	}
+	return ""
+}
+
 // ExportOTLP writes a tape as OTLP/JSON traces following the OpenTelemetry GenAI semantic
 // conventions: one trace per tape; per thread an invoke_agent span (a subagent's is the
 // child of the execute_tool span of the call that spawned it); in it a chat span per model
-// call (provider, request and response model, response id, token usage, finish reasons)
-// and an execute_tool span per tool call (tool name and call id), timed by the tape's
-// clock. It needs the recorded timing and raw responses, which an imported tape lacks.
+// call (provider, server.address, request and response model, response id, token usage,
+// finish reasons; error.type, the HTTP status, when the call failed) and an execute_tool
+// span per tool call (tool name and call id), timed by the tape's clock. Every span carries
+// gen_ai.conversation.id, the harness's session id (conversationID). It needs the recorded
+// timing and raw responses: an imported tape has only the timing its session file's
+// timestamps give (meta.labels tapebox.timing), and no response ids.
 func ExportOTLP(tp *tape.Tape) ([]byte, error) {
-	if Imported(tp) {
+	if Imported(tp) && tp.Meta.Labels[LabelTiming] == "" {
 		return nil, &MissingError{Format: OTLP, TapeID: tp.Meta.TapeID, Missing: "raw bodies or timing (it was imported from " + cmp.Or(tp.Meta.Labels[LabelImportedFrom], "a session file") + ": meta.labels " + LabelForm + "=" + tp.Meta.Labels[LabelForm] + ")",
 			Why: "OTLP spans need the recorded request and response times and the response ids and models of the raw bodies"}
 	}
@@ -133,6 +167,8 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 		}
 	}
 	var spans []otlpSpan
+	conv := str("gen_ai.conversation.id", conversationID(tp))
+	server := serverAddress(tp.Meta.Provider)
 	for _, th := range tp.Threads {
 		if len(th.Steps) == 0 {
 			continue
@@ -150,7 +186,10 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 			end = max(end, t.LastByteAt)
 			model := tape.StepModel(&tp.Meta, s)
 			attrs := []otlpKV{str("gen_ai.operation.name", "chat"), str("gen_ai.provider.name", genAIProvider(tp.Meta.Provider)),
-				str("gen_ai.request.model", model), str("gen_ai.response.model", cmp.Or(responseModel(s), model))}
+				str("gen_ai.request.model", model), str("gen_ai.response.model", cmp.Or(responseModel(s), model)), conv}
+			if server != "" {
+				attrs = append(attrs, str("server.address", server))
+			}
 			if id := responseID(s); id != "" {
 				attrs = append(attrs, str("gen_ai.response.id", id))
 			}
@@ -167,6 +206,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 				StartTimeUnixNano: nanos(t.RequestAt), EndTimeUnixNano: nanos(t.LastByteAt), Attributes: attrs}
 			if s.Response.Status >= 400 {
 				sp.Status = &otlpStatus{Code: statusError, Message: fmt.Sprintf("HTTP %d", s.Response.Status)}
+				sp.Attributes = append(sp.Attributes, str("error.type", strconv.Itoa(s.Response.Status)))
 			}
 			spans = append(spans, sp)
 			for _, c := range s.ToolCalls {
@@ -182,7 +222,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 				}
 				ts := otlpSpan{TraceID: trace, SpanID: toolSpan[c.ID], ParentSpanID: threadSpan, Name: "execute_tool " + c.Name, Kind: spanInternal,
 					StartTimeUnixNano: nanos(from), EndTimeUnixNano: nanos(to),
-					Attributes: []otlpKV{str("gen_ai.operation.name", "execute_tool"), str("gen_ai.tool.name", c.Name), str("gen_ai.tool.call.id", c.ID), str("gen_ai.tool.type", kind)}}
+					Attributes: []otlpKV{str("gen_ai.operation.name", "execute_tool"), str("gen_ai.tool.name", c.Name), str("gen_ai.tool.call.id", c.ID), str("gen_ai.tool.type", kind), conv}}
 				if ok && r.IsError {
 					ts.Status = &otlpStatus{Code: statusError, Message: "the tool reported an error"}
 					ts.Attributes = append(ts.Attributes, str("error.type", "tool_error"))
@@ -193,7 +233,7 @@ func ExportOTLP(tp *tape.Tape) ([]byte, error) {
 		spans = append(spans, otlpSpan{TraceID: trace, SpanID: threadSpan, ParentSpanID: parent, Name: "invoke_agent " + name, Kind: spanInternal,
 			StartTimeUnixNano: nanos(start), EndTimeUnixNano: nanos(end),
 			Attributes: []otlpKV{str("gen_ai.operation.name", "invoke_agent"), str("gen_ai.agent.name", name), str("gen_ai.agent.id", th.ID),
-				str("gen_ai.provider.name", genAIProvider(tp.Meta.Provider)), str("gen_ai.conversation.id", tp.Meta.TapeID)}})
+				str("gen_ai.provider.name", genAIProvider(tp.Meta.Provider)), conv}})
 	}
 	req := otlpRequest{ResourceSpans: []otlpResourceSpans{{
 		Resource: otlpResource{Attributes: []otlpKV{str("service.name", "tapebox"), str("tapebox.tape_id", tp.Meta.TapeID),

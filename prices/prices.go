@@ -16,19 +16,43 @@ import (
 
 // Price is one model's list price in US dollars per million tokens.
 type Price struct {
-	Input      float64 `json:"input"`
-	Output     float64 `json:"output"`
-	CacheRead  float64 `json:"cache_read"`
-	CacheWrite float64 `json:"cache_write"`
+	Input     float64 `json:"input"`
+	Output    float64 `json:"output"`
+	CacheRead float64 `json:"cache_read"`
+	// CacheWrite is the rate of a cache write with the default lifetime (Anthropic's five
+	// minutes); CacheWrite1h that of a one-hour write, 0 where the provider has none.
+	// tape.Usage does not split cache writes by lifetime, so Cost prices every write at
+	// CacheWrite: a one-hour write costs more, and such a cost is a lower bound.
+	CacheWrite   float64 `json:"cache_write"`
+	CacheWrite1h float64 `json:"cache_write_1h,omitempty"`
+	// LongContext, when set, is the rate of a call whose prompt (input, cache reads and
+	// cache writes) is longer than its AbovePromptTokens: the provider then bills the
+	// whole call at it.
+	LongContext *Tier `json:"long_context,omitempty"`
 }
 
-// Cost is what u costs at p, in dollars. Usage follows tape's rule: InputTokens exclude the
+// Tier is the rate of a call above a prompt size.
+type Tier struct {
+	AbovePromptTokens int64   `json:"above_prompt_tokens"`
+	Input             float64 `json:"input"`
+	Output            float64 `json:"output"`
+	CacheRead         float64 `json:"cache_read"`
+	CacheWrite        float64 `json:"cache_write"`
+	CacheWrite1h      float64 `json:"cache_write_1h,omitempty"`
+}
+
+// Cost is what u, one model call, costs at p in dollars: at the long-context rate when the
+// call's prompt is above its threshold. Usage follows tape's rule: InputTokens exclude the
 // cached ones, and OutputTokens include reasoning.
 func (p Price) Cost(u tape.Usage) float64 {
-	return (float64(u.InputTokens)*p.Input +
-		float64(u.OutputTokens)*p.Output +
-		float64(u.CacheReadInputTokens)*p.CacheRead +
-		float64(u.CacheCreationInputTokens)*p.CacheWrite) / 1e6
+	in, out, read, write := p.Input, p.Output, p.CacheRead, p.CacheWrite
+	if lc := p.LongContext; lc != nil && u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens > lc.AbovePromptTokens {
+		in, out, read, write = lc.Input, lc.Output, lc.CacheRead, lc.CacheWrite
+	}
+	return (float64(u.InputTokens)*in +
+		float64(u.OutputTokens)*out +
+		float64(u.CacheReadInputTokens)*read +
+		float64(u.CacheCreationInputTokens)*write) / 1e6
 }
 
 // Table is a dated price list.
@@ -81,13 +105,22 @@ func Parse(name string, b []byte) (*Table, error) {
 	if len(t.Models) == 0 {
 		return nil, fmt.Errorf("prices %s: models: empty", name)
 	}
+	type field struct {
+		name string
+		v    float64
+	}
 	for m, p := range t.Models {
-		for _, f := range []struct {
-			field string
-			v     float64
-		}{{"input", p.Input}, {"output", p.Output}, {"cache_read", p.CacheRead}, {"cache_write", p.CacheWrite}} {
+		fields := []field{{"input", p.Input}, {"output", p.Output}, {"cache_read", p.CacheRead}, {"cache_write", p.CacheWrite}, {"cache_write_1h", p.CacheWrite1h}}
+		if lc := p.LongContext; lc != nil {
+			if lc.AbovePromptTokens <= 0 {
+				return nil, fmt.Errorf("prices %s: models.%s.long_context.above_prompt_tokens: want a count > 0, got %d", name, m, lc.AbovePromptTokens)
+			}
+			fields = append(fields, field{"long_context.input", lc.Input}, field{"long_context.output", lc.Output},
+				field{"long_context.cache_read", lc.CacheRead}, field{"long_context.cache_write", lc.CacheWrite}, field{"long_context.cache_write_1h", lc.CacheWrite1h})
+		}
+		for _, f := range fields {
 			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-				return nil, fmt.Errorf("prices %s: models.%s.%s: want a price >= 0, got %v", name, m, f.field, f.v)
+				return nil, fmt.Errorf("prices %s: models.%s.%s: want a price >= 0, got %v", name, m, f.name, f.v)
 			}
 		}
 	}
@@ -198,4 +231,42 @@ func Format(usd *float64) string {
 		return fmt.Sprintf("$%.4f", *usd)
 	}
 	return fmt.Sprintf("$%.2f", *usd)
+}
+
+// ModelCost is the usage and cost of the model calls to one model.
+type ModelCost struct {
+	Model string     `json:"model"`
+	Steps int        `json:"steps"`
+	Usage tape.Usage `json:"usage"`
+	// USD is nil when the table has no price for Model.
+	USD *float64 `json:"usd"`
+}
+
+// ByModel prices every step of tp and sums them per model (tape.StepModel), sorted by model;
+// a step without a model counts under "".
+func (t *Table) ByModel(tp *tape.Tape) []ModelCost {
+	idx := map[string]int{}
+	out := []ModelCost{}
+	for _, th := range tp.Threads {
+		for _, s := range th.Steps {
+			m := tape.StepModel(&tp.Meta, s)
+			i, ok := idx[m]
+			if !ok {
+				i = len(out)
+				idx[m] = i
+				out = append(out, ModelCost{Model: m})
+				if _, priced := t.Lookup(m); priced {
+					out[i].USD = new(float64)
+				}
+			}
+			mc := &out[i]
+			mc.Steps++
+			mc.Usage = mc.Usage.Add(s.Response.Usage)
+			if c := t.Cost(m, s.Response.Usage); c != nil && mc.USD != nil {
+				*mc.USD += *c
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Model < out[b].Model })
+	return out
 }

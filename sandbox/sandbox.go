@@ -115,6 +115,11 @@ type Options struct {
 	// CapAdd gives back capabilities to the container, which otherwise drops them all. Those
 	// that break the container's isolation (SYS_ADMIN, SYS_PTRACE, ALL ...) get a warning.
 	CapAdd []string
+	// AllowNetworkUnenforced lets a k8s: sandbox without a network run where its "no
+	// network" cannot be relied on: the deny-all NetworkPolicy could not be created, one of
+	// the same name differs from TapeBox's, or the probe found that the cluster does not
+	// enforce NetworkPolicies. Open refuses those cases without it (with it, it warns).
+	AllowNetworkUnenforced bool
 	// Warnf, when set, receives the warnings Open gives about unsafe options (a host
 	// network, a capability that breaks isolation), one line each; without it they go to
 	// Logf.
@@ -457,6 +462,20 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	return s.b.Close(ctx, open)
+}
+
+// Kill is Close for a sandbox whose work is abandoned (a replay stopped with Ctrl-C): the
+// commands still running get no grace period to finish, they are killed at once, and then
+// the sandbox is closed as Close does.
+func (s *Sandbox) Kill(ctx context.Context) error {
+	s.mu.Lock()
+	for sess := range s.sessions {
+		if sess.kill != nil {
+			sess.kill()
+		}
+	}
+	s.mu.Unlock()
+	return s.Close(ctx)
 }
 
 // CloseSessions closes sessions concurrently (each may wait its grace period): what a

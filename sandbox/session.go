@@ -39,6 +39,7 @@ type Session struct {
 	// stop ends the session for Close: close stdin, give the command a grace period, then cut
 	// it off.
 	stop      func() error
+	kill      func()
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -49,6 +50,10 @@ type Session struct {
 func NewSession(stdin io.WriteCloser, stdout io.Reader) *Session {
 	return &Session{Stdin: stdin, Stdout: stdout, stderr: kit.NewTail(kit.TailSize), done: make(chan struct{})}
 }
+
+// SetKill is for backends: kill ends the command at once, for Sandbox.Kill (a backend whose
+// Close ends its commands at once needs none).
+func (s *Session) SetKill(kill func()) { s.kill = kill }
 
 // StderrSink is where a backend writes the command's standard error; Stderr returns its end.
 func (s *Session) StderrSink() io.Writer { return s.stderr }

@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -62,7 +63,16 @@ type decoder struct {
 
 	open  map[openKey]*openMemo   // see memo.go
 	items map[*unitDef]*itemsMemo // when recording, not locating
+
+	// keys holds the keys of the open objects, so that a key an object repeats is found
+	// (dup) in the one pass; skipKeys serves the values skip passes over. Spans reused from
+	// the memos are byte copies of spans already checked.
+	keys, skipKeys jsonlex.Path
+	dup            bool
 }
+
+// errDuplicateKey: an object repeats a key (jsonlex.DuplicateKeyError); Validate names it.
+var errDuplicateKey = errors.New("an object repeats a key")
 
 // decode decodes data, which must hold exactly one JSON value, following sh. It returns
 // the distinct unit instances met on the way, which the value holds as placeholders.
@@ -94,6 +104,9 @@ func decodeUnits(data []byte, sh *shape, locate bool) (any, []*unitRun, error) {
 	d.ws()
 	if d.i < len(d.data) {
 		return nil, nil, d.errorf("invalid character %s after the top-level value", quoteChar(d.data[d.i]))
+	}
+	if d.dup {
+		return nil, nil, errDuplicateKey
 	}
 	return v, d.units.runs, nil
 }
@@ -229,14 +242,23 @@ func (d *decoder) members(member func() error) error {
 		d.i++
 		return nil
 	}
+	d.keys.OpenObject()
 	for {
 		if err := d.keyStart(); err != nil {
 			return err
+		}
+		if end, f, err := jsonlex.String(d.data, d.i); err == nil {
+			if _, ok := d.keys.Key(d.data[d.i+1:end-1], f); !ok {
+				d.dup = true
+			}
 		}
 		if err := member(); err != nil {
 			return err
 		}
 		if more, err := d.after('}'); err != nil || !more {
+			if err == nil {
+				d.keys.Close()
+			}
 			return err
 		}
 	}
@@ -527,9 +549,19 @@ func (d *decoder) unescape(raw []byte) string {
 // anything (jsonlex.SkipAt, with the nesting limit counted from the top of the document).
 func (d *decoder) skip() error {
 	d.ws()
-	end, err := jsonlex.SkipAt(d.data, d.i, d.depth)
-	if err != nil {
-		return d.lexError(err)
+	end, err := jsonlex.SkipUniqueAt(d.data, d.i, d.depth, &d.skipKeys)
+	var de *jsonlex.DuplicateKeyError
+	if errors.As(err, &de) {
+		d.dup = true // the pass goes on past it: Validate names it
+		end2, lerr := jsonlex.SkipAt(d.data, d.i, d.depth)
+		if lerr != nil {
+			return d.lexError(lerr)
+		}
+		end, err = end2, nil
+	}
+	var lerr *jsonlex.Error
+	if errors.As(err, &lerr) {
+		return d.lexError(lerr)
 	}
 	d.i = end
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -155,6 +156,10 @@ func Validate(data []byte) error {
 		return err
 	}
 	v, units, err := decode(data, c.shape)
+	if errors.Is(err, errDuplicateKey) {
+		p, _ := checkUnique(data) // the error path: find the pointer
+		return &ValidationError{Problems: []Problem{p}}
+	}
 	if err != nil {
 		return err
 	}
@@ -174,6 +179,21 @@ func Validate(data []byte) error {
 		return nil
 	}
 	return &ValidationError{Problems: sortProblems(probs)}
+}
+
+// checkUnique finds a key repeated in an object (jsonlex.DuplicateKeyError): the decoder,
+// like encoding/json, would keep the last copy, and a tape that says one thing to one reader
+// and another to the next is not valid.
+func checkUnique(data []byte) (Problem, bool) {
+	var de *jsonlex.DuplicateKeyError
+	if err := jsonlex.CheckUnique(data); errors.As(err, &de) {
+		msg := fmt.Sprintf("duplicate object key %q: it repeats an earlier key of the object", de.Key)
+		if de.Key != de.First {
+			msg = fmt.Sprintf("duplicate object key %q: it differs from the earlier key %q only in case", de.Key, de.First)
+		}
+		return Problem{Pointer: de.Pointer, Message: msg}, true
+	}
+	return Problem{}, false
 }
 
 // validateValue validates a decoded value and returns its problems.

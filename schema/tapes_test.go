@@ -56,6 +56,7 @@ func everyField() *tape.Tape {
 	}
 	t.Meta.Limits = &tape.Limits{MaxCostUSD: 2.5, MaxSteps: 100, MaxThreadSteps: 40, MaxTokens: 1e6, MaxRepeat: 3}
 	t.Meta.Ended = &tape.Ended{Reason: tape.EndBudget, At: t0.Add(9 * time.Second), Detail: "thread main repeated its tool calls 3 times", Limit: "max_repeat"}
+	t.Meta.Redactions = []tape.Redaction{{Rule: "aws-access-token", Pointer: "/threads/0/steps/0/request/raw/messages/0/content"}, {Rule: "pattern:acme-[0-9]+", Pointer: "/meta/task/id"}}
 	all := []tape.Block{
 		{Type: tape.BlockText, Text: "hello"},
 		{Type: tape.BlockThinking, Text: "hmm"},

@@ -15,6 +15,18 @@
 #          changed. The binaries stay cached. Safe to run at any time, also twice.
 #   status says whether the node is Ready.
 #
+# The network is the CNI bridge plugin: a bridge that is no gateway and masquerades nothing,
+# so a pod has no route off the node. It enforces no NetworkPolicy (no plugin that does can
+# be had offline here: Calico, Cilium and kube-router come from registries), so a k8s:
+# sandbox's deny-all policy has no effect on this cluster. Where Docker runs, its FORWARD
+# policy (DROP, which bridged traffic meets through br_netfilter) keeps the pods from
+# reaching each other too: a sandbox's probe then says it cannot tell whether policies are
+# enforced; where pods reach each other, the probe finds they are not, and a sandbox without
+# a network refuses to run unless --allow-network-unenforced (allow-network-unenforced=1 in
+# the spec, as the tests give). The kubelet limits every pod to 1024 processes
+# (podPidsLimit), though the API server does not proxy to a node on 127.0.0.1, so a
+# sandbox cannot read that limit and says so.
+#
 # Binaries are cached by version under /var/cache/tapebox-k8s/v$K8S_VERSION (the Go build
 # cache makes a rebuild take seconds; cold, about 5 minutes on 2 cores). Logs go to
 # /var/lib/tapebox-k8s/log/.
@@ -266,6 +278,8 @@ readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 failSwapOn: false
 failCgroupV1: false
+# A pod has no process limit of its own: this one stops a fork bomb in a sandbox's pod.
+podPidsLimit: 1024
 cgroupDriver: cgroupfs
 containerRuntimeEndpoint: unix://$CTRD_SOCK
 tlsCertFile: $PKI/kubelet.crt

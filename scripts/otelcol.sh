@@ -5,7 +5,7 @@
 # and main.go, so a version bump builds a new one.
 #
 #   scripts/otelcol.sh            # build if needed, print the path
-#   TAPEBOX_OTELCOL=$(scripts/otelcol.sh) go test ./internal/e2e -run OTLP
+#   TAPEBOX_OTELCOL=$(scripts/otelcol.sh) go test ./test/e2e -run OTLP
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SRC="$ROOT/test/otelcol"

@@ -86,6 +86,9 @@ type secretKind struct {
 	header, param string
 	// headerValue formats s[0] as a header value; nil means s[0] as it is.
 	headerValue func(s string) string
+	// url says that s[0] is the password of a URL that line writes: it is planted in text
+	// and files only.
+	url bool
 }
 
 func one(f func(r *rand.Rand) string) func(r *rand.Rand) []string {

@@ -1,13 +1,11 @@
 package secrets
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -48,43 +46,82 @@ type Finding struct {
 	// Secret numbers the distinct secrets of one tape from 1, in order of first appearance:
 	// findings with the same number are places of the same secret.
 	Secret int `json:"secret"`
+	// Length is how many bytes of the string, from Offset, the secret takes; for a secret
+	// found decoded (inside base64, hex or percent-encoded text), the encoded text that
+	// holds it. A redaction replaces those bytes.
+	Length int `json:"length"`
+	// Key is true when the secret is in the member name at Pointer rather than in its
+	// value.
+	Key bool `json:"key,omitempty"`
+	// Member is set for a secret in the tape's start snapshot (Pointer is then
+	// /meta/workspace/snapshot): the name of the file inside the snapshot's tar, and
+	// Offset counts bytes of that file. A secret in the name of an entry, or in a symbolic
+	// link's target, has Offset -1 and Rule as for any other.
+	Member string `json:"member,omitempty"`
 }
 
-// String formats f as "FILE: POINTER: RULE: PREVIEW" (without "FILE: " when File is empty).
+// String formats f as "FILE: POINTER: RULE: PREVIEW" (without "FILE: " when File is empty);
+// a secret in a member name has " (member name)" after the pointer, one in a snapshot the
+// file inside it: "FILE: /meta/workspace/snapshot: .env: RULE: PREVIEW".
 func (f Finding) String() string {
-	s := f.Pointer + ": " + f.Rule + ": " + f.Preview
+	where := f.Pointer
+	if f.Key {
+		where += " (member name)"
+	}
+	if f.Member != "" {
+		where += ": " + f.Member
+	}
+	s := where + ": " + f.Rule + ": " + f.Preview
 	if f.File != "" {
 		s = f.File + ": " + s
 	}
 	return s
 }
 
-// Scanner finds secrets with gitleaks' default rule set. It is safe for concurrent use.
+// Scanner finds secrets with gitleaks' default rule set and the rules of this package
+// (ExtraRules). It is safe for concurrent use.
 type Scanner struct {
 	detector *detect.Detector
+	engine   *engine
 }
 
-// New compiles gitleaks' default rule set (about 30 ms) into a Scanner.
+// New compiles gitleaks' default rule set and ExtraRules into a Scanner, with a detector
+// and an anchor for each rule (about 0.4 s; Default does it once per process).
 func New() (*Scanner, error) {
 	silenceGitleaks()
+	cfg, err := gitleaksConfig()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range extraRules() {
+		cfg.Rules[r.RuleID] = r
+		cfg.OrderedRules = append(cfg.OrderedRules, r.RuleID)
+		for _, k := range r.Keywords {
+			cfg.Keywords[strings.ToLower(k)] = struct{}{}
+		}
+	}
+	e := newEngine(cfg, maxDecodeDepth)
+	return &Scanner{detector: e.full, engine: e}, nil
+}
+
+// gitleaksConfig reads gitleaks' default rule set.
+func gitleaksConfig() (config.Config, error) {
 	// A viper instance of our own rather than detect.NewDetectorDefaultConfig, which sets
 	// up the process-wide one.
 	v := viper.New()
 	v.SetConfigType("toml")
 	if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
-		return nil, fmt.Errorf("read gitleaks rules: %w", err)
+		return config.Config{}, fmt.Errorf("read gitleaks rules: %w", err)
 	}
 	var vc config.ViperConfig
 	if err := v.Unmarshal(&vc); err != nil {
-		return nil, fmt.Errorf("read gitleaks rules: %w", err)
+		return config.Config{}, fmt.Errorf("read gitleaks rules: %w", err)
 	}
 	cfg, err := vc.Translate()
 	if err != nil {
-		return nil, fmt.Errorf("compile gitleaks rules: %w", err)
+		return config.Config{}, fmt.Errorf("compile gitleaks rules: %w", err)
 	}
-	d := detect.NewDetector(cfg)
-	d.MaxDecodeDepth = maxDecodeDepth
-	return &Scanner{detector: d}, nil
+	return cfg, nil
 }
 
 // gitleaks logs through a package-level logger that writes to stderr; a library user
@@ -130,50 +167,89 @@ func ScanFile(ctx context.Context, path string) ([]Finding, error) {
 	return s.ScanFile(ctx, path)
 }
 
-// Scan returns the findings in t, in document order of its canonical encoding.
+// Scan returns the findings in t, in document order of its canonical encoding. The start
+// snapshot is not read: t has no file to find it beside (ScanFile reads it).
 func (s *Scanner) Scan(ctx context.Context, t *tape.Tape) ([]Finding, error) {
 	data, err := tape.Marshal(t)
 	if err != nil {
 		return nil, fmt.Errorf("scan tape: %w", err)
 	}
-	return s.ScanJSON(ctx, bytes.NewReader(data))
-}
-
-// ScanFile returns the findings in the tape file at path, with File set to path.
-func (s *Scanner) ScanFile(ctx context.Context, path string) ([]Finding, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", path, err)
-	}
-	defer f.Close()
-	found, err := s.ScanJSON(ctx, f)
-	for i := range found {
-		found[i].File = path
-	}
-	if err != nil {
-		return found, fmt.Errorf("scan %s: %w", path, err)
-	}
-	return found, nil
-}
-
-// ScanJSON reads one JSON document (a tape, or any JSON) from r as a stream and returns the
-// findings in every string of it, in document order. Memory is bounded by the longest
-// string and a memo of fixed size, not by the document. On a JSON error it returns the
-// findings before the error and the error.
-func (s *Scanner) ScanJSON(ctx context.Context, r io.Reader) ([]Finding, error) {
-	sc := &scan{s: s, ctx: ctx, memo: map[[sha256.Size]byte][]hit{}, groups: map[string]int{}}
-	err := walkStrings(r, sc.visit)
+	sc := s.newScan(ctx)
+	err = walkJSON(data, sc.visit)
 	return sc.found, err
 }
 
-// memoLimit bounds the distinct strings a scan remembers: about 6 MB.
+// Options changes what ScanFileWith, ScanFilesWith and CheckWith read.
+type Options struct {
+	// SkipSnapshot leaves a tape's start snapshot (meta.workspace.snapshot, a file beside
+	// the tape) unread, for tapes published without theirs (dataset export --no-workspace).
+	SkipSnapshot bool
+}
+
+// ScanFile returns the findings in the tape file at path, with File set to path, and in
+// the start snapshot it names (see ScanFileWith).
+func (s *Scanner) ScanFile(ctx context.Context, path string) ([]Finding, error) {
+	return s.ScanFileWith(ctx, path, Options{})
+}
+
+// ScanFileWith returns the findings in the tape file at path, with File set to path. When
+// the tape names a start snapshot (meta.workspace.snapshot), every entry of it is scanned
+// too: the findings there have Pointer /meta/workspace/snapshot and Member the file's name
+// inside the tar. A snapshot that is missing or cannot be read is an error, unless
+// opts.SkipSnapshot: what cannot be read is not known to be clean.
+func (s *Scanner) ScanFileWith(ctx context.Context, path string, opts Options) ([]Finding, error) {
+	data, release, err := readFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", path, err)
+	}
+	sc := s.newScan(ctx)
+	err = walkJSON(data, sc.visit)
+	release()
+	if err == nil && sc.snapshot != "" && !opts.SkipSnapshot {
+		err = sc.scanSnapshot(path, sc.snapshot)
+	}
+	for i := range sc.found {
+		sc.found[i].File = path
+	}
+	if err != nil {
+		return sc.found, fmt.Errorf("scan %s: %w", path, err)
+	}
+	return sc.found, nil
+}
+
+// ScanJSON reads one JSON document (a tape, or any JSON) from r and returns the findings
+// in every string of it, member names included, in document order. On a JSON error it
+// returns the findings before the error and the error.
+func (s *Scanner) ScanJSON(ctx context.Context, r io.Reader) ([]Finding, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read JSON: %w", err)
+	}
+	sc := s.newScan(ctx)
+	err = walkJSON(data, sc.visit)
+	return sc.found, err
+}
+
+// ScanText returns the findings in text, a file's content or any other text, as a scan
+// sees a string with no member name: Pointer is empty and Offset counts bytes of text.
+func (s *Scanner) ScanText(ctx context.Context, text string) ([]Finding, error) {
+	sc := s.newScan(ctx)
+	hits, err := sc.hits("", text)
+	for _, h := range hits {
+		sc.add(h, Finding{})
+	}
+	return sc.found, err
+}
+
+// memoLimit bounds the distinct strings a scan remembers the hits of.
 const memoLimit = 1 << 16
 
-// hit is a secret in one string: where it starts (in bytes of the string) and the rule.
+// hit is a secret in one string: where it starts and how long it is (in bytes of the
+// string) and the rule.
 type hit struct {
-	offset int
-	rule   string
-	secret string
+	offset, length int
+	rule           string
+	secret         string
 }
 
 // scan is the state of one document's scan.
@@ -181,23 +257,34 @@ type scan struct {
 	s     *Scanner
 	ctx   context.Context
 	found []Finding
-	// memo holds the hits of each distinct string already scanned: a tape repeats its
-	// conversation in every request, and its tool definitions, and the normalized fields
-	// repeat the raw bodies.
-	memo   map[[sha256.Size]byte][]hit
-	groups map[string]int
-	seen   int
+	// memo holds the hits of each distinct string already given to the rules: a tape
+	// repeats its conversation in every request, and its tool definitions, and the
+	// normalized fields repeat the raw bodies.
+	memo    map[memoKey][]hit
+	groups  map[string]int
+	seen    int
+	scratch engineScratch
+	text    []byte
+	// snapshot is meta.workspace.snapshot, when the document has one.
+	snapshot string
+}
+
+func (s *Scanner) newScan(ctx context.Context) *scan {
+	return &scan{s: s, ctx: ctx, memo: map[memoKey][]hit{}, groups: map[string]int{}}
 }
 
 func (sc *scan) visit(w *walker, value string) error {
-	if sc.seen++; sc.seen%256 == 0 {
+	if sc.seen++; sc.seen%1024 == 0 {
 		if err := sc.ctx.Err(); err != nil {
 			return err
 		}
 	}
+	if !w.inKey && len(w.stack) == 3 && w.stack[2].key == "snapshot" && w.stack[1].key == "workspace" && w.stack[0].key == "meta" && !w.stack[0].array && !w.stack[1].array {
+		sc.snapshot = strings.Clone(value)
+	}
 	field := w.field()
 	class := classOf(field)
-	if class == opaque {
+	if class == opaque && !w.inKey {
 		return nil
 	}
 	hits, err := sc.hits(field, value)
@@ -206,45 +293,100 @@ func (sc *scan) visit(w *walker, value string) error {
 	}
 	var ptr string
 	for _, h := range hits {
-		if class == protocolID && isGeneric(h.rule) {
+		if class == protocolID && !w.inKey && isGeneric(h.rule) {
 			continue
 		}
 		if ptr == "" {
 			ptr = w.pointer()
 		}
-		g, ok := sc.groups[h.secret]
-		if !ok {
-			g = len(sc.groups) + 1
-			sc.groups[h.secret] = g
-		}
-		sc.found = append(sc.found, Finding{Pointer: ptr, Offset: h.offset, Rule: h.rule, Preview: preview(h.secret), Secret: g})
+		sc.add(h, Finding{Pointer: ptr, Key: w.inKey})
 	}
 	return nil
 }
 
-// hits scans one string. gitleaks sees it as "FIELD: VALUE", the way it would see it in a
-// JSON or YAML file, so that the generic rules find a secret by the name that holds it
-// (a header x-custom-key, a member password).
+// add records a hit as a finding at f's place.
+func (sc *scan) add(h hit, f Finding) {
+	g, ok := sc.groups[h.secret]
+	if !ok {
+		g = len(sc.groups) + 1
+		sc.groups[h.secret] = g
+	}
+	f.Offset, f.Length, f.Rule, f.Preview, f.Secret = h.offset, h.length, h.rule, preview(h.secret), g
+	sc.found = append(sc.found, f)
+}
+
+// hits scans one string. The rules see it as "FIELD: VALUE", the way they would see it in
+// a JSON or YAML file, so that the generic rules find a secret by the name that holds it
+// (a header x-custom-key, a member password). The prefilter (engine.candidate) passes
+// over the strings that hold no keyword of any rule, most of a tape, without a copy.
 func (sc *scan) hits(field, value string) ([]hit, error) {
+	var mh maphash.Hash
+	mh.SetSeed(memoSeed)
+	mh.WriteString(field)
+	mh.WriteByte(0)
+	mh.WriteString(value)
+	key := memoKey{mh.Sum64(), len(field) + len(value)}
+	if hs, ok := sc.memo[key]; ok {
+		return hs, nil
+	}
+	hs, err := sc.scanOne(field, value)
+	if err != nil {
+		return nil, err
+	}
+	if len(sc.memo) >= memoLimit {
+		// Bounded memory on a tape of many distinct strings (a long stream's chunks); the
+		// strings that repeat (the conversation, tool definitions) come back at once.
+		clear(sc.memo)
+	}
+	sc.memo[key] = hs
+	return hs, nil
+}
+
+// memoSeed seeds the hash of the memo's keys: random for each process, so that no tape
+// can be made to collide with another string on purpose.
+var memoSeed = maphash.MakeSeed()
+
+// memoKey identifies a string already scanned: a 64-bit hash of it (and its member name)
+// and its length.
+type memoKey struct {
+	hash uint64
+	n    int
+}
+
+// scanOne scans one string: hits without the memo.
+func (sc *scan) scanOne(field, value string) ([]hit, error) {
+	e := sc.s.engine
+	if !e.candidate(value) && (field == "" || !e.dfa.any(field)) {
+		return nil, nil
+	}
 	prefix := ""
 	if field != "" {
 		prefix = field + ": "
 	}
 	// gitleaks' rules end a secret at white space, a quote or ';', and a query string
 	// ends one with '&': turned into a line break, byte for byte, so offsets hold.
-	text := strings.ReplaceAll(prefix+value, "&", "\n")
-	key := sha256.Sum256([]byte(text))
-	if hs, ok := sc.memo[key]; ok {
-		return hs, nil
+	b := append(sc.text[:0], prefix...)
+	for i := 0; i < len(value); i++ {
+		c := value[i]
+		if c == '&' {
+			c = '\n'
+		}
+		b = append(b, c)
 	}
-	found := sc.s.detector.DetectContext(sc.ctx, detect.Fragment{Raw: text})
+	sc.text = b
+	text := string(b)
+	found := e.detect(sc.ctx, &sc.scratch, text)
 	if err := sc.ctx.Err(); err != nil {
 		return nil, err
 	}
 	var hs []hit
-	for _, f := range found {
-		off := max(locate(text, f)-len(prefix), 0)
-		h := hit{offset: off, rule: f.RuleID, secret: f.Secret}
+	for _, l := range found {
+		off := l.offset - len(prefix)
+		if off < 0 {
+			// In the member name: found where the name itself is scanned.
+			continue
+		}
+		h := hit{offset: off, length: min(l.length, len(value)-off), rule: l.f.RuleID, secret: l.f.Secret}
 		if !slices.Contains(hs, h) {
 			hs = append(hs, h)
 		}
@@ -256,18 +398,18 @@ func (sc *scan) hits(field, value string) ([]hit, error) {
 		}
 		return strings.Compare(a.rule, b.rule)
 	})
-	if len(sc.memo) >= memoLimit {
-		// Bounded memory on a tape of many distinct strings (a long stream's chunks); the
-		// strings that repeat (the conversation, tool definitions) come back at once.
-		clear(sc.memo)
-	}
-	sc.memo[key] = hs
 	return hs, nil
 }
 
 // locate returns the byte offset of f's secret in text. gitleaks gives the match's line
 // and column, counted its own way; the match and the secret are then looked for from there.
 func locate(text string, f report.Finding) int {
+	_, off := locateMatch(text, f)
+	return off
+}
+
+// locateMatch returns the byte offsets of f's match and of its secret in text.
+func locateMatch(text string, f report.Finding) (match, secret int) {
 	start := 0
 	if f.StartLine > 0 {
 		n := 0
@@ -290,10 +432,10 @@ func locate(text string, f report.Finding) int {
 	}
 	if f.Secret != "" {
 		if i := strings.Index(text[start:], f.Secret); i >= 0 {
-			return start + i
+			return start, start + i
 		}
 	}
-	return start
+	return start, start
 }
 
 // isGeneric says whether a rule matches any high-entropy value under a key-like name, as
@@ -324,6 +466,11 @@ type FileResult struct {
 // ScanFiles scans the files at paths on GOMAXPROCS goroutines and returns one result per
 // path, in the order of paths. When ctx is done, files not yet scanned get ctx's error.
 func ScanFiles(ctx context.Context, paths []string) []FileResult {
+	return ScanFilesWith(ctx, paths, Options{})
+}
+
+// ScanFilesWith is ScanFiles with opts.
+func ScanFilesWith(ctx context.Context, paths []string, opts Options) []FileResult {
 	results := make([]FileResult, len(paths))
 	s, err := Default()
 	for i, p := range paths {
@@ -340,7 +487,7 @@ func ScanFiles(ctx context.Context, paths []string) []FileResult {
 			continue
 		}
 		g.Go(func() error {
-			results[i].Findings, results[i].Err = s.ScanFile(ctx, paths[i])
+			results[i].Findings, results[i].Err = s.ScanFileWith(ctx, paths[i], opts)
 			return nil
 		})
 	}
@@ -353,9 +500,14 @@ func ScanFiles(ctx context.Context, paths []string) []FileResult {
 // pointer and rule of each finding, joined with the errors of files that could not be
 // scanned: a file the scanner cannot read is not known to be clean.
 func Check(ctx context.Context, paths ...string) error {
+	return CheckWith(ctx, Options{}, paths...)
+}
+
+// CheckWith is Check with opts.
+func CheckWith(ctx context.Context, opts Options, paths ...string) error {
 	var found []Finding
 	var errs []error
-	for _, r := range ScanFiles(ctx, paths) {
+	for _, r := range ScanFilesWith(ctx, paths, opts) {
 		found = append(found, r.Findings...)
 		if r.Err != nil {
 			errs = append(errs, r.Err)

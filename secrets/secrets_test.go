@@ -87,6 +87,7 @@ func TestScanFindsEachPlace(t *testing.T) {
 		offset  int
 		rule    string
 		preview string
+		length  int // 0: the preview's secret, whole
 	}{
 		{
 			name:    "inside the raw request body",
@@ -134,6 +135,7 @@ func TestScanFindsEachPlace(t *testing.T) {
 				s.ToolResults[0].Content[0].Text = "data:\n  value: " + base64.StdEncoding.EncodeToString([]byte(anthropic)) + "\nkind: Secret"
 			},
 			pointer: "/threads/0/steps/0/tool_results/0/content/0/text", offset: 15, rule: "anthropic-api-key", preview: "sk-a…",
+			length: base64.StdEncoding.EncodedLen(len(anthropic)),
 		},
 		{
 			name:    "a vendor key in a protocol id field is still found",
@@ -147,7 +149,15 @@ func TestScanFindsEachPlace(t *testing.T) {
 			tt.plant(tp.Threads[0].Steps[0], tp)
 			got, err := Scan(t.Context(), tp)
 			require.NoError(t, err)
-			want := []Finding{{Pointer: tt.pointer, Offset: tt.offset, Rule: tt.rule, Preview: tt.preview, Secret: 1}}
+			n := tt.length
+			if n == 0 {
+				for _, secret := range []string{anthropic, google, password, pem} {
+					if preview(secret) == tt.preview {
+						n = len(secret)
+					}
+				}
+			}
+			want := []Finding{{Pointer: tt.pointer, Offset: tt.offset, Rule: tt.rule, Preview: tt.preview, Secret: 1, Length: n}}
 			assert.Equal(t, want, got)
 		})
 	}
@@ -202,9 +212,9 @@ func TestSameSecretIsReportedAtEachPlace(t *testing.T) {
 	got, err := Scan(t.Context(), tp)
 	require.NoError(t, err)
 	want := []Finding{
-		{Pointer: "/threads/0/steps/0/request/raw/messages/0/content/0/text", Offset: 6, Rule: "github-pat", Preview: "ghp_…", Secret: 1},
-		{Pointer: "/threads/0/steps/0/tool_results/0/content/0/text", Offset: 13, Rule: "github-pat", Preview: "ghp_…", Secret: 2},
-		{Pointer: "/threads/0/steps/0/tool_results/0/content/0/text", Offset: 13 + len(other) + 10, Rule: "github-pat", Preview: "ghp_…", Secret: 1},
+		{Pointer: "/threads/0/steps/0/request/raw/messages/0/content/0/text", Offset: 6, Rule: "github-pat", Preview: "ghp_…", Secret: 1, Length: len(key)},
+		{Pointer: "/threads/0/steps/0/tool_results/0/content/0/text", Offset: 13, Rule: "github-pat", Preview: "ghp_…", Secret: 2, Length: len(other)},
+		{Pointer: "/threads/0/steps/0/tool_results/0/content/0/text", Offset: 13 + len(other) + 10, Rule: "github-pat", Preview: "ghp_…", Secret: 1, Length: len(key)},
 	}
 	assert.Equal(t, want, got)
 }

@@ -1,29 +1,34 @@
 package secrets
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"unsafe"
+
+	"github.com/tapebox/tapebox/internal/jsonlex"
 )
 
 // frame is one level of the walk: an object (with the member being read) or an array
 // (with the element being read).
 type frame struct {
-	array   bool
-	key     string
-	index   int
-	wantKey bool // an object whose next token is a member name or its end
+	array bool
+	key   string
+	index int
 }
 
-// walker tracks where a streamed JSON document is.
+// walker tracks where a JSON document is.
 type walker struct {
 	stack []frame
+	// inKey is true while the string visited is a member name (the last frame's key)
+	// rather than a value.
+	inKey bool
 }
 
-// pointer returns the JSON pointer (RFC 6901) of the current value.
+// pointer returns the JSON pointer (RFC 6901) of the current value; for a member name,
+// the pointer of its member.
 func (w *walker) pointer() string {
 	var b strings.Builder
 	for _, f := range w.stack {
@@ -38,25 +43,19 @@ func (w *walker) pointer() string {
 }
 
 // field returns the name of the member that holds the current value: for an array
-// element, the member that holds the array. Empty at the top level.
+// element, the member that holds the array; for a member name, the member that holds its
+// object. Empty at the top level.
 func (w *walker) field() string {
-	for i := len(w.stack) - 1; i >= 0; i-- {
+	n := len(w.stack)
+	if w.inKey {
+		n--
+	}
+	for i := n - 1; i >= 0; i-- {
 		if !w.stack[i].array {
 			return w.stack[i].key
 		}
 	}
 	return ""
-}
-
-// done records that the current value has been read.
-func (w *walker) done() {
-	if n := len(w.stack); n > 0 {
-		if top := &w.stack[n-1]; top.array {
-			top.index++
-		} else {
-			top.wantKey = true
-		}
-	}
 }
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
@@ -68,59 +67,166 @@ func escapePointer(s string) string {
 	return pointerEscaper.Replace(s)
 }
 
-// walkStrings reads one JSON document from r as a stream of tokens and calls visit with
-// every string value (member names are not values), decoded.
+// walkStrings reads one JSON document from r and calls visit with every string value
+// (member names are not values), decoded.
 func walkStrings(r io.Reader, visit func(w *walker, value string) error) error {
-	dec := json.NewDecoder(r)
-	dec.UseNumber()
-	w := &walker{}
-	started := false
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			if !started {
-				return errors.New("read JSON: empty input")
-			}
-			if len(w.stack) > 0 {
-				return fmt.Errorf("read JSON: %w", io.ErrUnexpectedEOF)
-			}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("read JSON: %w", err)
+	}
+	return walkJSON(data, func(w *walker, value string) error {
+		if w.inKey {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("read JSON at byte %d: %w", dec.InputOffset(), err)
+		return visit(w, value)
+	})
+}
+
+// walkJSON walks the one JSON document in data (whitespace around it allowed, nothing
+// else after it read) and calls visit with every string in it, member names included
+// (w.inKey set), decoded as encoding/json decodes them. The value passed to visit is valid
+// only during the call: it may share memory with data or with a buffer the walk reuses.
+// An error names the byte offset, line and column.
+func walkJSON(data []byte, visit func(w *walker, value string) error) error {
+	w := &walker{}
+	var scratch []byte
+	str := func(i int) (string, int, error) {
+		end, f, lerr := jsonlex.String(data, i)
+		if lerr != nil {
+			return "", end, lexError(data, lerr)
 		}
-		started = true
-		if n := len(w.stack); n > 0 && w.stack[n-1].wantKey {
-			if tok == json.Delim('}') {
-				w.stack = w.stack[:n-1]
-				w.done()
-				continue
-			}
-			w.stack[n-1].key, _ = tok.(string)
-			w.stack[n-1].wantKey = false
-			continue
+		body := data[i+1 : end-1]
+		if f.Plain(body) {
+			return unsafe.String(unsafe.SliceData(body), len(body)), end, nil
 		}
-		switch v := tok.(type) {
-		case json.Delim:
-			switch v {
-			case '{':
-				w.stack = append(w.stack, frame{wantKey: true})
-				continue
-			case '[':
-				w.stack = append(w.stack, frame{array: true})
-				continue
-			case ']':
-				w.stack = w.stack[:len(w.stack)-1]
+		scratch = jsonlex.Unquote(scratch[:0], body)
+		return unsafe.String(unsafe.SliceData(scratch), len(scratch)), end, nil
+	}
+	i := jsonlex.Space(data, 0)
+	if i >= len(data) {
+		return errors.New("read JSON: empty input")
+	}
+	// expectValue: the next token is a value; otherwise it is what follows a value (or a
+	// member name in an object just opened).
+	for {
+		// A value at data[i].
+		if i >= len(data) {
+			return fmt.Errorf("read JSON: %w", io.ErrUnexpectedEOF)
+		}
+		switch c := data[i]; c {
+		case '"':
+			v, end, err := str(i)
+			if err != nil {
+				return err
 			}
-		case string:
 			if err := visit(w, v); err != nil {
 				return err
 			}
+			i = end
+		case '{', '[':
+			if len(w.stack) >= jsonlex.MaxDepth {
+				return fmt.Errorf("read JSON at %s: nested deeper than %d", where(data, i), jsonlex.MaxDepth)
+			}
+			i = jsonlex.Space(data, i+1)
+			if c == '[' {
+				if i < len(data) && data[i] == ']' {
+					i++
+					break
+				}
+				w.stack = append(w.stack, frame{array: true})
+				continue
+			}
+			if i < len(data) && data[i] == '}' {
+				i++
+				break
+			}
+			w.stack = append(w.stack, frame{})
+			var err error
+			if i, err = memberName(data, i, w, str, visit); err != nil {
+				return err
+			}
+			continue
+		default:
+			end, lerr := jsonlex.Skip(data, i) // a number or a literal
+			if lerr != nil {
+				return lexError(data, lerr)
+			}
+			i = end
 		}
-		w.done()
-		if len(w.stack) == 0 {
-			// One document: whatever follows is not read.
-			return nil
+		// After a value: ',' or the end of the containers it closes.
+		for {
+			if len(w.stack) == 0 {
+				return nil // one document: whatever follows is not read
+			}
+			i = jsonlex.Space(data, i)
+			if i >= len(data) {
+				return fmt.Errorf("read JSON: %w", io.ErrUnexpectedEOF)
+			}
+			top := &w.stack[len(w.stack)-1]
+			c := data[i]
+			if c == ',' {
+				i = jsonlex.Space(data, i+1)
+				if top.array {
+					top.index++
+				} else {
+					var err error
+					if i, err = memberName(data, i, w, str, visit); err != nil {
+						return err
+					}
+				}
+				break
+			}
+			if (top.array && c == ']') || (!top.array && c == '}') {
+				w.stack = w.stack[:len(w.stack)-1]
+				i++
+				continue
+			}
+			return fmt.Errorf("read JSON at %s: invalid character %s after a value", where(data, i), jsonlex.Char(c))
 		}
 	}
+}
+
+// memberName reads a member name and its colon at data[i], makes it the key of the top
+// frame, visits it, and returns the offset of the member's value.
+func memberName(data []byte, i int, w *walker, str func(int) (string, int, error), visit func(*walker, string) error) (int, error) {
+	if i >= len(data) {
+		return i, fmt.Errorf("read JSON: %w", io.ErrUnexpectedEOF)
+	}
+	if data[i] != '"' {
+		return i, fmt.Errorf("read JSON at %s: invalid character %s looking for an object key", where(data, i), jsonlex.Char(data[i]))
+	}
+	k, end, err := str(i)
+	if err != nil {
+		return end, err
+	}
+	top := &w.stack[len(w.stack)-1]
+	if end-i-2 == len(k) && unsafe.StringData(k) == &data[i+1] {
+		top.key = k // shares data, which outlives the walk
+	} else {
+		top.key = strings.Clone(k)
+	}
+	w.inKey = true
+	err = visit(w, top.key)
+	w.inKey = false
+	if err != nil {
+		return end, err
+	}
+	i = jsonlex.Space(data, end)
+	if i >= len(data) {
+		return i, fmt.Errorf("read JSON: %w", io.ErrUnexpectedEOF)
+	}
+	if data[i] != ':' {
+		return i, fmt.Errorf("read JSON at %s: invalid character %s after an object key", where(data, i), jsonlex.Char(data[i]))
+	}
+	return jsonlex.Space(data, i+1), nil
+}
+
+func lexError(data []byte, e *jsonlex.Error) error {
+	return fmt.Errorf("read JSON at %s: %s", where(data, e.Off), e.Msg)
+}
+
+// where formats a byte offset of data as "byte N (line L, column C)".
+func where(data []byte, off int) string {
+	line, col := jsonlex.LineCol(data, off)
+	return fmt.Sprintf("byte %d (line %d, column %d)", off, line, col)
 }

@@ -13,23 +13,35 @@ import (
 	"github.com/tapebox/tapebox/internal/jsonlex"
 )
 
-// DigestAlgorithm names the digest scheme a Digest uses.
-const DigestAlgorithm = "sha256-chain-1"
+// DigestAlgorithm names the digest scheme this package writes: Digest.Algorithm, the
+// version of the scheme, kept in the tape so that a tape written with an earlier scheme
+// still verifies.
+const DigestAlgorithm = "sha256-jcs-chain-2"
+
+// DigestAlgorithmV1 is the first scheme, which hashed each step's compact encoding as it
+// was spelled in the file: a tape re-encoded by another tool (Python's json.dump writes
+// U+2014 as \u2014) no longer verified. Verify still checks tapes written with it.
+const DigestAlgorithmV1 = "sha256-chain-1"
 
 // Digest is a tape's tamper-evidence record, written after its threads.
 //
 // Each step carries a digest, a link of its thread's chain:
 //
-//	content(step) = SHA-256(the step's canonical encoding without its digest field)
-//	link(0)       = SHA-256("tapebox chain 1\n" || canonical [tape_id, thread id, parent])
+//	content(step) = SHA-256(C(the step without its digest member))
+//	link(0)       = SHA-256("tapebox chain 2\n" || C([tape_id, thread id, parent]))
 //	digest(step)  = SHA-256(link(previous) || content(step))
 //
-// so a step's digest binds it to the steps before it, to its thread and to the tape's
-// identity. Root binds the rest: SHA-256("tapebox root 1\n" || Meta || each thread's last
-// link, in thread order), where Meta is SHA-256 of the canonical encoding of meta. A
-// recorder writes all of it with every persisted step, so a recording cut at any moment
-// verifies up to its last step. Signature, when present, is an ed25519 signature of
-// "tapebox root 1\n" || Root by the key PublicKey names.
+// where C is the canonical form of a JSON value (jsonlex.AppendCanonical: RFC 8785's JCS,
+// members sorted by key, one escape form for strings, with numbers kept at their exact
+// decimal value), so the digests cover a tape's content, not its spelling: a tape
+// re-indented or re-encoded by another tool verifies as long as its values are the same. A
+// step's digest binds it to the steps before it, to its thread and to the tape's identity.
+// Root binds the rest: SHA-256("tapebox root 2\n" || Meta || each thread's last link, in
+// thread order), where Meta is SHA-256(C(meta)). A recorder writes all of it with every
+// persisted step, so a recording cut at any moment verifies up to its last step.
+// Signature, when present, is an ed25519 signature of "tapebox root 2\n" || Root by the
+// key PublicKey names. (Scheme 1, DigestAlgorithmV1, is the same with the compact encoding
+// as found in the file for C and "1" for "2".)
 type Digest struct {
 	Algorithm string `json:"algorithm"`
 	// Meta and Root are "sha256:HEX".
@@ -77,14 +89,39 @@ func parseSum(s string) (sum, bool) {
 	return out, err == nil && formatSum(out) == s // lower-case hex only: one spelling per digest
 }
 
+// scheme is a digest scheme's number: 2 (DigestAlgorithm) or 1 (DigestAlgorithmV1).
+type scheme int
+
+func schemeOf(algorithm string) scheme {
+	switch algorithm {
+	case DigestAlgorithm:
+		return 2
+	case DigestAlgorithmV1:
+		return 1
+	}
+	return 0
+}
+
+// canonical is the canonical form of the JSON value b (scheme 2's C).
+func canonical(b []byte) ([]byte, error) {
+	return jsonlex.Canonical(make([]byte, 0, len(b)), b)
+}
+
 // genesis is the link a thread's chain starts from.
 func (hs Hashing) genesis(tapeID, threadID string, parent *Parent) (sum, error) {
+	return hs.genesisOf(2, tapeID, threadID, parent)
+}
+
+func (hs Hashing) genesisOf(sc scheme, tapeID, threadID string, parent *Parent) (sum, error) {
 	b, err := marshalPiece([]any{tapeID, threadID, parent})
+	if err == nil && sc == 2 {
+		b, err = canonical(b)
+	}
 	if err != nil {
 		return sum{}, err
 	}
 	h := hs.New()
-	h.Write([]byte("tapebox chain 1\n"))
+	fmt.Fprintf(h, "tapebox chain %d\n", sc)
 	h.Write(b)
 	return sum(h.Sum(nil)), nil
 }
@@ -97,12 +134,12 @@ func (hs Hashing) chain(prev, content sum) sum {
 	return hs.sum(b[:])
 }
 
-const rootPrefix = "tapebox root 1\n"
+func rootPrefix(sc scheme) string { return fmt.Sprintf("tapebox root %d\n", sc) }
 
 // rootOf is the root over the meta's hash and the threads' last links.
-func (hs Hashing) rootOf(meta sum, lasts []sum) sum {
+func (hs Hashing) rootOf(sc scheme, meta sum, lasts []sum) sum {
 	h := hs.New()
-	h.Write([]byte(rootPrefix))
+	h.Write([]byte(rootPrefix(sc)))
 	h.Write(meta[:])
 	for _, l := range lasts {
 		h.Write(l[:])
@@ -110,7 +147,7 @@ func (hs Hashing) rootOf(meta sum, lasts []sum) sum {
 	return sum(h.Sum(nil))
 }
 
-func signedMessage(root sum) []byte { return append([]byte(rootPrefix), root[:]...) }
+func signedMessage(sc scheme, root sum) []byte { return append([]byte(rootPrefix(sc)), root[:]...) }
 
 // stepDigestSuffix is how a step's encoding ends when it carries a digest:
 // ,"digest":"sha256:<64 hex>"}.
@@ -131,12 +168,14 @@ func stepContent(raw []byte) (content []byte, digest string, ok bool) {
 	return raw[:len(raw)-stepDigestLen], d, true // the caller adds the closing brace
 }
 
-// stepHasher hashes a step's encoding as the Writer builds it, piece by piece, keeping the
-// hash's state after the request and after the answer so that a change of a later piece
-// costs that piece only.
+// stepHasher hashes a step as the Writer builds it, piece by piece, keeping the hash's
+// state after the request and after the response so that a change of a later piece costs
+// that piece only. Scheme 2 hashes C(step), whose members come sorted: request, response,
+// served_from_tape, timing, tool_calls, tool_results.
 type stepHasher struct {
-	afterRequest []byte // sha256 state after `{"request":` and the request
-	afterAnswer  []byte // and after the answer
+	afterRequest []byte // sha256 state after `{"request":` and C(request)
+	afterAnswer  []byte // and after `,"response":` and C(response)
+	calls        []byte // C(tool_calls), hashed with the step's end
 	content      sum
 	link         sum
 }
@@ -154,26 +193,46 @@ func (hs Hashing) restoreState(state []byte) hash.Hash {
 	return h
 }
 
+// mustCanonical is the canonical form of an encoding this package wrote. Such an encoding
+// is valid JSON, but a raw body recorded as received may repeat a key: then it is b itself,
+// and the tape, which every reader refuses for the repeated key, does not verify either.
+func mustCanonical(b []byte) []byte {
+	c, err := canonical(b)
+	if err != nil {
+		return b
+	}
+	return c
+}
+
 // hashRequest starts a step's hash with its request's encoding.
 func (hs Hashing) hashRequest(request []byte) []byte {
 	h := hs.New()
 	h.Write([]byte(`{"request":`))
-	h.Write(request)
+	h.Write(mustCanonical(request))
 	return marshalState(h)
 }
 
-// hashAnswer continues from the request's state with the answer's encoding.
-func (hs Hashing) hashAnswer(afterRequest, answer []byte) []byte {
+// hashAnswer continues from the request's state with the response's encoding.
+func (hs Hashing) hashAnswer(afterRequest, response []byte) []byte {
 	h := hs.restoreState(afterRequest)
-	h.Write(answer)
+	h.Write([]byte(`,"response":`))
+	h.Write(mustCanonical(response))
 	return marshalState(h)
 }
 
-// hashEnd finishes the content hash with the step's end (tool results and timing, before
-// the closing brace).
-func (hs Hashing) hashEnd(afterAnswer, end []byte) sum {
+// hashEnd finishes the content hash with the step's end: the canonical forms of its
+// timing, tool calls and tool results.
+func (hs Hashing) hashEnd(afterAnswer []byte, served bool, timing, calls, results []byte) sum {
 	h := hs.restoreState(afterAnswer)
-	h.Write(end)
+	if served {
+		h.Write([]byte(`,"served_from_tape":true`))
+	}
+	h.Write([]byte(`,"timing":`))
+	h.Write(timing)
+	h.Write([]byte(`,"tool_calls":`))
+	h.Write(calls)
+	h.Write([]byte(`,"tool_results":`))
+	h.Write(results)
 	h.Write([]byte("}"))
 	return sum(h.Sum(nil))
 }
@@ -227,12 +286,13 @@ func (v *Verification) Err() error {
 }
 
 // Verify checks the digests of the tape r holds: each step's link, the meta's hash, the
-// root and the signature. It streams: memory holds one step at a time. It reads the file's
-// own bytes: a step's content is its
-// encoding as found when that is canonical, else the canonical encoding of the step it
-// decodes to, so a tape re-indented by another tool verifies as long as its content is the
-// same. The error is for data that is not a tape at all; a tape whose digests do not match
-// gives a Verification with State DigestsMismatch.
+// root and the signature. It streams: memory holds one step at a time. It reads the tape
+// strictly: a key repeated in any object is a mismatch at its pointer (a reader that took
+// the other copy would see another tape than the one verified). Digests of scheme 2 (see
+// Digest) cover the content, so a tape re-indented or re-encoded by another tool verifies
+// as long as its values are the same; those of scheme 1 the compact encoding as found.
+// The error is for data that is not a tape at all; a tape whose digests do not match gives
+// a Verification with State DigestsMismatch.
 func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 	hs := opts.Hashing
 	if hs.New == nil || hs.Check == nil {
@@ -248,19 +308,22 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		return nil, fmt.Errorf("verify tape: %w", err)
 	}
 	var (
-		meta      Meta
-		metaSum   sum
-		haveMeta  bool
-		lasts     []sum
-		digest    *Digest
-		anyDigest bool
-		noDigest  string // the pointer of a step without a digest
+		meta     Meta
+		metaSums [3]sum // by scheme
+		haveMeta bool
+		vt       = &verifyThreads{}
+		digest   *Digest
+		seen     = map[string]bool{}
 	)
 	for more := !sc.peekIs('}'); more; {
 		key, err := sc.key()
 		if err != nil {
 			return nil, fmt.Errorf("verify tape: %w", err)
 		}
+		if seen[key] {
+			return fail("/"+jsonlex.EscapePointer(key), "the key %q repeats an earlier one: a reader taking either copy would see another tape", key)
+		}
+		seen[key] = true
 		switch key {
 		case "version":
 			raw, _, err := sc.value()
@@ -273,10 +336,14 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 			if err != nil {
 				return fail("/meta", "not valid JSON: %v", err)
 			}
+			c, err := canonical(compact)
+			if err != nil {
+				return failDup("/meta", err, fail)
+			}
 			if err := strictDecode(raw, &meta); err != nil {
 				return fail("/meta", "does not decode: %v", err)
 			}
-			metaSum, haveMeta = hs.sum(compact), true
+			metaSums[1], metaSums[2], haveMeta = hs.sum(compact), hs.sum(c), true
 		case "threads":
 			if !haveMeta {
 				return nil, errors.New("verify tape: threads before meta: not a canonical tape")
@@ -290,21 +357,23 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 						return fail(fmt.Sprintf("/threads/%d", ti-1), "%v", err)
 					}
 				}
-				last, problem, ptr, err := hs.verifyThread(sc, ti, meta.TapeID, v, &anyDigest, &noDigest)
+				problem, ptr, err := hs.verifyThread(sc, ti, meta.TapeID, v, vt)
 				if err != nil {
 					return nil, err
 				}
 				if problem != "" {
 					return fail(ptr, "%s", problem)
 				}
-				lasts = append(lasts, last)
 			}
 			if err := sc.expect(']'); err != nil {
 				return fail("/threads", "%v", err)
 			}
 		case "digest":
-			raw, _, err := sc.value()
+			raw, compact, err := sc.value()
 			if err == nil {
+				if _, err := canonical(compact); err != nil {
+					return failDup("/digest", err, fail)
+				}
 				err = strictDecode(raw, &digest)
 			}
 			if err != nil {
@@ -321,7 +390,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		return nil, fmt.Errorf("verify tape: %w", err)
 	}
 	if digest == nil {
-		if anyDigest {
+		if vt.anyDigest {
 			return fail("/digest", "steps carry digests but the tape has no root digest")
 		}
 		v.State = DigestsNone
@@ -330,17 +399,28 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		}
 		return v, nil
 	}
-	if noDigest != "" {
-		return fail(noDigest, "step carries no digest")
+	if vt.noDigest != "" {
+		return fail(vt.noDigest, "step carries no digest")
 	}
 	v.Root = digest.Root
-	if digest.Algorithm != DigestAlgorithm {
-		return fail("/digest/algorithm", "unknown algorithm %q (this build knows %q)", digest.Algorithm, DigestAlgorithm)
+	sch := schemeOf(digest.Algorithm)
+	if sch == 0 {
+		return fail("/digest/algorithm", "unknown algorithm %q (this build knows %q and %q)", digest.Algorithm, DigestAlgorithm, DigestAlgorithmV1)
 	}
-	if got := formatSum(metaSum); got != digest.Meta {
+	if vt.scheme != 0 && vt.scheme != sch {
+		return fail("/digest/algorithm", "the steps' digests are of scheme %d, the tape says %q", vt.scheme, digest.Algorithm)
+	}
+	if got := formatSum(metaSums[sch]); got != digest.Meta {
 		return fail("/meta", "meta hashes to %s, the tape says %s", got, digest.Meta)
 	}
-	root := hs.rootOf(metaSum, lasts)
+	lasts := make([]sum, len(vt.threads))
+	for i, th := range vt.threads {
+		lasts[i] = th.genesis[sch]
+		if th.steps > 0 {
+			lasts[i] = th.last
+		}
+	}
+	root := hs.rootOf(sch, metaSums[sch], lasts)
 	if got := formatSum(root); got != digest.Root {
 		return fail("/digest/root", "the threads' last links give root %s, the tape says %s (threads reordered, added or removed?)", got, digest.Root)
 	}
@@ -358,7 +438,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 			pub = b
 		}
 		sig, err := hex.DecodeString(digest.Signature)
-		if err != nil || !hs.Check(pub, signedMessage(root), sig) {
+		if err != nil || !hs.Check(pub, signedMessage(sch, root), sig) {
 			return fail("/digest/signature", "the signature does not verify with key %x", []byte(pub))
 		}
 		v.SignatureOK = true
@@ -366,25 +446,59 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 	return v, nil
 }
 
-// verifyThread checks one thread's chain and returns its last link, or the problem and
-// the pointer of the part that does not match.
-func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verification, anyDigest *bool, noDigest *string) (last sum, problem, ptr string, err error) {
+// failDup reports a repeated key (or invalid JSON) found in the value at ptr.
+func failDup(ptr string, err error, fail func(string, string, ...any) (*Verification, error)) (*Verification, error) {
+	var de *jsonlex.DuplicateKeyError
+	if errors.As(err, &de) {
+		return fail(ptr+de.Pointer, "the key %q repeats an earlier one: a reader taking either copy would see another tape", de.Key)
+	}
+	return fail(ptr, "not valid JSON: %v", err)
+}
+
+// verifyThreads is what Verify learns of the threads: each one's chain, and which scheme
+// the steps' digests follow (known at the first step with a digest).
+type verifyThreads struct {
+	threads   []threadChain
+	scheme    scheme
+	anyDigest bool
+	noDigest  string // the pointer of a step without a digest
+}
+
+type threadChain struct {
+	genesis [3]sum // by scheme
+	last    sum    // the last step's link
+	steps   int
+}
+
+// verifyThread checks one thread's chain, or returns the problem and the pointer of the
+// part that does not match.
+func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verification, vt *verifyThreads) (problem, ptr string, err error) {
 	ptr = fmt.Sprintf("/threads/%d", ti)
 	if err := sc.expect('{'); err != nil {
-		return last, err.Error(), ptr, nil
+		return err.Error(), ptr, nil
 	}
 	var (
 		id       string
 		parent   *Parent
 		seenHead bool
+		seen     = map[string]bool{}
+		tc       threadChain
+		p        jsonlex.Path
 	)
 	for more := !sc.peekIs('}'); more; {
 		key, err := sc.key()
 		if err != nil {
-			return last, fmt.Sprintf("not valid JSON: %v", err), ptr, nil
+			return fmt.Sprintf("not valid JSON: %v", err), ptr, nil
 		}
+		if seen[key] {
+			return fmt.Sprintf("the key %q repeats an earlier one: a reader taking either copy would see another tape", key), ptr + "/" + jsonlex.EscapePointer(key), nil
+		}
+		seen[key] = true
 		switch key {
 		case "id", "parent":
+			if seenHead {
+				return fmt.Sprintf("%s after the steps: not a canonical tape", key), ptr + "/" + key, nil
+			}
 			raw, _, err := sc.value()
 			if err == nil && key == "id" {
 				err = json.Unmarshal(raw, &id)
@@ -392,69 +506,127 @@ func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verif
 				err = json.Unmarshal(raw, &parent)
 			}
 			if err != nil {
-				return last, fmt.Sprintf("%s: %v", key, err), ptr + "/" + key, nil
+				return fmt.Sprintf("%s: %v", key, err), ptr + "/" + key, nil
 			}
 		case "steps":
 			seenHead = true
-			if last, err = hs.genesis(tapeID, id, parent); err != nil {
-				return last, "", "", err
+			for _, s := range []scheme{1, 2} {
+				if tc.genesis[s], err = hs.genesisOf(s, tapeID, id, parent); err != nil {
+					return "", "", err
+				}
 			}
 			if err := sc.expect('['); err != nil {
-				return last, err.Error(), ptr + "/steps", nil
+				return err.Error(), ptr + "/steps", nil
 			}
+			var c []byte
 			for si := 0; !sc.peekIs(']'); si++ {
 				sp := fmt.Sprintf("%s/steps/%d", ptr, si)
 				if si > 0 {
 					if err := sc.expect(','); err != nil {
-						return last, fmt.Sprintf("not valid JSON after the step: %v", err), fmt.Sprintf("%s/steps/%d", ptr, si-1), nil
+						return fmt.Sprintf("not valid JSON after the step: %v", err), fmt.Sprintf("%s/steps/%d", ptr, si-1), nil
 					}
 				}
 				_, compact, err := sc.value()
 				if err != nil {
-					return last, fmt.Sprintf("not valid JSON: %v", err), sp, nil
+					return fmt.Sprintf("not valid JSON: %v", err), sp, nil
 				}
-				content, d, problem := hs.stepSumCompact(compact)
+				c, _, err = jsonlex.AppendCanonical(c[:0], compact, 0, &p)
+				if err != nil {
+					var de *jsonlex.DuplicateKeyError
+					if errors.As(err, &de) {
+						return fmt.Sprintf("the key %q repeats an earlier one: a reader taking either copy would see another tape", de.Key), sp + de.Pointer, nil
+					}
+					return fmt.Sprintf("not valid JSON: %v", err), sp, nil
+				}
+				content2, d, ok := hs.stepSumCanonical(c)
 				switch {
-				case problem != "":
-					return last, problem, sp, nil
-				case d == "" && *anyDigest:
-					return last, "step carries no digest", sp, nil
+				case !ok:
+					return "the step's digest is not a string", sp + "/digest", nil
+				case d == "" && vt.anyDigest:
+					return "step carries no digest", sp, nil
 				case d == "":
-					if *noDigest == "" {
-						*noDigest = sp
+					if vt.noDigest == "" {
+						vt.noDigest = sp
 					}
 					continue
-				case *noDigest != "":
-					return last, "step carries no digest", *noDigest, nil
+				case vt.noDigest != "":
+					return "step carries no digest", vt.noDigest, nil
 				}
-				*anyDigest = true
+				vt.anyDigest = true
 				want, ok := parseSum(d)
 				if !ok {
-					return last, fmt.Sprintf("digest %q is not sha256:HEX", d), sp + "/digest", nil
+					return fmt.Sprintf("digest %q is not sha256:HEX", d), sp + "/digest", nil
 				}
-				if hs.chain(last, content) != want {
-					return last, fmt.Sprintf("the step does not match its digest %s (it, or a step before it in the thread, was changed, moved or removed)", d), sp, nil
+				prev := func(s scheme) sum {
+					if tc.steps == 0 {
+						return tc.genesis[s]
+					}
+					return tc.last
 				}
-				last = want
+				matches := func(s scheme) bool {
+					if s == 2 {
+						return hs.chain(prev(2), content2) == want
+					}
+					content1, d1, problem := hs.stepSumCompact(compact)
+					return problem == "" && d1 == d && hs.chain(prev(1), content1) == want
+				}
+				switch {
+				case vt.scheme != 0 && matches(vt.scheme):
+				case vt.scheme == 0 && matches(2):
+					vt.scheme = 2
+				case vt.scheme == 0 && matches(1):
+					vt.scheme = 1
+				default:
+					return fmt.Sprintf("the step does not match its digest %s (it, or a step before it in the thread, was changed, moved or removed)", d), sp, nil
+				}
+				tc.last = want
+				tc.steps++
 				v.Steps++
 			}
 			if err := sc.expect(']'); err != nil {
-				return last, fmt.Sprintf("not valid JSON: %v", err), ptr + "/steps", nil
+				return fmt.Sprintf("not valid JSON: %v", err), ptr + "/steps", nil
 			}
 		default:
-			return last, fmt.Sprintf("unknown field %q", key), ptr, nil
+			return fmt.Sprintf("unknown field %q", key), ptr, nil
 		}
 		if more = sc.peekIs(','); more {
 			sc.expect(',')
 		}
 	}
 	if !seenHead {
-		return last, "no steps", ptr, nil
+		return "no steps", ptr, nil
 	}
 	if err := sc.expect('}'); err != nil {
-		return last, fmt.Sprintf("not valid JSON: %v", err), ptr, nil
+		return fmt.Sprintf("not valid JSON: %v", err), ptr, nil
 	}
-	return last, "", "", nil
+	vt.threads = append(vt.threads, tc)
+	return "", "", nil
+}
+
+// stepSumCanonical is scheme 2's content hash of a step given its canonical form c, and
+// the digest it carries ("" for none): C sorts the digest member first among a step's
+// members, and the content is C without it. ok is false when the digest is not a string.
+func (hs Hashing) stepSumCanonical(c []byte) (content sum, digest string, ok bool) {
+	body := c
+	if rest, found := bytes.CutPrefix(c, []byte(`{"digest":`)); found {
+		if len(rest) == 0 || rest[0] != '"' {
+			return sum{}, "", false
+		}
+		end := bytes.IndexByte(rest[1:], '"')
+		if end < 0 {
+			return sum{}, "", false
+		}
+		digest = string(rest[1 : 1+end])
+		rest = rest[1+end+1:]
+		if len(rest) > 0 && rest[0] == ',' {
+			rest = rest[1:]
+		}
+		h := hs.New()
+		h.Write([]byte("{"))
+		h.Write(rest)
+		return sum(h.Sum(nil)), digest, true
+	}
+	return hs.sum(body), "", true
 }
 
 // valueScanner reads a JSON document from r one value at a time, with the tape package's
@@ -616,6 +788,9 @@ func Seal(t *Tape, hs Hashing) error {
 		}
 	}
 	metaBytes, err := marshalPiece(&t.Meta)
+	if err == nil {
+		metaBytes, err = canonical(metaBytes)
+	}
 	if err != nil {
 		return fmt.Errorf("seal tape: %w", err)
 	}
@@ -627,6 +802,9 @@ func Seal(t *Tape, hs Hashing) error {
 		}
 		for j, s := range th.Steps {
 			b, err := MarshalStep(s)
+			if err == nil {
+				b, err = canonical(b)
+			}
 			if err != nil {
 				return fmt.Errorf("seal tape: step %d of thread %q: %w", j, th.ID, err)
 			}
@@ -640,10 +818,10 @@ func Seal(t *Tape, hs Hashing) error {
 }
 
 func (hs Hashing) newDigest(meta sum, lasts []sum) *Digest {
-	root := hs.rootOf(meta, lasts)
+	root := hs.rootOf(2, meta, lasts)
 	d := &Digest{Algorithm: DigestAlgorithm, Meta: formatSum(meta), Root: formatSum(root)}
 	if hs.Sign != nil {
-		pub, sig := hs.Sign(signedMessage(root))
+		pub, sig := hs.Sign(signedMessage(2, root))
 		d.PublicKey, d.Signature = hex.EncodeToString(pub), hex.EncodeToString(sig)
 	}
 	return d

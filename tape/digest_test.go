@@ -109,7 +109,7 @@ func TestVerifyEveryByteOfEveryStep(t *testing.T) {
 				mut := bytes.Clone(raw)
 				for k := 0; k < len(raw); k += stride {
 					mut[k] = flip(raw[k])
-					if ok, _ := checkStep(prev, mut); ok {
+					if ok, _ := checkStep(prev, mut); ok && !sameContent(raw, mut) {
 						t.Fatalf("%s %s: flipping byte %d (%q to %q) of the step is not caught", name, ptr, k, raw[k], mut[k])
 					}
 					if k == 0 || k == len(raw)/2 || k == len(raw)-stepDigestLen-1 || k == len(raw)-3 {
@@ -130,12 +130,24 @@ func TestVerifyEveryByteOfEveryStep(t *testing.T) {
 
 // checkStep is Verify's check of one step after the link prev.
 func checkStep(prev sum, raw []byte) (bool, string) {
-	content, d, problem := testHashing.stepSum(raw)
-	if problem != "" {
-		return false, problem
+	c, err := canonical(raw)
+	if err != nil {
+		return false, err.Error()
+	}
+	content, d, ok := testHashing.stepSumCanonical(c)
+	if !ok {
+		return false, "digest not a string"
 	}
 	want, ok := parseSum(d)
 	return ok && testHashing.chain(prev, content) == want, ""
+}
+
+// sameContent says whether two encodings hold the same value (a flip of a hex digit's case
+// in a \u escape changes the spelling only, which the digests do not cover).
+func sameContent(a, b []byte) bool {
+	ca, err1 := canonical(a)
+	cb, err2 := canonical(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }
 
 // TestVerifyCatchesEdits: reordering two steps, dropping the last step, swapping threads,

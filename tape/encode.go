@@ -226,7 +226,7 @@ func (e *enc) tape(t *Tape) {
 
 func (e *enc) meta(m *Meta) {
 	e.obj(`{"tape_id":%v,"harness":%v,"harness_version":%v,"provider":%v,"model":%v,"cwd":%o,`+
-		`"started_at":%v,"task":%v,"replay_of":%v,"labels":%v,"workspace":%o,"limits":%o,"forked_from":%o,"ended":%v}`,
+		`"started_at":%v,"task":%v,"replay_of":%v,"labels":%v,"workspace":%o,"limits":%o,"forked_from":%o,"ended":%v,"redactions":%o}`,
 		m.TapeID, m.Harness, m.HarnessVersion, string(m.Provider), m.Model, m.Cwd,
 		e.at(m.StartedAt), e.strs(m.Task), m.ReplayOf, e.strs(m.Labels), opt(m.Workspace, e.workspace), opt(m.Limits, func(l *Limits) {
 			e.obj(`{"max_cost_usd":%o,"max_steps":%o,"max_thread_steps":%o,"max_tokens":%o,"max_repeat":%o}`,
@@ -236,7 +236,17 @@ func (e *enc) meta(m *Meta) {
 				func() { strMap(e, f.Served, func(n int) { e.value(n) }) }, e.strs(f.Overrides))
 		}), nullable(e, m.Ended, func(x *Ended) {
 			e.obj(`{"reason":%v,"at":%v,"detail":%o,"limit":%o}`, string(x.Reason), e.at(x.At), x.Detail, x.Limit)
-		}))
+		}), e.redactions(m.Redactions))
+}
+
+// redactions writes meta.redactions; empty, it is an omitempty field left out.
+func (e *enc) redactions(rs []Redaction) func() {
+	if len(rs) == 0 {
+		return nil
+	}
+	return func() {
+		list(e, rs, func(r *Redaction) { e.obj(`{"rule":%v,"pointer":%v}`, r.Rule, r.Pointer) })
+	}
 }
 
 func (e *enc) workspace(w *Workspace) {

@@ -42,7 +42,8 @@ func edgeTape(s string, x float64, raw []byte) *Tape {
 		Workspace:  &Workspace{Snapshot: s, Digest: s, Size: -1, Files: 2, Bytes: 3, Exclude: []string{s, ""}, End: []FileEntry{{Path: s, Type: s, Mode: s, Size: 4, SHA256: s, Link: s}, {}}},
 		Limits:     &Limits{MaxCostUSD: x, MaxSteps: 1, MaxThreadSteps: 2, MaxTokens: 3, MaxRepeat: 4},
 		ForkedFrom: &ForkedFrom{TapeID: s, Thread: s, Step: 5, Served: map[string]int{s: 1, "main": 2}, Overrides: map[string]string{"model": s, s: "b"}},
-		Ended:      &Ended{Reason: EndReason(s), At: at.Add(time.Second), Detail: s, Limit: s}}
+		Ended:      &Ended{Reason: EndReason(s), At: at.Add(time.Second), Detail: s, Limit: s},
+		Redactions: []Redaction{{Rule: s, Pointer: "/meta/" + s}, {Rule: "", Pointer: ""}}}
 	blocks := []Block{{Type: s, Text: s, ID: s, Name: s, Input: raw, ToolCallID: s, IsError: true, Raw: raw,
 		Content: []Block{{Type: BlockText, Text: s}}}, {Type: BlockText}}
 	step := &Step{

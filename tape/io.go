@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+
+	"github.com/tapebox/tapebox/internal/jsonlex"
 )
 
 // NewID returns a fresh random identifier (32 hex digits). It uses math/rand/v2, whose
@@ -211,6 +213,9 @@ func (s *Step) normalize() {
 // JSON does not fit the format. Fields this version does not know are an error, so that
 // nothing is silently dropped on a load and save.
 func Unmarshal(data []byte) (*Tape, error) {
+	if err := checkUnique(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var t Tape
@@ -248,6 +253,19 @@ func Unmarshal(data []byte) (*Tape, error) {
 	}
 	t.normalize()
 	return &t, nil
+}
+
+// checkUnique refuses a tape in which an object repeats a key (jsonlex.DuplicateKeyError):
+// encoding/json would let the last copy win and merge two objects given for one field, so
+// the tape would say one thing to one reader and another to the next. Syntax errors are
+// left to encoding/json, which words them.
+func checkUnique(data []byte) error {
+	var de *jsonlex.DuplicateKeyError
+	if err := jsonlex.CheckUnique(data); errors.As(err, &de) {
+		line, col := lineCol(data, int64(de.Off))
+		return fmt.Errorf("tape: %w (line %d, column %d)", err, line, col)
+	}
+	return nil
 }
 
 // describeJSONError turns encoding/json's errors into messages that name the field or the

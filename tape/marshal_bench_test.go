@@ -3,7 +3,7 @@ package tape_test
 import (
 	"testing"
 
-	"github.com/tapebox/tapebox/internal/tapegen"
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/tape"
 )
 

@@ -125,6 +125,9 @@ func (sum *Summary) Tape() (*Tape, error) {
 
 // unmarshalStep decodes one step as Unmarshal does.
 func unmarshalStep(data []byte) (*Step, error) {
+	if err := checkUnique(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var s *Step
@@ -216,6 +219,10 @@ type stripper struct {
 	// threads counts the threads met; arrays are their steps arrays.
 	threads int
 	arrays  []stepsArray
+
+	// path holds the keys of the open objects, so that a repeated key is refused with its
+	// pointer (jsonlex.DuplicateKeyError), bodies included.
+	path jsonlex.Path
 
 	out blocks
 	// Consumed bytes from buf[mark:] on go to sink: out, small (up to SmallBody bytes;
@@ -458,7 +465,7 @@ func (s *stripper) object(ctx, depth int) error {
 		s.i++
 		return nil
 	}
-	repeated := false // the threads or steps array is met
+	s.path.OpenObject()
 	for {
 		if c != '"' {
 			return s.errorf("unexpected %q looking for a key", c)
@@ -467,14 +474,6 @@ func (s *stripper) object(ctx, depth int) error {
 		next, err := s.key(ctx)
 		if err != nil {
 			return err
-		}
-		if next == atThreads || next == atSteps {
-			// Decoded whole, a second array would be merged into the first; a tape never
-			// repeats them, and a summary would not merge them alike.
-			if repeated {
-				return s.errorf("the key %s is given twice", map[int]string{atThreads: "threads", atSteps: "steps"}[next])
-			}
-			repeated = true
 		}
 		if c, ok = s.peekNonSpace(); !ok {
 			return s.eof()
@@ -496,6 +495,7 @@ func (s *stripper) object(ctx, depth int) error {
 				return s.eof()
 			}
 		case '}':
+			s.path.Close()
 			return nil
 		default:
 			s.i--
@@ -528,7 +528,9 @@ func (s *stripper) array(ctx, depth int) error {
 		end()
 		return nil
 	}
+	s.path.OpenArray()
 	for {
+		s.path.Elem()
 		if err := s.value(item(ctx), depth); err != nil {
 			return err
 		}
@@ -539,6 +541,7 @@ func (s *stripper) array(ctx, depth int) error {
 		case ',':
 			s.i++
 		case ']':
+			s.path.Close()
 			end()
 			return nil
 		default:
@@ -548,11 +551,8 @@ func (s *stripper) array(ctx, depth int) error {
 }
 
 // key scans a key of an object at ctx, its opening quote consumed, and returns where its
-// value stands.
+// value stands. A key that repeats one of the object's is an error.
 func (s *stripper) key(ctx int) (int, error) {
-	if !hasBodies(ctx) {
-		return atOther, s.str()
-	}
 	s.pin = s.i
 	err := s.str()
 	start := s.pin
@@ -560,7 +560,25 @@ func (s *stripper) key(ctx int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return child(ctx, s.buf[start:s.i-1]), nil
+	body := s.buf[start : s.i-1]
+	var flags jsonlex.Str
+	for _, c := range body {
+		if c == '\\' {
+			flags |= jsonlex.Escaped
+		} else if c >= 0x80 {
+			flags |= jsonlex.NonASCII
+		}
+	}
+	if first, ok := s.path.Key(body, flags); !ok {
+		key := jsonlex.UnquoteString(body)
+		off := s.base + int64(start) - 1
+		de := &jsonlex.DuplicateKeyError{Pointer: s.path.Member(key), Key: key, First: first, Off: int(off)}
+		return 0, fmt.Errorf("tape: %w (line %d, byte %d)", de, s.line+1, off)
+	}
+	if !hasBodies(ctx) {
+		return atOther, nil
+	}
+	return child(ctx, body), nil
 }
 
 // str scans a string whose opening quote is consumed, through its closing quote.

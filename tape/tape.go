@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -86,6 +87,17 @@ type Meta struct {
 	// Ended is nil while the run is in progress. A tape on disk whose Ended is nil was
 	// either still being written or its writer was killed: treat it as cut short.
 	Ended *Ended `json:"ended"`
+	// Redactions lists what tapebox redact removed from the tape, in the order it removed
+	// it: the rule and the place, never the value. Empty for a tape never redacted.
+	Redactions []Redaction `json:"redactions,omitempty"`
+}
+
+// Redaction is one value tapebox redact removed (replaced with RedactedValue).
+type Redaction struct {
+	// Rule is the secret-scan rule that found it (aws-access-token) or "pattern:REGEX".
+	Rule string `json:"rule"`
+	// Pointer is the JSON pointer of the string it was removed from.
+	Pointer string `json:"pointer"`
 }
 
 // ForkedFrom says where a fork tape parted from its recording. Its first Served[id] steps of
@@ -376,4 +388,28 @@ func (t *Tape) MS(at time.Time) float64 {
 // stay short and stable.
 func RoundMS(d time.Duration) float64 {
 	return float64(d.Microseconds()) / 1000
+}
+
+// MarksErrors says whether a wire format can tell a failed tool result from a good one
+// (Anthropic's is_error); the OpenAI formats cannot.
+func (p Provider) MarksErrors() bool {
+	return p != ProviderOpenAIChat && p != ProviderOpenAIResponses
+}
+
+// Flat is a result's content as one text to compare: text blocks as they are, other blocks
+// as their JSON, one block a line.
+func (r ToolResult) Flat() string {
+	var b strings.Builder
+	for i, blk := range r.Content {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if blk.Type == BlockText {
+			b.WriteString(blk.Text)
+			continue
+		}
+		j, _ := json.Marshal(blk)
+		b.Write(j)
+	}
+	return b.String()
 }

@@ -174,3 +174,65 @@ func ResultsFor(messages []Message, calls []ToolCall) []ToolResult {
 	}
 	return out
 }
+
+// ThreadsByID maps each thread id of t to its first thread of that id, as Thread finds it,
+// without a scan per lookup.
+func (t *Tape) ThreadsByID() map[string]*Thread {
+	out := make(map[string]*Thread, len(t.Threads))
+	for _, th := range t.Threads {
+		if _, ok := out[th.ID]; !ok {
+			out[th.ID] = th
+		}
+	}
+	return out
+}
+
+// Reachable holds the threads of t that are the main thread or descend from it, a parent
+// being the first thread of its id (as Thread finds it); a thread whose parents go round in
+// a circle or end at a missing thread does not. These are the threads a replay plays. Each
+// thread is walked once, so that a long chain of subagents (a tape is anyone's) costs its
+// length, not its cube.
+func (t *Tape) Reachable() map[*Thread]bool {
+	byID := t.ThreadsByID()
+	main := t.Main()
+	const walking = 2
+	state := make(map[*Thread]int8, len(t.Threads)) // 1 reachable, 0 not, walking
+	var path []*Thread
+	for _, th := range t.Threads {
+		path = path[:0]
+		reach := false
+		for cur := th; ; {
+			if v, ok := state[cur]; ok {
+				reach = v == 1
+				break
+			}
+			if cur == main {
+				reach = true
+				path = append(path, cur)
+				break
+			}
+			state[cur] = walking
+			path = append(path, cur)
+			if cur.Parent == nil {
+				break
+			}
+			if cur = byID[cur.Parent.ThreadID]; cur == nil {
+				break
+			}
+		}
+		v := int8(0)
+		if reach {
+			v = 1
+		}
+		for _, p := range path {
+			state[p] = v
+		}
+	}
+	out := make(map[*Thread]bool, len(state))
+	for th, v := range state {
+		if v == 1 {
+			out[th] = true
+		}
+	}
+	return out
+}

@@ -279,7 +279,11 @@ func (w *Writer) encodeHead() error {
 		return err
 	}
 	if w.digests {
-		w.metaSum = w.hs.sum(meta)
+		c, err := canonical(meta)
+		if err != nil {
+			return fmt.Errorf("encode meta: %w", err)
+		}
+		w.metaSum = w.hs.sum(c)
 		w.rootDirty = true
 	}
 	var b bytes.Buffer
@@ -347,7 +351,8 @@ func (w *Writer) encodeStepAnswer(ti, si int, ps stepPieces) (stepPieces, error)
 	ps.answer = w.newPiece(b)
 	if ps.hash != nil {
 		h := *ps.hash // a copy: ps may be the step's current pieces, replaced only on success
-		h.afterAnswer = w.hs.hashAnswer(h.afterRequest, b)
+		h.afterAnswer = w.hs.hashAnswer(h.afterRequest, b[len(`,"response":`):len(b)-len(mid)-calls.Len()])
+		h.calls = mustCanonical(calls.Bytes())
 		ps.hash = &h
 	}
 	return w.encodeStepEnd(ti, si, ps)
@@ -360,10 +365,12 @@ func (w *Writer) encodeStepEnd(ti, si int, ps stepPieces) (stepPieces, error) {
 	var b bytes.Buffer
 	b.WriteString(`,"tool_results":`)
 	err := encodeInto(&b, s.ToolResults)
+	results := b.Len()
 	if err == nil {
 		b.WriteString(`,"timing":`)
 		err = encodeInto(&b, &s.Timing)
 	}
+	timing := b.Len()
 	if s.ServedFromTape {
 		b.WriteString(`,"served_from_tape":true`)
 	}
@@ -372,7 +379,9 @@ func (w *Writer) encodeStepEnd(ti, si int, ps stepPieces) (stepPieces, error) {
 	}
 	if ps.hash != nil {
 		h := *ps.hash
-		h.content = w.hs.hashEnd(h.afterAnswer, b.Bytes())
+		enc := b.Bytes()
+		h.content = w.hs.hashEnd(h.afterAnswer, s.ServedFromTape, mustCanonical(enc[results+len(`,"timing":`):timing]),
+			h.calls, mustCanonical(enc[len(`,"tool_results":`):results]))
 		h.link = w.hs.chain(w.prevLink(ti, si), h.content)
 		ps.hash = &h
 		s.Digest = formatSum(h.link)

@@ -2,11 +2,12 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/replay"
 )
 
 // Bench replays the tape at tapePath in executor mode once per iteration of b.Loop, each time
@@ -37,27 +38,26 @@ func Bench(b *testing.B, tapePath, sandboxSpec string, opts ...Option) {
 		if err != nil {
 			b.Fatalf("testkit.Bench: %v", err)
 		}
-		sb, err := openSandbox(b.Context(), sandboxSpec, tmp, c, rec)
+		rp, err := replay.Open(b.Context(), rec, sandboxSpecOf(sandboxSpec, tmp), c.replayOptions(tapePath))
 		if err != nil {
 			os.RemoveAll(tmp)
-			skipOrFatal(b, err)
+			skipOrFatal(b, fmt.Errorf("open sandbox: %w", err))
 		}
 		b.StartTimer()
-		res, err := controller.Replay(b.Context(), rec, sb, controller.Options{Cwd: sb.Cwd(), Env: c.env, Speed: c.speed,
-			CallTimeout: c.callTimeout, Logf: c.logf})
+		res, err := rp.Play(b.Context())
 		b.StopTimer()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(b.Context()), time.Minute)
-		cerr := sb.Close(cctx)
+		cerr := rp.Close(cctx)
 		cancel()
 		os.RemoveAll(tmp)
 		if err != nil {
-			b.Fatalf("testkit.Bench: replay %s in %s: %v", tapePath, sb.Spec(), err)
+			b.Fatalf("testkit.Bench: replay %s in %s: %v", tapePath, res.Spec, err)
 		}
 		if cerr != nil {
-			b.Fatalf("testkit.Bench: close sandbox %s: %v", sb.Spec(), cerr)
+			b.Fatalf("testkit.Bench: %v", cerr)
 		}
 		if res.Steps == 0 {
-			b.Fatalf("testkit.Bench: replay %s in %s played no step", tapePath, sb.Spec())
+			b.Fatalf("testkit.Bench: replay %s in %s played no step", tapePath, res.Spec)
 		}
 		wall += res.Wall
 		tool += res.ToolTime

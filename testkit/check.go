@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,7 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/sandbox"
 )
 
@@ -87,7 +88,7 @@ func CheckReachedEnd(r *Result) error {
 	if r.Err != nil {
 		p.addf("the replay stopped: %v", r.Err)
 	}
-	rep := controller.Compare(r.Recording, r.Tape)
+	rep := compare.Compare(r.Recording, r.Tape)
 	if !rep.ReachedEnd {
 		p.addf("the replay did not reach the end: %d of %d steps played, ended %s", rep.StepsReplayed, rep.StepsRecorded, rep.Ended)
 	}
@@ -103,7 +104,7 @@ func CheckIdentical(r *Result) error {
 	if !p.usable(r) {
 		return p.err()
 	}
-	rep := controller.Compare(r.Recording, r.Tape)
+	rep := compare.Compare(r.Recording, r.Tape)
 	if !rep.ReachedEnd {
 		p.addf("the replay did not reach the end: %d of %d steps played, ended %s", rep.StepsReplayed, rep.StepsRecorded, rep.Ended)
 	}
@@ -130,7 +131,7 @@ func CheckEndState(r *Result) error {
 	if !p.usable(r) {
 		return p.err()
 	}
-	es := controller.Compare(r.Recording, r.Tape).EndState
+	es := compare.Compare(r.Recording, r.Tape).EndState
 	if !es.Compared && es.Identical {
 		p.addf("%s", es.Note)
 	}
@@ -138,7 +139,7 @@ func CheckEndState(r *Result) error {
 	return p.err()
 }
 
-func addEndState(p *problems, es controller.EndState) {
+func addEndState(p *problems, es compare.EndState) {
 	if !es.Compared && !es.Identical {
 		p.addf("end state: %s", es.Note)
 	}
@@ -250,17 +251,77 @@ func (e goldenEntry) data() string {
 	return string(b)
 }
 
+// DefaultSnapshotExclude are the paths CheckSnapshot leaves out unless NoDefaultExclude is
+// given: a repository's .git changes on every commit the agent makes (object names, index
+// timestamps), which is not the end state a test means.
+var DefaultSnapshotExclude = []string{".git"}
+
+// SnapshotOption changes what CheckSnapshot compares.
+type SnapshotOption func(*snapshotOptions)
+
+type snapshotOptions struct {
+	exclude   []string
+	noDefault bool
+}
+
+// Exclude leaves out of the snapshot every path that matches one of patterns, or lies under
+// a directory that does (path.Match on the slash-separated path relative to the working
+// directory: "build", "*.log", "app/cache"), besides DefaultSnapshotExclude.
+func Exclude(patterns ...string) SnapshotOption {
+	return func(o *snapshotOptions) { o.exclude = append(o.exclude, patterns...) }
+}
+
+// NoDefaultExclude keeps DefaultSnapshotExclude (.git) in the snapshot.
+func NoDefaultExclude() SnapshotOption {
+	return func(o *snapshotOptions) { o.noDefault = true }
+}
+
+// excluded says whether name, or a directory above it, matches a pattern.
+func excluded(patterns []string, name string) bool {
+	for _, pat := range patterns {
+		for p := name; p != "." && p != ""; p = path.Dir(p) {
+			if ok, _ := path.Match(pat, p); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// updateHint says how to rewrite golden files in the running test binary: -update works
+// only where the test package defines that flag (testkit defines none); TAPEBOX_UPDATE=1
+// always does.
+func updateHint(lookup func(string) *flag.Flag) string {
+	if lookup("update") != nil {
+		return "go test -update (or TAPEBOX_UPDATE=1 go test)"
+	}
+	return "TAPEBOX_UPDATE=1 go test (this test package defines no -update flag)"
+}
+
 // CheckSnapshot checks the sandbox's end state against a golden file (by convention under
 // testdata/): every file, directory and symbolic link of the working directory with its
-// mode, contents and link target; nothing missing, nothing more. When Updating, it writes
-// the golden file instead (creating its directory) and returns nil.
-func CheckSnapshot(r *Result, goldenPath string) error {
+// mode, contents and link target; nothing missing, nothing more. Paths matching
+// DefaultSnapshotExclude (.git) and the patterns of Exclude options are left out. When
+// Updating, it writes the golden file instead (creating its directory) and returns nil.
+func CheckSnapshot(r *Result, goldenPath string, opts ...SnapshotOption) error {
+	var o snapshotOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	exclude := o.exclude
+	if !o.noDefault {
+		exclude = append(slices.Clone(DefaultSnapshotExclude), exclude...)
+	}
+	hint := updateHint(flag.Lookup)
 	p, files, ok := sandboxFiles(r, "CheckSnapshot")
 	if !ok {
 		return p.err()
 	}
 	got := golden{Version: snapshotVersion, Files: map[string]goldenEntry{}}
 	for name, f := range files {
+		if excluded(exclude, name) {
+			continue
+		}
 		got.Files[name] = entryOf(f)
 	}
 	if Updating() {
@@ -283,7 +344,7 @@ func CheckSnapshot(r *Result, goldenPath string) error {
 	}
 	data, err := os.ReadFile(goldenPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		p.addf("golden file %s does not exist; create it with go test -update (or TAPEBOX_UPDATE=1)", goldenPath)
+		p.addf("golden file %s does not exist; create it with %s", goldenPath, hint)
 		return p.err()
 	}
 	if err != nil {
@@ -292,12 +353,17 @@ func CheckSnapshot(r *Result, goldenPath string) error {
 	}
 	var want golden
 	if err := json.Unmarshal(data, &want); err != nil {
-		p.addf("golden file %s: %v; regenerate it with go test -update (or TAPEBOX_UPDATE=1)", goldenPath, err)
+		p.addf("golden file %s: %v; regenerate it with %s", goldenPath, err, hint)
 		return p.err()
 	}
 	if want.Version != snapshotVersion {
-		p.addf("golden file %s: format version %d, want %d; regenerate it with go test -update (or TAPEBOX_UPDATE=1)", goldenPath, want.Version, snapshotVersion)
+		p.addf("golden file %s: format version %d, want %d; regenerate it with %s", goldenPath, want.Version, snapshotVersion, hint)
 		return p.err()
+	}
+	for name := range want.Files {
+		if excluded(exclude, name) {
+			delete(want.Files, name) // a golden file written before the pattern was given
+		}
 	}
 	names := slices.Sorted(maps.Keys(want.Files))
 	for name := range got.Files {
@@ -327,7 +393,7 @@ func CheckSnapshot(r *Result, goldenPath string) error {
 		}
 	}
 	if len(p.list) > 0 {
-		p.addf("(golden file %s; if the new state is right, regenerate it with go test -update (or TAPEBOX_UPDATE=1))", goldenPath)
+		p.addf("(golden file %s; if the new state is right, regenerate it with %s)", goldenPath, hint)
 	}
 	return p.err()
 }

@@ -11,7 +11,7 @@
 //			t.Error(err)
 //		}
 //		if err := testkit.CheckSnapshot(r, "testdata/fix-bug.golden"); err != nil {
-//			t.Error(err) // go test -update rewrites the golden file
+//			t.Error(err) // TAPEBOX_UPDATE=1 go test rewrites the golden file
 //		}
 //	}
 //
@@ -28,8 +28,9 @@
 // no difference with the recording), CheckFiles (expected files and contents) and
 // CheckSnapshot (every file, mode and content of the working directory against a golden file
 // in testdata/, rewritten when Updating: the test package's own -update flag, if it defines
-// one, or TAPEBOX_UPDATE=1). testkit defines no flag, so it never collides with a test
-// package's.
+// one, or TAPEBOX_UPDATE=1; .git and the patterns of Exclude are left out). testkit defines
+// no flag, so it never collides with a test package's; its advice names -update only where
+// the package defines it.
 //
 // Recording: NewProvider serves a Script (a scripted model speaking the Anthropic and OpenAI
 // wire formats) and NewGateway records the calls an agent makes through it into a tape, so a

@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/replay"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/workspace"
 )
 
 // RequireDockerEnv is the variable that turns skips for a missing Docker engine or image into
@@ -43,9 +42,9 @@ type config struct {
 // sandbox before step 1, and the end manifest read into the replay tape (see CheckEndState).
 func NoWorkspace() Option { return func(c *config) { c.noWorkspace = true } }
 
-// Cwd sets the working directory inside a Docker sandbox. Default: where the tape was
-// recorded (its meta.cwd, when an absolute path), else the image's; Cwd("") keeps the
-// image's. A local sandbox works in its own directory whatever the tape says.
+// Cwd sets the working directory inside a container or pod. Default: where the tape was
+// recorded (its meta.cwd, when an absolute path), else a fresh replay.DefaultCwd; Cwd("")
+// keeps the image's. A local sandbox works in its own directory whatever the tape says.
 func Cwd(dir string) Option { return func(c *config) { c.cwd, c.cwdSet = dir, true } }
 
 // Speed scales the recorded model latency: 0 (the default) removes it, 1 reproduces it.
@@ -174,12 +173,6 @@ func Run(ctx context.Context, tapePath, sandboxSpec string, opts ...Option) (_ *
 	if err != nil {
 		return nil, err
 	}
-	var snapshot string
-	if !c.noWorkspace {
-		if snapshot, err = controller.SnapshotFor(tapePath, rec); err != nil {
-			return nil, fmt.Errorf("testkit: %w", err)
-		}
-	}
 	r := &Result{Recording: rec, RecordingPath: tapePath}
 	defer func() {
 		if err != nil {
@@ -191,65 +184,56 @@ func Run(ctx context.Context, tapePath, sandboxSpec string, opts ...Option) (_ *
 		return nil, fmt.Errorf("testkit: %w", err)
 	}
 	r.cleanup = append(r.cleanup, func() error { return os.RemoveAll(tmp) })
-	sb, err := openSandbox(ctx, sandboxSpec, tmp, c, rec)
-	if err != nil {
-		return nil, err
-	}
-	r.Sandbox = sb
-	r.cleanup = append(r.cleanup, func() error {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := sb.Close(cctx); err != nil {
-			return fmt.Errorf("close sandbox %s: %w", sb.Spec(), err)
-		}
-		return nil
-	})
 	r.TapePath = c.output
 	if r.TapePath == "" {
 		r.TapePath = filepath.Join(tmp, "replay.json")
 	}
-	res, err := controller.Replay(ctx, rec, sb, controller.Options{Cwd: sb.Cwd(), Env: c.env, Speed: c.speed,
-		Output: r.TapePath, CallTimeout: c.callTimeout, Logf: c.logf, Snapshot: snapshot, NoWorkspace: c.noWorkspace,
-		WorkspaceExclude: workspace.OwnFiles(sb.Cwd(), r.TapePath)})
-	if res == nil {
-		return nil, fmt.Errorf("testkit: replay %s in %s: %w", tapePath, sb.Spec(), err)
+	ro := c.replayOptions(tapePath)
+	ro.Output = r.TapePath
+	rp, err := replay.Open(ctx, rec, sandboxSpecOf(sandboxSpec, tmp), ro)
+	if err != nil {
+		return nil, fmt.Errorf("testkit: open sandbox: %w", err)
 	}
-	r.Controller, r.Tape, r.Err = res, res.Tape, err
+	r.Sandbox = rp.Sandbox()
+	r.cleanup = append(r.cleanup, func() error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		return rp.Close(cctx)
+	})
+	res, err := rp.Play(ctx)
+	if res.Tape == nil {
+		return nil, fmt.Errorf("testkit: replay %s in %s: %w", tapePath, r.Sandbox.Spec(), err)
+	}
+	r.Controller, r.Tape, r.Err = res.Result, res.Tape, err
 	return r, nil
 }
 
-// openSandbox opens a sandbox for spec to replay rec; "local" and "unsafe-local" are a fresh
-// directory under tmp.
-func openSandbox(ctx context.Context, spec, tmp string, c *config, rec *tape.Tape) (*sandbox.Sandbox, error) {
+// sandboxSpecOf is the spec testkit replays in: "local" and "unsafe-local" are a fresh
+// directory under tmp, and a spec without a known scheme is an image.
+func sandboxSpecOf(spec, tmp string) string {
 	switch {
 	case spec == sandbox.SchemeLocal, spec == sandbox.SchemeUnsafeLocal:
-		spec += ":" + filepath.Join(tmp, "sandbox")
+		return spec + ":" + filepath.Join(tmp, "sandbox")
 	case strings.HasPrefix(spec, sandbox.SchemeLocal+":"), strings.HasPrefix(spec, sandbox.SchemeUnsafeLocal+":"),
 		strings.HasPrefix(spec, sandbox.SchemeDocker+":"), strings.HasPrefix(spec, sandbox.SchemeDockerImage+":"),
 		strings.HasPrefix(spec, sandbox.SchemeK8s+":"):
-	default:
-		spec = sandbox.SchemeDockerImage + ":" + spec
+		return spec
 	}
-	local := strings.HasPrefix(spec, sandbox.SchemeLocal+":") || strings.HasPrefix(spec, sandbox.SchemeUnsafeLocal+":")
-	o := c.sandbox
-	switch {
-	case c.cwdSet:
-		o.Cwd = c.cwd
-	case o.Cwd == "" && !local && path.IsAbs(rec.Meta.Cwd):
-		o.Cwd = rec.Meta.Cwd // where the tape was recorded, as tapebox replay does
+	return sandbox.SchemeDockerImage + ":" + spec
+}
+
+// replayOptions are the replay's options (replay.Options) for the tape at tapePath: a Cwd
+// given to testkit wins over one in SandboxOptions, which wins over the tape's meta.cwd.
+func (c *config) replayOptions(tapePath string) replay.Options {
+	o := replay.Options{TapePath: tapePath, Sandbox: c.sandbox, Cwd: c.cwd, CwdSet: c.cwdSet, Env: c.env, Speed: c.speed,
+		CallTimeout: c.callTimeout, Logf: c.logf, NoWorkspace: c.noWorkspace}
+	if !c.cwdSet && c.sandbox.Cwd != "" {
+		o.Cwd, o.CwdSet = c.sandbox.Cwd, true
 	}
 	if len(c.env) > 0 {
-		o.Env = c.env
+		o.Sandbox.Env = c.env
 	}
-	if o.Logf == nil {
-		o.Logf = c.logf
-	}
-	o.InstallExecutor = o.InstallExecutor || strings.HasPrefix(spec, sandbox.SchemeDockerImage+":") || strings.HasPrefix(spec, sandbox.SchemeK8s+":")
-	sb, err := sandbox.Open(ctx, spec, o)
-	if err != nil {
-		return nil, fmt.Errorf("open sandbox: %w", err)
-	}
-	return sb, nil
+	return o
 }
 
 // LoadTape reads a tape and checks it against the tape schema, with every problem in the

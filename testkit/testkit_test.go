@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/internal/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
@@ -206,7 +206,7 @@ func TestChecksListEveryProblem(t *testing.T) {
 		`extra.txt: unexpected -rw-r--r--`,
 		`link: links to "elsewhere", want "app/greeting.txt"`,
 		`run.sh: mode -rw-------, want -rwxr-xr-x`,
-		`(golden file `+golden+`; if the new state is right, regenerate it with go test -update (or TAPEBOX_UPDATE=1))`,
+		`(golden file `+golden+`; if the new state is right, regenerate it with go test -update (or TAPEBOX_UPDATE=1 go test))`,
 	)
 
 	// Spoil the replay tape: a different tool result, and a replay cut before its last step.
@@ -323,4 +323,43 @@ func TestFileChecksNeedASandbox(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "CheckSnapshot")
 	assert.Contains(t, err.Error(), "no sandbox to check (a nil Result)")
+}
+
+// CheckSnapshot leaves .git out by default (an agent's commit changes it on every run) and
+// what Exclude names; NoDefaultExclude keeps .git. A change in an excluded path is not a
+// problem, a change anywhere else still is.
+func TestSnapshotExclude(t *testing.T) {
+	r := testkit.Replay(t, record(t), "local")
+	require.NoError(t, testkit.CheckIdentical(r))
+	dir := r.Sandbox.Cwd()
+	for name, data := range map[string]string{".git/HEAD": "ref: refs/heads/main\n", "build/out.o": "obj", "notes.log": "x"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+	golden := filepath.Join(t.TempDir(), "state.golden")
+	excl := []testkit.SnapshotOption{testkit.Exclude("build", "*.log")}
+	t.Run("update", func(t *testing.T) {
+		setUpdate(t, true)
+		require.NoError(t, testkit.CheckSnapshot(r, golden, excl...))
+	})
+	b, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	var g struct {
+		Files map[string]any `json:"files"`
+	}
+	require.NoError(t, json.Unmarshal(b, &g))
+	assert.Contains(t, g.Files, "app/greeting.txt")
+	for name := range g.Files {
+		assert.False(t, strings.HasPrefix(name, ".git") || strings.HasPrefix(name, "build") || strings.HasSuffix(name, ".log"), "%s is in the golden file", name)
+	}
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".git/HEAD"), []byte("ref: refs/heads/other\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "build/out.o"), []byte("other"), 0o644))
+	require.NoError(t, testkit.CheckSnapshot(r, golden, excl...), "changes in excluded paths")
+	checkProblems(t, testkit.CheckSnapshot(r, golden), "CheckSnapshot",
+		`build: unexpected drwxr-xr-x`, `build/out.o: unexpected -rw-r--r--`, `notes.log: unexpected -rw-r--r--`,
+		`(golden file `+golden+`; if the new state is right, regenerate it with go test -update (or TAPEBOX_UPDATE=1 go test))`)
+	err = testkit.CheckSnapshot(r, golden, append(excl, testkit.NoDefaultExclude())...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), ".git/HEAD: unexpected -rw-r--r--")
 }

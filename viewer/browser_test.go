@@ -311,3 +311,63 @@ func TestBrowserVirtualList(t *testing.T) {
 	assert.Less(t, r.Nodes, 1500)
 	assert.Equal(t, "#2000", r.LastRow, "the last row is reached by scrolling")
 }
+
+type pairReport struct {
+	Verdict       string   `json:"verdict"`
+	ComparePane   string   `json:"comparePane"`
+	Header        string   `json:"header"`
+	SearchStatus  string   `json:"searchStatus"`
+	ListCount     string   `json:"listCount"`
+	ReplayMatches []string `json:"replayMatches"`
+	RepTitle      string   `json:"repTitle"`
+}
+
+// A recording beside a replay from which nothing was learned (no identifier changed: the
+// report's identifiers are []) loads without an error; a fork beside its recording names
+// the fork point (meta.forked_from), and a search finds a word only the fork's results hold,
+// lists that step of the replay and opens it.
+func TestBrowserNothingLearned(t *testing.T) {
+	browserEnv(t)
+	rec := readFile(t, realRecording)
+	dir := t.TempDir()
+	t.Run("replay", func(t *testing.T) {
+		same := edit(t, rec, func(tp *tape.Tape) { tp.Meta.TapeID = "same-as-the-recording" })
+		require.Empty(t, compareBytes(t, rec, same).Identifiers, "the pair learns nothing")
+		var r pairReport
+		drive(t, "pair", map[string]any{"page": writePage(t, dir, "same", rec, same)}, &r)
+		assert.Equal(t, "identical", r.Verdict)
+		assert.Contains(t, r.ComparePane, "IDENTICAL")
+		assert.NotContains(t, r.Header, "forked from")
+	})
+	t.Run("fork", func(t *testing.T) {
+		recTape, err := tape.Unmarshal(rec)
+		require.NoError(t, err)
+		const thread, stepIdx = "main", 5
+		fork := edit(t, rec, func(tp *tape.Tape) {
+			tp.Meta.TapeID = "the-fork"
+			tp.Meta.ForkedFrom = &tape.ForkedFrom{TapeID: recTape.Meta.TapeID, Thread: thread, Step: 4,
+				Served: map[string]int{"main": 4}, Overrides: map[string]string{"model": "cheap"}}
+			tp.Thread(thread).Steps[stepIdx].ToolResults[0].Content[0].Text = "zebra-only-in-the-fork"
+		})
+		var r pairReport
+		drive(t, "pair", map[string]any{"page": writePage(t, dir, "fork", rec, fork), "search": "zebra-only", "shots": t.ArtifactDir()}, &r)
+		assert.Contains(t, r.Header, "a fork: "+recTape.Meta.TapeID+" at thread main step 4; 4 steps served from it; overrides: model=\"cheap\"")
+		assert.Equal(t, "0 matches, 1 in the replay", r.SearchStatus)
+		assert.Equal(t, []string{fmt.Sprintf("%s·%d", thread, stepIdx)}, r.ReplayMatches, "the replay's matching step is listed")
+		assert.Equal(t, fmt.Sprintf("replay: thread %s, step %d  ≠ differs", thread, stepIdx), r.RepTitle, "and opens")
+	})
+}
+
+// A tape whose model has no price says so in the header (cost unknown, no price for the
+// model) and in each step's detail, naming the model and the table's date.
+func TestBrowserUnpriced(t *testing.T) {
+	browserEnv(t)
+	rec := readFile(t, "../testdata/replay/codex.json")
+	tp, err := tape.Unmarshal(rec)
+	require.NoError(t, err)
+	var r basicReport
+	drive(t, "basic", map[string]any{"page": writePage(t, t.TempDir(), "codex", rec, nil), "thread": tp.Main().ID, "index": 0}, &r)
+	assert.Contains(t, r.Header, "cost unknown (prices of ")
+	assert.Contains(t, r.Header, "; no price for fake-model)")
+	assert.Regexp(t, `costunknown: the price table of \d{4}-\d\d-\d\d has no price for fake-model`, r.DetailText)
+}

@@ -1,6 +1,6 @@
 // Package viewer writes one self-contained HTML page that shows a tape: its threads as
 // lanes, every step on a timeline to scale, each step's messages, tool calls and results on
-// demand, and, beside a replay, the differences controller.Compare found.
+// demand, and, beside a replay, the differences compare.Compare found.
 //
 // The page's code and styles are embedded in the binary (go:embed) and the tape's data is
 // in the file, compressed: the page needs no server and no network. Write streams the tape

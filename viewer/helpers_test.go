@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/sandbox/telemetry"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
@@ -18,7 +18,7 @@ import (
 )
 
 // The real-harness tapes: Claude Code 2.1.332 recorded by tapebox record against the scripted
-// provider (internal/e2e TestRealHarnesses/claude-code, kept with TAPEBOX_E2E_KEEP), and its
+// provider (test/e2e TestRealHarnesses/claude-code, kept with TAPEBOX_E2E_KEEP), and its
 // replay on a local: sandbox, which compares identical.
 const (
 	realRecording = "testdata/claude-code.json"
@@ -32,8 +32,8 @@ func readFile(t testing.TB, p string) []byte {
 	return b
 }
 
-// compare runs controller.Compare on two tapes' bytes, as tapebox view does.
-func compare(t testing.TB, rec, rep []byte) *controller.Report {
+// compareBytes runs compare.Compare on two tapes' bytes, as tapebox view does.
+func compareBytes(t testing.TB, rec, rep []byte) *compare.Report {
 	t.Helper()
 	load := func(b []byte) *tape.Tape {
 		s, err := tape.StripBodies(bytes.NewReader(b))
@@ -42,7 +42,7 @@ func compare(t testing.TB, rec, rep []byte) *controller.Report {
 		require.NoError(t, err)
 		return tp
 	}
-	return controller.Compare(load(rec), load(rep))
+	return compare.Compare(load(rec), load(rep))
 }
 
 // writePage writes the page for a tape (and a replay, when rep is not nil) into dir.
@@ -53,7 +53,7 @@ func writePage(t testing.TB, dir, name string, rec, rep []byte, samples ...telem
 	if rep != nil {
 		require.NoError(t, schema.Validate(rep), "the replay must be a valid tape")
 		o.Replay = &viewer.Source{Path: name + ".replay.json", Data: rep}
-		o.Report = compare(t, rec, rep)
+		o.Report = compareBytes(t, rec, rep)
 	}
 	p := filepath.Join(dir, name+".html")
 	f, err := os.Create(p)

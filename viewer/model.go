@@ -172,7 +172,7 @@ func walkTape(path string, data []byte, step func(d *detail) (int, error)) (*tap
 			if m.Workspace != nil && m.Workspace.End != nil {
 				ix.Meta.WorkspaceEntries = len(m.Workspace.End)
 			}
-			ix.Meta.Workspace, ix.Meta.Limits, ix.Meta.ForkedFrom = nil, nil, nil
+			ix.Meta.Workspace, ix.Meta.Limits = nil, nil
 			return nil
 		case "threads":
 			return s.items(func(n int) error {

@@ -14,7 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/compare"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/sandbox/telemetry"
 )
@@ -41,9 +42,9 @@ type Options struct {
 	Recording Source
 	// Replay, when set, is shown beside the recording: a replay or a fork of it.
 	Replay *Source
-	// Report is controller.Compare of the recording and the replay, whose differences the
+	// Report is compare.Compare of the recording and the replay, whose differences the
 	// page highlights; nil without a replay.
-	Report *controller.Report
+	Report *compare.Report
 	// Telemetry are CPU and memory samples on the recording's clock, from TelemetryPath.
 	Telemetry     []telemetry.Sample
 	TelemetryPath string
@@ -61,21 +62,21 @@ type index struct {
 }
 
 type compareIndex struct {
-	Identical   bool                 `json:"identical"`
-	ReachedEnd  bool                 `json:"reached_end"`
-	Ended       string               `json:"ended"`
-	Compared    int                  `json:"steps_compared"`
-	Differences []differenceIndex    `json:"differences"`
-	EndState    controller.EndState  `json:"end_state"`
-	Identifiers []controller.Learned `json:"identifiers"`
-	Volatile    []string             `json:"volatile"`
+	Identical   bool              `json:"identical"`
+	ReachedEnd  bool              `json:"reached_end"`
+	Ended       string            `json:"ended"`
+	Compared    int               `json:"steps_compared"`
+	Differences []differenceIndex `json:"differences"`
+	EndState    compare.EndState  `json:"end_state"`
+	Identifiers []match.Learned   `json:"identifiers"`
+	Volatile    []string          `json:"volatile"`
 	// NotRun are the replay's calls whose result was copied from the recording.
-	NotRun          []controller.NotRun `json:"not_run"`
-	ResultsReplayed int                 `json:"results_replayed"`
+	NotRun          []compare.NotRun `json:"not_run"`
+	ResultsReplayed int              `json:"results_replayed"`
 }
 
 type differenceIndex struct {
-	controller.Difference
+	compare.Difference
 	// Diff is the inline diff of Recorded against Replayed, for tool results and inputs.
 	Diff []Edit `json:"diff,omitempty"`
 }
@@ -166,7 +167,7 @@ func hashOf(s string) string {
 	return "sha256-" + base64.StdEncoding.EncodeToString(h[:])
 }
 
-func compareOf(r *controller.Report) *compareIndex {
+func compareOf(r *compare.Report) *compareIndex {
 	c := &compareIndex{
 		Identical: r.Identical, ReachedEnd: r.ReachedEnd, Ended: r.Ended, Compared: r.StepsCompared,
 		EndState: r.EndState, Identifiers: r.Identifiers, Volatile: r.Volatile,

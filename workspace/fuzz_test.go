@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tapebox/tapebox/internal/treetest"
+	"github.com/tapebox/tapebox/internal/testutil/treetest"
 )
 
 // seeds are tar streams for the fuzzers: ordinary ones and the hostile shapes of

@@ -1,12 +1,15 @@
 package action
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // The Codex patch grammar:
@@ -62,6 +65,9 @@ type Chunk struct {
 	Context *string
 	Old     []string
 	New     []string
+	// Kept says, for each line of New, the index in Old of the context line it repeats, or
+	// -1 for an added line: a context line keeps the line end the file had there.
+	Kept []int
 	// EOF anchors the chunk at the end of the file.
 	EOF bool
 }
@@ -231,6 +237,7 @@ func parseChunk(lines []string, lineNo int, allowMissingContext bool) (Chunk, in
 		if l == "" {
 			c.Old = append(c.Old, "")
 			c.New = append(c.New, "")
+			c.Kept = append(c.Kept, len(c.Old)-1)
 			parsed++
 			continue
 		}
@@ -238,8 +245,10 @@ func parseChunk(lines []string, lineNo int, allowMissingContext bool) (Chunk, in
 		case ' ':
 			c.Old = append(c.Old, l[1:])
 			c.New = append(c.New, l[1:])
+			c.Kept = append(c.Kept, len(c.Old)-1)
 		case '+':
 			c.New = append(c.New, l[1:])
+			c.Kept = append(c.Kept, -1)
 		case '-':
 			c.Old = append(c.Old, l[1:])
 		default:
@@ -266,10 +275,23 @@ type fileChange struct {
 	content string // new content of an add or update
 }
 
-// ApplyPatch applies a patch with relative paths resolved against cwd. Every change is
-// computed before anything is written, so a patch that does not fit changes nothing; its
-// error is a *PatchParseError or a *PatchApplyError with Codex's wording.
+// PatchOptions are the behaviours of apply_patch that changed between Codex versions.
+type PatchOptions struct {
+	// LFOnly writes every rewritten line with "\n" and matches lines with their "\r",
+	// as Codex did before 0.162 (see applyChunksLF); the default is 0.162's and later.
+	LFOnly bool
+}
+
+// ApplyPatch applies a patch with relative paths resolved against cwd, as the newest
+// Codex does. Every change is computed before anything is written, so a patch that does
+// not fit changes nothing; its error is a *PatchParseError or a *PatchApplyError with
+// Codex's wording.
 func ApplyPatch(cwd, text string) (PatchResult, error) {
+	return ApplyPatchWith(cwd, text, PatchOptions{})
+}
+
+// ApplyPatchWith is ApplyPatch with the behaviours of an older Codex.
+func ApplyPatchWith(cwd, text string, o PatchOptions) (PatchResult, error) {
 	hunks, err := ParsePatch(text)
 	if err != nil {
 		return PatchResult{}, err
@@ -290,15 +312,20 @@ func ApplyPatch(cwd, text string) (PatchResult, error) {
 		case HunkAdd:
 			fc.content = h.Contents
 		case HunkDelete:
-			if _, err := os.ReadFile(fc.abs); err != nil {
+			_, err := readPatchFile(fc.abs)
+			if err != nil {
 				return PatchResult{}, &PatchApplyError{Message: fmt.Sprintf("Failed to read %s: %s", fc.abs, ioErrText(err))}
 			}
 		case HunkUpdate:
-			b, err := os.ReadFile(fc.abs)
+			b, err := readPatchFile(fc.abs)
 			if err != nil {
 				return PatchResult{}, &PatchApplyError{Message: fmt.Sprintf("Failed to read file to update %s: %s", fc.abs, ioErrText(err))}
 			}
-			fc.content, err = applyChunks(string(b), fc.abs, h.Chunks)
+			if o.LFOnly {
+				fc.content, err = applyChunksLF(string(b), fc.abs, h.Chunks)
+			} else {
+				fc.content, err = applyChunks(string(b), fc.abs, h.Chunks)
+			}
 			if err != nil {
 				return PatchResult{}, err
 			}
@@ -353,6 +380,108 @@ func writeWithDirs(path, content string) error {
 	return os.WriteFile(path, []byte(content), mode)
 }
 
+// readPatchFile reads a file a patch deletes or updates as Codex 0.171 does: a directory
+// is "not a file", and the text must be UTF-8.
+func readPatchFile(path string) ([]byte, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("path `%s` is not a file", path)
+	}
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = utf8Error(b)
+	}
+	return b, err
+}
+
+// utf8Error is nil for valid UTF-8, else the error Codex reads the file with
+// (String::from_utf8), worded as Rust's Utf8Error displays it.
+func utf8Error(b []byte) error {
+	at, n := rustUTF8(b)
+	switch {
+	case at < 0:
+		return nil
+	case n == 0:
+		return fmt.Errorf("incomplete utf-8 byte sequence from index %d", at)
+	}
+	return fmt.Errorf("invalid utf-8 sequence of %d bytes from index %d", n, at)
+}
+
+// LossyUTF8 returns b with each invalid sequence replaced by one U+FFFD, as Rust's
+// String::from_utf8_lossy does (Go's conversions replace each invalid byte).
+func LossyUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var out strings.Builder
+	out.Grow(len(b) + 8)
+	for len(b) > 0 {
+		at, n := rustUTF8(b)
+		if at < 0 {
+			out.Write(b)
+			break
+		}
+		out.Write(b[:at])
+		out.WriteString("\uFFFD")
+		if n == 0 {
+			break // the input ends inside a sequence
+		}
+		b = b[at+n:]
+	}
+	return out.String()
+}
+
+// rustUTF8 returns where b stops being UTF-8 and the length of the invalid sequence there
+// as Rust's validation counts it (0 when the input ends inside a sequence); -1 for valid.
+func rustUTF8(b []byte) (at, n int) {
+	cont := func(i int) bool { return i < len(b) && b[i]&0xC0 == 0x80 }
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < 0x80 {
+			i++
+			continue
+		}
+		lo, hi, width := byte(0x80), byte(0xBF), 0
+		switch {
+		case c >= 0xC2 && c <= 0xDF:
+			width = 2
+		case c == 0xE0:
+			lo, width = 0xA0, 3
+		case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
+			width = 3
+		case c == 0xED:
+			hi, width = 0x9F, 3
+		case c == 0xF0:
+			lo, width = 0x90, 4
+		case c >= 0xF1 && c <= 0xF3:
+			width = 4
+		case c == 0xF4:
+			hi, width = 0x8F, 4
+		default:
+			return i, 1
+		}
+		if i+1 >= len(b) {
+			return i, 0
+		}
+		if b[i+1] < lo || b[i+1] > hi {
+			return i, 1
+		}
+		for k := 2; k < width; k++ {
+			if i+k >= len(b) {
+				return i, 0
+			}
+			if !cont(i + k) {
+				return i, k
+			}
+		}
+		i += width
+	}
+	return -1, 0
+}
+
+// IOErrorText words an I/O error as Rust's std::io::Error displays it: "No such file or
+// directory (os error 2)".
+func IOErrorText(err error) string { return ioErrText(err) }
+
 // ioErrText words an I/O error as Rust's std::io::Error displays it.
 func ioErrText(err error) string {
 	var pe *os.PathError
@@ -369,7 +498,91 @@ func ioErrText(err error) string {
 	return msg
 }
 
+// applyChunks applies an update's chunks to a file's text as Codex 0.171 does, line ends
+// included: lines are matched without their "\r"; a line the patch adds ends as the
+// file's first line does ("\r\n" or "\n"); a context line keeps the end it had; every
+// other line is kept as it was, and the file ends with a line end.
 func applyChunks(original, path string, chunks []Chunk) (string, error) {
+	lines := strings.Split(original, "\n")
+	ends := make([]string, len(lines))
+	for i := range lines {
+		if i == len(lines)-1 {
+			break // the text after the last "\n": a line without an end, or nothing
+		}
+		if l, ok := strings.CutSuffix(lines[i], "\r"); ok {
+			lines[i], ends[i] = l, "\r\n"
+		} else {
+			ends[i] = "\n"
+		}
+	}
+	if lines[len(lines)-1] == "" {
+		lines, ends = lines[:len(lines)-1], ends[:len(ends)-1]
+	}
+	eol := "\n"
+	if len(ends) > 0 && ends[0] != "" {
+		eol = ends[0]
+	}
+	type repl struct {
+		start, n int
+		new      []string
+		kept     []int
+	}
+	var repls []repl
+	idx := 0
+	for _, c := range chunks {
+		if c.Context != nil {
+			i := seekSequence(lines, []string{*c.Context}, idx, false)
+			if i < 0 {
+				return "", &PatchApplyError{Message: fmt.Sprintf("Failed to find context '%s' in %s", *c.Context, path)}
+			}
+			idx = i + 1
+		}
+		if len(c.Old) == 0 {
+			// At the end, after a last empty line too (Codex 0.171).
+			repls = append(repls, repl{len(lines), 0, c.New, c.Kept})
+			continue
+		}
+		pat, nw, kept := c.Old, c.New, c.Kept
+		found := seekSequence(lines, pat, idx, c.EOF)
+		if found < 0 && pat[len(pat)-1] == "" {
+			pat = pat[:len(pat)-1]
+			if len(nw) > 0 && nw[len(nw)-1] == "" {
+				nw, kept = nw[:len(nw)-1], kept[:len(kept)-1]
+			}
+			found = seekSequence(lines, pat, idx, c.EOF)
+		}
+		if found < 0 {
+			return "", &PatchApplyError{Message: fmt.Sprintf("Failed to find expected lines in %s:\n%s", path, strings.Join(c.Old, "\n"))}
+		}
+		repls = append(repls, repl{found, len(pat), nw, kept})
+		idx = found + len(pat)
+	}
+	sort.SliceStable(repls, func(i, j int) bool { return repls[i].start < repls[j].start })
+	for i := len(repls) - 1; i >= 0; i-- {
+		r := repls[i]
+		end := min(r.start+r.n, len(lines))
+		newEnds := make([]string, len(r.new))
+		for k := range r.new {
+			newEnds[k] = eol
+			if k < len(r.kept) && r.kept[k] >= 0 && r.start+r.kept[k] < end {
+				newEnds[k] = ends[r.start+r.kept[k]]
+			}
+		}
+		lines = slices.Concat(lines[:r.start], r.new, lines[end:])
+		ends = slices.Concat(ends[:r.start], newEnds, ends[end:])
+	}
+	var b strings.Builder
+	for i, l := range lines {
+		b.WriteString(l)
+		b.WriteString(cmp.Or(ends[i], eol))
+	}
+	return b.String(), nil
+}
+
+// applyChunksLF applies an update's chunks as Codex did before 0.162: lines are matched
+// with their "\r", the chunk's lines replace the matched ones, every line ends in "\n",
+// and a pure addition goes before a last empty line.
+func applyChunksLF(original, path string, chunks []Chunk) (string, error) {
 	lines := strings.Split(original, "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]

@@ -37,8 +37,8 @@ func TestParsePatch(t *testing.T) {
 	assert.Equal(t, Hunk{Kind: HunkDelete, Path: "b.txt"}, hs[1])
 	ctx := "func f"
 	assert.Equal(t, Hunk{Kind: HunkUpdate, Path: "c.txt", MoveTo: "d.txt", Chunks: []Chunk{
-		{Context: &ctx, Old: []string{"ctx", "old"}, New: []string{"ctx", "new"}},
-		{Old: []string{"x"}, New: []string{"y"}, EOF: true},
+		{Context: &ctx, Old: []string{"ctx", "old"}, New: []string{"ctx", "new"}, Kept: []int{0, -1}},
+		{Old: []string{"x"}, New: []string{"y"}, Kept: []int{-1}, EOF: true},
 	}}, hs[2])
 }
 
@@ -155,4 +155,99 @@ func asParseError(err error, pe **PatchParseError) bool {
 	p, ok := err.(*PatchParseError)
 	*pe = p
 	return ok
+}
+
+// TestApplyPatchLineEnds holds what Codex 0.171's apply_patch (the codex binary run as
+// apply_patch) wrote for each file and patch: added lines end as the file's first line,
+// context lines keep their end, lines are matched without "\r".
+func TestApplyPatchLineEnds(t *testing.T) {
+	tests := []struct{ before, chunks, after string }{
+		{"a\r\nb\r\nc\r\n", "@@\n a\n-b\n+B\n+B2\n c\n", "a\r\nB\r\nB2\r\nc\r\n"},
+		{"main\nconfig\r\nfunc x\ngamma\r\n", "@@\n func x\n+new\n gamma\n", "main\nconfig\r\nfunc x\nnew\ngamma\r\n"},
+		{"a\r\nb\nc\n", "@@\n a\n b\n+X\n c\n", "a\r\nb\nX\r\nc\n"},
+		{"a\nb\r\nc\r\n", "@@\n b\n+X\n c\n", "a\nb\r\nX\nc\r\n"},
+		{"a\r\nb\r\nc", "@@\n-c\n+X\n", "a\r\nb\r\nX\r\n"},
+		{"a\r\nb\r\nc\r\n", "@@\n c\n+X\n*** End of File\n", "a\r\nb\r\nc\r\nX\r\n"},
+		{"\r\n", "@@\n+X\n", "\r\nX\r\n"},
+		{"a\nb\r\nc\r\nd\r\n", "@@\n-b\n+X\n", "a\nX\nc\r\nd\r\n"},
+		{"a\r\nb\nc\nd\n", "@@\n-b\n-c\n+X\n", "a\r\nX\r\nd\n"},
+		{"a  \nb\n", "@@\n a\n+X\n b\n", "a\nX\nb\n"},
+		{"x\na\r\nb\n", "@@\n a\n+X\n b\n", "x\na\r\nX\nb\n"},
+		{"x\r\na\nb\r\n", "@@\n-a\n+a\n+X\n b\n", "x\r\na\r\nX\r\nb\r\n"},
+		{"a\r\nb", "@@\n a\n+X\n b\n", "a\r\nX\r\nb\r\n"},
+		{"a\nb\r\nc", "@@\n b\n+X\n", "a\nb\r\nX\nc\n"},
+		{"a\r\nb\na\n", "@@\n-a\n+Z\n", "Z\r\nb\na\n"},
+		{"b\na\r\na\n", "@@\n-a\n+Z\n", "b\nZ\na\n"},
+		{"a\n\r\nb\n", "@@\n a\n+X\n \n b\n", "a\nX\n\r\nb\n"},
+		{"a\r\nb\r\n", "@@\n-a\n+X\n@@\n b\n+Y\n", "X\r\nb\r\nY\r\n"},
+		{"only\r\n", "@@\n-only\n", ""},
+		{"a\n\n", "@@\n+X\n", "a\n\nX\n"},
+		{"a\r\n\r\n", "@@\n+X\n", "a\r\n\r\nX\r\n"},
+		{"a\nb", "@@\n+X\n", "a\nb\nX\n"},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt"), []byte(tt.before), 0o644))
+		_, err := ApplyPatch(dir, "*** Begin Patch\n*** Update File: f.txt\n"+tt.chunks+"*** End Patch")
+		require.NoError(t, err, "%q", tt.before)
+		b, err := os.ReadFile(filepath.Join(dir, "f.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, tt.after, string(b), "%q with %q", tt.before, tt.chunks)
+	}
+}
+
+func TestRustUTF8(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+	}{
+		{"plain é 🙂", ""},
+		{"caf\xe9 cr", "invalid utf-8 sequence of 1 bytes from index 3"},
+		{"ab\xe9", "incomplete utf-8 byte sequence from index 2"},
+		{"a\xe2\x82", "incomplete utf-8 byte sequence from index 1"},
+		{"a\xe2\x82x", "invalid utf-8 sequence of 2 bytes from index 1"},
+		{"\xf0\x9f\x99x", "invalid utf-8 sequence of 3 bytes from index 0"},
+		{"\xed\xa0\x80", "invalid utf-8 sequence of 1 bytes from index 0"},
+		{"\xc0\x80", "invalid utf-8 sequence of 1 bytes from index 0"},
+		{"\xff", "invalid utf-8 sequence of 1 bytes from index 0"},
+	}
+	for _, tt := range tests {
+		err := utf8Error([]byte(tt.in))
+		if tt.want == "" {
+			assert.NoError(t, err, "%q", tt.in)
+			continue
+		}
+		assert.EqualError(t, err, tt.want, "%q", tt.in)
+	}
+}
+
+func TestLossyUTF8(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain é":               "plain é",
+		"caf\xe9 cr\xe8me":      "caf\uFFFD cr\uFFFDme",
+		"a\xe2\x82x":            "a\uFFFDx",
+		"\xf0\x9f\x99x\xff\xfe": "\uFFFDx\uFFFD\uFFFD",
+		"ab\xe9":                "ab\uFFFD",
+		"\xed\xa0\x80":          "\uFFFD\uFFFD\uFFFD",
+	} {
+		assert.Equal(t, want, LossyUTF8([]byte(in)), "%q", in)
+	}
+}
+
+// TestApplyPatchLF holds what Codex 0.161 (before it kept line ends) wrote.
+func TestApplyPatchLF(t *testing.T) {
+	tests := []struct{ before, chunks, after string }{
+		{"a\r\nb\r\nc\r\n", "@@\n a\n-b\n+B\n c\n", "a\nB\nc\n"},
+		{"x\na\r\nb\n", "@@\n a\n+X\n b\n", "x\na\nX\nb\n"},
+		{"a\n\n", "@@\n+X\n", "a\nX\n"},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt"), []byte(tt.before), 0o644))
+		_, err := ApplyPatchWith(dir, "*** Begin Patch\n*** Update File: f.txt\n"+tt.chunks+"*** End Patch", PatchOptions{LFOnly: true})
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(dir, "f.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, tt.after, string(b), "%q with %q", tt.before, tt.chunks)
+	}
 }

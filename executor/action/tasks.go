@@ -398,6 +398,20 @@ func (t *Tasks) Kill(id string) (TaskStatus, error) {
 	return st, nil
 }
 
+// KillGroup kills what is left of a task's process group (SIGKILL), such as the
+// background jobs of a command that has exited, as Codex's unified exec does when a
+// command ends.
+func (t *Tasks) KillGroup(id string) error {
+	st, err := t.Status(id)
+	if err != nil {
+		return err
+	}
+	if st.PID > 0 {
+		killGroup(st.PID)
+	}
+	return nil
+}
+
 // Write sends data to a task's stdin. Only a task started with Stdin by this process has
 // one.
 func (t *Tasks) Write(id string, data []byte) error {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 	table "github.com/tapebox/tapebox/tape/harnesses"
+	"github.com/tapebox/tapebox/tape/provider"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
@@ -108,10 +110,20 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 	}
 	defer srv.Close()
 
+	// The home directory is at a fixed path too: a command in a terminal whose workdir is
+	// missing starts there, and the replay gives the executor the same HOME.
+	home := caseHome(harness, c.Name)
+	if err := os.RemoveAll(home); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(home) })
 	res, err := run(t.Context(), realharness.Options{
 		BaseURL: srv.URL(),
 		Dir:     cwd,
-		Home:    t.TempDir(),
+		Home:    home,
 		Prompt:  marker + " Run the tool calls you are given, then stop.",
 	})
 	if err != nil {
@@ -124,11 +136,18 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 		t.Logf("note: %v", err)
 	}
 
-	out := FixtureCase{Name: c.Name, Cwd: cwd, Before: c.Before, After: snapshot(t, cwd)}
+	out := FixtureCase{Name: c.Name, Cwd: cwd, Home: home, Before: c.Before, After: snapshot(t, cwd)}
 	if out.Before == nil {
 		out.Before = []File{}
 	}
 	reqs := srv.ThreadRequests("main")
+	if len(reqs) > 0 {
+		tools, err := offeredTools(harness, reqs[0].Body)
+		if err != nil {
+			t.Fatalf("tools of the first request: %v", err)
+		}
+		out.Tools = tools
+	}
 	var results []tape.ToolResult
 	for i, call := range calls {
 		call.ID = callID(harness, i)
@@ -187,6 +206,24 @@ func harnessResult(harness string, body []byte, id string) (tape.ToolResult, jso
 		return tape.ToolResult{}, nil, fmt.Errorf("no result for %s in the request", id)
 	}
 	return s.Result, s.Raw, nil
+}
+
+// offeredTools returns the names of the tools a request body offers, as the tape
+// normalizes them.
+func offeredTools(harness string, body []byte) ([]string, error) {
+	p := tape.ProviderOpenAIResponses
+	if anthropicWire(harness) {
+		p = tape.ProviderAnthropic
+	}
+	step := tape.Step{Request: tape.Request{Raw: body}}
+	if err := provider.Normalize(p, &step); err != nil && step.Request.Tools == nil {
+		return nil, err
+	}
+	names := []string{}
+	for _, tl := range step.Request.Tools {
+		names = append(names, tl.Name)
+	}
+	return names, nil
 }
 
 // anthropicWire says whether the harness talks to the fake provider on Anthropic Messages

@@ -213,6 +213,61 @@ var codexCases = []Case{
 	{Name: "patch-invalid", Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "this is not a patch")}
 	}},
+	// Codex 0.171 ends the lines it adds as the file's first line ends and keeps the end of
+	// each context line (issue 29: the executor wrote "\n").
+	{Name: "patch-crlf", Before: []File{file("dos.txt", "one\r\ntwo\r\nthree\r\nfour\r\n")}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: dos.txt\n@@\n one\n-two\n+TWO\n+2.5\n three\n@@\n-four\n+FOUR\n*** End of File\n*** End Patch")}
+	}},
+	{Name: "patch-mixed-eol", Before: []File{file("mixed.txt", "main\nconfig  \r\nfunc x\ngamma\r\nlast")}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: mixed.txt\n@@\n func x\n+added\n gamma\n*** End Patch")}
+	}},
+	{Name: "patch-non-utf8", Before: []File{file("latin1.txt", "caf\xe9 cr\xe8me\nplain\n"), file("keep.txt", "x\n")}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{
+			fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: latin1.txt\n@@\n-plain\n+PLAIN\n*** End Patch"),
+			fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Delete File: keep.txt\n*** Delete File: latin1.txt\n*** End Patch"),
+		}
+	}},
+	{Name: "patch-empty", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** End Patch")}
+	}},
+	{Name: "exec-workdir-missing", Before: []File{file("plain.txt", "x\n")}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{
+			call("exec_command", map[string]any{"cmd": "pwd", "workdir": "no/such/dir"}),
+			call("exec_command", map[string]any{"cmd": "pwd", "workdir": "plain.txt"}),
+		}
+	}},
+	{Name: "exec-tty-workdir-missing", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": "pwd; echo ran", "workdir": "no/such/dir", "tty": true})}
+	}},
+	{Name: "exec-background-killed", Calls: func(string) []tape.ToolCall {
+		// Codex kills the process group of a command that has exited: the job never writes.
+		return []tape.ToolCall{
+			call("exec_command", map[string]any{"cmd": "(sleep 0.3; echo done > bg.txt) >/dev/null 2>&1 & echo started"}),
+			call("exec_command", map[string]any{"cmd": "sleep 0.8; ls"}),
+		}
+	}},
+	{Name: "patch-directory", Before: []File{{Path: "sub", Mode: "0755", Dir: true}}, Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{
+			fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Delete File: sub\n*** End Patch"),
+			fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: sub\n@@\n-a\n+b\n*** End Patch"),
+		}
+	}},
+	{Name: "exec-non-utf8-output", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{
+			call("exec_command", map[string]any{"cmd": `printf 'caf\xe9 cr\xe8me a\xe2\x82x \xf0\x9f\x99y \xed\xa0\x80 \xff\xfe end\n'`}),
+			call("exec_command", map[string]any{"cmd": `for i in $(seq 128 255); do printf "\\$(printf %o $i)"; done; printf '%0.s\xe9x' $(seq 1 20000)`, "max_output_tokens": 200}),
+		}
+	}},
+	{Name: "exec-max-output-tokens-over-default", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("exec_command", map[string]any{"cmd": `head -c 39999 /dev/zero | tr '\0' a; echo; echo tail`, "max_output_tokens": 20000})}
+	}},
+	{Name: "not-offered", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{
+			call("shell", map[string]any{"command": []string{"bash", "-lc", "touch made-by-shell.txt"}}),
+			call("shell_command", map[string]any{"command": "touch made.txt"}),
+			call("no_such_tool", map[string]any{}),
+		}
+	}},
 	{Name: "patch-fail", Before: []File{file("renamed.txt", "one\ntwo\n")}, Calls: func(string) []tape.ToolCall {
 		return []tape.ToolCall{fakeprovider.Custom("apply_patch", "*** Begin Patch\n*** Update File: renamed.txt\n@@\n-this line is not in the file\n+replacement\n*** End Patch")}
 	}},

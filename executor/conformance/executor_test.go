@@ -8,12 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tapebox/tapebox/executor/protocol"
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -52,11 +53,12 @@ type session struct {
 	dec    *protocol.Decoder
 	stderr bytes.Buffer
 	next   int
+	tools  []string // the tools the request offered; nil: unknown, every call runs
 }
 
 // startSession starts the executor and says hello for harness in cwd.
-func startSession(ctx context.Context, bin, harness, cwd string) (*session, error) {
-	s := &session{}
+func startSession(ctx context.Context, bin, harness, version, cwd, home string, tools []string) (*session, error) {
+	s := &session{tools: tools}
 	s.cmd = exec.CommandContext(ctx, bin, "serve")
 	s.cmd.Dir = cwd
 	s.cmd.Stderr = &s.stderr
@@ -74,7 +76,11 @@ func startSession(ctx context.Context, bin, harness, cwd string) (*session, erro
 		return nil, fmt.Errorf("start tapebox-exec serve: %w", err)
 	}
 	s.enc, s.dec = protocol.NewEncoder(s.stdin), protocol.NewReplyDecoder(stdout)
-	if err := s.enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: harness, Cwd: cwd, Env: map[string]string{}}); err != nil {
+	vars := map[string]string{}
+	if home != "" {
+		vars["HOME"] = home
+	}
+	if err := s.enc.Encode(protocol.Hello{Op: protocol.OpHello, Harness: harness, Cwd: cwd, Env: vars, HarnessVersion: version}); err != nil {
 		s.close()
 		return nil, fmt.Errorf("send hello: %w", err)
 	}
@@ -94,10 +100,14 @@ func envRaw(env *protocol.Envelope) string {
 }
 
 // call runs one tool call and returns its result.
-func (s *session) call(c tape.ToolCall) (tape.ToolResult, error) {
+func (s *session) call(c tape.ToolCall) (tape.ToolResult, error) { return s.callRecorded(c, nil) }
+
+// callRecorded runs one tool call with the recording's result beside it, as a replay
+// sends it.
+func (s *session) callRecorded(c tape.ToolCall, recorded *tape.ToolResult) (tape.ToolResult, error) {
 	s.next++
 	id := fmt.Sprint(s.next)
-	if err := s.enc.Encode(protocol.Call{Op: protocol.OpCall, ID: id, Call: c}); err != nil {
+	if err := s.enc.Encode(protocol.Call{Op: protocol.OpCall, ID: id, Call: c, Recorded: recorded, NotOffered: s.tools != nil && !slices.Contains(s.tools, c.Name)}); err != nil {
 		return tape.ToolResult{}, fmt.Errorf("send call: %w", err)
 	}
 	env, err := s.dec.Decode()
@@ -137,49 +147,23 @@ func TestExecutorMatchesHarness(t *testing.T) {
 			var mismatches []string
 			for _, c := range fx.Cases {
 				t.Run(c.Name, func(t *testing.T) {
-					layout(t, c.Cwd, c.Before)
-					sess, err := startSession(t.Context(), bin, h.name, c.Cwd)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var results []tape.ToolResult // the executor's, for identifier substitution
-					for i, s := range c.Steps {
-						if s.Spawn {
+					o := replay(t, bin, h.name, fx.Version, c, false)
+					for i, s := range o.Steps {
+						switch {
+						case c.Steps[i].Spawn:
 							spawns++
-							t.Logf("step %d (%s): spawns a subagent, played by the controller: not an executor call", i, s.Call.Name)
-							results = append(results, s.Result)
-							continue
+						case s.Diff == "":
+							steps++
+							matched++
+						default:
+							steps++
+							t.Errorf("step %d (%s): %s", i, c.Steps[i].Call.Name, s.Diff)
+							mismatches = append(mismatches, fmt.Sprintf("%s[%d] %s: %s", c.Name, i, c.Steps[i].Call.Name, firstLine(s.Diff)))
 						}
-						steps++
-						call := s.Call
-						if s.Template != nil {
-							input, err := substitute(s.Template, harvest(h.name, results))
-							if err != nil {
-								t.Errorf("step %d (%s): %v", i, s.Call.Name, err)
-								mismatches = append(mismatches, fmt.Sprintf("%s[%d] %s: %v", c.Name, i, s.Call.Name, err))
-								results = append(results, tape.ToolResult{})
-								continue
-							}
-							call.Input = input
-						}
-						got, err := sess.call(call)
-						results = append(results, got)
-						if err != nil {
-							t.Errorf("step %d (%s): %v", i, s.Call.Name, err)
-							mismatches = append(mismatches, fmt.Sprintf("%s[%d] %s: %v", c.Name, i, s.Call.Name, firstLine(err.Error())))
-							continue
-						}
-						if diff := diffResults(h.name, s.Call, s.Result, got); diff != "" {
-							t.Errorf("step %d (%s): result differs from %s %s:\n%s", i, s.Call.Name, h.name, fx.Version, diff)
-							mismatches = append(mismatches, fmt.Sprintf("%s[%d] %s", c.Name, i, s.Call.Name))
-							continue
-						}
-						matched++
 					}
-					sess.close()
 					ends++
-					if diff := diffFiles(c.After, snapshot(t, c.Cwd)); diff != "" {
-						t.Errorf("end state differs from the harness's:\n%s", diff)
+					if o.EndDiff != "" {
+						t.Errorf("end state differs from the harness's:\n%s", o.EndDiff)
 						mismatches = append(mismatches, c.Name+" end state")
 						return
 					}
@@ -193,6 +177,82 @@ func TestExecutorMatchesHarness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// outcome is how the executor did on one case: per step, "" or how its result differs
+// from the harness's; and how the end state differs.
+type outcome struct {
+	Steps   []stepOutcome
+	EndDiff string
+}
+
+type stepOutcome struct {
+	Got  tape.ToolResult
+	Diff string
+}
+
+// replay runs a case's calls through one "serve" session of tapebox-exec in a fresh
+// directory laid out as the case's Before, at the case's absolute path, and compares each
+// result and the end state with the harness's. A spawning call is not run (its Diff is "").
+//
+// With recorded, each call carries the harness's result as a replay's does (the executor
+// keeps ripgrep's order from it, and the session ids Codex gave); a result the executor
+// copied from it instead of running the call differs ("not run").
+func replay(t *testing.T, bin, harness, version string, c FixtureCase, recorded bool) outcome {
+	t.Helper()
+	layout(t, c.Cwd, c.Before)
+	if c.Home != "" {
+		if err := os.MkdirAll(c.Home, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(c.Home) })
+	}
+	sess, err := startSession(t.Context(), bin, harness, version, c.Cwd, c.Home, c.Tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o outcome
+	var results []tape.ToolResult // the executor's, for identifier substitution
+	for _, s := range c.Steps {
+		if s.Spawn {
+			results = append(results, s.Result)
+			o.Steps = append(o.Steps, stepOutcome{Got: s.Result})
+			continue
+		}
+		call := s.Call
+		if s.Template != nil {
+			input, err := substitute(s.Template, harvest(harness, results))
+			if err != nil {
+				results = append(results, tape.ToolResult{})
+				o.Steps = append(o.Steps, stepOutcome{Diff: err.Error()})
+				continue
+			}
+			call.Input = input
+		}
+		var rec *tape.ToolResult
+		if recorded {
+			r := s.Result
+			rec = &r
+		}
+		got, err := sess.callRecorded(call, rec)
+		results = append(results, got)
+		if err != nil {
+			o.Steps = append(o.Steps, stepOutcome{Diff: err.Error()})
+			continue
+		}
+		if got.CopiedFromTape {
+			o.Steps = append(o.Steps, stepOutcome{Got: got, Diff: "not run: the executor copied the recorded result"})
+			continue
+		}
+		d := diffResults(harness, s.Call, s.Result, got)
+		if d != "" {
+			d = fmt.Sprintf("result differs from %s %s:\n%s", harness, version, d)
+		}
+		o.Steps = append(o.Steps, stepOutcome{Got: got, Diff: d})
+	}
+	sess.close()
+	o.EndDiff = diffFiles(c.After, snapshot(t, c.Cwd))
+	return o
 }
 
 func firstLine(s string) string {

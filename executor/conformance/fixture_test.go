@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/tape"
@@ -33,10 +35,16 @@ type FixtureCase struct {
 	Name string `json:"name"`
 	// Cwd is the absolute working directory the harness ran in.
 	Cwd string `json:"cwd"`
+	// Home is the harness's home directory (HOME), also at a fixed path; the executor gets
+	// the same HOME. Empty in a fixture captured before it was kept.
+	Home string `json:"home,omitempty"`
 	// Before and After are the directory's files before the first call and after the run.
 	Before []File `json:"before"`
 	After  []File `json:"after"`
 	Steps  []Step `json:"steps"`
+	// Tools are the names of the tools the harness offered in its first request (the
+	// executor's hello "tools"); nil in a fixture captured before they were kept.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Step is one tool call and the harness's result for it.
@@ -58,10 +66,49 @@ type Step struct {
 
 // File is one regular file (or directory, with Dir set) of a case's directory.
 type File struct {
-	Path    string `json:"path"`
-	Mode    string `json:"mode"`
-	Dir     bool   `json:"dir,omitempty"`
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+	Dir  bool   `json:"dir,omitempty"`
+	// Link is a symbolic link's target; the link's Mode is not compared.
+	Link    string `json:"link,omitempty"`
 	Content string `json:"content,omitempty"`
+}
+
+// fileJSON is File as the fixture stores it: content that is not UTF-8 (which JSON would
+// turn into U+FFFD) goes in content_base64.
+type fileJSON struct {
+	Path          string `json:"path"`
+	Mode          string `json:"mode"`
+	Dir           bool   `json:"dir,omitempty"`
+	Link          string `json:"link,omitempty"`
+	Content       string `json:"content,omitempty"`
+	ContentBase64 string `json:"content_base64,omitempty"`
+}
+
+// MarshalJSON writes content that is not UTF-8 as content_base64.
+func (f File) MarshalJSON() ([]byte, error) {
+	j := fileJSON{Path: f.Path, Mode: f.Mode, Dir: f.Dir, Link: f.Link, Content: f.Content}
+	if !utf8.ValidString(f.Content) {
+		j.Content, j.ContentBase64 = "", base64.StdEncoding.EncodeToString([]byte(f.Content))
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (f *File) UnmarshalJSON(b []byte) error {
+	var j fileJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*f = File{Path: j.Path, Mode: j.Mode, Dir: j.Dir, Link: j.Link, Content: j.Content}
+	if j.ContentBase64 != "" {
+		raw, err := base64.StdEncoding.DecodeString(j.ContentBase64)
+		if err != nil {
+			return fmt.Errorf("file %s: content_base64: %w", j.Path, err)
+		}
+		f.Content = string(raw)
+	}
+	return nil
 }
 
 func fixturePath(harness string) string { return filepath.Join("testdata", harness+".json") }
@@ -96,7 +143,24 @@ func saveFixture(t *testing.T, f *Fixture) {
 // caseRoot is where cases run: a fixed absolute path, since harness results hold absolute
 // paths and the executor must see the same ones.
 func caseRoot(harness string) string {
-	return filepath.Join("/tmp", "tapebox-conformance", harness)
+	return filepath.Join(conformanceRoot(), harness)
+}
+
+// EnvRoot names another directory for the cases than /tmp/tapebox-conformance, for a
+// generated run (TestGenerated) that should not wait for another checkout's tests; the
+// fixtures' cases keep the paths they were captured at.
+const EnvRoot = "TAPEBOX_CONFORMANCE_ROOT"
+
+func conformanceRoot() string {
+	if r := os.Getenv(EnvRoot); r != "" {
+		return r
+	}
+	return filepath.Join("/tmp", "tapebox-conformance")
+}
+
+// caseHome is the home directory of a case's harness run.
+func caseHome(harness, name string) string {
+	return filepath.Join(conformanceRoot(), "home", harness, name)
 }
 
 // layout makes dir fresh and holds exactly files; it is removed after the test unless it
@@ -125,6 +189,15 @@ func layout(t *testing.T, dir string, files []File) {
 		var mode uint32
 		if _, err := fmt.Sscanf(f.Mode, "%o", &mode); err != nil {
 			t.Fatalf("file %s: mode %q: %v", f.Path, f.Mode, err)
+		}
+		if f.Link != "" {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatalf("make %s: %v", filepath.Dir(p), err)
+			}
+			if err := os.Symlink(f.Link, p); err != nil {
+				t.Fatalf("link %s: %v", p, err)
+			}
+			continue
 		}
 		if f.Dir {
 			if err := os.MkdirAll(p, fs.FileMode(mode)); err != nil {
@@ -172,6 +245,11 @@ func snapshot(t *testing.T, dir string) []File {
 				return err
 			}
 			f.Content = string(b)
+		case info.Mode()&fs.ModeSymlink != 0:
+			if f.Link, err = os.Readlink(p); err != nil {
+				return err
+			}
+			f.Mode = ""
 		default:
 			f.Content = "<" + info.Mode().Type().String() + ">"
 		}

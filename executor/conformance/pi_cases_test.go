@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -109,6 +109,13 @@ var piCases = []Case{
 		file("Zeta", "x"), file("alpha10", "x"), file("alpha9", "x"), file("_under", "x"), file("-dash", "x"), file("~tilde", "x"),
 		file("$dollar", "x"), file("#hash", "x"), file("a b", "x"), file("a,b", "x"), file("a;b", "x"), file("(paren)", "x"), file("MiXed", "x"),
 	}, "ls", map[string]any{}),
+	one("ls-unicode", []File{
+		file("é-return.txt", "x"), file("end.txt", "x"), file("Ωmega", "x"), file("日本語.txt", "x"), file("🙂.txt", "x"),
+		file("naïve", "x"), file("nb", "x"), file("e\u0301x", "x"), file("ex", "x"), file("Zürich", "x"), file("zz", "x"), file("1st", "x"),
+	}, "ls", map[string]any{}),
+	{Name: "not-offered", Calls: func(string) []tape.ToolCall {
+		return []tape.ToolCall{call("find", map[string]any{"pattern": "*.txt"}), call("Read", map[string]any{"file_path": "x"})}
+	}},
 	one("ls-limit", []File{file("a.txt", "a"), file("b.txt", "b"), file("c.txt", "c")}, "ls", map[string]any{"path": ".", "limit": 2}),
 	one("ls-empty", []File{{Path: "sub", Mode: "0755", Dir: true}}, "ls", map[string]any{"path": "sub"}),
 	one("ls-missing", nil, "ls", map[string]any{"path": "nowhere"}),

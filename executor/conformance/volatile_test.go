@@ -6,14 +6,14 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 )
 
 // The comparison masks, on both sides, the parts of a result that a harness makes
 // different on every run: the volatile fields and the identifier fields of the harness table
-// (package tape/harnesses, read through controller.Mask and controller.MaskIdentifiers), the
+// (package tape/harnesses, read through match.Mask and match.MaskIdentifiers), the
 // same table a replay's compare reads. What it ignores besides is in ignored.
 
 // ignored names what is compared not at all, and why.
@@ -27,7 +27,7 @@ func isErrorCompared(harness string) bool { return harness != realharness.Codex 
 
 // normalize replaces the volatile and identifier fields of a harness's result text.
 func normalize(harness, text string) string {
-	return controller.MaskIdentifiers(harness, controller.Mask(harness, text))
+	return match.MaskIdentifiers(harness, match.Mask(harness, text))
 }
 
 // diffResults returns "" when got matches want for a call, else a description of the
@@ -90,6 +90,8 @@ func diffFiles(want, got []File) string {
 			out = append(out, "  missing: "+f.Path)
 		case f.Dir != o.Dir:
 			out = append(out, fmt.Sprintf("  %s: dir %v, got dir %v", f.Path, f.Dir, o.Dir))
+		case f.Link != o.Link:
+			out = append(out, fmt.Sprintf("  %s: link %q, got %q", f.Path, f.Link, o.Link))
 		case f.Mode != o.Mode:
 			out = append(out, fmt.Sprintf("  %s: mode %s, got %s", f.Path, f.Mode, o.Mode))
 		case f.Content != o.Content:
@@ -117,7 +119,7 @@ func hasPlaceholder(input []byte) bool { return placeholder.Match(input) }
 func harvest(harness string, results []tape.ToolResult) map[string]string {
 	ids := map[string]string{}
 	for step, r := range results {
-		for _, f := range controller.IdentifierFields {
+		for _, f := range match.IdentifierFields {
 			if f.Harness != harness {
 				continue
 			}

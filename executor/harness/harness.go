@@ -105,8 +105,9 @@ type Env struct {
 	Environ []string
 	// Tasks runs background commands in State.
 	Tasks *action.Tasks
-	// Version is the recording's harness version (hello's harness_version), or "".
-	Version string
+	// HarnessVersion is the recording's harness version (hello's harness_version), or "":
+	// a module words results the way that version does where versions differ.
+	HarnessVersion string
 }
 
 // NewEnv returns the Env for a hello: cwd made absolute, stateDir defaulting to

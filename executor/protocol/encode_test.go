@@ -23,6 +23,7 @@ var otherMessages = []any{
 	Hello{Op: OpHello, Harness: "codex", Cwd: "/w <&> \u2028", Env: map[string]string{"PATH": "/bin", "A": "\x00\"\\", "é": "\xff"}, StateDir: strp("/tmp/s")},
 	Hello{Op: OpHello, Harness: "claude-code", Cwd: "/app", Env: map[string]string{}, HarnessVersion: "2.1.332"},
 	Hello{},
+	Hello{Op: OpHello, Harness: "codex", HarnessVersion: "0.171.0"},
 	HelloReply{Op: OpHello, OK: true, Version: "0.1.0", Protocol: Version, Harness: "claude-code", Cwd: "/app",
 		Policy: Policy{ParallelToolCalls: true, SpawningTools: []string{"Agent", "Task"}}, Platform: "linux-6.8.0-x86_64"},
 	HelloReply{Op: OpHello, Protocol: -7, Policy: Policy{SpawningTools: []string{}}},

@@ -24,7 +24,8 @@
 //
 // Rules:
 //   - hello comes first and sets up the session (harness module, working directory,
-//     environment, state directory for background tasks). state_dir null means a directory
+//     environment, state directory for background tasks; optionally "tools", the tools the
+//     recorded request offered, and "harness_version", the tape's meta.harness_version). state_dir null means a directory
 //     in the sandbox's temporary directory named after the user and the absolute cwd
 //     ($TMPDIR/tapebox-exec-state-<uid>-<hash>), outside the workspace, which a restarted
 //     executor on the same cwd finds again; it is made, mode 0700, only when a task or a

@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 )
 
 // Claude is the grammar of Claude Code's tools: Read, Write, Edit, Bash, Glob, Grep and

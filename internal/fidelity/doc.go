@@ -2,10 +2,10 @@
 // seeded, reproducible sequences of tool calls from a grammar per harness, runs each through
 // the real harness (harnesses/, offline) against the scripted fake provider while the
 // gateway records a tape, replays the tape in executor mode in a fresh sandbox, and compares
-// the two with controller.Compare, the compare users run: every call and the end state.
+// the two with compare.Compare, the compare users run: every call and the end state.
 //
 // It lives under internal/ because it is test tooling: it drives real harness binaries
-// (internal/realharness) and is run by go test (a quick seed set, gated like the other
+// (internal/testutil/realharness) and is run by go test (a quick seed set, gated like the other
 // real-harness tests) and by make fidelity (many seeds; it writes docs/fidelity.md). It is
 // no part of the tapebox CLI or of the executor.
 //

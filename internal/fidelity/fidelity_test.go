@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 )
 
 var (

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
-	"github.com/tapebox/tapebox/internal/realharness"
+	"github.com/tapebox/tapebox/compare"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
@@ -292,7 +292,7 @@ func clearScratch(t Target, cwd string) error {
 
 // judge compares the recording with the replay and fills in o's calls and divergences.
 func judge(o *Outcome, seq *Sequence, rec, rep *tape.Tape, version string, classes []Class) {
-	report := controller.Compare(rec, rep)
+	report := compare.Compare(rec, rep)
 	bad := map[string]bool{}
 	add := func(d Divergence) {
 		d.Class = Classify(classes, version, d)

@@ -40,3 +40,14 @@ func Printable(s string) string {
 	}
 	return b.String()
 }
+
+// Excerpt is s as a report shows it: on one line (a newline written \n), cut after n
+// bytes with a "…", its other control characters escaped (Printable: a tape's text must not
+// drive the terminal).
+func Excerpt(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return Printable(s)
+}

@@ -10,8 +10,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
-	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 )
 

@@ -35,7 +35,7 @@ const (
 )
 
 // noEngineHint says what to do when no engine answers.
-const noEngineHint = "start one (sudo dockerd &, or sudo scripts/ci-setup.sh in a checkout), point DOCKER_HOST at one, or use a local:DIR sandbox (no isolation)"
+const noEngineHint = "start one (sudo dockerd &, or sudo scripts/ci-setup.sh in a checkout), point DOCKER_HOST at one, or use a local:DIR sandbox (this machine, isolated by bubblewrap where bwrap is installed; unsafe-local:DIR is not isolated)"
 
 // Client connects to the Docker engine the environment names (DOCKER_HOST, DOCKER_API_VERSION,
 // DOCKER_CERT_PATH, DOCKER_TLS_VERIFY; else the default socket) with API version negotiation,

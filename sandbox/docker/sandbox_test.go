@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/internal/dockertest"
-	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/internal/testutil/dockertest"
+	"github.com/tapebox/tapebox/internal/testutil/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/sandbox/internal/kit"
 	_ "github.com/tapebox/tapebox/sandbox/local" // the local sandboxes the Docker ones are compared with

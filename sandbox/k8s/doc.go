@@ -11,18 +11,36 @@
 //
 // CONTEXT is a kubeconfig context (default: the current one; the configuration is found as
 // kubectl finds it: KUBECONFIG, ~/.kube/config, else in-cluster, see Config). The query may
-// add cpu= and memory= (quantities: the pod's limits), pull= (Always, IfNotPresent, Never),
-// node= (pin the pod to a node) and ready-timeout= (how long Open waits for the pod to
-// run, default 2m).
+// add cpu=, memory= and storage= (quantities: the pod's limits; storage is its
+// ephemeral-storage, default DefaultEphemeralStorage), pull= (Always, IfNotPresent, Never),
+// node= (pin the pod to a node), ready-timeout= (how long Open waits for the pod to run,
+// default 2m) and allow-network-unenforced=1 (as Options.AllowNetworkUnenforced).
 //
 // # The pod
 //
 // The pod gets limits, a numeric user other than root unless Options.User says otherwise,
 // every capability dropped, no privilege escalation, no service account token and no
-// network: it is labeled NetworkLabel=none, and Open creates the namespace's NetworkPolicy
-// DenyAllPolicy that denies such pods all ingress and egress, where missing (a cluster whose
-// network plugin enforces policies then cuts them off). Options.Network gives a pod a network.
-// A pod has no process limit of its own, so Options.PidsLimit is ignored with a warning.
+// network (Options.Network gives it one). It shares one process namespace across its
+// containers, so that the pod's first process (the pause container's, which reaps what it
+// inherits) is PID 1 and reaps the orphans of the tape's commands: the container's own
+// process, sleep, reaps nothing. A pod has no process limit of its own: the node's kubelet
+// podPidsLimit applies, which Open reads (nodes/proxy configz) and names, with a warning when
+// there is none; Options.PidsLimit is ignored with a warning.
+//
+// # No network
+//
+// A pod without a network is labeled NetworkLabel=none, and the namespace's NetworkPolicy
+// DenyAllPolicy denies such pods all ingress and egress. Open creates it; when it cannot
+// (no RBAC for networkpolicies, no such namespace), or when a policy of that name exists and
+// is not TapeBox's deny-all (another selector, a rule that lets traffic through), Open
+// refuses. A policy is only as good as the network plugin, and many (the bridge plugin of
+// scripts/k8s-node.sh, flannel) ignore policies: the first Open in a namespace runs a probe
+// of three small pods of the sandbox's image (it needs perl or busybox nc): a listener, a
+// client without the label that must reach it, and one labeled none that must not. Open
+// says what it found, and refuses when a labeled pod got through. Where the probe cannot
+// tell (the image lacks both, pods cannot reach each other at all), it warns. Each refusal
+// wraps ErrNetworkUnenforced; Options.AllowNetworkUnenforced (--allow-network-unenforced)
+// runs anyway, with a warning.
 //
 // The executor is copied into an emptyDir at /opt/tapebox; a session is one exec stream
 // through the API server (WebSocket, SPDY as the fallback), and Snapshot, WriteFiles and the

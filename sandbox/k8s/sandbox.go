@@ -22,7 +22,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +55,10 @@ const k8sContainer = "sandbox"
 // the pod's user whatever the image.
 const k8sExecutorDir = "/opt/tapebox"
 
+// DefaultEphemeralStorage is a pod's ephemeral-storage limit when the spec does not say
+// (storage=).
+const DefaultEphemeralStorage = "8Gi"
+
 // k8sReadyTimeout bounds the wait for a pod to run when the spec does not say
 // (ready-timeout=).
 const k8sReadyTimeout = 2 * time.Minute
@@ -64,6 +67,8 @@ const k8sReadyTimeout = 2 * time.Minute
 type k8sSpec struct {
 	context, namespace, image string
 	cpu, memory, node         string
+	storage                   string // ephemeral-storage limit (default DefaultEphemeralStorage)
+	allowUnenforced           bool   // allow-network-unenforced=1
 	pull                      corev1.PullPolicy
 	readyTimeout              time.Duration
 }
@@ -75,7 +80,7 @@ func parseK8sSpec(spec sandbox.Spec) (k8sSpec, error) {
 		ks.context, ks.namespace = c, ns
 	}
 	bad := func(format string, args ...any) (k8sSpec, error) {
-		return k8sSpec{}, fmt.Errorf("%w %q: %s; want k8s:[CONTEXT/]NAMESPACE?image=IMAGE[&cpu=1&memory=2Gi&pull=IfNotPresent&ready-timeout=2m&node=NAME]",
+		return k8sSpec{}, fmt.Errorf("%w %q: %s; want k8s:[CONTEXT/]NAMESPACE?image=IMAGE[&cpu=1&memory=2Gi&storage=8Gi&pull=IfNotPresent&ready-timeout=2m&node=NAME&allow-network-unenforced=1]",
 			sandbox.ErrBadSpec, spec.String(), fmt.Sprintf(format, args...))
 	}
 	if errs := validation.IsDNS1123Label(ks.namespace); len(errs) > 0 {
@@ -112,6 +117,17 @@ func parseK8sSpec(spec sandbox.Spec) (k8sSpec, error) {
 				return bad("node=%s: %s", v, strings.Join(errs, "; "))
 			}
 			ks.node = v
+		case "storage":
+			if _, err := resource.ParseQuantity(v); err != nil {
+				return bad("storage=%s: %v", v, err)
+			}
+			ks.storage = v
+		case "allow-network-unenforced":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return bad("allow-network-unenforced=%s: want 1 or 0", v)
+			}
+			ks.allowUnenforced = b
 		case "ready-timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
@@ -119,7 +135,7 @@ func parseK8sSpec(spec sandbox.Spec) (k8sSpec, error) {
 			}
 			ks.readyTimeout = d
 		default:
-			return bad("unknown parameter %q (known: image, cpu, memory, pull, ready-timeout, node)", k)
+			return bad("unknown parameter %q (known: image, cpu, memory, storage, pull, ready-timeout, node, allow-network-unenforced)", k)
 		}
 	}
 	if ks.image == "" {
@@ -200,7 +216,7 @@ func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (_ *sand
 		warnf("warning: %s", w)
 	}
 	if opts.PidsLimit > 0 {
-		warnf("warning: sandbox %s: a pod has no process limit of its own (the kubelet's podPidsLimit applies): --pids-limit is ignored", spec)
+		warnf("warning: sandbox %s: a pod has no process limit of its own (the kubelet's podPidsLimit applies, see below): --pids-limit is ignored", spec)
 	}
 	b := &Backend{spec: spec, ks: ks, cfg: cfg, cs: cs, name: "tapebox-" + kit.RandomHex(6), logf: logf, podCwd: cwd,
 		user: strconv.FormatInt(uid, 10) + ":" + strconv.FormatInt(gid, 10)}
@@ -210,7 +226,9 @@ func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (_ *sand
 	reapK8sLeftovers(ctx, cs, ks.namespace, logf)
 	network := cmp.Or(opts.Network, "none")
 	if network == "none" {
-		ensureDenyAll(ctx, cs, ks.namespace, logf)
+		if err := checkNoNetwork(ctx, cs, ks, opts.AllowNetworkUnenforced || ks.allowUnenforced, logf, warnf); err != nil {
+			return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
+		}
 	}
 	pod := b.podSpec(opts, cwd, uid, gid, network)
 	if _, err := cs.CoreV1().Pods(ks.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -227,6 +245,13 @@ func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (_ *sand
 	node, err := b.waitRunning(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if n, ok := nodePidsLimit(ctx, cs, node); !ok {
+		logf("sandbox %s: could not read node %s's podPidsLimit (its kubelet's /configz): the pod's process limit is unknown", spec, node)
+	} else if n > 0 {
+		logf("sandbox %s: node %s limits the pod to %d processes (kubelet podPidsLimit)", spec, node, n)
+	} else {
+		warnf("warning: sandbox %s: node %s sets no podPidsLimit: the pod has no process limit, and a fork bomb reaches the node", spec, node)
 	}
 	info := sandbox.Info{Cwd: cwd, Arch: b.nodeArch(ctx, node)}
 	info.Executor = cmp.Or(opts.SandboxExecutor, "tapebox-exec")
@@ -302,6 +327,10 @@ func (b *Backend) podSpec(opts sandbox.Options, cwd string, uid, gid int64, netw
 	res := corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}}
 	setLimit(res, corev1.ResourceCPU, resource.NewMilliQuantity(int64(kit.Limit(opts.CPUs, sandbox.DefaultCPUs)*1000), resource.DecimalSI), b.ks.cpu, opts.CPUs >= 0, "100m")
 	setLimit(res, corev1.ResourceMemory, resource.NewQuantity(kit.Limit(opts.Memory, sandbox.DefaultMemory), resource.BinarySI), b.ks.memory, opts.Memory >= 0, "128Mi")
+	// Disk: the writable layer, the emptyDirs on disk and the logs; past it the kubelet
+	// evicts the pod.
+	storage := resource.MustParse(DefaultEphemeralStorage)
+	setLimit(res, corev1.ResourceEphemeralStorage, &storage, b.ks.storage, true, "64Mi")
 	volumes := []corev1.Volume{{Name: "tapebox", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	mounts := []corev1.VolumeMount{{Name: "tapebox", MountPath: k8sExecutorDir}}
 	// A missing working directory would be made root's by the runtime; a volume there
@@ -323,6 +352,10 @@ func (b *Backend) podSpec(opts sandbox.Options, cwd string, uid, gid int64, netw
 			EnableServiceLinks:            &f,
 			TerminationGracePeriodSeconds: &grace,
 			HostNetwork:                   network == "host",
+			// The pod's first process (the pause container's) is then PID 1 of the pod and
+			// reaps the orphans of the tape's commands; sleep, which keeps the pod alive,
+			// reaps nothing.
+			ShareProcessNamespace: &t,
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -764,27 +797,3 @@ func reapK8sLeftovers(ctx context.Context, cs *kubernetes.Clientset, ns string, 
 // quietKlog stops client-go's klog lines (a stream's stdin copier that ends with the
 // session, say) from reaching stderr: errors come back as errors.
 var quietKlog = sync.OnceFunc(func() { klog.SetLogger(logr.Discard()) })
-
-var denyAllMade sync.Map // namespace -> true once the policy is known to exist
-
-// ensureDenyAll creates the namespace's deny-all NetworkPolicy for pods without a network,
-// when missing. A cluster whose network plugin enforces policies then cuts such a pod off;
-// the failure to create it (no RBAC) is logged, not fatal.
-func ensureDenyAll(ctx context.Context, cs *kubernetes.Clientset, ns string, logf func(string, ...any)) {
-	if _, ok := denyAllMade.Load(ns); ok {
-		return
-	}
-	np := &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: DenyAllPolicy, Namespace: ns, Labels: map[string]string{sandbox.Label: "1"}},
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{NetworkLabel: "none"}},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-		},
-	}
-	_, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		logf("create NetworkPolicy %s/%s (no network for the pods): %v", ns, DenyAllPolicy, err)
-		return
-	}
-	denyAllMade.Store(ns, true)
-}

@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tapebox/tapebox/sandbox"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func TestParseK8sSpec(t *testing.T) {
@@ -27,6 +30,9 @@ func TestParseK8sSpec(t *testing.T) {
 		{spec: "k8s:default?image=x&gpu=1", err: `unknown parameter "gpu"`},
 		{spec: "k8s:default?image=x&node=127.0.0.1", want: k8sSpec{namespace: "default", image: "x", node: "127.0.0.1", pull: corev1.PullIfNotPresent, readyTimeout: k8sReadyTimeout}},
 		{spec: "k8s:default?image=x&node=Bad_Node", err: "node=Bad_Node"},
+		{spec: "k8s:default?image=x&storage=2Gi&allow-network-unenforced=1", want: k8sSpec{namespace: "default", image: "x", storage: "2Gi", allowUnenforced: true, pull: corev1.PullIfNotPresent, readyTimeout: k8sReadyTimeout}},
+		{spec: "k8s:default?image=x&storage=lots", err: "storage=lots"},
+		{spec: "k8s:default?image=x&allow-network-unenforced=maybe", err: "allow-network-unenforced=maybe"},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
 			s, err := sandbox.ParseSpec(tt.spec)
@@ -78,6 +84,8 @@ func TestK8sPodSpec(t *testing.T) {
 	require.Equal(t, "1", c.Resources.Limits.Cpu().String())
 	require.Equal(t, "100m", c.Resources.Requests.Cpu().String())
 	require.Equal(t, "none", pod.Labels[NetworkLabel])
+	require.True(t, *pod.Spec.ShareProcessNamespace, "the pause process is PID 1 and reaps orphans")
+	require.Equal(t, DefaultEphemeralStorage, c.Resources.Limits.StorageEphemeral().String())
 	require.Equal(t, "1", pod.Labels[sandbox.Label])
 	require.Equal(t, "a.json", pod.Labels["org.tapebox.corpus.tape"])
 	require.Equal(t, "x", pod.Annotations["bad/label/key"])
@@ -98,6 +106,14 @@ func TestK8sPodSpec(t *testing.T) {
 	require.Equal(t, "1Gi", rc.Resources.Limits.Memory().String(), "the spec's memory= wins over no limit")
 	_, hasCPU := rc.Resources.Limits[corev1.ResourceCPU]
 	require.False(t, hasCPU, "CPUs < 0: no CPU limit")
+
+	s, _ = sandbox.ParseSpec("k8s:default?image=img&storage=1Gi")
+	ks, err = parseK8sSpec(s)
+	require.NoError(t, err)
+	b = &Backend{spec: s, ks: ks, name: "tapebox-y"}
+	sc := b.podSpec(sandbox.Options{}, "/work", 65534, 65534, "none").Spec.Containers[0]
+	require.Equal(t, "1Gi", sc.Resources.Limits.StorageEphemeral().String(), "storage= sets the limit")
+	require.Equal(t, "64Mi", sc.Resources.Requests.StorageEphemeral().String())
 }
 
 func TestPodStateAndFatalWaiting(t *testing.T) {
@@ -107,4 +123,49 @@ func TestPodStateAndFatalWaiting(t *testing.T) {
 		{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available"},
 		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}}}}
 	require.Equal(t, "phase Pending; condition PodScheduled=False (Unschedulable: 0/1 nodes are available)", podState(p))
+}
+
+// TestPolicyDiffers: TapeBox's own deny-all is accepted; every way a policy of the same name
+// can let traffic through, or select other pods, is named.
+func TestPolicyDiffers(t *testing.T) {
+	want := denyAll("ns")
+	require.Empty(t, policyDiffers(denyAll("ns"), want))
+	reordered := denyAll("ns")
+	reordered.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress}
+	reordered.Labels = nil // labels and annotations are not the policy
+	require.Empty(t, policyDiffers(reordered, want))
+
+	port := intstr.FromInt32(53)
+	for _, tt := range []struct {
+		name   string
+		change func(*networkingv1.NetworkPolicy)
+		says   string
+	}{
+		{"egress allowed", func(p *networkingv1.NetworkPolicy) {
+			p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}}
+		}, "1 egress rule"},
+		{"DNS allowed", func(p *networkingv1.NetworkPolicy) {
+			p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: &port}}}}
+		}, "1 egress rule"},
+		{"ingress allowed", func(p *networkingv1.NetworkPolicy) {
+			p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}, {}}
+		}, "2 ingress rule"},
+		{"ingress only", func(p *networkingv1.NetworkPolicy) {
+			p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+		}, "policy types"},
+		{"no types", func(p *networkingv1.NetworkPolicy) { p.Spec.PolicyTypes = nil }, "policy types"},
+		{"other pods", func(p *networkingv1.NetworkPolicy) {
+			p.Spec.PodSelector.MatchLabels = map[string]string{NetworkLabel: "other"}
+		}, "selects"},
+		{"every pod", func(p *networkingv1.NetworkPolicy) { p.Spec.PodSelector = metav1.LabelSelector{} }, "selects"},
+		{"an expression more", func(p *networkingv1.NetworkPolicy) {
+			p.Spec.PodSelector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "a", Operator: metav1.LabelSelectorOpExists}}
+		}, "selects"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := denyAll("ns")
+			tt.change(got)
+			require.Contains(t, policyDiffers(got, want), tt.says)
+		})
+	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/internal/testutil/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 )
 

@@ -49,7 +49,7 @@ var errNotReady = errors.New("the sandbox's keeper did not get ready")
 // closing the keeper ends every process the sandbox started.
 type jail struct {
 	bwrap   string
-	scratch string   // host directory: tmp/ (the sandbox's /tmp), skel/, empty
+	scratch string   // host directory: tmp/ (the sandbox's /tmp), skel/, empty, ownerFile
 	args    []string // bwrap's arguments for a command, up to "--"
 	// ns are the keeper's namespaces, passed to every command as fds 3 and on: the user
 	// namespace bwrap sets up in, the nested one that forbids further user namespaces
@@ -85,6 +85,10 @@ func openJail(ctx context.Context, dir, exe string) (*jail, error) {
 		return nil, fmt.Errorf("make the sandbox's private directory: %w", err)
 	}
 	j := &jail{bwrap: bwrap, scratch: scratch}
+	if err := writeOwner(scratch, dir); err != nil {
+		j.close()
+		return nil, err
+	}
 	if err := j.setup(ctx, cat, dir, exe); err != nil {
 		j.close()
 		return nil, err
@@ -476,19 +480,4 @@ func (j *jail) close() error {
 		return fmt.Errorf("remove the sandbox's private directory: %w", err)
 	}
 	return nil
-}
-
-// removeAll is os.RemoveAll for a tree whose directories a sandboxed command may have made
-// unwritable to their owner.
-func removeAll(dir string) error {
-	if os.RemoveAll(dir) == nil {
-		return nil
-	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/executor/protocol"
-	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/internal/testutil/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/workspace"

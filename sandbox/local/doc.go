@@ -29,6 +29,11 @@
 //     LOGNAME, LANG, LANGUAGE, LC_*, TERM and TZ, then Options.Env; nothing else of the
 //     host's.
 //
+// Close clears the setuid and setgid bits of DIR's files, in execute-only directories too. A
+// replay killed before Close leaves them, and its private directory (marked with its owner,
+// as the Docker backend labels containers); the next Open of the same user clears and
+// removes what a replay that is gone left.
+//
 // It does not limit CPU, memory or the number of processes, and does not filter system
 // calls. Where bwrap is missing or cannot make a sandbox (no unprivileged user namespaces,
 // not Linux), local:DIR runs as unsafe-local:DIR does, and says why in one "warning:" line

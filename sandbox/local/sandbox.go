@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +56,11 @@ func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (*sandbo
 	if dir == "/" && !spec.Unsafe {
 		return nil, fmt.Errorf("open sandbox %s: %w: / cannot be isolated (only DIR is writable, and it would be the whole machine); say unsafe-local:/ to run there without isolation", spec, sandbox.ErrBadSpec)
 	}
+	// What replays killed before their Close left (set-id bits, private directories) goes
+	// before this one makes its own.
+	reapLeftovers(func(format string, args ...any) {
+		kit.Logf(opts.Logf)("sandbox %s: %s", spec, fmt.Sprintf(format, args...))
+	})
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open sandbox %s: create the directory: %w", spec, err)
 	}
@@ -222,6 +226,7 @@ func (l *Backend) Start(ctx context.Context, argv []string) (*sandbox.Session, e
 		}
 		s.Finish(err)
 	}()
+	s.SetKill(func() { _ = cmd.Process.Kill() })
 	s.SetStop(func() error {
 		_ = stdin.Close()
 		select {
@@ -322,34 +327,4 @@ func (l *Backend) Close(ctx context.Context, open []*sandbox.Session) error {
 		}
 	}
 	return nil
-}
-
-// stripSetID clears the setuid and setgid bits of the regular files under dir, once the
-// jail's processes have ended. DIR is nosuid in the jail, but not on the host, where it
-// stays: run as root, a tape's "chmod 4755 x" left a setuid-root program there for any user
-// of the machine who can reach DIR (a restore never writes those bits, nor does a manifest
-// record them). It goes through an os.Root on dir and follows no link.
-func stripSetID(dir string) error {
-	root, err := os.OpenRoot(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // removed already: nothing left to run
-	} else if err != nil {
-		return fmt.Errorf("clear setuid bits in %s: %w", dir, err)
-	}
-	defer root.Close()
-	var errs []error
-	_ = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return nil // unreadable directories keep what they hold; nothing in them runs from here
-		}
-		fi, err := root.Lstat(p)
-		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) == 0 {
-			return nil
-		}
-		if err := root.Chmod(p, fi.Mode().Perm()); err != nil {
-			errs = append(errs, fmt.Errorf("clear the setuid bits of %s: %w", filepath.Join(dir, p), err))
-		}
-		return nil
-	})
-	return errors.Join(errs...)
 }

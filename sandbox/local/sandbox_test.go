@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/internal/sandboxtest"
+	"github.com/tapebox/tapebox/internal/testutil/sandboxtest"
 	"github.com/tapebox/tapebox/sandbox"
 )
 

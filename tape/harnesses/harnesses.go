@@ -25,6 +25,9 @@ type Harness struct {
 	// fixtures, internal/fidelity's scoreboard), oldest first. A tape of another version
 	// still replays, with one warning naming the nearest (VersionWarning).
 	Checked []string
+	// Since names behaviours that changed between versions, each with the first version
+	// that has it; a module asks Has with the tape's meta.harness_version.
+	Since map[string]string
 }
 
 // Volatile is a part of a tool result that a harness makes different on every run.
@@ -87,8 +90,18 @@ var Codex = Harness{
 		{Name: "agent id", Expr: `"agent_id":\s*"([^"\\]+)"`, Keys: []string{"agent_id"}},
 	},
 	CwdElement: "cwd",
-	Checked:    []string{"0.171.0"},
+	Checked:    []string{"0.161.0", "0.171.0"},
+	Since: map[string]string{
+		// apply_patch ends the lines it adds as the file's first line ends and keeps the
+		// ends of context lines; before, every line it rewrote ended in "\n".
+		CodexPatchKeepsLineEnds: "0.162.0",
+	},
 }
+
+// The behaviours of Codex that changed between versions (Codex.Since).
+const (
+	CodexPatchKeepsLineEnds = "apply_patch keeps line ends"
+)
 
 // Pi is the pi coding agent (npm @mariozechner/pi-coding-agent, the pi CLI).
 var Pi = Harness{
@@ -107,8 +120,22 @@ var Pi = Harness{
 	},
 	// The system prompt's last line: "Current working directory: /app".
 	CwdLines: []string{"Current working directory:"},
-	Checked:  []string{"0.73.1"},
+	Checked:  []string{"0.67.1", "0.73.1"},
+	Since: map[string]string{
+		// edit of a file it cannot open: "Could not edit file: P. Error code: ENOENT.";
+		// before, "File not found: P" (0.70.6 still, 0.71.1 not).
+		PiEditErrorCode: "0.71.0",
+		// bash formats its whole output; before, the last of the 64 KiB chunks it read
+		// while they held more than 100 KB (0.72.1 still).
+		PiBashWholeOutput: "0.73.0",
+	},
 }
+
+// The behaviours of Pi that changed between versions (Pi.Since).
+const (
+	PiEditErrorCode   = "edit names the error code"
+	PiBashWholeOutput = "bash formats the whole output"
+)
 
 // All lists the harnesses TapeBox knows.
 var All = []*Harness{&ClaudeCode, &Codex, &Pi}
@@ -147,87 +174,20 @@ func SpawningTools() []string {
 	return out
 }
 
-// Nearest returns the version of h.Checked nearest to version: the newest one not newer
-// than it, else the oldest; "" when h.Checked is empty. Versions compare as dotted numbers
-// ("2.1.10" after "2.1.9"); a part that is not a number compares as text.
-func (h *Harness) Nearest(version string) string {
-	best := ""
-	for _, c := range h.Checked {
-		if CompareVersions(c, version) <= 0 {
-			best = c
-		}
-	}
-	if best == "" && len(h.Checked) > 0 {
-		best = h.Checked[0]
-	}
-	return best
-}
-
 // VersionWarning returns the warning a replay of a tape recorded with version of harness
 // gives when the executor was not checked against that version ("" when it was, when the
-// version or the harness is unknown, or when the table lists no checked version).
+// version or the harness is unknown, when the version is no release number, or when the
+// table lists no checked version).
 func VersionWarning(harness, version string) string {
 	h, ok := Lookup(harness)
-	if !ok || version == "" || len(h.Checked) == 0 {
+	if !ok || version == "" || len(h.Checked) == 0 || version[0] < '0' || version[0] > '9' {
+		// Not a release of the harness ("hand-built", a tool's own label): there is no
+		// version to be near, and nothing to warn about.
 		return ""
 	}
-	for _, c := range h.Checked {
-		if c == version {
-			return ""
-		}
+	nearest, exact := h.Nearest(version)
+	if exact {
+		return ""
 	}
-	return "the tape was recorded with " + harness + " " + version + ", which the executor was not checked against; it replays it as the nearest version checked, " + h.Nearest(version)
-}
-
-// CompareVersions compares two dotted versions part by part: numerically where both parts
-// are numbers, else as text; a version that runs out first is the older. It returns -1, 0
-// or +1.
-func CompareVersions(a, b string) int {
-	for a != "" || b != "" {
-		var pa, pb string
-		pa, a = cutDot(a)
-		pb, b = cutDot(b)
-		na, aok := number(pa)
-		nb, bok := number(pb)
-		switch {
-		case pa == "" && pb != "":
-			return -1
-		case pb == "" && pa != "":
-			return 1
-		case aok && bok && na != nb:
-			if na < nb {
-				return -1
-			}
-			return 1
-		case !(aok && bok) && pa != pb:
-			if pa < pb {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
-
-func cutDot(s string) (string, string) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '.' || s[i] == '-' {
-			return s[:i], s[i+1:]
-		}
-	}
-	return s, ""
-}
-
-func number(s string) (int, bool) {
-	if s == "" || len(s) > 9 {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n, true
+	return "the tape was recorded with " + harness + " " + version + ", which the executor was not checked against; it replays it as the nearest version checked, " + nearest
 }

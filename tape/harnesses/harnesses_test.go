@@ -46,7 +46,8 @@ func TestCompareVersions(t *testing.T) {
 		{"2.1.332", "2.1.332", 0},
 		{"2.1.10", "2.1.9", 1},
 		{"2.0.77", "2.1.0", -1},
-		{"2.1", "2.1.0", -1},
+		{"2.1", "2.1.0", 0},        // a missing field is 0
+		{"1.0.0", "1.0.0-rc.1", 1}, // a release after its pre-releases
 		{"10.0.0", "9.9.9", 1},
 		{"1.0.0-beta", "1.0.0-alpha", 1},
 		{"", "0.1", -1},
@@ -72,6 +73,7 @@ func TestVersionWarning(t *testing.T) {
 		{"claude-code", "1.0.0", "2.0.77"},
 		{"claude-code", "", ""},
 		{"unknown-harness", "1.0", ""},
+		{"claude-code", "hand-built", ""},
 		{"codex", "0.200.0", "0.171.0"},
 	} {
 		w := harnesses.VersionWarning(tt.harness, tt.version)

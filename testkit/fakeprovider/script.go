@@ -129,15 +129,6 @@ func Custom(name, text string) tape.ToolCall {
 	return tape.ToolCall{Name: name, Input: b, Kind: "custom"}
 }
 
-// customText returns the text of a custom call's {"input": text}.
-func customText(c tape.ToolCall) string {
-	var v struct {
-		Input string `json:"input"`
-	}
-	_ = json.Unmarshal(c.Input, &v)
-	return v.Input
-}
-
 // pieceSize is the effective delta size.
 func (s *Script) pieceSize() int {
 	if s.PieceSize > 0 {

@@ -322,33 +322,31 @@ func (s *Server) answer(w http.ResponseWriter, hr *http.Request, req *Request, t
 		}
 	}
 	if req.Endpoint == EndpointMessages {
-		w.Header().Set("Request-Id", "req_"+a.respID)
+		w.Header().Set("Request-Id", "req_"+a.ID)
 	} else {
-		w.Header().Set("X-Request-Id", "req_"+a.respID)
+		w.Header().Set("X-Request-Id", "req_"+a.ID)
 	}
 	if !out.wait(out.firstByte()) {
 		return
 	}
+	p := map[Endpoint]tape.Provider{EndpointMessages: tape.ProviderAnthropic, EndpointChat: tape.ProviderOpenAIChat, EndpointResponses: tape.ProviderOpenAIResponses}[req.Endpoint]
 	var err error
-	switch req.Endpoint {
-	case EndpointMessages:
-		if req.Stream {
-			err = a.streamAnthropic(out, s.script.pieceSize())
-		} else {
-			err = out.body(a.anthropicJSON())
+	if req.Stream {
+		events, eerr := provider.Stream(p, a, provider.StreamOptions{Piece: s.script.pieceSize(), IncludeUsage: includeUsage(req)})
+		if eerr != nil {
+			s.problem("answer %s: %v", a.ID, eerr)
+			http.Error(w, eerr.Error(), http.StatusInternalServerError)
+			return
 		}
-	case EndpointChat:
-		if req.Stream {
-			err = a.streamChat(out, s.script.pieceSize(), includeUsage(req))
-		} else {
-			err = out.body(a.chatJSON())
+		err = out.stream(events)
+	} else {
+		b, eerr := provider.Body(p, a)
+		if eerr != nil {
+			s.problem("answer %s: %v", a.ID, eerr)
+			http.Error(w, eerr.Error(), http.StatusInternalServerError)
+			return
 		}
-	case EndpointResponses:
-		if req.Stream {
-			err = a.streamResponses(out, s.script.pieceSize())
-		} else {
-			err = out.body(a.responsesJSON())
-		}
+		err = out.body(b)
 	}
 	if errors.Is(err, errCut) {
 		// Abort the connection without ending the chunked body, as a reset stream would.

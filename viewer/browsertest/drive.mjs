@@ -145,6 +145,27 @@ try {
       out.repResults = await page.$$eval("#detail-pane .call pre.result", (ps) => ps.map((p) => p.textContent));
       out.repHash = await page.evaluate(() => location.hash);
     }
+  } else if (scenario === "pair") {
+    await page.goto(url);
+    await ready();
+    out.verdict = await page.textContent("#verdict");
+    out.comparePane = await page.textContent("#compare-pane");
+    out.header = await page.textContent("#meta");
+    if (args.search) {
+      await page.fill("#search", args.search);
+      await page.waitForFunction(() => /match/.test(document.getElementById("search-status").textContent), null, { timeout: 20000 });
+      out.searchStatus = await page.textContent("#search-status");
+      out.listCount = await page.textContent("#list-count");
+      out.replayMatches = await page.$$eval("#search-replay button", (bs) => bs.map((b) => b.textContent));
+      const first = await page.$("#search-replay button");
+      if (first) {
+        const key = await first.getAttribute("data-step");
+        await first.click();
+        await detailFor(key);
+        out.repTitle = await page.textContent("#detail-pane h2");
+      }
+      await shot("pair-search");
+    }
   } else if (scenario === "xss") {
     await page.goto(url);
     await ready();

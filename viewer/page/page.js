@@ -52,6 +52,7 @@
     forkAt: null,     // first differing recording step
     cache: new Map(),
     searchGen: 0,
+    repFound: new Set(), // replay steps the search matched
   };
 
   function tapeOf(side) { return side === "rep" ? IX.replay : IX.recording; }
@@ -146,6 +147,7 @@
     part("provider", m.provider || "?");
     part("model", m.model || "?");
     if (m.cwd) part("cwd", m.cwd);
+    if (m.forked_from) part("forked from", forkText(m.forked_from));
     part("started", m.started_at);
     part("ended", m.ended ? m.ended.reason + (m.ended.detail ? ": " + m.ended.detail : "") : "running or cut short");
     part("threads", String(rec.threads.length));
@@ -154,10 +156,11 @@
     part("duration", fmtMS(rec.totals.duration_ms));
     const u = rec.totals.usage;
     part("tokens", `${fmtInt(u.input_tokens)} in, ${fmtInt(u.output_tokens)} out, ${fmtInt(u.cache_read_input_tokens)} cache read, ${fmtInt(u.cache_creation_input_tokens)} cache write`);
-    meta.append(el("span", null, "cost ", el("b", { id: "cost", text: fmtUSD(rec.cost.usd) }),
+    meta.append(el("span", { class: rec.cost.unpriced.length ? "unpriced" : "" }, "cost ", el("b", { id: "cost", text: fmtUSD(rec.cost.usd) }),
       ` (prices of ${rec.cost.prices_date}${rec.cost.unpriced.length ? "; no price for " + rec.cost.unpriced.map((x) => x || "(no model)").join(", ") : ""})`));
     if (IX.replay) {
-      meta.append(el("div", null, "beside: ", el("b", { text: IX.replay.path }), ` (tape ${IX.replay.meta.tape_id}, ${IX.replay.totals.steps} steps, ended ${IX.replay.meta.ended ? IX.replay.meta.ended.reason : "running or cut short"}, cost ${fmtUSD(IX.replay.cost.usd)})`));
+      const rf = IX.replay.meta.forked_from;
+      meta.append(el("div", { id: "beside" }, "beside: ", el("b", { text: IX.replay.path }), ` (${rf ? "a fork: " + forkText(rf) + "; " : ""}tape ${IX.replay.meta.tape_id}, ${IX.replay.totals.steps} steps, ended ${IX.replay.meta.ended ? IX.replay.meta.ended.reason : "running or cut short"}, cost ${fmtUSD(IX.replay.cost.usd)}${IX.replay.cost.unpriced.length ? ": no price for " + IX.replay.cost.unpriced.map((x) => x || "(no model)").join(", ") : ""})`));
     }
     const v = $("verdict");
     if (IX.compare) {
@@ -166,6 +169,13 @@
       v.textContent = !c.reached_end ? "did not reach the end" : c.identical ? "identical" + notRunText(c) : `differs: ${c.differences.length} step difference(s), end state ${c.end_state.identical ? "same" : "differs"}`;
       v.className = "badge " + (c.identical ? "ok" : "bad");
     }
+  }
+
+  // forkText says what meta.forked_from says: the tape forked, the fork point, what changed.
+  function forkText(f) {
+    const ov = Object.entries(f.overrides || {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ");
+    const served = Object.values(f.served || {}).reduce((a, b) => a + b, 0);
+    return `${f.tape_id} at thread ${f.thread} step ${f.step}; ${served} step${served === 1 ? "" : "s"} served from it${ov ? "; overrides: " + ov : ""}`;
   }
 
   // ---- lanes and the timeline ------------------------------------------------------------
@@ -238,6 +248,7 @@
         g.fillStyle = col.wait; g.fillRect(x0, y, Math.max(1, x1 - x0), BAR);
         g.fillStyle = col.stream; g.fillRect(x1, y, Math.max(1.5, x2 - x1), BAR);
         if (s.calls.some((k) => k.err)) { g.fillStyle = col.err; g.fillRect(x2 - 2, y - 2, 3, 3); }
+        if (ln.side === "rep" && S.repFound.has(i)) { g.strokeStyle = col.sel; g.lineWidth = 1; g.setLineDash([2, 2]); g.strokeRect(x0 - 2, y - 2, Math.max(3, x2 - x0) + 4, BAR + 4); g.setLineDash([]); }
         if (diffsOf(ln.side, i).length) { g.strokeStyle = col.diff; g.lineWidth = 2; g.strokeRect(x0 - 1, y - 1, Math.max(3, x2 - x0) + 2, BAR + 2); }
         if (S.sel && S.sel.side === ln.side && S.sel.i === i) { g.strokeStyle = col.sel; g.lineWidth = 2.5; g.strokeRect(x0 - 3, y - 3, Math.max(3, x2 - x0) + 6, BAR + 6); }
       }
@@ -488,31 +499,48 @@
   async function runSearch(q) {
     const gen = ++S.searchGen, rec = IX.recording;
     q = q.trim().toLowerCase();
-    const status = $("search-status");
-    if (!q) { S.shown = S.order; status.textContent = ""; updateCount(); renderRows(); return; }
+    const status = $("search-status"), repBox = $("search-replay");
+    S.repFound = new Set();
+    repBox.replaceChildren();
+    repBox.hidden = true;
+    if (!q) { S.shown = S.order; status.textContent = ""; updateCount(); renderRows(); drawTimeline(); return; }
     // Tool names and thread ids are in the index: those matches show at once; inputs and
-    // results are searched in each step's detail, decompressed a batch at a time.
+    // results are searched in each step's detail, decompressed a batch at a time. The
+    // replay, when there is one, is searched too: its matches are listed apart (the list
+    // holds the recording's steps) and ringed on the timeline.
     const found = new Set();
-    for (const i of S.order) {
-      const s = rec.steps[i];
-      if (s.calls.some((c) => c.name.toLowerCase().includes(q)) || rec.threads[s.th].id.toLowerCase() === q) found.add(i);
-    }
-    const show = () => { S.shown = S.order.filter((i) => found.has(i)); updateCount(); renderRows(); };
+    const quick = (t, s) => s.calls.some((c) => c.name.toLowerCase().includes(q)) || t.threads[s.th].id.toLowerCase() === q;
+    for (const i of S.order) if (quick(rec, rec.steps[i])) found.add(i);
+    const rep = IX.replay;
+    if (rep) rep.steps.forEach((s, i) => { if (quick(rep, s)) S.repFound.add(i); });
+    const show = () => { S.shown = S.order.filter((i) => found.has(i)); updateCount(); renderRows(); showReplayMatches(); };
     show();
-    const todo = S.order.filter((i) => !found.has(i) && rec.steps[i].calls.length);
+    const todo = S.order.filter((i) => !found.has(i) && rec.steps[i].calls.length).map((i) => ["rec", i]);
+    if (rep) rep.steps.forEach((s, i) => { if (!S.repFound.has(i) && s.calls.length) todo.push(["rep", i]); });
     for (let k = 0; k < todo.length; k += 32) {
       if (gen !== S.searchGen) return;
       status.textContent = `searching ${k} of ${todo.length}…`;
       const batch = todo.slice(k, k + 32);
-      const ds = await Promise.all(batch.map((i) => {
-        const [off, len] = rec.steps[i].b;
+      const ds = await Promise.all(batch.map(([side, i]) => {
+        const [off, len] = tapeOf(side).steps[i].b;
         return inflate(BLOBS.substring(off, off + len)).then(JSON.parse);
       }));
       if (gen !== S.searchGen) return;
-      batch.forEach((i, n) => { if (haystack(ds[n]).includes(q)) found.add(i); });
+      batch.forEach(([side, i], n) => { if (haystack(ds[n]).includes(q)) (side === "rec" ? found : S.repFound).add(i); });
       show();
     }
-    status.textContent = `${found.size} match${found.size === 1 ? "" : "es"}`;
+    status.textContent = `${found.size} match${found.size === 1 ? "" : "es"}` + (rep ? `, ${S.repFound.size} in the replay` : "");
+  }
+  // showReplayMatches lists the replay's matching steps as links, and rings them on the timeline.
+  function showReplayMatches() {
+    const box = $("search-replay"), rep = IX.replay;
+    if (!rep) return;
+    const is = [...S.repFound].sort((a, b) => rep.steps[a].req - rep.steps[b].req || a - b);
+    box.hidden = is.length === 0;
+    box.replaceChildren(...(is.length ? [el("span", { class: "dim", text: "in the replay: " })] : []),
+      ...is.slice(0, 50).map((i) => el("button", { class: "linkish", type: "button", "data-step": stepKey("rep", i), text: rep.threads[rep.steps[i].th].id + "·" + rep.steps[i].i, onclick: () => select("rep", i, true) })),
+      ...(is.length > 50 ? [el("span", { class: "dim", text: ` and ${is.length - 50} more` })] : []));
+    drawTimeline();
   }
 
   // ---- step detail -----------------------------------------------------------------------
@@ -592,7 +620,7 @@
     kv("timing", `sent ${fmtMS(s.req)}, first byte +${fmtMS(s.fb - s.req)}, last byte +${fmtMS(s.lb - s.req)}` + (s.next != null ? `, tool gap ${fmtMS(s.next - s.lb)}, next request at ${fmtMS(s.next)}` : ", last step of its thread"));
     kv("stop reason", s.stop || "–");
     kv("usage", `${fmtInt(u[0])} in, ${fmtInt(u[1])} out (${fmtInt(u[4])} reasoning), ${fmtInt(u[2])} cache read, ${fmtInt(u[3])} cache write`);
-    kv("cost", `${fmtUSD(s.usd)} (prices of ${t.cost.prices_date})`);
+    kv("cost", s.usd == null ? `unknown: the price table of ${t.cost.prices_date} has no price for ${s.model || "(no model)"} (tapebox view --prices FILE)` : `${fmtUSD(s.usd)} (prices of ${t.cost.prices_date})`);
     if (d.params && Object.keys(d.params).length) kv("params", Object.entries(d.params).filter(([k]) => k !== "model").map(([k, v]) => k + "=" + JSON.stringify(v)).join(", ") || "–");
     kids.push(dl);
     for (const df of diffs.filter((x) => !x.call_id || (x.field !== "tool_result" && x.field !== "tool_call.input"))) {

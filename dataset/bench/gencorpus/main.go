@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tapebox/tapebox/internal/tapegen"
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 )
 
 func main() {

@@ -166,12 +166,12 @@ func asRecorded(r tape.ToolResult, rec *tape.ToolResult) tape.ToolResult {
 // words results as it did before hello carried versions, picking between wordings from
 // the recorded result where it can.
 func (s *session) since(v string) bool {
-	return s.env.Version != "" && harnesses.CompareVersions(s.env.Version, v) >= 0
+	return s.env.HarnessVersion != "" && harnesses.CompareVersions(s.env.HarnessVersion, v) >= 0
 }
 
 // before says the recording names its harness version and it is older than v.
 func (s *session) before(v string) bool {
-	return s.env.Version != "" && harnesses.CompareVersions(s.env.Version, v) < 0
+	return s.env.HarnessVersion != "" && harnesses.CompareVersions(s.env.HarnessVersion, v) < 0
 }
 
 func pluralize(n int, word string) string {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/harness/claudecode"
-	"github.com/tapebox/tapebox/internal/harnesstest"
+	"github.com/tapebox/tapebox/internal/testutil/harnesstest"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -365,7 +365,7 @@ func TestMissingParameters(t *testing.T) {
 func TestNotOffered(t *testing.T) {
 	env, err := harness.NewEnv(t.TempDir(), nil, nil)
 	require.NoError(t, err)
-	env.Version = "2.1.332"
+	env.HarnessVersion = "2.1.332"
 	sess := claudecode.New().NewSession(env)
 	defer sess.Close()
 	u, ok := sess.(harness.Unoffered)

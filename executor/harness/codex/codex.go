@@ -42,6 +42,17 @@ func (s *session) Immediate(call tape.ToolCall) bool {
 	return !slices.Contains(Tools(), call.Name)
 }
 
+// Unsupported is Codex's answer to a call of a tool its request did not offer (Codex
+// 0.171: "unsupported call: shell"); nothing runs.
+func Unsupported(call tape.ToolCall) tape.ToolResult {
+	return text(call, "unsupported call: "+call.Name)
+}
+
+// NotOffered answers a call of a tool the recorded request did not offer: Unsupported.
+func (s *session) NotOffered(_ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {
+	return Unsupported(call)
+}
+
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	switch call.Name {
 	case "exec_command":

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness/codex"
-	"github.com/tapebox/tapebox/internal/harnesstest"
+	"github.com/tapebox/tapebox/internal/testutil/harnesstest"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -152,4 +152,25 @@ func TestTruncateTokens(t *testing.T) {
 	assert.Equal(t, "Total output lines: 1\n\néé…10 tokens truncated…éé", strings.ReplaceAll(got, strings.Repeat("é", 5), "éé"))
 	assert.Equal(t, 0, codex.ApproxTokens(0))
 	assert.Equal(t, 2, codex.ApproxTokens(5))
+}
+
+// A tool the recorded request did not offer gets Codex 0.171's answer, and nothing runs;
+// offered, it runs.
+func TestUnsupported(t *testing.T) {
+	f := newFixture(t)
+	assert.Equal(t, "unsupported call: shell", f.NotOffered("shell", m{"command": []string{"touch", "made.txt"}}))
+	assert.Equal(t, "unsupported call: update_plan", f.NotOffered("update_plan", m{"plan": []m{}}))
+	assert.NoFileExists(t, filepath.Join(f.Dir, "made.txt"))
+	assert.Contains(t, f.Text("shell", m{"command": []string{"touch", "made.txt"}}, nil), `"exit_code":0`)
+	assert.FileExists(t, filepath.Join(f.Dir, "made.txt"))
+}
+
+func TestExecWorkdir(t *testing.T) {
+	f := newFixture(t)
+	require.NoError(t, os.WriteFile(filepath.Join(f.Dir, "plain.txt"), nil, 0o644))
+	assert.Equal(t, `exec_command failed: CreateProcess { message: "Rejected(\"Failed to create unified exec process: No such file or directory (os error 2)\")" }`,
+		f.Text("exec_command", m{"cmd": "pwd", "workdir": "no/such"}, nil))
+	assert.Equal(t, `exec_command failed: CreateProcess { message: "Rejected(\"Failed to create unified exec process: Not a directory (os error 20)\")" }`,
+		f.Text("exec_command", m{"cmd": "pwd", "workdir": "plain.txt"}, nil))
+	assert.Equal(t, "patch rejected: empty patch", f.Text("apply_patch", m{"input": "*** Begin Patch\n*** End Patch"}, nil))
 }

@@ -16,15 +16,25 @@
 //     are counted as Codex approximates them, ceil(bytes/4); output over
 //     max_output_tokens (default 10000) is cut in the middle with "…N tokens
 //     truncated…", after the lines "Warning: truncated output (original token count: T)"
-//     and "Total output lines: N".
+//     and "Total output lines: N". A workdir that is missing or not a directory gets
+//     Codex's "exec_command failed: CreateProcess { ... }" and nothing runs.
 //   - apply_patch (custom tool, or a function tool with {"input": PATCH}, or a shell call
 //     whose argv is ["apply_patch", PATCH]): the full patch grammar of package action;
 //     success "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following
-//     files:\nA path\nM path\nD path\n", failure "apply_patch verification failed: ...".
+//     files:\nA path\nM path\nD path\n", failure "apply_patch verification failed: ...",
+//     a patch of no hunks "patch rejected: empty patch". As in Codex 0.171, lines a patch
+//     adds to a file end as its first line ends ("\r\n" in a CRLF file), context lines
+//     keep their ends, and a file that is not UTF-8 or a directory cannot be updated or
+//     deleted. A recording of Codex before 0.162 (hello's harness_version; the harness
+//     table's Since) gets that version's patches: every rewritten line ends in "\n".
 //   - shell and local_shell (argv) and shell_command (a script) of older versions: their
 //     JSON output {"output":...,"metadata":{"exit_code":N,"duration_seconds":S}}, or the
 //     text form "Exit code: N\nWall time: S seconds\nOutput:\n..." when the recorded
 //     result uses it (shell_command defaults to the text form).
+//
+// A tool the recorded request did not offer (hello's "tools", when the controller sends
+// them) gets Codex's "unsupported call: NAME", and nothing runs: Codex 0.171 offers no
+// shell, shell_command or update_plan, which older versions did.
 //
 // Everything else is a Noop (update_plan, view_image, web_search, request_user_input,
 // get_goal, create_goal, update_goal, tool_search, MCP tools ...): the recorded result is

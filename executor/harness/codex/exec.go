@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tapebox/tapebox/executor/action"
@@ -54,9 +56,11 @@ func yield(v *int64, def int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+// maxTokens is max_output_tokens, at most the default: Codex 0.171 cuts an output of
+// 10,002 tokens asked for with max_output_tokens 20000.
 func maxTokens(v *int) int {
 	if v != nil && *v > 0 {
-		return *v
+		return min(*v, defaultMaxTokens)
 	}
 	return defaultMaxTokens
 }
@@ -86,6 +90,17 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 			env, login = snap, false
 		}
 	}
+	dir := s.env.Path(in.Workdir)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		if err == nil {
+			err = syscall.ENOTDIR
+		}
+		if !in.TTY {
+			return text(call, `exec_command failed: CreateProcess { message: "Rejected(\"Failed to create unified exec process: `+action.IOErrorText(err)+`\")" }`)
+		}
+		// A terminal's command starts in the home directory instead (portable-pty).
+		dir = homeDir(s.env.Environ)
+	}
 	id := recordedSession(rec)
 	if id == 0 {
 		id = newSessionID()
@@ -100,7 +115,7 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 	// write_stdin can only poll); with tty, a pseudo-terminal that write_stdin types into.
 	_, err := s.env.Tasks.Start(ctx, action.TaskRequest{
 		ID: taskID(id), Command: in.Cmd, Shell: shellPath(in.Shell), Login: login,
-		Dir: s.env.Path(in.Workdir), Env: env, TTY: in.TTY,
+		Dir: dir, Env: env, TTY: in.TTY,
 	})
 	if err != nil {
 		return text(call, "exec_command failed: "+err.Error())
@@ -109,6 +124,17 @@ func (s *session) execCommand(ctx context.Context, call tape.ToolCall, rec *tape
 		return text(call, "exec_command failed: "+err.Error())
 	}
 	return s.collect(ctx, call, id, yield(in.YieldTimeMS, defaultExecYieldMS), maxTokens(in.MaxOutputTokens))
+}
+
+// homeDir is HOME in environ, or "/".
+func homeDir(environ []string) string {
+	home := "/"
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok && v != "" {
+			home = v
+		}
+	}
+	return home
 }
 
 // collect waits up to wait for the session's command, then reports the output since the
@@ -142,12 +168,18 @@ func (s *session) collect(ctx context.Context, call tape.ToolCall, id int, wait 
 			code = *st.ExitCode
 		}
 		fmt.Fprintf(&b, "Process exited with code %d\n", code)
+		// Codex ends what the command left in its process group (background jobs).
+		_ = s.env.Tasks.KillGroup(tid)
 		_ = s.env.Tasks.Remove(tid)
 	}
-	shown := TruncateTokens(string(out), tokens)
+	// Codex reads the output as UTF-8 the way Rust's from_utf8_lossy does, one U+FFFD for
+	// each invalid sequence. Its header counts the tokens of the bytes, the truncation
+	// warning those of that text (Codex 0.171: \xe9 bytes count 3 bytes each there).
+	utf := action.LossyUTF8(out)
+	shown := TruncateTokens(utf, tokens)
 	fmt.Fprintf(&b, "Original token count: %d\nOutput:\n", ApproxTokens(len(out)))
-	if len(shown) != len(out) || shown != string(out) {
-		fmt.Fprintf(&b, "Warning: truncated output (original token count: %d)\n", ApproxTokens(len(out)))
+	if shown != utf {
+		fmt.Fprintf(&b, "Warning: truncated output (original token count: %d)\n", ApproxTokens(len(utf)))
 	}
 	b.WriteString(shown)
 	return text(call, b.String())

@@ -7,6 +7,7 @@ import (
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // patchInput reads the patch text of an apply_patch call: a custom tool's text is stored
@@ -33,7 +34,11 @@ func patchInput(call tape.ToolCall) (string, bool) {
 
 // patch applies a patch and returns Codex's summary or its error text (ok false).
 func (s *session) patch(workdir, text string) (out string, ok bool) {
-	res, err := action.ApplyPatch(s.env.Path(workdir), text)
+	if hunks, err := action.ParsePatch(text); err == nil && len(hunks) == 0 {
+		return "patch rejected: empty patch", false
+	}
+	opts := action.PatchOptions{LFOnly: !harnesses.Codex.Has(s.env.HarnessVersion, harnesses.CodexPatchKeepsLineEnds)}
+	res, err := action.ApplyPatchWith(s.env.Path(workdir), text, opts)
 	if err != nil {
 		return "apply_patch verification failed: " + err.Error(), false
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // shell is the shell Pi runs commands with (getShellConfig): /bin/bash, else bash on the
@@ -60,7 +61,11 @@ func appendStatus(text, status string) string {
 // bashOutput is Pi's formatOutput: the output's last 2000 lines or 50 KB, and past that
 // a note naming the file that holds all of it.
 func (s *session) bashOutput(res action.ShellResult, empty string) string {
-	text := decodeUTF8(res.Output)
+	raw := res.Output
+	if !harnesses.Pi.Has(s.env.HarnessVersion, harnesses.PiBashWholeOutput) {
+		raw = rollingTail(raw)
+	}
+	text := decodeUTF8(raw)
 	t := truncateTail(text, maxLines, maxBytes)
 	if !t.truncated {
 		if text == "" {
@@ -83,6 +88,19 @@ func (s *session) bashOutput(res action.ShellResult, empty string) string {
 		return fmt.Sprintf("%s\n\n[Showing lines %d-%d of %d. Full output: %s]", out, first, last, t.totalLines, full)
 	}
 	return fmt.Sprintf("%s\n\n[Showing lines %d-%d of %d (%s limit). Full output: %s]", out, first, last, t.totalLines, formatSize(maxBytes), full)
+}
+
+// rollingTail is what Pi before 0.73 kept of a command's output to format it: the last
+// of the chunks it read (64 KiB each from a fast writer's pipe), dropping the oldest while
+// they held more than 100 KB and more than one was left.
+func rollingTail(out []byte) []byte {
+	const chunk, keep = 64 << 10, 2 * maxBytes
+	start, n := 0, len(out)
+	for n > keep && len(out)-start > chunk {
+		start += chunk
+		n = len(out) - start
+	}
+	return out[start:]
 }
 
 // saveOutput keeps a truncated command's whole output in the state directory, as Pi keeps

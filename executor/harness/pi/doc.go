@@ -40,6 +40,10 @@
 // find (fd, whose version-dependent output Pi relativizes) and any tool of an extension
 // replay the recorded result (Noop).
 //
+// Older versions, by hello's harness_version and the harness table's Since (checked against
+// Pi 0.67.1): edit of a file it cannot open says "File not found: P" before 0.71; bash
+// before 0.73 formats only the last 64 KiB chunks it read while they held more than 100 KB.
+//
 // Policy: parallel_tool_calls true (Pi's agent loop runs one answer's calls together);
 // spawning_tools none.
 package pi

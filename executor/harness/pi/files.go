@@ -18,6 +18,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
 // resolve is Pi's resolveToCwd: a leading "@" dropped, Unicode spaces made plain, "~"
@@ -248,6 +249,9 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, _ *tape.ToolResult
 	}
 	abs := s.resolve(path)
 	if err := syscall.Access(abs, 4|2); err != nil {
+		if !harnesses.Pi.Has(s.env.HarnessVersion, harnesses.PiEditErrorCode) {
+			return fail(call, "File not found: "+path)
+		}
 		return fail(call, fmt.Sprintf("Could not edit file: %s. Error code: %s.", path, errnoCode(err)))
 	}
 	b, err := os.ReadFile(abs)
@@ -520,33 +524,72 @@ func (s *session) ls(_ context.Context, call tape.ToolCall, _ *tape.ToolResult) 
 // letters.
 const asciiOrder = "\t\n\v\f\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
 
-var asciiWeight [128]uint8
+// latinFold maps the accented Latin letters of Latin-1 and Latin Extended-A to the letter
+// they sort with at the first level.
+var latinFold = map[rune]rune{}
+
+func init() {
+	for base, accented := range map[rune]string{
+		'a': "àáâãäåāăą", 'c': "çćĉċč", 'd': "ďđ", 'e': "èéêëēĕėęě", 'g': "ĝğġģ", 'h': "ĥħ",
+		'i': "ìíîïĩīĭįı", 'j': "ĵ", 'k': "ķ", 'l': "ĺļľŀł", 'n': "ñńņňŉ", 'o': "òóôõöøōŏő",
+		'r': "ŕŗř", 's': "śŝşš", 't': "ţťŧ", 'u': "ùúûüũūŭůűų", 'w': "ŵ", 'y': "ýÿŷ", 'z': "źżž",
+	} {
+		for _, r := range accented {
+			latinFold[r] = base
+		}
+	}
+}
+
+var asciiWeight [128]int
 
 func init() {
 	for i := range asciiWeight {
-		asciiWeight[i] = uint8(i) // control characters, before the rest
+		asciiWeight[i] = i // control characters, before the rest
 	}
 	for i := 0; i < len(asciiOrder); i++ {
-		asciiWeight[asciiOrder[i]] = uint8(128 + i)
+		asciiWeight[asciiOrder[i]] = 256 + 2*i
 	}
 }
 
-// collate compares two names as localeCompare does at the first level for ASCII; other
-// characters come after, by code point (ICU's weights for them are not linked here).
+// collate compares two names (lower case) as localeCompare does at the first level:
+// ASCII in ICU's order, accented Latin letters with their base letter, combining marks
+// ignored, other symbols (emoji) among the symbols before "$", other scripts after Latin
+// by code point. Names equal at that level are ordered by their bytes.
 func collate(a, b string) int {
-	ar, br := []rune(a), []rune(b)
+	ar, br := primary(a), primary(b)
 	for i := 0; i < len(ar) && i < len(br); i++ {
-		wa, wb := weight(ar[i]), weight(br[i])
-		if wa != wb {
-			return wa - wb
+		if ar[i] != br[i] {
+			return ar[i] - br[i]
 		}
 	}
-	return len(ar) - len(br)
+	if len(ar) != len(br) {
+		return len(ar) - len(br)
+	}
+	return strings.Compare(a, b)
 }
 
-func weight(r rune) int {
-	if r < 128 {
-		return int(asciiWeight[r])
+// primary returns the first-level weights of s.
+func primary(s string) []int {
+	w := make([]int, 0, len(s))
+	for _, r := range s {
+		if r >= 0x300 && r <= 0x36F {
+			continue // a combining mark: ignorable at the first level
+		}
+		if r == 'ß' { // "ss" at the first level
+			w = append(w, asciiWeight['s'], asciiWeight['s'])
+			continue
+		}
+		if base, ok := latinFold[r]; ok {
+			r = base
+		}
+		switch {
+		case r < 128:
+			w = append(w, asciiWeight[r])
+		case r >= 0x2000 && r <= 0x2BFF, r >= 0x1F000 && r <= 0x1FAFF:
+			w = append(w, asciiWeight['$']-1) // symbols and emoji
+		default:
+			w = append(w, 1<<16+int(r))
+		}
 	}
-	return 1<<8 + int(r)
+	return w
 }

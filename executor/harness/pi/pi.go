@@ -35,6 +35,15 @@ func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolRes
 	return tools.Run(s, ctx, call, rec)
 }
 
+// NotOffered answers a call of a tool the recorded request did not offer: NotFound.
+func (s *session) NotOffered(_ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {
+	return NotFound(call)
+}
+
+// NotFound is Pi's answer to a call of a tool its request did not offer (pi-agent-core's
+// "Tool NAME not found", an error); nothing runs.
+func NotFound(call tape.ToolCall) tape.ToolResult { return fail(call, "Tool "+call.Name+" not found") }
+
 // Immediate says a call runs on the executor's reading goroutine: a Noop, which replays
 // its recorded result at once, and edit and write. Pi queues the changes to one file in the
 // order of the calls (withFileMutationQueue), so that two edits of a file in one answer

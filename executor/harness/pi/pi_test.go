@@ -12,7 +12,7 @@ import (
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/harness/pi"
-	"github.com/tapebox/tapebox/internal/harnesstest"
+	"github.com/tapebox/tapebox/internal/testutil/harnesstest"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -166,3 +166,31 @@ func TestNoopTools(t *testing.T) {
 
 // m is a tool call's input.
 type m = map[string]any
+
+// Before 0.71, edit of a file it cannot open said "File not found: P" (Pi 0.67.1).
+func TestEditOlderVersion(t *testing.T) {
+	f := harnesstest.New(t, pi.New(), "toolu_1", nil)
+	f.Env.HarnessVersion = "0.67.1"
+	assert.Equal(t, "File not found: gone.txt", f.Text("edit", map[string]any{"path": "gone.txt", "edits": []map[string]any{{"oldText": "a", "newText": "b"}}}, nil))
+	f.Env.HarnessVersion = "0.73.1"
+	assert.Equal(t, "Could not edit file: gone.txt. Error code: ENOENT.", f.Text("edit", map[string]any{"path": "gone.txt", "edits": []map[string]any{{"oldText": "a", "newText": "b"}}}, nil))
+}
+
+// Before 0.73, bash formatted the last 64 KiB chunks of the output (Pi 0.67.1: seq 1 30000
+// shows "lines 4306-6305 of 6305").
+func TestBashOlderVersionTail(t *testing.T) {
+	f := harnesstest.New(t, pi.New(), "toolu_1", nil)
+	f.Env.HarnessVersion = "0.67.1"
+	assert.True(t, strings.Contains(f.Text("bash", map[string]any{"command": "seq 1 30000"}, nil), "\n\n[Showing lines 4306-6305 of 6305. Full output: "))
+	f.Env.HarnessVersion = ""
+	assert.True(t, strings.Contains(f.Text("bash", map[string]any{"command": "seq 1 30000"}, nil), "\n\n[Showing lines 28002-30001 of 30001. Full output: "))
+}
+
+// ß sorts as "ss" (Pi 0.73.1: "src/" before "ß-notes.tar.gz").
+func TestLsSharpS(t *testing.T) {
+	f := harnesstest.New(t, pi.New(), "toolu_1", nil)
+	for _, n := range []string{"ß-notes.tar.gz", "sub", "src", "notes.json"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(f.Dir, n), 0o755))
+	}
+	assert.Equal(t, "notes.json/\nsrc/\nß-notes.tar.gz/\nsub/", f.Text("ls", map[string]any{}, nil))
+}

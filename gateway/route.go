@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
+)
+
+// modelProviders are the wire formats whose model calls the gateway records.
+var modelProviders = []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses}
+
+// route is where a request goes and what it is. fwd is the path forwarded upstream (after
+// the upstream's own base path): the request's path as sent, still escaped, its /r/LABEL
+// prefix removed. The request is a model call of provider p when fwd is exactly that
+// provider's path (provider.Path: /v1/messages, /v1/chat/completions, /v1/responses), byte
+// for byte: what is matched is what is forwarded, so a key injected on a model call goes to
+// the model call's path and nowhere else.
+//
+// ambiguous is set for a path that is not a model call's as sent but could be read as one:
+// its decoded form, with dot segments resolved, ";" parameters and a trailing slash dropped
+// and case folded, ends in a model call's path (/v1/files%2F..%2F..%2Fv1%2Fmessages,
+// /v1/files/abc;/v1/messages, /v1/organizations/me/v1/messages, /v1/messages/). Some
+// server on the way could route it to the model; the gateway refuses such a POST rather
+// than let a model call through that it neither records nor counts.
+func route(r *http.Request) (fwd string, p tape.Provider, model, ambiguous bool) {
+	fwd = upstreamPath(r.URL.EscapedPath())
+	for _, q := range modelProviders {
+		if fwd == provider.Path(q) {
+			return fwd, q, true, false
+		}
+	}
+	loose := strings.ToLower(upstreamPath(r.URL.Path))
+	for _, v := range []string{loose, path.Clean("/" + dropParams(loose))} {
+		for _, q := range modelProviders {
+			if strings.HasSuffix(v, provider.Path(q)) {
+				return fwd, q, false, true
+			}
+		}
+	}
+	return fwd, "", false, false
+}
+
+// dropParams removes the ";" parameters of each segment of a path (RFC 3986 3.3), as some
+// servers do before routing.
+func dropParams(p string) string {
+	if !strings.Contains(p, ";") {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i], _, _ = strings.Cut(s, ";")
+	}
+	return strings.Join(segs, "/")
+}

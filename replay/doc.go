@@ -1,0 +1,17 @@
+// Package replay is the replay use case: play a tape, in executor mode, in a fresh sandbox
+// named by a spec. Run finds and checks the tape's start snapshot, opens the sandbox with the
+// one set of defaults every caller shares (where the tool calls run, which sandboxes get the
+// executor installed), plays the tape with controller.Replay, which restores the snapshot and
+// reads the end manifest, compares the replay with its recording when asked, and closes the
+// sandbox.
+//
+//	res, err := replay.Run(ctx, rec, "docker-image:tapebox/sandbox:bookworm",
+//		replay.Options{TapePath: "run.json", Compare: true})
+//
+// Open and Play split Run in two for callers that make sandboxes ready ahead of their
+// replays (a corpus's warm pool) or keep one open after it (testkit's end-state checks).
+//
+// The command line (tapebox replay, bench, demo, replay --corpus), testkit and package corpus
+// all replay through it; package fork opens its container through Open's rules too. The
+// package links no sandbox backend: the program imports the ones it wants (sandbox/all).
+package replay

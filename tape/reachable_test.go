@@ -1,0 +1,51 @@
+package tape_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/tape"
+)
+
+// TestReachableSetAgreesWithWalking: reachableSet finds the threads that walking up each
+// thread's parents (walkUp, the way it was done per step) reaches the main thread from, on
+// random trees with circles, missing parents, repeated ids and several parentless threads.
+func TestReachableSetAgreesWithWalking(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 500 {
+		tp := tape.New(tape.ProviderAnthropic, time.Unix(0, 0))
+		n := 1 + rng.IntN(8)
+		for i := range n {
+			th := &tape.Thread{ID: fmt.Sprint("t", rng.IntN(n+1))}
+			if rng.IntN(4) > 0 || i > 0 && rng.IntN(2) == 0 {
+				th.Parent = &tape.Parent{ThreadID: fmt.Sprint("t", rng.IntN(n+2)), ToolCallID: "c"}
+			}
+			tp.Threads = append(tp.Threads, th)
+		}
+		set := tp.Reachable()
+		for _, th := range tp.Threads {
+			require.Equal(t, walkUp(tp, th), set[th], "round %d thread %s", round, th.ID)
+		}
+	}
+}
+
+// walkUp says whether th is the main thread or descends from it, walking up its parents.
+func walkUp(t *tape.Tape, th *tape.Thread) bool {
+	main := t.Main()
+	for range len(t.Threads) + 1 {
+		if th == main {
+			return true
+		}
+		if th.Parent == nil {
+			return false
+		}
+		if th = t.Thread(th.Parent.ThreadID); th == nil {
+			return false
+		}
+	}
+	return false
+}

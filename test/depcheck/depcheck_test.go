@@ -254,13 +254,17 @@ func why(pkgs map[string]pkg, name, prefix string) string {
 }
 
 // TestExecutorSize builds the sandbox-side executor as `make executor` does, for both
-// architectures, and holds it to its budget of 3 MiB and, from the amd64 link's dependency
-// dump, to linking no encoding/json decoder or encoder (see linksEncodingJSON).
+// architectures, and holds it to its budget of 3.5 MiB and, from the amd64 link's dependency
+// dump, to linking no encoding/json decoder or encoder (see linksEncodingJSON). The budget was
+// 3 MiB until the differential tests of issue 29 (Claude Code 2.1's file refusals and CRLF
+// edits, Codex's CRLF patches and version-dependent behaviours, each harness's answer to a
+// tool its request did not offer) took the amd64 binary 162 bytes over it; that issue allows
+// up to 4 MiB where fidelity needs it, and 3.5 MiB leaves room for the next harness modules.
 func TestExecutorSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two binaries")
 	}
-	const budget = 3 << 20
+	const budget = 7 << 19 // 3.5 MiB
 	for _, arch := range []string{"amd64", "arm64"} {
 		out := t.TempDir() + "/tapebox-exec-" + arch
 		ldflags := "-ldflags=-s -w"

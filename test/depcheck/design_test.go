@@ -70,7 +70,7 @@ func readTable(t *testing.T) table {
 				t.Fatalf("%s: a continuation line before any package", where)
 			}
 			e := &tb.entries[len(tb.entries)-1]
-			if len(e.comment) == 0 && strings.HasSuffix(e.deps[len(e.deps)-1], ",") {
+			if len(e.comment) == 0 && len(e.deps) > 0 && strings.HasSuffix(e.deps[len(e.deps)-1], ",") {
 				// The arrows go on: "DEP, DEP," then "DEP  (comment)".
 				e.deps[len(e.deps)-1] = strings.TrimSuffix(e.deps[len(e.deps)-1], ",")
 				e.parse(line)

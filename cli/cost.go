@@ -5,12 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -75,13 +71,9 @@ rate, as tapes do not say how long a write was kept. Exits 1 when a tape cannot 
 	if err != nil {
 		return failf(env, "cost", "%v", err)
 	}
-	var paths []string
-	for _, a := range fs.Args() {
-		ps, err := tapePaths(a)
-		if err != nil {
-			return failf(env, "cost", "%v", err)
-		}
-		paths = append(paths, ps...)
+	paths, err := tapeArgs(fs.Args())
+	if err != nil {
+		return failf(env, "cost", "%v", err)
 	}
 	if len(paths) == 0 {
 		return failf(env, "cost", "no tape (*.json) in %s", strings.Join(fs.Args(), ", "))
@@ -192,30 +184,4 @@ func stepsOf(ms []prices.ModelCost) int {
 		n += m.Steps
 	}
 	return n
-}
-
-// tapePaths is path when it is a file, else the *.json files under it at any depth, sorted.
-func tapePaths(path string) ([]string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return []string{path}, nil
-	}
-	var out []string
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".json") {
-			out = append(out, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list tapes in %s: %w", path, err)
-	}
-	sort.Strings(out)
-	return out, nil
 }

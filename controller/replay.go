@@ -378,7 +378,7 @@ func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.
 		r := recorded
 		rp = &r
 	}
-	res, err := p.callWithRestart(ctx, c, rp, !offered(st, c.Name))
+	res, err := p.callWithRestart(ctx, c, rp, !offered(st, c))
 	if err != nil {
 		return tape.ToolResult{}, err
 	}
@@ -390,15 +390,17 @@ func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.
 	return res, nil
 }
 
-// offered says whether the request of step st offered the tool name: its tool list names
-// it, or the list is empty (a request that offered no tools at all, or whose body the
-// recorder did not keep, tells nothing).
-func offered(st *tape.Step, name string) bool {
-	if len(st.Request.Tools) == 0 {
+// offered says whether the request of step st offered the tool of call c: its tool list
+// names it, or the list is empty (a request that offered no tools at all, or whose body the
+// recorder did not keep, tells nothing), or the call is of a deferred namespace's tool
+// (Codex's multi_agent_v1 spawn_agent and wait_agent), which the harness loads outside the
+// request's list.
+func offered(st *tape.Step, c tape.ToolCall) bool {
+	if len(st.Request.Tools) == 0 || c.Namespace != "" {
 		return true
 	}
 	for _, t := range st.Request.Tools {
-		if t.Name == name {
+		if t.Name == c.Name {
 			return true
 		}
 	}

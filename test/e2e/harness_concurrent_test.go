@@ -14,6 +14,7 @@ import (
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
@@ -67,6 +68,7 @@ func codexConcurrentRuns(t *testing.T, r *rig) {
 	// and compare here looks at the tool calls and results only.
 	require.NotNil(t, rec.Meta.Workspace, "tapebox record took the workspace")
 	rec.Meta.Workspace = nil
+	require.NoError(t, seal.Tape(rec, nil), "sealed again: replay refuses a tape changed after its digests")
 	recPath := filepath.Join(t.TempDir(), "recording-no-workspace.json")
 	require.NoError(t, tape.Save(recPath, rec))
 

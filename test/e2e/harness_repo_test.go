@@ -13,6 +13,7 @@ import (
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/internal/testutil/dockertest"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/workspace"
 )
@@ -154,6 +155,9 @@ func repoReplays(t *testing.T, r *rig, c realCase, recPath string) {
 	require.NoError(t, err)
 	rec.Meta.Workspace.Snapshot = filepath.Base(workspace.SnapshotPath(spoiled))
 	rec.Meta.Workspace.Digest, rec.Meta.Workspace.Size, rec.Meta.Workspace.Files, rec.Meta.Workspace.Bytes = info.Digest, info.Size, info.Files, info.Bytes
+	// Sealed again, as an honest tape of that start would be: replay refuses a tape changed
+	// after its digests were written.
+	require.NoError(t, seal.Tape(rec, nil))
 	require.NoError(t, tape.Save(spoiled, rec))
 	spoiledRep := filepath.Join(dir, "spoiled-replay.json")
 	code, _, errOut = r.run(t, t.TempDir(), cleanEnv(), "replay", "--tape", spoiled, "--sandbox", "docker-image:tapebox/sandbox:bookworm",

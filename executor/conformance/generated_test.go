@@ -105,6 +105,14 @@ type divergence struct {
 // TestGenerated runs generated sequences through each harness and the executor.
 func TestGenerated(t *testing.T) {
 	bin := executorBinary(t)
+	ran := 0
+	defer func() {
+		// A -gen.harness or -gen.version that names nothing would otherwise pass having run
+		// nothing ("0.171.0" instead of "pinned").
+		if ran == 0 {
+			t.Errorf("no harness version matches -gen.harness %q -gen.version %q: versions are \"pinned\" or an alias (codex-0.161, pi-0.67)", *genHarness, *genVersion)
+		}
+	}()
 	for _, h := range harnesses {
 		gen, ok := grammars[h.name]
 		if !ok || (*genHarness != "" && *genHarness != h.name) {
@@ -115,6 +123,7 @@ func TestGenerated(t *testing.T) {
 			if *genVersion != "" && *genVersion != v {
 				continue
 			}
+			ran++
 			t.Run(h.name+"/"+v, func(t *testing.T) {
 				if v != "pinned" {
 					p, err := realharness.AliasPath(h.name, v)

@@ -59,6 +59,38 @@ func procKB(t *testing.T, pid int, field string) int64 {
 	return 0
 }
 
+// measuredGateway is a `tapebox gateway` process recording to out, in front of a bigbody
+// upstream, after one small call: idle is its resident set then (KB), and its peak (VmHWM)
+// is reset, so that VmHWM - idle is what the calls after it grew it by.
+type measuredGateway struct {
+	proc      *gatewayProc
+	up        *bigbody.Upstream
+	out, base string
+	pid       int
+	idle      int64
+}
+
+// startMeasuredGateway starts one; it skips where /proc cannot measure or reset memory.
+func startMeasuredGateway(t *testing.T) measuredGateway {
+	t.Helper()
+	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
+		t.Skipf("no /proc to measure memory with: %v", err)
+	}
+	bin := buildTapebox(t)
+	g := measuredGateway{up: &bigbody.Upstream{}, out: filepath.Join(t.TempDir(), "run.json")}
+	srv := httptest.NewServer(g.up)
+	t.Cleanup(srv.Close)
+	g.proc = startGatewayProc(t, bin, g.out, srv.URL, "--quiet")
+	g.base = "http://" + g.proc.url
+	g.pid = g.proc.cmd.Process.Pid
+	callSized(t, g.base, g.up, "small")
+	g.idle = procKB(t, g.pid, "VmRSS")
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", g.pid), []byte("5"), 0); err != nil {
+		t.Skipf("cannot reset the gateway's peak RSS: %v", err)
+	}
+	return g
+}
+
 // TestGatewayLargeAnswersMemory sends a 100 MB JSON answer and a 100 MB stream through a
 // `tapebox gateway` process and measures how far its resident set grows over idle (VmHWM,
 // reset before the calls). The bound is loose: the target is 64 MB, BenchmarkMemory/gateway
@@ -68,23 +100,8 @@ func TestGatewayLargeAnswersMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 200 MB through a gateway process")
 	}
-	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
-		t.Skipf("no /proc to measure memory with: %v", err)
-	}
-	bin := buildTapebox(t)
-	up := &bigbody.Upstream{}
-	srv := httptest.NewServer(up)
-	defer srv.Close()
-	out := filepath.Join(t.TempDir(), "run.json")
-	p := startGatewayProc(t, bin, out, srv.URL, "--quiet")
-	base := "http://" + p.url
-	pid := p.cmd.Process.Pid
-
-	callSized(t, base, up, "small")
-	idle := procKB(t, pid, "VmRSS")
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
-		t.Skipf("cannot reset the gateway's peak RSS: %v", err)
-	}
+	g := startMeasuredGateway(t)
+	p, up, out, base, pid, idle := g.proc, g.up, g.out, g.base, g.pid, g.idle
 	sizes := map[string]int64{}
 	for _, answer := range []string{"json 104857600", "sse 104857600"} {
 		sizes[answer] = callSized(t, base, up, answer)
@@ -118,29 +135,16 @@ func TestGatewayLargeAnswersMemory(t *testing.T) {
 // recording limit: each is recorded whole) through a `tapebox gateway` process and measures
 // how far its resident set grows over idle. The bound is loose, three times the 300 MB in
 // flight: the target is 1.5x, and BenchmarkMemory/gateway/requests=10x30MB-concurrent
-// measures it (about 1x on a quiet machine); on a machine loaded 15 times over its cores
-// the collector lags and the same code grew 2.0-2.2x. The bound is for the regression: the
-// gateway that buffered whole bodies grew by 1.5 GB (5x). Every call is recorded.
+// measures it (0.96-1.03x). This test has measured 2.0-2.2x in every run so far, busy machine
+// or not, a difference from the benchmark not yet explained. The bound is for the
+// regression: the gateway that buffered whole bodies grew by 1.5 GB (5x). Every call is
+// recorded.
 func TestGatewayConcurrentBodiesMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 300 MB through a gateway process")
 	}
-	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
-		t.Skipf("no /proc to measure memory with: %v", err)
-	}
-	bin := buildTapebox(t)
-	up := &bigbody.Upstream{}
-	srv := httptest.NewServer(up)
-	defer srv.Close()
-	out := filepath.Join(t.TempDir(), "run.json")
-	p := startGatewayProc(t, bin, out, srv.URL, "--quiet")
-	base := "http://" + p.url
-	pid := p.cmd.Process.Pid
-	callSized(t, base, up, "small")
-	idle := procKB(t, pid, "VmRSS")
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
-		t.Skipf("cannot reset the gateway's peak RSS: %v", err)
-	}
+	g := startMeasuredGateway(t)
+	p, out, base, pid, idle := g.proc, g.out, g.base, g.pid, g.idle
 	const calls, size = 10, 30 << 20
 	n, _ := io.Copy(io.Discard, bigbody.Request(size, false))
 	errs := make(chan error, calls)

@@ -337,12 +337,9 @@ func (sc *scan) add(h hit, f Finding) {
 // (a header x-custom-key, a member password). The prefilter (engine.candidate) passes
 // over the strings that hold no keyword of any rule, most of a tape, without a copy.
 func (sc *scan) hits(field, value string) ([]hit, error) {
-	var mh maphash.Hash
-	mh.SetSeed(memoSeed)
-	mh.WriteString(field)
-	mh.WriteByte(0)
-	mh.WriteString(value)
-	key := memoKey{mh.Sum64(), len(field) + len(value)}
+	// Two hashes in one call each (maphash.Hash would hash the value 128 bytes at a
+	// time), the field's with a seed of its own.
+	key := memoKey{maphash.String(memoSeed, value), maphash.String(fieldSeed, field), len(value)}
 	if hs, ok := sc.memo[key]; ok {
 		return hs, nil
 	}
@@ -361,13 +358,13 @@ func (sc *scan) hits(field, value string) ([]hit, error) {
 
 // memoSeed seeds the hash of the memo's keys: random for each process, so that no tape
 // can be made to collide with another string on purpose.
-var memoSeed = maphash.MakeSeed()
+var memoSeed, fieldSeed = maphash.MakeSeed(), maphash.MakeSeed()
 
-// memoKey identifies a string already scanned: a 64-bit hash of it (and its member name)
-// and its length.
+// memoKey identifies a string already scanned: a 64-bit hash of it, one of its member
+// name, and its length.
 type memoKey struct {
-	hash uint64
-	n    int
+	hash, field uint64
+	n           int
 }
 
 // scanOne scans one string: hits without the memo.

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
@@ -35,7 +34,7 @@ type Config struct {
 	Overrides Overrides
 	// Output is the fork tape's path (required).
 	Output string
-	// Speed paces the served steps as controller.SimulatorOptions.Speed does (0: none).
+	// Speed paces the served steps as gateway.SimulatorOptions.Speed does (0: none).
 	Speed float64
 	// Workspace, when set, is the directory the harness works in, the recording's start
 	// snapshot already restored there: the fork tape snapshots it (so that the fork tape
@@ -54,7 +53,7 @@ type Server struct {
 	cfg    Config
 	thread *tape.Thread
 	until  map[string]int
-	sim    *controller.Simulator
+	sim    *gateway.Simulator
 	gw     *gateway.Gateway
 	start  time.Time
 
@@ -127,7 +126,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, thread: th, until: Prefix(cfg.Recording, th, cfg.At), ready: make(chan struct{}), start: time.Now()}
 	s.idle = sync.NewCond(&s.mu)
-	s.sim, err = controller.NewSimulator(cfg.Recording, controller.SimulatorOptions{
+	s.sim, err = gateway.NewSimulator(cfg.Recording, gateway.SimulatorOptions{
 		Speed: cfg.Speed, Logf: func(f string, a ...any) { cfg.Logf("tape: "+f, a...) },
 		Until: s.until, Beyond: s.beyond,
 	})

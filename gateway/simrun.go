@@ -1,4 +1,4 @@
-package controller
+package gateway
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func newSimRun(s *Simulator, name string) (*simRun, error) {
 	start := s.opts.Now()
 	r := &simRun{s: s, name: name, start: start, ids: match.NewIdentifiers(s.rec),
 		served: make([]int, len(s.rec.Threads)), written: make([]int, len(s.rec.Threads))}
-	r.out = newReplayTape(s.rec, start, map[string]string{"mode": "simulator", "run": name})
+	r.out = tape.ReplayOf(s.rec, start, map[string]string{"mode": "simulator", "run": name})
 	if out := OutputFor(s.opts.Output, name); out != "" {
 		w, err := tape.Create(out, r.out)
 		if err != nil {
@@ -49,25 +49,6 @@ func newSimRun(s *Simulator, name string) (*simRun, error) {
 	}
 	s.opts.Logf("run %s: started", name)
 	return r, nil
-}
-
-// newReplayTape starts a replay tape of rec: its meta with replay_of set, and every thread of
-// the recording (same ids and parents), to be filled as they are played.
-func newReplayTape(rec *tape.Tape, start time.Time, labels map[string]string) *tape.Tape {
-	out := tape.New(rec.Meta.Provider, start)
-	m := rec.Meta
-	recID := m.TapeID
-	out.Meta = tape.Meta{TapeID: out.Meta.TapeID, Harness: m.Harness, HarnessVersion: m.HarnessVersion,
-		Provider: m.Provider, Model: m.Model, StartedAt: start.UTC(), Task: m.Task, ReplayOf: &recID, Labels: labels}
-	for k, v := range m.Labels {
-		if _, ok := out.Meta.Labels[k]; !ok {
-			out.Meta.Labels[k] = v
-		}
-	}
-	for _, th := range rec.Threads {
-		out.Threads = append(out.Threads, &tape.Thread{ID: th.ID, Parent: th.Parent, Steps: []*tape.Step{}})
-	}
-	return out
 }
 
 func (r *simRun) isDone() bool {
@@ -127,7 +108,7 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 	}
 	in.Timing = tape.Timing{RequestAt: r.ms(arrived), FirstByteAt: r.ms(arrived), LastByteAt: r.ms(end)}
 	if len(resp.Chunks) > 0 {
-		in.Timing.FirstByteAt = r.ms(arrived.Add(msDur(resp.Chunks[0].AtMS)))
+		in.Timing.FirstByteAt = r.ms(arrived.Add(time.Duration(resp.Chunks[0].AtMS * float64(time.Millisecond))))
 	}
 	r.record(ti, si, in)
 }
@@ -489,12 +470,12 @@ func (r *simRun) recordEndState() {
 	if w == nil || dir == "" {
 		return
 	}
-	m, err := workspace.ManifestDir(context.Background(), dir, endOptions(w, r.s.opts.WorkspaceExclude))
+	m, err := workspace.ManifestDir(context.Background(), dir, workspace.Recorded(w, r.s.opts.WorkspaceExclude...))
 	if err != nil {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 		return
 	}
-	if err := setEndWorkspace(r.out, r.w, w, m); err != nil {
+	if err := setReplayEnd(r.out, r.w, w, m); err != nil {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 	}
 }

@@ -1,13 +1,11 @@
-package controller
+package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,7 +16,6 @@ import (
 	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
-	"github.com/tapebox/tapebox/workspace"
 )
 
 // SimulatorOptions configure simulator mode.
@@ -46,25 +43,6 @@ type SimulatorOptions struct {
 	Until map[string]int
 	// Beyond receives the requests past Until, their body already read; required with Until.
 	Beyond func(w http.ResponseWriter, r *http.Request, body []byte, thread string, step int)
-}
-
-// RestoreSnapshot puts a recording's start snapshot (SnapshotFor) into dir, which must be
-// empty or missing, for a simulator run whose harness works there. A tape without a snapshot
-// needs only the directory.
-func RestoreSnapshot(ctx context.Context, rec *tape.Tape, snapshot, dir string) error {
-	w := rec.Meta.Workspace
-	if w == nil || w.Snapshot == "" || snapshot == "" {
-		return os.MkdirAll(dir, 0o755)
-	}
-	f, err := os.Open(snapshot)
-	if err != nil {
-		return fmt.Errorf("restore the workspace: %w", err)
-	}
-	defer f.Close()
-	if err := workspace.Restore(ctx, f, workspace.InfoOf(w), dir); err != nil {
-		return fmt.Errorf("restore the workspace into %s: %w", dir, err)
-	}
-	return nil
 }
 
 // Simulator serves a tape's recorded responses on the providers' own paths, so that a real

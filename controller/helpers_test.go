@@ -46,4 +46,3 @@ func record(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
 	require.NoError(t, err)
 	return rec, out
 }
-

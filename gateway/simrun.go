@@ -78,7 +78,7 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 	arrived := r.s.opts.Now()
 	if !json.Valid(body) {
 		r.s.opts.Logf("run %s: %s: the body is not JSON", r.name, hr.URL.Path)
-		writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the request body is not JSON")
+		writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the request body is not JSON"))
 		return
 	}
 	in := &tape.Step{Request: tape.Request{Path: tape.RedactURL(hr.URL.RequestURI()), Raw: json.RawMessage(body), Headers: simHeaders(hr.Header)}}
@@ -234,7 +234,7 @@ func (r *simRun) write(w http.ResponseWriter, hr *http.Request, rec *tape.Step, 
 	stream := len(src.Chunks) > 0
 	raw := bytes.TrimSpace(src.Raw)
 	if !stream && (len(raw) == 0 || string(raw) == "null") {
-		writeProviderError(w, r.s.rec.Meta.Provider, http.StatusInternalServerError, "api_error", "tapebox simulator: the tape has no raw response for this step")
+		writeError(w, r.s.rec.Meta.Provider, simError(http.StatusInternalServerError, "api_error", "tapebox simulator: the tape has no raw response for this step"))
 		served.Status = http.StatusInternalServerError
 		return served, fmt.Errorf("the tape has no raw response")
 	}
@@ -417,14 +417,13 @@ func (r *simRun) complete() bool {
 func (r *simRun) diverge(w http.ResponseWriter, p tape.Provider, in *tape.Step, ti int, arrived time.Time, d *divergence) {
 	msg := "tapebox simulator: run " + r.name + " diverged from the tape: " + d.Error()
 	r.s.opts.Logf("%s", msg)
-	writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error", msg)
+	errBody := writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error", msg))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
 		return
 	}
 	if ti >= 0 {
-		errBody, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "invalid_request_error", "message": msg}})
 		in.Response = tape.Response{Status: http.StatusBadRequest, Raw: errBody}
 		in.ToolCalls = nil
 		in.Timing = tape.Timing{RequestAt: r.ms(arrived), FirstByteAt: r.ms(arrived), LastByteAt: r.ms(arrived)}

@@ -272,8 +272,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !safeRun.MatchString(run) {
 			p, _ := provider.Detect(path)
 			s.opts.Logf("run %q: not a safe file name", run)
-			writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error",
-				fmt.Sprintf("tapebox simulator: run id %q is not a safe file name (letters, digits, '.', '_', '-'; at most 128)", run))
+			writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error",
+				fmt.Sprintf("tapebox simulator: run id %q is not a safe file name (letters, digits, '.', '_', '-'; at most 128)", run)))
 			return
 		}
 	}
@@ -281,9 +281,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/v1/responses"):
 		// Codex tries a WebSocket first; 426 makes it fall back to SSE.
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUpgradeRequired)
-		io.WriteString(w, `{"error":{"message":"tapebox simulator: use HTTP streaming","type":"invalid_request_error"}}`)
+		writeError(w, tape.ProviderOpenAIResponses, apiError{status: http.StatusUpgradeRequired, typ: "invalid_request_error", msg: "tapebox simulator: use HTTP streaming"})
 		return
 	case isModel && r.Method == http.MethodPost:
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/v1/models"):
@@ -297,22 +295,22 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p = s.rec.Meta.Provider
 		}
 		s.opts.Logf("run %s: %s %s: not a path the tape has", run, r.Method, r.URL.Path)
-		writeProviderError(w, p, http.StatusNotFound, "not_found_error", fmt.Sprintf("tapebox simulator: %s %s is not a path this tape recorded", r.Method, path))
+		writeError(w, p, simError(http.StatusNotFound, "not_found_error", fmt.Sprintf("tapebox simulator: %s %s is not a path this tape recorded", r.Method, path)))
 		return
 	}
 	if p != s.rec.Meta.Provider {
-		writeProviderError(w, p, http.StatusNotFound, "not_found_error",
-			fmt.Sprintf("tapebox simulator: the tape was recorded with %s, not %s", s.rec.Meta.Provider, p))
+		writeError(w, p, simError(http.StatusNotFound, "not_found_error",
+			fmt.Sprintf("tapebox simulator: the tape was recorded with %s, not %s", s.rec.Meta.Provider, p)))
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
 	if err != nil {
-		writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error", "tapebox simulator: read body: "+err.Error())
+		writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error", "tapebox simulator: read body: "+err.Error()))
 		return
 	}
 	rn, err := s.run(run)
 	if err != nil {
-		writeProviderError(w, p, http.StatusServiceUnavailable, "api_error", "tapebox simulator: "+err.Error())
+		writeError(w, p, simError(http.StatusServiceUnavailable, "api_error", "tapebox simulator: "+err.Error()))
 		return
 	}
 	rn.serve(w, r, p, body)
@@ -363,17 +361,14 @@ func (s *Simulator) serveModels(w http.ResponseWriter, path string) {
 func (s *Simulator) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 256<<20))
 	if !json.Valid(body) {
-		writeProviderError(w, tape.ProviderAnthropic, http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the body is not JSON")
+		writeError(w, tape.ProviderAnthropic, simError(http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the body is not JSON"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"input_tokens":%d}`+"\n", max(1, len(body)/4))
 }
 
-// writeProviderError answers with an error in the provider's own shape.
-func writeProviderError(w http.ResponseWriter, p tape.Provider, status int, typ, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Tapebox-Error", "1")
-	w.WriteHeader(status)
-	w.Write(append(provider.ErrorBody(p, typ, "tapebox_"+typ, msg), '\n'))
+// simError is an error of the simulator, with OpenAI's code tapebox_<typ>.
+func simError(status int, typ, msg string) apiError {
+	return apiError{status: status, typ: typ, code: "tapebox_" + typ, msg: msg}
 }

@@ -103,7 +103,6 @@ type Gateway struct {
 	maxRecord int64 // the recording limit of a body; negative for none
 	upstreams map[tape.Provider]*url.URL
 	transport http.RoundTripper
-	spawning  []string
 	injected  []string // lower-case names of injected headers, redacted like credentials
 	logf      func(string, ...any)
 	now       func() time.Time
@@ -129,8 +128,7 @@ type Gateway struct {
 	heavy sync.Mutex
 
 	mu       sync.Mutex
-	threads  []*thread
-	spawns   []spawn
+	matcher  // the live threads
 	metaSet  bool
 	finished bool
 	lastErr  string // the last upstream failure, for the end reason
@@ -144,7 +142,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Output == "" {
 		return nil, errors.New("gateway: an output path is required")
 	}
-	g := &Gateway{cfg: cfg, upstreams: map[tape.Provider]*url.URL{}, logf: cfg.Logf, now: cfg.Now, spawning: cfg.SpawningTools, maxRecord: cfg.MaxRecordBody}
+	g := &Gateway{cfg: cfg, upstreams: map[tape.Provider]*url.URL{}, logf: cfg.Logf, now: cfg.Now, matcher: matcher{spawning: cfg.SpawningTools}, maxRecord: cfg.MaxRecordBody}
 	if g.maxRecord == 0 {
 		g.maxRecord = DefaultMaxRecordBody
 	}

@@ -27,7 +27,7 @@ type simRun struct {
 	mu      sync.Mutex
 	out     *tape.Tape
 	w       *tape.Writer
-	served  []int                 // per recorded thread: the next step to serve
+	threads matcher               // the recorded threads: which step each serves next
 	written []int                 // per recorded thread: steps in the replay tape
 	pending map[[2]int]*tape.Step // steps served ahead of their predecessor's write, by [thread, step]
 	done    bool
@@ -37,7 +37,7 @@ type simRun struct {
 func newSimRun(s *Simulator, name string) (*simRun, error) {
 	start := s.opts.Now()
 	r := &simRun{s: s, name: name, start: start, ids: match.NewIdentifiers(s.rec),
-		served: make([]int, len(s.rec.Threads)), written: make([]int, len(s.rec.Threads))}
+		threads: matcher{threads: recordedThreads(s.rec, s.sigs)}, written: make([]int, len(s.rec.Threads))}
 	r.out = tape.ReplayOf(s.rec, start, map[string]string{"mode": "simulator", "run": name})
 	if out := OutputFor(s.opts.Output, name); out != "" {
 		w, err := tape.Create(out, r.out)
@@ -124,26 +124,11 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 	}
 	turns := provider.AssistantTurns(&in.Request)
 	sig := sigOf(&in.Request)
-	best, bestScore := -1, -1
-	for i, th := range r.s.rec.Threads {
-		if len(th.Steps) == 0 || !r.parentServed(th) {
-			continue
-		}
-		// The next step, or the last one again (a retry).
-		if turns != r.served[i] && turns != r.served[i]-1 {
-			continue
-		}
-		sc := r.s.keys[i].score(sig)
-		if turns == r.served[i]-1 {
-			sc -= 1 // prefer a thread waiting for this step over a retry
-		}
-		if sc > bestScore {
-			best, bestScore = i, sc
-		}
-	}
-	if best < 0 || bestScore < 2 {
+	t, _ := r.threads.find(&in.Request, turns, sig)
+	if t == nil {
 		return -1, 0, nil, &divergence{msg: fmt.Sprintf("no thread of the tape expects a request with %d model turns and this opening (%q)", turns, term.Excerpt(sig.opening, 120))}
 	}
+	best := t.index
 	th := r.s.rec.Threads[best]
 	if turns >= len(th.Steps) {
 		return best, turns, nil, &divergence{thread: th.ID, step: turns, msg: fmt.Sprintf("the tape's thread has %d steps; the harness asked for one more", len(th.Steps))}
@@ -155,38 +140,16 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 		}
 	}
 	if turns == 0 {
-		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, r.s.keys[best].system, sig.system)
-		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, r.s.keys[best].opening, sig.opening)
+		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, t.sig.system, sig.system)
+		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, t.sig.opening, sig.opening)
 	} else if d := r.checkResults(th, turns, in); d != nil {
 		return best, turns, nil, d
 	}
 	if lim, ok := r.s.opts.Until[th.ID]; ok && turns >= lim {
 		return best, turns, nil, nil // the caller hands it on
 	}
-	r.served[best] = turns + 1
+	t.serve(turns)
 	return best, turns, rec, nil
-}
-
-// parentServed says whether th's spawning call was already served in this run.
-func (r *simRun) parentServed(th *tape.Thread) bool {
-	if th.Parent == nil {
-		return true
-	}
-	ref, _, ok := r.s.rec.ParentCall(th)
-	if !ok {
-		return true
-	}
-	pi := r.threadIndex(ref.Thread.ID)
-	return pi >= 0 && r.served[pi] > ref.Index
-}
-
-func (r *simRun) threadIndex(id string) int {
-	for i, th := range r.s.rec.Threads {
-		if th.ID == id {
-			return i
-		}
-	}
-	return -1
 }
 
 // checkResults compares the tool results a request carries for step si-1 with the recorded

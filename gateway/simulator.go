@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
 )
@@ -60,7 +59,7 @@ type SimulatorOptions struct {
 type Simulator struct {
 	rec   *tape.Tape
 	opts  SimulatorOptions
-	keys  []threadSig // per recorded thread
+	sigs  []threadSig // per recorded thread, its first request's
 	model map[string]bool
 
 	lastRequest atomic.Int64 // unix nanoseconds of the latest request
@@ -69,68 +68,6 @@ type Simulator struct {
 	runs     map[string]*simRun
 	finished chan struct{} // closed when every started run has finished
 	closed   bool
-}
-
-// threadSig is what identifies a recorded thread in a request.
-type threadSig struct {
-	system  string
-	tools   string
-	opening string
-	// prompt, set for a tape imported from a harness's session file (meta.labels
-	// tapebox.form), is the user's text of the thread's opening: such a file keeps what the
-	// user typed but not the harness's whole opening (Claude Code drops its reminder blocks,
-	// Codex keeps other base instructions than it sends), so a request whose opening holds
-	// the prompt counts as an opening that matches.
-	prompt string
-}
-
-func sigOf(req *tape.Request) threadSig {
-	var tools []string
-	for _, t := range req.Tools {
-		tools = append(tools, t.Name)
-	}
-	return threadSig{system: req.System, tools: strings.Join(tools, ","), opening: provider.OpeningText(req)}
-}
-
-// lastUserText is the text of the last user message of a request's opening.
-func lastUserText(req *tape.Request) string {
-	text := ""
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			break
-		}
-		if m.Role == "user" {
-			var b strings.Builder
-			for _, blk := range m.Content {
-				if blk.Type == tape.BlockText {
-					b.WriteString(blk.Text)
-					b.WriteByte('\n') // as openingText joins them
-				}
-			}
-			if t := strings.TrimSpace(b.String()); t != "" {
-				text = t
-			}
-		}
-	}
-	return text
-}
-
-// score says how well a request's signature fits a thread's: the opening messages weigh
-// most, then the tools, then the system prompt (which holds dates and paths that change).
-func (a threadSig) score(b threadSig) int {
-	s := 0
-	if a.opening == b.opening || (a.prompt != "" && strings.Contains(b.opening, a.prompt)) {
-		s += 4
-	} else if match.Similar(a.opening, b.opening) {
-		s += 2
-	}
-	if a.tools == b.tools {
-		s += 2
-	}
-	if a.system == b.system {
-		s++
-	}
-	return s
 }
 
 // NewSimulator prepares a simulator for rec.
@@ -151,20 +88,13 @@ func NewSimulator(rec *tape.Tape, opts SimulatorOptions) (*Simulator, error) {
 		opts.Now = time.Now
 	}
 	s := &Simulator{rec: rec, opts: opts, runs: map[string]*simRun{}, finished: make(chan struct{}), model: map[string]bool{}}
+	s.sigs = recordedSigs(rec)
 	for _, th := range rec.Threads {
-		var sig threadSig
-		if len(th.Steps) > 0 {
-			sig = sigOf(&th.Steps[0].Request)
-			if rec.Meta.Labels["tapebox.form"] != "" {
-				sig.prompt = lastUserText(&th.Steps[0].Request)
-			}
-			for _, st := range th.Steps {
-				if m := tape.BodyModel(st.Request.Raw); m != "" {
-					s.model[m] = true
-				}
+		for _, st := range th.Steps {
+			if m := tape.BodyModel(st.Request.Raw); m != "" {
+				s.model[m] = true
 			}
 		}
-		s.keys = append(s.keys, sig)
 	}
 	if rec.Meta.Model != "" {
 		s.model[rec.Meta.Model] = true

@@ -107,8 +107,8 @@ type Gateway struct {
 	logf      func(string, ...any)
 	now       func() time.Time
 	start     time.Time
-	w         *tape.Writer
-	brk       *breaker // nil without limits or prices
+	out       *recorder // the tape
+	brk       *breaker  // nil without limits or prices
 	digests   bool
 	hashing   tape.Hashing
 
@@ -212,12 +212,11 @@ func New(cfg Config) (*Gateway, error) {
 		opts = append(opts, tape.WithDigests(g.hashing))
 	}
 	g.digests = len(opts) > 0
-	w, err := tape.Create(cfg.Output, tp, opts...)
+	out, err := newRecorder(cfg.Output, tp, opts...) // without fsync: the syncer fsyncs, off the client's path
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	w.SetFsync(false) // the syncer fsyncs, off the client's path
-	g.w = w
+	g.out = out
 	g.kick = make(chan struct{}, 1)
 	g.stop = make(chan struct{})
 	g.syncDone = make(chan struct{})
@@ -258,7 +257,7 @@ func (g *Gateway) Finish(reason tape.EndReason, detail string) error {
 		if t := g.Tripped(); reason == tape.EndBudget && t != nil {
 			end.Limit = t.Limit
 		}
-		if err := g.w.End(end); err != nil {
+		if err := g.out.end(end); err != nil {
 			g.finishErr = fmt.Errorf("gateway: finish tape: %w", err)
 			return
 		}

@@ -25,8 +25,8 @@ type simRun struct {
 	ids   *match.Identifiers
 
 	mu      sync.Mutex
-	out     *tape.Tape
-	w       *tape.Writer
+	out     *tape.Tape // the replay tape, which tape records
+	tape    *recorder
 	threads matcher               // the recorded threads: which step each serves next
 	written []int                 // per recorded thread: steps in the replay tape
 	pending map[[2]int]*tape.Step // steps served ahead of their predecessor's write, by [thread, step]
@@ -39,14 +39,11 @@ func newSimRun(s *Simulator, name string) (*simRun, error) {
 	r := &simRun{s: s, name: name, start: start, ids: match.NewIdentifiers(s.rec),
 		threads: matcher{threads: recordedThreads(s.rec, s.sigs)}, written: make([]int, len(s.rec.Threads))}
 	r.out = tape.ReplayOf(s.rec, start, map[string]string{"mode": "simulator", "run": name})
-	if out := OutputFor(s.opts.Output, name); out != "" {
-		w, err := tape.Create(out, r.out)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", name, err)
-		}
-		w.SetFsync(false)
-		r.w = w
+	rt, err := newRecorder(OutputFor(s.opts.Output, name), r.out)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
+	r.tape = rt
 	s.opts.Logf("run %s: started", name)
 	return r, nil
 }
@@ -309,59 +306,30 @@ func (r *simRun) prevResults(ti, si int, in *tape.Step) {
 	if si == 0 || si-1 >= r.written[ti] {
 		return
 	}
-	th := r.s.rec.Threads[ti]
-	results := tape.ResultsFor(in.Request.Messages, th.Steps[si-1].ToolCalls)
-	next := in.Timing.RequestAt
-	r.update(ti, si-1, func(s *tape.Step) {
-		if results != nil {
-			s.ToolResults = results
-		}
-		s.Timing.NextRequestAt = &next
-	})
+	calls := r.s.rec.Threads[ti].Steps[si-1].ToolCalls
+	r.logErr(r.tape.answered(ti, si-1, calls, &in.Request, in.Timing.RequestAt))
 }
 
 func (r *simRun) append(ti int, s *tape.Step) {
 	r.written[ti]++
 	if r.written[ti] == 1 && r.s.rec.Threads[ti].Parent == nil {
 		// The replay tape says where this run's harness worked, as the gateway learns it.
-		if cwd := provider.Cwd(&s.Request); cwd != "" {
-			r.setCwd(cwd)
-		}
+		r.logErr(r.tape.learnCwd(&s.Request))
 	}
-	if r.w == nil {
-		r.out.Threads[ti].Steps = append(r.out.Threads[ti].Steps, s)
-		return
-	}
-	if _, err := r.w.AppendStep(ti, s); err != nil {
-		r.s.opts.Logf("run %s: %v", r.name, err)
-	}
-}
-
-func (r *simRun) setCwd(cwd string) {
-	if r.w == nil {
-		r.out.Meta.Cwd = cwd
-		return
-	}
-	if err := r.w.UpdateMeta(func(m *tape.Meta) { m.Cwd = cwd }); err != nil {
-		r.s.opts.Logf("run %s: %v", r.name, err)
-	}
+	_, err := r.tape.append(ti, s, nil)
+	r.logErr(err)
 }
 
 func (r *simRun) update(ti, si int, fn func(*tape.Step)) {
-	if r.w == nil {
-		fn(r.out.Threads[ti].Steps[si])
-		return
-	}
-	if err := r.w.UpdateStep(ti, si, fn); err != nil {
-		r.s.opts.Logf("run %s: %v", r.name, err)
-	}
+	r.logErr(r.tape.updateStep(ti, si, fn))
 }
 
-func (r *simRun) sync() {
-	if r.w != nil {
-		if err := r.w.Sync(); err != nil {
-			r.s.opts.Logf("run %s: %v", r.name, err)
-		}
+func (r *simRun) sync() { r.logErr(r.tape.sync()) }
+
+// logErr logs a failure to record.
+func (r *simRun) logErr(err error) {
+	if err != nil {
+		r.s.opts.Logf("run %s: %v", r.name, err)
 	}
 }
 
@@ -415,12 +383,7 @@ func (r *simRun) finish(reason tape.EndReason, detail string) error {
 	if reason == tape.EndComplete {
 		r.recordEndState()
 	}
-	var err error
-	if r.w != nil {
-		err = r.w.Finish(reason, r.s.opts.Now(), detail)
-	} else {
-		r.out.Meta.Ended = &tape.Ended{Reason: reason, At: r.s.opts.Now().UTC(), Detail: detail}
-	}
+	err := r.tape.end(tape.Ended{Reason: reason, At: r.s.opts.Now(), Detail: detail})
 	go r.s.runFinished()
 	return err
 }
@@ -437,7 +400,7 @@ func (r *simRun) recordEndState() {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 		return
 	}
-	if err := setReplayEnd(r.out, r.w, w, m); err != nil {
+	if err := setReplayEnd(r.tape, w, m); err != nil {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 	}
 }

@@ -37,7 +37,7 @@ func (g *Gateway) recordEnd(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway: workspace end manifest: %w", err)
 	}
-	return g.w.UpdateMeta(func(meta *tape.Meta) {
+	return g.out.updateMeta(func(meta *tape.Meta) {
 		if meta.Workspace == nil {
 			meta.Workspace = &tape.Workspace{Exclude: g.wsOpts.Exclude}
 		}
@@ -46,13 +46,8 @@ func (g *Gateway) recordEnd(ctx context.Context) error {
 }
 
 // setReplayEnd puts the meta.workspace a replay tape gets in its meta: its end manifest m,
-// and the exclusions of the recording's rec it was taken with; through w when the replay is
-// written as it runs, else in out.
-func setReplayEnd(out *tape.Tape, w *tape.Writer, rec *tape.Workspace, m workspace.Manifest) error {
+// and the exclusions of the recording's rec it was taken with.
+func setReplayEnd(out *recorder, rec *tape.Workspace, m workspace.Manifest) error {
 	end := &tape.Workspace{Exclude: rec.Exclude, End: m.TapeEntries()}
-	if w == nil {
-		out.Meta.Workspace = end
-		return nil
-	}
-	return w.UpdateMeta(func(meta *tape.Meta) { meta.Workspace = end })
+	return out.updateMeta(func(meta *tape.Meta) { meta.Workspace = end })
 }

@@ -24,11 +24,13 @@ import (
 )
 
 // DefaultUpstreams are the providers' public API hosts, per wire format.
-var DefaultUpstreams = map[tape.Provider]string{
-	tape.ProviderAnthropic:       "https://api.anthropic.com",
-	tape.ProviderOpenAIChat:      "https://api.openai.com",
-	tape.ProviderOpenAIResponses: "https://api.openai.com",
-}
+var DefaultUpstreams = func() map[tape.Provider]string {
+	m := map[tape.Provider]string{}
+	for _, w := range wires {
+		m[w.p] = w.upstream
+	}
+	return m
+}()
 
 // DefaultMaxRecordBody is the recording limit of a body when Config.MaxRecordBody is 0
 // (32 MiB, Anthropic's own limit on a request).

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -486,24 +485,4 @@ func (a *answer) clip() *answer {
 	c.chunks = a.chunks[:len(a.chunks):len(a.chunks)]
 	c.problems = a.problems[:len(a.problems):len(a.problems)]
 	return &c
-}
-
-// isTerminal says whether a stream event is the last one of an answer.
-func isTerminal(p tape.Provider, ev string) bool {
-	name, data := provider.ParseEvent(ev)
-	if p == tape.ProviderOpenAIChat {
-		return strings.TrimSpace(data) == "[DONE]"
-	}
-	if name == "" && strings.HasPrefix(data, "{") {
-		name = jsonField(json.RawMessage(data), "type")
-	}
-	switch name {
-	case "error":
-		return true
-	case "message_stop":
-		return p == tape.ProviderAnthropic
-	case "response.completed", "response.incomplete", "response.failed":
-		return p == tape.ProviderOpenAIResponses
-	}
-	return false
 }

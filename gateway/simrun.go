@@ -247,7 +247,7 @@ func (r *simRun) write(w http.ResponseWriter, hr *http.Request, rec *tape.Step, 
 	}
 	w.WriteHeader(served.Status)
 	served.Raw = json.RawMessage("null")
-	datas := substituteStream(r.ids, src.Chunks)
+	datas := substituteStream(r.s.rec.Meta.Provider, r.ids, src.Chunks)
 	for i, c := range src.Chunks {
 		if err := wait(c.AtMS); err != nil {
 			return served, fmt.Errorf("client went away mid-stream: %w", err)

@@ -94,7 +94,7 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 		return
 	}
 	r.s.opts.Logf("run %s: thread %s step %d", r.name, th.ID, si)
-	resp, err := r.write(w, hr, rec, arrived)
+	resp, err := r.write(w, hr, in, rec, fmt.Sprintf("tapebox_%s_%d", th.ID, si), arrived)
 	end := r.s.opts.Now()
 	if err != nil {
 		r.s.opts.Logf("run %s: thread %s step %d: %v", r.name, th.ID, si, err)
@@ -184,20 +184,24 @@ func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step) *divergenc
 }
 
 // write serves a recorded response, paced, with identifiers substituted, and returns what
-// was served.
-func (r *simRun) write(w http.ResponseWriter, hr *http.Request, rec *tape.Step, arrived time.Time) (tape.Response, error) {
+// was served. A step recorded without its raw response (normalized fields only) is written
+// in the wire format by the emitters (emitted), as a stream when in asks for one.
+func (r *simRun) write(w http.ResponseWriter, hr *http.Request, in, rec *tape.Step, ref string, arrived time.Time) (tape.Response, error) {
 	src := rec.Response
+	if raw := bytes.TrimSpace(src.Raw); len(src.Chunks) == 0 && (len(raw) == 0 || string(raw) == "null") {
+		p := r.s.rec.Meta.Provider
+		var err error
+		if src, err = emitted(p, tape.StepModel(&r.s.rec.Meta, rec), ref, rec, in.Request.Stream); err != nil {
+			writeError(w, p, simError(http.StatusInternalServerError, "api_error", "tapebox simulator: the tape has no raw response for this step, and its normalized fields cannot be written in the wire format: "+err.Error()))
+			return tape.Response{Status: http.StatusInternalServerError, Headers: tape.Headers{}}, fmt.Errorf("the tape has no raw response: %w", err)
+		}
+	}
 	served := tape.Response{Status: src.Status, Headers: tape.Headers{}}
 	if served.Status == 0 {
 		served.Status = http.StatusOK
 	}
 	stream := len(src.Chunks) > 0
 	raw := bytes.TrimSpace(src.Raw)
-	if !stream && (len(raw) == 0 || string(raw) == "null") {
-		writeError(w, r.s.rec.Meta.Provider, simError(http.StatusInternalServerError, "api_error", "tapebox simulator: the tape has no raw response for this step"))
-		served.Status = http.StatusInternalServerError
-		return served, fmt.Errorf("the tape has no raw response")
-	}
 	ct := src.Headers["content-type"]
 	if ct == "" {
 		ct = "application/json"

@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -160,4 +162,46 @@ func TestSimulatorRedactsQuery(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(data), planted)
 	require.Contains(t, string(data), "key="+tape.Redacted)
+}
+
+// TestSimulatorServesNormalizedSteps: a tape whose steps keep only their normalized fields
+// (no raw body, no chunks) is served in each wire format by tape/provider's emitters, as a
+// stream or a JSON body as the harness asks, and replays identically; a step with neither a
+// raw response nor content is a clear error.
+func TestSimulatorServesNormalizedSteps(t *testing.T) {
+	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
+		for _, stream := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/stream=%v", p, stream), func(t *testing.T) {
+				rec, _ := recordSim(t, p, !stream) // recorded the other way: what is served is emitted
+				for ref := range rec.Steps() {
+					ref.Step.Response.Raw, ref.Step.Response.Chunks = json.RawMessage("null"), nil
+					ref.Step.Response.Headers = nil
+				}
+				sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{Logf: t.Logf})
+				dir := t.TempDir()
+				final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
+				require.NoError(t, err)
+				require.Equal(t, "All done.", final)
+				<-sim.Finished()
+				rep, err := tape.LoadFile(out)
+				require.NoError(t, err)
+				require.Equal(t, tape.EndComplete, rep.Meta.Ended.Reason)
+				report := compare.Compare(rec, rep)
+				require.True(t, report.Identical, "%+v", report.Differences)
+				for ref := range rep.Steps() {
+					require.Equal(t, stream, len(ref.Step.Response.Chunks) > 0, "thread %s step %d: served as the harness asked", ref.Thread.ID, ref.Index)
+				}
+			})
+		}
+	}
+	rec, _ := recordSim(t, tape.ProviderAnthropic, false)
+	first := rec.Main().Steps[0]
+	first.Response.Raw, first.Response.Content, first.ToolCalls = json.RawMessage("null"), nil, nil
+	_, srv, _ := serveSimulator(t, rec, gateway.SimulatorOptions{})
+	resp, err := http.Post(srv.URL+first.Request.Path, "application/json", bytes.NewReader(first.Request.Raw))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	require.Contains(t, string(body), "neither a raw response nor content")
 }

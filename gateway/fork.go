@@ -137,7 +137,7 @@ func NewFork(cfg ForkConfig) (*Fork, error) {
 		return nil, fmt.Errorf("fork: %w", err)
 	}
 	gcfg := Config{Output: cfg.Output, Upstream: cfg.Upstream, Transport: cfg.Transport,
-		Task: cfg.Recording.Meta.Task, Labels: map[string]string{"mode": "fork"},
+		Task: cfg.Recording.Meta.Task, Labels: map[string]string{"mode": ModeFork.String()},
 		Harness: cfg.Recording.Meta.Harness, HarnessVersion: cfg.Recording.Meta.HarnessVersion,
 		Logf: func(f string, a ...any) { cfg.Logf("live: "+f, a...) }}
 	if cfg.Workspace != "" {

@@ -38,7 +38,7 @@ func newSimRun(s *Simulator, name string) (*simRun, error) {
 	start := s.opts.Now()
 	r := &simRun{s: s, name: name, start: start, ids: match.NewIdentifiers(s.rec),
 		threads: matcher{threads: recordedThreads(s.rec, s.sigs)}, written: make([]int, len(s.rec.Threads))}
-	r.out = tape.ReplayOf(s.rec, start, map[string]string{"mode": "simulator", "run": name})
+	r.out = tape.ReplayOf(s.rec, start, map[string]string{"mode": ModeTape.String(), "run": name})
 	rt, err := newRecorder(OutputFor(s.opts.Output, name), r.out)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)

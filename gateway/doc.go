@@ -45,6 +45,11 @@
 // tool result, a file), where no name says so: finding it takes a rule set over the values,
 // which `tapebox scan` and the dataset export gate apply to the finished tape.
 //
+// Simulator serves a tape instead of a live upstream (simulator mode): the recorded
+// responses on the providers' own paths, to a real harness, each request checked against
+// the recording (a divergence gets an error in the provider's shape), learned identifiers
+// substituted in the streams, and each run's replay tape recorded.
+//
 // The gateway has no authentication of its own: what may reach it may send calls through
 // it. It is meant to listen on loopback; POST /tapebox/end answers loopback peers, or a
 // request with Config.EndToken.

@@ -330,7 +330,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fwd, p, isModelCall, ambiguous := route(r)
 	if ambiguous && r.Method == http.MethodPost {
 		g.logf("%s %s refused: not a model call's path as sent, but it reads as one once decoded", r.Method, tape.RedactURL(r.URL.RequestURI()))
-		http.Error(w, fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, provider.Path(p)), http.StatusBadRequest)
+		writeError(w, p, apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "tapebox_ambiguous_path",
+			msg: fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, provider.Path(p))})
 		return
 	}
 	if isModelCall && r.Method == http.MethodPost && g.brk != nil {

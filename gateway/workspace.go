@@ -44,3 +44,15 @@ func (g *Gateway) recordEnd(ctx context.Context) error {
 		meta.Workspace.End = m.TapeEntries()
 	})
 }
+
+// setReplayEnd puts the meta.workspace a replay tape gets in its meta: its end manifest m,
+// and the exclusions of the recording's rec it was taken with; through w when the replay is
+// written as it runs, else in out.
+func setReplayEnd(out *tape.Tape, w *tape.Writer, rec *tape.Workspace, m workspace.Manifest) error {
+	end := &tape.Workspace{Exclude: rec.Exclude, End: m.TapeEntries()}
+	if w == nil {
+		out.Meta.Workspace = end
+		return nil
+	}
+	return w.UpdateMeta(func(meta *tape.Meta) { meta.Workspace = end })
+}

@@ -1,4 +1,4 @@
-package controller_test
+package gateway_test
 
 import (
 	"bytes"
@@ -7,20 +7,20 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/compare"
-	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/testkit/miniagent"
 )
 
-func script() fakeprovider.Script {
+func simScript() fakeprovider.Script {
 	bash := func(cmd string) tape.ToolCall { return fakeprovider.Call("Bash", map[string]string{"command": cmd}) }
 	return fakeprovider.Script{Threads: []fakeprovider.Thread{
 		{Name: "main", Turns: []fakeprovider.Turn{
@@ -36,10 +36,10 @@ func script() fakeprovider.Script {
 	}}
 }
 
-// record runs the mini harness through the gateway against the scripted provider.
-func record(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
+// recordSim runs the mini harness through the gateway against the scripted provider.
+func recordSim(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
 	t.Helper()
-	up := httptest.NewServer(fakeprovider.New(script()))
+	up := httptest.NewServer(fakeprovider.New(simScript()))
 	defer up.Close()
 	out := filepath.Join(t.TempDir(), "run.json")
 	g, err := gateway.New(gateway.Config{Output: out, Upstream: up.URL, Harness: "claude-code"})
@@ -56,10 +56,10 @@ func record(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
 
 // serveSimulator serves rec's simulator (at speed 0) on a test server, writing the replay to
 // out; the server closes when the test ends.
-func serveSimulator(t *testing.T, rec *tape.Tape, opts controller.SimulatorOptions) (sim *controller.Simulator, srv *httptest.Server, out string) {
+func serveSimulator(t *testing.T, rec *tape.Tape, opts gateway.SimulatorOptions) (sim *gateway.Simulator, srv *httptest.Server, out string) {
 	t.Helper()
 	opts.Output = filepath.Join(t.TempDir(), "replay.json")
-	sim, err := controller.NewSimulator(rec, opts)
+	sim, err := gateway.NewSimulator(rec, opts)
 	require.NoError(t, err)
 	srv = httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
@@ -70,8 +70,8 @@ func TestSimulatorReplaysEveryFormat(t *testing.T) {
 	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%v", p, stream), func(t *testing.T) {
-				rec, _ := record(t, p, stream)
-				sim, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{Logf: t.Logf})
+				rec, _ := recordSim(t, p, stream)
+				sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{Logf: t.Logf})
 				dir := t.TempDir()
 				final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
 				require.NoError(t, err)
@@ -91,8 +91,8 @@ func TestSimulatorReplaysEveryFormat(t *testing.T) {
 }
 
 func TestSimulatorConcurrentRuns(t *testing.T) {
-	rec, _ := record(t, tape.ProviderAnthropic, true)
-	sim, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{})
+	rec, _ := recordSim(t, tape.ProviderAnthropic, true)
+	sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{})
 	const n = 20
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -108,15 +108,15 @@ func TestSimulatorConcurrentRuns(t *testing.T) {
 	}
 	<-sim.Finished()
 	for i := range n {
-		rep, err := tape.LoadFile(controller.OutputFor(out, fmt.Sprintf("run-%d", i)))
+		rep, err := tape.LoadFile(gateway.OutputFor(out, fmt.Sprintf("run-%d", i)))
 		require.NoError(t, err)
 		require.True(t, compare.Compare(rec, rep).Identical, "run %d", i)
 	}
 }
 
 func TestSimulatorDivergesClearly(t *testing.T) {
-	rec, _ := record(t, tape.ProviderAnthropic, false)
-	_, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{})
+	rec, _ := recordSim(t, tape.ProviderAnthropic, false)
+	_, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{})
 	dir := t.TempDir()
 	// sub/ already exists with a file: the harness's "cat" will still match, but make the
 	// first command's output differ by making one.txt unwritable.
@@ -137,7 +137,7 @@ func TestSimulatorDivergesClearly(t *testing.T) {
 		{"/r/ok/v1/messages", `not json`},
 		{"/v1/embeddings", `{}`},
 	} {
-		resp, err := http.Post(srv.URL+tc.path, "application/json", stringsReader(tc.body))
+		resp, err := http.Post(srv.URL+tc.path, "application/json", strings.NewReader(tc.body))
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.GreaterOrEqual(t, resp.StatusCode, 400, tc.path)
@@ -148,8 +148,8 @@ func TestSimulatorDivergesClearly(t *testing.T) {
 // TestSimulatorRedactsQuery: a credential in the query string of a request the simulator
 // serves does not reach its replay tape.
 func TestSimulatorRedactsQuery(t *testing.T) {
-	rec, _ := record(t, tape.ProviderAnthropic, false)
-	sim, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{})
+	rec, _ := recordSim(t, tape.ProviderAnthropic, false)
+	sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{})
 	const planted = "sk-planted-query-secret-4242"
 	resp, err := http.Post(srv.URL+rec.Main().Steps[0].Request.Path+"?key="+planted, "application/json", bytes.NewReader(rec.Main().Steps[0].Request.Raw))
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package controller
+package gateway
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func newSimRun(s *Simulator, name string) (*simRun, error) {
 	start := s.opts.Now()
 	r := &simRun{s: s, name: name, start: start, ids: match.NewIdentifiers(s.rec),
 		served: make([]int, len(s.rec.Threads)), written: make([]int, len(s.rec.Threads))}
-	r.out = newReplayTape(s.rec, start, map[string]string{"mode": "simulator", "run": name})
+	r.out = tape.ReplayOf(s.rec, start, map[string]string{"mode": "simulator", "run": name})
 	if out := OutputFor(s.opts.Output, name); out != "" {
 		w, err := tape.Create(out, r.out)
 		if err != nil {
@@ -49,25 +49,6 @@ func newSimRun(s *Simulator, name string) (*simRun, error) {
 	}
 	s.opts.Logf("run %s: started", name)
 	return r, nil
-}
-
-// newReplayTape starts a replay tape of rec: its meta with replay_of set, and every thread of
-// the recording (same ids and parents), to be filled as they are played.
-func newReplayTape(rec *tape.Tape, start time.Time, labels map[string]string) *tape.Tape {
-	out := tape.New(rec.Meta.Provider, start)
-	m := rec.Meta
-	recID := m.TapeID
-	out.Meta = tape.Meta{TapeID: out.Meta.TapeID, Harness: m.Harness, HarnessVersion: m.HarnessVersion,
-		Provider: m.Provider, Model: m.Model, StartedAt: start.UTC(), Task: m.Task, ReplayOf: &recID, Labels: labels}
-	for k, v := range m.Labels {
-		if _, ok := out.Meta.Labels[k]; !ok {
-			out.Meta.Labels[k] = v
-		}
-	}
-	for _, th := range rec.Threads {
-		out.Threads = append(out.Threads, &tape.Thread{ID: th.ID, Parent: th.Parent, Steps: []*tape.Step{}})
-	}
-	return out
 }
 
 func (r *simRun) isDone() bool {
@@ -97,7 +78,7 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 	arrived := r.s.opts.Now()
 	if !json.Valid(body) {
 		r.s.opts.Logf("run %s: %s: the body is not JSON", r.name, hr.URL.Path)
-		writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the request body is not JSON")
+		writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the request body is not JSON"))
 		return
 	}
 	in := &tape.Step{Request: tape.Request{Path: tape.RedactURL(hr.URL.RequestURI()), Raw: json.RawMessage(body), Headers: simHeaders(hr.Header)}}
@@ -127,7 +108,7 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 	}
 	in.Timing = tape.Timing{RequestAt: r.ms(arrived), FirstByteAt: r.ms(arrived), LastByteAt: r.ms(end)}
 	if len(resp.Chunks) > 0 {
-		in.Timing.FirstByteAt = r.ms(arrived.Add(msDur(resp.Chunks[0].AtMS)))
+		in.Timing.FirstByteAt = r.ms(arrived.Add(time.Duration(resp.Chunks[0].AtMS * float64(time.Millisecond))))
 	}
 	r.record(ti, si, in)
 }
@@ -253,7 +234,7 @@ func (r *simRun) write(w http.ResponseWriter, hr *http.Request, rec *tape.Step, 
 	stream := len(src.Chunks) > 0
 	raw := bytes.TrimSpace(src.Raw)
 	if !stream && (len(raw) == 0 || string(raw) == "null") {
-		writeProviderError(w, r.s.rec.Meta.Provider, http.StatusInternalServerError, "api_error", "tapebox simulator: the tape has no raw response for this step")
+		writeError(w, r.s.rec.Meta.Provider, simError(http.StatusInternalServerError, "api_error", "tapebox simulator: the tape has no raw response for this step"))
 		served.Status = http.StatusInternalServerError
 		return served, fmt.Errorf("the tape has no raw response")
 	}
@@ -436,14 +417,13 @@ func (r *simRun) complete() bool {
 func (r *simRun) diverge(w http.ResponseWriter, p tape.Provider, in *tape.Step, ti int, arrived time.Time, d *divergence) {
 	msg := "tapebox simulator: run " + r.name + " diverged from the tape: " + d.Error()
 	r.s.opts.Logf("%s", msg)
-	writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error", msg)
+	errBody := writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error", msg))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
 		return
 	}
 	if ti >= 0 {
-		errBody, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "invalid_request_error", "message": msg}})
 		in.Response = tape.Response{Status: http.StatusBadRequest, Raw: errBody}
 		in.ToolCalls = nil
 		in.Timing = tape.Timing{RequestAt: r.ms(arrived), FirstByteAt: r.ms(arrived), LastByteAt: r.ms(arrived)}
@@ -489,12 +469,12 @@ func (r *simRun) recordEndState() {
 	if w == nil || dir == "" {
 		return
 	}
-	m, err := workspace.ManifestDir(context.Background(), dir, endOptions(w, r.s.opts.WorkspaceExclude))
+	m, err := workspace.ManifestDir(context.Background(), dir, workspace.Recorded(w, r.s.opts.WorkspaceExclude...))
 	if err != nil {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 		return
 	}
-	if err := setEndWorkspace(r.out, r.w, w, m); err != nil {
+	if err := setReplayEnd(r.out, r.w, w, m); err != nil {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 	}
 }

@@ -166,21 +166,45 @@ func (s *session) limitOutput(out string) string {
 	if !strings.HasSuffix(preview, "\n") {
 		preview += "\n"
 	}
-	return fmt.Sprintf("<persisted-output>\nOutput too large (%s). Full output saved to: %s\n\nPreview (first 2KB):\n%s...\n</persisted-output>", fileSize(len(out)), path, preview)
+	return fmt.Sprintf("<persisted-output>\nOutput too large (%s). Full output saved to: %s\n\nPreview (first 2KB):\n%s...\n</persisted-output>", fileSize(utf16Len(out)), path, preview)
 }
 
-// fileSize words a size as Claude Code does: "512 bytes", "29.3KB", "1.2MB".
-func fileSize(n int) string {
-	kb := float64(n) / 1024
-	switch {
-	case kb < 1:
-		return strconv.Itoa(n) + " bytes"
-	case kb < 1024:
-		return strconv.FormatFloat(kb, 'f', 1, 64) + "KB"
-	case kb < 1024*1024:
-		return strconv.FormatFloat(kb/1024, 'f', 1, 64) + "MB"
+// utf16Len is the length of s as JavaScript counts it (UTF-16 code units), which Claude
+// Code's sizes are.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
 	}
-	return strconv.FormatFloat(kb/1024/1024, 'f', 1, 64) + "GB"
+	return n
+}
+
+// fileSize words a size as Claude Code does: "512 bytes", "29.3KB", "48KB", "1.2MB" (one
+// decimal, rounded half up as JavaScript's toFixed, and none when it is 0).
+func fileSize(n int) string {
+	if n < 1024 {
+		return strconv.Itoa(n) + " bytes"
+	}
+	div := 1024
+	for _, unit := range []string{"KB", "MB"} {
+		if n < div*1024 {
+			return tenths(n, div) + unit
+		}
+		div *= 1024
+	}
+	return tenths(n, div) + "GB"
+}
+
+// tenths is n/div to one decimal, half up, without a trailing ".0".
+func tenths(n, div int) string {
+	t := (n*10 + div/2) / div
+	if t%10 == 0 {
+		return strconv.Itoa(t / 10)
+	}
+	return strconv.Itoa(t/10) + "." + strconv.Itoa(t%10)
 }
 
 var leadingBlank = regexp.MustCompile(`^(\s*\n)+`)

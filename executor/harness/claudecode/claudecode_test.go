@@ -223,6 +223,27 @@ func TestWriteAndEdit(t *testing.T) {
 	assert.Equal(t, "<tool_use_error>File does not exist. Note: your current working directory is "+f.Dir+".</tool_use_error>", res.Text())
 }
 
+// TestWriteEmptyIsCreated: Claude Code words a Write over an empty file as a file created
+// (its old content is empty), as internal/fidelity found (testdata/claude-code-write-empty.json).
+func TestWriteEmptyIsCreated(t *testing.T) {
+	f := newFixture(t)
+	p := filepath.Join(f.Dir, "new file ✓.txt")
+	const note = " (file state is current in your context — no need to Read it back)"
+	for _, tt := range []struct{ content, want string }{
+		{"", "File created successfully at: " + p + note},
+		{"no newline", "File created successfully at: " + p + note},
+		{"more\n", "The file " + p + " has been updated successfully." + note},
+		{"", "The file " + p + " has been updated successfully." + note},
+		{"again", "File created successfully at: " + p + note},
+	} {
+		res := f.Run("Write", m{"file_path": p, "content": tt.content}, nil)
+		assert.Equal(t, tt.want, res.Text(), "Write %q", tt.content)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, tt.content, string(b))
+	}
+}
+
 func TestNotebookEdit(t *testing.T) {
 	f := newFixture(t)
 	nb := f.Write("n.ipynb", `{"cells":[{"cell_type":"code","id":"c1","metadata":{},"source":"print(1)","execution_count":3,"outputs":[{"output_type":"stream","text":"1"}]},{"cell_type":"markdown","id":"m1","metadata":{},"source":"# t"}],"metadata":{},"nbformat":4,"nbformat_minor":5}`)

@@ -282,12 +282,18 @@ func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolRes
 	if st, err := os.Stat(path); err == nil && st.IsDir() && !s.before("2.1") {
 		return toolUseError(call, in.FilePath+" is a directory, not a file. To create a file inside it, include the file name in file_path.")
 	}
+	// Claude Code words a Write by the file's old content: none, or an empty file, is a
+	// file created (2.0.77 and 2.1.332 alike).
+	wasEmpty := false
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+		wasEmpty = true
+	}
 	created, err := action.WriteFile(path, stripTrailing(path, *in.Content))
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
 	note := noteFor(rec)
-	if created {
+	if created || wasEmpty {
 		return harness.Text(call, "File created successfully at: "+in.FilePath+note, false)
 	}
 	return harness.Text(call, "The file "+in.FilePath+" has been updated successfully."+note, false)

@@ -244,6 +244,25 @@ func TestWriteEmptyIsCreated(t *testing.T) {
 	}
 }
 
+// TestEditCRLF: an Edit of a file with CRLF line ends matches old_string's lines and keeps
+// the CRLF; when it fails, the error quotes old_string as given (with \n), as Claude Code
+// 2.1 does (internal/fidelity seed 7026, testdata/claude-code-crlf-edit.json).
+func TestEditCRLF(t *testing.T) {
+	f := newFixture(t)
+	p := f.Write("crlf.txt", "one\r\ntwo\r\nthree\r\n")
+	res := f.Run("Edit", m{"file_path": p, "old_string": "one\ntwo", "new_string": "1\n2"}, nil)
+	assert.False(t, res.IsError, res.Text())
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, "1\r\n2\r\nthree\r\n", string(b))
+	res = f.Run("Edit", m{"file_path": p, "old_string": "one\ntwo", "new_string": "x\ny"}, nil)
+	assert.Equal(t, "<tool_use_error>String to replace not found in file.\nString: one\ntwo</tool_use_error>", res.Text())
+	f.Write("crlf.txt", "a\r\nb\r\na\r\nb\r\n")
+	res = f.Run("Edit", m{"file_path": p, "old_string": "a\nb", "new_string": "c"}, nil)
+	assert.Contains(t, res.Text(), "Found 2 matches of the string to replace, but replace_all is false.")
+	assert.True(t, strings.HasSuffix(res.Text(), "\nString: a\nb</tool_use_error>"), res.Text())
+}
+
 func TestNotebookEdit(t *testing.T) {
 	f := newFixture(t)
 	nb := f.Write("n.ipynb", `{"cells":[{"cell_type":"code","id":"c1","metadata":{},"source":"print(1)","execution_count":3,"outputs":[{"output_type":"stream","text":"1"}]},{"cell_type":"markdown","id":"m1","metadata":{},"source":"# t"}],"metadata":{},"nbformat":4,"nbformat_minor":5}`)

@@ -334,6 +334,10 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	edits := []action.Edit{{Old: oldString, New: newString, All: in.ReplaceAll}}
 	if _, err := action.EditFile(path, edits); err != nil {
+		// The error quotes old_string as the model gave it, not as matched against CRLF.
+		if ee := (*action.EditError)(nil); errors.As(err, &ee) {
+			ee.Old = *in.OldString
+		}
 		return asRecorded(s.editError(call, err), rec)
 	}
 	note := noteFor(rec)

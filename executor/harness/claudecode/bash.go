@@ -53,7 +53,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	cwdFile.Close()
 	defer os.Remove(cwdFile.Name())
-	script := in.Command + "\n__tapebox_status=$?\npwd -P >| \"$TAPEBOX_CWD_FILE\" 2>/dev/null\nexit $__tapebox_status"
+	script := s.shellPrelude() + in.Command + "\n__tapebox_status=$?\npwd -P >| \"$TAPEBOX_CWD_FILE\" 2>/dev/null\nexit $__tapebox_status"
 	s.mu.Lock()
 	dir := s.cwd
 	s.mu.Unlock()
@@ -108,6 +108,25 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		text = "(Bash completed with no output)"
 	}
 	return harness.Text(call, text, false)
+}
+
+// ugrepShadow is Claude Code 2.1's grep as its shell snapshot defines it: its embedded
+// ugrep with -G --ignore-files --hidden -I --encoding=UTF-8 and the version-control
+// directories left out. The executor has no ugrep; this function, on the command's first
+// line (so that error messages keep their line numbers), runs the system grep with the
+// options that match (-I, --exclude-dir) and drops a lone "." operand of a recursive
+// search, so that the names come out as ugrep writes them ("notes.txt", not
+// "./notes.txt"). The ugrep options GNU grep lacks (.gitignore files, the encoding) are
+// not followed.
+const ugrepShadow = `grep() { __tb_r= __tb_p= __tb_i=0; for __tb_a do __tb_i=$((__tb_i+1)); case $__tb_a in --recursive|--dereference-recursive) __tb_r=1 ;; --*) ;; -*[rR]*) __tb_r=1 ;; -*) ;; *) [ "$__tb_i" -lt $# ] && __tb_p=1 ;; esac; done; eval "__tb_a=\${$#}"; if [ -n "${BASH_VERSION-}" ] && [ -n "$__tb_r" ] && [ -n "$__tb_p" ] && [ "$__tb_a" = . ]; then __tb_i=$#; eval 'set -- "${@:1:$((__tb_i-1))}"'; fi; unset __tb_r __tb_p __tb_i __tb_a; command grep -I --exclude-dir=.git --exclude-dir=.svn --exclude-dir=.hg --exclude-dir=.bzr --exclude-dir=.jj --exclude-dir=.sl "$@"; }; `
+
+// shellPrelude is what precedes a Bash command on its line: the shell snapshot's grep
+// for a recording of Claude Code 2.1 or later.
+func (s *session) shellPrelude() string {
+	if s.before("2.1") {
+		return ""
+	}
+	return ugrepShadow
 }
 
 // isSleep says a command starts with sleep, which Claude Code 2.1 kills at its timeout

@@ -449,3 +449,27 @@ func TestNotOffered(t *testing.T) {
 	res := sess.Run(t.Context(), call("Grep", m{"pattern": "alpha"}), nil)
 	assert.Equal(t, "Found 1 file\na.txt", res.Text())
 }
+
+// TestBashGrepIsUgrep: a recording of Claude Code 2.1 ran grep as its embedded ugrep, which
+// names the files of a recursive search of "." without "./" and skips binary files; an older
+// version's ran the system grep (internal/fidelity, the class "grep is ugrep").
+func TestBashGrepIsUgrep(t *testing.T) {
+	f := newFixture(t)
+	f.Write("notes.txt", "alpha\nbeta\n")
+	f.Write("src/a.go", "beta\n")
+	f.Write("blob", "be\x00ta beta\n")
+	f.Write(".git/config", "beta\n")
+	for _, tt := range []struct{ version, command, want string }{
+		{"2.1.332", "grep -rn beta . | sort", "notes.txt:2:beta\nsrc/a.go:1:beta"},
+		{"2.1.332", "grep -r -e . . | sort", "notes.txt:alpha\nnotes.txt:beta\nsrc/a.go:beta"},
+		{"2.1.332", "grep -rn beta src", "src/a.go:1:beta"},
+		{"2.1.332", "grep -c beta notes.txt; grep -r nothing .; echo $?", "1\n1"},
+		{"", "grep -rn beta . | sort", "notes.txt:2:beta\nsrc/a.go:1:beta"},
+		{"2.1.332", "grep -rl beta . | LC_ALL=C sort", "notes.txt\nsrc/a.go"},
+		{"2.0.77", "grep -rl beta . | LC_ALL=C sort", "./.git/config\n./blob\n./notes.txt\n./src/a.go"},
+	} {
+		f.Env.HarnessVersion = tt.version
+		res := f.Run("Bash", m{"command": tt.command}, nil)
+		assert.Equal(t, tt.want, strings.ReplaceAll(res.Text(), "grep: ", ""), "%s: %s", tt.version, tt.command)
+	}
+}

@@ -2,6 +2,7 @@ package claudecode_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -472,4 +473,38 @@ func TestBashGrepIsUgrep(t *testing.T) {
 		res := f.Run("Bash", m{"command": tt.command}, nil)
 		assert.Equal(t, tt.want, strings.ReplaceAll(res.Text(), "grep: ", ""), "%s: %s", tt.version, tt.command)
 	}
+}
+
+// TestReadRecordedPage: Claude Code 2.1 pages a Read of a file the provider counts at more
+// tokens than its cap; the replay shows the lines the recorded page shows (seed 7036 of
+// internal/fidelity, the class "Read of a large file"), and a Write the recording refused
+// for it ("Nothing was written. ...") is refused and writes nothing.
+func TestReadRecordedPage(t *testing.T) {
+	f := newFixture(t)
+	var file, page strings.Builder
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&file, "line %d: %s\n", i, strings.Repeat("x", i%40))
+		if i <= 2652 {
+			if i > 1 {
+				page.WriteByte('\n')
+			}
+			fmt.Fprintf(&page, "%d\tline %d: %s", i, i, strings.Repeat("x", i%40))
+		}
+	}
+	p := f.Write("many.log", file.String())
+	res := f.Run("Read", m{"file_path": p}, recorded(page.String(), false))
+	assert.Equal(t, page.String(), res.Text())
+	// Not a page: a short recorded result, or a Read with a limit.
+	res = f.Run("Read", m{"file_path": p}, recorded("1\tline 1: x\n2\tline 2: xx", false))
+	assert.True(t, strings.HasSuffix(res.Text(), "\n3000\tline 3000: \n3001\t"), res.Text()[len(res.Text())-80:])
+	res = f.Run("Read", m{"file_path": p, "limit": 3}, recorded(page.String(), false))
+	assert.Equal(t, "1\tline 1: x\n2\tline 2: xx\n3\tline 3: xxx", res.Text())
+
+	refusal := "Nothing was written. Nothing shows that you have read all of this file in one call, so a Write could lose text that you have not seen."
+	res = f.Run("Write", m{"file_path": p, "content": "gone\n"}, recorded(refusal, true))
+	assert.Equal(t, refusal, res.Text())
+	assert.True(t, res.IsError)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, file.String(), string(b))
 }

@@ -96,7 +96,9 @@ type Meta struct {
 type Redaction struct {
 	// Rule is the secret-scan rule that found it (aws-access-token) or "pattern:REGEX".
 	Rule string `json:"rule"`
-	// Pointer is the JSON pointer of the string it was removed from.
+	// Pointer is the JSON pointer of the string it was removed from (of the member, for
+	// a member name; its new name). For the start snapshot it is /meta/workspace/snapshot/
+	// and the entry's name in the redacted snapshot, as one escaped token.
 	Pointer string `json:"pointer"`
 }
 

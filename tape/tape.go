@@ -24,6 +24,9 @@ const (
 	ProviderOpenAIChat Provider = "openai-chat"
 	// ProviderOpenAIResponses is the OpenAI Responses API (POST /v1/responses).
 	ProviderOpenAIResponses Provider = "openai-responses"
+	// ProviderGemini is the Gemini API (POST /v1beta/models/MODEL:generateContent and
+	// :streamGenerateContent).
+	ProviderGemini Provider = "gemini"
 )
 
 // EndReason says how a run ended.
@@ -393,7 +396,7 @@ func RoundMS(d time.Duration) float64 {
 }
 
 // MarksErrors says whether a wire format can tell a failed tool result from a good one
-// (Anthropic's is_error); the OpenAI formats cannot.
+// (Anthropic's is_error, a Gemini functionResponse's "error"); the OpenAI formats cannot.
 func (p Provider) MarksErrors() bool {
 	return p != ProviderOpenAIChat && p != ProviderOpenAIResponses
 }

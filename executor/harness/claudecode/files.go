@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -61,7 +62,7 @@ func refused(rec *tape.ToolResult) bool {
 		return false
 	}
 	t := rec.Text()
-	for _, p := range []string{"has not been read yet", "modified since", "since this session read it", "Read it first"} {
+	for _, p := range []string{"has not been read yet", "modified since", "since this session read it", "Read it first", "Nothing was written. "} {
 		if strings.Contains(t, p) {
 			return true
 		}
@@ -123,6 +124,9 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	if arrow && limit == 0 {
 		limit = oldReadLimit
 	}
+	if n := recordedPage(rec); n > 0 && in.Offset == nil && in.Limit == nil && !arrow && !s.before("2.1") {
+		limit = n
+	}
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && st.Size() > maxReadBytes && in.Offset == nil && in.Limit == nil && !arrow {
 		return asRecorded(harness.Text(call, fmt.Sprintf("File content (%dKB) exceeds maximum allowed size (256KB). Please use offset and limit parameters to read specific portions of the file, or use the Grep tool to search for specific content.", st.Size()>>10), true), rec)
 	}
@@ -178,6 +182,46 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	b.WriteString(note)
 	return harness.Text(call, b.String(), false)
+}
+
+// pageLine is a line of a Read result that starts with its line number.
+var pageLine = regexp.MustCompile(`^([0-9]+)\t`)
+
+// minPageChars is the shortest recorded Read result taken as a page (see recordedPage).
+const minPageChars = 16000
+
+// recordedPage returns the number of the last line a recorded Read result shows, or 0.
+// Claude Code 2.1 pages a Read without offset or limit whose content the provider counts
+// at more tokens than its cap (25,000): it shows the first lines that fit, the note about
+// the rest going elsewhere. The count comes from the provider (count_tokens), outside
+// the sandbox, so the replay takes the page's length from the recording, as it does a
+// background task's id; a Read that was not paged shows every line and limits nothing.
+// A page holds some 21,000 tokens (85 % of the cap), so a recorded result under
+// minPageChars is no page: it cannot hide a file that grew in the replay.
+func recordedPage(rec *tape.ToolResult) int {
+	if rec == nil || rec.IsError {
+		return 0
+	}
+	t := rec.Text()
+	if len(t) < minPageChars || !strings.HasPrefix(t, "1\t") {
+		return 0
+	}
+	for t != "" {
+		i := strings.LastIndexByte(t, '\n')
+		line := t[i+1:]
+		if m := pageLine.FindStringSubmatch(line); m != nil {
+			n, err := strconv.Atoi(m[1])
+			if err != nil {
+				return 0
+			}
+			return n
+		}
+		if i < 0 {
+			break
+		}
+		t = t[:i]
+	}
+	return 0
 }
 
 // notUTF8Note is what Claude Code 2.1 appends to a read of a file that is not valid UTF-8
@@ -282,12 +326,18 @@ func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolRes
 	if st, err := os.Stat(path); err == nil && st.IsDir() && !s.before("2.1") {
 		return toolUseError(call, in.FilePath+" is a directory, not a file. To create a file inside it, include the file name in file_path.")
 	}
+	// Claude Code words a Write by the file's old content: none, or an empty file, is a
+	// file created (2.0.77 and 2.1.332 alike).
+	wasEmpty := false
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+		wasEmpty = true
+	}
 	created, err := action.WriteFile(path, stripTrailing(path, *in.Content))
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
 	note := noteFor(rec)
-	if created {
+	if created || wasEmpty {
 		return harness.Text(call, "File created successfully at: "+in.FilePath+note, false)
 	}
 	return harness.Text(call, "The file "+in.FilePath+" has been updated successfully."+note, false)
@@ -328,6 +378,10 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	edits := []action.Edit{{Old: oldString, New: newString, All: in.ReplaceAll}}
 	if _, err := action.EditFile(path, edits); err != nil {
+		// The error quotes old_string as the model gave it, not as matched against CRLF.
+		if ee := (*action.EditError)(nil); errors.As(err, &ee) {
+			ee.Old = *in.OldString
+		}
 		return asRecorded(s.editError(call, err), rec)
 	}
 	note := noteFor(rec)

@@ -13,8 +13,10 @@
 // (matcher: live threads matched by their key, a tape's threads by similarity), one step
 // recorder (recorder: a tape.Writer on disk, or the tape in memory), and one writer of the
 // errors it answers itself in the provider's shape (writeError). Adding a provider is an
-// entry in wires once package tape/provider parses and emits its format (Detect, Path,
-// Normalize, Body, Stream, ErrorBody); every mode then serves it.
+// entry in wires (its default upstream, its streams' final event, which deltas belong
+// together, and modelPath when its paths name the model) once package tape/provider parses
+// and emits its format (Detect, Path, Normalize, Body, Stream, ErrorBody); every mode then
+// routes, records, serves and refuses it alike.
 //
 // In live mode, streams are forwarded chunk by chunk as they arrive (never buffered) and recorded event by
 // event with their time. Each call is attributed to a thread: a request that answers the

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/provider"
 )
 
 // route is where a request goes and what it is. fwd is the path forwarded upstream (after
@@ -25,14 +24,14 @@ import (
 func route(r *http.Request) (fwd string, p tape.Provider, model, ambiguous bool) {
 	fwd = upstreamPath(r.URL.EscapedPath())
 	for _, w := range wires {
-		if fwd == provider.Path(w.p) {
+		if w.isModelPath(fwd) {
 			return fwd, w.p, true, false
 		}
 	}
 	loose := strings.ToLower(upstreamPath(r.URL.Path))
 	for _, v := range []string{loose, path.Clean("/" + dropParams(loose))} {
 		for _, w := range wires {
-			if strings.HasSuffix(v, provider.Path(w.p)) {
+			if w.endsInModelPath(v) {
 				return fwd, w.p, false, true
 			}
 		}

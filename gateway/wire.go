@@ -17,6 +17,10 @@ type wire struct {
 	p tape.Provider
 	// upstream is the provider's public API host (DefaultUpstreams).
 	upstream string
+	// modelPath, when set, says whether a request path is one of p's model calls, for a
+	// format whose paths are not one fixed path (the Gemini API's name the model); nil means
+	// exactly provider.Path(p).
+	modelPath func(path string) bool
 	// terminal says whether a stream event (as sent, "event: ...\ndata: ...\n\n") is the
 	// last one of an answer: the live mode records the step before forwarding it.
 	terminal func(ev string) bool
@@ -90,6 +94,25 @@ func wireOf(p tape.Provider) (wire, bool) {
 		}
 	}
 	return wire{}, false
+}
+
+// isModelPath says whether fwd, a path as sent (escaped, without its /r/LABEL prefix), is
+// one of w's model calls.
+func (w wire) isModelPath(fwd string) bool {
+	if w.modelPath != nil {
+		return w.modelPath(fwd)
+	}
+	return fwd == provider.Path(w.p)
+}
+
+// endsInModelPath says whether v, a path decoded and normalized, ends in one of w's model
+// call paths (route's ambiguous paths).
+func (w wire) endsInModelPath(v string) bool {
+	if w.modelPath != nil {
+		return w.modelPath(v)
+	}
+	path := provider.Path(w.p)
+	return path != "" && strings.HasSuffix(v, path)
 }
 
 // isTerminal says whether a stream event is the last one of an answer in p's format.

@@ -215,7 +215,7 @@ func FuzzStripBodies(f *testing.F) {
 func TestSummaryStepErrors(t *testing.T) {
 	for _, c := range []struct{ in, err string }{
 		{`{"version":1,"threads":[{"id":"main","steps":[{},null]}]}`, "/threads/0/steps/1: is null"},
-		{`{"version":1,"threads":[{"id":"main","steps":[]},{"id":"t1","steps":[{"nope":1}]}]}`, `/threads/1/steps/0: json: unknown field "nope"`},
+		{`{"version":1,"threads":[{"id":"main","steps":[]},{"id":"t1","steps":[{"nope":1}]}]}`, `unknown field "nope" at /threads/1/steps/0/nope`},
 		{`{"version":1,"threads":[{"id":"main","steps":[{"timing":{"request_at":"soon"}}]}]}`, `/threads/0/steps/0: field "timing.request_at": cannot use JSON string as float64`},
 		{`{"version":2,"threads":[{"id":"main","steps":[{"nope":1}]}]}`, "unsupported tape version"},
 	} {

@@ -125,10 +125,8 @@ func writePtrs[E any](e *enc, s []*E, o *object[E]) {
 	})
 }
 
-func (e *enc) tape(t *Tape)     { writeObject(e, tapeTable(), t) }
-func (e *enc) step(s *Step)     { writeObject(e, stepTable(), s) }
-func (e *enc) meta(m *Meta)     { writeObject(e, metaTable(), m) }
-func (e *enc) digest(d *Digest) { writeObject(e, digestTable(), d) }
+func (e *enc) tape(t *Tape) { writeObject(e, tapeTable(), t) }
+func (e *enc) step(s *Step) { writeObject(e, stepTable(), s) }
 
 // AppendToolResult appends r as encoding/json encodes it without HTML escaping (a nil
 // slice as null, invalid UTF-8 as \ufffd), for readers of their own (the executor

@@ -41,6 +41,9 @@ type decoder struct {
 	// pointer of the value the decoding started at.
 	keys jsonlex.Path
 	base string
+	// noLines leaves the line and column out of errors: data is not the file (a summary's
+	// skeleton, a step).
+	noLines bool
 	// alias leaves raw values as slices of data; without it they are copies, as
 	// encoding/json gives them.
 	alias bool
@@ -91,7 +94,7 @@ func (d *decoder) refusal(err error, key string, off int, unknown bool) error {
 	} else {
 		err = fmt.Errorf("unknown field %q at %s", key, ptr)
 	}
-	return &fieldError{err: err, key: key, ptr: ptr, line: line, col: col, unknown: unknown, whereLines: d.base == ""}
+	return &fieldError{err: err, key: key, ptr: ptr, line: line, col: col, unknown: unknown, whereLines: !d.noLines}
 }
 
 // next skips whitespace, which the canonical encoding has none of, and returns the byte
@@ -765,7 +768,7 @@ func (d *decoder) rawReusing(prev *rawMemo) ([]byte, *rawMemo, error) {
 
 // decodeOptions are decodeTape's.
 type decodeOptions struct {
-	alias, lean bool
+	alias, lean, noLines bool
 }
 
 // decodeTape decodes a whole tape. canonical says data is exactly Marshal's encoding of
@@ -773,7 +776,7 @@ type decodeOptions struct {
 // input shows it is not canonical, so only data before that point is missing).
 func decodeTape(data []byte, opts decodeOptions) (t *Tape, canonical, complete bool, err error) {
 	layout()
-	d := &decoder{data: data, alias: opts.alias, lean: opts.lean}
+	d := &decoder{data: data, alias: opts.alias, lean: opts.lean, noLines: opts.noLines}
 	t = &Tape{}
 	if err := readObject(d, tapeTable(), t); err != nil {
 		return nil, false, false, err
@@ -793,7 +796,7 @@ func decodeTape(data []byte, opts decodeOptions) (t *Tape, canonical, complete b
 
 // decodeStep decodes one step, standing at pointer base of the tape it comes from.
 func decodeStep(data []byte, base string) (*Step, error) {
-	d := &decoder{data: data, base: base}
+	d := &decoder{data: data, base: base, noLines: true}
 	s := &Step{}
 	if err := readObject(d, stepTable(), s); err != nil {
 		return nil, err

@@ -218,8 +218,11 @@ func (s *Step) normalize() {
 //
 // The field table's decoder reads it (decode.go); input it finds unusual, such as a null
 // where the format has a string, takes encoding/json, which decides as it always has.
-func Unmarshal(data []byte) (*Tape, error) {
-	t, _, _, err := decodeTape(data, decodeOptions{})
+func Unmarshal(data []byte) (*Tape, error) { return unmarshal(data, decodeOptions{}) }
+
+// unmarshal is Unmarshal with the decoder's options.
+func unmarshal(data []byte, opts decodeOptions) (*Tape, error) {
+	t, _, _, err := decodeTape(data, opts)
 	if err == nil {
 		return t, nil
 	}

@@ -103,7 +103,7 @@ func (sum *Summary) Tape() (*Tape, error) {
 		prev = a.to
 	}
 	skeleton = append(skeleton, sum.Data[prev:]...)
-	t, err := Unmarshal(skeleton)
+	t, err := unmarshal(skeleton, decodeOptions{noLines: true}) // its lines are not the file's
 	if err != nil {
 		return nil, err
 	}

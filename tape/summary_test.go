@@ -224,6 +224,11 @@ func TestSummaryStepErrors(t *testing.T) {
 		_, err = Unmarshal([]byte(c.in))
 		require.Error(t, err, c.in)
 	}
+	// An unknown field outside the steps is named by its pointer, without the line of the
+	// skeleton the summary decodes (the steps and bodies cut out of it move the lines).
+	_, err := LoadSummary(strings.NewReader("{\"version\":1,\n\"threads\":[{\"id\":\"a\",\"steps\":[{}]},{\"id\":\"b\",\"x\":1}]}"))
+	require.ErrorContains(t, err, `unknown field "x" at /threads/1/x`)
+	require.NotContains(t, err.Error(), "line")
 	// The threads and steps arrays given twice, which decoding whole would merge, fail,
 	// as any other repeated key does.
 	for _, in := range []string{

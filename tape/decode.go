@@ -730,7 +730,6 @@ func (d *decoder) rawReusing(prev *rawMemo) ([]byte, *rawMemo, error) {
 				}
 			}
 		}
-		key = bytes.Clone(key) // object reuses an escaped key's buffer
 		d.next()
 		vs := d.i
 		var elems [][]byte

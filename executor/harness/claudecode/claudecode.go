@@ -54,7 +54,34 @@ func init() {
 }
 
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
-	return tools.Run(s, ctx, call, rec)
+	r := tools.Run(s, ctx, call, rec)
+	if s.before("2.1") {
+		r = sessionReminders(r, rec)
+	}
+	return r
+}
+
+// sessionNotes lead the <system-reminder> notes Claude Code 2.0 appends to a tool result
+// from its session's state, not from the tool's effect: a nudge to use TodoWrite after some
+// turns without it, and news of a background command's output.
+var sessionNotes = []string{"\n\n<system-reminder>\nThe TodoWrite tool hasn't been used recently.", "\n\n<system-reminder>\nBackground bash "}
+
+// sessionReminders appends to r the session notes that end the recorded result: the
+// replay has no session to draw them from, so it follows the recording, as it does for a
+// background task's id. The text before them is still the executor's own.
+func sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape.ToolResult {
+	rt := harness.RecordedText(rec)
+	at := -1
+	for _, n := range sessionNotes {
+		if i := strings.Index(rt, n); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	if at < 0 || len(r.Content) != 1 || r.Content[0].Type != tape.BlockText || strings.HasSuffix(r.Content[0].Text, rt[at:]) {
+		return r
+	}
+	r.Content = []tape.Block{{Type: tape.BlockText, Text: r.Content[0].Text + rt[at:]}}
+	return r
 }
 
 var _ harness.Unoffered = (*session)(nil)

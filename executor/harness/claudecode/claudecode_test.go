@@ -553,4 +553,13 @@ func TestClaudeCode20(t *testing.T) {
 	assert.Equal(t, "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n\n... [21 lines truncated] ...", res.Text())
 	res = f.Run("Bash", m{"command": "sleep 2", "timeout": 200}, nil)
 	assert.Regexp(t, `^Command running in background with ID: b[0-9a-z]{8}\. Output is being written to: \S+$`, res.Text())
+
+	// The news of a background command's output follows the recording, with the replay's
+	// output file; a Write's snippet shows the text as written, trailing blanks gone.
+	rec := recorded("Command running in background with ID: bf00. Output is being written to: /tmp/claude/x/tasks/bf00.output\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read /tmp/claude/x/tasks/bf00.output to see output.\n</system-reminder>", false)
+	res = f.Run("Bash", m{"command": "echo hi", "run_in_background": true}, rec)
+	out := f.Env.Tasks.OutputPath("bf00")
+	assert.Equal(t, "Command running in background with ID: bf00. Output is being written to: "+out+"\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read "+out+" to see output.\n</system-reminder>", res.Text())
+	res = f.Run("Write", m{"file_path": p, "content": "a  \n"}, nil)
+	assert.Equal(t, "The file "+p+" has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→", res.Text())
 }

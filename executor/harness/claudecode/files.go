@@ -485,7 +485,7 @@ func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolRes
 		return harness.Text(call, "File created successfully at: "+in.FilePath+note, false)
 	}
 	if s.before("2.1") {
-		content := *in.Content
+		content := stripTrailing(path, *in.Content)
 		if lines := splitLines(content); len(lines) > writeSnippetLines {
 			content = strings.Join(lines[:writeSnippetLines], "\n") + clippedNote
 		}

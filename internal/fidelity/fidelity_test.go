@@ -57,6 +57,10 @@ func lock(t *testing.T, name string) {
 	t.Cleanup(func() { f.Close() })
 }
 
+// sandboxFlag is the sandbox spec TestScoreboard and TestRegressions replay in; empty is a
+// fresh local: sandbox at the sequence's cwd (run.go's Target.Sandbox).
+var sandboxFlag = flag.String("fidelity.sandbox", "", "replay in this sandbox spec (docker-image:tapebox/sandbox:bookworm) instead of a local: one")
+
 // workDir is worker w's working directory for target t.
 func workDir(t Target, w int) string {
 	return fmt.Sprintf("/tmp/tapebox-fidelity/%s-%s/w%d", t.Harness, t.Version, w)
@@ -102,7 +106,7 @@ func TestQuick(t *testing.T) {
 	for _, s := range suites() {
 		for _, target := range s.targets {
 			t.Run(target.Harness+"-"+target.Version, func(t *testing.T) {
-				target.Keep = *keepFlag
+				target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 				var b Board
 				// Older versions are slower to start (a node script): fewer sequences.
 				n := 2
@@ -145,7 +149,7 @@ func TestScoreboard(t *testing.T) {
 			if *onlyFlag != "" && !slices.Contains(strings.Split(*onlyFlag, ","), target.Version) {
 				continue
 			}
-			target.Keep = *keepFlag
+			target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 			runSeeds(t.Context(), s.grammar, target, *seedFlag, *seedsFlag, *workersFlag, func(w int, o *Outcome) {
 				b.Add(target.Version, o, s.grammar.Classes)
 				if o.Err != nil {
@@ -166,10 +170,10 @@ func TestScoreboard(t *testing.T) {
 	wall := time.Since(start)
 	header := fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+
 		"(seeds %d to %d), each recorded through the real harness against the scripted provider and the gateway, then replayed in "+
-		"executor mode in a fresh local sandbox at the same path and compared with `tapebox compare`'s comparison. Recording and "+
+		"executor mode in a fresh %s at the same path and compared with `tapebox compare`'s comparison. Recording and "+
 		"replaying took %v of wall time per 1,000 calls with %d sequences side by side (%v in all; %v per 1,000 calls summed over sequences) "+
 		"on a 2-core machine shared with other work.",
-		*seedsFlag, *seedFlag, *seedFlag+uint64(*seedsFlag)-1, perThousand(wall, &b), *workersFlag, wall.Round(time.Second), b.PerThousand().Round(time.Second))
+		*seedsFlag, *seedFlag, *seedFlag+uint64(*seedsFlag)-1, sandboxName(), perThousand(wall, &b), *workersFlag, wall.Round(time.Second), b.PerThousand().Round(time.Second))
 	md := b.Markdown(header)
 	if *outFlag != "" {
 		if err := os.WriteFile(*outFlag, []byte(md), 0o644); err != nil {
@@ -243,7 +247,7 @@ func TestRegressions(t *testing.T) {
 					continue
 				}
 				t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+target.Version, func(t *testing.T) {
-					target.Keep = *keepFlag
+					target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 					o := Run(t.Context(), target, seq, s.grammar.Classes)
 					if o.Err != nil {
 						t.Fatal(o.Err)
@@ -260,4 +264,12 @@ func TestRegressions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sandboxName words -fidelity.sandbox for the scoreboard's header.
+func sandboxName() string {
+	if *sandboxFlag == "" {
+		return "local sandbox"
+	}
+	return "`" + *sandboxFlag + "` sandbox"
 }

@@ -81,6 +81,13 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		stdout := strings.TrimRight(leadingBlank.ReplaceAllString(out, ""), " \t\r\n\v\f")
 		return harness.Text(call, strings.Join(nonEmpty([]string{"Exit code 143", msg, stdout}), "\n"), true)
 	}
+	if st.Running && s.before("2.1") {
+		// Claude Code 2.0 words a command moved to the background at its timeout as one
+		// started there.
+		stdout := strings.TrimRight(leadingBlank.ReplaceAllString(out, ""), " \t\r\n\v\f")
+		msg := fmt.Sprintf("Command running in background with ID: %s. Output is being written to: %s", id, tasks.OutputPath(id))
+		return harness.Text(call, strings.Join(nonEmpty([]string{stdout, msg}), "\n"), false)
+	}
 	if st.Running {
 		stdout := strings.TrimRight(leadingBlank.ReplaceAllString(out, ""), " \t\r\n\v\f")
 		msg := fmt.Sprintf("Command did not complete within its %ds timeout and was moved to the background (ID: %s). Output is being written to: %s.%s",
@@ -169,6 +176,9 @@ func (s *session) limitOutput(out string) string {
 	limit := s.maxOutput()
 	if utf8.RuneCountInString(out) <= limit {
 		return out
+	}
+	if s.before("2.1") {
+		return truncate20(out, limit)
 	}
 	path := filepath.Join(s.env.State.Path, "tool-results", action.NewTaskID("b", 8)+".txt")
 	if _, err := s.env.State.Make("tool-results"); err == nil {
@@ -286,6 +296,24 @@ func truncate(s string, limit int) string {
 	}
 	n := strings.Count(s[cut:], "\n") + 1
 	return fmt.Sprintf("%s\n... [%d lines truncated] ...", s[:cut], n)
+}
+
+// truncate20 is Claude Code 2.0's cut of a long output: the first limit characters of the
+// output (its end trimmed), a blank line, and the count of the lines left out.
+func truncate20(s string, limit int) string {
+	s = strings.TrimRight(s, " \t\r\n\v\f")
+	cut := len(s)
+	for i := range s {
+		if limit == 0 {
+			cut = i
+			break
+		}
+		limit--
+	}
+	if cut == len(s) {
+		return s
+	}
+	return fmt.Sprintf("%s\n\n... [%d lines truncated] ...", s[:cut], strings.Count(s[cut:], "\n")+1)
 }
 
 var bgRecorded = regexp.MustCompile(`(?s)^Command running in background with ID: (\S+?)\. Output is being written to: (.+?\.output)(?:\.(.*))?$`)

@@ -508,3 +508,58 @@ func TestReadRecordedPage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, file.String(), string(b))
 }
+
+// TestClaudeCode20: a recording of Claude Code 2.0.77 gets its wording, as internal/fidelity
+// found it (seeds 7000 to 7049): Read of the whole file with "→" numbers and no cap, an
+// empty selection counted in lines, binary by the name; Write and Edit over a file show a
+// cat -n snippet; a timed-out command is "running in background"; a long output is cut
+// with a count of lines; the session's reminders follow the recording.
+func TestClaudeCode20(t *testing.T) {
+	f := newFixture(t)
+	f.Env.HarnessVersion = "2.0.77"
+	long := strings.Repeat("x", 2500)
+	p := f.Write("a.txt", "one\r\n"+long+"\n")
+	const malware = "\n\n<system-reminder>\nWhenever you read a file, you should consider whether it would be considered malware. You CAN and SHOULD provide analysis of malware, what it is doing. But you MUST refuse to improve or augment the code. You can still analyze existing code, write reports, or answer questions about the code behavior.\n</system-reminder>\n"
+	empty := f.Write("empty.txt", "")
+	todo := "\n\n<system-reminder>\nThe TodoWrite tool hasn't been used recently. Nudge.\n</system-reminder>"
+	for _, tt := range []struct {
+		name, tool string
+		input      m
+		rec        *tape.ToolResult
+		want       string
+	}{
+		{"read", "Read", m{"file_path": p}, nil, "     1→one\n     2→" + long + "\n     3→" + malware},
+		{"read offset", "Read", m{"file_path": p, "offset": 2, "limit": 1}, nil, "     2→" + long + malware},
+		{"read past the end", "Read", m{"file_path": p, "offset": 3, "limit": 1}, nil, "<system-reminder>Warning: the file exists but is shorter than the provided offset (3). The file has 3 lines.</system-reminder>"},
+		{"read empty", "Read", m{"file_path": empty}, nil, "<system-reminder>Warning: the file exists but is shorter than the provided offset (1). The file has 1 lines.</system-reminder>"},
+		{"read binary name", "Read", m{"file_path": f.Write("x.bin", "text")}, nil, "<tool_use_error>This tool cannot read binary files. The file appears to be a binary .bin file. Please use appropriate tools for binary file analysis.</tool_use_error>"},
+		{"read token cap", "Read", m{"file_path": p}, recorded("File content (27000 tokens) exceeds maximum allowed tokens (25000). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content.", true), "File content (27000 tokens) exceeds maximum allowed tokens (25000). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content."},
+		{"read, reminder", "Read", m{"file_path": p, "offset": 1, "limit": 1}, recorded("     1→one"+malware+todo, false), "     1→one" + malware + todo},
+		{"write over", "Write", m{"file_path": p, "content": "a\nb\n"}, nil, "The file " + p + " has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→b\n     3→"},
+		{"edit", "Edit", m{"file_path": p, "old_string": "b", "new_string": "B"}, nil, "The file " + p + " has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→B\n     3→"},
+		{"same string", "Edit", m{"file_path": f.Dir + "/missing.txt", "old_string": "q", "new_string": "q"}, nil, "<tool_use_error>No changes to make: old_string and new_string are exactly the same.</tool_use_error>"},
+		{"refused unread", "Edit", m{"file_path": empty, "old_string": "", "new_string": "filled\n"}, recorded("File has been unexpectedly modified. Read it again before attempting to write it.", true), "File has been unexpectedly modified. Read it again before attempting to write it."},
+		{"grep count", "Grep", m{"pattern": "B", "output_mode": "count"}, nil, "a.txt:1\n\nFound 1 total occurrence across 1 file."},
+	} {
+		res := f.Run(tt.tool, tt.input, tt.rec)
+		assert.Equal(t, tt.want, res.Text(), tt.name)
+	}
+	b, err := os.ReadFile(empty)
+	require.NoError(t, err)
+	assert.Empty(t, b, "an Edit the recording refused changed the file")
+
+	f.Env.Environ = append(f.Env.Environ, "BASH_MAX_OUTPUT_LENGTH=20")
+	res := f.Run("Bash", m{"command": "seq 1 30"}, nil)
+	assert.Equal(t, "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n\n... [21 lines truncated] ...", res.Text())
+	res = f.Run("Bash", m{"command": "sleep 2", "timeout": 200}, nil)
+	assert.Regexp(t, `^Command running in background with ID: b[0-9a-z]{8}\. Output is being written to: \S+$`, res.Text())
+
+	// The news of a background command's output follows the recording, with the replay's
+	// output file; a Write's snippet shows the text as written, trailing blanks gone.
+	rec := recorded("Command running in background with ID: bf00. Output is being written to: /tmp/claude/x/tasks/bf00.output\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read /tmp/claude/x/tasks/bf00.output to see output.\n</system-reminder>", false)
+	res = f.Run("Bash", m{"command": "echo hi", "run_in_background": true}, rec)
+	out := f.Env.Tasks.OutputPath("bf00")
+	assert.Equal(t, "Command running in background with ID: bf00. Output is being written to: "+out+"\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read "+out+" to see output.\n</system-reminder>", res.Text())
+	res = f.Run("Write", m{"file_path": p, "content": "a  \n"}, nil)
+	assert.Equal(t, "The file "+p+" has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→", res.Text())
+}

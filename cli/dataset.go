@@ -91,7 +91,11 @@ tapebox (or --prices FILE), whose date is in prices_date; it is null when a mode
 price. --traces also writes each tape's conversation as the session files its harness
 writes (see tapebox export --help) under traces/: traces/claude-code/<project>/<session>.jsonl,
 traces/codex/YYYY/MM/DD/rollout-*.jsonl, traces/sts/*.jsonl for other harnesses, the
-layouts the Hub's trace viewer detects; the card says how they relate to the tapes.
+layouts the Hub's trace viewer detects; the card says how they relate to the tapes. With it
+the split also gets a "traces" config (data/traces/...): one row per session file in the
+Hub's agent-traces schema (harness, session_id, prompt, messages, tools, metadata, sent_at,
+num_user_messages, num_tool_calls, trace, file_path), and the card the tag
+format:agent-traces.
 
 Before anything is written, every tape is scanned for secrets (API keys, tokens, private keys,
 as tapebox scan does), and so is every file of its start snapshot unless --no-workspace: a tape
@@ -174,6 +178,9 @@ does configs, dataset_info and size_categories.`)
 	opts := dataset.ExportOptions{
 		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,
 		MadeWith: "tapebox " + Version, Version: Version, Card: card, Prices: table, AllowTampered: *allowTampered,
+	}
+	if *traces {
+		opts.Traces = traceRows
 	}
 	opts.Progress = progressTo(env)
 	res, err := dataset.Export(ctx, inputs, opts)

@@ -182,7 +182,7 @@ func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, e
 				split, a.tapes, a.steps, a.workspaces, p.tapes, p.steps, p.workspaces)})
 		}
 	}
-	for _, config := range []string{configSteps, configWorkspaces} {
+	for _, config := range []string{configSteps, configWorkspaces, configTraces} {
 		for _, split := range l.splits(config) {
 			for ext := range l[config][split] {
 				if len(l[configTapes][split][ext]) == 0 {

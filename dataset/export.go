@@ -572,6 +572,8 @@ func prepareData(ctx context.Context, p *prepared, data []byte, validateOnly boo
 			p.traceSizes[i] = tracesTable.rowBytes(reflect.ValueOf(&p.traces[i]).Elem())
 		}
 	}
+	source := filepath.Base(p.in.Path)
+	p.row.SourceFile = &source
 	if w := t.Meta.Workspace; w != nil && w.Snapshot != "" {
 		if noWorkspace {
 			p.leftOut = true

@@ -537,7 +537,10 @@ func (v *validator) checkTape(c *tapeCheck) {
 	if c.tape.v.PricesDate != prices.Default().Date {
 		wantRow.CostUSD, wantRow.PricesDate = c.tape.v.CostUSD, c.tape.v.PricesDate
 	}
-	// The one column the tape does not give: whether the export kept its snapshot.
+	// The columns the tape does not give: the file it came from, whether the export kept
+	// its snapshot.
+	// (Any name: import keeps only those that are safe, see tapeNames.)
+	wantRow.SourceFile = c.tape.v.SourceFile
 	wantRow.WorkspaceIncluded = c.tape.v.WorkspaceIncluded
 	if w := t.Meta.Workspace; wantRow.WorkspaceIncluded && (w == nil || w.Snapshot == "" || w.Digest == "") {
 		bad("workspace_included", "true, but the tape names no start snapshot with a digest")

@@ -403,6 +403,8 @@ func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 var (
 	claudeUA = regexp.MustCompile(`claude-cli/([0-9][^\s]*)`)
 	codexUA  = regexp.MustCompile(`codex[_a-z]*/([0-9][^\s]*)`)
+	// OpenCode sends "opencode/VERSION" (the AI SDK may add its own after it).
+	opencodeUA = regexp.MustCompile(`(?:^|\s)opencode/([0-9][^\s/]*)`)
 )
 
 // detectHarness names the agent from its headers.
@@ -416,6 +418,9 @@ func detectHarness(h http.Header) (name, version string) {
 			return "codex", m[1]
 		}
 		return "codex", ""
+	}
+	if m := opencodeUA.FindStringSubmatch(ua); m != nil {
+		return "opencode", m[1]
 	}
 	if h.Get("X-Claude-Code-Session-Id") != "" {
 		return "claude-code", ""

@@ -293,6 +293,7 @@ func baseEnv() []string {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case name == "HOME", name == "CLAUDECODE", name == "IS_SANDBOX",
+			strings.HasPrefix(name, "OPENCODE"), strings.HasPrefix(name, "XDG_"),
 			strings.HasPrefix(name, "ANTHROPIC_"), strings.HasPrefix(name, "CLAUDE_"),
 			strings.HasPrefix(name, "OPENAI_"), strings.HasPrefix(name, "CODEX_"),
 			strings.HasPrefix(name, "AWS_"), strings.HasPrefix(name, "GOOGLE_"),
@@ -518,6 +519,8 @@ func Version(ctx context.Context, harness string) (string, error) {
 		bin, err = CodexPath()
 	case Pi:
 		bin, err = PiPath()
+	case OpenCode:
+		bin, err = OpenCodePath()
 	default:
 		return "", fmt.Errorf("realharness: unknown harness %q", harness)
 	}

@@ -230,6 +230,20 @@ func New(cfg Config) (*Gateway, error) {
 // Path returns the tape's path.
 func (g *Gateway) Path() string { return g.cfg.Output }
 
+// View calls fn with the tape recorded so far, under the writer's lock; fn must not change
+// it nor keep it.
+func (g *Gateway) View(fn func(*tape.Tape)) { g.w.View(fn) }
+
+// SetLabel sets meta.labels[key] of the recording; the tape file has it from the next
+// persist on (Finish's at the latest). For what the recorder learns beside the requests,
+// such as the model provider the harness was configured with.
+func (g *Gateway) SetLabel(key, value string) error {
+	if err := g.w.UpdateMeta(func(m *tape.Meta) { m.Labels[key] = value }); err != nil {
+		return fmt.Errorf("gateway: set label %s: %w", key, err)
+	}
+	return nil
+}
+
 // Steps returns how many model calls were recorded.
 func (g *Gateway) Steps() int {
 	g.mu.Lock()

@@ -237,9 +237,16 @@ func writeTraces(ctx context.Context, paths []string, dir string, skipInvalid bo
 // Hub's format, as writeTraces writes them under the dataset's traces/, in the Hub's
 // agent-traces schema.
 func traceRows(_ context.Context, _ string, data []byte) ([]dataset.TraceRow, error) {
-	tp, err := tape.Unmarshal(data)
+	// Read as writeTraces reads, so that the rows describe the files it writes: the
+	// normalized fields only, but the raw responses too for Claude Code's files.
+	tp, err := tape.LoadSummary(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
+	}
+	if interop.HubFormat(tp) == interop.ClaudeCode {
+		if tp, err = tape.Unmarshal(data); err != nil {
+			return nil, err
+		}
 	}
 	f, _, traces, err := interop.AgentTraces(tp, interop.Options{})
 	if err != nil {

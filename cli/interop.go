@@ -388,7 +388,7 @@ unless --allow-secrets.`)
 				return failf(env, "import", "%v", err)
 			}
 			if len(found) > 0 {
-				for _, x := range found {
+				for _, x := range secrets.Masked(found) {
 					fmt.Fprintf(env.Stderr, "%s: %s\n", tp.Meta.Labels[interop.LabelSource], x)
 				}
 				return failf(env, "import", "%s holds %d secrets (nothing was imported; --allow-secrets imports them anyway)", tp.Meta.Labels[interop.LabelSource], len(found))

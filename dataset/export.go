@@ -21,6 +21,7 @@ import (
 
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/seal"
 )
 
@@ -544,7 +545,7 @@ func prepareData(ctx context.Context, p *prepared, data []byte, validateOnly boo
 		return
 	}
 	// The rows need no chunk data: decode lean.
-	t, canonical, err := decodeCanonical(data, true)
+	t, canonical, err := tape.Decode(data, tape.DecodeOptions{NoChunkData: true})
 	if err != nil {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
 		return

@@ -518,7 +518,7 @@ func TestArrowConversionFailureLeavesNothing(t *testing.T) {
 	for _, in := range inputs {
 		data, err := os.ReadFile(in.Path)
 		require.NoError(t, err)
-		tp, canonical, err := decodeCanonical(data, true)
+		tp, canonical, err := tape.Decode(data, tape.DecodeOptions{NoChunkData: true})
 		require.NoError(t, err)
 		row, _, err := RowsOf(tp, canonical)
 		require.NoError(t, err)

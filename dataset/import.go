@@ -430,7 +430,7 @@ func verifyTape(data []byte) error {
 	if err != nil {
 		return err
 	}
-	if !isCanonical(t, data) {
+	if !tape.IsCanonical(t, data) {
 		return errors.New("tape_json is not the canonical encoding of its tape")
 	}
 	return nil

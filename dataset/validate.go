@@ -510,14 +510,14 @@ func (v *validator) checkTape(c *tapeCheck) {
 		}
 		return
 	}
-	// The reference path (tape.Unmarshal, encoding/json), not Export's fast decoder, so
-	// that the two check each other.
+	// tape.Unmarshal and tape.IsCanonical, which encodes the tape again, rather than
+	// tape.Decode, Export's path, which takes a canonical encoding on trust of its decoder.
 	t, err := tape.Unmarshal(data)
 	if err != nil {
 		bad("tape_json", "%v", err)
 		return
 	}
-	if !isCanonical(t, data) {
+	if !tape.IsCanonical(t, data) {
 		canonical, err := tape.Marshal(t)
 		if err != nil {
 			bad("tape_json", "%v", err)

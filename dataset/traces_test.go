@@ -226,6 +226,35 @@ func TestValidateChecksTraces(t *testing.T) {
 	assert.Contains(t, got, `row 1 metadata: tape_id "no-such-tape" is no tape of the dataset`)
 	assert.Contains(t, got, `row 2 file_path: "traces/../../etc/passwd" is not a path under traces/`)
 	assert.Contains(t, got, "row 2 num_tool_calls: a negative count")
+
+	// A session file beside the table that is not what the row's trace holds.
+	require.NotEqual(t, rows[1].FilePath, "")
+	f := filepath.Join(dir, filepath.FromSlash(rows[1].FilePath))
+	require.NoError(t, os.MkdirAll(filepath.Dir(f), 0o755))
+	require.NoError(t, os.WriteFile(f, []byte("{\"other\":1}\n{\"tape\":2}\n"), 0o644))
+	rep, err = Validate(t.Context(), dir, ValidateOptions{})
+	require.NoError(t, err)
+	got = got[:0]
+	for _, p := range rep.Problems {
+		got = append(got, fmt.Sprintf("row %d %s: %s", p.Row, p.Pointer, p.Message))
+	}
+	assert.Contains(t, got, "row 1 trace: not the content of "+rows[1].FilePath+" (did two tapes give a session file the same path?)")
+	require.NoError(t, os.WriteFile(f, []byte(traceText(t, rows[1].Trace)), 0o644))
+	rep, err = Validate(t.Context(), dir, ValidateOptions{})
+	require.NoError(t, err)
+	for _, p := range rep.Problems {
+		assert.NotEqual(t, "trace", p.Pointer, "the file as the row has it: %s", p.Message)
+	}
+}
+
+// traceText is the session file a trace value holds.
+func traceText(t *testing.T, trace string) string {
+	t.Helper()
+	var s string
+	if json.Unmarshal([]byte(trace), &s) == nil {
+		return s
+	}
+	return trace
 }
 
 // TestExportTracesDuckDB reads the traces table with DuckDB: the columns and types, every

@@ -654,6 +654,9 @@ func (v *validator) checkTraces(ctx context.Context, files []shardFile, tapes ma
 		}
 		if p := r.v.FilePath; !strings.HasPrefix(p, TracesDir+"/") || path.Clean(p) != p || !filepath.IsLocal(filepath.FromSlash(p)) {
 			bad("file_path", "%q is not a path under %s/", p, TracesDir)
+		} else if data, err := os.ReadFile(filepath.Join(v.dir, filepath.FromSlash(p))); err == nil && TraceJSON(data) != r.v.Trace {
+			// (A dataset published without its traces/ folder has no file to compare.)
+			bad("trace", "not the content of %s (did two tapes give a session file the same path?)", p)
 		}
 		if r.v.NumUserMessages < 0 || r.v.NumToolCalls < 0 {
 			bad("num_tool_calls", "a negative count")

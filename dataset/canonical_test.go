@@ -27,7 +27,7 @@ func TestExportStoresCanonicalEncoding(t *testing.T) {
 	back := t.TempDir()
 	_, err = Import(t.Context(), out, ImportOptions{Out: back, Verify: true})
 	require.NoError(t, err)
-	got, err := os.ReadFile(back + "/" + TapeFileName(tp.Meta.TapeID))
+	got, err := os.ReadFile(back + "/indented.json")
 	require.NoError(t, err)
 	assert.Equal(t, string(data), string(got))
 }

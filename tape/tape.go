@@ -26,6 +26,9 @@ const (
 	ProviderOpenAIChat Provider = "openai-chat"
 	// ProviderOpenAIResponses is the OpenAI Responses API (POST /v1/responses).
 	ProviderOpenAIResponses Provider = "openai-responses"
+	// ProviderGemini is the Gemini API (POST /v1beta/models/MODEL:generateContent and
+	// :streamGenerateContent).
+	ProviderGemini Provider = "gemini"
 )
 
 // EndReason says how a run ended.
@@ -98,7 +101,9 @@ type Meta struct {
 type Redaction struct {
 	// Rule is the secret-scan rule that found it (aws-access-token) or "pattern:REGEX".
 	Rule string `json:"rule"`
-	// Pointer is the JSON pointer of the string it was removed from.
+	// Pointer is the JSON pointer of the string it was removed from (of the member, for
+	// a member name; its new name). For the start snapshot it is /meta/workspace/snapshot/
+	// and the entry's name in the redacted snapshot, as one escaped token.
 	Pointer string `json:"pointer"`
 }
 
@@ -396,7 +401,7 @@ func RoundMS(d time.Duration) float64 {
 }
 
 // MarksErrors says whether a wire format can tell a failed tool result from a good one
-// (Anthropic's is_error); the OpenAI formats cannot.
+// (Anthropic's is_error, a Gemini functionResponse's "error"); the OpenAI formats cannot.
 func (p Provider) MarksErrors() bool {
 	return p != ProviderOpenAIChat && p != ProviderOpenAIResponses
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/tapebox/tapebox/executor/action"
@@ -150,6 +151,19 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if len(hits) == 0 {
 		return ok(call, "No files found")
 	}
+	// ripgrep searches files in parallel: the recording's order of the same files is as
+	// good as any other.
+	if order := recordedFiles(rec); order != nil {
+		pos := map[string]int{}
+		for _, h := range hits {
+			if _, seen := pos[h.path]; !seen {
+				pos[h.path] = len(pos)
+			}
+		}
+		if len(order) == len(pos) && allKnown(order, pos) {
+			sort.SliceStable(hits, func(i, j int) bool { return order[hits[i].path] < order[hits[j].path] })
+		}
+	}
 	truncated := len(hits) > searchLimit
 	if truncated {
 		hits = hits[:searchLimit]
@@ -174,6 +188,35 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		out = append(out, "", "(Results truncated. Consider using a more specific path or pattern.)")
 	}
 	return ok(call, strings.Join(out, "\n"))
+}
+
+// recordedFiles is the order of the files a recorded grep result lists ("PATH:" lines at
+// the start of the result or after an empty line), or nil.
+func recordedFiles(rec *tape.ToolResult) map[string]int {
+	text := harness.RecordedText(rec)
+	if !strings.HasPrefix(text, "Found ") {
+		return nil
+	}
+	lines := strings.Split(text, "\n")
+	order := map[string]int{}
+	for i := 1; i < len(lines); i++ {
+		l := lines[i]
+		if (i == 1 || lines[i-1] == "") && strings.HasSuffix(l, ":") && !strings.HasPrefix(l, "  Line ") {
+			if _, seen := order[strings.TrimSuffix(l, ":")]; !seen {
+				order[strings.TrimSuffix(l, ":")] = len(order)
+			}
+		}
+	}
+	return order
+}
+
+func allKnown(order, pos map[string]int) bool {
+	for p := range pos {
+		if _, ok := order[p]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // todo is one item of todowrite, its fields in opencode's order.

@@ -21,6 +21,10 @@ type Harness struct {
 	// <environment_context> block that does ("<cwd>/app</cwd>"). Either may be empty.
 	CwdLines   []string
 	CwdElement string
+	// CwdList is the label of a list, in the harness's first user message, whose first
+	// item is the working directory (Gemini CLI's session context: "- **Workspace
+	// Directories:**" then "  - /app" on the next line). Empty for the others.
+	CwdList string
 	// Checked are the versions the executor's module was checked against (conformance
 	// fixtures, internal/fidelity's scoreboard), oldest first. A tape of another version
 	// still replays, with one warning naming the nearest (VersionWarning).
@@ -136,6 +140,31 @@ const (
 	PiEditErrorCode   = "edit names the error code"
 	PiBashWholeOutput = "bash formats the whole output"
 )
+
+// Gemini is Google's Gemini CLI (npm @google/gemini-cli, the gemini CLI), which speaks the
+// Gemini API (tape.ProviderGemini).
+var Gemini = Harness{
+	Name: "gemini-cli",
+	// invoke_agent runs one of its subagents (codebase_investigator, cli_help ...) in a
+	// conversation of its own.
+	SpawningTools: []string{"invoke_agent"},
+	// Its scheduler runs one answer's calls together, except the edit tools (replace,
+	// write_file) and update_topic, which wait for the calls before them, and a call whose
+	// wait_for_previous is true.
+	ParallelToolCalls: true,
+	Volatile: []Volatile{
+		// run_shell_command ends its output with the process group it ran in.
+		{Name: "shell process group", Expr: `Process Group PGID: [0-9]+`, Replace: "Process Group PGID: <pgid>"},
+		{Name: "background shell pid", Expr: `Background PIDs: [0-9, ]+`, Replace: "Background PIDs: <pid>"},
+	},
+	Identifiers: []Identifier{
+		// A command sent to the background (is_background) names its process, which
+		// read_background_output takes back as "pid".
+		{Name: "background process id", Expr: `(?:in background\. PID: |moved to background \(PID: )([0-9]+)`, Keys: []string{"pid"}},
+	},
+	CwdList: "- **Workspace Directories:**",
+	Checked: []string{"0.61.0"},
+}
 
 // OpenCode is the opencode CLI (npm opencode-ai; a compiled Bun program whose tools are
 // TypeScript in the binary). It drives the Anthropic and OpenAI wire formats through the

@@ -113,6 +113,11 @@ the directory CMD runs in: this one.`)
 		"OPENAI_BASE_URL="+base+"/v1",
 		"TAPEBOX_GATEWAY_URL="+base,
 	)
+	if wdErr == nil {
+		// CMD runs here: a harness that trusts $PWD over its working directory (opencode
+		// does) must not get the one record's own parent left.
+		cmd.Env = append(cmd.Env, "PWD="+wd)
+	}
 	if !*noOpenCode && isOpenCode(argv) {
 		ocEnv, cleanup, note, err := openCodeEnv(base, env.Getenv)
 		if err != nil {

@@ -110,6 +110,12 @@ func TestCodexPiClasses(t *testing.T) {
 		want string
 	}{
 		{swapped, "stdout/stderr interleaving"},
+		{Divergence{Field: "tool_result", Tool: "exec_command", Input: "rm max_output_tokens",
+			Recorded: "Original token count: 18\nOutput:\nTotal output lines: 2\n\nrm=1\nrm: cannot remo…8 tokens truncated…h file or directory\n",
+			Replayed: "Original token count: 18\nOutput:\nTotal output lines: 2\n\nrm: cannot remove 'm…8 tokens truncated…e or directory\nrm=1\n"}, "stdout/stderr interleaving"},
+		{Divergence{Field: "tool_result", Tool: "exec_command", Input: "rm max_output_tokens",
+			Recorded: "Original token count: 18\nOutput:\nTotal output lines: 2\n\nrm=1\nrm: cannot remo…8 tokens truncated…h file or directory\n",
+			Replayed: "Original token count: 18\nOutput:\nTotal output lines: 2\n\nrm: cannot remove 'm…9 tokens truncated…e or directory\nrm=\n"}, ""},
 		{func() Divergence { d := swapped; d.Input = "binary-dump tty"; return d }(), ""},
 		{func() Divergence {
 			d := swapped

@@ -301,17 +301,17 @@ func (p *player) playThread(ctx context.Context, th *tape.Thread) error {
 			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 		}
 		p.progress(th.ID, "")
-		reqAt := p.opts.Now()
-		if si > 0 {
-			next := p.ms(reqAt)
-			p.updateStep(ti, si-1, func(s *tape.Step) { s.Timing.NextRequestAt = &next })
-		}
 		// The harness's time since the previous response (its tool calls and its own work).
 		if si > 0 && p.opts.HarnessPace {
 			prev := th.Steps[si-1].Timing
 			if err := p.paceSince(ctx, lastAt, msDur(st.Timing.RequestAt-prev.LastByteAt)); err != nil {
 				return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 			}
+		}
+		reqAt := p.opts.Now()
+		if si > 0 {
+			next := p.ms(reqAt)
+			p.updateStep(ti, si-1, func(s *tape.Step) { s.Timing.NextRequestAt = &next })
 		}
 		// The model's latency: request to first byte, first byte to last byte.
 		if err := p.pace(ctx, msDur(st.Timing.FirstByteAt-st.Timing.RequestAt)); err != nil {

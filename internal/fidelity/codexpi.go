@@ -182,9 +182,17 @@ var interleaving = Class{Name: "stdout/stderr interleaving", Field: "tool_result
 		return slices.Contains(shellTools, d.Tool) && !hasInput(d, "tty") && (sameBytes(d) || sameTruncated(d))
 	}}
 
+// backgroundRace is the class of a call that lists a background job's file a moment
+// after the job started.
+var backgroundRace = Class{Name: "background job against the harness's pace", Text: regexp.MustCompile(`bg-[0-9]+\.txt`),
+	Reason: "a job started with & writes its file 0.3 s later; a call one or two turns after it sees the file or not by some tens " +
+		"of milliseconds of the harness's time between turns, which the replay reproduces only on average (HarnessPace: the " +
+		"gaps, not where in each gap the harness ran the tool)"}
+
 // codexClasses are the divergences of Codex the executor does not reproduce.
 var codexClasses = []Class{
 	interleaving,
+	backgroundRace,
 	{Name: "terminal in the harness's home",
 		Reason: "a tty command whose workdir is missing runs in HOME (portable-pty), which holds the harness's own state (~/.codex) " +
 			"in the recording and nothing in the replay",
@@ -194,11 +202,15 @@ var codexClasses = []Class{
 // piClasses are the divergences of Pi the executor does not reproduce.
 var piClasses = []Class{
 	interleaving,
+	backgroundRace,
 	{Name: "ripgrep's order", Tool: "grep", Field: "tool_result",
 		Reason: "Pi's grep lists matches in the order ripgrep's parallel walk finds them, which changes from run to run; the " +
 			"executor keeps the recording's order of the lines both have, but under a limit the lines themselves can differ, and " +
 			"with context lines of several files the order of the files can",
-		Match: func(d Divergence) bool { return hasInput(d, "+limit") || sameBytes(d) }},
+		Match: func(d Divergence) bool {
+			limited := hasInput(d, "+limit") || strings.Contains(d.Recorded, "matches limit reached")
+			return limited || sameBytes(d)
+		}},
 	{Name: "Pi before 0.73: the pipe's read sizes", Version: "0.6", Tool: "bash", Field: "tool_result", Text: regexp.MustCompile(`\[Showing `),
 		Reason: "Pi up to 0.72 formats the last of the chunks its pipe reads delivered while they held more than 100 KB; the " +
 			"executor assumes 64 KiB reads (a fast writer's), which is what the recording shows most of the time, but the reads " +

@@ -137,6 +137,10 @@ func TestCodexPiClasses(t *testing.T) {
 	if got := Classify(Pi.Classes, PiVersion, limit); got != "" {
 		t.Errorf("a grep without a limit whose lines differ: %q", got)
 	}
+	limit.Recorded += "\n\n[100 matches limit reached. Use limit=200 for more, or refine pattern]"
+	if got := Classify(Pi.Classes, PiVersion, limit); got != "ripgrep's order" {
+		t.Errorf("a grep at the default limit: %q", got)
+	}
 }
 
 // TestLedger writes outcomes to a ledger and counts them back: the board of the ledger is

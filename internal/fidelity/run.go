@@ -413,6 +413,9 @@ func keep(dir string, seq *Sequence, rec, rep string) {
 	stem := strconv.FormatUint(seq.Seed, 10)
 	if seq.Seed == 0 {
 		stem = fmt.Sprintf("shrunk-%d", seq.Origin)
+		if seq.Origin == 0 {
+			stem = filepath.Base(seq.Cwd) // a case written by hand
+		}
 	}
 	for src, suffix := range map[string]string{rec: ".rec.json", rep: ".rep.json"} {
 		if b, err := os.ReadFile(src); err == nil {

@@ -352,11 +352,10 @@ func normalizeToLF(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }
 
-// fuzzy is Pi's normalizeForFuzzyMatch without its first step, Unicode NFKC (the
-// executor links no Unicode tables for it): trailing whitespace off every line, smart
-// quotes, Unicode dashes and special spaces made ASCII.
+// fuzzy is Pi's normalizeForFuzzyMatch: Unicode NFKC (nfkc), trailing whitespace off
+// every line, smart quotes, Unicode dashes and special spaces made ASCII.
 func fuzzy(s string) string {
-	ls := strings.Split(s, "\n")
+	ls := strings.Split(nfkc(s), "\n")
 	for i, l := range ls {
 		ls[i] = strings.TrimRightFunc(l, isJSSpace)
 	}

@@ -139,7 +139,7 @@ func TestQuick(t *testing.T) {
 			}
 			t.Run(target.Harness+"-"+target.Version, func(t *testing.T) {
 				realharness.Need(t, target.Harness)
-				lock(t, "targets-"+target.Harness)
+				lock(t, "targets-"+target.Harness+"-"+target.Version)
 				target.Keep = *keepFlag
 				var b Board
 				// Older versions are slower to start (a node script): fewer sequences.
@@ -194,7 +194,7 @@ func TestScoreboard(t *testing.T) {
 				continue
 			}
 			realharness.Need(t, target.Harness)
-			lock(t, "targets-"+target.Harness)
+			lock(t, "targets-"+target.Harness+"-"+target.Version)
 			target.Keep = *keepFlag
 			runSeeds(t.Context(), s.grammar, target, *seedFlag, *seedsFlag, *callsFlag, *workersFlag, func(w int, o *Outcome) {
 				b.Add(target.Version, o, s.grammar.Classes)
@@ -384,7 +384,7 @@ func TestRegressions(t *testing.T) {
 				}
 				t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+target.Version, func(t *testing.T) {
 					realharness.Need(t, target.Harness)
-					lock(t, "regress-"+target.Harness)
+					lock(t, "regress-"+target.Harness+"-"+target.Version)
 					target.Keep = *keepFlag
 					o := Run(t.Context(), target, seq, s.grammar.Classes)
 					if o.Err != nil {

@@ -427,7 +427,7 @@ func applyEdits(content string, edits []replacement, path string) (string, strin
 			}
 			return "", fmt.Sprintf("Could not find edits[%d] in %s. The oldText must match exactly including all whitespace and newlines.", i, path)
 		}
-		if c := strings.Count(fuzzy(base), fuzzy(e.oldText)); c > 1 {
+		if c := jsSplitCount(fuzzy(base), fuzzy(e.oldText)); c > 1 {
 			if one {
 				return "", fmt.Sprintf("Found %d occurrences of the text in %s. The text must be unique. Please provide more context to make it unique.", c, path)
 			}
@@ -453,6 +453,23 @@ func applyEdits(content string, edits []replacement, path string) (string, strin
 		return "", fmt.Sprintf("No changes made to %s. The replacements produced identical content.", path)
 	}
 	return out, ""
+}
+
+// jsSplitCount is Pi's countOccurrences, content.split(text).length - 1, in JavaScript's
+// terms: an empty text (an oldText of spaces alone, which the fuzzy normalization empties)
+// splits between every UTF-16 code unit, so it counts the units less one.
+func jsSplitCount(content, text string) int {
+	if text != "" {
+		return strings.Count(content, text)
+	}
+	units := 0
+	for _, r := range content {
+		units++
+		if r >= 0x10000 {
+			units++
+		}
+	}
+	return units - 1
 }
 
 func (s *session) ls(_ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {

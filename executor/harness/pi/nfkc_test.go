@@ -59,3 +59,20 @@ func TestNFKC(t *testing.T) {
 		t.Errorf("fuzzy edit: %+q %q", out, msg)
 	}
 }
+
+// An oldText of spaces alone is empty once normalized, and Pi counts it as JavaScript's
+// split("") does, once between every UTF-16 code unit: 49 for a file of 50 units, where
+// strings.Count said 51 (fidelity seed pi 1077 on Pi 0.67.1).
+func TestEmptyFuzzyOldTextCount(t *testing.T) {
+	content := "alpha beta\n" + strings.Repeat("x", 38) + "\n" // 50 units
+	_, msg := applyEdits(content, []replacement{{"    ", "y"}, {"beta", "b"}}, "f")
+	if want := "Found 49 occurrences of edits[0] in f. Each oldText must be unique. Please provide more context to make it unique."; msg != want {
+		t.Errorf("got %q, want %q", msg, want)
+	}
+	if n := jsSplitCount("a🙂", ""); n != 2 {
+		t.Errorf("an astral character is two units: %d", n)
+	}
+	if n := jsSplitCount("", ""); n != -1 {
+		t.Errorf("\"\".split(\"\") is empty: %d", n)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tapebox/tapebox/internal/grammar"
 	codexgrammar "github.com/tapebox/tapebox/internal/grammar/codex"
@@ -118,6 +119,10 @@ func withoutCaps(run func(context.Context, realharness.Options) (realharness.Res
 
 func runPi(ctx context.Context, o realharness.Options) (realharness.Result, error) {
 	o.Args = append(o.Args, "--tools", strings.Join(PiTools, ","))
+	// Pi 0.67 runs a command in its own process group: a job the command left behind
+	// outlives Pi as it would in a terminal, for the recording's end state to see (the
+	// replay waits for the recording's tail, HarnessPace).
+	o.Linger = 2 * time.Second
 	return realharness.RunPi(ctx, o)
 }
 

@@ -216,6 +216,13 @@ var piClasses = []Class{
 			limited := hasInput(d, "+limit") || strings.Contains(d.Recorded, "matches limit reached")
 			return limited || sameBytes(d)
 		}},
+	{Name: "Pi's timeout fired late", Tool: "bash", Field: "tool_result",
+		Reason: "on a loaded machine Pi's timer killed the command (echo before; sleep 3; echo never, timeout 1) only after it had " +
+			"printed its last line; the executor's fired at the timeout",
+		Match: func(d Divergence) bool {
+			const to = "Command timed out after"
+			return strings.Contains(d.Recorded, to) && strings.Contains(d.Replayed, to) && len(d.Recorded) > len(d.Replayed)
+		}},
 	{Name: "Pi before 0.73: the pipe's read sizes", Version: "0.6", Tool: "bash", Field: "tool_result", Text: regexp.MustCompile(`\[Showing `),
 		Reason: "Pi up to 0.72 formats the last of the chunks its pipe reads delivered while they held more than 100 KB; the " +
 			"executor assumes 64 KiB reads (a fast writer's), which is what the recording shows most of the time, but the reads " +

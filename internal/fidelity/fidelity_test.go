@@ -236,7 +236,8 @@ func TestScoreboard(t *testing.T) {
 			"mode in a fresh local sandbox at the same path and compared with `tapebox compare`'s comparison: every call and the end "+
 			"state. A seed reproduces its sequence: `go test ./internal/fidelity -run TestScoreboard -fidelity.harness H "+
 			"-fidelity.only VERSION -fidelity.first SEED -fidelity.seeds 1`. The last column is the time recording and replaying "+
-			"took per 1,000 calls, summed over sequences (two ran side by side, on a 2-core machine shared with other work).",
+			"took per 1,000 calls, summed over sequences (two to five ran side by side, on a 2-core machine shared with other work; "+
+			"Pi is replayed at the harness's pace, so its replays take as long as its recordings).",
 			"`"+relLedger(*ledgerFlag)+"`", n)
 	} else {
 		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+

@@ -143,7 +143,7 @@ func TestQuick(t *testing.T) {
 			}
 			t.Run(target.Harness+"-"+target.Version, func(t *testing.T) {
 				realharness.Need(t, target.Harness)
-				lock(t, "targets-"+target.Harness)
+				lock(t, "targets-"+target.Harness+"-"+target.Version)
 				target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 				var b Board
 				// Older versions are slower to start (a node script): fewer sequences.
@@ -198,7 +198,7 @@ func TestScoreboard(t *testing.T) {
 				continue
 			}
 			realharness.Need(t, target.Harness)
-			lock(t, "targets-"+target.Harness)
+			lock(t, "targets-"+target.Harness+"-"+target.Version)
 			target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 			runSeeds(t.Context(), s.grammar, target, *seedFlag, *seedsFlag, *callsFlag, *workersFlag, func(w int, o *Outcome) {
 				b.Add(target.Version, o, s.grammar.Classes)
@@ -240,7 +240,8 @@ func TestScoreboard(t *testing.T) {
 			"mode in a fresh local sandbox at the same path and compared with `tapebox compare`'s comparison: every call and the end "+
 			"state. A seed reproduces its sequence: `go test ./internal/fidelity -run TestScoreboard -fidelity.harness H "+
 			"-fidelity.only VERSION -fidelity.first SEED -fidelity.seeds 1`. The last column is the time recording and replaying "+
-			"took per 1,000 calls, summed over sequences (two ran side by side, on a 2-core machine shared with other work).",
+			"took per 1,000 calls, summed over sequences (two to five ran side by side, on a 2-core machine shared with other work; "+
+			"Pi is replayed at the harness's pace, so its replays take as long as its recordings).",
 			"`"+relLedger(*ledgerFlag)+"`", n)
 	} else {
 		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+
@@ -388,7 +389,7 @@ func TestRegressions(t *testing.T) {
 				}
 				t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+target.Version, func(t *testing.T) {
 					realharness.Need(t, target.Harness)
-					lock(t, "regress-"+target.Harness)
+					lock(t, "regress-"+target.Harness+"-"+target.Version)
 					target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 					o := Run(t.Context(), target, seq, s.grammar.Classes)
 					if o.Err != nil {

@@ -64,6 +64,10 @@ type Options struct {
 	// PiAPI is the wire API of Pi's provider (its models.json "api"): "anthropic-messages"
 	// (when empty), "openai-completions" or "openai-responses".
 	PiAPI string
+	// Linger, when above 0, lets what the harness left running in its process group (a
+	// background job of a command) go on for up to that long after the harness exits,
+	// before the group is killed, as it would in a terminal the harness exited from.
+	Linger time.Duration
 	// Wrap, when set, is a command the harness runs under: Wrap[0] is started with
 	// Wrap[1:], then the harness's binary and arguments (setpriv, to run it with the
 	// capabilities a sandbox gives the executor).
@@ -273,7 +277,11 @@ func run(ctx context.Context, bin string, args []string, opts Options, env []str
 	err := cmd.Run()
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start), ExitCode: cmd.ProcessState.ExitCode()}
 	if cmd.Process != nil {
-		// Leftovers of the run (a background command still sleeping) go with it.
+		// Leftovers of the run (a background command still sleeping) go with it, after
+		// Linger.
+		for end := time.Now().Add(opts.Linger); time.Now().Before(end) && syscall.Kill(-cmd.Process.Pid, 0) == nil; {
+			time.Sleep(50 * time.Millisecond)
+		}
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	if ctx.Err() != nil {

@@ -92,7 +92,9 @@ func (s *session) sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape
 	if strings.HasSuffix(r.Content[0].Text, notes) {
 		return r
 	}
-	r.Content = []tape.Block{{Type: tape.BlockText, Text: r.Content[0].Text + notes}}
+	// The notes go after the text with its trailing newlines trimmed (a Read's malware
+	// reminder ends in one).
+	r.Content = []tape.Block{{Type: tape.BlockText, Text: strings.TrimRight(r.Content[0].Text, "\n") + notes}}
 	return r
 }
 

@@ -61,6 +61,9 @@ func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if in.Path != "" {
 		root = s.env.Path(in.Path)
 		st, err := os.Stat(root)
+		if errors.Is(err, fs.ErrNotExist) && s.before("2.1") {
+			return asRecorded(harness.Text(call, "Directory does not exist: "+in.Path, true), rec)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return asRecorded(harness.Text(call, fmt.Sprintf("Directory does not exist: %s. Note: your current working directory is %s.", in.Path, s.currentDir()), true), rec)
 		}

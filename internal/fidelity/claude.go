@@ -27,8 +27,8 @@ var Claude = Grammar{
 var claudeClasses = []Class{
 	{Name: "local sandbox: read-only files", Text: regexp.MustCompile(`permission denied|^readonly\.txt: `),
 		Reason: "the local (bubblewrap) sandbox runs the executor as a root without CAP_DAC_OVERRIDE; Claude Code ran as root and wrote read-only files (a Docker sandbox runs as root with it, and -fidelity.sandbox=docker-image:... shows none)"},
-	{Name: "search order: modification times", Field: "tool_result", Text: regexp.MustCompile(`^(/|Found [0-9]+ files?\n)`),
-		Reason: "Glob, and Grep's file list, put files in order of modification time; the files a replay restores from the snapshot do not keep the order in which the recording's files were made one by one (the set of files is compared and identical)"},
+	{Name: "search order: modification times", Field: "tool_result", Text: regexp.MustCompile(`^(/|Found [0-9]+ files?\n|[^\n]+:[0-9]+\n)`),
+		Reason: "Glob, and Grep's file list and counts (2.0), put files in order of modification time; the files a replay restores from the snapshot do not keep the order in which the recording's files were made one by one (the set of files is compared and identical)"},
 	{Name: "shell snapshot: grep is ugrep", Tool: "Bash", Text: regexp.MustCompile(`(?m)^(\./|ugrep: )`),
 		Reason: "Claude Code 2.1's shell snapshot makes grep its embedded ugrep; the executor runs GNU grep with the ugrep options it has (-I, --exclude-dir, a lone . dropped), not ugrep's .gitignore handling, encoding or messages"},
 	{Name: "2.0: stdout before stderr", Version: "2.0.", Tool: "Bash", Text: regexp.MustCompile(`^[^E\n][^\n]*\n[a-z]+: [^\n]*(No such file|cannot|denied)`),

@@ -92,9 +92,9 @@ func (s *session) sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape
 	if strings.HasSuffix(r.Content[0].Text, notes) {
 		return r
 	}
-	// The notes go after the text with its trailing newlines trimmed (a Read's malware
-	// reminder ends in one).
-	r.Content = []tape.Block{{Type: tape.BlockText, Text: strings.TrimRight(r.Content[0].Text, "\n") + notes}}
+	// With notes, Claude Code trims the text at both ends (a Read's "     1→" loses its
+	// padding, its malware reminder its last newline) and puts the notes after it.
+	r.Content = []tape.Block{{Type: tape.BlockText, Text: strings.TrimSpace(r.Content[0].Text) + notes}}
 	return r
 }
 

@@ -68,7 +68,8 @@ func TestBashLimits(t *testing.T) {
 	long := strings.Repeat("x", 150) + "\n" + strings.Repeat("y", 100) + "\nz\n"
 	f.Write("long.txt", long)
 	res := f.Run("Bash", m{"command": "cat long.txt"}, nil)
-	match := regexp.MustCompile(`^<persisted-output>\nOutput too large \(253 bytes\)\. Full output saved to: (\S+)\n\nPreview \(first 2KB\):\n([^\x00]*)\.\.\.\n</persisted-output>$`).FindStringSubmatch(res.Text())
+	// The size counts the output as written, its trailing newline too (seed 9021).
+	match := regexp.MustCompile(`^<persisted-output>\nOutput too large \(254 bytes\)\. Full output saved to: (\S+)\n\nPreview \(first 2KB\):\n([^\x00]*)\.\.\.\n</persisted-output>$`).FindStringSubmatch(res.Text())
 	require.NotNil(t, match, res.Text())
 	assert.Equal(t, strings.TrimSuffix(long, "\n")+"\n", match[2])
 	saved, err := os.ReadFile(match[1])
@@ -534,7 +535,7 @@ func TestClaudeCode20(t *testing.T) {
 		{"read empty", "Read", m{"file_path": empty}, nil, "<system-reminder>Warning: the file exists but is shorter than the provided offset (1). The file has 1 lines.</system-reminder>"},
 		{"read binary name", "Read", m{"file_path": f.Write("x.bin", "text")}, nil, "<tool_use_error>This tool cannot read binary files. The file appears to be a binary .bin file. Please use appropriate tools for binary file analysis.</tool_use_error>"},
 		{"read token cap", "Read", m{"file_path": p}, recorded("File content (27000 tokens) exceeds maximum allowed tokens (25000). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content.", true), "File content (27000 tokens) exceeds maximum allowed tokens (25000). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content."},
-		{"read, reminder", "Read", m{"file_path": p, "offset": 1, "limit": 1}, recorded("     1→one"+strings.TrimSuffix(malware, "\n")+todo, false), "     1→one" + strings.TrimSuffix(malware, "\n") + todo},
+		{"read, reminder", "Read", m{"file_path": p, "offset": 1, "limit": 1}, recorded("1→one"+strings.TrimSuffix(malware, "\n")+todo, false), "1→one" + strings.TrimSuffix(malware, "\n") + todo},
 		{"glob of a missing directory", "Glob", m{"pattern": "*", "path": f.Dir + "/nope"}, nil, "Directory does not exist: " + f.Dir + "/nope"},
 		{"write over", "Write", m{"file_path": p, "content": "a\nb\n"}, nil, "The file " + p + " has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→b\n     3→"},
 		{"edit", "Edit", m{"file_path": p, "old_string": "b", "new_string": "B"}, nil, "The file " + p + " has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→B\n     3→"},

@@ -25,6 +25,8 @@ type session struct {
 
 	mu  sync.Mutex
 	cwd string // the Bash tool's working directory, which persists between calls
+	// projectCRLF is Claude Code 2.0's judgement of the project's line ends, made once.
+	projectCRLF *bool
 }
 
 // tools are the tools this module performs in the sandbox, and the spawning tools; every

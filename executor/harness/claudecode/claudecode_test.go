@@ -564,4 +564,12 @@ func TestClaudeCode20(t *testing.T) {
 	assert.Equal(t, "Command running in background with ID: bf00. Output is being written to: "+out+"\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read "+out+" to see output.\n</system-reminder>", res.Text())
 	res = f.Run("Write", m{"file_path": p, "content": "a  \n"}, nil)
 	assert.Equal(t, "The file "+p+" has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→", res.Text())
+
+	// A CRLF file keeps its line ends through a Write and a multi-line Edit (seed 8018).
+	crlf := f.Write("crlf.txt", "one\r\ntwo\r\n")
+	f.Run("Write", m{"file_path": crlf, "content": "1\n2\n3\n"}, nil)
+	f.Run("Edit", m{"file_path": crlf, "old_string": "1\n2", "new_string": "x\ny"}, nil)
+	b, err = os.ReadFile(crlf)
+	require.NoError(t, err)
+	assert.Equal(t, "x\r\ny\r\n3\r\n", string(b))
 }

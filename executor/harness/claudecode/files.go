@@ -258,6 +258,51 @@ func (s *session) read20(call tape.ToolCall, rec *tape.ToolResult, in readInput,
 	return harness.Text(call, out.String(), false)
 }
 
+// crlf20 says Claude Code 2.0 writes path with CRLF line ends: an existing file whose first
+// 4 KB hold more CRLF than lone LF ends; for a new file, the project's ends, which it
+// judges once per session (at its first new file) from up to 15 of its files, CRLF when
+// more than 3 of them are CRLF files.
+func (s *session) crlf20(path string) bool {
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		return crlfFile(path)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.projectCRLF == nil {
+		n, seen := 0, 0
+		_ = filepath.WalkDir(s.env.Cwd, func(p string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil || seen >= 15:
+				return filepath.SkipDir
+			case d.IsDir() && p != s.env.Cwd && strings.HasPrefix(d.Name(), "."):
+				return filepath.SkipDir
+			case d.Type().IsRegular():
+				seen++
+				if crlfFile(p) {
+					n++
+				}
+			}
+			return nil
+		})
+		v := n > 3
+		s.projectCRLF = &v
+	}
+	return *s.projectCRLF
+}
+
+// crlfFile says the first 4 KB of the file at p hold more CRLF than lone LF line ends.
+func crlfFile(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 4096)
+	n, _ := f.Read(b)
+	crlf := bytes.Count(b[:n], []byte("\r\n"))
+	return crlf > bytes.Count(b[:n], []byte("\n"))-crlf
+}
+
 // catNote leads Claude Code 2.0's answer to an Edit or a Write over a file.
 const catNote = "Here's the result of running `cat -n` on a snippet of the edited file:\n"
 
@@ -476,7 +521,13 @@ func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolRes
 	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
 		wasEmpty = true
 	}
-	created, err := action.WriteFile(path, stripTrailing(path, *in.Content))
+	content := stripTrailing(path, *in.Content)
+	if s.before("2.1") && s.crlf20(path) {
+		// Claude Code 2.0 writes with the file's line ends: \n becomes \r\n (and \r\n
+		// \r\r\n) where the file, or for a new file the project, uses CRLF.
+		content = strings.ReplaceAll(content, "\n", "\r\n")
+	}
+	created, err := action.WriteFile(path, content)
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
@@ -522,8 +573,9 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 		return r
 	}
 	oldString := *in.OldString
-	if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte("\r\n")) && !strings.Contains(oldString, "\r") && !s.before("2.1") {
-		// Claude Code matches a file with CRLF line ends by its lines, and keeps the CRLF.
+	if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte("\r\n")) && !strings.Contains(oldString, "\r") {
+		// Claude Code matches a file with CRLF line ends by its lines, and keeps the CRLF
+		// (2.0 too: it edits the text with \r\n made \n and writes it back with CRLF).
 		oldString = strings.ReplaceAll(oldString, "\n", "\r\n")
 		newString = strings.ReplaceAll(newString, "\n", "\r\n")
 	}

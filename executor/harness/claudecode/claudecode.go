@@ -91,12 +91,15 @@ func (s *session) sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape
 		}
 		return strings.Replace(m, "Read "+sm[2]+" to see", "Read "+s.env.Tasks.OutputPath(sm[1])+" to see", 1)
 	})
-	if strings.HasSuffix(r.Content[0].Text, notes) {
+	text := r.Content[0].Text
+	if strings.HasSuffix(text, notes) {
 		return r
 	}
+	// A result replayed from the recording (a refusal) holds the recorded notes already.
+	text = strings.TrimSuffix(text, rt[at:])
 	// With notes, Claude Code trims the text at both ends (a Read's "     1→" loses its
 	// padding, its malware reminder its last newline) and puts the notes after it.
-	r.Content = []tape.Block{{Type: tape.BlockText, Text: strings.TrimSpace(r.Content[0].Text) + notes}}
+	r.Content = []tape.Block{{Type: tape.BlockText, Text: strings.TrimSpace(text) + notes}}
 	return r
 }
 

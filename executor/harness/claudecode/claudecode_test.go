@@ -565,6 +565,18 @@ func TestClaudeCode20(t *testing.T) {
 	res = f.Run("Write", m{"file_path": p, "content": "a  \n"}, nil)
 	assert.Equal(t, "The file "+p+" has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→", res.Text())
 
+	// A refusal replayed from the recording keeps one copy of its notes, with the replay's
+	// output file (seeds 8045, 8049); a Write replaces a dangling link (seed 8046).
+	rec = recorded("File has not been read yet. Read it first before writing to it.\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read /tmp/claude/x/tasks/bf00.output to see output.\n</system-reminder>", true)
+	res = f.Run("Write", m{"file_path": p, "content": "z"}, rec)
+	assert.Equal(t, "File has not been read yet. Read it first before writing to it.\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read "+out+" to see output.\n</system-reminder>", res.Text())
+	require.NoError(t, os.Symlink("nowhere.txt", filepath.Join(f.Dir, "dangling")))
+	res = f.Run("Write", m{"file_path": filepath.Join(f.Dir, "dangling"), "content": "x\n"}, recorded("File created successfully at: x", false))
+	assert.Equal(t, "File created successfully at: "+filepath.Join(f.Dir, "dangling"), res.Text())
+	st, err := os.Lstat(filepath.Join(f.Dir, "dangling"))
+	require.NoError(t, err)
+	assert.True(t, st.Mode().IsRegular())
+
 	// A CRLF file keeps its line ends through a Write and a multi-line Edit (seed 8018).
 	crlf := f.Write("crlf.txt", "one\r\ntwo\r\n")
 	f.Run("Write", m{"file_path": crlf, "content": "1\n2\n3\n"}, nil)

@@ -515,6 +515,14 @@ func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolRes
 	if st, err := os.Stat(path); err == nil && st.IsDir() && !s.before("2.1") {
 		return toolUseError(call, in.FilePath+" is a directory, not a file. To create a file inside it, include the file name in file_path.")
 	}
+	if s.before("2.1") {
+		if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			if _, err := os.Stat(path); err != nil {
+				// Claude Code 2.0 writes a new file in place of a dangling link (seed 8046).
+				_ = os.Remove(path)
+			}
+		}
+	}
 	// Claude Code words a Write by the file's old content: none, or an empty file, is a
 	// file created (2.0.77 and 2.1.332 alike).
 	wasEmpty := false

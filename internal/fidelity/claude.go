@@ -25,8 +25,8 @@ var Claude = Grammar{
 // claudeClasses are the divergences of Claude Code the executor does not reproduce, each
 // with its reason.
 var claudeClasses = []Class{
-	{Name: "local sandbox: read-only files", Text: regexp.MustCompile(`permission denied|^readonly\.txt: `),
-		Reason: "the local (bubblewrap) sandbox runs the executor as a root without CAP_DAC_OVERRIDE; Claude Code ran as root and wrote read-only files (a Docker sandbox runs as root with it, and -fidelity.sandbox=docker-image:... shows none)"},
+	{Name: "sandbox without capabilities: read-only files", Text: regexp.MustCompile(`permission denied|^readonly\.txt: `),
+		Reason: "every sandbox (local bubblewrap and Docker alike) drops all capabilities, CAP_DAC_OVERRIDE too, by design (docs/design.md's trust model); Claude Code ran as root with them and wrote files whose mode is read-only"},
 	{Name: "search order: modification times", Field: "tool_result", Text: regexp.MustCompile(`^(/|Found [0-9]+ files?\n|[^\n]+:[0-9]+\n)`),
 		Reason: "Glob, and Grep's file list and counts (2.0), put files in order of modification time; the files a replay restores from the snapshot do not keep the order in which the recording's files were made one by one (the set of files is compared and identical)"},
 	{Name: "shell snapshot: grep is ugrep", Tool: "Bash", Text: regexp.MustCompile(`(?m)^(\./|ugrep: )`),

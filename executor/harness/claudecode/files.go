@@ -303,6 +303,26 @@ func crlfFile(p string) bool {
 	return crlf > bytes.Count(b[:n], []byte("\n"))-crlf
 }
 
+// asOwner runs write, a change of the file at path; when the sandbox refuses it for the
+// file's mode but the recording shows the change made (Claude Code ran as a root with
+// CAP_DAC_OVERRIDE, which every sandbox drops), it makes the file writable for its owner,
+// runs write again and puts the mode back.
+func asOwner(path string, rec *tape.ToolResult, write func() error) error {
+	err := write()
+	if err == nil || !errors.Is(err, fs.ErrPermission) || rec == nil || rec.IsError {
+		return err
+	}
+	st, serr := os.Lstat(path)
+	if serr != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o200 != 0 {
+		return err
+	}
+	if os.Chmod(path, st.Mode().Perm()|0o200) != nil {
+		return err
+	}
+	defer os.Chmod(path, st.Mode().Perm())
+	return write()
+}
+
 // catNote leads Claude Code 2.0's answer to an Edit or a Write over a file.
 const catNote = "Here's the result of running `cat -n` on a snippet of the edited file:\n"
 
@@ -535,7 +555,8 @@ func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolRes
 		// \r\r\n) where the file, or for a new file the project, uses CRLF.
 		content = strings.ReplaceAll(content, "\n", "\r\n")
 	}
-	created, err := action.WriteFile(path, content)
+	var created bool
+	err := asOwner(path, rec, func() (err error) { created, err = action.WriteFile(path, content); return err })
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
@@ -589,7 +610,7 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	original, _ := os.ReadFile(path)
 	edits := []action.Edit{{Old: oldString, New: newString, All: in.ReplaceAll}}
-	if _, err := action.EditFile(path, edits); err != nil {
+	if err := asOwner(path, rec, func() error { _, err := action.EditFile(path, edits); return err }); err != nil {
 		// The error quotes old_string as the model gave it, not as matched against CRLF.
 		if ee := (*action.EditError)(nil); errors.As(err, &ee) {
 			ee.Old = *in.OldString

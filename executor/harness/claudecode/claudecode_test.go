@@ -585,3 +585,23 @@ func TestClaudeCode20(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "x\r\ny\r\n3\r\n", string(b))
 }
+
+// TestSearchRecordedOrder: Glob and Grep list files by modification time, which a restored
+// workspace does not keep; the same files come in the recorded order, other files in the
+// executor's (seeds 8005, 8009 of internal/fidelity).
+func TestSearchRecordedOrder(t *testing.T) {
+	f := newFixture(t)
+	f.Env.HarnessVersion = "2.0.77"
+	f.Write("a.txt", "beta\n")
+	f.Write("b.txt", "beta\n")
+	f.Write("c.txt", "beta\n")
+	res := f.Run("Glob", m{"pattern": "*.txt"}, recorded("c.txt\na.txt\nb.txt", false))
+	assert.Equal(t, "c.txt\na.txt\nb.txt", res.Text())
+	res = f.Run("Grep", m{"pattern": "beta", "output_mode": "count"}, recorded("b.txt:1\nc.txt:1\na.txt:1\n\nFound 3 total occurrences across 3 files.", false))
+	assert.Equal(t, "b.txt:1\nc.txt:1\na.txt:1\n\nFound 3 total occurrences across 3 files.", res.Text())
+	res = f.Run("Grep", m{"pattern": "beta"}, recorded("Found 3 files\nb.txt\na.txt\nc.txt", false))
+	assert.Equal(t, "Found 3 files\nb.txt\na.txt\nc.txt", res.Text())
+	res = f.Run("Glob", m{"pattern": "*.txt"}, recorded("c.txt\nd.txt\nb.txt", false))
+	assert.NotContains(t, res.Text(), "d.txt")
+	assert.ElementsMatch(t, []string{"a.txt", "b.txt", "c.txt"}, strings.Split(res.Text(), "\n"))
+}

@@ -577,6 +577,12 @@ func TestClaudeCode20(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, st.Mode().IsRegular())
 
+	// A missing file names the Bash tool's directory when it has left the project's (seed 8074).
+	f.Run("Bash", m{"command": "mkdir -p sub && cd sub"}, nil)
+	res = f.Run("Edit", m{"file_path": f.Dir + "/gone.txt", "old_string": "a", "new_string": "b"}, nil)
+	assert.Equal(t, "<tool_use_error>File does not exist. Current working directory: "+f.Dir+"/sub</tool_use_error>", res.Text())
+	f.Run("Bash", m{"command": "cd .."}, nil)
+
 	// A CRLF file keeps its line ends through a Write and a multi-line Edit (seed 8018).
 	crlf := f.Write("crlf.txt", "one\r\ntwo\r\n")
 	f.Run("Write", m{"file_path": crlf, "content": "1\n2\n3\n"}, nil)

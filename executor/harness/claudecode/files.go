@@ -645,7 +645,11 @@ func (s *session) editError(call tape.ToolCall, err error) tape.ToolResult {
 		return toolUseError(call, "No changes to make: old_string and new_string are exactly the same.")
 	case action.EditFileMissing:
 		if s.before("2.1") {
-			return toolUseError(call, "File does not exist.")
+			msg := "File does not exist."
+			if dir := s.currentDir(); dir != s.env.Cwd {
+				msg += " Current working directory: " + dir // seed 8074
+			}
+			return toolUseError(call, msg)
 		}
 		return toolUseError(call, "File does not exist. Note: your current working directory is "+s.currentDir()+".")
 	case action.EditFileExists:

@@ -583,6 +583,21 @@ func TestClaudeCode20(t *testing.T) {
 	assert.Equal(t, "<tool_use_error>File does not exist. Current working directory: "+f.Dir+"/sub</tool_use_error>", res.Text())
 	f.Run("Bash", m{"command": "cd .."}, nil)
 
+	// A file not valid UTF-8 is edited as 2.0 reads it, bad bytes made U+FFFD (seed 8085);
+	// a failed edit leaves it as it was. Grep's content has no default head_limit (seed 8086).
+	latin := f.Write("latin1.txt", "caf\xe9 cr\xe8me\n")
+	f.Run("Edit", m{"file_path": latin, "old_string": "nothing", "new_string": "x"}, nil)
+	b, err = os.ReadFile(latin)
+	require.NoError(t, err)
+	assert.Equal(t, "caf\xe9 cr\xe8me\n", string(b))
+	f.Run("Edit", m{"file_path": latin, "old_string": "cr", "new_string": "CR"}, nil)
+	b, err = os.ReadFile(latin)
+	require.NoError(t, err)
+	assert.Equal(t, "caf\ufffd CR\ufffdme\n", string(b))
+	f.Write("many.txt", strings.Repeat("hit\n", 300))
+	res = f.Run("Grep", m{"pattern": "hit", "output_mode": "content", "path": f.Dir + "/many.txt"}, nil)
+	assert.Equal(t, 300, strings.Count(res.Text(), "hit"), res.Text()[len(res.Text())-60:])
+
 	// A CRLF file keeps its line ends through a Write and a multi-line Edit (seed 8018).
 	crlf := f.Write("crlf.txt", "one\r\ntwo\r\n")
 	f.Run("Write", m{"file_path": crlf, "content": "1\n2\n3\n"}, nil)

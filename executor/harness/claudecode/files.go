@@ -609,6 +609,17 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 		newString = strings.ReplaceAll(newString, "\n", "\r\n")
 	}
 	original, _ := os.ReadFile(path)
+	if s.before("2.1") && original != nil && !utf8.Valid(original) {
+		// Claude Code 2.0 reads the file as UTF-8, each bad byte becoming U+FFFD, and writes
+		// the edited text back as UTF-8 (seed 8085); a failed edit writes nothing.
+		if st, err := os.Stat(path); err == nil && os.WriteFile(path, []byte(decodeUTF8(original)), st.Mode().Perm()) == nil {
+			defer func() {
+				if b, _ := os.ReadFile(path); string(b) == decodeUTF8(original) {
+					_ = os.WriteFile(path, original, st.Mode().Perm())
+				}
+			}()
+		}
+	}
 	edits := []action.Edit{{Old: oldString, New: newString, All: in.ReplaceAll}}
 	if err := asOwner(path, rec, func() error { _, err := action.EditFile(path, edits); return err }); err != nil {
 		// The error quotes old_string as the model gave it, not as matched against CRLF.

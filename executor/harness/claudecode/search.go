@@ -168,6 +168,10 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if in.Offset < 0 || (in.HeadLimit != nil && *in.HeadLimit < 0) {
 		return asRecorded(toolUseError(call, "head_limit and offset must be whole numbers of 0 or more."), rec)
 	}
+	if in.HeadLimit == nil && s.before("2.1") {
+		unlimited := 0 // Claude Code 2.0 has no default head_limit (seed 8086)
+		in.HeadLimit = &unlimited
+	}
 	mode := in.OutputMode
 	if mode == "" {
 		mode = "files_with_matches"

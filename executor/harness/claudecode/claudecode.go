@@ -75,6 +75,9 @@ var sessionNotes = []string{"\n\n<system-reminder>\nThe TodoWrite tool hasn't be
 // output file is the replay's task's.
 func (s *session) sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape.ToolResult {
 	rt := harness.RecordedText(rec)
+	if strings.HasPrefix(rt, "<system-reminder>") {
+		rt = "\n\n" + rt // notes alone, after an empty result
+	}
 	at := -1
 	for _, n := range sessionNotes {
 		if i := strings.Index(rt, n); i >= 0 && (at < 0 || i < at) {
@@ -99,7 +102,11 @@ func (s *session) sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape
 	text = strings.TrimSuffix(text, rt[at:])
 	// With notes, Claude Code trims the text at both ends (a Read's "     1→" loses its
 	// padding, its malware reminder its last newline) and puts the notes after it.
-	r.Content = []tape.Block{{Type: tape.BlockText, Text: strings.TrimSpace(text) + notes}}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		notes = strings.TrimLeft(notes, "\n") // nothing to set them apart from (seed 8100)
+	}
+	r.Content = []tape.Block{{Type: tape.BlockText, Text: text + notes}}
 	return r
 }
 

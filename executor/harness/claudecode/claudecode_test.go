@@ -577,6 +577,10 @@ func TestClaudeCode20(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, st.Mode().IsRegular())
 
+	// Notes after an empty result start it (seed 8100).
+	res = f.Run("Bash", m{"command": "true"}, recorded(strings.TrimPrefix(todo, "\n\n"), false))
+	assert.Equal(t, strings.TrimPrefix(todo, "\n\n"), res.Text())
+
 	// A missing file names the Bash tool's directory when it has left the project's (seed 8074).
 	f.Run("Bash", m{"command": "mkdir -p sub && cd sub"}, nil)
 	res = f.Run("Edit", m{"file_path": f.Dir + "/gone.txt", "old_string": "a", "new_string": "b"}, nil)

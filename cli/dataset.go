@@ -124,7 +124,7 @@ does configs, dataset_info and size_categories.`)
 	var pricesFile string
 	pricesFlag(fs, &pricesFile, "for the cost_usd column")
 	traces := fs.Bool("traces", false, "also write each tape's harness-native session files under traces/")
-	asJSON := fs.Bool("json", false, `print a summary object: {"out", "split", "format", "inputs", "input_bytes", "tapes", "steps", "skipped", "workspaces", ..., "files": [{"path", "bytes"}], "dataset": {"license", "splits", "download_size", "dataset_size"}, "elapsed_ms"}`)
+	asJSON := fs.Bool("json", false, `print a summary object: {"out", "split", "format", "inputs", "input_bytes", "tapes", "steps", "traces", "skipped", "workspaces", ..., "files": [{"path", "bytes"}], "dataset": {"license", "splits", "download_size", "dataset_size"}, "elapsed_ms"}`)
 	var card dataset.CardFields
 	fs.StringVar(&card.License, "license", "", "the card's license `ID`: a Hub license id (apache-2.0, mit, cc-by-4.0, other, ...) or an SPDX identifier")
 	fs.StringVar(&card.PrettyName, "pretty-name", "", "the card's pretty_name, its title (a `NAME`)")
@@ -212,6 +212,9 @@ does configs, dataset_info and size_categories.`)
 		plural(res.Tapes, "tape"), plural(int(res.Steps), "step"), plural(len(inputs), "file"), float64(res.InputBytes)/1e6, *out, res.Elapsed.Seconds(), mbps)
 	if res.Workspaces > 0 {
 		fmt.Fprintf(env.Stdout, "with %d start snapshots (%.1f MB) in data/workspaces\n", res.Workspaces, float64(res.WorkspaceBytes)/1e6)
+	}
+	if opts.Traces != nil {
+		fmt.Fprintf(env.Stdout, "with %s in data/traces (the Hub's agent-traces schema)\n", plural(int(res.Traces), "session row"))
 	}
 	if res.WorkspacesLeftOut > 0 {
 		fmt.Fprintf(env.Stdout, "left out the start snapshots of %d tapes (--no-workspace): they cannot be replayed from the dataset alone\n", res.WorkspacesLeftOut)
@@ -335,6 +338,7 @@ type datasetExportJSON struct {
 	InputBytes        int64                `json:"input_bytes"`
 	Tapes             int                  `json:"tapes"`
 	Steps             int64                `json:"steps"`
+	Traces            int64                `json:"traces"`
 	Skipped           []datasetSkippedJSON `json:"skipped"`
 	Workspaces        int                  `json:"workspaces"`
 	WorkspaceBytes    int64                `json:"workspace_bytes"`
@@ -379,7 +383,7 @@ type datasetSplitJSON struct {
 func exportSummary(out string, opts dataset.ExportOptions, inputs int, res *dataset.ExportResult) datasetExportJSON {
 	sum := datasetExportJSON{
 		Out: out, Split: opts.Split, Format: opts.Format.String(), Inputs: inputs, InputBytes: res.InputBytes,
-		Tapes: res.Tapes, Steps: res.Steps, Skipped: []datasetSkippedJSON{},
+		Tapes: res.Tapes, Steps: res.Steps, Traces: res.Traces, Skipped: []datasetSkippedJSON{},
 		Workspaces: res.Workspaces, WorkspaceBytes: res.WorkspaceBytes, WorkspacesLeftOut: res.WorkspacesLeftOut,
 		Files: []datasetFileJSON{}, ElapsedMS: res.Elapsed.Milliseconds(),
 	}

@@ -48,7 +48,10 @@ Writes each tape in another tool's format, into DIR (default "export"):
   codex        Codex rollout files: DIR/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl, one per
                thread (session meta, turn context, response items, event messages). Copied
                under $CODEX_HOME/sessions, "codex exec resume <id>" continues the run with
-               the model provider the rollout names (--codex-model-provider, default openai).
+               the model provider the rollout names: the one the run used, which tapebox
+               record took from Codex's own rollout (tapebox record's is "tapebox") and a
+               Codex import from the rollout it read (label tapebox.codex_model_provider);
+               openai when the tape does not say; --codex-model-provider ID overrides it.
                OpenAI Responses tapes only.
   sts          the Hugging Face Hub's Session Trace Simple format, for other harnesses:
                DIR/<tape id>/<thread id>.jsonl.
@@ -69,7 +72,7 @@ stops the export unless --allow-secrets.`)
 	var pricesFile string
 	pricesFlag(fs, &pricesFile, "for ATIF's cost_usd")
 	allowSecrets := fs.Bool("allow-secrets", false, "write files in which the secret scan finds something")
-	codexProvider := fs.String("codex-model-provider", "openai", "with --to codex: the model_provider `ID` of Codex's config the rollouts name")
+	codexProvider := fs.String("codex-model-provider", "", "with --to codex: the model_provider `ID` of Codex's config the rollouts name (default: the one the run used, else openai)")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -234,9 +237,16 @@ func writeTraces(ctx context.Context, paths []string, dir string, skipInvalid bo
 // Hub's format, as writeTraces writes them under the dataset's traces/, in the Hub's
 // agent-traces schema.
 func traceRows(_ context.Context, _ string, data []byte) ([]dataset.TraceRow, error) {
-	tp, err := tape.Unmarshal(data)
+	// Read as writeTraces reads, so that the rows describe the files it writes: the
+	// normalized fields only, but the raw responses too for Claude Code's files.
+	tp, err := tape.LoadSummary(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
+	}
+	if interop.HubFormat(tp) == interop.ClaudeCode {
+		if tp, err = tape.Unmarshal(data); err != nil {
+			return nil, err
+		}
 	}
 	f, _, traces, err := interop.AgentTraces(tp, interop.Options{})
 	if err != nil {

@@ -177,8 +177,9 @@ func TestInspectCost(t *testing.T) {
 func TestDatasetCostAndTraces(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "ds")
-	code, _, stderr := runDatasetCLI(t, "export", "--out", out, "--traces", replayTape, "../testdata/replay/codex.json")
+	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--traces", replayTape, "../testdata/replay/codex.json")
 	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "with 3 session rows in data/traces (the Hub's agent-traces schema)")
 	traces := filesUnder(t, filepath.Join(out, "traces"))
 	var cc, cx int
 	for _, f := range traces {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/internal/term"
+	"github.com/tapebox/tapebox/interop"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -112,6 +113,11 @@ the directory CMD runs in: this one.`)
 		"OPENAI_BASE_URL="+base+"/v1",
 		"TAPEBOX_GATEWAY_URL="+base,
 	)
+	if wdErr == nil {
+		// CMD runs here: a harness that trusts $PWD over its working directory (opencode
+		// does) must not get the one record's own parent left.
+		cmd.Env = append(cmd.Env, "PWD="+wd)
+	}
 	if !*noOpenCode && isOpenCode(argv) {
 		ocEnv, cleanup, note, err := openCodeEnv(base, env.Getenv)
 		if err != nil {
@@ -146,6 +152,11 @@ the directory CMD runs in: this one.`)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	srv.Shutdown(shutdownCtx)
 	cancel()
+	if p := codexRunProvider(g, argv); p != "" {
+		if err := g.SetLabel(interop.LabelCodexModelProvider, p); err != nil {
+			fmt.Fprintf(env.Stderr, "tapebox record: %v\n", err)
+		}
+	}
 	reason, detail := g.Outcome()
 	if code != 0 && reason == tape.EndComplete {
 		reason, detail = tape.EndCut, fmt.Sprintf("%s exited with code %d", argv[0], code)
@@ -192,6 +203,46 @@ func loopbackAddr(addr net.Addr) string {
 		return addr.String()
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+}
+
+// codexRunProvider is the model_provider a recorded Codex run used, which its requests do
+// not carry: the one the rollout Codex wrote of the run names ($CODEX_HOME/sessions, by
+// default ~/.codex), else the one argv names (record's own -c override, "tapebox", or the
+// user's); "" for a run of another harness or when neither says.
+func codexRunProvider(g *gateway.Gateway, argv []string) string {
+	var codex bool
+	var thread string
+	g.View(func(tp *tape.Tape) {
+		codex = tp.Meta.Harness == "codex"
+		if main := tp.Main(); main != nil && len(main.Steps) > 0 {
+			thread = interop.CodexThreadID(tp, main)
+		}
+	})
+	if !codex && (len(argv) == 0 || filepath.Base(argv[0]) != "codex") {
+		return ""
+	}
+	home := os.Getenv("CODEX_HOME")
+	if home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(h, ".codex")
+		}
+	}
+	if p := interop.CodexRolloutProvider(home, thread); p != "" {
+		return p
+	}
+	return argvModelProvider(argv)
+}
+
+// argvModelProvider is the model_provider a Codex command line sets with -c
+// model_provider=ID (or "ID"), or "".
+func argvModelProvider(argv []string) string {
+	p := ""
+	for _, a := range argv {
+		if v, ok := strings.CutPrefix(a, "model_provider="); ok {
+			p = strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	return p
 }
 
 // codexProvider inserts after argv[0], when it is the Codex CLI, the -c overrides of a

@@ -197,3 +197,39 @@ func TestRedactStartSnapshot(t *testing.T) {
 		assert.False(t, bytes.Contains(data, []byte(c)))
 	}
 }
+
+// TestRedactedSnapshotReplays: a recording with a start snapshot holding a credential in a
+// file and in a file's name, redacted, replays IDENTICAL in a fresh local sandbox: the
+// redacted snapshot restores (its digest, size and counts are the tape's) and the run's
+// calls give what the recording got.
+func TestRedactedSnapshotReplays(t *testing.T) {
+	gh := fakeToken(50, "gh"+"p_", 36)
+	ws := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(ws, ".env"), []byte("GITHUB_TOKEN="+gh+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "cache-"+gh), []byte("x\n"), 0o644))
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "run.workspace.tar.zst")
+	info, err := workspace.SnapshotFile(t.Context(), ws, snap, workspace.Options{})
+	require.NoError(t, err)
+	tp, err := tape.LoadFile(filepath.Join("..", "testdata", "replay", "codex.json"))
+	require.NoError(t, err)
+	tp.Meta.Workspace = &tape.Workspace{Snapshot: filepath.Base(snap), Digest: info.Digest, Size: info.Size, Files: info.Files, Bytes: info.Bytes}
+	require.NoError(t, seal.Tape(tp, nil))
+	in := writeTape(t, dir, "run.json", tp)
+
+	out := filepath.Join(t.TempDir(), "redacted.json")
+	code, stdout, stderr := runVerbForTest(t, "redact", "-o", out, in)
+	require.Equal(t, ExitOK, code, stdout+stderr)
+	code, stdout, stderr = runVerbForTest(t, "scan", out)
+	require.Equal(t, ExitOK, code, stdout+stderr)
+	sbx := t.TempDir()
+	code, stdout, stderr = runVerbForTest(t, "replay", "--tape", out, "--sandbox", "local:"+sbx, "--speed", "0", "--check")
+	require.Equal(t, ExitOK, code, stdout+stderr)
+	require.Contains(t, stdout, ": IDENTICAL")
+	require.Contains(t, stderr, "workspace: restored redacted.workspace.tar.zst (2 entries")
+	env, err := os.ReadFile(filepath.Join(sbx, ".env"))
+	require.NoError(t, err)
+	require.Equal(t, "GITHUB_TOKEN=REDACTED\n", string(env))
+	require.FileExists(t, filepath.Join(sbx, "cache-REDACTED"))
+	credscan.Dir(t, sbx, gh)
+}

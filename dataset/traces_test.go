@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -72,10 +73,10 @@ func isDir(p string) bool {
 // traceShapes gives tape i its traces rows, of every shape the table holds: a thread with
 // a prompt, messages and tools; one with nothing (null prompt and sent_at, empty lists);
 // a main thread and a subagent's; no row at all; text that needs escaping.
-func traceShapes(i int) []TraceRow {
+func traceShapes(i int, tapeID string) []TraceRow {
 	s := func(v string) *string { return &v }
 	id := fmt.Sprintf("session-%d", i)
-	meta := func(thread string) string { return fmt.Sprintf(`{"tape_id":"t%d","thread_id":%q}`, i, thread) }
+	meta := func(thread string) string { return fmt.Sprintf(`{"tape_id":%q,"thread_id":%q}`, tapeID, thread) }
 	switch i % 5 {
 	case 0:
 		return []TraceRow{{Harness: "claude_code", SessionID: id, Prompt: s("Fix the bug"), SentAt: s("2026-12-07T10:00:00.000Z"),
@@ -101,15 +102,17 @@ func traceShapes(i int) []TraceRow {
 }
 
 // tracesFrom is a TracesFunc that gives each input its traceShapes, by its index in inputs.
-func tracesFrom(inputs []Input) (TracesFunc, []TraceRow) {
+func tracesFrom(t *testing.T, inputs []Input) (TracesFunc, []TraceRow) {
 	index := map[string]int{}
+	ids := map[string]string{}
 	var all []TraceRow
 	for i, in := range inputs {
 		index[in.Path] = i
-		all = append(all, traceShapes(i)...)
+		ids[in.Path] = tapeOf(t, in).Meta.TapeID
+		all = append(all, traceShapes(i, ids[in.Path])...)
 	}
 	return func(_ context.Context, path string, _ []byte) ([]TraceRow, error) {
-		return traceShapes(index[path]), nil
+		return traceShapes(index[path], ids[path]), nil
 	}, all
 }
 
@@ -126,7 +129,7 @@ var wantTraceFeatures = []Feature{
 // every shape; an export without Traces takes the config, its shards and the tag away.
 func TestExportTraces(t *testing.T) {
 	inputs := smallCorpus(t, 10, 32)
-	fn, want := tracesFrom(inputs)
+	fn, want := tracesFrom(t, inputs)
 	for _, format := range []Format{Parquet, Both} {
 		t.Run(format.String(), func(t *testing.T) {
 			dir, res := export(t, inputs, ExportOptions{Format: format, Traces: fn, RowGroupBytes: 4 << 10})
@@ -184,13 +187,83 @@ func TestExportTraces(t *testing.T) {
 	}
 }
 
+// TestValidateChecksTraces: validate finds a traces row whose json column is not JSON,
+// whose metadata names no tape of the dataset or is no object, whose file_path leaves
+// traces/, or whose count is negative.
+func TestValidateChecksTraces(t *testing.T) {
+	inputs := smallCorpus(t, 3, 34)
+	fn, _ := tracesFrom(t, inputs)
+	dir, _ := export(t, inputs, ExportOptions{Traces: fn})
+	requireValid(t, dir)
+	l, err := scanLayout(dir)
+	require.NoError(t, err)
+	_, files := l.primary(configTraces, "train")
+	require.Len(t, files, 1)
+	var rows []TraceRow
+	require.NoError(t, readShard(files[0], tracesTable, 64, func(_ int64, rs []TraceRow) error {
+		rows = append(rows, rs...)
+		return nil
+	}))
+	require.GreaterOrEqual(t, len(rows), 3)
+	rows[0].Messages = append(rows[0].Messages, `{"role":`)
+	rows[1].Metadata = `{"tape_id":"no-such-tape"}`
+	rows[2].FilePath = "traces/../../etc/passwd"
+	rows[2].NumToolCalls = -1
+	set := newShardSet[TraceRow](filepath.Join(dir, "data", configTraces), "train", tracesTable, Parquet, DefaultShardBytes, DefaultRowGroupBytes)
+	for i := range rows {
+		require.NoError(t, set.write(rows[i:i+1], []int64{tracesTable.rowBytes(reflect.ValueOf(&rows[i]).Elem())}))
+	}
+	require.NoError(t, set.closeCurrentOrEmpty())
+	_, err = set.publish()
+	require.NoError(t, err)
+	rep, err := Validate(t.Context(), dir, ValidateOptions{})
+	require.NoError(t, err)
+	var got []string
+	for _, p := range rep.Problems {
+		got = append(got, fmt.Sprintf("row %d %s: %s", p.Row, p.Pointer, p.Message))
+	}
+	assert.Contains(t, got, "row 0 messages: value "+fmt.Sprint(len(rows[0].Messages)-1)+" is not JSON")
+	assert.Contains(t, got, `row 1 metadata: tape_id "no-such-tape" is no tape of the dataset`)
+	assert.Contains(t, got, `row 2 file_path: "traces/../../etc/passwd" is not a path under traces/`)
+	assert.Contains(t, got, "row 2 num_tool_calls: a negative count")
+
+	// A session file beside the table that is not what the row's trace holds.
+	require.NotEqual(t, rows[1].FilePath, "")
+	f := filepath.Join(dir, filepath.FromSlash(rows[1].FilePath))
+	require.NoError(t, os.MkdirAll(filepath.Dir(f), 0o755))
+	require.NoError(t, os.WriteFile(f, []byte("{\"other\":1}\n{\"tape\":2}\n"), 0o644))
+	rep, err = Validate(t.Context(), dir, ValidateOptions{})
+	require.NoError(t, err)
+	got = got[:0]
+	for _, p := range rep.Problems {
+		got = append(got, fmt.Sprintf("row %d %s: %s", p.Row, p.Pointer, p.Message))
+	}
+	assert.Contains(t, got, "row 1 trace: not the content of "+rows[1].FilePath+" (did two tapes give a session file the same path?)")
+	require.NoError(t, os.WriteFile(f, []byte(traceText(t, rows[1].Trace)), 0o644))
+	rep, err = Validate(t.Context(), dir, ValidateOptions{})
+	require.NoError(t, err)
+	for _, p := range rep.Problems {
+		assert.NotEqual(t, "trace", p.Pointer, "the file as the row has it: %s", p.Message)
+	}
+}
+
+// traceText is the session file a trace value holds.
+func traceText(t *testing.T, trace string) string {
+	t.Helper()
+	var s string
+	if json.Unmarshal([]byte(trace), &s) == nil {
+		return s
+	}
+	return trace
+}
+
 // TestExportTracesDuckDB reads the traces table with DuckDB: the columns and types, every
 // row of every shape (nulls, empty lists), and every json value is valid JSON that holds
 // what was written.
 func TestExportTracesDuckDB(t *testing.T) {
 	query := duckDB(t)
 	inputs := smallCorpus(t, 10, 33)
-	fn, want := tracesFrom(inputs)
+	fn, want := tracesFrom(t, inputs)
 	dir, _ := export(t, inputs, ExportOptions{Traces: fn})
 	glob := filepath.Join(dir, "data", "traces", "train-*.parquet")
 

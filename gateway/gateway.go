@@ -229,6 +229,25 @@ func New(cfg Config) (*Gateway, error) {
 // Path returns the tape's path.
 func (g *Gateway) Path() string { return g.cfg.Output }
 
+// View calls fn with the tape recorded so far, under the writer's lock; fn must not change
+// it nor keep it.
+func (g *Gateway) View(fn func(*tape.Tape)) {
+	if g.out.w != nil {
+		g.out.w.View(fn)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	fn(g.out.t)
+}
+
+// SetLabel sets meta.labels[key] of the recording; the tape file has it from the next
+// persist on (Finish's at the latest). For what the recorder learns beside the requests,
+// such as the model provider the harness was configured with.
+func (g *Gateway) SetLabel(key, value string) error {
+	return g.updateMeta("label "+key, nil, func(m *tape.Meta) { m.Labels[key] = value })
+}
+
 // Steps returns how many model calls were recorded.
 func (g *Gateway) Steps() int {
 	g.mu.Lock()

@@ -219,6 +219,9 @@ func agentTrace(tp *tape.Tape, th *tape.Thread, f Format, fl File) (AgentTrace, 
 	md := atMetadata{SessionID: row.SessionID, TraceType: row.Harness, TapeID: tp.Meta.TapeID, ThreadID: th.ID, Harness: tp.Meta.Harness,
 		CLIVersion: tp.Meta.HarnessVersion, Provider: string(tp.Meta.Provider), Model: tp.Meta.Model, TurnCount: row.NumUserMessages,
 		NumSteps: len(th.Steps), Usage: usage, FirstMessageAt: row.SentAt}
+	if len(th.Steps) > 0 {
+		md.Model = tape.StepModel(&tp.Meta, th.Steps[0]) // a subagent's may differ from the tape's
+	}
 	if th.Parent != nil {
 		md.ParentThreadID, md.ParentToolCallID = &th.Parent.ThreadID, &th.Parent.ToolCallID
 	}

@@ -80,3 +80,13 @@ func TestMasked(t *testing.T) {
 	assert.Equal(t, fs[4], got[4])
 	assert.Contains(t, fs[0].Pointer, key, "Masked copies: the findings given stay as they were")
 }
+
+// TestClassOf: the switch of classOf says what the allowlist's map says.
+func TestClassOf(t *testing.T) {
+	for name, c := range fields {
+		assert.Equal(t, c, classOf(name), name)
+	}
+	for _, name := range []string{"", "text", "Id", "ids", "signatures", "content", "x-request-ids"} {
+		assert.Equal(t, scanAll, classOf(name), name)
+	}
+}

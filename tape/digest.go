@@ -180,6 +180,10 @@ func stepContent(raw []byte) (content []byte, digest string, ok bool) {
 // of C(step), which scheme 2 hashes (initStepLayout).
 var stepSorted []int
 
+// stepMembers holds, by field index, a step's member as C(step) writes it after another:
+// a comma, the key and the colon (initStepLayout).
+var stepMembers [][]byte
+
 // stepHasher hashes a step as the Writer builds it, piece by piece, keeping the hash's
 // state after the request and after the response (the first members of C(step)) so that a
 // change of a later piece costs that piece only.
@@ -241,7 +245,8 @@ func mustCanonical(b []byte) []byte {
 func (hs Hashing) hashRequest(request []byte) []byte {
 	layout()
 	h := hs.New()
-	h.Write([]byte("{" + stepTable().fields[stepRequest].member))
+	h.Write([]byte("{"))
+	h.Write(stepMembers[stepRequest][1:])
 	h.Write(mustCanonical(request))
 	return marshalState(h)
 }
@@ -250,7 +255,7 @@ func (hs Hashing) hashRequest(request []byte) []byte {
 func (hs Hashing) hashAnswer(afterRequest, response []byte) []byte {
 	layout()
 	h := hs.restoreState(afterRequest)
-	h.Write([]byte("," + stepTable().fields[stepResponse].member))
+	h.Write(stepMembers[stepResponse])
 	h.Write(mustCanonical(response))
 	return marshalState(h)
 }
@@ -262,7 +267,7 @@ func (hs Hashing) hashEnd(afterAnswer []byte, canon [][]byte) sum {
 	h := hs.restoreState(afterAnswer)
 	for _, i := range stepSorted[2:] {
 		if canon[i] != nil {
-			h.Write([]byte("," + stepTable().fields[i].member))
+			h.Write(stepMembers[i])
 			h.Write(canon[i])
 		}
 	}

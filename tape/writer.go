@@ -167,6 +167,10 @@ func initStepLayout() {
 	tapeTail = piece{data: []byte("]}\n")}
 	firstStepOpen = piece{data: []byte("{" + stepTable().fields[stepRequest].member)}
 	stepOpen = piece{data: append([]byte(","), firstStepOpen.data...)}
+	stepMembers = stepMembers[:0]
+	for _, f := range stepTable().fields {
+		stepMembers = append(stepMembers, []byte(","+f.member))
+	}
 	stepSorted = stepSorted[:0]
 	for i := range stepTable().fields {
 		if i != stepDig {

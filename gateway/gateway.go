@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -28,6 +29,7 @@ var DefaultUpstreams = map[tape.Provider]string{
 	tape.ProviderAnthropic:       "https://api.anthropic.com",
 	tape.ProviderOpenAIChat:      "https://api.openai.com",
 	tape.ProviderOpenAIResponses: "https://api.openai.com",
+	tape.ProviderGemini:          "https://generativelanguage.googleapis.com",
 }
 
 // DefaultMaxRecordBody is the recording limit of a body when Config.MaxRecordBody is 0
@@ -330,7 +332,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fwd, p, isModelCall, ambiguous := route(r)
 	if ambiguous && r.Method == http.MethodPost {
 		g.logf("%s %s refused: not a model call's path as sent, but it reads as one once decoded", r.Method, tape.RedactURL(r.URL.RequestURI()))
-		http.Error(w, fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, provider.Path(p)), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, cmp.Or(provider.Path(p), "/v1beta/models/MODEL:generateContent")), http.StatusBadRequest)
 		return
 	}
 	if isModelCall && r.Method == http.MethodPost && g.brk != nil {
@@ -413,6 +415,9 @@ func NewToken() string { return rand.Text() }
 
 // guessProvider picks an upstream for a path that is not a model call.
 func guessProvider(r *http.Request) tape.Provider {
+	if r.Header.Get("x-goog-api-key") != "" || strings.Contains(r.URL.Path, "/models/") {
+		return tape.ProviderGemini
+	}
 	if r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "" || strings.Contains(r.URL.Path, "/messages") {
 		return tape.ProviderAnthropic
 	}

@@ -100,7 +100,7 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 	if !continued || th.last == nil {
 		return
 	}
-	results := toolResults(&step.Request, th.last.ToolCalls)
+	results := provider.RequestResults(rec.p, &step.Request, th.last.ToolCalls)
 	next := step.Timing.RequestAt
 	if err := g.w.UpdateStepEnd(th.index, th.lastIndex, func(rs *[]tape.ToolResult, timing *tape.Timing) {
 		if results != nil {
@@ -155,11 +155,6 @@ func (g *Gateway) fillRequest(rec *recording, step *tape.Step, logs bool) {
 		}
 		logf("%s: %v", rec.path, err)
 	}
-}
-
-// toolResults returns the results a request carries for calls, in call order.
-func toolResults(req *tape.Request, calls []tape.ToolCall) []tape.ToolResult {
-	return tape.ResultsFor(req.Messages, calls)
 }
 
 // commit records a call's answer as a step of its thread and publishes the tape. It is
@@ -386,7 +381,7 @@ func fsyncPath(path string) error {
 // to name its own working directory: a subagent's may name another.
 func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 	harness, version := detectHarness(h)
-	model := tape.BodyModel(step.Request.Raw)
+	model := tape.StepModel(nil, step) // a Gemini call names its model in the path only
 	var cwd string
 	if g.cfg.Cwd == "" {
 		cwd = provider.Cwd(&step.Request)
@@ -410,6 +405,8 @@ func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 var (
 	claudeUA = regexp.MustCompile(`claude-cli/([0-9][^\s]*)`)
 	codexUA  = regexp.MustCompile(`codex[_a-z]*/([0-9][^\s]*)`)
+	// Gemini CLI: "GeminiCLI/0.61.0/gemini-2.5-pro (linux; x64)", "GeminiCLI-tui/0.61.0/...".
+	geminiUA = regexp.MustCompile(`GeminiCLI(?:-[a-z]+)?/([0-9][^\s/]*)`)
 )
 
 // detectHarness names the agent from its headers.
@@ -426,6 +423,9 @@ func detectHarness(h http.Header) (name, version string) {
 	}
 	if h.Get("X-Claude-Code-Session-Id") != "" {
 		return "claude-code", ""
+	}
+	if m := geminiUA.FindStringSubmatch(ua); m != nil {
+		return "gemini-cli", m[1]
 	}
 	return "", ""
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
@@ -10,6 +11,7 @@ import (
 )
 
 // modelProviders are the wire formats whose model calls the gateway records.
+// The Gemini API's paths name the model, so route matches them apart (geminiCall).
 var modelProviders = []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses}
 
 // route is where a request goes and what it is. fwd is the path forwarded upstream (after
@@ -25,12 +27,19 @@ var modelProviders = []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAI
 // /v1/files/abc;/v1/messages, /v1/organizations/me/v1/messages, /v1/messages/). Some
 // server on the way could route it to the model; the gateway refuses such a POST rather
 // than let a model call through that it neither records nor counts.
+//
+// A Gemini API call's path names its model (/v1beta/models/MODEL:streamGenerateContent):
+// it is a model call when it is exactly geminiCall's shape as sent, and ambiguous when its
+// loose forms read as any Gemini model call (provider.GeminiPath) that it is not.
 func route(r *http.Request) (fwd string, p tape.Provider, model, ambiguous bool) {
 	fwd = upstreamPath(r.URL.EscapedPath())
 	for _, q := range modelProviders {
 		if fwd == provider.Path(q) {
 			return fwd, q, true, false
 		}
+	}
+	if geminiCall.MatchString(fwd) {
+		return fwd, tape.ProviderGemini, true, false
 	}
 	loose := strings.ToLower(upstreamPath(r.URL.Path))
 	for _, v := range []string{loose, path.Clean("/" + dropParams(loose))} {
@@ -39,9 +48,17 @@ func route(r *http.Request) (fwd string, p tape.Provider, model, ambiguous bool)
 				return fwd, q, false, true
 			}
 		}
+		if strings.HasSuffix(v, strings.ToLower(":generateContent")) || strings.HasSuffix(v, strings.ToLower(":streamGenerateContent")) {
+			return fwd, tape.ProviderGemini, false, true
+		}
 	}
 	return fwd, "", false, false
 }
+
+// geminiCall is the path of a Gemini API model call as the gateway records it: an API
+// version, models/ or tunedModels/, a model name of plain characters (no escapes, no dot
+// segment), and the method.
+var geminiCall = regexp.MustCompile(`^/v1(?:beta|alpha)?/(?:models|tunedModels)/[A-Za-z0-9_-][A-Za-z0-9._-]*:(?:generateContent|streamGenerateContent)$`)
 
 // dropParams removes the ";" parameters of each segment of a path (RFC 3986 3.3), as some
 // servers do before routing.

@@ -167,7 +167,7 @@ var Gemini = Harness{
 }
 
 // All lists the harnesses TapeBox knows.
-var All = []*Harness{&ClaudeCode, &Codex, &Pi}
+var All = []*Harness{&ClaudeCode, &Codex, &Pi, &Gemini}
 
 // OtherSpawningTools are spawning tool names of harnesses without an entry (other
 // multi-agent tools seen in the wild); the gateway builds the thread tree with them too.

@@ -1,0 +1,144 @@
+package gemini
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tapebox/tapebox/executor/action"
+	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// ansi is strip-ansi's expression (ansi-regex 6): OSC strings, then CSI and other escapes.
+var ansi = regexp.MustCompile(`(?:\x1b\][\s\S]*?(?:\x07|\x1b\\|\x{9c}))|[\x1b\x{9b}][[\]()#;?]*(?:\d{1,4}(?:[;:]\d{0,4})*)?[\dA-PR-TZcf-nq-uy=><~]`)
+
+// wrap is the CLI's wrapCommandForBackgroundPIDs: the command in a subshell whose EXIT trap
+// writes the pids of its background jobs to file.
+func wrap(command, file string) string {
+	c := strings.TrimSpace(command)
+	if c == "" {
+		return ""
+	}
+	if strings.HasSuffix(c, `\`) {
+		c += " "
+	}
+	return "_bgpids_file=" + shellQuote(file) + "\n(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\n" + c + "\n)\n__code=$?\nexit $__code"
+}
+
+// shellQuote quotes s for bash as the CLI's escapeShellArg does (shell-quote): bare when
+// it is made of safe characters, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+type shellArgs struct {
+	Command      string `json:"command"`
+	DirPath      string `json:"dir_path"`
+	IsBackground bool   `json:"is_background"`
+}
+
+func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var a shellArgs
+	if !args(call, &a) || a.IsBackground || strings.TrimSpace(a.Command) == "" {
+		// A background command's pid and its output at the moment the CLI looked, and the
+		// CLI's refusals, are not for a sandbox to reproduce.
+		return replay(call, rec)
+	}
+	dir := s.env.Cwd
+	if a.DirPath != "" {
+		d, inside := s.resolve(a.DirPath)
+		if !inside {
+			return replay(call, rec)
+		}
+		dir = d
+	}
+	tmp, err := os.MkdirTemp("", "gemini-shell-")
+	if err != nil {
+		return fail(call, err.Error())
+	}
+	defer os.RemoveAll(tmp)
+	pids := filepath.Join(tmp, "bgpids.tmp")
+	res, err := action.Shell(ctx, action.ShellRequest{Command: wrap(a.Command, pids), Shell: bash(), Dir: dir, Env: s.env.Environ})
+	if err != nil {
+		return fail(call, err.Error())
+	}
+	out := strings.TrimSpace(ansi.ReplaceAllString(decode(res.Output), ""))
+	if out == "" {
+		out = "(empty)"
+	}
+	parts := []string{"Output: " + out}
+	if res.Signal == "" && res.ExitCode != 0 {
+		parts = append(parts, "Exit Code: "+strconv.Itoa(res.ExitCode))
+	}
+	if res.Signal != "" {
+		parts = append(parts, "Signal: "+strconv.Itoa(res.ExitCode-128))
+	}
+	if bg := backgroundPIDs(pids, res.Pid); bg != "" {
+		parts = append(parts, "Background PIDs: "+bg)
+	}
+	if res.Pid != 0 {
+		parts = append(parts, fmt.Sprintf("Process Group PGID: %d", res.Pid))
+	}
+	return ok(call, untrusted(strings.Join(parts, "\n")))
+}
+
+// untrusted is the CLI's wrapUntrusted.
+func untrusted(text string) string {
+	return "<untrusted_context>\n" + strings.ReplaceAll(text, "</untrusted_context>", "&lt;/untrusted_context&gt;") + "\n</untrusted_context>"
+}
+
+// bash is the shell the CLI runs commands with: bash on the PATH.
+func bash() string {
+	if _, err := os.Stat("/bin/bash"); err == nil {
+		return "/bin/bash"
+	}
+	return action.FindShell()
+}
+
+// backgroundJobs reads the pids the EXIT trap wrote, but the command's own.
+func backgroundJobs(file string, self int) []int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if n, err := strconv.Atoi(line); err == nil && n != self {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func backgroundPIDs(file string, self int) string {
+	var s []string
+	for _, p := range backgroundJobs(file, self) {
+		s = append(s, strconv.Itoa(p))
+	}
+	return strings.Join(s, ", ")
+}
+
+// decode is Node's TextDecoder("utf-8"): bytes that are not UTF-8 become U+FFFD.
+func decode(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// replay is the recorded result, copied.
+func replay(call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	return harness.Replay(call, rec)
+}

@@ -212,7 +212,7 @@ func (r *simRun) threadIndex(id string) int {
 // ones, learning identifiers on the way.
 func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step) *divergence {
 	prev := th.Steps[si-1]
-	got := tape.ResultsFor(in.Request.Messages, prev.ToolCalls) // the request is normalized already
+	got := provider.RequestResults(r.s.rec.Meta.Provider, &in.Request, prev.ToolCalls) // the request is normalized already
 	h := r.s.rec.Meta.Harness
 	for _, c := range prev.ToolCalls {
 		want, hasWant := prev.ToolResult(c.ID)
@@ -366,7 +366,7 @@ func (r *simRun) prevResults(ti, si int, in *tape.Step) {
 		return
 	}
 	th := r.s.rec.Threads[ti]
-	results := tape.ResultsFor(in.Request.Messages, th.Steps[si-1].ToolCalls)
+	results := provider.RequestResults(r.s.rec.Meta.Provider, &in.Request, th.Steps[si-1].ToolCalls)
 	next := in.Timing.RequestAt
 	r.update(ti, si-1, func(s *tape.Step) {
 		if results != nil {

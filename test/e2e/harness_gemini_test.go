@@ -15,7 +15,7 @@ import (
 
 // geminiCase is real Gemini CLI 0.61.0 on the Gemini API: parallel calls (a file written,
 // a command run, a directory listed), an edit, a failing command, a file read and a file
-// that is not there. The fake provider sends its calls without ids, as the Gemini API
+// that is not there, a command the CLI refuses (a command substitution). The fake provider sends its calls without ids, as the Gemini API
 // does: the CLI makes its own up.
 func geminiCase() realCase {
 	const cwd = "/tmp/tapebox-rh-gemini"
@@ -37,6 +37,8 @@ func geminiCase() realCase {
 				}},
 				{Calls: []tape.ToolCall{call("write_file", map[string]any{"file_path": "notes.txt", "content": "alpha\nBETA\ngamma\ndelta\n"})}},
 				{Calls: []tape.ToolCall{call("run_shell_command", map[string]any{"command": "wc -l < notes.txt > logs/count.txt; cat logs/count.txt"})}},
+				// The CLI refuses a command substitution: nothing runs, who.txt is never made.
+				{Calls: []tape.ToolCall{call("run_shell_command", map[string]any{"command": "echo $(whoami) > who.txt"})}},
 				{Text: "Done: notes written, edited and counted."},
 			}}}}
 		},
@@ -54,7 +56,7 @@ func geminiCase() realCase {
 		check: func(t *testing.T, rec *tape.Tape, state map[string]string) {
 			require.Len(t, rec.Threads, 1)
 			main := rec.Main()
-			require.Len(t, main.Steps, 7)
+			require.Len(t, main.Steps, 8)
 			res := func(step, i int) tape.ToolResult {
 				require.Greater(t, len(main.Steps[step].ToolResults), i, "step %d has no result %d", step, i)
 				return main.Steps[step].ToolResults[i]
@@ -68,6 +70,7 @@ func geminiCase() realCase {
 			assert.Equal(t, "alpha\nBETA\ngamma\n", res(3, 1).Text())
 			assert.Equal(t, "File not found: "+cwd+"/missing.txt", res(3, 2).Text())
 			assert.True(t, res(3, 2).IsError)
+			assert.Equal(t, "Command injection detected: command substitution syntax ($(), backticks, <() or >()) found in command arguments. On PowerShell, @() array subexpressions and $() subexpressions are also blocked. This is a security risk and the command was blocked.", res(6, 0).Text())
 			assert.Equal(t, map[string]string{"notes.txt": "alpha\nBETA\ngamma\ndelta\n", "logs/": "", "logs/count.txt": "4\n"}, state)
 		},
 	}
@@ -87,7 +90,7 @@ func geminiRepoCase() realCase {
 				call("replace", map[string]any{"file_path": "greet.sh", "old_string": "hello", "new_string": "Hello", "instruction": "capitalise"}),
 				call("replace", map[string]any{"file_path": "README.md", "old_string": "NAME.", "new_string": "NAME: it prints Hello, NAME.", "instruction": "document"}),
 			}},
-			{Calls: []tape.ToolCall{call("run_shell_command", map[string]any{"command": "./greet.sh $(head -1 src/names.txt) | tee out.txt"})}},
+			{Calls: []tape.ToolCall{call("run_shell_command", map[string]any{"command": "head -1 src/names.txt | xargs ./greet.sh | tee out.txt"})}},
 			{Text: "Done: the greeting is capitalised and documented."},
 		}}}}
 	}

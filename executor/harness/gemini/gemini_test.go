@@ -79,6 +79,35 @@ func TestTools(t *testing.T) {
 	assert.Equal(t, "Directory listing for "+dir+":\n[DIR] new\n[DIR] sub\ncrlf.txt (10 bytes)\nmade.txt (2 bytes)\nnotes.txt (17 bytes)\ntwice.txt (6 bytes)", listing)
 }
 
+// TestSubstitutionBlocked: the CLI refuses a command with a command substitution outside
+// single quotes (an output, not an error), and runs the others.
+func TestSubstitutionBlocked(t *testing.T) {
+	s := harnesstest.New(t, gemini.New(), "call_1", nil)
+	const blocked = "Command injection detected: command substitution syntax ($(), backticks, <() or >()) found in command arguments. On PowerShell, @() array subexpressions and $() subexpressions are also blocked. This is a security risk and the command was blocked."
+	for cmd, refused := range map[string]bool{
+		"echo $(date) > x.txt": true,
+		"echo \"$(date)\"":     true,
+		"echo `date`":          true,
+		"cat <(ls)":            true,
+		"echo '$(date)'":       false,
+		"echo \\$(date)":       false,
+		"echo \"\\$(date)\"":   false,
+		"echo \"<(x)\"":        false,
+		"echo $HOME (x)":       false,
+		"printf '%s' \"it's\"": false,
+	} {
+		res := s.Run("run_shell_command", m{"command": cmd}, nil)
+		assert.False(t, res.IsError, cmd)
+		if refused {
+			assert.Equal(t, blocked, res.Text(), cmd)
+		} else {
+			assert.NotEqual(t, blocked, res.Text(), cmd)
+		}
+	}
+	_, err := os.Stat(filepath.Join(s.Dir, "x.txt"))
+	assert.True(t, os.IsNotExist(err), "a blocked command does not run")
+}
+
 // TestReplayed: tools the module does not perform, and calls it cannot reproduce, copy the
 // recorded result and say so.
 func TestReplayed(t *testing.T) {

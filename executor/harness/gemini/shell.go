@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/executor/action"
@@ -55,6 +56,12 @@ func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolR
 		// CLI's refusals, are not for a sandbox to reproduce.
 		return replay(call, rec)
 	}
+	if shellWrapper.MatchString(a.Command) {
+		return replay(call, rec) // the CLI unwraps bash -c "..." with shell-quote's parser
+	}
+	if substitution(a.Command) {
+		return ok(call, blocked)
+	}
 	dir := s.env.Cwd
 	if a.DirPath != "" {
 		d, inside := s.resolve(a.DirPath)
@@ -91,6 +98,45 @@ func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolR
 		parts = append(parts, fmt.Sprintf("Process Group PGID: %d", res.Pid))
 	}
 	return ok(call, untrusted(strings.Join(parts, "\n")))
+}
+
+// blocked is the CLI's answer to a command with a substitution in it; nothing runs.
+const blocked = "Command injection detected: command substitution syntax ($(), backticks, <() or >()) found in command arguments. On PowerShell, @() array subexpressions and $() subexpressions are also blocked. This is a security risk and the command was blocked."
+
+// shellWrapper is the CLI's stripShellWrapper pattern: a command given as bash -c "...".
+var shellWrapper = regexp.MustCompile(`(?i)^\s*(?:(?:(?:\S+/)?(?:sh|bash|zsh))\s+-c|cmd\.exe\s+/c|powershell(?:\.exe)?\s+(?:-NoProfile\s+)?-Command|pwsh(?:\.exe)?\s+(?:-NoProfile\s+)?-Command)\s+`)
+
+// substitution is the CLI's detectBashSubstitution: $( or a backtick outside single
+// quotes, <( or >( outside quotes, escapes skipped as bash reads them.
+func substitution(cmd string) bool {
+	u := utf16.Encode([]rune(cmd))
+	single, double := false, false
+	for i := 0; i < len(u); i++ {
+		c := u[i]
+		next := uint16(0)
+		if i+1 < len(u) {
+			next = u[i+1]
+		}
+		switch {
+		case c == '\'' && !double:
+			single = !single
+			continue
+		case c == '"' && !single:
+			double = !double
+			continue
+		case single:
+			continue
+		case c == '\\' && i+1 < len(u):
+			if !double || next == '$' || next == '`' || next == '"' || next == '\\' || next == '\n' {
+				i++
+				continue
+			}
+		}
+		if (c == '$' && next == '(') || (!double && (c == '<' || c == '>') && next == '(') || c == '`' {
+			return true
+		}
+	}
+	return false
 }
 
 // untrusted is the CLI's wrapUntrusted.

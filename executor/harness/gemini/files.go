@@ -22,16 +22,22 @@ const (
 	maxFileSize = 20 << 20
 )
 
-// textExtensions are not sniffed; binaryExtensions and mediaExtensions are never text to
-// the CLI (its detectFileType reads them as binary, image, audio, video or PDF).
+// mediaExtensions are the files the CLI reads as images, audio, video or PDF (by their MIME
+// type: inline data for the model); the module replays those.
 var mediaExtensions = map[string]bool{
 	".png": true, ".jpg": true, ".jpeg": true, ".gif": true, ".webp": true, ".bmp": true, ".svg": true,
-	".pdf": true, ".mp3": true, ".wav": true, ".aiff": true, ".aac": true, ".ogg": true, ".flac": true,
-	".mp4": true, ".mov": true, ".avi": true, ".webm": true, ".ico": true, ".tif": true, ".tiff": true,
-	".zip": true, ".tar": true, ".gz": true, ".exe": true, ".dll": true, ".so": true, ".class": true,
-	".jar": true, ".war": true, ".7z": true, ".doc": true, ".docx": true, ".xls": true, ".xlsx": true,
-	".ppt": true, ".pptx": true, ".odt": true, ".ods": true, ".odp": true, ".bin": true, ".dat": true,
-	".obj": true, ".o": true, ".a": true, ".lib": true, ".wasm": true, ".pyc": true, ".pyo": true,
+	".ico": true, ".tif": true, ".tiff": true, ".avif": true, ".heic": true, ".heif": true, ".pdf": true,
+	".mp3": true, ".wav": true, ".aiff": true, ".aac": true, ".ogg": true, ".oga": true, ".flac": true, ".m4a": true, ".weba": true,
+	".mp4": true, ".mov": true, ".avi": true, ".webm": true, ".mkv": true, ".mpeg": true, ".mpg": true, ".3gp": true, ".wmv": true, ".flv": true,
+}
+
+// binaryExtensions are the CLI's BINARY_EXTENSIONS (its binary, media and Python patterns
+// and a few more): "Cannot display content of binary file: PATH" whatever they hold.
+var binaryExtensions = map[string]bool{
+	".bin": true, ".exe": true, ".dll": true, ".so": true, ".dylib": true, ".class": true, ".jar": true, ".war": true,
+	".zip": true, ".tar": true, ".gz": true, ".bz2": true, ".rar": true, ".7z": true, ".pak": true, ".rpa": true,
+	".doc": true, ".docx": true, ".xls": true, ".xlsx": true, ".ppt": true, ".pptx": true, ".odt": true, ".ods": true, ".odp": true,
+	".pyc": true, ".pyo": true, ".dat": true, ".obj": true, ".o": true, ".a": true, ".lib": true, ".wasm": true,
 }
 
 type readArgs struct {
@@ -59,12 +65,25 @@ func (s *session) readFile(_ context.Context, call tape.ToolCall, rec *tape.Tool
 	if st.IsDir() {
 		return fail(call, "Path is a directory, not a file: "+path)
 	}
-	if st.Size() > maxFileSize || mediaExtensions[strings.ToLower(filepath.Ext(path))] {
+	ext := strings.ToLower(filepath.Ext(path))
+	if st.Size() > maxFileSize || (mediaExtensions[ext] && ext != ".ts") {
 		return replay(call, rec)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return replay(call, rec)
+	}
+	isTS := ext == ".ts" || ext == ".mts" || ext == ".cts"
+	if !isTS && binaryExtensions[ext] {
+		return ok(call, "Cannot display content of binary file: "+s.relative(path))
+	}
+	if !isTS {
+		switch binary(b) {
+		case yes:
+			return ok(call, "Cannot display content of binary file: "+s.relative(path))
+		case unsure:
+			return replay(call, rec)
+		}
 	}
 	content, isText := textOf(b)
 	if !isText {
@@ -115,30 +134,102 @@ func splitLines(content string) []string {
 	return lines
 }
 
-// textOf decodes a file as the CLI reads text (readFileWithEncoding: a UTF-8 BOM dropped,
-// UTF-16 by its BOM), or reports that it sniffs as binary (a NUL byte in its first 4 KB,
-// or over 30 % of them not printable).
+// textOf decodes a file as the CLI reads text (readFileWithEncoding: a UTF-8 BOM dropped);
+// a UTF-16 or UTF-32 file is left to the recording.
 func textOf(b []byte) (string, bool) {
 	switch {
 	case bytes.HasPrefix(b, []byte{0xEF, 0xBB, 0xBF}):
 		return decode(b[3:]), true
-	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}) || bytes.HasPrefix(b, []byte{0xFE, 0xFF}):
-		return "", false // UTF-16: left to the recording
-	}
-	head := b[:min(len(b), 4096)]
-	if bytes.IndexByte(head, 0) >= 0 {
-		return "", false
-	}
-	odd := 0
-	for _, c := range head {
-		if c < 9 || (c > 13 && c < 32) {
-			odd++
-		}
-	}
-	if len(head) > 0 && odd*10 > len(head)*3 {
+	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}) || bytes.HasPrefix(b, []byte{0xFE, 0xFF}) || bytes.HasPrefix(b, []byte{0, 0, 0xFE, 0xFF}):
 		return "", false
 	}
 	return decode(b), true
+}
+
+type verdict int
+
+const (
+	no verdict = iota
+	yes
+	unsure
+)
+
+// binary is the isbinaryfile package's check of a file's first 512 bytes (and 3 more for a
+// character cut at the end): BOMs are text, "%PDF-" and a NUL byte binary, else over 10 %
+// of bytes that are neither printable nor part of a UTF-8 character. Where it would go on
+// to look for protocol buffers, the answer is unsure.
+func binary(b []byte) verdict {
+	n := len(b)
+	if n == 0 {
+		return no
+	}
+	total := min(n, 515)
+	scan := min(total, 512)
+	switch {
+	case bytes.HasPrefix(b, []byte{0xEF, 0xBB, 0xBF}), bytes.HasPrefix(b, []byte{0, 0, 0xFE, 0xFF}), bytes.HasPrefix(b, []byte{0xFF, 0xFE, 0, 0}),
+		bytes.HasPrefix(b, []byte{0x84, 0x31, 0x95, 0x33}):
+		return no
+	case total >= 5 && string(b[:5]) == "%PDF-":
+		return yes
+	case bytes.HasPrefix(b, []byte{0xFE, 0xFF}), bytes.HasPrefix(b, []byte{0xFF, 0xFE}):
+		return no
+	}
+	at := func(i int) int {
+		if i < len(b) {
+			return int(b[i])
+		}
+		return 0
+	}
+	suspicious := 0
+	for i := 0; i < scan; i++ {
+		c := int(b[i])
+		if c == 0 {
+			return yes
+		}
+		if (c >= 7 && c <= 14) || (c >= 32 && c <= 127) {
+			continue
+		}
+		cont := func(k int) bool { return at(k) >= 128 && at(k) <= 191 }
+		switch {
+		case c >= 192 && c <= 223 && i+1 < total:
+			i++
+			if cont(i) {
+				continue
+			}
+		case c >= 224 && c <= 239 && i+2 < total:
+			i++
+			if cont(i) && cont(i+1) {
+				i++
+				continue
+			}
+		case c >= 240 && c <= 247 && i+3 < total:
+			i++
+			if cont(i) && cont(i+1) && cont(i+2) {
+				i += 2
+				continue
+			}
+		}
+		suspicious++
+		if i >= 32 && suspicious*100/scan > 10 {
+			return yes
+		}
+	}
+	if suspicious*100/scan > 10 {
+		return yes
+	}
+	if suspicious > 1 {
+		return unsure
+	}
+	return no
+}
+
+// relative is path.relative(cwd, p) with forward slashes.
+func (s *session) relative(p string) string {
+	rel, err := filepath.Rel(s.env.Cwd, p)
+	if err != nil {
+		return p
+	}
+	return filepath.ToSlash(rel)
 }
 
 // utf16Len is a JavaScript string's length.

@@ -76,7 +76,7 @@ func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolR
 	}
 	defer os.RemoveAll(tmp)
 	pids := filepath.Join(tmp, "bgpids.tmp")
-	res, err := action.Shell(ctx, action.ShellRequest{Command: wrap(a.Command, pids), Shell: bash(), Dir: dir, Env: s.env.Environ})
+	res, err := action.Shell(ctx, action.ShellRequest{Command: wrap(a.Command, pids), Shell: s.bash(), Dir: dir, Env: s.env.Environ})
 	if err != nil {
 		return fail(call, err.Error())
 	}
@@ -144,10 +144,17 @@ func untrusted(text string) string {
 	return "<untrusted_context>\n" + strings.ReplaceAll(text, "</untrusted_context>", "&lt;/untrusted_context&gt;") + "\n</untrusted_context>"
 }
 
-// bash is the shell the CLI runs commands with: bash on the PATH.
-func bash() string {
-	if _, err := os.Stat("/bin/bash"); err == nil {
-		return "/bin/bash"
+// bash is the shell the CLI runs commands with: the first bash on the PATH, by its full
+// path (resolveExecutable), which bash's own messages show ("/usr/bin/bash: line 4: ...").
+func (s *session) bash() string {
+	for _, dir := range filepath.SplitList(s.env.Getenv("PATH")) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, "bash")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
 	}
 	return action.FindShell()
 }
@@ -176,12 +183,63 @@ func backgroundPIDs(file string, self int) string {
 	return strings.Join(s, ", ")
 }
 
-// decode is Node's TextDecoder("utf-8"): bytes that are not UTF-8 become U+FFFD.
+// decode is Node's UTF-8 decoding (the WHATWG decoder): each maximal subpart of a byte
+// sequence that is not UTF-8 becomes one U+FFFD.
 func decode(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	var out strings.Builder
+	out.Grow(len(b) + 16)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError || size > 1 {
+			out.WriteString(string(b[i : i+size]))
+			i += size
+			continue
+		}
+		// A lead byte and the continuation bytes that may follow it form one subpart.
+		out.WriteRune(utf8.RuneError)
+		i += subpart(b[i:])
+	}
+	return out.String()
+}
+
+// subpart is the length of the maximal subpart of an ill-formed sequence at the start of
+// b: a lead byte with the continuation bytes that are valid after it, at least 1.
+func subpart(b []byte) int {
+	c := b[0]
+	var need int
+	lo, hi := byte(0x80), byte(0xBF)
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		need = 1
+	case c >= 0xE0 && c <= 0xEF:
+		need = 2
+		if c == 0xE0 {
+			lo = 0xA0
+		} else if c == 0xED {
+			hi = 0x9F
+		}
+	case c >= 0xF0 && c <= 0xF4:
+		need = 3
+		if c == 0xF0 {
+			lo = 0x90
+		} else if c == 0xF4 {
+			hi = 0x8F
+		}
+	default:
+		return 1
+	}
+	n := 1
+	for k := 0; k < need && n < len(b); k++ {
+		if b[n] < lo || b[n] > hi {
+			break
+		}
+		lo, hi = 0x80, 0xBF
+		n++
+	}
+	return n
 }
 
 // replay is the recorded result, copied.

@@ -556,6 +556,8 @@ func Version(ctx context.Context, harness string) (string, error) {
 		bin, err = CodexPath()
 	case Pi:
 		bin, err = PiPath()
+	case Gemini:
+		bin, err = GeminiPath()
 	default:
 		return "", fmt.Errorf("realharness: unknown harness %q", harness)
 	}

@@ -51,6 +51,9 @@ func (s *session) readFile(_ context.Context, call tape.ToolCall, rec *tape.Tool
 	if !args(call, &a) || a.FilePath == "" || (a.StartLine != nil && *a.StartLine < 1) || (a.EndLine != nil && *a.EndLine < 1) {
 		return replay(call, rec)
 	}
+	if a.StartLine != nil && a.EndLine != nil && *a.StartLine > *a.EndLine {
+		return fail(call, "start_line cannot be greater than end_line") // the tool's own validation
+	}
 	path, inside := s.resolve(a.FilePath)
 	if !inside {
 		return replay(call, rec)
@@ -78,11 +81,10 @@ func (s *session) readFile(_ context.Context, call tape.ToolCall, rec *tape.Tool
 		return ok(call, "Cannot display content of binary file: "+s.relative(path))
 	}
 	if !isTS {
-		switch binary(b) {
-		case yes:
+		// Where isbinaryfile would go on to look for protocol buffers (unsure), text
+		// files decode as protocol buffers seldom: they read as text.
+		if binary(b) == yes {
 			return ok(call, "Cannot display content of binary file: "+s.relative(path))
-		case unsure:
-			return replay(call, rec)
 		}
 	}
 	content, isText := textOf(b)
@@ -415,13 +417,15 @@ func (s *session) listDirectory(_ context.Context, call tape.ToolCall, rec *tape
 		size  int64
 	}
 	var list []entry
+	ignored := 0
 	for _, e := range ents {
 		if e.Name() == ".git" {
-			continue // the CLI's file discovery leaves the repository's own directory out
+			ignored++ // the CLI's file discovery leaves the repository's own directory out
+			continue
 		}
 		st, err := os.Stat(filepath.Join(dir, e.Name()))
 		if err != nil {
-			continue
+			continue // a dangling link: left out, not counted
 		}
 		en := entry{name: e.Name(), isDir: st.IsDir()}
 		if !en.isDir {
@@ -444,8 +448,8 @@ func (s *session) listDirectory(_ context.Context, call tape.ToolCall, rec *tape
 		}
 	}
 	msg := "Directory listing for " + dir + ":\n" + strings.Join(lines, "\n")
-	if len(ents) != len(list) {
-		msg += fmt.Sprintf("\n(%d ignored)", len(ents)-len(list))
+	if ignored > 0 {
+		msg += fmt.Sprintf("\n(%d ignored)", ignored)
 	}
 	return ok(call, msg)
 }
@@ -462,8 +466,8 @@ func (s *session) ignoreRules() bool {
 }
 
 // localeLess approximates String.prototype.localeCompare (ICU's root collation) for file
-// names: letters compare case-insensitively first, punctuation before digits before
-// letters, then lower case before upper case.
+// names: letters compare case-insensitively first, punctuation before digits before Latin
+// letters before other scripts, then lower case before upper case.
 func localeLess(a, b string) bool {
 	ka, kb := collationKey(a), collationKey(b)
 	if ka != kb {
@@ -484,6 +488,9 @@ func collationKey(s string) string {
 			b.WriteRune(r)
 		case r >= '0' && r <= '9':
 			b.WriteRune('\x02')
+			b.WriteRune(r)
+		case r >= 0x80:
+			b.WriteRune('\x04')
 			b.WriteRune(r)
 		default:
 			b.WriteRune('\x01')

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -80,7 +81,11 @@ func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolR
 	if err != nil {
 		return fail(call, err.Error())
 	}
-	out := strings.TrimSpace(ansi.ReplaceAllString(decode(res.Output), ""))
+	raw := res.Output
+	if bytes.IndexByte(raw[:min(len(raw), 512)], 0) >= 0 {
+		raw = nil // the CLI's isBinary sniff: it stops collecting a binary output
+	}
+	out := strings.TrimSpace(ansi.ReplaceAllString(decode(raw), ""))
 	if out == "" {
 		out = "(empty)"
 	}

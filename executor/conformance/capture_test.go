@@ -26,6 +26,15 @@ var harnesses = []struct {
 	{realharness.Pi, piCases, runPi},
 }
 
+// generatedOnly are harnesses the differential test runs that have no captured fixture of
+// hand-written cases (yet): Gemini CLI, whose hand-written cases are test/e2e's.
+var generatedOnly = []struct {
+	name string
+	run  func(context.Context, realharness.Options) (realharness.Result, error)
+}{
+	{realharness.Gemini, realharness.RunGemini},
+}
+
 // TestCapture runs every case through the real harness. With -update it rewrites the
 // fixture; without, it checks that the installed harness still produces the fixture's
 // results (volatile fields aside), so a harness upgrade that changes a format shows up here
@@ -76,6 +85,10 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 		t.Fatalf("%s: not in the harness table", harness)
 	}
 	for i, call := range calls {
+		if harness == realharness.Gemini {
+			// The Gemini API sends no call ids; given one, the CLI answers under it.
+			call.ID = callID(harness, i)
+		}
 		if !hasPlaceholder(call.Input) {
 			main.Turns = append(main.Turns, fakeprovider.Turn{Calls: []tape.ToolCall{call}})
 			continue
@@ -193,11 +206,7 @@ func callID(harness string, i int) string {
 // wire has it (realharness.SentResults): an Anthropic tool_result block, or a Responses
 // function_call_output / custom_tool_call_output item.
 func harnessResult(harness string, body []byte, id string) (tape.ToolResult, json.RawMessage, error) {
-	p := tape.ProviderOpenAIResponses
-	if anthropicWire(harness) {
-		p = tape.ProviderAnthropic
-	}
-	sent, err := realharness.SentResults(p, body)
+	sent, err := realharness.SentResults(wire(harness), body)
 	if err != nil {
 		return tape.ToolResult{}, nil, err
 	}
@@ -211,10 +220,7 @@ func harnessResult(harness string, body []byte, id string) (tape.ToolResult, jso
 // offeredTools returns the names of the tools a request body offers, as the tape
 // normalizes them.
 func offeredTools(harness string, body []byte) ([]string, error) {
-	p := tape.ProviderOpenAIResponses
-	if anthropicWire(harness) {
-		p = tape.ProviderAnthropic
-	}
+	p := wire(harness)
 	step := tape.Step{Request: tape.Request{Raw: body}}
 	if err := provider.Normalize(p, &step); err != nil && step.Request.Tools == nil {
 		return nil, err
@@ -230,6 +236,17 @@ func offeredTools(harness string, body []byte) ([]string, error) {
 // (Claude Code; Pi, whose models.json the capture writes for that API) rather than Responses.
 func anthropicWire(harness string) bool {
 	return harness == realharness.Claude || harness == realharness.Pi
+}
+
+// wire is the wire format the harness talks to the fake provider on.
+func wire(harness string) tape.Provider {
+	switch {
+	case anthropicWire(harness):
+		return tape.ProviderAnthropic
+	case harness == realharness.Gemini:
+		return tape.ProviderGemini
+	}
+	return tape.ProviderOpenAIResponses
 }
 
 // checkDrift compares a fresh capture with the fixture's case of the same name.

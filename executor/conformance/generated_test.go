@@ -17,6 +17,7 @@ import (
 
 	"github.com/tapebox/tapebox/internal/grammar"
 	codexgrammar "github.com/tapebox/tapebox/internal/grammar/codex"
+	geminigrammar "github.com/tapebox/tapebox/internal/grammar/gemini"
 	pigrammar "github.com/tapebox/tapebox/internal/grammar/pi"
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
@@ -34,7 +35,7 @@ var (
 	genSeqs    = flag.Int("gen.seqs", 2, "generated sequences per harness")
 	genCalls   = flag.Int("gen.calls", 12, "calls per generated sequence")
 	genSeed    = flag.Uint64("gen.seed", 1, "seed of the first generated sequence")
-	genHarness = flag.String("gen.harness", "", "only this harness (codex, pi)")
+	genHarness = flag.String("gen.harness", "", "only this harness (codex, pi, gemini-cli)")
 	genReport  = flag.String("gen.report", "", "write the tally as JSON to this file (one per version: NAME-VERSION.json)")
 	genVersion = flag.String("gen.version", "", "only this version: \"pinned\" or an alias of olderVersions (codex-0.161)")
 	genStrict  = flag.Bool("gen.strict", true, "fail on a divergence not of a known class")
@@ -43,8 +44,9 @@ var (
 
 // grammars are the generators of the harnesses that have one.
 var grammars = map[string]func(r *rand.Rand, n int) grammar.Sequence{
-	realharness.Codex: codexgrammar.Generate,
-	realharness.Pi:    pigrammar.Generate,
+	realharness.Codex:  codexgrammar.Generate,
+	realharness.Pi:     pigrammar.Generate,
+	realharness.Gemini: geminigrammar.Generate,
 }
 
 // olderVersions are the older versions of each harness in the version matrix, by their
@@ -113,7 +115,18 @@ func TestGenerated(t *testing.T) {
 			t.Errorf("no harness version matches -gen.harness %q -gen.version %q: versions are \"pinned\" or an alias (codex-0.161, pi-0.67)", *genHarness, *genVersion)
 		}
 	}()
+	type target struct {
+		name string
+		run  func(context.Context, realharness.Options) (realharness.Result, error)
+	}
+	var targets []target
 	for _, h := range harnesses {
+		targets = append(targets, target{h.name, h.run})
+	}
+	for _, h := range generatedOnly {
+		targets = append(targets, target{h.name, h.run})
+	}
+	for _, h := range targets {
 		gen, ok := grammars[h.name]
 		if !ok || (*genHarness != "" && *genHarness != h.name) {
 			continue

@@ -7,7 +7,7 @@ TESTFLAGS ?= -timeout 30m
 # (test/depcheck checks the budget).
 EXEC_FLAGS ?= -gcflags=all=-l -ldflags="-s -w"
 
-.PHONY: build test check bench fuzz fidelity fidelity-codex-pi demo executor sandbox-image clean
+.PHONY: build test check bench fuzz fidelity fidelity-board fidelity-codex-pi demo executor sandbox-image clean
 
 build: executor
 	$(GO) build -o bin/tapebox ./cmd/tapebox
@@ -37,27 +37,29 @@ FUZZTIME ?= 60s
 fuzz: executor
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
 
-# The differential scoreboard (internal/fidelity): FIDELITY_SEEDS generated sequences per
-# harness version, each run through the real harness and replayed in executor mode, written
-# to docs/fidelity.md. Needs harnesses/node_modules (npm ci there). Not part of test.
-FIDELITY_SEEDS ?= 200
+# The differential scoreboard (internal/fidelity): each harness version (Claude Code,
+# Codex, Pi, pinned and older) runs generated sequences until it made FIDELITY_CALLS calls,
+# each recorded through the real harness and replayed in executor mode; every outcome is
+# appended to the ledger (docs/fidelity-ledger, one JSON line a sequence) and
+# docs/fidelity.md counts the whole ledger, so runs made in chunks add up
+# (FIDELITY_ARGS='-fidelity.harness=codex -fidelity.only=0.171.0 -fidelity.first=5000').
+# fidelity-board only rewrites docs/fidelity.md from the ledger. Needs
+# harnesses/node_modules (npm ci there). Not part of test.
+FIDELITY_CALLS ?= 2000
 FIDELITY_WORKERS ?= 2
+FIDELITY_LEDGER ?= $(CURDIR)/docs/fidelity-ledger
+FIDELITY_ARGS ?=
 fidelity: executor
 	TAPEBOX_REQUIRE_HARNESSES=1 $(GO) test -timeout 6h -count=1 -run 'TestScoreboard$$' ./internal/fidelity \
-		-fidelity.seeds=$(FIDELITY_SEEDS) -fidelity.workers=$(FIDELITY_WORKERS) -fidelity.out=$(CURDIR)/docs/fidelity.md
+		-fidelity.calls=$(FIDELITY_CALLS) -fidelity.workers=$(FIDELITY_WORKERS) -fidelity.ledger=$(FIDELITY_LEDGER) \
+		-fidelity.out=$(CURDIR)/docs/fidelity.md $(FIDELITY_ARGS)
 
-# Codex and Pi, pinned and older versions (harnesses/package.json aliases), through the
-# conformance suite's differential test (executor/conformance, internal/grammar), written to
-# docs/fidelity-codex-pi.md until their grammars plug into internal/fidelity.
-GEN_SEQS ?= 50
-GEN_CALLS ?= 40
-fidelity-codex-pi: executor
-	rm -f $(CURDIR)/.fidelity-reports/gen-*.json
-	mkdir -p $(CURDIR)/.fidelity-reports
-	TAPEBOX_REQUIRE_HARNESSES=1 $(GO) test -timeout 6h -count=1 -run 'TestGenerated$$' ./executor/conformance \
-		-gen.seqs=$(GEN_SEQS) -gen.calls=$(GEN_CALLS) -gen.seed=1000 -gen.strict=false -gen.report=$(CURDIR)/.fidelity-reports/gen.json
-	$(GO) test -count=1 -run 'TestGeneratedBoard$$' ./executor/conformance \
-		-gen.report=$(CURDIR)/.fidelity-reports/gen.json -gen.markdown=$(CURDIR)/docs/fidelity-codex-pi.md
+fidelity-board:
+	$(GO) test -count=1 -run 'TestScoreboard$$' ./internal/fidelity -fidelity.ledger=$(FIDELITY_LEDGER) -fidelity.out=$(CURDIR)/docs/fidelity.md
+
+# Codex and Pi alone (they were a board of their own; now rows of docs/fidelity.md).
+fidelity-codex-pi:
+	$(MAKE) fidelity FIDELITY_ARGS='-fidelity.harness=codex,pi $(FIDELITY_ARGS)'
 
 demo: build
 	./bin/tapebox demo --out demo-out

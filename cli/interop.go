@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/interop"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/secrets"
@@ -204,12 +206,12 @@ func writeTraces(ctx context.Context, paths []string, dir string, skipInvalid bo
 		if err != nil {
 			return n, fmt.Errorf("%s: %w", p, err)
 		}
-		f := interop.STS
-		switch {
-		case tp.Meta.Harness == "claude-code" && tp.Meta.Provider == tape.ProviderAnthropic && tp.Meta.Cwd != "":
-			f = interop.ClaudeCode
-		case tp.Meta.Harness == "codex" && tp.Meta.Provider == tape.ProviderOpenAIResponses && tp.Meta.Cwd != "":
-			f = interop.Codex
+		f := interop.HubFormat(tp)
+		if f == interop.ClaudeCode {
+			// The raw responses too: Claude Code's files keep the response ids.
+			if tp, err = interop.LoadFor(p, f); err != nil {
+				return n, fmt.Errorf("%s: %w", p, err)
+			}
 		}
 		files, err := interop.Export(tp, f, interop.Options{})
 		if err != nil {
@@ -226,6 +228,37 @@ func writeTraces(ctx context.Context, paths []string, dir string, skipInvalid bo
 		}
 	}
 	return n, nil
+}
+
+// traceRows gives a tape's rows of the dataset's traces table: its session files in the
+// Hub's format, as writeTraces writes them under the dataset's traces/, in the Hub's
+// agent-traces schema.
+func traceRows(_ context.Context, _ string, data []byte) ([]dataset.TraceRow, error) {
+	tp, err := tape.Unmarshal(data)
+	if err != nil {
+		return nil, err
+	}
+	f, _, traces, err := interop.AgentTraces(tp, interop.Options{})
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]dataset.TraceRow, len(traces))
+	for i, at := range traces {
+		r := dataset.TraceRow{
+			Harness: at.Harness, SessionID: at.SessionID, Prompt: at.Prompt, SentAt: at.SentAt,
+			Messages: make([]string, len(at.Messages)), Tools: make([]string, len(at.Tools)), Metadata: string(at.Metadata),
+			NumUserMessages: at.NumUserMessages, NumToolCalls: at.NumToolCalls, Trace: dataset.TraceJSON(at.Trace),
+			FilePath: path.Join(dataset.TracesDir, string(f), at.Path),
+		}
+		for j, m := range at.Messages {
+			r.Messages[j] = string(m)
+		}
+		for j, t := range at.Tools {
+			r.Tools[j] = string(t)
+		}
+		rows[i] = r
+	}
+	return rows, nil
 }
 
 func runImport(ctx context.Context, env *Env, args []string) int {
@@ -345,7 +378,7 @@ unless --allow-secrets.`)
 				return failf(env, "import", "%v", err)
 			}
 			if len(found) > 0 {
-				for _, x := range found {
+				for _, x := range secrets.Masked(found) {
 					fmt.Fprintf(env.Stderr, "%s: %s\n", tp.Meta.Labels[interop.LabelSource], x)
 				}
 				return failf(env, "import", "%s holds %d secrets (nothing was imported; --allow-secrets imports them anyway)", tp.Meta.Labels[interop.LabelSource], len(found))

@@ -45,14 +45,16 @@ Codex CLI ignores OPENAI_BASE_URL for its built-in provider, so when CMD is code
 passes it a provider pointing at the gateway with -c overrides (model_provider="tapebox",
 model_providers.tapebox.base_url=.../v1, wire_api="responses", env_key="OPENAI_API_KEY" when
 that variable is set): no file to edit. A command that already names a model_provider, and
---no-codex-provider, are left alone. Gemini CLI 0.61 refuses a base URL in headless mode unless
-its settings select the API key (security.auth.selectedType "gemini-api-key"), so when CMD is
-gemini, record runs it with GEMINI_CLI_HOME set to a temporary directory holding a copy of
-~/.gemini/settings.json (and GEMINI.md) with that selection: the user's own files are not
-touched, and the copy is removed when CMD exits. A GEMINI_CLI_HOME already set is left alone.
---listen ADDR fixes the address (default: a free
-loopback port), for a harness configured by hand. docs/harnesses.md shows Claude Code, Codex and
-Pi side by side.
+--no-codex-provider, are left alone. When CMD is opencode, record writes a temporary config
+file that points opencode's anthropic and openai providers at the gateway and names it in
+OPENCODE_CONFIG (the user's own config is not touched; --no-opencode-provider skips it).
+Gemini CLI 0.61 refuses a base URL in headless mode unless its settings select the API key
+(security.auth.selectedType "gemini-api-key"), so when CMD is gemini, record runs it with
+GEMINI_CLI_HOME set to a temporary directory holding a copy of ~/.gemini/settings.json (and
+GEMINI.md) with that selection: the user's own files are not touched, and the copy is removed
+when CMD exits. A GEMINI_CLI_HOME already set is left alone. --listen ADDR fixes the address
+(default: a free loopback port), for a harness configured by hand. docs/harnesses.md shows
+the harnesses side by side.
 
 The tape ends complete when CMD exits 0 after a final answer, cut otherwise, upstream_error when
 the provider failed last, budget when a --max-* limit stopped the run: the model call after the
@@ -67,6 +69,7 @@ the directory CMD runs in: this one.`)
 	fs.BoolVar(&gf.noWorkspace, "no-workspace", false, "do not snapshot the working directory at the start nor record its end manifest")
 	listen := fs.String("listen", "127.0.0.1:0", "address the gateway listens on (port 0: a free one); an address beyond loopback makes it reachable from the network, without authentication")
 	noCodex := fs.Bool("no-codex-provider", false, "do not pass Codex the -c overrides of a provider that points at the gateway")
+	noOpenCode := fs.Bool("no-opencode-provider", false, "do not give OpenCode the temporary config (OPENCODE_CONFIG) that points its anthropic and openai providers at the gateway")
 	if code, done := parseCommand(env, fs, args); done {
 		return code
 	}
@@ -126,6 +129,19 @@ the directory CMD runs in: this one.`)
 		}
 		defer os.RemoveAll(home)
 		cmd.Env = append(cmd.Env, "GEMINI_CLI_HOME="+home)
+	}
+	if !*noOpenCode && isOpenCode(argv) {
+		ocEnv, cleanup, note, err := openCodeEnv(base, env.Getenv)
+		if err != nil {
+			srv.Close()
+			g.Finish(tape.EndError, err.Error())
+			return failf(env, "record", "%v", err)
+		}
+		defer cleanup()
+		if note != "" {
+			fmt.Fprintf(env.Stderr, "tapebox record: %s\n", note)
+		}
+		cmd.Env = append(cmd.Env, ocEnv...)
 	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/schema"
+	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/seal"
 )
 
@@ -65,13 +66,17 @@ type ExportOptions struct {
 	// AllowTampered exports a tape whose digests do not match (seal.Check); without it such
 	// a tape is invalid, as Validate would find its row.
 	AllowTampered bool
+	// Traces, when set, gives each tape's rows of the traces table (config "traces", in the
+	// Hub's agent-traces schema), which the split then has; without it the split has none.
+	Traces TracesFunc
 }
 
 // ExportResult says what an export did.
 type ExportResult struct {
-	// Tapes and Steps count the rows written.
-	Tapes int
-	Steps int64
+	// Tapes, Steps and Traces count the rows written.
+	Tapes  int
+	Steps  int64
+	Traces int64
 	// InputBytes is the size of every input read, skipped tapes included.
 	InputBytes int64
 	// Skipped lists the invalid tapes left out (with SkipInvalid).
@@ -161,6 +166,9 @@ type prepared struct {
 	done  func()
 	row   TapeRow
 	steps []StepRow
+	// traces are the tape's rows of the traces table (ExportOptions.Traces).
+	traces     []TraceRow
+	traceSizes []int64
 	// snapshot is the path of the tape's start snapshot, checked against digest, when it
 	// goes into the dataset; leftOut is set when NoWorkspace leaves it out.
 	snapshot string
@@ -227,7 +235,8 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	tapesSet := newShardSet[TapeRow](filepath.Join(opts.Out, "data", configTapes), opts.Split, tapesTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
 	stepsSet := newShardSet[StepRow](filepath.Join(opts.Out, "data", configSteps), opts.Split, stepsTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
 	wsSet := newShardSet[WorkspaceRow](filepath.Join(opts.Out, "data", configWorkspaces), opts.Split, workspacesTable, streamed, opts.ShardBytes, min(opts.RowGroupBytes, workspaceRowGroupBytes))
-	for _, cb := range []*string{&tapesSet.createdBy, &stepsSet.createdBy, &wsSet.createdBy} {
+	tracesSet := newShardSet[TraceRow](filepath.Join(opts.Out, "data", configTraces), opts.Split, tracesTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
+	for _, cb := range []*string{&tapesSet.createdBy, &stepsSet.createdBy, &wsSet.createdBy, &tracesSet.createdBy} {
 		*cb = CreatedBy(opts.Version)
 	}
 	res := &ExportResult{}
@@ -237,6 +246,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 			tapesSet.abort()
 			stepsSet.abort()
 			wsSet.abort()
+			tracesSet.abort()
 		}
 	}()
 
@@ -258,6 +268,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	g, gctx := errgroup.WithContext(ctx)
 	tapeRows := make(chan *prepared, 2)
 	stepRows := make(chan *prepared, 4)
+	traceRows := make(chan *prepared, 4)
 	snapshots := make(chan snapshotJob, 1)
 	g.Go(func() error {
 		for p := range tapeRows {
@@ -278,6 +289,14 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	g.Go(func() error {
 		for p := range stepRows {
 			if err := stepsSet.write(p.steps, p.stepSizes); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	g.Go(func() error {
+		for p := range traceRows {
+			if err := tracesSet.write(p.traces, p.traceSizes); err != nil {
 				return err
 			}
 		}
@@ -306,9 +325,10 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	g.Go(func() error {
 		defer close(tapeRows)
 		defer close(stepRows)
+		defer close(traceRows)
 		defer close(snapshots)
 		return runOrdered(gctx, inputs, opts.Jobs, func(p *prepared) {
-			prepare(p, buffers, failed.Load() && !opts.SkipInvalid, opts.NoWorkspace, opts.AllowTampered, opts.Prices)
+			prepare(gctx, p, buffers, failed.Load() && !opts.SkipInvalid, &opts)
 		}, func(p *prepared) error {
 			prog.add(p.in.Size)
 			res.InputBytes += p.in.Size
@@ -337,6 +357,7 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 			}
 			res.Tapes++
 			res.Steps += int64(len(p.steps))
+			res.Traces += int64(len(p.traces))
 			if p.leftOut {
 				res.WorkspacesLeftOut++
 			}
@@ -344,6 +365,13 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 				digests[p.digest] = true
 				select {
 				case snapshots <- snapshotJob{tape: p.in.Path, path: p.snapshot, digest: p.digest}:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+			if opts.Traces != nil {
+				select {
+				case traceRows <- p:
 				case <-gctx.Done():
 					return gctx.Err()
 				}
@@ -371,18 +399,23 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 
 	// Complete every shard before renaming any. A split without snapshots has no
 	// workspaces shard, not an empty one.
-	for _, err := range []error{tapesSet.closeCurrentOrEmpty(), stepsSet.closeCurrentOrEmpty(), wsSet.closeCurrent()} {
+	// A split exported with Traces has a traces table, empty when no tape has a thread.
+	closeTraces := tracesSet.closeCurrent
+	if opts.Traces != nil {
+		closeTraces = tracesSet.closeCurrentOrEmpty
+	}
+	for _, err := range []error{tapesSet.closeCurrentOrEmpty(), stepsSet.closeCurrentOrEmpty(), wsSet.closeCurrent(), closeTraces()} {
 		if err != nil {
 			return nil, fmt.Errorf("export: %w", err)
 		}
 	}
 	if opts.Format == Both {
-		if err := addArrow(ctx, opts.Progress, tapesSet, stepsSet, wsSet); err != nil {
+		if err := addArrow(ctx, opts.Progress, tapesSet, stepsSet, wsSet, tracesSet); err != nil {
 			return nil, fmt.Errorf("export: %w", err)
 		}
 	}
 	var files []string
-	for _, publish := range []func() ([]string, error){tapesSet.publish, stepsSet.publish, wsSet.publish} {
+	for _, publish := range []func() ([]string, error){tapesSet.publish, stepsSet.publish, wsSet.publish, tracesSet.publish} {
 		paths, err := publish()
 		files = append(files, paths...)
 		if err != nil {
@@ -451,10 +484,10 @@ func tapeIDsExcept(out, skip string) (map[string]tapeAt, error) {
 
 // addArrow writes the Arrow shards of every table from their Parquet shards, the tables
 // at once.
-func addArrow(ctx context.Context, w io.Writer, tapes *shardSet[TapeRow], steps *shardSet[StepRow], workspaces *shardSet[WorkspaceRow]) error {
+func addArrow(ctx context.Context, w io.Writer, tapes *shardSet[TapeRow], steps *shardSet[StepRow], workspaces *shardSet[WorkspaceRow], traces *shardSet[TraceRow]) error {
 	var shards int
 	var total int64
-	for _, sizes := range [][]int64{tapes.sizes(), steps.sizes(), workspaces.sizes()} {
+	for _, sizes := range [][]int64{tapes.sizes(), steps.sizes(), workspaces.sizes(), traces.sizes()} {
 		for _, n := range sizes {
 			shards, total = shards+1, total+n
 		}
@@ -465,6 +498,7 @@ func addArrow(ctx context.Context, w io.Writer, tapes *shardSet[TapeRow], steps 
 	g.Go(func() error { return tapes.addArrow(ctx, prog) })
 	g.Go(func() error { return steps.addArrow(ctx, prog) })
 	g.Go(func() error { return workspaces.addArrow(ctx, prog) })
+	g.Go(func() error { return traces.addArrow(ctx, prog) })
 	return g.Wait()
 }
 
@@ -475,21 +509,22 @@ type snapshotJob struct {
 }
 
 // prepare reads, validates and converts one tape, and checks its start snapshot unless
-// noWorkspace; validateOnly skips the conversion.
-func prepare(p *prepared, buffers *bufferPool, validateOnly, noWorkspace, allowTampered bool, table *prices.Table) {
+// opts.NoWorkspace; validateOnly skips the conversion.
+func prepare(ctx context.Context, p *prepared, buffers *bufferPool, validateOnly bool, opts *ExportOptions) {
 	data, err := buffers.readFile(p.in.Path)
 	if err != nil {
 		p.err = err
 		return
 	}
 	p.data = data
-	if err := guard(func() error { prepareData(p, data, validateOnly, noWorkspace, allowTampered, table); return nil }); err != nil {
+	if err := guard(func() error { prepareData(ctx, p, data, validateOnly, opts); return nil }); err != nil {
 		p.err = fmt.Errorf("%s: %w", p.in.Path, err)
 	}
 }
 
 // prepareData is prepare once the file is read.
-func prepareData(p *prepared, data []byte, validateOnly, noWorkspace, allowTampered bool, table *prices.Table) {
+func prepareData(ctx context.Context, p *prepared, data []byte, validateOnly bool, opts *ExportOptions) {
+	noWorkspace, allowTampered, table := opts.NoWorkspace, opts.AllowTampered, opts.Prices
 	if err := validateTape(data); err != nil {
 		var ve *schema.ValidationError
 		var se *schema.SyntaxError
@@ -510,7 +545,7 @@ func prepareData(p *prepared, data []byte, validateOnly, noWorkspace, allowTampe
 		return
 	}
 	// The rows need no chunk data: decode lean.
-	t, canonical, err := decodeCanonical(data, true)
+	t, canonical, err := tape.Decode(data, tape.DecodeOptions{NoChunkData: true})
 	if err != nil {
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
 		return
@@ -528,6 +563,18 @@ func prepareData(p *prepared, data []byte, validateOnly, noWorkspace, allowTampe
 		p.invalid = &InvalidTapeError{Path: p.in.Path, Err: err}
 		return
 	}
+	if opts.Traces != nil {
+		if p.traces, err = opts.Traces(ctx, p.in.Path, data); err != nil {
+			p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("traces: %w", err)}
+			return
+		}
+		p.traceSizes = make([]int64, len(p.traces))
+		for i := range p.traces {
+			p.traceSizes[i] = tracesTable.rowBytes(reflect.ValueOf(&p.traces[i]).Elem())
+		}
+	}
+	source := filepath.Base(p.in.Path)
+	p.row.SourceFile = &source
 	if w := t.Meta.Workspace; w != nil && w.Snapshot != "" {
 		if noWorkspace {
 			p.leftOut = true

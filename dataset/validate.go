@@ -182,7 +182,7 @@ func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, e
 				split, a.tapes, a.steps, a.workspaces, p.tapes, p.steps, p.workspaces)})
 		}
 	}
-	for _, config := range []string{configSteps, configWorkspaces} {
+	for _, config := range []string{configSteps, configWorkspaces, configTraces} {
 		for _, split := range l.splits(config) {
 			for ext := range l[config][split] {
 				if len(l[configTapes][split][ext]) == 0 {
@@ -505,14 +505,14 @@ func (v *validator) checkTape(c *tapeCheck) {
 		}
 		return
 	}
-	// The reference path (tape.Unmarshal, encoding/json), not Export's fast decoder, so
-	// that the two check each other.
+	// tape.Unmarshal and tape.IsCanonical, which encodes the tape again, rather than
+	// tape.Decode, Export's path, which takes a canonical encoding on trust of its decoder.
 	t, err := tape.Unmarshal(data)
 	if err != nil {
 		bad("tape_json", "%v", err)
 		return
 	}
-	if !isCanonical(t, data) {
+	if !tape.IsCanonical(t, data) {
 		canonical, err := tape.Marshal(t)
 		if err != nil {
 			bad("tape_json", "%v", err)
@@ -537,7 +537,10 @@ func (v *validator) checkTape(c *tapeCheck) {
 	if c.tape.v.PricesDate != prices.Default().Date {
 		wantRow.CostUSD, wantRow.PricesDate = c.tape.v.CostUSD, c.tape.v.PricesDate
 	}
-	// The one column the tape does not give: whether the export kept its snapshot.
+	// The columns the tape does not give: the file it came from, whether the export kept
+	// its snapshot.
+	// (Any name: import keeps only those that are safe, see tapeNames.)
+	wantRow.SourceFile = c.tape.v.SourceFile
 	wantRow.WorkspaceIncluded = c.tape.v.WorkspaceIncluded
 	if w := t.Meta.Workspace; wantRow.WorkspaceIncluded && (w == nil || w.Snapshot == "" || w.Digest == "") {
 		bad("workspace_included", "true, but the tape names no start snapshot with a digest")

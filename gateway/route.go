@@ -7,12 +7,7 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/provider"
 )
-
-// modelProviders are the wire formats whose model calls the gateway records.
-// The Gemini API's paths name the model, so route matches them apart (geminiCall).
-var modelProviders = []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses}
 
 // route is where a request goes and what it is. fwd is the path forwarded upstream (after
 // the upstream's own base path): the request's path as sent, still escaped, its /r/LABEL
@@ -30,26 +25,20 @@ var modelProviders = []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAI
 //
 // A Gemini API call's path names its model (/v1beta/models/MODEL:streamGenerateContent):
 // it is a model call when it is exactly geminiCall's shape as sent, and ambiguous when its
-// loose forms read as any Gemini model call (provider.GeminiPath) that it is not.
+// loose form ends in a Gemini method (its wire's loosePath).
 func route(r *http.Request) (fwd string, p tape.Provider, model, ambiguous bool) {
 	fwd = upstreamPath(r.URL.EscapedPath())
-	for _, q := range modelProviders {
-		if fwd == provider.Path(q) {
-			return fwd, q, true, false
+	for _, w := range wires {
+		if w.isModelPath(fwd) {
+			return fwd, w.p, true, false
 		}
-	}
-	if geminiCall.MatchString(fwd) {
-		return fwd, tape.ProviderGemini, true, false
 	}
 	loose := strings.ToLower(upstreamPath(r.URL.Path))
 	for _, v := range []string{loose, path.Clean("/" + dropParams(loose))} {
-		for _, q := range modelProviders {
-			if strings.HasSuffix(v, provider.Path(q)) {
-				return fwd, q, false, true
+		for _, w := range wires {
+			if w.endsInModelPath(v) {
+				return fwd, w.p, false, true
 			}
-		}
-		if strings.HasSuffix(v, strings.ToLower(":generateContent")) || strings.HasSuffix(v, strings.ToLower(":streamGenerateContent")) {
-			return fwd, tape.ProviderGemini, false, true
 		}
 	}
 	return fwd, "", false, false

@@ -93,7 +93,7 @@ func ExportCodex(tp *tape.Tape, modelProvider string) ([]File, error) {
 			}
 		}
 		start := tp.Meta.StartedAt.Add(time.Duration(made * float64(time.Millisecond))).UTC()
-		files = append(files, File{Path: start.Format("2006/01/02/rollout-2006-01-02T15-04-05-") + id + ".jsonl", Data: b})
+		files = append(files, File{Path: start.Format("2006/01/02/rollout-2006-01-02T15-04-05-") + id + ".jsonl", Data: b, Thread: th.ID})
 	}
 	return files, nil
 }
@@ -139,11 +139,17 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 			add(first.Timing.RequestAt, "response_item", item)
 		}
 	}
+	// Codex records what the user typed once more as an event, apart from the items with
+	// their context blocks: its history and the Hub's trace viewer read the prompt there.
+	if p := prompt(th); p != "" {
+		add(first.Timing.RequestAt, "event_msg", cxUserMessage(p))
+	}
 	last := ""
 	var total tape.Usage // the thread's so far, as Codex's total_token_usage sums it
 	for i, s := range th.Steps {
 		if text := followUp(th, i); text != "" {
 			add(s.Timing.RequestAt, "response_item", map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": text}}})
+			add(s.Timing.RequestAt, "event_msg", cxUserMessage(text))
 		}
 		for _, bl := range s.Response.Content {
 			switch bl.Type {
@@ -202,6 +208,11 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 	end := th.Steps[len(th.Steps)-1].Timing.LastByteAt
 	add(end, "event_msg", map[string]any{"type": "task_complete", "turn_id": turn, "last_agent_message": last})
 	return out
+}
+
+// cxUserMessage is the event_msg payload of a user's message.
+func cxUserMessage(text string) map[string]any {
+	return map[string]any{"type": "user_message", "message": text, "images": []any{}}
 }
 
 // callsByID indexes the tool calls of steps by id.

@@ -122,6 +122,9 @@ const (
 type File struct {
 	Path string
 	Data []byte
+	// Thread is the id of the tape thread whose conversation the file holds; empty for a
+	// file that holds none (a subagent's .meta.json) or every thread (ATIF, OTLP).
+	Thread string
 }
 
 // Options tune an export.

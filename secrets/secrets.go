@@ -54,22 +54,39 @@ type Finding struct {
 	// value.
 	Key bool `json:"key,omitempty"`
 	// Member is set for a secret in the tape's start snapshot (Pointer is then
-	// /meta/workspace/snapshot): the name of the file inside the snapshot's tar, and
-	// Offset counts bytes of that file. A secret in the name of an entry, or in a symbolic
-	// link's target, has Offset -1 and Rule as for any other.
+	// /meta/workspace/snapshot): the name of the entry inside the snapshot's tar, and
+	// Offset counts bytes of that file's content, unless In says otherwise.
 	Member string `json:"member,omitempty"`
+	// In is set for a secret in a snapshot entry's name ("name") or in a symbolic link's
+	// target ("link") rather than in a file's content: Offset and Length then count bytes
+	// of that string.
+	In string `json:"in,omitempty"`
 }
+
+// Values of Finding.In.
+const (
+	InName = "name"
+	InLink = "link"
+)
 
 // String formats f as "FILE: POINTER: RULE: PREVIEW" (without "FILE: " when File is empty);
 // a secret in a member name has " (member name)" after the pointer, one in a snapshot the
-// file inside it: "FILE: /meta/workspace/snapshot: .env: RULE: PREVIEW".
+// file inside it: "FILE: /meta/workspace/snapshot: .env: RULE: PREVIEW". A secret in a
+// name is masked there; Masked masks it in the other findings of its tape.
 func (f Finding) String() string {
+	f = Masked([]Finding{f})[0]
 	where := f.Pointer
 	if f.Key {
 		where += " (member name)"
 	}
 	if f.Member != "" {
 		where += ": " + f.Member
+	}
+	switch f.In {
+	case InName:
+		where += " (name)"
+	case InLink:
+		where += " (link target)"
 	}
 	s := where + ": " + f.Rule + ": " + f.Preview
 	if f.File != "" {
@@ -536,7 +553,7 @@ func (e *FoundError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s in %d %s", len(e.Findings), plural(len(e.Findings), "secret finding", "secret findings"),
 		len(files), plural(len(files), "tape", "tapes"))
-	for i, f := range e.Findings {
+	for i, f := range Masked(e.Findings) {
 		if i == foundErrorLines {
 			fmt.Fprintf(&b, "\n  … and %d more (tapebox scan lists them all)", len(e.Findings)-i)
 			break
@@ -552,4 +569,52 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// Masked returns copies of fs (the findings of one tape) in which every secret found in a
+// member name or in a snapshot entry's name or link target, which Pointer or Member would
+// otherwise spell out (a value under a member named with a secret has it in its pointer,
+// a file in a directory named with one in its Member), is replaced by its preview: what
+// may be printed or stored. The findings cannot then be given to a redaction, which needs
+// the places as they are.
+func Masked(fs []Finding) []Finding {
+	var secrets []string
+	for _, f := range fs {
+		var in string
+		switch {
+		case f.Key:
+			in = lastToken(f.Pointer)
+		case f.In == InName:
+			in = f.Member
+		default:
+			continue
+		}
+		if f.Offset >= 0 && f.Length > 0 && f.Offset+f.Length <= len(in) {
+			secrets = append(secrets, in[f.Offset:f.Offset+f.Length])
+		}
+	}
+	out := slices.Clone(fs)
+	if len(secrets) == 0 {
+		return out
+	}
+	// Longest first: a secret that holds another is masked whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, s := range slices.Compact(secrets) {
+		pairs = append(pairs, s, preview(s))
+		if e := escapePointer(s); e != s {
+			pairs = append(pairs, e, preview(s))
+		}
+	}
+	r := strings.NewReplacer(pairs...)
+	for i := range out {
+		out[i].Pointer, out[i].Member = r.Replace(out[i].Pointer), r.Replace(out[i].Member)
+	}
+	return out
+}
+
+// lastToken is the last token of a JSON pointer, unescaped.
+func lastToken(ptr string) string {
+	tok := ptr[strings.LastIndexByte(ptr, '/')+1:]
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
 }

@@ -88,7 +88,14 @@ func (e *PatchParseError) Error() string {
 
 // PatchApplyError is a well-formed patch that does not fit the files; nothing was
 // changed.
-type PatchApplyError struct{ Message string }
+type PatchApplyError struct {
+	Message string
+	// Writing says the error came while the changes were written, after every change was
+	// computed (the files before it in the patch are written); Context is then the message
+	// without its I/O cause ("Failed to write file X"), which is all Codex shows of it.
+	Writing bool
+	Context string
+}
 
 func (e *PatchApplyError) Error() string { return e.Message }
 
@@ -341,27 +348,27 @@ func ApplyPatchWith(cwd, text string, o PatchOptions) (PatchResult, error) {
 		switch h.Kind {
 		case HunkAdd:
 			if err := writeWithDirs(fc.abs, fc.content); err != nil {
-				return res, &PatchApplyError{Message: fmt.Sprintf("Failed to write file %s: %s", fc.abs, ioErrText(err))}
+				return res, err
 			}
 			res.Added = append(res.Added, h.Path)
 		case HunkDelete:
 			if err := os.Remove(fc.abs); err != nil {
-				return res, &PatchApplyError{Message: fmt.Sprintf("Failed to delete file %s: %s", fc.abs, ioErrText(err))}
+				return res, writeError(fmt.Sprintf("Failed to delete file %s", fc.abs), err)
 			}
 			res.Deleted = append(res.Deleted, h.Path)
 		case HunkUpdate:
 			if fc.moveAbs != "" {
 				if err := writeWithDirs(fc.moveAbs, fc.content); err != nil {
-					return res, &PatchApplyError{Message: fmt.Sprintf("Failed to write file %s: %s", fc.moveAbs, ioErrText(err))}
+					return res, err
 				}
 				if err := os.Remove(fc.abs); err != nil {
-					return res, &PatchApplyError{Message: fmt.Sprintf("Failed to remove original %s: %s", fc.abs, ioErrText(err))}
+					return res, writeError(fmt.Sprintf("Failed to remove original %s", fc.abs), err)
 				}
 				res.Modified = append(res.Modified, h.MoveTo)
 				continue
 			}
 			if err := writeWithDirs(fc.abs, fc.content); err != nil {
-				return res, &PatchApplyError{Message: fmt.Sprintf("Failed to write file %s: %s", fc.abs, ioErrText(err))}
+				return res, err
 			}
 			res.Modified = append(res.Modified, h.Path)
 		}
@@ -369,15 +376,26 @@ func ApplyPatchWith(cwd, text string, o PatchOptions) (PatchResult, error) {
 	return res, nil
 }
 
-func writeWithDirs(path, content string) error {
+// writeError is the error of a change that could not be written: what failed, then why.
+func writeError(what string, err error) *PatchApplyError {
+	return &PatchApplyError{Message: what + ": " + ioErrText(err), Writing: true, Context: what}
+}
+
+// writeWithDirs writes a file, making its parent directories, with Codex's wording for
+// what failed: "Failed to write file" for either (Codex 0.161 and 0.171 say so of a
+// parent that is a file).
+func writeWithDirs(path, content string) *PatchApplyError {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return writeError("Failed to write file "+path, err)
 	}
 	mode := os.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	return os.WriteFile(path, []byte(content), mode)
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		return writeError("Failed to write file "+path, err)
+	}
+	return nil
 }
 
 // readPatchFile reads a file a patch deletes or updates as Codex 0.171 does: a directory

@@ -26,15 +26,6 @@ var harnesses = []struct {
 	{realharness.Pi, piCases, runPi},
 }
 
-// generatedOnly are harnesses the differential test runs that have no captured fixture of
-// hand-written cases (yet): Gemini CLI, whose hand-written cases are test/e2e's.
-var generatedOnly = []struct {
-	name string
-	run  func(context.Context, realharness.Options) (realharness.Result, error)
-}{
-	{realharness.Gemini, realharness.RunGemini},
-}
-
 // TestCapture runs every case through the real harness. With -update it rewrites the
 // fixture; without, it checks that the installed harness still produces the fixture's
 // results (volatile fields aside), so a harness upgrade that changes a format shows up here

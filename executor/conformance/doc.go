@@ -10,10 +10,7 @@
 // the harness itself makes volatile, which are named in the harness table
 // (tape/harnesses), the one a replay's compare reads too (see volatile_test.go).
 //
-// The differential half (generated_test.go) draws sequences of calls nobody picked from the
-// seeded grammars of internal/grammar (Codex, Pi), captures each from the real harness,
-// pinned and older versions (harnesses/package.json aliases), replays it through
-// tapebox-exec with the recorded results beside the calls as a replay sends them, and
-// tallies calls tried and identical per tool and end states (TestGenerated; the board of
-// its reports: TestGeneratedBoard).
+// Sequences of calls nobody picked, from the seeded grammars of internal/grammar, are
+// internal/fidelity's: each is recorded through the real harness and the gateway and
+// replayed in executor mode, the path a user's tape takes (make fidelity).
 package conformance

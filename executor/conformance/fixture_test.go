@@ -146,8 +146,8 @@ func caseRoot(harness string) string {
 	return filepath.Join(conformanceRoot(), harness)
 }
 
-// EnvRoot names another directory for the cases than /tmp/tapebox-conformance, for a
-// generated run (TestGenerated) that should not wait for another checkout's tests; the
+// EnvRoot names another directory for the cases than /tmp/tapebox-conformance, for a run
+// that should not wait for another checkout's tests; the
 // fixtures' cases keep the paths they were captured at.
 const EnvRoot = "TAPEBOX_CONFORMANCE_ROOT"
 

@@ -18,6 +18,7 @@ type Board struct {
 	classes map[classKey]*ClassRow
 	errs    []string
 	elapsed time.Duration
+	times   map[rowKey]time.Duration
 }
 
 type rowKey struct{ harness, version, tool string }
@@ -49,13 +50,20 @@ type ClassRow struct {
 // Add counts an outcome of harness version (the target's). classes supply the reasons of
 // the classes the outcome's divergences name.
 func (b *Board) Add(version string, o *Outcome, classes []Class) {
+	b.AddEntry(o.Entry(version), classes)
+}
+
+// AddEntry counts a ledger entry; classes supply the reasons of the classes its
+// divergences name.
+func (b *Board) AddEntry(e Entry, classes []Class) {
 	if b.rows == nil {
-		b.rows, b.classes = map[rowKey]*Row{}, map[classKey]*ClassRow{}
+		b.rows, b.classes, b.times = map[rowKey]*Row{}, map[classKey]*ClassRow{}, map[rowKey]time.Duration{}
 	}
-	h := o.Seq.Harness
-	b.elapsed += o.Record + o.Replay
-	if o.Err != nil {
-		b.errs = append(b.errs, fmt.Sprintf("%s %s, %s: %v", h, version, o.Seq.Name(), o.Err))
+	h, version := e.Harness, e.Version
+	b.elapsed += e.elapsed()
+	b.times[rowKey{h, version, "all"}] += e.elapsed()
+	if e.Err != "" {
+		b.errs = append(b.errs, fmt.Sprintf("%s %s, %s: %s", h, version, e.name(), e.Err))
 		return
 	}
 	row := func(tool string) *Row {
@@ -68,7 +76,7 @@ func (b *Board) Add(version string, o *Outcome, classes []Class) {
 		return r
 	}
 	seen := map[string]bool{"all": true}
-	for _, c := range o.Calls {
+	for _, c := range e.Calls {
 		seen[c.Tool] = true
 		for _, r := range []*Row{row(c.Tool), row("all")} {
 			r.Calls++
@@ -80,11 +88,11 @@ func (b *Board) Add(version string, o *Outcome, classes []Class) {
 	for tool := range seen {
 		r := row(tool)
 		r.Sequences++
-		if o.EndIdentical {
+		if e.EndIdentical {
 			r.EndIdentical++
 		}
 	}
-	for _, d := range o.Divergences {
+	for _, d := range e.Divergences {
 		name, reason := d.Class, ""
 		if name == "" {
 			name, reason = "unclassified", "no known class explains it: a bug to fix or a class to add"
@@ -97,11 +105,16 @@ func (b *Board) Add(version string, o *Outcome, classes []Class) {
 		k := classKey{h, version, name}
 		cr := b.classes[k]
 		if cr == nil {
-			cr = &ClassRow{Harness: h, Version: version, Name: name, Reason: reason, Seed: o.Seq.Name(), Example: d.String()}
+			cr = &ClassRow{Harness: h, Version: version, Name: name, Reason: reason, Seed: e.name(), Example: d.String()}
 			b.classes[k] = cr
 		}
 		cr.Count++
 	}
+}
+
+// Time returns the time the sequences of harness version took to record and replay, summed.
+func (b *Board) Time(harness, version string) time.Duration {
+	return b.times[rowKey{harness, version, "all"}]
 }
 
 // Rows returns the scoreboard's rows, by harness, version, then tool ("all" last).
@@ -160,7 +173,20 @@ func (b *Board) Markdown(header string) string {
 	var s strings.Builder
 	s.WriteString("# Executor fidelity\n\n")
 	s.WriteString(header)
-	s.WriteString("\n\n| Harness | Version | Tool | Calls tried | Calls identical | % | Sequences | End state identical | % |\n")
+	s.WriteString("\n\n| Harness | Version | Calls tried | Calls identical | % | Sequences | End state identical | % | Record + replay per 1,000 calls |\n")
+	s.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range b.Rows() {
+		if r.Tool != "all" {
+			continue
+		}
+		per := "-"
+		if r.Calls > 0 {
+			per = (b.Time(r.Harness, r.Version) * 1000 / time.Duration(r.Calls)).Round(time.Second).String()
+		}
+		fmt.Fprintf(&s, "| %s | %s | %d | %d | %s | %d | %d | %s | %s |\n", r.Harness, r.Version,
+			r.Calls, r.Identical, pct(r.Identical, r.Calls), r.Sequences, r.EndIdentical, pct(r.EndIdentical, r.Sequences), per)
+	}
+	s.WriteString("\n## By tool\n\n| Harness | Version | Tool | Calls tried | Calls identical | % | Sequences | End state identical | % |\n")
 	s.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range b.Rows() {
 		tool := "`" + r.Tool + "`"

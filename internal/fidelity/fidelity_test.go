@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,7 +25,18 @@ var (
 	shrinkFlag  = flag.String("fidelity.shrink", "", "TestScoreboard: shrink each unclassified divergence and save it as a regression case in this directory")
 	seedFlag    = flag.Uint64("fidelity.first", 1, "TestScoreboard: the first seed")
 	onlyFlag    = flag.String("fidelity.only", "", "TestScoreboard: run only the harness versions this comma-separated list names (2.1.332,...)")
+	harnessFlag = flag.String("fidelity.harness", "", "run only the harnesses this comma-separated list names (claude-code,codex,pi)")
+	callsFlag   = flag.Int("fidelity.calls", 0, "TestScoreboard: run seeds until each harness version made at least this many calls (instead of -fidelity.seeds)")
+	ledgerFlag  = flag.String("fidelity.ledger", "", "TestScoreboard: append each outcome to DIR/HARNESS-VERSION.jsonl; the scoreboard then counts every entry of DIR")
 )
+
+// wanted says whether the flags select harness version (every one when they name none).
+func wanted(harness, version string) bool {
+	if *harnessFlag != "" && !slices.Contains(strings.Split(*harnessFlag, ","), harness) {
+		return false
+	}
+	return *onlyFlag == "" || slices.Contains(strings.Split(*onlyFlag, ","), version)
+}
 
 // suite pairs a grammar with the targets it runs against.
 type suite struct {
@@ -32,16 +44,31 @@ type suite struct {
 	targets []Target
 }
 
-// suites lists every harness's grammar and versions. Codex and Pi add theirs here.
+// suites lists every harness's grammar and versions.
 func suites() []suite {
-	return []suite{{Claude, ClaudeTargets()}}
+	return []suite{{Claude, ClaudeTargets()}, {Codex, CodexTargets()}, {Pi, PiTargets()}}
 }
 
 // lock takes a machine-wide lock of the fidelity runs in the directories named name (the
-// generated sequences' "targets", the regression cases' "regress"): their working
-// directories are fixed absolute paths, so two go test processes must not use them at once.
+// generated sequences' "targets-HARNESS", the regression cases' "regress-HARNESS"): their
+// working directories are fixed absolute paths, so two go test processes must not use them
+// at once. The lock is held until the test ends; another harness's runs go on meanwhile.
 func lock(t *testing.T, name string) {
 	t.Helper()
+	// A flock belongs to an open file: a second open of the same lock in this process would
+	// wait for the first for ever. The test that took it keeps it.
+	heldMu.Lock()
+	if held[name] {
+		heldMu.Unlock()
+		return
+	}
+	held[name] = true
+	heldMu.Unlock()
+	t.Cleanup(func() {
+		heldMu.Lock()
+		delete(held, name)
+		heldMu.Unlock()
+	})
 	f, err := os.OpenFile(filepath.Join(os.TempDir(), "tapebox-fidelity-"+name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -57,17 +84,27 @@ func lock(t *testing.T, name string) {
 	t.Cleanup(func() { f.Close() })
 }
 
+// sandboxFlag is the sandbox spec TestScoreboard and TestRegressions replay in; empty is a
+// fresh local: sandbox at the sequence's cwd (run.go's Target.Sandbox).
+var sandboxFlag = flag.String("fidelity.sandbox", "", "replay in this sandbox spec (docker-image:tapebox/sandbox:bookworm) instead of a local: one")
+
+var (
+	heldMu sync.Mutex
+	held   = map[string]bool{}
+)
+
 // workDir is worker w's working directory for target t.
 func workDir(t Target, w int) string {
 	return fmt.Sprintf("/tmp/tapebox-fidelity/%s-%s/w%d", t.Harness, t.Version, w)
 }
 
 // runSeeds records and replays seeds first..first+n-1 of g against t with workers side by
-// side, and hands each outcome to done (on one goroutine at a time).
-func runSeeds(ctx context.Context, g Grammar, t Target, first uint64, n, workers int, done func(w int, o *Outcome)) {
+// side, and hands each outcome to done (on one goroutine at a time). With calls > 0 it
+// instead goes on from first until the outcomes hold that many calls.
+func runSeeds(ctx context.Context, g Grammar, t Target, first uint64, n, calls, workers int, done func(w int, o *Outcome)) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	next := first
+	next, made := first, 0
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -76,12 +113,14 @@ func runSeeds(ctx context.Context, g Grammar, t Target, first uint64, n, workers
 				mu.Lock()
 				seed := next
 				next++
+				enough := made >= calls
 				mu.Unlock()
-				if seed >= first+uint64(n) {
+				if (calls > 0 && enough) || (calls <= 0 && seed >= first+uint64(n)) {
 					return
 				}
 				o := Run(ctx, t, NewSequence(g, seed, workDir(t, w)), g.Classes)
 				mu.Lock()
+				made += len(o.Calls)
 				done(w, o)
 				mu.Unlock()
 			}
@@ -97,19 +136,22 @@ func TestQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real harnesses; not in -short")
 	}
-	realharness.Need(t, realharness.Claude)
-	lock(t, "targets")
 	for _, s := range suites() {
 		for _, target := range s.targets {
+			if !wanted(target.Harness, target.Version) {
+				continue
+			}
 			t.Run(target.Harness+"-"+target.Version, func(t *testing.T) {
-				target.Keep = *keepFlag
+				realharness.Need(t, target.Harness)
+				lock(t, "targets-"+target.Harness)
+				target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 				var b Board
 				// Older versions are slower to start (a node script): fewer sequences.
 				n := 2
 				if target.Version != s.targets[0].Version {
 					n = 1
 				}
-				runSeeds(t.Context(), s.grammar, target, 1, n, 1, func(_ int, o *Outcome) {
+				runSeeds(t.Context(), s.grammar, target, 1, n, 0, 1, func(_ int, o *Outcome) {
 					b.Add(target.Version, o, s.grammar.Classes)
 					if o.Err != nil {
 						t.Errorf("%v", o.Err)
@@ -129,25 +171,44 @@ func TestQuick(t *testing.T) {
 	}
 }
 
-// TestScoreboard is make fidelity: -fidelity.seeds sequences per harness version, the
-// scoreboard written to -fidelity.out. Unclassified divergences are shrunk and saved with
-// -fidelity.shrink. It fails when any divergence is unclassified.
+// TestScoreboard is make fidelity: -fidelity.seeds sequences (or -fidelity.calls calls)
+// per harness version, the scoreboard written to -fidelity.out. Unclassified divergences
+// are shrunk and saved with -fidelity.shrink. It fails when any divergence is
+// unclassified. With -fidelity.ledger the outcomes are appended to the ledger and the
+// scoreboard counts the whole ledger (runs made in chunks add up); with a ledger and
+// neither -fidelity.seeds nor -fidelity.calls it only writes the ledger's scoreboard.
 func TestScoreboard(t *testing.T) {
-	if *seedsFlag == 0 {
-		t.Skip("make fidelity runs it (-fidelity.seeds N)")
+	run := *seedsFlag > 0 || *callsFlag > 0
+	if !run && (*ledgerFlag == "" || *outFlag == "") {
+		t.Skip("make fidelity runs it (-fidelity.seeds N or -fidelity.calls N; or -fidelity.ledger DIR -fidelity.out FILE to render)")
 	}
-	realharness.Need(t, realharness.Claude)
-	lock(t, "targets")
 	var b Board
 	start := time.Now()
+	executor := executorCommit()
+	if run {
+		if *ledgerFlag != "" {
+			if err := os.MkdirAll(*ledgerFlag, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	for _, s := range suites() {
 		for _, target := range s.targets {
-			if *onlyFlag != "" && !slices.Contains(strings.Split(*onlyFlag, ","), target.Version) {
+			if !run || !wanted(target.Harness, target.Version) {
 				continue
 			}
-			target.Keep = *keepFlag
-			runSeeds(t.Context(), s.grammar, target, *seedFlag, *seedsFlag, *workersFlag, func(w int, o *Outcome) {
+			realharness.Need(t, target.Harness)
+			lock(t, "targets-"+target.Harness)
+			target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
+			runSeeds(t.Context(), s.grammar, target, *seedFlag, *seedsFlag, *callsFlag, *workersFlag, func(w int, o *Outcome) {
 				b.Add(target.Version, o, s.grammar.Classes)
+				if *ledgerFlag != "" {
+					e := o.Entry(target.Version)
+					e.Executor = executor
+					if err := AppendEntry(ledgerFile(target), e); err != nil {
+						t.Error(err)
+					}
+				}
 				if o.Err != nil {
 					t.Logf("%s %s: %v", target.Harness, target.Version, o.Err)
 				}
@@ -164,12 +225,31 @@ func TestScoreboard(t *testing.T) {
 		}
 	}
 	wall := time.Since(start)
-	header := fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+
-		"(seeds %d to %d), each recorded through the real harness against the scripted provider and the gateway, then replayed in "+
-		"executor mode in a fresh local sandbox at the same path and compared with `tapebox compare`'s comparison. Recording and "+
-		"replaying took %v of wall time per 1,000 calls with %d sequences side by side (%v in all; %v per 1,000 calls summed over sequences) "+
-		"on a 2-core machine shared with other work.",
-		*seedsFlag, *seedFlag, *seedFlag+uint64(*seedsFlag)-1, perThousand(wall, &b), *workersFlag, wall.Round(time.Second), b.PerThousand().Round(time.Second))
+	var header string
+	if *ledgerFlag != "" {
+		var err error
+		var n int
+		b, n, err = ledgerBoard(*ledgerFlag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard) from the ledger %s (%d sequences, one JSON line each: "+
+			"seed, calls, end state, divergences, the executor's commit; the latest entry of a seed counts). Each sequence is drawn "+
+			"from the harness's seeded grammar (Claude Code: internal/fidelity/claude.go; Codex and Pi: internal/grammar), recorded "+
+			"through the real harness (harnesses/, offline) against the scripted provider and the gateway, then replayed in executor "+
+			"mode in a fresh local sandbox at the same path and compared with `tapebox compare`'s comparison: every call and the end "+
+			"state. A seed reproduces its sequence: `go test ./internal/fidelity -run TestScoreboard -fidelity.harness H "+
+			"-fidelity.only VERSION -fidelity.first SEED -fidelity.seeds 1`. The last column is the time recording and replaying "+
+			"took per 1,000 calls, summed over sequences (two ran side by side, on a 2-core machine shared with other work).",
+			"`"+relLedger(*ledgerFlag)+"`", n)
+	} else {
+		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+
+			"(seeds from %d), each recorded through the real harness against the scripted provider and the gateway, then replayed in "+
+			"executor mode in a fresh %s at the same path and compared with `tapebox compare`'s comparison. Recording and "+
+			"replaying took %v of wall time per 1,000 calls with %d sequences side by side (%v in all; %v per 1,000 calls summed over sequences) "+
+			"on a 2-core machine shared with other work.",
+			*seedsFlag, *seedFlag, sandboxName(), perThousand(wall, &b), *workersFlag, wall.Round(time.Second), b.PerThousand().Round(time.Second))
+	}
 	md := b.Markdown(header)
 	if *outFlag != "" {
 		if err := os.WriteFile(*outFlag, []byte(md), 0o644); err != nil {
@@ -177,6 +257,72 @@ func TestScoreboard(t *testing.T) {
 		}
 	}
 	t.Log("\n" + md)
+}
+
+// ledgerFile is target's ledger file under -fidelity.ledger.
+func ledgerFile(t Target) string {
+	return filepath.Join(*ledgerFlag, t.Harness+"-"+t.Version+".jsonl")
+}
+
+// ledgerBoard counts every ledger file of dir, the latest entry of each harness, version
+// and seed, with the classes of this checkout; it returns how many entries counted.
+func ledgerBoard(dir string) (Board, int, error) {
+	var b Board
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return b, 0, err
+	}
+	classes := map[string][]Class{}
+	for _, s := range suites() {
+		classes[s.grammar.Harness] = s.grammar.Classes
+	}
+	type key struct {
+		harness, version string
+		seed, origin     uint64
+	}
+	latest := map[key]int{}
+	var all []Entry
+	for _, f := range files {
+		es, err := ReadLedger(f)
+		if err != nil {
+			return b, 0, err
+		}
+		for _, e := range es {
+			latest[key{e.Harness, e.Version, e.Seed, e.Origin}] = len(all)
+			all = append(all, e)
+		}
+	}
+	n := 0
+	for i, e := range all {
+		if latest[key{e.Harness, e.Version, e.Seed, e.Origin}] == i {
+			e.Reclassify(classes[e.Harness])
+			b.AddEntry(e, classes[e.Harness])
+			n++
+		}
+	}
+	return b, n, nil
+}
+
+// relLedger names the ledger directory relative to the repository when it is inside it.
+func relLedger(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	if i := strings.LastIndex(abs, "/docs/"); i >= 0 {
+		return abs[i+1:]
+	}
+	return dir
+}
+
+// executorCommit names the checkout the executor was built from: its commit, with
+// "+dirty" when the tree has changes (empty when git is not there).
+func executorCommit() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty=+dirty", "--abbrev=10").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // perThousand is wall time per 1,000 calls over every row of b.
@@ -227,8 +373,6 @@ func TestRegressions(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no regression cases in testdata/ (%v)", err)
 	}
-	realharness.Need(t, realharness.Claude)
-	lock(t, "regress")
 	for _, file := range files {
 		seq, err := Load(file)
 		if err != nil {
@@ -239,11 +383,13 @@ func TestRegressions(t *testing.T) {
 				continue
 			}
 			for _, target := range s.targets {
-				if seq.Version != "" && seq.Version != target.Version {
+				if (seq.Version != "" && seq.Version != target.Version) || !wanted(target.Harness, target.Version) {
 					continue
 				}
 				t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+target.Version, func(t *testing.T) {
-					target.Keep = *keepFlag
+					realharness.Need(t, target.Harness)
+					lock(t, "regress-"+target.Harness)
+					target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 					o := Run(t.Context(), target, seq, s.grammar.Classes)
 					if o.Err != nil {
 						t.Fatal(o.Err)
@@ -260,4 +406,12 @@ func TestRegressions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sandboxName words -fidelity.sandbox for the scoreboard's header.
+func sandboxName() string {
+	if *sandboxFlag == "" {
+		return "local sandbox"
+	}
+	return "`" + *sandboxFlag + "` sandbox"
 }

@@ -1,16 +1,20 @@
 package fidelity
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tapebox/tapebox/compare"
+	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
@@ -36,6 +40,9 @@ type Target struct {
 	Sandbox string
 	// CallTimeout bounds each replayed call; 0 means a minute.
 	CallTimeout time.Duration
+	// Declare makes the recording name the harness and Version itself (as tapebox record
+	// --harness does), for a harness the gateway cannot tell from its traffic (Pi).
+	Declare bool
 	// Keep, when set, is a directory that receives both tapes of every run
 	// (<seed>.rec.json, <seed>.rep.json), to look at later.
 	Keep string
@@ -183,8 +190,27 @@ func record(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (
 		return nil, err
 	}
 	turns := make([]fakeprovider.Turn, 0, len(seq.Calls)+1)
+	var subErr error
+	var mu sync.Mutex
 	for _, c := range seq.Calls {
-		turns = append(turns, fakeprovider.Turn{Calls: []tape.ToolCall{c.ToolCall()}})
+		if !HasRefs(c.Input) {
+			turns = append(turns, fakeprovider.Turn{Calls: []tape.ToolCall{c.ToolCall()}})
+			continue
+		}
+		// The model passes back an id the harness made up: fill it in from the results
+		// the harness has sent so far.
+		turns = append(turns, fakeprovider.Turn{Dynamic: func(r *fakeprovider.Request) fakeprovider.Turn {
+			call := c.ToolCall()
+			input, err := fill(seq.Harness, r, c.Input)
+			if err != nil {
+				mu.Lock()
+				subErr = cmp.Or(subErr, fmt.Errorf("call %s: %w", c.Tool, err))
+				mu.Unlock()
+				return fakeprovider.Turn{Text: "fidelity: " + err.Error()}
+			}
+			call.Input = input
+			return fakeprovider.Turn{Calls: []tape.ToolCall{call}}
+		}})
 	}
 	// A background command that ends after the last call wakes the harness up for
 	// another turn or two (Claude Code 2.1 tells the model it finished).
@@ -202,7 +228,11 @@ func record(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (
 		return nil, err
 	}
 	defer srv.Close()
-	g, err := testkit.StartGateway(srv.URL(), recPath, testkit.Workspace(seq.Cwd))
+	opts := []testkit.GatewayOption{testkit.Workspace(seq.Cwd)}
+	if t.Declare {
+		opts = append(opts, testkit.Harness(t.Harness), func(c *gateway.Config) { c.HarnessVersion = t.Version })
+	}
+	g, err := testkit.StartGateway(srv.URL(), recPath, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +266,35 @@ func record(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (
 	if err := srv.Err(); err != nil {
 		return nil, fmt.Errorf("the scripted provider: %w", err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	if subErr != nil {
+		return nil, fmt.Errorf("the scripted provider: %w", subErr)
+	}
 	return rec, nil
+}
+
+// fill substitutes the placeholders of input with the ids the harness's results in
+// request r hold.
+func fill(harness string, r *fakeprovider.Request, input json.RawMessage) (json.RawMessage, error) {
+	p := tape.ProviderAnthropic
+	switch r.Endpoint {
+	case fakeprovider.EndpointResponses:
+		p = tape.ProviderOpenAIResponses
+	case fakeprovider.EndpointChat:
+		p = tape.ProviderOpenAIChat
+	}
+	sent, err := realharness.SentResults(p, r.Body)
+	if err != nil {
+		return nil, err
+	}
+	results := map[int]tape.ToolResult{}
+	for id, s := range sent {
+		if i := callIndex(id); i >= 0 {
+			results[i] = s.Result
+		}
+	}
+	return substitute(input, harvest(harness, results))
 }
 
 // replay empties the sequence's cwd and replays the recording into it (or into t.Sandbox).

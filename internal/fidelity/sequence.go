@@ -36,11 +36,19 @@ type Call struct {
 	Input json.RawMessage `json:"input"`
 	// Class names the input class the call exercises, for the scoreboard.
 	Class string `json:"class"`
+	// Kind is the tool call's kind on the wire: "" or "function" for a JSON-input tool,
+	// "custom" for a freeform one (Codex's apply_patch), whose Input is {"input": text}
+	// as the tape stores it.
+	Kind string `json:"kind,omitempty"`
 }
 
 // ToolCall returns c as the fake provider's tool call.
 func (c Call) ToolCall() tape.ToolCall {
-	return tape.ToolCall{Name: c.Tool, Input: c.Input, Kind: "function"}
+	kind := c.Kind
+	if kind == "" {
+		kind = "function"
+	}
+	return tape.ToolCall{Name: c.Tool, Input: c.Input, Kind: kind}
 }
 
 // NewCall returns a Call of tool with input encoded as JSON (without HTML escaping, as a
@@ -206,6 +214,14 @@ func Load(file string) (*Sequence, error) {
 		}
 		if !json.Valid(c.Input) {
 			errs = append(errs, fmt.Errorf("/calls/%d/input is not JSON", i))
+		}
+		if c.Kind != "" && c.Kind != "function" && c.Kind != "custom" {
+			errs = append(errs, fmt.Errorf("/calls/%d/kind %q is neither function nor custom", i, c.Kind))
+		}
+		for _, ref := range Refs(c.Input) {
+			if ref.Step >= i {
+				errs = append(errs, fmt.Errorf("/calls/%d/input refers to step %d, which is not an earlier call", i, ref.Step))
+			}
 		}
 	}
 	if len(errs) > 0 {

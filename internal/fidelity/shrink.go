@@ -19,6 +19,9 @@ type Class struct {
 	// recorded or its replayed side.
 	Tool, Field string
 	Text        *regexp.Regexp
+	// Match, when set, must hold too: for what the fields above cannot say (the call's
+	// input class, the same bytes in another order).
+	Match func(d Divergence) bool
 }
 
 // matches says whether d belongs to c.
@@ -35,7 +38,7 @@ func (c Class) matches(version string, d Divergence) bool {
 	if c.Text != nil && !c.Text.MatchString(d.Recorded) && !c.Text.MatchString(d.Replayed) {
 		return false
 	}
-	return true
+	return c.Match == nil || c.Match(d)
 }
 
 // Classify returns the name of the first class a divergence d seen on harness version
@@ -50,7 +53,9 @@ func Classify(classes []Class, version string, d Divergence) string {
 }
 
 // Shrink reduces seq while diverges says it still diverges: it drops calls (later ones
-// first, as a call can only depend on earlier ones), then files the calls do not need,
+// first, as a call can only depend on earlier ones; a call whose placeholder refers to a
+// dropped call goes with it, and the others' placeholders are renumbered), then files the
+// calls do not need,
 // then replaces calls with the simpler variants g.Simplify offers. Each candidate costs one
 // diverges; Shrink stops early when ctx ends. The result has Seed 0 and Origin set to the
 // seed it came from.
@@ -76,9 +81,10 @@ func Shrink(ctx context.Context, g Grammar, seq *Sequence, diverges func(*Sequen
 			if len(best.Calls) == 1 {
 				break
 			}
-			c := best.clone()
-			c.Calls = append(c.Calls[:i:i], best.Calls[i+1:]...)
-			if try(c) {
+			if i >= len(best.Calls) {
+				continue // an earlier drop took calls that referred to it
+			}
+			if try(dropCall(best, i)) {
 				changed = true
 			}
 		}
@@ -104,4 +110,36 @@ func Shrink(ctx context.Context, g Grammar, seq *Sequence, diverges func(*Sequen
 		}
 	}
 	return best
+}
+
+// dropCall returns a copy of s without call i, nor the calls whose placeholders refer to
+// it (directly or through another dropped call); the placeholders of the calls left are
+// renumbered to the new positions.
+func dropCall(s *Sequence, i int) *Sequence {
+	c := s.clone()
+	gone := map[int]bool{i: true}
+	pos := make([]int, len(s.Calls)) // old index -> new index, -1 for gone
+	c.Calls = c.Calls[:0]
+	for j, call := range s.Calls {
+		for _, r := range Refs(call.Input) {
+			if gone[r.Step] {
+				gone[j] = true
+			}
+		}
+		if gone[j] {
+			pos[j] = -1
+			continue
+		}
+		pos[j] = len(c.Calls)
+		if HasRefs(call.Input) {
+			call.Input, _ = renumber(call.Input, func(n int) int {
+				if n < 0 || n >= len(pos) {
+					return -1
+				}
+				return pos[n]
+			})
+		}
+		c.Calls = append(c.Calls, call)
+	}
+	return c
 }

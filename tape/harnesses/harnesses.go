@@ -166,8 +166,32 @@ var Gemini = Harness{
 	Checked: []string{"0.61.0"},
 }
 
+// OpenCode is the opencode CLI (npm opencode-ai; a compiled Bun program whose tools are
+// TypeScript in the binary). It drives the Anthropic and OpenAI wire formats through the
+// AI SDK; its requests carry "User-Agent: opencode/VERSION".
+var OpenCode = Harness{
+	Name: "opencode",
+	// task runs a subagent in a child session (the "general" and "explore" agents); its
+	// requests carry the header x-parent-session-id.
+	SpawningTools: []string{"task"},
+	// The AI SDK starts each tool call of a streamed answer as soon as it is complete, so
+	// one answer's calls run together.
+	ParallelToolCalls: true,
+	Identifiers: []Identifier{
+		// task answers "<task id=\"ses_...\" state=\"completed\">"; the model resumes the
+		// child with task_id.
+		{Name: "task session id", Expr: `<task id="(ses_[A-Za-z0-9]+)"`, Keys: []string{"task_id"}},
+		// bash keeps an output past its limits in a file under its data directory
+		// ("Full output saved to: .../tool-output/tool_..."), which the model may read.
+		{Name: "bash full output file", Expr: `Full output saved to: (\S+)`},
+	},
+	// In the system prompt's <env> block: "  Working directory: /app".
+	CwdLines: []string{"Working directory:"},
+	Checked:  []string{"1.18.33"},
+}
+
 // All lists the harnesses TapeBox knows.
-var All = []*Harness{&ClaudeCode, &Codex, &Pi, &Gemini}
+var All = []*Harness{&ClaudeCode, &Codex, &Pi, &Gemini, &OpenCode}
 
 // OtherSpawningTools are spawning tool names of harnesses without an entry (other
 // multi-agent tools seen in the wild); the gateway builds the thread tree with them too.

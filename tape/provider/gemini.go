@@ -1,10 +1,9 @@
 package provider
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -360,11 +359,14 @@ func (f *geminiFold) reply(seed []byte) reply {
 }
 
 // geminiCallID is the id a tape gives the n-th call of a Gemini answer that came without
-// one: "gemini-" and 16 hex digits of the answer's SHA-256, then "-n". It is derived from
-// the raw response alone, so that normalizing the same response again gives the same ids.
+// one: "gemini-" and the 16 hex digits of the answer's 64-bit FNV-1a hash, then "-n". It is
+// derived from the raw response alone, so that normalizing the same response again gives the
+// same ids. (FNV, not SHA-256: the executor links this package, and crypto is over its budget;
+// the id needs to be stable, not unforgeable.)
 func geminiCallID(seed []byte, n int) string {
-	sum := sha256.Sum256(seed)
-	return fmt.Sprintf("gemini-%s-%d", hex.EncodeToString(sum[:8]), n)
+	h := fnv.New64a()
+	h.Write(seed)
+	return fmt.Sprintf("gemini-%016x-%d", h.Sum64(), n)
 }
 
 func geminiBody(raw []byte) (reply, error) {

@@ -105,7 +105,9 @@ func TruncateTokens(s string, maxTokens int) string {
 	right := budget - left
 	head := s[:charFloor(s, left)]
 	tail := s[charCeil(s, len(s)-right):]
-	removed := len(s) - len(head) - len(tail)
+	// Codex counts the bytes past the budget as removed, not the bytes it dropped: a head
+	// or tail cut back to a character boundary keeps fewer bytes than the count says.
+	removed := len(s) - budget
 	return fmt.Sprintf("Total output lines: %d\n\n%s…%d tokens truncated…%s", lines, head, ApproxTokens(removed), tail)
 }
 

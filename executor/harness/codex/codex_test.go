@@ -150,6 +150,10 @@ func TestTruncateTokens(t *testing.T) {
 	s := strings.Repeat("é", 30) // 60 bytes
 	got := codex.TruncateTokens(s, 5)
 	assert.Equal(t, "Total output lines: 1\n\néé…10 tokens truncated…éé", strings.ReplaceAll(got, strings.Repeat("é", 5), "éé"))
+	// A head and a tail cut back to a character boundary keep nothing of "日本語..." under
+	// a 4-byte budget, but Codex counts the bytes past the budget as removed: 896 bytes, 224
+	// tokens (the executor said 225, the tokens of all 900; fidelity seed codex 109).
+	assert.Equal(t, "Total output lines: 1\n\n…224 tokens truncated…", codex.TruncateTokens(strings.Repeat("日本語", 100), 1))
 	assert.Equal(t, 0, codex.ApproxTokens(0))
 	assert.Equal(t, 2, codex.ApproxTokens(5))
 }
@@ -173,4 +177,15 @@ func TestExecWorkdir(t *testing.T) {
 	assert.Equal(t, `exec_command failed: CreateProcess { message: "Rejected(\"Failed to create unified exec process: Not a directory (os error 20)\")" }`,
 		f.Text("exec_command", m{"cmd": "pwd", "workdir": "plain.txt"}, nil))
 	assert.Equal(t, "patch rejected: empty patch", f.Text("apply_patch", m{"input": "*** Begin Patch\n*** End Patch"}, nil))
+}
+
+// A patch whose changes cannot all be written answers as a command that exited 1 with the
+// failed write alone, the changes before it written (it said "apply_patch verification
+// failed: ...: Not a directory (os error 20)").
+func TestPatchWriteFails(t *testing.T) {
+	f := newFixture(t)
+	require.NoError(t, os.WriteFile(filepath.Join(f.Dir, "notes.txt"), []byte("alpha\n"), 0o644))
+	out := f.Text("apply_patch", m{"input": "*** Begin Patch\n*** Add File: first.txt\n+one\n*** Add File: notes.txt/inner.txt\n+x\n*** End Patch"}, nil)
+	assert.Regexp(t, `^Exit code: 1\nWall time: [0-9.]+ seconds\nOutput:\nFailed to write file `+regexp.QuoteMeta(filepath.Join(f.Dir, "notes.txt/inner.txt"))+`\n$`, out)
+	assert.FileExists(t, filepath.Join(f.Dir, "first.txt"))
 }

@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -32,15 +33,31 @@ func patchInput(call tape.ToolCall) (string, bool) {
 	return "", false
 }
 
-// patch applies a patch and returns Codex's summary or its error text (ok false).
-func (s *session) patch(workdir, text string) (out string, ok bool) {
+// patchStatus is how a patch went: applied, rejected before anything was written
+// (verification), or failed while its changes were written.
+type patchStatus int
+
+const (
+	patchApplied patchStatus = iota
+	patchRejected
+	patchFailed
+)
+
+// patch applies a patch and returns Codex's summary, or its error text: the verification
+// error, or what failed while writing (Codex shows the failed write alone, "Failed to write
+// file PATH", as the output of a command that exited 1; the files before it are written).
+func (s *session) patch(workdir, text string) (string, patchStatus) {
 	if hunks, err := action.ParsePatch(text); err == nil && len(hunks) == 0 {
-		return "patch rejected: empty patch", false
+		return "patch rejected: empty patch", patchRejected
 	}
 	opts := action.PatchOptions{LFOnly: !harnesses.Codex.Has(s.env.HarnessVersion, harnesses.CodexPatchKeepsLineEnds)}
 	res, err := action.ApplyPatchWith(s.env.Path(workdir), text, opts)
 	if err != nil {
-		return "apply_patch verification failed: " + err.Error(), false
+		var ae *action.PatchApplyError
+		if errors.As(err, &ae) && ae.Writing {
+			return ae.Context + "\n", patchFailed
+		}
+		return "apply_patch verification failed: " + err.Error(), patchRejected
 	}
 	var b strings.Builder
 	b.WriteString("Success. Updated the following files:\n")
@@ -53,38 +70,44 @@ func (s *session) patch(workdir, text string) (out string, ok bool) {
 	for _, p := range res.Deleted {
 		b.WriteString("D " + p + "\n")
 	}
-	return b.String(), true
+	return b.String(), patchApplied
+}
+
+// patchText is the result of a patch of an apply_patch call or an exec_command heredoc:
+// a rejection's text alone, else the output of a command that exited 0 or 1.
+func patchText(out string, st patchStatus, took time.Duration) string {
+	switch st {
+	case patchRejected:
+		return out
+	case patchFailed:
+		return "Exit code: 1\nWall time: " + rustFloat(took) + " seconds\nOutput:\n" + out
+	}
+	return "Exit code: 0\nWall time: " + rustFloat(took) + " seconds\nOutput:\n" + out
 }
 
 func (s *session) applyPatch(call tape.ToolCall) tape.ToolResult {
-	patchText, ok := patchInput(call)
+	text0, ok := patchInput(call)
 	if !ok {
 		return text(call, "apply_patch verification failed: invalid patch: input is not a patch text")
 	}
 	start := time.Now()
-	out, ok := s.patch("", patchText)
-	if !ok {
-		return text(call, out)
-	}
-	return text(call, "Exit code: 0\nWall time: "+rustFloat(time.Since(start))+" seconds\nOutput:\n"+out)
+	out, st := s.patch("", text0)
+	return text(call, patchText(out, st, time.Since(start)))
 }
 
 // patchAsExec answers an exec_command whose script is an apply_patch heredoc.
-func (s *session) patchAsExec(call tape.ToolCall, workdir, patchText string) tape.ToolResult {
+func (s *session) patchAsExec(call tape.ToolCall, workdir, patchText0 string) tape.ToolResult {
 	start := time.Now()
-	out, ok := s.patch(workdir, patchText)
-	if !ok {
-		return text(call, out)
-	}
-	return text(call, "Exit code: 0\nWall time: "+rustFloat(time.Since(start))+" seconds\nOutput:\n"+out)
+	out, st := s.patch(workdir, patchText0)
+	return text(call, patchText(out, st, time.Since(start)))
 }
 
 // patchAsShell answers a shell call that runs apply_patch, in the shell tool's format.
-func (s *session) patchAsShell(call tape.ToolCall, workdir, patchText string, jsonForm bool) tape.ToolResult {
+func (s *session) patchAsShell(call tape.ToolCall, workdir, patchText0 string, jsonForm bool) tape.ToolResult {
 	start := time.Now()
-	out, ok := s.patch(workdir, patchText)
+	out, st := s.patch(workdir, patchText0)
 	code := 0
-	if !ok {
+	if st != patchApplied {
 		code = 1
 	}
 	return text(call, shellOutput(out, code, time.Since(start), jsonForm))

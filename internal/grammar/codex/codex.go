@@ -169,7 +169,7 @@ func (g *gen) exec() {
 		in["workdir"] = grammar.Pick(r, g.dirs...)
 		classes = append(classes, "workdir")
 	} else if grammar.Chance(r, 0.05) {
-		in["workdir"] = grammar.Pick(r, "no/such/dir", "/tmp")
+		in["workdir"] = grammar.Pick(r, "no/such/dir", "/no/such/absolute/dir")
 		classes = append(classes, "odd-workdir")
 	}
 	if grammar.Chance(r, 0.15) {

@@ -66,6 +66,10 @@ type Options struct {
 	// PiAPI is the wire API of Pi's provider (its models.json "api"): "anthropic-messages"
 	// (when empty), "openai-completions" or "openai-responses".
 	PiAPI string
+	// Wrap, when set, is a command the harness runs under: Wrap[0] is started with
+	// Wrap[1:], then the harness's binary and arguments (setpriv, to run it with the
+	// capabilities a sandbox gives the executor).
+	Wrap []string
 }
 
 // Result is what a run printed and how it ended.
@@ -200,7 +204,7 @@ func RunPi(ctx context.Context, opts Options) (Result, error) {
 		args = []string{"--provider", "fake", "--model", cmp.Or(opts.Model, "fake-model"), "--print", "--mode", "json", "--offline",
 			"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes",
 			"--session-dir", filepath.Join(home, "sessions")}
-		if piKnows(ctx, "--no-context-files") {
+		if piKnows(ctx, opts.Bin, "--no-context-files") {
 			args = append(args, "--no-context-files") // not in Pi 0.67
 		}
 		args = append(args, opts.Args...)
@@ -254,6 +258,10 @@ func run(ctx context.Context, bin string, args []string, opts Options, env []str
 	if opts.BaseURL == "" {
 		return Result{}, errors.New("realharness: Options.BaseURL is required")
 	}
+	if len(opts.Wrap) > 0 {
+		args = append(append(append([]string{}, opts.Wrap[1:]...), bin), args...)
+		bin = opts.Wrap[0]
+	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = opts.Dir
 	cmd.Env = append(append(baseEnv(), env...), opts.Env...)
@@ -287,6 +295,7 @@ func baseEnv() []string {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case name == "HOME", name == "CLAUDECODE", name == "IS_SANDBOX",
+			strings.HasPrefix(name, "OPENCODE"), strings.HasPrefix(name, "XDG_"),
 			strings.HasPrefix(name, "ANTHROPIC_"), strings.HasPrefix(name, "CLAUDE_"),
 			strings.HasPrefix(name, "OPENAI_"), strings.HasPrefix(name, "CODEX_"),
 			strings.HasPrefix(name, "AWS_"), strings.HasPrefix(name, "GOOGLE_"), strings.HasPrefix(name, "GEMINI_"),
@@ -411,11 +420,14 @@ var piHelp struct {
 	text map[string]string // by command
 }
 
-// piKnows says whether the Pi that PiPath names lists option in its --help.
-func piKnows(ctx context.Context, option string) bool {
-	bin, err := PiPath()
-	if err != nil {
-		return true
+// piKnows says whether Pi lists option in its --help: the Pi bin names (an older one of
+// the version matrix), or the one PiPath names when bin is empty.
+func piKnows(ctx context.Context, bin, option string) bool {
+	if bin == "" {
+		var err error
+		if bin, err = PiPath(); err != nil {
+			return true
+		}
 	}
 	piHelp.Lock()
 	defer piHelp.Unlock()
@@ -558,6 +570,8 @@ func Version(ctx context.Context, harness string) (string, error) {
 		bin, err = PiPath()
 	case Gemini:
 		bin, err = GeminiPath()
+	case OpenCode:
+		bin, err = OpenCodePath()
 	default:
 		return "", fmt.Errorf("realharness: unknown harness %q", harness)
 	}

@@ -489,6 +489,9 @@ func collationKey(s string) string {
 		case r >= '0' && r <= '9':
 			b.WriteRune('\x02')
 			b.WriteRune(r)
+		case latinBase(r) != 0:
+			b.WriteRune('\x03')
+			b.WriteRune(latinBase(r))
 		case r >= 0x80:
 			b.WriteRune('\x04')
 			b.WriteRune(r)
@@ -511,4 +514,27 @@ func tieKey(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// latin1Bases and latinExtABases are the base letters (lower case) of U+00C0-U+00FF and
+// U+0100-U+017F, which ICU's root collation sorts with their base letter ("é-notes" between
+// "delta" and "end"); ' ' marks a character that is not a letter.
+const (
+	latin1Bases    = "aaaaaaaceeeeiiiidnooooo ouuuuyts" + "aaaaaaaceeeeiiiidnooooo ouuuuyty"
+	latinExtABases = "aaaaaaccccccccddddeeeeeeeeeegggggggghhhhiiiiiiiiiiiijjkkkllllllllllnnnnnnnnnoooooooorrrrrrssssssssttttttuuuuuuuuuuuuwwyyyzzzzzzs"
+)
+
+// latinBase is the base letter of an accented Latin letter, 0 for anything else.
+func latinBase(r rune) rune {
+	var c byte
+	switch {
+	case r >= 0xC0 && r <= 0xFF:
+		c = latin1Bases[r-0xC0]
+	case r >= 0x100 && r <= 0x17F:
+		c = latinExtABases[r-0x100]
+	}
+	if c == 0 || c == ' ' {
+		return 0
+	}
+	return rune(c)
 }

@@ -92,8 +92,21 @@ var wires = []wire{
 		loosePath: func(v string) bool {
 			return strings.HasSuffix(v, ":generatecontent") || strings.HasSuffix(v, ":streamgeneratecontent")
 		},
-		// A Gemini stream has no final event: it ends when the body does (relayStream).
-		terminal: func(ev string) bool { return eventName(ev) == "error" },
+		// A Gemini stream has no final event of its own: its last chunk is the one whose
+		// candidate says why it finished (and a stream without one ends with its body:
+		// relayStream).
+		terminal: func(ev string) bool {
+			_, data := provider.ParseEvent(ev)
+			if !strings.Contains(data, `"finishReason"`) {
+				return eventName(ev) == "error"
+			}
+			var c struct {
+				Candidates []struct {
+					FinishReason string `json:"finishReason"`
+				} `json:"candidates"`
+			}
+			return json.Unmarshal([]byte(data), &c) == nil && len(c.Candidates) > 0 && c.Candidates[0].FinishReason != ""
+		},
 		deltas: func(m map[string]any, add func(string, map[string]any, string)) {
 			cands, _ := m["candidates"].([]any)
 			for ci, c := range cands {

@@ -1,6 +1,7 @@
 package gemini_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,31 @@ func TestSubstitutionBlocked(t *testing.T) {
 	}
 	_, err := os.Stat(filepath.Join(s.Dir, "x.txt"))
 	assert.True(t, os.IsNotExist(err), "a blocked command does not run")
+}
+
+// TestShellTruncated: a result over 40,000 characters keeps its first 8,000 and last
+// 32,000, and names the file that holds it whole.
+func TestShellTruncated(t *testing.T) {
+	s := harnesstest.New(t, gemini.New(), "call_1", nil)
+	text := s.Run("run_shell_command", m{"command": "seq 1 20000"}, nil).Text()
+	require.True(t, strings.HasPrefix(text, "Output too large. Showing first 8,000 and last 32,000 characters. For full output see: "), text[:200])
+	first, rest, _ := strings.Cut(text, "\n")
+	file := strings.TrimPrefix(first, "Output too large. Showing first 8,000 and last 32,000 characters. For full output see: ")
+	whole, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(whole), "<untrusted_context>\nOutput: 1\n2\n"))
+	omitted := len(whole) - 40000
+	assert.Contains(t, rest, fmt.Sprintf("\n\n... [%s characters omitted] ...\n\n", commaInt(omitted)))
+	assert.True(t, strings.HasSuffix(rest, string(whole[len(whole)-32000:])))
+	assert.True(t, strings.HasPrefix(rest, string(whole[:8000])))
+}
+
+func commaInt(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // TestReplayed: tools the module does not perform, and calls it cannot reproduce, copy the

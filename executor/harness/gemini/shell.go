@@ -102,7 +102,40 @@ func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolR
 	if res.Pid != 0 {
 		parts = append(parts, fmt.Sprintf("Process Group PGID: %d", res.Pid))
 	}
-	return ok(call, untrusted(strings.Join(parts, "\n")))
+	return ok(call, s.truncated(call, untrusted(strings.Join(parts, "\n"))))
+}
+
+// truncateThreshold is the CLI's truncateToolOutputThreshold: a shell result longer (in
+// UTF-16 code units) keeps its first fifth and its last four fifths of this, and the whole
+// is saved in a file the result names.
+const truncateThreshold = 40000
+
+// truncated is the CLI's formatTruncatedToolOutput of a shell result over the threshold;
+// the whole result goes to a file in the state directory, whose path (an identifier field
+// of the harness table) stands for the CLI's under its project's temporary directory.
+func (s *session) truncated(call tape.ToolCall, text string) string {
+	u := utf16.Encode([]rune(text))
+	if len(u) <= truncateThreshold {
+		return text
+	}
+	head, tail := truncateThreshold/5, truncateThreshold-truncateThreshold/5
+	dir, err := s.env.State.Make("tool-outputs")
+	if err != nil {
+		dir = filepath.Join(s.env.State.Path, "tool-outputs")
+	}
+	file := filepath.Join(dir, action.NewTaskID("run_shell_command_", 12)+".txt")
+	_ = os.WriteFile(file, []byte(text), 0o600)
+	return fmt.Sprintf("Output too large. Showing first %s and last %s characters. For full output see: %s\n%s\n\n... [%s characters omitted] ...\n\n%s",
+		commas(head), commas(tail), file, string(utf16.Decode(u[:head])), commas(len(u)-head-tail), string(utf16.Decode(u[len(u)-tail:])))
+}
+
+// commas writes n as toLocaleString does in English: 32,000.
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // blocked is the CLI's answer to a command with a substitution in it; nothing runs.

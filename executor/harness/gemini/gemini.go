@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -80,8 +81,17 @@ func (s *session) resolve(p string) (string, bool) {
 	abs = filepath.Clean(abs)
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
-	} else if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		abs = filepath.Join(dir, filepath.Base(abs))
+	} else {
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			abs = filepath.Join(dir, filepath.Base(abs))
+		}
+		// A dangling link names its target (the CLI's resolveToRealPath follows it).
+		if target, err := os.Readlink(abs); err == nil {
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(abs), target)
+			}
+			abs = filepath.Clean(target)
+		}
 	}
 	cwd := s.env.Cwd
 	if real, err := filepath.EvalSymlinks(cwd); err == nil {

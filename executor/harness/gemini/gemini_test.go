@@ -48,6 +48,8 @@ func TestTools(t *testing.T) {
 		"\nIMPORTANT: The file content has been truncated.\nStatus: Showing lines 2-2 of 4 total lines.\nAction: To read more of the file, you can use the 'start_line' and 'end_line' parameters in a subsequent 'read_file' call. For example, to read the next section of the file, use start_line: 3.\n\n--- FILE CONTENT (truncated) ---\nbeta", false)
 	check("read_file", m{"file_path": "missing.txt"}, "File not found: "+dir+"/missing.txt", true)
 	check("read_file", m{"file_path": "sub"}, "Path is a directory, not a file: "+dir+"/sub", true)
+	require.NoError(t, os.Symlink("no/such/target", filepath.Join(dir, "dangling")))
+	check("read_file", m{"file_path": "dangling"}, "File not found: "+dir+"/no/such/target", true)
 
 	out := s.Run("run_shell_command", m{"command": "echo hi; echo err >&2"}, nil).Text()
 	assert.Regexp(t, `^<untrusted_context>\nOutput: hi\nerr\nProcess Group PGID: \d+\n</untrusted_context>$`, out)

@@ -25,7 +25,7 @@ var (
 	shrinkFlag  = flag.String("fidelity.shrink", "", "TestScoreboard: shrink each unclassified divergence and save it as a regression case in this directory")
 	seedFlag    = flag.Uint64("fidelity.first", 1, "TestScoreboard: the first seed")
 	onlyFlag    = flag.String("fidelity.only", "", "TestScoreboard: run only the harness versions this comma-separated list names (2.1.332,...)")
-	harnessFlag = flag.String("fidelity.harness", "", "run only the harnesses this comma-separated list names (claude-code,codex,pi)")
+	harnessFlag = flag.String("fidelity.harness", "", "run only the harnesses this comma-separated list names (claude-code,codex,pi,gemini-cli)")
 	callsFlag   = flag.Int("fidelity.calls", 0, "TestScoreboard: run seeds until each harness version made at least this many calls (instead of -fidelity.seeds)")
 	ledgerFlag  = flag.String("fidelity.ledger", "", "TestScoreboard: append each outcome to DIR/HARNESS-VERSION.jsonl; the scoreboard then counts every entry of DIR")
 )
@@ -46,7 +46,7 @@ type suite struct {
 
 // suites lists every harness's grammar and versions.
 func suites() []suite {
-	return []suite{{Claude, ClaudeTargets()}, {Codex, CodexTargets()}, {Pi, PiTargets()}}
+	return []suite{{Claude, ClaudeTargets()}, {Codex, CodexTargets()}, {Pi, PiTargets()}, {Gemini, GeminiTargets()}}
 }
 
 // lock takes a machine-wide lock of the fidelity runs in the directories named name (the

@@ -89,7 +89,7 @@ type Error struct {
 
 // Error names the place, the feature, why it is refused and where the docs say more.
 func (e *Error) Error() string {
-	where := fmt.Sprintf("thread %s step %d: %s", e.Thread, e.Step, e.Finding.String())
+	where := fmt.Sprintf("thread %q step %d: %s", e.Thread, e.Step, e.Finding.String())
 	if e.Step < 0 {
 		where = fmt.Sprintf("meta.labels %s: %s", Label, e.Finding.Item)
 	}

@@ -121,7 +121,7 @@ func TestCheck(t *testing.T) {
 	require.True(t, errors.As(err, &ue), "%v", err)
 	assert.Equal(t, "t1", ue.Thread)
 	assert.Equal(t, 1, ue.Step)
-	assert.Contains(t, err.Error(), "thread t1 step 1: Codex multi_agent_v2 sub-agents: request /input/11 is an input item of type \"agent_message\"")
+	assert.Contains(t, err.Error(), "thread \"t1\" step 1: Codex multi_agent_v2 sub-agents: request /input/11 is an input item of type \"agent_message\"")
 	assert.Contains(t, err.Error(), "attributed to the parent's thread")
 	assert.Contains(t, err.Error(), unsupported.Docs)
 

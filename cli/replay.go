@@ -11,10 +11,12 @@ import (
 
 	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/internal/term"
 	"github.com/tapebox/tapebox/replay"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/unsupported"
 )
 
 func init() {
@@ -200,6 +202,9 @@ failed, a replay differs (as replay --check) or the run stopped.`)
 	rec, code := loadTapeToAct(env, "replay", f.tapePath, *allowTampered)
 	if rec == nil {
 		return code
+	}
+	if err := unsupported.Check(rec); err != nil { // both modes; replay.Open checks too
+		return failf(env, "replay", "%s: %v", f.tapePath, term.Printable(err.Error()))
 	}
 	if f.output == "-" && (f.listen != "" || f.json || f.check) {
 		return usageError(env, fs, `--output - prints the replay tape on stdout: it goes with neither --listen, --json nor --check, which print there too`)

@@ -2,10 +2,12 @@ package fork
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/unsupported"
 )
 
 // Config configures a fork Server.
@@ -42,8 +44,12 @@ type Server struct {
 }
 
 // Check says whether the fork point exists in rec: an error naming the thread or the step
-// when it does not.
+// when it does not. A tape that records a feature TapeBox does not replay (package
+// unsupported: Codex's multi_agent_v2) is refused with its *unsupported.Error.
 func Check(rec *tape.Tape, thread string, at int) (*tape.Thread, error) {
+	if err := unsupported.Check(rec); err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
 	return gateway.CheckFork(rec, thread, at)
 }
 

@@ -137,6 +137,10 @@ type Gateway struct {
 	lastErr  string // the last upstream failure, for the end reason
 	steps    int
 	wsOpts   workspace.Options // the exclusions the start snapshot applied, for the end manifest
+
+	// unsupported is set once a request showed a feature TapeBox records but does not
+	// replay (package unsupported): the tape is labelled and the log told once. Under mu.
+	unsupported bool
 }
 
 // New creates the tape at cfg.Output and returns a Gateway recording into it. Close (or

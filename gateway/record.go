@@ -20,6 +20,7 @@ import (
 
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
+	"github.com/tapebox/tapebox/tape/unsupported"
 )
 
 // recording is one model call being recorded.
@@ -91,6 +92,8 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 		}
 	}
 	g.out.prepareSync() // the answer's publish then costs one rename
+	// Outside the lock: it may decode the body.
+	found := unsupported.Request(step.Request.Raw)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if heavy {
@@ -109,6 +112,7 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 	}
 	th, continued := g.attribute(&step.Request)
 	th.inFlight++
+	g.noteUnsupported(th.id, found)
 	rec.th = th
 	if !continued || th.last == nil {
 		return
@@ -376,6 +380,23 @@ func fsyncPath(path string) error {
 		f.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// noteUnsupported labels the tape (unsupported.Label) and logs once, at the first request
+// that shows a feature TapeBox records but does not replay (f, from unsupported.Request;
+// nil for none): Codex's multi_agent_v2. The call is recorded as any other: the user's run
+// goes on. Called with g.mu held.
+func (g *Gateway) noteUnsupported(thread string, f *unsupported.Finding) {
+	if g.unsupported || f == nil {
+		return
+	}
+	g.unsupported = true
+	what := fmt.Sprintf("%s (thread %s)", f, thread)
+	g.logf("%s: recorded, but replay and fork will refuse this tape: %s (see %s)", what, unsupported.Why, unsupported.Docs)
+	if err := g.out.updateMeta(func(m *tape.Meta) { m.Labels[unsupported.Label] = what }); err != nil {
+		g.logf("meta: %v", err)
+	}
+	g.dirty.Store(true)
 }
 
 // setMeta fills what the first call tells of the run. The first call is the main thread's

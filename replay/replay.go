@@ -14,6 +14,7 @@ import (
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/unsupported"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -147,6 +148,9 @@ func Open(ctx context.Context, rec *tape.Tape, spec string, opts Options) (*Repl
 	}
 	if rec.Main() == nil {
 		return nil, errors.New("replay: the tape has no main thread")
+	}
+	if err := unsupported.Check(rec); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
 	}
 	r := &Replay{rec: rec, opts: opts}
 	if !opts.NoWorkspace {

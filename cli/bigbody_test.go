@@ -133,12 +133,19 @@ func TestGatewayLargeAnswersMemory(t *testing.T) {
 
 // TestGatewayConcurrentBodiesMemory sends ten 30 MB request bodies at once (under the
 // recording limit: each is recorded whole) through a `tapebox gateway` process and measures
-// how far its resident set grows over idle. The bound is loose, three times the 300 MB in
-// flight: the target is 1.5x, and BenchmarkMemory/gateway/requests=10x30MB-concurrent
-// measures it (0.96-1.03x). This test has measured 2.0-2.2x in every run so far, busy machine
-// or not, a difference from the benchmark not yet explained. The bound is for the
-// regression: the gateway that buffered whole bodies grew by 1.5 GB (5x). Every call is
-// recorded.
+// how far its resident set grows over idle: at most 1.5x the 300 MB in flight, the target.
+// It measures 1.12-1.28x (BenchmarkMemory/gateway/requests=10x30MB-concurrent the same).
+//
+// It measured 2.0-2.2x before, and the benchmark 0.96-1.03x only because the benchmark
+// was last run before the digests over canonical JSON (sha256-jcs-chain-2) were merged; run
+// again, it measured 2.13x too. The cause, from GODEBUG=gctrace=1 of the gateway: the large
+// bodies are encoded one at a time (Gateway.heavy), and while one is, about 290 MB is live
+// (the body, its normalized messages, the encoded request and its canonical form for the
+// digest); the collection that sees it sets the next heap goal at about 580 MB, and the
+// next bodies grew the heap to that goal ("290->290->289 MB, 290 MB goal", then "593->593->35
+// MB, 593 MB goal"). With --no-digests it was 1.10x. A collection after each large body
+// (heavyDone) brings the goal back down. The gateway that buffered whole bodies grew by 1.5 GB
+// (5x). Every call is recorded.
 func TestGatewayConcurrentBodiesMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 300 MB through a gateway process")
@@ -176,7 +183,7 @@ func TestGatewayConcurrentBodiesMemory(t *testing.T) {
 	growth := procKB(t, pid, "VmHWM") - idle
 	inFlight := calls * n >> 10
 	t.Logf("tapebox gateway: idle %d MB, grew by %d MB for %d MB in flight (%.2fx; target 1.5x)", idle>>10, growth>>10, inFlight>>10, float64(growth)/float64(inFlight))
-	assert.Less(t, growth, 3*inFlight, "the gateway grew by %d MB", growth>>10)
+	assert.Less(t, growth, 3*inFlight/2, "the gateway grew by %d MB", growth>>10)
 
 	resp, err := http.Post(base+"/tapebox/end", "", nil)
 	require.NoError(t, err)

@@ -91,7 +91,11 @@ tapebox (or --prices FILE), whose date is in prices_date; it is null when a mode
 price. --traces also writes each tape's conversation as the session files its harness
 writes (see tapebox export --help) under traces/: traces/claude-code/<project>/<session>.jsonl,
 traces/codex/YYYY/MM/DD/rollout-*.jsonl, traces/sts/*.jsonl for other harnesses, the
-layouts the Hub's trace viewer detects; the card says how they relate to the tapes.
+layouts the Hub's trace viewer detects; the card says how they relate to the tapes. With it
+the split also gets a "traces" config (data/traces/...): one row per session file in the
+Hub's agent-traces schema (harness, session_id, prompt, messages, tools, metadata, sent_at,
+num_user_messages, num_tool_calls, trace, file_path), and the card the tag
+format:agent-traces.
 
 Before anything is written, every tape is scanned for secrets (API keys, tokens, private keys,
 as tapebox scan does), and so is every file of its start snapshot unless --no-workspace: a tape
@@ -120,7 +124,7 @@ does configs, dataset_info and size_categories.`)
 	var pricesFile string
 	pricesFlag(fs, &pricesFile, "for the cost_usd column")
 	traces := fs.Bool("traces", false, "also write each tape's harness-native session files under traces/")
-	asJSON := fs.Bool("json", false, `print a summary object: {"out", "split", "format", "inputs", "input_bytes", "tapes", "steps", "skipped", "workspaces", ..., "files": [{"path", "bytes"}], "dataset": {"license", "splits", "download_size", "dataset_size"}, "elapsed_ms"}`)
+	asJSON := fs.Bool("json", false, `print a summary object: {"out", "split", "format", "inputs", "input_bytes", "tapes", "steps", "traces", "skipped", "workspaces", ..., "files": [{"path", "bytes"}], "dataset": {"license", "splits", "download_size", "dataset_size"}, "elapsed_ms"}`)
 	var card dataset.CardFields
 	fs.StringVar(&card.License, "license", "", "the card's license `ID`: a Hub license id (apache-2.0, mit, cc-by-4.0, other, ...) or an SPDX identifier")
 	fs.StringVar(&card.PrettyName, "pretty-name", "", "the card's pretty_name, its title (a `NAME`)")
@@ -175,6 +179,9 @@ does configs, dataset_info and size_categories.`)
 		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,
 		MadeWith: "tapebox " + Version, Version: Version, Card: card, Prices: table, AllowTampered: *allowTampered,
 	}
+	if *traces {
+		opts.Traces = traceRows
+	}
 	opts.Progress = progressTo(env)
 	res, err := dataset.Export(ctx, inputs, opts)
 	var invalid *dataset.InvalidTapesError
@@ -206,6 +213,9 @@ does configs, dataset_info and size_categories.`)
 	if res.Workspaces > 0 {
 		fmt.Fprintf(env.Stdout, "with %d start snapshots (%.1f MB) in data/workspaces\n", res.Workspaces, float64(res.WorkspaceBytes)/1e6)
 	}
+	if opts.Traces != nil {
+		fmt.Fprintf(env.Stdout, "with %s in data/traces (the Hub's agent-traces schema)\n", plural(int(res.Traces), "session row"))
+	}
 	if res.WorkspacesLeftOut > 0 {
 		fmt.Fprintf(env.Stdout, "left out the start snapshots of %d tapes (--no-workspace): they cannot be replayed from the dataset alone\n", res.WorkspacesLeftOut)
 	}
@@ -220,15 +230,18 @@ does configs, dataset_info and size_categories.`)
 
 func runDatasetImport(ctx context.Context, env *Env, args []string) int {
 	fs := newFlagSet(env, "dataset import", "DIR --out TAPES_DIR [--split S] [--verify] [--json]", `
-Rebuilds one tape file per row of the dataset's tapes table (TAPE_ID.json), byte-identical
-to the canonical encoding of the tape that was exported, and writes each tape's start
+Rebuilds one tape file per row of the dataset's tapes table, byte-identical to the canonical
+encoding of the tape that was exported, under the name of the file it was exported from
+(the source_file column) where that name is a plain file name ending in .json that no other
+tape of the import has and that is not another tape's TAPE_ID.json; else as TAPE_ID.json,
+and says which tapes and why. It writes each tape's start
 snapshot beside it, checked against its digest, under the name meta.workspace.snapshot
 gives. A name that is not a plain file name, or that a different snapshot already took, is
 replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	out := fs.String("out", "", "folder for the tape files (required)")
 	split := fs.String("split", "", "import only this split (default: every split)")
 	verify := fs.Bool("verify", false, "validate each tape against the schema and check its encoding before writing it")
-	asJSON := fs.Bool("json", false, `print a summary object: {"dir", "out", "tapes", "bytes", "splits": [{"name", "tapes"}], "workspaces", "workspace_bytes", "renamed", "without_workspace", "elapsed_ms"}`)
+	asJSON := fs.Bool("json", false, `print a summary object: {"dir", "out", "tapes", "bytes", "splits": [{"name", "tapes"}], "workspaces", "workspace_bytes", "renamed", "without_workspace", "names_kept", "id_named": [{"tape_id", "source_file", "why"}], "elapsed_ms"}`)
 	allowTampered := allowTamperedFlag(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
@@ -265,6 +278,9 @@ replaced by TAPE_ID.workspace.tar.zst, and that tape's file names it instead.`)
 	}
 	if res.WithoutWorkspace > 0 {
 		fmt.Fprintf(env.Stdout, "%d tapes name a start snapshot the dataset does not hold (exported with --no-workspace)\n", res.WithoutWorkspace)
+	}
+	for _, n := range res.IDNamed {
+		fmt.Fprintf(env.Stdout, "tape %s: written as %s, not %q (%s)\n", n.TapeID, dataset.TapeFileName(n.TapeID), n.SourceFile, n.Why)
 	}
 	return ExitOK
 }
@@ -322,6 +338,7 @@ type datasetExportJSON struct {
 	InputBytes        int64                `json:"input_bytes"`
 	Tapes             int                  `json:"tapes"`
 	Steps             int64                `json:"steps"`
+	Traces            int64                `json:"traces"`
 	Skipped           []datasetSkippedJSON `json:"skipped"`
 	Workspaces        int                  `json:"workspaces"`
 	WorkspaceBytes    int64                `json:"workspace_bytes"`
@@ -366,7 +383,7 @@ type datasetSplitJSON struct {
 func exportSummary(out string, opts dataset.ExportOptions, inputs int, res *dataset.ExportResult) datasetExportJSON {
 	sum := datasetExportJSON{
 		Out: out, Split: opts.Split, Format: opts.Format.String(), Inputs: inputs, InputBytes: res.InputBytes,
-		Tapes: res.Tapes, Steps: res.Steps, Skipped: []datasetSkippedJSON{},
+		Tapes: res.Tapes, Steps: res.Steps, Traces: res.Traces, Skipped: []datasetSkippedJSON{},
 		Workspaces: res.Workspaces, WorkspaceBytes: res.WorkspaceBytes, WorkspacesLeftOut: res.WorkspacesLeftOut,
 		Files: []datasetFileJSON{}, ElapsedMS: res.Elapsed.Milliseconds(),
 	}
@@ -416,7 +433,16 @@ type datasetImportJSON struct {
 	WorkspaceBytes   int64                 `json:"workspace_bytes"`
 	Renamed          []datasetRenamedJSON  `json:"renamed"`
 	WithoutWorkspace int                   `json:"without_workspace"`
+	NamesKept        int                   `json:"names_kept"`
+	IDNamed          []datasetIDNamedJSON  `json:"id_named"`
 	ElapsedMS        int64                 `json:"elapsed_ms"`
+}
+
+// datasetIDNamedJSON is a tape named by its id although the dataset gives its file name.
+type datasetIDNamedJSON struct {
+	TapeID     string `json:"tape_id"`
+	SourceFile string `json:"source_file"`
+	Why        string `json:"why"`
 }
 
 // datasetImportedJSON counts the tapes imported from one split.
@@ -436,10 +462,13 @@ func importSummary(dir, out string, res *dataset.ImportResult) datasetImportJSON
 	sum := datasetImportJSON{
 		Dir: dir, Out: out, Tapes: res.Tapes, Bytes: res.Bytes, Splits: []datasetImportedJSON{},
 		Workspaces: res.Workspaces, WorkspaceBytes: res.WorkspaceBytes, Renamed: []datasetRenamedJSON{},
-		WithoutWorkspace: res.WithoutWorkspace, ElapsedMS: res.Elapsed.Milliseconds(),
+		WithoutWorkspace: res.WithoutWorkspace, NamesKept: res.NamesKept, IDNamed: []datasetIDNamedJSON{}, ElapsedMS: res.Elapsed.Milliseconds(),
 	}
 	for _, s := range res.Splits {
 		sum.Splits = append(sum.Splits, datasetImportedJSON{Name: s.Name, Tapes: s.Tapes})
+	}
+	for _, n := range res.IDNamed {
+		sum.IDNamed = append(sum.IDNamed, datasetIDNamedJSON{TapeID: n.TapeID, SourceFile: n.SourceFile, Why: n.Why})
 	}
 	for _, r := range res.Renamed {
 		sum.Renamed = append(sum.Renamed, datasetRenamedJSON{TapeID: r.TapeID, From: r.From, To: r.To})

@@ -287,15 +287,27 @@ func unescapeHTML(s string) string {
 
 func (s *inspectSummary) writeText(w io.Writer) error {
 	var b strings.Builder
+	s.writeMeta(&b)
+	s.writeTotals(&b)
+	s.writeThreads(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// row writes one "label  value" line of the summary.
+func row(b *strings.Builder, label, format string, args ...any) {
+	fmt.Fprintf(b, "%-10s %s\n", label, fmt.Sprintf(format, args...))
+}
+
+// writeMeta writes what the tape says about itself: ids, harness, where and when it ran, its
+// workspace, end, limits and digests.
+func (s *inspectSummary) writeMeta(b *strings.Builder) {
 	m := s.Meta
-	row := func(label, format string, args ...any) {
-		fmt.Fprintf(&b, "%-10s %s\n", label, fmt.Sprintf(format, args...))
-	}
 	id := m.TapeID
 	if m.ReplayOf != nil {
 		id += " (replay of " + *m.ReplayOf + ")"
 	}
-	row("tape", "%s", id)
+	row(b, "tape", "%s", id)
 	if f := m.ForkedFrom; f != nil {
 		var served []string
 		for th, n := range f.Served {
@@ -311,15 +323,15 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 		if len(over) > 0 {
 			line += "; overrides: " + strings.Join(over, ", ")
 		}
-		row("forked", "%s", line)
+		row(b, "forked", "%s", line)
 	}
-	row("harness", "%s", strings.TrimSpace(m.Harness+" "+m.HarnessVersion))
-	row("provider", "%s", m.Provider)
-	row("model", "%s", m.Model)
+	row(b, "harness", "%s", strings.TrimSpace(m.Harness+" "+m.HarnessVersion))
+	row(b, "provider", "%s", m.Provider)
+	row(b, "model", "%s", m.Model)
 	if m.Cwd != "" {
-		row("cwd", "%s", m.Cwd)
+		row(b, "cwd", "%s", m.Cwd)
 	} else {
-		row("cwd", "unknown: the tape does not say where it ran (a replay in Docker needs --cwd)")
+		row(b, "cwd", "unknown: the tape does not say where it ran (a replay in Docker needs --cwd)")
 	}
 	if ws := m.Workspace; ws != nil {
 		start := "start: empty (no snapshot)"
@@ -330,16 +342,16 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 		if ws.End != nil {
 			end = fmt.Sprintf("end: %d entries", len(ws.End))
 		}
-		row("workspace", "%s; %s", start, end)
+		row(b, "workspace", "%s; %s", start, end)
 	} else {
-		row("workspace", "not recorded")
+		row(b, "workspace", "not recorded")
 	}
-	row("started", "%s", m.StartedAt.Format(time.RFC3339Nano))
+	row(b, "started", "%s", m.StartedAt.Format(time.RFC3339Nano))
 	if len(m.Task) > 0 {
-		row("task", "%s", pairs(m.Task))
+		row(b, "task", "%s", pairs(m.Task))
 	}
 	if len(m.Labels) > 0 {
-		row("labels", "%s", pairs(m.Labels))
+		row(b, "labels", "%s", pairs(m.Labels))
 	}
 	if e := m.Ended; e != nil {
 		line := fmt.Sprintf("%s at %s (%s after the start)", e.Reason, e.At.Format(time.RFC3339Nano), e.At.Sub(m.StartedAt).Round(time.Millisecond))
@@ -349,12 +361,12 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 		if e.Detail != "" {
 			line += ": " + e.Detail
 		}
-		row("ended", "%s", line)
+		row(b, "ended", "%s", line)
 	} else {
-		row("ended", "no end recorded: still running or cut short")
+		row(b, "ended", "no end recorded: still running or cut short")
 	}
 	if l := m.Limits; l != nil {
-		row("limits", "%s", limitsLine(l))
+		row(b, "limits", "%s", limitsLine(l))
 	}
 	if d := s.Digests; d != nil {
 		switch d.State {
@@ -363,44 +375,52 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 			if d.PublicKey != "" {
 				signed = "signed by " + d.PublicKey + ", signature ok"
 			}
-			row("digests", "ok: %s chained, root %s, %s", plural(d.Steps, "step"), d.Root, signed)
+			row(b, "digests", "ok: %s chained, root %s, %s", plural(d.Steps, "step"), d.Root, signed)
 		case string(tape.DigestsNone):
-			row("digests", "no digests (written without them, or before they existed)")
+			row(b, "digests", "no digests (written without them, or before they existed)")
 		default:
-			row("digests", "MISMATCH at %s: %s (after %s that match)", d.Pointer, d.Problem, plural(d.Steps, "step"))
+			row(b, "digests", "MISMATCH at %s: %s (after %s that match)", d.Pointer, d.Problem, plural(d.Steps, "step"))
 		}
 	}
+}
+
+// writeTotals writes the counts, tokens, duration and cost of the whole tape.
+func (s *inspectSummary) writeTotals(b *strings.Builder) {
 	tot := s.Totals
 	b.WriteByte('\n')
-	row("totals", "%s, %s, %s", plural(tot.Threads, "thread"), plural(tot.Steps, "step"), plural(tot.ToolCalls, "tool call"))
+	row(b, "totals", "%s, %s, %s", plural(tot.Threads, "thread"), plural(tot.Steps, "step"), plural(tot.ToolCalls, "tool call"))
 	if len(tot.ToolNames) > 0 {
-		row("tools", "%s", strings.Join(tot.ToolNames, ", "))
+		row(b, "tools", "%s", strings.Join(tot.ToolNames, ", "))
 	}
 	u := tot.Usage
-	row("tokens", "input %d, output %d, cache read %d, cache write %d, reasoning %d", u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.ReasoningTokens)
-	row("duration", "%s", duration(tot.DurationMS))
+	row(b, "tokens", "input %d, output %d, cache read %d, cache write %d, reasoning %d", u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.ReasoningTokens)
+	row(b, "duration", "%s", duration(tot.DurationMS))
 	cost := prices.Format(s.Cost.USD) + " (prices of " + s.Cost.PricesDate + ")"
 	if len(s.Cost.Unpriced) > 0 {
 		cost += "; no price for " + strings.Join(quoteModels(s.Cost.Unpriced), ", ")
 	}
-	row("cost", "%s", cost)
+	row(b, "cost", "%s", cost)
+}
+
+// writeThreads writes each thread and its steps, one line per tool call.
+func (s *inspectSummary) writeThreads(b *strings.Builder) {
 	for ti, th := range s.Threads {
-		fmt.Fprintf(&b, "\nthread %s", th.ID)
+		fmt.Fprintf(b, "\nthread %s", th.ID)
 		if p := th.Parent; p != nil {
 			name := p.ToolName
 			if name == "" {
 				name = "call not in the tape"
 			}
-			fmt.Fprintf(&b, "  spawned by %s / %s (%s)", p.ThreadID, p.ToolCallID, name)
+			fmt.Fprintf(b, "  spawned by %s / %s (%s)", p.ThreadID, p.ToolCallID, name)
 		}
-		fmt.Fprintf(&b, ": %s", plural(len(th.Steps), "step"))
+		fmt.Fprintf(b, ": %s", plural(len(th.Steps), "step"))
 		if ti < len(s.Cost.Threads) {
-			fmt.Fprintf(&b, ", cost %s", prices.Format(s.Cost.Threads[ti].USD))
+			fmt.Fprintf(b, ", cost %s", prices.Format(s.Cost.Threads[ti].USD))
 		}
 		b.WriteByte('\n')
 		for _, st := range th.Steps {
 			u := st.Usage
-			fmt.Fprintf(&b, "  step %-3d %s  first byte %.0f ms, last byte %.0f ms  tokens in %d out %d cache-read %d cache-write %d  stop %s\n",
+			fmt.Fprintf(b, "  step %-3d %s  first byte %.0f ms, last byte %.0f ms  tokens in %d out %d cache-read %d cache-write %d  stop %s\n",
 				st.Index, st.Model, st.FirstByteMS, st.LastByteMS,
 				u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, orDash(st.StopReason))
 			for _, cut := range []struct {
@@ -408,7 +428,7 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 				tr   *tape.Truncation
 			}{{"request", st.RequestTruncated}, {"response", st.ResponseTruncated}} {
 				if cut.tr != nil {
-					fmt.Fprintf(&b, "    [%s body not recorded: %s, over the %s recording limit]\n", cut.what, size(cut.tr.Bytes), size(cut.tr.Limit))
+					fmt.Fprintf(b, "    [%s body not recorded: %s, over the %s recording limit]\n", cut.what, size(cut.tr.Bytes), size(cut.tr.Limit))
 				}
 			}
 			for _, c := range st.ToolCalls {
@@ -419,12 +439,10 @@ func (s *inspectSummary) writeText(w io.Writer) error {
 				case "none":
 					flag = "  [no result]"
 				}
-				fmt.Fprintf(&b, "    %s %s %s%s\n", c.Name, c.ID, c.line, flag)
+				fmt.Fprintf(b, "    %s %s %s%s\n", c.Name, c.ID, c.line, flag)
 			}
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // quoteModels names unpriced models for the cost line; a step that named none is "(none)".

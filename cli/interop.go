@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/interop"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/secrets"
@@ -46,7 +48,10 @@ Writes each tape in another tool's format, into DIR (default "export"):
   codex        Codex rollout files: DIR/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl, one per
                thread (session meta, turn context, response items, event messages). Copied
                under $CODEX_HOME/sessions, "codex exec resume <id>" continues the run with
-               the model provider the rollout names (--codex-model-provider, default openai).
+               the model provider the rollout names: the one the run used, which tapebox
+               record took from Codex's own rollout (tapebox record's is "tapebox") and a
+               Codex import from the rollout it read (label tapebox.codex_model_provider);
+               openai when the tape does not say; --codex-model-provider ID overrides it.
                OpenAI Responses tapes only.
   sts          the Hugging Face Hub's Session Trace Simple format, for other harnesses:
                DIR/<tape id>/<thread id>.jsonl.
@@ -67,7 +72,7 @@ stops the export unless --allow-secrets.`)
 	var pricesFile string
 	pricesFlag(fs, &pricesFile, "for ATIF's cost_usd")
 	allowSecrets := fs.Bool("allow-secrets", false, "write files in which the secret scan finds something")
-	codexProvider := fs.String("codex-model-provider", "openai", "with --to codex: the model_provider `ID` of Codex's config the rollouts name")
+	codexProvider := fs.String("codex-model-provider", "", "with --to codex: the model_provider `ID` of Codex's config the rollouts name (default: the one the run used, else openai)")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -204,12 +209,12 @@ func writeTraces(ctx context.Context, paths []string, dir string, skipInvalid bo
 		if err != nil {
 			return n, fmt.Errorf("%s: %w", p, err)
 		}
-		f := interop.STS
-		switch {
-		case tp.Meta.Harness == "claude-code" && tp.Meta.Provider == tape.ProviderAnthropic && tp.Meta.Cwd != "":
-			f = interop.ClaudeCode
-		case tp.Meta.Harness == "codex" && tp.Meta.Provider == tape.ProviderOpenAIResponses && tp.Meta.Cwd != "":
-			f = interop.Codex
+		f := interop.HubFormat(tp)
+		if f == interop.ClaudeCode {
+			// The raw responses too: Claude Code's files keep the response ids.
+			if tp, err = interop.LoadFor(p, f); err != nil {
+				return n, fmt.Errorf("%s: %w", p, err)
+			}
 		}
 		files, err := interop.Export(tp, f, interop.Options{})
 		if err != nil {
@@ -226,6 +231,44 @@ func writeTraces(ctx context.Context, paths []string, dir string, skipInvalid bo
 		}
 	}
 	return n, nil
+}
+
+// traceRows gives a tape's rows of the dataset's traces table: its session files in the
+// Hub's format, as writeTraces writes them under the dataset's traces/, in the Hub's
+// agent-traces schema.
+func traceRows(_ context.Context, _ string, data []byte) ([]dataset.TraceRow, error) {
+	// Read as writeTraces reads, so that the rows describe the files it writes: the
+	// normalized fields only, but the raw responses too for Claude Code's files.
+	tp, err := tape.LoadSummary(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	if interop.HubFormat(tp) == interop.ClaudeCode {
+		if tp, err = tape.Unmarshal(data); err != nil {
+			return nil, err
+		}
+	}
+	f, _, traces, err := interop.AgentTraces(tp, interop.Options{})
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]dataset.TraceRow, len(traces))
+	for i, at := range traces {
+		r := dataset.TraceRow{
+			Harness: at.Harness, SessionID: at.SessionID, Prompt: at.Prompt, SentAt: at.SentAt,
+			Messages: make([]string, len(at.Messages)), Tools: make([]string, len(at.Tools)), Metadata: string(at.Metadata),
+			NumUserMessages: at.NumUserMessages, NumToolCalls: at.NumToolCalls, Trace: dataset.TraceJSON(at.Trace),
+			FilePath: path.Join(dataset.TracesDir, string(f), at.Path),
+		}
+		for j, m := range at.Messages {
+			r.Messages[j] = string(m)
+		}
+		for j, t := range at.Tools {
+			r.Tools[j] = string(t)
+		}
+		rows[i] = r
+	}
+	return rows, nil
 }
 
 func runImport(ctx context.Context, env *Env, args []string) int {
@@ -345,7 +388,7 @@ unless --allow-secrets.`)
 				return failf(env, "import", "%v", err)
 			}
 			if len(found) > 0 {
-				for _, x := range found {
+				for _, x := range secrets.Masked(found) {
 					fmt.Fprintf(env.Stderr, "%s: %s\n", tp.Meta.Labels[interop.LabelSource], x)
 				}
 				return failf(env, "import", "%s holds %d secrets (nothing was imported; --allow-secrets imports them anyway)", tp.Meta.Labels[interop.LabelSource], len(found))

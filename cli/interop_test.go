@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/dataset"
 	"github.com/tapebox/tapebox/prices"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -176,8 +177,9 @@ func TestInspectCost(t *testing.T) {
 func TestDatasetCostAndTraces(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "ds")
-	code, _, stderr := runDatasetCLI(t, "export", "--out", out, "--traces", replayTape, "../testdata/replay/codex.json")
+	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--traces", replayTape, "../testdata/replay/codex.json")
 	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "with 3 session rows in data/traces (the Hub's agent-traces schema)")
 	traces := filesUnder(t, filepath.Join(out, "traces"))
 	var cc, cx int
 	for _, f := range traces {
@@ -190,9 +192,34 @@ func TestDatasetCostAndTraces(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(card), "## Traces")
 	assert.Contains(t, string(card), "claude-code (2), codex (1)")
+	assert.Contains(t, string(card), "config_name: traces")
+	assert.Contains(t, string(card), "- "+dataset.TagAgentTraces)
 	// validate recomputes every row, the cost columns included.
 	code, _, stderr = runDatasetCLI(t, "validate", out)
 	assert.Equal(t, 0, code, stderr)
+
+	// The traces table: one row per session file, each naming its file under traces/ and
+	// holding its content; the Claude Code rows keep the recorded response ids.
+	rows, err := dataset.ReadTraces(out, "train")
+	require.NoError(t, err)
+	require.Len(t, rows, 3)
+	harnesses := map[string]int{}
+	for _, r := range rows {
+		harnesses[r.Harness]++
+		file, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(r.FilePath)))
+		require.NoError(t, err, "file_path %s names a file the export wrote", r.FilePath)
+		var text string
+		require.NoError(t, json.Unmarshal([]byte(r.Trace), &text))
+		assert.Equal(t, string(file), text, "%s: the trace column holds the file", r.FilePath)
+		require.NotNil(t, r.Prompt)
+		assert.Positive(t, r.NumToolCalls)
+		assert.NotEmpty(t, r.Tools)
+		var md map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.Metadata), &md))
+		assert.NotEmpty(t, md["tape_id"])
+	}
+	assert.Equal(t, map[string]int{"claude_code": 2, "codex": 1}, harnesses)
+	assert.NotEmpty(t, grepTree(t, filepath.Join(out, "traces", "claude-code"), `"id":"msg_fake_main_0"`), "recorded message ids, not made-up ones")
 }
 
 func boolInt(b bool) int {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/internal/term"
+	"github.com/tapebox/tapebox/interop"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -42,7 +43,10 @@ Codex CLI ignores OPENAI_BASE_URL for its built-in provider, so when CMD is code
 passes it a provider pointing at the gateway with -c overrides (model_provider="tapebox",
 model_providers.tapebox.base_url=.../v1, wire_api="responses", env_key="OPENAI_API_KEY" when
 that variable is set): no file to edit. A command that already names a model_provider, and
---no-codex-provider, are left alone. --listen ADDR fixes the address (default: a free
+--no-codex-provider, are left alone. When CMD is opencode, record writes a temporary config
+file that points opencode's anthropic and openai providers at the gateway and names it in
+OPENCODE_CONFIG (the user's own config is not touched; --no-opencode-provider skips it).
+--listen ADDR fixes the address (default: a free
 loopback port), for a harness configured by hand. docs/harnesses.md shows Claude Code, Codex and
 Pi side by side.
 
@@ -59,6 +63,7 @@ the directory CMD runs in: this one.`)
 	fs.BoolVar(&gf.noWorkspace, "no-workspace", false, "do not snapshot the working directory at the start nor record its end manifest")
 	listen := fs.String("listen", "127.0.0.1:0", "address the gateway listens on (port 0: a free one); an address beyond loopback makes it reachable from the network, without authentication")
 	noCodex := fs.Bool("no-codex-provider", false, "do not pass Codex the -c overrides of a provider that points at the gateway")
+	noOpenCode := fs.Bool("no-opencode-provider", false, "do not give OpenCode the temporary config (OPENCODE_CONFIG) that points its anthropic and openai providers at the gateway")
 	if code, done := parseCommand(env, fs, args); done {
 		return code
 	}
@@ -108,6 +113,24 @@ the directory CMD runs in: this one.`)
 		"OPENAI_BASE_URL="+base+"/v1",
 		"TAPEBOX_GATEWAY_URL="+base,
 	)
+	if wdErr == nil {
+		// CMD runs here: a harness that trusts $PWD over its working directory (opencode
+		// does) must not get the one record's own parent left.
+		cmd.Env = append(cmd.Env, "PWD="+wd)
+	}
+	if !*noOpenCode && isOpenCode(argv) {
+		ocEnv, cleanup, note, err := openCodeEnv(base, env.Getenv)
+		if err != nil {
+			srv.Close()
+			g.Finish(tape.EndError, err.Error())
+			return failf(env, "record", "%v", err)
+		}
+		defer cleanup()
+		if note != "" {
+			fmt.Fprintf(env.Stderr, "tapebox record: %s\n", note)
+		}
+		cmd.Env = append(cmd.Env, ocEnv...)
+	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	fmt.Fprintf(env.Stderr, "tapebox record: gateway on %s, recording into %s\n", base, gf.output)
@@ -129,6 +152,11 @@ the directory CMD runs in: this one.`)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	srv.Shutdown(shutdownCtx)
 	cancel()
+	if p := codexRunProvider(g, argv); p != "" {
+		if err := g.SetLabel(interop.LabelCodexModelProvider, p); err != nil {
+			fmt.Fprintf(env.Stderr, "tapebox record: %v\n", err)
+		}
+	}
 	reason, detail := g.Outcome()
 	if code != 0 && reason == tape.EndComplete {
 		reason, detail = tape.EndCut, fmt.Sprintf("%s exited with code %d", argv[0], code)
@@ -175,6 +203,46 @@ func loopbackAddr(addr net.Addr) string {
 		return addr.String()
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+}
+
+// codexRunProvider is the model_provider a recorded Codex run used, which its requests do
+// not carry: the one the rollout Codex wrote of the run names ($CODEX_HOME/sessions, by
+// default ~/.codex), else the one argv names (record's own -c override, "tapebox", or the
+// user's); "" for a run of another harness or when neither says.
+func codexRunProvider(g *gateway.Gateway, argv []string) string {
+	var codex bool
+	var thread string
+	g.View(func(tp *tape.Tape) {
+		codex = tp.Meta.Harness == "codex"
+		if main := tp.Main(); main != nil && len(main.Steps) > 0 {
+			thread = interop.CodexThreadID(tp, main)
+		}
+	})
+	if !codex && (len(argv) == 0 || filepath.Base(argv[0]) != "codex") {
+		return ""
+	}
+	home := os.Getenv("CODEX_HOME")
+	if home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(h, ".codex")
+		}
+	}
+	if p := interop.CodexRolloutProvider(home, thread); p != "" {
+		return p
+	}
+	return argvModelProvider(argv)
+}
+
+// argvModelProvider is the model_provider a Codex command line sets with -c
+// model_provider=ID (or "ID"), or "".
+func argvModelProvider(argv []string) string {
+	p := ""
+	for _, a := range argv {
+		if v, ok := strings.CutPrefix(a, "model_provider="); ok {
+			p = strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	return p
 }
 
 // codexProvider inserts after argv[0], when it is the Codex CLI, the -c overrides of a

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
+	"github.com/tapebox/tapebox/interop"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
@@ -68,4 +69,35 @@ func TestRecordRealCodex(t *testing.T) {
 	assert.Equal(t, "/v1/responses", tp.Main().Steps[0].Request.Path)
 	assert.Equal(t, tape.EndComplete, tp.Meta.Ended.Reason)
 	assert.NotEmpty(t, fp.Requests(), "the calls reached the provider through the gateway")
+	// The provider Codex ran with, which no request says: its own rollout names it.
+	assert.Equal(t, "tapebox", tp.Meta.Labels[interop.LabelCodexModelProvider])
+	assert.Equal(t, "tapebox", interop.CodexRolloutProvider(home, interop.CodexThreadID(tp, tp.Main())), "read from the rollout Codex wrote")
+
+	// Configured by hand (no -c overrides, a config.toml naming provider "mine"): only the
+	// rollout can tell, and record takes it from there.
+	cfg := strings.ReplaceAll(realharness.CodexConfigTOML("http://"+addr+"/v1", ""), "fake", "mine")
+	require.Contains(t, cfg, `model_provider = "mine"`)
+	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o644))
+	t.Setenv("FAKE_OPENAI_KEY", "sk-test")
+	out = filepath.Join(t.TempDir(), "codex-mine.json")
+	stdout, stderr = syncBuffer{}, syncBuffer{}
+	code = RunEnv(t.Context(), []string{"record", "--output", out, "--upstream", fp.URL(), "--listen", addr, "--no-workspace", "--quiet", "--no-codex-provider",
+		"--", codex, "exec", "--skip-git-repo-check", "say done"}, &Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: os.Getenv})
+	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
+	tp, err = tape.LoadFile(out)
+	require.NoError(t, err)
+	require.NotEmpty(t, tp.Main().Steps, "the hand-configured provider reached the gateway")
+	assert.Equal(t, "mine", tp.Meta.Labels[interop.LabelCodexModelProvider])
+}
+
+func TestArgvModelProvider(t *testing.T) {
+	for argv, want := range map[string]string{
+		"codex exec hi":                           "",
+		`codex -c model_provider="mine" exec`:     "mine",
+		`codex -c model_provider=mine exec`:       "mine",
+		`codex -c model_provider='q' -c x=1 exec`: "q",
+		"claude -p hi":                            "",
+	} {
+		assert.Equal(t, want, argvModelProvider(strings.Fields(argv)), argv)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tapebox/tapebox/secrets"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/redact"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 func init() {
@@ -38,10 +39,18 @@ digests is sealed again; a signature cannot survive (it covered what was removed
 whose digests do not match is refused (redacting would seal the tampering), unless
 --allow-tampered.
 
-After redacting, the tape is scanned again: a secret still found has its whole string
-removed, and redact fails if any remains after that. Secrets in the start snapshot
-(meta.workspace) and in member names are not rewritten: redact names them and exits 1
-after writing OUT (publish without the snapshot: dataset export --no-workspace).
+A secret in a member name renames the member (to REDACTED in place of the secret, with a
+suffix when its object already holds that name). The start snapshot (meta.workspace) is
+redacted too: every secret the scan finds in a file's content, an entry's name or a
+symbolic link's target becomes REDACTED, and the snapshot is packed again beside OUT
+(OUT's name with .workspace.tar.zst), every other entry as it was; meta.workspace then
+names it, with its new digest, and the end manifest's entries of files the run did not
+change get the redacted content's digest. --pattern applies to the tape, not to the
+snapshot.
+
+After redacting, the tape and the snapshot are scanned again: a secret still found in the
+tape has its whole string removed, and redact fails, writing nothing, if any remains after
+that.
 
 Exits 0 when OUT was written and no secret is left, 1 otherwise, 2 on usage error.`)
 	out := fs.String("o", "", "the redacted tape (required; not the input)")
@@ -89,21 +98,7 @@ Exits 0 when OUT was written and no secret is left, 1 otherwise, 2 on usage erro
 		removed   int
 		last      *redact.Result
 		remaining []secrets.Finding
-		kept      []secrets.Finding // in the start snapshot or in a member name: not removed here
 	)
-	// split keeps aside the findings redact does not remove: in the start snapshot's files
-	// and in member names.
-	split := func(found []secrets.Finding) (fix []secrets.Finding) {
-		kept = kept[:0]
-		for _, f := range found {
-			if f.Member != "" || f.Key {
-				kept = append(kept, f)
-				continue
-			}
-			fix = append(fix, f)
-		}
-		return fix
-	}
 	for pass := 0; pass < redactPasses; pass++ {
 		opts := redact.Options{Whole: pass > 0, Sign: key}
 		if pass == 0 {
@@ -114,10 +109,9 @@ Exits 0 when OUT was written and no secret is left, 1 otherwise, 2 on usage erro
 			if err != nil {
 				return failf(env, "redact", "scan %s: %v", in, err)
 			}
-			found = split(found)
 			remaining = found
 			for _, f := range found {
-				opts.Findings = append(opts.Findings, redact.Finding{Pointer: f.Pointer, Offset: f.Offset, Rule: f.Rule, Length: f.Length})
+				opts.Findings = append(opts.Findings, redact.Finding{Pointer: f.Pointer, Offset: f.Offset, Rule: f.Rule, Length: f.Length, Key: f.Key})
 			}
 		}
 		if pass > 0 && len(opts.Findings) == 0 {
@@ -136,38 +130,53 @@ Exits 0 when OUT was written and no secret is left, 1 otherwise, 2 on usage erro
 		if err != nil {
 			return failf(env, "redact", "scan the redacted tape: %v", err)
 		}
-		remaining = split(found)
+		remaining = found
 	}
 	if len(remaining) > 0 {
 		return failf(env, "redact", "%s: %d secrets remain after %d passes (first: %s); nothing was written", in, len(remaining), redactPasses, term.Printable(remaining[0].String()))
 	}
+	var snap *snapshotRedaction
+	if !*noScan && t.Meta.Workspace != nil && t.Meta.Workspace.Snapshot != "" {
+		var err error
+		if snap, err = redactSnapshot(ctx, in, *out, t); err != nil {
+			return failf(env, "redact", "%s: %v", in, err)
+		}
+		if snap.Path != "" && t.Digest != nil {
+			if err := seal.Tape(t, key); err != nil {
+				return failf(env, "redact", "seal the redacted tape: %v", err)
+			}
+		}
+	}
 	if err := tape.Save(*out, t); err != nil {
 		return failf(env, "redact", "%v", err)
 	}
-	if removed == 0 {
-		fmt.Fprintf(env.Stdout, "%s: nothing to remove; wrote %s\n", in, *out)
-		return reportKept(env, kept)
+	if snap != nil && snap.Path != "" {
+		if len(snap.Removed) > 0 {
+			fmt.Fprintf(env.Stdout, "%s: removed %d values from the start snapshot (%s); wrote %s\n", in, len(snap.Removed), term.Printable(describeRemoved(snap.Removed)), term.Printable(snap.Path))
+		} else {
+			fmt.Fprintf(env.Stdout, "%s: the start snapshot holds no secret; copied to %s\n", in, term.Printable(snap.Path))
+		}
 	}
-	fmt.Fprintf(env.Stdout, "%s: removed %d values (%s); wrote %s\n", in, removed, term.Printable(describeRemoved(t.Meta.Redactions)), *out)
+	if removed == 0 {
+		fmt.Fprintf(env.Stdout, "%s: nothing to remove from the tape; wrote %s\n", in, *out)
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stdout, "%s: removed %d values (%s); wrote %s\n", in, removed, term.Printable(describeRemoved(t.Meta.Redactions[len(t.Meta.Redactions)-removed-snapRemoved(snap):len(t.Meta.Redactions)-snapRemoved(snap)])), *out)
 	switch {
 	case last != nil && last.SignatureDropped:
 		fmt.Fprintf(env.Stdout, "digests sealed again; the tape's signature was dropped (it covered what was removed): sign with --sign KEY\n")
 	case last != nil && last.Resealed:
 		fmt.Fprintf(env.Stdout, "digests sealed again\n")
 	}
-	return reportKept(env, kept)
+	return ExitOK
 }
 
-// reportKept names the secrets redact leaves (in the start snapshot, in member names) and
-// fails when there are any, so that a script does not publish them.
-func reportKept(env *Env, kept []secrets.Finding) int {
-	if len(kept) == 0 {
-		return ExitOK
+// snapRemoved is how many redactions the start snapshot's took.
+func snapRemoved(s *snapshotRedaction) int {
+	if s == nil {
+		return 0
 	}
-	for _, f := range kept {
-		fmt.Fprintf(env.Stderr, "not removed: %s\n", term.Printable(f.String()))
-	}
-	return failf(env, "redact", "%d secrets remain in the start snapshot or in member names, which redact does not rewrite: remove them at the source, or publish without the snapshot (dataset export --no-workspace)", len(kept))
+	return len(s.Removed)
 }
 
 // describeRemoved counts the redactions by rule: "aws-access-token ×2, pattern:x ×1".

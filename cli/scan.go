@@ -54,7 +54,7 @@ a key-like name); members named `+strings.Join(secrets.OpaqueFields(), ", ")+` a
 Directories are searched for *.json files as dataset export does (recursively, hidden files
 skipped); files are scanned in parallel on every core.
 Exits 0 when no secret is found, 1 when one is or a file cannot be read, 2 on usage error.`)
-	asJSON := fs.Bool("json", false, `print a JSON array of {"file", "findings": [{"pointer", "offset", "length", "rule", "preview", "secret", "key", "member"}], "error"}; "secret" numbers the distinct secrets of a file, "key" is true for a secret in a member name, "member" names the file inside the start snapshot`)
+	asJSON := fs.Bool("json", false, `print a JSON array of {"file", "findings": [{"pointer", "offset", "length", "rule", "preview", "secret", "key", "member", "in"}], "error"}; "secret" numbers the distinct secrets of a file, "key" is true for a secret in a member name, "member" names the file inside the start snapshot, "in" is "name" or "link" for a secret in its name or link target; a secret in a name is masked in every pointer and member`)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -73,7 +73,7 @@ Exits 0 when no secret is found, 1 when one is or a file cannot be read, 2 on us
 	out := make([]scanResult, len(results))
 	findings, distinct, dirty, failed := 0, 0, 0, 0
 	for i, r := range results {
-		out[i] = scanResult{File: r.Path, Findings: r.Findings}
+		out[i] = scanResult{File: r.Path, Findings: secrets.Masked(r.Findings)}
 		if out[i].Findings == nil {
 			out[i].Findings = []secrets.Finding{}
 		}
@@ -97,7 +97,7 @@ Exits 0 when no secret is found, 1 when one is or a file cannot be read, 2 on us
 			if r.Error != "" {
 				fmt.Fprintf(env.Stdout, "%s: %s\n", r.File, r.Error)
 			}
-			for _, f := range groupBySecret(r.Findings) {
+			for _, f := range groupBySecret(r.Findings) { // masked above
 				fmt.Fprintln(env.Stdout, f)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/fork"
+	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/workspace"
 )
@@ -26,7 +27,7 @@ func runSimulator(ctx context.Context, env *Env, verb string, rec *tape.Tape, f 
 			fmt.Fprintf(env.Stderr, "tapebox replay: %s\n", fmt.Sprintf(format, args...))
 		}
 	}
-	sopts := controller.SimulatorOptions{Speed: f.speed, Output: f.output, Logf: logf}
+	sopts := gateway.SimulatorOptions{Speed: f.speed, Output: f.output, Logf: logf}
 	// A warning: printed even with --quiet.
 	fmt.Fprintf(env.Stderr, "tapebox replay: warning: simulator mode: %s; run it in a container or a VM for a tape you do not trust\n", fork.HostNote)
 	if f.workspaceDir != "" && !f.noWorkspace {
@@ -48,7 +49,7 @@ func runSimulator(ctx context.Context, env *Env, verb string, rec *tape.Tape, f 
 		}
 		logf("workspace %s: the harness must run there", f.workspaceDir)
 	}
-	sim, err := controller.NewSimulator(rec, sopts)
+	sim, err := gateway.NewSimulator(rec, sopts)
 	if err != nil {
 		return failf(env, verb, "%v", err)
 	}
@@ -108,7 +109,7 @@ wait:
 				code = ExitFailure
 			}
 		}
-		where := controller.OutputFor(f.output, run)
+		where := gateway.OutputFor(f.output, run)
 		if where == "" {
 			where = "(no --output)"
 		}

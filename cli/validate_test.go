@@ -84,7 +84,7 @@ func TestValidate(t *testing.T) {
 	data, err := os.ReadFile(good)
 	require.NoError(t, err)
 	missing := writeBytes(t, dir, "missing.json", bytes.Replace(data, []byte(`"stop_reason":"end_turn",`), nil, 1))
-	badEnum := writeBytes(t, dir, "enum.json", bytes.Replace(data, []byte(`"provider":"anthropic"`), []byte(`"provider":"gemini"`), 1))
+	badEnum := writeBytes(t, dir, "enum.json", bytes.Replace(data, []byte(`"provider":"anthropic"`), []byte(`"provider":"bedrock"`), 1))
 	notJSON := writeBytes(t, dir, "text.json", []byte("{\n  nope\n}"))
 	truncated := writeBytes(t, dir, "cut.json", data[:len(data)/2])
 	absent := filepath.Join(dir, "absent.json")
@@ -106,7 +106,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "wrong enum", args: []string{"-q", badEnum}, code: ExitFailure,
-			stdout: []string{badEnum + `: /meta/provider: got "gemini", want one of "", "anthropic", "openai-chat", "openai-responses"`},
+			stdout: []string{badEnum + `: /meta/provider: got "bedrock", want one of "", "anthropic", "openai-chat", "openai-responses", "gemini"`},
 		},
 		{name: "not JSON", args: []string{"-q", notJSON}, code: ExitFailure, stdout: []string{notJSON + ": not valid JSON at line 2, column 3: invalid character 'n' looking for the beginning of an object key"}},
 		{name: "truncated", args: []string{"-q", truncated}, code: ExitFailure, stdout: []string{truncated + ": truncated JSON: the input ends after"}},

@@ -1,17 +1,13 @@
-// Package controller replays tapes, in two modes.
-//
-// In executor mode (Replay) it plays the model, serving the recorded responses with their
-// recorded latency scaled by a speed, and drives tapebox-exec in a sandbox (local:,
-// docker:, docker-image: or k8s:; package sandbox opens them) through one executor
-// session to run every tool call; spawning calls play their child thread. The start
-// snapshot is restored first and the end manifest read last. It learns which new
-// identifier stands for which recorded one (package match) and substitutes them in the
+// Package controller replays tapes in executor mode: Replay plays the model, serving the
+// recorded responses with their recorded latency scaled by a speed, and drives tapebox-exec
+// in a sandbox (local:, docker:, docker-image: or k8s:; package sandbox opens them) through
+// one executor session to run every tool call; spawning calls play their child thread. The
+// start snapshot is restored first (SnapshotFor finds it beside the tape, RestoreSnapshot
+// puts it into a directory on this machine) and the end manifest read last. It learns which
+// new identifier stands for which recorded one (package match) and substitutes them in the
 // calls it sends, and writes a replay tape after every step.
 //
-// In simulator mode (Simulator) it serves the recorded responses on the providers' own
-// paths to a real harness, checks each request against the recording (a divergence gets an
-// error in the provider's shape), substitutes learned identifiers in the streams, and
-// records each run's replay tape.
-//
-// The verdict on a replay is package compare's.
+// Simulator mode (a real harness against the recorded responses) is package gateway's
+// model endpoint with a tape upstream; the verdict on a replay is package compare's, and
+// the replay use case (snapshot, sandbox defaults, player, verdict) is package replay's.
 package controller

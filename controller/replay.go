@@ -216,9 +216,9 @@ type player struct {
 	firstResult               time.Time // when the first call's result came back
 }
 
-// openOutput prepares the replay tape (see newReplayTape).
+// openOutput prepares the replay tape (see tape.ReplayOf).
 func (p *player) openOutput() error {
-	p.out = newReplayTape(p.rec, p.start, map[string]string{"mode": "executor"})
+	p.out = tape.ReplayOf(p.rec, p.start, map[string]string{"mode": "executor"})
 	p.out.Meta.Cwd = p.opts.Cwd // where this replay ran, which may differ from the recording's
 	p.threadI = map[string]int{}
 	for i, th := range p.rec.Threads {

@@ -52,6 +52,25 @@ func SnapshotFor(tapePath string, rec *tape.Tape) (string, error) {
 	return path, nil
 }
 
+// RestoreSnapshot puts a recording's start snapshot (SnapshotFor) into dir, which must be
+// empty or missing, for a simulator run whose harness works there. A tape without a snapshot
+// needs only the directory.
+func RestoreSnapshot(ctx context.Context, rec *tape.Tape, snapshot, dir string) error {
+	w := rec.Meta.Workspace
+	if w == nil || w.Snapshot == "" || snapshot == "" {
+		return os.MkdirAll(dir, 0o755)
+	}
+	f, err := os.Open(snapshot)
+	if err != nil {
+		return fmt.Errorf("restore the workspace: %w", err)
+	}
+	defer f.Close()
+	if err := workspace.Restore(ctx, f, workspace.InfoOf(w), dir); err != nil {
+		return fmt.Errorf("restore the workspace into %s: %w", dir, err)
+	}
+	return nil
+}
+
 // restoreWorkspace puts the recording's start snapshot into the sandbox, before step 1.
 func (p *player) restoreWorkspace(ctx context.Context) error {
 	w := p.rec.Meta.Workspace
@@ -89,7 +108,7 @@ func (p *player) recordEndState(ctx context.Context) {
 		return
 	}
 	start := time.Now()
-	m, err := ws.WorkspaceManifest(ctx, endOptions(w, p.opts.WorkspaceExclude))
+	m, err := ws.WorkspaceManifest(ctx, workspace.Recorded(w, p.opts.WorkspaceExclude...))
 	p.manifestTime = time.Since(start)
 	if err != nil {
 		p.opts.Logf("workspace: end manifest: %v", err)
@@ -98,14 +117,6 @@ func (p *player) recordEndState(ctx context.Context) {
 	if err := setEndWorkspace(p.out, p.w, w, m); err != nil {
 		p.opts.Logf("workspace: end manifest: %v", err)
 	}
-}
-
-// endOptions are the exclusions a replay's end manifest applies: the recording's, and the
-// replay's own files.
-func endOptions(rec *tape.Workspace, extra []string) workspace.Options {
-	opts := workspace.Recorded(rec)
-	opts.Exclude = append(append([]string(nil), opts.Exclude...), extra...)
-	return opts
 }
 
 // setEndWorkspace puts the meta.workspace a replay tape gets in the replay's meta: its end

@@ -97,14 +97,14 @@ func BenchmarkTape(b *testing.B) {
 		{"validate", func() error { return validateTape(data) }},
 		{"unmarshal", func() error { _, err := tape.Unmarshal(data); return err }},
 		{"decode", func() error {
-			if _, canon, err := decodeTape(data, true); err != nil || !canon {
-				b.Fatal("decodeTape", err)
+			if _, canon, err := tape.Decode(data, tape.DecodeOptions{NoChunkData: true}); err != nil || len(canon) != len(data) {
+				b.Fatal("tape.Decode", err)
 			}
 			return nil
 		}},
 		{"marshal", func() error { _, err := tape.Marshal(tp); return err }},
 		{"isCanonical", func() error {
-			if !isCanonical(tp, data) {
+			if !tape.IsCanonical(tp, data) {
 				b.Fatal("not canonical")
 			}
 			return nil

@@ -3,7 +3,6 @@ package dataset
 import (
 	"bytes"
 	"os"
-	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,60 +10,7 @@ import (
 
 	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/seal"
 )
-
-func TestIsCanonicalAgreesWithMarshal(t *testing.T) {
-	// isCanonical writes the top-level layout of tape.Marshal itself: the fields of Tape
-	// and Thread, in order. A change in package tape must show up here.
-	fields := func(v any) []string {
-		rt := reflect.TypeOf(v)
-		var out []string
-		for i := range rt.NumField() {
-			out = append(out, rt.Field(i).Tag.Get("json"))
-		}
-		return out
-	}
-	require.Equal(t, []string{"version", "meta", "threads", "digest,omitempty"}, fields(tape.Tape{}))
-	require.Equal(t, []string{"id", "parent", "steps"}, fields(tape.Thread{}))
-
-	var tapes []*tape.Tape
-	for i := range 12 {
-		tapes = append(tapes, tapegen.Tape(tapegen.Options{Seed: 61, MeanSteps: 4, Lean: true}, i))
-	}
-	for _, in := range goldenInputs(t) {
-		tp, err := tape.LoadFile(in.Path)
-		require.NoError(t, err)
-		tapes = append(tapes, tp)
-	}
-	empty := tape.New(tape.ProviderAnthropic, tapegen.Epoch)
-	sealed := tapegen.Tape(tapegen.Options{Seed: 62, MeanSteps: 4, Lean: true}, 0)
-	require.NoError(t, seal.Tape(sealed, nil))
-	tapes = append(tapes, empty, edgeTape(), sealed)
-	for i, tp := range tapes {
-		data, err := tape.Marshal(tp)
-		require.NoError(t, err)
-		back, err := tape.Unmarshal(data)
-		require.NoError(t, err)
-		assert.True(t, isCanonical(back, data), "tape %d: its canonical encoding is canonical", i)
-
-		for name, mutate := range map[string]func([]byte) []byte{
-			"space":          func(b []byte) []byte { return bytes.Replace(b, []byte(`":`), []byte(`": `), 1) },
-			"no newline":     func(b []byte) []byte { return b[:len(b)-1] },
-			"two newlines":   func(b []byte) []byte { return append(bytes.Clone(b), '\n') },
-			"escaped letter": func(b []byte) []byte { return bytes.Replace(b, []byte(`"meta"`), []byte(`"met\u0061"`), 1) },
-			"key order": func(b []byte) []byte {
-				return bytes.Replace(b, []byte(`{"version":1,"meta":`), []byte(`{"meta":`), 1)
-			},
-		} {
-			bad := mutate(data)
-			if bytes.Equal(bad, data) {
-				continue
-			}
-			assert.False(t, isCanonical(back, bad), "tape %d: %s", i, name)
-		}
-	}
-}
 
 func TestExportStoresCanonicalEncoding(t *testing.T) {
 	// A tape file that is not canonical (indented) is stored, and imported, as tape.Marshal
@@ -81,7 +27,27 @@ func TestExportStoresCanonicalEncoding(t *testing.T) {
 	back := t.TempDir()
 	_, err = Import(t.Context(), out, ImportOptions{Out: back, Verify: true})
 	require.NoError(t, err)
-	got, err := os.ReadFile(back + "/" + TapeFileName(tp.Meta.TapeID))
+	got, err := os.ReadFile(back + "/indented.json")
 	require.NoError(t, err)
 	assert.Equal(t, string(data), string(got))
+}
+
+// TestRowsOfLeanDecode: the rows of a tape decoded without its chunk data (what Export
+// runs) are the rows of the tape decoded whole.
+func TestRowsOfLeanDecode(t *testing.T) {
+	inputs := append(smallCorpus(t, 6, 71), goldenInputs(t)...)
+	for _, in := range inputs {
+		data := canonical(t, in.Path)
+		ref, err := tape.Unmarshal(data)
+		require.NoError(t, err)
+		rb, sb, err := RowsOf(ref, data)
+		require.NoError(t, err)
+		lean, enc, err := tape.Decode(data, tape.DecodeOptions{NoChunkData: true})
+		require.NoError(t, err)
+		require.Equal(t, &data[0], &enc[0], "%s: canonical data is its own encoding", in.Path)
+		ra, sa, err := RowsOf(lean, enc)
+		require.NoError(t, err)
+		assert.Equal(t, rb, ra, in.Path)
+		assert.Equal(t, sb, sa, in.Path)
+	}
 }

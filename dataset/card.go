@@ -259,6 +259,7 @@ func buildCard(dir string, opts CardOptions, old *Card) (*Card, error) {
 		return nil, fmt.Errorf("%s: no data files under data/", dir)
 	}
 	c.SizeCategories = []string{sizeCategory(st.totalTapes())}
+	c.Tags = agentTracesTag(c.Tags, len(l[configTraces]) > 0)
 	if st.traces, err = countTraces(dir); err != nil {
 		return nil, err
 	}
@@ -298,7 +299,10 @@ func describeFile(f shardFile) (fileInfo, error) {
 		if fi.features, err = featuresOfArrow(r.Schema()); err != nil {
 			return fileInfo{}, fmt.Errorf("%s: %w", f.path, err)
 		}
+		fi.features = t.cardFeatures(fi.features)
 		switch f.config {
+		case configTraces:
+			err = countArrow[TraceRow](f, t, &fi)
 		case configSteps:
 			err = countArrow[StepRow](f, t, &fi)
 		case configWorkspaces:
@@ -317,6 +321,7 @@ func describeFile(f shardFile) (fileInfo, error) {
 	if fi.features, err = featuresOfParquet(p.file.Schema()); err != nil {
 		return fileInfo{}, fmt.Errorf("%s: %w", f.path, err)
 	}
+	fi.features = t.cardFeatures(fi.features)
 	v, ok := p.lookup(metaNumBytes)
 	if !ok {
 		return fileInfo{}, fmt.Errorf("%s: no %s in the key-value metadata (not written by tapebox?)", f.path, metaNumBytes)
@@ -454,6 +459,23 @@ func arrowDtype(t arrow.DataType) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no Hugging Face dtype for %s", t)
+}
+
+// TagAgentTraces is the tag of a dataset in the Hub's agent-traces format: a card has it
+// exactly when the dataset has a traces config (TapeBox adds and removes it; the other
+// tags are the author's).
+const TagAgentTraces = "format:agent-traces"
+
+// agentTracesTag adds TagAgentTraces to tags or removes it, as has says.
+func agentTracesTag(tags []string, has bool) []string {
+	i := slices.Index(tags, TagAgentTraces)
+	switch {
+	case has && i < 0:
+		return append(slices.Clone(tags), TagAgentTraces)
+	case !has && i >= 0:
+		return slices.Delete(slices.Clone(tags), i, i+1)
+	}
+	return tags
 }
 
 // sizeCategory is the Hub's size bucket for n rows.

@@ -189,6 +189,16 @@ func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 			"`workspace_digest`), `size` and `snapshot`, the bytes of the tar compressed with zstd that a replay " +
 			"unpacks as the starting workspace. Tapes that start from the same snapshot share its row.\n")
 	}
+	if len(l[configTraces]) > 0 {
+		b.WriteString("- `traces`: one row per session file of a tape (one per thread: the main agent and each " +
+			"subagent), in the Hub's agent-traces schema, which its trace viewer shows: `harness` (claude_code, codex, " +
+			"or the harness of a Session Trace Simple file), `session_id`, `prompt` and `sent_at` (the user's first " +
+			"message and when), `messages` (the chat messages: role, content, reasoning_content, tool_calls, " +
+			"tool_call_id), `tools`, `metadata` (tape and thread ids, model, provider, usage), `num_user_messages`, " +
+			"`num_tool_calls`, `trace` (the session file's content) and `file_path` (the file under `" + TracesDir +
+			"/`). `messages` and `tools` are lists of `json`, `metadata` and `trace` are `json` (JSON text that " +
+			"`datasets` decodes).\n")
+	}
 	b.WriteString("\n")
 	b.WriteString("Nested values that Parquet readers handle poorly (variable shapes, free-form objects) are JSON " +
 		"strings; decode them with `json.loads`:\n\n")

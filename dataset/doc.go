@@ -13,5 +13,11 @@
 // a dataset folder: the card against the files, every row against its tape, every tape
 // against the schema, every snapshot against its digest.
 //
+// This package holds the rows and the files (Parquet, Arrow, the card); it reads and
+// writes tapes only through package tape: tape.Decode gives a tape with its canonical
+// encoding (the file's own bytes when canonical, as tapes TapeBox writes are, chunk data
+// left out since the rows only count chunks), and tape.IsCanonical checks a stored
+// tape_json against its tape.
+//
 // Arrow and Parquet live only in this package.
 package dataset

@@ -84,3 +84,26 @@ func jsonOf(v any) ([]byte, error) {
 }
 
 func jsonIndent(dst *bytes.Buffer, src []byte) error { return json.Indent(dst, src, "", "  ") }
+
+// importedName is the file name Import gives the tape of input in when inputs were
+// exported together: the input's own name when no other input has it, else the tape id's
+// (TapeFileName). (The rule for names that are another tape's id name is left out: no
+// corpus of these tests has one; TestImportKeepsSourceNames tests it.)
+func importedName(t testing.TB, inputs []Input, in Input) string {
+	t.Helper()
+	base := filepath.Base(in.Path)
+	n := 0
+	for _, o := range inputs {
+		if filepath.Base(o.Path) == base {
+			n++
+		}
+	}
+	if n == 1 && filepath.Ext(base) == ".json" {
+		return base
+	}
+	data, err := os.ReadFile(in.Path)
+	require.NoError(t, err)
+	tp, err := tape.Unmarshal(data)
+	require.NoError(t, err)
+	return TapeFileName(tp.Meta.TapeID)
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
@@ -51,7 +52,21 @@ type ImportResult struct {
 	// WithoutWorkspace counts the tapes that name a start snapshot the dataset does not
 	// hold (exported without them); their tape files are written all the same.
 	WithoutWorkspace int
-	Elapsed          time.Duration
+	// NamesKept counts the tapes written under the name of the file they were exported
+	// from (source_file); IDNamed lists the tapes that have one but were named by their
+	// id instead, and why.
+	NamesKept int
+	IDNamed   []IDNamedTape
+	Elapsed   time.Duration
+}
+
+// IDNamedTape is a tape Import named by its id (TapeFileName) although the dataset gives
+// the name of the file it was exported from.
+type IDNamedTape struct {
+	TapeID, SourceFile string
+	// Why: the name is not a plain file name ending in .json, another tape of the import
+	// has it too, or it is the id name of another tape.
+	Why string
 }
 
 // ImportedSplit counts the tapes Import wrote from one split.
@@ -71,6 +86,7 @@ type RenamedSnapshot struct {
 // tapeJSON is the projection of the tapes table that Import reads.
 type tapeJSON struct {
 	TapeID            string  `parquet:"tape_id"`
+	SourceFile        *string `parquet:"source_file,optional"`
 	WorkspaceDigest   *string `parquet:"workspace_digest,optional"`
 	WorkspaceIncluded bool    `parquet:"workspace_included"`
 	TapeJSON          []byte  `parquet:"tape_json,string"`
@@ -81,12 +97,16 @@ type tapeJSON struct {
 type importTape struct {
 	located[tapeJSON]
 	rename string
+	name   string // the tape file's name
 }
 
 // Import rebuilds tape files from the tapes table of the dataset in dir: one file per row,
-// named after the tape id (TAPE_ID.json; characters that do not belong in a file name are
-// %-escaped), holding the row's tape_json, which is the canonical encoding of the tape
-// that was exported, byte for byte. Then it writes each tape's start snapshot beside it,
+// holding the row's tape_json, which is the canonical encoding of the tape that was
+// exported, byte for byte, under the name of the file it was exported from (source_file)
+// where that name is a plain file name ending in .json that no other tape of the import
+// has and that is no other tape's id name, else named after the tape id (TapeFileName:
+// TAPE_ID.json, characters that do not belong in a file name %-escaped;
+// ImportResult.IDNamed says which and why). Then it writes each tape's start snapshot beside it,
 // from the split's workspaces table, under the name meta.workspace.snapshot gives, after
 // checking that its bytes hash to the digest; a snapshot whose name cannot be kept (not a
 // plain file name, or taken by another tape's different snapshot) is written as
@@ -123,12 +143,19 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 	// import wait for the disk.
 	out := &tape.AtomicBatch{Dir: opts.Out}
 
-	// One goroutine reads (decompression) and names the snapshots, two write files.
 	res := &ImportResult{}
+	names, err := tapeNames(l, splits, res)
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	// One goroutine reads (decompression) and names the snapshots, two write files.
 	g, gctx := errgroup.WithContext(ctx)
 	rows := make(chan importTape, 4)
 	seen := map[string]string{}
 	snaps := newSnapshotNames()
+	for _, name := range names {
+		snaps.owner[name] = "" // a tape's: no snapshot takes it
+	}
 	g.Go(func() error {
 		defer close(rows)
 		for _, split := range splits {
@@ -143,7 +170,7 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 					return fmt.Errorf("%s: tape_id %q is also at %s", where, r.v.TapeID, first)
 				}
 				seen[r.v.TapeID] = where
-				it := importTape{located: r}
+				it := importTape{located: r, name: names[r.v.TapeID]}
 				if r.v.WorkspaceIncluded {
 					var from string
 					if from, it.rename, err = snaps.name(split, r.v); err != nil {
@@ -222,11 +249,83 @@ func writeTape(opts ImportOptions, out *tape.AtomicBatch, r importTape) error {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
-	name := TapeFileName(r.v.TapeID)
+	name := r.name
+	if name == "" {
+		name = TapeFileName(r.v.TapeID)
+	}
 	if err := out.WriteFile(name, data); err != nil {
 		return fmt.Errorf("%s: write %s: %w", where, filepath.Join(out.Dir, name), err)
 	}
 	return nil
+}
+
+// tapeNameRow is the projection of the tapes table that names the tape files.
+type tapeNameRow struct {
+	TapeID     string  `parquet:"tape_id"`
+	SourceFile *string `parquet:"source_file,optional"`
+}
+
+// tapeNames gives each tape of the splits its file name: its source_file where Import
+// keeps it (see Import), else its id name. It reads only the two columns, and records in
+// res the names kept and the tapes named by id although they had a source name.
+func tapeNames(l layout, splits []string, res *ImportResult) (map[string]string, error) {
+	var rows []tapeNameRow
+	for _, split := range splits {
+		_, fs := l.primary(configTapes, split)
+		for r, err := range rowsOf[tapeNameRow](fs, tapesTable, 1024) {
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, r.v)
+		}
+	}
+	idNames := map[string]string{} // id name: tape id
+	uses := map[string]int{}       // source name: tapes
+	for _, r := range rows {
+		idNames[TapeFileName(r.TapeID)] = r.TapeID
+		if r.SourceFile != nil {
+			uses[*r.SourceFile]++
+		}
+	}
+	names := make(map[string]string, len(rows))
+	for _, r := range rows {
+		name := TapeFileName(r.TapeID)
+		if sf := r.SourceFile; sf != nil {
+			why := ""
+			switch owner, isID := idNames[*sf]; {
+			case !tapeFileName(*sf):
+				why = "not a plain file name ending in .json"
+			case uses[*sf] > 1:
+				why = fmt.Sprintf("%d tapes have that name", uses[*sf])
+			case isID && owner != r.TapeID:
+				why = "the id name of tape " + owner
+			default:
+				name = *sf
+				res.NamesKept++
+			}
+			if why != "" {
+				res.IDNamed = append(res.IDNamed, IDNamedTape{TapeID: r.TapeID, SourceFile: *sf, Why: why})
+			}
+		}
+		names[r.TapeID] = name
+	}
+	return names, nil
+}
+
+// tapeFileName says whether name can be a tape file's name as it is: a plain file name
+// (no folder, not hidden, no control character, at most 255 bytes) ending in .json, so
+// that a folder of imported tapes is read back whole.
+func tapeFileName(name string) bool {
+	if len(name) <= len(".json") || len(name) > 255 || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") ||
+		!filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) || !utf8.ValidString(name) {
+		return false
+	}
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // snapshotNames gives the start snapshots of the imported tapes their file names, one
@@ -331,7 +430,7 @@ func verifyTape(data []byte) error {
 	if err != nil {
 		return err
 	}
-	if !isCanonical(t, data) {
+	if !tape.IsCanonical(t, data) {
 		return errors.New("tape_json is not the canonical encoding of its tape")
 	}
 	return nil

@@ -92,7 +92,7 @@ func TestInteropArrowGoReadsEveryColumn(t *testing.T) {
 }
 
 // rowsOfFile returns the rows of the tape in a file, derived by the reference path from
-// its canonical encoding.
+// its canonical encoding, and the one column the export takes from the file: its name.
 func rowsOfFile(t *testing.T, path string) (TapeRow, []StepRow) {
 	t.Helper()
 	data := canonical(t, path)
@@ -100,6 +100,8 @@ func rowsOfFile(t *testing.T, path string) (TapeRow, []StepRow) {
 	require.NoError(t, err)
 	row, steps, err := RowsOf(tp, data)
 	require.NoError(t, err)
+	name := filepath.Base(path)
+	row.SourceFile = &name
 	return row, steps
 }
 

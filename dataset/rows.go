@@ -15,11 +15,15 @@ import (
 // encoding (tape.Marshal), so a tape is rebuilt from its row byte for byte; the other
 // columns are derived from it for queries.
 type TapeRow struct {
-	TapeID         string `parquet:"tape_id"`
-	Harness        string `parquet:"harness,dict"`
-	HarnessVersion string `parquet:"harness_version,dict"`
-	Provider       string `parquet:"provider,dict"`
-	Model          string `parquet:"model,dict"`
+	TapeID string `parquet:"tape_id"`
+	// SourceFile is the name of the file the tape was exported from (its base name: no
+	// folder), which import gives the tape back where it can; null when unknown. Like
+	// WorkspaceIncluded, the tape does not give it.
+	SourceFile     *string `parquet:"source_file,optional"`
+	Harness        string  `parquet:"harness,dict"`
+	HarnessVersion string  `parquet:"harness_version,dict"`
+	Provider       string  `parquet:"provider,dict"`
+	Model          string  `parquet:"model,dict"`
 	// Cwd is meta.cwd, null when the tape does not say.
 	Cwd         *string    `parquet:"cwd,optional"`
 	StartedAt   time.Time  `parquet:"started_at,timestamp(microsecond)"`

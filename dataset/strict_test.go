@@ -20,7 +20,10 @@ var loaders = map[string]func([]byte) error{
 		_, err := tape.LoadSummary(bytes.NewReader(b))
 		return err
 	},
-	"dataset decoder": func(b []byte) error { _, _, err := decodeCanonical(b, true); return err },
+	"tape.Decode": func(b []byte) error {
+		_, _, err := tape.Decode(b, tape.DecodeOptions{NoChunkData: true})
+		return err
+	},
 	"schema.Validate": schema.Validate,
 	"verify": func(b []byte) error {
 		v, err := seal.Verify(bytes.NewReader(b), nil)

@@ -3,6 +3,7 @@ package dataset
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,11 +16,13 @@ const (
 	configTapes      = "tapes"
 	configSteps      = "steps"
 	configWorkspaces = "workspaces"
+	configTraces     = "traces"
 )
 
 // configs lists the tables in the order the card shows them; the first is the default.
-// A split has a workspaces table only when one of its tapes' start snapshots is in it.
-var configs = []string{configTapes, configSteps, configWorkspaces}
+// A split has a workspaces table only when one of its tapes' start snapshots is in it, and
+// a traces table only when it was exported with ExportOptions.Traces.
+var configs = []string{configTapes, configSteps, configWorkspaces, configTraces}
 
 // kind is a column's value type; it decides the Parquet, Arrow and Hugging Face types.
 type kind int
@@ -40,6 +43,7 @@ type column struct {
 	kind     kind
 	nullable bool
 	text     bool         // long text or bytes: no Parquet page statistics
+	json     bool         // each string holds a JSON value: the card's dtype is json
 	index    int          // struct field index
 	goType   reflect.Type // the field's type
 }
@@ -59,11 +63,40 @@ var kinds = [...]struct {
 	kBinary:    {Feature{Dtype: "binary"}, arrow.BinaryTypes.Binary},
 }
 
-// hfType is the column's feature in a Hugging Face card (dtype or list).
+// hfType is the column's feature in a Hugging Face card (dtype or list). A JSON column
+// is stored as strings and described as the datasets library's Json feature (dtype json,
+// or a list of json), which decodes each value.
 func (c column) hfType() Feature {
 	f := kinds[c.kind].hf
 	f.Name = c.name
+	if c.json {
+		f = jsonFeature(f)
+	}
 	return f
+}
+
+// jsonFeature is f, a string or list of strings, as JSON values.
+func jsonFeature(f Feature) Feature {
+	switch {
+	case f.Dtype == "string":
+		f.Dtype = "json"
+	case f.List == "string":
+		f.List = "json"
+	}
+	return f
+}
+
+// cardFeatures turns the features a file's schema gives (where JSON is a string) into the
+// table's card features: its JSON columns' dtype is json.
+func (t *table) cardFeatures(fs []Feature) []Feature {
+	for i, f := range fs {
+		for _, c := range t.columns {
+			if c.name == f.Name && c.json {
+				fs[i] = jsonFeature(f)
+			}
+		}
+	}
+	return fs
 }
 
 // arrowType is the column's Arrow type.
@@ -79,10 +112,13 @@ var (
 	tapesTable      = tableOf[TapeRow](configTapes)
 	stepsTable      = tableOf[StepRow](configSteps)
 	workspacesTable = tableOf[WorkspaceRow](configWorkspaces)
+	tracesTable     = tableOf[TraceRow](configTraces)
 )
 
 func tableFor(config string) *table {
 	switch config {
+	case configTraces:
+		return tracesTable
 	case configSteps:
 		return stepsTable
 	case configWorkspaces:
@@ -97,7 +133,8 @@ func tableOf[R any](name string) *table {
 	for i := range rt.NumField() {
 		f := rt.Field(i)
 		tag := strings.Split(f.Tag.Get("parquet"), ",")
-		c := column{name: tag[0], index: i, goType: f.Type, text: f.Tag.Get("dataset") == "text"}
+		opts := strings.Split(f.Tag.Get("dataset"), ",")
+		c := column{name: tag[0], index: i, goType: f.Type, text: slices.Contains(opts, "text"), json: slices.Contains(opts, "json")}
 		isString := false
 		for _, opt := range tag[1:] {
 			switch opt {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -158,6 +160,9 @@ func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, e
 			if err == nil {
 				err = v.checkWorkspaces(ctx, split, l[configWorkspaces][split][ext], refs)
 			}
+			if err == nil {
+				err = v.checkTraces(ctx, l[configTraces][split][ext], seen[ext])
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
@@ -182,7 +187,7 @@ func Validate(ctx context.Context, dir string, opts ValidateOptions) (*Report, e
 				split, a.tapes, a.steps, a.workspaces, p.tapes, p.steps, p.workspaces)})
 		}
 	}
-	for _, config := range []string{configSteps, configWorkspaces} {
+	for _, config := range []string{configSteps, configWorkspaces, configTraces} {
 		for _, split := range l.splits(config) {
 			for ext := range l[config][split] {
 				if len(l[configTapes][split][ext]) == 0 {
@@ -505,14 +510,14 @@ func (v *validator) checkTape(c *tapeCheck) {
 		}
 		return
 	}
-	// The reference path (tape.Unmarshal, encoding/json), not Export's fast decoder, so
-	// that the two check each other.
+	// tape.Unmarshal and tape.IsCanonical, which encodes the tape again, rather than
+	// tape.Decode, Export's path, which takes a canonical encoding on trust of its decoder.
 	t, err := tape.Unmarshal(data)
 	if err != nil {
 		bad("tape_json", "%v", err)
 		return
 	}
-	if !isCanonical(t, data) {
+	if !tape.IsCanonical(t, data) {
 		canonical, err := tape.Marshal(t)
 		if err != nil {
 			bad("tape_json", "%v", err)
@@ -537,7 +542,10 @@ func (v *validator) checkTape(c *tapeCheck) {
 	if c.tape.v.PricesDate != prices.Default().Date {
 		wantRow.CostUSD, wantRow.PricesDate = c.tape.v.CostUSD, c.tape.v.PricesDate
 	}
-	// The one column the tape does not give: whether the export kept its snapshot.
+	// The columns the tape does not give: the file it came from, whether the export kept
+	// its snapshot.
+	// (Any name: import keeps only those that are safe, see tapeNames.)
+	wantRow.SourceFile = c.tape.v.SourceFile
 	wantRow.WorkspaceIncluded = c.tape.v.WorkspaceIncluded
 	if w := t.Meta.Workspace; wantRow.WorkspaceIncluded && (w == nil || w.Snapshot == "" || w.Digest == "") {
 		bad("workspace_included", "true, but the tape names no start snapshot with a digest")
@@ -603,6 +611,55 @@ func (v *validator) checkWorkspaces(ctx context.Context, split string, files []s
 			ref := refs[d]
 			v.addAt(ref.seq, Problem{File: v.rel(ref.file), Row: ref.row, Pointer: "workspace_digest",
 				Message: fmt.Sprintf("%s: workspace_included, but the workspaces table of split %s does not hold this snapshot", d, split)})
+		}
+	}
+	return v.checkNumBytes(files, bytesOf, afterTapes)
+}
+
+// checkTraces checks the traces shards of one split in one format: the json columns hold
+// JSON, metadata is an object whose tape_id is a tape of the dataset (in tapes, by id),
+// file_path is a path under traces/, the counts are not negative. (The rows are not
+// derived again from the tapes: that takes the interop package.)
+func (v *validator) checkTraces(ctx context.Context, files []shardFile, tapes map[string]string) error {
+	bytesOf := map[string]int64{}
+	for r, err := range rowsOf[TraceRow](files, tracesTable, 64) {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bytesOf[r.file] += tracesTable.rowBytes(reflect.ValueOf(&r.v).Elem())
+		file := v.rel(r.file)
+		bad := func(column, format string, args ...any) {
+			v.addAt(afterTapes, Problem{File: file, Row: r.row, Pointer: column, Message: fmt.Sprintf(format, args...)})
+		}
+		for _, c := range []struct {
+			name   string
+			values []string
+		}{{"messages", r.v.Messages}, {"tools", r.v.Tools}, {"metadata", []string{r.v.Metadata}}, {"trace", []string{r.v.Trace}}} {
+			for i, s := range c.values {
+				if !json.Valid([]byte(s)) {
+					bad(c.name, "value %d is not JSON", i)
+				}
+			}
+		}
+		var md struct {
+			TapeID *string `json:"tape_id"`
+		}
+		if err := json.Unmarshal([]byte(r.v.Metadata), &md); err != nil || md.TapeID == nil {
+			bad("metadata", "not a JSON object with a tape_id")
+		} else if _, ok := tapes[*md.TapeID]; !ok {
+			bad("metadata", "tape_id %q is no tape of the dataset", *md.TapeID)
+		}
+		if p := r.v.FilePath; !strings.HasPrefix(p, TracesDir+"/") || path.Clean(p) != p || !filepath.IsLocal(filepath.FromSlash(p)) {
+			bad("file_path", "%q is not a path under %s/", p, TracesDir)
+		} else if data, err := os.ReadFile(filepath.Join(v.dir, filepath.FromSlash(p))); err == nil && TraceJSON(data) != r.v.Trace {
+			// (A dataset published without its traces/ folder has no file to compare.)
+			bad("trace", "not the content of %s (did two tapes give a session file the same path?)", p)
+		}
+		if r.v.NumUserMessages < 0 || r.v.NumToolCalls < 0 {
+			bad("num_tool_calls", "a negative count")
 		}
 	}
 	return v.checkNumBytes(files, bytesOf, afterTapes)

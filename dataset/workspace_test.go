@@ -116,8 +116,8 @@ func TestExportImportKeepsWorkspaces(t *testing.T) {
 			assert.Zero(t, ir.WithoutWorkspace)
 			want := []string{"c start.tar.zst", "run.workspace.tar.zst"}
 			for _, in := range inputs {
-				want = append(want, TapeFileName(tapeOf(t, in).Meta.TapeID))
-				requireSameFile(t, in.Path, filepath.Join(back, TapeFileName(tapeOf(t, in).Meta.TapeID)))
+				want = append(want, importedName(t, inputs, in))
+				requireSameFile(t, in.Path, filepath.Join(back, importedName(t, inputs, in)))
 			}
 			slices.Sort(want)
 			assert.Equal(t, want, treetest.Files(t, back), "the tapes and their snapshots, no temporary file")
@@ -194,7 +194,7 @@ func TestExportRefusesBadSnapshots(t *testing.T) {
 	assert.Equal(t, 3, ir.WithoutWorkspace)
 	assert.Zero(t, ir.Workspaces)
 	assert.Len(t, treetest.Files(t, back), 3, "the tapes only")
-	requireSameFile(t, changed.Path, filepath.Join(back, TapeFileName(tapeOf(t, changed).Meta.TapeID)))
+	requireSameFile(t, changed.Path, filepath.Join(back, "changed.json"))
 }
 
 // TestImportRenamesSnapshots: a snapshot whose name is not a plain file name, or whose

@@ -134,12 +134,22 @@ func unsafeDir(p string, homes []string) string {
 	return ""
 }
 
-// resolved is p with the symbolic links of its longest existing part resolved.
+// resolved is p with the symbolic links of its longest existing part resolved. A link whose
+// target does not exist (yet) is followed too: ~/.ssh made later would be where it leads.
 func resolved(p string) string {
 	rest := ""
-	for cur := p; ; {
+	for cur, hops := p, 0; ; {
 		if r, err := filepath.EvalSymlinks(cur); err == nil {
 			return filepath.Join(r, rest)
+		}
+		if fi, err := os.Lstat(cur); err == nil && fi.Mode()&fs.ModeSymlink != 0 && hops < 40 {
+			if t, err := os.Readlink(cur); err == nil {
+				if !filepath.IsAbs(t) {
+					t = filepath.Join(filepath.Dir(cur), t)
+				}
+				cur, hops = filepath.Clean(t), hops+1
+				continue
+			}
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {

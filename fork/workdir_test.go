@@ -27,6 +27,9 @@ func TestCheckWorkdir(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(full, "x"), nil, 0o644))
 	require.NoError(t, os.Symlink("/etc", filepath.Join(tmp, "etc-link")))
 	require.NoError(t, os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(tmp, "ssh-link")))
+	// A link to a hidden directory of the home that does not exist (yet) is refused too.
+	require.NoError(t, os.Symlink(filepath.Join(home, ".tapebox-never-made", "keys"), filepath.Join(tmp, "missing-link")))
+	require.NoError(t, os.Symlink("missing-link", filepath.Join(tmp, "relative-link")))
 	require.NoError(t, os.MkdirAll(filepath.Join(tmp, "empty"), 0o755))
 	for dir, want := range map[string]string{
 		filepath.Join(tmp, "missing", "deeper"):  "",
@@ -46,6 +49,8 @@ func TestCheckWorkdir(t *testing.T) {
 		filepath.Join(home, ".config", "autostart"): "a hidden directory of the home directory",
 		filepath.Join(tmp, "etc-link", "cron.d"):    "in the system directory /etc (where " + filepath.Join(tmp, "etc-link", "cron.d") + " leads)",
 		filepath.Join(tmp, "ssh-link"):              "a hidden directory of the home directory",
+		filepath.Join(tmp, "missing-link"):          "a hidden directory of the home directory",
+		filepath.Join(tmp, "relative-link", "sub"):  "a hidden directory of the home directory",
 	} {
 		err := fork.CheckWorkdir(dir)
 		if want == "" {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/provider"
 )
 
 // The names of the breaker's limits, as meta.ended.limit and /tapebox/status give them.
@@ -187,9 +186,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, p tape.Provider
 	g.brk.ending.Do(func() { go g.finishWhenIdle(t) })
 	msg := fmt.Sprintf("tapebox gateway: budget exceeded, %s: %s; the recording is stopped and no more model calls are forwarded", t.Limit, t.Detail)
 	g.logf("%s %s refused: %s: %s", r.Method, r.URL.Path, t.Limit, t.Detail)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	w.Write(budgetErrorBody(p, msg))
+	writeError(w, p, apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "tapebox_budget_exceeded", msg: msg})
 }
 
 // finishWhenIdle finishes the tape with reason budget once no call let through is still
@@ -206,12 +203,6 @@ func (g *Gateway) finishWhenIdle(t *Trip) {
 
 // maxIdleWait bounds how long a tripped breaker waits for calls in flight.
 const maxIdleWait = 2 * time.Minute
-
-// budgetErrorBody is an invalid_request_error in the wire format's shape, with OpenAI's
-// code tapebox_budget_exceeded.
-func budgetErrorBody(p tape.Provider, msg string) []byte {
-	return provider.ErrorBody(p, "invalid_request_error", "tapebox_budget_exceeded", msg)
-}
 
 // Status is what GET /tapebox/status answers: the recording's counters as they are now.
 type Status struct {

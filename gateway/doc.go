@@ -1,8 +1,24 @@
-// Package gateway records an agent's model calls: Gateway is a reverse proxy between the
-// agent and its provider that speaks Anthropic Messages, OpenAI Chat Completions and OpenAI
-// Responses, streaming and not, and writes every call into one tape.
+// Package gateway is TapeBox's one model endpoint: an http.Handler a harness points its
+// provider base URL at, speaking Anthropic Messages, OpenAI Chat Completions and OpenAI
+// Responses, streaming and not. Its upstream is one of three (Mode, after go-vcr's recorder
+// modes):
 //
-// Streams are forwarded chunk by chunk as they arrive (never buffered) and recorded event by
+//   - live (ModeLive, Gateway): a reverse proxy to the provider that records every call into
+//     one tape (tapebox record, tapebox gateway);
+//   - a tape (ModeTape, Simulator): the recorded responses, each request checked against the
+//     recording, each run's replay tape recorded (simulator mode, tapebox replay --listen);
+//   - a tape until step N, live after it (ModeFork, Fork): tapebox fork.
+//
+// Every mode has the same parts: one table of wire formats (wires), one thread matcher
+// (matcher: live threads matched by their key, a tape's threads by similarity), one step
+// recorder (recorder: a tape.Writer on disk, or the tape in memory), and one writer of the
+// errors it answers itself in the provider's shape (writeError). Adding a provider is an
+// entry in wires (its default upstream, its streams' final event, which deltas belong
+// together, and modelPath when its paths name the model) once package tape/provider parses
+// and emits its format (Detect, Path, Normalize, Body, Stream, ErrorBody); every mode then
+// routes, records, serves and refuses it alike.
+//
+// In live mode, streams are forwarded chunk by chunk as they arrive (never buffered) and recorded event by
 // event with their time. Each call is attributed to a thread: a request that answers the
 // tool calls of a thread's last step continues it; a request that starts a new conversation
 // while a spawning tool call (Claude Code's Agent/Task, Codex's spawn_agent) waits for its
@@ -44,6 +60,13 @@
 // them and the tool-use ids byte for byte. A secret in a body sits in content (a prompt, a
 // tool result, a file), where no name says so: finding it takes a rule set over the values,
 // which `tapebox scan` and the dataset export gate apply to the finished tape.
+//
+// In tape mode, each run (/r/RUN/, or "default") has its own cursor, identifiers and
+// replay tape; a request that does not match the recording gets an error in the provider's
+// shape and ends its run as diverged; learned identifiers are substituted in what is
+// served; a step recorded without its raw response is written by tape/provider's emitters.
+// In fork mode, the steps served before the fork point are handed to the live recording
+// (Seed), which continues their threads.
 //
 // The gateway has no authentication of its own: what may reach it may send calls through
 // it. It is meant to listen on loopback; POST /tapebox/end answers loopback peers, or a

@@ -24,11 +24,13 @@ import (
 )
 
 // DefaultUpstreams are the providers' public API hosts, per wire format.
-var DefaultUpstreams = map[tape.Provider]string{
-	tape.ProviderAnthropic:       "https://api.anthropic.com",
-	tape.ProviderOpenAIChat:      "https://api.openai.com",
-	tape.ProviderOpenAIResponses: "https://api.openai.com",
-}
+var DefaultUpstreams = func() map[tape.Provider]string {
+	m := map[tape.Provider]string{}
+	for _, w := range wires {
+		m[w.p] = w.upstream
+	}
+	return m
+}()
 
 // DefaultMaxRecordBody is the recording limit of a body when Config.MaxRecordBody is 0
 // (32 MiB, Anthropic's own limit on a request).
@@ -103,13 +105,12 @@ type Gateway struct {
 	maxRecord int64 // the recording limit of a body; negative for none
 	upstreams map[tape.Provider]*url.URL
 	transport http.RoundTripper
-	spawning  []string
 	injected  []string // lower-case names of injected headers, redacted like credentials
 	logf      func(string, ...any)
 	now       func() time.Time
 	start     time.Time
-	w         *tape.Writer
-	brk       *breaker // nil without limits or prices
+	out       *recorder // the tape
+	brk       *breaker  // nil without limits or prices
 	digests   bool
 	hashing   tape.Hashing
 
@@ -129,8 +130,7 @@ type Gateway struct {
 	heavy sync.Mutex
 
 	mu       sync.Mutex
-	threads  []*thread
-	spawns   []spawn
+	matcher  // the live threads
 	metaSet  bool
 	finished bool
 	lastErr  string // the last upstream failure, for the end reason
@@ -144,7 +144,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Output == "" {
 		return nil, errors.New("gateway: an output path is required")
 	}
-	g := &Gateway{cfg: cfg, upstreams: map[tape.Provider]*url.URL{}, logf: cfg.Logf, now: cfg.Now, spawning: cfg.SpawningTools, maxRecord: cfg.MaxRecordBody}
+	g := &Gateway{cfg: cfg, upstreams: map[tape.Provider]*url.URL{}, logf: cfg.Logf, now: cfg.Now, matcher: matcher{spawning: cfg.SpawningTools}, maxRecord: cfg.MaxRecordBody}
 	if g.maxRecord == 0 {
 		g.maxRecord = DefaultMaxRecordBody
 	}
@@ -214,12 +214,11 @@ func New(cfg Config) (*Gateway, error) {
 		opts = append(opts, tape.WithDigests(g.hashing))
 	}
 	g.digests = len(opts) > 0
-	w, err := tape.Create(cfg.Output, tp, opts...)
+	out, err := newRecorder(cfg.Output, tp, opts...) // without fsync: the syncer fsyncs, off the client's path
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	w.SetFsync(false) // the syncer fsyncs, off the client's path
-	g.w = w
+	g.out = out
 	g.kick = make(chan struct{}, 1)
 	g.stop = make(chan struct{})
 	g.syncDone = make(chan struct{})
@@ -229,6 +228,25 @@ func New(cfg Config) (*Gateway, error) {
 
 // Path returns the tape's path.
 func (g *Gateway) Path() string { return g.cfg.Output }
+
+// View calls fn with the tape recorded so far, under the writer's lock; fn must not change
+// it nor keep it.
+func (g *Gateway) View(fn func(*tape.Tape)) {
+	if g.out.w != nil {
+		g.out.w.View(fn)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	fn(g.out.t)
+}
+
+// SetLabel sets meta.labels[key] of the recording; the tape file has it from the next
+// persist on (Finish's at the latest). For what the recorder learns beside the requests,
+// such as the model provider the harness was configured with.
+func (g *Gateway) SetLabel(key, value string) error {
+	return g.updateMeta("label "+key, nil, func(m *tape.Meta) { m.Labels[key] = value })
+}
 
 // Steps returns how many model calls were recorded.
 func (g *Gateway) Steps() int {
@@ -260,7 +278,7 @@ func (g *Gateway) Finish(reason tape.EndReason, detail string) error {
 		if t := g.Tripped(); reason == tape.EndBudget && t != nil {
 			end.Limit = t.Limit
 		}
-		if err := g.w.End(end); err != nil {
+		if err := g.out.end(end); err != nil {
 			g.finishErr = fmt.Errorf("gateway: finish tape: %w", err)
 			return
 		}
@@ -330,7 +348,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fwd, p, isModelCall, ambiguous := route(r)
 	if ambiguous && r.Method == http.MethodPost {
 		g.logf("%s %s refused: not a model call's path as sent, but it reads as one once decoded", r.Method, tape.RedactURL(r.URL.RequestURI()))
-		http.Error(w, fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, provider.Path(p)), http.StatusBadRequest)
+		writeError(w, p, apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "tapebox_ambiguous_path",
+			msg: fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, provider.Path(p))})
 		return
 	}
 	if isModelCall && r.Method == http.MethodPost && g.brk != nil {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -452,21 +451,14 @@ func statusProblems(status int) []string {
 // and records it first.
 func (g *Gateway) fail(w http.ResponseWriter, rec *recording, p tape.Provider, msg string) {
 	g.logf("%s", msg)
-	body := apiErrorBody(p, "tapebox gateway: "+msg)
+	e := apiError{status: http.StatusBadGateway, typ: "api_error", msg: "tapebox gateway: " + msg}
 	if rec != nil {
 		now := g.now()
 		h := http.Header{"Content-Type": {"application/json"}}
-		g.commit(rec, &answer{status: http.StatusBadGateway, header: h, raw: body, firstByte: now, lastByte: now, problems: []string{msg}})
+		g.commit(rec, &answer{status: e.status, header: h, raw: e.body(p), firstByte: now, lastByte: now, problems: []string{msg}})
 		g.kickSync()
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadGateway)
-	w.Write(body)
-}
-
-// apiErrorBody is an api_error in the wire format's shape.
-func apiErrorBody(p tape.Provider, msg string) []byte {
-	return provider.ErrorBody(p, "api_error", "", msg)
+	writeError(w, p, e)
 }
 
 // answer is what came back for a recorded call.
@@ -493,24 +485,4 @@ func (a *answer) clip() *answer {
 	c.chunks = a.chunks[:len(a.chunks):len(a.chunks)]
 	c.problems = a.problems[:len(a.problems):len(a.problems)]
 	return &c
-}
-
-// isTerminal says whether a stream event is the last one of an answer.
-func isTerminal(p tape.Provider, ev string) bool {
-	name, data := provider.ParseEvent(ev)
-	if p == tape.ProviderOpenAIChat {
-		return strings.TrimSpace(data) == "[DONE]"
-	}
-	if name == "" && strings.HasPrefix(data, "{") {
-		name = jsonField(json.RawMessage(data), "type")
-	}
-	switch name {
-	case "error":
-		return true
-	case "message_stop":
-		return p == tape.ProviderAnthropic
-	case "response.completed", "response.incomplete", "response.failed":
-		return p == tape.ProviderOpenAIResponses
-	}
-	return false
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -46,6 +47,18 @@ type recording struct {
 	index          int     // the step's index in its thread, once committed (-1 before)
 }
 
+// heavyDone ends a section under Gateway.heavy with a garbage collection, started and
+// not waited for. While a large body is normalized, encoded and hashed, several copies of
+// it are live (the body, its normalized messages, the encoded request and, for the digest,
+// its canonical form: about 290 MB for a 30 MB body), and Go's collector then sets the
+// next heap goal at twice that; without a collection here, the next large calls grew the
+// heap to that goal before the next one ran (ten concurrent 30 MB bodies: 2.2x the bytes
+// in flight; with it, see TestGatewayConcurrentBodiesMemory).
+func (g *Gateway) heavyDone() {
+	g.heavy.Unlock()
+	go runtime.GC()
+}
+
 // ms converts a time to milliseconds since the tape's start.
 func (g *Gateway) ms(at time.Time) float64 { return tape.RoundMS(at.Sub(g.start)) }
 
@@ -62,7 +75,7 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 	heavy := !rec.body.cut && rec.body.spilled()
 	if heavy {
 		g.heavy.Lock()
-		defer g.heavy.Unlock()
+		defer g.heavyDone()
 	}
 	g.fillRequest(rec, step, true)
 	step.Timing.RequestAt = g.ms(rec.at)
@@ -77,7 +90,7 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 			g.logf("%s: %v", r.URL.Path, err)
 		}
 	}
-	g.w.PrepareSync() // the answer's publish then costs one rename
+	g.out.prepareSync() // the answer's publish then costs one rename
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if heavy {
@@ -100,14 +113,7 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 	if !continued || th.last == nil {
 		return
 	}
-	results := toolResults(&step.Request, th.last.ToolCalls)
-	next := step.Timing.RequestAt
-	if err := g.w.UpdateStepEnd(th.index, th.lastIndex, func(rs *[]tape.ToolResult, timing *tape.Timing) {
-		if results != nil {
-			*rs = results
-		}
-		timing.NextRequestAt = &next
-	}); err != nil {
+	if err := g.out.answered(th.index, th.lastIndex, th.last.ToolCalls, &step.Request, step.Timing.RequestAt); err != nil {
 		g.logf("thread %s: %v", th.id, err)
 		return
 	}
@@ -157,11 +163,6 @@ func (g *Gateway) fillRequest(rec *recording, step *tape.Step, logs bool) {
 	}
 }
 
-// toolResults returns the results a request carries for calls, in call order.
-func toolResults(req *tape.Request, calls []tape.ToolCall) []tape.ToolResult {
-	return tape.ResultsFor(req.Messages, calls)
-}
-
 // commit records a call's answer as a step of its thread and publishes the tape. It is
 // called before the answer's last byte is forwarded.
 func (g *Gateway) commit(rec *recording, a *answer) {
@@ -174,7 +175,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	if rec.deferred {
 		// Encoded whole when appended, and published below; one at a time.
 		g.heavy.Lock()
-		defer g.heavy.Unlock()
+		defer g.heavyDone()
 		g.fillRequest(rec, s, false)
 	}
 	if rec.body.cut && rec.body.length < 0 {
@@ -217,7 +218,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 		if th.parent == nil && th.id != "main" {
 			th.parent = g.claimSpawn(th.firstText) // its spawning call may have been recorded since
 		}
-		i, err := g.w.AddThread(th.id, th.parent)
+		i, err := g.out.addThread(th.id, th.parent)
 		if err != nil {
 			g.mu.Unlock()
 			g.logf("thread %s: %v", th.id, err)
@@ -228,11 +229,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	}
 	var si int
 	var err error
-	if rec.prep != nil {
-		si, err = g.w.AppendPrepared(th.index, rec.prep)
-	} else {
-		si, err = g.w.AppendStep(th.index, s)
-	}
+	si, err = g.out.append(th.index, s, rec.prep)
 	if err != nil {
 		g.mu.Unlock()
 		g.logf("thread %s: %v", th.id, err)
@@ -241,7 +238,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	rec.index = si
 	// The step is encoded: its bodies and conversation need not stay in memory (th.last
 	// keeps its tool calls and status; amend sets the whole answer again).
-	if err := g.w.Release(th.index, si); err != nil {
+	if err := g.out.release(th.index, si); err != nil {
 		g.logf("thread %s: %v", th.id, err)
 	}
 	th.last, th.lastIndex = s, si
@@ -282,7 +279,7 @@ func (g *Gateway) amend(rec *recording, a *answer, problems []string) {
 		return
 	}
 	last := g.ms(a.lastByte)
-	err := g.w.UpdateStepAnswer(rec.th.index, rec.index, func(s *tape.Step) {
+	err := g.out.updateAnswer(rec.th.index, rec.index, func(s *tape.Step) {
 		s.Response.Chunks, s.Response.Raw = a.chunks, json.RawMessage("null")
 		if a.cut != nil {
 			s.Response.Raw = a.cut.Raw()
@@ -314,7 +311,7 @@ func normalizeResponse(p tape.Provider, s *tape.Step) error {
 // the syncer does next).
 func (g *Gateway) publish() {
 	g.dirty.Store(false) // a change made from now on sets it again
-	if err := g.w.Sync(); err != nil && !g.isFinished() {
+	if err := g.out.sync(); err != nil && !g.isFinished() {
 		g.logf("persist tape: %v", err)
 	}
 }
@@ -387,20 +384,16 @@ func fsyncPath(path string) error {
 func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 	harness, version := detectHarness(h)
 	model := tape.BodyModel(step.Request.Raw)
-	var cwd string
-	if g.cfg.Cwd == "" {
-		cwd = provider.Cwd(&step.Request)
-	}
-	err := g.w.UpdateMeta(func(m *tape.Meta) {
+	err := g.out.updateMeta(func(m *tape.Meta) {
 		m.Provider = p
 		m.Model = model
 		if m.Harness == "" {
 			m.Harness, m.HarnessVersion = harness, version
 		}
-		if m.Cwd == "" {
-			m.Cwd = cwd
-		}
 	})
+	if err == nil && g.cfg.Cwd == "" {
+		err = g.out.learnCwd(&step.Request)
+	}
 	if err != nil {
 		g.logf("meta: %v", err)
 	}
@@ -410,6 +403,8 @@ func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 var (
 	claudeUA = regexp.MustCompile(`claude-cli/([0-9][^\s]*)`)
 	codexUA  = regexp.MustCompile(`codex[_a-z]*/([0-9][^\s]*)`)
+	// OpenCode sends "opencode/VERSION" (the AI SDK may add its own after it).
+	opencodeUA = regexp.MustCompile(`(?:^|\s)opencode/([0-9][^\s/]*)`)
 )
 
 // detectHarness names the agent from its headers.
@@ -423,6 +418,9 @@ func detectHarness(h http.Header) (name, version string) {
 			return "codex", m[1]
 		}
 		return "codex", ""
+	}
+	if m := opencodeUA.FindStringSubmatch(ua); m != nil {
+		return "opencode", m[1]
 	}
 	if h.Get("X-Claude-Code-Session-Id") != "" {
 		return "claude-code", ""

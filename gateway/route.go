@@ -6,11 +6,7 @@ import (
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/provider"
 )
-
-// modelProviders are the wire formats whose model calls the gateway records.
-var modelProviders = []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses}
 
 // route is where a request goes and what it is. fwd is the path forwarded upstream (after
 // the upstream's own base path): the request's path as sent, still escaped, its /r/LABEL
@@ -27,16 +23,16 @@ var modelProviders = []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAI
 // than let a model call through that it neither records nor counts.
 func route(r *http.Request) (fwd string, p tape.Provider, model, ambiguous bool) {
 	fwd = upstreamPath(r.URL.EscapedPath())
-	for _, q := range modelProviders {
-		if fwd == provider.Path(q) {
-			return fwd, q, true, false
+	for _, w := range wires {
+		if w.isModelPath(fwd) {
+			return fwd, w.p, true, false
 		}
 	}
 	loose := strings.ToLower(upstreamPath(r.URL.Path))
 	for _, v := range []string{loose, path.Clean("/" + dropParams(loose))} {
-		for _, q := range modelProviders {
-			if strings.HasSuffix(v, provider.Path(q)) {
-				return fwd, q, false, true
+		for _, w := range wires {
+			if w.endsInModelPath(v) {
+				return fwd, w.p, false, true
 			}
 		}
 	}

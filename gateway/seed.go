@@ -28,7 +28,7 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 	}
 	shift := tape.RoundMS(prefix.Meta.StartedAt.Sub(g.start.UTC()))
 	m := prefix.Meta
-	if err := g.w.UpdateMeta(func(meta *tape.Meta) {
+	if err := g.out.updateMeta(func(meta *tape.Meta) {
 		meta.Provider, meta.Model = m.Provider, m.Model
 		if meta.Harness == "" {
 			meta.Harness, meta.HarnessVersion = m.Harness, m.HarnessVersion
@@ -44,8 +44,8 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 		if len(pt.Steps) == 0 {
 			continue
 		}
-		th := &thread{id: pt.ID, parent: pt.Parent, key: threadKey(&pt.Steps[0].Request), firstText: provider.OpeningUserText(&pt.Steps[0].Request)}
-		i, err := g.w.AddThread(pt.ID, pt.Parent)
+		th := &thread{id: pt.ID, parent: pt.Parent, sig: threadSig{key: threadKey(&pt.Steps[0].Request)}, firstText: provider.OpeningUserText(&pt.Steps[0].Request)}
+		i, err := g.out.addThread(pt.ID, pt.Parent)
 		if err != nil {
 			return fmt.Errorf("gateway: seed thread %s: %w", pt.ID, err)
 		}
@@ -54,7 +54,7 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 			s := *src
 			s.Timing = shiftTiming(s.Timing, shift)
 			s.ServedFromTape = true
-			si, err := g.w.AppendStep(i, &s)
+			si, err := g.out.append(i, &s, nil)
 			if err != nil {
 				return fmt.Errorf("gateway: seed thread %s: %w", pt.ID, err)
 			}
@@ -82,7 +82,7 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 		}
 	}
 	g.dirty.Store(true)
-	if err := g.w.Sync(); err != nil {
+	if err := g.out.sync(); err != nil {
 		return fmt.Errorf("gateway: seed: %w", err)
 	}
 	return nil
@@ -114,7 +114,7 @@ func (g *Gateway) updateMeta(field string, refuse error, fn func(*tape.Meta)) er
 	if refuse != nil {
 		return fmt.Errorf("gateway: set %s: %w", field, refuse)
 	}
-	if err := g.w.UpdateMeta(fn); err != nil {
+	if err := g.out.updateMeta(fn); err != nil {
 		return fmt.Errorf("gateway: set %s: %w", field, err)
 	}
 	g.dirty.Store(true)

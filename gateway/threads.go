@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/harnesses"
 	"github.com/tapebox/tapebox/tape/provider"
@@ -16,25 +16,35 @@ import (
 // tape/harnesses): Claude Code's Agent and Task, Codex's multi-agent spawn tools.
 var SpawningTools = harnesses.SpawningTools()
 
-// thread is the gateway's view of one conversation while recording.
+// thread is one conversation as the endpoint's matcher knows it: a live thread, which the
+// matcher opened for a request that started a conversation, or a recorded thread of the
+// tape it serves, known before any request.
 type thread struct {
 	id     string
-	index  int // index in the tape, -1 until its first step is written
 	parent *tape.Parent
-	key    string // system prompt + tool names + first user message
+	sig    threadSig
+	// turns counts the steps that got a complete answer: the assistant turns the harness
+	// holds in its history. A failed or broken call does not count, so its retry continues
+	// the thread. For a recorded thread, it is the steps served (the next one to serve).
+	turns int
+	// last is the thread's last step (its tool calls wait for results); lastOK says it got
+	// a complete answer. A recorded thread's is the last step served.
+	last   *tape.Step
+	lastOK bool
+
+	// A recorded thread: its steps, and the thread and step of the call that spawned it
+	// (parent nil: none), which must be served before it starts.
+	rec        *tape.Thread
+	parentOf   *thread
+	parentStep int
+
+	// A live thread, as the gateway records it.
+	index int // its index in the tape, -1 until its first step is written
 	// firstText is the opening user messages (those before the model's first answer),
 	// which name a subagent's task.
 	firstText string
 	steps     int // steps written
-	// turns counts the steps that got a complete answer: the assistant turns the harness
-	// holds in its history. A failed or broken call does not count, so its retry continues
-	// the thread.
-	turns int
-	// last is the thread's last written step (its tool calls wait for results); lastOK
-	// says it got a complete answer.
-	last      *tape.Step
 	lastIndex int
-	lastOK    bool
 	// inFlight counts requests of this thread not yet answered.
 	inFlight int
 	// seenCalls holds the keys (callsKey) of the tool calls its steps made, and repeats
@@ -44,12 +54,29 @@ type thread struct {
 	repeats   int
 }
 
+// threadSig is what identifies a conversation in each of its requests: its system prompt,
+// the names of its tools and its opening messages.
+type threadSig struct {
+	// key is a hash of the system prompt, the tool names and the first user message: within
+	// one run, the requests of a conversation all have its key.
+	key uint64
+	// The texts, for a recorded thread and a request matched against one: across runs, dates
+	// and paths change, so they are scored by similarity (score). opening is every message
+	// before the model's first answer.
+	system, tools, opening string
+	// prompt, set for a tape imported from a harness's session file (meta.labels
+	// tapebox.form), is the user's text of the thread's opening: such a file keeps what the
+	// user typed but not the harness's whole opening (Claude Code drops its reminder blocks,
+	// Codex keeps other base instructions than it sends), so a request whose opening holds
+	// the prompt counts as an opening that matches.
+	prompt string
+}
+
 // threadSeed seeds the thread keys of this process (they are compared, never stored).
 var threadSeed = maphash.MakeSeed()
 
-// threadKey identifies a conversation by what stays the same across its calls: a hash of
-// the system prompt, the tool names and the first user message.
-func threadKey(req *tape.Request) string {
+// threadKey is the key of a request's conversation (threadSig.key).
+func threadKey(req *tape.Request) uint64 {
 	var h maphash.Hash
 	h.SetSeed(threadSeed)
 	h.WriteString(req.System)
@@ -62,7 +89,61 @@ func threadKey(req *tape.Request) string {
 		h.WriteString(s)
 		h.WriteByte('\n')
 	})
-	return strconv.FormatUint(h.Sum64(), 16)
+	return h.Sum64()
+}
+
+// sigOf is a request's whole signature, texts included.
+func sigOf(req *tape.Request) threadSig {
+	var tools []string
+	for _, t := range req.Tools {
+		tools = append(tools, t.Name)
+	}
+	return threadSig{key: threadKey(req), system: req.System, tools: strings.Join(tools, ","), opening: provider.OpeningText(req)}
+}
+
+// exactScore is the score of a signature against itself.
+const exactScore = 7
+
+// score says how well a request's signature fits a recorded thread's: the opening messages
+// weigh most, then the tools, then the system prompt (which holds dates and paths that
+// change).
+func (a threadSig) score(b threadSig) int {
+	s := 0
+	if a.opening == b.opening || (a.prompt != "" && strings.Contains(b.opening, a.prompt)) {
+		s += 4
+	} else if match.Similar(a.opening, b.opening) {
+		s += 2
+	}
+	if a.tools == b.tools {
+		s += 2
+	}
+	if a.system == b.system {
+		s++
+	}
+	return s
+}
+
+// lastUserText is the text of the last user message of a request's opening.
+func lastUserText(req *tape.Request) string {
+	text := ""
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			break
+		}
+		if m.Role == "user" {
+			var b strings.Builder
+			for _, blk := range m.Content {
+				if blk.Type == tape.BlockText {
+					b.WriteString(blk.Text)
+					b.WriteByte('\n') // as openingText joins them
+				}
+			}
+			if t := strings.TrimSpace(b.String()); t != "" {
+				text = t
+			}
+		}
+	}
+	return text
 }
 
 // eachFirstUserText calls fn with the text of each text block of the first user message.
@@ -92,47 +173,144 @@ func answeredCalls(req *tape.Request) map[string]bool {
 	return ids
 }
 
-// attribute decides which thread a request belongs to, creating one when it starts a new
-// conversation. It must be called with the gateway's lock held.
+// matcher attributes each model call to a thread: the endpoint's one thread matcher, for
+// the calls it forwards live, the calls it serves from a tape, and a fork's both. Its
+// threads are live (opened by open, for a request that starts a conversation) or recorded
+// (the tape's, known before any request: recordedThreads). Its caller holds a lock.
+type matcher struct {
+	threads []*thread
+	// spawns are the spawning calls of live threads still waiting for their child;
+	// spawning names the tools that spawn.
+	spawns   []spawn
+	spawning []string
+}
+
+// find returns the thread a request belongs to, or nil, and whether the request asks again
+// for a step of it already served (a recorded thread's). turns is the request's assistant
+// turns and sig its signature: its key for live threads, its texts too (sigOf) for recorded
+// ones. In order:
+//   - a thread whose last step's tool calls the request answers (a recorded thread only
+//     when it expects turns);
+//   - among the threads that expect turns, the one whose signature fits the request's
+//     best: a live thread's exactly (its key), a recorded thread's by score, at least 2
+//     (its opening in part, or its tools), a retry scoring one less than the next step.
 //
-// In order: a request that answers the tool calls of a thread's last step continues that
-// thread; a request with the same conversation key as a thread, with as many assistant
-// turns as the thread has complete answers, continues it (a follow-up without tool calls,
-// or the retry of a call that failed); anything else starts a thread, whose parent is the
-// pending spawning call whose prompt its first user message carries (else the oldest
-// pending spawning call, else none).
+// A live thread expects its complete answers' count, and 0 only after a failed call; a
+// recorded thread whose parent call was served expects its next step, or its last one
+// again.
 //
-// Roles other than user and assistant (Claude Code's role:system entries, OpenAI developer
-// messages) count neither as the first user message nor as turns.
-func (g *Gateway) attribute(req *tape.Request) (th *thread, continued bool) {
-	answered := answeredCalls(req)
-	key := threadKey(req)
-	turns := provider.AssistantTurns(req)
-	if len(answered) > 0 {
-		for _, t := range g.threads {
-			if t.last == nil {
+// Roles other than user and assistant (Claude Code's role:system entries, OpenAI
+// developer messages) count neither as the first user message nor as turns.
+func (m *matcher) find(req *tape.Request, turns int, sig threadSig) (th *thread, retry bool) {
+	if answered := answeredCalls(req); len(answered) > 0 {
+		for _, t := range m.threads {
+			if t.last == nil || t.rec != nil && !t.expects(turns) {
 				continue
 			}
 			for _, c := range t.last.ToolCalls {
 				if answered[c.ID] {
-					return t, true
+					return t, t.rec != nil && turns < t.turns
 				}
 			}
 		}
 	}
-	for _, t := range g.threads {
-		if t.key == key && turns == t.turns && (turns > 0 || t.last != nil && !t.lastOK) {
-			return t, true
+	best, bestScore := (*thread)(nil), -1
+	for _, t := range m.threads {
+		if !t.expects(turns) {
+			continue
+		}
+		sc := exactScore
+		switch {
+		case t.rec == nil && t.sig.key != sig.key:
+			continue
+		case t.rec != nil:
+			sc = t.sig.score(sig)
+			if turns < t.turns {
+				sc-- // prefer a thread waiting for this step over a retry
+			}
+		}
+		if sc > bestScore {
+			best, bestScore = t, sc
 		}
 	}
-	th = &thread{index: -1, key: key, firstText: openingText(req)}
-	if len(g.threads) == 0 {
+	if best == nil || bestScore < 2 {
+		return nil, false
+	}
+	return best, best.rec != nil && turns < best.turns
+}
+
+// expects says whether a request with turns assistant turns may continue t.
+func (t *thread) expects(turns int) bool {
+	if t.rec == nil {
+		return turns == t.turns && (turns > 0 || t.last != nil && !t.lastOK)
+	}
+	if len(t.rec.Steps) == 0 || t.parentOf != nil && t.parentOf.turns <= t.parentStep {
+		return false
+	}
+	return turns == t.turns || turns == t.turns-1
+}
+
+// serve marks step si of a recorded thread as served.
+func (t *thread) serve(si int) {
+	t.turns = si + 1
+	t.last, t.lastOK = t.rec.Steps[si], true
+}
+
+// recordedThreads are the matcher's threads for serving rec: one per thread of rec, in its
+// order, with the signatures sigs of their first requests (recordedSigs).
+func recordedThreads(rec *tape.Tape, sigs []threadSig) []*thread {
+	out := make([]*thread, len(rec.Threads))
+	for i, th := range rec.Threads {
+		out[i] = &thread{id: th.ID, parent: th.Parent, sig: sigs[i], rec: th, index: i}
+	}
+	for i, th := range rec.Threads {
+		ref, _, ok := rec.ParentCall(th)
+		if !ok {
+			continue
+		}
+		for j, p := range rec.Threads {
+			if p.ID == ref.Thread.ID {
+				out[i].parentOf, out[i].parentStep = out[j], ref.Index
+				break
+			}
+		}
+	}
+	return out
+}
+
+// recordedSigs are the signatures of rec's threads, by their first request (the zero
+// signature for a thread without steps).
+func recordedSigs(rec *tape.Tape) []threadSig {
+	sigs := make([]threadSig, len(rec.Threads))
+	imported := rec.Meta.Labels["tapebox.form"] != ""
+	for i, th := range rec.Threads {
+		if len(th.Steps) == 0 {
+			continue
+		}
+		sigs[i] = sigOf(&th.Steps[0].Request)
+		if imported {
+			sigs[i].prompt = lastUserText(&th.Steps[0].Request)
+		}
+	}
+	return sigs
+}
+
+// attribute decides which live thread a request belongs to, opening one when it starts a
+// new conversation, whose parent is the pending spawning call whose prompt its opening user
+// messages carry (else the oldest pending spawning call, else none).
+func (m *matcher) attribute(req *tape.Request) (th *thread, continued bool) {
+	sig := threadSig{key: threadKey(req)}
+	if t, _ := m.find(req, provider.AssistantTurns(req), sig); t != nil {
+		return t, true
+	}
+	th = &thread{index: -1, sig: sig, firstText: openingText(req)}
+	if len(m.threads) == 0 {
 		th.id = "main"
 	} else {
-		th.id = fmt.Sprintf("t%d", len(g.threads))
-		th.parent = g.claimSpawn(th.firstText)
+		th.id = fmt.Sprintf("t%d", len(m.threads))
+		th.parent = m.claimSpawn(th.firstText)
 	}
-	g.threads = append(g.threads, th)
+	m.threads = append(m.threads, th)
 	return th, false
 }
 
@@ -158,12 +336,12 @@ type spawn struct {
 }
 
 // noteSpawns remembers the spawning calls of a finished step.
-func (g *Gateway) noteSpawns(th *thread, s *tape.Step) {
+func (m *matcher) noteSpawns(th *thread, s *tape.Step) {
 	for _, c := range s.ToolCalls {
-		if !slices.Contains(g.spawning, c.Name) {
+		if !slices.Contains(m.spawning, c.Name) {
 			continue
 		}
-		g.spawns = append(g.spawns, spawn{thread: th.id, callID: c.ID, prompt: spawnPrompt(c)})
+		m.spawns = append(m.spawns, spawn{thread: th.id, callID: c.ID, prompt: spawnPrompt(c)})
 	}
 }
 
@@ -178,12 +356,12 @@ func spawnPrompt(c tape.ToolCall) string {
 }
 
 // claimSpawn finds the parent of a new thread whose first user message is text.
-func (g *Gateway) claimSpawn(text string) *tape.Parent {
-	if len(g.spawns) == 0 {
+func (m *matcher) claimSpawn(text string) *tape.Parent {
+	if len(m.spawns) == 0 {
 		return nil
 	}
 	pick := -1
-	for i, s := range g.spawns {
+	for i, s := range m.spawns {
 		if s.prompt != "" && strings.Contains(text, s.prompt) {
 			pick = i
 			break
@@ -192,7 +370,7 @@ func (g *Gateway) claimSpawn(text string) *tape.Parent {
 	if pick < 0 {
 		pick = 0
 	}
-	s := g.spawns[pick]
-	g.spawns = slices.Delete(g.spawns, pick, pick+1)
+	s := m.spawns[pick]
+	m.spawns = slices.Delete(m.spawns, pick, pick+1)
 	return &tape.Parent{ThreadID: s.thread, ToolCallID: s.callID}
 }

@@ -13,7 +13,7 @@ import (
 // environment context and gives its task in a second user message; with two spawns
 // pending, each child is still linked to the call that carried its task.
 func TestSpawnClaimedByLaterOpeningMessage(t *testing.T) {
-	g := &Gateway{spawning: SpawningTools}
+	g := &Gateway{matcher: matcher{spawning: SpawningTools}}
 	text := func(role, s string) tape.Message {
 		return tape.Message{Role: role, Content: []tape.Block{{Type: tape.BlockText, Text: s}}}
 	}

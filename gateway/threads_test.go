@@ -53,6 +53,15 @@ func TestHarnessDetection(t *testing.T) {
 			wantName: "codex",
 		},
 		{
+			name: "OpenCode", path: "/v1/messages", body: taskRequest(false),
+			header:   map[string]string{"User-Agent": "opencode/1.18.33 ai-sdk/anthropic/3.0.58", "X-Session-Id": "ses_daeda83c7ffe1adaqwaTrGDiDU"},
+			wantName: "opencode", wantVerson: "1.18.33",
+		},
+		{
+			name: "a path that names opencode is not OpenCode", path: "/v1/messages", body: taskRequest(false),
+			header: map[string]string{"User-Agent": "mytool/2.0 (+https://example.com/opencode/1.0)"},
+		},
+		{
 			name: "unknown agent", path: "/v1/messages", body: taskRequest(false),
 			header: map[string]string{"User-Agent": "curl/8.5.0"},
 		},

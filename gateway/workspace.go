@@ -37,10 +37,17 @@ func (g *Gateway) recordEnd(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway: workspace end manifest: %w", err)
 	}
-	return g.w.UpdateMeta(func(meta *tape.Meta) {
+	return g.out.updateMeta(func(meta *tape.Meta) {
 		if meta.Workspace == nil {
 			meta.Workspace = &tape.Workspace{Exclude: g.wsOpts.Exclude}
 		}
 		meta.Workspace.End = m.TapeEntries()
 	})
+}
+
+// setReplayEnd puts the meta.workspace a replay tape gets in its meta: its end manifest m,
+// and the exclusions of the recording's rec it was taken with.
+func setReplayEnd(out *recorder, rec *tape.Workspace, m workspace.Manifest) error {
+	end := &tape.Workspace{Exclude: rec.Exclude, End: m.TapeEntries()}
+	return out.updateMeta(func(meta *tape.Meta) { meta.Workspace = end })
 }

@@ -129,7 +129,7 @@ func ExportClaudeCode(tp *tape.Tape) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export claude-code: %w", err)
 	}
-	files = append(files, File{Path: project + "/" + session + ".jsonl", Data: b})
+	files = append(files, File{Path: project + "/" + session + ".jsonl", Data: b, Thread: main.ID})
 	for _, th := range tp.Threads {
 		if th == main || th.Parent == nil {
 			continue
@@ -140,7 +140,7 @@ func ExportClaudeCode(tp *tape.Tape) ([]File, error) {
 			return nil, fmt.Errorf("export claude-code: thread %s: %w", th.ID, err)
 		}
 		dir := path.Join(project, session, "subagents")
-		files = append(files, File{Path: dir + "/agent-" + id + ".jsonl", Data: b})
+		files = append(files, File{Path: dir + "/agent-" + id + ".jsonl", Data: b, Thread: th.ID})
 		meta := ccAgentMeta{ToolUseID: th.Parent.ToolCallID}
 		if c, ok := calls[th.Parent.ToolCallID]; ok {
 			var in struct {

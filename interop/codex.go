@@ -1,7 +1,14 @@
 package interop
 
 import (
+	"bufio"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
@@ -54,12 +61,72 @@ func CodexThreadID(tp *tape.Tape, th *tape.Thread) string {
 	return uuidFrom("codex-thread", tp.Meta.TapeID, th.ID)
 }
 
+// LabelCodexModelProvider is the meta.labels key of the model_provider Codex ran with:
+// the id of the provider in Codex's config (tapebox record's own is "tapebox"), which no
+// request carries. tapebox record takes it from the rollout Codex wrote of the run (or from
+// the -c override it passed); a Codex import from the rollout's session_meta. The Codex
+// export writes it, as Codex resumes a session only with the provider it names.
+const LabelCodexModelProvider = "tapebox.codex_model_provider"
+
+// providerIDRE is what a model_provider id taken from a tape or a file may be: a config
+// key (letters, digits, '_', '-', '.').
+var providerIDRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+func validProviderID(s string) bool { return providerIDRE.MatchString(s) }
+
+// CodexModelProvider is the model_provider a Codex export of tp names: the tape's
+// LabelCodexModelProvider when it holds a provider id, else "openai" (Codex's built-in
+// provider).
+func CodexModelProvider(tp *tape.Tape) string {
+	if p := tp.Meta.Labels[LabelCodexModelProvider]; validProviderID(p) {
+		return p
+	}
+	return "openai"
+}
+
+// CodexRolloutProvider reads the model_provider of the rollout Codex wrote of thread id
+// under codexHome (sessions/YYYY/MM/DD/rollout-*-<id>.jsonl, or archived_sessions/): its
+// first line, session_meta. It returns "" when there is no such rollout or it names no
+// valid provider id.
+func CodexRolloutProvider(codexHome, id string) string {
+	if !uuidRE.MatchString(id) {
+		return ""
+	}
+	for _, pattern := range []string{"sessions/*/*/*/rollout-*-" + id + ".jsonl", "archived_sessions/rollout-*-" + id + ".jsonl"} {
+		matches, _ := filepath.Glob(filepath.Join(codexHome, pattern))
+		for _, m := range matches {
+			f, err := os.Open(m)
+			if err != nil {
+				continue
+			}
+			// The base instructions make the line long; no rollout's is 8 MiB.
+			line, err := bufio.NewReader(io.LimitReader(f, 8<<20)).ReadBytes('\n')
+			f.Close()
+			if err != nil && !errors.Is(err, io.EOF) {
+				continue
+			}
+			var l struct {
+				Type    string `json:"type"`
+				Payload struct {
+					ID            string `json:"id"`
+					ModelProvider string `json:"model_provider"`
+				} `json:"payload"`
+			}
+			if json.Unmarshal(line, &l) == nil && l.Type == "session_meta" && l.Payload.ID == id && validProviderID(l.Payload.ModelProvider) {
+				return l.Payload.ModelProvider
+			}
+		}
+	}
+	return ""
+}
+
 // ExportCodex writes a tape as Codex rollout files, one per thread (a sub-agent's names its
 // parent thread), under YYYY/MM/DD/rollout-<time>-<thread id>.jsonl, the layout of
-// $CODEX_HOME/sessions that `codex exec resume <id>` searches.
+// $CODEX_HOME/sessions that `codex exec resume <id>` searches. The rollouts name
+// modelProvider, or when it is empty the tape's (CodexModelProvider).
 func ExportCodex(tp *tape.Tape, modelProvider string) ([]File, error) {
 	if modelProvider == "" {
-		modelProvider = "openai"
+		modelProvider = CodexModelProvider(tp)
 	}
 	if tp.Meta.Provider != tape.ProviderOpenAIResponses {
 		return nil, fmt.Errorf("export codex: tape %s speaks %q; Codex rollouts hold OpenAI Responses items (use sts or atif)", tp.Meta.TapeID, tp.Meta.Provider)
@@ -93,7 +160,7 @@ func ExportCodex(tp *tape.Tape, modelProvider string) ([]File, error) {
 			}
 		}
 		start := tp.Meta.StartedAt.Add(time.Duration(made * float64(time.Millisecond))).UTC()
-		files = append(files, File{Path: start.Format("2006/01/02/rollout-2006-01-02T15-04-05-") + id + ".jsonl", Data: b})
+		files = append(files, File{Path: start.Format("2006/01/02/rollout-2006-01-02T15-04-05-") + id + ".jsonl", Data: b, Thread: th.ID})
 	}
 	return files, nil
 }
@@ -139,11 +206,17 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 			add(first.Timing.RequestAt, "response_item", item)
 		}
 	}
+	// Codex records what the user typed once more as an event, apart from the items with
+	// their context blocks: its history and the Hub's trace viewer read the prompt there.
+	if p := prompt(th); p != "" {
+		add(first.Timing.RequestAt, "event_msg", cxUserMessage(p))
+	}
 	last := ""
 	var total tape.Usage // the thread's so far, as Codex's total_token_usage sums it
 	for i, s := range th.Steps {
 		if text := followUp(th, i); text != "" {
 			add(s.Timing.RequestAt, "response_item", map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": text}}})
+			add(s.Timing.RequestAt, "event_msg", cxUserMessage(text))
 		}
 		for _, bl := range s.Response.Content {
 			switch bl.Type {
@@ -202,6 +275,11 @@ func cxThread(tp *tape.Tape, th *tape.Thread, session, id, modelProvider string)
 	end := th.Steps[len(th.Steps)-1].Timing.LastByteAt
 	add(end, "event_msg", map[string]any{"type": "task_complete", "turn_id": turn, "last_agent_message": last})
 	return out
+}
+
+// cxUserMessage is the event_msg payload of a user's message.
+func cxUserMessage(text string) map[string]any {
+	return map[string]any{"type": "user_message", "message": text, "images": []any{}}
 }
 
 // callsByID indexes the tool calls of steps by id.

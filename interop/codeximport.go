@@ -28,6 +28,7 @@ type cxRollout struct {
 	cwd       string
 	version   string
 	model     string
+	provider  string // session_meta.model_provider
 	base      string
 	first     time.Time
 	last      time.Time
@@ -92,6 +93,7 @@ func readRollout(p string) (*cxRollout, error) {
 				ParentThreadID   string `json:"parent_thread_id"`
 				Cwd              string `json:"cwd"`
 				CLIVersion       string `json:"cli_version"`
+				ModelProvider    string `json:"model_provider"`
 				BaseInstructions *struct {
 					Text string `json:"text"`
 				} `json:"base_instructions"`
@@ -100,6 +102,7 @@ func readRollout(p string) (*cxRollout, error) {
 				return fmt.Errorf("session_meta: %w", err)
 			}
 			r.id, r.session, r.parent, r.cwd, r.version = m.ID, cmp.Or(m.SessionID, m.ID), m.ParentThreadID, m.Cwd, m.CLIVersion
+			r.provider = m.ModelProvider
 			if m.BaseInstructions != nil {
 				r.base = m.BaseInstructions.Text
 			}
@@ -269,6 +272,9 @@ func importCodexFiles(files []string) ([]*tape.Tape, error) {
 		tp.Meta.TapeID = hexFrom(32, "codex", r.id)
 		tp.Meta.HarnessVersion, tp.Meta.Model, tp.Meta.Cwd = r.version, r.model, r.cwd
 		tp.Meta.Task = map[string]string{"session_id": r.id}
+		if validProviderID(r.provider) {
+			tp.Meta.Labels[LabelCodexModelProvider] = r.provider
+		}
 		if !r.first.IsZero() {
 			tp.Meta.StartedAt = r.first
 		}

@@ -122,6 +122,9 @@ const (
 type File struct {
 	Path string
 	Data []byte
+	// Thread is the id of the tape thread whose conversation the file holds; empty for a
+	// file that holds none (a subagent's .meta.json) or every thread (ATIF, OTLP).
+	Thread string
 }
 
 // Options tune an export.
@@ -130,9 +133,10 @@ type Options struct {
 	// cost (ATIF's cost_usd): Cost returns the cost of one step, nil when unknown.
 	PricesDate string
 	Cost       func(meta *tape.Meta, s *tape.Step) *float64
-	// CodexModelProvider is the model_provider a Codex rollout names (default "openai"):
-	// the id of the provider in Codex's config, which no request carries. Codex resumes a
-	// session only with the provider it names.
+	// CodexModelProvider is the model_provider a Codex rollout names: the id of the
+	// provider in Codex's config, which no request carries; Codex resumes a session only
+	// with the provider it names. Empty: the tape's (LabelCodexModelProvider, which tapebox
+	// record and a Codex import set), else "openai".
 	CodexModelProvider string
 }
 

@@ -146,7 +146,7 @@ func ExportSTS(tp *tape.Tape) ([]File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("export sts: thread %s: %w", th.ID, err)
 		}
-		files = append(files, File{Path: safeName(tp.Meta.TapeID) + "/" + safeName(th.ID) + ".jsonl", Data: b})
+		files = append(files, File{Path: safeName(tp.Meta.TapeID) + "/" + safeName(th.ID) + ".jsonl", Data: b, Thread: th.ID})
 	}
 	return files, nil
 }

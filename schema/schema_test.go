@@ -213,7 +213,7 @@ func TestSchemaEnums(t *testing.T) {
 		got  []string
 		want []string
 	}{
-		{"provider", doc.Defs["meta"].Properties["provider"].Enum, []string{string(tape.ProviderUnknown), string(tape.ProviderAnthropic), string(tape.ProviderOpenAIChat), string(tape.ProviderOpenAIResponses)}},
+		{"provider", doc.Defs["meta"].Properties["provider"].Enum, []string{string(tape.ProviderUnknown), string(tape.ProviderAnthropic), string(tape.ProviderOpenAIChat), string(tape.ProviderOpenAIResponses), string(tape.ProviderGemini)}},
 		{"ended.reason", doc.Defs["meta"].Properties["ended"].Properties["reason"].Enum, reasons},
 		{"block type", doc.Defs["block"].Properties["type"].Enum, []string{tape.BlockText, tape.BlockThinking, tape.BlockToolUse, tape.BlockToolResult, tape.BlockImage, tape.BlockOther}},
 	}
@@ -287,7 +287,7 @@ func TestValidateReportsProblems(t *testing.T) {
 		{"wrong type", "/threads/0/steps/1/response/usage/input_tokens", set("12"), []Problem{{"", "wrong type: got string, want integer"}}},
 		{"not an integer", "/threads/0/steps/1/response/status", set(json.Number("200.5")), []Problem{{"", "wrong type: got number, want integer"}}},
 		{"negative count", "/threads/0/steps/0/response/usage/output_tokens", set(json.Number("-1")), []Problem{{"", "minimum: got -1, want 0"}}},
-		{"wrong enum", "/meta/provider", set("gemini"), []Problem{{"", `got "gemini", want one of "", "anthropic", "openai-chat", "openai-responses"`}}},
+		{"wrong enum", "/meta/provider", set("bedrock"), []Problem{{"", `got "bedrock", want one of "", "anthropic", "openai-chat", "openai-responses", "gemini"`}}},
 		{
 			"workspace digest not sha256", "/meta/workspace",
 			set(map[string]any{"digest": "md5:00"}),
@@ -428,7 +428,7 @@ func TestValidateVersion(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			data := mutate(t, good, "/version", set(tt.version))
 			// A future version may change anything else too.
-			data = mutate(t, data, "/meta/provider", set("gemini"))
+			data = mutate(t, data, "/meta/provider", set("bedrock"))
 			err := Validate(data)
 			require.ErrorIs(t, err, tape.ErrUnsupportedVersion)
 			assert.Equal(t, tt.want, err.Error())

@@ -42,7 +42,7 @@ func (e *engine) segments(s string, depth int) (seg, kw bool) {
 			for j < len(s) && b64Value[s[j]] != 0xff {
 				j++
 			}
-			if j-i >= 16 && e.run(s[i:j], check) {
+			if j-i >= 16 && !opaqueValueAt(s, i) && e.run(s[i:j], check) {
 				return seg, kw
 			}
 			i = j
@@ -66,6 +66,29 @@ func (e *engine) segments(s string, depth int) (seg, kw bool) {
 		i++
 	}
 	return seg, kw
+}
+
+// opaqueValues are how a value of an opaque member (allow.go) starts in JSON text held in a
+// string, such as a stream chunk's events: `"encrypted_content":"`.
+var opaqueValues = func() (out []string) {
+	for _, name := range OpaqueFields() {
+		out = append(out, `"`+name+`":"`, `"`+name+`": "`)
+	}
+	return out
+}()
+
+// opaqueValueAt reports whether s[i:] is the value of an opaque member in JSON text: a
+// provider's ciphertext or signature, which a scan of the JSON itself does not look at, so
+// it is not decoded here either. Decoded, it is printable (base64 of hex digits) and sent
+// a stream chunk that held it, and any keyword, to gitleaks whole with every rule and its
+// decoder: most of what a scan of a clean corpus cost in gitleaks.
+func opaqueValueAt(s string, i int) bool {
+	for _, p := range opaqueValues {
+		if i >= len(p) && s[i-len(p):i] == p {
+			return true
+		}
+	}
+	return false
 }
 
 // run checks a maximal run of base64 characters (hex ones included): decoded as base64

@@ -54,22 +54,39 @@ type Finding struct {
 	// value.
 	Key bool `json:"key,omitempty"`
 	// Member is set for a secret in the tape's start snapshot (Pointer is then
-	// /meta/workspace/snapshot): the name of the file inside the snapshot's tar, and
-	// Offset counts bytes of that file. A secret in the name of an entry, or in a symbolic
-	// link's target, has Offset -1 and Rule as for any other.
+	// /meta/workspace/snapshot): the name of the entry inside the snapshot's tar, and
+	// Offset counts bytes of that file's content, unless In says otherwise.
 	Member string `json:"member,omitempty"`
+	// In is set for a secret in a snapshot entry's name ("name") or in a symbolic link's
+	// target ("link") rather than in a file's content: Offset and Length then count bytes
+	// of that string.
+	In string `json:"in,omitempty"`
 }
+
+// Values of Finding.In.
+const (
+	InName = "name"
+	InLink = "link"
+)
 
 // String formats f as "FILE: POINTER: RULE: PREVIEW" (without "FILE: " when File is empty);
 // a secret in a member name has " (member name)" after the pointer, one in a snapshot the
-// file inside it: "FILE: /meta/workspace/snapshot: .env: RULE: PREVIEW".
+// file inside it: "FILE: /meta/workspace/snapshot: .env: RULE: PREVIEW". A secret in a
+// name is masked there; Masked masks it in the other findings of its tape.
 func (f Finding) String() string {
+	f = Masked([]Finding{f})[0]
 	where := f.Pointer
 	if f.Key {
 		where += " (member name)"
 	}
 	if f.Member != "" {
 		where += ": " + f.Member
+	}
+	switch f.In {
+	case InName:
+		where += " (name)"
+	case InLink:
+		where += " (link target)"
 	}
 	s := where + ": " + f.Rule + ": " + f.Preview
 	if f.File != "" {
@@ -260,7 +277,7 @@ type scan struct {
 	// memo holds the hits of each distinct string already given to the rules: a tape
 	// repeats its conversation in every request, and its tool definitions, and the
 	// normalized fields repeat the raw bodies.
-	memo    map[memoKey][]hit
+	memo    map[uint64]memoEntry
 	groups  map[string]int
 	seen    int
 	scratch engineScratch
@@ -270,7 +287,7 @@ type scan struct {
 }
 
 func (s *Scanner) newScan(ctx context.Context) *scan {
-	return &scan{s: s, ctx: ctx, memo: map[memoKey][]hit{}, groups: map[string]int{}}
+	return &scan{s: s, ctx: ctx, memo: map[uint64]memoEntry{}, groups: map[string]int{}}
 }
 
 func (sc *scan) visit(w *walker, value string) error {
@@ -320,14 +337,12 @@ func (sc *scan) add(h hit, f Finding) {
 // (a header x-custom-key, a member password). The prefilter (engine.candidate) passes
 // over the strings that hold no keyword of any rule, most of a tape, without a copy.
 func (sc *scan) hits(field, value string) ([]hit, error) {
-	var mh maphash.Hash
-	mh.SetSeed(memoSeed)
-	mh.WriteString(field)
-	mh.WriteByte(0)
-	mh.WriteString(value)
-	key := memoKey{mh.Sum64(), len(field) + len(value)}
-	if hs, ok := sc.memo[key]; ok {
-		return hs, nil
+	// Two hashes in one call each (maphash.Hash would hash the value 128 bytes at a
+	// time), the field's with a seed of its own.
+	fkey := maphash.String(fieldSeed, field)
+	key := maphash.String(memoSeed, value) ^ (fkey * 0x9e3779b97f4a7c15)
+	if e, ok := sc.memo[key]; ok && e.field == fkey && e.n == len(value) {
+		return e.hits, nil
 	}
 	hs, err := sc.scanOne(field, value)
 	if err != nil {
@@ -338,19 +353,22 @@ func (sc *scan) hits(field, value string) ([]hit, error) {
 		// strings that repeat (the conversation, tool definitions) come back at once.
 		clear(sc.memo)
 	}
-	sc.memo[key] = hs
+	sc.memo[key] = memoEntry{field: fkey, n: len(value), hits: hs}
 	return hs, nil
 }
 
 // memoSeed seeds the hash of the memo's keys: random for each process, so that no tape
 // can be made to collide with another string on purpose.
-var memoSeed = maphash.MakeSeed()
+var memoSeed, fieldSeed = maphash.MakeSeed(), maphash.MakeSeed()
 
-// memoKey identifies a string already scanned: a 64-bit hash of it (and its member name)
-// and its length.
-type memoKey struct {
-	hash uint64
-	n    int
+// memoEntry is the hits of a string already scanned, under one 64-bit word made of the
+// hashes of the string and of its member name (a map keyed by one word costs less to look
+// up than by three); the member name's hash and the length tell it from another of the
+// same key, which replaces it.
+type memoEntry struct {
+	field uint64
+	n     int
+	hits  []hit
 }
 
 // scanOne scans one string: hits without the memo.
@@ -536,7 +554,7 @@ func (e *FoundError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s in %d %s", len(e.Findings), plural(len(e.Findings), "secret finding", "secret findings"),
 		len(files), plural(len(files), "tape", "tapes"))
-	for i, f := range e.Findings {
+	for i, f := range Masked(e.Findings) {
 		if i == foundErrorLines {
 			fmt.Fprintf(&b, "\n  … and %d more (tapebox scan lists them all)", len(e.Findings)-i)
 			break
@@ -552,4 +570,52 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// Masked returns copies of fs (the findings of one tape) in which every secret found in a
+// member name or in a snapshot entry's name or link target, which Pointer or Member would
+// otherwise spell out (a value under a member named with a secret has it in its pointer,
+// a file in a directory named with one in its Member), is replaced by its preview: what
+// may be printed or stored. The findings cannot then be given to a redaction, which needs
+// the places as they are.
+func Masked(fs []Finding) []Finding {
+	var secrets []string
+	for _, f := range fs {
+		var in string
+		switch {
+		case f.Key:
+			in = lastToken(f.Pointer)
+		case f.In == InName:
+			in = f.Member
+		default:
+			continue
+		}
+		if f.Offset >= 0 && f.Length > 0 && f.Offset+f.Length <= len(in) {
+			secrets = append(secrets, in[f.Offset:f.Offset+f.Length])
+		}
+	}
+	out := slices.Clone(fs)
+	if len(secrets) == 0 {
+		return out
+	}
+	// Longest first: a secret that holds another is masked whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, s := range slices.Compact(secrets) {
+		pairs = append(pairs, s, preview(s))
+		if e := escapePointer(s); e != s {
+			pairs = append(pairs, e, preview(s))
+		}
+	}
+	r := strings.NewReplacer(pairs...)
+	for i := range out {
+		out[i].Pointer, out[i].Member = r.Replace(out[i].Pointer), r.Replace(out[i].Member)
+	}
+	return out
+}
+
+// lastToken is the last token of a JSON pointer, unescaped.
+func lastToken(ptr string) string {
+	tok := ptr[strings.LastIndexByte(ptr, '/')+1:]
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
 }

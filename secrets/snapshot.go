@@ -66,9 +66,10 @@ func (sc *scan) scanSnapshot(tapePath, name string) error {
 // ScanSnapshot returns the findings in a workspace snapshot (a tar compressed with zstd,
 // as package workspace writes it) read from r: in the content of every regular file, in
 // every entry's name and in every symbolic link's target. Each has Pointer
-// SnapshotPointer and Member the entry's name. It trusts nothing in the archive: what it
-// decompresses is bounded (workspace.UntrustedMaxBytes of content), and an archive it
-// cannot read to its end is an error, with the findings before it.
+// SnapshotPointer, Member the entry's name, and In set for a name or a target. It trusts
+// nothing in the archive: what it decompresses is bounded (workspace.UntrustedMaxBytes of
+// content), and an archive it cannot read to its end is an error, with the findings
+// before it.
 func (s *Scanner) ScanSnapshot(ctx context.Context, r io.Reader) ([]Finding, error) {
 	sc := s.newScan(ctx)
 	err := sc.scanArchive(r)
@@ -103,11 +104,11 @@ func (sc *scan) scanTar(r io.Reader) error {
 			return fmt.Errorf("read the archive after %d entries: %w", entries, err)
 		}
 		member := hdr.Name
-		if err := sc.scanString(member, "path", member); err != nil {
+		if err := sc.scanString(member, "path", InName, member); err != nil {
 			return err
 		}
 		if hdr.Linkname != "" {
-			if err := sc.scanString(member, "link", hdr.Linkname); err != nil {
+			if err := sc.scanString(member, "link", InLink, hdr.Linkname); err != nil {
 				return err
 			}
 		}
@@ -124,15 +125,14 @@ func (sc *scan) scanTar(r io.Reader) error {
 }
 
 // scanString scans a name of an entry (its path or a link's target), as a string under
-// the member name field.
-func (sc *scan) scanString(member, field, value string) error {
+// the member name field; in says which (Finding.In).
+func (sc *scan) scanString(member, field, in, value string) error {
 	hits, err := sc.hits(field, value)
 	if err != nil {
 		return err
 	}
 	for _, h := range hits {
-		sc.add(h, Finding{Pointer: SnapshotPointer, Member: member})
-		sc.found[len(sc.found)-1].Offset = -1
+		sc.add(h, Finding{Pointer: SnapshotPointer, Member: member, In: in})
 	}
 	return nil
 }

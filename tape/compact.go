@@ -15,7 +15,7 @@ func compactJSON(dst, b []byte) ([]byte, bool) { return jsonlex.Compact(dst, b) 
 // marshalRequest is the canonical encoding of r.
 func marshalRequest(r *Request) ([]byte, error) {
 	e := enc{b: make([]byte, 0, 2*len(r.Raw)+len(r.Raw)/8+1<<10), ok: true}
-	if e.request(r); e.ok {
+	if writeObject(&e, requestTable(), r); e.ok {
 		return fixReplacement(e.b), nil
 	}
 	return marshalPiece(r)
@@ -36,7 +36,7 @@ func appendResponse(prefix string, r *Response, extra int) ([]byte, error) {
 	}
 	e := enc{b: make([]byte, 0, n), ok: true}
 	e.b = append(e.b, prefix...)
-	if e.response(r); e.ok {
+	if writeObject(&e, responseTable(), r); e.ok {
 		return fixReplacement(e.b), nil
 	}
 	b, err := marshalPiece(r)

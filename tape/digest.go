@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
 
 	"github.com/tapebox/tapebox/internal/jsonlex"
 )
@@ -149,35 +150,71 @@ func (hs Hashing) rootOf(sc scheme, meta sum, lasts []sum) sum {
 
 func signedMessage(sc scheme, root sum) []byte { return append([]byte(rootPrefix(sc)), root[:]...) }
 
-// stepDigestSuffix is how a step's encoding ends when it carries a digest:
-// ,"digest":"sha256:<64 hex>"}.
-const stepDigestLen = len(`,"digest":"sha256:`) + 64 + len(`"}`)
+// stepDigestLen is the length of how a step's compact encoding ends when it carries a
+// digest: ,"digest":"sha256:<64 hex>"}.
+func stepDigestLen() int { return len(stepDigestOpen()) + 64 + len(`"}`) }
+
+// stepDigestOpen is ,"digest":"sha256: as the step's digest member starts.
+func stepDigestOpen() string {
+	layout()
+	return "," + stepTable().fields[stepDig].member + `"` + sumPrefix
+}
 
 // stepContent returns the canonical encoding of a step without its digest field, given the
 // step's encoding as a canonical writer wrote it, and the digest it carries. ok is false
 // when raw does not end the way a canonical step with a digest does.
 func stepContent(raw []byte) (content []byte, digest string, ok bool) {
-	if len(raw) < stepDigestLen {
+	n, open := stepDigestLen(), stepDigestOpen()
+	if len(raw) < n {
 		return nil, "", false
 	}
-	tail := raw[len(raw)-stepDigestLen:]
-	if !bytes.HasPrefix(tail, []byte(`,"digest":"sha256:`)) || !bytes.HasSuffix(tail, []byte(`"}`)) {
+	tail := raw[len(raw)-n:]
+	if !bytes.HasPrefix(tail, []byte(open)) || !bytes.HasSuffix(tail, []byte(`"}`)) {
 		return nil, "", false
 	}
-	d := string(tail[len(`,"digest":"`) : len(tail)-2])
-	return raw[:len(raw)-stepDigestLen], d, true // the caller adds the closing brace
+	d := string(tail[len(open)-len(sumPrefix) : len(tail)-2])
+	return raw[:len(raw)-n], d, true // the caller adds the closing brace
 }
 
+// stepSorted are the indices of a step's members but its digest, sorted by key: the order
+// of C(step), which scheme 2 hashes (initStepLayout).
+var stepSorted []int
+
+// stepMembers holds, by field index, a step's member as C(step) writes it after another:
+// a comma, the key and the colon (initStepLayout).
+var stepMembers [][]byte
+
 // stepHasher hashes a step as the Writer builds it, piece by piece, keeping the hash's
-// state after the request and after the response so that a change of a later piece costs
-// that piece only. Scheme 2 hashes C(step), whose members come sorted: request, response,
-// served_from_tape, timing, tool_calls, tool_results.
+// state after the request and after the response (the first members of C(step)) so that a
+// change of a later piece costs that piece only.
 type stepHasher struct {
-	afterRequest []byte // sha256 state after `{"request":` and C(request)
-	afterAnswer  []byte // and after `,"response":` and C(response)
-	calls        []byte // C(tool_calls), hashed with the step's end
+	afterRequest []byte   // sha256 state after {"request": and C(request)
+	afterAnswer  []byte   // and after ,"response": and C(response)
+	canon        [][]byte // C of each later member's value, by field index; nil when left out
 	content      sum
 	link         sum
+}
+
+// clone copies h, so that a copy's members can change without changing h's.
+func (h *stepHasher) clone() *stepHasher {
+	layout()
+	c := *h
+	c.canon = slices.Clone(h.canon)
+	if c.canon == nil {
+		c.canon = make([][]byte, len(stepTable().fields))
+	}
+	return &c
+}
+
+// setCanon records C of the values of members from..to-1, written at spans of b.
+func (h *stepHasher) setCanon(b []byte, spans []span, from, to int) {
+	for i := from; i < to; i++ {
+		if sp := spans[i]; sp.to > sp.from {
+			h.canon[i] = mustCanonical(b[sp.from:sp.to])
+		} else {
+			h.canon[i] = nil
+		}
+	}
 }
 
 func marshalState(h hash.Hash) []byte {
@@ -206,33 +243,34 @@ func mustCanonical(b []byte) []byte {
 
 // hashRequest starts a step's hash with its request's encoding.
 func (hs Hashing) hashRequest(request []byte) []byte {
+	layout()
 	h := hs.New()
-	h.Write([]byte(`{"request":`))
+	h.Write([]byte("{"))
+	h.Write(stepMembers[stepRequest][1:])
 	h.Write(mustCanonical(request))
 	return marshalState(h)
 }
 
 // hashAnswer continues from the request's state with the response's encoding.
 func (hs Hashing) hashAnswer(afterRequest, response []byte) []byte {
+	layout()
 	h := hs.restoreState(afterRequest)
-	h.Write([]byte(`,"response":`))
+	h.Write(stepMembers[stepResponse])
 	h.Write(mustCanonical(response))
 	return marshalState(h)
 }
 
-// hashEnd finishes the content hash with the step's end: the canonical forms of its
-// timing, tool calls and tool results.
-func (hs Hashing) hashEnd(afterAnswer []byte, served bool, timing, calls, results []byte) sum {
+// hashEnd finishes the content hash with the step's other members, canon (C of each
+// value by field index, nil for a member left out), in C's order.
+func (hs Hashing) hashEnd(afterAnswer []byte, canon [][]byte) sum {
+	layout()
 	h := hs.restoreState(afterAnswer)
-	if served {
-		h.Write([]byte(`,"served_from_tape":true`))
+	for _, i := range stepSorted[2:] {
+		if canon[i] != nil {
+			h.Write(stepMembers[i])
+			h.Write(canon[i])
+		}
 	}
-	h.Write([]byte(`,"timing":`))
-	h.Write(timing)
-	h.Write([]byte(`,"tool_calls":`))
-	h.Write(calls)
-	h.Write([]byte(`,"tool_results":`))
-	h.Write(results)
 	h.Write([]byte("}"))
 	return sum(h.Sum(nil))
 }
@@ -294,6 +332,7 @@ func (v *Verification) Err() error {
 // The error is for data that is not a tape at all; a tape whose digests do not match gives
 // a Verification with State DigestsMismatch.
 func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
+	layout()
 	hs := opts.Hashing
 	if hs.New == nil || hs.Check == nil {
 		return nil, errors.New("verify tape: no hashing given (package tape/seal gives it)")
@@ -325,13 +364,13 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		}
 		seen[key] = true
 		switch key {
-		case "version":
+		case tapeTable().keys[tapeVersion]:
 			raw, _, err := sc.value()
 			var n int
 			if err != nil || json.Unmarshal(raw, &n) != nil || n != Version {
 				return nil, fmt.Errorf("verify tape: version: %w", ErrUnsupportedVersion)
 			}
-		case "meta":
+		case tapeTable().keys[tapeMeta]:
 			raw, compact, err := sc.value()
 			if err != nil {
 				return fail("/meta", "not valid JSON: %v", err)
@@ -344,7 +383,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 				return fail("/meta", "does not decode: %v", err)
 			}
 			metaSums[1], metaSums[2], haveMeta = hs.sum(compact), hs.sum(c), true
-		case "threads":
+		case tapeTable().keys[tapeThreads]:
 			if !haveMeta {
 				return nil, errors.New("verify tape: threads before meta: not a canonical tape")
 			}
@@ -368,7 +407,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 			if err := sc.expect(']'); err != nil {
 				return fail("/threads", "%v", err)
 			}
-		case "digest":
+		case tapeTable().keys[tapeDigest]:
 			raw, compact, err := sc.value()
 			if err == nil {
 				if _, err := canonical(compact); err != nil {
@@ -495,12 +534,12 @@ func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verif
 		}
 		seen[key] = true
 		switch key {
-		case "id", "parent":
+		case threadTable().keys[threadID], threadTable().keys[threadParent]:
 			if seenHead {
 				return fmt.Sprintf("%s after the steps: not a canonical tape", key), ptr + "/" + key, nil
 			}
 			raw, _, err := sc.value()
-			if err == nil && key == "id" {
+			if err == nil && key == threadTable().keys[threadID] {
 				err = json.Unmarshal(raw, &id)
 			} else if err == nil {
 				err = json.Unmarshal(raw, &parent)
@@ -508,7 +547,7 @@ func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verif
 			if err != nil {
 				return fmt.Sprintf("%s: %v", key, err), ptr + "/" + key, nil
 			}
-		case "steps":
+		case threadTable().keys[threadSteps]:
 			seenHead = true
 			for _, s := range []scheme{1, 2} {
 				if tc.genesis[s], err = hs.genesisOf(s, tapeID, id, parent); err != nil {
@@ -607,8 +646,9 @@ func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verif
 // the digest it carries ("" for none): C sorts the digest member first among a step's
 // members, and the content is C without it. ok is false when the digest is not a string.
 func (hs Hashing) stepSumCanonical(c []byte) (content sum, digest string, ok bool) {
+	layout()
 	body := c
-	if rest, found := bytes.CutPrefix(c, []byte(`{"digest":`)); found {
+	if rest, found := bytes.CutPrefix(c, []byte("{"+stepTable().fields[stepDig].member)); found {
 		if len(rest) == 0 || rest[0] != '"' {
 			return sum{}, "", false
 		}
@@ -756,9 +796,10 @@ func (hs Hashing) stepSum(raw []byte) (content sum, digest, problem string) {
 
 // stepSumCompact is stepSum of a step already in compact form.
 func (hs Hashing) stepSumCompact(c []byte) (content sum, digest, problem string) {
+	layout()
 	body, d, ok := stepContent(c)
 	if !ok {
-		if !bytes.Contains(bytes.ToLower(c), []byte(`"digest":`)) {
+		if !bytes.Contains(bytes.ToLower(c), []byte(stepTable().fields[stepDig].member)) {
 			return sum{}, "", "" // no digest: a tape written without them
 		}
 		return sum{}, "", "the step's digest is not its last field, where the canonical encoding puts it"
@@ -780,6 +821,7 @@ func strictDecode(raw []byte, v any) error {
 // tape built or changed in memory (an import, a test); a tape sealed and then changed no
 // longer verifies.
 func Seal(t *Tape, hs Hashing) error {
+	layout()
 	t.normalize()
 	t.Digest = nil
 	for _, th := range t.Threads {

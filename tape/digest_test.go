@@ -112,7 +112,7 @@ func TestVerifyEveryByteOfEveryStep(t *testing.T) {
 					if ok, _ := checkStep(prev, mut); ok && !sameContent(raw, mut) {
 						t.Fatalf("%s %s: flipping byte %d (%q to %q) of the step is not caught", name, ptr, k, raw[k], mut[k])
 					}
-					if k == 0 || k == len(raw)/2 || k == len(raw)-stepDigestLen-1 || k == len(raw)-3 {
+					if k == 0 || k == len(raw)/2 || k == len(raw)-stepDigestLen()-1 || k == len(raw)-3 {
 						file := bytes.Clone(data)
 						file[at+k] = mut[k]
 						v := mustVerify(t, file, VerifyOptions{Hashing: testHashing})

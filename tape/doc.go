@@ -35,9 +35,29 @@
 // tape/provider, so a tape can be re-normalized from raw. A body a recorder did not keep,
 // being over its limit, is a Truncation marker in raw, with empty normalized fields.
 //
-// Marshal gives the canonical encoding (the same tape gives the same bytes; Load then
-// Marshal reproduces a canonical file). Save writes atomically. Writer persists a tape that
-// grows one model call at a time at a cost that does not grow with the tape; its doc
-// explains how. Digest explains the digests, Verify checks them; the SHA-256 and ed25519
-// they use come from package tape/seal, so that this package links no cryptography.
+// One codec: the field table (codec.go) lists each object of the format with its members
+// in order, when each is left out, and how its value is written and read. It is the only
+// place that spells out the layout; everything that reads or writes the format takes
+// keys, order and omission from it:
+//
+//   - Marshal gives the canonical encoding (the same tape gives the same bytes; Load then
+//     Marshal reproduces a canonical file), and MarshalStep, AppendToolResult and
+//     AppendToolCall pieces of it. Save writes atomically.
+//   - Writer persists a tape that grows one model call at a time at a cost that does not
+//     grow with the tape, from pieces of the same encoding; its doc explains how.
+//   - Unmarshal, Load and LoadFile read with the table's decoder, strictly: a key repeated
+//     in any object (raw bodies included) and a field the table does not know are errors
+//     naming the JSON pointer and line. Input it finds unusual (a null where the format
+//     has a string, invalid UTF-8) goes to encoding/json, which decides as before.
+//   - Decode also returns the canonical encoding (the input itself when it is canonical,
+//     without a copy), for readers that store it, as package dataset does; IsCanonical
+//     checks bytes against a tape a step at a time.
+//   - LoadSummary and Summarize read a tape without its bodies, following the table to
+//     them.
+//   - Digest explains the digests (sha256-jcs-chain-2), Seal and the Writer compute them,
+//     Verify checks them; the SHA-256 and ed25519 they use come from package tape/seal, so
+//     that this package links no cryptography.
+//
+// The tables are filled on first use, not at init: the sandbox-side executor links this
+// package for AppendToolResult, and links only the tables it encodes.
 package tape

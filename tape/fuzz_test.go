@@ -3,6 +3,7 @@ package tape
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,6 +173,55 @@ func FuzzCompactJSON(f *testing.F) {
 		}
 		if !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("compactJSON(%q) = %q, want %q", b, got, want.Bytes())
+		}
+	})
+}
+
+// FuzzDecodeAgrees holds the field table's decoder to encoding/json, the reference
+// (unmarshalReference): whatever the decoder accepts, the reference accepts and decodes to
+// a tape of the same encoding; what it calls canonical is Marshal's encoding byte for
+// byte; what it refuses outright (a repeated key, an unknown field) the reference refuses.
+func FuzzDecodeAgrees(f *testing.F) {
+	for _, pattern := range []string{"../testdata/*.json", "../schema/testdata/*.json"} {
+		paths, _ := filepath.Glob(pattern)
+		for _, p := range paths {
+			if data, err := os.ReadFile(p); err == nil && len(data) < 64<<10 {
+				f.Add(data)
+			}
+		}
+	}
+	tp := New(ProviderAnthropic, time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))
+	tp.Threads = []*Thread{
+		{ID: "main", Steps: []*Step{fuzzSeedStep("c0"), fuzzSeedStep("c1")}},
+		{ID: "sub<&>", Parent: &Parent{ThreadID: "main", ToolCallID: "c0"}},
+	}
+	seed, err := Marshal(tp)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"version":1,"meta":{"forked_from":{"served":null}},"threads":[{"id":"a","steps":[{"nope":1}]}]}`))
+	f.Add([]byte(`{"version":1,"META":{},"threads":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, canon, _, err := decodeTape(data, decodeOptions{})
+		ref, rerr := unmarshalReference(data, nil)
+		if err != nil {
+			var fe *fieldError
+			if errors.As(err, &fe) && rerr == nil {
+				t.Fatalf("the decoder refuses (%v) what encoding/json accepts", err)
+			}
+			return
+		}
+		if rerr != nil {
+			t.Fatalf("the decoder accepts what encoding/json refuses: %v", rerr)
+		}
+		got, gerr := Marshal(fast)
+		want, werr := Marshal(ref)
+		if gerr != nil || werr != nil || !bytes.Equal(got, want) {
+			t.Fatalf("the decoder and encoding/json decode differently (%v, %v):\n%s\n%s", gerr, werr, got, want)
+		}
+		if canon && !bytes.Equal(want, data) {
+			t.Fatalf("the decoder calls canonical what Marshal does not write:\n%s\n%s", data, want)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"strconv"
 
 	"github.com/tapebox/tapebox/internal/jsonlex"
 )
@@ -209,10 +210,33 @@ func (s *Step) normalize() {
 }
 
 // Unmarshal decodes a tape. It returns an error wrapping ErrUnsupportedVersion when the tape's
-// version is not Version, and an error naming the offending field or byte offset when the
-// JSON does not fit the format. Fields this version does not know are an error, so that
-// nothing is silently dropped on a load and save.
-func Unmarshal(data []byte) (*Tape, error) {
+// version is not Version, and an error naming the offending field (its JSON pointer) or line
+// and column when the JSON does not fit the format. It is strict: a key repeated in any
+// object, raw bodies included, is refused (jsonlex.DuplicateKeyError), since readers that
+// let one copy win would see another tape than the one verified; and fields this version
+// does not know are an error, so that nothing is silently dropped on a load and save.
+//
+// The field table's decoder reads it (decode.go); input it finds unusual, such as a null
+// where the format has a string, takes encoding/json, which decides as it always has.
+func Unmarshal(data []byte) (*Tape, error) { return unmarshal(data, decodeOptions{}) }
+
+// unmarshal is Unmarshal with the decoder's options.
+func unmarshal(data []byte, opts decodeOptions) (*Tape, error) {
+	t, _, _, err := decodeTape(data, opts)
+	if err == nil {
+		return t, nil
+	}
+	var fe *fieldError
+	if errors.As(err, &fe) && !fe.unknown {
+		return nil, fmt.Errorf("tape: %w", err) // a repeated key: every reader refuses it
+	}
+	return unmarshalReference(data, err)
+}
+
+// unmarshalReference decodes a tape with encoding/json, checking it as Unmarshal does, for
+// input the decoder found unusual (fast, its error). Where both refuse an unknown field,
+// the decoder's error, which names the field's pointer and line, is returned.
+func unmarshalReference(data []byte, fast error) (*Tape, error) {
 	if err := checkUnique(data); err != nil {
 		return nil, err
 	}
@@ -236,6 +260,9 @@ func Unmarshal(data []byte) (*Tape, error) {
 		if err == nil {
 			err = fmt.Errorf("version is not %d", Version)
 		}
+		if fe := unknownField(fast, err); fe != nil {
+			return nil, fmt.Errorf("tape: %w", fe)
+		}
 		return nil, describeJSONError(data, err)
 	}
 	if dec.More() {
@@ -253,6 +280,16 @@ func Unmarshal(data []byte) (*Tape, error) {
 	}
 	t.normalize()
 	return &t, nil
+}
+
+// unknownField returns the decoder's error fast when it refused the unknown field that
+// encoding/json refuses with err, else nil.
+func unknownField(fast, err error) *fieldError {
+	var fe *fieldError
+	if errors.As(fast, &fe) && fe.unknown && err.Error() == "json: unknown field "+strconv.Quote(fe.key) {
+		return fe
+	}
+	return nil
 }
 
 // checkUnique refuses a tape in which an object repeats a key (jsonlex.DuplicateKeyError):

@@ -75,9 +75,10 @@ type span struct{ from, to int }
 
 // Summarize reads a tape from r as StripBodies does and returns its Summary.
 func Summarize(r io.Reader) (*Summary, error) {
+	layout()
 	s := &stripper{src: r, buf: make([]byte, 64<<10), pin: -1}
 	s.keep(toOut)
-	if err := s.value(atRoot, 0); err != nil {
+	if err := s.value(place{s: &tapeTable().shape}, 0); err != nil {
 		return nil, err
 	}
 	if c, ok := s.peekNonSpace(); ok {
@@ -93,6 +94,7 @@ func Summarize(r io.Reader) (*Summary, error) {
 // Tape decodes the summary as Unmarshal decodes a tape, with the same checks, but a step
 // at a time: decoding costs the decoded tape and a step's encoding, not a copy of Data.
 func (sum *Summary) Tape() (*Tape, error) {
+	layout()
 	// The tape without its steps first: the meta, and every thread with steps [].
 	skeleton := make([]byte, 0, 64<<10)
 	prev := 0
@@ -101,7 +103,7 @@ func (sum *Summary) Tape() (*Tape, error) {
 		prev = a.to
 	}
 	skeleton = append(skeleton, sum.Data[prev:]...)
-	t, err := Unmarshal(skeleton)
+	t, err := unmarshal(skeleton, decodeOptions{noLines: true}) // its lines are not the file's
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +114,14 @@ func (sum *Summary) Tape() (*Tape, error) {
 		th := t.Threads[a.thread]
 		th.Steps = make([]*Step, 0, len(a.steps))
 		for j, sp := range a.steps {
-			st, err := unmarshalStep(sum.Data[sp.from:sp.to])
+			ptr := fmt.Sprintf("/%s/%d/%s/%d", tapeTable().keys[tapeThreads], a.thread, threadTable().keys[threadSteps], j)
+			st, err := unmarshalStep(sum.Data[sp.from:sp.to], ptr)
+			var fe *fieldError
+			if errors.As(err, &fe) {
+				return nil, fmt.Errorf("tape: %w", err) // it names the pointer
+			}
 			if err != nil {
-				return nil, fmt.Errorf("tape: /threads/%d/steps/%d: %w", a.thread, j, err)
+				return nil, fmt.Errorf("tape: %s: %w", ptr, err)
 			}
 			th.Steps = append(th.Steps, st)
 		}
@@ -123,15 +130,25 @@ func (sum *Summary) Tape() (*Tape, error) {
 	return t, nil
 }
 
-// unmarshalStep decodes one step as Unmarshal does.
-func unmarshalStep(data []byte) (*Step, error) {
+// unmarshalStep decodes one step, standing at pointer ptr of its tape, as Unmarshal does.
+func unmarshalStep(data []byte, ptr string) (*Step, error) {
+	s, fast := decodeStep(data, ptr)
+	if fast == nil {
+		return s, nil
+	}
+	var fe *fieldError
+	if errors.As(fast, &fe) && !fe.unknown {
+		return nil, fast
+	}
 	if err := checkUnique(data); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var s *Step
 	if err := dec.Decode(&s); err != nil {
+		if fe := unknownField(fast, err); fe != nil {
+			return nil, fe
+		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return nil, fmt.Errorf("field %q: cannot use JSON %s as %s", te.Field, te.Value, te.Type)
@@ -149,59 +166,45 @@ func unmarshalStep(data []byte) (*Step, error) {
 // nothing to keep.
 const SmallBody = 256
 
-// Where a value stands in a tape, as far as stripping cares.
-const (
-	atOther = iota
-	atRoot
-	atThreads
-	atThread
-	atSteps
-	atStep
-	atRequest
-	atResponse
-	atRaw    // request.raw or response.raw: left out
-	atChunks // response.chunks: left out
-)
-
-// hasBodies says whether an object at ctx may hold what is stripped, deeper down: only
-// there do keys matter.
-func hasBodies(ctx int) bool {
-	switch ctx {
-	case atRoot, atThread, atStep, atRequest, atResponse:
-		return true
-	}
-	return false
+// place is where a value stands in a tape, as far as stripping cares: the object type of
+// the value or, in a list, of its elements (from the field table), and what a summary
+// leaves out of it. The zero place is anywhere else.
+type place struct {
+	s    *shape
+	list bool
+	cut  cut
 }
+
+// is says whether p is an object of type s (list false) or a list of them.
+func (p place) is(s *shape, list bool) bool { return p.s == s && p.list == list }
 
 // child is where the value of key (as it stands, escapes not decoded) stands in an object
-// at ctx.
-func child(ctx int, key []byte) int {
-	switch k := string(key); {
-	case ctx == atRoot && k == "threads":
-		return atThreads
-	case ctx == atThread && k == "steps":
-		return atSteps
-	case ctx == atStep && k == "request":
-		return atRequest
-	case ctx == atStep && k == "response":
-		return atResponse
-	case (ctx == atRequest || ctx == atResponse) && k == "raw":
-		return atRaw
-	case ctx == atResponse && k == "chunks":
-		return atChunks
+// at p. Only objects that hold something a summary leaves out, deeper down, are followed:
+// elsewhere keys do not matter.
+func child(p place, key []byte) place {
+	if p.s == nil || p.list || !p.s.holdsCuts {
+		return place{}
 	}
-	return atOther
+	i := p.s.field(string(key))
+	if i < 0 {
+		return place{}
+	}
+	c := place{list: p.s.list[i], cut: p.s.cuts[i]}
+	if sub := p.s.subs[i]; sub != nil {
+		c.s = sub()
+	}
+	if c.cut == cutNothing && (c.s == nil || !c.s.holdsCuts) {
+		return place{}
+	}
+	return c
 }
 
-// item is where the items of an array at ctx stand.
-func item(ctx int) int {
-	switch ctx {
-	case atThreads:
-		return atThread
-	case atSteps:
-		return atStep
+// item is where the items of an array at p stand.
+func item(p place) place {
+	if !p.list {
+		return place{}
 	}
-	return atOther
+	return place{s: p.s}
 }
 
 // stripper scans JSON from src through buf, copying what it consumes to dst.
@@ -384,11 +387,11 @@ func (s *stripper) peekNonSpace() (byte, bool) {
 	}
 }
 
-func (s *stripper) value(ctx, depth int) error {
-	switch ctx {
-	case atThread:
+func (s *stripper) value(ctx place, depth int) error {
+	switch {
+	case ctx.is(&threadTable().shape, false):
 		s.threads++
-	case atStep:
+	case ctx.is(&stepTable().shape, false):
 		s.flush()
 		from := s.out.n
 		err := s.element(ctx, depth)
@@ -401,17 +404,17 @@ func (s *stripper) value(ctx, depth int) error {
 }
 
 // element scans a value that stands at ctx.
-func (s *stripper) element(ctx, depth int) error {
+func (s *stripper) element(ctx place, depth int) error {
 	c, ok := s.peekNonSpace()
 	if !ok {
 		return s.eof()
 	}
 	switch {
-	case ctx == atRaw:
+	case ctx.cut == cutBody:
 		return s.raw(depth)
-	case ctx == atChunks && c == '[': // anything else is kept, for the caller to refuse
+	case ctx.cut == cutStream && c == '[': // anything else is kept, for the caller to refuse
 		s.keep(toNowhere)
-		if err := s.value(atOther, depth); err != nil {
+		if err := s.value(place{}, depth); err != nil {
 			return err
 		}
 		s.out.write([]byte("[]"))
@@ -439,7 +442,7 @@ func (s *stripper) element(ctx, depth int) error {
 // raw scans a body, keeping it only when it is small.
 func (s *stripper) raw(depth int) error {
 	s.keep(toSmall)
-	if err := s.value(atOther, depth); err != nil {
+	if err := s.value(place{}, depth); err != nil {
 		return err
 	}
 	s.flush()
@@ -452,7 +455,7 @@ func (s *stripper) raw(depth int) error {
 	return nil
 }
 
-func (s *stripper) object(ctx, depth int) error {
+func (s *stripper) object(ctx place, depth int) error {
 	if depth > maxDepth {
 		return s.errorf("nested too deeply")
 	}
@@ -504,17 +507,18 @@ func (s *stripper) object(ctx, depth int) error {
 	}
 }
 
-func (s *stripper) array(ctx, depth int) error {
+func (s *stripper) array(ctx place, depth int) error {
 	if depth > maxDepth {
 		return s.errorf("nested too deeply")
 	}
 	s.i++ // [
-	if ctx == atSteps {
+	steps := ctx.is(&stepTable().shape, true)
+	if steps {
 		s.flush()
 		s.arrays = append(s.arrays, stepsArray{thread: s.threads - 1, from: s.out.n})
 	}
 	end := func() {
-		if ctx == atSteps {
+		if steps {
 			s.flush()
 			s.arrays[len(s.arrays)-1].to = s.out.n
 		}
@@ -552,13 +556,13 @@ func (s *stripper) array(ctx, depth int) error {
 
 // key scans a key of an object at ctx, its opening quote consumed, and returns where its
 // value stands. A key that repeats one of the object's is an error.
-func (s *stripper) key(ctx int) (int, error) {
+func (s *stripper) key(ctx place) (place, error) {
 	s.pin = s.i
 	err := s.str()
 	start := s.pin
 	s.pin = -1
 	if err != nil {
-		return 0, err
+		return place{}, err
 	}
 	body := s.buf[start : s.i-1]
 	var flags jsonlex.Str
@@ -573,10 +577,7 @@ func (s *stripper) key(ctx int) (int, error) {
 		key := jsonlex.UnquoteString(body)
 		off := s.base + int64(start) - 1
 		de := &jsonlex.DuplicateKeyError{Pointer: s.path.Member(key), Key: key, First: first, Off: int(off)}
-		return 0, fmt.Errorf("tape: %w (line %d, byte %d)", de, s.line+1, off)
-	}
-	if !hasBodies(ctx) {
-		return atOther, nil
+		return place{}, fmt.Errorf("tape: %w (line %d, byte %d)", de, s.line+1, off)
 	}
 	return child(ctx, body), nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tapebox/tapebox/internal/jsonlex"
 )
 
 // Version is the tape format version this package reads and writes.
@@ -24,6 +26,9 @@ const (
 	ProviderOpenAIChat Provider = "openai-chat"
 	// ProviderOpenAIResponses is the OpenAI Responses API (POST /v1/responses).
 	ProviderOpenAIResponses Provider = "openai-responses"
+	// ProviderGemini is the Gemini API (POST /v1beta/models/MODEL:generateContent and
+	// :streamGenerateContent).
+	ProviderGemini Provider = "gemini"
 )
 
 // EndReason says how a run ended.
@@ -96,7 +101,9 @@ type Meta struct {
 type Redaction struct {
 	// Rule is the secret-scan rule that found it (aws-access-token) or "pattern:REGEX".
 	Rule string `json:"rule"`
-	// Pointer is the JSON pointer of the string it was removed from.
+	// Pointer is the JSON pointer of the string it was removed from (of the member, for
+	// a member name; its new name). For the start snapshot it is /meta/workspace/snapshot/
+	// and the entry's name in the redacted snapshot, as one escaped token.
 	Pointer string `json:"pointer"`
 }
 
@@ -164,15 +171,18 @@ type Parent struct {
 	ToolCallID string
 }
 
-// MarshalJSON encodes p as [thread id, tool call id].
+// MarshalJSON encodes p as [thread id, tool call id], as json.Marshal encodes the pair
+// (HTML escaped). It is written by hand, and UnmarshalJSON decodes with jsonlex, so that
+// the executor, which links the field table, links no encoding/json.
 func (p Parent) MarshalJSON() ([]byte, error) {
-	return json.Marshal([2]string{p.ThreadID, p.ToolCallID})
+	b := jsonlex.AppendString([]byte("["), p.ThreadID, true)
+	return append(jsonlex.AppendString(append(b, ','), p.ToolCallID, true), ']'), nil
 }
 
 // UnmarshalJSON decodes [thread id, tool call id].
 func (p *Parent) UnmarshalJSON(b []byte) error {
 	var pair []string
-	if err := json.Unmarshal(b, &pair); err != nil {
+	if err := jsonlex.Unmarshal(b, &pair); err != nil {
 		return fmt.Errorf("parent: want [thread id, tool call id]: %w", err)
 	}
 	if len(pair) != 2 {
@@ -391,7 +401,7 @@ func RoundMS(d time.Duration) float64 {
 }
 
 // MarksErrors says whether a wire format can tell a failed tool result from a good one
-// (Anthropic's is_error); the OpenAI formats cannot.
+// (Anthropic's is_error, a Gemini functionResponse's "error"); the OpenAI formats cannot.
 func (p Provider) MarksErrors() bool {
 	return p != ProviderOpenAIChat && p != ProviderOpenAIResponses
 }

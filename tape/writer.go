@@ -2,12 +2,14 @@ package tape
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -140,17 +142,51 @@ type slot struct {
 // preallocChunk is how much a slot's preallocation grows at a time.
 const preallocChunk = 1 << 20
 
-// The pieces that are the same wherever they are.
+// The pieces that are the same wherever they are, from the field table (initStepLayout).
 var (
-	threadTail    = piece{data: []byte("]}")}
-	tapeTail      = piece{data: []byte("]}\n")}
-	firstStepOpen = piece{data: []byte(`{"request":`)}
-	stepOpen      = piece{data: []byte(`,{"request":`)}
+	threadTail    piece // ]} closing a thread's steps and the thread
+	tapeTail      piece // ]} closing the threads and the tape, without a digest
+	firstStepOpen piece // {"request":
+	stepOpen      piece // ,{"request":
 )
+
+// initStepLayout derives the Writer's pieces and the digests' member order from the field
+// table, and checks what they rely on: a step's request comes first (it is encoded ahead,
+// PrepareStep) and its digest last (it is computed from the rest), the tool results
+// after the tool calls (they arrive with the thread's next request), and a thread's steps
+// and the tape's threads and digest last (they grow). The digests hash a step's members
+// sorted by key (JCS), request and response first, so that the hash states after those two
+// large values are kept.
+func initStepLayout() {
+	n := len(stepTable().fields)
+	if stepRequest != 0 || stepDig != n-1 || stepResponse >= stepToolResults || stepToolCalls >= stepToolResults ||
+		threadSteps != len(threadTable().fields)-1 || tapeThreads != len(tapeTable().fields)-2 || tapeDigest != len(tapeTable().fields)-1 {
+		panic("tape: the field table's order does not suit the Writer's pieces")
+	}
+	threadTail = piece{data: []byte("]}")}
+	tapeTail = piece{data: []byte("]}\n")}
+	firstStepOpen = piece{data: []byte("{" + stepTable().fields[stepRequest].member)}
+	stepOpen = piece{data: append([]byte(","), firstStepOpen.data...)}
+	stepMembers = stepMembers[:0]
+	for _, f := range stepTable().fields {
+		stepMembers = append(stepMembers, []byte(","+f.member))
+	}
+	stepSorted = stepSorted[:0]
+	for i := range stepTable().fields {
+		if i != stepDig {
+			stepSorted = append(stepSorted, i)
+		}
+	}
+	slices.SortFunc(stepSorted, func(a, b int) int { return strings.Compare(stepTable().fields[a].key, stepTable().fields[b].key) })
+	if stepSorted[0] != stepRequest || stepSorted[1] != stepResponse || stepTable().fields[stepDig].key > stepTable().fields[stepRequest].key {
+		panic("tape: the digests' member order does not begin with the step's request and response")
+	}
+}
 
 // Create starts persisting t at path (parent directories are created, an existing regular
 // file is replaced; anything else at path is refused: CheckOutput) and writes it once.
 func Create(path string, t *Tape, opts ...Option) (*Writer, error) {
+	layout()
 	if err := CheckOutput(path); err != nil {
 		return nil, fmt.Errorf("create tape: %w", err)
 	}
@@ -274,10 +310,15 @@ func (w *Writer) newPiece(data []byte) piece {
 }
 
 func (w *Writer) encodeHead() error {
-	meta, err := marshalPiece(&w.t.Meta)
-	if err != nil {
-		return err
+	e := enc{b: make([]byte, 0, 4<<10), ok: true}
+	spans := make([]span, len(tapeTable().fields))
+	e.b = append(e.b, '{')
+	writeSpans(&e, tapeTable(), w.t, 0, tapeThreads, true, spans)
+	if !e.ok {
+		_, err := marshalPiece(&w.t.Meta)
+		return fmt.Errorf("encode meta: %w", cmp.Or(err, errEncode))
 	}
+	meta := e.b[spans[tapeMeta].from:spans[tapeMeta].to]
 	if w.digests {
 		c, err := canonical(meta)
 		if err != nil {
@@ -286,35 +327,54 @@ func (w *Writer) encodeHead() error {
 		w.metaSum = w.hs.sum(c)
 		w.rootDirty = true
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"version":%d,"meta":`, w.t.Version)
-	b.Write(meta)
-	b.WriteString(`,"threads":[`)
-	w.head = w.newPiece(b.Bytes())
+	e.b = append(append(append(e.b, ','), tapeTable().fields[tapeThreads].member...), '[')
+	w.head = w.newPiece(e.b)
 	w.changed(0)
 	return nil
 }
 
+// errEncode is the error of a value the field table's encoder refused and encoding/json
+// wrote; it is never expected (both refuse the same things).
+var errEncode = errors.New("the encoder refused a value encoding/json writes")
+
+// writeSpans is writeMembers that records in spans[i] where the value of member i stands
+// in e.b, {0, 0} for a member left out. A value holding U+FFFD is written as Marshal
+// writes it (fixReplacement).
+func writeSpans[T any](e *enc, o *object[T], v *T, from, to int, first bool, spans []span) {
+	for i := from; i < to; i++ {
+		spans[i] = span{}
+		f := &o.fields[i]
+		if f.omit != nil && f.omit(v) {
+			continue
+		}
+		if !first {
+			e.b = append(e.b, ',')
+		}
+		first = false
+		e.b = append(e.b, f.member...)
+		start := len(e.b)
+		f.enc(e, v)
+		if bytes.Contains(e.b[start:], escapedReplacement) {
+			fixed := unescapeReplacement(e.b[start:])
+			e.b = append(e.b[:start], fixed...)
+		}
+		spans[i] = span{start, len(e.b)}
+	}
+}
+
 func (w *Writer) encodeThreadHead(i int) ([]byte, error) {
 	th := w.t.Threads[i]
-	id, err := marshalPiece(th.ID)
-	if err != nil {
-		return nil, err
-	}
-	parent, err := marshalPiece(th.Parent)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
+	e := enc{ok: true}
 	if i > 0 {
-		b.WriteByte(',')
+		e.b = append(e.b, ',')
 	}
-	b.WriteString(`{"id":`)
-	b.Write(id)
-	b.WriteString(`,"parent":`)
-	b.Write(parent)
-	b.WriteString(`,"steps":[`)
-	return b.Bytes(), nil
+	e.b = append(e.b, '{')
+	writeMembers(&e, threadTable(), th, 0, threadSteps, true)
+	if !e.ok {
+		return nil, fmt.Errorf("encode thread %q: %w", th.ID, errEncode)
+	}
+	e.b = append(append(append(e.b, ','), threadTable().fields[threadSteps].member...), '[')
+	return e.b, nil
 }
 
 // encodeStep encodes step si of thread ti whole.
@@ -337,63 +397,57 @@ func (w *Writer) encodeStepAnswer(ti, si int, ps stepPieces) (stepPieces, error)
 	s := w.t.Threads[ti].Steps[si]
 	s.normalize()
 	// The piece is built in one allocation of its size: an answer may be tens of megabytes.
-	const mid = `,"tool_calls":`
-	var calls bytes.Buffer
-	err := encodeInto(&calls, s.ToolCalls)
-	var b []byte
-	if err == nil {
-		b, err = appendResponse(`,"response":`, &s.Response, len(mid)+calls.Len())
+	n := 2*len(s.Response.Raw) + 2<<10
+	for _, c := range s.Response.Chunks {
+		n += len(c.Data) + len(c.Data)/2 + 32
 	}
-	if err != nil {
-		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
+	e := enc{b: make([]byte, 0, n), ok: true}
+	spans := make([]span, len(stepTable().fields))
+	writeSpans(&e, stepTable(), s, stepRequest+1, stepToolResults, false, spans)
+	if !e.ok {
+		return stepPieces{}, w.stepError(ti, si, s)
 	}
-	b = append(append(b, mid...), calls.Bytes()...)
-	ps.answer = w.newPiece(b)
+	ps.answer = w.newPiece(e.b)
 	if ps.hash != nil {
-		h := *ps.hash // a copy: ps may be the step's current pieces, replaced only on success
-		h.afterAnswer = w.hs.hashAnswer(h.afterRequest, b[len(`,"response":`):len(b)-len(mid)-calls.Len()])
-		h.calls = mustCanonical(calls.Bytes())
-		ps.hash = &h
+		h := ps.hash.clone() // ps may be the step's current pieces, replaced only on success
+		resp := spans[stepResponse]
+		h.afterAnswer = w.hs.hashAnswer(h.afterRequest, e.b[resp.from:resp.to])
+		h.setCanon(e.b, spans, stepRequest+1, stepToolResults)
+		ps.hash = h
 	}
 	return w.encodeStepEnd(ti, si, ps)
+}
+
+// stepError is the error encoding/json gives for step si of thread ti, which the field
+// table's encoder refused.
+func (w *Writer) stepError(ti, si int, s *Step) error {
+	_, err := marshalPiece(s)
+	return fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, cmp.Or(err, errEncode))
 }
 
 // encodeStepEnd encodes a step's tool results and timing.
 func (w *Writer) encodeStepEnd(ti, si int, ps stepPieces) (stepPieces, error) {
 	s := w.t.Threads[ti].Steps[si]
 	s.normalize()
-	var b bytes.Buffer
-	b.WriteString(`,"tool_results":`)
-	err := encodeInto(&b, s.ToolResults)
-	results := b.Len()
-	if err == nil {
-		b.WriteString(`,"timing":`)
-		err = encodeInto(&b, &s.Timing)
-	}
-	timing := b.Len()
-	if s.ServedFromTape {
-		b.WriteString(`,"served_from_tape":true`)
-	}
-	if err != nil {
-		return stepPieces{}, fmt.Errorf("encode step %d of thread %q: %w", si, w.t.Threads[ti].ID, err)
+	e := enc{b: make([]byte, 0, 1<<10), ok: true}
+	spans := make([]span, len(stepTable().fields))
+	s.Digest = ""
+	writeSpans(&e, stepTable(), s, stepToolResults, stepDig, false, spans)
+	if !e.ok {
+		return stepPieces{}, w.stepError(ti, si, s)
 	}
 	if ps.hash != nil {
-		h := *ps.hash
-		enc := b.Bytes()
-		h.content = w.hs.hashEnd(h.afterAnswer, s.ServedFromTape, mustCanonical(enc[results+len(`,"timing":`):timing]),
-			h.calls, mustCanonical(enc[len(`,"tool_results":`):results]))
+		h := ps.hash.clone()
+		h.setCanon(e.b, spans, stepToolResults, stepDig)
+		h.content = w.hs.hashEnd(h.afterAnswer, h.canon)
 		h.link = w.hs.chain(w.prevLink(ti, si), h.content)
-		ps.hash = &h
+		ps.hash = h
 		s.Digest = formatSum(h.link)
-		b.WriteString(`,"digest":"`)
-		b.WriteString(s.Digest)
-		b.WriteByte('"')
 		w.rootDirty = true
-	} else {
-		s.Digest = ""
+		writeMembers(&e, stepTable(), s, stepDig, stepDig+1, false)
 	}
-	b.WriteByte('}')
-	ps.end = w.newPiece(b.Bytes())
+	e.b = append(e.b, '}')
+	ps.end = w.newPiece(e.b)
 	return ps, nil
 }
 
@@ -428,15 +482,6 @@ func (w *Writer) relink(ti, si int) error {
 	if si+1 < len(tp.steps) {
 		w.changed(w.stepPos(ti, si+1, 3))
 	}
-	return nil
-}
-
-// encodeInto appends the canonical encoding of v to b, without a trailing newline.
-func encodeInto(b *bytes.Buffer, v any) error {
-	if err := encode(b, v); err != nil {
-		return err
-	}
-	b.Truncate(b.Len() - 1)
 	return nil
 }
 
@@ -687,12 +732,10 @@ func (w *Writer) encodeTail() error {
 		}
 	}
 	d := w.hs.newDigest(w.metaSum, lasts)
-	b, err := marshalPiece(d)
-	if err != nil {
-		return fmt.Errorf("encode root digest: %w", err)
-	}
 	w.t.Digest = d
-	w.tail = piece{data: append(append([]byte(`],"digest":`), b...), "}\n"...)}
+	e := enc{b: []byte("]"), ok: true}
+	writeMembers(&e, tapeTable(), w.t, tapeDigest, tapeDigest+1, false)
+	w.tail = piece{data: append(e.b, "}\n"...)}
 	w.rootDirty = false
 	w.changed(w.tailPos())
 	return nil

@@ -158,6 +158,8 @@ func BenchmarkStepHash(b *testing.B) {
 	for b.Loop() {
 		hs := testHashing
 		st := hs.hashAnswer(hs.hashRequest(req), answer)
-		prev = hs.chain(prev, hs.hashEnd(st, false, mustCanonical(timing), []byte("[]"), []byte("[]")))
+		canon := make([][]byte, len(stepTable().fields))
+		canon[stepTiming], canon[stepToolCalls], canon[stepToolResults] = mustCanonical(timing), []byte("[]"), []byte("[]")
+		prev = hs.chain(prev, hs.hashEnd(st, canon))
 	}
 }

@@ -179,7 +179,13 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"version 2", `{"version":2,"meta":{"x":1}}`, "unsupported tape version"},
 		{"no version", `{"meta":{}}`, `missing field "version"`},
 		{"wrong type", `{"version":1,"meta":{"tape_id":5}}`, `field "meta.tape_id"`},
-		{"unknown field", `{"version":1,"bogus":true}`, `unknown field "bogus"`},
+		{"unknown field", `{"version":1,"bogus":true}`, `unknown field "bogus" at /bogus (line 1, column 14)`},
+		{"unknown nested field", "{\"version\":1,\"meta\":{},\n\"threads\":[{\"id\":\"a\",\"steps\":[{},{\"timing\":{\"at\":1}}]}]}",
+			`unknown field "at" at /threads/0/steps/1/timing/at (line 2, column 45)`},
+		{"unknown field, wrong type before", `{"version":1,"meta":{"tape_id":5,"bogus":1}}`, `field "meta.tape_id"`},
+		{"repeated key", "{\"version\":1,\n\"meta\":{\"model\":\"a\",\"Model\":\"b\"}}", `duplicate object key "Model" at /meta/Model (it differs from the key "model" before it only in case) (line 2, column 21)`},
+		{"repeated key in a body", `{"version":1,"threads":[{"steps":[{"request":{"raw":{"a":[{"x":1,"x":2}]}}}]}]}`, `duplicate object key "x" at /threads/0/steps/0/request/raw/a/0/x`},
+		{"case-folded key", `{"version":1,"META":{"bogus":1}}`, `unknown field "bogus"`},
 		{"trailing", `{"version":1,"meta":{},"threads":[]} {}`, "unexpected data"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

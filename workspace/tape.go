@@ -3,6 +3,7 @@ package workspace
 import (
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
@@ -37,9 +38,10 @@ func (o Options) Patterns() []string {
 	return append(out, o.Exclude...)
 }
 
-// Recorded is the Options that apply a tape's recorded exclusions.
-func Recorded(w *tape.Workspace) Options {
-	return Options{Exclude: w.Exclude, NoDefaultExclude: true}
+// Recorded is the Options that apply a tape's recorded exclusions, and extra ones (a
+// replay's own files, for its end manifest).
+func Recorded(w *tape.Workspace, extra ...string) Options {
+	return Options{Exclude: append(slices.Clip(w.Exclude), extra...), NoDefaultExclude: true}
 }
 
 // OwnFiles returns anchored exclusions for files TapeBox writes at path and beside it (the

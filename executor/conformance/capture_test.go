@@ -24,6 +24,7 @@ var harnesses = []struct {
 	{realharness.Claude, claudeCases, realharness.RunClaude},
 	{realharness.Codex, codexCases, realharness.RunCodex},
 	{realharness.Pi, piCases, runPi},
+	{realharness.OpenCode, openCodeCases, runOpenCode},
 }
 
 // TestCapture runs every case through the real harness. With -update it rewrites the
@@ -227,9 +228,9 @@ func offeredTools(harness string, body []byte) ([]string, error) {
 }
 
 // anthropicWire says whether the harness talks to the fake provider on Anthropic Messages
-// (Claude Code; Pi, whose models.json the capture writes for that API) rather than Responses.
+// (Claude Code; Pi and OpenCode, whose provider the capture configures on that API) rather than Responses.
 func anthropicWire(harness string) bool {
-	return harness == realharness.Claude || harness == realharness.Pi
+	return harness == realharness.Claude || harness == realharness.Pi || harness == realharness.OpenCode
 }
 
 // checkDrift compares a fresh capture with the fixture's case of the same name.

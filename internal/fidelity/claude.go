@@ -26,17 +26,13 @@ var Claude = Grammar{
 // with its reason.
 var claudeClasses = []Class{
 	{Name: "local sandbox: read-only files", Text: regexp.MustCompile(`permission denied|^readonly\.txt: `),
-		Reason: "the local (bubblewrap) sandbox runs the executor as a root without CAP_DAC_OVERRIDE; Claude Code ran as root and wrote read-only files (a Docker sandbox runs as root with it)"},
-	{Name: "Glob order: modification times", Tool: "Glob", Field: "tool_result",
-		Reason: "Glob lists files oldest first by modification time; the files a replay restores from the snapshot do not keep the order in which the recording's files were made one by one"},
-	{Name: "Read of a large file (open)", Tool: "Read", Field: "tool_result", Text: regexp.MustCompile(`(?s)^1\tline 1: .*\n2[0-9]{3}\tline`),
-		Reason: "Claude Code 2.1 cuts a Read without a limit of a file of some 100 KB at a size budget (2,654 of 3,218 lines here, no note); the executor does not know the budget yet"},
-	{Name: "shell snapshot: grep is ripgrep", Tool: "Bash", Text: regexp.MustCompile(`(?m)^\./`),
-		Reason: "Claude Code runs commands in a shell whose snapshot makes grep its bundled ripgrep (paths without ./); the executor's shell runs the system grep"},
-	{Name: "system reminders", Version: "2.0.", Text: regexp.MustCompile(`<system-reminder>`),
-		Reason: "Claude Code 2.0 appends <system-reminder> notes (TodoWrite nudges, news of a background command's output) to tool results; they depend on the session's history and timing, not on the tool's effect"},
-	{Name: "2.0 wording (open)", Version: "2.0.",
-		Reason: "Claude Code 2.0 words some results unlike 2.1 in ways the executor does not follow yet (its Bash timeout, some edit errors); the executor's 2.0 variants cover the rest"},
+		Reason: "the local (bubblewrap) sandbox runs the executor as a root without CAP_DAC_OVERRIDE; Claude Code ran as root and wrote read-only files (a Docker sandbox runs as root with it, and -fidelity.sandbox=docker-image:... shows none)"},
+	{Name: "search order: modification times", Field: "tool_result", Text: regexp.MustCompile(`^(/|Found [0-9]+ files?\n)`),
+		Reason: "Glob, and Grep's file list, put files in order of modification time; the files a replay restores from the snapshot do not keep the order in which the recording's files were made one by one (the set of files is compared and identical)"},
+	{Name: "shell snapshot: grep is ugrep", Tool: "Bash", Text: regexp.MustCompile(`(?m)^(\./|ugrep: )`),
+		Reason: "Claude Code 2.1's shell snapshot makes grep its embedded ugrep; the executor runs GNU grep with the ugrep options it has (-I, --exclude-dir, a lone . dropped), not ugrep's .gitignore handling, encoding or messages"},
+	{Name: "2.0: stdout before stderr", Version: "2.0.", Tool: "Bash", Text: regexp.MustCompile(`^[^E\n][^\n]*\n[a-z]+: [^\n]*(No such file|cannot|denied)`),
+		Reason: "Claude Code 2.0 captures a command's stdout and stderr apart and shows stdout first; the executor's task output is one stream in the order written"},
 }
 
 // ClaudeScratch returns where Claude Code keeps a run's background task output for cwd:

@@ -84,6 +84,10 @@ func lock(t *testing.T, name string) {
 	t.Cleanup(func() { f.Close() })
 }
 
+// sandboxFlag is the sandbox spec TestScoreboard and TestRegressions replay in; empty is a
+// fresh local: sandbox at the sequence's cwd (run.go's Target.Sandbox).
+var sandboxFlag = flag.String("fidelity.sandbox", "", "replay in this sandbox spec (docker-image:tapebox/sandbox:bookworm) instead of a local: one")
+
 var (
 	heldMu sync.Mutex
 	held   = map[string]bool{}
@@ -140,7 +144,7 @@ func TestQuick(t *testing.T) {
 			t.Run(target.Harness+"-"+target.Version, func(t *testing.T) {
 				realharness.Need(t, target.Harness)
 				lock(t, "targets-"+target.Harness+"-"+target.Version)
-				target.Keep = *keepFlag
+				target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 				var b Board
 				// Older versions are slower to start (a node script): fewer sequences.
 				n := 2
@@ -195,7 +199,7 @@ func TestScoreboard(t *testing.T) {
 			}
 			realharness.Need(t, target.Harness)
 			lock(t, "targets-"+target.Harness+"-"+target.Version)
-			target.Keep = *keepFlag
+			target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 			runSeeds(t.Context(), s.grammar, target, *seedFlag, *seedsFlag, *callsFlag, *workersFlag, func(w int, o *Outcome) {
 				b.Add(target.Version, o, s.grammar.Classes)
 				if *ledgerFlag != "" {
@@ -242,10 +246,10 @@ func TestScoreboard(t *testing.T) {
 	} else {
 		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+
 			"(seeds from %d), each recorded through the real harness against the scripted provider and the gateway, then replayed in "+
-			"executor mode in a fresh local sandbox at the same path and compared with `tapebox compare`'s comparison. Recording and "+
+			"executor mode in a fresh %s at the same path and compared with `tapebox compare`'s comparison. Recording and "+
 			"replaying took %v of wall time per 1,000 calls with %d sequences side by side (%v in all; %v per 1,000 calls summed over sequences) "+
 			"on a 2-core machine shared with other work.",
-			*seedsFlag, *seedFlag, perThousand(wall, &b), *workersFlag, wall.Round(time.Second), b.PerThousand().Round(time.Second))
+			*seedsFlag, *seedFlag, sandboxName(), perThousand(wall, &b), *workersFlag, wall.Round(time.Second), b.PerThousand().Round(time.Second))
 	}
 	md := b.Markdown(header)
 	if *outFlag != "" {
@@ -386,7 +390,7 @@ func TestRegressions(t *testing.T) {
 				t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+target.Version, func(t *testing.T) {
 					realharness.Need(t, target.Harness)
 					lock(t, "regress-"+target.Harness+"-"+target.Version)
-					target.Keep = *keepFlag
+					target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 					o := Run(t.Context(), target, seq, s.grammar.Classes)
 					if o.Err != nil {
 						t.Fatal(o.Err)
@@ -403,4 +407,12 @@ func TestRegressions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sandboxName words -fidelity.sandbox for the scoreboard's header.
+func sandboxName() string {
+	if *sandboxFlag == "" {
+		return "local sandbox"
+	}
+	return "`" + *sandboxFlag + "` sandbox"
 }

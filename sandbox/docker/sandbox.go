@@ -92,6 +92,9 @@ func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (_ *sand
 		return nil, fmt.Errorf("open sandbox %s: %w: ExecutorPath names the host binary to install; set InstallExecutor too, or SandboxExecutor for a binary already in the container",
 			spec, sandbox.ErrOption)
 	}
+	if opts.Cwd != "" && !path.IsAbs(opts.Cwd) {
+		return nil, fmt.Errorf("open sandbox %s: %w: Cwd %q must be an absolute path in the container", spec, sandbox.ErrOption, opts.Cwd)
+	}
 	cli, err := Client(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
@@ -108,86 +111,32 @@ func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (_ *sand
 		reapLeftovers(ctx, cli, func(format string, args ...any) { d.logf("sandbox %s: %s", spec, fmt.Sprintf(format, args...)) })
 	})
 	defer reaping.Wait()
+
 	var info sandbox.Info
-	var imageRef string
+	imageRef := ""
 	if spec.Scheme == sandbox.SchemeDocker {
-		ci, err := cli.ContainerInspect(ctx, spec.Target)
-		if err != nil {
-			return nil, d.containerErr("open sandbox", err)
-		}
-		if ci.State == nil || !ci.State.Running || ci.State.Paused || ci.State.Restarting {
-			return nil, fmt.Errorf("open sandbox %s: %w: container %s is %s; start it (docker start %s) or use docker-image:IMAGE for a fresh one",
-				spec, sandbox.ErrNotRunning, spec.Target, stateName(ci.State), spec.Target)
-		}
-		d.id, d.name = ci.ID, strings.TrimPrefix(ci.Name, "/")
-		imageRef = ci.Image
-		d.cwd = opts.Cwd
-		if d.cwd == "" && ci.Config != nil {
-			d.cwd = ci.Config.WorkingDir
-		}
-		if ci.Config != nil {
-			d.user = ci.Config.User
+		if imageRef, err = d.attach(ctx, opts); err != nil {
+			return nil, err
 		}
 	}
-	img, err := cli.ImageInspect(ctx, cmp.Or(imageRef, spec.Target))
-	if err != nil {
-		if errdefs.IsNotFound(err) && spec.Scheme == sandbox.SchemeDockerImage {
-			return nil, fmt.Errorf("open sandbox %s: image %s: %w; TapeBox never pulls: build tapebox/sandbox:bookworm with make sandbox-image, or bring the image in with docker import, docker load or docker pull",
-				spec, spec.Target, sandbox.ErrNotFound)
-		}
-		if client.IsErrConnectionFailed(err) {
-			return nil, fmt.Errorf("open sandbox %s: %w (%v); %s", spec, sandbox.ErrNoEngine, err, noEngineHint)
-		}
-		return nil, fmt.Errorf("open sandbox %s: inspect image %s: %w", spec, cmp.Or(imageRef, spec.Target), err)
-	}
-	info.Arch = img.Architecture
-	if a, err := sandbox.NormalizeArch(img.Architecture); err == nil {
-		info.Arch = a
-	}
-	if spec.Scheme == sandbox.SchemeDockerImage {
-		d.cwd = opts.Cwd
-		if d.cwd == "" && img.Config != nil {
-			d.cwd = img.Config.WorkingDir
-		}
-		d.user = opts.User
-		if d.user == "" && img.Config != nil && !kit.IsRoot(img.Config.User) {
-			d.user = img.Config.User // the image's own user, as docker run would
-		}
-		if d.user == "" && !opts.ReadOnlyRoot {
-			// With ReadOnlyRoot the working directory is an anonymous volume, which the engine
-			// gives to root (or to the image directory's owner), and which no one in a
-			// container without capabilities can give to another user: root it stays.
-			d.user = sandbox.DefaultUser
-		}
-		warnf := kit.Warnf(opts.Warnf, opts.Logf)
-		for _, w := range opts.Warnings() {
-			warnf("sandbox %s: warning: %s", spec, w)
-		}
+	if info.Arch, err = d.inspectImage(ctx, cmp.Or(imageRef, spec.Target), opts); err != nil {
+		return nil, err
 	}
 	d.cwd = path.Clean("/" + cmp.Or(d.cwd, "/"))
-	if opts.Cwd != "" && !path.IsAbs(opts.Cwd) {
-		return nil, fmt.Errorf("open sandbox %s: %w: Cwd %q must be an absolute path in the container", spec, sandbox.ErrOption, opts.Cwd)
-	}
 	info.Cwd = d.cwd
 
 	// The executor: installed by us (chosen by the image's architecture), or expected inside.
-	var exe string
-	if opts.InstallExecutor {
-		exe = opts.ExecutorPath
-		if exe == "" {
-			if exe, err = sandbox.ExecutorPath(ctx, info.Arch); err != nil {
-				return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
-			}
-		}
-		if err := sandbox.CheckExecutorArch(exe, info.Arch, "sandbox "+spec.String()); err != nil {
-			return nil, fmt.Errorf("open sandbox %s: %w", spec, err)
-		}
-		info.Executor = path.Join(installDir, sandbox.ExecutorName)
-		if opts.ReadOnlyRoot {
-			info.Executor = path.Join(installDirReadOnly, sandbox.ExecutorName)
-		}
-	} else {
+	exe, err := executorToInstall(ctx, spec, opts, info.Arch)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case exe == "":
 		info.Executor = cmp.Or(opts.SandboxExecutor, sandbox.ExecutorName)
+	case opts.ReadOnlyRoot:
+		info.Executor = path.Join(installDirReadOnly, sandbox.ExecutorName)
+	default:
+		info.Executor = path.Join(installDir, sandbox.ExecutorName)
 	}
 
 	if spec.Scheme != sandbox.SchemeDockerImage {
@@ -199,16 +148,105 @@ func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (_ *sand
 				return nil, err
 			}
 		}
-		info.ContainerID = d.id
-		return sandbox.New(spec, d, info), nil
-	}
-
-	// A created container on an engine of this machine gets the executor bind-mounted
-	// read-only: no copy (about 50 ms of a 0.3 s start). Elsewhere, or if the engine refuses
-	// the mount (a VM that does not share the path), it is copied in before the start.
-	bind := exe != "" && !opts.CopyExecutor && localEngine(cli)
-	if err := d.planSocket(opts); err != nil {
+	} else if err := d.start(ctx, opts, exe, info.Executor); err != nil {
 		return nil, err
+	}
+	info.ContainerID = d.id
+	return sandbox.New(spec, d, info), nil
+}
+
+// attach fills d from the running container a docker: spec names and returns its image.
+func (d *Backend) attach(ctx context.Context, opts sandbox.Options) (imageRef string, err error) {
+	ci, err := d.cli.ContainerInspect(ctx, d.spec.Target)
+	if err != nil {
+		return "", d.containerErr("open sandbox", err)
+	}
+	if ci.State == nil || !ci.State.Running || ci.State.Paused || ci.State.Restarting {
+		return "", fmt.Errorf("open sandbox %s: %w: container %s is %s; start it (docker start %s) or use docker-image:IMAGE for a fresh one",
+			d.spec, sandbox.ErrNotRunning, d.spec.Target, stateName(ci.State), d.spec.Target)
+	}
+	d.id, d.name = ci.ID, strings.TrimPrefix(ci.Name, "/")
+	d.cwd = opts.Cwd
+	if d.cwd == "" && ci.Config != nil {
+		d.cwd = ci.Config.WorkingDir
+	}
+	if ci.Config != nil {
+		d.user = ci.Config.User
+	}
+	return ci.Image, nil
+}
+
+// inspectImage reads ref's architecture and, for a docker-image: spec, takes the working
+// directory and user from it where opts leave them open, as docker run would.
+func (d *Backend) inspectImage(ctx context.Context, ref string, opts sandbox.Options) (arch string, err error) {
+	spec := d.spec
+	img, err := d.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		if errdefs.IsNotFound(err) && spec.Scheme == sandbox.SchemeDockerImage {
+			return "", fmt.Errorf("open sandbox %s: image %s: %w; TapeBox never pulls: build tapebox/sandbox:bookworm with make sandbox-image, or bring the image in with docker import, docker load or docker pull",
+				spec, spec.Target, sandbox.ErrNotFound)
+		}
+		if client.IsErrConnectionFailed(err) {
+			return "", fmt.Errorf("open sandbox %s: %w (%v); %s", spec, sandbox.ErrNoEngine, err, noEngineHint)
+		}
+		return "", fmt.Errorf("open sandbox %s: inspect image %s: %w", spec, ref, err)
+	}
+	arch = img.Architecture
+	if a, err := sandbox.NormalizeArch(img.Architecture); err == nil {
+		arch = a
+	}
+	if spec.Scheme != sandbox.SchemeDockerImage {
+		return arch, nil
+	}
+	d.cwd = opts.Cwd
+	if d.cwd == "" && img.Config != nil {
+		d.cwd = img.Config.WorkingDir
+	}
+	d.user = opts.User
+	if d.user == "" && img.Config != nil && !kit.IsRoot(img.Config.User) {
+		d.user = img.Config.User // the image's own user, as docker run would
+	}
+	if d.user == "" && !opts.ReadOnlyRoot {
+		// With ReadOnlyRoot the working directory is an anonymous volume, which the engine
+		// gives to root (or to the image directory's owner), and which no one in a
+		// container without capabilities can give to another user: root it stays.
+		d.user = sandbox.DefaultUser
+	}
+	warnf := kit.Warnf(opts.Warnf, opts.Logf)
+	for _, w := range opts.Warnings() {
+		warnf("sandbox %s: warning: %s", spec, w)
+	}
+	return arch, nil
+}
+
+// executorToInstall names the host binary to install for arch, or "" when the executor is
+// expected inside the sandbox already.
+func executorToInstall(ctx context.Context, spec sandbox.Spec, opts sandbox.Options, arch string) (string, error) {
+	if !opts.InstallExecutor {
+		return "", nil
+	}
+	exe := opts.ExecutorPath
+	if exe == "" {
+		var err error
+		if exe, err = sandbox.ExecutorPath(ctx, arch); err != nil {
+			return "", fmt.Errorf("open sandbox %s: %w", spec, err)
+		}
+	}
+	if err := sandbox.CheckExecutorArch(exe, arch, "sandbox "+spec.String()); err != nil {
+		return "", fmt.Errorf("open sandbox %s: %w", spec, err)
+	}
+	return exe, nil
+}
+
+// start creates and starts a fresh container for a docker-image: spec, with the executor exe
+// (when set) at dest. A created container on an engine of this machine gets the executor
+// bind-mounted read-only: no copy (about 50 ms of a 0.3 s start). Elsewhere, or if the engine
+// refuses the mount (a VM that does not share the path), it is copied in before the start.
+func (d *Backend) start(ctx context.Context, opts sandbox.Options, exe, dest string) error {
+	spec := d.spec
+	bind := exe != "" && !opts.CopyExecutor && localEngine(d.cli)
+	if err := d.planSocket(opts); err != nil {
+		return err
 	}
 	// When the engine refuses a bind mount, give up the socket's (unless forced), then the
 	// executor's.
@@ -233,24 +271,25 @@ func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (_ *sand
 		if bind {
 			mountExe = exe
 		}
-		if err := d.create(ctx, opts, mountExe, info.Executor); err != nil {
+		if err := d.create(ctx, opts, mountExe, dest); err != nil {
 			if retryMount(err) {
 				continue
 			}
-			return nil, err
+			return err
 		}
 		if exe != "" && !bind {
-			if err := d.install(ctx, exe, info.Executor); err != nil {
-				return nil, err
+			if err := d.install(ctx, exe, dest); err != nil {
+				return err
 			}
 		}
 		made := false
 		if !opts.ReadOnlyRoot && !kit.IsRoot(d.user) {
+			var err error
 			if made, err = d.makeCwd(ctx); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		err := cli.ContainerStart(ctx, d.id, container.StartOptions{})
+		err := d.cli.ContainerStart(ctx, d.id, container.StartOptions{})
 		if err == nil {
 			if !made {
 				d.warnOwner(ctx)
@@ -259,15 +298,14 @@ func Open(ctx context.Context, spec sandbox.Spec, opts sandbox.Options) (_ *sand
 		}
 		err = fmt.Errorf("open sandbox %s: start container %s: %w", spec, d.name, err)
 		if !retryMount(err) {
-			return nil, err
+			return err
 		}
 		if err := d.remove(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	d.logf("sandbox %s: started container %s (%.12s)", spec, d.name, d.id)
-	info.ContainerID = d.id
-	return sandbox.New(spec, d, info), nil
+	return nil
 }
 
 // create creates (does not start) a container with safe defaults.

@@ -38,9 +38,12 @@
 // of three small pods of the sandbox's image (it needs perl or busybox nc): a listener, a
 // client without the label that must reach it, and one labeled none that must not. Open
 // says what it found, and refuses when a labeled pod got through. Where the probe cannot
-// tell (the image lacks both, pods cannot reach each other at all), it warns. Each refusal
-// wraps ErrNetworkUnenforced; Options.AllowNetworkUnenforced (--allow-network-unenforced)
-// runs anyway, with a warning.
+// tell (the image lacks both, pods cannot reach each other at all), it warns. The verdict is
+// kept for the policy it was taken under (UID and generation): in the process, and on the
+// policy itself (ProbeAnnotation) for an hour, so that other processes' Opens (each
+// tapebox replay) skip the probe's 12 s; a policy changed or made again is probed again.
+// Each refusal wraps ErrNetworkUnenforced; Options.AllowNetworkUnenforced
+// (--allow-network-unenforced) runs anyway, with a warning.
 //
 // The executor is copied into an emptyDir at /opt/tapebox; a session is one exec stream
 // through the API server (WebSocket, SPDY as the fallback), and Snapshot, WriteFiles and the

@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tapebox/tapebox/sandbox"
@@ -61,19 +62,36 @@ func policyDiffers(got, want *networkingv1.NetworkPolicy) string {
 	return strings.Join(d, "; ")
 }
 
-// probed caches, per namespace, image and node, what the probe found once its pods ran, for
-// the sandboxes this process opens after the first (a probe whose pods could not start, an
-// image that cannot be pulled say, is tried again); probeMu makes concurrent Opens probe
-// once.
+// The probe's verdict is kept, once its pods ran (a probe whose pods could not start, an
+// image that cannot be pulled say, is tried again), for the deny-all policy it was taken
+// under: its UID and generation (a policy changed or made again is probed again), with the
+// image and node of the probe.
+//
+//   - In the process: probed, per namespace; probeMu makes concurrent Opens probe once.
+//   - Across processes: the annotation ProbeAnnotation on the policy itself, for
+//     probeTTL. Whoever may write it may change the policy anyway, so it trusts no one new;
+//     a verdict past its time, or of another generation, image or node, is probed again.
 var (
 	probeMu sync.Mutex
 	probed  = map[string]probeResult{}
 )
 
+// ProbeAnnotation is the annotation on the deny-all NetworkPolicy that keeps the probe's
+// last verdict (JSON: probeRecord) for the Opens of other processes.
+const ProbeAnnotation = "org.tapebox.probe"
+
+// probeTTL is how long a verdict kept on the policy stands for other processes: a cluster's
+// network plugin may change without the policy changing.
+const probeTTL = time.Hour
+
 type probeResult struct {
 	verdict probeVerdict
 	detail  string
 	ran     bool // the probe's pods ran: the verdict stands for this process
+	// policy is the deny-all policy's UID and generation it was taken under.
+	policy string
+	// cached says where a verdict not probed now came from ("" when probed now).
+	cached string
 }
 
 type probeVerdict int
@@ -83,6 +101,55 @@ const (
 	probeNotEnforced
 	probeUnknown
 )
+
+var verdictNames = map[probeVerdict]string{probeEnforced: "enforced", probeNotEnforced: "not-enforced", probeUnknown: "unknown"}
+
+// probeRecord is ProbeAnnotation's value.
+type probeRecord struct {
+	Verdict    string    `json:"verdict"`
+	Detail     string    `json:"detail"`
+	Generation int64     `json:"generation"`
+	Image      string    `json:"image"`
+	Node       string    `json:"node,omitempty"`
+	At         time.Time `json:"at"`
+}
+
+// policyVersion identifies a policy's spec: its UID and generation.
+func policyVersion(p *networkingv1.NetworkPolicy) string {
+	return fmt.Sprintf("%s/%d", p.UID, p.Generation)
+}
+
+// recorded returns the verdict ProbeAnnotation keeps on p for ks, when it stands now.
+func recorded(p *networkingv1.NetworkPolicy, ks k8sSpec, now time.Time) (probeResult, bool) {
+	raw, ok := p.Annotations[ProbeAnnotation]
+	if !ok {
+		return probeResult{}, false
+	}
+	var rec probeRecord
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil || rec.Generation != p.Generation || rec.Image != ks.image || rec.Node != ks.node {
+		return probeResult{}, false
+	}
+	if age := now.Sub(rec.At); age < 0 || age > probeTTL {
+		return probeResult{}, false
+	}
+	for v, name := range verdictNames {
+		if name == rec.Verdict {
+			return probeResult{verdict: v, detail: rec.Detail, ran: true, policy: policyVersion(p),
+				cached: "kept on the policy since " + rec.At.UTC().Format(time.RFC3339)}, true
+		}
+	}
+	return probeResult{}, false
+}
+
+// keep writes pr on the policy p for other processes (a merge patch of the annotation, which
+// leaves the generation as it is). It fails quietly: without it, the next process probes.
+func keep(ctx context.Context, cs *kubernetes.Clientset, p *networkingv1.NetworkPolicy, ks k8sSpec, pr probeResult, logf func(string, ...any)) {
+	rec, _ := json.Marshal(probeRecord{Verdict: verdictNames[pr.verdict], Detail: pr.detail, Generation: p.Generation, Image: ks.image, Node: ks.node, At: time.Now().UTC().Truncate(time.Second)})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ProbeAnnotation: string(rec)}}})
+	if _, err := cs.NetworkingV1().NetworkPolicies(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		logf("k8s namespace %s: the probe's verdict is not kept on %s (%v): the next process probes again", p.Namespace, p.Name, err)
+	}
+}
 
 // checkNoNetwork makes sure the pods of ks's namespace without a network get none: the
 // deny-all policy exists as TapeBox writes it, and the probe finds the cluster enforces
@@ -99,7 +166,7 @@ func checkNoNetwork(ctx context.Context, cs *kubernetes.Clientset, ks k8sSpec, a
 		return fmt.Errorf("%w: namespace %s: %s (--allow-network-unenforced runs anyway)", ErrNetworkUnenforced, ns, msg)
 	}
 	want := denyAll(ns)
-	_, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, want, metav1.CreateOptions{})
+	policy, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, want, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		got, gerr := cs.NetworkingV1().NetworkPolicies(ns).Get(ctx, DenyAllPolicy, metav1.GetOptions{})
@@ -109,28 +176,50 @@ func checkNoNetwork(ctx context.Context, cs *kubernetes.Clientset, ks k8sSpec, a
 		if d := policyDiffers(got, want); d != "" {
 			return refuse("the NetworkPolicy %s exists and is not TapeBox's deny-all: %s", DenyAllPolicy, d)
 		}
+		policy = got
 	case err != nil:
 		return refuse("create the deny-all NetworkPolicy %s: %v", DenyAllPolicy, err)
 	}
-	probeMu.Lock()
-	key := ns + "\x00" + ks.image + "\x00" + ks.node
-	pr, ok := probed[key]
-	if !ok {
-		pr = probe(ctx, cs, ks)
-		if pr.ran {
-			probed[key] = pr
-		}
+	pr := probeFor(ctx, cs, ks, policy, logf)
+	probe := "probe"
+	if pr.cached != "" {
+		probe = "probe " + pr.cached
 	}
-	probeMu.Unlock()
 	switch pr.verdict {
 	case probeEnforced:
-		logf("k8s namespace %s: the cluster enforces NetworkPolicies (probe: %s)", ns, pr.detail)
+		logf("k8s namespace %s: the cluster enforces NetworkPolicies (%s: %s)", ns, probe, pr.detail)
 	case probeNotEnforced:
-		return refuse("the cluster does not enforce NetworkPolicies (probe: %s)", pr.detail)
+		return refuse("the cluster does not enforce NetworkPolicies (%s: %s)", probe, pr.detail)
 	default:
-		warnf("warning: k8s namespace %s: could not tell whether the cluster enforces NetworkPolicies (probe: %s)", ns, pr.detail)
+		warnf("warning: k8s namespace %s: could not tell whether the cluster enforces NetworkPolicies (%s: %s)", ns, probe, pr.detail)
 	}
 	return nil
+}
+
+// probeFor returns the probe's verdict for ks under policy: this process's, the one kept
+// on the policy, or a new probe's (then kept in both places).
+func probeFor(ctx context.Context, cs *kubernetes.Clientset, ks k8sSpec, policy *networkingv1.NetworkPolicy, logf func(string, ...any)) probeResult {
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	key := ks.namespace + "\x00" + ks.image + "\x00" + ks.node
+	version := policyVersion(policy)
+	if pr, ok := probed[key]; ok && pr.policy == version {
+		if pr.cached == "" {
+			pr.cached = "taken earlier by this process"
+		}
+		return pr
+	}
+	if pr, ok := recorded(policy, ks, time.Now()); ok {
+		probed[key] = pr
+		return pr
+	}
+	pr := probe(ctx, cs, ks)
+	pr.policy = version
+	if pr.ran {
+		probed[key] = pr
+		keep(ctx, cs, policy, ks, pr, logf)
+	}
+	return pr
 }
 
 // The probe's programs, for an image with perl (the sandbox image) or busybox's nc.
@@ -204,16 +293,16 @@ func probe(ctx context.Context, cs *kubernetes.Clientset, ks k8sSpec) probeResul
 		return probeResult{verdict: probeUnknown, detail: fmt.Sprintf("the control pod: %v", err)}
 	}
 	if control.Status.Phase != corev1.PodSucceeded {
-		return probeResult{probeUnknown, fmt.Sprintf("a pod without a network label could not connect to another pod either (%s): this pod network connects no pods, or the image has neither perl nor nc", exitOf(control)), true}
+		return probeResult{verdict: probeUnknown, detail: fmt.Sprintf("a pod without a network label could not connect to another pod either (%s): this pod network connects no pods, or the image has neither perl nor nc", exitOf(control)), ran: true}
 	}
 	none, err := waitPod(ctx, cs, ks.namespace, base+"-none", done)
 	if err != nil {
 		return probeResult{verdict: probeUnknown, detail: fmt.Sprintf("the probe pod: %v", err)}
 	}
 	if none.Status.Phase == corev1.PodSucceeded {
-		return probeResult{probeNotEnforced, fmt.Sprintf("a pod labeled %s=none connected to pod %s on port %s, despite %s", NetworkLabel, listener.Status.PodIP, probePort, DenyAllPolicy), true}
+		return probeResult{verdict: probeNotEnforced, detail: fmt.Sprintf("a pod labeled %s=none connected to pod %s on port %s, despite %s", NetworkLabel, listener.Status.PodIP, probePort, DenyAllPolicy), ran: true}
 	}
-	return probeResult{probeEnforced, fmt.Sprintf("a pod labeled %s=none could not connect to pod %s on port %s, one without the label could", NetworkLabel, listener.Status.PodIP, probePort), true}
+	return probeResult{verdict: probeEnforced, detail: fmt.Sprintf("a pod labeled %s=none could not connect to pod %s on port %s, one without the label could", NetworkLabel, listener.Status.PodIP, probePort), ran: true}
 }
 
 // exitOf describes how a finished pod's container ended.

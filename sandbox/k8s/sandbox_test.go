@@ -169,3 +169,39 @@ func TestPolicyDiffers(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordedVerdict: a verdict kept on the policy stands only for the generation, image
+// and node it was taken with, and within probeTTL; anything else, or garbage, is probed
+// again.
+func TestRecordedVerdict(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	ks := k8sSpec{namespace: "ns", image: "img:1", node: "n1"}
+	with := func(rec string, gen int64) *networkingv1.NetworkPolicy {
+		p := denyAll("ns")
+		p.UID, p.Generation = "u1", gen
+		if rec != "" {
+			p.Annotations = map[string]string{ProbeAnnotation: rec}
+		}
+		return p
+	}
+	good := `{"verdict":"not-enforced","detail":"d","generation":3,"image":"img:1","node":"n1","at":"2026-12-07T11:30:00Z"}`
+	pr, ok := recorded(with(good, 3), ks, now)
+	require.True(t, ok)
+	require.Equal(t, probeNotEnforced, pr.verdict)
+	require.Equal(t, "d", pr.detail)
+	require.Equal(t, "u1/3", pr.policy)
+	require.Contains(t, pr.cached, "2026-12-07T11:30:00Z")
+	for name, p := range map[string]*networkingv1.NetworkPolicy{
+		"none":            with("", 3),
+		"generation":      with(good, 4),
+		"garbage":         with("{", 3),
+		"verdict unknown": with(`{"verdict":"maybe","generation":3,"image":"img:1","node":"n1","at":"2026-12-07T11:30:00Z"}`, 3),
+		"image":           with(`{"verdict":"enforced","generation":3,"image":"img:2","node":"n1","at":"2026-12-07T11:30:00Z"}`, 3),
+		"node":            with(`{"verdict":"enforced","generation":3,"image":"img:1","at":"2026-12-07T11:30:00Z"}`, 3),
+		"expired":         with(`{"verdict":"enforced","generation":3,"image":"img:1","node":"n1","at":"2026-12-07T10:59:00Z"}`, 3),
+		"future":          with(`{"verdict":"enforced","generation":3,"image":"img:1","node":"n1","at":"2026-12-07T12:01:00Z"}`, 3),
+	} {
+		_, ok := recorded(p, ks, now)
+		require.False(t, ok, name)
+	}
+}

@@ -1,5 +1,5 @@
 // Package harnesses is the one table of the agent harnesses TapeBox knows (Claude Code,
-// Codex CLI, Pi): per harness, the tools that spawn a subagent, whether it runs tool calls in
+// Codex CLI, Pi, OpenCode): per harness, the tools that spawn a subagent, whether it runs tool calls in
 // parallel, the parts of its tool results that change on every run (volatile fields), the
 // places where it makes up identifiers, and how its requests name the working directory.
 //

@@ -21,6 +21,10 @@ type Harness struct {
 	// <environment_context> block that does ("<cwd>/app</cwd>"). Either may be empty.
 	CwdLines   []string
 	CwdElement string
+	// CwdList is the label of a list, in the harness's first user message, whose first
+	// item is the working directory (Gemini CLI's session context: "- **Workspace
+	// Directories:**" then "  - /app" on the next line). Empty for the others.
+	CwdList string
 	// Checked are the versions the executor's module was checked against (conformance
 	// fixtures, internal/fidelity's scoreboard), oldest first. A tape of another version
 	// still replays, with one warning naming the nearest (VersionWarning).
@@ -137,8 +141,57 @@ const (
 	PiBashWholeOutput = "bash formats the whole output"
 )
 
+// Gemini is Google's Gemini CLI (npm @google/gemini-cli, the gemini CLI), which speaks the
+// Gemini API (tape.ProviderGemini).
+var Gemini = Harness{
+	Name: "gemini-cli",
+	// invoke_agent runs one of its subagents (codebase_investigator, cli_help ...) in a
+	// conversation of its own.
+	SpawningTools: []string{"invoke_agent"},
+	// Its scheduler runs one answer's calls together, except the edit tools (replace,
+	// write_file) and update_topic, which wait for the calls before them, and a call whose
+	// wait_for_previous is true.
+	ParallelToolCalls: true,
+	Volatile: []Volatile{
+		// run_shell_command ends its output with the process group it ran in.
+		{Name: "shell process group", Expr: `Process Group PGID: [0-9]+`, Replace: "Process Group PGID: <pgid>"},
+		{Name: "background shell pid", Expr: `Background PIDs: [0-9, ]+`, Replace: "Background PIDs: <pid>"},
+	},
+	Identifiers: []Identifier{
+		// A command sent to the background (is_background) names its process, which
+		// read_background_output takes back as "pid".
+		{Name: "background process id", Expr: `(?:in background\. PID: |moved to background \(PID: )([0-9]+)`, Keys: []string{"pid"}},
+	},
+	CwdList: "- **Workspace Directories:**",
+	Checked: []string{"0.61.0"},
+}
+
+// OpenCode is the opencode CLI (npm opencode-ai; a compiled Bun program whose tools are
+// TypeScript in the binary). It drives the Anthropic and OpenAI wire formats through the
+// AI SDK; its requests carry "User-Agent: opencode/VERSION".
+var OpenCode = Harness{
+	Name: "opencode",
+	// task runs a subagent in a child session (the "general" and "explore" agents); its
+	// requests carry the header x-parent-session-id.
+	SpawningTools: []string{"task"},
+	// The AI SDK starts each tool call of a streamed answer as soon as it is complete, so
+	// one answer's calls run together.
+	ParallelToolCalls: true,
+	Identifiers: []Identifier{
+		// task answers "<task id=\"ses_...\" state=\"completed\">"; the model resumes the
+		// child with task_id.
+		{Name: "task session id", Expr: `<task id="(ses_[A-Za-z0-9]+)"`, Keys: []string{"task_id"}},
+		// bash keeps an output past its limits in a file under its data directory
+		// ("Full output saved to: .../tool-output/tool_..."), which the model may read.
+		{Name: "bash full output file", Expr: `Full output saved to: (\S+)`},
+	},
+	// In the system prompt's <env> block: "  Working directory: /app".
+	CwdLines: []string{"Working directory:"},
+	Checked:  []string{"1.18.33"},
+}
+
 // All lists the harnesses TapeBox knows.
-var All = []*Harness{&ClaudeCode, &Codex, &Pi}
+var All = []*Harness{&ClaudeCode, &Codex, &Pi, &OpenCode}
 
 // OtherSpawningTools are spawning tool names of harnesses without an entry (other
 // multi-agent tools seen in the wild); the gateway builds the thread tree with them too.

@@ -20,7 +20,7 @@ func TestTable(t *testing.T) {
 		require.True(t, ok)
 		assert.Same(t, h, got)
 		assert.NotNil(t, h.SpawningTools, "%s: an empty list, not nil, for a harness without a spawning tool", h.Name)
-		assert.True(t, len(h.CwdLines) > 0 || h.CwdElement != "", "%s: how does it name its working directory?", h.Name)
+		assert.True(t, len(h.CwdLines) > 0 || h.CwdElement != "" || h.CwdList != "", "%s: how does it name its working directory?", h.Name)
 		for _, v := range h.Volatile {
 			_, err := regexp.Compile(v.Expr)
 			assert.NoError(t, err, "%s volatile %s", h.Name, v.Name)
@@ -35,7 +35,7 @@ func TestTable(t *testing.T) {
 	}
 	_, ok := harnesses.Lookup("aider")
 	assert.False(t, ok)
-	assert.Equal(t, []string{"Agent", "Task", "spawn_agent", "spawn_subagent", "create_agent"}, harnesses.SpawningTools())
+	assert.Equal(t, []string{"Agent", "Task", "spawn_agent", "task", "spawn_subagent", "create_agent"}, harnesses.SpawningTools())
 }
 
 func TestCompareVersions(t *testing.T) {

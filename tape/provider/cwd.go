@@ -19,6 +19,8 @@ import (
 //   - Pi, on the last line of its system prompt: "Current working directory: DIR".
 //   - Codex, in the environment context it sends as a user (or developer) message:
 //     "<environment_context>\n  <cwd>DIR</cwd> ...".
+//   - Gemini CLI, in the session context of its first user message: the first item of
+//     the list "- **Workspace Directories:**\n  - DIR".
 //
 // The first directory named, in the order of the request (system prompt, then messages),
 // wins. Tool results are never read.
@@ -40,6 +42,9 @@ func Cwd(req *tape.Request) string {
 				}
 			}
 			if dir := codexCwd(b.Text); dir != "" {
+				return dir
+			}
+			if dir := listCwd(b.Text); dir != "" {
 				return dir
 			}
 		}
@@ -92,6 +97,26 @@ func codexCwd(text string) string {
 	}
 	dir, _, ok := strings.Cut(rest, codexCwdClose)
 	if !ok || strings.ContainsAny(dir, "\r\n") {
+		return ""
+	}
+	return strings.TrimSpace(dir)
+}
+
+// listCwd reads the first item of a harness's list of workspace directories (CwdList).
+func listCwd(text string) string {
+	label := harnesses.Gemini.CwdList
+	_, rest, ok := strings.Cut(text, label)
+	if !ok {
+		return ""
+	}
+	rest = strings.TrimLeft(rest, " \t")
+	rest, ok = strings.CutPrefix(rest, "\n")
+	if !ok {
+		return ""
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	dir, ok := strings.CutPrefix(strings.TrimSpace(line), "- ")
+	if !ok || strings.ContainsRune(dir, '\r') {
 		return ""
 	}
 	return strings.TrimSpace(dir)

@@ -1,6 +1,7 @@
 // Package provider turns the raw bodies of model calls into the normalized fields of a tape
-// step, for three wire formats: Anthropic Messages (tape.ProviderAnthropic), OpenAI Chat
-// Completions (tape.ProviderOpenAIChat) and OpenAI Responses (tape.ProviderOpenAIResponses).
+// step, for four wire formats: Anthropic Messages (tape.ProviderAnthropic), OpenAI Chat
+// Completions (tape.ProviderOpenAIChat), OpenAI Responses (tape.ProviderOpenAIResponses) and
+// the Gemini API (tape.ProviderGemini).
 // The gateway uses it while recording and the controller while replaying; both keep the raw
 // bodies, so a tape can always be re-normalized with Normalize.
 //
@@ -59,6 +60,22 @@
 // carries the full final object (Responses response.completed), that object wins over the
 // deltas. A stream cut short gives what arrived; a tool call cut mid-arguments keeps the
 // partial text under InvalidArgumentsKey.
+//
+// The Gemini API: contents with role "model" are assistant messages; a part is text,
+// thinking (a text part with thought true), tool_use (functionCall), tool_result
+// (functionResponse: a response {"output": TEXT} is that text, {"error": TEXT} that text
+// marked as an error, anything else its compact JSON), image or other (inlineData ...).
+// systemInstruction is System. The model and the stream flag are in the path
+// (/v1beta/models/MODEL:streamGenerateContent), so Normalize reads them from the step's
+// path: Params["model"] is the path's model. Adjacent text parts of an answer are one
+// block, as a stream sends them in pieces. The API sends function calls without ids and a
+// harness makes its own up (Gemini CLI: NAME_MILLISECONDS_INDEX): the tape names such a
+// call "gemini-" + 16 hex digits of the response's SHA-256 + "-" + its index, and
+// ToolResults finds its result under the id the harness gave it in the next request.
+// StopReason is the first candidate's finishReason (STOP, MAX_TOKENS, SAFETY ...), or,
+// with no candidate, promptFeedback.blockReason. Usage: InputTokens is promptTokenCount
+// (plus toolUsePromptTokenCount) less cachedContentTokenCount; OutputTokens
+// candidatesTokenCount plus thoughtsTokenCount, which ReasoningTokens repeats.
 //
 // Emitting: Body and Stream are the other way round, an Answer (text, thinking, tool calls,
 // raw Responses items, usage) written as the provider's JSON body or server-sent events.

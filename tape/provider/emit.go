@@ -29,8 +29,9 @@ type Answer struct {
 	// Usage gives the token counts. Anthropic's input_tokens is InputTokens, the Responses
 	// input_tokens InputTokens plus CacheReadInputTokens (which it counts as cached).
 	Usage tape.Usage
-	// StopReason is Anthropic's stop_reason; "" derives it: tool_use when the answer calls
-	// a tool, else end_turn. The OpenAI formats derive theirs.
+	// StopReason is Anthropic's stop_reason or the Gemini API's finishReason; "" derives
+	// it: tool_use when the answer calls a tool, else end_turn (Gemini: STOP). The OpenAI
+	// formats derive theirs.
 	StopReason string
 }
 
@@ -83,6 +84,8 @@ func Body(p tape.Provider, a Answer) ([]byte, error) {
 		v, err = a.chatJSON()
 	case tape.ProviderOpenAIResponses:
 		v = a.responseObject("completed", a.responsesItems(true), a.responsesUsage())
+	case tape.ProviderGemini:
+		v, err = a.geminiJSON()
 	default:
 		return nil, fmt.Errorf("emit: provider %q has no wire format", p)
 	}
@@ -103,6 +106,8 @@ func Stream(p tape.Provider, a Answer, o StreamOptions) ([]Event, error) {
 		err = a.streamChat(e, o.IncludeUsage)
 	case tape.ProviderOpenAIResponses:
 		err = a.streamResponses(e)
+	case tape.ProviderGemini:
+		err = a.streamGemini(e)
 	default:
 		return nil, fmt.Errorf("emit: provider %q has no wire format", p)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/tapebox/tapebox/tape/provider"
 )
 
-var fuzzProviders = []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses}
+var fuzzProviders = []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses, tape.ProviderGemini}
 
 // FuzzNormalize checks that Normalize never panics, and that whatever it accepts makes a
 // tape that encodes, loads back, and re-normalizes from its raw bodies to the same bytes.
@@ -21,6 +21,7 @@ func FuzzNormalize(f *testing.F) {
 		tape.ProviderAnthropic:       "anthropic/claude_code_request.json",
 		tape.ProviderOpenAIChat:      "chat/request.json",
 		tape.ProviderOpenAIResponses: "responses/codex_request.json",
+		tape.ProviderGemini:          "gemini/cli_request.json",
 	}
 	for i, p := range fuzzProviders {
 		dir := filepath.Dir(requests[p])

@@ -21,10 +21,14 @@ const InvalidArgumentsKey = "_invalid_arguments"
 
 // Detect returns the wire format served at an HTTP path. The path may carry a query string
 // (Claude Code sends /v1/messages?beta=true) and any prefix (/r/<run>/v1/messages); it must
-// end in /v1/messages, /v1/chat/completions or /v1/responses.
+// end in /v1/messages, /v1/chat/completions or /v1/responses, or be a Gemini API model
+// call (GeminiPath: /v1beta/models/MODEL:streamGenerateContent?alt=sse).
 func Detect(path string) (tape.Provider, bool) {
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
+	}
+	if _, _, ok := GeminiPath(path); ok {
+		return tape.ProviderGemini, true
 	}
 	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
 		if strings.HasSuffix(path, paths[p]) {
@@ -42,7 +46,8 @@ var paths = map[tape.Provider]string{
 }
 
 // Path is the request path of p's model calls ("/v1/messages" ...), the one Detect knows p
-// by; "" for a provider it does not know.
+// by; "" for a provider it does not know, and for the Gemini API, whose paths name the
+// model (GeminiPath).
 func Path(p tape.Provider) string { return paths[p] }
 
 // Normalize fills every normalized field of s (request system, messages, tools, params and
@@ -68,6 +73,9 @@ func Normalize(p tape.Provider, s *tape.Step) error {
 	s.Request.Tools = req.tools
 	s.Request.Params = req.params
 	s.Request.Stream = req.stream
+	if p == tape.ProviderGemini {
+		geminiFromPath(s)
+	}
 
 	calls, err := normalizeResponse(f, p, &s.Response)
 	if err != nil {
@@ -101,6 +109,9 @@ func ToolResults(p tape.Provider, nextRequestRaw []byte, calls []tape.ToolCall) 
 	req, err := requestOf(f, nextRequestRaw)
 	if err != nil {
 		return nil, fmt.Errorf("tool results from %s request: %w", p, err)
+	}
+	if p == tape.ProviderGemini {
+		return geminiResults(req.messages, calls), nil
 	}
 	return tape.ResultsFor(req.messages, calls), nil
 }
@@ -146,6 +157,8 @@ func formatOf(p tape.Provider) (format, error) {
 		return chat, nil
 	case tape.ProviderOpenAIResponses:
 		return responses, nil
+	case tape.ProviderGemini:
+		return gemini, nil
 	}
 	return format{}, fmt.Errorf("unknown provider %q", p)
 }

@@ -604,7 +604,7 @@ func TestMalformed(t *testing.T) {
 		{"anthropic block start not an object", anth, "", "", "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":3}\n\n", "response"},
 		{"chat bad chunk", chat, "", "", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":5}}]}\n\ndata: [DONE]\n\n", "response"},
 		{"responses completed not an object", resp, "", "", "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":[]}\n\n", "response"},
-		{"unknown provider", "gemini", `{}`, "", "", "provider"},
+		{"unknown provider", "bedrock", `{}`, "", "", "provider"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := tc.request

@@ -57,10 +57,18 @@ func opening(req *tape.Request, userOnly bool) string {
 // ErrorBody is an error body in p's wire format: Anthropic's
 // {"type":"error","error":{"type":typ,"message":msg}}, OpenAI's
 // {"error":{"message":msg,"type":typ,"param":null,"code":code}} (code null when empty).
-// typ is the error type (api_error, invalid_request_error, ...).
+// typ is the error type (api_error, invalid_request_error, ...). The Gemini API's is
+// {"error":{"code":HTTP,"message":msg,"status":STATUS}}, the google.rpc status typ stands
+// for (invalid_request_error is INVALID_ARGUMENT and 400, ...; code is not sent).
 func ErrorBody(p tape.Provider, typ, code, msg string) []byte {
 	var v any
-	if p == tape.ProviderAnthropic {
+	if p == tape.ProviderGemini {
+		st, ok := geminiStatus[typ]
+		if !ok {
+			st = geminiStatus["api_error"]
+		}
+		v = map[string]any{"error": map[string]any{"code": st.code, "message": msg, "status": st.status}}
+	} else if p == tape.ProviderAnthropic {
 		v = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
 	} else {
 		var c any

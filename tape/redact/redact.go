@@ -34,6 +34,10 @@ type Finding struct {
 	// Length is how many bytes the secret takes from Offset, when the scan says; 0: up to
 	// the end of the token that starts there.
 	Length int
+	// Key says the secret is in the member name at Pointer, not in its value: the member
+	// is renamed (to a name its object does not hold yet), and the redaction records the
+	// new name's pointer.
+	Key bool
 }
 
 // Options say what to remove.
@@ -83,15 +87,62 @@ func Tape(t *tape.Tape, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("redact: %w", err)
 	}
 	sealed, signed := t.Digest != nil, t.Digest != nil && t.Digest.Signature != ""
-	want := map[string][]Finding{}
+	want, wantKeys := map[string][]Finding{}, map[string][]Finding{}
+	keyParents := map[string]bool{}
 	for _, f := range opts.Findings {
+		if f.Key {
+			wantKeys[f.Pointer] = append(wantKeys[f.Pointer], f)
+			keyParents[parentOf(f.Pointer)] = true
+			continue
+		}
 		want[f.Pointer] = append(want[f.Pointer], f)
 	}
 	var (
 		patches []patch
 		removed []tape.Redaction
+		renames []rename
+		// siblings holds the keys (folded, as the strict reader compares them) of each
+		// object one of whose members is renamed.
+		siblings = map[string]map[string]bool{}
 	)
-	err = walk(doc, func(ptr *jsonlex.Path, key string, start, end int) error {
+	onKey := func(ptr *jsonlex.Path, key string, start, end int) error {
+		if len(keyParents) == 0 {
+			return nil
+		}
+		member := ptr.Pointer()
+		parent := parentOf(member)
+		if !keyParents[parent] {
+			return nil
+		}
+		if siblings[parent] == nil {
+			siblings[parent] = map[string]bool{}
+		}
+		siblings[parent][strings.ToLower(key)] = true
+		fs, ok := wantKeys[member]
+		if !ok {
+			return nil
+		}
+		delete(wantKeys, member)
+		var spans []Span
+		rules := map[string]bool{}
+		for _, f := range fs {
+			if f.Offset < 0 || f.Offset > len(key) {
+				return fmt.Errorf("redact: finding in the member name at %s: offset %d is outside the name (%d bytes): the findings are not of this tape", member, f.Offset, len(key))
+			}
+			n := f.Length
+			if n <= 0 || opts.Whole {
+				n = len(key) - f.Offset
+				if !opts.Whole {
+					n = tokenLen(key[f.Offset:])
+				}
+			}
+			spans = append(spans, Span{f.Offset, min(n, len(key)-f.Offset)})
+			rules[f.Rule] = true
+		}
+		renames = append(renames, rename{parent: parent, member: member, old: key, new: Cut(key, spans), start: start, end: end, rules: rules})
+		return nil
+	}
+	err = walk(doc, onKey, func(ptr *jsonlex.Path, key string, start, end int) error {
 		p := ptr.Pointer()
 		if strings.HasPrefix(p, "/digest") || strings.HasPrefix(p, "/meta/redactions") {
 			return nil
@@ -153,6 +204,37 @@ func Tape(t *tape.Tape, opts Options) (*Result, error) {
 		missing := slices.Sorted(mapKeys(want))
 		return nil, fmt.Errorf("redact: no string at %s (%d findings point nowhere): the findings are not of this tape", missing[0], len(missing))
 	}
+	if len(wantKeys) > 0 {
+		missing := slices.Sorted(mapKeys(wantKeys))
+		return nil, fmt.Errorf("redact: no member at %s (%d findings in member names point nowhere): the findings are not of this tape", missing[0], len(missing))
+	}
+	// Renamed members: a name the object does not hold yet, so the strict reader still
+	// reads it; the redactions say where things are now, not where the secret was.
+	moved := map[string]string{}
+	for _, rn := range renames {
+		name := rn.new
+		for i := 2; siblings[rn.parent][strings.ToLower(name)]; i++ {
+			name = rn.new + "-" + strconv.Itoa(i)
+		}
+		siblings[rn.parent][strings.ToLower(name)] = true
+		patches = append(patches, patch{rn.start, rn.end, jsonlex.AppendString(nil, name, false)})
+		now := rn.parent + "/" + jsonlex.EscapePointer(name)
+		moved[rn.member] = now
+		for _, r := range slices.Sorted(mapKeys(rn.rules)) {
+			removed = append(removed, tape.Redaction{Rule: r, Pointer: rn.parent + "/" + jsonlex.EscapePointer(name)})
+		}
+	}
+	if len(moved) > 0 {
+		// Innermost first: an outer rename then finds its own old prefix unchanged.
+		olds := slices.SortedFunc(mapKeys(moved), func(a, b string) int { return len(b) - len(a) })
+		for i := range removed {
+			for _, old := range olds {
+				if p := removed[i].Pointer; p == old || strings.HasPrefix(p, old+"/") {
+					removed[i].Pointer = moved[old] + p[len(old):]
+				}
+			}
+		}
+	}
 	slices.SortFunc(patches, func(a, b patch) int { return b.start - a.start })
 	out := doc
 	for _, pt := range patches {
@@ -180,7 +262,54 @@ type patch struct {
 	repl       []byte
 }
 
+// rename is a member whose name holds a secret: its name's span in the document (quotes
+// included), its pointer and its object's, its name before and after.
+type rename struct {
+	parent, member, old, new string
+	start, end               int
+	rules                    map[string]bool
+}
+
+// parentOf is the pointer of the object or array that holds the value at ptr.
+func parentOf(ptr string) string {
+	if i := strings.LastIndexByte(ptr, '/'); i >= 0 {
+		return ptr[:i]
+	}
+	return ""
+}
+
 type span struct{ from, to int }
+
+// Span is Length bytes of a string from Offset.
+type Span struct{ Offset, Length int }
+
+// Cut replaces the spans of s (merged where they overlap or touch) with RedactedValue:
+// what redact does to a string, for the names and contents redacted elsewhere (a start
+// snapshot's) to come out as the tape's strings do.
+func Cut(s string, spans []Span) string {
+	sp := make([]span, 0, len(spans))
+	for _, x := range spans {
+		sp = append(sp, span{x.Offset, x.Offset + x.Length})
+	}
+	return cut(s, sp)
+}
+
+// Merged returns spans sorted by offset, those that overlap merged into one: the pieces
+// Cut replaces.
+func Merged(spans []Span) []Span {
+	sorted := slices.Clone(spans)
+	slices.SortFunc(sorted, func(a, b Span) int { return a.Offset - b.Offset })
+	var out []Span
+	for _, x := range sorted {
+		if n := len(out); n > 0 && x.Offset <= out[n-1].Offset+out[n-1].Length {
+			last := &out[n-1]
+			last.Length = max(last.Offset+last.Length, x.Offset+x.Length) - last.Offset
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	return func(yield func(string) bool) {
@@ -283,7 +412,7 @@ func redactEvent(event string, patterns []*regexp.Regexp, rules map[string]bool)
 func redactJSON(doc string, patterns []*regexp.Regexp, rules map[string]bool) (string, bool) {
 	b := []byte(doc)
 	var patches []patch
-	_ = walk(b, func(_ *jsonlex.Path, key string, start, end int) error {
+	_ = walk(b, nil, func(_ *jsonlex.Path, key string, start, end int) error {
 		if protectedKeys[key] {
 			return nil
 		}
@@ -310,10 +439,11 @@ func redactJSON(doc string, patterns []*regexp.Regexp, rules map[string]bool) (s
 	return string(b), true
 }
 
-// walk calls fn for each string value of the JSON document b (object keys excepted) with
-// its path, the key of the member it stands in (for an array element, the array's), and
-// its span, quotes included.
-func walk(b []byte, fn func(p *jsonlex.Path, key string, start, end int) error) error {
+// walk calls fn for each string value of the JSON document b with its path, the key of
+// the member it stands in (for an array element, the array's), and its span, quotes
+// included; and onKey, when not nil, for each member name, with the member's path, the
+// name and its span.
+func walk(b []byte, onKey, fn func(p *jsonlex.Path, key string, start, end int) error) error {
 	var p jsonlex.Path
 	var value func(i int, key string) (int, error)
 	value = func(i int, key string) (int, error) {
@@ -340,6 +470,11 @@ func walk(b []byte, fn func(p *jsonlex.Path, key string, start, end int) error) 
 					return i, fmt.Errorf("redact: a repeated key at byte %d", i)
 				}
 				k := jsonlex.UnquoteString(b[i+1 : kend-1])
+				if onKey != nil {
+					if err := onKey(&p, k, i, kend); err != nil {
+						return i, err
+					}
+				}
 				i = jsonlex.Space(b, kend) + 1
 				var verr error
 				if i, verr = value(i, k); verr != nil {

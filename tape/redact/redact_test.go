@@ -58,3 +58,46 @@ func TestTape(t *testing.T) {
 	_, err = Tape(tp, Options{Findings: []Finding{{Pointer: "/meta/labels/ticket", Offset: 999, Rule: "x"}}})
 	require.ErrorContains(t, err, "outside the string")
 }
+
+// TestTapeKeys: a secret in a member name renames the member (to a name its object does
+// not hold yet, compared as the strict reader compares), a secret in its value under it is
+// removed too, and the redactions point at the new name, never the old.
+func TestTapeKeys(t *testing.T) {
+	tp, err := tape.LoadFile(filepath.Join("..", "..", "testdata", "anthropic-json.json"))
+	require.NoError(t, err)
+	secret := "ghp_" + strings.Repeat("k", 36)
+	tp.Meta.Labels = map[string]string{"redacted": "mine", "x-" + secret: "tok " + secret, "plain": "p"}
+	require.NoError(t, seal.Tape(tp, nil))
+	ptr := "/meta/labels/x-" + secret
+	res, err := Tape(tp, Options{Findings: []Finding{
+		{Pointer: ptr, Key: true, Offset: 2, Length: len(secret), Rule: "github-pat"},
+		{Pointer: ptr, Offset: 4, Length: len(secret), Rule: "github-pat"},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"redacted": "mine", "x-REDACTED": "tok REDACTED", "plain": "p"}, res.Tape.Meta.Labels)
+	require.ElementsMatch(t, []tape.Redaction{
+		{Rule: "github-pat", Pointer: "/meta/labels/x-REDACTED"},
+		{Rule: "github-pat", Pointer: "/meta/labels/x-REDACTED"},
+	}, res.Removed)
+	data, err := tape.Marshal(res.Tape)
+	require.NoError(t, err)
+	require.NotContains(t, string(data), secret)
+	v, err := seal.Verify(strings.NewReader(string(data)), nil)
+	require.NoError(t, err)
+	require.Equal(t, tape.DigestsOK, v.State, v.Problem)
+
+	// A name that would repeat another (in any letter case) gets a suffix.
+	tp.Meta.Labels = map[string]string{"REDACTED": "mine", secret: "v"}
+	res, err = Tape(tp, Options{Findings: []Finding{{Pointer: "/meta/labels/" + secret, Key: true, Offset: 0, Rule: "github-pat"}}})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"REDACTED": "mine", "REDACTED-2": "v"}, res.Tape.Meta.Labels)
+	require.Equal(t, []tape.Redaction{{Rule: "github-pat", Pointer: "/meta/labels/REDACTED-2"}}, res.Removed)
+
+	_, err = Tape(tp, Options{Findings: []Finding{{Pointer: "/meta/labels/nope", Key: true, Rule: "x"}}})
+	require.ErrorContains(t, err, "no member at /meta/labels/nope")
+}
+
+func TestMergedAndCut(t *testing.T) {
+	require.Equal(t, []Span{{0, 6}, {9, 2}}, Merged([]Span{{9, 2}, {2, 4}, {0, 3}}))
+	require.Equal(t, "REDACTEDxyREDACTED", Cut("abcdefxy12", []Span{{8, 2}, {2, 4}, {0, 3}}))
+}

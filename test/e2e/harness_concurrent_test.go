@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/seal"
@@ -105,7 +105,7 @@ func codexConcurrentRuns(t *testing.T, r *rig) {
 	t.Logf("%d Codex runs against one simulator in %v", len(runs), time.Since(start).Round(time.Millisecond))
 	simCode := sim.wait(t, time.Minute)
 	for i, rn := range runs {
-		repPath := controller.OutputFor(out, rn.name)
+		repPath := gateway.OutputFor(out, rn.name)
 		if codes[i] != 0 || simCode != 0 {
 			t.Errorf("%s: codex exit %d, simulator exit %d\n%s\ncodex output (end):\n%s", rn.name, codes[i], simCode,
 				r.compareText(t, recPath, repPath), tail(rn.p.stdout()+rn.p.stderr(), 1500))

@@ -43,8 +43,7 @@ var volatile = map[string][]struct{ field, why string }{
 		{"the time in a rollout's file name", "when the harness made the thread, which no request says: the export takes the thread's first request (a sub-agent's: its spawn), so files are matched by thread id"},
 		{"item ids (msg_, fc_, fco_, ctc_ ...), status, internal_chat_message_metadata_passthrough, annotations, logprobs", "the harness's ids and bookkeeping of each item"},
 		{"event_msg, turn_context, world_state, token_usage_record lines", "the harness's events and state; the export writes its own task_started, token_count and task_complete"},
-		{"session_meta beyond id, cwd, cli_version, parent_thread_id", "how the harness was started (originator, source details, window ids)"},
-		{"session_meta.model_provider", "the provider id of the harness's config, which no request names: tapebox export --codex-model-provider gives it (default openai)"},
+		{"session_meta beyond id, cwd, cli_version, parent_thread_id, model_provider", "how the harness was started (originator, source details, window ids)"},
 		{"tool_search_output items", "the normalized tape keeps no tool call for the tool_search_call they answer, nor the tools they load (the import says so in meta.labels tapebox.lost)"},
 	},
 }
@@ -170,6 +169,7 @@ func codexEntries(t *testing.T, path string) (out []entry, id, cwd string) {
 		require.NoError(t, json.Unmarshal([]byte(line), &l), "%s", path)
 		var p struct {
 			Type, Role, ID, Cwd, Name string
+			ModelProvider             string          `json:"model_provider"`
 			Input                     any             `json:"input"`
 			Arguments                 json.RawMessage `json:"arguments"`
 			CallIDSnake               string          `json:"call_id"`
@@ -182,6 +182,9 @@ func codexEntries(t *testing.T, path string) (out []entry, id, cwd string) {
 		switch l.Type {
 		case "session_meta":
 			id, cwd = p.ID, p.Cwd
+			// The provider the run used, which no request names: record takes it from the
+			// harness's own rollout, and the export writes it.
+			out = append(out, entry{Kind: "session_meta", Blocks: []string{"model_provider:" + p.ModelProvider}})
 			continue
 		case "response_item":
 		default:
@@ -346,9 +349,11 @@ func TestInteropRealHarnesses(t *testing.T) {
 				t.Logf("left out of the comparison: %s (%s)", v.field, v.why)
 			}
 			export := t.TempDir()
+			// No --codex-model-provider: the tape says which provider the run used (realharness's
+			// config names "fake"), and the resume below runs with that config.
 			args := []string{"export", "--to", format, "--out", export, recPath}
 			if c.harness == realharness.Codex {
-				args = append(args, "--codex-model-provider", "fake") // realharness's config names its provider so
+				require.Equal(t, "fake", rec.Meta.Labels[interop.LabelCodexModelProvider], "record took the provider from the harness's rollout")
 			}
 			code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), args...)
 			require.Equal(t, 0, code, "tapebox export --to %s\n%s%s", format, out, errOut)

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +168,106 @@ func TestK8sPodReapsOrphans(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	_ = cs
+}
+
+// probePods returns a function that says how many of the probe's pods (tapebox-probe-*)
+// the namespace has seen, by the events the scheduler left of them (the probe deletes its
+// pods; a watch of this cluster's API server can fail with "too large resource version").
+func probePods(t *testing.T, cs *kubernetes.Clientset, ns string) func() int {
+	t.Helper()
+	return func() int {
+		t.Helper()
+		time.Sleep(time.Second) // the scheduler's events come after the pods
+		evs, err := cs.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.kind=Pod"})
+		require.NoError(t, err)
+		seen := map[string]bool{}
+		for _, ev := range evs.Items {
+			if strings.HasPrefix(ev.InvolvedObject.Name, "tapebox-probe-") {
+				seen[ev.InvolvedObject.Name] = true
+			}
+		}
+		return len(seen)
+	}
+}
+
+// k8sChildEnv makes TestK8sOpenInChild open a sandbox of that spec.
+const k8sChildEnv = "TAPEBOX_K8S_CHILD_SPEC"
+
+// TestK8sOpenInChild opens and closes one sandbox of the spec in k8sChildEnv and prints what
+// it logged: another process, for TestK8sProbeVerdictKept. It does nothing otherwise.
+func TestK8sOpenInChild(t *testing.T) {
+	spec := os.Getenv(k8sChildEnv)
+	if spec == "" {
+		t.Skip("run by TestK8sProbeVerdictKept only")
+	}
+	var log lines
+	sb, err := sandbox.Open(t.Context(), spec, sandbox.Options{Logf: log.add, Warnf: log.add})
+	require.NoError(t, err)
+	require.NoError(t, sb.Close(t.Context()))
+	fmt.Println(log.String())
+}
+
+// TestK8sProbeVerdictKept: the network probe (12.7 s of a cold k8s Open) runs once per
+// namespace and policy: a second Open in the process, and an Open in another process, take
+// its verdict (kept on the policy, ProbeAnnotation) and create no probe pod; a changed
+// policy (a new generation) and a policy made again (a new UID) are probed again.
+func TestK8sProbeVerdictKept(t *testing.T) {
+	cs := needK8s(t)
+	ns := freshNamespace(t, cs, "tapebox-kept")
+	spec := "k8s:" + ns + "?image=" + dockertest.SandboxImage + "&allow-network-unenforced=1"
+	made := probePods(t, cs, ns)
+	open := func() (string, time.Duration) {
+		t.Helper()
+		var log lines
+		start := time.Now()
+		sb, err := sandbox.Open(t.Context(), spec, sandbox.Options{Logf: log.add, Warnf: log.add})
+		require.NoError(t, err)
+		took := time.Since(start)
+		require.NoError(t, sb.Close(t.Context()))
+		return log.String(), took
+	}
+	verdict := regexp.MustCompile(`NetworkPolicies \((probe[^:]*):`)
+	how := func(log string) string {
+		t.Helper()
+		m := verdict.FindStringSubmatch(log)
+		require.NotNil(t, m, "no verdict in %s", log)
+		return m[1]
+	}
+
+	log, cold := open()
+	require.Equal(t, "probe", how(log), "the first Open probes")
+	require.Equal(t, 3, made(), "the probe's three pods: %s", log)
+	p, err := cs.NetworkingV1().NetworkPolicies(ns).Get(t.Context(), k8s.DenyAllPolicy, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Contains(t, p.Annotations[k8s.ProbeAnnotation], `"generation":1`)
+
+	log, warm := open()
+	require.Equal(t, "probe taken earlier by this process", how(log))
+	require.Equal(t, 3, made(), "no probe pod for the second Open")
+	t.Logf("Open with the probe %v, with this process's verdict %v", cold.Round(time.Millisecond), warm.Round(time.Millisecond))
+
+	// Another process.
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestK8sOpenInChild$", "-test.v")
+	cmd.Env = append(os.Environ(), k8sChildEnv+"="+spec)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Logf("another process's test binary, start to end: %v", time.Since(start).Round(time.Millisecond))
+	require.Contains(t, string(out), "NetworkPolicies (probe kept on the policy since ")
+	require.Equal(t, 3, made(), "no probe pod for another process's Open")
+
+	// A changed policy (its types in another order: still the deny-all, a new generation).
+	p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress}
+	p, err = cs.NetworkingV1().NetworkPolicies(ns).Update(t.Context(), p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.EqualValues(t, 2, p.Generation)
+	log, _ = open()
+	require.Equal(t, "probe", how(log), "a changed policy is probed again")
+	require.Equal(t, 6, made())
+
+	// A policy made again.
+	require.NoError(t, cs.NetworkingV1().NetworkPolicies(ns).Delete(t.Context(), k8s.DenyAllPolicy, metav1.DeleteOptions{}))
+	log, _ = open()
+	require.Equal(t, "probe", how(log), "a policy made again is probed again")
+	require.Equal(t, 9, made())
 }

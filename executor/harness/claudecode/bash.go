@@ -53,7 +53,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	cwdFile.Close()
 	defer os.Remove(cwdFile.Name())
-	script := in.Command + "\n__tapebox_status=$?\npwd -P >| \"$TAPEBOX_CWD_FILE\" 2>/dev/null\nexit $__tapebox_status"
+	script := s.shellPrelude() + in.Command + "\n__tapebox_status=$?\npwd -P >| \"$TAPEBOX_CWD_FILE\" 2>/dev/null\nexit $__tapebox_status"
 	s.mu.Lock()
 	dir := s.cwd
 	s.mu.Unlock()
@@ -80,6 +80,13 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		msg := "Command timed out after " + formatSeconds(timeout)
 		stdout := strings.TrimRight(leadingBlank.ReplaceAllString(out, ""), " \t\r\n\v\f")
 		return harness.Text(call, strings.Join(nonEmpty([]string{"Exit code 143", msg, stdout}), "\n"), true)
+	}
+	if st.Running && s.before("2.1") {
+		// Claude Code 2.0 words a command moved to the background at its timeout as one
+		// started there.
+		stdout := strings.TrimRight(leadingBlank.ReplaceAllString(out, ""), " \t\r\n\v\f")
+		msg := fmt.Sprintf("Command running in background with ID: %s. Output is being written to: %s", id, tasks.OutputPath(id))
+		return harness.Text(call, strings.Join(nonEmpty([]string{stdout, msg}), "\n"), false)
 	}
 	if st.Running {
 		stdout := strings.TrimRight(leadingBlank.ReplaceAllString(out, ""), " \t\r\n\v\f")
@@ -108,6 +115,25 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		text = "(Bash completed with no output)"
 	}
 	return harness.Text(call, text, false)
+}
+
+// ugrepShadow is Claude Code 2.1's grep as its shell snapshot defines it: its embedded
+// ugrep with -G --ignore-files --hidden -I --encoding=UTF-8 and the version-control
+// directories left out. The executor has no ugrep; this function, on the command's first
+// line (so that error messages keep their line numbers), runs the system grep with the
+// options that match (-I, --exclude-dir) and drops a lone "." operand of a recursive
+// search, so that the names come out as ugrep writes them ("notes.txt", not
+// "./notes.txt"). The ugrep options GNU grep lacks (.gitignore files, the encoding) are
+// not followed.
+const ugrepShadow = `grep() { __tb_r= __tb_p= __tb_i=0; for __tb_a do __tb_i=$((__tb_i+1)); case $__tb_a in --recursive|--dereference-recursive) __tb_r=1 ;; --*) ;; -*[rR]*) __tb_r=1 ;; -*) ;; *) [ "$__tb_i" -lt $# ] && __tb_p=1 ;; esac; done; eval "__tb_a=\${$#}"; if [ -n "${BASH_VERSION-}" ] && [ -n "$__tb_r" ] && [ -n "$__tb_p" ] && [ "$__tb_a" = . ]; then __tb_i=$#; eval 'set -- "${@:1:$((__tb_i-1))}"'; fi; unset __tb_r __tb_p __tb_i __tb_a; command grep -I --exclude-dir=.git --exclude-dir=.svn --exclude-dir=.hg --exclude-dir=.bzr --exclude-dir=.jj --exclude-dir=.sl "$@"; }; `
+
+// shellPrelude is what precedes a Bash command on its line: the shell snapshot's grep
+// for a recording of Claude Code 2.1 or later.
+func (s *session) shellPrelude() string {
+	if s.before("2.1") {
+		return ""
+	}
+	return ugrepShadow
 }
 
 // isSleep says a command starts with sleep, which Claude Code 2.1 kills at its timeout
@@ -151,6 +177,9 @@ func (s *session) limitOutput(out string) string {
 	if utf8.RuneCountInString(out) <= limit {
 		return out
 	}
+	if s.before("2.1") {
+		return truncate20(out, limit)
+	}
 	path := filepath.Join(s.env.State.Path, "tool-results", action.NewTaskID("b", 8)+".txt")
 	if _, err := s.env.State.Make("tool-results"); err == nil {
 		_ = os.WriteFile(path, []byte(out), 0o644)
@@ -166,21 +195,45 @@ func (s *session) limitOutput(out string) string {
 	if !strings.HasSuffix(preview, "\n") {
 		preview += "\n"
 	}
-	return fmt.Sprintf("<persisted-output>\nOutput too large (%s). Full output saved to: %s\n\nPreview (first 2KB):\n%s...\n</persisted-output>", fileSize(len(out)), path, preview)
+	return fmt.Sprintf("<persisted-output>\nOutput too large (%s). Full output saved to: %s\n\nPreview (first 2KB):\n%s...\n</persisted-output>", fileSize(utf16Len(out)), path, preview)
 }
 
-// fileSize words a size as Claude Code does: "512 bytes", "29.3KB", "1.2MB".
-func fileSize(n int) string {
-	kb := float64(n) / 1024
-	switch {
-	case kb < 1:
-		return strconv.Itoa(n) + " bytes"
-	case kb < 1024:
-		return strconv.FormatFloat(kb, 'f', 1, 64) + "KB"
-	case kb < 1024*1024:
-		return strconv.FormatFloat(kb/1024, 'f', 1, 64) + "MB"
+// utf16Len is the length of s as JavaScript counts it (UTF-16 code units), which Claude
+// Code's sizes are.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
 	}
-	return strconv.FormatFloat(kb/1024/1024, 'f', 1, 64) + "GB"
+	return n
+}
+
+// fileSize words a size as Claude Code does: "512 bytes", "29.3KB", "48KB", "1.2MB" (one
+// decimal, rounded half up as JavaScript's toFixed, and none when it is 0).
+func fileSize(n int) string {
+	if n < 1024 {
+		return strconv.Itoa(n) + " bytes"
+	}
+	div := 1024
+	for _, unit := range []string{"KB", "MB"} {
+		if n < div*1024 {
+			return tenths(n, div) + unit
+		}
+		div *= 1024
+	}
+	return tenths(n, div) + "GB"
+}
+
+// tenths is n/div to one decimal, half up, without a trailing ".0".
+func tenths(n, div int) string {
+	t := (n*10 + div/2) / div
+	if t%10 == 0 {
+		return strconv.Itoa(t / 10)
+	}
+	return strconv.Itoa(t/10) + "." + strconv.Itoa(t%10)
 }
 
 var leadingBlank = regexp.MustCompile(`^(\s*\n)+`)
@@ -243,6 +296,24 @@ func truncate(s string, limit int) string {
 	}
 	n := strings.Count(s[cut:], "\n") + 1
 	return fmt.Sprintf("%s\n... [%d lines truncated] ...", s[:cut], n)
+}
+
+// truncate20 is Claude Code 2.0's cut of a long output: the first limit characters of the
+// output (its end trimmed), a blank line, and the count of the lines left out.
+func truncate20(s string, limit int) string {
+	s = strings.TrimRight(s, " \t\r\n\v\f")
+	cut := len(s)
+	for i := range s {
+		if limit == 0 {
+			cut = i
+			break
+		}
+		limit--
+	}
+	if cut == len(s) {
+		return s
+	}
+	return fmt.Sprintf("%s\n\n... [%d lines truncated] ...", s[:cut], strings.Count(s[cut:], "\n")+1)
 }
 
 var bgRecorded = regexp.MustCompile(`(?s)^Command running in background with ID: (\S+?)\. Output is being written to: (.+?\.output)(?:\.(.*))?$`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -54,8 +55,49 @@ func init() {
 }
 
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
-	return tools.Run(s, ctx, call, rec)
+	r := tools.Run(s, ctx, call, rec)
+	if s.before("2.1") {
+		r = s.sessionReminders(r, rec)
+	}
+	return r
 }
+
+// sessionNotes lead the <system-reminder> notes Claude Code 2.0 appends to a tool result
+// from its session's state, not from the tool's effect: a nudge to use TodoWrite after some
+// turns without it, and news of a background command's output.
+var sessionNotes = []string{"\n\n<system-reminder>\nThe TodoWrite tool hasn't been used recently.", "\n\n<system-reminder>\nBackground bash "}
+
+// sessionReminders appends to r the session notes that end the recorded result: the
+// replay has no session to draw them from, so it follows the recording, as it does for a
+// background task's id. The text before them is still the executor's own, and a note's
+// output file is the replay's task's.
+func (s *session) sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape.ToolResult {
+	rt := harness.RecordedText(rec)
+	at := -1
+	for _, n := range sessionNotes {
+		if i := strings.Index(rt, n); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	if at < 0 || len(r.Content) != 1 || r.Content[0].Type != tape.BlockText {
+		return r
+	}
+	notes := bgNote.ReplaceAllStringFunc(rt[at:], func(m string) string {
+		sm := bgNote.FindStringSubmatch(m)
+		if _, err := s.env.Tasks.Status(sm[1]); err != nil {
+			return m
+		}
+		return strings.Replace(m, "Read "+sm[2]+" to see", "Read "+s.env.Tasks.OutputPath(sm[1])+" to see", 1)
+	})
+	if strings.HasSuffix(r.Content[0].Text, notes) {
+		return r
+	}
+	r.Content = []tape.Block{{Type: tape.BlockText, Text: r.Content[0].Text + notes}}
+	return r
+}
+
+// bgNote is Claude Code 2.0's news of a background command's output.
+var bgNote = regexp.MustCompile(`Background bash (\S+) has new output: [^\n]*?\. Read (\S+) to see output\.`)
 
 var _ harness.Unoffered = (*session)(nil)
 

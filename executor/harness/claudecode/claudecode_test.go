@@ -2,6 +2,7 @@ package claudecode_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -223,6 +224,46 @@ func TestWriteAndEdit(t *testing.T) {
 	assert.Equal(t, "<tool_use_error>File does not exist. Note: your current working directory is "+f.Dir+".</tool_use_error>", res.Text())
 }
 
+// TestWriteEmptyIsCreated: Claude Code words a Write over an empty file as a file created
+// (its old content is empty), as internal/fidelity found (testdata/claude-code-write-empty.json).
+func TestWriteEmptyIsCreated(t *testing.T) {
+	f := newFixture(t)
+	p := filepath.Join(f.Dir, "new file ✓.txt")
+	const note = " (file state is current in your context — no need to Read it back)"
+	for _, tt := range []struct{ content, want string }{
+		{"", "File created successfully at: " + p + note},
+		{"no newline", "File created successfully at: " + p + note},
+		{"more\n", "The file " + p + " has been updated successfully." + note},
+		{"", "The file " + p + " has been updated successfully." + note},
+		{"again", "File created successfully at: " + p + note},
+	} {
+		res := f.Run("Write", m{"file_path": p, "content": tt.content}, nil)
+		assert.Equal(t, tt.want, res.Text(), "Write %q", tt.content)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, tt.content, string(b))
+	}
+}
+
+// TestEditCRLF: an Edit of a file with CRLF line ends matches old_string's lines and keeps
+// the CRLF; when it fails, the error quotes old_string as given (with \n), as Claude Code
+// 2.1 does (internal/fidelity seed 7026, testdata/claude-code-crlf-edit.json).
+func TestEditCRLF(t *testing.T) {
+	f := newFixture(t)
+	p := f.Write("crlf.txt", "one\r\ntwo\r\nthree\r\n")
+	res := f.Run("Edit", m{"file_path": p, "old_string": "one\ntwo", "new_string": "1\n2"}, nil)
+	assert.False(t, res.IsError, res.Text())
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, "1\r\n2\r\nthree\r\n", string(b))
+	res = f.Run("Edit", m{"file_path": p, "old_string": "one\ntwo", "new_string": "x\ny"}, nil)
+	assert.Equal(t, "<tool_use_error>String to replace not found in file.\nString: one\ntwo</tool_use_error>", res.Text())
+	f.Write("crlf.txt", "a\r\nb\r\na\r\nb\r\n")
+	res = f.Run("Edit", m{"file_path": p, "old_string": "a\nb", "new_string": "c"}, nil)
+	assert.Contains(t, res.Text(), "Found 2 matches of the string to replace, but replace_all is false.")
+	assert.True(t, strings.HasSuffix(res.Text(), "\nString: a\nb</tool_use_error>"), res.Text())
+}
+
 func TestNotebookEdit(t *testing.T) {
 	f := newFixture(t)
 	nb := f.Write("n.ipynb", `{"cells":[{"cell_type":"code","id":"c1","metadata":{},"source":"print(1)","execution_count":3,"outputs":[{"output_type":"stream","text":"1"}]},{"cell_type":"markdown","id":"m1","metadata":{},"source":"# t"}],"metadata":{},"nbformat":4,"nbformat_minor":5}`)
@@ -408,4 +449,117 @@ func TestNotOffered(t *testing.T) {
 	// Offered, the same calls run.
 	res := sess.Run(t.Context(), call("Grep", m{"pattern": "alpha"}), nil)
 	assert.Equal(t, "Found 1 file\na.txt", res.Text())
+}
+
+// TestBashGrepIsUgrep: a recording of Claude Code 2.1 ran grep as its embedded ugrep, which
+// names the files of a recursive search of "." without "./" and skips binary files; an older
+// version's ran the system grep (internal/fidelity, the class "grep is ugrep").
+func TestBashGrepIsUgrep(t *testing.T) {
+	f := newFixture(t)
+	f.Write("notes.txt", "alpha\nbeta\n")
+	f.Write("src/a.go", "beta\n")
+	f.Write("blob", "be\x00ta beta\n")
+	f.Write(".git/config", "beta\n")
+	for _, tt := range []struct{ version, command, want string }{
+		{"2.1.332", "grep -rn beta . | sort", "notes.txt:2:beta\nsrc/a.go:1:beta"},
+		{"2.1.332", "grep -r -e . . | sort", "notes.txt:alpha\nnotes.txt:beta\nsrc/a.go:beta"},
+		{"2.1.332", "grep -rn beta src", "src/a.go:1:beta"},
+		{"2.1.332", "grep -c beta notes.txt; grep -r nothing .; echo $?", "1\n1"},
+		{"", "grep -rn beta . | sort", "notes.txt:2:beta\nsrc/a.go:1:beta"},
+		{"2.1.332", "grep -rl beta . | LC_ALL=C sort", "notes.txt\nsrc/a.go"},
+		{"2.0.77", "grep -rl beta . | LC_ALL=C sort", "./.git/config\n./blob\n./notes.txt\n./src/a.go"},
+	} {
+		f.Env.HarnessVersion = tt.version
+		res := f.Run("Bash", m{"command": tt.command}, nil)
+		assert.Equal(t, tt.want, strings.ReplaceAll(res.Text(), "grep: ", ""), "%s: %s", tt.version, tt.command)
+	}
+}
+
+// TestReadRecordedPage: Claude Code 2.1 pages a Read of a file the provider counts at more
+// tokens than its cap; the replay shows the lines the recorded page shows (seed 7036 of
+// internal/fidelity, the class "Read of a large file"), and a Write the recording refused
+// for it ("Nothing was written. ...") is refused and writes nothing.
+func TestReadRecordedPage(t *testing.T) {
+	f := newFixture(t)
+	var file, page strings.Builder
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&file, "line %d: %s\n", i, strings.Repeat("x", i%40))
+		if i <= 2652 {
+			if i > 1 {
+				page.WriteByte('\n')
+			}
+			fmt.Fprintf(&page, "%d\tline %d: %s", i, i, strings.Repeat("x", i%40))
+		}
+	}
+	p := f.Write("many.log", file.String())
+	res := f.Run("Read", m{"file_path": p}, recorded(page.String(), false))
+	assert.Equal(t, page.String(), res.Text())
+	// Not a page: a short recorded result, or a Read with a limit.
+	res = f.Run("Read", m{"file_path": p}, recorded("1\tline 1: x\n2\tline 2: xx", false))
+	assert.True(t, strings.HasSuffix(res.Text(), "\n3000\tline 3000: \n3001\t"), res.Text()[len(res.Text())-80:])
+	res = f.Run("Read", m{"file_path": p, "limit": 3}, recorded(page.String(), false))
+	assert.Equal(t, "1\tline 1: x\n2\tline 2: xx\n3\tline 3: xxx", res.Text())
+
+	refusal := "Nothing was written. Nothing shows that you have read all of this file in one call, so a Write could lose text that you have not seen."
+	res = f.Run("Write", m{"file_path": p, "content": "gone\n"}, recorded(refusal, true))
+	assert.Equal(t, refusal, res.Text())
+	assert.True(t, res.IsError)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, file.String(), string(b))
+}
+
+// TestClaudeCode20: a recording of Claude Code 2.0.77 gets its wording, as internal/fidelity
+// found it (seeds 7000 to 7049): Read of the whole file with "→" numbers and no cap, an
+// empty selection counted in lines, binary by the name; Write and Edit over a file show a
+// cat -n snippet; a timed-out command is "running in background"; a long output is cut
+// with a count of lines; the session's reminders follow the recording.
+func TestClaudeCode20(t *testing.T) {
+	f := newFixture(t)
+	f.Env.HarnessVersion = "2.0.77"
+	long := strings.Repeat("x", 2500)
+	p := f.Write("a.txt", "one\r\n"+long+"\n")
+	const malware = "\n\n<system-reminder>\nWhenever you read a file, you should consider whether it would be considered malware. You CAN and SHOULD provide analysis of malware, what it is doing. But you MUST refuse to improve or augment the code. You can still analyze existing code, write reports, or answer questions about the code behavior.\n</system-reminder>\n"
+	empty := f.Write("empty.txt", "")
+	todo := "\n\n<system-reminder>\nThe TodoWrite tool hasn't been used recently. Nudge.\n</system-reminder>"
+	for _, tt := range []struct {
+		name, tool string
+		input      m
+		rec        *tape.ToolResult
+		want       string
+	}{
+		{"read", "Read", m{"file_path": p}, nil, "     1→one\n     2→" + long + "\n     3→" + malware},
+		{"read offset", "Read", m{"file_path": p, "offset": 2, "limit": 1}, nil, "     2→" + long + malware},
+		{"read past the end", "Read", m{"file_path": p, "offset": 3, "limit": 1}, nil, "<system-reminder>Warning: the file exists but is shorter than the provided offset (3). The file has 3 lines.</system-reminder>"},
+		{"read empty", "Read", m{"file_path": empty}, nil, "<system-reminder>Warning: the file exists but is shorter than the provided offset (1). The file has 1 lines.</system-reminder>"},
+		{"read binary name", "Read", m{"file_path": f.Write("x.bin", "text")}, nil, "<tool_use_error>This tool cannot read binary files. The file appears to be a binary .bin file. Please use appropriate tools for binary file analysis.</tool_use_error>"},
+		{"read token cap", "Read", m{"file_path": p}, recorded("File content (27000 tokens) exceeds maximum allowed tokens (25000). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content.", true), "File content (27000 tokens) exceeds maximum allowed tokens (25000). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content."},
+		{"read, reminder", "Read", m{"file_path": p, "offset": 1, "limit": 1}, recorded("     1→one"+malware+todo, false), "     1→one" + malware + todo},
+		{"write over", "Write", m{"file_path": p, "content": "a\nb\n"}, nil, "The file " + p + " has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→b\n     3→"},
+		{"edit", "Edit", m{"file_path": p, "old_string": "b", "new_string": "B"}, nil, "The file " + p + " has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→B\n     3→"},
+		{"same string", "Edit", m{"file_path": f.Dir + "/missing.txt", "old_string": "q", "new_string": "q"}, nil, "<tool_use_error>No changes to make: old_string and new_string are exactly the same.</tool_use_error>"},
+		{"refused unread", "Edit", m{"file_path": empty, "old_string": "", "new_string": "filled\n"}, recorded("File has been unexpectedly modified. Read it again before attempting to write it.", true), "File has been unexpectedly modified. Read it again before attempting to write it."},
+		{"grep count", "Grep", m{"pattern": "B", "output_mode": "count"}, nil, "a.txt:1\n\nFound 1 total occurrence across 1 file."},
+	} {
+		res := f.Run(tt.tool, tt.input, tt.rec)
+		assert.Equal(t, tt.want, res.Text(), tt.name)
+	}
+	b, err := os.ReadFile(empty)
+	require.NoError(t, err)
+	assert.Empty(t, b, "an Edit the recording refused changed the file")
+
+	f.Env.Environ = append(f.Env.Environ, "BASH_MAX_OUTPUT_LENGTH=20")
+	res := f.Run("Bash", m{"command": "seq 1 30"}, nil)
+	assert.Equal(t, "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n\n... [21 lines truncated] ...", res.Text())
+	res = f.Run("Bash", m{"command": "sleep 2", "timeout": 200}, nil)
+	assert.Regexp(t, `^Command running in background with ID: b[0-9a-z]{8}\. Output is being written to: \S+$`, res.Text())
+
+	// The news of a background command's output follows the recording, with the replay's
+	// output file; a Write's snippet shows the text as written, trailing blanks gone.
+	rec := recorded("Command running in background with ID: bf00. Output is being written to: /tmp/claude/x/tasks/bf00.output\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read /tmp/claude/x/tasks/bf00.output to see output.\n</system-reminder>", false)
+	res = f.Run("Bash", m{"command": "echo hi", "run_in_background": true}, rec)
+	out := f.Env.Tasks.OutputPath("bf00")
+	assert.Equal(t, "Command running in background with ID: bf00. Output is being written to: "+out+"\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read "+out+" to see output.\n</system-reminder>", res.Text())
+	res = f.Run("Write", m{"file_path": p, "content": "a  \n"}, nil)
+	assert.Equal(t, "The file "+p+" has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→", res.Text())
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -61,7 +62,7 @@ func refused(rec *tape.ToolResult) bool {
 		return false
 	}
 	t := rec.Text()
-	for _, p := range []string{"has not been read yet", "modified since", "since this session read it", "Read it first"} {
+	for _, p := range []string{"has not been read yet", "modified since", "since this session read it", "Read it first", "Nothing was written. ", "unexpectedly modified"} {
 		if strings.Contains(t, p) {
 			return true
 		}
@@ -103,6 +104,9 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 		}
 	}
 	ext := strings.ToLower(filepath.Ext(path))
+	if s.before("2.1") && imageTypes[ext] == "" {
+		return s.read20(call, rec, in, path, ext)
+	}
 	if mt, ok := imageTypes[ext]; ok {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -122,6 +126,9 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	if arrow && limit == 0 {
 		limit = oldReadLimit
+	}
+	if n := recordedPage(rec); n > 0 && in.Offset == nil && in.Limit == nil && !arrow && !s.before("2.1") {
+		limit = n
 	}
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && st.Size() > maxReadBytes && in.Offset == nil && in.Limit == nil && !arrow {
 		return asRecorded(harness.Text(call, fmt.Sprintf("File content (%dKB) exceeds maximum allowed size (256KB). Please use offset and limit parameters to read specific portions of the file, or use the Grep tool to search for specific content.", st.Size()>>10), true), rec)
@@ -178,6 +185,187 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	b.WriteString(note)
 	return harness.Text(call, b.String(), false)
+}
+
+// binaryExts20 are the names Claude Code 2.0 refuses to read as binary (by the name alone).
+var binaryExts20 = map[string]bool{}
+
+func init() {
+	for _, e := range strings.Fields("mp3 wav flac ogg aac m4a wma aiff opus mp4 avi mov wmv flv mkv webm m4v mpeg mpg zip rar tar gz bz2 7z xz z tgz iso exe dll so dylib app msi deb rpm bin dat db sqlite sqlite3 mdb idx doc docx xls xlsx ppt pptx odt ods odp ttf otf woff woff2 eot psd ai eps sketch fig xd blend obj 3ds max class jar war pyc pyo rlib swf fla") {
+		binaryExts20["."+e] = true
+	}
+}
+
+// read20 is Read as Claude Code 2.0 does it (2.0.77's cli.js): binary by the name alone;
+// the whole file, or offset and limit of its lines split at \n or \r\n, with no cap on the
+// count or the length of lines; "→" line numbers padded to 6; the malware reminder after
+// the text; a selection that is empty (an empty file, an offset past the end) is a warning
+// counting the file's lines, an empty file having one.
+func (s *session) read20(call tape.ToolCall, rec *tape.ToolResult, in readInput, path, ext string) tape.ToolResult {
+	st, err := os.Stat(path)
+	if err != nil {
+		msg := "File does not exist."
+		if dir := s.currentDir(); dir != s.env.Cwd {
+			msg += " Current working directory: " + dir
+		}
+		return asRecorded(toolUseError(call, msg), rec)
+	}
+	if binaryExts20[ext] {
+		return asRecorded(toolUseError(call, "This tool cannot read binary files. The file appears to be a binary "+ext+" file. Please use appropriate tools for binary file analysis."), rec)
+	}
+	if !st.IsDir() && st.Size() > maxReadBytes && in.Offset == nil && in.Limit == nil {
+		return asRecorded(toolUseError(call, "File content ("+fileSize(int(st.Size()))+") exceeds maximum allowed size (256KB). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content."), rec)
+	}
+	if st.IsDir() {
+		return asRecorded(harness.Text(call, "EISDIR: illegal operation on a directory, read", true), rec)
+	}
+	if rt := harness.RecordedText(rec); rec != nil && rec.IsError && strings.HasPrefix(rt, "File content (") && strings.Contains(rt, " tokens) exceeds maximum allowed tokens") {
+		// The count is the provider's (count_tokens), outside the sandbox: the recording's.
+		return harness.Replay(call, rec)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return harness.Text(call, err.Error(), true)
+	}
+	lines := strings.Split(decodeUTF8(b), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	startLine := 1
+	if in.Offset != nil {
+		startLine = *in.Offset
+	}
+	from := max(0, startLine-1)
+	sel := lines[min(from, len(lines)):]
+	if in.Limit != nil && len(lines)-from > *in.Limit {
+		sel = lines[from : from+max(0, *in.Limit)]
+	}
+	if content := strings.Join(sel, "\n"); content == "" {
+		return harness.Text(call, fmt.Sprintf("<system-reminder>Warning: the file exists but is shorter than the provided offset (%d). The file has %d lines.</system-reminder>", startLine, len(lines)), false)
+	}
+	var out strings.Builder
+	for i, l := range sel {
+		if i > 0 {
+			out.WriteByte('\n')
+		}
+		n := strconv.Itoa(startLine + i)
+		if len(n) < 6 {
+			n = strings.Repeat(" ", 6-len(n)) + n
+		}
+		out.WriteString(n + "\u2192" + l)
+	}
+	out.WriteString(malwareReminder)
+	return harness.Text(call, out.String(), false)
+}
+
+// catNote leads Claude Code 2.0's answer to an Edit or a Write over a file.
+const catNote = "Here's the result of running `cat -n` on a snippet of the edited file:\n"
+
+// writeSnippetLines is how many lines of a Write Claude Code 2.0 shows, clippedNote what
+// follows them when there are more.
+const (
+	writeSnippetLines = 16000
+	clippedNote       = "<response clipped><NOTE>To save on context only part of this file has been shown to you. You should retry this tool after you have searched inside the file with Grep in order to find the line numbers of what you are looking for.</NOTE>"
+)
+
+// splitLines splits s at \n or \r\n, as JavaScript's split(/\r?\n/).
+func splitLines(s string) []string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	return lines
+}
+
+// numbered20 numbers the lines of s from start as Claude Code 2.0's cat -n does; "" for
+// an empty s.
+func numbered20(s string, start int) string {
+	if s == "" {
+		return ""
+	}
+	var b strings.Builder
+	for i, l := range splitLines(s) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		n := strconv.Itoa(start + i)
+		if len(n) < 6 {
+			n = strings.Repeat(" ", 6-len(n)) + n
+		}
+		b.WriteString(n + "\u2192" + l)
+	}
+	return b.String()
+}
+
+// editSnippet is the part of an edited file Claude Code 2.0 shows: from 4 lines before
+// the first occurrence of old in the original to 4 lines after the new text, and the
+// number of its first line.
+func editSnippet(original, old, new string) (string, int) {
+	before, _, _ := strings.Cut(original, old)
+	if old == "" {
+		before = ""
+	}
+	at := len(splitLines(before)) - 1
+	lines := splitLines(strings.Replace(original, old, new, 1))
+	from := max(0, at-4)
+	to := min(len(lines), at+4+len(splitLines(new)))
+	if from > to {
+		from = to
+	}
+	return strings.Join(lines[from:to], "\n"), from + 1
+}
+
+// decodeUTF8 decodes b as JavaScript's utf8 decoder does, each byte of a bad sequence
+// becoming U+FFFD.
+func decodeUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	for _, r := range string(b) {
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+// pageLine is a line of a Read result that starts with its line number.
+var pageLine = regexp.MustCompile(`^([0-9]+)\t`)
+
+// minPageChars is the shortest recorded Read result taken as a page (see recordedPage).
+const minPageChars = 16000
+
+// recordedPage returns the number of the last line a recorded Read result shows, or 0.
+// Claude Code 2.1 pages a Read without offset or limit whose content the provider counts
+// at more tokens than its cap (25,000): it shows the first lines that fit, the note about
+// the rest going elsewhere. The count comes from the provider (count_tokens), outside
+// the sandbox, so the replay takes the page's length from the recording, as it does a
+// background task's id; a Read that was not paged shows every line and limits nothing.
+// A page holds some 21,000 tokens (85 % of the cap), so a recorded result under
+// minPageChars is no page: it cannot hide a file that grew in the replay.
+func recordedPage(rec *tape.ToolResult) int {
+	if rec == nil || rec.IsError {
+		return 0
+	}
+	t := rec.Text()
+	if len(t) < minPageChars || !strings.HasPrefix(t, "1\t") {
+		return 0
+	}
+	for t != "" {
+		i := strings.LastIndexByte(t, '\n')
+		line := t[i+1:]
+		if m := pageLine.FindStringSubmatch(line); m != nil {
+			n, err := strconv.Atoi(m[1])
+			if err != nil {
+				return 0
+			}
+			return n
+		}
+		if i < 0 {
+			break
+		}
+		t = t[:i]
+	}
+	return 0
 }
 
 // notUTF8Note is what Claude Code 2.1 appends to a read of a file that is not valid UTF-8
@@ -282,13 +470,26 @@ func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolRes
 	if st, err := os.Stat(path); err == nil && st.IsDir() && !s.before("2.1") {
 		return toolUseError(call, in.FilePath+" is a directory, not a file. To create a file inside it, include the file name in file_path.")
 	}
+	// Claude Code words a Write by the file's old content: none, or an empty file, is a
+	// file created (2.0.77 and 2.1.332 alike).
+	wasEmpty := false
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+		wasEmpty = true
+	}
 	created, err := action.WriteFile(path, stripTrailing(path, *in.Content))
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
 	note := noteFor(rec)
-	if created {
+	if created || wasEmpty {
 		return harness.Text(call, "File created successfully at: "+in.FilePath+note, false)
+	}
+	if s.before("2.1") {
+		content := stripTrailing(path, *in.Content)
+		if lines := splitLines(content); len(lines) > writeSnippetLines {
+			content = strings.Join(lines[:writeSnippetLines], "\n") + clippedNote
+		}
+		return harness.Text(call, "The file "+in.FilePath+" has been updated. "+catNote+numbered20(content, 1), false)
 	}
 	return harness.Text(call, "The file "+in.FilePath+" has been updated successfully."+note, false)
 }
@@ -310,8 +511,8 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	path := s.env.Path(in.FilePath)
 	newString := stripTrailing(path, *in.NewString)
-	if *in.OldString == newString && !s.before("2.1") {
-		// Claude Code 2.1 checks this before it looks at the file.
+	if *in.OldString == newString {
+		// Claude Code checks this before it looks at the file.
 		return asRecorded(toolUseError(call, "No changes to make: old_string and new_string are exactly the same."), rec)
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() && !s.before("2.1") {
@@ -326,8 +527,13 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 		oldString = strings.ReplaceAll(oldString, "\n", "\r\n")
 		newString = strings.ReplaceAll(newString, "\n", "\r\n")
 	}
+	original, _ := os.ReadFile(path)
 	edits := []action.Edit{{Old: oldString, New: newString, All: in.ReplaceAll}}
 	if _, err := action.EditFile(path, edits); err != nil {
+		// The error quotes old_string as the model gave it, not as matched against CRLF.
+		if ee := (*action.EditError)(nil); errors.As(err, &ee) {
+			ee.Old = *in.OldString
+		}
 		return asRecorded(s.editError(call, err), rec)
 	}
 	note := noteFor(rec)
@@ -336,6 +542,10 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	}
 	if in.ReplaceAll {
 		return harness.Text(call, "The file "+in.FilePath+" has been updated. All occurrences were successfully replaced."+note, false)
+	}
+	if s.before("2.1") {
+		snippet, start := editSnippet(strings.ReplaceAll(string(original), "\r\n", "\n"), *in.OldString, newString)
+		return harness.Text(call, "The file "+in.FilePath+" has been updated. "+catNote+numbered20(snippet, start), false)
 	}
 	return harness.Text(call, "The file "+in.FilePath+" has been updated successfully."+note, false)
 }

@@ -227,7 +227,11 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		if pg != "" {
 			pg = " with pagination = " + pg
 		}
-		return harness.Text(call, fmt.Sprintf("%s\nFound %d total %s across %d %s.%s", body, total,
+		sep := "\n"
+		if s.before("2.1") {
+			sep = "\n\n" // Claude Code 2.0 leaves a blank line before the total
+		}
+		return harness.Text(call, fmt.Sprintf("%s%sFound %d total %s across %d %s.%s", body, sep, total,
 			pluralOcc(total), len(files), pluralize(len(files), "file"), pg), false)
 	}
 	sort.SliceStable(files, func(i, j int) bool {

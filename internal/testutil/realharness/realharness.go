@@ -266,7 +266,8 @@ func run(ctx context.Context, bin string, args []string, opts Options, env []str
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = opts.Dir
-	cmd.Env = append(append(baseEnv(), env...), opts.Env...)
+	// PWD too: a harness that trusts it (opencode does) would work where the test runs.
+	cmd.Env = append(append(append(baseEnv(), "PWD="+opts.Dir), env...), opts.Env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -300,7 +301,8 @@ func baseEnv() []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case name == "HOME", name == "CLAUDECODE", name == "IS_SANDBOX",
+		case name == "HOME", name == "CLAUDECODE", name == "IS_SANDBOX", name == "PWD",
+			strings.HasPrefix(name, "OPENCODE"), strings.HasPrefix(name, "XDG_"),
 			strings.HasPrefix(name, "ANTHROPIC_"), strings.HasPrefix(name, "CLAUDE_"),
 			strings.HasPrefix(name, "OPENAI_"), strings.HasPrefix(name, "CODEX_"),
 			strings.HasPrefix(name, "AWS_"), strings.HasPrefix(name, "GOOGLE_"),
@@ -526,6 +528,8 @@ func Version(ctx context.Context, harness string) (string, error) {
 		bin, err = CodexPath()
 	case Pi:
 		bin, err = PiPath()
+	case OpenCode:
+		bin, err = OpenCodePath()
 	default:
 		return "", fmt.Errorf("realharness: unknown harness %q", harness)
 	}

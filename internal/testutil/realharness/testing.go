@@ -7,8 +7,12 @@ import "testing"
 // missing harness fails the test instead.
 func Need(t testing.TB, harness string) {
 	t.Helper()
-	if harness == Pi {
-		if _, err := PiPath(); err != nil {
+	if harness == Pi || harness == OpenCode {
+		path := PiPath
+		if harness == OpenCode {
+			path = OpenCodePath
+		}
+		if _, err := path(); err != nil {
 			if Required() {
 				t.Fatalf("%s is required (%s=1) but not installed: %v", harness, EnvRequire, err)
 			}

@@ -1,10 +1,11 @@
-package dataset
+package tape_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,8 +18,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/seal"
 )
 
 // decodeTestTapes returns generated and golden tapes in canonical encoding.
@@ -34,8 +37,8 @@ func decodeTestTapes(t testing.TB) [][]byte {
 		require.NoError(t, err)
 		out = append(out, data)
 	}
-	for _, in := range goldenInputs(t) {
-		out = append(out, canonical(t, in.Path))
+	for _, p := range goldenPaths(t) {
+		out = append(out, canonical(t, p))
 	}
 	return out
 }
@@ -96,10 +99,10 @@ func TestDecodeTapeAgreesWithUnmarshal(t *testing.T) {
 	empty, err := tape.Marshal(emptyEnd)
 	require.NoError(t, err)
 	for i, data := range append(decodeTestTapes(t), edge, empty) {
-		fast, canon, err := decodeTape(data, false)
+		fast, canon, err := tape.DecodeTape(data, false)
 		require.NoError(t, err, "tape %d", i)
 		require.True(t, canon, "tape %d: the canonical encoding is recognized", i)
-		require.True(t, isCanonical(fast, data), "tape %d", i)
+		require.True(t, tape.IsCanonical(fast, data), "tape %d", i)
 		ref, err := tape.Unmarshal(data)
 		require.NoError(t, err)
 		if ref.Meta.Workspace != nil {
@@ -110,16 +113,15 @@ func TestDecodeTapeAgreesWithUnmarshal(t *testing.T) {
 		b, err := tape.Marshal(ref)
 		require.NoError(t, err)
 		require.Equal(t, string(b), string(a), "tape %d", i)
-		rb, sb, err := RowsOf(ref, data)
-		require.NoError(t, err)
-		lean, leanCanon, err := decodeTape(data, true)
+		lean, leanCanon, err := tape.DecodeTape(data, true)
 		require.NoError(t, err)
 		require.True(t, leanCanon)
-		for _, tp := range []*tape.Tape{fast, lean} {
-			ra, sa, err := RowsOf(tp, data)
-			require.NoError(t, err)
-			assert.Equal(t, rb, ra)
-			assert.Equal(t, sb, sa)
+		for _, th := range lean.Threads {
+			for _, st := range th.Steps {
+				for _, c := range st.Response.Chunks {
+					require.Empty(t, c.Data, "tape %d: a lean decoding keeps no chunk data", i)
+				}
+			}
 		}
 	}
 }
@@ -197,12 +199,12 @@ func TestDecodeTapeSeesNonCanonical(t *testing.T) {
 				require.NoError(t, err)
 			}
 			for _, lean := range []bool{false, true} {
-				_, canon, err := decodeTape(in, lean)
+				_, canon, err := tape.DecodeTape(in, lean)
 				if err == nil {
 					assert.False(t, canon, "%s is not canonical (lean %v)", name, lean)
 				}
 			}
-			got, gotCanon, err := decodeCanonical(in, false)
+			got, gotCanon, err := tape.Decode(in, tape.DecodeOptions{NoChunkData: false})
 			if want == nil {
 				assert.Error(t, err, "tape.Unmarshal refuses it, so must decodeCanonical")
 				return
@@ -241,10 +243,10 @@ func TestNormalizedTapeIsCanonical(t *testing.T) {
 	want, err := tape.Marshal(build())
 	require.NoError(t, err)
 	assert.Equal(t, string(want), b.String())
-	back, canon, err := decodeTape(want, false)
+	back, canon, err := tape.DecodeTape(want, false)
 	require.NoError(t, err)
 	assert.True(t, canon)
-	assert.True(t, isCanonical(back, want))
+	assert.True(t, tape.IsCanonical(back, want))
 }
 
 func TestDecodeTapeErrors(t *testing.T) {
@@ -259,9 +261,9 @@ func TestDecodeTapeErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.NotEqual(t, string(data), string(in))
-			_, _, err := decodeTape(in, false)
+			_, _, err := tape.DecodeTape(in, false)
 			require.Error(t, err)
-			_, _, err = decodeTape(in, true)
+			_, _, err = tape.DecodeTape(in, true)
 			require.Error(t, err)
 		})
 	}
@@ -277,7 +279,7 @@ func TestDecodeTapeLoneSurrogate(t *testing.T) {
 		want, err := tape.Unmarshal(in)
 		require.NoError(t, err)
 		for _, lean := range []bool{false, true} {
-			got, canon, err := decodeTape(in, lean)
+			got, canon, err := tape.DecodeTape(in, lean)
 			require.NoError(t, err, esc)
 			assert.False(t, canon, esc)
 			assert.Equal(t, want.Meta.Harness, got.Meta.Harness, esc)
@@ -313,8 +315,8 @@ func FuzzDecodeCanonical(f *testing.F) {
 	f.Add([]byte(`{"version":1,"meta":{},"threads":[]}` + "\n"))
 	f.Add([]byte(`{"version":1,"meta":{"workspace":{"end":[{"path":"a","type":"dir","mode":"0755","size":0}]}},"threads":[]}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, leanCanon, leanErr := decodeTape(data, true)
-		fast, canon, err := decodeTape(data, false)
+		_, leanCanon, leanErr := tape.DecodeTape(data, true)
+		fast, canon, err := tape.DecodeTape(data, false)
 		if (err == nil && canon) != (leanErr == nil && leanCanon) {
 			t.Fatalf("lean and full decoding disagree: %v %v, %v %v", canon, err, leanCanon, leanErr)
 		}
@@ -336,7 +338,7 @@ func FuzzDecodeCanonical(f *testing.F) {
 			}
 			return
 		}
-		if !isCanonical(fast, data) {
+		if !tape.IsCanonical(fast, data) {
 			t.Fatalf("the fast decoder calls canonical what the reference check does not")
 		}
 		ref, err := tape.Unmarshal(data)
@@ -377,7 +379,7 @@ func TestDecodeTapeReusedRawBodies(t *testing.T) {
 	data, err := tape.Marshal(tp)
 	require.NoError(t, err)
 
-	got, canon, err := decodeTape(data, false)
+	got, canon, err := tape.DecodeTape(data, false)
 	require.NoError(t, err)
 	require.True(t, canon)
 	for i, s := range got.Threads[0].Steps {
@@ -391,7 +393,7 @@ func TestDecodeTapeReusedRawBodies(t *testing.T) {
 	broken := append(append(bytes.Clone(data[:last]), `"step 2"]}`...), data[last+len(`"step 2"}`):]...)
 	_, refErr := tape.Unmarshal(broken)
 	require.Error(t, refErr)
-	_, canon, err = decodeTape(broken, false)
+	_, canon, err = tape.DecodeTape(broken, false)
 	assert.False(t, err == nil && canon, "a broken raw body is not taken for a canonical tape")
 }
 
@@ -401,10 +403,7 @@ func TestDecodeTapeReusedRawBodies(t *testing.T) {
 // decodeCanonical gives tape.Marshal's encoding without tape.Unmarshal, and a repeated
 // key is left to the reference decoder.
 func TestDecodeOtherEncoders(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("..", "testdata", "*.json"))
-	require.NoError(t, err)
-	require.NotEmpty(t, paths)
-	for _, p := range paths {
+	for _, p := range goldenPaths(t) {
 		want := canonical(t, p)
 		var indented bytes.Buffer
 		require.NoError(t, json.Indent(&indented, want, "", "  "))
@@ -412,11 +411,11 @@ func TestDecodeOtherEncoders(t *testing.T) {
 		// Canonical but for its last byte: the lean first pass drops chunk data before it
 		// learns, so the encoding takes a second, full pass.
 		late := bytes.TrimSuffix(want, []byte("\n"))
-		_, _, complete, err := decodeTapeLean(late, true)
+		_, _, complete, err := tape.DecodeTapeLean(late, true)
 		require.NoError(t, err)
 		hasChunks := bytes.Contains(want, []byte(`"chunks":[{`))
 		assert.Equal(t, !hasChunks, complete, "%s: lean decoding of a tape whose flaw comes last", p)
-		_, _, complete, err = decodeTapeLean(indented.Bytes(), true)
+		_, _, complete, err = tape.DecodeTapeLean(indented.Bytes(), true)
 		require.NoError(t, err)
 		assert.True(t, complete, "an indented tape shows it is not canonical at once: one pass")
 		for name, in := range map[string][]byte{"indented": indented.Bytes(), "python": python, "late": late} {
@@ -424,22 +423,24 @@ func TestDecodeOtherEncoders(t *testing.T) {
 				// The reference: raw bodies keep their keys' order (json.RawMessage), so
 				// the canonical form of a re-sorted tape is its own.
 				want := canonicalOf(t, in)
-				got, canon, err := decodeTape(in, false)
+				got, canon, err := tape.DecodeTape(in, false)
 				require.NoError(t, err, "the fast path declines a valid tape")
 				assert.False(t, canon)
 				again, err := tape.Marshal(got)
 				require.NoError(t, err)
 				assert.Equal(t, string(want), string(again))
-				_, enc, err := decodeCanonical(in, true)
+				_, enc, err := tape.Decode(in, tape.DecodeOptions{NoChunkData: true})
 				require.NoError(t, err)
 				assert.Equal(t, string(want), string(enc), "lean first pass, then a full one for the encoding")
 			})
 		}
 	}
 	dup := []byte(`{"version":1,"meta":{"tape_id":"a","tape_id":"b"},"threads":[]}` + "\n")
-	_, _, err = decodeTape(dup, false)
-	require.ErrorIs(t, err, errUnusual)
-	_, _, err = decodeCanonical(dup, true)
+	_, _, err := tape.DecodeTape(dup, false)
+	var de *jsonlex.DuplicateKeyError
+	require.ErrorAs(t, err, &de, "the decoder refuses a repeated key itself")
+	require.Equal(t, "/meta/tape_id", de.Pointer)
+	_, _, err = tape.Decode(dup, tape.DecodeOptions{NoChunkData: true})
 	require.ErrorContains(t, err, `duplicate object key "tape_id" at /meta/tape_id`, "a repeated key is refused, not left to encoding/json's last-wins")
 }
 
@@ -498,24 +499,70 @@ func pythonDump(t *testing.T, doc []byte) []byte {
 	return b.Bytes()
 }
 
-func TestCanonicalEscapes(t *testing.T) {
-	for body, want := range map[string][2]bool{ // without html, with html
-		`plain`:                 {true, true},
-		`a\"b\\c\n\r\t\b\f`:     {true, true},
-		`\u001f\u0000`:          {true, true},
-		`\u001F`:                {false, false}, // encoding/json writes lower-case hex
-		`\u000a`:                {false, false}, // it has a short escape
-		`\u2028 \u2029`:         {true, true},
-		`\u003c\u003e\u0026`:    {false, true},
-		`\/`:                    {false, false},
-		`\u0041`:                {false, false},
-		`\ud83d\ude00`:          {false, false}, // encoding/json writes the character
-		`x\u00e9y`:              {false, false},
-		`end\\`:                 {true, true},
-		`\u001f\u001F`:          {false, false},
-		`ok\n then \u0041 late`: {false, false},
-	} {
-		assert.Equal(t, want[0], canonicalEscapes([]byte(body), false), "%s", body)
-		assert.Equal(t, want[1], canonicalEscapes([]byte(body), true), "%s html", body)
+// goldenPaths are the repository's golden tapes.
+func goldenPaths(t testing.TB) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join("..", "testdata", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, paths)
+	return paths
+}
+
+// canonical returns tape.Marshal of the tape in a file.
+func canonical(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return canonicalOf(t, data)
+}
+
+// canonicalOf returns the canonical encoding of the tape data holds: tape.Marshal of
+// tape.Unmarshal.
+func canonicalOf(t testing.TB, data []byte) []byte {
+	t.Helper()
+	tp, err := tape.Unmarshal(data)
+	require.NoError(t, err)
+	enc, err := tape.Marshal(tp)
+	require.NoError(t, err)
+	return enc
+}
+
+func TestIsCanonicalAgreesWithMarshal(t *testing.T) {
+	var tapes []*tape.Tape
+	for i := range 12 {
+		tapes = append(tapes, tapegen.Tape(tapegen.Options{Seed: 61, MeanSteps: 4, Lean: true}, i))
+	}
+	for _, p := range goldenPaths(t) {
+		tp, err := tape.LoadFile(p)
+		require.NoError(t, err)
+		tapes = append(tapes, tp)
+	}
+	empty := tape.New(tape.ProviderAnthropic, tapegen.Epoch)
+	sealed := tapegen.Tape(tapegen.Options{Seed: 62, MeanSteps: 4, Lean: true}, 0)
+	require.NoError(t, seal.Tape(sealed, nil))
+	tapes = append(tapes, empty, edgeTape(), sealed)
+	for i, tp := range tapes {
+		data, err := tape.Marshal(tp)
+		require.NoError(t, err)
+		back, err := tape.Unmarshal(data)
+		require.NoError(t, err)
+		assert.True(t, tape.IsCanonical(back, data), "tape %d: its canonical encoding is canonical", i)
+
+		for name, mutate := range map[string]func([]byte) []byte{
+			"space":          func(b []byte) []byte { return bytes.Replace(b, []byte(`":`), []byte(`": `), 1) },
+			"no newline":     func(b []byte) []byte { return b[:len(b)-1] },
+			"two newlines":   func(b []byte) []byte { return append(bytes.Clone(b), '\n') },
+			"escaped letter": func(b []byte) []byte { return bytes.Replace(b, []byte(`"meta"`), []byte(`"met\u0061"`), 1) },
+			"meta changed":   func(b []byte) []byte { return bytes.Replace(b, []byte(`"harness":"`), []byte(`"harness":"x`), 1) },
+			"key order": func(b []byte) []byte {
+				return bytes.Replace(b, []byte(`{"version":1,"meta":`), []byte(`{"meta":`), 1)
+			},
+		} {
+			bad := mutate(data)
+			if bytes.Equal(bad, data) {
+				continue
+			}
+			assert.False(t, tape.IsCanonical(back, bad), "tape %d: %s", i, name)
+		}
 	}
 }

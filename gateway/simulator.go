@@ -1,13 +1,11 @@
-package controller
+package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,10 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tapebox/tapebox/match"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/provider"
-	"github.com/tapebox/tapebox/workspace"
 )
 
 // SimulatorOptions configure simulator mode.
@@ -48,25 +44,6 @@ type SimulatorOptions struct {
 	Beyond func(w http.ResponseWriter, r *http.Request, body []byte, thread string, step int)
 }
 
-// RestoreSnapshot puts a recording's start snapshot (SnapshotFor) into dir, which must be
-// empty or missing, for a simulator run whose harness works there. A tape without a snapshot
-// needs only the directory.
-func RestoreSnapshot(ctx context.Context, rec *tape.Tape, snapshot, dir string) error {
-	w := rec.Meta.Workspace
-	if w == nil || w.Snapshot == "" || snapshot == "" {
-		return os.MkdirAll(dir, 0o755)
-	}
-	f, err := os.Open(snapshot)
-	if err != nil {
-		return fmt.Errorf("restore the workspace: %w", err)
-	}
-	defer f.Close()
-	if err := workspace.Restore(ctx, f, workspace.InfoOf(w), dir); err != nil {
-		return fmt.Errorf("restore the workspace into %s: %w", dir, err)
-	}
-	return nil
-}
-
 // Simulator serves a tape's recorded responses on the providers' own paths, so that a real
 // harness replays without a model. It is an http.Handler. Each run (a harness replaying the
 // tape: /r/<run>/v1/..., or "default" for a plain /v1/...) has its own cursor, identifiers and
@@ -82,7 +59,7 @@ func RestoreSnapshot(ctx context.Context, rec *tape.Tape, snapshot, dir string) 
 type Simulator struct {
 	rec   *tape.Tape
 	opts  SimulatorOptions
-	keys  []threadSig // per recorded thread
+	sigs  []threadSig // per recorded thread, its first request's
 	model map[string]bool
 
 	lastRequest atomic.Int64 // unix nanoseconds of the latest request
@@ -91,68 +68,6 @@ type Simulator struct {
 	runs     map[string]*simRun
 	finished chan struct{} // closed when every started run has finished
 	closed   bool
-}
-
-// threadSig is what identifies a recorded thread in a request.
-type threadSig struct {
-	system  string
-	tools   string
-	opening string
-	// prompt, set for a tape imported from a harness's session file (meta.labels
-	// tapebox.form), is the user's text of the thread's opening: such a file keeps what the
-	// user typed but not the harness's whole opening (Claude Code drops its reminder blocks,
-	// Codex keeps other base instructions than it sends), so a request whose opening holds
-	// the prompt counts as an opening that matches.
-	prompt string
-}
-
-func sigOf(req *tape.Request) threadSig {
-	var tools []string
-	for _, t := range req.Tools {
-		tools = append(tools, t.Name)
-	}
-	return threadSig{system: req.System, tools: strings.Join(tools, ","), opening: provider.OpeningText(req)}
-}
-
-// lastUserText is the text of the last user message of a request's opening.
-func lastUserText(req *tape.Request) string {
-	text := ""
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			break
-		}
-		if m.Role == "user" {
-			var b strings.Builder
-			for _, blk := range m.Content {
-				if blk.Type == tape.BlockText {
-					b.WriteString(blk.Text)
-					b.WriteByte('\n') // as openingText joins them
-				}
-			}
-			if t := strings.TrimSpace(b.String()); t != "" {
-				text = t
-			}
-		}
-	}
-	return text
-}
-
-// score says how well a request's signature fits a thread's: the opening messages weigh
-// most, then the tools, then the system prompt (which holds dates and paths that change).
-func (a threadSig) score(b threadSig) int {
-	s := 0
-	if a.opening == b.opening || (a.prompt != "" && strings.Contains(b.opening, a.prompt)) {
-		s += 4
-	} else if match.Similar(a.opening, b.opening) {
-		s += 2
-	}
-	if a.tools == b.tools {
-		s += 2
-	}
-	if a.system == b.system {
-		s++
-	}
-	return s
 }
 
 // NewSimulator prepares a simulator for rec.
@@ -173,20 +88,13 @@ func NewSimulator(rec *tape.Tape, opts SimulatorOptions) (*Simulator, error) {
 		opts.Now = time.Now
 	}
 	s := &Simulator{rec: rec, opts: opts, runs: map[string]*simRun{}, finished: make(chan struct{}), model: map[string]bool{}}
+	s.sigs = recordedSigs(rec)
 	for _, th := range rec.Threads {
-		var sig threadSig
-		if len(th.Steps) > 0 {
-			sig = sigOf(&th.Steps[0].Request)
-			if rec.Meta.Labels["tapebox.form"] != "" {
-				sig.prompt = lastUserText(&th.Steps[0].Request)
-			}
-			for _, st := range th.Steps {
-				if m := tape.BodyModel(st.Request.Raw); m != "" {
-					s.model[m] = true
-				}
+		for _, st := range th.Steps {
+			if m := tape.BodyModel(st.Request.Raw); m != "" {
+				s.model[m] = true
 			}
 		}
-		s.keys = append(s.keys, sig)
 	}
 	if rec.Meta.Model != "" {
 		s.model[rec.Meta.Model] = true
@@ -294,8 +202,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !safeRun.MatchString(run) {
 			p, _ := provider.Detect(path)
 			s.opts.Logf("run %q: not a safe file name", run)
-			writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error",
-				fmt.Sprintf("tapebox simulator: run id %q is not a safe file name (letters, digits, '.', '_', '-'; at most 128)", run))
+			writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error",
+				fmt.Sprintf("tapebox simulator: run id %q is not a safe file name (letters, digits, '.', '_', '-'; at most 128)", run)))
 			return
 		}
 	}
@@ -303,9 +211,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/v1/responses"):
 		// Codex tries a WebSocket first; 426 makes it fall back to SSE.
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUpgradeRequired)
-		io.WriteString(w, `{"error":{"message":"tapebox simulator: use HTTP streaming","type":"invalid_request_error"}}`)
+		writeError(w, tape.ProviderOpenAIResponses, apiError{status: http.StatusUpgradeRequired, typ: "invalid_request_error", msg: "tapebox simulator: use HTTP streaming"})
 		return
 	case isModel && r.Method == http.MethodPost:
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/v1/models"):
@@ -319,22 +225,22 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p = s.rec.Meta.Provider
 		}
 		s.opts.Logf("run %s: %s %s: not a path the tape has", run, r.Method, r.URL.Path)
-		writeProviderError(w, p, http.StatusNotFound, "not_found_error", fmt.Sprintf("tapebox simulator: %s %s is not a path this tape recorded", r.Method, path))
+		writeError(w, p, simError(http.StatusNotFound, "not_found_error", fmt.Sprintf("tapebox simulator: %s %s is not a path this tape recorded", r.Method, path)))
 		return
 	}
 	if p != s.rec.Meta.Provider {
-		writeProviderError(w, p, http.StatusNotFound, "not_found_error",
-			fmt.Sprintf("tapebox simulator: the tape was recorded with %s, not %s", s.rec.Meta.Provider, p))
+		writeError(w, p, simError(http.StatusNotFound, "not_found_error",
+			fmt.Sprintf("tapebox simulator: the tape was recorded with %s, not %s", s.rec.Meta.Provider, p)))
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
 	if err != nil {
-		writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error", "tapebox simulator: read body: "+err.Error())
+		writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error", "tapebox simulator: read body: "+err.Error()))
 		return
 	}
 	rn, err := s.run(run)
 	if err != nil {
-		writeProviderError(w, p, http.StatusServiceUnavailable, "api_error", "tapebox simulator: "+err.Error())
+		writeError(w, p, simError(http.StatusServiceUnavailable, "api_error", "tapebox simulator: "+err.Error()))
 		return
 	}
 	rn.serve(w, r, p, body)
@@ -385,17 +291,14 @@ func (s *Simulator) serveModels(w http.ResponseWriter, path string) {
 func (s *Simulator) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 256<<20))
 	if !json.Valid(body) {
-		writeProviderError(w, tape.ProviderAnthropic, http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the body is not JSON")
+		writeError(w, tape.ProviderAnthropic, simError(http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the body is not JSON"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"input_tokens":%d}`+"\n", max(1, len(body)/4))
 }
 
-// writeProviderError answers with an error in the provider's own shape.
-func writeProviderError(w http.ResponseWriter, p tape.Provider, status int, typ, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Tapebox-Error", "1")
-	w.WriteHeader(status)
-	w.Write(append(provider.ErrorBody(p, typ, "tapebox_"+typ, msg), '\n'))
+// simError is an error of the simulator, with OpenAI's code tapebox_<typ>.
+func simError(status int, typ, msg string) apiError {
+	return apiError{status: status, typ: typ, code: "tapebox_" + typ, msg: msg}
 }

@@ -1,26 +1,28 @@
-package controller_test
+package gateway_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/compare"
-	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/testkit/miniagent"
 )
 
-func script() fakeprovider.Script {
+func simScript() fakeprovider.Script {
 	bash := func(cmd string) tape.ToolCall { return fakeprovider.Call("Bash", map[string]string{"command": cmd}) }
 	return fakeprovider.Script{Threads: []fakeprovider.Thread{
 		{Name: "main", Turns: []fakeprovider.Turn{
@@ -36,10 +38,10 @@ func script() fakeprovider.Script {
 	}}
 }
 
-// record runs the mini harness through the gateway against the scripted provider.
-func record(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
+// recordSim runs the mini harness through the gateway against the scripted provider.
+func recordSim(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
 	t.Helper()
-	up := httptest.NewServer(fakeprovider.New(script()))
+	up := httptest.NewServer(fakeprovider.New(simScript()))
 	defer up.Close()
 	out := filepath.Join(t.TempDir(), "run.json")
 	g, err := gateway.New(gateway.Config{Output: out, Upstream: up.URL, Harness: "claude-code"})
@@ -56,10 +58,10 @@ func record(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
 
 // serveSimulator serves rec's simulator (at speed 0) on a test server, writing the replay to
 // out; the server closes when the test ends.
-func serveSimulator(t *testing.T, rec *tape.Tape, opts controller.SimulatorOptions) (sim *controller.Simulator, srv *httptest.Server, out string) {
+func serveSimulator(t *testing.T, rec *tape.Tape, opts gateway.SimulatorOptions) (sim *gateway.Simulator, srv *httptest.Server, out string) {
 	t.Helper()
 	opts.Output = filepath.Join(t.TempDir(), "replay.json")
-	sim, err := controller.NewSimulator(rec, opts)
+	sim, err := gateway.NewSimulator(rec, opts)
 	require.NoError(t, err)
 	srv = httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
@@ -70,8 +72,8 @@ func TestSimulatorReplaysEveryFormat(t *testing.T) {
 	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%v", p, stream), func(t *testing.T) {
-				rec, _ := record(t, p, stream)
-				sim, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{Logf: t.Logf})
+				rec, _ := recordSim(t, p, stream)
+				sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{Logf: t.Logf})
 				dir := t.TempDir()
 				final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
 				require.NoError(t, err)
@@ -91,8 +93,8 @@ func TestSimulatorReplaysEveryFormat(t *testing.T) {
 }
 
 func TestSimulatorConcurrentRuns(t *testing.T) {
-	rec, _ := record(t, tape.ProviderAnthropic, true)
-	sim, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{})
+	rec, _ := recordSim(t, tape.ProviderAnthropic, true)
+	sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{})
 	const n = 20
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -108,15 +110,15 @@ func TestSimulatorConcurrentRuns(t *testing.T) {
 	}
 	<-sim.Finished()
 	for i := range n {
-		rep, err := tape.LoadFile(controller.OutputFor(out, fmt.Sprintf("run-%d", i)))
+		rep, err := tape.LoadFile(gateway.OutputFor(out, fmt.Sprintf("run-%d", i)))
 		require.NoError(t, err)
 		require.True(t, compare.Compare(rec, rep).Identical, "run %d", i)
 	}
 }
 
 func TestSimulatorDivergesClearly(t *testing.T) {
-	rec, _ := record(t, tape.ProviderAnthropic, false)
-	_, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{})
+	rec, _ := recordSim(t, tape.ProviderAnthropic, false)
+	_, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{})
 	dir := t.TempDir()
 	// sub/ already exists with a file: the harness's "cat" will still match, but make the
 	// first command's output differ by making one.txt unwritable.
@@ -137,7 +139,7 @@ func TestSimulatorDivergesClearly(t *testing.T) {
 		{"/r/ok/v1/messages", `not json`},
 		{"/v1/embeddings", `{}`},
 	} {
-		resp, err := http.Post(srv.URL+tc.path, "application/json", stringsReader(tc.body))
+		resp, err := http.Post(srv.URL+tc.path, "application/json", strings.NewReader(tc.body))
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.GreaterOrEqual(t, resp.StatusCode, 400, tc.path)
@@ -148,8 +150,8 @@ func TestSimulatorDivergesClearly(t *testing.T) {
 // TestSimulatorRedactsQuery: a credential in the query string of a request the simulator
 // serves does not reach its replay tape.
 func TestSimulatorRedactsQuery(t *testing.T) {
-	rec, _ := record(t, tape.ProviderAnthropic, false)
-	sim, srv, out := serveSimulator(t, rec, controller.SimulatorOptions{})
+	rec, _ := recordSim(t, tape.ProviderAnthropic, false)
+	sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{})
 	const planted = "sk-planted-query-secret-4242"
 	resp, err := http.Post(srv.URL+rec.Main().Steps[0].Request.Path+"?key="+planted, "application/json", bytes.NewReader(rec.Main().Steps[0].Request.Raw))
 	require.NoError(t, err)
@@ -160,4 +162,46 @@ func TestSimulatorRedactsQuery(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(data), planted)
 	require.Contains(t, string(data), "key="+tape.Redacted)
+}
+
+// TestSimulatorServesNormalizedSteps: a tape whose steps keep only their normalized fields
+// (no raw body, no chunks) is served in each wire format by tape/provider's emitters, as a
+// stream or a JSON body as the harness asks, and replays identically; a step with neither a
+// raw response nor content is a clear error.
+func TestSimulatorServesNormalizedSteps(t *testing.T) {
+	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
+		for _, stream := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/stream=%v", p, stream), func(t *testing.T) {
+				rec, _ := recordSim(t, p, !stream) // recorded the other way: what is served is emitted
+				for ref := range rec.Steps() {
+					ref.Step.Response.Raw, ref.Step.Response.Chunks = json.RawMessage("null"), nil
+					ref.Step.Response.Headers = nil
+				}
+				sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{Logf: t.Logf})
+				dir := t.TempDir()
+				final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
+				require.NoError(t, err)
+				require.Equal(t, "All done.", final)
+				<-sim.Finished()
+				rep, err := tape.LoadFile(out)
+				require.NoError(t, err)
+				require.Equal(t, tape.EndComplete, rep.Meta.Ended.Reason)
+				report := compare.Compare(rec, rep)
+				require.True(t, report.Identical, "%+v", report.Differences)
+				for ref := range rep.Steps() {
+					require.Equal(t, stream, len(ref.Step.Response.Chunks) > 0, "thread %s step %d: served as the harness asked", ref.Thread.ID, ref.Index)
+				}
+			})
+		}
+	}
+	rec, _ := recordSim(t, tape.ProviderAnthropic, false)
+	first := rec.Main().Steps[0]
+	first.Response.Raw, first.Response.Content, first.ToolCalls = json.RawMessage("null"), nil, nil
+	_, srv, _ := serveSimulator(t, rec, gateway.SimulatorOptions{})
+	resp, err := http.Post(srv.URL+first.Request.Path, "application/json", bytes.NewReader(first.Request.Raw))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	require.Contains(t, string(body), "neither a raw response nor content")
 }

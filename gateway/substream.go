@@ -1,9 +1,8 @@
-package controller
+package gateway
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -17,14 +16,18 @@ import (
 // identifier is rarely whole in one chunk: the deltas of each content block are joined,
 // substituted, and split again at the same offsets (the last delta takes any difference in
 // length). Chunks that carry whole values (a block's start, Responses' response.completed)
-// are substituted as they are.
-func substituteStream(ids *match.Identifiers, chunks []tape.Chunk) []string {
+// are substituted as they are. Which deltas belong together is p's wire's (wire.deltas).
+func substituteStream(p tape.Provider, ids *match.Identifiers, chunks []tape.Chunk) []string {
 	out := make([]string, len(chunks))
 	if ids.Len() == 0 {
 		for i, c := range chunks {
 			out[i] = c.Data
 		}
 		return out
+	}
+	w, ok := wireOf(p)
+	if !ok { // no deltas known: each event is substituted as it is
+		w.deltas = func(map[string]any, func(string, map[string]any, string)) {}
 	}
 	type piece struct {
 		chunk int
@@ -56,35 +59,7 @@ func substituteStream(ids *match.Identifiers, chunks []tape.Chunk) []string {
 				set: func(s string) { obj[field] = s }})
 			events[i], names[i] = m, name
 		}
-		typ, _ := m["type"].(string)
-		switch {
-		case typ == "content_block_delta": // Anthropic
-			if d, ok := m["delta"].(map[string]any); ok {
-				for _, f := range []string{"partial_json", "text", "thinking"} {
-					add(fmt.Sprintf("a%v.%s", m["index"], f), d, f)
-				}
-			}
-		case strings.HasSuffix(typ, ".delta"): // OpenAI Responses
-			add(fmt.Sprintf("r%v.%v.%s", m["output_index"], m["content_index"], typ), m, "delta")
-		default: // OpenAI Chat Completions
-			choices, _ := m["choices"].([]any)
-			for ci, c := range choices {
-				cm, _ := c.(map[string]any)
-				d, _ := cm["delta"].(map[string]any)
-				if d == nil {
-					continue
-				}
-				add(fmt.Sprintf("c%d.content", ci), d, "content")
-				tcs, _ := d["tool_calls"].([]any)
-				for _, tc := range tcs {
-					tcm, _ := tc.(map[string]any)
-					fn, _ := tcm["function"].(map[string]any)
-					if fn != nil {
-						add(fmt.Sprintf("c%d.tc%v", ci, tcm["index"]), fn, "arguments")
-					}
-				}
-			}
-		}
+		w.deltas(m, add)
 	}
 	dirty := make([]bool, len(chunks))
 	for _, key := range order {

@@ -1,4 +1,4 @@
-package controller
+package gateway
 
 import (
 	"encoding/json"
@@ -57,7 +57,7 @@ func TestSubstituteStreamAcrossDeltas(t *testing.T) {
 		chunks []tape.Chunk
 	}{{tape.ProviderAnthropic, anthropic}, {tape.ProviderOpenAIChat, chat}} {
 		t.Run(string(tc.p), func(t *testing.T) {
-			out := substituteStream(ids, tc.chunks)
+			out := substituteStream(tc.p, ids, tc.chunks)
 			var served []tape.Chunk
 			for _, d := range out {
 				require.NotContains(t, d, "bq7x2k9m1")

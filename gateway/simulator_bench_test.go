@@ -1,4 +1,4 @@
-package controller_test
+package gateway_test
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapebox/tapebox/controller"
+	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -41,11 +41,11 @@ func replayClient(c *http.Client, base string, rec *tape.Tape) error {
 // BenchmarkSimulatorConcurrentRuns serves 200 runs of one tape at once (7 model calls each,
 // streamed) at --speed 0.
 func BenchmarkSimulatorConcurrentRuns(b *testing.B) {
-	rec, _ := record(b, tape.ProviderAnthropic, true)
+	rec, _ := recordSim(b, tape.ProviderAnthropic, true)
 	const runs = 200
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: runs}}
 	for b.Loop() {
-		sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: 0})
+		sim, err := gateway.NewSimulator(rec, gateway.SimulatorOptions{Speed: 0})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func streamTape(n int, gap float64) *tape.Tape {
 func BenchmarkSimulatorChunks(b *testing.B) {
 	const n = 20000
 	rec := streamTape(n, 0.01)
-	sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: 0})
+	sim, err := gateway.NewSimulator(rec, gateway.SimulatorOptions{Speed: 0})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func BenchmarkSimulatorChunks(b *testing.B) {
 // far the arrival of each chunk is from its recorded time: p50 and max, in ms (goal: within 2).
 func BenchmarkSimulatorPacing(b *testing.B) {
 	rec := streamTape(25, 20)
-	sim, err := controller.NewSimulator(rec, controller.SimulatorOptions{Speed: 1})
+	sim, err := gateway.NewSimulator(rec, gateway.SimulatorOptions{Speed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package controller
+package gateway
 
 import (
 	"bytes"
@@ -25,9 +25,9 @@ type simRun struct {
 	ids   *match.Identifiers
 
 	mu      sync.Mutex
-	out     *tape.Tape
-	w       *tape.Writer
-	served  []int                 // per recorded thread: the next step to serve
+	out     *tape.Tape // the replay tape, which tape records
+	tape    *recorder
+	threads matcher               // the recorded threads: which step each serves next
 	written []int                 // per recorded thread: steps in the replay tape
 	pending map[[2]int]*tape.Step // steps served ahead of their predecessor's write, by [thread, step]
 	done    bool
@@ -37,37 +37,15 @@ type simRun struct {
 func newSimRun(s *Simulator, name string) (*simRun, error) {
 	start := s.opts.Now()
 	r := &simRun{s: s, name: name, start: start, ids: match.NewIdentifiers(s.rec),
-		served: make([]int, len(s.rec.Threads)), written: make([]int, len(s.rec.Threads))}
-	r.out = newReplayTape(s.rec, start, map[string]string{"mode": "simulator", "run": name})
-	if out := OutputFor(s.opts.Output, name); out != "" {
-		w, err := tape.Create(out, r.out)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", name, err)
-		}
-		w.SetFsync(false)
-		r.w = w
+		threads: matcher{threads: recordedThreads(s.rec, s.sigs)}, written: make([]int, len(s.rec.Threads))}
+	r.out = tape.ReplayOf(s.rec, start, map[string]string{"mode": ModeTape.String(), "run": name})
+	rt, err := newRecorder(OutputFor(s.opts.Output, name), r.out)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
+	r.tape = rt
 	s.opts.Logf("run %s: started", name)
 	return r, nil
-}
-
-// newReplayTape starts a replay tape of rec: its meta with replay_of set, and every thread of
-// the recording (same ids and parents), to be filled as they are played.
-func newReplayTape(rec *tape.Tape, start time.Time, labels map[string]string) *tape.Tape {
-	out := tape.New(rec.Meta.Provider, start)
-	m := rec.Meta
-	recID := m.TapeID
-	out.Meta = tape.Meta{TapeID: out.Meta.TapeID, Harness: m.Harness, HarnessVersion: m.HarnessVersion,
-		Provider: m.Provider, Model: m.Model, StartedAt: start.UTC(), Task: m.Task, ReplayOf: &recID, Labels: labels}
-	for k, v := range m.Labels {
-		if _, ok := out.Meta.Labels[k]; !ok {
-			out.Meta.Labels[k] = v
-		}
-	}
-	for _, th := range rec.Threads {
-		out.Threads = append(out.Threads, &tape.Thread{ID: th.ID, Parent: th.Parent, Steps: []*tape.Step{}})
-	}
-	return out
 }
 
 func (r *simRun) isDone() bool {
@@ -97,7 +75,7 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 	arrived := r.s.opts.Now()
 	if !json.Valid(body) {
 		r.s.opts.Logf("run %s: %s: the body is not JSON", r.name, hr.URL.Path)
-		writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the request body is not JSON")
+		writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error", "tapebox simulator: the request body is not JSON"))
 		return
 	}
 	in := &tape.Step{Request: tape.Request{Path: tape.RedactURL(hr.URL.RequestURI()), Raw: json.RawMessage(body), Headers: simHeaders(hr.Header)}}
@@ -116,7 +94,7 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 		return
 	}
 	r.s.opts.Logf("run %s: thread %s step %d", r.name, th.ID, si)
-	resp, err := r.write(w, hr, rec, arrived)
+	resp, err := r.write(w, hr, in, rec, fmt.Sprintf("tapebox_%s_%d", th.ID, si), arrived)
 	end := r.s.opts.Now()
 	if err != nil {
 		r.s.opts.Logf("run %s: thread %s step %d: %v", r.name, th.ID, si, err)
@@ -127,7 +105,7 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 	}
 	in.Timing = tape.Timing{RequestAt: r.ms(arrived), FirstByteAt: r.ms(arrived), LastByteAt: r.ms(end)}
 	if len(resp.Chunks) > 0 {
-		in.Timing.FirstByteAt = r.ms(arrived.Add(msDur(resp.Chunks[0].AtMS)))
+		in.Timing.FirstByteAt = r.ms(arrived.Add(time.Duration(resp.Chunks[0].AtMS * float64(time.Millisecond))))
 	}
 	r.record(ti, si, in)
 }
@@ -143,26 +121,11 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 	}
 	turns := provider.AssistantTurns(&in.Request)
 	sig := sigOf(&in.Request)
-	best, bestScore := -1, -1
-	for i, th := range r.s.rec.Threads {
-		if len(th.Steps) == 0 || !r.parentServed(th) {
-			continue
-		}
-		// The next step, or the last one again (a retry).
-		if turns != r.served[i] && turns != r.served[i]-1 {
-			continue
-		}
-		sc := r.s.keys[i].score(sig)
-		if turns == r.served[i]-1 {
-			sc -= 1 // prefer a thread waiting for this step over a retry
-		}
-		if sc > bestScore {
-			best, bestScore = i, sc
-		}
-	}
-	if best < 0 || bestScore < 2 {
+	t, _ := r.threads.find(&in.Request, turns, sig)
+	if t == nil {
 		return -1, 0, nil, &divergence{msg: fmt.Sprintf("no thread of the tape expects a request with %d model turns and this opening (%q)", turns, term.Excerpt(sig.opening, 120))}
 	}
+	best := t.index
 	th := r.s.rec.Threads[best]
 	if turns >= len(th.Steps) {
 		return best, turns, nil, &divergence{thread: th.ID, step: turns, msg: fmt.Sprintf("the tape's thread has %d steps; the harness asked for one more", len(th.Steps))}
@@ -174,38 +137,16 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 		}
 	}
 	if turns == 0 {
-		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, r.s.keys[best].system, sig.system)
-		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, r.s.keys[best].opening, sig.opening)
+		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, t.sig.system, sig.system)
+		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, t.sig.opening, sig.opening)
 	} else if d := r.checkResults(th, turns, in); d != nil {
 		return best, turns, nil, d
 	}
 	if lim, ok := r.s.opts.Until[th.ID]; ok && turns >= lim {
 		return best, turns, nil, nil // the caller hands it on
 	}
-	r.served[best] = turns + 1
+	t.serve(turns)
 	return best, turns, rec, nil
-}
-
-// parentServed says whether th's spawning call was already served in this run.
-func (r *simRun) parentServed(th *tape.Thread) bool {
-	if th.Parent == nil {
-		return true
-	}
-	ref, _, ok := r.s.rec.ParentCall(th)
-	if !ok {
-		return true
-	}
-	pi := r.threadIndex(ref.Thread.ID)
-	return pi >= 0 && r.served[pi] > ref.Index
-}
-
-func (r *simRun) threadIndex(id string) int {
-	for i, th := range r.s.rec.Threads {
-		if th.ID == id {
-			return i
-		}
-	}
-	return -1
 }
 
 // checkResults compares the tool results a request carries for step si-1 with the recorded
@@ -243,20 +184,24 @@ func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step) *divergenc
 }
 
 // write serves a recorded response, paced, with identifiers substituted, and returns what
-// was served.
-func (r *simRun) write(w http.ResponseWriter, hr *http.Request, rec *tape.Step, arrived time.Time) (tape.Response, error) {
+// was served. A step recorded without its raw response (normalized fields only) is written
+// in the wire format by the emitters (emitted), as a stream when in asks for one.
+func (r *simRun) write(w http.ResponseWriter, hr *http.Request, in, rec *tape.Step, ref string, arrived time.Time) (tape.Response, error) {
 	src := rec.Response
+	if raw := bytes.TrimSpace(src.Raw); len(src.Chunks) == 0 && (len(raw) == 0 || string(raw) == "null") {
+		p := r.s.rec.Meta.Provider
+		var err error
+		if src, err = emitted(p, tape.StepModel(&r.s.rec.Meta, rec), ref, rec, in.Request.Stream); err != nil {
+			writeError(w, p, simError(http.StatusInternalServerError, "api_error", "tapebox simulator: the tape has no raw response for this step, and its normalized fields cannot be written in the wire format: "+err.Error()))
+			return tape.Response{Status: http.StatusInternalServerError, Headers: tape.Headers{}}, fmt.Errorf("the tape has no raw response: %w", err)
+		}
+	}
 	served := tape.Response{Status: src.Status, Headers: tape.Headers{}}
 	if served.Status == 0 {
 		served.Status = http.StatusOK
 	}
 	stream := len(src.Chunks) > 0
 	raw := bytes.TrimSpace(src.Raw)
-	if !stream && (len(raw) == 0 || string(raw) == "null") {
-		writeProviderError(w, r.s.rec.Meta.Provider, http.StatusInternalServerError, "api_error", "tapebox simulator: the tape has no raw response for this step")
-		served.Status = http.StatusInternalServerError
-		return served, fmt.Errorf("the tape has no raw response")
-	}
 	ct := src.Headers["content-type"]
 	if ct == "" {
 		ct = "application/json"
@@ -306,7 +251,7 @@ func (r *simRun) write(w http.ResponseWriter, hr *http.Request, rec *tape.Step, 
 	}
 	w.WriteHeader(served.Status)
 	served.Raw = json.RawMessage("null")
-	datas := substituteStream(r.ids, src.Chunks)
+	datas := substituteStream(r.s.rec.Meta.Provider, r.ids, src.Chunks)
 	for i, c := range src.Chunks {
 		if err := wait(c.AtMS); err != nil {
 			return served, fmt.Errorf("client went away mid-stream: %w", err)
@@ -365,59 +310,30 @@ func (r *simRun) prevResults(ti, si int, in *tape.Step) {
 	if si == 0 || si-1 >= r.written[ti] {
 		return
 	}
-	th := r.s.rec.Threads[ti]
-	results := tape.ResultsFor(in.Request.Messages, th.Steps[si-1].ToolCalls)
-	next := in.Timing.RequestAt
-	r.update(ti, si-1, func(s *tape.Step) {
-		if results != nil {
-			s.ToolResults = results
-		}
-		s.Timing.NextRequestAt = &next
-	})
+	calls := r.s.rec.Threads[ti].Steps[si-1].ToolCalls
+	r.logErr(r.tape.answered(ti, si-1, calls, &in.Request, in.Timing.RequestAt))
 }
 
 func (r *simRun) append(ti int, s *tape.Step) {
 	r.written[ti]++
 	if r.written[ti] == 1 && r.s.rec.Threads[ti].Parent == nil {
 		// The replay tape says where this run's harness worked, as the gateway learns it.
-		if cwd := provider.Cwd(&s.Request); cwd != "" {
-			r.setCwd(cwd)
-		}
+		r.logErr(r.tape.learnCwd(&s.Request))
 	}
-	if r.w == nil {
-		r.out.Threads[ti].Steps = append(r.out.Threads[ti].Steps, s)
-		return
-	}
-	if _, err := r.w.AppendStep(ti, s); err != nil {
-		r.s.opts.Logf("run %s: %v", r.name, err)
-	}
-}
-
-func (r *simRun) setCwd(cwd string) {
-	if r.w == nil {
-		r.out.Meta.Cwd = cwd
-		return
-	}
-	if err := r.w.UpdateMeta(func(m *tape.Meta) { m.Cwd = cwd }); err != nil {
-		r.s.opts.Logf("run %s: %v", r.name, err)
-	}
+	_, err := r.tape.append(ti, s, nil)
+	r.logErr(err)
 }
 
 func (r *simRun) update(ti, si int, fn func(*tape.Step)) {
-	if r.w == nil {
-		fn(r.out.Threads[ti].Steps[si])
-		return
-	}
-	if err := r.w.UpdateStep(ti, si, fn); err != nil {
-		r.s.opts.Logf("run %s: %v", r.name, err)
-	}
+	r.logErr(r.tape.updateStep(ti, si, fn))
 }
 
-func (r *simRun) sync() {
-	if r.w != nil {
-		if err := r.w.Sync(); err != nil {
-			r.s.opts.Logf("run %s: %v", r.name, err)
-		}
+func (r *simRun) sync() { r.logErr(r.tape.sync()) }
+
+// logErr logs a failure to record.
+func (r *simRun) logErr(err error) {
+	if err != nil {
+		r.s.opts.Logf("run %s: %v", r.name, err)
 	}
 }
 
@@ -436,14 +352,13 @@ func (r *simRun) complete() bool {
 func (r *simRun) diverge(w http.ResponseWriter, p tape.Provider, in *tape.Step, ti int, arrived time.Time, d *divergence) {
 	msg := "tapebox simulator: run " + r.name + " diverged from the tape: " + d.Error()
 	r.s.opts.Logf("%s", msg)
-	writeProviderError(w, p, http.StatusBadRequest, "invalid_request_error", msg)
+	errBody := writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error", msg))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
 		return
 	}
 	if ti >= 0 {
-		errBody, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "invalid_request_error", "message": msg}})
 		in.Response = tape.Response{Status: http.StatusBadRequest, Raw: errBody}
 		in.ToolCalls = nil
 		in.Timing = tape.Timing{RequestAt: r.ms(arrived), FirstByteAt: r.ms(arrived), LastByteAt: r.ms(arrived)}
@@ -472,12 +387,7 @@ func (r *simRun) finish(reason tape.EndReason, detail string) error {
 	if reason == tape.EndComplete {
 		r.recordEndState()
 	}
-	var err error
-	if r.w != nil {
-		err = r.w.Finish(reason, r.s.opts.Now(), detail)
-	} else {
-		r.out.Meta.Ended = &tape.Ended{Reason: reason, At: r.s.opts.Now().UTC(), Detail: detail}
-	}
+	err := r.tape.end(tape.Ended{Reason: reason, At: r.s.opts.Now(), Detail: detail})
 	go r.s.runFinished()
 	return err
 }
@@ -489,12 +399,12 @@ func (r *simRun) recordEndState() {
 	if w == nil || dir == "" {
 		return
 	}
-	m, err := workspace.ManifestDir(context.Background(), dir, endOptions(w, r.s.opts.WorkspaceExclude))
+	m, err := workspace.ManifestDir(context.Background(), dir, workspace.Recorded(w, r.s.opts.WorkspaceExclude...))
 	if err != nil {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 		return
 	}
-	if err := setEndWorkspace(r.out, r.w, w, m); err != nil {
+	if err := setReplayEnd(r.tape, w, m); err != nil {
 		r.s.opts.Logf("run %s: workspace end manifest: %v", r.name, err)
 	}
 }

@@ -1,0 +1,124 @@
+package opencode_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/executor/harness/opencode"
+	"github.com/tapebox/tapebox/internal/testutil/harnesstest"
+	"github.com/tapebox/tapebox/tape"
+)
+
+type m = map[string]any
+
+func TestPolicy(t *testing.T) {
+	p := opencode.New().Policy()
+	assert.True(t, p.ParallelToolCalls)
+	assert.Equal(t, []string{"task"}, p.SpawningTools)
+	assert.Equal(t, "opencode", opencode.New().Name())
+}
+
+// The byte-for-byte comparison with the real opencode is executor/conformance's (the
+// fixture testdata/opencode.json); these pin the module's own branches, errors included,
+// with results seen from opencode 1.18.33.
+func TestTools(t *testing.T) {
+	s := harnesstest.New(t, opencode.New(), "toolu_1", nil)
+	write := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(s.Dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	read := func(name string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(s.Dir, name))
+		require.NoError(t, err)
+		return string(b)
+	}
+	write("notes.txt", "alpha\nbeta\ngamma\n")
+	write("dup.txt", "same\nsame\n")
+	write("sub/a.go", "package x\nfunc A() {}\n")
+	p := func(name string) string { return filepath.Join(s.Dir, name) }
+	check := func(tool string, input m, want string, isError bool) {
+		t.Helper()
+		res := s.Run(tool, input, nil)
+		assert.Equal(t, want, res.Text(), "%s %v", tool, input)
+		assert.Equal(t, isError, res.IsError, "%s %v: is_error", tool, input)
+	}
+	check("bash", m{"command": "echo hi; echo err >&2", "description": "x"}, "hi\nerr\n", false)
+	check("bash", m{"command": "echo about to fail; exit 3"}, "about to fail\n", false)
+	check("bash", m{"command": "true"}, "(no output)", false)
+	check("bash", m{"command": "pwd", "workdir": "sub"}, p("sub")+"\n", false)
+	check("bash", m{"command": "sleep 5", "timeout": 300}, "(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 300 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds.\n</shell_metadata>", false)
+	check("bash", m{"command": "true", "timeout": -1}, "Invalid timeout value: -1. Timeout must be a positive number.", true)
+	check("read", m{"filePath": p("notes.txt")}, "<path>"+p("notes.txt")+"</path>\n<type>file</type>\n<content>\n1: alpha\n2: beta\n3: gamma\n\n(End of file - total 3 lines)\n</content>", false)
+	check("read", m{"filePath": p("notes.txt"), "offset": 2, "limit": 1}, "<path>"+p("notes.txt")+"</path>\n<type>file</type>\n<content>\n2: beta\n\n(Showing lines 2-2 of 3. Use offset=3 to continue.)\n</content>", false)
+	check("read", m{"filePath": p("notes.txt"), "offset": 9}, "Offset 9 is out of range for this file (3 lines)", true)
+	check("read", m{"filePath": p("missing.txt")}, "File not found: "+p("missing.txt"), true)
+	check("read", m{"filePath": p("sub")}, "<path>"+p("sub")+"</path>\n<type>directory</type>\n<entries>\na.go\n\n(1 entries)\n</entries>", false)
+	check("write", m{"filePath": p("deep/new.txt"), "content": "new file\n"}, "Wrote file successfully.", false)
+	assert.Equal(t, "new file\n", read("deep/new.txt"))
+	check("edit", m{"filePath": p("notes.txt"), "oldString": "beta", "newString": "BETA"}, "Edit applied successfully.", false)
+	assert.Equal(t, "alpha\nBETA\ngamma\n", read("notes.txt"))
+	check("edit", m{"filePath": p("notes.txt"), "oldString": "zzz", "newString": "y"}, "Could not find oldString in the file. It must match exactly, including whitespace, indentation, and line endings.", true)
+	check("edit", m{"filePath": p("dup.txt"), "oldString": "same", "newString": "other"}, "Found multiple matches for oldString. Provide more surrounding context to make the match unique.", true)
+	check("edit", m{"filePath": p("missing.txt"), "oldString": "a", "newString": "b"}, "File "+p("missing.txt")+" not found", true)
+	check("edit", m{"filePath": p("notes.txt"), "oldString": "x", "newString": "x"}, "No changes to apply: oldString and newString are identical.", true)
+	check("glob", m{"pattern": "**/*.go"}, p("sub/a.go"), false)
+	check("glob", m{"pattern": "*.nothing"}, "No files found", false)
+	check("grep", m{"pattern": "func"}, "Found 1 matches\n"+p("sub/a.go")+":\n  Line 2: func A() {}\n", false)
+	check("grep", m{"pattern": "nomatchzzz"}, "No files found", false)
+	check("todowrite", m{"todos": []m{{"content": "one <a> & \"b\"", "status": "pending", "priority": "high"}, {"status": "completed", "content": "two", "priority": "low"}}},
+		"[\n  {\n    \"content\": \"one <a> & \\\"b\\\"\",\n    \"status\": \"pending\",\n    \"priority\": \"high\"\n  },\n  {\n    \"content\": \"two\",\n    \"status\": \"completed\",\n    \"priority\": \"low\"\n  }\n]", false)
+	check("todowrite", m{"todos": []m{}}, "[]", false)
+}
+
+// A tool this module does not perform (webfetch) replays its recorded result, marked as
+// copied.
+func TestNotRun(t *testing.T) {
+	s := harnesstest.New(t, opencode.New(), "toolu_1", nil)
+	rec := &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "Transport error (GET https://example.com)"}}, IsError: true}
+	res := s.Run("webfetch", m{"url": "https://example.com"}, rec)
+	assert.Equal(t, "Transport error (GET https://example.com)", res.Text())
+	assert.True(t, res.IsError)
+	assert.True(t, res.CopiedFromTape)
+}
+
+// The edit matchers on inputs nobody picked: whatever the model sends, an edit either
+// fails with one of opencode's messages and leaves the file as it was, or writes a file
+// that holds newString.
+func FuzzEdit(f *testing.F) {
+	f.Add("alpha\nbeta\ngamma\n", "beta", "BETA", false)
+	f.Add("a\r\nb\r\n", "a\nb", "x\ny", false)
+	f.Add("  x = 1\n  y = 2\n", "x = 1\ny = 2", "z", true)
+	f.Add("same\nsame\n", "same", "", true)
+	f.Fuzz(func(t *testing.T, content, oldS, newS string, all bool) {
+		s := harnesstest.New(t, opencode.New(), "toolu_1", nil)
+		path := filepath.Join(s.Dir, "f.txt")
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+		res := s.Run("edit", m{"filePath": path, "oldString": oldS, "newString": newS, "replaceAll": all}, nil)
+		after, err := os.ReadFile(path)
+		require.NoError(t, err)
+		if res.IsError {
+			assert.Equal(t, content, string(after), "a failed edit leaves the file: %s", res.Text())
+			return
+		}
+		assert.Equal(t, "Edit applied successfully.", res.Text())
+		// Sent as JSON, the model's string is valid UTF-8; the file is read as the
+		// WHATWG decoder reads it.
+		b, err := json.Marshal(newS)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &newS))
+		want := strings.ReplaceAll(strings.TrimPrefix(newS, "\uFEFF"), "\r\n", "\n")
+		if strings.Contains(strings.TrimPrefix(strings.ToValidUTF8(content, "\uFFFD"), "\uFEFF"), "\r\n") {
+			want = strings.ReplaceAll(want, "\n", "\r\n")
+		}
+		assert.Contains(t, string(after), want)
+	})
+}

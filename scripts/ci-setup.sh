@@ -110,7 +110,13 @@ if [ -f "$ROOT/harnesses/package.json" ]; then
 	command -v npm >/dev/null || die "npm not found; harnesses/package.json needs Node.js and npm"
 	if [ -f "$ROOT/harnesses/package-lock.json" ]; then
 		log "npm ci in harnesses/"
-		(cd "$ROOT/harnesses" && npm ci --no-audit --no-fund) || die "npm ci in harnesses/ failed"
+		if ! (cd "$ROOT/harnesses" && npm ci --no-audit --no-fund); then
+			# npm ci wants every optional platform package of a dependency in the lock
+			# (opencode-ai names twelve); a registry mirror that serves only this platform's
+			# leaves the others out of the lock. npm install takes the same lock and skips them.
+			log "npm ci refused the lock; npm install in harnesses/ with the same lock"
+			(cd "$ROOT/harnesses" && npm install --no-audit --no-fund) || die "npm install in harnesses/ failed"
+		fi
 	else
 		log "npm install in harnesses/ (no lockfile)"
 		(cd "$ROOT/harnesses" && npm install --no-audit --no-fund) || die "npm install in harnesses/ failed"

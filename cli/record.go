@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +28,7 @@ func init() {
 var RecordEnv = [][2]string{
 	{"ANTHROPIC_BASE_URL", "http://127.0.0.1:PORT (Claude Code, the Anthropic SDKs)"},
 	{"OPENAI_BASE_URL", "http://127.0.0.1:PORT/v1 (the OpenAI SDKs; Codex CLI ignores it for its built-in provider: give Codex a custom provider whose base_url is $TAPEBOX_GATEWAY_URL/v1)"},
+	{"GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:PORT (Gemini CLI, the Google Gen AI SDKs)"},
 	{"TAPEBOX_GATEWAY_URL", "http://127.0.0.1:PORT"},
 }
 
@@ -37,6 +39,7 @@ variables pointing at it, finishes the tape when CMD exits, and exits with CMD's
 
   ANTHROPIC_BASE_URL   http://127.0.0.1:PORT        (Claude Code, the Anthropic SDKs)
   OPENAI_BASE_URL      http://127.0.0.1:PORT/v1     (the OpenAI SDKs)
+  GOOGLE_GEMINI_BASE_URL http://127.0.0.1:PORT      (Gemini CLI, the Google Gen AI SDKs)
   TAPEBOX_GATEWAY_URL  http://127.0.0.1:PORT        (for anything else)
 
 Codex CLI ignores OPENAI_BASE_URL for its built-in provider, so when CMD is codex, record also
@@ -46,9 +49,13 @@ that variable is set): no file to edit. A command that already names a model_pro
 --no-codex-provider, are left alone. When CMD is opencode, record writes a temporary config
 file that points opencode's anthropic and openai providers at the gateway and names it in
 OPENCODE_CONFIG (the user's own config is not touched; --no-opencode-provider skips it).
---listen ADDR fixes the address (default: a free
-loopback port), for a harness configured by hand. docs/harnesses.md shows Claude Code, Codex and
-Pi side by side.
+Gemini CLI 0.61 refuses a base URL in headless mode unless its settings select the API key
+(security.auth.selectedType "gemini-api-key"), so when CMD is gemini, record runs it with
+GEMINI_CLI_HOME set to a temporary directory holding a copy of ~/.gemini/settings.json (and
+GEMINI.md) with that selection: the user's own files are not touched, and the copy is removed
+when CMD exits. A GEMINI_CLI_HOME already set is left alone. --listen ADDR fixes the address
+(default: a free loopback port), for a harness configured by hand. docs/harnesses.md shows
+the harnesses side by side.
 
 The tape ends complete when CMD exits 0 after a final answer, cut otherwise, upstream_error when
 the provider failed last, budget when a --max-* limit stopped the run: the model call after the
@@ -111,8 +118,24 @@ the directory CMD runs in: this one.`)
 	cmd.Env = append(os.Environ(),
 		"ANTHROPIC_BASE_URL="+base,
 		"OPENAI_BASE_URL="+base+"/v1",
+		"GOOGLE_GEMINI_BASE_URL="+base,
 		"TAPEBOX_GATEWAY_URL="+base,
 	)
+	if wdErr == nil {
+		// CMD runs here: a harness that trusts $PWD over its working directory (opencode
+		// does) must not get the one record's own parent left.
+		cmd.Env = append(cmd.Env, "PWD="+wd)
+	}
+	if strings.TrimSuffix(filepath.Base(argv[0]), ".js") == "gemini" && os.Getenv("GEMINI_CLI_HOME") == "" {
+		home, err := geminiHome()
+		if err != nil {
+			srv.Close()
+			g.Finish(tape.EndError, err.Error())
+			return failf(env, "record", "%v", err)
+		}
+		defer os.RemoveAll(home)
+		cmd.Env = append(cmd.Env, "GEMINI_CLI_HOME="+home)
+	}
 	if !*noOpenCode && isOpenCode(argv) {
 		ocEnv, cleanup, note, err := openCodeEnv(base, env.Getenv)
 		if err != nil {
@@ -268,4 +291,53 @@ func codexProvider(argv []string, base string, withKey bool) []string {
 		out = append(out, "-c", s)
 	}
 	return append(out, argv[1:]...)
+}
+
+// geminiHome makes a temporary home for Gemini CLI (its GEMINI_CLI_HOME): .gemini/ holds a
+// copy of the user's ~/.gemini/settings.json with security.auth.selectedType set to
+// "gemini-api-key", which Gemini CLI needs to take GOOGLE_GEMINI_BASE_URL in headless mode,
+// and a copy of the user's global GEMINI.md. A settings file that is not plain JSON (Gemini
+// CLI allows comments) is replaced by the selection alone.
+func geminiHome() (string, error) {
+	dir, err := os.MkdirTemp("", "tapebox-gemini-home-")
+	if err != nil {
+		return "", fmt.Errorf("gemini home: %w", err)
+	}
+	gem := filepath.Join(dir, ".gemini")
+	if err := os.Mkdir(gem, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("gemini home: %w", err)
+	}
+	settings := map[string]any{}
+	if user, err := os.UserHomeDir(); err == nil {
+		if b, err := os.ReadFile(filepath.Join(user, ".gemini", "settings.json")); err == nil {
+			_ = json.Unmarshal(b, &settings)
+		}
+		if b, err := os.ReadFile(filepath.Join(user, ".gemini", "GEMINI.md")); err == nil {
+			_ = os.WriteFile(filepath.Join(gem, "GEMINI.md"), b, 0o600)
+		}
+	}
+	if settings == nil {
+		settings = map[string]any{}
+	}
+	security, _ := settings["security"].(map[string]any)
+	if security == nil {
+		security = map[string]any{}
+	}
+	auth, _ := security["auth"].(map[string]any)
+	if auth == nil {
+		auth = map[string]any{}
+	}
+	auth["selectedType"] = "gemini-api-key"
+	security["auth"] = auth
+	settings["security"] = security
+	b, err := json.MarshalIndent(settings, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(gem, "settings.json"), b, 0o600)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("gemini home: settings: %w", err)
+	}
+	return dir, nil
 }

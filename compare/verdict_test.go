@@ -40,13 +40,19 @@ func TestCompareThreadsNoSpawnLeadsTo(t *testing.T) {
 	answer := func(at float64) *tape.Step {
 		return &tape.Step{Response: tape.Response{Status: 200, StopReason: "end_turn"}, Timing: tape.Timing{RequestAt: at, FirstByteAt: at + 1, LastByteAt: at + 2}}
 	}
+	calling := func(s *tape.Step) *tape.Step {
+		s.ToolCalls = []tape.ToolCall{{ID: "toolu_main", Name: "Bash", Input: []byte(`{"command":"true"}`), Kind: "function"}}
+		return s
+	}
 	work := tapegen.Pair("claude-code", "all 40 tests pass").Threads[0]
 	work.ID = "work"
 	for _, tc := range []struct {
 		name    string
 		threads []*tape.Thread
 	}{
-		{"a second thread without a parent", []*tape.Thread{{ID: "main", Steps: []*tape.Step{answer(0)}}, work}},
+		// (main makes a tool call: a first thread without one would be a side conversation,
+		// and work the main thread; see tape.Main.)
+		{"a second thread without a parent", []*tape.Thread{{ID: "main", Steps: []*tape.Step{calling(answer(0))}}, work}},
 		// Every thread has a parent: there is no main thread at all.
 		{"threads that are each other's parent", []*tape.Thread{
 			{ID: "a", Parent: &tape.Parent{ThreadID: "work", ToolCallID: "toolu_00"}, Steps: []*tape.Step{answer(0)}},

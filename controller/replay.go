@@ -23,6 +23,13 @@ type Options struct {
 	Env map[string]string
 	// Speed scales the recorded model latency: 1 reproduces it, 2 halves it, 0 removes it.
 	Speed float64
+	// HarnessPace, with a Speed above 0, paces the harness's time too: each step's request
+	// waits until as long has passed since the previous response as the recording shows
+	// (the tool calls and the harness's own work between turns), and the end state is read
+	// as long after the last response as the recording's was (capped at MaxTail). A
+	// command left running in the background then meets the calls after it, and the end,
+	// at the time it met them in the recording.
+	HarnessPace bool
 	// Output is where the replay tape is written after every step; "" writes none.
 	Output string
 	// CallTimeout bounds each tool call; a call that takes longer gets an error result and
@@ -151,6 +158,9 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 		s.hello.Version, s.hello.Protocol, s.hello.Harness, s.hello.Platform, p.policy.ParallelToolCalls, p.policy.SpawningTools)
 
 	err = p.playThread(ctx, main)
+	if err == nil {
+		err = p.paceTail(ctx, main)
+	}
 	// A replay that ends says bye and gives the executor 5 seconds to exit; one that was
 	// stopped (Ctrl-C) does not wait for the calls in flight: closing the sandbox ends them.
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -252,16 +262,52 @@ func (p *player) pace(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// MaxTail bounds the wait HarnessPace adds after the last response.
+const MaxTail = 10 * time.Second
+
+// paceSince sleeps until d, scaled, has passed since from.
+func (p *player) paceSince(ctx context.Context, from time.Time, d time.Duration) error {
+	if p.opts.Speed == 0 || d <= 0 || from.IsZero() {
+		return nil
+	}
+	// pace scales what it is given; what is left of d is d less the time since from, unscaled.
+	return p.pace(ctx, d-time.Duration(float64(p.opts.Now().Sub(from))*p.opts.Speed))
+}
+
+// paceTail, with HarnessPace, waits after the main thread's last response as long as the
+// recording went on after it (the harness's last tool calls and its exit), so that the end
+// state is read when the recording's was.
+func (p *player) paceTail(ctx context.Context, main *tape.Thread) error {
+	if !p.opts.HarnessPace || p.opts.Speed == 0 || len(main.Steps) == 0 || p.rec.Meta.Ended == nil {
+		return nil
+	}
+	end := tape.RoundMS(p.rec.Meta.Ended.At.Sub(p.rec.Meta.StartedAt))
+	tail := min(msDur(end-main.Steps[len(main.Steps)-1].Timing.LastByteAt), MaxTail)
+	if tail <= 0 {
+		return nil
+	}
+	p.opts.Logf("pace: the recording went on %v after its last response", tail.Round(time.Millisecond))
+	return p.pace(ctx, tail)
+}
+
 func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // playThread plays every step of th in order.
 func (p *player) playThread(ctx context.Context, th *tape.Thread) error {
 	ti := p.threadI[th.ID]
+	var lastAt time.Time // when the previous step's response ended, in this replay
 	for si, st := range th.Steps {
 		if err := ctx.Err(); err != nil {
 			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 		}
 		p.progress(th.ID, "")
+		// The harness's time since the previous response (its tool calls and its own work).
+		if si > 0 && p.opts.HarnessPace {
+			prev := th.Steps[si-1].Timing
+			if err := p.paceSince(ctx, lastAt, msDur(st.Timing.RequestAt-prev.LastByteAt)); err != nil {
+				return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+			}
+		}
 		reqAt := p.opts.Now()
 		if si > 0 {
 			next := p.ms(reqAt)
@@ -275,7 +321,7 @@ func (p *player) playThread(ctx context.Context, th *tape.Thread) error {
 		if err := p.pace(ctx, msDur(st.Timing.LastByteAt-st.Timing.FirstByteAt)); err != nil {
 			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 		}
-		lastAt := p.opts.Now()
+		lastAt = p.opts.Now()
 		p.mu.Lock()
 		p.modelTime += lastAt.Sub(reqAt)
 		p.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,3 +73,43 @@ func mustMarshal(t *testing.T, tp *tape.Tape) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// TestReplayHarnessPace: with HarnessPace a replay waits between turns as long as the
+// harness did and goes on after the last response as long as the recording did; without
+// it, at the same speed, it waits for neither.
+func TestReplayHarnessPace(t *testing.T) {
+	rec, _ := record(t, tape.ProviderAnthropic, false)
+	main := rec.Main()
+	require.GreaterOrEqual(t, len(main.Steps), 2)
+	// The harness took 300 ms between every two turns, and the recording ended 400 ms
+	// after its last response (the model's latency itself stays what was recorded: small).
+	const gap, tail = 300.0, 400.0
+	shift := 0.0
+	for i, st := range main.Steps {
+		st.Timing.RequestAt += shift
+		st.Timing.FirstByteAt += shift
+		st.Timing.LastByteAt += shift
+		if i+1 < len(main.Steps) {
+			shift += gap
+		}
+	}
+	last := main.Steps[len(main.Steps)-1].Timing.LastByteAt
+	rec.Meta.Ended.At = rec.Meta.StartedAt.Add(msDuration(last + tail))
+	want := msDuration(gap*float64(len(main.Steps)-1) + tail)
+	for _, pace := range []bool{true, false} {
+		dir := t.TempDir()
+		sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{})
+		require.NoError(t, err)
+		res, err := controller.Replay(t.Context(), rec, sb, controller.Options{Cwd: sb.Cwd(), Speed: 1, HarnessPace: pace, Logf: t.Logf})
+		require.NoError(t, err)
+		_ = sb.Close(t.Context())
+		_ = os.RemoveAll(harness.DefaultStateDir(sb.Cwd()))
+		if pace {
+			require.GreaterOrEqual(t, res.Wall, want, "paced: the harness's %v between turns and after the last", want)
+		} else {
+			require.Less(t, res.Wall, want, "not paced: the model's latency alone")
+		}
+	}
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

@@ -187,66 +187,19 @@ type prepared struct {
 // tapes stream through a few at a time, Parquet row groups are buffered compressed.
 func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportResult, error) {
 	start := time.Now()
-	if opts.Split == "" {
-		opts.Split = "train"
-	}
-	if !splitName.MatchString(opts.Split) {
-		return nil, fmt.Errorf("export: split %q: use letters, digits and _ only", opts.Split)
-	}
-	if opts.Format == 0 {
-		opts.Format = Parquet
-	}
-	if opts.Jobs <= 0 {
-		opts.Jobs = runtime.GOMAXPROCS(0)
-	}
-	if opts.ShardBytes <= 0 {
-		opts.ShardBytes = DefaultShardBytes
-	}
-	if opts.RowGroupBytes <= 0 {
-		opts.RowGroupBytes = DefaultRowGroupBytes
-	}
-	if opts.Out == "" {
-		return nil, errors.New("export: no output folder")
-	}
-	if err := opts.Card.check(); err != nil {
+	if err := opts.setDefaults(); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	// The card is merged into at the end: one that cannot be is refused now, before
-	// anything is written.
-	if old, err := LoadCard(opts.Out); err == nil {
-		if _, _, _, err := generatedPart(old.Body); err != nil {
-			return nil, fmt.Errorf("export: %s: %w", filepath.Join(opts.Out, cardFile), err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("export: %w (fix it or move it away: the export merges into it)", err)
-	}
-
 	// The tape ids of the other splits, to refuse a tape that is already in one.
 	elsewhere, err := tapeIDsExcept(opts.Out, opts.Split)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-
-	// Both formats: Parquet first, then Arrow from the Parquet shards (addArrow).
-	streamed := opts.Format
-	if streamed == Both {
-		streamed = Parquet
-	}
-	tapesSet := newShardSet[TapeRow](filepath.Join(opts.Out, "data", configTapes), opts.Split, tapesTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
-	stepsSet := newShardSet[StepRow](filepath.Join(opts.Out, "data", configSteps), opts.Split, stepsTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
-	wsSet := newShardSet[WorkspaceRow](filepath.Join(opts.Out, "data", configWorkspaces), opts.Split, workspacesTable, streamed, opts.ShardBytes, min(opts.RowGroupBytes, workspaceRowGroupBytes))
-	tracesSet := newShardSet[TraceRow](filepath.Join(opts.Out, "data", configTraces), opts.Split, tracesTable, streamed, opts.ShardBytes, opts.RowGroupBytes)
-	for _, cb := range []*string{&tapesSet.createdBy, &stepsSet.createdBy, &wsSet.createdBy, &tracesSet.createdBy} {
-		*cb = CreatedBy(opts.Version)
-	}
-	res := &ExportResult{}
+	t := newTables(&opts)
 	published := false
 	defer func() {
 		if !published {
-			tapesSet.abort()
-			stepsSet.abort()
-			wsSet.abort()
-			tracesSet.abort()
+			t.abort()
 		}
 	}()
 
@@ -256,171 +209,30 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	}
 	prog := newProgress(opts.Progress, "export", len(inputs), total)
 	defer prog.stop()
-
-	var failed atomic.Bool // an invalid tape was met: from now on, only validate
-	var invalid []*InvalidTapeError
-	ids := make(map[string]string, len(inputs))
-	digests := map[string]bool{} // of the snapshots sent to the workspaces writer
-
-	buffers := newBufferPool(maxInFlight / 2)
-	// Two writers, one per table, so that the Parquet encoding and compression of the
-	// tapes table (the bulk of the bytes) has a core of its own.
-	g, gctx := errgroup.WithContext(ctx)
-	tapeRows := make(chan *prepared, 2)
-	stepRows := make(chan *prepared, 4)
-	traceRows := make(chan *prepared, 4)
-	snapshots := make(chan snapshotJob, 1)
-	g.Go(func() error {
-		for p := range tapeRows {
-			// TapeJSON may be the file, mapped: guard turns its shrinking into an error.
-			err := guard(func() error { return tapesSet.write([]TapeRow{p.row}, []int64{p.rowSize}) })
-			if errors.Is(err, errFileChanged) {
-				err = fmt.Errorf("%s: %w", p.in.Path, err)
-			}
-			// The writer copied what it keeps: the file's buffer can serve another.
-			buffers.put(p.data)
-			p.done()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	g.Go(func() error {
-		for p := range stepRows {
-			if err := stepsSet.write(p.steps, p.stepSizes); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	g.Go(func() error {
-		for p := range traceRows {
-			if err := tracesSet.write(p.traces, p.traceSizes); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	// The workspaces writer reads one snapshot at a time, into one buffer: a snapshot can
-	// be tens of MB, and the Parquet writer keeps its own copy until its row group is out.
-	var wsCount int
-	var wsBytes int64
-	g.Go(func() error {
-		var buf []byte
-		for j := range snapshots {
-			var err error
-			if buf, err = readSnapshot(j.path, j.digest, buf); err != nil {
-				return fmt.Errorf("%s: %w", j.tape, &SnapshotError{Snapshot: j.path, Err: err})
-			}
-			row := WorkspaceRow{Digest: j.digest, Size: int64(len(buf)), Snapshot: buf}
-			if err := wsSet.write([]WorkspaceRow{row}, []int64{workspacesTable.rowBytes(reflect.ValueOf(&row).Elem())}); err != nil {
-				return err
-			}
-			wsCount++
-			wsBytes += row.Size
-		}
-		return nil
-	})
-	g.Go(func() error {
-		defer close(tapeRows)
-		defer close(stepRows)
-		defer close(traceRows)
-		defer close(snapshots)
-		return runOrdered(gctx, inputs, opts.Jobs, func(p *prepared) {
-			prepare(gctx, p, buffers, failed.Load() && !opts.SkipInvalid, &opts)
-		}, func(p *prepared) error {
-			prog.add(p.in.Size)
-			res.InputBytes += p.in.Size
-			if p.err != nil {
-				return p.err
-			}
-			if p.invalid == nil {
-				if first, dup := ids[p.row.TapeID]; dup {
-					p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in the dataset, from %s", p.row.TapeID, first)}
-				} else if at, dup := elsewhere[p.row.TapeID]; dup {
-					p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in split %s, at %s (a tape goes to one split)", p.row.TapeID, at.split, at.where)}
-				} else if p.row.TapeID != "" {
-					ids[p.row.TapeID] = p.in.Path
-				}
-			}
-			if p.invalid != nil {
-				invalid = append(invalid, p.invalid)
-				if !opts.SkipInvalid {
-					failed.Store(true)
-				}
-			}
-			if p.invalid != nil || failed.Load() {
-				buffers.put(p.data)
-				p.done()
-				return nil
-			}
-			res.Tapes++
-			res.Steps += int64(len(p.steps))
-			res.Traces += int64(len(p.traces))
-			if p.leftOut {
-				res.WorkspacesLeftOut++
-			}
-			if p.snapshot != "" && !digests[p.digest] {
-				digests[p.digest] = true
-				select {
-				case snapshots <- snapshotJob{tape: p.in.Path, path: p.snapshot, digest: p.digest}:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
-			if opts.Traces != nil {
-				select {
-				case traceRows <- p:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
-			for _, ch := range []chan *prepared{stepRows, tapeRows} {
-				select {
-				case ch <- p:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
-			return nil
-		})
-	})
-	err = g.Wait()
+	x := &exportRun{
+		opts:      &opts,
+		t:         t,
+		prog:      prog,
+		res:       &ExportResult{},
+		elsewhere: elsewhere,
+		ids:       make(map[string]string, len(inputs)),
+		digests:   map[string]bool{},
+		buffers:   newBufferPool(maxInFlight / 2),
+	}
+	err = x.run(ctx, inputs)
 	prog.stop()
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	if failed.Load() {
-		return nil, &InvalidTapesError{Invalid: invalid, Total: len(inputs)}
+	if x.failed.Load() {
+		return nil, &InvalidTapesError{Invalid: x.invalid, Total: len(inputs)}
 	}
-	res.Skipped = invalid
-	res.Workspaces, res.WorkspaceBytes = wsCount, wsBytes
+	res := x.res
+	res.Skipped = x.invalid
 
-	// Complete every shard before renaming any. A split without snapshots has no
-	// workspaces shard, not an empty one.
-	// A split exported with Traces has a traces table, empty when no tape has a thread.
-	closeTraces := tracesSet.closeCurrent
-	if opts.Traces != nil {
-		closeTraces = tracesSet.closeCurrentOrEmpty
-	}
-	for _, err := range []error{tapesSet.closeCurrentOrEmpty(), stepsSet.closeCurrentOrEmpty(), wsSet.closeCurrent(), closeTraces()} {
-		if err != nil {
-			return nil, fmt.Errorf("export: %w", err)
-		}
-	}
-	if opts.Format == Both {
-		if err := addArrow(ctx, opts.Progress, tapesSet, stepsSet, wsSet, tracesSet); err != nil {
-			return nil, fmt.Errorf("export: %w", err)
-		}
-	}
-	var files []string
-	for _, publish := range []func() ([]string, error){tapesSet.publish, stepsSet.publish, wsSet.publish, tracesSet.publish} {
-		paths, err := publish()
-		files = append(files, paths...)
-		if err != nil {
-			return nil, fmt.Errorf("export: %w", err)
-		}
+	files, err := t.finish(ctx, &opts)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
 	}
 	published = true
 	if err := removeStale(opts.Out, opts.Split, files); err != nil {
@@ -441,6 +253,266 @@ func Export(ctx context.Context, inputs []Input, opts ExportOptions) (*ExportRes
 	res.Files = append(res.Files, cardFile)
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// setDefaults fills the options left open and refuses those that cannot work, before
+// anything is written.
+func (opts *ExportOptions) setDefaults() error {
+	if opts.Split == "" {
+		opts.Split = "train"
+	}
+	if !splitName.MatchString(opts.Split) {
+		return fmt.Errorf("split %q: use letters, digits and _ only", opts.Split)
+	}
+	if opts.Format == 0 {
+		opts.Format = Parquet
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.ShardBytes <= 0 {
+		opts.ShardBytes = DefaultShardBytes
+	}
+	if opts.RowGroupBytes <= 0 {
+		opts.RowGroupBytes = DefaultRowGroupBytes
+	}
+	if opts.Out == "" {
+		return errors.New("no output folder")
+	}
+	if err := opts.Card.check(); err != nil {
+		return err
+	}
+	// The card is merged into at the end: one that cannot be is refused now.
+	if old, err := LoadCard(opts.Out); err == nil {
+		if _, _, _, err := generatedPart(old.Body); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(opts.Out, cardFile), err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w (fix it or move it away: the export merges into it)", err)
+	}
+	return nil
+}
+
+// tables are the four tables of an export, each written shard by shard.
+type tables struct {
+	tapes  *shardSet[TapeRow]
+	steps  *shardSet[StepRow]
+	ws     *shardSet[WorkspaceRow]
+	traces *shardSet[TraceRow]
+	// withTraces: the split has a traces table, empty when no tape has a thread.
+	withTraces bool
+}
+
+func newTables(opts *ExportOptions) *tables {
+	// Both formats: Parquet first, then Arrow from the Parquet shards (addArrow).
+	streamed := opts.Format
+	if streamed == Both {
+		streamed = Parquet
+	}
+	dir := func(config string) string { return filepath.Join(opts.Out, "data", config) }
+	t := &tables{
+		tapes:      newShardSet[TapeRow](dir(configTapes), opts.Split, tapesTable, streamed, opts.ShardBytes, opts.RowGroupBytes),
+		steps:      newShardSet[StepRow](dir(configSteps), opts.Split, stepsTable, streamed, opts.ShardBytes, opts.RowGroupBytes),
+		ws:         newShardSet[WorkspaceRow](dir(configWorkspaces), opts.Split, workspacesTable, streamed, opts.ShardBytes, min(opts.RowGroupBytes, workspaceRowGroupBytes)),
+		traces:     newShardSet[TraceRow](dir(configTraces), opts.Split, tracesTable, streamed, opts.ShardBytes, opts.RowGroupBytes),
+		withTraces: opts.Traces != nil,
+	}
+	for _, cb := range []*string{&t.tapes.createdBy, &t.steps.createdBy, &t.ws.createdBy, &t.traces.createdBy} {
+		*cb = CreatedBy(opts.Version)
+	}
+	return t
+}
+
+func (t *tables) abort() {
+	t.tapes.abort()
+	t.steps.abort()
+	t.ws.abort()
+	t.traces.abort()
+}
+
+// finish completes every shard before renaming any, adds the Arrow files when both formats
+// are asked for, and publishes: it returns the files under their final names. A split
+// without snapshots has no workspaces shard, not an empty one.
+func (t *tables) finish(ctx context.Context, opts *ExportOptions) ([]string, error) {
+	closeTraces := t.traces.closeCurrent
+	if t.withTraces {
+		closeTraces = t.traces.closeCurrentOrEmpty
+	}
+	for _, err := range []error{t.tapes.closeCurrentOrEmpty(), t.steps.closeCurrentOrEmpty(), t.ws.closeCurrent(), closeTraces()} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if opts.Format == Both {
+		if err := addArrow(ctx, opts.Progress, t.tapes, t.steps, t.ws, t.traces); err != nil {
+			return nil, err
+		}
+	}
+	var files []string
+	for _, publish := range []func() ([]string, error){t.tapes.publish, t.steps.publish, t.ws.publish, t.traces.publish} {
+		paths, err := publish()
+		files = append(files, paths...)
+		if err != nil {
+			return files, err
+		}
+	}
+	return files, nil
+}
+
+// exportRun is one export's pass over its inputs: workers prepare tapes, accept takes
+// them in input order, and one writer per table writes their rows.
+type exportRun struct {
+	opts      *ExportOptions
+	t         *tables
+	prog      *progress
+	res       *ExportResult
+	elsewhere map[string]tapeAt
+	ids       map[string]string // tape id -> the input that has it
+	digests   map[string]bool   // of the snapshots sent to the workspaces writer
+	buffers   *bufferPool
+	failed    atomic.Bool // an invalid tape was met: from now on, only validate
+	invalid   []*InvalidTapeError
+
+	tapeRows, stepRows, traceRows chan *prepared
+	snapshots                     chan snapshotJob
+}
+
+func (x *exportRun) run(ctx context.Context, inputs []Input) error {
+	// Two writers, one per table, so that the Parquet encoding and compression of the
+	// tapes table (the bulk of the bytes) has a core of its own.
+	g, gctx := errgroup.WithContext(ctx)
+	x.tapeRows = make(chan *prepared, 2)
+	x.stepRows = make(chan *prepared, 4)
+	x.traceRows = make(chan *prepared, 4)
+	x.snapshots = make(chan snapshotJob, 1)
+	g.Go(x.writeTapes)
+	g.Go(func() error {
+		return writeEach(x.stepRows, x.t.steps, func(p *prepared) ([]StepRow, []int64) { return p.steps, p.stepSizes })
+	})
+	g.Go(func() error {
+		return writeEach(x.traceRows, x.t.traces, func(p *prepared) ([]TraceRow, []int64) { return p.traces, p.traceSizes })
+	})
+	g.Go(x.writeWorkspaces)
+	g.Go(func() error {
+		defer close(x.tapeRows)
+		defer close(x.stepRows)
+		defer close(x.traceRows)
+		defer close(x.snapshots)
+		return runOrdered(gctx, inputs, x.opts.Jobs, func(p *prepared) {
+			prepare(gctx, p, x.buffers, x.failed.Load() && !x.opts.SkipInvalid, x.opts)
+		}, func(p *prepared) error { return x.accept(gctx, p) })
+	})
+	return g.Wait()
+}
+
+func (x *exportRun) writeTapes() error {
+	for p := range x.tapeRows {
+		// TapeJSON may be the file, mapped: guard turns its shrinking into an error.
+		err := guard(func() error { return x.t.tapes.write([]TapeRow{p.row}, []int64{p.rowSize}) })
+		if errors.Is(err, errFileChanged) {
+			err = fmt.Errorf("%s: %w", p.in.Path, err)
+		}
+		// The writer copied what it keeps: the file's buffer can serve another.
+		x.buffers.put(p.data)
+		p.done()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeEach writes the rows rows(p) of each p from ch into set.
+func writeEach[R any](ch <-chan *prepared, set *shardSet[R], rows func(*prepared) ([]R, []int64)) error {
+	for p := range ch {
+		if err := set.write(rows(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeWorkspaces reads one snapshot at a time, into one buffer: a snapshot can be tens of
+// MB, and the Parquet writer keeps its own copy until its row group is out.
+func (x *exportRun) writeWorkspaces() error {
+	var buf []byte
+	for j := range x.snapshots {
+		var err error
+		if buf, err = readSnapshot(j.path, j.digest, buf); err != nil {
+			return fmt.Errorf("%s: %w", j.tape, &SnapshotError{Snapshot: j.path, Err: err})
+		}
+		row := WorkspaceRow{Digest: j.digest, Size: int64(len(buf)), Snapshot: buf}
+		if err := x.t.ws.write([]WorkspaceRow{row}, []int64{workspacesTable.rowBytes(reflect.ValueOf(&row).Elem())}); err != nil {
+			return err
+		}
+		x.res.Workspaces++
+		x.res.WorkspaceBytes += row.Size
+	}
+	return nil
+}
+
+// accept takes the prepared tapes in input order: it refuses a tape id met twice, counts,
+// and hands the rows to the writers.
+func (x *exportRun) accept(ctx context.Context, p *prepared) error {
+	x.prog.add(p.in.Size)
+	x.res.InputBytes += p.in.Size
+	if p.err != nil {
+		return p.err
+	}
+	if p.invalid == nil {
+		if first, dup := x.ids[p.row.TapeID]; dup {
+			p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in the dataset, from %s", p.row.TapeID, first)}
+		} else if at, dup := x.elsewhere[p.row.TapeID]; dup {
+			p.invalid = &InvalidTapeError{Path: p.in.Path, Err: fmt.Errorf("tape_id %q is already in split %s, at %s (a tape goes to one split)", p.row.TapeID, at.split, at.where)}
+		} else if p.row.TapeID != "" {
+			x.ids[p.row.TapeID] = p.in.Path
+		}
+	}
+	if p.invalid != nil {
+		x.invalid = append(x.invalid, p.invalid)
+		if !x.opts.SkipInvalid {
+			x.failed.Store(true)
+		}
+	}
+	if p.invalid != nil || x.failed.Load() {
+		x.buffers.put(p.data)
+		p.done()
+		return nil
+	}
+	res := x.res
+	res.Tapes++
+	res.Steps += int64(len(p.steps))
+	res.Traces += int64(len(p.traces))
+	if p.leftOut {
+		res.WorkspacesLeftOut++
+	}
+	if p.snapshot != "" && !x.digests[p.digest] {
+		x.digests[p.digest] = true
+		if err := send(ctx, x.snapshots, snapshotJob{tape: p.in.Path, path: p.snapshot, digest: p.digest}); err != nil {
+			return err
+		}
+	}
+	if x.opts.Traces != nil {
+		if err := send(ctx, x.traceRows, p); err != nil {
+			return err
+		}
+	}
+	for _, ch := range []chan *prepared{x.stepRows, x.tapeRows} {
+		if err := send(ctx, ch, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// send sends v on ch unless ctx is done first.
+func send[T any](ctx context.Context, ch chan<- T, v T) error {
+	select {
+	case ch <- v:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // tapeAt is where a dataset folder holds a tape: its split, and the shard and row.

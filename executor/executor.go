@@ -13,6 +13,7 @@ import (
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/executor/harness/claudecode"
 	"github.com/tapebox/tapebox/executor/harness/codex"
+	"github.com/tapebox/tapebox/executor/harness/gemini"
 	"github.com/tapebox/tapebox/executor/harness/opencode"
 	"github.com/tapebox/tapebox/executor/harness/pi"
 	"github.com/tapebox/tapebox/executor/protocol"
@@ -24,7 +25,7 @@ const Version = "0.1.0"
 
 // Harnesses returns the registry of the built-in harness modules.
 func Harnesses() *harness.Registry {
-	return harness.NewRegistry(claudecode.New(), codex.New(), pi.New(), opencode.New())
+	return harness.NewRegistry(claudecode.New(), codex.New(), pi.New(), gemini.New(), opencode.New())
 }
 
 // Platform describes the machine as "linux-<kernel release>-<machine>", such as

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -353,7 +354,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ambiguous && r.Method == http.MethodPost {
 		g.logf("%s %s refused: not a model call's path as sent, but it reads as one once decoded", r.Method, tape.RedactURL(r.URL.RequestURI()))
 		writeError(w, p, apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "tapebox_ambiguous_path",
-			msg: fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, provider.Path(p))})
+			msg: fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, cmp.Or(provider.Path(p), "/v1beta/models/MODEL:generateContent"))})
 		return
 	}
 	if isModelCall && r.Method == http.MethodPost && g.brk != nil {
@@ -436,6 +437,9 @@ func NewToken() string { return rand.Text() }
 
 // guessProvider picks an upstream for a path that is not a model call.
 func guessProvider(r *http.Request) tape.Provider {
+	if r.Header.Get("x-goog-api-key") != "" || strings.Contains(r.URL.Path, "/models/") {
+		return tape.ProviderGemini
+	}
 	if r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "" || strings.Contains(r.URL.Path, "/messages") {
 		return tape.ProviderAnthropic
 	}

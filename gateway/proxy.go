@@ -314,6 +314,10 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, resp *http
 		a.complete = readErr == nil // its events cannot be told apart any more: a clean end will do
 	}
 	clientGone := r.Context().Err() != nil || writeErr != nil
+	if rec.p == tape.ProviderGemini && committed < 0 && !clientGone {
+		// A Gemini stream has no final event: it ends when the body does.
+		a.complete = readErr == nil
+	}
 	var broken []string
 	if readErr != nil && !clientGone {
 		broken = append(broken, fmt.Sprintf("upstream stream broke: %v", readErr))

@@ -117,7 +117,7 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 	if !continued || th.last == nil {
 		return
 	}
-	if err := g.out.answered(th.index, th.lastIndex, th.last.ToolCalls, &step.Request, step.Timing.RequestAt); err != nil {
+	if err := g.out.answered(rec.p, th.index, th.lastIndex, th.last.ToolCalls, &step.Request, step.Timing.RequestAt); err != nil {
 		g.logf("thread %s: %v", th.id, err)
 		return
 	}
@@ -404,7 +404,7 @@ func (g *Gateway) noteUnsupported(thread string, f *unsupported.Finding) {
 // to name its own working directory: a subagent's may name another.
 func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 	harness, version := detectHarness(h)
-	model := tape.BodyModel(step.Request.Raw)
+	model := tape.StepModel(nil, step) // a Gemini call names its model in the path only
 	err := g.out.updateMeta(func(m *tape.Meta) {
 		m.Provider = p
 		m.Model = model
@@ -424,6 +424,8 @@ func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 var (
 	claudeUA = regexp.MustCompile(`claude-cli/([0-9][^\s]*)`)
 	codexUA  = regexp.MustCompile(`codex[_a-z]*/([0-9][^\s]*)`)
+	// Gemini CLI: "GeminiCLI/0.61.0/gemini-2.5-pro (linux; x64)", "GeminiCLI-tui/0.61.0/...".
+	geminiUA = regexp.MustCompile(`GeminiCLI(?:-[a-z]+)?/([0-9][^\s/]*)`)
 	// OpenCode sends "opencode/VERSION" (the AI SDK may add its own after it).
 	opencodeUA = regexp.MustCompile(`(?:^|\s)opencode/([0-9][^\s/]*)`)
 )
@@ -445,6 +447,9 @@ func detectHarness(h http.Header) (name, version string) {
 	}
 	if h.Get("X-Claude-Code-Session-Id") != "" {
 		return "claude-code", ""
+	}
+	if m := geminiUA.FindStringSubmatch(ua); m != nil {
+		return "gemini-cli", m[1]
 	}
 	return "", ""
 }

@@ -65,10 +65,11 @@ func (r *recorder) release(ti, si int) error {
 }
 
 // answered gives step si of thread ti what the thread's next request tells of it: the
-// results it carries for the step's tool calls (kept as they were when it carries none)
+// results it carries for the step's tool calls in wire format p (provider.RequestResults;
+// kept as they were when it carries none)
 // and when it came (ms since the start).
-func (r *recorder) answered(ti, si int, calls []tape.ToolCall, next *tape.Request, at float64) error {
-	results := tape.ResultsFor(next.Messages, calls)
+func (r *recorder) answered(p tape.Provider, ti, si int, calls []tape.ToolCall, next *tape.Request, at float64) error {
+	results := provider.RequestResults(p, next, calls)
 	fn := func(rs *[]tape.ToolResult, timing *tape.Timing) {
 		if results != nil {
 			*rs = results

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
@@ -21,6 +22,10 @@ import (
 // /v1/files/abc;/v1/messages, /v1/organizations/me/v1/messages, /v1/messages/). Some
 // server on the way could route it to the model; the gateway refuses such a POST rather
 // than let a model call through that it neither records nor counts.
+//
+// A Gemini API call's path names its model (/v1beta/models/MODEL:streamGenerateContent):
+// it is a model call when it is exactly geminiCall's shape as sent, and ambiguous when its
+// loose form ends in a Gemini method (its wire's loosePath).
 func route(r *http.Request) (fwd string, p tape.Provider, model, ambiguous bool) {
 	fwd = upstreamPath(r.URL.EscapedPath())
 	for _, w := range wires {
@@ -38,6 +43,11 @@ func route(r *http.Request) (fwd string, p tape.Provider, model, ambiguous bool)
 	}
 	return fwd, "", false, false
 }
+
+// geminiCall is the path of a Gemini API model call as the gateway records it: an API
+// version, models/ or tunedModels/, a model name of plain characters (no escapes, no dot
+// segment), and the method.
+var geminiCall = regexp.MustCompile(`^/v1(?:beta|alpha)?/(?:models|tunedModels)/[A-Za-z0-9_-][A-Za-z0-9._-]*:(?:generateContent|streamGenerateContent)$`)
 
 // dropParams removes the ";" parameters of each segment of a path (RFC 3986 3.3), as some
 // servers do before routing.

@@ -153,7 +153,7 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, 
 // ones, learning identifiers on the way.
 func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step) *divergence {
 	prev := th.Steps[si-1]
-	got := tape.ResultsFor(in.Request.Messages, prev.ToolCalls) // the request is normalized already
+	got := provider.RequestResults(r.s.rec.Meta.Provider, &in.Request, prev.ToolCalls) // the request is normalized already
 	h := r.s.rec.Meta.Harness
 	for _, c := range prev.ToolCalls {
 		want, hasWant := prev.ToolResult(c.ID)
@@ -311,7 +311,7 @@ func (r *simRun) prevResults(ti, si int, in *tape.Step) {
 		return
 	}
 	calls := r.s.rec.Threads[ti].Steps[si-1].ToolCalls
-	r.logErr(r.tape.answered(ti, si-1, calls, &in.Request, in.Timing.RequestAt))
+	r.logErr(r.tape.answered(r.s.rec.Meta.Provider, ti, si-1, calls, &in.Request, in.Timing.RequestAt))
 }
 
 func (r *simRun) append(ti int, s *tape.Step) {

@@ -21,6 +21,9 @@ type wire struct {
 	// format whose paths are not one fixed path (the Gemini API's name the model); nil means
 	// exactly provider.Path(p).
 	modelPath func(path string) bool
+	// loosePath, when set, is endsInModelPath's test of a decoded, normalized, lower-case
+	// path for such a format; nil means modelPath.
+	loosePath func(v string) bool
 	// terminal says whether a stream event (as sent, "event: ...\ndata: ...\n\n") is the
 	// last one of an answer: the live mode records the step before forwarding it.
 	terminal func(ev string) bool
@@ -84,6 +87,44 @@ var wires = []wire{
 				add(fmt.Sprintf("r%v.%v.%s", m["output_index"], m["content_index"], typ), m, "delta")
 			}
 		}},
+	{p: tape.ProviderGemini, upstream: "https://generativelanguage.googleapis.com",
+		modelPath: geminiCall.MatchString,
+		loosePath: func(v string) bool {
+			return strings.HasSuffix(v, ":generatecontent") || strings.HasSuffix(v, ":streamgeneratecontent")
+		},
+		// A Gemini stream has no final event of its own: its last chunk is the one whose
+		// candidate says why it finished (and a stream without one ends with its body:
+		// relayStream).
+		terminal: func(ev string) bool {
+			_, data := provider.ParseEvent(ev)
+			if !strings.Contains(data, `"finishReason"`) {
+				return eventName(ev) == "error"
+			}
+			var c struct {
+				Candidates []struct {
+					FinishReason string `json:"finishReason"`
+				} `json:"candidates"`
+			}
+			return json.Unmarshal([]byte(data), &c) == nil && len(c.Candidates) > 0 && c.Candidates[0].FinishReason != ""
+		},
+		deltas: func(m map[string]any, add func(string, map[string]any, string)) {
+			cands, _ := m["candidates"].([]any)
+			for ci, c := range cands {
+				cm, _ := c.(map[string]any)
+				content, _ := cm["content"].(map[string]any)
+				parts, _ := content["parts"].([]any)
+				for _, p := range parts {
+					pm, _ := p.(map[string]any)
+					if _, ok := pm["text"].(string); ok {
+						kind := "text"
+						if pm["thought"] == true {
+							kind = "thought"
+						}
+						add(fmt.Sprintf("g%d.%s", ci, kind), pm, "text")
+					}
+				}
+			}
+		}},
 }
 
 // wireOf returns p's entry in wires (ok false for a provider the endpoint does not serve).
@@ -108,6 +149,9 @@ func (w wire) isModelPath(fwd string) bool {
 // endsInModelPath says whether v, a path decoded and normalized, ends in one of w's model
 // call paths (route's ambiguous paths).
 func (w wire) endsInModelPath(v string) bool {
+	if w.loosePath != nil {
+		return w.loosePath(v)
+	}
 	if w.modelPath != nil {
 		return w.modelPath(v)
 	}

@@ -55,122 +55,141 @@ func isOutputItem(typ, role string) bool {
 	return false
 }
 
+// cxPending is one model answer of a rollout as it is read: its output items, its usage,
+// how many input items came before it, and when the item before it (req) and its own first
+// and last items were written (zero when the lines have no timestamp).
+type cxPending struct {
+	output           []json.RawMessage
+	usage            map[string]int64
+	inLen            int
+	req, first, last time.Time
+}
+
+// cxReader reads a rollout's lines into r: every item in order (input), and the answers
+// among them (steps).
+type cxReader struct {
+	r         *cxRollout
+	input     []json.RawMessage
+	steps     []*cxPending
+	cur       *cxPending // the answer being read, nil after an input item
+	lastInput time.Time
+}
+
 // readRollout reads one rollout file into a thread. Its steps are normalized by the
 // Responses adapter from request and response bodies rebuilt from the items, so that an
 // imported step holds what a recorded one would; the bodies are then dropped.
 func readRollout(p string) (*cxRollout, error) {
-	r := &cxRollout{path: p, th: &tape.Thread{Steps: []*tape.Step{}}, lost: losses{}}
-	var input []json.RawMessage
-	type pending struct {
-		step   *tape.Step
-		output []json.RawMessage
-		usage  map[string]int64
-		inLen  int
-		// req is when the item before the answer was written; first and last the answer's
-		// items (zero when the lines have no timestamp).
-		req, first, last time.Time
-	}
-	var lastInput time.Time
-	var steps []*pending
-	var cur *pending
-	err := readLines(p, func(_ int, b []byte) error {
-		var l cxReadLine
-		if err := json.Unmarshal(b, &l); err != nil {
-			return fmt.Errorf("not a Codex rollout line: %w", err)
-		}
-		at, timed := parseTime(l.Timestamp)
-		if timed {
-			if r.first.IsZero() {
-				r.first = at
-			}
-			r.last = at
-		}
-		switch l.Type {
-		case "session_meta":
-			var m struct {
-				ID               string `json:"id"`
-				SessionID        string `json:"session_id"`
-				ParentThreadID   string `json:"parent_thread_id"`
-				Cwd              string `json:"cwd"`
-				CLIVersion       string `json:"cli_version"`
-				ModelProvider    string `json:"model_provider"`
-				BaseInstructions *struct {
-					Text string `json:"text"`
-				} `json:"base_instructions"`
-			}
-			if err := json.Unmarshal(l.Payload, &m); err != nil {
-				return fmt.Errorf("session_meta: %w", err)
-			}
-			r.id, r.session, r.parent, r.cwd, r.version = m.ID, cmp.Or(m.SessionID, m.ID), m.ParentThreadID, m.Cwd, m.CLIVersion
-			r.provider = m.ModelProvider
-			if m.BaseInstructions != nil {
-				r.base = m.BaseInstructions.Text
-			}
-		case "turn_context":
-			var m struct {
-				Model string `json:"model"`
-			}
-			if err := json.Unmarshal(l.Payload, &m); err != nil {
-				return fmt.Errorf("turn_context: %w", err)
-			}
-			r.model = cmp.Or(m.Model, r.model)
-		case "event_msg":
-			var m struct {
-				Type string `json:"type"`
-				Info *struct {
-					Last map[string]int64 `json:"last_token_usage"`
-				} `json:"info"`
-			}
-			if err := json.Unmarshal(l.Payload, &m); err != nil {
-				return fmt.Errorf("event_msg: %w", err)
-			}
-			if m.Type == "token_count" && m.Info != nil && len(steps) > 0 {
-				steps[len(steps)-1].usage = m.Info.Last
-			}
-		case "response_item":
-			var it struct {
-				Type             string          `json:"type"`
-				Role             string          `json:"role"`
-				EncryptedContent string          `json:"encrypted_content"`
-				Tools            json.RawMessage `json:"tools"`
-			}
-			if err := json.Unmarshal(l.Payload, &it); err != nil {
-				return fmt.Errorf("response_item: %w", err)
-			}
-			switch {
-			case it.Type == "reasoning" && it.EncryptedContent != "":
-				r.lost.add(LostEncryptedReasoning, 1)
-			case it.Type == "tool_search_output" && len(it.Tools) > 0 && string(it.Tools) != "null" && string(it.Tools) != "[]":
-				r.lost.add(LostToolSearchTools, 1)
-			}
-			if isOutputItem(it.Type, it.Role) {
-				if cur == nil {
-					cur = &pending{inLen: len(input)}
-					if timed {
-						cur.req, cur.first = cmpTime(lastInput, at), at
-					}
-					steps = append(steps, cur)
-				}
-				if timed {
-					cur.last = at
-				}
-				cur.output = append(cur.output, l.Payload)
-			} else {
-				cur = nil
-				if timed {
-					lastInput = at
-				}
-			}
-			input = append(input, l.Payload)
-		}
-		return nil
-	})
-	if err != nil {
+	c := &cxReader{r: &cxRollout{path: p, th: &tape.Thread{Steps: []*tape.Step{}}, lost: losses{}}}
+	if err := readLines(p, func(_ int, b []byte) error { return c.line(b) }); err != nil {
 		return nil, err
 	}
+	r := c.r
 	if r.id == "" {
 		return nil, fmt.Errorf("%s: no session_meta line: not a Codex rollout", p)
 	}
+	if err := r.buildSteps(c.input, c.steps); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// line reads one line of the rollout.
+func (c *cxReader) line(b []byte) error {
+	var l cxReadLine
+	if err := json.Unmarshal(b, &l); err != nil {
+		return fmt.Errorf("not a Codex rollout line: %w", err)
+	}
+	at, timed := parseTime(l.Timestamp)
+	if timed {
+		if c.r.first.IsZero() {
+			c.r.first = at
+		}
+		c.r.last = at
+	}
+	switch l.Type {
+	case "session_meta":
+		var m struct {
+			ID               string `json:"id"`
+			SessionID        string `json:"session_id"`
+			ParentThreadID   string `json:"parent_thread_id"`
+			Cwd              string `json:"cwd"`
+			CLIVersion       string `json:"cli_version"`
+			ModelProvider    string `json:"model_provider"`
+			BaseInstructions *struct {
+				Text string `json:"text"`
+			} `json:"base_instructions"`
+		}
+		if err := json.Unmarshal(l.Payload, &m); err != nil {
+			return fmt.Errorf("session_meta: %w", err)
+		}
+		c.r.id, c.r.session, c.r.parent, c.r.cwd, c.r.version = m.ID, cmp.Or(m.SessionID, m.ID), m.ParentThreadID, m.Cwd, m.CLIVersion
+		c.r.provider = m.ModelProvider
+		if m.BaseInstructions != nil {
+			c.r.base = m.BaseInstructions.Text
+		}
+	case "turn_context":
+		var m struct {
+			Model string `json:"model"`
+		}
+		if err := json.Unmarshal(l.Payload, &m); err != nil {
+			return fmt.Errorf("turn_context: %w", err)
+		}
+		c.r.model = cmp.Or(m.Model, c.r.model)
+	case "event_msg":
+		var m struct {
+			Type string `json:"type"`
+			Info *struct {
+				Last map[string]int64 `json:"last_token_usage"`
+			} `json:"info"`
+		}
+		if err := json.Unmarshal(l.Payload, &m); err != nil {
+			return fmt.Errorf("event_msg: %w", err)
+		}
+		if m.Type == "token_count" && m.Info != nil && len(c.steps) > 0 {
+			c.steps[len(c.steps)-1].usage = m.Info.Last
+		}
+	case "response_item":
+		var it struct {
+			Type             string          `json:"type"`
+			Role             string          `json:"role"`
+			EncryptedContent string          `json:"encrypted_content"`
+			Tools            json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(l.Payload, &it); err != nil {
+			return fmt.Errorf("response_item: %w", err)
+		}
+		switch {
+		case it.Type == "reasoning" && it.EncryptedContent != "":
+			c.r.lost.add(LostEncryptedReasoning, 1)
+		case it.Type == "tool_search_output" && len(it.Tools) > 0 && string(it.Tools) != "null" && string(it.Tools) != "[]":
+			c.r.lost.add(LostToolSearchTools, 1)
+		}
+		if isOutputItem(it.Type, it.Role) {
+			if c.cur == nil {
+				c.cur = &cxPending{inLen: len(c.input)}
+				if timed {
+					c.cur.req, c.cur.first = cmpTime(c.lastInput, at), at
+				}
+				c.steps = append(c.steps, c.cur)
+			}
+			if timed {
+				c.cur.last = at
+			}
+			c.cur.output = append(c.cur.output, l.Payload)
+		} else {
+			c.cur = nil
+			if timed {
+				c.lastInput = at
+			}
+		}
+		c.input = append(c.input, l.Payload)
+	}
+	return nil
+}
+
+// buildSteps makes r's steps from the rollout's items and the answers among them.
+func (r *cxRollout) buildSteps(input []json.RawMessage, steps []*cxPending) error {
+	p := r.path
 	// The whole conversation is normalized once, as the request that holds every item; a
 	// step's request is a prefix of it (one message per item, after the base instructions),
 	// so that an import is linear in the session, not quadratic.
@@ -180,23 +199,23 @@ func readRollout(p string) (*cxRollout, error) {
 		// As Codex sends them: the base instructions first, as a developer message.
 		b, err := jsonlex.Marshal(map[string]any{"type": "message", "role": "developer", "content": []any{map[string]any{"type": "input_text", "text": r.base}}})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		items = append([]json.RawMessage{b}, input...)
 		offset = 1
 	}
 	all := newStep(tape.ProviderOpenAIResponses, r.model, nil)
-	var err2 error
-	if all.Request.Raw, err2 = jsonlex.Marshal(map[string]any{"model": r.model, "input": items, "stream": true}); err2 != nil {
-		return nil, err2
+	var err error
+	if all.Request.Raw, err = jsonlex.Marshal(map[string]any{"model": r.model, "input": items, "stream": true}); err != nil {
+		return err
 	}
 	all.Response.Raw = json.RawMessage(`{"status":"completed","output":[]}`)
 	if err := provider.Normalize(tape.ProviderOpenAIResponses, all); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return fmt.Errorf("%s: %w", p, err)
 	}
 	msgs := all.Request.Messages
 	if len(msgs) != len(items) {
-		return nil, fmt.Errorf("%s: %d items normalized into %d messages", p, len(items), len(msgs))
+		return fmt.Errorf("%s: %d items normalized into %d messages", p, len(items), len(msgs))
 	}
 	for i, ps := range steps {
 		in := ps.usage["input_tokens"]
@@ -209,10 +228,10 @@ func readRollout(p string) (*cxRollout, error) {
 		st.Request.Raw = json.RawMessage(`{"input":[]}`)
 		var err error
 		if st.Response.Raw, err = jsonlex.Marshal(respBody); err != nil {
-			return nil, err
+			return err
 		}
 		if err := provider.Normalize(tape.ProviderOpenAIResponses, st); err != nil {
-			return nil, fmt.Errorf("%s: model call %d: %w", p, i, err)
+			return fmt.Errorf("%s: model call %d: %w", p, i, err)
 		}
 		st.Request.System, st.Request.Params, st.Request.Tools = all.Request.System, all.Request.Params, all.Request.Tools
 		st.Request.Messages = msgs[: offset+ps.inLen : offset+ps.inLen]
@@ -235,7 +254,7 @@ func readRollout(p string) (*cxRollout, error) {
 			r.clock[st] = &stepClock{req: ps.req, first: ps.first, last: ps.last}
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // ImportCodex reads Codex rollout files: a rollout-*.jsonl file or a directory holding them

@@ -51,6 +51,8 @@ type Options struct {
 	Env map[string]string
 	// Speed scales the recorded model latency: 1 as recorded, 0 none.
 	Speed float64
+	// HarnessPace paces the harness's own time between turns too (controller.Options).
+	HarnessPace bool
 	// Output is where the replay tape is written after every step; "" writes none.
 	Output string
 	// CallTimeout bounds each tool call (controller.Options.CallTimeout).
@@ -249,7 +251,7 @@ func (r *Replay) Setup() time.Duration { return r.setup }
 // when some thread could not be played to its end.
 func (r *Replay) Play(ctx context.Context) (*Result, error) {
 	o := r.opts
-	copts := controller.Options{Cwd: r.sb.Cwd(), Env: o.Env, Speed: o.Speed, Output: o.Output,
+	copts := controller.Options{Cwd: r.sb.Cwd(), Env: o.Env, Speed: o.Speed, HarnessPace: o.HarnessPace, Output: o.Output,
 		CallTimeout: o.CallTimeout, Logf: o.Logf, Snapshot: r.snapshot, NoWorkspace: o.NoWorkspace, Progress: o.Progress}
 	if r.sb.Spec().Scheme == sandbox.SchemeLocal && o.Output != "" {
 		copts.WorkspaceExclude = workspace.OwnFiles(r.sb.Cwd(), o.Output)

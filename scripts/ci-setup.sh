@@ -11,7 +11,9 @@
 #   4. Go modules: go mod download
 #   5. the real harnesses' npm packages, when harnesses/package.json exists:
 #      npm ci (npm install when there is no lockfile)
-#   6. playwright-core for the viewer's browser tests: npm ci in viewer/browsertest
+#   6. playwright-core for the viewer's browser tests: npm ci in viewer/browsertest; DuckDB
+#      (@duckdb/node-api), the independent Parquet reader of the dataset tests: npm ci in
+#      dataset/duckdbtest
 #   7. the OpenTelemetry Collector of the OTLP tests, built from the module proxy once per
 #      version: scripts/otelcol.sh
 #
@@ -121,6 +123,15 @@ if [ -f "$ROOT/viewer/browsertest/package-lock.json" ]; then
 	else
 		log "npm ci in viewer/browsertest/"
 		(cd "$ROOT/viewer/browsertest" && npm ci --no-audit --no-fund) || die "npm ci in viewer/browsertest/ failed"
+	fi
+fi
+if [ -f "$ROOT/dataset/duckdbtest/package-lock.json" ]; then
+	command -v npm >/dev/null || die "npm not found; dataset/duckdbtest needs Node.js and npm"
+	if [ -f "$ROOT/dataset/duckdbtest/node_modules/@duckdb/node-api/package.json" ]; then
+		log "@duckdb/node-api present in dataset/duckdbtest/"
+	else
+		log "npm ci in dataset/duckdbtest/"
+		(cd "$ROOT/dataset/duckdbtest" && npm ci --no-audit --no-fund) || die "npm ci in dataset/duckdbtest/ failed"
 	fi
 fi
 # The OpenTelemetry Collector the interop tests send spans to, built once per version.

@@ -136,7 +136,7 @@ func plant(t *testing.T, r *rand.Rand, tp *tape.Tape, k secretKind, pl place, se
 					}
 				}
 			case inRawBody:
-				if _, ok := longestString(t, s.Request.Raw, "/messages/", "/input/"); ok {
+				if _, ok := longestString(t, s.Request.Raw, "/messages/", "/input/", "/contents/"); ok {
 					spots = append(spots, spot{ti, si, 0})
 				}
 			default:
@@ -179,7 +179,7 @@ func plant(t *testing.T, r *rand.Rand, tp *tape.Tape, k secretKind, pl place, se
 		return fmt.Sprintf("%s/tool_calls/%d/input%s", at, sp.index, ptr)
 	case inRawBody:
 		var ptr string
-		s.Request.Raw, ptr = appendToLongest(t, s.Request.Raw, "\n\nUse this: "+k.line(secrets)+"\n", "/messages/", "/input/")
+		s.Request.Raw, ptr = appendToLongest(t, s.Request.Raw, "\n\nUse this: "+k.line(secrets)+"\n", "/messages/", "/input/", "/contents/")
 		return at + "/request/raw" + ptr
 	}
 	t.Fatalf("unknown place %s", pl)

@@ -49,3 +49,37 @@ func walkUp(t *tape.Tape, th *tape.Thread) bool {
 	}
 	return false
 }
+
+// TestMainThread: the main thread is the first thread without a parent that makes tool calls
+// (a title call that a harness sends before its agent's first call is not it), else the
+// first without a parent.
+func TestMainThread(t *testing.T) {
+	calls := func(id string) *tape.Thread {
+		return &tape.Thread{ID: id, Steps: []*tape.Step{{ToolCalls: []tape.ToolCall{{ID: "c", Name: "bash"}}}}}
+	}
+	talks := func(id string) *tape.Thread { return &tape.Thread{ID: id, Steps: []*tape.Step{{}}} }
+	child := calls("child")
+	child.Parent = &tape.Parent{ThreadID: "agent", ToolCallID: "c"}
+	for _, tc := range []struct {
+		name    string
+		threads []*tape.Thread
+		want    string
+	}{
+		{"empty", nil, ""},
+		{"one thread", []*tape.Thread{talks("main")}, "main"},
+		{"a title call first", []*tape.Thread{talks("main"), calls("agent"), child}, "agent"},
+		{"the first of two that call", []*tape.Thread{calls("a"), calls("b")}, "a"},
+		{"no thread calls: the first", []*tape.Thread{talks("a"), talks("b")}, "a"},
+		{"a child that calls is never main", []*tape.Thread{child, talks("agent")}, "agent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := tape.New(tape.ProviderAnthropic, time.Unix(0, 0))
+			tp.Threads = tc.threads
+			got := ""
+			if m := tp.Main(); m != nil {
+				got = m.ID
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

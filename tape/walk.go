@@ -15,14 +15,26 @@ func (t *Tape) Thread(id string) *Thread {
 	return nil
 }
 
-// Main returns the main thread (the first one without a parent), or nil for an empty tape.
+// Main returns the main thread: the first one without a parent that makes tool calls, else
+// the first one without a parent; nil for an empty tape. A side conversation without tool
+// calls that a harness starts before its agent's first answer is in (OpenCode asks its
+// small model for the session's title beside that call) is not the main thread.
 func (t *Tape) Main() *Thread {
+	var first *Thread
 	for _, th := range t.Threads {
-		if th.Parent == nil {
-			return th
+		if th.Parent != nil {
+			continue
+		}
+		if first == nil {
+			first = th
+		}
+		for _, s := range th.Steps {
+			if len(s.ToolCalls) > 0 {
+				return th
+			}
 		}
 	}
-	return nil
+	return first
 }
 
 // Children returns the threads spawned by tool calls of th, in tape order.

@@ -29,6 +29,7 @@ type config struct {
 	cwd         string
 	cwdSet      bool
 	speed       float64
+	harnessPace bool
 	env         map[string]string
 	sandbox     sandbox.Options
 	output      string
@@ -49,6 +50,11 @@ func Cwd(dir string) Option { return func(c *config) { c.cwd, c.cwdSet = dir, tr
 
 // Speed scales the recorded model latency: 0 (the default) removes it, 1 reproduces it.
 func Speed(speed float64) Option { return func(c *config) { c.speed = speed } }
+
+// HarnessPace makes a replay with a Speed above 0 wait between turns as long as the
+// harness did (its tool calls and its own work), and read the end state as long after the
+// last response as the recording did (controller.Options.HarnessPace).
+func HarnessPace() Option { return func(c *config) { c.harnessPace = true } }
 
 // Env adds variables to the executor's environment.
 func Env(env map[string]string) Option {
@@ -225,7 +231,7 @@ func sandboxSpecOf(spec, tmp string) string {
 // replayOptions are the replay's options (replay.Options) for the tape at tapePath: a Cwd
 // given to testkit wins over one in SandboxOptions, which wins over the tape's meta.cwd.
 func (c *config) replayOptions(tapePath string) replay.Options {
-	o := replay.Options{TapePath: tapePath, Sandbox: c.sandbox, Cwd: c.cwd, CwdSet: c.cwdSet, Env: c.env, Speed: c.speed,
+	o := replay.Options{TapePath: tapePath, Sandbox: c.sandbox, Cwd: c.cwd, CwdSet: c.cwdSet, Env: c.env, Speed: c.speed, HarnessPace: c.harnessPace,
 		CallTimeout: c.callTimeout, Logf: c.logf, NoWorkspace: c.noWorkspace}
 	if !c.cwdSet && c.sandbox.Cwd != "" {
 		o.Cwd, o.CwdSet = c.sandbox.Cwd, true

@@ -44,6 +44,8 @@ type ShellResult struct {
 	Signal   string
 	TimedOut bool
 	Duration time.Duration
+	// Pid is the command's process id, the id of its process group too.
+	Pid int
 }
 
 var (
@@ -149,6 +151,7 @@ func Shell(ctx context.Context, req ShellRequest) (ShellResult, error) {
 		return ShellResult{}, fmt.Errorf("shell: %w", ctx.Err())
 	}
 	res.Duration = time.Since(start)
+	res.Pid = cmd.Process.Pid
 	res.ExitCode, res.Signal = exitStatus(cmd.ProcessState, werr)
 	res.Output, res.Dropped, err = readCapped(out.Name(), MaxCapture)
 	if err != nil {

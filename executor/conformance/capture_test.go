@@ -24,6 +24,7 @@ var harnesses = []struct {
 	{realharness.Claude, claudeCases, realharness.RunClaude},
 	{realharness.Codex, codexCases, realharness.RunCodex},
 	{realharness.Pi, piCases, runPi},
+	{realharness.OpenCode, openCodeCases, runOpenCode},
 }
 
 // TestCapture runs every case through the real harness. With -update it rewrites the
@@ -76,6 +77,10 @@ func capture(t *testing.T, harness string, run func(context.Context, realharness
 		t.Fatalf("%s: not in the harness table", harness)
 	}
 	for i, call := range calls {
+		if harness == realharness.Gemini {
+			// The Gemini API sends no call ids; given one, the CLI answers under it.
+			call.ID = callID(harness, i)
+		}
 		if !hasPlaceholder(call.Input) {
 			main.Turns = append(main.Turns, fakeprovider.Turn{Calls: []tape.ToolCall{call}})
 			continue
@@ -193,11 +198,7 @@ func callID(harness string, i int) string {
 // wire has it (realharness.SentResults): an Anthropic tool_result block, or a Responses
 // function_call_output / custom_tool_call_output item.
 func harnessResult(harness string, body []byte, id string) (tape.ToolResult, json.RawMessage, error) {
-	p := tape.ProviderOpenAIResponses
-	if anthropicWire(harness) {
-		p = tape.ProviderAnthropic
-	}
-	sent, err := realharness.SentResults(p, body)
+	sent, err := realharness.SentResults(wire(harness), body)
 	if err != nil {
 		return tape.ToolResult{}, nil, err
 	}
@@ -211,10 +212,7 @@ func harnessResult(harness string, body []byte, id string) (tape.ToolResult, jso
 // offeredTools returns the names of the tools a request body offers, as the tape
 // normalizes them.
 func offeredTools(harness string, body []byte) ([]string, error) {
-	p := tape.ProviderOpenAIResponses
-	if anthropicWire(harness) {
-		p = tape.ProviderAnthropic
-	}
+	p := wire(harness)
 	step := tape.Step{Request: tape.Request{Raw: body}}
 	if err := provider.Normalize(p, &step); err != nil && step.Request.Tools == nil {
 		return nil, err
@@ -227,9 +225,20 @@ func offeredTools(harness string, body []byte) ([]string, error) {
 }
 
 // anthropicWire says whether the harness talks to the fake provider on Anthropic Messages
-// (Claude Code; Pi, whose models.json the capture writes for that API) rather than Responses.
+// (Claude Code; Pi and OpenCode, whose provider the capture configures on that API) rather than Responses.
 func anthropicWire(harness string) bool {
-	return harness == realharness.Claude || harness == realharness.Pi
+	return harness == realharness.Claude || harness == realharness.Pi || harness == realharness.OpenCode
+}
+
+// wire is the wire format the harness talks to the fake provider on.
+func wire(harness string) tape.Provider {
+	switch {
+	case anthropicWire(harness):
+		return tape.ProviderAnthropic
+	case harness == realharness.Gemini:
+		return tape.ProviderGemini
+	}
+	return tape.ProviderOpenAIResponses
 }
 
 // checkDrift compares a fresh capture with the fixture's case of the same name.

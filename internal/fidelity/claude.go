@@ -25,12 +25,16 @@ var Claude = Grammar{
 // claudeClasses are the divergences of Claude Code the executor does not reproduce, each
 // with its reason.
 var claudeClasses = []Class{
-	{Name: "local sandbox: read-only files", Text: regexp.MustCompile(`permission denied|^readonly\.txt: `),
-		Reason: "the local (bubblewrap) sandbox runs the executor as a root without CAP_DAC_OVERRIDE; Claude Code ran as root and wrote read-only files (a Docker sandbox runs as root with it, and -fidelity.sandbox=docker-image:... shows none)"},
-	{Name: "search order: modification times", Field: "tool_result", Text: regexp.MustCompile(`^(/|Found [0-9]+ files?\n)`),
-		Reason: "Glob, and Grep's file list, put files in order of modification time; the files a replay restores from the snapshot do not keep the order in which the recording's files were made one by one (the set of files is compared and identical)"},
+	{Name: "sandbox without capabilities: read-only files", Text: regexp.MustCompile(`permission denied|^readonly\.txt: `),
+		Reason: "every sandbox (local bubblewrap and Docker alike) drops all capabilities, CAP_DAC_OVERRIDE too, by design (docs/design.md's trust model); Claude Code ran as root with them and wrote files whose mode is read-only"},
+	{Name: "search order: modification times", Field: "tool_result", Text: regexp.MustCompile(`^(/|Found [0-9]+ files?\n|[^\n]+:[0-9]+\n)`),
+		Reason: "Glob, and Grep's file list and counts (2.0), put files in order of modification time; the files a replay restores from the snapshot do not keep the order in which the recording's files were made one by one (the set of files is compared and identical)"},
 	{Name: "shell snapshot: grep is ugrep", Tool: "Bash", Text: regexp.MustCompile(`(?m)^(\./|ugrep: )`),
 		Reason: "Claude Code 2.1's shell snapshot makes grep its embedded ugrep; the executor runs GNU grep with the ugrep options it has (-I, --exclude-dir, a lone . dropped), not ugrep's .gitignore handling, encoding or messages"},
+	{Name: "timing: a kill late on a loaded machine", Tool: "Bash", Text: regexp.MustCompile(`^Exit code 143\nCommand timed out after [0-9]+s\n.`),
+		Reason: "the recording shows output the command wrote after its timeout (Claude Code's kill came late on a machine loaded many times over); the replay kills it on time"},
+	{Name: "2.0: side requests", Version: "2.0.", Field: "step", Text: regexp.MustCompile(`not reachable from the main thread`),
+		Reason: "Claude Code 2.0 asks a model on the side (a Bash command's prefix, the files it reads, subagent warm-ups); a replay plays only the main thread and the threads its spawning calls start, and these are no tool calls and change no file"},
 	{Name: "2.0: stdout before stderr", Version: "2.0.", Tool: "Bash", Text: regexp.MustCompile(`^[^E\n][^\n]*\n[a-z]+: [^\n]*(No such file|cannot|denied)`),
 		Reason: "Claude Code 2.0 captures a command's stdout and stderr apart and shows stdout first; the executor's task output is one stream in the order written"},
 }

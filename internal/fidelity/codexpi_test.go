@@ -110,6 +110,12 @@ func TestCodexPiClasses(t *testing.T) {
 		want string
 	}{
 		{swapped, "stdout/stderr interleaving"},
+		{Divergence{Field: "tool_result", Tool: "exec_command", Input: "rm max_output_tokens",
+			Recorded: "Original token count: 18\nOutput:\nTotal output lines: 2\n\nrm=1\nrm: cannot remo…8 tokens truncated…h file or directory\n",
+			Replayed: "Original token count: 18\nOutput:\nTotal output lines: 2\n\nrm: cannot remove 'm…8 tokens truncated…e or directory\nrm=1\n"}, "stdout/stderr interleaving"},
+		{Divergence{Field: "tool_result", Tool: "exec_command", Input: "rm max_output_tokens",
+			Recorded: "Original token count: 18\nOutput:\nTotal output lines: 2\n\nrm=1\nrm: cannot remo…8 tokens truncated…h file or directory\n",
+			Replayed: "Original token count: 18\nOutput:\nTotal output lines: 2\n\nrm: cannot remove 'm…9 tokens truncated…e or directory\nrm=\n"}, ""},
 		{func() Divergence { d := swapped; d.Input = "binary-dump tty"; return d }(), ""},
 		{func() Divergence {
 			d := swapped
@@ -130,6 +136,10 @@ func TestCodexPiClasses(t *testing.T) {
 	limit.Input = "pattern"
 	if got := Classify(Pi.Classes, PiVersion, limit); got != "" {
 		t.Errorf("a grep without a limit whose lines differ: %q", got)
+	}
+	limit.Recorded += "\n\n[100 matches limit reached. Use limit=200 for more, or refine pattern]"
+	if got := Classify(Pi.Classes, PiVersion, limit); got != "ripgrep's order" {
+		t.Errorf("a grep at the default limit: %q", got)
 	}
 }
 

@@ -28,6 +28,18 @@
 // Simplify, the simpler variants of a call that shrinking tries, and Classes, the known
 // divergence classes with their reasons (see Class).
 //
+// A call of a freeform tool (Codex's apply_patch) has Kind "custom". A call may refer to an
+// identifier the harness makes up in an earlier call's result ("<<exec session id:3>>", the
+// session Codex's exec_command 3 left running, for write_stdin): the scripted provider fills
+// it in from the results the harness sent, and the replay maps it as it maps any id.
+//
+// Claude Code (claude.go), Codex and Pi (codexpi.go, from the grammars of internal/grammar)
+// are the harnesses so far, each at its pinned version and an older one. A Target can
+// replay at the harness's pace (Pace: the harness's time between turns and after the last,
+// for Pi, whose background jobs outlive their command), name the harness in the recording
+// itself (Declare: the gateway cannot tell Pi from its traffic), and Codex and Pi run
+// without capabilities (setpriv), as the local sandbox runs the executor.
+//
 // # Shrinking and regressions
 //
 // Shrink reduces a diverging sequence: it drops calls and files, then simplifies calls,
@@ -40,5 +52,7 @@
 // A Board tallies outcomes by harness, version and tool (calls tried, calls identical,
 // sequences with an identical end state) and collects each divergence class with the seed
 // that shows it; Board.Markdown writes docs/fidelity.md. Nothing in it is specific to one
-// harness.
+// harness. make fidelity appends every outcome to a ledger (docs/fidelity-ledger, one JSON
+// line a sequence: Entry) and writes the scoreboard of the whole ledger, so that runs made
+// in chunks, per harness or version, add up to one page.
 package fidelity

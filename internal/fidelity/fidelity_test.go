@@ -25,7 +25,7 @@ var (
 	shrinkFlag  = flag.String("fidelity.shrink", "", "TestScoreboard: shrink each unclassified divergence and save it as a regression case in this directory")
 	seedFlag    = flag.Uint64("fidelity.first", 1, "TestScoreboard: the first seed")
 	onlyFlag    = flag.String("fidelity.only", "", "TestScoreboard: run only the harness versions this comma-separated list names (2.1.332,...)")
-	harnessFlag = flag.String("fidelity.harness", "", "run only the harnesses this comma-separated list names (claude-code,codex,pi)")
+	harnessFlag = flag.String("fidelity.harness", "", "run only the harnesses this comma-separated list names (claude-code,codex,pi,gemini-cli)")
 	callsFlag   = flag.Int("fidelity.calls", 0, "TestScoreboard: run seeds until each harness version made at least this many calls (instead of -fidelity.seeds)")
 	ledgerFlag  = flag.String("fidelity.ledger", "", "TestScoreboard: append each outcome to DIR/HARNESS-VERSION.jsonl; the scoreboard then counts every entry of DIR")
 )
@@ -46,7 +46,7 @@ type suite struct {
 
 // suites lists every harness's grammar and versions.
 func suites() []suite {
-	return []suite{{Claude, ClaudeTargets()}, {Codex, CodexTargets()}, {Pi, PiTargets()}}
+	return []suite{{Claude, ClaudeTargets()}, {Codex, CodexTargets()}, {Pi, PiTargets()}, {Gemini, GeminiTargets()}}
 }
 
 // lock takes a machine-wide lock of the fidelity runs in the directories named name (the
@@ -143,7 +143,7 @@ func TestQuick(t *testing.T) {
 			}
 			t.Run(target.Harness+"-"+target.Version, func(t *testing.T) {
 				realharness.Need(t, target.Harness)
-				lock(t, "targets-"+target.Harness)
+				lock(t, "targets-"+target.Harness+"-"+target.Version)
 				target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 				var b Board
 				// Older versions are slower to start (a node script): fewer sequences.
@@ -198,7 +198,7 @@ func TestScoreboard(t *testing.T) {
 				continue
 			}
 			realharness.Need(t, target.Harness)
-			lock(t, "targets-"+target.Harness)
+			lock(t, "targets-"+target.Harness+"-"+target.Version)
 			target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 			runSeeds(t.Context(), s.grammar, target, *seedFlag, *seedsFlag, *callsFlag, *workersFlag, func(w int, o *Outcome) {
 				b.Add(target.Version, o, s.grammar.Classes)
@@ -240,7 +240,8 @@ func TestScoreboard(t *testing.T) {
 			"mode in a fresh local sandbox at the same path and compared with `tapebox compare`'s comparison: every call and the end "+
 			"state. A seed reproduces its sequence: `go test ./internal/fidelity -run TestScoreboard -fidelity.harness H "+
 			"-fidelity.only VERSION -fidelity.first SEED -fidelity.seeds 1`. The last column is the time recording and replaying "+
-			"took per 1,000 calls, summed over sequences (two ran side by side, on a 2-core machine shared with other work).",
+			"took per 1,000 calls, summed over sequences (two to five ran side by side, on a 2-core machine shared with other work; "+
+			"Pi is replayed at the harness's pace, so its replays take as long as its recordings).",
 			"`"+relLedger(*ledgerFlag)+"`", n)
 	} else {
 		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+
@@ -388,7 +389,7 @@ func TestRegressions(t *testing.T) {
 				}
 				t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+target.Version, func(t *testing.T) {
 					realharness.Need(t, target.Harness)
-					lock(t, "regress-"+target.Harness)
+					lock(t, "regress-"+target.Harness+"-"+target.Version)
 					target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
 					o := Run(t.Context(), target, seq, s.grammar.Classes)
 					if o.Err != nil {

@@ -40,6 +40,11 @@ type Target struct {
 	Sandbox string
 	// CallTimeout bounds each replayed call; 0 means a minute.
 	CallTimeout time.Duration
+	// Pace replays at the recording's pace, the harness's time between turns and after the
+	// last one included (testkit.HarnessPace), so that a command left in the background
+	// meets the later calls and the end state when it met them in the recording; without
+	// it the replay runs the calls back to back.
+	Pace bool
 	// Declare makes the recording name the harness and Version itself (as tapebox record
 	// --harness does), for a harness the gateway cannot tell from its traffic (Pi).
 	Declare bool
@@ -323,8 +328,11 @@ func replay(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (
 			warnings = append(warnings, line)
 		}
 	}
-	r, err := testkit.Run(ctx, recPath, spec, testkit.Speed(0), testkit.CallTimeout(timeout),
-		testkit.Output(filepath.Join(tmp, "rep.json")), testkit.Logf(logf))
+	opts := []testkit.Option{testkit.Speed(0), testkit.CallTimeout(timeout), testkit.Output(filepath.Join(tmp, "rep.json")), testkit.Logf(logf)}
+	if t.Pace {
+		opts = append(opts, testkit.Speed(1), testkit.HarnessPace())
+	}
+	r, err := testkit.Run(ctx, recPath, spec, opts...)
 	if err != nil {
 		return nil, warnings, err
 	}
@@ -405,6 +413,9 @@ func keep(dir string, seq *Sequence, rec, rep string) {
 	stem := strconv.FormatUint(seq.Seed, 10)
 	if seq.Seed == 0 {
 		stem = fmt.Sprintf("shrunk-%d", seq.Origin)
+		if seq.Origin == 0 {
+			stem = filepath.Base(seq.Cwd) // a case written by hand
+		}
 	}
 	for src, suffix := range map[string]string{rec: ".rec.json", rep: ".rep.json"} {
 		if b, err := os.ReadFile(src); err == nil {

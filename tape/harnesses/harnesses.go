@@ -161,6 +161,9 @@ var Gemini = Harness{
 		// A command sent to the background (is_background) names its process, which
 		// read_background_output takes back as "pid".
 		{Name: "background process id", Expr: `(?:in background\. PID: |moved to background \(PID: )([0-9]+)`, Keys: []string{"pid"}},
+		// A shell result over 40,000 characters is cut; the whole is kept in a file under
+		// the project's temporary directory, which the result names.
+		{Name: "shell full output file", Expr: `For full output see: (\S+)`},
 	},
 	CwdList: "- **Workspace Directories:**",
 	Checked: []string{"0.61.0"},
@@ -191,7 +194,7 @@ var OpenCode = Harness{
 }
 
 // All lists the harnesses TapeBox knows.
-var All = []*Harness{&ClaudeCode, &Codex, &Pi, &OpenCode}
+var All = []*Harness{&ClaudeCode, &Codex, &Pi, &Gemini, &OpenCode}
 
 // OtherSpawningTools are spawning tool names of harnesses without an entry (other
 // multi-agent tools seen in the wild); the gateway builds the thread tree with them too.

@@ -35,7 +35,7 @@ func TestTable(t *testing.T) {
 	}
 	_, ok := harnesses.Lookup("aider")
 	assert.False(t, ok)
-	assert.Equal(t, []string{"Agent", "Task", "spawn_agent", "task", "spawn_subagent", "create_agent"}, harnesses.SpawningTools())
+	assert.Equal(t, []string{"Agent", "Task", "spawn_agent", "invoke_agent", "task", "spawn_subagent", "create_agent"}, harnesses.SpawningTools())
 }
 
 func TestCompareVersions(t *testing.T) {

@@ -70,7 +70,7 @@
 // path: Params["model"] is the path's model. Adjacent text parts of an answer are one
 // block, as a stream sends them in pieces. The API sends function calls without ids and a
 // harness makes its own up (Gemini CLI: NAME_MILLISECONDS_INDEX): the tape names such a
-// call "gemini-" + 16 hex digits of the response's SHA-256 + "-" + its index, and
+// call "gemini-" + 16 hex digits of the response's 64-bit FNV-1a hash + "-" + its index, and
 // ToolResults finds its result under the id the harness gave it in the next request.
 // StopReason is the first candidate's finishReason (STOP, MAX_TOKENS, SAFETY ...), or,
 // with no candidate, promptFeedback.blockReason. Usage: InputTokens is promptTokenCount

@@ -116,6 +116,15 @@ func ToolResults(p tape.Provider, nextRequestRaw []byte, calls []tape.ToolCall) 
 	return tape.ResultsFor(req.messages, calls), nil
 }
 
+// RequestResults is ToolResults for a request already normalized: the results req carries
+// for calls, in call order.
+func RequestResults(p tape.Provider, req *tape.Request, calls []tape.ToolCall) []tape.ToolResult {
+	if p == tape.ProviderGemini {
+		return geminiResults(req.Messages, calls)
+	}
+	return tape.ResultsFor(req.Messages, calls)
+}
+
 // format is one wire format's adapter: a reader for each part of a model call.
 type format struct {
 	// request normalizes a request body.

@@ -151,6 +151,10 @@ func startProc(t *testing.T, dir string, env []string, name string, args ...stri
 	require.NoError(t, err)
 	p.cmd = exec.Command(name, args...)
 	p.cmd.Dir, p.cmd.Env = dir, env
+	if dir != "" {
+		// A harness that trusts $PWD (opencode does) works in dir, not where the test runs.
+		p.cmd.Env = append(slices.Clip(env), "PWD="+dir)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, p.cmd.Start(), "start %s", name)

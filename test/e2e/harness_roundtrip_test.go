@@ -57,7 +57,7 @@ type realCase struct {
 // the tapebox binary is built once.)
 func TestRealHarnesses(t *testing.T) {
 	r := newRig(t)
-	for _, c := range []realCase{claudeCase(), codexCase(), codexSubagentCase(), claudeRepoCase(), codexRepoCase()} {
+	for _, c := range []realCase{claudeCase(), codexCase(), codexSubagentCase(), claudeRepoCase(), codexRepoCase(), geminiCase(), geminiRepoCase()} {
 		if c.name == "" {
 			c.name = c.harness
 		}
@@ -161,13 +161,18 @@ func recordRealServer(t *testing.T, r *rig, c realCase, home string) (string, ma
 
 	calls := 0
 	for _, q := range srv.Requests() {
-		if q.Endpoint == fakeprovider.EndpointMessages || q.Endpoint == fakeprovider.EndpointResponses {
+		if q.Endpoint == fakeprovider.EndpointMessages || q.Endpoint == fakeprovider.EndpointResponses || q.Endpoint == fakeprovider.EndpointGemini {
 			calls++
 		}
 	}
 	totals := rec.Totals()
 	assert.Equal(t, calls, totals.Steps, "one step per model call the harness made")
-	checked := requireResultsAsSent(t, rec, srv)
+	checked := 0
+	if c.provider != tape.ProviderGemini {
+		// The Gemini CLI names its calls itself (the API sends no ids): its case's check
+		// reads the results, and the gateway's tests hold them against what it sent.
+		checked = requireResultsAsSent(t, rec, srv)
+	}
 	t.Logf("tape: %d threads, %d steps, %d tool calls, %d results as the harness sent them: %s",
 		len(rec.Threads), totals.Steps, len(callsOf(rec)), checked, strings.Join(callsOf(rec), ", "))
 	c.check(t, rec, state)

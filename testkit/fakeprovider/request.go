@@ -24,6 +24,9 @@ const (
 	EndpointResponses Endpoint = "responses"
 	// EndpointWebSocket is a WebSocket upgrade on GET .../responses, refused with 426.
 	EndpointWebSocket Endpoint = "responses_websocket"
+	// EndpointGemini is the Gemini API, POST .../models/MODEL:generateContent or
+	// :streamGenerateContent (which streams, whatever the body says).
+	EndpointGemini Endpoint = "gemini"
 	// EndpointUnknown is any other request, answered 404.
 	EndpointUnknown Endpoint = "unknown"
 )
@@ -77,6 +80,14 @@ func (r *Request) Opening() string {
 	m := r.JSON()
 	add(contentText(m["system"]))
 	add(contentText(m["instructions"]))
+	if r.Endpoint == EndpointGemini {
+		var sys struct {
+			Parts json.RawMessage `json:"parts"`
+		}
+		if json.Unmarshal(m["systemInstruction"], &sys) == nil {
+			add(contentText(sys.Parts))
+		}
+	}
 	var s string
 	if json.Unmarshal(m["input"], &s) == nil {
 		add(s)
@@ -88,6 +99,7 @@ func (r *Request) Opening() string {
 		switch msg.Role {
 		case "user", "system", "developer":
 			add(contentText(msg.Content))
+			add(contentText(msg.Parts))
 		}
 	}
 	return b.String()
@@ -124,14 +136,19 @@ type item struct {
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// Parts is a Gemini content's.
+	Parts json.RawMessage `json:"parts"`
 }
 
 // items returns the conversation entries of the request.
 func (r *Request) items() []item {
 	m := r.JSON()
 	key := "messages"
-	if r.Endpoint == EndpointResponses {
+	switch r.Endpoint {
+	case EndpointResponses:
 		key = "input"
+	case EndpointGemini:
+		key = "contents"
 	}
 	var items []item
 	_ = json.Unmarshal(m[key], &items)
@@ -140,6 +157,9 @@ func (r *Request) items() []item {
 
 // isOutput says whether the entry is something the model produced.
 func (it item) isOutput(e Endpoint) bool {
+	if e == EndpointGemini {
+		return it.Role == "model"
+	}
 	if e != EndpointResponses {
 		return it.Role == "assistant"
 	}

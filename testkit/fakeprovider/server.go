@@ -131,6 +131,9 @@ func (s *Server) problem(format string, args ...any) {
 // endpoint classifies a request by method and path suffix.
 func endpoint(r *http.Request) Endpoint {
 	p := strings.TrimSuffix(r.URL.Path, "/")
+	if _, _, ok := provider.GeminiPath(p); ok && r.Method == http.MethodPost {
+		return EndpointGemini
+	}
 	switch {
 	case r.Method == http.MethodPost && strings.HasSuffix(p, "/messages/count_tokens"):
 		return EndpointCountTokens
@@ -196,6 +199,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	req.Stream = stream.Stream
+	if req.Endpoint == EndpointGemini {
+		_, req.Stream, _ = provider.GeminiPath(hr.URL.Path)
+	}
 
 	name := s.match(&req)
 	thread := s.script.thread(name)
@@ -329,7 +335,7 @@ func (s *Server) answer(w http.ResponseWriter, hr *http.Request, req *Request, t
 	if !out.wait(out.firstByte()) {
 		return
 	}
-	p := map[Endpoint]tape.Provider{EndpointMessages: tape.ProviderAnthropic, EndpointChat: tape.ProviderOpenAIChat, EndpointResponses: tape.ProviderOpenAIResponses}[req.Endpoint]
+	p := map[Endpoint]tape.Provider{EndpointMessages: tape.ProviderAnthropic, EndpointChat: tape.ProviderOpenAIChat, EndpointResponses: tape.ProviderOpenAIResponses, EndpointGemini: tape.ProviderGemini}[req.Endpoint]
 	var err error
 	if req.Stream {
 		events, eerr := provider.Stream(p, a, provider.StreamOptions{Piece: s.script.pieceSize(), IncludeUsage: includeUsage(req)})
@@ -423,6 +429,9 @@ func writeError(w http.ResponseWriter, e Endpoint, status int, typ, msg string) 
 	p := tape.ProviderOpenAIChat // the OpenAI shape, Chat and Responses alike
 	if e == EndpointMessages || e == EndpointCountTokens {
 		p = tape.ProviderAnthropic
+	}
+	if e == EndpointGemini {
+		p = tape.ProviderGemini
 	}
 	b := provider.ErrorBody(p, typ, "", msg)
 	w.Header().Set("Content-Type", "application/json")

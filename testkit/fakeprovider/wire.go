@@ -123,6 +123,9 @@ func newAnswer(req *Request, turn Turn, thread string, step int) provider.Answer
 		Model string `json:"model"`
 	}
 	_ = json.Unmarshal(req.Body, &m)
+	if model, _, ok := provider.GeminiPath(req.Path); ok && req.Endpoint == EndpointGemini {
+		m.Model = model // the Gemini API names the model in the path
+	}
 	if m.Model == "" {
 		m.Model = "fake-model"
 	}
@@ -151,7 +154,8 @@ func newAnswer(req *Request, turn Turn, thread string, step int) provider.Answer
 	}
 	for i, c := range turn.Calls {
 		n := fmt.Sprintf("%s_%d", tag, i)
-		if c.ID == "" {
+		// The Gemini API sends calls without ids; the harness makes its own up.
+		if c.ID == "" && req.Endpoint != EndpointGemini {
 			if req.Endpoint == EndpointMessages {
 				c.ID = "toolu_fake_" + n
 			} else {

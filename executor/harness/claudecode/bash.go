@@ -101,7 +101,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		code = *st.ExitCode
 	}
 	if code != 0 {
-		parts := []string{"Exit code " + strconv.Itoa(code), s.limitOutput(out)}
+		parts := []string{"Exit code " + strconv.Itoa(code), s.limitOutput(out, out)}
 		if resetNote != "" {
 			parts = append(parts, resetNote)
 		}
@@ -109,7 +109,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	stdout := leadingBlank.ReplaceAllString(out, "")
 	stdout = strings.TrimRight(stdout, " \t\r\n\v\f")
-	stdout = s.limitOutput(stdout)
+	stdout = s.limitOutput(stdout, out)
 	text := strings.Join(nonEmpty([]string{stdout, resetNote}), "\n")
 	if strings.TrimSpace(text) == "" && !s.before("2.1") {
 		text = "(Bash completed with no output)"
@@ -169,10 +169,11 @@ func movedTail(rec *tape.ToolResult) string {
 	return movedDefaultTail
 }
 
-// limitOutput applies Claude Code's output limit. Claude Code 2.1 saves a longer output
-// to a file and shows a 2 KB preview; the older "... [N lines truncated] ..." cut is in
-// truncate.
-func (s *session) limitOutput(out string) string {
+// limitOutput applies Claude Code's output limit to out. Claude Code 2.1 saves a longer
+// output to a file and shows a 2 KB preview; the size it names is full's, the output as
+// the command wrote it (its trailing newline counts: found by internal/fidelity, seed
+// 9021). The older "... [N lines truncated] ..." cut is in truncate.
+func (s *session) limitOutput(out, full string) string {
 	limit := s.maxOutput()
 	if utf8.RuneCountInString(out) <= limit {
 		return out
@@ -195,7 +196,7 @@ func (s *session) limitOutput(out string) string {
 	if !strings.HasSuffix(preview, "\n") {
 		preview += "\n"
 	}
-	return fmt.Sprintf("<persisted-output>\nOutput too large (%s). Full output saved to: %s\n\nPreview (first 2KB):\n%s...\n</persisted-output>", fileSize(utf16Len(out)), path, preview)
+	return fmt.Sprintf("<persisted-output>\nOutput too large (%s). Full output saved to: %s\n\nPreview (first 2KB):\n%s...\n</persisted-output>", fileSize(utf16Len(full)), path, preview)
 }
 
 // utf16Len is the length of s as JavaScript counts it (UTF-16 code units), which Claude

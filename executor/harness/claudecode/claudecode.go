@@ -25,6 +25,8 @@ type session struct {
 
 	mu  sync.Mutex
 	cwd string // the Bash tool's working directory, which persists between calls
+	// projectCRLF is Claude Code 2.0's judgement of the project's line ends, made once.
+	projectCRLF *bool
 }
 
 // tools are the tools this module performs in the sandbox, and the spawning tools; every
@@ -73,6 +75,9 @@ var sessionNotes = []string{"\n\n<system-reminder>\nThe TodoWrite tool hasn't be
 // output file is the replay's task's.
 func (s *session) sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape.ToolResult {
 	rt := harness.RecordedText(rec)
+	if strings.HasPrefix(rt, "<system-reminder>") {
+		rt = "\n\n" + rt // notes alone, after an empty result
+	}
 	at := -1
 	for _, n := range sessionNotes {
 		if i := strings.Index(rt, n); i >= 0 && (at < 0 || i < at) {
@@ -89,10 +94,19 @@ func (s *session) sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape
 		}
 		return strings.Replace(m, "Read "+sm[2]+" to see", "Read "+s.env.Tasks.OutputPath(sm[1])+" to see", 1)
 	})
-	if strings.HasSuffix(r.Content[0].Text, notes) {
+	text := r.Content[0].Text
+	if strings.HasSuffix(text, notes) {
 		return r
 	}
-	r.Content = []tape.Block{{Type: tape.BlockText, Text: r.Content[0].Text + notes}}
+	// A result replayed from the recording (a refusal) holds the recorded notes already.
+	text = strings.TrimSuffix(text, rt[at:])
+	// With notes, Claude Code trims the text at both ends (a Read's "     1→" loses its
+	// padding, its malware reminder its last newline) and puts the notes after it.
+	text = strings.TrimSpace(text)
+	if text == "" {
+		notes = strings.TrimLeft(notes, "\n") // nothing to set them apart from (seed 8100)
+	}
+	r.Content = []tape.Block{{Type: tape.BlockText, Text: text + notes}}
 	return r
 }
 

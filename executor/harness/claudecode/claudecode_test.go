@@ -68,7 +68,8 @@ func TestBashLimits(t *testing.T) {
 	long := strings.Repeat("x", 150) + "\n" + strings.Repeat("y", 100) + "\nz\n"
 	f.Write("long.txt", long)
 	res := f.Run("Bash", m{"command": "cat long.txt"}, nil)
-	match := regexp.MustCompile(`^<persisted-output>\nOutput too large \(253 bytes\)\. Full output saved to: (\S+)\n\nPreview \(first 2KB\):\n([^\x00]*)\.\.\.\n</persisted-output>$`).FindStringSubmatch(res.Text())
+	// The size counts the output as written, its trailing newline too (seed 9021).
+	match := regexp.MustCompile(`^<persisted-output>\nOutput too large \(254 bytes\)\. Full output saved to: (\S+)\n\nPreview \(first 2KB\):\n([^\x00]*)\.\.\.\n</persisted-output>$`).FindStringSubmatch(res.Text())
 	require.NotNil(t, match, res.Text())
 	assert.Equal(t, strings.TrimSuffix(long, "\n")+"\n", match[2])
 	saved, err := os.ReadFile(match[1])
@@ -534,7 +535,8 @@ func TestClaudeCode20(t *testing.T) {
 		{"read empty", "Read", m{"file_path": empty}, nil, "<system-reminder>Warning: the file exists but is shorter than the provided offset (1). The file has 1 lines.</system-reminder>"},
 		{"read binary name", "Read", m{"file_path": f.Write("x.bin", "text")}, nil, "<tool_use_error>This tool cannot read binary files. The file appears to be a binary .bin file. Please use appropriate tools for binary file analysis.</tool_use_error>"},
 		{"read token cap", "Read", m{"file_path": p}, recorded("File content (27000 tokens) exceeds maximum allowed tokens (25000). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content.", true), "File content (27000 tokens) exceeds maximum allowed tokens (25000). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content."},
-		{"read, reminder", "Read", m{"file_path": p, "offset": 1, "limit": 1}, recorded("     1→one"+malware+todo, false), "     1→one" + malware + todo},
+		{"read, reminder", "Read", m{"file_path": p, "offset": 1, "limit": 1}, recorded("1→one"+strings.TrimSuffix(malware, "\n")+todo, false), "1→one" + strings.TrimSuffix(malware, "\n") + todo},
+		{"glob of a missing directory", "Glob", m{"pattern": "*", "path": f.Dir + "/nope"}, nil, "Directory does not exist: " + f.Dir + "/nope"},
 		{"write over", "Write", m{"file_path": p, "content": "a\nb\n"}, nil, "The file " + p + " has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→b\n     3→"},
 		{"edit", "Edit", m{"file_path": p, "old_string": "b", "new_string": "B"}, nil, "The file " + p + " has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→B\n     3→"},
 		{"same string", "Edit", m{"file_path": f.Dir + "/missing.txt", "old_string": "q", "new_string": "q"}, nil, "<tool_use_error>No changes to make: old_string and new_string are exactly the same.</tool_use_error>"},
@@ -562,4 +564,69 @@ func TestClaudeCode20(t *testing.T) {
 	assert.Equal(t, "Command running in background with ID: bf00. Output is being written to: "+out+"\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read "+out+" to see output.\n</system-reminder>", res.Text())
 	res = f.Run("Write", m{"file_path": p, "content": "a  \n"}, nil)
 	assert.Equal(t, "The file "+p+" has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→a\n     2→", res.Text())
+
+	// A refusal replayed from the recording keeps one copy of its notes, with the replay's
+	// output file (seeds 8045, 8049); a Write replaces a dangling link (seed 8046).
+	rec = recorded("File has not been read yet. Read it first before writing to it.\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read /tmp/claude/x/tasks/bf00.output to see output.\n</system-reminder>", true)
+	res = f.Run("Write", m{"file_path": p, "content": "z"}, rec)
+	assert.Equal(t, "File has not been read yet. Read it first before writing to it.\n\n<system-reminder>\nBackground bash bf00 has new output: 1 lines of stdout. Read "+out+" to see output.\n</system-reminder>", res.Text())
+	require.NoError(t, os.Symlink("nowhere.txt", filepath.Join(f.Dir, "dangling")))
+	res = f.Run("Write", m{"file_path": filepath.Join(f.Dir, "dangling"), "content": "x\n"}, recorded("File created successfully at: x", false))
+	assert.Equal(t, "File created successfully at: "+filepath.Join(f.Dir, "dangling"), res.Text())
+	st, err := os.Lstat(filepath.Join(f.Dir, "dangling"))
+	require.NoError(t, err)
+	assert.True(t, st.Mode().IsRegular())
+
+	// Notes after an empty result start it (seed 8100).
+	res = f.Run("Bash", m{"command": "true"}, recorded(strings.TrimPrefix(todo, "\n\n"), false))
+	assert.Equal(t, strings.TrimPrefix(todo, "\n\n"), res.Text())
+
+	// A missing file names the Bash tool's directory when it has left the project's (seed 8074).
+	f.Run("Bash", m{"command": "mkdir -p sub && cd sub"}, nil)
+	res = f.Run("Edit", m{"file_path": f.Dir + "/gone.txt", "old_string": "a", "new_string": "b"}, nil)
+	assert.Equal(t, "<tool_use_error>File does not exist. Current working directory: "+f.Dir+"/sub</tool_use_error>", res.Text())
+	f.Run("Bash", m{"command": "cd .."}, nil)
+
+	// A file not valid UTF-8 is edited as 2.0 reads it, bad bytes made U+FFFD (seed 8085);
+	// a failed edit leaves it as it was. Grep's content has no default head_limit (seed 8086).
+	latin := f.Write("latin1.txt", "caf\xe9 cr\xe8me\n")
+	f.Run("Edit", m{"file_path": latin, "old_string": "nothing", "new_string": "x"}, nil)
+	b, err = os.ReadFile(latin)
+	require.NoError(t, err)
+	assert.Equal(t, "caf\xe9 cr\xe8me\n", string(b))
+	f.Run("Edit", m{"file_path": latin, "old_string": "cr", "new_string": "CR"}, nil)
+	b, err = os.ReadFile(latin)
+	require.NoError(t, err)
+	assert.Equal(t, "caf\ufffd CR\ufffdme\n", string(b))
+	f.Write("many.txt", strings.Repeat("hit\n", 300))
+	res = f.Run("Grep", m{"pattern": "hit", "output_mode": "content", "path": f.Dir + "/many.txt"}, nil)
+	assert.Equal(t, 300, strings.Count(res.Text(), "hit"), res.Text()[len(res.Text())-60:])
+
+	// A CRLF file keeps its line ends through a Write and a multi-line Edit (seed 8018).
+	crlf := f.Write("crlf.txt", "one\r\ntwo\r\n")
+	f.Run("Write", m{"file_path": crlf, "content": "1\n2\n3\n"}, nil)
+	f.Run("Edit", m{"file_path": crlf, "old_string": "1\n2", "new_string": "x\ny"}, nil)
+	b, err = os.ReadFile(crlf)
+	require.NoError(t, err)
+	assert.Equal(t, "x\r\ny\r\n3\r\n", string(b))
+}
+
+// TestSearchRecordedOrder: Glob and Grep list files by modification time, which a restored
+// workspace does not keep; the same files come in the recorded order, other files in the
+// executor's (seeds 8005, 8009 of internal/fidelity).
+func TestSearchRecordedOrder(t *testing.T) {
+	f := newFixture(t)
+	f.Env.HarnessVersion = "2.0.77"
+	f.Write("a.txt", "beta\n")
+	f.Write("b.txt", "beta\n")
+	f.Write("c.txt", "beta\n")
+	res := f.Run("Glob", m{"pattern": "*.txt"}, recorded("c.txt\na.txt\nb.txt", false))
+	assert.Equal(t, "c.txt\na.txt\nb.txt", res.Text())
+	res = f.Run("Grep", m{"pattern": "beta", "output_mode": "count"}, recorded("b.txt:1\nc.txt:1\na.txt:1\n\nFound 3 total occurrences across 3 files.", false))
+	assert.Equal(t, "b.txt:1\nc.txt:1\na.txt:1\n\nFound 3 total occurrences across 3 files.", res.Text())
+	res = f.Run("Grep", m{"pattern": "beta"}, recorded("Found 3 files\nb.txt\na.txt\nc.txt", false))
+	assert.Equal(t, "Found 3 files\nb.txt\na.txt\nc.txt", res.Text())
+	res = f.Run("Glob", m{"pattern": "*.txt"}, recorded("c.txt\nd.txt\nb.txt", false))
+	assert.NotContains(t, res.Text(), "d.txt")
+	assert.ElementsMatch(t, []string{"a.txt", "b.txt", "c.txt"}, strings.Split(res.Text(), "\n"))
 }

@@ -8,6 +8,18 @@
 // Read, relative or absolute paths in Glob and Grep, the old or new truncation notes, and
 // <tool_use_error> wrapping of errors.
 //
+// A recording of Claude Code 2.0 (meta.harness_version before 2.1) gets 2.0.77's wording
+// where it differs: Read of the whole file with "→" numbers and no cap, Write and Edit with
+// a cat -n snippet, a timed-out command "running in background", a long output cut with a
+// count of lines. Claude Code 2.1 recordings run grep as the shell snapshot's ugrep would,
+// where GNU grep can (see ugrepShadow).
+//
+// What the harness decides from outside the sandbox is taken from the recorded result, as a
+// background task's id is: the page of a Read that the provider's token count cut (2.1) or
+// refused (2.0), a write the harness refused for its own file-state reasons, and the
+// <system-reminder> notes Claude Code 2.0 appends from its session's state (a TodoWrite
+// nudge, news of a background command's output, with the replay's output file).
+//
 // Policy: parallel_tool_calls true; spawning_tools Agent and Task (their calls never reach
 // the executor; if one does, it gets an error result).
 //

@@ -258,6 +258,71 @@ func (s *session) read20(call tape.ToolCall, rec *tape.ToolResult, in readInput,
 	return harness.Text(call, out.String(), false)
 }
 
+// crlf20 says Claude Code 2.0 writes path with CRLF line ends: an existing file whose first
+// 4 KB hold more CRLF than lone LF ends; for a new file, the project's ends, which it
+// judges once per session (at its first new file) from up to 15 of its files, CRLF when
+// more than 3 of them are CRLF files.
+func (s *session) crlf20(path string) bool {
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		return crlfFile(path)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.projectCRLF == nil {
+		n, seen := 0, 0
+		_ = filepath.WalkDir(s.env.Cwd, func(p string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil || seen >= 15:
+				return filepath.SkipDir
+			case d.IsDir() && p != s.env.Cwd && strings.HasPrefix(d.Name(), "."):
+				return filepath.SkipDir
+			case d.Type().IsRegular():
+				seen++
+				if crlfFile(p) {
+					n++
+				}
+			}
+			return nil
+		})
+		v := n > 3
+		s.projectCRLF = &v
+	}
+	return *s.projectCRLF
+}
+
+// crlfFile says the first 4 KB of the file at p hold more CRLF than lone LF line ends.
+func crlfFile(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 4096)
+	n, _ := f.Read(b)
+	crlf := bytes.Count(b[:n], []byte("\r\n"))
+	return crlf > bytes.Count(b[:n], []byte("\n"))-crlf
+}
+
+// asOwner runs write, a change of the file at path; when the sandbox refuses it for the
+// file's mode but the recording shows the change made (Claude Code ran as a root with
+// CAP_DAC_OVERRIDE, which every sandbox drops), it makes the file writable for its owner,
+// runs write again and puts the mode back.
+func asOwner(path string, rec *tape.ToolResult, write func() error) error {
+	err := write()
+	if err == nil || !errors.Is(err, fs.ErrPermission) || rec == nil || rec.IsError {
+		return err
+	}
+	st, serr := os.Lstat(path)
+	if serr != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o200 != 0 {
+		return err
+	}
+	if os.Chmod(path, st.Mode().Perm()|0o200) != nil {
+		return err
+	}
+	defer os.Chmod(path, st.Mode().Perm())
+	return write()
+}
+
 // catNote leads Claude Code 2.0's answer to an Edit or a Write over a file.
 const catNote = "Here's the result of running `cat -n` on a snippet of the edited file:\n"
 
@@ -470,13 +535,28 @@ func (s *session) write(_ context.Context, call tape.ToolCall, rec *tape.ToolRes
 	if st, err := os.Stat(path); err == nil && st.IsDir() && !s.before("2.1") {
 		return toolUseError(call, in.FilePath+" is a directory, not a file. To create a file inside it, include the file name in file_path.")
 	}
+	if s.before("2.1") {
+		if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			if _, err := os.Stat(path); err != nil {
+				// Claude Code 2.0 writes a new file in place of a dangling link (seed 8046).
+				_ = os.Remove(path)
+			}
+		}
+	}
 	// Claude Code words a Write by the file's old content: none, or an empty file, is a
 	// file created (2.0.77 and 2.1.332 alike).
 	wasEmpty := false
 	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
 		wasEmpty = true
 	}
-	created, err := action.WriteFile(path, stripTrailing(path, *in.Content))
+	content := stripTrailing(path, *in.Content)
+	if s.before("2.1") && s.crlf20(path) {
+		// Claude Code 2.0 writes with the file's line ends: \n becomes \r\n (and \r\n
+		// \r\r\n) where the file, or for a new file the project, uses CRLF.
+		content = strings.ReplaceAll(content, "\n", "\r\n")
+	}
+	var created bool
+	err := asOwner(path, rec, func() (err error) { created, err = action.WriteFile(path, content); return err })
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
@@ -522,14 +602,26 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 		return r
 	}
 	oldString := *in.OldString
-	if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte("\r\n")) && !strings.Contains(oldString, "\r") && !s.before("2.1") {
-		// Claude Code matches a file with CRLF line ends by its lines, and keeps the CRLF.
+	if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte("\r\n")) && !strings.Contains(oldString, "\r") {
+		// Claude Code matches a file with CRLF line ends by its lines, and keeps the CRLF
+		// (2.0 too: it edits the text with \r\n made \n and writes it back with CRLF).
 		oldString = strings.ReplaceAll(oldString, "\n", "\r\n")
 		newString = strings.ReplaceAll(newString, "\n", "\r\n")
 	}
 	original, _ := os.ReadFile(path)
+	if s.before("2.1") && original != nil && !utf8.Valid(original) {
+		// Claude Code 2.0 reads the file as UTF-8, each bad byte becoming U+FFFD, and writes
+		// the edited text back as UTF-8 (seed 8085); a failed edit writes nothing.
+		if st, err := os.Stat(path); err == nil && os.WriteFile(path, []byte(decodeUTF8(original)), st.Mode().Perm()) == nil {
+			defer func() {
+				if b, _ := os.ReadFile(path); string(b) == decodeUTF8(original) {
+					_ = os.WriteFile(path, original, st.Mode().Perm())
+				}
+			}()
+		}
+	}
 	edits := []action.Edit{{Old: oldString, New: newString, All: in.ReplaceAll}}
-	if _, err := action.EditFile(path, edits); err != nil {
+	if err := asOwner(path, rec, func() error { _, err := action.EditFile(path, edits); return err }); err != nil {
 		// The error quotes old_string as the model gave it, not as matched against CRLF.
 		if ee := (*action.EditError)(nil); errors.As(err, &ee) {
 			ee.Old = *in.OldString
@@ -564,7 +656,11 @@ func (s *session) editError(call tape.ToolCall, err error) tape.ToolResult {
 		return toolUseError(call, "No changes to make: old_string and new_string are exactly the same.")
 	case action.EditFileMissing:
 		if s.before("2.1") {
-			return toolUseError(call, "File does not exist.")
+			msg := "File does not exist."
+			if dir := s.currentDir(); dir != s.env.Cwd {
+				msg += " Current working directory: " + dir // seed 8074
+			}
+			return toolUseError(call, msg)
 		}
 		return toolUseError(call, "File does not exist. Note: your current working directory is "+s.currentDir()+".")
 	case action.EditFileExists:

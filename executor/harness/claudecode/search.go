@@ -61,6 +61,9 @@ func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if in.Path != "" {
 		root = s.env.Path(in.Path)
 		st, err := os.Stat(root)
+		if errors.Is(err, fs.ErrNotExist) && s.before("2.1") {
+			return asRecorded(harness.Text(call, "Directory does not exist: "+in.Path, true), rec)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return asRecorded(harness.Text(call, fmt.Sprintf("Directory does not exist: %s. Note: your current working directory is %s.", in.Path, s.currentDir()), true), rec)
 		}
@@ -82,6 +85,7 @@ func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	for _, f := range files[:n] {
 		lines = append(lines, s.display(f.Path, abs))
 	}
+	lines = recordedOrder(lines, rec)
 	if len(files) > globLimit {
 		if strings.Contains(harness.RecordedText(rec), "(Results are truncated.") {
 			lines = append(lines, "(Results are truncated. Consider using a more specific path or pattern.)")
@@ -164,6 +168,10 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if in.Offset < 0 || (in.HeadLimit != nil && *in.HeadLimit < 0) {
 		return asRecorded(toolUseError(call, "head_limit and offset must be whole numbers of 0 or more."), rec)
 	}
+	if in.HeadLimit == nil && s.before("2.1") {
+		unlimited := 0 // Claude Code 2.0 has no default head_limit (seed 8086)
+		in.HeadLimit = &unlimited
+	}
 	mode := in.OutputMode
 	if mode == "" {
 		mode = "files_with_matches"
@@ -216,7 +224,7 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 			total += f.Count
 		}
 		shown, limit, limited := page(lines, in.HeadLimit, in.Offset)
-		body := strings.Join(shown, "\n")
+		body := strings.Join(recordedOrder(shown, rec), "\n")
 		if body == "" {
 			body = "No matches found"
 			if total > 0 {
@@ -253,8 +261,12 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if pg != "" {
 		b.WriteString(" " + pg)
 	}
-	for _, f := range shown {
-		b.WriteString("\n" + s.display(f.Path, abs))
+	names := make([]string, len(shown))
+	for i, f := range shown {
+		names[i] = s.display(f.Path, abs)
+	}
+	for _, name := range recordedOrder(names, rec) {
+		b.WriteString("\n" + name)
 	}
 	return harness.Text(call, b.String(), false)
 }
@@ -311,4 +323,34 @@ func (s *session) grepContent(files []action.GrepFile, in grepInput, isDir, brea
 		body += "\n[Showing results with pagination = " + pg + "]"
 	}
 	return body
+}
+
+// recordedOrder returns lines in the order the recorded result lists them, when it lists
+// the same lines: Glob and Grep order files by modification time, which a workspace
+// restored from a snapshot does not keep (it keeps the files and their contents, compared
+// as ever). Otherwise lines are returned as they are.
+func recordedOrder(lines []string, rec *tape.ToolResult) []string {
+	if len(lines) < 2 || rec == nil {
+		return lines
+	}
+	want := make(map[string]int, len(lines))
+	for _, l := range lines {
+		want[l]++
+	}
+	rl := strings.Split(harness.RecordedText(rec), "\n")
+	k := 0
+	for k < len(rl) && want[rl[k]] == 0 {
+		k++
+	}
+	if len(rl)-k < len(lines) {
+		return lines
+	}
+	got := rl[k : k+len(lines)]
+	for _, l := range got {
+		if want[l] == 0 {
+			return lines
+		}
+		want[l]--
+	}
+	return got
 }

@@ -95,7 +95,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, _ *tape.ToolResu
 		out = "(no output)"
 	}
 	if truncated && saved != "" {
-		out = "...output truncated...\nFull output saved to: " + saved + "\n" + out
+		out = "...output truncated...\n\nFull output saved to: " + saved + "\n\n" + out
 	}
 	if res.TimedOut {
 		out += "\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout " + jsNumber(timeout) +

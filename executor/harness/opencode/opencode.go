@@ -10,8 +10,8 @@ import (
 	"github.com/tapebox/tapebox/tape/harnesses"
 )
 
-// tools are the tools this module performs in the sandbox; every other tool replays its
-// recorded result.
+// tools are the tools this module performs in the sandbox, and the spawning tools; every
+// other tool replays its recorded result.
 var tools = harness.Tools[*session]{
 	"bash":      (*session).bash,
 	"read":      (*session).read,
@@ -20,6 +20,16 @@ var tools = harness.Tools[*session]{
 	"glob":      (*session).glob,
 	"grep":      (*session).grep,
 	"todowrite": (*session).todowrite,
+}
+
+// A spawning tool's call (task) should never reach the executor: the controller plays the
+// subagent's thread. One that does gets an error, as in the other modules.
+func init() {
+	for _, name := range harnesses.OpenCode.SpawningTools {
+		tools[name] = func(_ *session, _ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {
+			return harness.Spawning(call)
+		}
+	}
 }
 
 // New returns the OpenCode module: its name and policy are harnesses.OpenCode's.

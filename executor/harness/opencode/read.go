@@ -140,7 +140,7 @@ func missing(p string) string {
 		}
 	}
 	if len(near) > 0 {
-		return "File not found: " + p + "\nDid you mean one of these?\n" + strings.Join(near, "\n")
+		return "File not found: " + p + "\n\nDid you mean one of these?\n" + strings.Join(near, "\n")
 	}
 	return "File not found: " + p
 }

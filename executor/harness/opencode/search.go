@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/tapebox/tapebox/executor/action"
@@ -51,6 +52,7 @@ func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	for _, f := range files {
 		lines = append(lines, filepath.Join(dir, f.Rel))
 	}
+	rgSort(dir, lines, func(l string) string { return l })
 	truncated := len(lines) > searchLimit
 	if truncated {
 		lines = lines[:searchLimit]
@@ -150,6 +152,20 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if len(hits) == 0 {
 		return ok(call, "No files found")
 	}
+	rgSort(root, hits, func(h hit) string { return h.path })
+	// ripgrep searches files in parallel: the recording's order of the same files is as
+	// good as any other.
+	if order := recordedFiles(rec); order != nil {
+		pos := map[string]int{}
+		for _, h := range hits {
+			if _, seen := pos[h.path]; !seen {
+				pos[h.path] = len(pos)
+			}
+		}
+		if len(order) == len(pos) && allKnown(order, pos) {
+			sort.SliceStable(hits, func(i, j int) bool { return order[hits[i].path] < order[hits[j].path] })
+		}
+	}
 	truncated := len(hits) > searchLimit
 	if truncated {
 		hits = hits[:searchLimit]
@@ -174,6 +190,74 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		out = append(out, "", "(Results truncated. Consider using a more specific path or pattern.)")
 	}
 	return ok(call, strings.Join(out, "\n"))
+}
+
+// rgSort orders items (files under root, by the path key gives) as ripgrep lists a small
+// tree: depth first, each directory's entries in the reverse of the order the directory
+// holds them (its walker takes them from a stack). A file the walk does not reach keeps
+// its place after the others.
+func rgSort[T any](root string, items []T, key func(T) string) {
+	if len(items) < 2 {
+		return
+	}
+	rank := map[string]int{}
+	budget := 100000
+	var visit func(dir string)
+	visit = func(dir string) {
+		f, err := os.Open(dir)
+		if err != nil {
+			return
+		}
+		names, _ := f.Readdirnames(-1)
+		f.Close()
+		for i := len(names) - 1; i >= 0 && budget > 0; i-- {
+			budget--
+			p := filepath.Join(dir, names[i])
+			if st, err := os.Lstat(p); err == nil && st.IsDir() {
+				visit(p)
+				continue
+			}
+			rank[p] = len(rank)
+		}
+	}
+	visit(root)
+	sort.SliceStable(items, func(i, j int) bool {
+		ri, oki := rank[key(items[i])]
+		rj, okj := rank[key(items[j])]
+		if oki != okj {
+			return oki
+		}
+		return ri < rj
+	})
+}
+
+// recordedFiles is the order of the files a recorded grep result lists ("PATH:" lines at
+// the start of the result or after an empty line), or nil.
+func recordedFiles(rec *tape.ToolResult) map[string]int {
+	text := harness.RecordedText(rec)
+	if !strings.HasPrefix(text, "Found ") {
+		return nil
+	}
+	lines := strings.Split(text, "\n")
+	order := map[string]int{}
+	for i := 1; i < len(lines); i++ {
+		l := lines[i]
+		if (i == 1 || lines[i-1] == "") && strings.HasSuffix(l, ":") && !strings.HasPrefix(l, "  Line ") {
+			if _, seen := order[strings.TrimSuffix(l, ":")]; !seen {
+				order[strings.TrimSuffix(l, ":")] = len(order)
+			}
+		}
+	}
+	return order
+}
+
+func allKnown(order, pos map[string]int) bool {
+	for p := range pos {
+		if _, ok := order[p]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // todo is one item of todowrite, its fields in opencode's order.

@@ -352,11 +352,10 @@ func normalizeToLF(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }
 
-// fuzzy is Pi's normalizeForFuzzyMatch without its first step, Unicode NFKC (the
-// executor links no Unicode tables for it): trailing whitespace off every line, smart
-// quotes, Unicode dashes and special spaces made ASCII.
+// fuzzy is Pi's normalizeForFuzzyMatch: Unicode NFKC (nfkc), trailing whitespace off
+// every line, smart quotes, Unicode dashes and special spaces made ASCII.
 func fuzzy(s string) string {
-	ls := strings.Split(s, "\n")
+	ls := strings.Split(nfkc(s), "\n")
 	for i, l := range ls {
 		ls[i] = strings.TrimRightFunc(l, isJSSpace)
 	}
@@ -428,7 +427,7 @@ func applyEdits(content string, edits []replacement, path string) (string, strin
 			}
 			return "", fmt.Sprintf("Could not find edits[%d] in %s. The oldText must match exactly including all whitespace and newlines.", i, path)
 		}
-		if c := strings.Count(fuzzy(base), fuzzy(e.oldText)); c > 1 {
+		if c := jsSplitCount(fuzzy(base), fuzzy(e.oldText)); c > 1 {
 			if one {
 				return "", fmt.Sprintf("Found %d occurrences of the text in %s. The text must be unique. Please provide more context to make it unique.", c, path)
 			}
@@ -454,6 +453,23 @@ func applyEdits(content string, edits []replacement, path string) (string, strin
 		return "", fmt.Sprintf("No changes made to %s. The replacements produced identical content.", path)
 	}
 	return out, ""
+}
+
+// jsSplitCount is Pi's countOccurrences, content.split(text).length - 1, in JavaScript's
+// terms: an empty text (an oldText of spaces alone, which the fuzzy normalization empties)
+// splits between every UTF-16 code unit, so it counts the units less one.
+func jsSplitCount(content, text string) int {
+	if text != "" {
+		return strings.Count(content, text)
+	}
+	units := 0
+	for _, r := range content {
+		units++
+		if r >= 0x10000 {
+			units++
+		}
+	}
+	return units - 1
 }
 
 func (s *session) ls(_ context.Context, call tape.ToolCall, _ *tape.ToolResult) tape.ToolResult {

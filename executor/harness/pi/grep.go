@@ -70,8 +70,13 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		return filepath.Base(p)
 	}
 	ctxLines := max(0, int(context))
-	var out []string
-	count, cut := 0, false
+	// Every match, as the lines it shows (with its context lines); the limit is applied
+	// after, so that under it the recording's choice among them can be followed.
+	type block struct {
+		lines []string
+		cut   bool
+	}
+	var blocks []block
 	for _, f := range files {
 		var lines []string
 		if ctxLines > 0 {
@@ -79,30 +84,52 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 			lines = strings.Split(normalizeToLF(decodeUTF8(b)), "\n")
 		}
 		for _, l := range f.Lines {
-			if !l.Match || count >= limit {
+			if !l.Match {
 				continue
 			}
-			count++
 			name := rel(f.Path)
+			var bl block
 			if ctxLines == 0 {
 				text, c := clipLine(strings.ReplaceAll(decodeUTF8([]byte(l.Text)), "\r", ""))
-				cut = cut || c
-				out = append(out, name+":"+strconv.Itoa(l.N)+": "+text)
-				continue
-			}
-			for n := max(1, l.N-ctxLines); n <= min(len(lines), l.N+ctxLines); n++ {
-				text, c := clipLine(strings.ReplaceAll(lines[n-1], "\r", ""))
-				cut = cut || c
-				sep := "-"
-				if n == l.N {
-					sep = ":"
+				bl = block{[]string{name + ":" + strconv.Itoa(l.N) + ": " + text}, c}
+			} else {
+				for n := max(1, l.N-ctxLines); n <= min(len(lines), l.N+ctxLines); n++ {
+					text, c := clipLine(strings.ReplaceAll(lines[n-1], "\r", ""))
+					bl.cut = bl.cut || c
+					sep := "-"
+					if n == l.N {
+						sep = ":"
+					}
+					bl.lines = append(bl.lines, name+sep+strconv.Itoa(n)+sep+" "+text)
 				}
-				out = append(out, name+sep+strconv.Itoa(n)+sep+" "+text)
+			}
+			blocks = append(blocks, bl)
+		}
+	}
+	if len(blocks) == 0 {
+		return ok(call, "No matches found")
+	}
+	count := min(len(blocks), limit)
+	chosen := blocks[:count]
+	if len(blocks) > limit {
+		// ripgrep's parallel walk decides which matches fill the limit, differently from
+		// run to run: the ones the recording shows, in its order, when they are matches here.
+		keys := make([][]string, len(blocks))
+		for i, b := range blocks {
+			keys[i] = b.lines
+		}
+		if pick := recordedChoice(keys, rec, limit); pick != nil {
+			chosen = chosen[:0:0]
+			for _, i := range pick {
+				chosen = append(chosen, blocks[i])
 			}
 		}
 	}
-	if count == 0 {
-		return ok(call, "No matches found")
+	var out []string
+	cut := false
+	for _, b := range chosen {
+		out = append(out, b.lines...)
+		cut = cut || b.cut
 	}
 	out = recordedOrder(out, rec)
 	t := truncateHead(strings.Join(out, "\n"), int(^uint(0)>>1), maxBytes)
@@ -170,4 +197,35 @@ func recordedOrder(lines []string, rec *tape.ToolResult) []string {
 		return lines
 	}
 	return got
+}
+
+// recordedChoice returns which of blocks (each the lines of one match), limit of them in
+// the recording's order, make up the recorded result's lines exactly; nil when they do not.
+func recordedChoice(blocks [][]string, rec *tape.ToolResult, limit int) []int {
+	if rec == nil || rec.IsError {
+		return nil
+	}
+	body, _, _ := strings.Cut(rec.Text(), "\n\n[")
+	got := strings.Split(body, "\n")
+	used := make([]bool, len(blocks))
+	var pick []int
+	for p := 0; p < len(got); {
+		found := -1
+		for i, b := range blocks {
+			if !used[i] && p+len(b) <= len(got) && slices.Equal(got[p:p+len(b)], b) {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			return nil
+		}
+		used[found] = true
+		pick = append(pick, found)
+		p += len(blocks[found])
+	}
+	if len(pick) != limit {
+		return nil
+	}
+	return pick
 }

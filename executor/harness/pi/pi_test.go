@@ -150,6 +150,15 @@ func TestGrep(t *testing.T) {
 	// ripgrep's order, where the recording has it.
 	rec := &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "sub/c.md:3: beta three\na.txt:2: beta\nsub/b.txt:1: beta"}}}
 	check(m{"pattern": "beta"}, rec, "sub/c.md:3: beta three\na.txt:2: beta\nsub/b.txt:1: beta", false)
+	// Under a limit, which matches fill it is ripgrep's order too: the recording's choice,
+	// when its lines are matches here (it showed the first matches of the walk instead).
+	rec = &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "sub/c.md:3: beta three\nsub/b.txt:1: beta\n\n[2 matches limit reached. Use limit=4 for more, or refine pattern]"}}}
+	check(m{"pattern": "beta", "limit": 2}, rec, "sub/c.md:3: beta three\nsub/b.txt:1: beta\n\n[2 matches limit reached. Use limit=4 for more, or refine pattern]", false)
+	rec = &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "sub/c.md-2- two\nsub/c.md:3: beta three\nsub/c.md-4- four\n\n[1 matches limit reached. Use limit=2 for more, or refine pattern]"}}}
+	check(m{"pattern": "beta", "limit": 1, "context": 1}, rec, "sub/c.md-2- two\nsub/c.md:3: beta three\nsub/c.md-4- four\n\n[1 matches limit reached. Use limit=2 for more, or refine pattern]", false)
+	// A recorded line that is no match here is not copied: the walk's first matches.
+	rec = &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "sub/c.md:3: beta four\nsub/b.txt:1: beta"}}}
+	check(m{"pattern": "beta", "limit": 2}, rec, "a.txt:2: beta\nsub/b.txt:1: beta\n\n[2 matches limit reached. Use limit=4 for more, or refine pattern]", false)
 	rec = &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "ripgrep (rg) is not available and could not be downloaded"}}, IsError: true}
 	check(m{"pattern": "beta"}, rec, "ripgrep (rg) is not available and could not be downloaded", true)
 	require.NoError(t, os.WriteFile(filepath.Join(s.Dir, "wide.txt"), []byte(strings.Repeat("w", 600)+"\n"), 0o644))

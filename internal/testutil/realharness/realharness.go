@@ -21,6 +21,7 @@ const (
 	Claude = "claude-code"
 	Codex  = "codex"
 	Pi     = "pi"
+	Gemini = "gemini-cli"
 )
 
 // EnvRequire, set to 1, makes a missing harness a test failure instead of a skip
@@ -33,6 +34,7 @@ const (
 	EnvClaude = "TAPEBOX_CLAUDE"
 	EnvCodex  = "TAPEBOX_CODEX"
 	EnvPi     = "TAPEBOX_PI"
+	EnvGemini = "TAPEBOX_GEMINI"
 )
 
 // Options says how to run a harness.
@@ -64,6 +66,10 @@ type Options struct {
 	// PiAPI is the wire API of Pi's provider (its models.json "api"): "anthropic-messages"
 	// (when empty), "openai-completions" or "openai-responses".
 	PiAPI string
+	// Linger, when above 0, lets what the harness left running in its process group (a
+	// background job of a command) go on for up to that long after the harness exits,
+	// before the group is killed, as it would in a terminal the harness exited from.
+	Linger time.Duration
 	// Wrap, when set, is a command the harness runs under: Wrap[0] is started with
 	// Wrap[1:], then the harness's binary and arguments (setpriv, to run it with the
 	// capabilities a sandbox gives the executor).
@@ -262,7 +268,8 @@ func run(ctx context.Context, bin string, args []string, opts Options, env []str
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = opts.Dir
-	cmd.Env = append(append(baseEnv(), env...), opts.Env...)
+	// PWD too: a harness that trusts it (opencode does) would work where the test runs.
+	cmd.Env = append(append(append(baseEnv(), "PWD="+opts.Dir), env...), opts.Env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -272,7 +279,11 @@ func run(ctx context.Context, bin string, args []string, opts Options, env []str
 	err := cmd.Run()
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start), ExitCode: cmd.ProcessState.ExitCode()}
 	if cmd.Process != nil {
-		// Leftovers of the run (a background command still sleeping) go with it.
+		// Leftovers of the run (a background command still sleeping) go with it, after
+		// Linger.
+		for end := time.Now().Add(opts.Linger); time.Now().Before(end) && syscall.Kill(-cmd.Process.Pid, 0) == nil; {
+			time.Sleep(50 * time.Millisecond)
+		}
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	if ctx.Err() != nil {
@@ -292,11 +303,11 @@ func baseEnv() []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case name == "HOME", name == "CLAUDECODE", name == "IS_SANDBOX",
+		case name == "HOME", name == "CLAUDECODE", name == "IS_SANDBOX", name == "PWD",
 			strings.HasPrefix(name, "OPENCODE"), strings.HasPrefix(name, "XDG_"),
 			strings.HasPrefix(name, "ANTHROPIC_"), strings.HasPrefix(name, "CLAUDE_"),
 			strings.HasPrefix(name, "OPENAI_"), strings.HasPrefix(name, "CODEX_"),
-			strings.HasPrefix(name, "AWS_"), strings.HasPrefix(name, "GOOGLE_"),
+			strings.HasPrefix(name, "AWS_"), strings.HasPrefix(name, "GOOGLE_"), strings.HasPrefix(name, "GEMINI_"),
 			strings.HasSuffix(name, "_PROXY"), strings.HasSuffix(name, "_proxy"):
 			continue
 		}
@@ -363,6 +374,53 @@ func PiPath() (string, error) {
 			return "", fmt.Errorf("realharness: Pi not installed (run npm ci in harnesses/): %w", err)
 		}
 		return p, nil
+	})
+}
+
+// GeminiPath returns Gemini CLI's command: $TAPEBOX_GEMINI, else the package's
+// bundle/gemini.js under harnesses/node_modules (a node script with its #! line).
+func GeminiPath() (string, error) {
+	return installed(EnvGemini, func(nm string) (string, error) {
+		p := filepath.Join(nm, "@google", "gemini-cli", "bundle", "gemini.js")
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("realharness: Gemini CLI not installed (run npm ci in harnesses/): %w", err)
+		}
+		return p, nil
+	})
+}
+
+// GeminiSettingsJSON is the ~/.gemini/settings.json RunGemini writes: the API key selected
+// as the auth method (Gemini CLI 0.61 refuses GOOGLE_GEMINI_BASE_URL in headless mode
+// without it), usage statistics, telemetry, update checks and the IDE off.
+const GeminiSettingsJSON = `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"disableAutoUpdate":true,"disableUpdateNag":true},"ide":{"enabled":false}}`
+
+// RunGemini runs Gemini CLI once, non-interactively:
+//
+//	gemini --yolo --output-format json -m MODEL -p PROMPT </dev/null
+//
+// with GOOGLE_GEMINI_BASE_URL=BaseURL, GEMINI_API_KEY=sk-test, GEMINI_CLI_TRUST_WORKSPACE=true
+// (so that --yolo holds in a folder it has not seen) and Home/.gemini/settings.json holding
+// GeminiSettingsJSON. MODEL is Options.Model, "gemini-2.5-pro" when empty: a model named
+// (not "auto") keeps the CLI from asking a router model first. A non-zero exit is reported
+// in the Result.
+func RunGemini(ctx context.Context, opts Options) (Result, error) {
+	return launch(ctx, GeminiPath, opts, func(home string) (args, env []string, err error) {
+		dir := filepath.Join(home, ".gemini")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("realharness: gemini home: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(GeminiSettingsJSON), 0o644); err != nil {
+			return nil, nil, fmt.Errorf("realharness: gemini settings: %w", err)
+		}
+		env = []string{
+			"GOOGLE_GEMINI_BASE_URL=" + opts.BaseURL,
+			"GEMINI_API_KEY=sk-test",
+			"GEMINI_CLI_TRUST_WORKSPACE=true",
+			"GEMINI_CLI_NO_RELAUNCH=true",
+		}
+		args = []string{"--yolo", "--output-format", "json", "-m", cmp.Or(opts.Model, "gemini-2.5-pro")}
+		args = append(args, opts.Args...)
+		return append(args, "-p", opts.Prompt), env, nil
 	})
 }
 
@@ -519,6 +577,8 @@ func Version(ctx context.Context, harness string) (string, error) {
 		bin, err = CodexPath()
 	case Pi:
 		bin, err = PiPath()
+	case Gemini:
+		bin, err = GeminiPath()
 	case OpenCode:
 		bin, err = OpenCodePath()
 	default:

@@ -18,7 +18,8 @@ type Sent struct {
 }
 
 // SentResults reads the tool results of a request body of provider p (Anthropic messages,
-// OpenAI Chat or OpenAI Responses), by call id. It reads the wire format itself, not
+// OpenAI Chat, OpenAI Responses or the Gemini API: functionResponse {"output"} or
+// {"error"}), by call id. It reads the wire format itself, not
 // through tape/provider, so that a test can hold what the tape says against what the
 // harness sent.
 func SentResults(p tape.Provider, body []byte) (map[string]Sent, error) {
@@ -99,6 +100,37 @@ func SentResults(p tape.Provider, body []byte) (map[string]Sent, error) {
 				return nil, fmt.Errorf("tool message %s: %w", m.ToolCallID, err)
 			}
 			out[m.ToolCallID] = Sent{Raw: raw, Result: tape.ToolResult{ToolCallID: m.ToolCallID, Content: content}}
+		}
+	case tape.ProviderGemini:
+		var req struct {
+			Contents []struct {
+				Parts []json.RawMessage `json:"parts"`
+			} `json:"contents"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, fmt.Errorf("decode request: %w", err)
+		}
+		for _, c := range req.Contents {
+			for _, raw := range c.Parts {
+				var part struct {
+					FunctionResponse *struct {
+						ID       string                     `json:"id"`
+						Response map[string]json.RawMessage `json:"response"`
+					} `json:"functionResponse"`
+				}
+				if json.Unmarshal(raw, &part) != nil || part.FunctionResponse == nil {
+					continue
+				}
+				fr := part.FunctionResponse
+				var text string
+				isError := false
+				if e, ok := fr.Response["error"]; ok {
+					isError = json.Unmarshal(e, &text) == nil
+				} else if err := json.Unmarshal(fr.Response["output"], &text); err != nil {
+					return nil, fmt.Errorf("functionResponse %s: output is not a string: %s", fr.ID, Excerpt(string(raw), 200))
+				}
+				out[fr.ID] = Sent{Raw: raw, Result: tape.ToolResult{ToolCallID: fr.ID, Content: []tape.Block{{Type: tape.BlockText, Text: text}}, IsError: isError}}
+			}
 		}
 	default:
 		return nil, fmt.Errorf("tool results of provider %s: not read here", p)

@@ -7,9 +7,12 @@ import "testing"
 // missing harness fails the test instead.
 func Need(t testing.TB, harness string) {
 	t.Helper()
-	if harness == Pi || harness == OpenCode {
+	if harness == Pi || harness == Gemini || harness == OpenCode {
 		path := PiPath
-		if harness == OpenCode {
+		switch harness {
+		case Gemini:
+			path = GeminiPath
+		case OpenCode:
 			path = OpenCodePath
 		}
 		if _, err := path(); err != nil {

@@ -1,0 +1,286 @@
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/tapebox/tapebox/executor/action"
+	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/tape"
+)
+
+// ansi is strip-ansi's expression (ansi-regex 6): OSC strings, then CSI and other escapes.
+var ansi = regexp.MustCompile(`(?:\x1b\][\s\S]*?(?:\x07|\x1b\\|\x{9c}))|[\x1b\x{9b}][[\]()#;?]*(?:\d{1,4}(?:[;:]\d{0,4})*)?[\dA-PR-TZcf-nq-uy=><~]`)
+
+// wrap is the CLI's wrapCommandForBackgroundPIDs: the command in a subshell whose EXIT trap
+// writes the pids of its background jobs to file.
+func wrap(command, file string) string {
+	c := strings.TrimSpace(command)
+	if c == "" {
+		return ""
+	}
+	if strings.HasSuffix(c, `\`) {
+		c += " "
+	}
+	return "_bgpids_file=" + shellQuote(file) + "\n(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\n" + c + "\n)\n__code=$?\nexit $__code"
+}
+
+// shellQuote quotes s for bash as the CLI's escapeShellArg does (shell-quote): bare when
+// it is made of safe characters, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+type shellArgs struct {
+	Command      string `json:"command"`
+	DirPath      string `json:"dir_path"`
+	IsBackground bool   `json:"is_background"`
+}
+
+func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	var a shellArgs
+	if !args(call, &a) || a.IsBackground || strings.TrimSpace(a.Command) == "" {
+		// A background command's pid and its output at the moment the CLI looked, and the
+		// CLI's refusals, are not for a sandbox to reproduce.
+		return replay(call, rec)
+	}
+	if shellWrapper.MatchString(a.Command) {
+		return replay(call, rec) // the CLI unwraps bash -c "..." with shell-quote's parser
+	}
+	if substitution(a.Command) {
+		return ok(call, blocked)
+	}
+	dir := s.env.Cwd
+	if a.DirPath != "" {
+		d, inside := s.resolve(a.DirPath)
+		if !inside {
+			return replay(call, rec)
+		}
+		dir = d
+	}
+	tmp, err := os.MkdirTemp("", "gemini-shell-")
+	if err != nil {
+		return fail(call, err.Error())
+	}
+	defer os.RemoveAll(tmp)
+	pids := filepath.Join(tmp, "bgpids.tmp")
+	res, err := action.Shell(ctx, action.ShellRequest{Command: wrap(a.Command, pids), Shell: s.bash(), Dir: dir, Env: s.env.Environ})
+	if err != nil {
+		return fail(call, err.Error())
+	}
+	raw := res.Output
+	if bytes.IndexByte(raw[:min(len(raw), 512)], 0) >= 0 {
+		raw = nil // the CLI's isBinary sniff: it stops collecting a binary output
+	}
+	out := strings.TrimSpace(ansi.ReplaceAllString(decode(raw), ""))
+	if out == "" {
+		out = "(empty)"
+	}
+	parts := []string{"Output: " + out}
+	if res.Signal == "" && res.ExitCode != 0 {
+		parts = append(parts, "Exit Code: "+strconv.Itoa(res.ExitCode))
+	}
+	if res.Signal != "" {
+		parts = append(parts, "Signal: "+strconv.Itoa(res.ExitCode-128))
+	}
+	if bg := backgroundPIDs(pids, res.Pid); bg != "" {
+		parts = append(parts, "Background PIDs: "+bg)
+	}
+	if res.Pid != 0 {
+		parts = append(parts, fmt.Sprintf("Process Group PGID: %d", res.Pid))
+	}
+	return ok(call, s.truncated(call, untrusted(strings.Join(parts, "\n"))))
+}
+
+// truncateThreshold is the CLI's truncateToolOutputThreshold: a shell result longer (in
+// UTF-16 code units) keeps its first fifth and its last four fifths of this, and the whole
+// is saved in a file the result names.
+const truncateThreshold = 40000
+
+// truncated is the CLI's formatTruncatedToolOutput of a shell result over the threshold;
+// the whole result goes to a file in the state directory, whose path (an identifier field
+// of the harness table) stands for the CLI's under its project's temporary directory.
+func (s *session) truncated(call tape.ToolCall, text string) string {
+	u := utf16.Encode([]rune(text))
+	if len(u) <= truncateThreshold {
+		return text
+	}
+	head, tail := truncateThreshold/5, truncateThreshold-truncateThreshold/5
+	dir, err := s.env.State.Make("tool-outputs")
+	if err != nil {
+		dir = filepath.Join(s.env.State.Path, "tool-outputs")
+	}
+	file := filepath.Join(dir, action.NewTaskID("run_shell_command_", 12)+".txt")
+	_ = os.WriteFile(file, []byte(text), 0o600)
+	return fmt.Sprintf("Output too large. Showing first %s and last %s characters. For full output see: %s\n%s\n\n... [%s characters omitted] ...\n\n%s",
+		commas(head), commas(tail), file, string(utf16.Decode(u[:head])), commas(len(u)-head-tail), string(utf16.Decode(u[len(u)-tail:])))
+}
+
+// commas writes n as toLocaleString does in English: 32,000.
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// blocked is the CLI's answer to a command with a substitution in it; nothing runs.
+const blocked = "Command injection detected: command substitution syntax ($(), backticks, <() or >()) found in command arguments. On PowerShell, @() array subexpressions and $() subexpressions are also blocked. This is a security risk and the command was blocked."
+
+// shellWrapper is the CLI's stripShellWrapper pattern: a command given as bash -c "...".
+var shellWrapper = regexp.MustCompile(`(?i)^\s*(?:(?:(?:\S+/)?(?:sh|bash|zsh))\s+-c|cmd\.exe\s+/c|powershell(?:\.exe)?\s+(?:-NoProfile\s+)?-Command|pwsh(?:\.exe)?\s+(?:-NoProfile\s+)?-Command)\s+`)
+
+// substitution is the CLI's detectBashSubstitution: $( or a backtick outside single
+// quotes, <( or >( outside quotes, escapes skipped as bash reads them.
+func substitution(cmd string) bool {
+	u := utf16.Encode([]rune(cmd))
+	single, double := false, false
+	for i := 0; i < len(u); i++ {
+		c := u[i]
+		next := uint16(0)
+		if i+1 < len(u) {
+			next = u[i+1]
+		}
+		switch {
+		case c == '\'' && !double:
+			single = !single
+			continue
+		case c == '"' && !single:
+			double = !double
+			continue
+		case single:
+			continue
+		case c == '\\' && i+1 < len(u):
+			if !double || next == '$' || next == '`' || next == '"' || next == '\\' || next == '\n' {
+				i++
+				continue
+			}
+		}
+		if (c == '$' && next == '(') || (!double && (c == '<' || c == '>') && next == '(') || c == '`' {
+			return true
+		}
+	}
+	return false
+}
+
+// untrusted is the CLI's wrapUntrusted.
+func untrusted(text string) string {
+	return "<untrusted_context>\n" + strings.ReplaceAll(text, "</untrusted_context>", "&lt;/untrusted_context&gt;") + "\n</untrusted_context>"
+}
+
+// bash is the shell the CLI runs commands with: the first bash on the PATH, by its full
+// path (resolveExecutable), which bash's own messages show ("/usr/bin/bash: line 4: ...").
+func (s *session) bash() string {
+	for _, dir := range filepath.SplitList(s.env.Getenv("PATH")) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, "bash")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return action.FindShell()
+}
+
+// backgroundJobs reads the pids the EXIT trap wrote, but the command's own.
+func backgroundJobs(file string, self int) []int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if n, err := strconv.Atoi(line); err == nil && n != self {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func backgroundPIDs(file string, self int) string {
+	var s []string
+	for _, p := range backgroundJobs(file, self) {
+		s = append(s, strconv.Itoa(p))
+	}
+	return strings.Join(s, ", ")
+}
+
+// decode is Node's UTF-8 decoding (the WHATWG decoder): each maximal subpart of a byte
+// sequence that is not UTF-8 becomes one U+FFFD.
+func decode(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var out strings.Builder
+	out.Grow(len(b) + 16)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError || size > 1 {
+			out.WriteString(string(b[i : i+size]))
+			i += size
+			continue
+		}
+		// A lead byte and the continuation bytes that may follow it form one subpart.
+		out.WriteRune(utf8.RuneError)
+		i += subpart(b[i:])
+	}
+	return out.String()
+}
+
+// subpart is the length of the maximal subpart of an ill-formed sequence at the start of
+// b: a lead byte with the continuation bytes that are valid after it, at least 1.
+func subpart(b []byte) int {
+	c := b[0]
+	var need int
+	lo, hi := byte(0x80), byte(0xBF)
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		need = 1
+	case c >= 0xE0 && c <= 0xEF:
+		need = 2
+		if c == 0xE0 {
+			lo = 0xA0
+		} else if c == 0xED {
+			hi = 0x9F
+		}
+	case c >= 0xF0 && c <= 0xF4:
+		need = 3
+		if c == 0xF0 {
+			lo = 0x90
+		} else if c == 0xF4 {
+			hi = 0x8F
+		}
+	default:
+		return 1
+	}
+	n := 1
+	for k := 0; k < need && n < len(b); k++ {
+		if b[n] < lo || b[n] > hi {
+			break
+		}
+		lo, hi = 0x80, 0xBF
+		n++
+	}
+	return n
+}
+
+// replay is the recorded result, copied.
+func replay(call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	return harness.Replay(call, rec)
+}

@@ -1,0 +1,249 @@
+// Package gemini is the seeded grammar of Gemini CLI's tool calls: read_file (line ranges
+// past the end, every file class of package grammar, directories, missing paths),
+// run_shell_command (exits, stderr, escapes, no output, dir_path, long output),
+// write_file (new deep directories, overwrites, CRLF files), replace (unique, several,
+// allow_multiple, not found, no change, creating with an empty old_string) and
+// list_directory.
+package gemini
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/tapebox/tapebox/internal/grammar"
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
+)
+
+type gen struct {
+	r       *rand.Rand
+	seq     grammar.Sequence
+	dirs    []string
+	touched map[string]bool
+}
+
+// Generate returns a sequence of n calls drawn from r.
+func Generate(r *rand.Rand, n int) grammar.Sequence {
+	g := &gen{r: r, touched: map[string]bool{}}
+	g.seq.Before = grammar.Workspace(r)
+	for _, f := range g.seq.Before {
+		if f.Dir {
+			g.dirs = append(g.dirs, f.Path)
+		}
+	}
+	for len(g.seq.Calls) < n {
+		switch w := r.IntN(100); {
+		case w < 25:
+			g.read()
+		case w < 50:
+			g.shell()
+		case w < 72:
+			g.replace()
+		case w < 88:
+			g.write()
+		default:
+			g.list()
+		}
+	}
+	g.seq.Cut(n)
+	return g.seq
+}
+
+func (g *gen) add(call tape.ToolCall, classes ...string) { g.seq.Add(call, classes...) }
+
+// known returns the regular files of the start no call has changed yet.
+func (g *gen) known() []grammar.File {
+	var out []grammar.File
+	for _, f := range grammar.Regular(g.seq.Before) {
+		if !g.touched[f.Path] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// path returns a path to read: a known file, any entry of the start, or a missing path,
+// sometimes with "./" before it.
+func (g *gen) path() (string, string) {
+	r := g.r
+	k := g.known()
+	var p, class string
+	switch w := r.IntN(100); {
+	case w < 70 && len(k) > 0:
+		f := k[r.IntN(len(k))]
+		p, class = f.Path, f.Class
+	case w < 82 && len(g.seq.Before) > 0:
+		e := g.seq.Before[r.IntN(len(g.seq.Before))]
+		p, class = e.Path, e.Class
+		if e.Dir {
+			class = "dir"
+		}
+	default:
+		p, class = "missing-"+grammar.Word(r)+".txt", "missing"
+	}
+	if r.IntN(10) == 0 {
+		p, class = "./"+p, class+"+dot"
+	}
+	return p, class
+}
+
+func (g *gen) read() {
+	r := g.r
+	p, class := g.path()
+	in := map[string]any{"file_path": p}
+	if grammar.Chance(r, 0.25) {
+		in["start_line"] = grammar.Pick(r, 1, 2, 3, 10, 1999, 2001, 5000)
+		class += "+start"
+	}
+	if grammar.Chance(r, 0.25) {
+		in["end_line"] = grammar.Pick(r, 1, 2, 5, 100, 2500)
+		class += "+end"
+	}
+	g.add(fakeprovider.Call("read_file", in), class)
+}
+
+func q(s string) string { return grammar.ShellQuote(s) }
+
+func (g *gen) shell() {
+	r := g.r
+	var cmd, class string
+	switch r.IntN(16) {
+	case 0:
+		cmd, class = `printf 'line 1\nline 2\n'`, "output"
+	case 1:
+		cmd, class = "printf "+q(grammar.Line(r)), "no-trailing-newline"
+	case 2:
+		cmd, class = fmt.Sprintf("seq 1 %d", grammar.Pick(r, 10, 2000, 3000)), "many-lines"
+	case 3:
+		cmd, class = fmt.Sprintf("echo failing; exit %d", grammar.Pick(r, 1, 2, 127)), "non-zero-exit"
+	case 4:
+		cmd, class = "echo to stderr >&2", "stderr"
+	case 5:
+		cmd, class = "echo out; sleep 0.1; echo err >&2; sleep 0.1; echo out again", "both-streams"
+	case 6:
+		p, _ := g.path()
+		cmd, class = "cat "+q(p), "cat"
+	case 7:
+		cmd, class = `printf '\033[1;31mred\033[0m plain\n'`, "ansi-escapes"
+	case 8:
+		cmd, class = `printf '  padded  \n\n'`, "surrounding-space"
+	case 9:
+		cmd, class = "echo héllo 🙂", "unicode-output"
+	case 10:
+		d := "deep/" + grammar.Word(r) + "/" + grammar.Word(r)
+		g.touched[d] = true
+		cmd, class = "mkdir -p "+q(d)+" && touch "+q(d+"/f")+" && ls "+q(d), "deep-new-dir"
+	case 11:
+		cmd, class = "no_such_command_"+grammar.Word(r), "command-not-found"
+	case 12:
+		p, _ := g.path()
+		g.touched[strings.TrimPrefix(p, "./")] = true
+		cmd, class = "rm -f "+q(p)+"; echo removed", "rm"
+	case 13:
+		cmd, class = "true", "no-output"
+	case 14:
+		cmd, class = "pwd", "pwd"
+	default:
+		cmd, class = "ls -1A | LC_ALL=C sort", "ls"
+	}
+	in := map[string]any{"command": cmd, "description": "step"}
+	if len(g.dirs) > 0 && grammar.Chance(r, 0.15) {
+		in["dir_path"] = grammar.Pick(r, g.dirs...)
+		class += "+dir_path"
+	}
+	g.add(fakeprovider.Call("run_shell_command", in), class)
+}
+
+// lines returns the lines of f worth replacing.
+func lines(f grammar.File) []string {
+	var out []string
+	for _, l := range strings.Split(f.Content, "\n") {
+		if strings.TrimSpace(l) != "" && len(l) < 300 {
+			out = append(out, strings.TrimSuffix(l, "\r"))
+		}
+	}
+	return out
+}
+
+var words = []string{"alpha", "beta", "gamma", "x", "end", "line"}
+
+func (g *gen) replace() {
+	r := g.r
+	k := g.known()
+	if len(k) == 0 || grammar.Chance(r, 0.08) {
+		p, class := "missing-"+grammar.Word(r)+".txt", "replace-missing"
+		old := "a"
+		if grammar.Chance(r, 0.5) {
+			old, class = "", "replace-create"
+			g.touched[p] = true
+		}
+		g.add(fakeprovider.Call("replace", map[string]any{"file_path": p, "old_string": old, "new_string": grammar.Line(r) + "\n", "instruction": "edit"}), class)
+		return
+	}
+	f := k[r.IntN(len(k))]
+	g.touched[f.Path] = true
+	class := "replace-" + f.Class
+	ls := lines(f)
+	var old string
+	switch {
+	case len(ls) == 0 || grammar.Chance(r, 0.1):
+		old, class = grammar.Line(r)+" not there", class+"+not-found"
+	case grammar.Chance(r, 0.12):
+		old, class = grammar.Pick(r, words...), class+"+maybe-not-unique"
+	case grammar.Chance(r, 0.2) && len(ls) > 1:
+		i := r.IntN(len(ls) - 1)
+		old, class = ls[i]+"\n"+ls[i+1], class+"+multiline"
+	default:
+		l := ls[r.IntN(len(ls))]
+		old = l
+		if len(l) > 6 && grammar.Chance(r, 0.3) {
+			old, class = l[:len(l)/2], class+"+partial"
+		}
+	}
+	nw := grammar.Line(r)
+	if grammar.Chance(r, 0.05) {
+		nw, class = old, class+"+no-change"
+	}
+	in := map[string]any{"file_path": f.Path, "old_string": old, "new_string": nw, "instruction": "edit"}
+	if grammar.Chance(r, 0.15) {
+		in["allow_multiple"] = true
+		class += "+allow_multiple"
+	}
+	g.add(fakeprovider.Call("replace", in), class)
+}
+
+func (g *gen) write() {
+	r := g.r
+	var p, class string
+	switch w := r.IntN(10); {
+	case w < 4:
+		p, class = grammar.Name(r), "new"
+	case w < 6:
+		p, class = "new/"+grammar.Word(r)+"/"+grammar.Name(r), "deep-new-dir"
+	case w < 9 && len(g.known()) > 0:
+		k := g.known()
+		p, class = k[r.IntN(len(k))].Path, "overwrite"
+	default:
+		p, class = grammar.Name(r), "new"
+	}
+	g.touched[p] = true
+	content, cc := grammar.Content(r)
+	if cc == "binary" || cc == "latin1" || cc == "huge" || cc == "long-line" || strings.Contains(content, `\`) {
+		content, cc = grammar.Lines(r, 3), "text" // a model writes text through JSON
+	}
+	g.add(fakeprovider.Call("write_file", map[string]any{"file_path": p, "content": content}), class+"+"+cc)
+}
+
+func (g *gen) list() {
+	r := g.r
+	in := map[string]any{"dir_path": "."}
+	class := "cwd"
+	if len(g.dirs) > 0 && grammar.Chance(r, 0.5) {
+		in["dir_path"], class = grammar.Pick(r, g.dirs...), "dir"
+	} else if grammar.Chance(r, 0.15) {
+		p, c := g.path()
+		in["dir_path"], class = p, c
+	}
+	g.add(fakeprovider.Call("list_directory", in), class)
+}

@@ -139,8 +139,9 @@ type Gateway struct {
 	wsOpts   workspace.Options // the exclusions the start snapshot applied, for the end manifest
 
 	// unsupported is set once a request showed a feature TapeBox records but does not
-	// replay (package unsupported): the tape is labelled and the log told once. Under mu.
-	unsupported bool
+	// replay (package unsupported): the tape is labelled and the log told once. Set under
+	// mu; read without it to skip the search.
+	unsupported atomic.Bool
 }
 
 // New creates the tape at cfg.Output and returns a Gateway recording into it. Close (or

@@ -92,8 +92,10 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 		}
 	}
 	g.out.prepareSync() // the answer's publish then costs one rename
-	// Outside the lock: it may decode the body.
-	found := unsupported.Request(step.Request.Raw)
+	var found *unsupported.Finding
+	if !g.unsupported.Load() { // outside the lock: it may decode the body
+		found = unsupported.Request(step.Request.Raw)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if heavy {
@@ -387,10 +389,10 @@ func fsyncPath(path string) error {
 // nil for none): Codex's multi_agent_v2. The call is recorded as any other: the user's run
 // goes on. Called with g.mu held.
 func (g *Gateway) noteUnsupported(thread string, f *unsupported.Finding) {
-	if g.unsupported || f == nil {
+	if f == nil || g.unsupported.Load() {
 		return
 	}
-	g.unsupported = true
+	g.unsupported.Store(true)
 	what := fmt.Sprintf("%s (thread %s)", f, thread)
 	g.logf("%s: recorded, but replay and fork will refuse this tape: %s (see %s)", what, unsupported.Why, unsupported.Docs)
 	if err := g.out.updateMeta(func(m *tape.Meta) { m.Labels[unsupported.Label] = what }); err != nil {

@@ -144,3 +144,18 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRequest: what the gateway pays per recorded request, for a v1 body (the words
+// absent: two scans) and a v2 one (decoded).
+func BenchmarkRequest(b *testing.B) {
+	for _, name := range []string{"v1-5-root-request-after-wait_agent.txt", "v2-4-root-request-after-wait_agent.txt"} {
+		_, body, err := codexcapture.Load(name, prefix(name))
+		require.NoError(b, err)
+		b.Run(name[:2], func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				unsupported.Request(body)
+			}
+		})
+	}
+}

@@ -424,8 +424,10 @@ func utf8Error(b []byte) error {
 	return fmt.Errorf("invalid utf-8 sequence of %d bytes from index %d", n, at)
 }
 
-// LossyUTF8 returns b with each invalid sequence replaced by one U+FFFD, as Rust's
-// String::from_utf8_lossy does (Go's conversions replace each invalid byte).
+// LossyUTF8 returns b with each maximal invalid subsequence replaced by one U+FFFD, the
+// Unicode practice that both Rust's String::from_utf8_lossy (Codex) and the WHATWG decoder
+// (Node's and Bun's buffer.toString: Claude Code, Pi, Gemini CLI, OpenCode) follow. Go's
+// conversions replace each invalid byte instead.
 func LossyUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)

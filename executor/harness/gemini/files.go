@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf16"
 
+	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -141,11 +142,11 @@ func splitLines(content string) []string {
 func textOf(b []byte) (string, bool) {
 	switch {
 	case bytes.HasPrefix(b, []byte{0xEF, 0xBB, 0xBF}):
-		return decode(b[3:]), true
+		return action.LossyUTF8(b[3:]), true
 	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}) || bytes.HasPrefix(b, []byte{0xFE, 0xFF}) || bytes.HasPrefix(b, []byte{0, 0, 0xFE, 0xFF}):
 		return "", false
 	}
-	return decode(b), true
+	return action.LossyUTF8(b), true
 }
 
 type verdict int
@@ -273,7 +274,7 @@ func (s *session) writeFile(_ context.Context, call tape.ToolCall, rec *tape.Too
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return replay(call, rec)
 	}
-	original := decode(old)
+	original := action.LossyUTF8(old)
 	final := content
 	if exists && original != "" && strings.Contains(original, "\r\n") {
 		final = crlf(content)
@@ -333,7 +334,7 @@ func (s *session) replace(_ context.Context, call tape.ToolCall, rec *tape.ToolR
 	if !exists {
 		return fail(call, "File not found: "+path)
 	}
-	raw := decode(b)
+	raw := action.LossyUTF8(b)
 	useCRLF := strings.Contains(raw, "\r\n")
 	current := strings.ReplaceAll(raw, "\r\n", "\n")
 	if *a.OldString == "" {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
@@ -85,7 +84,7 @@ func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolR
 	if bytes.IndexByte(raw[:min(len(raw), 512)], 0) >= 0 {
 		raw = nil // the CLI's isBinary sniff: it stops collecting a binary output
 	}
-	out := strings.TrimSpace(ansi.ReplaceAllString(decode(raw), ""))
+	out := strings.TrimSpace(ansi.ReplaceAllString(action.LossyUTF8(raw), ""))
 	if out == "" {
 		out = "(empty)"
 	}
@@ -219,65 +218,6 @@ func backgroundPIDs(file string, self int) string {
 		s = append(s, strconv.Itoa(p))
 	}
 	return strings.Join(s, ", ")
-}
-
-// decode is Node's UTF-8 decoding (the WHATWG decoder): each maximal subpart of a byte
-// sequence that is not UTF-8 becomes one U+FFFD.
-func decode(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var out strings.Builder
-	out.Grow(len(b) + 16)
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r != utf8.RuneError || size > 1 {
-			out.WriteString(string(b[i : i+size]))
-			i += size
-			continue
-		}
-		// A lead byte and the continuation bytes that may follow it form one subpart.
-		out.WriteRune(utf8.RuneError)
-		i += subpart(b[i:])
-	}
-	return out.String()
-}
-
-// subpart is the length of the maximal subpart of an ill-formed sequence at the start of
-// b: a lead byte with the continuation bytes that are valid after it, at least 1.
-func subpart(b []byte) int {
-	c := b[0]
-	var need int
-	lo, hi := byte(0x80), byte(0xBF)
-	switch {
-	case c >= 0xC2 && c <= 0xDF:
-		need = 1
-	case c >= 0xE0 && c <= 0xEF:
-		need = 2
-		if c == 0xE0 {
-			lo = 0xA0
-		} else if c == 0xED {
-			hi = 0x9F
-		}
-	case c >= 0xF0 && c <= 0xF4:
-		need = 3
-		if c == 0xF0 {
-			lo = 0x90
-		} else if c == 0xF4 {
-			hi = 0x8F
-		}
-	default:
-		return 1
-	}
-	n := 1
-	for k := 0; k < need && n < len(b); k++ {
-		if b[n] < lo || b[n] > hi {
-			break
-		}
-		lo, hi = 0x80, 0xBF
-		n++
-	}
-	return n
 }
 
 // replay is the recorded result, copied.

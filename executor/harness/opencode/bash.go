@@ -76,7 +76,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, _ *tape.ToolResu
 	if err != nil {
 		return fail(call, err.Error())
 	}
-	full := decodeUTF8(res.Output)
+	full := action.LossyUTF8(res.Output)
 	// The harness keeps the chunks of the last 2 x 51200 bytes.
 	truncated := res.Dropped > 0
 	kept := full

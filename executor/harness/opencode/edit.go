@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -101,7 +102,7 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, _ *tape.ToolResult
 	if err != nil {
 		return fail(call, err.Error())
 	}
-	text, hadBOM := strings.CutPrefix(decodeUTF8(data), bom)
+	text, hadBOM := strings.CutPrefix(action.LossyUTF8(data), bom)
 	eol := "\n"
 	if strings.Contains(text, "\r\n") {
 		eol = "\r\n"

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -68,7 +69,7 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	if isBinary(p, data) {
 		return fail(call, "Cannot read binary file: "+p)
 	}
-	text := strings.TrimPrefix(decodeUTF8(data), bom)
+	text := strings.TrimPrefix(action.LossyUTF8(data), bom)
 	lines := splitLines(text)
 	var raw []string
 	count, size := 0, 0

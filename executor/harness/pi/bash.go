@@ -65,7 +65,7 @@ func (s *session) bashOutput(res action.ShellResult, empty string) string {
 	if !harnesses.Pi.Has(s.env.HarnessVersion, harnesses.PiBashWholeOutput) {
 		raw = rollingTail(raw)
 	}
-	text := decodeUTF8(raw)
+	text := action.LossyUTF8(raw)
 	t := truncateTail(text, maxLines, maxBytes)
 	if !t.truncated {
 		if text == "" {

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf16"
-	"unicode/utf8"
 
+	"github.com/tapebox/tapebox/executor/action"
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/tape"
 	"github.com/tapebox/tapebox/tape/harnesses"
@@ -42,48 +42,6 @@ func (s *session) resolve(p string) string {
 		return p
 	}
 	return filepath.Join(s.env.Cwd, p)
-}
-
-// decodeUTF8 is Node's buffer.toString("utf-8"): each maximal invalid subsequence (a
-// lead byte and the continuation bytes that could still have completed it, or one stray
-// byte) becomes one U+FFFD, as the WHATWG decoder has it.
-func decodeUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		if r == utf8.RuneError && n == 1 {
-			sb.WriteRune(utf8.RuneError)
-			n = invalidRun(b)
-		} else {
-			sb.Write(b[:n])
-		}
-		b = b[n:]
-	}
-	return sb.String()
-}
-
-// invalidRun is the length of the maximal invalid subsequence that b starts with: its
-// longest head (of two or three bytes) that some continuation bytes would still make a
-// character, else its first byte.
-func invalidRun(b []byte) int {
-	n := 0 // the length the lead byte announces
-	switch c := b[0]; {
-	case c >= 0xf0:
-		n = 4
-	case c >= 0xe0:
-		n = 3
-	case c >= 0xc0:
-		n = 2
-	}
-	for i := min(len(b), 3); i >= 2; i-- {
-		if i < n && utf8.Valid(append(append([]byte{}, b[:i]...), "\x80\x80"[:n-i]...)) {
-			return i
-		}
-	}
-	return 1
 }
 
 // imageType is the image type Pi recognises by a file's first bytes (file-type's
@@ -136,7 +94,7 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	if err != nil {
 		return fail(call, nodeError(err, "read", ""))
 	}
-	lines := strings.Split(decodeUTF8(b), "\n")
+	lines := strings.Split(action.LossyUTF8(b), "\n")
 	start := 0
 	if hasOffset && offset != 0 {
 		start = max(0, int(offset)-1)
@@ -258,7 +216,7 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, _ *tape.ToolResult
 	if err != nil {
 		return fail(call, nodeError(err, "read", ""))
 	}
-	raw := decodeUTF8(b)
+	raw := action.LossyUTF8(b)
 	bom := ""
 	if strings.HasPrefix(raw, "\ufeff") {
 		bom, raw = "\ufeff", raw[len("\ufeff"):]

@@ -81,7 +81,7 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		var lines []string
 		if ctxLines > 0 {
 			b, _ := os.ReadFile(f.Path)
-			lines = strings.Split(normalizeToLF(decodeUTF8(b)), "\n")
+			lines = strings.Split(normalizeToLF(action.LossyUTF8(b)), "\n")
 		}
 		for _, l := range f.Lines {
 			if !l.Match {
@@ -90,7 +90,7 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 			name := rel(f.Path)
 			var bl block
 			if ctxLines == 0 {
-				text, c := clipLine(strings.ReplaceAll(decodeUTF8([]byte(l.Text)), "\r", ""))
+				text, c := clipLine(strings.ReplaceAll(action.LossyUTF8([]byte(l.Text)), "\r", ""))
 				bl = block{[]string{name + ":" + strconv.Itoa(l.N) + ": " + text}, c}
 			} else {
 				for n := max(1, l.N-ctxLines); n <= min(len(lines), l.N+ctxLines); n++ {

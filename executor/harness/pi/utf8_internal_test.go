@@ -1,6 +1,10 @@
 package pi
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/tapebox/tapebox/executor/action"
+)
 
 // TestDecodeUTF8: invalid bytes become U+FFFD as Node's decoder makes them (the wants are
 // node -e 'Buffer.from([...]).toString()' on each input).
@@ -17,8 +21,8 @@ func TestDecodeUTF8(t *testing.T) {
 		{"\xc3\xc3\xa9", "\ufffdé"},
 		{"\xf4\x90\x80\x80", "\ufffd\ufffd\ufffd\ufffd"},
 	} {
-		if got := decodeUTF8([]byte(tc.in)); got != tc.want {
-			t.Errorf("decodeUTF8(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := action.LossyUTF8([]byte(tc.in)); got != tc.want {
+			t.Errorf("action.LossyUTF8(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -227,7 +227,7 @@ func (s *session) read20(call tape.ToolCall, rec *tape.ToolResult, in readInput,
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
-	lines := strings.Split(decodeUTF8(b), "\n")
+	lines := strings.Split(action.LossyUTF8(b), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimSuffix(l, "\r")
 	}
@@ -378,19 +378,6 @@ func editSnippet(original, old, new string) (string, int) {
 		from = to
 	}
 	return strings.Join(lines[from:to], "\n"), from + 1
-}
-
-// decodeUTF8 decodes b as JavaScript's utf8 decoder does, each byte of a bad sequence
-// becoming U+FFFD.
-func decodeUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	for _, r := range string(b) {
-		sb.WriteRune(r)
-	}
-	return sb.String()
 }
 
 // pageLine is a line of a Read result that starts with its line number.
@@ -612,9 +599,9 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	if s.before("2.1") && original != nil && !utf8.Valid(original) {
 		// Claude Code 2.0 reads the file as UTF-8, each bad byte becoming U+FFFD, and writes
 		// the edited text back as UTF-8 (seed 8085); a failed edit writes nothing.
-		if st, err := os.Stat(path); err == nil && os.WriteFile(path, []byte(decodeUTF8(original)), st.Mode().Perm()) == nil {
+		if st, err := os.Stat(path); err == nil && os.WriteFile(path, []byte(action.LossyUTF8(original)), st.Mode().Perm()) == nil {
 			defer func() {
-				if b, _ := os.ReadFile(path); string(b) == decodeUTF8(original) {
+				if b, _ := os.ReadFile(path); string(b) == action.LossyUTF8(original) {
 					_ = os.WriteFile(path, original, st.Mode().Perm())
 				}
 			}()

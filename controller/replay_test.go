@@ -11,6 +11,7 @@ import (
 	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/controller"
 	"github.com/tapebox/tapebox/executor/harness"
+	"github.com/tapebox/tapebox/internal/testutil/minirec"
 	"github.com/tapebox/tapebox/sandbox"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -20,7 +21,7 @@ import (
 func TestReplayLocalRoundTrip(t *testing.T) {
 	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIResponses} {
 		t.Run(string(p), func(t *testing.T) {
-			rec, _ := record(t, p, true)
+			rec, _ := minirec.Record(t, p, true)
 			dir := t.TempDir()
 			sb, err := sandbox.Open(t.Context(), "local:"+dir, sandbox.Options{})
 			require.NoError(t, err)
@@ -48,7 +49,7 @@ func TestReplayLocalRoundTrip(t *testing.T) {
 
 // TestCompareFindsDifferences checks that compare reports a changed result and a missing step.
 func TestCompareFindsDifferences(t *testing.T) {
-	rec, _ := record(t, tape.ProviderAnthropic, false)
+	rec, _ := minirec.Record(t, tape.ProviderAnthropic, false)
 	again, err := tape.Unmarshal(mustMarshal(t, rec))
 	require.NoError(t, err)
 	again.Meta.Ended = &tape.Ended{Reason: tape.EndComplete, At: rec.Meta.StartedAt}
@@ -78,7 +79,7 @@ func mustMarshal(t *testing.T, tp *tape.Tape) []byte {
 // harness did and goes on after the last response as long as the recording did; without
 // it, at the same speed, it waits for neither.
 func TestReplayHarnessPace(t *testing.T) {
-	rec, _ := record(t, tape.ProviderAnthropic, false)
+	rec, _ := minirec.Record(t, tape.ProviderAnthropic, false)
 	main := rec.Main()
 	require.GreaterOrEqual(t, len(main.Steps), 2)
 	// The harness took 300 ms between every two turns, and the recording ended 400 ms

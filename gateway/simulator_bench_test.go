@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/internal/testutil/minirec"
 	"github.com/tapebox/tapebox/tape"
 )
 
@@ -41,7 +42,7 @@ func replayClient(c *http.Client, base string, rec *tape.Tape) error {
 // BenchmarkSimulatorConcurrentRuns serves 200 runs of one tape at once (7 model calls each,
 // streamed) at --speed 0.
 func BenchmarkSimulatorConcurrentRuns(b *testing.B) {
-	rec, _ := recordSim(b, tape.ProviderAnthropic, true)
+	rec, _ := minirec.Record(b, tape.ProviderAnthropic, true)
 	const runs = 200
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: runs}}
 	for b.Loop() {

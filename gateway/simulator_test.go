@@ -17,44 +17,10 @@ import (
 
 	"github.com/tapebox/tapebox/compare"
 	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/internal/testutil/minirec"
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/testkit/miniagent"
 )
-
-func simScript() fakeprovider.Script {
-	bash := func(cmd string) tape.ToolCall { return fakeprovider.Call("Bash", map[string]string{"command": cmd}) }
-	return fakeprovider.Script{Threads: []fakeprovider.Thread{
-		{Name: "main", Turns: []fakeprovider.Turn{
-			{Text: "Two at once.", Calls: []tape.ToolCall{bash("echo one > one.txt && echo made one"), bash("mkdir -p sub && echo ready")}},
-			{Calls: []tape.ToolCall{fakeprovider.Call("Agent", map[string]string{"prompt": "SUBTASK-1: write sub/two.txt"})}},
-			{Calls: []tape.ToolCall{bash("cat one.txt sub/two.txt")}},
-			{Text: "All done."},
-		}},
-		{Name: "sub", Marker: "SUBTASK-1", Turns: []fakeprovider.Turn{
-			{Calls: []tape.ToolCall{bash("echo two > sub/two.txt")}},
-			{Text: "Wrote sub/two.txt."},
-		}},
-	}}
-}
-
-// recordSim runs the mini harness through the gateway against the scripted provider.
-func recordSim(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
-	t.Helper()
-	up := httptest.NewServer(fakeprovider.New(simScript()))
-	defer up.Close()
-	out := filepath.Join(t.TempDir(), "run.json")
-	g, err := gateway.New(gateway.Config{Output: out, Upstream: up.URL, Harness: "claude-code"})
-	require.NoError(t, err)
-	gw := httptest.NewServer(g)
-	defer gw.Close()
-	_, err = miniagent.Run(t.Context(), miniagent.Config{BaseURL: gw.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: t.TempDir(), APIKey: "sk-x"})
-	require.NoError(t, err)
-	require.NoError(t, g.Finish(tape.EndComplete, ""))
-	rec, err := tape.LoadFile(out)
-	require.NoError(t, err)
-	return rec, out
-}
 
 // serveSimulator serves rec's simulator (at speed 0) on a test server, writing the replay to
 // out; the server closes when the test ends.
@@ -72,7 +38,7 @@ func TestSimulatorReplaysEveryFormat(t *testing.T) {
 	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%v", p, stream), func(t *testing.T) {
-				rec, _ := recordSim(t, p, stream)
+				rec, _ := minirec.Record(t, p, stream)
 				sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{Logf: t.Logf})
 				dir := t.TempDir()
 				final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x"})
@@ -93,7 +59,7 @@ func TestSimulatorReplaysEveryFormat(t *testing.T) {
 }
 
 func TestSimulatorConcurrentRuns(t *testing.T) {
-	rec, _ := recordSim(t, tape.ProviderAnthropic, true)
+	rec, _ := minirec.Record(t, tape.ProviderAnthropic, true)
 	sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{})
 	const n = 20
 	var wg sync.WaitGroup
@@ -117,7 +83,7 @@ func TestSimulatorConcurrentRuns(t *testing.T) {
 }
 
 func TestSimulatorDivergesClearly(t *testing.T) {
-	rec, _ := recordSim(t, tape.ProviderAnthropic, false)
+	rec, _ := minirec.Record(t, tape.ProviderAnthropic, false)
 	_, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{})
 	dir := t.TempDir()
 	// sub/ already exists with a file: the harness's "cat" will still match, but make the
@@ -150,7 +116,7 @@ func TestSimulatorDivergesClearly(t *testing.T) {
 // TestSimulatorRedactsQuery: a credential in the query string of a request the simulator
 // serves does not reach its replay tape.
 func TestSimulatorRedactsQuery(t *testing.T) {
-	rec, _ := recordSim(t, tape.ProviderAnthropic, false)
+	rec, _ := minirec.Record(t, tape.ProviderAnthropic, false)
 	sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{})
 	const planted = "sk-planted-query-secret-4242"
 	resp, err := http.Post(srv.URL+rec.Main().Steps[0].Request.Path+"?key="+planted, "application/json", bytes.NewReader(rec.Main().Steps[0].Request.Raw))
@@ -172,7 +138,7 @@ func TestSimulatorServesNormalizedSteps(t *testing.T) {
 	for _, p := range []tape.Provider{tape.ProviderAnthropic, tape.ProviderOpenAIChat, tape.ProviderOpenAIResponses} {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%v", p, stream), func(t *testing.T) {
-				rec, _ := recordSim(t, p, !stream) // recorded the other way: what is served is emitted
+				rec, _ := minirec.Record(t, p, !stream) // recorded the other way: what is served is emitted
 				for ref := range rec.Steps() {
 					ref.Step.Response.Raw, ref.Step.Response.Chunks = json.RawMessage("null"), nil
 					ref.Step.Response.Headers = nil
@@ -194,7 +160,7 @@ func TestSimulatorServesNormalizedSteps(t *testing.T) {
 			})
 		}
 	}
-	rec, _ := recordSim(t, tape.ProviderAnthropic, false)
+	rec, _ := minirec.Record(t, tape.ProviderAnthropic, false)
 	first := rec.Main().Steps[0]
 	first.Response.Raw, first.Response.Content, first.ToolCalls = json.RawMessage("null"), nil, nil
 	_, srv, _ := serveSimulator(t, rec, gateway.SimulatorOptions{})

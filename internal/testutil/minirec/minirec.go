@@ -1,4 +1,8 @@
-package controller_test
+// Package minirec records one small real run for tests: the mini agent (testkit/miniagent)
+// through a real gateway against the scripted fake provider, two parallel Bash calls, a
+// subagent and a last look at the files. The controller's and the simulator's tests replay
+// the tape it writes.
+package minirec
 
 import (
 	"net/http/httptest"
@@ -13,7 +17,9 @@ import (
 	"github.com/tapebox/tapebox/testkit/miniagent"
 )
 
-func script() fakeprovider.Script {
+// Script is the run: main asks for two Bash calls at once, then spawns a subagent (marker
+// SUBTASK-1) that writes sub/two.txt, then reads both files.
+func Script() fakeprovider.Script {
 	bash := func(cmd string) tape.ToolCall { return fakeprovider.Call("Bash", map[string]string{"command": cmd}) }
 	return fakeprovider.Script{Threads: []fakeprovider.Thread{
 		{Name: "main", Turns: []fakeprovider.Turn{
@@ -29,10 +35,11 @@ func script() fakeprovider.Script {
 	}}
 }
 
-// record runs the mini harness through the gateway against the scripted provider.
-func record(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
+// Record runs the mini agent with provider p (streaming or not) through a gateway against
+// Script in a fresh directory, and returns the tape and its path.
+func Record(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string) {
 	t.Helper()
-	up := httptest.NewServer(fakeprovider.New(script()))
+	up := httptest.NewServer(fakeprovider.New(Script()))
 	defer up.Close()
 	out := filepath.Join(t.TempDir(), "run.json")
 	g, err := gateway.New(gateway.Config{Output: out, Upstream: up.URL, Harness: "claude-code"})

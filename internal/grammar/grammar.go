@@ -235,5 +235,17 @@ func Regular(fs []File) []File {
 	return out
 }
 
+// Untouched returns the regular files of fs whose paths touched does not hold: the files of
+// a sequence's start that no call has changed yet.
+func Untouched(fs []File, touched map[string]bool) []File {
+	var out []File
+	for _, f := range Regular(fs) {
+		if !touched[f.Path] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // ShellQuote quotes s for a POSIX shell.
 func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

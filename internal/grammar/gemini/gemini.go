@@ -53,15 +53,7 @@ func Generate(r *rand.Rand, n int) grammar.Sequence {
 func (g *gen) add(call tape.ToolCall, classes ...string) { g.seq.Add(call, classes...) }
 
 // known returns the regular files of the start no call has changed yet.
-func (g *gen) known() []grammar.File {
-	var out []grammar.File
-	for _, f := range grammar.Regular(g.seq.Before) {
-		if !g.touched[f.Path] {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+func (g *gen) known() []grammar.File { return grammar.Untouched(g.seq.Before, g.touched) }
 
 // path returns a path to read: a known file, any entry of the start, or a missing path,
 // sometimes with "./" before it.

@@ -508,6 +508,16 @@ func TestReadRecordedPage(t *testing.T) {
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	assert.Equal(t, file.String(), string(b))
+
+	// A Read with an offset that the provider counted over the cap is refused as recorded
+	// (internal/fidelity seed 20095); without that recording it reads.
+	tokens := "File content (26450 tokens) exceeds maximum allowed tokens (25000). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file."
+	res = f.Run("Read", m{"file_path": p, "offset": 141}, recorded(tokens, true))
+	assert.Equal(t, tokens, res.Text())
+	assert.True(t, res.IsError)
+	res = f.Run("Read", m{"file_path": p, "offset": 141}, nil)
+	assert.True(t, strings.HasPrefix(res.Text(), "141\tline 141: "), res.Text()[:40])
+	assert.False(t, res.IsError)
 }
 
 // TestClaudeCode20: a recording of Claude Code 2.0.77 gets its wording, as internal/fidelity

@@ -133,6 +133,9 @@ func (s *session) read(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && st.Size() > maxReadBytes && in.Offset == nil && in.Limit == nil && !arrow {
 		return asRecorded(harness.Text(call, fmt.Sprintf("File content (%dKB) exceeds maximum allowed size (256KB). Please use offset and limit parameters to read specific portions of the file, or use the Grep tool to search for specific content.", st.Size()>>10), true), rec)
 	}
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && tokenRefusal(rec) {
+		return harness.Replay(call, rec)
+	}
 	ft, err := action.ReadFile(path, offset, limit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && binaryExts[ext] && !s.before("2.1"):
@@ -219,8 +222,7 @@ func (s *session) read20(call tape.ToolCall, rec *tape.ToolResult, in readInput,
 	if st.IsDir() {
 		return asRecorded(harness.Text(call, "EISDIR: illegal operation on a directory, read", true), rec)
 	}
-	if rt := harness.RecordedText(rec); rec != nil && rec.IsError && strings.HasPrefix(rt, "File content (") && strings.Contains(rt, " tokens) exceeds maximum allowed tokens") {
-		// The count is the provider's (count_tokens), outside the sandbox: the recording's.
+	if tokenRefusal(rec) {
 		return harness.Replay(call, rec)
 	}
 	b, err := os.ReadFile(path)
@@ -378,6 +380,15 @@ func editSnippet(original, old, new string) (string, int) {
 		from = to
 	}
 	return strings.Join(lines[from:to], "\n"), from + 1
+}
+
+// tokenRefusal says whether rec is Claude Code's refusal of a Read whose content the
+// provider counted over the token cap ("File content (N tokens) exceeds maximum allowed
+// tokens (25000) ..."). The count is the provider's (count_tokens), outside the sandbox, so
+// a replay follows the recording, as it does a paged Read (recordedPage).
+func tokenRefusal(rec *tape.ToolResult) bool {
+	rt := harness.RecordedText(rec)
+	return rec != nil && rec.IsError && strings.HasPrefix(rt, "File content (") && strings.Contains(rt, " tokens) exceeds maximum allowed tokens")
 }
 
 // pageLine is a line of a Read result that starts with its line number.

@@ -111,9 +111,11 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if in.Path != nil {
 		target = s.path(*in.Path)
 	}
-	root, file := target, ""
-	if st, err := os.Stat(target); err == nil && !st.IsDir() {
-		root, file = filepath.Dir(target), filepath.Base(target)
+	// A path that is not a directory (a file, or nothing) searches the directory it is in,
+	// all of it: opencode 1.18 runs ripgrep there with no file named.
+	root := target
+	if st, err := os.Stat(target); err != nil || !st.IsDir() {
+		root = filepath.Dir(target)
 	}
 	var globs []string
 	if in.Include != nil && *in.Include != "" {
@@ -130,9 +132,6 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	var hits []hit
 	for _, f := range found {
-		if file != "" && f.Rel != file {
-			continue
-		}
 		data, _ := os.ReadFile(f.Path)
 		lines := strings.SplitAfter(string(data), "\n")
 		for _, l := range f.Lines {

@@ -16,7 +16,11 @@ import (
 var OpenCode = Grammar{
 	Harness: realharness.OpenCode,
 	Generate: func(r *rand.Rand, cwd string) ([]File, []Call) {
-		return fromGrammar(func(r *rand.Rand, n int) grammar.Sequence { return opencodegrammar.Generate(r, n, cwd) })(r, cwd)
+		// 25 to 45 calls a sequence, not 10 to 30: opencode takes most of a minute to start
+		// on a loaded machine, longer sequences spread it over more calls.
+		return fromGrammar(func(r *rand.Rand, _ int) grammar.Sequence {
+			return opencodegrammar.Generate(r, 25+r.IntN(21), cwd)
+		})(r, cwd)
 	},
 	Simplify: SimplifyStrings("content", "newString"),
 	Classes:  openCodeClasses,

@@ -192,3 +192,16 @@ func TestGrepFilePath(t *testing.T) {
 	res := s.Run("grep", m{"pattern": "needle", "path": a}, nil)
 	assert.Equal(t, "Found 1 matches\n"+b+":\n  Line 1: needle\n", res.Text())
 }
+
+// glob under a path that is not there, and grep under a directory that is not there: ripgrep
+// cannot start, and opencode says only that (internal/fidelity seed 40000); before, Go's
+// stat error.
+func TestSearchMissingDir(t *testing.T) {
+	s := harnesstest.New(t, opencode.New(), "toolu_1", nil)
+	res := s.Run("glob", m{"pattern": "**/*", "path": filepath.Join(s.Dir, "missing.txt")}, nil)
+	assert.Equal(t, "ripgrep execution failed", res.Text())
+	assert.True(t, res.IsError)
+	res = s.Run("grep", m{"pattern": "x", "path": filepath.Join(s.Dir, "no/such/file.txt")}, nil)
+	assert.Equal(t, "ripgrep execution failed", res.Text())
+	assert.True(t, res.IsError)
+}

@@ -205,3 +205,15 @@ func TestSearchMissingDir(t *testing.T) {
 	assert.Equal(t, "ripgrep execution failed", res.Text())
 	assert.True(t, res.IsError)
 }
+
+// A pattern ripgrep refuses for a group left open is worded as ripgrep words it
+// (internal/fidelity seeds 41000, 41001, 41005); before, Go's parser's words.
+func TestGrepUnclosedGroup(t *testing.T) {
+	s := harnesstest.New(t, opencode.New(), "toolu_1", nil)
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir, "a.txt"), []byte("x\n"), 0o644))
+	res := s.Run("grep", m{"pattern": "(unclosed"}, nil)
+	assert.Equal(t, "regex parse error:\n    (unclosed\n    ^\nerror: unclosed group", res.Text())
+	assert.True(t, res.IsError)
+	res = s.Run("grep", m{"pattern": "a(b)(é(c"}, nil)
+	assert.Equal(t, "regex parse error:\n    a(b)(é(c\n          ^\nerror: unclosed group", res.Text())
+}

@@ -135,6 +135,9 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	found, err := action.Grep(ctx, action.GrepRequest{Root: root, Pattern: in.Pattern, Walk: s.walk(true, globs...)})
 	if err != nil {
+		if msg := rgPatternError(in.Pattern); msg != "" {
+			return fail(call, msg)
+		}
 		return fail(call, err.Error())
 	}
 	type hit struct {

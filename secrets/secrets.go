@@ -1,12 +1,13 @@
 package secrets
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
-	"runtime"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -19,7 +20,6 @@ import (
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
 	"github.com/zricethezav/gitleaks/v8/report"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/tapebox/tapebox/tape"
 )
@@ -193,7 +193,7 @@ func (s *Scanner) Scan(ctx context.Context, t *tape.Tape) ([]Finding, error) {
 	}
 	sc := s.newScan(ctx)
 	err = walkJSON(data, sc.visit)
-	return sc.found, err
+	return sc.numbered(), err
 }
 
 // Options changes what ScanFileWith, ScanFilesWith and CheckWith read.
@@ -201,6 +201,10 @@ type Options struct {
 	// SkipSnapshot leaves a tape's start snapshot (meta.workspace.snapshot, a file beside
 	// the tape) unread, for tapes published without theirs (dataset export --no-workspace).
 	SkipSnapshot bool
+
+	// workers, set by ScanFilesWith, is shared by the scans of its files: the calling
+	// goroutine holds one of its tokens.
+	workers *workers
 }
 
 // ScanFile returns the findings in the tape file at path, with File set to path, and in
@@ -220,18 +224,63 @@ func (s *Scanner) ScanFileWith(ctx context.Context, path string, opts Options) (
 		return nil, fmt.Errorf("scan %s: %w", path, err)
 	}
 	sc := s.newScan(ctx)
-	err = walkJSON(data, sc.visit)
+	if opts.workers == nil {
+		opts.workers = newWorkers()
+		opts.workers.acquire() // the calling goroutine's
+		defer opts.workers.release()
+	}
+	sc.workers = opts.workers
+	err = sc.walkDoc(data)
 	release()
 	if err == nil && sc.snapshot != "" && !opts.SkipSnapshot {
 		err = sc.scanSnapshot(path, sc.snapshot)
 	}
-	for i := range sc.found {
-		sc.found[i].File = path
+	found := sc.numbered()
+	for i := range found {
+		found[i].File = path
 	}
 	if err != nil {
-		return sc.found, fmt.Errorf("scan %s: %w", path, err)
+		return found, fmt.Errorf("scan %s: %w", path, err)
 	}
-	return sc.found, nil
+	return found, nil
+}
+
+// walkDoc scans the JSON document in data: in parts on the free cores (splitJSON) when
+// it is large enough and a core is free, walked whole otherwise and when a part fails (the document is not
+// valid JSON: the walk of the whole gives the error, and the findings before it, that a
+// walk of the whole gives).
+func (sc *scan) walkDoc(data []byte) error {
+	if len(data) < splitBytes || sc.workers == nil || !sc.workers.idle() {
+		// Small, or every core busy with other files: splitting would only cost.
+		return walkJSON(data, sc.visit)
+	}
+	parts, ok := splitJSON(data, partBytes)
+	if !ok || len(parts) < 2 {
+		return walkJSON(data, sc.visit)
+	}
+	subs := make([]*scan, len(parts))
+	errs := make([]error, len(parts))
+	sc.workers.each(len(parts), func(i int) {
+		sub := sc.sub()
+		errs[i] = walkPart(data, parts[i], sub.visit)
+		subs[i] = sub
+	})
+	for _, err := range errs {
+		if err != nil {
+			if err := sc.ctx.Err(); err != nil {
+				return err
+			}
+			return walkJSON(data, sc.visit)
+		}
+	}
+	for _, sub := range subs {
+		sc.found = append(sc.found, sub.found...)
+		sc.secretOf = append(sc.secretOf, sub.secretOf...)
+		if sub.snapshot != "" {
+			sc.snapshot = sub.snapshot
+		}
+	}
+	return nil
 }
 
 // ScanJSON reads one JSON document (a tape, or any JSON) from r and returns the findings
@@ -244,7 +293,7 @@ func (s *Scanner) ScanJSON(ctx context.Context, r io.Reader) ([]Finding, error) 
 	}
 	sc := s.newScan(ctx)
 	err = walkJSON(data, sc.visit)
-	return sc.found, err
+	return sc.numbered(), err
 }
 
 // ScanText returns the findings in text, a file's content or any other text, as a scan
@@ -255,7 +304,7 @@ func (s *Scanner) ScanText(ctx context.Context, text string) ([]Finding, error) 
 	for _, h := range hits {
 		sc.add(h, Finding{})
 	}
-	return sc.found, err
+	return sc.numbered(), err
 }
 
 // memoLimit bounds the distinct strings a scan remembers the hits of.
@@ -269,25 +318,48 @@ type hit struct {
 	secret         string
 }
 
-// scan is the state of one document's scan.
+// scan is the state of one document's scan, or of one part of it (sub).
 type scan struct {
 	s     *Scanner
 	ctx   context.Context
 	found []Finding
+	// secretOf is the secret of each finding of found, for numbering them (numbered).
+	secretOf []string
 	// memo holds the hits of each distinct string already given to the rules: a tape
 	// repeats its conversation in every request, and its tool definitions, and the
-	// normalized fields repeat the raw bodies.
-	memo    map[uint64]memoEntry
-	groups  map[string]int
+	// normalized fields repeat the raw bodies. The parts of a document share it.
+	memo    *memo
 	seen    int
 	scratch engineScratch
 	text    []byte
 	// snapshot is meta.workspace.snapshot, when the document has one.
 	snapshot string
+	// workers, when set, are the goroutines the scan may spread its parts over.
+	workers *workers
 }
 
 func (s *Scanner) newScan(ctx context.Context) *scan {
-	return &scan{s: s, ctx: ctx, memo: map[uint64]memoEntry{}, groups: map[string]int{}}
+	return &scan{s: s, ctx: ctx, memo: newMemo()}
+}
+
+// sub returns the scan of a part of sc's document: it shares the memo.
+func (sc *scan) sub() *scan {
+	return &scan{s: sc.s, ctx: sc.ctx, memo: sc.memo}
+}
+
+// numbered returns the findings with Secret numbering the distinct secrets from 1 in
+// order of first appearance.
+func (sc *scan) numbered() []Finding {
+	groups := map[string]int{}
+	for i := range sc.found {
+		g, ok := groups[sc.secretOf[i]]
+		if !ok {
+			g = len(groups) + 1
+			groups[sc.secretOf[i]] = g
+		}
+		sc.found[i].Secret = g
+	}
+	return sc.found
 }
 
 func (sc *scan) visit(w *walker, value string) error {
@@ -321,15 +393,11 @@ func (sc *scan) visit(w *walker, value string) error {
 	return nil
 }
 
-// add records a hit as a finding at f's place.
+// add records a hit as a finding at f's place (numbered later, by numbered).
 func (sc *scan) add(h hit, f Finding) {
-	g, ok := sc.groups[h.secret]
-	if !ok {
-		g = len(sc.groups) + 1
-		sc.groups[h.secret] = g
-	}
-	f.Offset, f.Length, f.Rule, f.Preview, f.Secret = h.offset, h.length, h.rule, preview(h.secret), g
+	f.Offset, f.Length, f.Rule, f.Preview = h.offset, h.length, h.rule, preview(h.secret)
 	sc.found = append(sc.found, f)
+	sc.secretOf = append(sc.secretOf, h.secret)
 }
 
 // hits scans one string. The rules see it as "FIELD: VALUE", the way they would see it in
@@ -341,20 +409,57 @@ func (sc *scan) hits(field, value string) ([]hit, error) {
 	// time), the field's with a seed of its own.
 	fkey := maphash.String(fieldSeed, field)
 	key := maphash.String(memoSeed, value) ^ (fkey * 0x9e3779b97f4a7c15)
-	if e, ok := sc.memo[key]; ok && e.field == fkey && e.n == len(value) {
-		return e.hits, nil
+	if hs, ok := sc.memo.get(key, fkey, len(value)); ok {
+		return hs, nil
 	}
 	hs, err := sc.scanOne(field, value)
 	if err != nil {
 		return nil, err
 	}
-	if len(sc.memo) >= memoLimit {
+	sc.memo.put(key, memoEntry{field: fkey, n: len(value), hits: hs})
+	return hs, nil
+}
+
+// memo is the hits of the strings a scan has seen, safe for the parts of a document
+// scanned at once: shards, each a map under its own lock, chosen by the key's top bits.
+type memo struct {
+	shards [memoShards]memoShard
+}
+
+const memoShards = 16
+
+type memoShard struct {
+	mu sync.Mutex
+	m  map[uint64]memoEntry
+	_  [40]byte // a cache line each
+}
+
+func newMemo() *memo { return &memo{} }
+
+func (m *memo) get(key, field uint64, n int) ([]hit, bool) {
+	sh := &m.shards[key>>60]
+	sh.mu.Lock()
+	e, ok := sh.m[key]
+	sh.mu.Unlock()
+	if ok && e.field == field && e.n == n {
+		return e.hits, true
+	}
+	return nil, false
+}
+
+func (m *memo) put(key uint64, e memoEntry) {
+	sh := &m.shards[key>>60]
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = map[uint64]memoEntry{}
+	}
+	if len(sh.m) >= memoLimit/memoShards {
 		// Bounded memory on a tape of many distinct strings (a long stream's chunks); the
 		// strings that repeat (the conversation, tool definitions) come back at once.
-		clear(sc.memo)
+		clear(sh.m)
 	}
-	sc.memo[key] = memoEntry{field: fkey, n: len(value), hits: hs}
-	return hs, nil
+	sh.m[key] = e
+	sh.mu.Unlock()
 }
 
 // memoSeed seeds the hash of the memo's keys: random for each process, so that no tape
@@ -497,19 +602,35 @@ func ScanFilesWith(ctx context.Context, paths []string, opts Options) []FileResu
 	if err != nil {
 		return results
 	}
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i := range results {
+	// The largest files first, so that the last ones to finish are small; a file's scan
+	// holds a token of wk, and its parts take the free ones.
+	order := make([]int, len(paths))
+	sizes := make([]int64, len(paths))
+	for i, p := range paths {
+		order[i] = i
+		if fi, err := os.Stat(p); err == nil {
+			sizes[i] = fi.Size()
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(sizes[b], sizes[a]) })
+	wk := newWorkers()
+	opts.workers = wk
+	var wg sync.WaitGroup
+	for _, i := range order {
+		wk.acquire()
 		if err := ctx.Err(); err != nil {
+			wk.release()
 			results[i].Err = err
 			continue
 		}
-		g.Go(func() error {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer wk.release()
 			results[i].Findings, results[i].Err = s.ScanFileWith(ctx, paths[i], opts)
-			return nil
-		})
+		}()
 	}
-	_ = g.Wait()
+	wg.Wait()
 	return results
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -88,7 +89,37 @@ func walkStrings(r io.Reader, visit func(w *walker, value string) error) error {
 // only during the call: it may share memory with data or with a buffer the walk reuses.
 // An error names the byte offset, line and column.
 func walkJSON(data []byte, visit func(w *walker, value string) error) error {
-	w := &walker{}
+	i := jsonlex.Space(data, 0)
+	if i >= len(data) {
+		return errors.New("read JSON: empty input")
+	}
+	return walkFrom(data, i, &walker{}, -1, visit)
+}
+
+// errPartMismatch says that a part of a document (splitJSON) did not end where the split
+// said it would: the document is not valid JSON, and is walked whole instead, for the
+// error a walk of the whole document gives.
+var errPartMismatch = errors.New("read JSON: a part of the document does not end where it was split")
+
+// walkPart walks one part of data (see splitJSON) as walkJSON walks it within the whole
+// document: with the same pointers and member names.
+func walkPart(data []byte, p part, visit func(w *walker, value string) error) error {
+	w := &walker{stack: slices.Clone(p.stack)}
+	if p.keyOnly {
+		w.inKey = true
+		return visit(w, w.stack[len(w.stack)-1].key)
+	}
+	if len(w.stack) == 0 {
+		return walkFrom(data, p.start, w, -1, visit)
+	}
+	return walkFrom(data, p.start, w, p.end, visit)
+}
+
+// walkFrom walks from data[i]: with end < 0, the value there (the whole document: w's
+// stack is empty); otherwise the members or elements of the container on top of w's
+// stack from the one at i (a member name for an object, a value for an array) to the one
+// that ends at end.
+func walkFrom(data []byte, i int, w *walker, end int, visit func(w *walker, value string) error) error {
 	var scratch []byte
 	str := func(i int) (string, int, error) {
 		end, f, lerr := jsonlex.String(data, i)
@@ -102,9 +133,12 @@ func walkJSON(data []byte, visit func(w *walker, value string) error) error {
 		scratch = jsonlex.Unquote(scratch[:0], body)
 		return unsafe.String(unsafe.SliceData(scratch), len(scratch)), end, nil
 	}
-	i := jsonlex.Space(data, 0)
-	if i >= len(data) {
-		return errors.New("read JSON: empty input")
+	base := len(w.stack)
+	if end >= 0 && !w.stack[base-1].array {
+		var err error
+		if i, err = memberName(data, i, w, str, visit); err != nil {
+			return err
+		}
 	}
 	// expectValue: the next token is a value; otherwise it is what follows a value (or a
 	// member name in an object just opened).
@@ -155,8 +189,16 @@ func walkJSON(data []byte, visit func(w *walker, value string) error) error {
 		}
 		// After a value: ',' or the end of the containers it closes.
 		for {
-			if len(w.stack) == 0 {
-				return nil // one document: whatever follows is not read
+			if len(w.stack) == base {
+				if end < 0 {
+					return nil // one document: whatever follows is not read
+				}
+				if i == end {
+					return nil // the part's last value
+				}
+				if i > end {
+					return errPartMismatch
+				}
 			}
 			i = jsonlex.Space(data, i)
 			if i >= len(data) {
@@ -177,6 +219,9 @@ func walkJSON(data []byte, visit func(w *walker, value string) error) error {
 				break
 			}
 			if (top.array && c == ']') || (!top.array && c == '}') {
+				if len(w.stack) == base {
+					return errPartMismatch // the part's container closed before its end
+				}
 				w.stack = w.stack[:len(w.stack)-1]
 				i++
 				continue

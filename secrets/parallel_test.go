@@ -23,6 +23,20 @@ import (
 // read and scanned on it.
 func scanWith(t *testing.T, path string, n int) ([]Finding, error) {
 	t.Helper()
+	return scanWithMemo(t, path, n, true)
+}
+
+// reference is the scan the others must agree with: serial, every container walked (no
+// container memo).
+func reference(t *testing.T, path string) ([]Finding, error) {
+	t.Helper()
+	return scanWithMemo(t, path, 1, false)
+}
+
+func scanWithMemo(t *testing.T, path string, n int, containers bool) ([]Finding, error) {
+	t.Helper()
+	defer func(on bool) { containersOn = on }(containersOn)
+	containersOn = containers
 	s, err := Default()
 	require.NoError(t, err)
 	wk := &workers{tokens: make(chan struct{}, n)}
@@ -42,7 +56,8 @@ type planted struct {
 // meta labels), and a start snapshot holding every kind again: in a .env, in many small
 // files, in a text file of more than one chunk (a key across the chunks' boundary), in a
 // binary file, in entry names and in a link's target.
-func plantEverywhere(t *testing.T, dir string, seed uint64) (string, []planted) {
+// With lean, the snapshot has neither the large log nor the binary file.
+func plantEverywhere(t *testing.T, dir string, seed uint64, lean bool) (string, []planted) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 30))
 	kinds := append(slices.Clone(secretKinds), moreKinds...)
@@ -98,6 +113,13 @@ func plantEverywhere(t *testing.T, dir string, seed uint64) (string, []planted) 
 			var ptr string
 			s.Request.Raw, ptr = appendToLongest(t, s.Request.Raw, "\n\nUse this: "+k.line(secrets)+"\n", "/messages/", "/input/")
 			p.pointer = at + "/request/raw" + ptr
+			// The same body again in the next step, as the next request carries the
+			// conversation: found there too, from the container memo.
+			if steps := tp.Threads[sp.thread].Steps; sp.step+1 < len(steps) {
+				steps[sp.step+1].Request.Raw = slices.Clone(s.Request.Raw)
+				plants = append(plants, planted{kind: k.name, secret: secrets[0],
+					pointer: fmt.Sprintf("/threads/%d/steps/%d/request/raw%s", sp.thread, sp.step+1, ptr)})
+			}
 		case inToolResult:
 			s.ToolResults[0].Content[0].Text += "\n$ cat .env\n" + k.line(secrets) + "\n"
 			p.pointer = at + "/tool_results/0/content/0/text"
@@ -138,25 +160,9 @@ func plantEverywhere(t *testing.T, dir string, seed uint64) (string, []planted) 
 		plants = append(plants, planted{kind: k.name, secret: secrets[0], pointer: SnapshotPointer, member: name})
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(ws, ".env"), []byte(env.String()), 0o600))
-	// A log of more than one chunk: a key across the first boundary, one in the overlap.
-	slack := fake(t, "slack-bot", 40)
-	npm := fake(t, "npm", 41)
-	big := strings.Repeat("lorem ipsum dolor sit amet\n", (chunkSize+2*chunkOverlap)/27+1)
-	big = big[:chunkSize-10] + " " + slack + "\n" + big[chunkSize-10:chunkSize+chunkOverlap/2] + " " + npm + "\n" + big
-	require.NoError(t, os.WriteFile(filepath.Join(ws, "big.log"), []byte(big), 0o644))
-	plants = append(plants,
-		planted{kind: "slack-bot", secret: slack, pointer: SnapshotPointer, member: "big.log"},
-		planted{kind: "npm", secret: npm, pointer: SnapshotPointer, member: "big.log"})
-	// A binary file (NUL bytes, random bytes) with a key compiled in.
-	bin := make([]byte, 1<<20)
-	for i := range bin {
-		bin[i] = byte(r.Uint32())
+	if !lean {
+		plants = append(plants, plantLarge(t, r, ws)...)
 	}
-	bin[10] = 0
-	ghb := kindNamed(t, "github-pat").gen(r)[0]
-	copy(bin[600<<10:], "\x00token="+ghb+"\x00")
-	require.NoError(t, os.WriteFile(filepath.Join(ws, "app.bin"), bin, 0o755))
-	plants = append(plants, planted{kind: "github-pat", secret: ghb, pointer: SnapshotPointer, member: "app.bin"})
 	// A name and a link target.
 	npm2 := fake(t, "npm", 42)
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "many", npm2), nil, 0o644))
@@ -175,12 +181,13 @@ func plantEverywhere(t *testing.T, dir string, seed uint64) (string, []planted) 
 }
 
 // TestParallelScanMatchesSerial: a large tape with every kind of secret planted across its
-// steps and its snapshot gives, scanned in parts on several goroutines, exactly the
-// findings of the serial scan (same order, pointers, offsets, numbering), and every
+// steps and its snapshot gives, scanned in parts on several goroutines and passing over
+// the containers it has seen (the container memo), exactly the findings of the serial
+// scan that walks every container (same order, pointers, offsets, numbering), and every
 // planted secret is among them.
 func TestParallelScanMatchesSerial(t *testing.T) {
 	dir := t.TempDir()
-	path, plants := plantEverywhere(t, dir, 30)
+	path, plants := plantEverywhere(t, dir, 30, false)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	parts, ok := splitJSON(data, partBytes)
@@ -188,13 +195,15 @@ func TestParallelScanMatchesSerial(t *testing.T) {
 	require.Greater(t, len(data), splitBytes, "the tape must be large enough to be split")
 	require.GreaterOrEqual(t, len(parts), 8, "the tape must be split into many parts")
 
-	serial, err := scanWith(t, path, 1)
+	serial, err := reference(t, path)
 	require.NoError(t, err)
-	for _, n := range []int{2, 4, 8} {
+	replayed := replayedFindings.Load()
+	for _, n := range []int{1, 2, 4, 8} {
 		parallel, err := scanWith(t, path, n)
 		require.NoError(t, err)
 		require.Equal(t, serial, parallel, "%d workers", n)
 	}
+	require.Greater(t, replayedFindings.Load()-replayed, int64(0), "findings added from the container memo")
 	for _, p := range plants {
 		assert.True(t, slices.ContainsFunc(serial, func(f Finding) bool {
 			return f.Pointer == p.pointer && f.Member == p.member && f.Preview == preview(p.secret)
@@ -233,10 +242,10 @@ func TestParallelScanMatchesSerial(t *testing.T) {
 func TestScanFilesMatchesSerial(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
-	for i := range 3 {
+	for i := range 2 {
 		sub := filepath.Join(dir, fmt.Sprintf("big%d", i))
 		require.NoError(t, os.Mkdir(sub, 0o755))
-		p, _ := plantEverywhere(t, sub, uint64(31+i))
+		p, _ := plantEverywhere(t, sub, uint64(31+i), true)
 		paths = append(paths, p)
 	}
 	for i := range 4 {
@@ -261,7 +270,7 @@ func TestScanFilesMatchesSerial(t *testing.T) {
 	got := ScanFiles(t.Context(), paths)
 	require.Len(t, got, len(paths))
 	for i, p := range paths {
-		want, werr := scanWith(t, p, 1)
+		want, werr := reference(t, p)
 		assert.Equal(t, p, got[i].Path)
 		assert.Equal(t, want, got[i].Findings, p)
 		if werr == nil {
@@ -297,9 +306,11 @@ func TestSplitJSONWalksAsWhole(t *testing.T) {
 		})
 		return out, err
 	}
-	defer func(p, m int) { partBytes, splitBytes = p, m }(partBytes, splitBytes)
+	defer func(p, m, c int) { partBytes, splitBytes, containerMin = p, m, c }(partBytes, splitBytes, containerMin)
+	containerMin = 8
+	replayed := replayedFindings.Load()
 	for n := range 300 {
-		doc, err := json.Marshal(randJSON(r, 0))
+		doc, err := json.Marshal(randJSON(r, 0, &[]any{}))
 		require.NoError(t, err)
 		if n%3 == 0 { // spacing as other writers put it
 			doc = []byte(strings.NewReplacer(",", " ,\n ", ":", " : ", "[", "[ ", "{", "{\t").Replace(string(doc)))
@@ -314,7 +325,7 @@ func TestSplitJSONWalksAsWhole(t *testing.T) {
 			require.True(t, ok, "%s", doc)
 			got, err := collect(func(v func(*walker, string) error) error {
 				for _, p := range parts {
-					if err := walkPart(doc, p, v); err != nil {
+					if err := walkPart(doc, p, nil, v); err != nil {
 						return err
 					}
 				}
@@ -324,8 +335,9 @@ func TestSplitJSONWalksAsWhole(t *testing.T) {
 			require.Equal(t, want, got, "size %d: %s", size, doc)
 		}
 
-		// walkDoc in parts of 16 bytes against walkJSON, on the document and on copies
-		// with a byte changed: the same findings, the same error.
+		// walkDoc in parts of 16 bytes, passing over containers of 8 bytes or more it has
+		// seen, against walkJSON, on the document and on copies with a byte changed: the
+		// same findings, the same error.
 		partBytes, splitBytes = 16, 0
 		for m := range 4 {
 			d := slices.Clone(doc)
@@ -343,11 +355,22 @@ func TestSplitJSONWalksAsWhole(t *testing.T) {
 		}
 		partBytes, splitBytes = partSize, splitMin
 	}
+	require.Greater(t, replayedFindings.Load()-replayed, int64(10), "findings added from the container memo")
 }
 
 // randJSON returns a random JSON value of nested objects, arrays, numbers, literals and
-// strings (escapes, non-ASCII, now and then a GitHub token or a meta.workspace.snapshot).
-func randJSON(r *rand.Rand, depth int) any {
+// strings (escapes, non-ASCII, now and then a GitHub token or a meta.workspace.snapshot);
+// now and then a value made before (seen), as a tape repeats its conversation.
+func randJSON(r *rand.Rand, depth int, seen *[]any) any {
+	if len(*seen) > 0 && r.IntN(5) == 0 {
+		return (*seen)[r.IntN(len(*seen))]
+	}
+	v := randValue(r, depth, seen)
+	*seen = append(*seen, v)
+	return v
+}
+
+func randValue(r *rand.Rand, depth int, seen *[]any) any {
 	str := func() string {
 		switch r.IntN(8) {
 		case 0:
@@ -367,7 +390,7 @@ func randJSON(r *rand.Rand, depth int) any {
 	case k < 3:
 		m := map[string]any{}
 		for range r.IntN(6) {
-			m[str()] = randJSON(r, depth+1)
+			m[str()] = randJSON(r, depth+1, seen)
 		}
 		if depth == 0 && r.IntN(4) == 0 {
 			m["meta"] = map[string]any{"workspace": map[string]any{"snapshot": "s.tar.zst"}}
@@ -376,7 +399,7 @@ func randJSON(r *rand.Rand, depth int) any {
 	case k < 6:
 		a := make([]any, r.IntN(6))
 		for i := range a {
-			a[i] = randJSON(r, depth+1)
+			a[i] = randJSON(r, depth+1, seen)
 		}
 		return a
 	case k == 6:
@@ -385,4 +408,29 @@ func randJSON(r *rand.Rand, depth int) any {
 		return []any{nil, true, false}[r.IntN(3)]
 	}
 	return str()
+}
+
+// plantLarge writes into the workspace ws a log of more than one chunk of the scan (a key
+// across the first boundary, one in the overlap of the first two chunks) and a binary
+// file (NUL bytes, random bytes) with a key compiled in.
+func plantLarge(t *testing.T, r *rand.Rand, ws string) []planted {
+	t.Helper()
+	slack := fake(t, "slack-bot", 40)
+	npm := fake(t, "npm", 41)
+	big := strings.Repeat("lorem ipsum dolor sit amet\n", (chunkSize+2*chunkOverlap)/27+1)
+	big = big[:chunkSize-10] + " " + slack + "\n" + big[chunkSize-10:chunkSize+chunkOverlap/2] + " " + npm + "\n" + big
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "big.log"), []byte(big), 0o644))
+	bin := make([]byte, 1<<20)
+	for i := range bin {
+		bin[i] = byte(r.Uint32())
+	}
+	bin[10] = 0
+	ghb := kindNamed(t, "github-pat").gen(r)[0]
+	copy(bin[600<<10:], "\x00token="+ghb+"\x00")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "app.bin"), bin, 0o755))
+	return []planted{
+		{kind: "slack-bot", secret: slack, pointer: SnapshotPointer, member: "big.log"},
+		{kind: "npm", secret: npm, pointer: SnapshotPointer, member: "big.log"},
+		{kind: "github-pat", secret: ghb, pointer: SnapshotPointer, member: "app.bin"},
+	}
 }

@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
@@ -192,7 +194,7 @@ func (s *Scanner) Scan(ctx context.Context, t *tape.Tape) ([]Finding, error) {
 		return nil, fmt.Errorf("scan tape: %w", err)
 	}
 	sc := s.newScan(ctx)
-	err = walkJSON(data, sc.visit)
+	err = walkJSONMemo(data, sc.containerMemo(), sc.visit)
 	return sc.numbered(), err
 }
 
@@ -252,17 +254,17 @@ func (s *Scanner) ScanFileWith(ctx context.Context, path string, opts Options) (
 func (sc *scan) walkDoc(data []byte) error {
 	if len(data) < splitBytes || sc.workers == nil || !sc.workers.idle() {
 		// Small, or every core busy with other files: splitting would only cost.
-		return walkJSON(data, sc.visit)
+		return walkJSONMemo(data, sc.containerMemo(), sc.visit)
 	}
 	parts, ok := splitJSON(data, partBytes)
 	if !ok || len(parts) < 2 {
-		return walkJSON(data, sc.visit)
+		return walkJSONMemo(data, sc.containerMemo(), sc.visit)
 	}
 	subs := make([]*scan, len(parts))
 	errs := make([]error, len(parts))
 	sc.workers.each(len(parts), func(i int) {
 		sub := sc.sub()
-		errs[i] = walkPart(data, parts[i], sub.visit)
+		errs[i] = walkPart(data, parts[i], sub.containerMemo(), sub.visit)
 		subs[i] = sub
 	})
 	for _, err := range errs {
@@ -270,7 +272,7 @@ func (sc *scan) walkDoc(data []byte) error {
 			if err := sc.ctx.Err(); err != nil {
 				return err
 			}
-			return walkJSON(data, sc.visit)
+			return walkJSONMemo(data, sc.containerMemo(), sc.visit)
 		}
 	}
 	for _, sub := range subs {
@@ -292,7 +294,7 @@ func (s *Scanner) ScanJSON(ctx context.Context, r io.Reader) ([]Finding, error) 
 		return nil, fmt.Errorf("read JSON: %w", err)
 	}
 	sc := s.newScan(ctx)
-	err = walkJSON(data, sc.visit)
+	err = walkJSONMemo(data, sc.containerMemo(), sc.visit)
 	return sc.numbered(), err
 }
 
@@ -328,10 +330,13 @@ type scan struct {
 	// memo holds the hits of each distinct string already given to the rules: a tape
 	// repeats its conversation in every request, and its tool definitions, and the
 	// normalized fields repeat the raw bodies. The parts of a document share it.
-	memo    *memo
-	seen    int
-	scratch engineScratch
-	text    []byte
+	memo *memo
+	// containers is the memo of the containers walked (see containerMemo), shared by
+	// the parts of a document.
+	containers *containers
+	seen       int
+	scratch    engineScratch
+	text       []byte
 	// snapshot is meta.workspace.snapshot, when the document has one.
 	snapshot string
 	// workers, when set, are the goroutines the scan may spread its parts over.
@@ -339,12 +344,95 @@ type scan struct {
 }
 
 func (s *Scanner) newScan(ctx context.Context) *scan {
-	return &scan{s: s, ctx: ctx, memo: newMemo()}
+	return &scan{s: s, ctx: ctx, memo: newMemo(), containers: &containers{}}
 }
 
-// sub returns the scan of a part of sc's document: it shares the memo.
+// sub returns the scan of a part of sc's document: it shares the memos.
 func (sc *scan) sub() *scan {
-	return &scan{s: sc.s, ctx: sc.ctx, memo: sc.memo}
+	return &scan{s: sc.s, ctx: sc.ctx, memo: sc.memo, containers: sc.containers}
+}
+
+// containersOn turns the container memo off in tests, for the reference scan it must
+// agree with.
+var containersOn = true
+
+// containerMemo returns sc as the walk's containerMemo, or nil when it is off.
+func (sc *scan) containerMemo() containerMemo {
+	if !containersOn {
+		return nil
+	}
+	return sc
+}
+
+// containers holds, for the containers of a document walked to their end, where their
+// bytes are and what was found in them: a container whose bytes are the same (compared
+// byte for byte, not by hash alone), under the same member name and not deeper, has the
+// same findings at the same places below it, and is valid JSON as the first was.
+type containers struct {
+	mu sync.Mutex
+	m  map[uint64]*containerEntry
+}
+
+// replayedFindings counts the findings added from a container memo, for tests.
+var replayedFindings atomic.Int64
+
+type containerEntry struct {
+	field      string
+	start, end int
+	depth      int
+	// found are the findings in the container, Pointer relative to it.
+	found    []Finding
+	secretOf []string
+}
+
+// containerLimit bounds the containers a scan remembers.
+const containerLimit = 1 << 14
+
+var containerSeed = maphash.MakeSeed()
+
+// lookup implements containerMemo: a container walked before has its findings added at
+// the place of this one, with the pointers they have here.
+func (sc *scan) lookup(w *walker, data []byte, start, end int) (bool, *memoRecord) {
+	field := w.field()
+	key := maphash.Bytes(containerSeed, data[start:end])
+	sc.containers.mu.Lock()
+	e := sc.containers.m[key]
+	sc.containers.mu.Unlock()
+	if e != nil && e.field == field && len(w.stack) <= e.depth && e.end-e.start == end-start &&
+		bytes.Equal(data[e.start:e.end], data[start:end]) {
+		if len(e.found) > 0 {
+			replayedFindings.Add(int64(len(e.found)))
+			prefix := w.pointer()
+			for i, f := range e.found {
+				f.Pointer = prefix + f.Pointer
+				sc.found = append(sc.found, f)
+				sc.secretOf = append(sc.secretOf, e.secretOf[i])
+			}
+		}
+		return true, nil
+	}
+	return false, &memoRecord{key: key, field: field, start: start, end: end, depth: len(w.stack), mark: len(sc.found)}
+}
+
+// store implements containerMemo.
+func (sc *scan) store(w *walker, rec *memoRecord) {
+	prefix := pointerOf(w.stack[:len(w.stack)-1])
+	e := &containerEntry{field: rec.field, start: rec.start, end: rec.end, depth: rec.depth}
+	for i := rec.mark; i < len(sc.found); i++ {
+		f := sc.found[i]
+		if !strings.HasPrefix(f.Pointer, prefix) {
+			return // not below the container: never so
+		}
+		f.Pointer = f.Pointer[len(prefix):]
+		e.found = append(e.found, f)
+		e.secretOf = append(e.secretOf, sc.secretOf[i])
+	}
+	sc.containers.mu.Lock()
+	if sc.containers.m == nil || len(sc.containers.m) >= containerLimit {
+		sc.containers.m = map[uint64]*containerEntry{}
+	}
+	sc.containers.m[rec.key] = e
+	sc.containers.mu.Unlock()
 }
 
 // numbered returns the findings with Secret numbering the distinct secrets from 1 in

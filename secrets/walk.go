@@ -113,8 +113,9 @@ func walkStrings(r io.Reader, visit func(w *walker, value string) error) error {
 
 // A walk with a containerMemo looks containers up when they are elements of an array at
 // least memoDepth deep (the messages of a request body, the blocks of a message, tool
-// definitions) and at least containerMin bytes long.
-const memoDepth = 3
+// definitions; not a tape's steps, /threads/N/steps/M, which never repeat: looking them
+// up cost a pass over every byte and its hash) and at least containerMin bytes long.
+const memoDepth = 5
 
 var containerMin = 256
 

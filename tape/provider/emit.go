@@ -13,8 +13,9 @@ import (
 
 // This file is the emitting half of the wire formats: an answer made into the body or the
 // server-sent events a provider would send, the inverse of Normalize. The fake provider of
-// package testkit/fakeprovider serves its scripted turns with it, and interop's
-// --synthesize gives imported steps their raw streams with it, so that each wire format is
+// package testkit/fakeprovider serves its scripted turns with it, interop's --synthesize
+// gives imported steps their raw streams with it, and the gateway's tape mode writes the
+// steps recorded without a raw response with it (StepAnswer), so that each wire format is
 // spelled out in one place.
 
 // Answer is one model answer to write in a wire format.

@@ -51,7 +51,9 @@
 // or /v1/responses; that same path is forwarded. A POST whose path only reads as one once
 // decoded or normalized (%2F, dot segments, ";" parameters, a trailing slash, another
 // prefix) is refused with 400: some server on the way might route it to the model, which
-// would then answer a call the gateway neither records nor counts against its limits.
+// would then answer a call the gateway neither records nor counts against its limits. The
+// tape mode and a fork route with the same rule (one router, route), the /r/LABEL prefix
+// naming the run in tape mode.
 //
 // JSON bodies are recorded as sent, not redacted by field name: the wire formats recorded
 // carry no credential field (the providers reject unknown top-level fields such as api_key),

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/provider"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -171,7 +170,7 @@ func (s *Fork) forkedFrom(served map[string]int) *tape.ForkedFrom {
 // ServeHTTP answers one request of the harness.
 func (s *Fork) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	if _, isModel := provider.Detect(r.URL.Path); isModel && r.Method == http.MethodPost && s.first.IsZero() {
+	if _, _, isModel, _ := route(r); isModel && r.Method == http.MethodPost && s.first.IsZero() {
 		s.first = time.Now()
 	}
 	live := s.live
@@ -252,9 +251,10 @@ func (s *Fork) seed() error {
 	return s.gw.SetForkedFrom(s.forkedFrom(served))
 }
 
-// forward sends a live request through the gateway, the overrides applied to model calls.
+// forward sends a live request through the gateway, the overrides applied to model calls
+// (which the gateway routes again, as it routes every request).
 func (s *Fork) forward(w http.ResponseWriter, r *http.Request) {
-	p, isModel := provider.Detect(r.URL.Path)
+	_, p, isModel, _ := route(r)
 	if s.liveErr != nil && isModel {
 		writeError(w, p, apiError{status: http.StatusInternalServerError, typ: "api_error", msg: "tapebox fork: " + s.liveErr.Error()})
 		return

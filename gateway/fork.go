@@ -226,29 +226,34 @@ func (s *Fork) beyond(w http.ResponseWriter, r *http.Request, body []byte, threa
 	s.forward(w, r)
 }
 
-// seed hands the steps served so far to the gateway.
+// seed hands the steps served so far to the gateway, at the fork point.
 func (s *Fork) seed() error {
 	prefix := s.sim.RunCopy("default")
 	if prefix == nil {
 		prefix = &tape.Tape{Meta: s.cfg.Recording.Meta}
 		prefix.Meta.StartedAt = s.gw.Start()
 	}
+	served, err := s.handOver(prefix)
+	s.mu.Lock()
+	s.served = served
+	s.mu.Unlock()
+	return err
+}
+
+// handOver writes the steps the tape run served (prefix) into the fork tape (Seed), which
+// continues their threads live, and records meta.forked_from with the steps served per
+// thread, which it returns.
+func (s *Fork) handOver(prefix *tape.Tape) (map[string]int, error) {
 	served := map[string]int{}
 	for _, th := range prefix.Threads {
 		if len(th.Steps) > 0 {
 			served[th.ID] = len(th.Steps)
 		}
 	}
-	s.mu.Lock()
-	s.served = served
-	s.mu.Unlock()
 	if prefix.Meta.Provider == "" {
 		prefix.Meta.Provider = s.cfg.Recording.Meta.Provider
 	}
-	if err := s.gw.Seed(prefix); err != nil {
-		return err
-	}
-	return s.gw.SetForkedFrom(s.forkedFrom(served))
+	return served, errors.Join(s.gw.Seed(prefix), s.gw.SetForkedFrom(s.forkedFrom(served)))
 }
 
 // forward sends a live request through the gateway, the overrides applied to model calls
@@ -314,16 +319,7 @@ func (s *Fork) Finish(cmdFailed string) (tape.EndReason, string, error) {
 		}
 		s.sim.Close()
 		if run != nil {
-			served := map[string]int{}
-			for _, th := range run.Threads {
-				if len(th.Steps) > 0 {
-					served[th.ID] = len(th.Steps)
-				}
-			}
-			if err := s.gw.Seed(run); err != nil {
-				s.cfg.Logf("fork: %v", err)
-			}
-			if err := s.gw.SetForkedFrom(s.forkedFrom(served)); err != nil {
+			if _, err := s.handOver(run); err != nil {
 				s.cfg.Logf("fork: %v", err)
 			}
 		}

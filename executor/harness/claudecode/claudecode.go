@@ -134,7 +134,12 @@ func (s *session) NotOffered(ctx context.Context, call tape.ToolCall, rec *tape.
 	case "Grep":
 		msg += ". Grep is not available in this session \u2014 search file contents with `grep` via the Bash tool instead."
 	}
-	return toolUseError(call, msg)
+	r := toolUseError(call, msg)
+	if s.before("2.1") {
+		// Claude Code 2.0 appends its session notes to this answer too (seed 21069).
+		r = s.sessionReminders(r, rec)
+	}
+	return r
 }
 
 // Immediate says a call is a Noop: it replays its recorded result at once.

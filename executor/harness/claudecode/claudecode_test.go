@@ -753,3 +753,19 @@ func TestEditThroughLinkChecksString(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "alpha\nbeta\nbeta\n", string(b))
 }
+
+// TestClaudeCode20NewsWaits: the recording's news of a background command's output shows
+// that the command had written it when the harness answered; the replay waits for as many
+// lines before it answers, so that what the command made is there too (internal/fidelity,
+// seed 21121: a file made in the background was missing from the replay's end state).
+func TestClaudeCode20NewsWaits(t *testing.T) {
+	f := newFixture(t)
+	f.Env.HarnessVersion = "2.0.77"
+	rec := recorded("Command running in background with ID: bf01. Output is being written to: /tmp/claude/x/tasks/bf01.output\n\n<system-reminder>\nBackground bash bf01 has new output: 1 line of stdout. Read /tmp/claude/x/tasks/bf01.output to see output.\n</system-reminder>", false)
+	res := f.Run("Bash", m{"command": "sleep 0.3; printf 'x\\ny\\n' > made.txt && wc -l made.txt", "run_in_background": true}, rec)
+	out := f.Env.Tasks.OutputPath("bf01")
+	assert.Equal(t, "Command running in background with ID: bf01. Output is being written to: "+out+"\n\n<system-reminder>\nBackground bash bf01 has new output: 1 line of stdout. Read "+out+" to see output.\n</system-reminder>", res.Text())
+	b, err := os.ReadFile(filepath.Join(f.Dir, "made.txt"))
+	require.NoError(t, err, "the command's file is there when the call is answered")
+	assert.Equal(t, "x\ny\n", string(b))
+}

@@ -213,11 +213,12 @@ func binary(b []byte) verdict {
 			}
 		}
 		suspicious++
-		if i >= 32 && suspicious*100/scan > 10 {
+		// suspicious*100/scan > 10 in JS's floating point, not Go's integer division.
+		if i >= 32 && suspicious*100 > 10*scan {
 			return yes
 		}
 	}
-	if suspicious*100/scan > 10 {
+	if suspicious*100 > 10*scan {
 		return yes
 	}
 	if suspicious > 1 {
@@ -341,23 +342,40 @@ func (s *session) replace(_ context.Context, call tape.ToolCall, rec *tape.ToolR
 		return fail(call, "File already exists, cannot create: "+path)
 	}
 	n := strings.Count(current, oldS)
+	updated, feedback := "", ""
+	if n > 0 {
+		updated = strings.ReplaceAll(current, oldS, newS)
+		switch {
+		case strings.HasSuffix(current, "\n") && !strings.HasSuffix(updated, "\n"):
+			updated += "\n"
+		case !strings.HasSuffix(current, "\n") && strings.HasSuffix(updated, "\n"):
+			updated = strings.TrimSuffix(updated, "\n")
+		}
+	} else {
+		if !jsPlain(current) || !jsPlain(oldS) {
+			return replay(call, rec) // JS's lines break at a lone \r, U+2028 and U+2029 too
+		}
+		e, found := flexible(current, oldS, newS, *a.NewString)
+		if !found {
+			e, found = regexStrategy(current, oldS, newS, a.AllowMultiple)
+		}
+		if !found {
+			e, found = fuzzy(current, oldS, newS, *a.OldString)
+		}
+		if found {
+			updated, n, feedback = e.content, e.n, e.feedback
+		}
+	}
 	switch {
 	case n == 0:
 		if rec != nil && !rec.IsError {
-			return replay(call, rec) // the CLI's flexible, regex or fuzzy match
+			return replay(call, rec) // the CLI asked the model to correct the edit, and it did
 		}
 		return fail(call, "Could not find an exact match for 'old_string' in '"+a.FilePath+"'. If previous edits modified the file or you are modifying lines outside your recent read window, please use ReadFile to inspect the target lines before retrying with an exact 'old_string'.")
 	case !a.AllowMultiple && n != 1:
 		return fail(call, fmt.Sprintf("Failed to edit, Expected 1 occurrence but found %d for old_string in file: %s. If you intended to replace multiple occurrences, set 'allow_multiple' to true.", n, a.FilePath))
 	case oldS == newS:
 		return fail(call, "No changes to apply. The old_string and new_string are identical in file: "+a.FilePath)
-	}
-	updated := strings.ReplaceAll(current, oldS, newS)
-	switch {
-	case strings.HasSuffix(current, "\n") && !strings.HasSuffix(updated, "\n"):
-		updated += "\n"
-	case !strings.HasSuffix(current, "\n") && strings.HasSuffix(updated, "\n"):
-		updated = strings.TrimSuffix(updated, "\n")
 	}
 	final := updated
 	if useCRLF {
@@ -366,7 +384,10 @@ func (s *session) replace(_ context.Context, call tape.ToolCall, rec *tape.ToolR
 	if err := write(path, final); err != nil {
 		return replay(call, rec)
 	}
-	return ok(call, fmt.Sprintf("Successfully modified file: %s (%d replacements). Here is the updated code:\n%s", path, n, snippet(current, final, 5)))
+	if feedback != "" {
+		feedback = " " + feedback
+	}
+	return ok(call, fmt.Sprintf("Successfully modified file: %s (%d replacements). Here is the updated code:\n%s%s", path, n, snippet(current, final, 5), feedback))
 }
 
 // write writes content, creating the parent directories, keeping the file's mode.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 
 	"github.com/tapebox/tapebox/executor/action"
@@ -352,9 +353,6 @@ func (s *session) replace(_ context.Context, call tape.ToolCall, rec *tape.ToolR
 			updated = strings.TrimSuffix(updated, "\n")
 		}
 	} else {
-		if !jsPlain(current) || !jsPlain(oldS) {
-			return replay(call, rec) // JS's lines break at a lone \r, U+2028 and U+2029 too
-		}
 		e, found := flexible(current, oldS, newS, *a.NewString)
 		if !found {
 			e, found = regexStrategy(current, oldS, newS, a.AllowMultiple)
@@ -495,13 +493,19 @@ func localeLess(a, b string) bool {
 	if ka != kb {
 		return ka < kb
 	}
+	if sa, sb := accentKey(a), accentKey(b); sa != sb {
+		return sa < sb
+	}
 	return tieKey(a) < tieKey(b)
 }
 
+// collationKey is a name's primary weights: combining marks (e+U+0301) weigh nothing there,
+// as in ICU, so "é-func" comes before "end" as "e-func" does.
 func collationKey(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
+		case unicode.Is(unicode.Mn, r):
 		case r >= 'A' && r <= 'Z':
 			b.WriteRune('\x03')
 			b.WriteRune(r - 'A' + 'a')
@@ -519,20 +523,46 @@ func collationKey(s string) string {
 			b.WriteRune(r)
 		default:
 			b.WriteRune('\x01')
+			if i := strings.IndexRune(punctuationOrder, r); i >= 0 {
+				r = rune(i)
+			}
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
 }
 
+// punctuationOrder is ICU's root order of ASCII's spaces, punctuation and symbols
+// (String.prototype.localeCompare in node 24).
+const punctuationOrder = "\t _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
+
+// accentKey orders names equal at the primary level by their accents (ICU's secondary
+// level): a letter without one first.
+func accentKey(s string) string {
+	var b []byte
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Mn, r) && len(b) > 0:
+			b[len(b)-1] = '1' // the letter before it has an accent, as its precomposed form
+		case unicode.Is(unicode.Mn, r), latinBase(r) != 0:
+			b = append(b, '1')
+		default:
+			b = append(b, '0')
+		}
+	}
+	return string(b)
+}
+
 // tieKey orders names equal but for case: lower case first.
 func tieKey(s string) string {
 	var b strings.Builder
 	for _, r := range s {
-		if r >= 'a' && r <= 'z' {
-			b.WriteByte('0')
-		} else {
+		switch {
+		case unicode.Is(unicode.Mn, r):
+		case unicode.IsUpper(r):
 			b.WriteByte('1')
+		default:
+			b.WriteByte('0')
 		}
 	}
 	return b.String()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // The replace tool's strategies after the exact one (packages/core/src/tools/edit.ts,
@@ -23,19 +24,40 @@ type edited struct {
 	feedback string
 }
 
-// jsLines is content.match(/.*(?:\n|$)/g).slice(0, -1): the lines with their "\n". It is
-// only right when content has no other JS line terminator (jsPlain).
+// jsLines is content.match(/.*(?:\n|$)/g).slice(0, -1): the lines with their "\n". JS's
+// "." stops at "\r", U+2028 and U+2029 too, where neither "\n" nor the end follows: the
+// text from the line's start to such a character is in no match, and the CLI's strategies,
+// which join the lines back, drop it.
 func jsLines(content string) []string {
-	ls := strings.SplitAfter(content, "\n")
-	if ls[len(ls)-1] == "" {
-		ls = ls[:len(ls)-1]
+	var out []string
+	start := 0
+	for i, r := range content {
+		switch r {
+		case '\n':
+			out = append(out, content[start:i+1])
+			start = i + 1
+		case '\r', 0x2028, 0x2029:
+			start = i + utf8.RuneLen(r)
+		}
 	}
-	return ls
+	if start < len(content) {
+		out = append(out, content[start:])
+	}
+	return out
 }
 
-// jsPlain says that s has no line terminator JS's "." and "^" know besides "\n" (a lone
-// "\r", U+2028, U+2029), where the CLI's line expressions drop or split text otherwise.
-func jsPlain(s string) bool { return !strings.ContainsAny(s, "\r\u2028\u2029") }
+// lineStarts are where JS's multiline "^" matches: the start, and after each "\n", "\r",
+// U+2028 and U+2029 (RE2's only after "\n").
+func lineStarts(s string) []int {
+	out := []int{0}
+	for i, r := range s {
+		switch r {
+		case '\n', '\r', 0x2028, 0x2029:
+			out = append(out, i+utf8.RuneLen(r))
+		}
+	}
+	return out
+}
 
 // jsSpace is JS's \s (WhiteSpace and LineTerminator): what trim() removes.
 func jsSpace(r rune) bool {
@@ -140,27 +162,41 @@ func regexStrategy(current, oldS, newS string, allowMultiple bool) (edited, bool
 	for i, t := range tokens {
 		tokens[i] = regexp.QuoteMeta(t)
 	}
-	re, err := regexp.Compile(`(?m)^([ \t]*)` + strings.Join(tokens, jsSpaceClass+`*`))
+	re, err := regexp.Compile(`\A([ \t]*)` + strings.Join(tokens, jsSpaceClass+`*`))
 	if err != nil {
 		return edited{}, false
 	}
-	ms := re.FindAllStringSubmatchIndex(current, -1)
+	// The global matches: from each line start at or after the last match's end.
+	var ms [][]int
+	last := 0
+	for _, at := range lineStarts(current) {
+		if at < last {
+			continue
+		}
+		if m := re.FindStringSubmatchIndex(current[at:]); m != nil {
+			for k := range m {
+				m[k] += at
+			}
+			ms = append(ms, m)
+			last = m[1]
+		}
+	}
 	if len(ms) == 0 {
 		return edited{}, false
 	}
+	n := len(ms)
 	lines := strings.Split(newS, "\n")
 	if !allowMultiple {
 		ms = ms[:1]
 	}
 	var b strings.Builder
-	last := 0
+	last = 0
 	for _, m := range ms {
 		b.WriteString(current[last:m[0]])
 		b.WriteString(strings.Join(applyIndentation(lines, current[m[2]:m[3]]), "\n"))
 		last = m[1]
 	}
 	b.WriteString(current[last:])
-	n := len(re.FindAllStringIndex(current, -1))
 	return edited{content: restoreTrailingNewline(current, b.String()), n: n}, true
 }
 
@@ -214,7 +250,7 @@ func fuzzy(current, oldS, newS, rawOld string) (edited, bool) {
 	if utf16Len(rawOld) < 10 {
 		return edited{}, false
 	}
-	src := jsLines(current)
+	src := jsLines(strings.ReplaceAll(current, "\r\n", "\n")) // again: "\r\r\n" read as "\r\n"
 	search := jsLines(oldS)
 	if float64(len(src))*float64(utf16Len(rawOld))*float64(utf16Len(rawOld)) > 4e8 || len(search) == 0 {
 		return edited{}, false

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/provider"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -171,7 +170,7 @@ func (s *Fork) forkedFrom(served map[string]int) *tape.ForkedFrom {
 // ServeHTTP answers one request of the harness.
 func (s *Fork) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	if _, isModel := provider.Detect(r.URL.Path); isModel && r.Method == http.MethodPost && s.first.IsZero() {
+	if _, _, isModel, _ := route(r); isModel && r.Method == http.MethodPost && s.first.IsZero() {
 		s.first = time.Now()
 	}
 	live := s.live
@@ -227,34 +226,40 @@ func (s *Fork) beyond(w http.ResponseWriter, r *http.Request, body []byte, threa
 	s.forward(w, r)
 }
 
-// seed hands the steps served so far to the gateway.
+// seed hands the steps served so far to the gateway, at the fork point.
 func (s *Fork) seed() error {
 	prefix := s.sim.RunCopy("default")
 	if prefix == nil {
 		prefix = &tape.Tape{Meta: s.cfg.Recording.Meta}
 		prefix.Meta.StartedAt = s.gw.Start()
 	}
+	served, err := s.handOver(prefix)
+	s.mu.Lock()
+	s.served = served
+	s.mu.Unlock()
+	return err
+}
+
+// handOver writes the steps the tape run served (prefix) into the fork tape (Seed), which
+// continues their threads live, and records meta.forked_from with the steps served per
+// thread, which it returns.
+func (s *Fork) handOver(prefix *tape.Tape) (map[string]int, error) {
 	served := map[string]int{}
 	for _, th := range prefix.Threads {
 		if len(th.Steps) > 0 {
 			served[th.ID] = len(th.Steps)
 		}
 	}
-	s.mu.Lock()
-	s.served = served
-	s.mu.Unlock()
 	if prefix.Meta.Provider == "" {
 		prefix.Meta.Provider = s.cfg.Recording.Meta.Provider
 	}
-	if err := s.gw.Seed(prefix); err != nil {
-		return err
-	}
-	return s.gw.SetForkedFrom(s.forkedFrom(served))
+	return served, errors.Join(s.gw.Seed(prefix), s.gw.SetForkedFrom(s.forkedFrom(served)))
 }
 
-// forward sends a live request through the gateway, the overrides applied to model calls.
+// forward sends a live request through the gateway, the overrides applied to model calls
+// (which the gateway routes again, as it routes every request).
 func (s *Fork) forward(w http.ResponseWriter, r *http.Request) {
-	p, isModel := provider.Detect(r.URL.Path)
+	_, p, isModel, _ := route(r)
 	if s.liveErr != nil && isModel {
 		writeError(w, p, apiError{status: http.StatusInternalServerError, typ: "api_error", msg: "tapebox fork: " + s.liveErr.Error()})
 		return
@@ -314,16 +319,7 @@ func (s *Fork) Finish(cmdFailed string) (tape.EndReason, string, error) {
 		}
 		s.sim.Close()
 		if run != nil {
-			served := map[string]int{}
-			for _, th := range run.Threads {
-				if len(th.Steps) > 0 {
-					served[th.ID] = len(th.Steps)
-				}
-			}
-			if err := s.gw.Seed(run); err != nil {
-				s.cfg.Logf("fork: %v", err)
-			}
-			if err := s.gw.SetForkedFrom(s.forkedFrom(served)); err != nil {
+			if _, err := s.handOver(run); err != nil {
 				s.cfg.Logf("fork: %v", err)
 			}
 		}

@@ -197,6 +197,34 @@ func callIndex(id string) int {
 	return i
 }
 
+// callIndexes returns the index of the sequence call a recorded call id stands for: the
+// fake provider's id (callIndex), or, for a harness that names the calls itself (Gemini CLI:
+// the Gemini API sends no ids), the call's place among the main thread's calls when the
+// sequence's call there is of the same tool (the scripted model asks for one call a turn).
+func callIndexes(rec *tape.Tape, seq *Sequence) func(id string) int {
+	byPlace := map[string]int{}
+	if main := rec.Main(); main != nil {
+		n := 0
+		for _, st := range main.Steps {
+			for _, c := range st.ToolCalls {
+				if n < len(seq.Calls) && seq.Calls[n].Tool == c.Name {
+					byPlace[c.ID] = n
+				}
+				n++
+			}
+		}
+	}
+	return func(id string) int {
+		if i := callIndex(id); i >= 0 {
+			return i
+		}
+		if i, ok := byPlace[id]; ok {
+			return i
+		}
+		return -1
+	}
+}
+
 // record lays out the sequence's files in its cwd and runs the harness there against the
 // scripted provider, through a recording gateway; it returns the recording.
 func record(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (*tape.Tape, error) {
@@ -379,12 +407,13 @@ func clearScratch(t Target, cwd string) error {
 func judge(o *Outcome, seq *Sequence, rec, rep *tape.Tape, version string, classes []Class) {
 	report := compare.Compare(rec, rep)
 	bad := map[string]bool{}
+	index := callIndexes(rec, seq)
 	add := func(d Divergence) {
 		d.Class = Classify(classes, version, d)
 		o.Divergences = append(o.Divergences, d)
 	}
 	for _, d := range report.Differences {
-		i := callIndex(d.CallID)
+		i := index(d.CallID)
 		dv := Divergence{Field: d.Field, Call: i, Tool: d.Tool, Recorded: d.Recorded, Replayed: d.Replayed}
 		if i >= 0 && i < len(seq.Calls) {
 			dv.Tool, dv.Input = seq.Calls[i].Tool, seq.Calls[i].Class
@@ -404,7 +433,7 @@ func judge(o *Outcome, seq *Sequence, rec, rep *tape.Tape, version string, class
 		for _, st := range main.Steps {
 			for _, c := range st.ToolCalls {
 				co := CallOutcome{Tool: c.Name, Class: "?", Identical: !bad[c.ID]}
-				if i := callIndex(c.ID); i >= 0 && i < len(seq.Calls) {
+				if i := index(c.ID); i >= 0 && i < len(seq.Calls) {
 					co.Class = seq.Calls[i].Class
 				}
 				o.Calls = append(o.Calls, co)

@@ -38,7 +38,12 @@ func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if in.Path != nil {
 		dir = s.path(*in.Path)
 	}
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+	st, err := os.Stat(dir)
+	if err != nil {
+		// ripgrep cannot start in a directory that is not there.
+		return fail(call, errRipgrep)
+	}
+	if !st.IsDir() {
 		return fail(call, "glob path must be a directory: "+dir)
 	}
 	files, err := action.Glob(ctx, action.GlobRequest{Root: dir, Pattern: in.Pattern, Walk: s.walk(false)})
@@ -90,6 +95,10 @@ func recordedOrder(lines []string, rec *tape.ToolResult, skip int) []string {
 	return got
 }
 
+// errRipgrep is opencode's error when ripgrep could not run (its working directory is
+// missing).
+const errRipgrep = "ripgrep execution failed"
+
 type grepInput struct {
 	Pattern string  `json:"pattern"`
 	Path    *string `json:"path"`
@@ -111,9 +120,14 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if in.Path != nil {
 		target = s.path(*in.Path)
 	}
-	root, file := target, ""
-	if st, err := os.Stat(target); err == nil && !st.IsDir() {
-		root, file = filepath.Dir(target), filepath.Base(target)
+	// A path that is not a directory (a file, or nothing) searches the directory it is in,
+	// all of it: opencode 1.18 runs ripgrep there with no file named.
+	root := target
+	if st, err := os.Stat(target); err != nil || !st.IsDir() {
+		root = filepath.Dir(target)
+	}
+	if _, err := os.Stat(root); err != nil {
+		return fail(call, errRipgrep)
 	}
 	var globs []string
 	if in.Include != nil && *in.Include != "" {
@@ -130,9 +144,6 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	var hits []hit
 	for _, f := range found {
-		if file != "" && f.Rel != file {
-			continue
-		}
 		data, _ := os.ReadFile(f.Path)
 		lines := strings.SplitAfter(string(data), "\n")
 		for _, l := range f.Lines {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -206,4 +207,57 @@ func TestOpenCodeRoundTrip(t *testing.T) {
 	tp.Meta.Provider = tape.ProviderGemini
 	_, err = Export(tp, OpenCode, Options{})
 	assert.ErrorContains(t, err, "OpenCode sessions here hold Anthropic Messages or OpenAI Responses")
+}
+
+// TestOpenCodeExportGenerated: generated Claude Code and Codex tapes (subagents, long
+// results, runs cut short; tapes nobody picked) export to OpenCode sessions that import
+// again with the same tool calls, inputs and results in every session.
+func TestOpenCodeExportGenerated(t *testing.T) {
+	type call struct{ id, name, input, result string }
+	calls := func(th *tape.Thread) []call {
+		var out []call
+		for _, s := range th.Steps {
+			for _, c := range s.ToolCalls {
+				r, _ := s.ToolResult(c.ID)
+				var in any
+				require.NoError(t, json.Unmarshal(input(c.Input), &in))
+				b, err := json.Marshal(in)
+				require.NoError(t, err)
+				out = append(out, call{c.ID, c.Name, string(b), resultText(r)})
+			}
+		}
+		return out
+	}
+	exported := 0
+	for i := range 40 {
+		tp := tapegen.Tape(tapegen.Options{Seed: 33, Lean: true, MeanSteps: 6, MeanToolOutput: 300}, i)
+		tp.Meta.Cwd = "/work"
+		files, err := Export(tp, OpenCode, Options{})
+		if err != nil {
+			continue // a provider OpenCode's sessions do not hold, or no thread with a call
+		}
+		exported++
+		dir := t.TempDir()
+		for _, f := range files {
+			require.True(t, filepath.IsLocal(f.Path))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f.Path), f.Data, 0o644))
+		}
+		back, err := Import(OpenCode, dir)
+		require.NoError(t, err, "tape %d", i)
+		got := map[string][]call{}
+		for _, b := range back {
+			for _, th := range b.Threads {
+				if th.Parent == nil {
+					got[b.Meta.Task["session_id"]] = calls(th)
+				}
+			}
+		}
+		for _, th := range tp.Threads {
+			if th.Parent != nil || len(calls(th)) == 0 {
+				continue
+			}
+			assert.Equal(t, calls(th), got[OpenCodeSessionID(tp, th)], "tape %d thread %s", i, th.ID)
+		}
+	}
+	assert.Greater(t, exported, 10, "most generated tapes export")
 }

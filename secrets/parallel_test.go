@@ -434,3 +434,39 @@ func plantLarge(t *testing.T, r *rand.Rand, ws string) []planted {
 		{kind: "github-pat", secret: ghb, pointer: SnapshotPointer, member: "app.bin"},
 	}
 }
+
+// TestContainerMemoComparesBytes: two messages of the same length and the same first and
+// last bytes (the same memo key) but a key in the middle of the second only: the second is
+// walked, not taken for the first, and its key is found.
+func TestContainerMemoComparesBytes(t *testing.T) {
+	s, err := Default()
+	require.NoError(t, err)
+	key := fake(t, "github-pat", 60)
+	pad := strings.Repeat("lorem ipsum ", 30)
+	msg := func(middle string) map[string]any {
+		return map[string]any{"role": "user", "content": pad + middle + pad}
+	}
+	scan := func(messages ...any) []Finding {
+		doc, err := json.Marshal(map[string]any{"threads": []any{map[string]any{"steps": []any{
+			map[string]any{"request": map[string]any{"raw": map[string]any{"messages": messages}}},
+		}}}})
+		require.NoError(t, err)
+		sc := s.newScan(t.Context())
+		require.NoError(t, walkJSONMemo(doc, sc.containerMemo(), sc.visit))
+		return sc.numbered()
+	}
+	const at = "/threads/0/steps/0/request/raw/messages/"
+	found := scan(msg("use "+strings.Repeat("x", len(key))), msg("use "+key))
+	require.Len(t, found, 1)
+	assert.Equal(t, at+"1/content", found[0].Pointer)
+	assert.Equal(t, preview(key), found[0].Preview)
+
+	// The same message twice: found at both places, the second from the memo.
+	before := replayedFindings.Load()
+	found = scan(msg("use "+key), msg("use "+key))
+	require.Len(t, found, 2)
+	assert.Equal(t, at+"0/content", found[0].Pointer)
+	assert.Equal(t, at+"1/content", found[1].Pointer)
+	assert.Equal(t, 1, found[1].Secret)
+	assert.Equal(t, int64(1), replayedFindings.Load()-before)
+}

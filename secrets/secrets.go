@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -390,11 +391,27 @@ const containerLimit = 1 << 14
 
 var containerSeed = maphash.MakeSeed()
 
+// containerEnds is how many bytes of each end of a container its key hashes.
+const containerEnds = 48
+
+// containerKey is the memo's key for a container's bytes b (at least containerMin long):
+// a hash of its length and of its first and last containerEnds bytes, not of all of it,
+// which would cost a pass over every byte looked up. Containers with the same key and
+// other bytes are told apart by the comparison of their bytes.
+func containerKey(b []byte) uint64 {
+	n := min(containerEnds, len(b)/2)
+	var buf [2*containerEnds + 8]byte
+	k := copy(buf[:], b[:n])
+	k += copy(buf[k:], b[len(b)-n:])
+	binary.LittleEndian.PutUint64(buf[k:], uint64(len(b)))
+	return maphash.Bytes(containerSeed, buf[:k+8])
+}
+
 // lookup implements containerMemo: a container walked before has its findings added at
 // the place of this one, with the pointers they have here.
 func (sc *scan) lookup(w *walker, data []byte, start, end int) (bool, *memoRecord) {
 	field := w.field()
-	key := maphash.Bytes(containerSeed, data[start:end])
+	key := containerKey(data[start:end])
 	sc.containers.mu.Lock()
 	e := sc.containers.m[key]
 	sc.containers.mu.Unlock()

@@ -218,7 +218,8 @@ func (s *byteSet) union(o *byteSet) {
 }
 
 // addRune adds the first byte of r's UTF-8 encoding and, for a letter, of its other
-// case; with fold, of each rune it folds to.
+// case; with fold, of each rune it folds to. For a rune beyond ASCII, every byte from
+// 0x80.
 func (s *byteSet) addRune(r rune, fold bool) {
 	add := func(r rune) {
 		if r < utf8.RuneSelf {
@@ -229,7 +230,10 @@ func (s *byteSet) addRune(r rune, fold bool) {
 			}
 			return
 		}
-		for b := 0xc0; b < 256; b++ { // any lead byte: bounds kept simple
+		// Any lead byte, and any byte that is not valid UTF-8 where it stands, which the
+		// regexp reads as U+FFFD: a negated class (the password of url-credentials,
+		// [^\s@...]) matches it. Bounds kept simple.
+		for b := 0x80; b < 256; b++ {
 			s[b] = true
 		}
 	}

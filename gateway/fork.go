@@ -31,8 +31,12 @@ type ForkConfig struct {
 	// model, the system prompt) before it goes upstream and into the tape; a body with a
 	// Content-Encoding is sent as it is. Overrides says what it changes, for
 	// meta.forked_from.overrides.
-	Rewrite   func(p tape.Provider, body []byte) ([]byte, error)
-	Overrides map[string]string
+	Rewrite func(p tape.Provider, body []byte) ([]byte, error)
+	// RewritePath, when set, changes the path of every live model call (a Gemini API
+	// call names its model there, a fork's model override changes it) before it goes
+	// upstream and into the tape.
+	RewritePath func(p tape.Provider, path string) (string, error)
+	Overrides   map[string]string
 	// Output is the fork tape's path (required).
 	Output string
 	// Speed paces the served steps as SimulatorOptions.Speed does (0: none).
@@ -41,6 +45,10 @@ type ForkConfig struct {
 	// snapshot already restored there: the fork tape snapshots it (so that the fork tape
 	// replays on its own) and records its end manifest.
 	Workspace string
+	// Cwd, when set, is the directory the harness works in: the fork tape's meta.cwd, and,
+	// when it is not the recording's meta.cwd, an identifier of it from the start
+	// (SimulatorOptions.Cwd).
+	Cwd string
 	// Logf receives one line per call and per problem; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -130,14 +138,14 @@ func NewFork(cfg ForkConfig) (*Fork, error) {
 	s.idle = sync.NewCond(&s.mu)
 	s.sim, err = NewSimulator(cfg.Recording, SimulatorOptions{
 		Speed: cfg.Speed, Logf: func(f string, a ...any) { cfg.Logf("tape: "+f, a...) },
-		Until: s.until, Beyond: s.beyond,
+		Until: s.until, Beyond: s.beyond, Cwd: cfg.Cwd,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
 	}
 	gcfg := Config{Output: cfg.Output, Upstream: cfg.Upstream, Transport: cfg.Transport,
 		Task: cfg.Recording.Meta.Task, Labels: map[string]string{"mode": ModeFork.String()},
-		Harness: cfg.Recording.Meta.Harness, HarnessVersion: cfg.Recording.Meta.HarnessVersion,
+		Harness: cfg.Recording.Meta.Harness, HarnessVersion: cfg.Recording.Meta.HarnessVersion, Cwd: cfg.Cwd,
 		Logf: func(f string, a ...any) { cfg.Logf("live: "+f, a...) }}
 	if cfg.Workspace != "" {
 		gcfg.Workspace = cfg.Workspace
@@ -274,6 +282,18 @@ func (s *Fork) forward(w http.ResponseWriter, r *http.Request) {
 			if body, err = s.cfg.Rewrite(p, body); err != nil {
 				writeError(w, p, apiError{status: http.StatusBadRequest, typ: "invalid_request_error", msg: "tapebox fork: " + err.Error()})
 				return
+			}
+		}
+		if s.cfg.RewritePath != nil {
+			path, err := s.cfg.RewritePath(p, r.URL.Path)
+			if err != nil {
+				writeError(w, p, apiError{status: http.StatusBadRequest, typ: "invalid_request_error", msg: "tapebox fork: " + err.Error()})
+				return
+			}
+			if path != r.URL.Path {
+				u := *r.URL
+				u.Path, u.RawPath = path, ""
+				r.URL = &u
 			}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -33,6 +33,11 @@ type SimulatorOptions struct {
 	// start snapshot there first (RestoreSnapshot).
 	Workspace        string
 	WorkspaceExclude []string
+	// Cwd, when set and not the recording's meta.cwd, is the directory the harness works
+	// in: every run knows meta.cwd as an identifier of it from the start
+	// (match.Identifiers.Pin), so that tool results naming paths under it match the
+	// recording's, and the calls served name paths under Cwd.
+	Cwd string
 	// Until, when set, bounds the steps served per thread id: a request for step Until[id]
 	// or later of thread id is checked as any other (its thread found, the tool results it
 	// carries compared with the recording's) and then handed to Beyond instead of being

@@ -9,7 +9,8 @@ import (
 
 // Synthesize gives every step of an imported tape a raw response: a server-sent event
 // stream made from its normalized content, in its provider's wire format (Anthropic
-// Messages events, or OpenAI Responses events), which is what both harnesses ask for. A
+// Messages events, OpenAI Responses events, or the Gemini API's streamGenerateContent
+// chunks), which is what the harnesses ask for. A
 // simulator can then serve the tape to the real harness. The tape records it in
 // meta.labels (LabelForm = FormSynthesized); timing stays zero, so a replay is unpaced.
 func Synthesize(tp *tape.Tape) error {
@@ -17,13 +18,13 @@ func Synthesize(tp *tape.Tape) error {
 		return fmt.Errorf("synthesize: tape %s is not an imported tape with normalized steps only (meta.labels %s=%q)", tp.Meta.TapeID, LabelForm, tp.Meta.Labels[LabelForm])
 	}
 	switch tp.Meta.Provider {
-	case tape.ProviderAnthropic, tape.ProviderOpenAIResponses:
+	case tape.ProviderAnthropic, tape.ProviderOpenAIResponses, tape.ProviderGemini:
 	default:
 		what := fmt.Sprintf("provider %q", tp.Meta.Provider)
 		if api := tp.Meta.Labels[LabelHarnessAPI]; api != "" {
 			what = fmt.Sprintf("no known provider (%s: %s)", LabelHarnessAPI, api)
 		}
-		return fmt.Errorf("synthesize: tape %s: %s is not supported: it writes Anthropic Messages and OpenAI Responses streams", tp.Meta.TapeID, what)
+		return fmt.Errorf("synthesize: tape %s: %s is not supported: it writes Anthropic Messages, OpenAI Responses and Gemini API streams", tp.Meta.TapeID, what)
 	}
 	for _, th := range tp.Threads {
 		for i, s := range th.Steps {

@@ -173,14 +173,13 @@ func (w *walker) dir(ctx context.Context, abs, rel string, stack []*ignoreFile, 
 		if e.Type()&fs.ModeSymlink != 0 {
 			continue // rg does not follow links by default
 		}
-		if !w.opt.Hidden && strings.HasPrefix(name, ".") {
-			continue
-		}
 		if isDir && (w.skip[name] || w.skipPaths[childAbs]) {
 			continue
 		}
+		// A glob that matches an entry decides alone, as in ripgrep's ignore crate: a
+		// hidden file a glob names is listed ("**/.*") without --hidden.
 		d := w.over.decide(w.globPath(childRel, childAbs), isDir)
-		if d < 0 || (d == 0 && w.ignored(stack, childRel, isDir)) {
+		if d < 0 || (d == 0 && ((!w.opt.Hidden && strings.HasPrefix(name, ".")) || w.ignored(stack, childRel, isDir))) {
 			continue
 		}
 		if isDir {

@@ -54,6 +54,11 @@ var geminiClasses = []Class{
 			"volatile field) in them, which has another number of digits in the sandbox, so the tail's cut can fall a few " +
 			"characters apart; the head and the tail shown must otherwise be the same",
 		Match: func(d Divergence) bool { return geminiSameTruncated(d.Recorded, d.Replayed) }},
+	{Name: "processes racing to one output", Tool: "run_shell_command", Field: "tool_result",
+		Reason: "the CLI reads a command's stdout and stderr as one stream; where two processes write to it at once (head's " +
+			"error and od's first line in `head -c 300 missing | od -c`, both started by the pipeline), which comes first " +
+			"changes from run to run: the same lines in another order",
+		Match: sameBytes},
 }
 
 // GeminiVersion is the Gemini CLI pinned in harnesses/package.json.

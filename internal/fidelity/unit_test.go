@@ -286,3 +286,18 @@ func TestGeminiFullOutputClass(t *testing.T) {
 		t.Errorf("a tail that differs: class %q", got)
 	}
 }
+
+// TestGeminiRaceClass: the racing class takes the same lines in another order, not other
+// lines.
+func TestGeminiRaceClass(t *testing.T) {
+	d := Divergence{Field: "tool_result", Tool: "run_shell_command", Call: 1,
+		Recorded: "<untrusted_context>\nOutput: 0000000\nhead: cannot open 'm' for reading\n</untrusted_context>",
+		Replayed: "<untrusted_context>\nOutput: head: cannot open 'm' for reading\n0000000\n</untrusted_context>"}
+	if got := Classify(geminiClasses, GeminiVersion, d); got != "processes racing to one output" {
+		t.Errorf("lines in another order: class %q", got)
+	}
+	d.Replayed = strings.Replace(d.Replayed, "0000000", "0000001", 1)
+	if got := Classify(geminiClasses, GeminiVersion, d); got != "" {
+		t.Errorf("another line: class %q", got)
+	}
+}

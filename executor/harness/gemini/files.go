@@ -506,6 +506,8 @@ func collationKey(s string) string {
 	for _, r := range s {
 		switch {
 		case unicode.Is(unicode.Mn, r):
+		case r == 'ß': // ICU's "ss"
+			b.WriteString("\x03s\x03s")
 		case r >= 'A' && r <= 'Z':
 			b.WriteRune('\x03')
 			b.WriteRune(r - 'A' + 'a')
@@ -518,14 +520,33 @@ func collationKey(s string) string {
 		case latinBase(r) != 0:
 			b.WriteRune('\x03')
 			b.WriteRune(latinBase(r))
-		case r >= 0x80:
+		case r >= 0x80 && unicode.In(r, unicode.L, unicode.N, unicode.M):
 			b.WriteRune('\x04')
 			b.WriteRune(r)
-		default:
+		case r < 0x80:
 			b.WriteRune('\x01')
 			if i := strings.IndexRune(punctuationOrder, r); i >= 0 {
-				r = rune(i)
+				r = rune(2 * i)
 			}
+			b.WriteRune(r)
+		case unicode.Is(unicode.Zs, r):
+			b.WriteRune('\x01')
+			b.WriteRune(rune(2 * strings.IndexByte(punctuationOrder, ' ')))
+		case unicode.Is(unicode.P, r):
+			b.WriteRune('\x01')
+			b.WriteRune(rune(2*strings.IndexByte(punctuationOrder, '.') + 1))
+			b.WriteRune(r)
+		case unicode.Is(unicode.Sc, r):
+			b.WriteRune('\x01')
+			b.WriteRune(rune(2*strings.IndexByte(punctuationOrder, '$') + 1))
+			b.WriteRune(r)
+		case unicode.Is(unicode.S, r):
+			// Symbols and emoji: after ASCII's symbols, before the currency signs.
+			b.WriteRune('\x01')
+			b.WriteRune(rune(2*strings.IndexByte(punctuationOrder, '$') - 1))
+			b.WriteRune(r)
+		default:
+			b.WriteRune('\x04')
 			b.WriteRune(r)
 		}
 	}

@@ -205,3 +205,32 @@ func TestSearchMissingDir(t *testing.T) {
 	assert.Equal(t, "ripgrep execution failed", res.Text())
 	assert.True(t, res.IsError)
 }
+
+// A pattern ripgrep refuses for a group left open is worded as ripgrep words it
+// (internal/fidelity seeds 41000, 41001, 41005); before, Go's parser's words.
+func TestGrepUnclosedGroup(t *testing.T) {
+	s := harnesstest.New(t, opencode.New(), "toolu_1", nil)
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir, "a.txt"), []byte("x\n"), 0o644))
+	res := s.Run("grep", m{"pattern": "(unclosed"}, nil)
+	assert.Equal(t, "regex parse error:\n    (unclosed\n    ^\nerror: unclosed group", res.Text())
+	assert.True(t, res.IsError)
+	res = s.Run("grep", m{"pattern": "a(b)(é(c"}, nil)
+	assert.Equal(t, "regex parse error:\n    a(b)(é(c\n          ^\nerror: unclosed group", res.Text())
+}
+
+// A match whose line of ripgrep's JSON output passes 65536 bytes fails the search, as
+// opencode stops reading ripgrep there (internal/fidelity seed 42007: "é" in a line of
+// 20,000 and more); before, the module listed the match. A long line whose record fits
+// is listed, cut at 2000 characters.
+func TestGrepRecordLimit(t *testing.T) {
+	s := harnesstest.New(t, opencode.New(), "toolu_1", nil)
+	p := filepath.Join(s.Dir, "long.txt")
+	require.NoError(t, os.WriteFile(p, []byte("short é\n"+strings.Repeat("é", 20000)+"\n"), 0o644))
+	res := s.Run("grep", m{"pattern": "é"}, nil)
+	assert.Equal(t, "Ripgrep JSON record exceeded 65536 bytes", res.Text())
+	assert.True(t, res.IsError)
+	require.NoError(t, os.WriteFile(p, []byte(strings.Repeat("w", 30000)+" end\n"), 0o644))
+	res = s.Run("grep", m{"pattern": "end"}, nil)
+	assert.False(t, res.IsError, res.Text())
+	assert.True(t, strings.HasPrefix(res.Text(), "Found 1 matches\n"+p+":\n  Line 1: www"), res.Text()[:80])
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -135,6 +136,9 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	found, err := action.Grep(ctx, action.GrepRequest{Root: root, Pattern: in.Pattern, Walk: s.walk(true, globs...)})
 	if err != nil {
+		if msg := rgPatternError(in.Pattern); msg != "" {
+			return fail(call, msg)
+		}
 		return fail(call, err.Error())
 	}
 	type hit struct {
@@ -143,9 +147,14 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		text string
 	}
 	var hits []hit
+	re, _ := regexp.Compile(in.Pattern)
 	for _, f := range found {
 		data, _ := os.ReadFile(f.Path)
 		lines := strings.SplitAfter(string(data), "\n")
+		offsets := make([]int, len(lines))
+		for i := 1; i < len(lines); i++ {
+			offsets[i] = offsets[i-1] + len(lines[i-1])
+		}
 		for _, l := range f.Lines {
 			if !l.Match {
 				continue
@@ -153,6 +162,9 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 			text := l.Text
 			if l.N-1 < len(lines) {
 				text = lines[l.N-1]
+				if rgRecordLen(f.Rel, text, l.N, offsets[l.N-1], re) > maxRecord {
+					return fail(call, errRecord)
+				}
 			}
 			if utf16Len(text) > 2000 {
 				text = strings.TrimSuffix(utf16Prefix(text, 2000), "\uFFFD") + "..."

@@ -30,7 +30,6 @@ var NotOffered = []string{"apply_patch", "list", "patch", "Read", "multiedit"}
 
 type gen struct {
 	r       *rand.Rand
-	n       int
 	cwd     string
 	seq     grammar.Sequence
 	dirs    []string
@@ -41,7 +40,7 @@ type gen struct {
 // Generate returns a sequence of n calls drawn from r for a harness that runs in cwd (the
 // absolute paths a model sends are under it).
 func Generate(r *rand.Rand, n int, cwd string) grammar.Sequence {
-	g := &gen{r: r, n: n, cwd: cwd, touched: map[string]bool{}}
+	g := &gen{r: r, cwd: cwd, touched: map[string]bool{}}
 	g.seq.Before = grammar.Workspace(r)
 	for _, f := range g.seq.Before {
 		if f.Dir {
@@ -69,8 +68,36 @@ func Generate(r *rand.Rand, n int, cwd string) grammar.Sequence {
 		}
 	}
 	g.seq.Cut(n)
+	g.waitForJobs()
 	return g.seq
 }
+
+// waitForJobs makes the last call wait for the background jobs started after the last
+// wait: a job's file then meets the end state of the recording and of the replay alike
+// (the replay runs without the harness's time between turns; the calls in between may
+// see the file or not: class background race).
+func (g *gen) waitForJobs() {
+	pending := false
+	for _, cs := range g.seq.Classes {
+		for _, c := range cs {
+			switch {
+			case strings.HasPrefix(c, "background-job"):
+				pending = true
+			case strings.HasPrefix(c, "background-wait"):
+				pending = false
+			}
+		}
+	}
+	if !pending || len(g.seq.Calls) == 0 {
+		return
+	}
+	last := len(g.seq.Calls) - 1
+	g.seq.Calls[last] = fakeprovider.Call("bash", map[string]any{"command": waitCommand, "description": "step"})
+	g.seq.Classes[last] = []string{"background-wait"}
+}
+
+// waitCommand waits out the background jobs (each writes its file 0.3 s after it starts).
+const waitCommand = "sleep 0.6; ls -1 | grep '^bg-' || true"
 
 func (g *gen) add(call tape.ToolCall, classes ...string) { g.seq.Add(call, classes...) }
 
@@ -167,18 +194,12 @@ func (g *gen) bash() {
 		cmd, class = "echo before; sleep 3; echo never", "timeout"
 		in["timeout"] = grammar.Pick(r, 500, 1000)
 	case 14:
-		if len(g.seq.Calls) >= g.n-2 {
-			// Not among the last two calls: the job's file would meet the end state when the
-			// harness took its time to finish, and the replay's end without it.
-			cmd, class = "true", "no-output"
-			break
-		}
 		g.bg++
 		out := fmt.Sprintf("bg-%d.txt", g.bg)
 		g.touched[out] = true
 		cmd, class = fmt.Sprintf("(sleep 0.3; echo done > %s) >/dev/null 2>&1 & echo started", out), "background-job"
 	case 15:
-		cmd, class = "sleep 0.6; ls -1 | grep '^bg-' || true", "background-wait"
+		cmd, class = waitCommand, "background-wait"
 	case 16:
 		cmd, class = "no_such_command_"+grammar.Word(r), "command-not-found"
 	case 17:
@@ -190,7 +211,9 @@ func (g *gen) bash() {
 	case 19:
 		cmd, class = "pwd", "pwd"
 	case 20:
-		cmd, class = "chmod 000 "+q("locked.txt")+" 2>/dev/null; echo secret > locked.txt; chmod 000 locked.txt; cat locked.txt; echo status $?", "permission-denied"
+		// One stream (2>&1): the errors and the status written within the same instant on two
+		// pipes reach opencode in either order (class stdout/stderr interleaving).
+		cmd, class = "{ chmod 000 locked.txt 2>/dev/null; echo secret > locked.txt; chmod 000 locked.txt; cat locked.txt; echo status $?; } 2>&1", "permission-denied"
 		g.touched["locked.txt"] = true
 	default:
 		cmd, class = "ls -1A | LC_ALL=C sort", "ls"

@@ -43,3 +43,25 @@ func BenchmarkGenerate(b *testing.B) {
 		Generate(grammar.New(seed), 40, "/w")
 	}
 }
+
+// No sequence ends with a background job still to write its file: the last job is waited
+// for.
+func TestJobsWaitedFor(t *testing.T) {
+	for seed := uint64(1); seed < 300; seed++ {
+		s := Generate(grammar.New(seed), 30, "/w")
+		pending := false
+		for _, cs := range s.Classes {
+			for _, c := range cs {
+				if strings.HasPrefix(c, "background-job") {
+					pending = true
+				}
+				if strings.HasPrefix(c, "background-wait") {
+					pending = false
+				}
+			}
+		}
+		if pending {
+			t.Fatalf("seed %d ends with a job not waited for", seed)
+		}
+	}
+}

@@ -25,7 +25,7 @@ import (
 
 func init() {
 	register(&command{name: "export", summary: "write tapes as Claude Code or Codex sessions, STS, ATIF or OTLP spans", run: runExport})
-	register(&command{name: "import", summary: "turn Claude Code, Codex, Pi or STS session files into tapes", run: runImport})
+	register(&command{name: "import", summary: "turn Claude Code, Codex, Gemini CLI, OpenCode, Pi or STS session files into tapes", run: runImport})
 }
 
 func formatNames(fs []interop.Format) string {
@@ -53,6 +53,16 @@ Writes each tape in another tool's format, into DIR (default "export"):
                Codex import from the rollout it read (label tapebox.codex_model_provider);
                openai when the tape does not say; --codex-model-provider ID overrides it.
                OpenAI Responses tapes only.
+  gemini-cli   Gemini CLI's session file: DIR/<project>/chats/session-<time>-<id>.jsonl,
+               the main thread's messages as Gemini CLI 0.61 appends them, and
+               DIR/<project>/.project_root naming meta.cwd. Copied under
+               $GEMINI_CLI_HOME/.gemini/tmp (~/.gemini/tmp), "gemini --resume <session>"
+               run in meta.cwd continues the run. Gemini API tapes only; subagent threads
+               are not written.
+  opencode     what "opencode export" prints: DIR/<session>.json per agent thread (a
+               subagent's a session whose parentID is its parent's). "opencode import
+               DIR/<session>.json" run in meta.cwd, then "opencode run --session <session>",
+               continues the run. Anthropic and OpenAI Responses tapes only.
   sts          the Hugging Face Hub's Session Trace Simple format, for other harnesses:
                DIR/<tape id>/<thread id>.jsonl.
   atif         ATIF v1.7 trajectories (Harbor, terminal-bench): DIR/<tape id>.atif.json, the
@@ -167,6 +177,9 @@ stops the export unless --allow-secrets.`)
 
 // scanFile scans an export's file for secrets: a JSON file whole, a JSONL file line by line.
 func scanFile(ctx context.Context, s *secrets.Scanner, f interop.File) ([]secrets.Finding, error) {
+	if !strings.HasSuffix(f.Path, ".json") && !strings.HasSuffix(f.Path, ".jsonl") {
+		return s.ScanText(ctx, string(f.Data)) // a marker file (Gemini CLI's .project_root)
+	}
 	if !strings.HasSuffix(f.Path, ".jsonl") {
 		return s.ScanJSON(ctx, bytes.NewReader(f.Data))
 	}
@@ -278,13 +291,20 @@ DIR/<tape id>.json. --from says the files' format:
 
   auto         (the default) every *.jsonl file under DIR in whichever of the formats below
                its first line shows, so that a Hub Traces dataset, ~/.claude/projects,
-               ~/.codex/sessions or ~/.pi/agent/sessions imports whole. A .jsonl file of
+               ~/.codex/sessions, ~/.gemini/tmp or ~/.pi/agent/sessions imports whole. A .jsonl file of
                none of them stops the import.
   claude-code  <session>.jsonl files (a file, a project folder, or ~/.claude/projects), each
                with its subagents' sidechains: from <session>/subagents/, or as older
                versions kept them, agent-*.jsonl files beside it or sidechain entries in it.
   codex        rollout-*.jsonl files (a file or ~/.codex/sessions); a sub-agent's rollout
                becomes a thread of its parent's tape, linked to the spawn call.
+  gemini-cli   Gemini CLI's session files, session-*.jsonl (a file, or ~/.gemini/tmp or a
+               project's chats folder below it): one tape of one thread each, its steps
+               the model messages, its ids the file's.
+  opencode     what "opencode export SESSION" prints, saved as .json files (OpenCode keeps
+               its sessions in SQLite): one tape per session, a subagent's session (one
+               with a parentID) a thread of its parent's, linked to its task call. Not
+               found by auto: name it.
   pi           the pi coding agent's session files (a file or ~/.pi/agent/sessions). The
                tape is the branch ending at the file's last entry (where Pi resumes); the
                entries of other branches are counted in tapebox.lost.
@@ -307,7 +327,7 @@ a Codex tool_search loaded, a Pi session's other branches). Claude Code and Code
 replay in executor mode as they are (the executor has no Pi module yet). --synthesize adds
 raw stream bodies made from the normalized form
 (tapebox.form=synthesized), so that they also replay in simulator mode against the real
-harness (Anthropic Messages and OpenAI Responses tapes: not a Pi session on openai-completions
+harness (Anthropic Messages, OpenAI Responses and Gemini API tapes: not a Pi session on openai-completions
 or on an API TapeBox has no provider for, tapebox.harness_api).
 
 A session file with a line that is not JSON, or not what the harness writes, is an error

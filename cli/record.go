@@ -105,8 +105,15 @@ the directory CMD runs in: this one.`)
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
 	go srv.Serve(ln)
 	base := "http://" + loopbackAddr(ln.Addr())
-	if !*noCodex {
-		argv = codexProvider(argv, base, os.Getenv("OPENAI_API_KEY") != "")
+	argv, launchEnv, cleanup, note, err := harnessLaunch(argv, base, env.Getenv, launchOptions{noCodex: *noCodex, noOpenCode: *noOpenCode})
+	if err != nil {
+		srv.Close()
+		g.Finish(tape.EndError, err.Error())
+		return failf(env, "record", "%v", err)
+	}
+	defer cleanup()
+	if note != "" {
+		fmt.Fprintf(env.Stderr, "tapebox record: %s\n", note)
 	}
 
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -126,29 +133,7 @@ the directory CMD runs in: this one.`)
 		// does) must not get the one record's own parent left.
 		cmd.Env = append(cmd.Env, "PWD="+wd)
 	}
-	if strings.TrimSuffix(filepath.Base(argv[0]), ".js") == "gemini" && os.Getenv("GEMINI_CLI_HOME") == "" {
-		home, err := geminiHome()
-		if err != nil {
-			srv.Close()
-			g.Finish(tape.EndError, err.Error())
-			return failf(env, "record", "%v", err)
-		}
-		defer os.RemoveAll(home)
-		cmd.Env = append(cmd.Env, "GEMINI_CLI_HOME="+home)
-	}
-	if !*noOpenCode && isOpenCode(argv) {
-		ocEnv, cleanup, note, err := openCodeEnv(base, env.Getenv)
-		if err != nil {
-			srv.Close()
-			g.Finish(tape.EndError, err.Error())
-			return failf(env, "record", "%v", err)
-		}
-		defer cleanup()
-		if note != "" {
-			fmt.Fprintf(env.Stderr, "tapebox record: %s\n", note)
-		}
-		cmd.Env = append(cmd.Env, ocEnv...)
-	}
+	cmd.Env = append(cmd.Env, launchEnv...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	fmt.Fprintf(env.Stderr, "tapebox record: gateway on %s, recording into %s\n", base, gf.output)

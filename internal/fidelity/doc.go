@@ -34,9 +34,13 @@
 // it in from the results the harness sent, and the replay maps it as it maps any id.
 //
 // Claude Code (claude.go), Codex and Pi (codexpi.go, from the grammars of internal/grammar)
-// are the harnesses so far, each at its pinned version and an older one. A Target can
+// are the harnesses so far, each at its pinned version and an older one, and Gemini CLI
+// (gemini.go) at its pinned version. Gemini CLI names its calls itself (the Gemini API sends
+// no ids): a recorded call is then the sequence's call at its place (callIndexes). A Target can
 // replay at the harness's pace (Pace: the harness's time between turns and after the last,
-// for Pi, whose background jobs outlive their command), name the harness in the recording
+// for Pi, whose background jobs outlive their command; the recording waits for such a job
+// and Settle more, so that the replay's own job is done when it reads its end state), name
+// the harness in the recording
 // itself (Declare: the gateway cannot tell Pi from its traffic), and Codex and Pi run
 // without capabilities (setpriv), as the local sandbox runs the executor. Gemini CLI
 // (gemini.go) and OpenCode (opencode.go, its pinned version alone, a session title of its

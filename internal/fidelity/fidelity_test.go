@@ -235,13 +235,16 @@ func TestScoreboard(t *testing.T) {
 		}
 		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard) from the ledger %s (%d sequences, one JSON line each: "+
 			"seed, calls, end state, divergences, the executor's commit; the latest entry of a seed counts). Each sequence is drawn "+
-			"from the harness's seeded grammar (Claude Code: internal/fidelity/claude.go; Codex and Pi: internal/grammar), recorded "+
+			"from the harness's seeded grammar (Claude Code: internal/fidelity/claude.go; Codex, Pi and Gemini CLI: internal/grammar), recorded "+
 			"through the real harness (harnesses/, offline) against the scripted provider and the gateway, then replayed in executor "+
 			"mode in a fresh local sandbox at the same path and compared with `tapebox compare`'s comparison: every call and the end "+
 			"state. A seed reproduces its sequence: `go test ./internal/fidelity -run TestScoreboard -fidelity.harness H "+
 			"-fidelity.only VERSION -fidelity.first SEED -fidelity.seeds 1`. The last column is the time recording and replaying "+
 			"took per 1,000 calls, summed over sequences (two to five ran side by side, on a 2-core machine shared with other work; "+
-			"Pi is replayed at the harness's pace, so its replays take as long as its recordings).",
+			"Pi is replayed at the harness's pace, so its replays take as long as its recordings). A call the executor copies from the "+
+			"recording (counted identical; for Gemini CLI: glob, whose order is by modification time, which a fresh sandbox does not "+
+			"reproduce; grep_search, the CLI's own JavaScript search; write_todos; calls of tools the request did not offer; "+
+			"is_background commands) is marked copied on the tape.",
 			"`"+relLedger(*ledgerFlag)+"`", n)
 	} else {
 		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+

@@ -1,17 +1,64 @@
 package fidelity
 
 import (
+	"regexp"
+	"strings"
+
 	geminigrammar "github.com/tapebox/tapebox/internal/grammar/gemini"
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
 )
 
-// Gemini is the grammar of Gemini CLI's tools that the executor runs in the sandbox:
-// read_file, run_shell_command, write_file, replace and list_directory
-// (internal/grammar/gemini).
+// Gemini is the grammar of Gemini CLI's tools (internal/grammar/gemini): read_file,
+// run_shell_command, write_file, replace and list_directory, which the executor runs in the
+// sandbox; glob, grep_search and write_todos, which it copies; and tools the request does
+// not offer.
 var Gemini = Grammar{
 	Harness:  realharness.Gemini,
 	Generate: fromGrammar(geminigrammar.Generate),
 	Simplify: SimplifyStrings("content", "new_string"),
+	Classes:  geminiClasses,
+}
+
+// fullOutput is the line that names the file holding a truncated result whole.
+var fullOutput = regexp.MustCompile(`^Output too large\. Showing first [0-9,]+ and last [0-9,]+ characters\. For full output see: [^\n]*\n`)
+
+// pgid is the volatile process group id the CLI puts at the end of a shell result.
+var pgid = regexp.MustCompile(`Process Group PGID: [0-9]+`)
+
+// omitted is the marker between the head and the tail of a truncated result.
+var omitted = regexp.MustCompile(`\n\n\.\.\. \[[0-9,]+ characters omitted\] \.\.\.\n\n`)
+
+// geminiSameTruncated says that two truncated shell results show the same output but for where
+// the tail's cut falls: the same head, and one tail the end of the other.
+func geminiSameTruncated(rec, rep string) bool {
+	r, p := fullOutput.FindString(rec), fullOutput.FindString(rep)
+	if r == "" || p == "" {
+		return false
+	}
+	norm := func(s string) []string {
+		return omitted.Split(pgid.ReplaceAllString(s, "Process Group PGID: <pgid>"), 2)
+	}
+	a, b := norm(strings.TrimPrefix(rec, r)), norm(strings.TrimPrefix(rep, p))
+	if len(a) != len(b) || a[0] != b[0] {
+		return false
+	}
+	return len(a) == 1 || strings.HasSuffix(a[1], b[1]) || strings.HasSuffix(b[1], a[1])
+}
+
+// geminiClasses are the divergences of Gemini CLI the executor does not reproduce.
+var geminiClasses = []Class{
+	{Name: "the full output's file", Tool: "run_shell_command", Field: "tool_result",
+		Reason: "a result past 40,000 characters names the file the whole output was saved to: the CLI's is in its own home " +
+			"(~/.gemini/tmp/PROJECT/tool-outputs/session-UUID/, named by its session id and the call's millisecond id), the " +
+			"executor's in its state directory. The last 32,000 characters shown are counted with the process group id (a " +
+			"volatile field) in them, which has another number of digits in the sandbox, so the tail's cut can fall a few " +
+			"characters apart; the head and the tail shown must otherwise be the same",
+		Match: func(d Divergence) bool { return geminiSameTruncated(d.Recorded, d.Replayed) }},
+	{Name: "processes racing to one output", Tool: "run_shell_command", Field: "tool_result",
+		Reason: "the CLI reads a command's stdout and stderr as one stream; where two processes write to it at once (head's " +
+			"error and od's first line in `head -c 300 missing | od -c`, both started by the pipeline), which comes first " +
+			"changes from run to run: the same lines in another order",
+		Match: sameBytes},
 }
 
 // GeminiVersion is the Gemini CLI pinned in harnesses/package.json.

@@ -45,6 +45,12 @@ type Target struct {
 	// meets the later calls and the end state when it met them in the recording; without
 	// it the replay runs the calls back to back.
 	Pace bool
+	// Settle is how long the recording goes on after the harness and what it left running
+	// (realharness.Options.Linger) are done, before the tape ends. With Pace the replay
+	// reads its end state as long after its last response as the recording did, so that a
+	// background job of the replay that ends up to Settle later than the recording's did is
+	// in the end state too.
+	Settle time.Duration
 	// Declare makes the recording name the harness and Version itself (as tapebox record
 	// --harness does), for a harness the gateway cannot tell from its traffic (Pi).
 	Declare bool
@@ -69,10 +75,16 @@ type Divergence struct {
 	Replayed string `json:"replayed"`
 	// Class is the known divergence class it belongs to; empty when none matches.
 	Class string `json:"class,omitempty"`
+	// Where, for a difference of no call of the sequence (a step of another thread), is
+	// the recording's thread and step it is about ("thread t2 step 0").
+	Where string `json:"where,omitempty"`
 }
 
 func (d Divergence) String() string {
 	where := d.Field
+	if d.Where != "" {
+		where = d.Where + ": " + d.Field
+	}
 	if d.Call >= 0 {
 		where = fmt.Sprintf("call %d (%s, %s): %s", d.Call, d.Tool, d.Input, d.Field)
 	}
@@ -185,6 +197,34 @@ func callIndex(id string) int {
 	return i
 }
 
+// callIndexes returns the index of the sequence call a recorded call id stands for: the
+// fake provider's id (callIndex), or, for a harness that names the calls itself (Gemini CLI:
+// the Gemini API sends no ids), the call's place among the main thread's calls when the
+// sequence's call there is of the same tool (the scripted model asks for one call a turn).
+func callIndexes(rec *tape.Tape, seq *Sequence) func(id string) int {
+	byPlace := map[string]int{}
+	if main := rec.Main(); main != nil {
+		n := 0
+		for _, st := range main.Steps {
+			for _, c := range st.ToolCalls {
+				if n < len(seq.Calls) && seq.Calls[n].Tool == c.Name {
+					byPlace[c.ID] = n
+				}
+				n++
+			}
+		}
+	}
+	return func(id string) int {
+		if i := callIndex(id); i >= 0 {
+			return i
+		}
+		if i, ok := byPlace[id]; ok {
+			return i
+		}
+		return -1
+	}
+}
+
 // record lays out the sequence's files in its cwd and runs the harness there against the
 // scripted provider, through a recording gateway; it returns the recording.
 func record(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (*tape.Tape, error) {
@@ -250,6 +290,13 @@ func record(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (
 	})
 	if err != nil {
 		return nil, err
+	}
+	if t.Settle > 0 {
+		select {
+		case <-time.After(t.Settle):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	rec, err := g.Finish()
 	if err != nil {
@@ -360,18 +407,22 @@ func clearScratch(t Target, cwd string) error {
 func judge(o *Outcome, seq *Sequence, rec, rep *tape.Tape, version string, classes []Class) {
 	report := compare.Compare(rec, rep)
 	bad := map[string]bool{}
+	index := callIndexes(rec, seq)
 	add := func(d Divergence) {
 		d.Class = Classify(classes, version, d)
 		o.Divergences = append(o.Divergences, d)
 	}
 	for _, d := range report.Differences {
-		i := callIndex(d.CallID)
+		i := index(d.CallID)
 		dv := Divergence{Field: d.Field, Call: i, Tool: d.Tool, Recorded: d.Recorded, Replayed: d.Replayed}
 		if i >= 0 && i < len(seq.Calls) {
 			dv.Tool, dv.Input = seq.Calls[i].Tool, seq.Calls[i].Class
 			bad[d.CallID] = true
 		} else {
 			dv.Call = -1
+			if d.Thread != "" {
+				dv.Where = fmt.Sprintf("thread %s step %d", d.Thread, d.Step)
+			}
 		}
 		add(dv)
 	}
@@ -382,13 +433,14 @@ func judge(o *Outcome, seq *Sequence, rec, rep *tape.Tape, version string, class
 		for _, st := range main.Steps {
 			for _, c := range st.ToolCalls {
 				co := CallOutcome{Tool: c.Name, Class: "?", Identical: !bad[c.ID]}
-				if i := callIndex(c.ID); i >= 0 && i < len(seq.Calls) {
+				if i := index(c.ID); i >= 0 && i < len(seq.Calls) {
 					co.Class = seq.Calls[i].Class
 				}
 				o.Calls = append(o.Calls, co)
 			}
 		}
 	}
+	follow(classes, o.Divergences)
 	// A call's is_error flag differs along with its text: it takes the text's class.
 	for i := range o.Divergences {
 		d := &o.Divergences[i]

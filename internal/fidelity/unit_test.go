@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
 func TestNewSequenceIsReproducible(t *testing.T) {
@@ -210,4 +212,92 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestCallIndexesHarnessIDs: a harness that names its calls itself (Gemini CLI) has its
+// calls found by place and tool, so that a divergent call is not counted identical.
+func TestCallIndexesHarnessIDs(t *testing.T) {
+	rec := &tape.Tape{Threads: []*tape.Thread{{ID: "main", Steps: []*tape.Step{
+		{ToolCalls: []tape.ToolCall{{ID: "read_file_1796668717557_0", Name: "read_file"}}},
+		{ToolCalls: []tape.ToolCall{{ID: "run_shell_command_1796668717600_0", Name: "run_shell_command"}}},
+		{ToolCalls: []tape.ToolCall{{ID: "glob_1796668717700_0", Name: "glob"}}},
+	}}}}
+	seq := &Sequence{Calls: []Call{{Tool: "read_file"}, {Tool: "run_shell_command"}, {Tool: "replace"}}}
+	index := callIndexes(rec, seq)
+	for id, want := range map[string]int{
+		"read_file_1796668717557_0":         0,
+		"run_shell_command_1796668717600_0": 1,
+		"glob_1796668717700_0":              -1, // the sequence asked for another tool there
+		"toolu_fake_main_2_0":               2,
+		"unknown":                           -1,
+	} {
+		if got := index(id); got != want {
+			t.Errorf("index(%q) = %d, want %d", id, got, want)
+		}
+	}
+}
+
+// TestGeminiGrammarCoversClasses: the Gemini grammar draws the inputs the fidelity issue
+// lists for Gemini CLI's tools.
+func TestGeminiGrammarCoversClasses(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := range uint64(300) {
+		for _, c := range NewSequence(Gemini, seed+1, "/w").Calls {
+			for _, part := range strings.FieldsFunc(c.Class, func(r rune) bool { return r == ' ' || r == '+' }) {
+				seen[c.Tool+":"+part] = true
+			}
+		}
+	}
+	for _, want := range []string{"read_file:empty", "read_file:binary", "read_file:latin1", "read_file:crlf", "read_file:huge",
+		"read_file:missing", "read_file:dir", "read_file:symlink", "read_file:start", "write_file:deep-new-dir",
+		"write_file:directory", "write_file:parent-is-file", "replace:maybe-not-unique", "replace:indented", "replace:spacing",
+		"replace:typo", "replace:allow_multiple", "replace:not-found", "run_shell_command:non-zero-exit", "run_shell_command:stderr",
+		"run_shell_command:no-trailing-newline", "run_shell_command:past-truncation", "run_shell_command:background-job",
+		"run_shell_command:is_background", "glob:glob", "grep_search:grep", "read_many_files:not-offered",
+		"save_memory:not-offered", "write_todos:todos"} {
+		if !seen[want] {
+			t.Errorf("300 sequences never drew a %s call", want)
+		}
+	}
+}
+
+// TestGeminiFullOutputClass: the full output's file class takes a result that differs only
+// in that file's path, and not one whose shown output differs too.
+func TestGeminiFullOutputClass(t *testing.T) {
+	head := "Output too large. Showing first 8,000 and last 32,000 characters. For full output see: "
+	d := Divergence{Field: "tool_result", Tool: "run_shell_command", Call: 3,
+		Recorded: head + "/tmp/x/home/.gemini/tmp/w0/tool-outputs/session-c9/run_shell_command_17_0.txt\n<untrusted_context>\nOutput: 1\n",
+		Replayed: head + "/tmp/tapebox-exec-state-0/tool-outputs/run_shell_command_5g.txt\n<untrusted_context>\nOutput: 1\n"}
+	if got := Classify(geminiClasses, GeminiVersion, d); got != "the full output's file" {
+		t.Errorf("a path-only difference: class %q", got)
+	}
+	d.Replayed = strings.Replace(d.Replayed, "Output: 1", "Output: 2", 1)
+	if got := Classify(geminiClasses, GeminiVersion, d); got != "" {
+		t.Errorf("a difference in the output shown: class %q", got)
+	}
+	// The cut of the tail moves with the process group id's digits.
+	d.Recorded = head + "/a.txt\n<untrusted_context>\nOutput: 1\n2\n\n... [188,968 characters omitted] ...\n\n675\n34676\nProcess Group PGID: 17772\n</untrusted_context>"
+	d.Replayed = head + "/b.txt\n<untrusted_context>\nOutput: 1\n2\n\n... [188,965 characters omitted] ...\n\n\n34675\n34676\nProcess Group PGID: 36\n</untrusted_context>"
+	if got := Classify(geminiClasses, GeminiVersion, d); got != "the full output's file" {
+		t.Errorf("a tail cut apart: class %q", got)
+	}
+	d.Replayed = strings.Replace(d.Replayed, "34676", "34677", 1)
+	if got := Classify(geminiClasses, GeminiVersion, d); got != "" {
+		t.Errorf("a tail that differs: class %q", got)
+	}
+}
+
+// TestGeminiRaceClass: the racing class takes the same lines in another order, not other
+// lines.
+func TestGeminiRaceClass(t *testing.T) {
+	d := Divergence{Field: "tool_result", Tool: "run_shell_command", Call: 1,
+		Recorded: "<untrusted_context>\nOutput: 0000000\nhead: cannot open 'm' for reading\n</untrusted_context>",
+		Replayed: "<untrusted_context>\nOutput: head: cannot open 'm' for reading\n0000000\n</untrusted_context>"}
+	if got := Classify(geminiClasses, GeminiVersion, d); got != "processes racing to one output" {
+		t.Errorf("lines in another order: class %q", got)
+	}
+	d.Replayed = strings.Replace(d.Replayed, "0000000", "0000001", 1)
+	if got := Classify(geminiClasses, GeminiVersion, d); got != "" {
+		t.Errorf("another line: class %q", got)
+	}
 }

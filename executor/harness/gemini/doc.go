@@ -25,8 +25,12 @@
 //     kept as it was; "Successfully modified file: PATH (N replacements). Here is the
 //     updated code: ..." and the CLI's errors (no occurrence, several, no change, file not
 //     found, creating a file that exists). An empty old_string on a missing file creates it
-//     ("Created new file: PATH with provided content."). An old_string the CLI matched only
-//     by its flexible, regex or fuzzy strategies replays the recorded result.
+//     ("Created new file: PATH with provided content."). An old_string the exact match misses
+//     goes through the CLI's other strategies in its order: flexible (lines compared
+//     trimmed, the new text re-indented), regex (its tokens with any whitespace between) and
+//     fuzzy (a weighted Levenshtein distance within 10 %, with the CLI's "Applied fuzzy match
+//     at line N." after the snippet). One none of them matches, which the recording shows
+//     the CLI's model correction took, replays the recorded result.
 //   - list_directory: "Directory listing for DIR:" then directories first ("[DIR] name"),
 //     then "name (N bytes)", by name; "Directory DIR is empty."; a directory with
 //     .gitignore or .geminiignore rules in force replays the recorded result.

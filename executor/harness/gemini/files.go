@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 
 	"github.com/tapebox/tapebox/executor/action"
@@ -213,11 +214,12 @@ func binary(b []byte) verdict {
 			}
 		}
 		suspicious++
-		if i >= 32 && suspicious*100/scan > 10 {
+		// suspicious*100/scan > 10 in JS's floating point, not Go's integer division.
+		if i >= 32 && suspicious*100 > 10*scan {
 			return yes
 		}
 	}
-	if suspicious*100/scan > 10 {
+	if suspicious*100 > 10*scan {
 		return yes
 	}
 	if suspicious > 1 {
@@ -341,23 +343,37 @@ func (s *session) replace(_ context.Context, call tape.ToolCall, rec *tape.ToolR
 		return fail(call, "File already exists, cannot create: "+path)
 	}
 	n := strings.Count(current, oldS)
+	updated, feedback := "", ""
+	if n > 0 {
+		updated = strings.ReplaceAll(current, oldS, newS)
+		switch {
+		case strings.HasSuffix(current, "\n") && !strings.HasSuffix(updated, "\n"):
+			updated += "\n"
+		case !strings.HasSuffix(current, "\n") && strings.HasSuffix(updated, "\n"):
+			updated = strings.TrimSuffix(updated, "\n")
+		}
+	} else {
+		e, found := flexible(current, oldS, newS, *a.NewString)
+		if !found {
+			e, found = regexStrategy(current, oldS, newS, a.AllowMultiple)
+		}
+		if !found {
+			e, found = fuzzy(current, oldS, newS, *a.OldString)
+		}
+		if found {
+			updated, n, feedback = e.content, e.n, e.feedback
+		}
+	}
 	switch {
 	case n == 0:
 		if rec != nil && !rec.IsError {
-			return replay(call, rec) // the CLI's flexible, regex or fuzzy match
+			return replay(call, rec) // the CLI asked the model to correct the edit, and it did
 		}
 		return fail(call, "Could not find an exact match for 'old_string' in '"+a.FilePath+"'. If previous edits modified the file or you are modifying lines outside your recent read window, please use ReadFile to inspect the target lines before retrying with an exact 'old_string'.")
 	case !a.AllowMultiple && n != 1:
 		return fail(call, fmt.Sprintf("Failed to edit, Expected 1 occurrence but found %d for old_string in file: %s. If you intended to replace multiple occurrences, set 'allow_multiple' to true.", n, a.FilePath))
 	case oldS == newS:
 		return fail(call, "No changes to apply. The old_string and new_string are identical in file: "+a.FilePath)
-	}
-	updated := strings.ReplaceAll(current, oldS, newS)
-	switch {
-	case strings.HasSuffix(current, "\n") && !strings.HasSuffix(updated, "\n"):
-		updated += "\n"
-	case !strings.HasSuffix(current, "\n") && strings.HasSuffix(updated, "\n"):
-		updated = strings.TrimSuffix(updated, "\n")
 	}
 	final := updated
 	if useCRLF {
@@ -366,7 +382,10 @@ func (s *session) replace(_ context.Context, call tape.ToolCall, rec *tape.ToolR
 	if err := write(path, final); err != nil {
 		return replay(call, rec)
 	}
-	return ok(call, fmt.Sprintf("Successfully modified file: %s (%d replacements). Here is the updated code:\n%s", path, n, snippet(current, final, 5)))
+	if feedback != "" {
+		feedback = " " + feedback
+	}
+	return ok(call, fmt.Sprintf("Successfully modified file: %s (%d replacements). Here is the updated code:\n%s%s", path, n, snippet(current, final, 5), feedback))
 }
 
 // write writes content, creating the parent directories, keeping the file's mode.
@@ -474,13 +493,21 @@ func localeLess(a, b string) bool {
 	if ka != kb {
 		return ka < kb
 	}
+	if sa, sb := accentKey(a), accentKey(b); sa != sb {
+		return sa < sb
+	}
 	return tieKey(a) < tieKey(b)
 }
 
+// collationKey is a name's primary weights: combining marks (e+U+0301) weigh nothing there,
+// as in ICU, so "é-func" comes before "end" as "e-func" does.
 func collationKey(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
+		case unicode.Is(unicode.Mn, r):
+		case r == 'ß': // ICU's "ss"
+			b.WriteString("\x03s\x03s")
 		case r >= 'A' && r <= 'Z':
 			b.WriteRune('\x03')
 			b.WriteRune(r - 'A' + 'a')
@@ -493,25 +520,70 @@ func collationKey(s string) string {
 		case latinBase(r) != 0:
 			b.WriteRune('\x03')
 			b.WriteRune(latinBase(r))
-		case r >= 0x80:
+		case r >= 0x80 && unicode.In(r, unicode.L, unicode.N, unicode.M):
 			b.WriteRune('\x04')
 			b.WriteRune(r)
-		default:
+		case r < 0x80:
 			b.WriteRune('\x01')
+			if i := strings.IndexRune(punctuationOrder, r); i >= 0 {
+				r = rune(2 * i)
+			}
+			b.WriteRune(r)
+		case unicode.Is(unicode.Zs, r):
+			b.WriteRune('\x01')
+			b.WriteRune(rune(2 * strings.IndexByte(punctuationOrder, ' ')))
+		case unicode.Is(unicode.P, r):
+			b.WriteRune('\x01')
+			b.WriteRune(rune(2*strings.IndexByte(punctuationOrder, '.') + 1))
+			b.WriteRune(r)
+		case unicode.Is(unicode.Sc, r):
+			b.WriteRune('\x01')
+			b.WriteRune(rune(2*strings.IndexByte(punctuationOrder, '$') + 1))
+			b.WriteRune(r)
+		case unicode.Is(unicode.S, r):
+			// Symbols and emoji: after ASCII's symbols, before the currency signs.
+			b.WriteRune('\x01')
+			b.WriteRune(rune(2*strings.IndexByte(punctuationOrder, '$') - 1))
+			b.WriteRune(r)
+		default:
+			b.WriteRune('\x04')
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
 }
 
+// punctuationOrder is ICU's root order of ASCII's spaces, punctuation and symbols
+// (String.prototype.localeCompare in node 24).
+const punctuationOrder = "\t _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
+
+// accentKey orders names equal at the primary level by their accents (ICU's secondary
+// level): a letter without one first.
+func accentKey(s string) string {
+	var b []byte
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Mn, r) && len(b) > 0:
+			b[len(b)-1] = '1' // the letter before it has an accent, as its precomposed form
+		case unicode.Is(unicode.Mn, r), latinBase(r) != 0:
+			b = append(b, '1')
+		default:
+			b = append(b, '0')
+		}
+	}
+	return string(b)
+}
+
 // tieKey orders names equal but for case: lower case first.
 func tieKey(s string) string {
 	var b strings.Builder
 	for _, r := range s {
-		if r >= 'a' && r <= 'z' {
-			b.WriteByte('0')
-		} else {
+		switch {
+		case unicode.Is(unicode.Mn, r):
+		case unicode.IsUpper(r):
 			b.WriteByte('1')
+		default:
+			b.WriteByte('0')
 		}
 	}
 	return b.String()

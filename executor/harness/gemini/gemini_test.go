@@ -174,3 +174,27 @@ func TestSnippet(t *testing.T) {
 	want[5] = "TARGET"
 	assert.Equal(t, "Successfully modified file: "+s.Dir+"/long.txt (1 replacements). Here is the updated code:\n...\n"+strings.Join(want, "\n")+"\n...", res.Text())
 }
+
+// TestReplaceStrategies: an old_string the exact strategy misses is matched as Gemini CLI
+// 0.61.0 matches it: flexibly (lines compared trimmed, the new text re-indented), by its
+// tokens with any whitespace between, or fuzzily (with the CLI's feedback sentence). Before,
+// the module copied the recorded result (none here), so each of these failed.
+func TestReplaceStrategies(t *testing.T) {
+	s := harnesstest.New(t, gemini.New(), "call_1", nil)
+	dir := s.Dir
+	for name, c := range map[string]struct{ content, old, new, want, file string }{
+		"ind.txt": {"func f() {\n    return x\n}\n", "\treturn x", "return y", "(1 replacements). Here is the updated code:\nfunc f() {\n    return y\n}\n", "func f() {\n    return y\n}\n"},
+		"sp.txt":  {"a = call(x,  y)\n", "a=call(x, y)", "b = 1", "(1 replacements). Here is the updated code:\nb = 1\n", "b = 1\n"},
+		"fz.txt":  {"the quick brown fox\n", "the quick brown fax", "slow", "(1 replacements). Here is the updated code:\nslow\n Applied fuzzy match at line 1.", "slow\n"},
+		"crlf.txt": {"if (a) {\r\n  go()\r\n}\r\n", "if (a) {\n go()", "if (b) {\n  stop()", "(1 replacements). Here is the updated code:\nif (b) {\n  stop()\n}\n",
+			"if (b) {\r\n  stop()\r\n}\r\n"},
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(c.content), 0o644))
+		res := s.Run("replace", m{"file_path": name, "old_string": c.old, "new_string": c.new}, nil)
+		assert.False(t, res.IsError, name)
+		assert.Equal(t, "Successfully modified file: "+dir+"/"+name+" "+c.want, res.Text(), name)
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.Equal(t, c.file, string(got), name)
+	}
+}

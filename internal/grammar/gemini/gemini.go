@@ -1,9 +1,12 @@
 // Package gemini is the seeded grammar of Gemini CLI's tool calls: read_file (line ranges
 // past the end, every file class of package grammar, directories, missing paths),
-// run_shell_command (exits, stderr, escapes, no output, dir_path, long output),
-// write_file (new deep directories, overwrites, CRLF files), replace (unique, several,
-// allow_multiple, not found, no change, creating with an empty old_string) and
-// list_directory.
+// run_shell_command (exits, stderr, escapes, no output, dir_path, long output, output past
+// the truncation limit, background jobs, is_background, binary output),
+// write_file (new deep directories, overwrites, CRLF files, a directory, a path under a
+// file), replace (unique, several, allow_multiple, not found, no change, creating with an
+// empty old_string, and old_strings with indentation, spacing or a character wrong, which the
+// CLI's flexible, regex and fuzzy strategies match), list_directory, glob, grep_search,
+// write_todos, and tools the request does not offer (read_many_files, save_memory).
 package gemini
 
 import (
@@ -34,16 +37,22 @@ func Generate(r *rand.Rand, n int) grammar.Sequence {
 	}
 	for len(g.seq.Calls) < n {
 		switch w := r.IntN(100); {
-		case w < 25:
+		case w < 21:
 			g.read()
-		case w < 50:
+		case w < 43:
 			g.shell()
-		case w < 72:
+		case w < 66:
 			g.replace()
-		case w < 88:
+		case w < 79:
 			g.write()
-		default:
+		case w < 88:
 			g.list()
+		case w < 92:
+			g.glob()
+		case w < 96:
+			g.grep()
+		default:
+			g.other()
 		}
 	}
 	g.seq.Cut(n)
@@ -100,7 +109,8 @@ func q(s string) string { return grammar.ShellQuote(s) }
 func (g *gen) shell() {
 	r := g.r
 	var cmd, class string
-	switch r.IntN(16) {
+	in := map[string]any{"description": "step"}
+	switch r.IntN(20) {
 	case 0:
 		cmd, class = `printf 'line 1\nline 2\n'`, "output"
 	case 1:
@@ -136,10 +146,20 @@ func (g *gen) shell() {
 		cmd, class = "true", "no-output"
 	case 14:
 		cmd, class = "pwd", "pwd"
+	case 15:
+		cmd, class = fmt.Sprintf("seq 1 %d", grammar.Pick(r, 9000, 40000)), "past-truncation"
+	case 16:
+		cmd, class = "sleep 0.3 & echo started", "background-job"
+	case 17:
+		cmd, class = "echo bg; sleep 0.2", "is_background"
+		in["is_background"] = true
+	case 18:
+		p, _ := g.path()
+		cmd, class = "wc -c < "+q(p)+" 2>&1; head -c 300 "+q(p)+" | od -c | head -5", "binary-output"
 	default:
 		cmd, class = "ls -1A | LC_ALL=C sort", "ls"
 	}
-	in := map[string]any{"command": cmd, "description": "step"}
+	in["command"] = cmd
 	if len(g.dirs) > 0 && grammar.Chance(r, 0.15) {
 		in["dir_path"] = grammar.Pick(r, g.dirs...)
 		class += "+dir_path"
@@ -186,6 +206,19 @@ func (g *gen) replace() {
 	case grammar.Chance(r, 0.2) && len(ls) > 1:
 		i := r.IntN(len(ls) - 1)
 		old, class = ls[i]+"\n"+ls[i+1], class+"+multiline"
+	case grammar.Chance(r, 0.3):
+		// As a model gets a line wrong: indentation, spacing, one character.
+		l := ls[r.IntN(len(ls))]
+		switch r.IntN(3) {
+		case 0:
+			old, class = "    "+strings.TrimSpace(l), class+"+indented"
+		case 1:
+			old, class = strings.ReplaceAll(strings.TrimSpace(l), " ", "  "), class+"+spacing"
+		default:
+			b := []rune(l)
+			b[len(b)/2] = 'Q'
+			old, class = string(b), class+"+typo"
+		}
 	default:
 		l := ls[r.IntN(len(ls))]
 		old = l
@@ -216,6 +249,11 @@ func (g *gen) write() {
 	case w < 9 && len(g.known()) > 0:
 		k := g.known()
 		p, class = k[r.IntN(len(k))].Path, "overwrite"
+	case len(g.dirs) > 0 && grammar.Chance(r, 0.4):
+		p, class = grammar.Pick(r, g.dirs...), "directory"
+	case len(g.known()) > 0 && grammar.Chance(r, 0.3):
+		k := g.known()
+		p, class = k[r.IntN(len(k))].Path+"/under-a-file.txt", "parent-is-file"
 	default:
 		p, class = grammar.Name(r), "new"
 	}
@@ -238,4 +276,44 @@ func (g *gen) list() {
 		in["dir_path"], class = p, c
 	}
 	g.add(fakeprovider.Call("list_directory", in), class)
+}
+
+// glob asks for a pattern; the executor copies the CLI's answer (its order is by
+// modification time).
+func (g *gen) glob() {
+	r := g.r
+	in := map[string]any{"pattern": grammar.Pick(r, "*.txt", "**/*", "**/*.go", "*", "src/**", "no-match-*.zzz", "*.TXT")}
+	class := "glob"
+	if len(g.dirs) > 0 && grammar.Chance(r, 0.2) {
+		in["dir_path"], class = grammar.Pick(r, g.dirs...), "glob+dir_path"
+	}
+	g.add(fakeprovider.Call("glob", in), class)
+}
+
+// grep asks for a pattern; the executor copies the CLI's answer.
+func (g *gen) grep() {
+	r := g.r
+	in := map[string]any{"pattern": grammar.Pick(r, "line", "alpha|beta", `\bx\b`, "héllo", "^$", "no match at all", "(")}
+	class := "grep"
+	if grammar.Chance(r, 0.3) {
+		in["names_only"], class = true, class+"+names_only"
+	}
+	if grammar.Chance(r, 0.2) {
+		in["include_pattern"], class = "*.txt", class+"+include"
+	}
+	g.add(fakeprovider.Call("grep_search", in), class)
+}
+
+// other calls tools the request does not offer (read_many_files, save_memory) and
+// write_todos.
+func (g *gen) other() {
+	r := g.r
+	switch r.IntN(3) {
+	case 0:
+		g.add(fakeprovider.Call("read_many_files", map[string]any{"include": []string{"*.txt"}}), "not-offered")
+	case 1:
+		g.add(fakeprovider.Call("save_memory", map[string]any{"fact": "the answer is 42"}), "not-offered")
+	default:
+		g.add(fakeprovider.Call("write_todos", map[string]any{"todos": []map[string]any{{"description": "step one", "status": "in_progress"}, {"description": "step two", "status": "pending"}}}), "todos")
+	}
 }

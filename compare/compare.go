@@ -117,9 +117,15 @@ func CompareWith(rec, rep *tape.Tape, o Options) *Report {
 	reached := true
 	reachSet := rec.Reachable()
 	recByID, repByID := rec.ThreadsByID(), rep.ThreadsByID()
+	calls := map[*tape.Thread]bool{} // tape.MakesToolCalls of the unreachable threads
+	for _, th := range rec.Threads {
+		if !reachSet[th] {
+			calls[th] = rec.MakesToolCalls(th)
+		}
+	}
 	for ref := range rec.Steps() {
 		reach := reachSet[ref.Thread]
-		if !reach && !makesToolCalls(ref.Thread) {
+		if !reach && !calls[ref.Thread] {
 			continue // a side conversation (a title or summary call) that replays do not play
 		}
 		th := repByID[ref.Thread.ID]
@@ -167,18 +173,6 @@ func CompareWith(rec, rep *tape.Tape, o Options) *Report {
 	r.Identical = reached && len(r.Differences) == 0 && r.EndState.Identical
 	r.Identifiers = ids.Learned()
 	return r
-}
-
-// makesToolCalls says whether some step of th asks for a tool call. A thread that no spawning
-// call leads to is a side conversation when it makes none; when it makes some, its results
-// are part of the run, and a replay that does not play them is not identical.
-func makesToolCalls(th *tape.Thread) bool {
-	for _, s := range th.Steps {
-		if len(s.ToolCalls) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *Report) add(d Difference) { r.Differences = append(r.Differences, d) }

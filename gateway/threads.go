@@ -203,15 +203,30 @@ type matcher struct {
 // developer messages) count neither as the first user message nor as turns.
 func (m *matcher) find(req *tape.Request, turns int, sig threadSig) (th *thread, retry bool) {
 	if answered := answeredCalls(req); len(answered) > 0 {
+		// Call ids need not be unique across threads (a scripted model numbers them by
+		// turn, and may answer a side request without tools with a call): a thread of the
+		// request's own conversation (its key) wins over one that only made a call of the
+		// same id.
+		var first *thread
 		for _, t := range m.threads {
 			if t.last == nil || t.rec != nil && !t.expects(turns) {
 				continue
 			}
 			for _, c := range t.last.ToolCalls {
-				if answered[c.ID] {
+				if !answered[c.ID] {
+					continue
+				}
+				if t.sig.key == sig.key {
 					return t, t.rec != nil && turns < t.turns
 				}
+				if first == nil {
+					first = t
+				}
+				break
 			}
+		}
+		if first != nil {
+			return first, first.rec != nil && turns < first.turns
 		}
 	}
 	best, bestScore := (*thread)(nil), -1

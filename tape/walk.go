@@ -15,12 +15,15 @@ func (t *Tape) Thread(id string) *Thread {
 	return nil
 }
 
-// Main returns the main thread: the first one without a parent that makes tool calls, else
-// the first one without a parent; nil for an empty tape. A side conversation without tool
-// calls that a harness starts before its agent's first answer is in (OpenCode asks its
-// small model for the session's title beside that call) is not the main thread.
+// Main returns the main thread: the first one without a parent that makes tool calls
+// (MakesToolCalls), else the first one without a parent; nil for an empty tape. A side
+// conversation that a harness starts before its agent's first answer is in (OpenCode asks
+// its small model for the session's title beside that call) is not the main thread, even
+// when it was written first, and even when its model answered with a call to a tool its
+// request did not offer.
 func (t *Tape) Main() *Thread {
 	var first *Thread
+	offered := t.offersTools()
 	for _, th := range t.Threads {
 		if th.Parent != nil {
 			continue
@@ -28,13 +31,41 @@ func (t *Tape) Main() *Thread {
 		if first == nil {
 			first = th
 		}
-		for _, s := range th.Steps {
-			if len(s.ToolCalls) > 0 {
-				return th
-			}
+		if th.makesToolCalls(offered) {
+			return th
 		}
 	}
 	return first
+}
+
+// MakesToolCalls says whether some step of th asks for a tool call the harness could run:
+// one whose request offered tools. A call in answer to a request without tools (a title or
+// summary request that a scripted model answered with the agent's turn) does not count,
+// unless no request of the tape lists its tools (a tape imported from a session file that
+// does not keep them).
+func (t *Tape) MakesToolCalls(th *Thread) bool {
+	return th.makesToolCalls(t.offersTools())
+}
+
+func (th *Thread) makesToolCalls(offered bool) bool {
+	for _, s := range th.Steps {
+		if len(s.ToolCalls) > 0 && (!offered || len(s.Request.Tools) > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// offersTools says whether some request of t lists the tools it offered.
+func (t *Tape) offersTools() bool {
+	for _, th := range t.Threads {
+		for _, s := range th.Steps {
+			if len(s.Request.Tools) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Children returns the threads spawned by tool calls of th, in tape order.

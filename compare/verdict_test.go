@@ -85,6 +85,40 @@ func TestCompareThreadsNoSpawnLeadsTo(t *testing.T) {
 	rep := tapegen.ReplayOf(t, rec, "ok")
 	rep.Threads[1].Steps = nil
 	require.True(t, Compare(rec, rep).Identical)
+
+	// Nor one whose model answered a request without tools with a call (a scripted model
+	// answering OpenCode's title request with the agent's turn), written first or last;
+	// the same thread whose request offered the tool is part of the run.
+	for _, first := range []bool{true, false} {
+		rec := tapegen.Pair("claude-code", "ok")
+		for _, s := range rec.Threads[0].Steps {
+			s.Request.Tools = []tape.Tool{{Name: "Bash"}}
+		}
+		title := &tape.Thread{ID: "title", Steps: []*tape.Step{calling(answer(1))}}
+		if first {
+			rec.Threads = append([]*tape.Thread{title}, rec.Threads...)
+		} else {
+			rec.Threads = append(rec.Threads, title)
+		}
+		require.NotSame(t, title, rec.Main())
+		rep := tape.New(rec.Meta.Provider, time.Unix(0, 0))
+		rep.Meta.Harness, rep.Meta.ReplayOf = rec.Meta.Harness, &rec.Meta.TapeID
+		rep.Meta.Ended = &tape.Ended{Reason: tape.EndComplete}
+		for _, th := range rec.Threads {
+			played := &tape.Thread{ID: th.ID, Parent: th.Parent, Steps: []*tape.Step{}}
+			if th == rec.Main() {
+				played.Steps = th.Steps
+			}
+			rep.Threads = append(rep.Threads, played)
+		}
+		r := Compare(rec, rep)
+		require.True(t, r.Identical, "title first: %v: %+v", first, r.Differences)
+
+		title.Steps[0].Request.Tools = []tape.Tool{{Name: "Bash"}}
+		r = Compare(rec, rep)
+		require.False(t, r.Identical, "title first: %v", first)
+		require.Equal(t, "title", r.Differences[0].Thread)
+	}
 }
 
 // TestCompareEmptyEndState: a run that ends with an empty workspace (it removed every file)

@@ -33,3 +33,48 @@ func TestSpawnClaimedByLaterOpeningMessage(t *testing.T) {
 	require.Equal(t, &tape.Parent{ThreadID: "main", ToolCallID: "call_b"}, child("Task B: count the lines"))
 	require.Equal(t, &tape.Parent{ThreadID: "main", ToolCallID: "call_a"}, child("Task A: list the files"))
 }
+
+// TestAnsweredCallOfTheSameConversation: two threads whose last steps made calls of the
+// same id (a scripted model numbers them by turn, and answered a title request without
+// tools with the agent's call): a request that answers that id continues the thread of its
+// own conversation, whichever was opened first; with no thread of its conversation, the
+// first thread that made the call.
+func TestAnsweredCallOfTheSameConversation(t *testing.T) {
+	text := func(role, s string) tape.Message {
+		return tape.Message{Role: role, Content: []tape.Block{{Type: tape.BlockText, Text: s}}}
+	}
+	call := tape.ToolCall{ID: "toolu_fake_main_0_0", Name: "bash", Input: json.RawMessage(`{"command":"ls"}`)}
+	title := &tape.Request{System: "You are a title generator.", Messages: []tape.Message{text("user", "Generate a title: [agent] do it")}}
+	agent := &tape.Request{System: "You are opencode.", Tools: []tape.Tool{{Name: "bash"}}, Messages: []tape.Message{text("user", "[agent] do it")}}
+	next := func(req *tape.Request) *tape.Request {
+		r := *req
+		r.Messages = append(append([]tape.Message(nil), req.Messages...),
+			tape.Message{Role: "assistant", Content: []tape.Block{{Type: tape.BlockToolUse, ID: call.ID, Name: call.Name, Input: call.Input}}},
+			tape.Message{Role: "user", Content: []tape.Block{{Type: tape.BlockToolResult, ToolCallID: call.ID, Content: []tape.Block{{Type: tape.BlockText, Text: "a\n"}}}}})
+		return &r
+	}
+	for _, titleFirst := range []bool{true, false} {
+		m := &matcher{spawning: SpawningTools}
+		open := func(req *tape.Request) *thread {
+			th, continued := m.attribute(req)
+			require.False(t, continued)
+			th.last, th.lastOK, th.turns = &tape.Step{ToolCalls: []tape.ToolCall{call}}, true, 1
+			return th
+		}
+		var at *thread
+		if titleFirst {
+			open(title)
+			at = open(agent)
+		} else {
+			at = open(agent)
+			open(title)
+		}
+		th, continued := m.attribute(next(agent))
+		require.True(t, continued)
+		require.Same(t, at, th, "title first: %v", titleFirst)
+		other := &tape.Request{System: "another", Messages: []tape.Message{text("user", "x")}}
+		th, continued = m.attribute(next(other))
+		require.True(t, continued)
+		require.Same(t, m.threads[0], th, "title first: %v", titleFirst)
+	}
+}

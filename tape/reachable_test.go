@@ -60,6 +60,12 @@ func TestMainThread(t *testing.T) {
 	talks := func(id string) *tape.Thread { return &tape.Thread{ID: id, Steps: []*tape.Step{{}}} }
 	child := calls("child")
 	child.Parent = &tape.Parent{ThreadID: "agent", ToolCallID: "c"}
+	// offered: a thread whose request offers bash and that calls it.
+	offered := func(id string) *tape.Thread {
+		th := calls(id)
+		th.Steps[0].Request.Tools = []tape.Tool{{Name: "bash"}}
+		return th
+	}
 	for _, tc := range []struct {
 		name    string
 		threads []*tape.Thread
@@ -71,6 +77,10 @@ func TestMainThread(t *testing.T) {
 		{"the first of two that call", []*tape.Thread{calls("a"), calls("b")}, "a"},
 		{"no thread calls: the first", []*tape.Thread{talks("a"), talks("b")}, "a"},
 		{"a child that calls is never main", []*tape.Thread{child, talks("agent")}, "agent"},
+		// A scripted model answered the title request (no tools) with the agent's call.
+		{"a title answered with a call first", []*tape.Thread{calls("main"), offered("agent")}, "agent"},
+		{"a title answered with a call last", []*tape.Thread{offered("agent"), calls("t1")}, "agent"},
+		{"no request lists its tools (imported): any call", []*tape.Thread{talks("a"), calls("b"), calls("c")}, "b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tp := tape.New(tape.ProviderAnthropic, time.Unix(0, 0))

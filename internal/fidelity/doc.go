@@ -43,8 +43,9 @@
 // the harness in the recording
 // itself (Declare: the gateway cannot tell Pi from its traffic), and Codex and Pi run
 // without capabilities (setpriv), as the local sandbox runs the executor. Gemini CLI
-// (gemini.go) and OpenCode (opencode.go, its pinned version alone, a session title of its
-// own so that no title request races its first turn) come from internal/grammar too.
+// (gemini.go) and OpenCode (opencode.go, its pinned version alone, run without --title: its
+// title request, which the scripted model answers with the agent's first call, races that
+// call at the gateway) come from internal/grammar too.
 //
 // # Shrinking and regressions
 //

@@ -36,13 +36,13 @@ func OpenCodeTargets() []Target {
 	return []Target{{Harness: realharness.OpenCode, Version: OpenCodeVersion, Run: withoutCaps(runOpenCode)}}
 }
 
-// runOpenCode runs opencode with a session title of its own (--title): without one,
-// opencode asks the model for a title beside the agent's first turn, and when that request
-// reaches the gateway first the gateway takes it for the main thread, and the agent's
-// thread for a side one (the replay then plays neither). That is the gateway's to fix; the
-// generator measures the executor.
+// runOpenCode runs opencode as a user does, without --title: opencode then asks the model
+// for a session title beside the agent's first turn, and the scripted model, which picks a
+// thread by the marker the title request quotes, answers it with the agent's first call.
+// Whichever of the two requests reaches the gateway first, the tape replays (tape.Main and
+// compare count only calls whose request offered tools; the gateway continues the thread of
+// a request's own conversation when two threads made a call of the same id).
 func runOpenCode(ctx context.Context, o realharness.Options) (realharness.Result, error) {
-	o.Args = append(o.Args, "--title", "fidelity")
 	return realharness.RunOpenCode(ctx, o)
 }
 

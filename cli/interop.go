@@ -59,6 +59,10 @@ Writes each tape in another tool's format, into DIR (default "export"):
                $GEMINI_CLI_HOME/.gemini/tmp (~/.gemini/tmp), "gemini --resume <session>"
                run in meta.cwd continues the run. Gemini API tapes only; subagent threads
                are not written.
+  opencode     what "opencode export" prints: DIR/<session>.json per agent thread (a
+               subagent's a session whose parentID is its parent's). "opencode import
+               DIR/<session>.json" run in meta.cwd, then "opencode run --session <session>",
+               continues the run. Anthropic and OpenAI Responses tapes only.
   sts          the Hugging Face Hub's Session Trace Simple format, for other harnesses:
                DIR/<tape id>/<thread id>.jsonl.
   atif         ATIF v1.7 trajectories (Harbor, terminal-bench): DIR/<tape id>.atif.json, the

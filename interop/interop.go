@@ -26,8 +26,8 @@ const (
 	Pi Format = "pi"
 	// GeminiCLI is Gemini CLI's session file (~/.gemini/tmp/<project>/chats).
 	GeminiCLI Format = "gemini-cli"
-	// OpenCode is what `opencode export SESSION` prints (OpenCode keeps its sessions in
-	// SQLite); import only.
+	// OpenCode is what `opencode export SESSION` prints, and `opencode import FILE` reads
+	// (OpenCode keeps its sessions in SQLite).
 	OpenCode Format = "opencode"
 	ATIF     Format = "atif"
 	OTLP     Format = "otlp"
@@ -37,7 +37,7 @@ const (
 
 // ExportFormats lists what Export writes; ImportFormats what Import reads.
 var (
-	ExportFormats = []Format{ClaudeCode, Codex, GeminiCLI, STS, ATIF, OTLP}
+	ExportFormats = []Format{ClaudeCode, Codex, GeminiCLI, OpenCode, STS, ATIF, OTLP}
 	ImportFormats = []Format{Auto, ClaudeCode, Codex, GeminiCLI, OpenCode, Pi, STS}
 )
 
@@ -166,6 +166,8 @@ func Export(tp *tape.Tape, f Format, opts Options) ([]File, error) {
 		return ExportCodex(tp, opts.CodexModelProvider)
 	case GeminiCLI:
 		return ExportGeminiCLI(tp)
+	case OpenCode:
+		return ExportOpenCode(tp)
 	case STS:
 		return ExportSTS(tp)
 	case ATIF:

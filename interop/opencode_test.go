@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tapebox/tapebox/internal/testutil/tapegen"
 	"github.com/tapebox/tapebox/schema"
 	"github.com/tapebox/tapebox/tape"
 )
@@ -164,4 +165,99 @@ func TestImportOpenCodeParents(t *testing.T) {
 		threads += len(tp.Threads)
 	}
 	assert.Equal(t, 5, threads, "a with b as its task's thread, b with a as its, c alone (its task names itself)")
+}
+
+// TestOpenCodeRoundTrip: the import of the real exports, exported again and imported, makes
+// the same threads, conversation, calls, results and usage; the subagent's session names
+// its parent, and the task call names the subagent's session.
+func TestOpenCodeRoundTrip(t *testing.T) {
+	tapes, err := Import(OpenCode, openCodeFixtures)
+	require.NoError(t, err)
+	tp := tapes[0]
+	files, err := Export(tp, OpenCode, Options{})
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	assert.Equal(t, "ses_dae1c6218ffelqdmEFteYlUJTV.json", files[0].Path, "the session id it was imported from")
+	dir := t.TempDir()
+	for _, f := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f.Path), f.Data, 0o644))
+	}
+	assert.Contains(t, string(files[1].Data), `"parentID": "ses_dae1c6218ffelqdmEFteYlUJTV"`)
+	assert.Contains(t, string(files[0].Data), `"sessionId": "`+strings.TrimSuffix(files[1].Path, ".json")+`"`)
+	back, err := Import(OpenCode, dir)
+	require.NoError(t, err)
+	require.Len(t, back, 1)
+	assert.Equal(t, tp.Meta.Task, back[0].Meta.Task)
+	assert.Equal(t, tp.Meta.Cwd, back[0].Meta.Cwd)
+	require.Len(t, back[0].Threads, len(tp.Threads))
+	for k, th := range tp.Threads {
+		bt := back[0].Threads[k]
+		assert.Equal(t, th.Parent, bt.Parent)
+		require.Len(t, bt.Steps, len(th.Steps))
+		for i, s := range th.Steps {
+			b := bt.Steps[i]
+			assert.Equal(t, s.Request.Messages, b.Request.Messages, "thread %s step %d request", th.ID, i)
+			assert.Equal(t, s.Response.Content, b.Response.Content, "thread %s step %d answer", th.ID, i)
+			assert.Equal(t, s.Response.Usage, b.Response.Usage, "thread %s step %d usage", th.ID, i)
+			assert.Equal(t, s.Response.StopReason, b.Response.StopReason, "thread %s step %d stop", th.ID, i)
+			assert.Equal(t, s.ToolCalls, b.ToolCalls, "thread %s step %d calls", th.ID, i)
+			assert.Equal(t, s.ToolResults, b.ToolResults, "thread %s step %d results", th.ID, i)
+		}
+	}
+	tp.Meta.Provider = tape.ProviderGemini
+	_, err = Export(tp, OpenCode, Options{})
+	assert.ErrorContains(t, err, "OpenCode sessions here hold Anthropic Messages or OpenAI Responses")
+}
+
+// TestOpenCodeExportGenerated: generated Claude Code and Codex tapes (subagents, long
+// results, runs cut short; tapes nobody picked) export to OpenCode sessions that import
+// again with the same tool calls, inputs and results in every session.
+func TestOpenCodeExportGenerated(t *testing.T) {
+	type call struct{ id, name, input, result string }
+	calls := func(th *tape.Thread) []call {
+		var out []call
+		for _, s := range th.Steps {
+			for _, c := range s.ToolCalls {
+				r, _ := s.ToolResult(c.ID)
+				var in any
+				require.NoError(t, json.Unmarshal(input(c.Input), &in))
+				b, err := json.Marshal(in)
+				require.NoError(t, err)
+				out = append(out, call{c.ID, c.Name, string(b), resultText(r)})
+			}
+		}
+		return out
+	}
+	exported := 0
+	for i := range 40 {
+		tp := tapegen.Tape(tapegen.Options{Seed: 33, Lean: true, MeanSteps: 6, MeanToolOutput: 300}, i)
+		tp.Meta.Cwd = "/work"
+		files, err := Export(tp, OpenCode, Options{})
+		if err != nil {
+			continue // a provider OpenCode's sessions do not hold, or no thread with a call
+		}
+		exported++
+		dir := t.TempDir()
+		for _, f := range files {
+			require.True(t, filepath.IsLocal(f.Path))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f.Path), f.Data, 0o644))
+		}
+		back, err := Import(OpenCode, dir)
+		require.NoError(t, err, "tape %d", i)
+		got := map[string][]call{}
+		for _, b := range back {
+			for _, th := range b.Threads {
+				if th.Parent == nil {
+					got[b.Meta.Task["session_id"]] = calls(th)
+				}
+			}
+		}
+		for _, th := range tp.Threads {
+			if th.Parent != nil || len(calls(th)) == 0 {
+				continue
+			}
+			assert.Equal(t, calls(th), got[OpenCodeSessionID(tp, th)], "tape %d thread %s", i, th.ID)
+		}
+	}
+	assert.Greater(t, exported, 10, "most generated tapes export")
 }

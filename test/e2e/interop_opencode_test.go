@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
 	"github.com/tapebox/tapebox/interop"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // openCodeSessionID matches an OpenCode session id (the task tool's result names the
@@ -101,4 +103,62 @@ func TestInteropOpenCode(t *testing.T) {
 	code, _, errOut = r.run(t, t.TempDir(), cleanEnv(), "replay", "--tape", tapes[0], "--sandbox", "local:"+c.cwd, "--output", repPath, "--speed", "0")
 	require.Equal(t, 0, code, "tapebox replay of the imported tape\n%s", errOut)
 	checkSameState(t, state, localState(t, c.cwd), "replay of the imported tape")
+
+	t.Run("export-resume", func(t *testing.T) { resumeOpenCode(t, r, c, rec, recPath, agent) })
+}
+
+// resumeOpenCode exports the recording --to opencode, loads the files into a fresh home's
+// database with the real opencode import (in the recording's directory), and continues
+// the agent's session with opencode run --session against a fake provider: the request it
+// sends must carry every recorded call of the agent's thread and every result.
+func resumeOpenCode(t *testing.T, r *rig, c realCase, rec *tape.Tape, recPath string, agent *tape.Thread) {
+	export := t.TempDir()
+	code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), "export", "--to", "opencode", "--out", export, recPath)
+	require.Equal(t, 0, code, "tapebox export --to opencode\n%s%s", out, errOut)
+	files, err := filepath.Glob(filepath.Join(export, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 2, "the agent's session and its subagent's")
+	srv := fakeprovider.New(fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: []fakeprovider.Turn{
+		{Text: "resumed fine"}, {Text: "resumed fine"}, {Text: "resumed fine"}}}}})
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { srv.Close() })
+	bin, err := realharness.OpenCodePath()
+	require.NoError(t, err)
+	home := t.TempDir()
+	env := cleanEnv(append([]string{"HOME=" + home, "ANTHROPIC_API_KEY=sk-test", c.baseURL(srv.URL())}, realharness.OpenCodeEnv...)...)
+	c.fresh(t)
+	for _, f := range files {
+		p := startProc(t, c.cwd, env, bin, "import", f)
+		require.Equal(t, 0, p.wait(t, 2*time.Minute), p.stdout()+p.stderr())
+		require.Contains(t, p.stdout(), "Imported session: ")
+	}
+	session := interop.OpenCodeSessionID(rec, agent)
+	h := startProc(t, c.cwd, env, bin, "run", "--session", session, "--model", "anthropic/claude-sonnet-4-5", "[rh-resume] and now, one more thing")
+	code = h.wait(t, 3*time.Minute)
+	var resumed *fakeprovider.Request
+	for _, q := range srv.Requests() {
+		if q.Endpoint == fakeprovider.EndpointMessages && strings.Contains(string(q.Body), "[rh-resume]") {
+			resumed = &q
+			break
+		}
+	}
+	if code != 0 || resumed == nil {
+		dumpRequests(t, srv)
+		t.Fatalf("opencode run --session %s from the export: exit %d, a request with the new prompt: %v\n%s", session, code, resumed != nil, tail(h.stdout()+h.stderr(), 3000))
+	}
+	sent := sentResults(t, tape.ProviderAnthropic, resumed.Body)
+	body := string(resumed.Body)
+	n := 0
+	for _, st := range agent.Steps {
+		for _, call := range st.ToolCalls {
+			require.Contains(t, body, `"`+call.ID+`"`, "the resumed request lacks the recorded call %s %s", call.Name, call.ID)
+			n++
+		}
+		for _, res := range st.ToolResults {
+			got, ok := sent[res.ToolCallID]
+			require.True(t, ok, "the resumed request lacks the result of %s", res.ToolCallID)
+			require.Equal(t, res.Text(), got.Result.Text(), "result of %s in the resumed request", res.ToolCallID)
+		}
+	}
+	t.Logf("opencode resumed from the export: its request carried the %d recorded tool calls of the agent and their results", n)
 }

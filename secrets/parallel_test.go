@@ -306,8 +306,10 @@ func TestSplitJSONWalksAsWhole(t *testing.T) {
 		})
 		return out, err
 	}
-	defer func(p, m, c int) { partBytes, splitBytes, containerMin = p, m, c }(partBytes, splitBytes, containerMin)
-	containerMin = 8
+	defer func(p, m, c, d int) {
+		partBytes, splitBytes, containerMin, memoMinDoc = p, m, c, d
+	}(partBytes, splitBytes, containerMin, memoMinDoc)
+	containerMin, memoMinDoc = 8, 0
 	replayed := replayedFindings.Load()
 	for n := range 300 {
 		doc, err := json.Marshal(randJSON(r, 0, &[]any{}))
@@ -452,7 +454,7 @@ func TestContainerMemoComparesBytes(t *testing.T) {
 		}}}})
 		require.NoError(t, err)
 		sc := s.newScan(t.Context())
-		require.NoError(t, walkJSONMemo(doc, sc.containerMemo(), sc.visit))
+		require.NoError(t, walkJSONMemo(doc, sc, sc.visit))
 		return sc.numbered()
 	}
 	const at = "/threads/0/steps/0/request/raw/messages/"

@@ -195,7 +195,7 @@ func (s *Scanner) Scan(ctx context.Context, t *tape.Tape) ([]Finding, error) {
 		return nil, fmt.Errorf("scan tape: %w", err)
 	}
 	sc := s.newScan(ctx)
-	err = walkJSONMemo(data, sc.containerMemo(), sc.visit)
+	err = walkJSONMemo(data, sc.containerMemo(len(data)), sc.visit)
 	return sc.numbered(), err
 }
 
@@ -255,17 +255,18 @@ func (s *Scanner) ScanFileWith(ctx context.Context, path string, opts Options) (
 func (sc *scan) walkDoc(data []byte) error {
 	if len(data) < splitBytes || sc.workers == nil || !sc.workers.idle() {
 		// Small, or every core busy with other files: splitting would only cost.
-		return walkJSONMemo(data, sc.containerMemo(), sc.visit)
+		return walkJSONMemo(data, sc.containerMemo(len(data)), sc.visit)
 	}
 	parts, ok := splitJSON(data, partBytes)
 	if !ok || len(parts) < 2 {
-		return walkJSONMemo(data, sc.containerMemo(), sc.visit)
+		return walkJSONMemo(data, sc.containerMemo(len(data)), sc.visit)
 	}
 	subs := make([]*scan, len(parts))
 	errs := make([]error, len(parts))
+	sc.memo.share()
 	sc.workers.each(len(parts), func(i int) {
 		sub := sc.sub()
-		errs[i] = walkPart(data, parts[i], sub.containerMemo(), sub.visit)
+		errs[i] = walkPart(data, parts[i], sub.containerMemo(len(data)), sub.visit)
 		subs[i] = sub
 	})
 	for _, err := range errs {
@@ -273,7 +274,7 @@ func (sc *scan) walkDoc(data []byte) error {
 			if err := sc.ctx.Err(); err != nil {
 				return err
 			}
-			return walkJSONMemo(data, sc.containerMemo(), sc.visit)
+			return walkJSONMemo(data, sc.containerMemo(len(data)), sc.visit)
 		}
 	}
 	for _, sub := range subs {
@@ -295,7 +296,7 @@ func (s *Scanner) ScanJSON(ctx context.Context, r io.Reader) ([]Finding, error) 
 		return nil, fmt.Errorf("read JSON: %w", err)
 	}
 	sc := s.newScan(ctx)
-	err = walkJSONMemo(data, sc.containerMemo(), sc.visit)
+	err = walkJSONMemo(data, sc.containerMemo(len(data)), sc.visit)
 	return sc.numbered(), err
 }
 
@@ -357,9 +358,14 @@ func (sc *scan) sub() *scan {
 // agree with.
 var containersOn = true
 
-// containerMemo returns sc as the walk's containerMemo, or nil when it is off.
-func (sc *scan) containerMemo() containerMemo {
-	if !containersOn {
+// memoMinDoc is the size of a document from which its walk has a container memo: a
+// smaller tape (a recording of a few steps) repeats too little for the lookups to pay.
+var memoMinDoc = 256 << 10
+
+// containerMemo returns sc as the containerMemo of the walk of a document of n bytes, or
+// nil when it is off or the document small.
+func (sc *scan) containerMemo(n int) containerMemo {
+	if !containersOn || n < memoMinDoc {
 		return nil
 	}
 	return sc
@@ -529,7 +535,13 @@ func (sc *scan) hits(field, value string) ([]hit, error) {
 // scanned at once: shards, each a map under its own lock, chosen by the key's top bits.
 type memo struct {
 	shards [memoShards]memoShard
+	// shared is set before the memo is used by more than one goroutine (share): until
+	// then, its shards are not locked.
+	shared bool
 }
+
+// share makes m safe for the goroutines started after it returns.
+func (m *memo) share() { m.shared = true }
 
 const memoShards = 16
 
@@ -543,9 +555,13 @@ func newMemo() *memo { return &memo{} }
 
 func (m *memo) get(key, field uint64, n int) ([]hit, bool) {
 	sh := &m.shards[key>>60]
-	sh.mu.Lock()
+	if m.shared {
+		sh.mu.Lock()
+	}
 	e, ok := sh.m[key]
-	sh.mu.Unlock()
+	if m.shared {
+		sh.mu.Unlock()
+	}
 	if ok && e.field == field && e.n == n {
 		return e.hits, true
 	}
@@ -554,7 +570,10 @@ func (m *memo) get(key, field uint64, n int) ([]hit, bool) {
 
 func (m *memo) put(key uint64, e memoEntry) {
 	sh := &m.shards[key>>60]
-	sh.mu.Lock()
+	if m.shared {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+	}
 	if sh.m == nil {
 		sh.m = map[uint64]memoEntry{}
 	}
@@ -564,7 +583,6 @@ func (m *memo) put(key uint64, e memoEntry) {
 		clear(sh.m)
 	}
 	sh.m[key] = e
-	sh.mu.Unlock()
 }
 
 // memoSeed seeds the hash of the memo's keys: random for each process, so that no tape

@@ -93,6 +93,9 @@ func (sc *scan) scanArchive(r io.Reader) error {
 // about partSize bytes to the free cores (sc.workers), and the findings are put back in
 // the archive's order.
 func (sc *scan) scanTar(r io.Reader) error {
+	if sc.workers != nil {
+		sc.memo.share()
+	}
 	lim := &budget{r: r, left: snapshotMaxBytes}
 	tr := tar.NewReader(lim)
 	var (

@@ -234,3 +234,14 @@ func TestGrepRecordLimit(t *testing.T) {
 	assert.False(t, res.IsError, res.Text())
 	assert.True(t, strings.HasPrefix(res.Text(), "Found 1 matches\n"+p+":\n  Line 1: www"), res.Text()[:80])
 }
+
+// ripgrep searches a file with a UTF-8 byte order mark from after it: the line shown has
+// no BOM and "^" matches there (internal/fidelity seed 42011: a file written with a BOM;
+// checked against rg 14); before, the BOM was shown and "^x" missed the first line.
+func TestGrepBOM(t *testing.T) {
+	s := harnesstest.New(t, opencode.New(), "toolu_1", nil)
+	p := filepath.Join(s.Dir, "bom.txt")
+	require.NoError(t, os.WriteFile(p, []byte("\uFEFFxhéllo\nx2\n"), 0o644))
+	res := s.Run("grep", m{"pattern": "^x"}, nil)
+	assert.Equal(t, "Found 2 matches\n"+p+":\n  Line 1: xhéllo\n\n  Line 2: x2\n", res.Text())
+}

@@ -150,7 +150,7 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	re, _ := regexp.Compile(in.Pattern)
 	for _, f := range found {
 		data, _ := os.ReadFile(f.Path)
-		lines := strings.SplitAfter(string(data), "\n")
+		lines := strings.SplitAfter(strings.TrimPrefix(string(data), bom), "\n") // ripgrep drops a BOM
 		offsets := make([]int, len(lines))
 		for i := 1; i < len(lines); i++ {
 			offsets[i] = offsets[i-1] + len(lines[i-1])

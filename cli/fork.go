@@ -37,7 +37,9 @@ snapshot is restored into the working directory (a fresh temporary directory; --
 one, --in-place takes the tape's meta.cwd, where it ran: either must be missing or empty, and
 neither a system directory nor a home directory or a hidden one in it), and CMD runs there
 against a server on a free loopback port (ANTHROPIC_BASE_URL, OPENAI_BASE_URL,
-TAPEBOX_GATEWAY_URL set as tapebox record sets them). CMD runs on this machine with your rights,
+GOOGLE_GEMINI_BASE_URL, TAPEBOX_GATEWAY_URL set as tapebox record sets them, and a codex, gemini
+or opencode CMD set up as record sets it up: Codex's -c provider overrides, Gemini CLI's
+temporary GEMINI_CLI_HOME, OpenCode's temporary OPENCODE_CONFIG). CMD runs on this machine with your rights,
 not in a sandbox, and the tool calls of the steps before N come from the tape: one warning line
 says so. With --sandbox docker-image:IMAGE, CMD runs in a fresh container of IMAGE instead (the
 image must hold the harness), which reaches the server on the Docker bridge's address.
@@ -79,7 +81,7 @@ failed to run; 2 for a usage error.`)
 	fs.BoolVar(&f.asJSON, "json", false, "print the result (or the --models table) as JSON on stdout; CMD's stdout then goes to stderr")
 	fs.BoolVar(&f.quiet, "quiet", false, "no log line per call")
 	allowTampered := allowTamperedFlag(fs)
-	fs.StringVar(&f.listen, "listen", "", "address the fork server listens on (default a free loopback port), for a harness configured by hand; with a fixed port, a codex CMD is also given the -c overrides of a provider that points there, as tapebox record does")
+	fs.StringVar(&f.listen, "listen", "", "address the fork server listens on (default a free loopback port), for a harness configured by hand")
 	if code, done := parseCommand(env, fs, args); done {
 		return code
 	}
@@ -101,15 +103,8 @@ failed to run; 2 for a usage error.`)
 		return usageError(env, fs, "--listen goes with a fork on this machine, one at a time (not with --sandbox or --jobs above 1)")
 	}
 	if f.listen != "" {
-		host, port, err := net.SplitHostPort(f.listen)
-		if err != nil {
+		if _, _, err := net.SplitHostPort(f.listen); err != nil {
 			return usageError(env, fs, "--listen %s: %v", f.listen, err)
-		}
-		if port != "0" {
-			if host == "" || host == "0.0.0.0" || host == "::" {
-				host = "127.0.0.1"
-			}
-			argv = codexProvider(argv, "http://"+net.JoinHostPort(host, port), os.Getenv("OPENAI_API_KEY") != "")
 		}
 	}
 	table, err := loadPrices(f.pricesPath)
@@ -151,6 +146,13 @@ func (f *forkFlags) options(env *Env, rec *tape.Tape, argv []string, model, outp
 			Overrides: fork.Overrides{Model: model, SystemAppend: f.systemAppend}, Output: output, Speed: f.speed, Logf: logf},
 		TapePath: f.tapePath, Workdir: workdir, NoWorkspace: f.noWorkspace, Command: argv, Sandbox: f.sandbox, Listen: f.listen,
 		Stdin: env.Stdin, Stdout: stdout, Stderr: env.Stderr,
+		Prepare: func(base string) ([]string, []string, func(), error) {
+			argv, extra, cleanup, note, err := harnessLaunch(argv, base, env.Getenv, launchOptions{})
+			if note != "" {
+				logf("%s", note)
+			}
+			return argv, extra, cleanup, err
+		},
 	}
 }
 

@@ -36,8 +36,9 @@ walked as JSON), normalized messages, tool calls and results, headers, the reque
 its query string, stream chunks, meta. A string is seen with the name of the member that holds
 it, so "x-custom-key: VALUE" is found. Text encoded in base64, hex or percent-encoding is
 decoded and scanned too. The start snapshot a tape names (meta.workspace.snapshot) is scanned
-file by file: its findings name the file inside the snapshot; a snapshot that is missing or
-cannot be read counts as a file that could not be scanned.
+file by file: its findings name the file inside the snapshot; a binary file (a NUL byte in
+its first 8000 bytes) is scanned as its runs of printable text, as strings(1) shows them; a
+snapshot that is missing or cannot be read counts as a file that could not be scanned.
 
 Prints one line per place a secret was found, the places of one secret together:
   FILE: JSON-POINTER: RULE: PREVIEW
@@ -52,7 +53,7 @@ only the rules of known key formats apply, not the generic one (a high-entropy v
 a key-like name); members named `+strings.Join(secrets.OpaqueFields(), ", ")+` are not scanned.
 
 Directories are searched for *.json files as dataset export does (recursively, hidden files
-skipped); files are scanned in parallel on every core.
+skipped); files, and the parts of a large tape, are scanned in parallel on every core.
 Exits 0 when no secret is found, 1 when one is or a file cannot be read, 2 on usage error.`)
 	asJSON := fs.Bool("json", false, `print a JSON array of {"file", "findings": [{"pointer", "offset", "length", "rule", "preview", "secret", "key", "member", "in"}], "error"}; "secret" numbers the distinct secrets of a file, "key" is true for a secret in a member name, "member" names the file inside the start snapshot, "in" is "name" or "link" for a secret in its name or link target; a secret in a name is masked in every pointer and member`)
 	if code, done := parse(env, fs, args); done {

@@ -74,6 +74,20 @@ type Report struct {
 // response the recorder did not keep, and a spawning call without a child thread (whose
 // result the replay copies), are differences: the replay cannot have repeated them.
 func Compare(rec, rep *tape.Tape) *Report {
+	return CompareWith(rec, rep, Options{})
+}
+
+// Options change what CompareWith takes as the same.
+type Options struct {
+	// Cwd, when set and not the recording's meta.cwd, is the directory the replay's
+	// harness worked in (a fork in a fresh directory): the recording's meta.cwd is known
+	// from the start to stand for it (match.Identifiers.Pin), so that results naming
+	// paths under it compare as the same, and Report.Identifiers lists the pair.
+	Cwd string
+}
+
+// CompareWith is Compare with options.
+func CompareWith(rec, rep *tape.Tape, o Options) *Report {
 	h := rec.Meta.Harness
 	r := &Report{
 		Recording:     rec.Meta.TapeID,
@@ -97,6 +111,9 @@ func Compare(rec, rep *tape.Tape) *Report {
 	}
 	r.NotRun, r.ResultsReplayed = notRun(rep)
 	ids := match.NewOneToOne(rec)
+	if cwd := rec.Meta.Cwd; o.Cwd != "" && cwd != "" && cwd != "/" {
+		ids.Pin(cwd, o.Cwd, "the working directory: meta.cwd of both tapes")
+	}
 	reached := true
 	reachSet := rec.Reachable()
 	recByID, repByID := rec.ThreadsByID(), rep.ThreadsByID()

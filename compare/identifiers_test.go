@@ -106,3 +106,19 @@ func TestCompareSubstitutedCallMustMatch(t *testing.T) {
 	require.False(t, r.Identical)
 	require.Equal(t, "tool_call.input", r.Differences[0].Field)
 }
+
+// TestCompareWithCwd: a replay that ran in another directory names paths under it where the
+// recording named its meta.cwd. Told the replay's directory, CompareWith calls them the same
+// (and lists the pair); Compare, and CompareWith told another directory, do not.
+func TestCompareWithCwd(t *testing.T) {
+	rec := tapegen.Pair("opencode", "<path>/tmp/rec/README.md</path>", `{"command":"cat /tmp/rec/notes.txt"}`)
+	rec.Meta.Cwd = "/tmp/rec"
+	rep := tapegen.ReplayOf(t, rec, "<path>/tmp/fork-1/README.md</path>", `{"command":"cat /tmp/fork-1/notes.txt"}`)
+	r := CompareWith(rec, rep, Options{Cwd: "/tmp/fork-1"})
+	require.True(t, r.Identical, "%+v", r.Differences)
+	require.Len(t, r.Identifiers, 1)
+	require.Equal(t, "/tmp/rec", r.Identifiers[0].Recorded)
+	require.False(t, Compare(rec, rep).Identical)
+	require.False(t, CompareWith(rec, rep, Options{Cwd: "/tmp/fork-2"}).Identical)
+	require.True(t, CompareWith(rec, rec, Options{Cwd: "/tmp/rec"}).Identical, "the same directory pins nothing")
+}

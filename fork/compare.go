@@ -77,7 +77,9 @@ func Compare(rec, fork *tape.Tape, table *prices.Table) *Comparison {
 	if c.Served == nil {
 		c.Served = map[string]int{}
 	}
-	r := compare.Compare(rec, fork)
+	// A fork in a fresh directory (the default) names paths under it where the recording
+	// named its own meta.cwd.
+	r := compare.CompareWith(rec, fork, compare.Options{Cwd: fork.Meta.Cwd})
 	c.EndState = r.EndState
 	// The first difference: on the fork thread first, by step; a missing or extra step
 	// counts as parting too.

@@ -303,6 +303,11 @@ func TestOverridesApply(t *testing.T) {
 		{"instructions", tape.ProviderOpenAIResponses, fork.Overrides{SystemAppend: "S"}, `{"instructions":"A","input":[]}`, `{"instructions":"A\n\nS","input":[]}`},
 		{"chat system message", tape.ProviderOpenAIChat, fork.Overrides{SystemAppend: "S"}, `{"messages":[{"role":"system","content":"A"},{"role":"user","content":"u"}]}`, `{"messages":[{"role":"system","content":"A\n\nS"},{"role":"user","content":"u"}]}`},
 		{"chat without one", tape.ProviderOpenAIChat, fork.Overrides{SystemAppend: "S"}, `{"messages":[{"role":"user","content":"u"}]}`, `{"messages":[{"role":"system","content":"S"},{"role":"user","content":"u"}]}`},
+		{"gemini model not in the body", tape.ProviderGemini, fork.Overrides{Model: "b"}, `{"contents":[]}`, `{"contents":[]}`},
+		{"gemini systemInstruction", tape.ProviderGemini, fork.Overrides{SystemAppend: "S"}, `{"systemInstruction":{"role":"user","parts":[{"text":"A"}]},"contents":[]}`, `{"systemInstruction":{"role":"user","parts":[{"text":"A"},{"text":"S"}]},"contents":[]}`},
+		{"gemini system_instruction", tape.ProviderGemini, fork.Overrides{SystemAppend: "S"}, `{"system_instruction":{"parts":[]}}`, `{"system_instruction":{"parts":[{"text":"S"}]}}`},
+		{"gemini no parts", tape.ProviderGemini, fork.Overrides{SystemAppend: "S"}, `{"systemInstruction":{"role":"user"}}`, `{"systemInstruction":{"parts":[{"text":"S"}],"role":"user"}}`},
+		{"gemini none", tape.ProviderGemini, fork.Overrides{SystemAppend: "S"}, `{"contents":[]}`, `{"systemInstruction":{"parts":[{"text":"S"}]},"contents":[]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.o.Apply(tc.p, []byte(tc.in))
@@ -312,6 +317,34 @@ func TestOverridesApply(t *testing.T) {
 	}
 	_, err := fork.Overrides{Model: "m"}.Apply(tape.ProviderAnthropic, []byte(`[1]`))
 	assert.ErrorContains(t, err, "not a JSON object")
+}
+
+// TestOverridesPath: a Gemini API call names its model in its path, which the model
+// override changes; other providers' paths, and a fork without a model override, keep
+// theirs; a model that cannot stand in a path is refused.
+func TestOverridesPath(t *testing.T) {
+	for _, tc := range []struct {
+		name, model string
+		p           tape.Provider
+		in, want    string
+	}{
+		{"stream", "other-1.5", tape.ProviderGemini, "/v1beta/models/gemini-2.5-pro:streamGenerateContent", "/v1beta/models/other-1.5:streamGenerateContent"},
+		{"tuned", "m", tape.ProviderGemini, "/v1/tunedModels/mine:generateContent", "/v1/tunedModels/m:generateContent"},
+		{"no override", "", tape.ProviderGemini, "/v1beta/models/gemini-2.5-pro:generateContent", "/v1beta/models/gemini-2.5-pro:generateContent"},
+		{"anthropic", "m", tape.ProviderAnthropic, "/v1/messages", "/v1/messages"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := fork.Overrides{Model: tc.model}.Path(tc.p, tc.in)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	for _, bad := range []string{"a/b", "a:b", "..", "x?y"} {
+		_, err := fork.Overrides{Model: bad}.Path(tape.ProviderGemini, "/v1beta/models/g:generateContent")
+		assert.ErrorContains(t, err, "cannot name a Gemini API model", bad)
+	}
+	_, err := fork.Overrides{Model: "m"}.Path(tape.ProviderGemini, "/v1beta/files")
+	assert.ErrorContains(t, err, "not a Gemini API model call's path")
 }
 
 // TestForkAfterASubagent: the subagent a served step spawned is served whole from the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/tapebox/tapebox/internal/jsonlex"
 	"github.com/tapebox/tapebox/tape"
@@ -16,7 +17,7 @@ type Overrides struct {
 	Model string
 	// SystemAppend, when set, is appended to the system prompt (Anthropic system, OpenAI
 	// Responses instructions, the first system or developer message of Chat Completions),
-	// after a blank line.
+	// after a blank line; to a Gemini API request's systemInstruction as a part of its own.
 	SystemAppend string
 }
 
@@ -33,10 +34,11 @@ func (o Overrides) Map() map[string]string {
 }
 
 // Apply returns body with the overrides applied. Everything else is kept byte for byte, so
-// that the provider sees the prefix the harness sent (prompt caches keep working).
+// that the provider sees the prefix the harness sent (prompt caches keep working). A Gemini
+// API request names its model in its path, not its body: Path changes that.
 func (o Overrides) Apply(p tape.Provider, body []byte) ([]byte, error) {
 	var err error
-	if o.Model != "" {
+	if o.Model != "" && p != tape.ProviderGemini {
 		if body, err = setMember(body, "model", quote(o.Model)); err != nil {
 			return nil, fmt.Errorf("override the model: %w", err)
 		}
@@ -120,6 +122,8 @@ func appendSystem(p tape.Provider, body []byte, text string) ([]byte, error) {
 		return appendText(body, ms, "instructions", text)
 	case tape.ProviderOpenAIChat:
 		return appendChatSystem(body, ms, text)
+	case tape.ProviderGemini:
+		return appendGeminiSystem(body, ms, text)
 	}
 	return nil, fmt.Errorf("provider %q: unknown wire format", p)
 }
@@ -190,4 +194,68 @@ func appendChatSystem(body []byte, ms map[string]span, text string) ([]byte, err
 		msg = append(msg, ',')
 	}
 	return splice(body, open, open, msg), nil
+}
+
+// geminiModel matches the model segment of a Gemini API call's path
+// (/v1beta/models/MODEL:METHOD), and geminiModelName a name that may stand there.
+var (
+	geminiModel     = regexp.MustCompile(`^(/v1(?:beta|alpha)?/(?:models|tunedModels)/)([^/:]+)(:[A-Za-z]+)$`)
+	geminiModelName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
+)
+
+// Path returns a model call's path with the overrides applied: for the Gemini API, whose
+// path names the model, the model replaced; every other path as it is.
+func (o Overrides) Path(p tape.Provider, path string) (string, error) {
+	if o.Model == "" || p != tape.ProviderGemini {
+		return path, nil
+	}
+	if !geminiModelName.MatchString(o.Model) || o.Model == ".." {
+		return "", fmt.Errorf("override the model: %q cannot name a Gemini API model in a path (letters, digits, '.', '_', '-')", o.Model)
+	}
+	m := geminiModel.FindStringSubmatch(path)
+	if m == nil {
+		return "", fmt.Errorf("override the model: %q is not a Gemini API model call's path (/v1beta/models/MODEL:METHOD)", path)
+	}
+	return m[1] + o.Model + m[3], nil
+}
+
+// appendGeminiSystem adds text as a part of its own to a Gemini API request's
+// systemInstruction (or system_instruction), or adds a systemInstruction.
+func appendGeminiSystem(body []byte, ms map[string]span, text string) ([]byte, error) {
+	key := "systemInstruction"
+	sp, ok := ms[key]
+	if !ok {
+		key = "system_instruction"
+		sp, ok = ms[key]
+	}
+	part := append(append([]byte(`{"text":`), quote(text)...), '}')
+	if !ok || string(body[sp.start:sp.end]) == "null" {
+		return setMember(body, "systemInstruction", append(append([]byte(`{"parts":[`), part...), ']', '}'))
+	}
+	v := body[sp.start:sp.end]
+	if v[0] != '{' {
+		return nil, fmt.Errorf("%s is not an object", key)
+	}
+	sm, err := members(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	pp, ok := sm["parts"]
+	if !ok || string(v[pp.start:pp.end]) == "null" {
+		edited, err := setMember(v, "parts", append(append([]byte{'['}, part...), ']'))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		return splice(body, sp.start, sp.end, edited), nil
+	}
+	pv := v[pp.start:pp.end]
+	var elems []json.RawMessage
+	if pv[0] != '[' || json.Unmarshal(pv, &elems) != nil {
+		return nil, fmt.Errorf("%s.parts is not an array", key)
+	}
+	if len(elems) > 0 {
+		part = append([]byte{','}, part...)
+	}
+	at := sp.start + pp.start + bytes.LastIndexByte(pv, ']')
+	return splice(body, at, at, part), nil
 }

@@ -34,10 +34,18 @@ type Options struct {
 	// workspace.
 	NoWorkspace bool
 	// Command is the harness and its arguments (required). It runs in Workdir with Env
-	// added to this process's environment, and with ANTHROPIC_BASE_URL, OPENAI_BASE_URL and
-	// TAPEBOX_GATEWAY_URL pointing at the fork server, as tapebox record sets them.
+	// added to this process's environment, with ANTHROPIC_BASE_URL, OPENAI_BASE_URL,
+	// GOOGLE_GEMINI_BASE_URL and TAPEBOX_GATEWAY_URL pointing at the fork server, as
+	// tapebox record sets them, and PWD set to Workdir (OpenCode takes $PWD for its
+	// working directory).
 	Command []string
 	Env     []string
+	// Prepare, when set, is called with the fork server's base URL before Command runs on
+	// this machine (not with Sandbox): it returns the command line to run instead and
+	// variables to add, the set-up a harness needs to reach that URL (tapebox record's: the
+	// Codex CLI's -c overrides of a provider, Gemini CLI's settings home, OpenCode's
+	// config file), and what to remove when the command is done.
+	Prepare func(base string) (argv, env []string, cleanup func(), err error)
 	// Stdin, Stdout and Stderr are the command's; nil means none.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -149,6 +157,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 		opts.Workspace = opts.Workdir
 	}
+	opts.Cwd = opts.Workdir
 	srv, err := New(opts.Config)
 	if err != nil {
 		return nil, err
@@ -161,14 +170,31 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
 	go hs.Serve(ln)
 	base := "http://" + ln.Addr().String()
+	argv, env := opts.Command, opts.Env
+	if opts.Prepare != nil {
+		pargv, penv, cleanup, err := opts.Prepare(base)
+		if err != nil {
+			shutdown(hs)
+			srv.Finish(err.Error())
+			return nil, fmt.Errorf("fork: prepare %s: %w", opts.Command[0], err)
+		}
+		if cleanup != nil {
+			defer cleanup()
+		}
+		if len(pargv) > 0 {
+			argv = pargv
+		}
+		env = append(append([]string(nil), env...), penv...)
+	}
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, opts.Command[0], opts.Command[1:]...)
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	cmd.Dir = opts.Workdir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
-	cmd.Env = append(append(os.Environ(), opts.Env...),
-		"ANTHROPIC_BASE_URL="+base, "OPENAI_BASE_URL="+base+"/v1", "TAPEBOX_GATEWAY_URL="+base)
+	cmd.Env = append(append(os.Environ(), env...),
+		"ANTHROPIC_BASE_URL="+base, "OPENAI_BASE_URL="+base+"/v1", "GOOGLE_GEMINI_BASE_URL="+base,
+		"TAPEBOX_GATEWAY_URL="+base, "PWD="+opts.Workdir)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	grace := opts.DivergeGrace
@@ -316,7 +342,7 @@ func runSandbox(ctx context.Context, opts Options, th *tape.Thread) (*Result, er
 	// The container's working directory follows the replay's rule: Workdir, else the tape's
 	// meta.cwd, else a fresh replay.DefaultCwd, never the image's root.
 	cwd := replay.Cwd(spec, rec, replay.Options{Cwd: opts.Workdir, CwdSet: opts.Workdir != "", Logf: opts.Logf})
-	env := map[string]string{"ANTHROPIC_BASE_URL": base, "OPENAI_BASE_URL": base + "/v1", "TAPEBOX_GATEWAY_URL": base}
+	env := map[string]string{"ANTHROPIC_BASE_URL": base, "OPENAI_BASE_URL": base + "/v1", "GOOGLE_GEMINI_BASE_URL": base, "TAPEBOX_GATEWAY_URL": base}
 	for _, kv := range opts.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
@@ -334,7 +360,7 @@ func runSandbox(ctx context.Context, opts Options, th *tape.Thread) (*Result, er
 			return nil, fmt.Errorf("fork: %w", err)
 		}
 	}
-	opts.Workspace = ""
+	opts.Workspace, opts.Cwd = "", sb.Cwd()
 	srv, err := New(opts.Config)
 	if err != nil {
 		ln.Close()

@@ -33,6 +33,10 @@ type Config struct {
 	// snapshot already restored there: the fork tape snapshots it (so that the fork tape
 	// replays on its own) and records its end manifest.
 	Workspace string
+	// Cwd, when set, is the directory the harness works in (Run sets it): the fork tape's
+	// meta.cwd and, when it is not the recording's, known from the start as what the
+	// recording's meta.cwd stands for, so that results naming paths under it match.
+	Cwd string
 	// Logf receives one line per call and per problem; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -66,9 +70,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	gcfg := gateway.ForkConfig{Recording: cfg.Recording, Thread: cfg.Thread, At: cfg.At,
 		Upstream: cfg.Upstream, Transport: cfg.Transport, Output: cfg.Output, Speed: cfg.Speed,
-		Workspace: cfg.Workspace, Logf: cfg.Logf, Overrides: cfg.Overrides.Map()}
+		Workspace: cfg.Workspace, Cwd: cfg.Cwd, Logf: cfg.Logf, Overrides: cfg.Overrides.Map()}
 	if cfg.Overrides != (Overrides{}) {
-		gcfg.Rewrite = cfg.Overrides.Apply
+		gcfg.Rewrite, gcfg.RewritePath = cfg.Overrides.Apply, cfg.Overrides.Path
 	}
 	f, err := gateway.NewFork(gcfg) // its errors say "fork: ..."
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package gateway is TapeBox's one model endpoint: an http.Handler a harness points its
-// provider base URL at, speaking Anthropic Messages, OpenAI Chat Completions and OpenAI
-// Responses, streaming and not. Its upstream is one of three (Mode, after go-vcr's recorder
-// modes):
+// provider base URL at, speaking Anthropic Messages, OpenAI Chat Completions, OpenAI
+// Responses and the Gemini API, streaming and not. Its upstream is one of three (Mode, after
+// go-vcr's recorder modes):
 //
 //   - live (ModeLive, Gateway): a reverse proxy to the provider that records every call into
 //     one tape (tapebox record, tapebox gateway);
@@ -9,14 +9,15 @@
 //     recording, each run's replay tape recorded (simulator mode, tapebox replay --listen);
 //   - a tape until step N, live after it (ModeFork, Fork): tapebox fork.
 //
-// Every mode has the same parts: one table of wire formats (wires), one thread matcher
-// (matcher: live threads matched by their key, a tape's threads by similarity), one step
-// recorder (recorder: a tape.Writer on disk, or the tape in memory), and one writer of the
-// errors it answers itself in the provider's shape (writeError). Adding a provider is an
-// entry in wires (its default upstream, its streams' final event, which deltas belong
-// together, and modelPath when its paths name the model) once package tape/provider parses
-// and emits its format (Detect, Path, Normalize, Body, Stream, ErrorBody); every mode then
-// routes, records, serves and refuses it alike.
+// Every mode has the same parts: one router (route: which wire a request is, by its path as
+// sent), one table of wire formats (wires), one thread matcher (matcher: live threads
+// matched by their key, a tape's threads by similarity), one step recorder (recorder: a
+// tape.Writer on disk, or the tape in memory), and one writer of the errors it answers
+// itself in the provider's shape (writeError). Adding a provider is an entry in wires (its
+// default upstream, its streams' final event, which deltas belong together, and modelPath
+// when its paths name the model) once package tape/provider parses and emits its format
+// (Path, Normalize, Body, Stream, StepAnswer, ErrorBody); every mode then routes, records,
+// serves and refuses it alike.
 //
 // In live mode, streams are forwarded chunk by chunk as they arrive (never buffered) and recorded event by
 // event with their time. Each call is attributed to a thread: a request that answers the
@@ -51,7 +52,9 @@
 // or /v1/responses; that same path is forwarded. A POST whose path only reads as one once
 // decoded or normalized (%2F, dot segments, ";" parameters, a trailing slash, another
 // prefix) is refused with 400: some server on the way might route it to the model, which
-// would then answer a call the gateway neither records nor counts against its limits.
+// would then answer a call the gateway neither records nor counts against its limits. The
+// tape mode and a fork route with the same rule (one router, route), the /r/LABEL prefix
+// naming the run in tape mode.
 //
 // JSON bodies are recorded as sent, not redacted by field name: the wire formats recorded
 // carry no credential field (the providers reject unknown top-level fields such as api_key),

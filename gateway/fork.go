@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/provider"
 	"github.com/tapebox/tapebox/workspace"
 )
 
@@ -32,8 +31,12 @@ type ForkConfig struct {
 	// model, the system prompt) before it goes upstream and into the tape; a body with a
 	// Content-Encoding is sent as it is. Overrides says what it changes, for
 	// meta.forked_from.overrides.
-	Rewrite   func(p tape.Provider, body []byte) ([]byte, error)
-	Overrides map[string]string
+	Rewrite func(p tape.Provider, body []byte) ([]byte, error)
+	// RewritePath, when set, changes the path of every live model call (a Gemini API
+	// call names its model there, a fork's model override changes it) before it goes
+	// upstream and into the tape.
+	RewritePath func(p tape.Provider, path string) (string, error)
+	Overrides   map[string]string
 	// Output is the fork tape's path (required).
 	Output string
 	// Speed paces the served steps as SimulatorOptions.Speed does (0: none).
@@ -42,6 +45,10 @@ type ForkConfig struct {
 	// snapshot already restored there: the fork tape snapshots it (so that the fork tape
 	// replays on its own) and records its end manifest.
 	Workspace string
+	// Cwd, when set, is the directory the harness works in: the fork tape's meta.cwd, and,
+	// when it is not the recording's meta.cwd, an identifier of it from the start
+	// (SimulatorOptions.Cwd).
+	Cwd string
 	// Logf receives one line per call and per problem; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -131,14 +138,14 @@ func NewFork(cfg ForkConfig) (*Fork, error) {
 	s.idle = sync.NewCond(&s.mu)
 	s.sim, err = NewSimulator(cfg.Recording, SimulatorOptions{
 		Speed: cfg.Speed, Logf: func(f string, a ...any) { cfg.Logf("tape: "+f, a...) },
-		Until: s.until, Beyond: s.beyond,
+		Until: s.until, Beyond: s.beyond, Cwd: cfg.Cwd,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
 	}
 	gcfg := Config{Output: cfg.Output, Upstream: cfg.Upstream, Transport: cfg.Transport,
 		Task: cfg.Recording.Meta.Task, Labels: map[string]string{"mode": ModeFork.String()},
-		Harness: cfg.Recording.Meta.Harness, HarnessVersion: cfg.Recording.Meta.HarnessVersion,
+		Harness: cfg.Recording.Meta.Harness, HarnessVersion: cfg.Recording.Meta.HarnessVersion, Cwd: cfg.Cwd,
 		Logf: func(f string, a ...any) { cfg.Logf("live: "+f, a...) }}
 	if cfg.Workspace != "" {
 		gcfg.Workspace = cfg.Workspace
@@ -171,7 +178,7 @@ func (s *Fork) forkedFrom(served map[string]int) *tape.ForkedFrom {
 // ServeHTTP answers one request of the harness.
 func (s *Fork) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	if _, isModel := provider.Detect(r.URL.Path); isModel && r.Method == http.MethodPost && s.first.IsZero() {
+	if _, _, isModel, _ := route(r); isModel && r.Method == http.MethodPost && s.first.IsZero() {
 		s.first = time.Now()
 	}
 	live := s.live
@@ -227,34 +234,40 @@ func (s *Fork) beyond(w http.ResponseWriter, r *http.Request, body []byte, threa
 	s.forward(w, r)
 }
 
-// seed hands the steps served so far to the gateway.
+// seed hands the steps served so far to the gateway, at the fork point.
 func (s *Fork) seed() error {
 	prefix := s.sim.RunCopy("default")
 	if prefix == nil {
 		prefix = &tape.Tape{Meta: s.cfg.Recording.Meta}
 		prefix.Meta.StartedAt = s.gw.Start()
 	}
+	served, err := s.handOver(prefix)
+	s.mu.Lock()
+	s.served = served
+	s.mu.Unlock()
+	return err
+}
+
+// handOver writes the steps the tape run served (prefix) into the fork tape (Seed), which
+// continues their threads live, and records meta.forked_from with the steps served per
+// thread, which it returns.
+func (s *Fork) handOver(prefix *tape.Tape) (map[string]int, error) {
 	served := map[string]int{}
 	for _, th := range prefix.Threads {
 		if len(th.Steps) > 0 {
 			served[th.ID] = len(th.Steps)
 		}
 	}
-	s.mu.Lock()
-	s.served = served
-	s.mu.Unlock()
 	if prefix.Meta.Provider == "" {
 		prefix.Meta.Provider = s.cfg.Recording.Meta.Provider
 	}
-	if err := s.gw.Seed(prefix); err != nil {
-		return err
-	}
-	return s.gw.SetForkedFrom(s.forkedFrom(served))
+	return served, errors.Join(s.gw.Seed(prefix), s.gw.SetForkedFrom(s.forkedFrom(served)))
 }
 
-// forward sends a live request through the gateway, the overrides applied to model calls.
+// forward sends a live request through the gateway, the overrides applied to model calls
+// (which the gateway routes again, as it routes every request).
 func (s *Fork) forward(w http.ResponseWriter, r *http.Request) {
-	p, isModel := provider.Detect(r.URL.Path)
+	_, p, isModel, _ := route(r)
 	if s.liveErr != nil && isModel {
 		writeError(w, p, apiError{status: http.StatusInternalServerError, typ: "api_error", msg: "tapebox fork: " + s.liveErr.Error()})
 		return
@@ -269,6 +282,18 @@ func (s *Fork) forward(w http.ResponseWriter, r *http.Request) {
 			if body, err = s.cfg.Rewrite(p, body); err != nil {
 				writeError(w, p, apiError{status: http.StatusBadRequest, typ: "invalid_request_error", msg: "tapebox fork: " + err.Error()})
 				return
+			}
+		}
+		if s.cfg.RewritePath != nil {
+			path, err := s.cfg.RewritePath(p, r.URL.Path)
+			if err != nil {
+				writeError(w, p, apiError{status: http.StatusBadRequest, typ: "invalid_request_error", msg: "tapebox fork: " + err.Error()})
+				return
+			}
+			if path != r.URL.Path {
+				u := *r.URL
+				u.Path, u.RawPath = path, ""
+				r.URL = &u
 			}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -314,16 +339,7 @@ func (s *Fork) Finish(cmdFailed string) (tape.EndReason, string, error) {
 		}
 		s.sim.Close()
 		if run != nil {
-			served := map[string]int{}
-			for _, th := range run.Threads {
-				if len(th.Steps) > 0 {
-					served[th.ID] = len(th.Steps)
-				}
-			}
-			if err := s.gw.Seed(run); err != nil {
-				s.cfg.Logf("fork: %v", err)
-			}
-			if err := s.gw.SetForkedFrom(s.forkedFrom(served)); err != nil {
+			if _, err := s.handOver(run); err != nil {
 				s.cfg.Logf("fork: %v", err)
 			}
 		}

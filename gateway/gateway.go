@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -19,7 +18,6 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/provider"
 	"github.com/tapebox/tapebox/tape/seal"
 	"github.com/tapebox/tapebox/workspace"
 )
@@ -353,9 +351,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	fwd, p, isModelCall, ambiguous := route(r)
 	if ambiguous && r.Method == http.MethodPost {
-		g.logf("%s %s refused: not a model call's path as sent, but it reads as one once decoded", r.Method, tape.RedactURL(r.URL.RequestURI()))
-		writeError(w, p, apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "tapebox_ambiguous_path",
-			msg: fmt.Sprintf("tapebox gateway: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", fwd, cmp.Or(provider.Path(p), "/v1beta/models/MODEL:generateContent"))})
+		refuseAmbiguous(w, r, p, fwd, "tapebox gateway", g.logf)
 		return
 	}
 	if isModelCall && r.Method == http.MethodPost && g.brk != nil {

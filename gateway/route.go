@@ -1,15 +1,19 @@
 package gateway
 
 import (
+	"cmp"
+	"fmt"
 	"net/http"
 	"path"
 	"regexp"
 	"strings"
 
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/tape/provider"
 )
 
-// route is where a request goes and what it is. fwd is the path forwarded upstream (after
+// route is where a request goes and what it is: the endpoint's one router, which every
+// mode asks (the live gateway, the tape's simulator, a fork on either side of its point). fwd is the path forwarded upstream (after
 // the upstream's own base path): the request's path as sent, still escaped, its /r/LABEL
 // prefix removed. The request is a model call of provider p when fwd is exactly that
 // provider's path (provider.Path: /v1/messages, /v1/chat/completions, /v1/responses), byte
@@ -60,4 +64,13 @@ func dropParams(p string) string {
 		segs[i], _, _ = strings.Cut(s, ";")
 	}
 	return strings.Join(segs, "/")
+}
+
+// refuseAmbiguous answers a POST whose path is not a model call's as sent but reads as one
+// (route's ambiguous), in every mode: 400 with the code tapebox_ambiguous_path, in p's
+// shape. who names the endpoint in the message ("tapebox gateway").
+func refuseAmbiguous(w http.ResponseWriter, r *http.Request, p tape.Provider, fwd, who string, logf func(string, ...any)) {
+	logf("%s %s refused: not a model call's path as sent, but it reads as one once decoded", r.Method, tape.RedactURL(r.URL.RequestURI()))
+	writeError(w, p, apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "tapebox_ambiguous_path",
+		msg: fmt.Sprintf("%s: the path %q is not a model call's path as sent (%s), but reads as one once decoded or normalized: refused, so that no model call goes unrecorded and the gateway's keys go to the model paths only", who, fwd, cmp.Or(provider.Path(p), "/v1beta/models/MODEL:generateContent"))})
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tapebox/tapebox/gateway"
+	"github.com/tapebox/tapebox/internal/testutil/minirec"
+	"github.com/tapebox/tapebox/tape"
 )
 
 // rawUpstream answers every request with a small Anthropic answer and remembers, per
@@ -133,4 +135,63 @@ func TestInjectedKeyOnlyOnExactModelPaths(t *testing.T) {
 		gw.Close()
 		require.NoError(t, g.Close(t.Context()))
 	}
+}
+
+// TestEveryModeRoutesAlike: the tape mode and a fork before its point route as the live
+// gateway does (TestInjectedKeyOnlyOnExactModelPaths): a model call's path as sent, after a
+// /r/RUN prefix and with a query, is served from the tape; a POST whose path reads as one
+// only once decoded or normalized is refused (400, tapebox_ambiguous_path), and nothing of
+// it reaches the run's tape.
+func TestEveryModeRoutesAlike(t *testing.T) {
+	rec, _ := minirec.Record(t, tape.ProviderAnthropic, false)
+	first := rec.Main().Steps[0].Request.Raw
+	ambiguous := []string{
+		"/v1/organizations/me/v1/messages", "/v1/files%2F..%2F..%2Fv1%2Fmessages", "/v1/files/abc;/v1/messages",
+		"/v1/files/../../v1/messages", "/v1/mess%61ges", "/v1/messages/", "//v1/messages", "/V1/Messages",
+		"/v1/messages;x=1", "/v1/messages/.", "/proxy/v1/messages", "/r/run-1/v1/files/%2e%2e/%2e%2e/v1/messages",
+	}
+	post := func(t *testing.T, url string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(url, "application/json", bytes.NewReader(first))
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(body)
+	}
+	t.Run("tape", func(t *testing.T) {
+		sim, srv, _ := serveSimulator(t, rec, gateway.SimulatorOptions{Logf: t.Logf})
+		for _, p := range ambiguous {
+			status, body := post(t, srv.URL+p)
+			assert.Equal(t, http.StatusBadRequest, status, "%s: %s", p, body)
+			assert.Contains(t, body, "is not a model call's path as sent", p)
+		}
+		for _, run := range sim.Runs() {
+			for _, th := range sim.RunCopy(run).Threads {
+				assert.Empty(t, th.Steps, "run %s: a refused call is in no tape", run)
+			}
+		}
+		for _, p := range []string{"/v1/messages", "/v1/messages?beta=true", "/r/run-1/v1/messages"} {
+			status, body := post(t, srv.URL+p)
+			assert.Equal(t, http.StatusOK, status, "%s: %s", p, body)
+		}
+	})
+	t.Run("fork", func(t *testing.T) {
+		up := &rawUpstream{}
+		upSrv := httptest.NewServer(up)
+		defer upSrv.Close()
+		f, err := gateway.NewFork(gateway.ForkConfig{Recording: rec, At: 1, Upstream: upSrv.URL, Output: filepath.Join(t.TempDir(), "fork.json"), Logf: t.Logf})
+		require.NoError(t, err)
+		srv := httptest.NewServer(f)
+		defer srv.Close()
+		for _, p := range ambiguous {
+			status, body := post(t, srv.URL+p)
+			assert.Equal(t, http.StatusBadRequest, status, "%s: %s", p, body)
+			assert.Contains(t, body, "is not a model call's path as sent", p)
+		}
+		status, body := post(t, srv.URL+"/v1/messages?beta=true")
+		assert.Equal(t, http.StatusOK, status, body)
+		assert.Empty(t, up.take(), "step 0 is served from the tape")
+		_, _, err = f.Finish("")
+		require.NoError(t, err)
+	})
 }

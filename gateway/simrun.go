@@ -38,6 +38,9 @@ func newSimRun(s *Simulator, name string) (*simRun, error) {
 	start := s.opts.Now()
 	r := &simRun{s: s, name: name, start: start, ids: match.NewIdentifiers(s.rec),
 		threads: matcher{threads: recordedThreads(s.rec, s.sigs)}, written: make([]int, len(s.rec.Threads))}
+	if cwd := s.rec.Meta.Cwd; s.opts.Cwd != "" && cwd != "" && cwd != "/" && s.opts.Cwd != cwd {
+		r.ids.Pin(cwd, s.opts.Cwd, "the working directory (meta.cwd), where the harness works now")
+	}
 	r.out = tape.ReplayOf(s.rec, start, map[string]string{"mode": ModeTape.String(), "run": name})
 	rt, err := newRecorder(OutputFor(s.opts.Output, name), r.out)
 	if err != nil {

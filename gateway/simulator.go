@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tapebox/tapebox/tape"
-	"github.com/tapebox/tapebox/tape/provider"
 )
 
 // SimulatorOptions configure simulator mode.
@@ -34,6 +33,11 @@ type SimulatorOptions struct {
 	// start snapshot there first (RestoreSnapshot).
 	Workspace        string
 	WorkspaceExclude []string
+	// Cwd, when set and not the recording's meta.cwd, is the directory the harness works
+	// in: every run knows meta.cwd as an identifier of it from the start
+	// (match.Identifiers.Pin), so that tool results naming paths under it match the
+	// recording's, and the calls served name paths under Cwd.
+	Cwd string
 	// Until, when set, bounds the steps served per thread id: a request for step Until[id]
 	// or later of thread id is checked as any other (its thread found, the tool results it
 	// carries compared with the recording's) and then handed to Beyond instead of being
@@ -180,7 +184,7 @@ func (s *Simulator) RunCopy(name string) *tape.Tape {
 }
 
 var (
-	runPrefix = regexp.MustCompile(`^/r/([^/]*)(/.*)$`)
+	runPrefix = regexp.MustCompile(`^/r/([^/]*)/`)
 	safeRun   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 )
 
@@ -193,27 +197,31 @@ func OutputFor(output, name string) string {
 	return strings.TrimSuffix(output, ext) + "." + name + ".json"
 }
 
-// ServeHTTP answers one request of a harness.
+// ServeHTTP answers one request of a harness. It routes as every mode does (route): a
+// model call is a POST to a wire's model path as sent, after the /r/RUN prefix; a POST
+// whose path reads as one only once decoded or normalized is refused (refuseAmbiguous).
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.lastRequest.Store(s.opts.Now().UnixNano())
-	run, path := "default", r.URL.Path
-	if m := runPrefix.FindStringSubmatch(path); m != nil {
-		run, path = m[1], m[2]
+	path, p, isModel, ambiguous := route(r)
+	run := "default"
+	if m := runPrefix.FindStringSubmatch(r.URL.EscapedPath()); m != nil {
+		run = m[1]
 		if !safeRun.MatchString(run) {
-			p, _ := provider.Detect(path)
 			s.opts.Logf("run %q: not a safe file name", run)
 			writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error",
 				fmt.Sprintf("tapebox simulator: run id %q is not a safe file name (letters, digits, '.', '_', '-'; at most 128)", run)))
 			return
 		}
 	}
-	p, isModel := provider.Detect(path)
 	switch {
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/v1/responses"):
 		// Codex tries a WebSocket first; 426 makes it fall back to SSE.
 		writeError(w, tape.ProviderOpenAIResponses, apiError{status: http.StatusUpgradeRequired, typ: "invalid_request_error", msg: "tapebox simulator: use HTTP streaming"})
 		return
 	case isModel && r.Method == http.MethodPost:
+	case ambiguous && r.Method == http.MethodPost:
+		refuseAmbiguous(w, r, p, path, "tapebox simulator", s.opts.Logf)
+		return
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/v1/models"):
 		s.serveModels(w, path)
 		return

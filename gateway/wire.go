@@ -10,7 +10,7 @@ import (
 )
 
 // wire is what the endpoint knows of one provider's wire format beyond package
-// tape/provider, which parses and emits it (Detect and Path, Normalize, Body and Stream,
+// tape/provider, which parses and emits it (Path, Normalize, Body and Stream,
 // ErrorBody). Adding a provider to the endpoint is one entry in wires, once tape/provider
 // knows its format; every mode (live, tape, fork) serves the providers wires lists.
 type wire struct {

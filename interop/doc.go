@@ -7,8 +7,8 @@
 // Exports are views: a session file holds a tape's conversation, tool calls and results,
 // never its raw wire bodies or credentials. Imports give tapes with normalized steps only
 // (no raw bodies, no timing), which meta.labels says (LabelForm); Synthesize adds raw
-// stream bodies made from the normalized form so that such a tape can also be served in
-// simulator mode. Import reads Claude Code, Codex, Pi and STS files, or, with Auto, tells
+// stream bodies made from the normalized form (by tape/provider's StepAnswer and Stream) so
+// that such a tape can also be served in simulator mode. Import reads Claude Code, Codex, Pi and STS files, or, with Auto, tells
 // each file's format by its first line (Detect), so that a Hub Traces dataset imports
 // whole; what a file held that the normalized form has no place for is counted in
 // LabelLost.

@@ -8,9 +8,10 @@ import (
 )
 
 // FuzzImport feeds arbitrary session files to the importers (Claude Code, Codex, STS, Pi,
-// and the one that detects the format): they return tapes or an error, never panic.
+// Gemini CLI, OpenCode, and the one that detects the format): they return tapes or an error, never
+// panic.
 func FuzzImport(f *testing.F) {
-	formats := []Format{ClaudeCode, Codex, STS, Auto, Pi}
+	formats := []Format{ClaudeCode, Codex, STS, Auto, Pi, GeminiCLI, OpenCode}
 	for _, c := range []struct {
 		tape   string
 		format Format
@@ -35,6 +36,19 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte(piHeader+"\n"+piUser+"\n"+piAssistant("a1", "u1", "openai-completions", "toolUse", piCall)+"\n"+piResult("r1", "a1", "call_1")), uint8(4))
 	f.Add([]byte(piHeader+"\n"+`{"type":"compaction","id":"c","parentId":"c","firstKeptEntryId":"c"}`), uint8(4))
 	f.Add([]byte(piHeader+"\n"+`{"type":"message","message":{"role":"bashExecution","command":"ls","exitCode":2}}`+"\n"+`{"type":"message","message":{"role":"assistant","content":[{"type":"thinking","redacted":true}]}}`), uint8(4))
+	gemini, err := os.ReadFile(geminiFixture)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(gemini, uint8(5))
+	f.Add(gemini, uint8(3))
+	f.Add([]byte(geminiLines(`{"$rewindTo":"x"}`, `{"id":"g","type":"gemini","content":[{"functionCall":{"name":"n"}}],"toolCalls":[{"id":"c","name":"n","result":{"functionResponse":{}}}]}`)), uint8(5))
+	oc, err := os.ReadFile(filepath.Join(openCodeFixtures, "session.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(oc, uint8(6))
+	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"role":"assistant"},"parts":[{"type":"tool","tool":"task","callID":"c","state":{"status":"completed","metadata":{"sessionId":"s"}}}]}]}`), uint8(6))
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		dir := t.TempDir()
 		format := formats[int(which)%len(formats)]

@@ -85,6 +85,8 @@ var importers = map[Format]struct {
 	Codex:      {func(rel string) bool { return isJSONL(rel) && strings.HasPrefix(path.Base(rel), "rollout-") }, importCodexFiles},
 	STS:        {isJSONL, importSTSFiles},
 	Pi:         {isJSONL, importPiFiles},
+	GeminiCLI:  {isJSONL, importGeminiFiles},
+	OpenCode:   {func(rel string) bool { return strings.HasSuffix(rel, ".json") }, importOpenCodeFiles},
 }
 
 func isJSONL(rel string) bool { return strings.HasSuffix(rel, ".jsonl") }
@@ -181,7 +183,8 @@ var errFirstLine = errors.New("first line read")
 
 // Detect tells the format of a session file by its first line: an STS session header
 // ({"type":"session","harness":…}), a Pi session header ({"type":"session","id","cwd"},
-// no harness), a Codex rollout line ({"timestamp","type","payload"}) or
+// no harness), a Codex rollout line ({"timestamp","type","payload"}), Gemini CLI's session
+// metadata ({"sessionId","projectHash",…}) or
 // a Claude Code entry (one naming a sessionId, uuid or leafUuid, or a summary or
 // file-history-snapshot entry). Anything else is an error naming the file and line 1.
 func Detect(path string) (Format, error) {
@@ -199,6 +202,7 @@ func Detect(path string) (Format, error) {
 			SessionID *string         `json:"sessionId"`
 			UUID      *string         `json:"uuid"`
 			LeafUUID  *string         `json:"leafUuid"`
+			Project   *string         `json:"projectHash"`
 		}
 		if err := json.Unmarshal(b, &h); err != nil {
 			return fmt.Errorf("not a session file line: %w", err)
@@ -210,10 +214,12 @@ func Detect(path string) (Format, error) {
 			f = Pi
 		case h.Type == "session_meta" || h.Payload != nil && h.Timestamp != nil:
 			f = Codex
+		case h.SessionID != nil && h.Project != nil:
+			f = GeminiCLI
 		case h.SessionID != nil || h.UUID != nil || h.LeafUUID != nil || h.Type == "summary" || h.Type == "file-history-snapshot":
 			f = ClaudeCode
 		default:
-			return fmt.Errorf("not a Claude Code, Codex, Pi or STS session file (its first line is none of theirs)")
+			return fmt.Errorf("not a Claude Code, Codex, Gemini CLI, Pi or STS session file (its first line is none of theirs)")
 		}
 		return errFirstLine
 	})

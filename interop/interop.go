@@ -23,17 +23,22 @@ const (
 	Codex      Format = "codex"
 	STS        Format = "sts"
 	// Pi is the pi coding agent's session file (~/.pi/agent/sessions); import only.
-	Pi   Format = "pi"
-	ATIF Format = "atif"
-	OTLP Format = "otlp"
+	Pi Format = "pi"
+	// GeminiCLI is Gemini CLI's session file (~/.gemini/tmp/<project>/chats).
+	GeminiCLI Format = "gemini-cli"
+	// OpenCode is what `opencode export SESSION` prints, and `opencode import FILE` reads
+	// (OpenCode keeps its sessions in SQLite).
+	OpenCode Format = "opencode"
+	ATIF     Format = "atif"
+	OTLP     Format = "otlp"
 	// Auto is not a format: an import with it tells each file's format (Detect).
 	Auto Format = "auto"
 )
 
 // ExportFormats lists what Export writes; ImportFormats what Import reads.
 var (
-	ExportFormats = []Format{ClaudeCode, Codex, STS, ATIF, OTLP}
-	ImportFormats = []Format{Auto, ClaudeCode, Codex, Pi, STS}
+	ExportFormats = []Format{ClaudeCode, Codex, GeminiCLI, OpenCode, STS, ATIF, OTLP}
+	ImportFormats = []Format{Auto, ClaudeCode, Codex, GeminiCLI, OpenCode, Pi, STS}
 )
 
 // The labels an imported tape carries in meta.labels.
@@ -159,6 +164,10 @@ func Export(tp *tape.Tape, f Format, opts Options) ([]File, error) {
 		return ExportClaudeCode(tp)
 	case Codex:
 		return ExportCodex(tp, opts.CodexModelProvider)
+	case GeminiCLI:
+		return ExportGeminiCLI(tp)
+	case OpenCode:
+		return ExportOpenCode(tp)
 	case STS:
 		return ExportSTS(tp)
 	case ATIF:
@@ -215,10 +224,11 @@ func at(tp *tape.Tape, ms float64) string {
 }
 
 // isReminder says whether a text block is harness boilerplate rather than what the user
-// typed: Claude Code's <system-reminder> blocks, Codex's environment and instruction blocks.
+// typed: Claude Code's <system-reminder> blocks, Codex's environment and instruction blocks,
+// Gemini CLI's session and hook context.
 func isReminder(text string) bool {
 	t := strings.TrimSpace(text)
-	for _, p := range []string{"<system-reminder>", "<environment_context>", "<user_instructions>", "<permissions instructions>", "# AGENTS.md instructions", "<skills_instructions>"} {
+	for _, p := range []string{"<system-reminder>", "<environment_context>", "<user_instructions>", "<permissions instructions>", "# AGENTS.md instructions", "<skills_instructions>", "<session_context>", "<hook_context>"} {
 		if strings.HasPrefix(t, p) {
 			return true
 		}

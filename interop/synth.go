@@ -9,7 +9,8 @@ import (
 
 // Synthesize gives every step of an imported tape a raw response: a server-sent event
 // stream made from its normalized content, in its provider's wire format (Anthropic
-// Messages events, or OpenAI Responses events), which is what both harnesses ask for. A
+// Messages events, OpenAI Responses events, or the Gemini API's streamGenerateContent
+// chunks), which is what the harnesses ask for. A
 // simulator can then serve the tape to the real harness. The tape records it in
 // meta.labels (LabelForm = FormSynthesized); timing stays zero, so a replay is unpaced.
 func Synthesize(tp *tape.Tape) error {
@@ -17,13 +18,13 @@ func Synthesize(tp *tape.Tape) error {
 		return fmt.Errorf("synthesize: tape %s is not an imported tape with normalized steps only (meta.labels %s=%q)", tp.Meta.TapeID, LabelForm, tp.Meta.Labels[LabelForm])
 	}
 	switch tp.Meta.Provider {
-	case tape.ProviderAnthropic, tape.ProviderOpenAIResponses:
+	case tape.ProviderAnthropic, tape.ProviderOpenAIResponses, tape.ProviderGemini:
 	default:
 		what := fmt.Sprintf("provider %q", tp.Meta.Provider)
 		if api := tp.Meta.Labels[LabelHarnessAPI]; api != "" {
 			what = fmt.Sprintf("no known provider (%s: %s)", LabelHarnessAPI, api)
 		}
-		return fmt.Errorf("synthesize: tape %s: %s is not supported: it writes Anthropic Messages and OpenAI Responses streams", tp.Meta.TapeID, what)
+		return fmt.Errorf("synthesize: tape %s: %s is not supported: it writes Anthropic Messages, OpenAI Responses and Gemini API streams", tp.Meta.TapeID, what)
 	}
 	for _, th := range tp.Threads {
 		for i, s := range th.Steps {
@@ -48,42 +49,18 @@ func Synthesize(tp *tape.Tape) error {
 	return nil
 }
 
-// synthAnswer is a step's normalized answer as the provider would have streamed it, with
-// ids drawn from the tape, thread and step, so that synthesizing twice writes the same bytes.
+// synthAnswer is a step's normalized answer as the provider would have streamed it
+// (provider.StepAnswer), with ids drawn from the tape, thread and step, so that
+// synthesizing twice writes the same bytes.
 func synthAnswer(tp *tape.Tape, th *tape.Thread, i int, s *tape.Step) (provider.Answer, error) {
-	seed := func(kind string, j int) string {
-		return hexFrom(24, tp.Meta.TapeID, th.ID, fmt.Sprint(i), kind, fmt.Sprint(j))
-	}
-	a := provider.Answer{Model: tape.StepModel(&tp.Meta, s), Usage: s.Response.Usage, StopReason: s.Response.StopReason}
+	a, err := provider.StepAnswer(tp.Meta.Provider, s, func(kind string, j int) string {
+		return kind + "_" + hexFrom(24, tp.Meta.TapeID, th.ID, fmt.Sprint(i), kind, fmt.Sprint(j))
+	})
+	a.Model = tape.StepModel(&tp.Meta, s)
 	if tp.Meta.Provider == tape.ProviderAnthropic {
 		a.ID = "msg_" + hexFrom(24, tp.Meta.TapeID, th.ID, fmt.Sprint(i))
 	} else {
-		a.ID = "resp_" + seed("resp", 0)
+		a.ID = "resp_" + hexFrom(24, tp.Meta.TapeID, th.ID, fmt.Sprint(i), "resp", "0")
 	}
-	calls := callsByID(s)
-	for j, b := range s.Response.Content {
-		switch b.Type {
-		case tape.BlockText:
-			a.Items = append(a.Items, provider.Item{Text: b.Text, ID: "msg_" + seed("msg", j)})
-		case tape.BlockThinking:
-			a.Items = append(a.Items, provider.Item{Text: b.Text, Thinking: true, ID: "rs_" + seed("rs", j)})
-		case tape.BlockToolUse:
-			c, ok := calls[b.ID]
-			if !ok {
-				c = tape.ToolCall{ID: b.ID, Name: b.Name, Input: b.Input}
-			}
-			c.ID, c.Name, c.Input = b.ID, b.Name, input(b.Input)
-			id := "fc_" + seed("fc", j)
-			if c.Kind == "custom" {
-				id = "ctc_" + seed("ctc", j)
-			}
-			a.Items = append(a.Items, provider.Item{Call: &c, ID: id})
-		default:
-			if len(b.Raw) == 0 || tp.Meta.Provider != tape.ProviderOpenAIResponses {
-				return a, fmt.Errorf("content block %d of type %q cannot be synthesized", j, b.Type)
-			}
-			a.Items = append(a.Items, provider.Item{Raw: b.Raw})
-		}
-	}
-	return a, nil
+	return a, err
 }

@@ -293,6 +293,18 @@ func looksLikeID(s string) bool {
 // isNumber says whether s is made of digits and dots only.
 func isNumber(s string) bool { return s != "" && strings.Trim(s, "0123456789.") == "" }
 
+// Pin records a pair known before any text is compared (a replay that works in another
+// directory than the recording: recorded is meta.cwd, replayed the replay's), with why as
+// its evidence. A pair already known for recorded is replaced.
+func (ids *Identifiers) Pin(recorded, replayed, why string) {
+	if recorded == "" || recorded == replayed {
+		return
+	}
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	ids.add(recorded, replayed, why, map[string]string{})
+}
+
 // Len returns how many identifiers are known.
 func (ids *Identifiers) Len() int {
 	ids.mu.Lock()

@@ -131,3 +131,15 @@ func TestEvidenceFromChildThread(t *testing.T) {
 	require.Equal(t, map[string]string{"7f3a9c1e": "0b1c2d3e"}, got)
 	require.Equal(t, "used again: the opening request of thread sub", ids.Learned()[0].Evidence)
 }
+
+// TestPin: a pinned pair (a replay's working directory for the recording's) is applied to
+// paths under it, never inside a longer name, and Learned names its evidence; a pair of a
+// value with itself, or of nothing, is not recorded.
+func TestPin(t *testing.T) {
+	ids := NewIdentifiers(&tape.Tape{})
+	ids.Pin("/tmp/rec", "/tmp/fork-1", "meta.cwd")
+	ids.Pin("/same", "/same", "no-op")
+	ids.Pin("", "/x", "no-op")
+	require.Equal(t, "/tmp/fork-1/a.txt and /tmp/fork-1 but /tmp/recent and /tmp/rec2", ids.Apply("/tmp/rec/a.txt and /tmp/rec but /tmp/recent and /tmp/rec2"))
+	require.Equal(t, []Learned{{Recorded: "/tmp/rec", Replayed: "/tmp/fork-1", Evidence: "meta.cwd"}}, ids.Learned())
+}

@@ -2,7 +2,13 @@ package secrets
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -113,4 +119,125 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchCorpora are the generated tapes of BenchmarkScanTape and BenchmarkScanDir, written
+// once per run into scratch directories that TestMain removes.
+var benchCorpora struct {
+	mu   sync.Mutex
+	dirs []string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	benchCorpora.mu.Lock()
+	for _, d := range benchCorpora.dirs {
+		os.RemoveAll(d)
+	}
+	benchCorpora.mu.Unlock()
+	os.Exit(code)
+}
+
+// generateBenchDir writes a tapegen corpus with opts into a fresh scratch directory and
+// returns the tape files and the bytes a scan reads (tapes and snapshots).
+func generateBenchDir(opts tapegen.Options, only ...int) (paths []string, size int64, err error) {
+	dir, err := os.MkdirTemp("", "tapebox-scan-bench-")
+	if err != nil {
+		return nil, 0, err
+	}
+	benchCorpora.mu.Lock()
+	benchCorpora.dirs = append(benchCorpora.dirs, dir)
+	benchCorpora.mu.Unlock()
+	if len(only) == 0 {
+		if _, err := tapegen.Generate(context.Background(), dir, opts); err != nil {
+			return nil, 0, err
+		}
+		only = make([]int, opts.Tapes)
+		for i := range only {
+			only[i] = i
+		}
+	} else {
+		for _, i := range only {
+			data, err := tape.Marshal(tapegen.Tape(opts, i))
+			if err != nil {
+				return nil, 0, err
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("tape-%05d.json", i)), data, 0o644); err != nil {
+				return nil, 0, err
+			}
+			if opts.Workspaces > 0 {
+				if err := os.WriteFile(filepath.Join(dir, tapegen.SnapshotName(i)), tapegen.Snapshot(opts, i%opts.Workspaces), 0o644); err != nil {
+					return nil, 0, err
+				}
+			}
+		}
+	}
+	for _, i := range only {
+		paths = append(paths, filepath.Join(dir, fmt.Sprintf("tape-%05d.json", i)))
+	}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		size += fi.Size()
+		return err
+	})
+	return paths, size, err
+}
+
+// largeTape is one generated tape of about 50 MB (75 steps on average, every request
+// carrying the whole conversation) with a start snapshot of 4 MB of incompressible data.
+var largeTape = sync.OnceValues(func() ([]string, error) {
+	paths, _, err := generateBenchDir(tapegen.Options{Seed: 2, MeanSteps: 75, Workspaces: 1, SnapshotBytes: 4 << 20}, 4)
+	return paths, err
+})
+
+// tapeDir is a directory of 24 generated tapes (about 90 MB) sharing 4 start snapshots of
+// 256 KiB of data each, as dataset export and tapebox scan DIR meet it.
+var tapeDir = sync.OnceValues(func() ([]string, error) {
+	paths, _, err := generateBenchDir(tapegen.Options{Tapes: 24, Seed: 2, Workspaces: 4, SnapshotBytes: 256 << 10})
+	return paths, err
+})
+
+// BenchmarkScanTape is tapebox scan of one large tape and its snapshot (largeTape); MB/s
+// counts the tape's and the snapshot's bytes.
+func BenchmarkScanTape(b *testing.B) { benchScanFiles(b, largeTape) }
+
+// BenchmarkScanDir is tapebox scan of a directory of tapes (tapeDir), snapshots included.
+func BenchmarkScanDir(b *testing.B) { benchScanFiles(b, tapeDir) }
+
+// benchScanFiles scans the files that corpus returns with ScanFiles (on every core) and
+// requires them clean.
+func benchScanFiles(b *testing.B, corpus func() ([]string, error)) {
+	paths, err := corpus()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := Default(); err != nil { // compiles the rules, off the clock
+		b.Fatal(err)
+	}
+	var size int64
+	for _, p := range paths {
+		for _, f := range []string{p, snapshotBeside(p)} {
+			if fi, err := os.Stat(f); err == nil {
+				size += fi.Size()
+			}
+		}
+	}
+	b.SetBytes(size)
+	cpu := startCPU()
+	for b.Loop() {
+		for _, r := range ScanFiles(b.Context(), paths) {
+			if r.Err != nil || len(r.Findings) > 0 {
+				b.Fatalf("%s: %v, %d findings", r.Path, r.Err, len(r.Findings))
+			}
+		}
+	}
+	cpu.report(b, size)
+}
+
+// snapshotBeside is the start snapshot tapegen writes beside a tape it generated.
+func snapshotBeside(tapePath string) string {
+	return strings.TrimSuffix(tapePath, ".json") + ".workspace.tar.zst"
 }

@@ -25,7 +25,18 @@
 // byte its rule allows) or with encoded text that may decode to one goes to gitleaks, and
 // then only to the rules it calls for, on the spans around the keywords that a match can
 // reach (window.go, engine.go). Tests hold this to gitleaks' own detector run on whole
-// strings with every rule. Files are scanned in parallel on every core.
+// strings with every rule.
+//
+// A container (object or array) of a request body that the tape has already shown, byte for
+// byte (the conversation so far, in every request), is not walked again: its findings are
+// added from a memo of the containers walked (walk.go, containerMemo).
+//
+// Every core is used: ScanFiles scans several files at once, largest first, and a tape
+// large enough is cut at member and element boundaries into parts walked on the idle cores
+// (parallel.go), its snapshot's files scanned in batches beside; the findings are put back
+// in document order, the same as a scan on one goroutine gives (TestParallelScanMatchesSerial).
+// A snapshot file that is binary (a NUL byte in its first 8000 bytes) is scanned as its runs
+// of printable text.
 //
 // Only cmd/tapebox links this package (through cli): gitleaks brings viper, sprig and
 // archive readers with it, which the sandbox-side executor must not carry.

@@ -1,16 +1,20 @@
 package secrets
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
-	"runtime"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
@@ -19,7 +23,6 @@ import (
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
 	"github.com/zricethezav/gitleaks/v8/report"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/tapebox/tapebox/tape"
 )
@@ -192,8 +195,8 @@ func (s *Scanner) Scan(ctx context.Context, t *tape.Tape) ([]Finding, error) {
 		return nil, fmt.Errorf("scan tape: %w", err)
 	}
 	sc := s.newScan(ctx)
-	err = walkJSON(data, sc.visit)
-	return sc.found, err
+	err = walkJSONMemo(data, sc.containerMemo(len(data)), sc.visit)
+	return sc.numbered(), err
 }
 
 // Options changes what ScanFileWith, ScanFilesWith and CheckWith read.
@@ -201,6 +204,10 @@ type Options struct {
 	// SkipSnapshot leaves a tape's start snapshot (meta.workspace.snapshot, a file beside
 	// the tape) unread, for tapes published without theirs (dataset export --no-workspace).
 	SkipSnapshot bool
+
+	// workers, set by ScanFilesWith, is shared by the scans of its files: the calling
+	// goroutine holds one of its tokens.
+	workers *workers
 }
 
 // ScanFile returns the findings in the tape file at path, with File set to path, and in
@@ -220,18 +227,64 @@ func (s *Scanner) ScanFileWith(ctx context.Context, path string, opts Options) (
 		return nil, fmt.Errorf("scan %s: %w", path, err)
 	}
 	sc := s.newScan(ctx)
-	err = walkJSON(data, sc.visit)
+	if opts.workers == nil {
+		opts.workers = newWorkers()
+		opts.workers.acquire() // the calling goroutine's
+		defer opts.workers.release()
+	}
+	sc.workers = opts.workers
+	err = sc.walkDoc(data)
 	release()
 	if err == nil && sc.snapshot != "" && !opts.SkipSnapshot {
 		err = sc.scanSnapshot(path, sc.snapshot)
 	}
-	for i := range sc.found {
-		sc.found[i].File = path
+	found := sc.numbered()
+	for i := range found {
+		found[i].File = path
 	}
 	if err != nil {
-		return sc.found, fmt.Errorf("scan %s: %w", path, err)
+		return found, fmt.Errorf("scan %s: %w", path, err)
 	}
-	return sc.found, nil
+	return found, nil
+}
+
+// walkDoc scans the JSON document in data: in parts on the free cores (splitJSON) when
+// it is large enough and a core is free, walked whole otherwise and when a part fails (the document is not
+// valid JSON: the walk of the whole gives the error, and the findings before it, that a
+// walk of the whole gives).
+func (sc *scan) walkDoc(data []byte) error {
+	if len(data) < splitBytes || sc.workers == nil || !sc.workers.idle() {
+		// Small, or every core busy with other files: splitting would only cost.
+		return walkJSONMemo(data, sc.containerMemo(len(data)), sc.visit)
+	}
+	parts, ok := splitJSON(data, partBytes)
+	if !ok || len(parts) < 2 {
+		return walkJSONMemo(data, sc.containerMemo(len(data)), sc.visit)
+	}
+	subs := make([]*scan, len(parts))
+	errs := make([]error, len(parts))
+	sc.memo.share()
+	sc.workers.each(len(parts), func(i int) {
+		sub := sc.sub()
+		errs[i] = walkPart(data, parts[i], sub.containerMemo(len(data)), sub.visit)
+		subs[i] = sub
+	})
+	for _, err := range errs {
+		if err != nil {
+			if err := sc.ctx.Err(); err != nil {
+				return err
+			}
+			return walkJSONMemo(data, sc.containerMemo(len(data)), sc.visit)
+		}
+	}
+	for _, sub := range subs {
+		sc.found = append(sc.found, sub.found...)
+		sc.secretOf = append(sc.secretOf, sub.secretOf...)
+		if sub.snapshot != "" {
+			sc.snapshot = sub.snapshot
+		}
+	}
+	return nil
 }
 
 // ScanJSON reads one JSON document (a tape, or any JSON) from r and returns the findings
@@ -243,8 +296,8 @@ func (s *Scanner) ScanJSON(ctx context.Context, r io.Reader) ([]Finding, error) 
 		return nil, fmt.Errorf("read JSON: %w", err)
 	}
 	sc := s.newScan(ctx)
-	err = walkJSON(data, sc.visit)
-	return sc.found, err
+	err = walkJSONMemo(data, sc.containerMemo(len(data)), sc.visit)
+	return sc.numbered(), err
 }
 
 // ScanText returns the findings in text, a file's content or any other text, as a scan
@@ -255,7 +308,7 @@ func (s *Scanner) ScanText(ctx context.Context, text string) ([]Finding, error) 
 	for _, h := range hits {
 		sc.add(h, Finding{})
 	}
-	return sc.found, err
+	return sc.numbered(), err
 }
 
 // memoLimit bounds the distinct strings a scan remembers the hits of.
@@ -269,25 +322,155 @@ type hit struct {
 	secret         string
 }
 
-// scan is the state of one document's scan.
+// scan is the state of one document's scan, or of one part of it (sub).
 type scan struct {
 	s     *Scanner
 	ctx   context.Context
 	found []Finding
+	// secretOf is the secret of each finding of found, for numbering them (numbered).
+	secretOf []string
 	// memo holds the hits of each distinct string already given to the rules: a tape
 	// repeats its conversation in every request, and its tool definitions, and the
-	// normalized fields repeat the raw bodies.
-	memo    map[uint64]memoEntry
-	groups  map[string]int
-	seen    int
-	scratch engineScratch
-	text    []byte
+	// normalized fields repeat the raw bodies. The parts of a document share it.
+	memo *memo
+	// containers is the memo of the containers walked (see containerMemo), shared by
+	// the parts of a document.
+	containers *containers
+	seen       int
+	scratch    engineScratch
+	text       []byte
 	// snapshot is meta.workspace.snapshot, when the document has one.
 	snapshot string
+	// workers, when set, are the goroutines the scan may spread its parts over.
+	workers *workers
 }
 
 func (s *Scanner) newScan(ctx context.Context) *scan {
-	return &scan{s: s, ctx: ctx, memo: map[uint64]memoEntry{}, groups: map[string]int{}}
+	return &scan{s: s, ctx: ctx, memo: newMemo(), containers: &containers{}}
+}
+
+// sub returns the scan of a part of sc's document: it shares the memos.
+func (sc *scan) sub() *scan {
+	return &scan{s: sc.s, ctx: sc.ctx, memo: sc.memo, containers: sc.containers}
+}
+
+// containersOn turns the container memo off in tests, for the reference scan it must
+// agree with.
+var containersOn = true
+
+// memoMinDoc is the size of a document from which its walk has a container memo: a
+// smaller tape (a recording of a few steps) repeats too little for the lookups to pay.
+var memoMinDoc = 256 << 10
+
+// containerMemo returns sc as the containerMemo of the walk of a document of n bytes, or
+// nil when it is off or the document small.
+func (sc *scan) containerMemo(n int) containerMemo {
+	if !containersOn || n < memoMinDoc {
+		return nil
+	}
+	return sc
+}
+
+// containers holds, for the containers of a document walked to their end, where their
+// bytes are and what was found in them: a container whose bytes are the same (compared
+// byte for byte, not by hash alone), under the same member name and not deeper, has the
+// same findings at the same places below it, and is valid JSON as the first was.
+type containers struct {
+	mu sync.Mutex
+	m  map[uint64]*containerEntry
+}
+
+// replayedFindings counts the findings added from a container memo, for tests.
+var replayedFindings atomic.Int64
+
+type containerEntry struct {
+	field      string
+	start, end int
+	depth      int
+	// found are the findings in the container, Pointer relative to it.
+	found    []Finding
+	secretOf []string
+}
+
+// containerLimit bounds the containers a scan remembers.
+const containerLimit = 1 << 14
+
+var containerSeed = maphash.MakeSeed()
+
+// containerEnds is how many bytes of each end of a container its key hashes.
+const containerEnds = 48
+
+// containerKey is the memo's key for a container's bytes b (at least containerMin long):
+// a hash of its length and of its first and last containerEnds bytes, not of all of it,
+// which would cost a pass over every byte looked up. Containers with the same key and
+// other bytes are told apart by the comparison of their bytes.
+func containerKey(b []byte) uint64 {
+	n := min(containerEnds, len(b)/2)
+	var buf [2*containerEnds + 8]byte
+	k := copy(buf[:], b[:n])
+	k += copy(buf[k:], b[len(b)-n:])
+	binary.LittleEndian.PutUint64(buf[k:], uint64(len(b)))
+	return maphash.Bytes(containerSeed, buf[:k+8])
+}
+
+// lookup implements containerMemo: a container walked before has its findings added at
+// the place of this one, with the pointers they have here.
+func (sc *scan) lookup(w *walker, data []byte, start, end int) (bool, *memoRecord) {
+	field := w.field()
+	key := containerKey(data[start:end])
+	sc.containers.mu.Lock()
+	e := sc.containers.m[key]
+	sc.containers.mu.Unlock()
+	if e != nil && e.field == field && len(w.stack) <= e.depth && e.end-e.start == end-start &&
+		bytes.Equal(data[e.start:e.end], data[start:end]) {
+		if len(e.found) > 0 {
+			replayedFindings.Add(int64(len(e.found)))
+			prefix := w.pointer()
+			for i, f := range e.found {
+				f.Pointer = prefix + f.Pointer
+				sc.found = append(sc.found, f)
+				sc.secretOf = append(sc.secretOf, e.secretOf[i])
+			}
+		}
+		return true, nil
+	}
+	return false, &memoRecord{key: key, field: field, start: start, end: end, depth: len(w.stack), mark: len(sc.found)}
+}
+
+// store implements containerMemo.
+func (sc *scan) store(w *walker, rec *memoRecord) {
+	prefix := pointerOf(w.stack[:len(w.stack)-1])
+	e := &containerEntry{field: rec.field, start: rec.start, end: rec.end, depth: rec.depth}
+	for i := rec.mark; i < len(sc.found); i++ {
+		f := sc.found[i]
+		if !strings.HasPrefix(f.Pointer, prefix) {
+			return // not below the container: never so
+		}
+		f.Pointer = f.Pointer[len(prefix):]
+		e.found = append(e.found, f)
+		e.secretOf = append(e.secretOf, sc.secretOf[i])
+	}
+	sc.containers.mu.Lock()
+	if sc.containers.m == nil || len(sc.containers.m) >= containerLimit {
+		sc.containers.m = map[uint64]*containerEntry{}
+	}
+	sc.containers.m[rec.key] = e
+	sc.containers.mu.Unlock()
+}
+
+// numbered returns the findings with Secret numbering the distinct secrets from 1 in
+// order of first appearance.
+func (sc *scan) numbered() []Finding {
+	groups := map[string]int{}
+	for i := range sc.found {
+		g, ok := groups[sc.secretOf[i]]
+		if !ok {
+			g = len(groups) + 1
+			groups[sc.secretOf[i]] = g
+		}
+		sc.found[i].Secret = g
+	}
+	return sc.found
 }
 
 func (sc *scan) visit(w *walker, value string) error {
@@ -321,15 +504,11 @@ func (sc *scan) visit(w *walker, value string) error {
 	return nil
 }
 
-// add records a hit as a finding at f's place.
+// add records a hit as a finding at f's place (numbered later, by numbered).
 func (sc *scan) add(h hit, f Finding) {
-	g, ok := sc.groups[h.secret]
-	if !ok {
-		g = len(sc.groups) + 1
-		sc.groups[h.secret] = g
-	}
-	f.Offset, f.Length, f.Rule, f.Preview, f.Secret = h.offset, h.length, h.rule, preview(h.secret), g
+	f.Offset, f.Length, f.Rule, f.Preview = h.offset, h.length, h.rule, preview(h.secret)
 	sc.found = append(sc.found, f)
+	sc.secretOf = append(sc.secretOf, h.secret)
 }
 
 // hits scans one string. The rules see it as "FIELD: VALUE", the way they would see it in
@@ -341,20 +520,69 @@ func (sc *scan) hits(field, value string) ([]hit, error) {
 	// time), the field's with a seed of its own.
 	fkey := maphash.String(fieldSeed, field)
 	key := maphash.String(memoSeed, value) ^ (fkey * 0x9e3779b97f4a7c15)
-	if e, ok := sc.memo[key]; ok && e.field == fkey && e.n == len(value) {
-		return e.hits, nil
+	if hs, ok := sc.memo.get(key, fkey, len(value)); ok {
+		return hs, nil
 	}
 	hs, err := sc.scanOne(field, value)
 	if err != nil {
 		return nil, err
 	}
-	if len(sc.memo) >= memoLimit {
+	sc.memo.put(key, memoEntry{field: fkey, n: len(value), hits: hs})
+	return hs, nil
+}
+
+// memo is the hits of the strings a scan has seen, safe for the parts of a document
+// scanned at once: shards, each a map under its own lock, chosen by the key's top bits.
+type memo struct {
+	shards [memoShards]memoShard
+	// shared is set before the memo is used by more than one goroutine (share): until
+	// then, its shards are not locked.
+	shared bool
+}
+
+// share makes m safe for the goroutines started after it returns.
+func (m *memo) share() { m.shared = true }
+
+const memoShards = 16
+
+type memoShard struct {
+	mu sync.Mutex
+	m  map[uint64]memoEntry
+	_  [40]byte // a cache line each
+}
+
+func newMemo() *memo { return &memo{} }
+
+func (m *memo) get(key, field uint64, n int) ([]hit, bool) {
+	sh := &m.shards[key>>60]
+	if m.shared {
+		sh.mu.Lock()
+	}
+	e, ok := sh.m[key]
+	if m.shared {
+		sh.mu.Unlock()
+	}
+	if ok && e.field == field && e.n == n {
+		return e.hits, true
+	}
+	return nil, false
+}
+
+func (m *memo) put(key uint64, e memoEntry) {
+	sh := &m.shards[key>>60]
+	if m.shared {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+	}
+	if sh.m == nil {
+		sh.m = map[uint64]memoEntry{}
+	}
+	if len(sh.m) >= memoLimit/memoShards {
 		// Bounded memory on a tape of many distinct strings (a long stream's chunks); the
 		// strings that repeat (the conversation, tool definitions) come back at once.
-		clear(sc.memo)
+		clear(sh.m)
 	}
-	sc.memo[key] = memoEntry{field: fkey, n: len(value), hits: hs}
-	return hs, nil
+	sh.m[key] = e
 }
 
 // memoSeed seeds the hash of the memo's keys: random for each process, so that no tape
@@ -497,19 +725,35 @@ func ScanFilesWith(ctx context.Context, paths []string, opts Options) []FileResu
 	if err != nil {
 		return results
 	}
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i := range results {
+	// The largest files first, so that the last ones to finish are small; a file's scan
+	// holds a token of wk, and its parts take the free ones.
+	order := make([]int, len(paths))
+	sizes := make([]int64, len(paths))
+	for i, p := range paths {
+		order[i] = i
+		if fi, err := os.Stat(p); err == nil {
+			sizes[i] = fi.Size()
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(sizes[b], sizes[a]) })
+	wk := newWorkers()
+	opts.workers = wk
+	var wg sync.WaitGroup
+	for _, i := range order {
+		wk.acquire()
 		if err := ctx.Err(); err != nil {
+			wk.release()
 			results[i].Err = err
 			continue
 		}
-		g.Go(func() error {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer wk.release()
 			results[i].Findings, results[i].Err = s.ScanFileWith(ctx, paths[i], opts)
-			return nil
-		})
+		}()
 	}
-	_ = g.Wait()
+	wg.Wait()
 	return results
 }
 

@@ -3,12 +3,14 @@ package secrets
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -86,98 +88,230 @@ func (sc *scan) scanArchive(r io.Reader) error {
 	return sc.scanTar(dec)
 }
 
-// scanTar scans an uncompressed tar.
+// scanTar scans an uncompressed tar. The archive is read on the calling goroutine; what
+// it holds (names, link targets, the chunks of each file's content) goes in batches of
+// about partSize bytes to the free cores (sc.workers), and the findings are put back in
+// the archive's order.
 func (sc *scan) scanTar(r io.Reader) error {
+	if sc.workers != nil {
+		sc.memo.share()
+	}
 	lim := &budget{r: r, left: snapshotMaxBytes}
 	tr := tar.NewReader(lim)
-	var buf []byte // grown to the largest file's chunk, at most chunkSize+chunkOverlap
-	for entries := 0; ; entries++ {
-		if err := sc.ctx.Err(); err != nil {
-			return err
+	var (
+		items   []*snapItem
+		batch   []*snapItem
+		pending int
+		wg      sync.WaitGroup
+	)
+	dispatch := func() {
+		if len(batch) == 0 {
+			return
 		}
-		lim.left += snapshotOverhead
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read the archive after %d entries: %w", entries, err)
-		}
-		member := hdr.Name
-		if err := sc.scanString(member, "path", InName, member); err != nil {
-			return err
-		}
-		if hdr.Linkname != "" {
-			if err := sc.scanString(member, "link", InLink, hdr.Linkname); err != nil {
-				return err
+		b := batch
+		batch, pending = nil, 0
+		run := func() {
+			sub := sc.sub()
+			for _, it := range b {
+				sub.scanItem(it)
 			}
 		}
-		if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeRegA {
-			continue
-		}
-		if want := int(min(hdr.Size, chunkSize)) + chunkOverlap; cap(buf) < want {
-			buf = make([]byte, 0, want)
-		}
-		if buf, err = sc.scanContent(member, tr, buf); err != nil {
-			return fmt.Errorf("read %s in the archive: %w", member, err)
+		if sc.workers != nil {
+			sc.workers.spawn(&wg, run)
+		} else {
+			run()
 		}
 	}
-}
-
-// scanString scans a name of an entry (its path or a link's target), as a string under
-// the member name field; in says which (Finding.In).
-func (sc *scan) scanString(member, field, in, value string) error {
-	hits, err := sc.hits(field, value)
-	if err != nil {
-		return err
+	add := func(it *snapItem) {
+		items = append(items, it)
+		batch = append(batch, it)
+		if pending += len(it.text); pending >= partBytes {
+			dispatch()
+		}
 	}
-	for _, h := range hits {
-		sc.add(h, Finding{Pointer: SnapshotPointer, Member: member, In: in})
-	}
-	return nil
-}
-
-// scanContent scans the content of one file, read from r in overlapping chunks; it
-// returns buf for the next file.
-func (sc *scan) scanContent(member string, r io.Reader, buf []byte) ([]byte, error) {
+	err := func() error {
+		var prev []byte // the chunk before, for the overlap
+		for entries := 0; ; entries++ {
+			if err := sc.ctx.Err(); err != nil {
+				return err
+			}
+			lim.left += snapshotOverhead
+			hdr, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("read the archive after %d entries: %w", entries, err)
+			}
+			member := hdr.Name
+			add(&snapItem{entry: entries, member: member, field: "path", in: InName, text: []byte(member)})
+			if hdr.Linkname != "" {
+				add(&snapItem{entry: entries, member: member, field: "link", in: InLink, text: []byte(hdr.Linkname)})
+			}
+			if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeRegA {
+				continue
+			}
+			// The content in chunks of chunkSize bytes, each with the last chunkOverlap
+			// bytes of the one before.
+			size := int(min(hdr.Size, chunkSize)) + chunkOverlap
+			var base int64 // file offset of the chunk's first byte
+			binary := false
+			prev = prev[:0]
+			for first := true; ; first = false {
+				buf := make([]byte, size)
+				keep := copy(buf, prev)
+				n, err := io.ReadFull(tr, buf[keep:])
+				buf = buf[:keep+n]
+				last := err != nil
+				if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+					return fmt.Errorf("read %s in the archive: %w", member, err)
+				}
+				if first {
+					binary = isBinary(buf)
+				}
+				if len(buf) > 0 && (n > 0 || first) {
+					add(&snapItem{entry: entries, member: member, content: true, binary: binary, text: buf, base: base})
+				}
+				if last {
+					break
+				}
+				keep = min(chunkOverlap, len(buf))
+				prev = buf[len(buf)-keep:]
+				base += int64(len(buf) - keep)
+			}
+			prev = nil
+		}
+	}()
+	dispatch()
+	wg.Wait()
+	// The findings in archive order; a secret in the overlap of two chunks of a file is
+	// reported once.
 	type seen struct {
 		offset int64
 		rule   string
 	}
-	reported := map[seen]bool{}
-	var base int64 // file offset of buf[0]
-	buf = buf[:0]
-	for {
-		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		last := err != nil
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return buf, err
+	var reported map[seen]bool
+	entry := -1
+	for _, it := range items {
+		if it.err != nil {
+			return it.err
 		}
-		if len(buf) > 0 && (n > 0 || base == 0) {
-			hits, herr := sc.hits("", bytesString(buf))
-			if herr != nil {
-				return buf, herr
-			}
-			for _, h := range hits {
-				k := seen{base + int64(h.offset), h.rule}
+		if it.content && it.entry != entry {
+			entry, reported = it.entry, map[seen]bool{}
+		}
+		for i, f := range it.found {
+			if it.content {
+				k := seen{int64(f.Offset), f.Rule}
 				if reported[k] {
 					continue
 				}
 				reported[k] = true
-				sc.add(h, Finding{Pointer: SnapshotPointer, Member: member})
-				sc.found[len(sc.found)-1].Offset = int(k.offset)
 			}
+			sc.found = append(sc.found, f)
+			sc.secretOf = append(sc.secretOf, it.secretOf[i])
 		}
-		if last {
-			return buf, nil
-		}
-		// Keep the overlap for the next chunk.
-		keep := min(chunkOverlap, len(buf))
-		copy(buf, buf[len(buf)-keep:])
-		base += int64(len(buf) - keep)
-		buf = buf[:keep]
 	}
+	return err
+}
+
+// snapItem is one string of a snapshot to scan: an entry's name or link target, or a
+// chunk of a file's content; and what was found in it.
+type snapItem struct {
+	entry   int
+	member  string
+	field   string // for a name: "path" or "link"
+	in      string // Finding.In
+	content bool
+	// binary is set for a file that holds a NUL byte in its first chunk: it is scanned
+	// as the runs of printable text in it (binaryRuns).
+	binary bool
+	text   []byte
+	base   int64 // the file offset of text[0], for content
+
+	found    []Finding
+	secretOf []string
+	err      error
+}
+
+// scanItem scans it into it.found, with sc's scratch and memo.
+func (sc *scan) scanItem(it *snapItem) {
+	sc.found, sc.secretOf = nil, nil
+	defer func() {
+		it.found, it.secretOf, it.text = sc.found, sc.secretOf, nil
+	}()
+	if !it.content {
+		hits, err := sc.hits(it.field, string(it.text))
+		if err != nil {
+			it.err = err
+			return
+		}
+		for _, h := range hits {
+			sc.add(h, Finding{Pointer: SnapshotPointer, Member: it.member, In: it.in})
+		}
+		return
+	}
+	place := func(h hit, at int64) {
+		sc.add(h, Finding{Pointer: SnapshotPointer, Member: it.member})
+		sc.found[len(sc.found)-1].Offset = int(at)
+	}
+	if !it.binary {
+		hits, err := sc.hits("", bytesString(it.text))
+		if err != nil {
+			it.err = err
+			return
+		}
+		for _, h := range hits {
+			place(h, it.base+int64(h.offset))
+		}
+		return
+	}
+	for _, run := range binaryRuns(it.text) {
+		hits, err := sc.scanOne("", bytesString(it.text[run[0]:run[1]]))
+		if err != nil {
+			it.err = err
+			return
+		}
+		for _, h := range hits {
+			place(h, it.base+int64(run[0]+h.offset))
+		}
+	}
+}
+
+// binarySniff is how much of a file's start isBinary looks at, as git does.
+const binarySniff = 8000
+
+// isBinary reports whether a file whose content starts with b is binary: a NUL byte in
+// its first binarySniff bytes, git's test.
+func isBinary(b []byte) bool {
+	return bytes.IndexByte(b[:min(len(b), binarySniff)], 0) >= 0
+}
+
+// minRun is the shortest run of printable text binaryRuns returns: no rule matches fewer
+// bytes.
+const minRun = 8
+
+// binaryRuns returns the runs of at least minRun printable ASCII bytes (tabs and line
+// breaks included) in b, as strings(1) finds text in a binary file: a secret in a binary
+// file (a key compiled into an executable, a token in a database page) is such a run,
+// and the rules need not read the bytes between (a file of random bytes sent whole to the
+// rules and gitleaks' decoders costs a second per megabyte).
+func binaryRuns(b []byte) [][2]int {
+	var runs [][2]int
+	for i := 0; i < len(b); {
+		if !printable(b[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(b) && printable(b[j]) {
+			j++
+		}
+		if j-i >= minRun {
+			runs = append(runs, [2]int{i, j})
+		}
+		i = j
+	}
+	return runs
 }
 
 // budget reads at most left bytes from r; beyond, it fails.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -17,6 +18,8 @@ type frame struct {
 	array bool
 	key   string
 	index int
+	// memo is set on a container the walk is recording for its containerMemo.
+	memo *memoRecord
 }
 
 // walker tracks where a JSON document is.
@@ -25,13 +28,35 @@ type walker struct {
 	// inKey is true while the string visited is a member name (the last frame's key)
 	// rather than a value.
 	inKey bool
+	// cm, when set, lets the walk pass over containers it has walked before.
+	cm containerMemo
 }
 
-// pointer returns the JSON pointer (RFC 6901) of the current value; for a member name,
-// the pointer of its member.
-func (w *walker) pointer() string {
+// containerMemo lets a walk pass over a container (an object or an array, an element of
+// an array) whose bytes it has walked before in the same document, as a tape repeats its
+// conversation in every request: the visits it would make are replaced by their result.
+type containerMemo interface {
+	// lookup is called at a container data[start:end] that is an element of an array; it
+	// returns true when it has the container's result and has added it at w's place.
+	lookup(w *walker, data []byte, start, end int) (replayed bool, rec *memoRecord)
+	// store is called when the container that rec records, at the top of w's stack,
+	// has been walked to its end.
+	store(w *walker, rec *memoRecord)
+}
+
+// memoRecord is a container being walked for a containerMemo.
+type memoRecord struct {
+	key        uint64
+	field      string
+	start, end int
+	depth      int
+	mark       int // the visitor's state at the start (its findings so far)
+}
+
+// pointerOf returns the JSON pointer of the value that frames lead to.
+func pointerOf(frames []frame) string {
 	var b strings.Builder
-	for _, f := range w.stack {
+	for _, f := range frames {
 		b.WriteByte('/')
 		if f.array {
 			b.WriteString(strconv.Itoa(f.index))
@@ -41,6 +66,10 @@ func (w *walker) pointer() string {
 	}
 	return b.String()
 }
+
+// pointer returns the JSON pointer (RFC 6901) of the current value; for a member name,
+// the pointer of its member.
+func (w *walker) pointer() string { return pointerOf(w.stack) }
 
 // field returns the name of the member that holds the current value: for an array
 // element, the member that holds the array; for a member name, the member that holds its
@@ -82,13 +111,56 @@ func walkStrings(r io.Reader, visit func(w *walker, value string) error) error {
 	})
 }
 
+// A walk with a containerMemo looks containers up when they are elements of an array at
+// least memoDepth deep (the messages of a request body, the blocks of a message, tool
+// definitions; not a tape's steps, /threads/N/steps/M, which never repeat: looking them
+// up cost a pass over every byte and its hash) and at least containerMin bytes long.
+const memoDepth = 5
+
+var containerMin = 256
+
 // walkJSON walks the one JSON document in data (whitespace around it allowed, nothing
 // else after it read) and calls visit with every string in it, member names included
 // (w.inKey set), decoded as encoding/json decodes them. The value passed to visit is valid
 // only during the call: it may share memory with data or with a buffer the walk reuses.
 // An error names the byte offset, line and column.
 func walkJSON(data []byte, visit func(w *walker, value string) error) error {
-	w := &walker{}
+	return walkJSONMemo(data, nil, visit)
+}
+
+// walkJSONMemo is walkJSON with a containerMemo (none when cm is nil).
+func walkJSONMemo(data []byte, cm containerMemo, visit func(w *walker, value string) error) error {
+	i := jsonlex.Space(data, 0)
+	if i >= len(data) {
+		return errors.New("read JSON: empty input")
+	}
+	return walkFrom(data, i, &walker{cm: cm}, -1, visit)
+}
+
+// errPartMismatch says that a part of a document (splitJSON) did not end where the split
+// said it would: the document is not valid JSON, and is walked whole instead, for the
+// error a walk of the whole document gives.
+var errPartMismatch = errors.New("read JSON: a part of the document does not end where it was split")
+
+// walkPart walks one part of data (see splitJSON) as walkJSON walks it within the whole
+// document: with the same pointers and member names.
+func walkPart(data []byte, p part, cm containerMemo, visit func(w *walker, value string) error) error {
+	w := &walker{stack: slices.Clone(p.stack), cm: cm}
+	if p.keyOnly {
+		w.inKey = true
+		return visit(w, w.stack[len(w.stack)-1].key)
+	}
+	if len(w.stack) == 0 {
+		return walkFrom(data, p.start, w, -1, visit)
+	}
+	return walkFrom(data, p.start, w, p.end, visit)
+}
+
+// walkFrom walks from data[i]: with end < 0, the value there (the whole document: w's
+// stack is empty); otherwise the members or elements of the container on top of w's
+// stack from the one at i (a member name for an object, a value for an array) to the one
+// that ends at end.
+func walkFrom(data []byte, i int, w *walker, end int, visit func(w *walker, value string) error) error {
 	var scratch []byte
 	str := func(i int) (string, int, error) {
 		end, f, lerr := jsonlex.String(data, i)
@@ -102,9 +174,12 @@ func walkJSON(data []byte, visit func(w *walker, value string) error) error {
 		scratch = jsonlex.Unquote(scratch[:0], body)
 		return unsafe.String(unsafe.SliceData(scratch), len(scratch)), end, nil
 	}
-	i := jsonlex.Space(data, 0)
-	if i >= len(data) {
-		return errors.New("read JSON: empty input")
+	base := len(w.stack)
+	if end >= 0 && !w.stack[base-1].array {
+		var err error
+		if i, err = memberName(data, i, w, str, visit); err != nil {
+			return err
+		}
 	}
 	// expectValue: the next token is a value; otherwise it is what follows a value (or a
 	// member name in an object just opened).
@@ -127,20 +202,30 @@ func walkJSON(data []byte, visit func(w *walker, value string) error) error {
 			if len(w.stack) >= jsonlex.MaxDepth {
 				return fmt.Errorf("read JSON at %s: nested deeper than %d", where(data, i), jsonlex.MaxDepth)
 			}
+			var rec *memoRecord
+			if w.cm != nil && len(w.stack) >= memoDepth && w.stack[len(w.stack)-1].array {
+				if e, ok := jsonlex.SkipTrusted(data, i); ok && e-i >= containerMin {
+					var replayed bool
+					if replayed, rec = w.cm.lookup(w, data, i, e); replayed {
+						i = e
+						break
+					}
+				}
+			}
 			i = jsonlex.Space(data, i+1)
 			if c == '[' {
 				if i < len(data) && data[i] == ']' {
 					i++
 					break
 				}
-				w.stack = append(w.stack, frame{array: true})
+				w.stack = append(w.stack, frame{array: true, memo: rec})
 				continue
 			}
 			if i < len(data) && data[i] == '}' {
 				i++
 				break
 			}
-			w.stack = append(w.stack, frame{})
+			w.stack = append(w.stack, frame{memo: rec})
 			var err error
 			if i, err = memberName(data, i, w, str, visit); err != nil {
 				return err
@@ -155,8 +240,16 @@ func walkJSON(data []byte, visit func(w *walker, value string) error) error {
 		}
 		// After a value: ',' or the end of the containers it closes.
 		for {
-			if len(w.stack) == 0 {
-				return nil // one document: whatever follows is not read
+			if len(w.stack) == base {
+				if end < 0 {
+					return nil // one document: whatever follows is not read
+				}
+				if i == end {
+					return nil // the part's last value
+				}
+				if i > end {
+					return errPartMismatch
+				}
 			}
 			i = jsonlex.Space(data, i)
 			if i >= len(data) {
@@ -177,8 +270,14 @@ func walkJSON(data []byte, visit func(w *walker, value string) error) error {
 				break
 			}
 			if (top.array && c == ']') || (!top.array && c == '}') {
-				w.stack = w.stack[:len(w.stack)-1]
+				if len(w.stack) == base {
+					return errPartMismatch // the part's container closed before its end
+				}
 				i++
+				if top.memo != nil && top.memo.end == i {
+					w.cm.store(w, top.memo)
+				}
+				w.stack = w.stack[:len(w.stack)-1]
 				continue
 			}
 			return fmt.Errorf("read JSON at %s: invalid character %s after a value", where(data, i), jsonlex.Char(c))

@@ -218,7 +218,8 @@ func (s *byteSet) union(o *byteSet) {
 }
 
 // addRune adds the first byte of r's UTF-8 encoding and, for a letter, of its other
-// case; with fold, of each rune it folds to.
+// case; with fold, of each rune it folds to. For a rune beyond ASCII, every byte from
+// 0x80.
 func (s *byteSet) addRune(r rune, fold bool) {
 	add := func(r rune) {
 		if r < utf8.RuneSelf {
@@ -229,7 +230,10 @@ func (s *byteSet) addRune(r rune, fold bool) {
 			}
 			return
 		}
-		for b := 0xc0; b < 256; b++ { // any lead byte: bounds kept simple
+		// Any lead byte, and any byte that is not valid UTF-8 where it stands, which the
+		// regexp reads as U+FFFD: a negated class (the password of url-credentials,
+		// [^\s@...]) matches it. Bounds kept simple.
+		for b := 0x80; b < 256; b++ {
 			s[b] = true
 		}
 	}
@@ -377,6 +381,61 @@ type anchor struct {
 	// each alternative when the keyword ends inside an alternation (Vault's
 	// hvs\.X|s\.Y), so that the end of the match is known whichever it takes.
 	suffixes []*regexp.Regexp
+	// runs[i], when set, is a run of bytes suffixes[i] must start with: min bytes of a
+	// set. Most keyword occurrences are not followed by one (Vault's "s." in every
+	// "files.go"), and the check costs less than the expression's.
+	runs []*leadRun
+}
+
+// leadRun is a repetition of at least min bytes of set.
+type leadRun struct {
+	set byteSet
+	min int
+}
+
+// leadRunOf returns the run that a match of seq must start with, when seq starts with a
+// repetition of an ASCII character class at least twice.
+func leadRunOf(seq []*syntax.Regexp) *leadRun {
+	if len(seq) == 0 {
+		return nil
+	}
+	re := seq[0]
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	if re.Op != syntax.OpRepeat || re.Min < 2 {
+		return nil
+	}
+	class := re.Sub[0]
+	for class.Op == syntax.OpCapture {
+		class = class.Sub[0]
+	}
+	if class.Op != syntax.OpCharClass {
+		return nil
+	}
+	r := &leadRun{min: re.Min}
+	for i := 0; i+1 < len(class.Rune); i += 2 {
+		if class.Rune[i+1] >= utf8.RuneSelf {
+			return nil // a rune of several bytes: the run is not counted in bytes
+		}
+		for c := class.Rune[i]; c <= class.Rune[i+1]; c++ {
+			r.set.addRune(c, class.Flags&syntax.FoldCase != 0)
+		}
+	}
+	return r
+}
+
+// starts reports whether text starts with the run.
+func (r *leadRun) starts(text string) bool {
+	if len(text) < r.min {
+		return false
+	}
+	for i := 0; i < r.min; i++ {
+		if !r.set[text[i]] {
+			return false
+		}
+	}
+	return true
 }
 
 // anchorOf analyses expr for the keywords (lower case); ok is false when it does not
@@ -468,6 +527,7 @@ func compileAnchor(left int, tails [][]*syntax.Regexp) (*anchor, bool) {
 			return nil, false
 		}
 		a.suffixes = append(a.suffixes, re)
+		a.runs = append(a.runs, leadRunOf(flatten(tail)))
 	}
 	return a, true
 }
@@ -476,7 +536,10 @@ func compileAnchor(left int, tails [][]*syntax.Regexp) (*anchor, bool) {
 // whether one can: the longest of the suffixes' matches there.
 func (a *anchor) reachAfter(text string) (int, bool) {
 	end, ok := 0, false
-	for _, re := range a.suffixes {
+	for i, re := range a.suffixes {
+		if r := a.runs[i]; r != nil && !r.starts(text) {
+			continue
+		}
 		if m := re.FindStringIndex(text); m != nil {
 			end, ok = max(end, m[1]), true
 		}

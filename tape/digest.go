@@ -428,6 +428,16 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 	if err := sc.expect('}'); err != nil {
 		return nil, fmt.Errorf("verify tape: %w", err)
 	}
+	return hs.verifyRoot(v, opts, digest, metaSums, vt), nil
+}
+
+// verifyRoot finishes Verify once the whole tape is read: the root digest against the
+// meta's hash and the threads' last links, then the signature.
+func (hs Hashing) verifyRoot(v *Verification, opts VerifyOptions, digest *Digest, metaSums [3]sum, vt *verifyThreads) *Verification {
+	fail := func(ptr, format string, args ...any) *Verification {
+		v.State, v.Pointer, v.Problem = DigestsMismatch, ptr, fmt.Sprintf(format, args...)
+		return v
+	}
 	if digest == nil {
 		if vt.anyDigest {
 			return fail("/digest", "steps carry digests but the tape has no root digest")
@@ -436,7 +446,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		if opts.Key != nil {
 			return fail("/digest", "no digests, so no signature to check against the key")
 		}
-		return v, nil
+		return v
 	}
 	if vt.noDigest != "" {
 		return fail(vt.noDigest, "step carries no digest")
@@ -482,7 +492,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Verification, error) {
 		}
 		v.SignatureOK = true
 	}
-	return v, nil
+	return v
 }
 
 // failDup reports a repeated key (or invalid JSON) found in the value at ptr.

@@ -371,3 +371,53 @@ func TestBrowserUnpriced(t *testing.T) {
 	assert.Contains(t, r.Header, "; no price for fake-model)")
 	assert.Regexp(t, `costunknown: the price table of \d{4}-\d\d-\d\d has no price for fake-model`, r.DetailText)
 }
+
+// The pages made from real Gemini CLI 0.61.0 and OpenCode 1.18.33 tapes (test/e2e's cases,
+// recorded through tapebox record) show them as a Claude Code tape is shown: one lane per
+// thread (OpenCode's title request, its agent, and its task's subagent linked to the task
+// call), the harness and its version in the header, and a clicked step's parallel calls
+// with their results as the tape has them.
+func TestBrowserMoreHarnesses(t *testing.T) {
+	browserEnv(t)
+	for _, tc := range []struct{ name, thread, search string }{
+		{"gemini-cli", "main", "beta"},
+		{"opencode", "t1", "beta"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := readFile(t, "testdata/"+tc.name+".json")
+			tp, err := tape.Unmarshal(rec)
+			require.NoError(t, err)
+			th := tp.Thread(tc.thread)
+			require.NotNil(t, th)
+			step := th.Steps[0]
+			require.Len(t, step.ToolCalls, 2, "the first step makes two parallel calls")
+			page := writePage(t, t.TempDir(), tc.name, rec, nil)
+			var r basicReport
+			drive(t, "basic", map[string]any{
+				"page": page, "thread": th.ID, "index": 0, "shots": t.ArtifactDir(),
+				"linkTo": th.ID + "/1", "search": tc.search, "barThread": th.ID, "barIndex": 2,
+			}, &r)
+			require.Len(t, r.LaneLabels, len(tp.Threads), "one lane per thread")
+			for i, lt := range tp.Threads {
+				assert.Equal(t, lt.ID, r.LaneLabels[i].Thread)
+				assert.Contains(t, r.LaneLabels[i].Text, fmt.Sprintf("(%d)", len(lt.Steps)), "the lane counts its steps")
+				if lt.Parent != nil {
+					assert.Contains(t, r.LaneLabels[i].Text, "← "+lt.Parent.ThreadID+" "+lt.Parent.ToolCallID, "the subagent's lane names the call that spawned it")
+				}
+			}
+			assert.Equal(t, tp.Totals().Steps, r.CanvasSteps)
+			assert.Contains(t, r.Header, tc.name+" "+tp.Meta.HarnessVersion)
+			assert.Equal(t, "thread "+th.ID+", step 0", r.DetailTitle)
+			require.Len(t, r.Results, len(step.ToolCalls))
+			for i, c := range step.ToolCalls {
+				res, ok := step.ToolResult(c.ID)
+				require.True(t, ok)
+				assert.Equal(t, c.Name, r.Results[i].Name)
+				assert.Equal(t, res.Text(), r.Results[i].Result, "the result as the tape has it")
+			}
+			assert.Contains(t, r.Results[1].Input, "\"command\": \"mkdir -p logs && echo ready\"", "inputs are formatted JSON")
+			assert.Equal(t, "thread "+th.ID+", step 1", r.Linked)
+			assert.NotEmpty(t, r.SearchRows, "search finds the steps that name beta")
+		})
+	}
+}

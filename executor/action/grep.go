@@ -113,6 +113,9 @@ func Grep(ctx context.Context, req GrepRequest) ([]GrepFile, error) {
 		if err != nil || bytes.IndexByte(b, 0) >= 0 {
 			return nil
 		}
+		// ripgrep sniffs a UTF-8 byte order mark and searches the text after it: lines,
+		// offsets and "^" start there.
+		b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 		if f, ok := grepFile(re, string(b), req); ok {
 			f.FileEntry = e
 			out = append(out, f)

@@ -73,6 +73,15 @@ func TestGlob(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b.go", "a.go", "sub/c.go"}, rels(got), "oldest first; hidden and ignored left out")
 
+	// A glob that names hidden entries lists them without Hidden, as rg --glob does
+	// (opencode's glob "**/.*", internal/fidelity seed 41000).
+	got, err = Glob(t.Context(), GlobRequest{Root: root, Pattern: "**/.*", Walk: WalkOptions{SkipDirs: []string{".git"}}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{".gitignore"}, rels(got))
+	got, err = Glob(t.Context(), GlobRequest{Root: root, Pattern: ".hidden/*"})
+	require.NoError(t, err)
+	assert.Empty(t, rels(got), "a hidden directory the glob does not name is not entered (rg 14 agrees)")
+
 	got, err = Glob(t.Context(), GlobRequest{Root: root, Pattern: "*.go", Walk: WalkOptions{Hidden: true, NoIgnore: true}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b.go", "a.go", "sub/c.go", ".hidden/d.go", "ignored/e.go"}, rels(got))

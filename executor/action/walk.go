@@ -18,8 +18,14 @@ type WalkOptions struct {
 	// Without it, .gitignore rules (and .git/info/exclude) apply inside a git repository
 	// only, .ignore and .rgignore everywhere, as ripgrep does.
 	NoIgnore bool
-	// Globs are rg --glob filters, relative to the root.
+	// Globs are rg --glob filters, relative to the root, or to GlobBase when it is set.
 	Globs []string
+	// GlobBase, when set, is the directory Globs are relative to instead of the root: rg
+	// matches its --glob filters against a file's path relative to its own working
+	// directory, which is not the searched directory when a harness passes that one as an
+	// argument (Claude Code 2.0's Glob and Grep: found by internal/fidelity, seed 21129).
+	// A file outside GlobBase is matched by its absolute path, as rg does.
+	GlobBase string
 	// GlobFold matches Globs case-insensitively (rg --iglob).
 	GlobFold bool
 	// SkipDirs are directory names never entered (such as ".git").
@@ -124,6 +130,19 @@ func (w *walker) ignored(stack []*ignoreFile, rel string, isDir bool) bool {
 	return false
 }
 
+// globPath is the path of a file or directory that Globs match: rel (relative to the
+// walk's root), or abs relative to GlobBase when that is set.
+func (w *walker) globPath(rel, abs string) string {
+	if w.opt.GlobBase == "" {
+		return rel
+	}
+	r, err := filepath.Rel(w.opt.GlobBase, abs)
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return filepath.ToSlash(abs)
+	}
+	return filepath.ToSlash(r)
+}
+
 func (w *walker) dir(ctx context.Context, abs, rel string, stack []*ignoreFile, fn func(FileEntry) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -154,14 +173,13 @@ func (w *walker) dir(ctx context.Context, abs, rel string, stack []*ignoreFile, 
 		if e.Type()&fs.ModeSymlink != 0 {
 			continue // rg does not follow links by default
 		}
-		if !w.opt.Hidden && strings.HasPrefix(name, ".") {
-			continue
-		}
 		if isDir && (w.skip[name] || w.skipPaths[childAbs]) {
 			continue
 		}
-		d := w.over.decide(childRel, isDir)
-		if d < 0 || (d == 0 && w.ignored(stack, childRel, isDir)) {
+		// A glob that matches an entry decides alone, as in ripgrep's ignore crate: a
+		// hidden file a glob names is listed ("**/.*") without --hidden.
+		d := w.over.decide(w.globPath(childRel, childAbs), isDir)
+		if d < 0 || (d == 0 && ((!w.opt.Hidden && strings.HasPrefix(name, ".")) || w.ignored(stack, childRel, isDir))) {
 			continue
 		}
 		if isDir {

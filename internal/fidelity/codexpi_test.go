@@ -190,3 +190,79 @@ func TestLedger(t *testing.T) {
 		t.Errorf("a bad line: %v", err)
 	}
 }
+
+// TestSessionYieldClass: a session whose command ended on one side only when the yield ran
+// out (codex 0.161.0 seed 1103, at a load of 25) is the yield class, and so are the
+// write_stdin calls to it that find it gone on one side only, in a run and in a ledger
+// alike; a session that differs otherwise, or a write_stdin without such a session
+// before it, is not.
+func TestSessionYieldClass(t *testing.T) {
+	const name = "a session's end against its yield on a loaded machine"
+	seed1103 := func() []Divergence {
+		return []Divergence{
+			{Field: "tool_result", Call: 15, Tool: "exec_command", Input: "session no-tty",
+				Recorded: "Chunk ID: <chunk>\nWall time: <t> seconds\nProcess running with session ID 23425\nOriginal token count: 0\nOutput:\n",
+				Replayed: "Chunk ID: <chunk>\nWall time: <t> seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nclosed\n"},
+			{Field: "tool_result", Call: 16, Tool: "write_stdin", Input: "type no-tty",
+				Recorded: "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open",
+				Replayed: "write_stdin failed: Unknown process id 23425"},
+			{Field: "tool_result", Call: 17, Tool: "write_stdin", Input: "poll no-tty",
+				Recorded: "Chunk ID: <chunk>\nWall time: <t> seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nclosed\n",
+				Replayed: "write_stdin failed: Unknown process id 23425"},
+		}
+	}
+	for _, version := range []string{CodexVersion, CodexOldVersion} {
+		divs := seed1103()
+		for i := range divs {
+			divs[i].Class = Classify(Codex.Classes, version, divs[i])
+		}
+		follow(Codex.Classes, divs)
+		for _, d := range divs {
+			if d.Class != name {
+				t.Errorf("%s: %s", version, d)
+			}
+		}
+		// The same from a ledger written before the class existed.
+		e := Entry{Harness: "codex", Version: version, Divergences: seed1103()}
+		e.Reclassify(Codex.Classes)
+		for _, d := range e.Divergences {
+			if d.Class != name {
+				t.Errorf("%s, ledger: %s", version, d)
+			}
+		}
+	}
+	// The other way round: the replay's command still ran.
+	d := seed1103()[0]
+	d.Recorded, d.Replayed = d.Replayed, d.Recorded
+	if got := Classify(Codex.Classes, CodexVersion, d); got != name {
+		t.Errorf("running in the replay only: %q", got)
+	}
+	for _, planted := range []func(*Divergence){
+		func(d *Divergence) {
+			d.Replayed = strings.Replace(d.Replayed, "closed", "opened", 1)
+			d.Recorded = d.Replayed + "x"
+		}, // both exited, output differs
+		func(d *Divergence) { d.Replayed = strings.Replace(d.Recorded, "23425", "23426", 1) }, // both running
+		func(d *Divergence) { d.Input = "short" },                                             // no session
+	} {
+		d := seed1103()[0]
+		planted(&d)
+		if got := Classify(Codex.Classes, CodexVersion, d); got == name {
+			t.Errorf("planted %+v: %q", d, got)
+		}
+	}
+	// A write_stdin that finds no session, with no diverging session before it, stays
+	// unclassified; so does one whose session's call came after it.
+	divs := seed1103()[1:]
+	follow(Codex.Classes, divs)
+	if divs[0].Class != "" || divs[1].Class != "" {
+		t.Errorf("write_stdin without its session's divergence: %v", divs)
+	}
+	divs = seed1103()
+	divs[0].Class = Classify(Codex.Classes, CodexVersion, divs[0])
+	divs[1].Call, divs[2].Call = 3, 4
+	follow(Codex.Classes, divs)
+	if divs[1].Class != "" || divs[2].Class != "" {
+		t.Errorf("write_stdin before the session's call: %v", divs)
+	}
+}

@@ -38,9 +38,13 @@
 // (gemini.go) at its pinned version. Gemini CLI names its calls itself (the Gemini API sends
 // no ids): a recorded call is then the sequence's call at its place (callIndexes). A Target can
 // replay at the harness's pace (Pace: the harness's time between turns and after the last,
-// for Pi, whose background jobs outlive their command), name the harness in the recording
+// for Pi, whose background jobs outlive their command; the recording waits for such a job
+// and Settle more, so that the replay's own job is done when it reads its end state), name
+// the harness in the recording
 // itself (Declare: the gateway cannot tell Pi from its traffic), and Codex and Pi run
-// without capabilities (setpriv), as the local sandbox runs the executor.
+// without capabilities (setpriv), as the local sandbox runs the executor. Gemini CLI
+// (gemini.go) and OpenCode (opencode.go, its pinned version alone, a session title of its
+// own so that no title request races its first turn) come from internal/grammar too.
 //
 // # Shrinking and regressions
 //

@@ -46,7 +46,7 @@ type suite struct {
 
 // suites lists every harness's grammar and versions.
 func suites() []suite {
-	return []suite{{Claude, ClaudeTargets()}, {Codex, CodexTargets()}, {Pi, PiTargets()}, {Gemini, GeminiTargets()}}
+	return []suite{{Claude, ClaudeTargets()}, {Codex, CodexTargets()}, {Pi, PiTargets()}, {Gemini, GeminiTargets()}, {OpenCode, OpenCodeTargets()}}
 }
 
 // lock takes a machine-wide lock of the fidelity runs in the directories named name (the

@@ -61,6 +61,7 @@ func (e *Entry) Reclassify(classes []Class) {
 			e.Divergences[i].Class = Classify(classes, e.Version, e.Divergences[i])
 		}
 	}
+	follow(classes, e.Divergences)
 }
 
 // name is how reports name the entry's sequence (Sequence.Name).

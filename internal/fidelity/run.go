@@ -45,6 +45,12 @@ type Target struct {
 	// meets the later calls and the end state when it met them in the recording; without
 	// it the replay runs the calls back to back.
 	Pace bool
+	// Settle is how long the recording goes on after the harness and what it left running
+	// (realharness.Options.Linger) are done, before the tape ends. With Pace the replay
+	// reads its end state as long after its last response as the recording did, so that a
+	// background job of the replay that ends up to Settle later than the recording's did is
+	// in the end state too.
+	Settle time.Duration
 	// Declare makes the recording name the harness and Version itself (as tapebox record
 	// --harness does), for a harness the gateway cannot tell from its traffic (Pi).
 	Declare bool
@@ -69,10 +75,16 @@ type Divergence struct {
 	Replayed string `json:"replayed"`
 	// Class is the known divergence class it belongs to; empty when none matches.
 	Class string `json:"class,omitempty"`
+	// Where, for a difference of no call of the sequence (a step of another thread), is
+	// the recording's thread and step it is about ("thread t2 step 0").
+	Where string `json:"where,omitempty"`
 }
 
 func (d Divergence) String() string {
 	where := d.Field
+	if d.Where != "" {
+		where = d.Where + ": " + d.Field
+	}
 	if d.Call >= 0 {
 		where = fmt.Sprintf("call %d (%s, %s): %s", d.Call, d.Tool, d.Input, d.Field)
 	}
@@ -279,6 +291,13 @@ func record(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (
 	if err != nil {
 		return nil, err
 	}
+	if t.Settle > 0 {
+		select {
+		case <-time.After(t.Settle):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	rec, err := g.Finish()
 	if err != nil {
 		return nil, err
@@ -401,6 +420,9 @@ func judge(o *Outcome, seq *Sequence, rec, rep *tape.Tape, version string, class
 			bad[d.CallID] = true
 		} else {
 			dv.Call = -1
+			if d.Thread != "" {
+				dv.Where = fmt.Sprintf("thread %s step %d", d.Thread, d.Step)
+			}
 		}
 		add(dv)
 	}
@@ -418,6 +440,7 @@ func judge(o *Outcome, seq *Sequence, rec, rep *tape.Tape, version string, class
 			}
 		}
 	}
+	follow(classes, o.Divergences)
 	// A call's is_error flag differs along with its text: it takes the text's class.
 	for i := range o.Divergences {
 		d := &o.Divergences[i]

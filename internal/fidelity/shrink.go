@@ -22,6 +22,10 @@ type Class struct {
 	// Match, when set, must hold too: for what the fields above cannot say (the call's
 	// input class, the same bytes in another order).
 	Match func(d Divergence) bool
+	// Follow, when set, says whether an unclassified divergence of a later call follows
+	// from one of this class in the same sequence (a write_stdin to a session that the
+	// class's call left running on one side only): it then takes the class (see follow).
+	Follow func(later Divergence) bool
 }
 
 // matches says whether d belongs to c.
@@ -50,6 +54,27 @@ func Classify(classes []Class, version string, d Divergence) string {
 		}
 	}
 	return ""
+}
+
+// follow gives each unclassified divergence of divs the class of a divergence of an
+// earlier call that it follows from (Class.Follow).
+func follow(classes []Class, divs []Divergence) {
+	for i := range divs {
+		d := &divs[i]
+		if d.Class != "" || d.Call < 0 {
+			continue
+		}
+		for _, e := range divs {
+			if e.Class == "" || e.Call < 0 || e.Call >= d.Call {
+				continue
+			}
+			for _, c := range classes {
+				if c.Name == e.Class && c.Follow != nil && c.Follow(*d) {
+					d.Class = c.Name
+				}
+			}
+		}
+	}
 }
 
 // Shrink reduces seq while diverges says it still diverges: it drops calls (later ones

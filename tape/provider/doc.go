@@ -79,9 +79,11 @@
 //
 // Emitting: Body and Stream are the other way round, an Answer (text, thinking, tool calls,
 // raw Responses items, usage) written as the provider's JSON body or server-sent events.
-// The fake provider of testkit/fakeprovider serves its scripted turns with them and
-// interop's --synthesize gives imported steps their streams, so each wire format is spelled
-// out here alone; what they write normalizes back to the Answer.
+// StepAnswer makes the Answer a step's normalized fields describe, for a step without its
+// raw response. The fake provider of testkit/fakeprovider serves its scripted turns with
+// them, interop's --synthesize gives imported steps their streams, and the gateway's tape
+// mode serves a step recorded without its raw response, so each wire format is spelled out
+// here alone; what they write normalizes back to the Answer.
 //
 // Model and Cwd read what a request tells of the run: the model it asks for, and the working
 // directory the harness says it runs in (Claude Code's environment block, Codex's

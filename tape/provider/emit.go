@@ -13,8 +13,9 @@ import (
 
 // This file is the emitting half of the wire formats: an answer made into the body or the
 // server-sent events a provider would send, the inverse of Normalize. The fake provider of
-// package testkit/fakeprovider serves its scripted turns with it, and interop's
-// --synthesize gives imported steps their raw streams with it, so that each wire format is
+// package testkit/fakeprovider serves its scripted turns with it, interop's --synthesize
+// gives imported steps their raw streams with it, and the gateway's tape mode writes the
+// steps recorded without a raw response with it (StepAnswer), so that each wire format is
 // spelled out in one place.
 
 // Answer is one model answer to write in a wire format.
@@ -500,4 +501,51 @@ func (a *Answer) streamResponses(e *emitter) error {
 	}
 	ev("response.completed", map[string]any{"response": a.responseObject("completed", done, a.responsesUsage())})
 	return nil
+}
+
+// ---- A step's normalized fields ----
+
+// StepAnswer is the answer a step's normalized fields describe, for a step recorded or
+// imported without its raw response: its content blocks as Items, in order, and its usage;
+// its stop_reason for an Anthropic answer only (the OpenAI formats derive theirs, and the
+// Gemini API's finishReason is not the normalized one). A tool_use block is the step's
+// tool call of its id (its kind and namespace), with the block's id, name and input (an
+// empty or null input is {}); a block of another type goes out as a raw Responses output
+// item (its Raw), in that format only. itemID(kind, j) is the item id of content block j,
+// kind being "msg" (a text), "rs" (a thinking block), "fc" (a function call) or "ctc" (a
+// custom tool call). The answer's ID and Model are the caller's.
+func StepAnswer(p tape.Provider, s *tape.Step, itemID func(kind string, j int) string) (Answer, error) {
+	a := Answer{Usage: s.Response.Usage}
+	if p == tape.ProviderAnthropic {
+		a.StopReason = s.Response.StopReason
+	}
+	calls := make(map[string]tape.ToolCall, len(s.ToolCalls))
+	for _, c := range s.ToolCalls {
+		calls[c.ID] = c
+	}
+	for j, b := range s.Response.Content {
+		switch b.Type {
+		case tape.BlockText:
+			a.Items = append(a.Items, Item{Text: b.Text, ID: itemID("msg", j)})
+		case tape.BlockThinking:
+			a.Items = append(a.Items, Item{Text: b.Text, Thinking: true, ID: itemID("rs", j)})
+		case tape.BlockToolUse:
+			c := calls[b.ID]
+			c.ID, c.Name, c.Input = b.ID, b.Name, b.Input
+			if len(c.Input) == 0 || string(c.Input) == "null" {
+				c.Input = json.RawMessage("{}")
+			}
+			kind := "fc"
+			if c.Kind == "custom" {
+				kind = "ctc"
+			}
+			a.Items = append(a.Items, Item{Call: &c, ID: itemID(kind, j)})
+		default:
+			if len(b.Raw) == 0 || p != tape.ProviderOpenAIResponses {
+				return a, fmt.Errorf("content block %d of type %q has no wire form in %s", j, b.Type, p)
+			}
+			a.Items = append(a.Items, Item{Raw: b.Raw})
+		}
+	}
+	return a, nil
 }

@@ -87,165 +87,20 @@ func Tape(t *tape.Tape, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("redact: %w", err)
 	}
 	sealed, signed := t.Digest != nil, t.Digest != nil && t.Digest.Signature != ""
-	want, wantKeys := map[string][]Finding{}, map[string][]Finding{}
-	keyParents := map[string]bool{}
-	for _, f := range opts.Findings {
-		if f.Key {
-			wantKeys[f.Pointer] = append(wantKeys[f.Pointer], f)
-			keyParents[parentOf(f.Pointer)] = true
-			continue
-		}
-		want[f.Pointer] = append(want[f.Pointer], f)
-	}
-	var (
-		patches []patch
-		removed []tape.Redaction
-		renames []rename
-		// siblings holds the keys (folded, as the strict reader compares them) of each
-		// object one of whose members is renamed.
-		siblings = map[string]map[string]bool{}
-	)
-	onKey := func(ptr *jsonlex.Path, key string, start, end int) error {
-		if len(keyParents) == 0 {
-			return nil
-		}
-		member := ptr.Pointer()
-		parent := parentOf(member)
-		if !keyParents[parent] {
-			return nil
-		}
-		if siblings[parent] == nil {
-			siblings[parent] = map[string]bool{}
-		}
-		siblings[parent][strings.ToLower(key)] = true
-		fs, ok := wantKeys[member]
-		if !ok {
-			return nil
-		}
-		delete(wantKeys, member)
-		var spans []Span
-		rules := map[string]bool{}
-		for _, f := range fs {
-			if f.Offset < 0 || f.Offset > len(key) {
-				return fmt.Errorf("redact: finding in the member name at %s: offset %d is outside the name (%d bytes): the findings are not of this tape", member, f.Offset, len(key))
-			}
-			n := f.Length
-			if n <= 0 || opts.Whole {
-				n = len(key) - f.Offset
-				if !opts.Whole {
-					n = tokenLen(key[f.Offset:])
-				}
-			}
-			spans = append(spans, Span{f.Offset, min(n, len(key)-f.Offset)})
-			rules[f.Rule] = true
-		}
-		renames = append(renames, rename{parent: parent, member: member, old: key, new: Cut(key, spans), start: start, end: end, rules: rules})
-		return nil
-	}
-	err = walk(doc, onKey, func(ptr *jsonlex.Path, key string, start, end int) error {
-		p := ptr.Pointer()
-		if strings.HasPrefix(p, "/digest") || strings.HasPrefix(p, "/meta/redactions") {
-			return nil
-		}
-		value := jsonlex.UnquoteString(doc[start+1 : end-1])
-		var cuts []span
-		rules := map[string]bool{}
-		for _, f := range want[p] {
-			if f.Offset < 0 || f.Offset > len(value) {
-				return fmt.Errorf("redact: finding at %s: offset %d is outside the string (%d bytes): the findings are not of this tape", p, f.Offset, len(value))
-			}
-			to := len(value)
-			switch {
-			case opts.Whole:
-			case f.Length > 0:
-				to = min(f.Offset+f.Length, len(value))
-			default:
-				to = f.Offset + tokenLen(value[f.Offset:])
-			}
-			cuts = append(cuts, span{f.Offset, to})
-			rules[f.Rule] = true
-		}
-		delete(want, p)
-		v := value
-		if len(cuts) > 0 {
-			v = cut(value, cuts)
-		}
-		if !protectedKeys[key] && len(opts.Patterns) > 0 {
-			if strings.Contains(p, "/response/chunks/") && key == "data" {
-				v, _ = redactEvent(v, opts.Patterns, rules)
-			} else {
-				var pcuts []span
-				for _, re := range opts.Patterns {
-					for _, m := range re.FindAllStringIndex(v, -1) {
-						if m[1] > m[0] {
-							pcuts = append(pcuts, span{m[0], m[1]})
-							rules["pattern:"+re.String()] = true
-						}
-					}
-				}
-				if len(pcuts) > 0 {
-					v = cut(v, pcuts)
-				}
-			}
-		}
-		if v == value {
-			return nil
-		}
-		patches = append(patches, patch{start, end, jsonlex.AppendString(nil, v, false)})
-		for _, r := range slices.Sorted(mapKeys(rules)) {
-			removed = append(removed, tape.Redaction{Rule: r, Pointer: p})
-		}
-		return nil
-	})
-	if err != nil {
+	r := newRedactor(doc, opts)
+	if err := walk(doc, r.onKey, r.onString); err != nil {
 		return nil, err
 	}
-	if len(want) > 0 {
-		missing := slices.Sorted(mapKeys(want))
-		return nil, fmt.Errorf("redact: no string at %s (%d findings point nowhere): the findings are not of this tape", missing[0], len(missing))
+	if err := r.unmatched(); err != nil {
+		return nil, err
 	}
-	if len(wantKeys) > 0 {
-		missing := slices.Sorted(mapKeys(wantKeys))
-		return nil, fmt.Errorf("redact: no member at %s (%d findings in member names point nowhere): the findings are not of this tape", missing[0], len(missing))
-	}
-	// Renamed members: a name the object does not hold yet, so the strict reader still
-	// reads it; the redactions say where things are now, not where the secret was.
-	moved := map[string]string{}
-	for _, rn := range renames {
-		name := rn.new
-		for i := 2; siblings[rn.parent][strings.ToLower(name)]; i++ {
-			name = rn.new + "-" + strconv.Itoa(i)
-		}
-		siblings[rn.parent][strings.ToLower(name)] = true
-		patches = append(patches, patch{rn.start, rn.end, jsonlex.AppendString(nil, name, false)})
-		now := rn.parent + "/" + jsonlex.EscapePointer(name)
-		moved[rn.member] = now
-		for _, r := range slices.Sorted(mapKeys(rn.rules)) {
-			removed = append(removed, tape.Redaction{Rule: r, Pointer: rn.parent + "/" + jsonlex.EscapePointer(name)})
-		}
-	}
-	if len(moved) > 0 {
-		// Innermost first: an outer rename then finds its own old prefix unchanged.
-		olds := slices.SortedFunc(mapKeys(moved), func(a, b string) int { return len(b) - len(a) })
-		for i := range removed {
-			for _, old := range olds {
-				if p := removed[i].Pointer; p == old || strings.HasPrefix(p, old+"/") {
-					removed[i].Pointer = moved[old] + p[len(old):]
-				}
-			}
-		}
-	}
-	slices.SortFunc(patches, func(a, b patch) int { return b.start - a.start })
-	out := doc
-	for _, pt := range patches {
-		out = slices.Concat(out[:pt.start], pt.repl, out[pt.end:])
-	}
-	rt, err := tape.Unmarshal(out)
+	r.renameMembers()
+	rt, err := tape.Unmarshal(r.patched())
 	if err != nil {
 		return nil, fmt.Errorf("redact: the redacted tape: %w", err)
 	}
-	rt.Meta.Redactions = append(rt.Meta.Redactions, removed...)
-	res := &Result{Tape: rt, Removed: removed}
+	rt.Meta.Redactions = append(rt.Meta.Redactions, r.removed...)
+	res := &Result{Tape: rt, Removed: r.removed}
 	if sealed {
 		if err := seal.Tape(rt, opts.Sign); err != nil {
 			return nil, fmt.Errorf("redact: seal the redacted tape: %w", err)
@@ -255,6 +110,199 @@ func Tape(t *tape.Tape, opts Options) (*Result, error) {
 		rt.Digest = nil
 	}
 	return res, nil
+}
+
+// redactor is one pass of Tape over a tape's canonical document: the findings still to
+// meet, by pointer, and the patches, renames and redactions made so far.
+type redactor struct {
+	opts           Options
+	doc            []byte
+	want, wantKeys map[string][]Finding // findings in string values, and in member names
+	keyParents     map[string]bool      // the objects a member name of which holds a finding
+	patches        []patch
+	removed        []tape.Redaction
+	renames        []rename
+	// siblings holds the keys (folded, as the strict reader compares them) of each
+	// object one of whose members is renamed.
+	siblings map[string]map[string]bool
+}
+
+func newRedactor(doc []byte, opts Options) *redactor {
+	r := &redactor{
+		opts: opts, doc: doc,
+		want: map[string][]Finding{}, wantKeys: map[string][]Finding{},
+		keyParents: map[string]bool{}, siblings: map[string]map[string]bool{},
+	}
+	for _, f := range opts.Findings {
+		if f.Key {
+			r.wantKeys[f.Pointer] = append(r.wantKeys[f.Pointer], f)
+			r.keyParents[parentOf(f.Pointer)] = true
+			continue
+		}
+		r.want[f.Pointer] = append(r.want[f.Pointer], f)
+	}
+	return r
+}
+
+// onKey meets a member name: it notes the names of objects with a finding in a member
+// name, and plans the rename of a name that holds one.
+func (r *redactor) onKey(ptr *jsonlex.Path, key string, start, end int) error {
+	if len(r.keyParents) == 0 {
+		return nil
+	}
+	member := ptr.Pointer()
+	parent := parentOf(member)
+	if !r.keyParents[parent] {
+		return nil
+	}
+	if r.siblings[parent] == nil {
+		r.siblings[parent] = map[string]bool{}
+	}
+	r.siblings[parent][strings.ToLower(key)] = true
+	fs, ok := r.wantKeys[member]
+	if !ok {
+		return nil
+	}
+	delete(r.wantKeys, member)
+	var spans []Span
+	rules := map[string]bool{}
+	for _, f := range fs {
+		if f.Offset < 0 || f.Offset > len(key) {
+			return fmt.Errorf("redact: finding in the member name at %s: offset %d is outside the name (%d bytes): the findings are not of this tape", member, f.Offset, len(key))
+		}
+		n := f.Length
+		if n <= 0 || r.opts.Whole {
+			n = len(key) - f.Offset
+			if !r.opts.Whole {
+				n = tokenLen(key[f.Offset:])
+			}
+		}
+		spans = append(spans, Span{f.Offset, min(n, len(key)-f.Offset)})
+		rules[f.Rule] = true
+	}
+	r.renames = append(r.renames, rename{parent: parent, member: member, old: key, new: Cut(key, spans), start: start, end: end, rules: rules})
+	return nil
+}
+
+// onString meets a string value: it cuts what the findings at its pointer name and what
+// the patterns match, and plans the patch.
+func (r *redactor) onString(ptr *jsonlex.Path, key string, start, end int) error {
+	p := ptr.Pointer()
+	if strings.HasPrefix(p, "/digest") || strings.HasPrefix(p, "/meta/redactions") {
+		return nil
+	}
+	value := jsonlex.UnquoteString(r.doc[start+1 : end-1])
+	var cuts []span
+	rules := map[string]bool{}
+	for _, f := range r.want[p] {
+		if f.Offset < 0 || f.Offset > len(value) {
+			return fmt.Errorf("redact: finding at %s: offset %d is outside the string (%d bytes): the findings are not of this tape", p, f.Offset, len(value))
+		}
+		to := len(value)
+		switch {
+		case r.opts.Whole:
+		case f.Length > 0:
+			to = min(f.Offset+f.Length, len(value))
+		default:
+			to = f.Offset + tokenLen(value[f.Offset:])
+		}
+		cuts = append(cuts, span{f.Offset, to})
+		rules[f.Rule] = true
+	}
+	delete(r.want, p)
+	v := value
+	if len(cuts) > 0 {
+		v = cut(value, cuts)
+	}
+	if !protectedKeys[key] && len(r.opts.Patterns) > 0 {
+		v = r.cutPatterns(p, key, v, rules)
+	}
+	if v == value {
+		return nil
+	}
+	r.patches = append(r.patches, patch{start, end, jsonlex.AppendString(nil, v, false)})
+	for _, rule := range slices.Sorted(mapKeys(rules)) {
+		r.removed = append(r.removed, tape.Redaction{Rule: rule, Pointer: p})
+	}
+	return nil
+}
+
+// cutPatterns cuts what opts.Patterns match in v, the string at pointer p under key; a
+// stream chunk's data is cut event by event.
+func (r *redactor) cutPatterns(p, key, v string, rules map[string]bool) string {
+	if strings.Contains(p, "/response/chunks/") && key == "data" {
+		v, _ = redactEvent(v, r.opts.Patterns, rules)
+		return v
+	}
+	var pcuts []span
+	for _, re := range r.opts.Patterns {
+		for _, m := range re.FindAllStringIndex(v, -1) {
+			if m[1] > m[0] {
+				pcuts = append(pcuts, span{m[0], m[1]})
+				rules["pattern:"+re.String()] = true
+			}
+		}
+	}
+	if len(pcuts) > 0 {
+		v = cut(v, pcuts)
+	}
+	return v
+}
+
+// unmatched is an error when a finding pointed at no string or member of the document.
+func (r *redactor) unmatched() error {
+	if len(r.want) > 0 {
+		missing := slices.Sorted(mapKeys(r.want))
+		return fmt.Errorf("redact: no string at %s (%d findings point nowhere): the findings are not of this tape", missing[0], len(missing))
+	}
+	if len(r.wantKeys) > 0 {
+		missing := slices.Sorted(mapKeys(r.wantKeys))
+		return fmt.Errorf("redact: no member at %s (%d findings in member names point nowhere): the findings are not of this tape", missing[0], len(missing))
+	}
+	return nil
+}
+
+// renameMembers plans the renames: each to a name its object does not hold yet, so the
+// strict reader still reads it. The redactions say where things are now, not where the
+// secret was.
+func (r *redactor) renameMembers() {
+	moved := map[string]string{}
+	for _, rn := range r.renames {
+		name := rn.new
+		for i := 2; r.siblings[rn.parent][strings.ToLower(name)]; i++ {
+			name = rn.new + "-" + strconv.Itoa(i)
+		}
+		r.siblings[rn.parent][strings.ToLower(name)] = true
+		r.patches = append(r.patches, patch{rn.start, rn.end, jsonlex.AppendString(nil, name, false)})
+		now := rn.parent + "/" + jsonlex.EscapePointer(name)
+		moved[rn.member] = now
+		for _, rule := range slices.Sorted(mapKeys(rn.rules)) {
+			r.removed = append(r.removed, tape.Redaction{Rule: rule, Pointer: now})
+		}
+	}
+	if len(moved) == 0 {
+		return
+	}
+	// Innermost first: an outer rename then finds its own old prefix unchanged.
+	olds := slices.SortedFunc(mapKeys(moved), func(a, b string) int { return len(b) - len(a) })
+	for i := range r.removed {
+		for _, old := range olds {
+			if p := r.removed[i].Pointer; p == old || strings.HasPrefix(p, old+"/") {
+				r.removed[i].Pointer = moved[old] + p[len(old):]
+			}
+		}
+	}
+}
+
+// patched is the document with every planned patch applied, last first so that the
+// earlier offsets hold.
+func (r *redactor) patched() []byte {
+	slices.SortFunc(r.patches, func(a, b patch) int { return b.start - a.start })
+	out := r.doc
+	for _, pt := range r.patches {
+		out = slices.Concat(out[:pt.start], pt.repl, out[pt.end:])
+	}
+	return out
 }
 
 type patch struct {

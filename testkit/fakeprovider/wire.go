@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -67,30 +68,23 @@ func (o *writer) startStream() {
 func (o *writer) stream(events []provider.Event) error {
 	o.startStream()
 	for _, e := range events {
-		if err := o.rawEvent(e.Name, e.Data); err != nil {
+		if err := o.event(e); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (o *writer) rawEvent(name, data string) error {
+// event sends one event as it goes on the wire (provider.Event.SSE), flushed, after the
+// turn's delay between events; a Fault's Cut stops the stream before it.
+func (o *writer) event(e provider.Event) error {
 	if o.events > 0 && o.fault != nil && !o.wait(o.fault.BetweenChunks) {
 		return errGone
 	}
 	if o.fault != nil && o.fault.Cut > 0 && o.events >= o.fault.Cut {
 		return errCut
 	}
-	var b strings.Builder
-	if name != "" {
-		b.WriteString("event: ")
-		b.WriteString(name)
-		b.WriteByte('\n')
-	}
-	b.WriteString("data: ")
-	b.WriteString(data)
-	b.WriteString("\n\n")
-	if _, err := o.w.Write([]byte(b.String())); err != nil {
+	if _, err := io.WriteString(o.w, e.SSE()); err != nil {
 		return err
 	}
 	if f, ok := o.w.(http.Flusher); ok {

@@ -53,6 +53,20 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	cwdFile.Close()
 	defer os.Remove(cwdFile.Name())
+	env := append(s.env.Environ[:len(s.env.Environ):len(s.env.Environ)], "TAPEBOX_CWD_FILE="+cwdFile.Name())
+	errFile := ""
+	if s.before("2.1") {
+		// Claude Code 2.0 reads the command's stdout and stderr from two pipes and shows
+		// stdout first: the command's stderr goes to a file of its own (see shellPrelude).
+		f, err := os.CreateTemp("", "tapebox-stderr-*")
+		if err != nil {
+			return harness.Text(call, "tapebox-exec: "+err.Error(), true)
+		}
+		f.Close()
+		defer os.Remove(f.Name())
+		errFile = f.Name()
+		env = append(env, "TAPEBOX_STDERR_FILE="+errFile)
+	}
 	script := s.shellPrelude() + in.Command + "\n__tapebox_status=$?\npwd -P >| \"$TAPEBOX_CWD_FILE\" 2>/dev/null\nexit $__tapebox_status"
 	s.mu.Lock()
 	dir := s.cwd
@@ -62,8 +76,7 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	id := s.taskID(rec)
 	tasks := s.env.Tasks
 	if _, err := tasks.Start(ctx, action.TaskRequest{
-		ID: id, Command: script, Dir: dir, ExitLine: true,
-		Env: append(s.env.Environ[:len(s.env.Environ):len(s.env.Environ)], "TAPEBOX_CWD_FILE="+cwdFile.Name()),
+		ID: id, Command: script, Dir: dir, ExitLine: true, Env: env,
 	}); err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
@@ -100,6 +113,16 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if st.ExitCode != nil {
 		code = *st.ExitCode
 	}
+	if errFile != "" {
+		stderr, _ := os.ReadFile(errFile)
+		if code != 0 && !exitNotError(in.Command, code) {
+			// Claude Code 2.0's error: the code, stderr, then stdout, cut in the middle
+			// past 10000 characters; no note of a reset cwd.
+			return harness.Text(call, cutMiddle20(strings.TrimSpace(strings.Join(nonEmpty([]string{"Exit code " + strconv.Itoa(code), string(stderr), out}), "\n"))), true)
+		}
+		out = strings.TrimRight(out, " \t\r\n\v\f") + "\n" + strings.TrimRight(string(stderr), " \t\r\n\v\f") + "\n"
+		code = 0
+	}
 	if code != 0 {
 		parts := []string{"Exit code " + strconv.Itoa(code), s.limitOutput(out, out)}
 		if resetNote != "" {
@@ -127,13 +150,66 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 // not followed.
 const ugrepShadow = `grep() { __tb_r= __tb_p= __tb_i=0; for __tb_a do __tb_i=$((__tb_i+1)); case $__tb_a in --recursive|--dereference-recursive) __tb_r=1 ;; --*) ;; -*[rR]*) __tb_r=1 ;; -*) ;; *) [ "$__tb_i" -lt $# ] && __tb_p=1 ;; esac; done; eval "__tb_a=\${$#}"; if [ -n "${BASH_VERSION-}" ] && [ -n "$__tb_r" ] && [ -n "$__tb_p" ] && [ "$__tb_a" = . ]; then __tb_i=$#; eval 'set -- "${@:1:$((__tb_i-1))}"'; fi; unset __tb_r __tb_p __tb_i __tb_a; command grep -I --exclude-dir=.git --exclude-dir=.svn --exclude-dir=.hg --exclude-dir=.bzr --exclude-dir=.jj --exclude-dir=.sl "$@"; }; `
 
+// stderrApart sends the rest of the script's stderr to the file $TAPEBOX_STDERR_FILE.
+const stderrApart = `exec 2>"$TAPEBOX_STDERR_FILE"; `
+
 // shellPrelude is what precedes a Bash command on its line: the shell snapshot's grep
-// for a recording of Claude Code 2.1 or later.
+// for a recording of Claude Code 2.1 or later; for 2.0, which reads stdout and stderr
+// apart, stderr sent to a file of its own.
 func (s *session) shellPrelude() string {
 	if s.before("2.1") {
-		return ""
+		return stderrApart
 	}
 	return ugrepShadow
+}
+
+// exitNotError says Claude Code 2.0 takes the exit code of command as no error: 1 from
+// grep, rg, find, diff, test or [ as the command's last (a match not found, files that
+// differ, a false condition), which it shows as a success.
+func exitNotError(command string, code int) bool {
+	if code != 1 {
+		return false
+	}
+	last := command
+	if i := strings.LastIndexAny(command, "|;&\n"); i >= 0 {
+		last = command[i+1:]
+	}
+	f := strings.Fields(last)
+	if len(f) == 0 {
+		return false
+	}
+	switch f[0] {
+	case "grep", "rg", "find", "diff", "test", "[":
+		return true
+	}
+	return false
+}
+
+// cutMiddle20 cuts an error text past 10000 UTF-16 units as Claude Code 2.0 does: its
+// first and last 5000, with the count of the characters left out between them.
+func cutMiddle20(s string) string {
+	n := utf16Len(s)
+	if n <= 10000 {
+		return s
+	}
+	return fmt.Sprintf("%s\n\n... [%d characters truncated] ...\n\n%s", s[:unitIndex(s, 5000)], n-10000, s[unitIndex(s, n-5000):])
+}
+
+// unitIndex is the byte index in s after its first n UTF-16 units (before a character
+// that would pass n).
+func unitIndex(s string, n int) int {
+	u := 0
+	for i, r := range s {
+		w := 1
+		if r > 0xFFFF {
+			w = 2
+		}
+		if u+w > n {
+			return i
+		}
+		u += w
+	}
+	return len(s)
 }
 
 // isSleep says a command starts with sleep, which Claude Code 2.1 kills at its timeout

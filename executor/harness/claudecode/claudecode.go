@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tapebox/tapebox/executor/harness"
 	"github.com/tapebox/tapebox/tape"
@@ -92,6 +94,7 @@ func (s *session) sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape
 		if _, err := s.env.Tasks.Status(sm[1]); err != nil {
 			return m
 		}
+		s.awaitLines(sm[1], m)
 		return strings.Replace(m, "Read "+sm[2]+" to see", "Read "+s.env.Tasks.OutputPath(sm[1])+" to see", 1)
 	})
 	text := r.Content[0].Text
@@ -112,6 +115,41 @@ func (s *session) sessionReminders(r tape.ToolResult, rec *tape.ToolResult) tape
 
 // bgNote is Claude Code 2.0's news of a background command's output.
 var bgNote = regexp.MustCompile(`Background bash (\S+) has new output: [^\n]*?\. Read (\S+) to see output\.`)
+
+// bgLines are the counts of lines in a bgNote.
+var bgLines = regexp.MustCompile(`([0-9]+) lines? of std(?:out|err)`)
+
+// maxNoteWait bounds awaitLines.
+const maxNoteWait = 5 * time.Second
+
+// awaitLines waits until the background task id has written as many lines as note, the
+// recording's news of its output, counts, or has ended (maxNoteWait at most). The news
+// shows how far the command had got in the recording when the harness answered; a
+// replay answers in milliseconds, and a command that had written its file in the
+// recording by then would not have yet, nor by the end state (internal/fidelity, seed
+// 21121).
+func (s *session) awaitLines(id, note string) {
+	want := 0
+	for _, m := range bgLines.FindAllStringSubmatch(note, -1) {
+		n, _ := strconv.Atoi(m[1])
+		want += n
+	}
+	deadline := time.Now().Add(maxNoteWait)
+	for {
+		st, err := s.env.Tasks.Status(id)
+		out, _ := s.env.Tasks.Output(id)
+		lines := 0
+		for _, l := range strings.Split(string(out), "\n") {
+			if l != "" {
+				lines++
+			}
+		}
+		if err != nil || !st.Running || lines >= want || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 var _ harness.Unoffered = (*session)(nil)
 
@@ -134,7 +172,12 @@ func (s *session) NotOffered(ctx context.Context, call tape.ToolCall, rec *tape.
 	case "Grep":
 		msg += ". Grep is not available in this session \u2014 search file contents with `grep` via the Bash tool instead."
 	}
-	return toolUseError(call, msg)
+	r := toolUseError(call, msg)
+	if s.before("2.1") {
+		// Claude Code 2.0 appends its session notes to this answer too (seed 21069).
+		r = s.sessionReminders(r, rec)
+	}
+	return r
 }
 
 // Immediate says a call is a Noop: it replays its recorded result at once.

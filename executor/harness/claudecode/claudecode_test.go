@@ -640,3 +640,132 @@ func TestSearchRecordedOrder(t *testing.T) {
 	assert.NotContains(t, res.Text(), "d.txt")
 	assert.ElementsMatch(t, []string{"a.txt", "b.txt", "c.txt"}, strings.Split(res.Text(), "\n"))
 }
+
+// TestClaudeCode20Streams: Claude Code 2.0 reads a command's stdout and stderr from two
+// pipes: a success shows stdout, then stderr; a failure the code, stderr, then stdout,
+// cut in the middle past 10000 characters; grep's exit code 1 is no failure
+// (internal/fidelity, the class "2.0: stdout before stderr", seed 21053).
+func TestClaudeCode20Streams(t *testing.T) {
+	f := newFixture(t)
+	f.Env.HarnessVersion = "2.0.77"
+	for _, tt := range []struct {
+		name, command, want string
+		isErr               bool
+	}{
+		{"stderr first", "cat blob.bin | od -c | head -5", "0000000\ncat: blob.bin: No such file or directory", false},
+		{"interleaved", "echo err1 >&2; echo out1; echo err2 >&2; echo out2", "out1\nout2\nerr1\nerr2", false},
+		{"stderr only", "echo err >&2", "err", false},
+		{"failure", "echo out; echo err >&2; exit 3", "Exit code 3\nerr\n\nout", true},
+		{"grep finds nothing", "printf 'a\\n' | grep zzz", "", false},
+		{"grep fails", "grep zzz nowhere.txt", "Exit code 2\ngrep: nowhere.txt: No such file or directory", true},
+	} {
+		res := f.Run("Bash", m{"command": tt.command}, nil)
+		assert.Equal(t, tt.want, res.Text(), tt.name)
+		assert.Equal(t, tt.isErr, res.IsError, tt.name)
+	}
+	res := f.Run("Bash", m{"command": "seq 1 3000; exit 1"}, nil)
+	all := "Exit code 1\n" + seq(1, 3000)
+	assert.Equal(t, all[:5000]+"\n\n... ["+fmt.Sprint(len(all)-10000)+" characters truncated] ...\n\n"+all[len(all)-5000:], res.Text())
+}
+
+func seq(from, to int) string {
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		if i > from {
+			b.WriteByte('\n')
+		}
+		fmt.Fprint(&b, i)
+	}
+	return b.String()
+}
+
+// TestClaudeCode20Search: Claude Code 2.0 runs rg in its first working directory with the
+// searched one as an argument, and rg matches --glob against the path from its own
+// directory (seeds 21053, 21129); a Grep result is cut at 20000 characters (seed 21128);
+// content lines come in the recorded order of their files (seed 21221); a tool not offered
+// keeps the session's notes (seed 21069).
+func TestClaudeCode20Search(t *testing.T) {
+	f := newFixture(t)
+	f.Env.HarnessVersion = "2.0.77"
+	f.Write("src/main.go", "package main\n")
+	f.Write("src/util.go", "package main\n")
+	main, util := filepath.Join(f.Dir, "src/main.go"), filepath.Join(f.Dir, "src/util.go")
+	rec := recorded(main+"\n"+util, false)
+	res := f.Run("Glob", m{"pattern": "src/*", "path": filepath.Join(f.Dir, "src")}, rec)
+	assert.Equal(t, main+"\n"+util, res.Text())
+	f.Run("Bash", m{"command": "cd src"}, nil)
+	res = f.Run("Glob", m{"pattern": "src/*"}, rec)
+	assert.Equal(t, main+"\n"+util, res.Text())
+	res = f.Run("Glob", m{"pattern": "*.go"}, rec)
+	assert.Equal(t, main+"\n"+util, res.Text())
+	res = f.Run("Grep", m{"pattern": "package", "glob": "src/m*"}, nil)
+	assert.Equal(t, "Found 1 file\nmain.go", res.Text())
+	f.Run("Bash", m{"command": "cd .."}, nil)
+
+	res = f.Run("Grep", m{"pattern": "^package", "output_mode": "content"}, recorded("src/util.go:1:package main\nsrc/main.go:1:package main", false))
+	assert.Equal(t, "src/util.go:1:package main\nsrc/main.go:1:package main", res.Text())
+	res = f.Run("Grep", m{"pattern": "^package", "output_mode": "content"}, nil)
+	assert.Equal(t, "src/main.go:1:package main\nsrc/util.go:1:package main", res.Text())
+	res = f.Run("Grep", m{"pattern": "^package", "output_mode": "content", "head_limit": 1}, nil)
+	assert.Equal(t, "src/main.go:1:package main\n\n[Showing results with pagination = limit: 1, offset: 0]", res.Text())
+
+	var many strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&many, "line %d: %s\n", i+1, strings.Repeat("x", 30))
+	}
+	f.Write("many.log", many.String())
+	res = f.Run("Grep", m{"pattern": "x{30}", "output_mode": "content", "path": filepath.Join(f.Dir, "many.log")}, nil)
+	var lines []string
+	for i := range 1000 {
+		lines = append(lines, fmt.Sprintf("%d:line %d: %s", i+1, i+1, strings.Repeat("x", 30)))
+	}
+	all := strings.Join(lines, "\n")
+	assert.Equal(t, all[:20000]+"\n\n... ["+fmt.Sprint(strings.Count(all[20000:], "\n")+1)+" lines truncated] ...", res.Text())
+
+	env, err := harness.NewEnv(t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	env.HarnessVersion = "2.0.77"
+	sess := claudecode.New().NewSession(env)
+	defer sess.Close()
+	todo := "\n\n<system-reminder>\nThe TodoWrite tool hasn't been used recently. Nudge.\n</system-reminder>"
+	b, err := json.Marshal(m{"file_path": main, "edits": []m{{"old_string": "a", "new_string": "b"}}})
+	require.NoError(t, err)
+	r := sess.(harness.Unoffered).NotOffered(t.Context(), tape.ToolCall{ID: "toolu_1", Name: "MultiEdit", Input: b}, recorded("<tool_use_error>Error: No such tool available: MultiEdit</tool_use_error>"+todo, true))
+	assert.Equal(t, "<tool_use_error>Error: No such tool available: MultiEdit</tool_use_error>"+todo, r.Text())
+}
+
+// TestEditThroughLinkChecksString: Claude Code 2.1 checks old_string against a link's
+// target before it refuses to write through the link (internal/fidelity, 2.1.332 seed
+// 20174).
+func TestEditThroughLinkChecksString(t *testing.T) {
+	f := newFixture(t)
+	f.Env.HarnessVersion = "2.1.332"
+	target := f.Write("notes.txt", "alpha\nbeta\nbeta\n")
+	link := filepath.Join(f.Dir, "link.txt")
+	require.NoError(t, os.Symlink("notes.txt", link))
+	res := f.Run("Edit", m{"file_path": link, "old_string": "delta", "new_string": "DELTA", "replace_all": true}, nil)
+	assert.Equal(t, "<tool_use_error>String to replace not found in file.\nString: delta</tool_use_error>", res.Text())
+	res = f.Run("Edit", m{"file_path": link, "old_string": "beta", "new_string": "BETA"}, nil)
+	assert.Contains(t, res.Text(), "Found 2 matches of the string to replace")
+	res = f.Run("Edit", m{"file_path": link, "old_string": "alpha", "new_string": "ALPHA"}, nil)
+	assert.Equal(t, "Refusing to write "+link+": it is a symbolic link. Write to the link's target path instead: "+target+".", res.Text())
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "alpha\nbeta\nbeta\n", string(b))
+}
+
+// TestClaudeCode20NewsWaits: the recording's news of a background command's output shows
+// that the command had written it when the harness answered; the replay waits for as many
+// lines before it answers, so that what the command made is there too (internal/fidelity,
+// seed 21121: a file made in the background was missing from the replay's end state).
+func TestClaudeCode20NewsWaits(t *testing.T) {
+	f := newFixture(t)
+	f.Env.HarnessVersion = "2.0.77"
+	rec := recorded("Command running in background with ID: bf01. Output is being written to: /tmp/claude/x/tasks/bf01.output\n\n<system-reminder>\nBackground bash bf01 has new output: 1 line of stdout. Read /tmp/claude/x/tasks/bf01.output to see output.\n</system-reminder>", false)
+	res := f.Run("Bash", m{"command": "sleep 0.3; printf 'x\\ny\\n' > made.txt && wc -l made.txt", "run_in_background": true}, rec)
+	out := f.Env.Tasks.OutputPath("bf01")
+	assert.Equal(t, "Command running in background with ID: bf01. Output is being written to: "+out+"\n\n<system-reminder>\nBackground bash bf01 has new output: 1 line of stdout. Read "+out+" to see output.\n</system-reminder>", res.Text())
+	b, err := os.ReadFile(filepath.Join(f.Dir, "made.txt"))
+	require.NoError(t, err, "the command's file is there when the call is answered")
+	assert.Equal(t, "x\ny\n", string(b))
+}

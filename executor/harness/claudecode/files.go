@@ -596,15 +596,27 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, rec *tape.ToolResu
 	if st, err := os.Stat(path); err == nil && st.IsDir() && !s.before("2.1") {
 		return asRecorded(toolUseError(call, "Error calling tool (Edit): EISDIR: illegal operation on a directory, read"), rec)
 	}
-	if r, ok := s.writable(call, in.FilePath, path); !ok {
-		return r
-	}
 	oldString := *in.OldString
 	if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte("\r\n")) && !strings.Contains(oldString, "\r") {
 		// Claude Code matches a file with CRLF line ends by its lines, and keeps the CRLF
 		// (2.0 too: it edits the text with \r\n made \n and writes it back with CRLF).
 		oldString = strings.ReplaceAll(oldString, "\n", "\r\n")
 		newString = strings.ReplaceAll(newString, "\n", "\r\n")
+	}
+	if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 && !s.before("2.1") && oldString != "" {
+		// Claude Code 2.1 checks old_string against the link's target before it refuses to
+		// write through the link (internal/fidelity, 2.1.332 seed 20174).
+		if b, err := os.ReadFile(path); err == nil {
+			switch n := strings.Count(string(b), oldString); {
+			case n == 0:
+				return asRecorded(s.editError(call, &action.EditError{Kind: action.EditNotFound, Path: path, Old: *in.OldString}), rec)
+			case n > 1 && !in.ReplaceAll:
+				return asRecorded(s.editError(call, &action.EditError{Kind: action.EditAmbiguous, Path: path, Old: *in.OldString, Count: n}), rec)
+			}
+		}
+	}
+	if r, ok := s.writable(call, in.FilePath, path); !ok {
+		return r
 	}
 	original, _ := os.ReadFile(path)
 	if s.before("2.1") && original != nil && !utf8.Valid(original) {

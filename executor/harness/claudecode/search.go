@@ -1,13 +1,16 @@
 package claudecode
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,7 +75,7 @@ func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		}
 	}
 	files, err := action.Glob(ctx, action.GlobRequest{Root: root, Pattern: in.Pattern,
-		Walk: action.WalkOptions{Hidden: true, NoIgnore: true, SkipPaths: []string{s.env.State.Path}}})
+		Walk: action.WalkOptions{Hidden: true, NoIgnore: true, SkipPaths: []string{s.env.State.Path}, GlobBase: s.globBase()}})
 	if err != nil {
 		return harness.Text(call, err.Error(), true)
 	}
@@ -94,6 +97,18 @@ func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		}
 	}
 	return harness.Text(call, strings.Join(lines, "\n"), false)
+}
+
+// globBase is the directory a glob of Glob or Grep is matched from (see
+// action.WalkOptions.GlobBase): Claude Code 2.0 runs rg in its own working directory, the
+// session's first, with the searched directory as an argument, so that "src/*" searched in
+// src (or after a cd into it) lists src's files (seeds 21053, 21129). Claude Code 2.1 has
+// no Glob or Grep tool; other recordings keep the searched directory.
+func (s *session) globBase() string {
+	if s.before("2.1") {
+		return s.env.Cwd
+	}
+	return ""
 }
 
 type grepInput struct {
@@ -168,6 +183,7 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if in.Offset < 0 || (in.HeadLimit != nil && *in.HeadLimit < 0) {
 		return asRecorded(toolUseError(call, "head_limit and offset must be whole numbers of 0 or more."), rec)
 	}
+	given := in.HeadLimit
 	if in.HeadLimit == nil && s.before("2.1") {
 		unlimited := 0 // Claude Code 2.0 has no default head_limit (seed 8086)
 		in.HeadLimit = &unlimited
@@ -187,7 +203,7 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	isDir := st != nil && st.IsDir()
 	req := action.GrepRequest{
 		Root: root, Pattern: in.Pattern, IgnoreCase: in.IgnoreCase, Multiline: in.Multiline, Type: in.Type,
-		Walk: action.WalkOptions{Hidden: true, SkipDirs: vcsDirs, Globs: splitGlobs(in.Glob), SkipPaths: []string{s.env.State.Path}},
+		Walk: action.WalkOptions{Hidden: true, SkipDirs: vcsDirs, Globs: splitGlobs(in.Glob), SkipPaths: []string{s.env.State.Path}, GlobBase: s.globBase()},
 	}
 	ctxLines := 0
 	if mode == "content" {
@@ -213,6 +229,9 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		return harness.Text(call, err.Error(), true)
 	}
 	abs := absolutePaths(rec)
+	if s.before("2.1") {
+		return harness.Text(call, s.grep20(files, in, given, mode, isDir, ctxLines > 0, abs, rec), false)
+	}
 	switch mode {
 	case "content":
 		return harness.Text(call, s.grepContent(files, in, isDir, ctxLines > 0, abs), false)
@@ -235,19 +254,10 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		if pg != "" {
 			pg = " with pagination = " + pg
 		}
-		sep := "\n"
-		if s.before("2.1") {
-			sep = "\n\n" // Claude Code 2.0 leaves a blank line before the total
-		}
-		return harness.Text(call, fmt.Sprintf("%s%sFound %d total %s across %d %s.%s", body, sep, total,
+		return harness.Text(call, fmt.Sprintf("%s\nFound %d total %s across %d %s.%s", body, total,
 			pluralOcc(total), len(files), pluralize(len(files), "file"), pg), false)
 	}
-	sort.SliceStable(files, func(i, j int) bool {
-		if !files[i].ModTime.Equal(files[j].ModTime) {
-			return files[i].ModTime.After(files[j].ModTime)
-		}
-		return files[i].Path < files[j].Path
-	})
+	byModTime(files)
 	shown, limit, limited := page(files, in.HeadLimit, in.Offset)
 	pg := pagination(limit, limited, in.Offset)
 	if len(shown) == 0 {
@@ -271,6 +281,93 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	return harness.Text(call, b.String(), false)
 }
 
+// byModTime sorts files as Grep lists them: the last modified first, ties by path.
+func byModTime(files []action.GrepFile) {
+	sort.SliceStable(files, func(i, j int) bool {
+		if !files[i].ModTime.Equal(files[j].ModTime) {
+			return files[i].ModTime.After(files[j].ModTime)
+		}
+		return files[i].Path < files[j].Path
+	})
+}
+
+// grep20 words Grep's result as Claude Code 2.0 does: every output cut at 20000
+// characters with a count of the lines left out (content and counts before their notes,
+// the file list with its header), pagination shown whenever head_limit or offset is given
+// ("limit: 5, offset: 0"), the total of a count over the lines shown, and a blank line
+// before each note. given is the head_limit the call gave (2.0 has no default).
+func (s *session) grep20(files []action.GrepFile, in grepInput, given *int, mode string, isDir, breaks, abs bool, rec *tape.ToolResult) string {
+	pg := ""
+	if given != nil || in.Offset > 0 {
+		limit := "undefined"
+		if given != nil {
+			limit = strconv.Itoa(*given)
+		}
+		pg = "limit: " + limit + ", offset: " + strconv.Itoa(in.Offset)
+	}
+	switch mode {
+	case "content":
+		lines := joinGroups(recordedGroups(s.contentLines(files, in, isDir, breaks, abs), rec), breaks)
+		shown, _, _ := page(lines, in.HeadLimit, in.Offset)
+		body := cut20(strings.Join(shown, "\n"))
+		if body == "" {
+			body = "No matches found"
+		}
+		if pg != "" {
+			body += "\n\n[Showing results with pagination = " + pg + "]"
+		}
+		return body
+	case "count":
+		counted, _, _ := page(files, in.HeadLimit, in.Offset)
+		shown := make([]string, 0, len(counted))
+		total := 0
+		for _, f := range counted {
+			shown = append(shown, fmt.Sprintf("%s:%d", s.display(f.Path, abs), f.Count))
+			total += f.Count
+		}
+		body := cut20(strings.Join(recordedOrder(shown, rec), "\n"))
+		if body == "" {
+			body = "No matches found"
+		}
+		if pg != "" {
+			pg = " with pagination = " + pg
+		}
+		return fmt.Sprintf("%s\n\nFound %d total %s across %d %s.%s", body, total, pluralOcc(total), len(shown), pluralize(len(shown), "file"), pg)
+	}
+	byModTime(files)
+	shown, _, _ := page(files, in.HeadLimit, in.Offset)
+	if len(shown) == 0 {
+		return "No files found"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Found %d %s", len(shown), pluralize(len(shown), "file"))
+	if pg != "" {
+		b.WriteString(" " + pg)
+	}
+	names := make([]string, len(shown))
+	for i, f := range shown {
+		names[i] = s.display(f.Path, abs)
+	}
+	for _, name := range recordedOrder(names, rec) {
+		b.WriteString("\n" + name)
+	}
+	return cut20(b.String())
+}
+
+// grepCut20 is where Claude Code 2.0 cuts a Grep result, in UTF-16 units.
+const grepCut20 = 20000
+
+// cut20 cuts s after grepCut20 UTF-16 units, as Claude Code 2.0 cuts a Grep result: the
+// head, a blank line and the count of the lines after the cut (found by
+// internal/fidelity, seed 21128).
+func cut20(s string) string {
+	if utf16Len(s) <= grepCut20 {
+		return s
+	}
+	cut := unitIndex(s, grepCut20)
+	return fmt.Sprintf("%s\n\n... [%d lines truncated] ...", s[:cut], strings.Count(s[cut:], "\n")+1)
+}
+
 func pluralOcc(n int) string {
 	if n == 1 {
 		return "occurrence"
@@ -279,12 +376,31 @@ func pluralOcc(n int) string {
 }
 
 func (s *session) grepContent(files []action.GrepFile, in grepInput, isDir, breaks, abs bool) string {
+	lines := joinGroups(s.contentLines(files, in, isDir, breaks, abs), breaks)
+	shown, limit, limited := page(lines, in.HeadLimit, in.Offset)
+	body := strings.Join(shown, "\n")
+	if body == "" {
+		body = "No matches found"
+		if in.Offset > 0 && len(lines) > 0 {
+			body = "No entries at this offset"
+		}
+	}
+	if pg := pagination(limit, limited, in.Offset); pg != "" {
+		body += "\n[Showing results with pagination = " + pg + "]"
+	}
+	return body
+}
+
+// contentLines are Grep's content lines, one group per file (a "--" within a group
+// marks a gap between runs of context).
+func (s *session) contentLines(files []action.GrepFile, in grepInput, isDir, breaks, abs bool) [][]string {
 	numbers := in.LineNums == nil || *in.LineNums
-	var lines []string
+	var groups [][]string
 	for _, f := range files {
+		var lines []string
 		prev := -1
 		for _, l := range f.Lines {
-			if breaks && len(lines) > 0 && (prev < 0 || l.N > prev+1) && lines[len(lines)-1] != "--" {
+			if breaks && prev >= 0 && l.N > prev+1 {
 				lines = append(lines, "--")
 			}
 			prev = l.N
@@ -310,19 +426,51 @@ func (s *session) grepContent(files []action.GrepFile, in grepInput, isDir, brea
 			b.WriteString(text)
 			lines = append(lines, b.String())
 		}
-	}
-	shown, limit, limited := page(lines, in.HeadLimit, in.Offset)
-	body := strings.Join(shown, "\n")
-	if body == "" {
-		body = "No matches found"
-		if in.Offset > 0 && len(lines) > 0 {
-			body = "No entries at this offset"
+		if len(lines) > 0 {
+			groups = append(groups, lines)
 		}
 	}
-	if pg := pagination(limit, limited, in.Offset); pg != "" {
-		body += "\n[Showing results with pagination = " + pg + "]"
+	return groups
+}
+
+// joinGroups joins the groups of contentLines, with a "--" between two files' lines when
+// context lines are shown, as rg does.
+func joinGroups(groups [][]string, breaks bool) []string {
+	var lines []string
+	for i, g := range groups {
+		if breaks && i > 0 {
+			lines = append(lines, "--")
+		}
+		lines = append(lines, g...)
 	}
-	return body
+	return lines
+}
+
+// recordedGroups orders the files' groups of content lines as the recorded result
+// does, where it shows them (the others follow, in the order they have). Claude Code 2.0
+// runs rg without --sort for content, and rg's threads print the files in the order they
+// finish searching them, which depends on their scheduling on the recording's machine,
+// not on the sandbox (found by internal/fidelity, seed 21221). The lines of each group
+// are still the executor's own.
+func recordedGroups(groups [][]string, rec *tape.ToolResult) [][]string {
+	if len(groups) < 2 || rec == nil {
+		return groups
+	}
+	at := map[string]int{}
+	for i, l := range strings.Split(harness.RecordedText(rec), "\n") {
+		if _, ok := at[l]; !ok {
+			at[l] = i
+		}
+	}
+	pos := func(g []string) int {
+		if i, ok := at[g[0]]; ok {
+			return i
+		}
+		return math.MaxInt
+	}
+	out := slices.Clone(groups)
+	slices.SortStableFunc(out, func(a, b []string) int { return cmp.Compare(pos(a), pos(b)) })
+	return out
 }
 
 // recordedOrder returns lines in the order the recorded result lists them, when it lists

@@ -62,6 +62,10 @@ func (s *session) bash(ctx context.Context, call tape.ToolCall, _ *tape.ToolResu
 	if in.Workdir != "" {
 		dir = s.path(in.Workdir)
 	}
+	// The spawner checks the directory first (FileSystem.access).
+	if _, err := os.Stat(dir); err != nil {
+		return fail(call, fsError("access", dir, err))
+	}
 	timeout := float64(defaultTimeout)
 	if in.Timeout != nil {
 		if *in.Timeout < 0 {

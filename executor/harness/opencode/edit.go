@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -29,7 +28,11 @@ func (s *session) write(_ context.Context, call tape.ToolCall, _ *tape.ToolResul
 	}
 	p := s.path(in.FilePath)
 	hadBOM := false
-	if old, err := os.ReadFile(p); err == nil {
+	if exists(p) {
+		old, err := os.ReadFile(p)
+		if err != nil {
+			return fail(call, fsError("readFile", p, err))
+		}
 		hadBOM = strings.HasPrefix(string(old), bom)
 	}
 	content, withBOM := strings.CutPrefix(in.Content, bom)
@@ -37,16 +40,6 @@ func (s *session) write(_ context.Context, call tape.ToolCall, _ *tape.ToolResul
 		return fail(call, err.Error())
 	}
 	return ok(call, "Wrote file successfully.")
-}
-
-func writeWithDirs(p, text string, withBOM bool) error {
-	if withBOM {
-		text = bom + text
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p, []byte(text), 0o644)
 }
 
 type editInput struct {
@@ -100,7 +93,7 @@ func (s *session) edit(_ context.Context, call tape.ToolCall, _ *tape.ToolResult
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
-		return fail(call, err.Error())
+		return fail(call, fsError("readFile", p, err))
 	}
 	text, hadBOM := strings.CutPrefix(action.LossyUTF8(data), bom)
 	eol := "\n"
@@ -135,9 +128,10 @@ func deref(p *string) string {
 // replacer yields the spans of content that may stand for find.
 type replacer func(content, find string) []string
 
-// replacers are opencode's, in its order; its two block-anchor matchers (first and last
-// lines with a similarity score) are not among them.
-var replacers = []replacer{exactReplacer, lineTrimmedReplacer, whitespaceReplacer, indentReplacer, escapeReplacer, trimmedReplacer, multiReplacer}
+// replacers are opencode's, in its order: simple, line-trimmed, block-anchor,
+// whitespace-normalized, indentation-flexible, escape-normalized, trimmed-boundary,
+// context-aware, multi-occurrence.
+var replacers = []replacer{exactReplacer, lineTrimmedReplacer, blockAnchorReplacer, whitespaceReplacer, indentReplacer, escapeReplacer, trimmedReplacer, contextAwareReplacer, multiReplacer}
 
 // replace is opencode's replace: the first matcher whose span occurs once wins (every
 // occurrence with all).

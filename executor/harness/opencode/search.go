@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -38,7 +39,12 @@ func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if in.Path != nil {
 		dir = s.path(*in.Path)
 	}
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+	st, err := os.Stat(dir)
+	if err != nil {
+		// ripgrep cannot start in a directory that is not there.
+		return fail(call, errRipgrep)
+	}
+	if !st.IsDir() {
 		return fail(call, "glob path must be a directory: "+dir)
 	}
 	files, err := action.Glob(ctx, action.GlobRequest{Root: dir, Pattern: in.Pattern, Walk: s.walk(false)})
@@ -90,6 +96,10 @@ func recordedOrder(lines []string, rec *tape.ToolResult, skip int) []string {
 	return got
 }
 
+// errRipgrep is opencode's error when ripgrep could not run (its working directory is
+// missing).
+const errRipgrep = "ripgrep execution failed"
+
 type grepInput struct {
 	Pattern string  `json:"pattern"`
 	Path    *string `json:"path"`
@@ -111,9 +121,14 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	if in.Path != nil {
 		target = s.path(*in.Path)
 	}
-	root, file := target, ""
-	if st, err := os.Stat(target); err == nil && !st.IsDir() {
-		root, file = filepath.Dir(target), filepath.Base(target)
+	// A path that is not a directory (a file, or nothing) searches the directory it is in,
+	// all of it: opencode 1.18 runs ripgrep there with no file named.
+	root := target
+	if st, err := os.Stat(target); err != nil || !st.IsDir() {
+		root = filepath.Dir(target)
+	}
+	if _, err := os.Stat(root); err != nil {
+		return fail(call, errRipgrep)
 	}
 	var globs []string
 	if in.Include != nil && *in.Include != "" {
@@ -121,6 +136,9 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 	}
 	found, err := action.Grep(ctx, action.GrepRequest{Root: root, Pattern: in.Pattern, Walk: s.walk(true, globs...)})
 	if err != nil {
+		if msg := rgPatternError(in.Pattern); msg != "" {
+			return fail(call, msg)
+		}
 		return fail(call, err.Error())
 	}
 	type hit struct {
@@ -129,12 +147,14 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		text string
 	}
 	var hits []hit
+	re, _ := regexp.Compile(in.Pattern)
 	for _, f := range found {
-		if file != "" && f.Rel != file {
-			continue
-		}
 		data, _ := os.ReadFile(f.Path)
-		lines := strings.SplitAfter(string(data), "\n")
+		lines := strings.SplitAfter(strings.TrimPrefix(string(data), bom), "\n") // ripgrep drops a BOM
+		offsets := make([]int, len(lines))
+		for i := 1; i < len(lines); i++ {
+			offsets[i] = offsets[i-1] + len(lines[i-1])
+		}
 		for _, l := range f.Lines {
 			if !l.Match {
 				continue
@@ -142,6 +162,9 @@ func (s *session) grep(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 			text := l.Text
 			if l.N-1 < len(lines) {
 				text = lines[l.N-1]
+				if rgRecordLen(f.Rel, text, l.N, offsets[l.N-1], re) > maxRecord {
+					return fail(call, errRecord)
+				}
 			}
 			if utf16Len(text) > 2000 {
 				text = strings.TrimSuffix(utf16Prefix(text, 2000), "\uFFFD") + "..."

@@ -66,9 +66,10 @@ type Options struct {
 	// PiAPI is the wire API of Pi's provider (its models.json "api"): "anthropic-messages"
 	// (when empty), "openai-completions" or "openai-responses".
 	PiAPI string
-	// Linger, when above 0, lets what the harness left running in its process group (a
-	// background job of a command) go on for up to that long after the harness exits,
-	// before the group is killed, as it would in a terminal the harness exited from.
+	// Linger, when above 0, lets what the harness left running (a background job of a
+	// command, in the harness's process group or in a session of its own: see Leftovers) go
+	// on for up to that long after the harness exits, before it is killed, as it would in a
+	// terminal the harness exited from.
 	Linger time.Duration
 	// Wrap, when set, is a command the harness runs under: Wrap[0] is started with
 	// Wrap[1:], then the harness's binary and arguments (setpriv, to run it with the
@@ -84,6 +85,9 @@ type Result struct {
 	ExitCode int
 	// Duration is the wall time of the run.
 	Duration time.Duration
+	// Lingered is how long what the harness left running went on after it exited (at most
+	// Options.Linger), before it ended or was killed.
+	Lingered time.Duration
 }
 
 // RunClaude runs Claude Code once, non-interactively:
@@ -266,25 +270,24 @@ func run(ctx context.Context, bin string, args []string, opts Options, env []str
 		args = append(append(append([]string{}, opts.Wrap[1:]...), bin), args...)
 		bin = opts.Wrap[0]
 	}
+	mark, err := newRunMark()
+	if err != nil {
+		return Result{}, err
+	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = opts.Dir
 	// PWD too: a harness that trusts it (opencode does) would work where the test runs.
-	cmd.Env = append(append(append(baseEnv(), "PWD="+opts.Dir), env...), opts.Env...)
+	cmd.Env = append(append(append(append(baseEnv(), "PWD="+opts.Dir), env...), opts.Env...), mark)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start), ExitCode: cmd.ProcessState.ExitCode()}
 	if cmd.Process != nil {
-		// Leftovers of the run (a background command still sleeping) go with it, after
-		// Linger.
-		for end := time.Now().Add(opts.Linger); time.Now().Before(end) && syscall.Kill(-cmd.Process.Pid, 0) == nil; {
-			time.Sleep(50 * time.Millisecond)
-		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		res.Lingered = endLeftovers(cmd.Process.Pid, mark, opts.Linger)
 	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("realharness: %s: %w", filepath.Base(bin), ctx.Err())

@@ -1,0 +1,82 @@
+package fidelity
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/tapebox/tapebox/internal/grammar"
+	opencodegrammar "github.com/tapebox/tapebox/internal/grammar/opencode"
+	"github.com/tapebox/tapebox/internal/testutil/realharness"
+)
+
+// OpenCode is the grammar of OpenCode's tools (internal/grammar/opencode): bash, read,
+// write, edit (every matcher of its edit tool), glob, grep, todowrite, and tools the
+// request does not offer. Its paths are absolute under the sequence's cwd, as opencode
+// asks of a model, or now and then relative.
+var OpenCode = Grammar{
+	Harness: realharness.OpenCode,
+	Generate: func(r *rand.Rand, cwd string) ([]File, []Call) {
+		// 25 to 45 calls a sequence, not 10 to 30: opencode takes most of a minute to start
+		// on a loaded machine, longer sequences spread it over more calls.
+		return fromGrammar(func(r *rand.Rand, _ int) grammar.Sequence {
+			return opencodegrammar.Generate(r, 25+r.IntN(21), cwd)
+		})(r, cwd)
+	},
+	Simplify: SimplifyStrings("content", "newString"),
+	Classes:  openCodeClasses,
+}
+
+// OpenCodeVersion is the opencode pinned in harnesses/package.json.
+const OpenCodeVersion = "1.18.33"
+
+// OpenCodeTargets is the pinned opencode, on a custom Anthropic provider whose model
+// ("fake-model") is not a GPT: its request offers edit and write, not apply_patch.
+func OpenCodeTargets() []Target {
+	return []Target{{Harness: realharness.OpenCode, Version: OpenCodeVersion, Run: withoutCaps(runOpenCode)}}
+}
+
+// runOpenCode runs opencode with a session title of its own (--title): without one,
+// opencode asks the model for a title beside the agent's first turn, and when that request
+// reaches the gateway first the gateway takes it for the main thread, and the agent's
+// thread for a side one (the replay then plays neither). That is the gateway's to fix; the
+// generator measures the executor.
+func runOpenCode(ctx context.Context, o realharness.Options) (realharness.Result, error) {
+	o.Args = append(o.Args, "--title", "fidelity")
+	return realharness.RunOpenCode(ctx, o)
+}
+
+// openCodeClasses are the divergences of OpenCode the executor does not reproduce.
+var openCodeClasses = []Class{
+	{Name: "stdout/stderr interleaving", Tool: "bash", Field: "tool_result",
+		Reason: "opencode reads a command's stdout and stderr from two pipes and appends each chunk as it arrives: writes to " +
+			"both within the same instant (cat's error, then echo) interleave differently from run to run; the same bytes, in " +
+			"another order",
+		Match: sameBytes},
+	backgroundRace,
+	{Name: "ripgrep's order under the match limit", Tool: "grep", Field: "tool_result",
+		Reason: "opencode's grep shows the first 100 matches in the order ripgrep's parallel walk finds the files, which " +
+			"changes from run to run; the executor keeps the recording's order of the files both list, but past the limit " +
+			"the files listed can differ",
+		Match: func(d Divergence) bool {
+			return strings.Contains(d.Recorded, "(more matches available)") || sameBytes(d)
+		}},
+	{Name: "opencode's window of a long output", Tool: "bash", Field: "tool_result",
+		Reason: "of an output past 2 x 51200 bytes opencode keeps the chunks its pipe reads delivered within the last " +
+			"102400 bytes, then their last 51200; where the reads fell decides the edge of what is shown (the same yes | head " +
+			"-n 9000 recorded as the executor replays it in seeds 42010, 42030, 42050 and 42064, one byte shorter in 42048)",
+		Match: func(d Divergence) bool {
+			const cut = "...output truncated..."
+			if !hasInput(d, "over-51200-bytes") && !hasInput(d, "long-line") && !hasInput(d, "many-lines") {
+				return false
+			}
+			body := func(s string) (string, bool) {
+				parts := strings.SplitN(s, "\n\n", 3)
+				// The ledger keeps the first 4000 bytes of each side, "..." after them.
+				return strings.TrimSuffix(parts[len(parts)-1], "..."), strings.HasPrefix(s, cut) && len(parts) == 3
+			}
+			a, okA := body(d.Recorded)
+			b, okB := body(d.Replayed)
+			return okA && okB && (strings.HasPrefix(a, b) || strings.HasPrefix(b, a))
+		}},
+}

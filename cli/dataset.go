@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -70,8 +71,11 @@ func progressTo(env *Env) io.Writer {
 	return nil
 }
 
-func runDatasetExport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "dataset export", "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] [--allow-secrets] [--prices FILE] [--traces] [--license ID] [--pretty-name NAME] [--task-category CATEGORY]... [--language CODE]... [--tag TAG]... [--json] TAPES...", `
+// datasetExportUsage is dataset export's usage line, after "tapebox dataset export".
+const datasetExportUsage = "[--split train] [--out DIR] [--format parquet|arrow|both] [--jobs N] [--skip-invalid] [--no-workspace] [--allow-secrets] [--prices FILE] [--traces] [--license ID] [--pretty-name NAME] [--task-category CATEGORY]... [--language CODE]... [--tag TAG]... [--json] TAPES..."
+
+// datasetExportHelp is dataset export's description in --help.
+const datasetExportHelp = `
 Writes the tapes (files, directories searched for *.json, or glob patterns) to a folder that
 can be pushed to the Hugging Face Hub as it is: data/tapes/<split>-NNNNN-of-MMMMM.parquet and
 data/steps/... shards (zstd, page index, row groups of at most about 100 MB, shards of about
@@ -112,44 +116,62 @@ and --tag (the last three repeatable) set those fields of its YAML, and a field 
 keeps the card's value (license unknown when it has none). Every other field you add to the
 YAML stays, in its place, and so does your text in the body before and after the part
 between <!-- tapebox:begin ... --> and <!-- tapebox:end -->, which each export rewrites, as it
-does configs, dataset_info and size_categories.`)
-	split := fs.String("split", "train", "split the tapes go to")
-	out := fs.String("out", "dataset", "dataset folder")
-	format := fs.String("format", "parquet", "files to write: parquet, arrow or both")
-	jobs := fs.Int("jobs", 0, "tapes parsed and validated at once (default: number of CPUs)")
-	skip := fs.Bool("skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
-	noWorkspace := fs.Bool("no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
-	allowSecrets := fs.Bool("allow-secrets", false, "export tapes in which the secret scan finds something (see tapebox scan)")
-	allowTampered := allowTamperedFlag(fs)
-	var pricesFile string
-	pricesFlag(fs, &pricesFile, "for the cost_usd column")
-	traces := fs.Bool("traces", false, "also write each tape's harness-native session files under traces/")
-	asJSON := fs.Bool("json", false, `print a summary object: {"out", "split", "format", "inputs", "input_bytes", "tapes", "steps", "traces", "skipped", "workspaces", ..., "files": [{"path", "bytes"}], "dataset": {"license", "splits", "download_size", "dataset_size"}, "elapsed_ms"}`)
-	var card dataset.CardFields
-	fs.StringVar(&card.License, "license", "", "the card's license `ID`: a Hub license id (apache-2.0, mit, cc-by-4.0, other, ...) or an SPDX identifier")
-	fs.StringVar(&card.PrettyName, "pretty-name", "", "the card's pretty_name, its title (a `NAME`)")
-	fs.Var((*listFlag)(&card.TaskCategories), "task-category", "Hub task `CATEGORY` of the card (text-generation, ...); repeatable")
-	fs.Var((*listFlag)(&card.Language), "language", "language `CODE` of the card (en, fr, ...); repeatable")
-	fs.Var((*listFlag)(&card.Tags), "tag", "`TAG` of the card; repeatable, replaces the card's tags")
+does configs, dataset_info and size_categories.`
+
+// datasetExportFlags are dataset export's options, parsed from its command line.
+type datasetExportFlags struct {
+	split, out, format string
+	jobs               int
+	skipInvalid        bool
+	noWorkspace        bool
+	allowSecrets       bool
+	allowTampered      *bool // --allow-tampered
+	pricesFile         string
+	traces             bool
+	json               bool
+	card               dataset.CardFields
+}
+
+// runDatasetExport is the dataset export verb: it parses the flags and exports the tapes
+// they name.
+func runDatasetExport(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "dataset export", datasetExportUsage, datasetExportHelp)
+	var f datasetExportFlags
+	f.register(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	return f.run(ctx, env, fs)
+}
+
+// register defines dataset export's flags on fs, to be parsed into f.
+func (f *datasetExportFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.split, "split", "train", "split the tapes go to")
+	fs.StringVar(&f.out, "out", "dataset", "dataset folder")
+	fs.StringVar(&f.format, "format", "parquet", "files to write: parquet, arrow or both")
+	fs.IntVar(&f.jobs, "jobs", 0, "tapes parsed and validated at once (default: number of CPUs)")
+	fs.BoolVar(&f.skipInvalid, "skip-invalid", false, "skip invalid tapes (and say how many) instead of failing")
+	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "leave the tapes' start snapshots out of the dataset (and say how many)")
+	fs.BoolVar(&f.allowSecrets, "allow-secrets", false, "export tapes in which the secret scan finds something (see tapebox scan)")
+	f.allowTampered = allowTamperedFlag(fs)
+	pricesFlag(fs, &f.pricesFile, "for the cost_usd column")
+	fs.BoolVar(&f.traces, "traces", false, "also write each tape's harness-native session files under traces/")
+	fs.BoolVar(&f.json, "json", false, `print a summary object: {"out", "split", "format", "inputs", "input_bytes", "tapes", "steps", "traces", "skipped", "workspaces", ..., "files": [{"path", "bytes"}], "dataset": {"license", "splits", "download_size", "dataset_size"}, "elapsed_ms"}`)
+	fs.StringVar(&f.card.License, "license", "", "the card's license `ID`: a Hub license id (apache-2.0, mit, cc-by-4.0, other, ...) or an SPDX identifier")
+	fs.StringVar(&f.card.PrettyName, "pretty-name", "", "the card's pretty_name, its title (a `NAME`)")
+	fs.Var((*listFlag)(&f.card.TaskCategories), "task-category", "Hub task `CATEGORY` of the card (text-generation, ...); repeatable")
+	fs.Var((*listFlag)(&f.card.Language), "language", "language `CODE` of the card (en, fr, ...); repeatable")
+	fs.Var((*listFlag)(&f.card.Tags), "tag", "`TAG` of the card; repeatable, replaces the card's tags")
+}
+
+// run checks the parsed flags, finds the tapes, scans them for secrets, writes the traces
+// (--traces), exports the dataset and prints its summary. It returns the exit code.
+func (f *datasetExportFlags) run(ctx context.Context, env *Env, fs *flag.FlagSet) int {
+	format, code, ok := f.check(env, fs)
+	if !ok {
+		return code
+	}
 	pos := fs.Args()
-	if len(pos) == 0 {
-		return usageError(env, fs, "no tapes given")
-	}
-	f, err := dataset.ParseFormat(*format)
-	if err != nil {
-		return usageError(env, fs, "--format: %v", err)
-	}
-	if *jobs < 0 {
-		return usageError(env, fs, "--jobs must be at least 1")
-	}
-	if card.License != "" {
-		if card.License, err = dataset.ParseLicense(card.License); err != nil {
-			return usageError(env, fs, "--license: %v", err)
-		}
-	}
 	inputs, err := dataset.ExpandInputs(pos)
 	if err != nil {
 		return failf(env, "dataset export", "%v", err)
@@ -157,33 +179,86 @@ does configs, dataset_info and size_categories.`)
 	if len(inputs) == 0 {
 		return failf(env, "dataset export", "no tape files in %s", strings.Join(pos, " "))
 	}
-	if !*allowSecrets {
-		if err := secrets.CheckWith(ctx, secrets.Options{SkipSnapshot: *noWorkspace}, inputPaths(inputs)...); errors.Is(err, secrets.ErrSnapshotMissing) {
-			return failf(env, "dataset export", "%v\n(nothing was written; --no-workspace exports the tapes without their start snapshots)", err)
-		} else if err != nil {
-			return failf(env, "dataset export", "%v\n(nothing was written; remove the secrets, or --allow-secrets exports them anyway)", err)
-		}
+	if code := f.scanSecrets(ctx, env, inputs); code != ExitOK {
+		return code
 	}
-	table, err := loadPrices(pricesFile)
+	table, err := loadPrices(f.pricesFile)
 	if err != nil {
 		return failf(env, "dataset export", "%v", err)
 	}
-	if *traces {
-		n, err := writeTraces(ctx, inputPaths(inputs), filepath.Join(*out, dataset.TracesDir), *skip)
+	if f.traces {
+		n, err := writeTraces(ctx, inputPaths(inputs), filepath.Join(f.out, dataset.TracesDir), f.skipInvalid)
 		if err != nil {
 			return failf(env, "dataset export", "--traces: %v\n(nothing was written to the data files)", err)
 		}
-		fmt.Fprintf(env.Stderr, "wrote %d session files to %s\n", n, filepath.Join(*out, dataset.TracesDir))
+		fmt.Fprintf(env.Stderr, "wrote %d session files to %s\n", n, filepath.Join(f.out, dataset.TracesDir))
 	}
 	opts := dataset.ExportOptions{
-		Out: *out, Split: *split, Format: f, Jobs: *jobs, SkipInvalid: *skip, NoWorkspace: *noWorkspace,
-		MadeWith: "tapebox " + Version, Version: Version, Card: card, Prices: table, AllowTampered: *allowTampered,
+		Out: f.out, Split: f.split, Format: format, Jobs: f.jobs, SkipInvalid: f.skipInvalid, NoWorkspace: f.noWorkspace,
+		MadeWith: "tapebox " + Version, Version: Version, Card: f.card, Prices: table, AllowTampered: *f.allowTampered,
 	}
-	if *traces {
+	if f.traces {
 		opts.Traces = traceRows
 	}
 	opts.Progress = progressTo(env)
 	res, err := dataset.Export(ctx, inputs, opts)
+	if err != nil {
+		return exportFailed(env, err)
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(env.Stderr, "skipped %s\n", s.Error())
+	}
+	if f.json {
+		sum := exportSummary(f.out, opts, len(inputs), res)
+		if err := writeJSON(env.Stdout, sum); err != nil {
+			return failf(env, "dataset export", "write the summary: %v", err)
+		}
+		return ExitOK
+	}
+	f.printSummary(env, opts, len(inputs), res)
+	return ExitOK
+}
+
+// check checks the flags and the positional arguments, printing a usage error for the first
+// one that is wrong; ok is false then, with the exit code. It returns the parsed --format
+// and sets the parsed --license.
+func (f *datasetExportFlags) check(env *Env, fs *flag.FlagSet) (format dataset.Format, code int, ok bool) {
+	if len(fs.Args()) == 0 {
+		return 0, usageError(env, fs, "no tapes given"), false
+	}
+	format, err := dataset.ParseFormat(f.format)
+	if err != nil {
+		return 0, usageError(env, fs, "--format: %v", err), false
+	}
+	if f.jobs < 0 {
+		return 0, usageError(env, fs, "--jobs must be at least 1"), false
+	}
+	if f.card.License != "" {
+		if f.card.License, err = dataset.ParseLicense(f.card.License); err != nil {
+			return 0, usageError(env, fs, "--license: %v", err), false
+		}
+	}
+	return format, ExitOK, true
+}
+
+// scanSecrets refuses tapes (and, unless --no-workspace, their start snapshots) in which
+// the secret scan finds something, unless --allow-secrets; it returns ExitOK when the
+// export may go on.
+func (f *datasetExportFlags) scanSecrets(ctx context.Context, env *Env, inputs []dataset.Input) int {
+	if f.allowSecrets {
+		return ExitOK
+	}
+	if err := secrets.CheckWith(ctx, secrets.Options{SkipSnapshot: f.noWorkspace}, inputPaths(inputs)...); errors.Is(err, secrets.ErrSnapshotMissing) {
+		return failf(env, "dataset export", "%v\n(nothing was written; --no-workspace exports the tapes without their start snapshots)", err)
+	} else if err != nil {
+		return failf(env, "dataset export", "%v\n(nothing was written; remove the secrets, or --allow-secrets exports them anyway)", err)
+	}
+	return ExitOK
+}
+
+// exportFailed prints why dataset.Export failed, with the flag that would let it go on,
+// and returns ExitFailure.
+func exportFailed(env *Env, err error) int {
 	var invalid *dataset.InvalidTapesError
 	if errors.As(err, &invalid) {
 		fmt.Fprintln(env.Stderr, invalid.Error())
@@ -194,22 +269,14 @@ does configs, dataset_info and size_categories.`)
 		}
 		return ExitFailure
 	}
-	if err != nil {
-		return failf(env, "dataset export", "%v", err)
-	}
-	for _, s := range res.Skipped {
-		fmt.Fprintf(env.Stderr, "skipped %s\n", s.Error())
-	}
-	if *asJSON {
-		sum := exportSummary(*out, opts, len(inputs), res)
-		if err := writeJSON(env.Stdout, sum); err != nil {
-			return failf(env, "dataset export", "write the summary: %v", err)
-		}
-		return ExitOK
-	}
+	return failf(env, "dataset export", "%v", err)
+}
+
+// printSummary prints what the export wrote, and what it left out, as text on stdout.
+func (f *datasetExportFlags) printSummary(env *Env, opts dataset.ExportOptions, inputs int, res *dataset.ExportResult) {
 	mbps := float64(res.InputBytes) / 1e6 / max(res.Elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(env.Stdout, "exported %s (%s) from %s, %.1f MB of tape JSON, to %s in %.1fs (%.0f MB/s)\n",
-		plural(res.Tapes, "tape"), plural(int(res.Steps), "step"), plural(len(inputs), "file"), float64(res.InputBytes)/1e6, *out, res.Elapsed.Seconds(), mbps)
+		plural(res.Tapes, "tape"), plural(int(res.Steps), "step"), plural(inputs, "file"), float64(res.InputBytes)/1e6, f.out, res.Elapsed.Seconds(), mbps)
 	if res.Workspaces > 0 {
 		fmt.Fprintf(env.Stdout, "with %d start snapshots (%.1f MB) in data/workspaces\n", res.Workspaces, float64(res.WorkspaceBytes)/1e6)
 	}
@@ -225,7 +292,6 @@ does configs, dataset_info and size_categories.`)
 	if res.Card.License == dataset.LicenseUnknown {
 		fmt.Fprintf(env.Stdout, "the card's license is %s: --license ID sets it before you publish\n", dataset.LicenseUnknown)
 	}
-	return ExitOK
 }
 
 func runDatasetImport(ctx context.Context, env *Env, args []string) int {

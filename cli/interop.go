@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"net/http"
@@ -36,8 +37,8 @@ func formatNames(fs []interop.Format) string {
 	return strings.Join(names, "|")
 }
 
-func runExport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "export", "--to "+formatNames(interop.ExportFormats)+" [--out DIR] [--otlp-endpoint URL] [--prices FILE] [--codex-model-provider ID] [--allow-secrets] TAPE...", `
+// exportHelp is export's description in --help.
+const exportHelp = `
 Writes each tape in another tool's format, into DIR (default "export"):
 
   claude-code  the session files Claude Code writes: DIR/<project>/<session>.jsonl, the main
@@ -75,103 +76,150 @@ Writes each tape in another tool's format, into DIR (default "export"):
 Session files are views of the tape: they hold its conversation, tool calls and results,
 not the raw wire bodies, stream timing or workspace. Every tape is validated first, and every
 file is scanned for secrets (as tapebox scan does) before anything is written: a finding
-stops the export unless --allow-secrets.`)
-	to := fs.String("to", "", "the format: "+formatNames(interop.ExportFormats))
-	out := fs.String("out", "export", "the folder to write to")
-	endpoint := fs.String("otlp-endpoint", "", "with --to otlp: POST the spans to this OTLP/HTTP receiver `URL` instead of writing files")
-	var pricesFile string
-	pricesFlag(fs, &pricesFile, "for ATIF's cost_usd")
-	allowSecrets := fs.Bool("allow-secrets", false, "write files in which the secret scan finds something")
-	codexProvider := fs.String("codex-model-provider", "", "with --to codex: the model_provider `ID` of Codex's config the rollouts name (default: the one the run used, else openai)")
+stops the export unless --allow-secrets.`
+
+// exportFlags are export's options, parsed from its command line.
+type exportFlags struct {
+	to, out       string
+	endpoint      string // --otlp-endpoint
+	pricesFile    string
+	allowSecrets  bool
+	codexProvider string // --codex-model-provider
+}
+
+// exportOutput is one tape's export: its files, not yet written.
+type exportOutput struct {
+	tape  string
+	files []interop.File
+}
+
+// runExport is the export verb: it parses the flags and exports the tapes they name.
+func runExport(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "export", "--to "+formatNames(interop.ExportFormats)+" [--out DIR] [--otlp-endpoint URL] [--prices FILE] [--codex-model-provider ID] [--allow-secrets] TAPE...", exportHelp)
+	var f exportFlags
+	f.register(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	return f.run(ctx, env, fs)
+}
+
+// register defines export's flags on fs, to be parsed into f.
+func (f *exportFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.to, "to", "", "the format: "+formatNames(interop.ExportFormats))
+	fs.StringVar(&f.out, "out", "export", "the folder to write to")
+	fs.StringVar(&f.endpoint, "otlp-endpoint", "", "with --to otlp: POST the spans to this OTLP/HTTP receiver `URL` instead of writing files")
+	pricesFlag(fs, &f.pricesFile, "for ATIF's cost_usd")
+	fs.BoolVar(&f.allowSecrets, "allow-secrets", false, "write files in which the secret scan finds something")
+	fs.StringVar(&f.codexProvider, "codex-model-provider", "", "with --to codex: the model_provider `ID` of Codex's config the rollouts name (default: the one the run used, else openai)")
+}
+
+// run checks the parsed flags, converts every tape (fs.Args()) to the --to format, and
+// sends the files (--otlp-endpoint) or writes them. It returns the exit code.
+func (f *exportFlags) run(ctx context.Context, env *Env, fs *flag.FlagSet) int {
 	pos := fs.Args()
-	f, err := interop.ParseFormat(*to, interop.ExportFormats)
+	format, err := interop.ParseFormat(f.to, interop.ExportFormats)
 	if err != nil {
 		return usageError(env, fs, "--to: %v", err)
 	}
-	if *endpoint != "" && f != interop.OTLP {
+	if f.endpoint != "" && format != interop.OTLP {
 		return usageError(env, fs, "--otlp-endpoint goes with --to otlp")
 	}
 	if len(pos) == 0 {
 		return usageError(env, fs, "no tapes given")
 	}
-	table, err := loadPrices(pricesFile)
+	table, err := loadPrices(f.pricesFile)
 	if err != nil {
 		return failf(env, "export", "%v", err)
 	}
-	opts := interop.Options{PricesDate: table.Date, CodexModelProvider: *codexProvider, Cost: func(m *tape.Meta, s *tape.Step) *float64 {
+	opts := interop.Options{PricesDate: table.Date, CodexModelProvider: f.codexProvider, Cost: func(m *tape.Meta, s *tape.Step) *float64 {
 		return table.Cost(tape.StepModel(m, s), s.Response.Usage)
 	}}
-	type output struct {
-		tape  string
-		files []interop.File
+	outs, code := f.convert(ctx, env, pos, format, opts)
+	if code != ExitOK {
+		return code
 	}
-	var outs []output
+	if f.endpoint != "" {
+		return f.send(ctx, env, outs)
+	}
+	return f.write(env, format, outs)
+}
+
+// convert validates each tape of paths and converts it to format; unless --allow-secrets,
+// every file is scanned for secrets and a finding stops the export. It prints why it
+// stopped and returns a code other than ExitOK then.
+func (f *exportFlags) convert(ctx context.Context, env *Env, paths []string, format interop.Format, opts interop.Options) ([]exportOutput, int) {
+	var outs []exportOutput
 	var scanner *secrets.Scanner
-	for _, p := range pos {
+	for _, p := range paths {
 		if err := schema.ValidateFile(p); err != nil {
 			var ve *schema.ValidationError
 			if errors.As(err, &ve) {
 				for _, pr := range ve.Problems {
 					fmt.Fprintf(env.Stderr, "%s: %s: %s\n", p, pr.Pointer, pr.Message)
 				}
-				return failf(env, "export", "%s is not a valid tape (%s); run \"tapebox validate %s\"", p, plural(len(ve.Problems), "problem"), p)
+				return nil, failf(env, "export", "%s is not a valid tape (%s); run \"tapebox validate %s\"", p, plural(len(ve.Problems), "problem"), p)
 			}
-			return failf(env, "export", "%s: %v", p, err)
+			return nil, failf(env, "export", "%s: %v", p, err)
 		}
-		tp, err := interop.LoadFor(p, f)
+		tp, err := interop.LoadFor(p, format)
 		if err != nil {
-			return failf(env, "export", "%v", err)
+			return nil, failf(env, "export", "%v", err)
 		}
-		files, err := interop.Export(tp, f, opts)
+		files, err := interop.Export(tp, format, opts)
 		if err != nil {
-			return failf(env, "export", "%s: %v", p, err)
+			return nil, failf(env, "export", "%s: %v", p, err)
 		}
-		if !*allowSecrets {
+		if !f.allowSecrets {
 			if scanner == nil {
 				if scanner, err = secrets.Default(); err != nil {
-					return failf(env, "export", "%v", err)
+					return nil, failf(env, "export", "%v", err)
 				}
 			}
 			for _, fl := range files {
 				found, err := scanFile(ctx, scanner, fl)
 				if err != nil {
-					return failf(env, "export", "scan %s of %s: %v", fl.Path, p, err)
+					return nil, failf(env, "export", "scan %s of %s: %v", fl.Path, p, err)
 				}
 				if len(found) > 0 {
 					for _, x := range found {
 						fmt.Fprintf(env.Stderr, "%s: %s: %s\n", p, fl.Path, x)
 					}
-					return failf(env, "export", "%s: the %s export holds %d secrets (nothing was written; remove them, or --allow-secrets writes them anyway)", p, f, len(found))
+					return nil, failf(env, "export", "%s: the %s export holds %d secrets (nothing was written; remove them, or --allow-secrets writes them anyway)", p, format, len(found))
 				}
 			}
 		}
-		outs = append(outs, output{tape: p, files: files})
+		outs = append(outs, exportOutput{tape: p, files: files})
 	}
-	if *endpoint != "" {
-		client := &http.Client{Timeout: 30 * time.Second}
-		for _, o := range outs {
-			for _, fl := range o.files {
-				if err := interop.PostOTLP(ctx, client, *endpoint, fl.Data); err != nil {
-					return failf(env, "export", "%s: %v", o.tape, err)
-				}
+	return outs, ExitOK
+}
+
+// send POSTs every file of outs (OTLP spans) to --otlp-endpoint and returns the exit code.
+func (f *exportFlags) send(ctx context.Context, env *Env, outs []exportOutput) int {
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, o := range outs {
+		for _, fl := range o.files {
+			if err := interop.PostOTLP(ctx, client, f.endpoint, fl.Data); err != nil {
+				return failf(env, "export", "%s: %v", o.tape, err)
 			}
-			fmt.Fprintf(env.Stdout, "%s: spans sent to %s\n", o.tape, *endpoint)
 		}
-		return ExitOK
+		fmt.Fprintf(env.Stdout, "%s: spans sent to %s\n", o.tape, f.endpoint)
 	}
+	return ExitOK
+}
+
+// write writes every file of outs under --out, says how many, and returns the exit code.
+func (f *exportFlags) write(env *Env, format interop.Format, outs []exportOutput) int {
 	n := 0
 	for _, o := range outs {
 		for _, fl := range o.files {
-			if err := writeExportFile(*out, fl); err != nil {
+			if err := writeExportFile(f.out, fl); err != nil {
 				return failf(env, "export", "%s: %v", o.tape, err)
 			}
 			n++
 		}
 	}
-	fmt.Fprintf(env.Stdout, "exported %s to %s: %s in %s\n", plural(len(outs), "tape"), f, plural(n, "file"), *out)
+	fmt.Fprintf(env.Stdout, "exported %s to %s: %s in %s\n", plural(len(outs), "tape"), format, plural(n, "file"), f.out)
 	return ExitOK
 }
 
@@ -284,8 +332,8 @@ func traceRows(_ context.Context, _ string, data []byte) ([]dataset.TraceRow, er
 	return rows, nil
 }
 
-func runImport(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "import", "[--from "+formatNames(interop.ImportFormats)+"] --out DIR [--synthesize] [--allow-secrets] SESSION.jsonl|DIR...", `
+// importHelp is import's description in --help.
+const importHelp = `
 Turns the session files a harness writes itself into tapes, one per session, written to
 DIR/<tape id>.json. --from says the files' format:
 
@@ -333,38 +381,72 @@ or on an API TapeBox has no provider for, tapebox.harness_api).
 A session file with a line that is not JSON, or not what the harness writes, is an error
 naming the file and the line, and nothing is imported. Every tape is validated against the
 tape schema and scanned for secrets before anything is written; a finding stops the import
-unless --allow-secrets.`)
-	from := fs.String("from", string(interop.Auto), "the format: "+formatNames(interop.ImportFormats))
-	out := fs.String("out", "", "the folder for the tapes (required)")
-	synth := fs.Bool("synthesize", false, "add raw stream bodies made from the normalized form, for simulator mode")
-	allowSecrets := fs.Bool("allow-secrets", false, "write tapes in which the secret scan finds something")
-	wsStart := fs.String("workspace", "", "the session's starting state: DIR is snapshotted beside each tape")
-	wsEnd := fs.String("workspace-end", "", "the state the session left: DIR's end manifest goes into each tape, so compare checks the end state")
-	wsGit := fs.String("workspace-git", "", "the session started from a clean checkout of commit REV of --workspace-repo and ended in its working tree")
-	wsRepo := fs.String("workspace-repo", ".", "the git repository of --workspace-git")
+unless --allow-secrets.`
+
+// importFlags are import's options, parsed from its command line.
+type importFlags struct {
+	from, out    string
+	synthesize   bool
+	allowSecrets bool
+	wsStart      string // --workspace
+	wsEnd        string // --workspace-end
+	wsGit        string // --workspace-git
+	wsRepo       string // --workspace-repo
+}
+
+// importedTape is one imported tape, encoded, not yet written.
+type importedTape struct {
+	id   string
+	data []byte
+}
+
+// runImport is the import verb: it parses the flags and imports the session files they
+// name.
+func runImport(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "import", "[--from "+formatNames(interop.ImportFormats)+"] --out DIR [--synthesize] [--allow-secrets] SESSION.jsonl|DIR...", importHelp)
+	var f importFlags
+	f.register(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
+	return f.run(ctx, env, fs)
+}
+
+// register defines import's flags on fs, to be parsed into f.
+func (f *importFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.from, "from", string(interop.Auto), "the format: "+formatNames(interop.ImportFormats))
+	fs.StringVar(&f.out, "out", "", "the folder for the tapes (required)")
+	fs.BoolVar(&f.synthesize, "synthesize", false, "add raw stream bodies made from the normalized form, for simulator mode")
+	fs.BoolVar(&f.allowSecrets, "allow-secrets", false, "write tapes in which the secret scan finds something")
+	fs.StringVar(&f.wsStart, "workspace", "", "the session's starting state: DIR is snapshotted beside each tape")
+	fs.StringVar(&f.wsEnd, "workspace-end", "", "the state the session left: DIR's end manifest goes into each tape, so compare checks the end state")
+	fs.StringVar(&f.wsGit, "workspace-git", "", "the session started from a clean checkout of commit REV of --workspace-repo and ended in its working tree")
+	fs.StringVar(&f.wsRepo, "workspace-repo", ".", "the git repository of --workspace-git")
+}
+
+// run checks the parsed flags, reads the session files (fs.Args()) into tapes, prepares
+// them, writes them and says what was imported. It returns the exit code.
+func (f *importFlags) run(ctx context.Context, env *Env, fs *flag.FlagSet) int {
 	pos := fs.Args()
-	if *wsGit != "" && (*wsStart != "" || *wsEnd != "") {
+	if f.wsGit != "" && (f.wsStart != "" || f.wsEnd != "") {
 		return usageError(env, fs, "--workspace-git gives the start and the end: not with --workspace or --workspace-end")
 	}
-	if *wsGit != "" {
+	if f.wsGit != "" {
 		tmp, err := os.MkdirTemp("", "tapebox-import-git-")
 		if err != nil {
 			return failf(env, "import", "%v", err)
 		}
 		defer os.RemoveAll(tmp)
-		if err := gitCheckout(ctx, *wsRepo, *wsGit, tmp); err != nil {
-			return failf(env, "import", "--workspace-git %s: %v", *wsGit, err)
+		if err := gitCheckout(ctx, f.wsRepo, f.wsGit, tmp); err != nil {
+			return failf(env, "import", "--workspace-git %s: %v", f.wsGit, err)
 		}
-		*wsStart, *wsEnd = tmp, *wsRepo
+		f.wsStart, f.wsEnd = tmp, f.wsRepo
 	}
-	f, err := interop.ParseFormat(*from, interop.ImportFormats)
+	format, err := interop.ParseFormat(f.from, interop.ImportFormats)
 	if err != nil {
 		return usageError(env, fs, "--from: %v", err)
 	}
-	if *out == "" {
+	if f.out == "" {
 		return usageError(env, fs, "--out DIR is required")
 	}
 	if len(pos) == 0 {
@@ -372,59 +454,74 @@ unless --allow-secrets.`)
 	}
 	var tapes []*tape.Tape
 	for _, p := range pos {
-		got, err := interop.Import(f, p)
+		got, err := interop.Import(format, p)
 		if err != nil {
 			return failf(env, "import", "%v\n(nothing was imported)", err)
 		}
 		tapes = append(tapes, got...)
 	}
-	type result struct {
-		id   string
-		data []byte
+	results, code := f.prepare(ctx, env, tapes)
+	if code != ExitOK {
+		return code
 	}
-	var results []result
+	for _, r := range results {
+		if err := tape.WriteFileAtomic(filepath.Join(f.out, r.id+".json"), r.data); err != nil {
+			return failf(env, "import", "%v", err)
+		}
+	}
+	f.printImported(env, tapes)
+	return ExitOK
+}
+
+// prepare makes each tape ready to write: synthesized bodies (--synthesize), its workspace
+// (--workspace, --workspace-end), then encoded, validated and, unless --allow-secrets,
+// scanned for secrets; two tapes with one id are refused. It prints why it stopped, and
+// returns a code other than ExitOK then.
+func (f *importFlags) prepare(ctx context.Context, env *Env, tapes []*tape.Tape) ([]importedTape, int) {
+	var results []importedTape
 	seen := map[string]bool{}
 	for _, tp := range tapes {
-		if *synth {
+		if f.synthesize {
 			if err := interop.Synthesize(tp); err != nil {
-				return failf(env, "import", "tape %s: %v\n(nothing was imported)", tp.Meta.TapeID, err)
+				return nil, failf(env, "import", "tape %s: %v\n(nothing was imported)", tp.Meta.TapeID, err)
 			}
 		}
-		if *wsStart != "" || *wsEnd != "" {
-			if err := importWorkspace(ctx, tp, filepath.Join(*out, tp.Meta.TapeID+".json"), *wsStart, *wsEnd); err != nil {
-				return failf(env, "import", "tape %s: %v\n(nothing was imported)", tp.Meta.TapeID, err)
+		if f.wsStart != "" || f.wsEnd != "" {
+			if err := importWorkspace(ctx, tp, filepath.Join(f.out, tp.Meta.TapeID+".json"), f.wsStart, f.wsEnd); err != nil {
+				return nil, failf(env, "import", "tape %s: %v\n(nothing was imported)", tp.Meta.TapeID, err)
 			}
 		}
 		data, err := tape.Marshal(tp)
 		if err != nil {
-			return failf(env, "import", "tape %s: %v", tp.Meta.TapeID, err)
+			return nil, failf(env, "import", "tape %s: %v", tp.Meta.TapeID, err)
 		}
 		if err := schema.Validate(data); err != nil {
-			return failf(env, "import", "tape %s from %s does not validate: %v\n(nothing was imported)", tp.Meta.TapeID, tp.Meta.Labels[interop.LabelSource], err)
+			return nil, failf(env, "import", "tape %s from %s does not validate: %v\n(nothing was imported)", tp.Meta.TapeID, tp.Meta.Labels[interop.LabelSource], err)
 		}
-		if !*allowSecrets {
+		if !f.allowSecrets {
 			found, err := secrets.Scan(ctx, tp)
 			if err != nil {
-				return failf(env, "import", "%v", err)
+				return nil, failf(env, "import", "%v", err)
 			}
 			if len(found) > 0 {
 				for _, x := range secrets.Masked(found) {
 					fmt.Fprintf(env.Stderr, "%s: %s\n", tp.Meta.Labels[interop.LabelSource], x)
 				}
-				return failf(env, "import", "%s holds %d secrets (nothing was imported; --allow-secrets imports them anyway)", tp.Meta.Labels[interop.LabelSource], len(found))
+				return nil, failf(env, "import", "%s holds %d secrets (nothing was imported; --allow-secrets imports them anyway)", tp.Meta.Labels[interop.LabelSource], len(found))
 			}
 		}
 		if seen[tp.Meta.TapeID] {
-			return failf(env, "import", "two sessions give the tape id %s (the same session given twice?)", tp.Meta.TapeID)
+			return nil, failf(env, "import", "two sessions give the tape id %s (the same session given twice?)", tp.Meta.TapeID)
 		}
 		seen[tp.Meta.TapeID] = true
-		results = append(results, result{id: tp.Meta.TapeID, data: data})
+		results = append(results, importedTape{id: tp.Meta.TapeID, data: data})
 	}
-	for _, r := range results {
-		if err := tape.WriteFileAtomic(filepath.Join(*out, r.id+".json"), r.data); err != nil {
-			return failf(env, "import", "%v", err)
-		}
-	}
+	return results, ExitOK
+}
+
+// printImported says on stdout how many sessions and model calls were imported, from
+// which formats, into --out.
+func (f *importFlags) printImported(env *Env, tapes []*tape.Tape) {
 	steps := 0
 	formats := map[string]int{}
 	for _, tp := range tapes {
@@ -435,8 +532,7 @@ unless --allow-secrets.`)
 	for _, name := range slices.Sorted(maps.Keys(formats)) {
 		read = append(read, fmt.Sprintf("%s (%d)", name, formats[name]))
 	}
-	fmt.Fprintf(env.Stdout, "imported %s (%s) from %s into %s\n", plural(len(tapes), "session"), plural(steps, "model call"), strings.Join(read, ", "), *out)
-	return ExitOK
+	fmt.Fprintf(env.Stdout, "imported %s (%s) from %s into %s\n", plural(len(tapes), "session"), plural(steps, "model call"), strings.Join(read, ", "), f.out)
 }
 
 // importWorkspaceOptions leave .git out of an imported tape's workspace, besides the defaults.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -32,8 +33,11 @@ var RecordEnv = [][2]string{
 	{"TAPEBOX_GATEWAY_URL", "http://127.0.0.1:PORT"},
 }
 
-func runRecord(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "record", "[flags] -- CMD ARGS...", `
+// recordUsage is record's usage line, after "tapebox record".
+const recordUsage = "[flags] -- CMD ARGS..."
+
+// recordHelp is record's description in --help.
+const recordHelp = `
 Records any agent in one command: starts a gateway on a free loopback port, runs CMD with these
 variables pointing at it, finishes the tape when CMD exits, and exits with CMD's exit code.
 
@@ -63,17 +67,42 @@ limit was reached got an error in the provider's shape (HTTP 400), and record th
 whatever CMD's exit code. The counters are at $TAPEBOX_GATEWAY_URL/tapebox/status while CMD runs.
 
 Exit codes: CMD's exit code; 3 stopped by the breaker; 1 failure; 2 usage. --harness is detected from the traffic when not given. meta.cwd is
-the directory CMD runs in: this one.`)
-	gf := gatewayFlags{output: "run.json"}
-	gf.addFlags(fs)
-	asJSON := fs.Bool("json", false, "print a JSON summary on stdout when CMD ends (the tape, model calls, end reason, CMD's exit code, the workspace snapshot); CMD's own stdout then goes to stderr")
-	fs.BoolVar(&gf.noWorkspace, "no-workspace", false, "do not snapshot the working directory at the start nor record its end manifest")
-	listen := fs.String("listen", "127.0.0.1:0", "address the gateway listens on (port 0: a free one); an address beyond loopback makes it reachable from the network, without authentication")
-	noCodex := fs.Bool("no-codex-provider", false, "do not pass Codex the -c overrides of a provider that points at the gateway")
-	noOpenCode := fs.Bool("no-opencode-provider", false, "do not give OpenCode the temporary config (OPENCODE_CONFIG) that points its anthropic and openai providers at the gateway")
+the directory CMD runs in: this one.`
+
+// recordFlags are record's options, parsed from its command line (the flags before CMD).
+type recordFlags struct {
+	gateway    gatewayFlags // the gateway's flags, as tapebox gateway has them
+	json       bool
+	listen     string
+	noCodex    bool
+	noOpenCode bool
+}
+
+// runRecord is the record verb: it parses the flags and records CMD.
+func runRecord(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "record", recordUsage, recordHelp)
+	f := recordFlags{gateway: gatewayFlags{output: "run.json"}}
+	f.register(fs)
 	if code, done := parseCommand(env, fs, args); done {
 		return code
 	}
+	return f.run(ctx, env, fs)
+}
+
+// register defines record's flags on fs, to be parsed into f.
+func (f *recordFlags) register(fs *flag.FlagSet) {
+	f.gateway.addFlags(fs)
+	fs.BoolVar(&f.json, "json", false, "print a JSON summary on stdout when CMD ends (the tape, model calls, end reason, CMD's exit code, the workspace snapshot); CMD's own stdout then goes to stderr")
+	fs.BoolVar(&f.gateway.noWorkspace, "no-workspace", false, "do not snapshot the working directory at the start nor record its end manifest")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "address the gateway listens on (port 0: a free one); an address beyond loopback makes it reachable from the network, without authentication")
+	fs.BoolVar(&f.noCodex, "no-codex-provider", false, "do not pass Codex the -c overrides of a provider that points at the gateway")
+	fs.BoolVar(&f.noOpenCode, "no-opencode-provider", false, "do not give OpenCode the temporary config (OPENCODE_CONFIG) that points its anthropic and openai providers at the gateway")
+}
+
+// run starts a gateway, runs CMD (fs.Args()) against it and finishes the tape when CMD
+// exits. It returns CMD's exit code, or record's own.
+func (f *recordFlags) run(ctx context.Context, env *Env, fs *flag.FlagSet) int {
+	gf := &f.gateway
 	argv := fs.Args()
 	if len(argv) == 0 {
 		return usageError(env, fs, "no command to record: tapebox record [flags] -- CMD ARGS...")
@@ -92,12 +121,13 @@ the directory CMD runs in: this one.`)
 		cfg.Cwd = wd
 	} else {
 		fmt.Fprintf(env.Stderr, "tapebox record: working directory: %v; meta.cwd is left to what the harness names, and no workspace snapshot is taken\n", wdErr)
+		wd = ""
 	}
 	g, err := gateway.New(cfg)
 	if err != nil {
 		return failf(env, "record", "%v", err)
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		g.Finish(tape.EndError, err.Error())
 		return failf(env, "record", "listen: %v", err)
@@ -105,7 +135,7 @@ the directory CMD runs in: this one.`)
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
 	go srv.Serve(ln)
 	base := "http://" + loopbackAddr(ln.Addr())
-	argv, launchEnv, cleanup, note, err := harnessLaunch(argv, base, env.Getenv, launchOptions{noCodex: *noCodex, noOpenCode: *noOpenCode})
+	argv, launchEnv, cleanup, note, err := harnessLaunch(argv, base, env.Getenv, launchOptions{noCodex: f.noCodex, noOpenCode: f.noOpenCode})
 	if err != nil {
 		srv.Close()
 		g.Finish(tape.EndError, err.Error())
@@ -116,10 +146,28 @@ the directory CMD runs in: this one.`)
 		fmt.Fprintf(env.Stderr, "tapebox record: %s\n", note)
 	}
 
+	cmd := f.command(ctx, env, argv, base, wd, launchEnv)
+	fmt.Fprintf(env.Stderr, "tapebox record: gateway on %s, recording into %s\n", base, gf.output)
+	code, runErr := commandExitCode(cmd.Run())
+	if runErr != nil {
+		srv.Close()
+		g.Finish(tape.EndError, runErr.Error())
+		return failf(env, "record", "run %s: %v", argv[0], runErr)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	srv.Shutdown(shutdownCtx)
+	cancel()
+	return f.finish(env, g, argv, code, cfg.Cwd)
+}
+
+// command is CMD (argv) on the user's terminal, with the variables that point it at the
+// gateway on base, the harness's own launchEnv, and PWD=wd unless wd is empty. With --json
+// its stdout goes to stderr. The context's end interrupts it.
+func (f *recordFlags) command(ctx context.Context, env *Env, argv []string, base, wd string, launchEnv []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	// The harness is the user's own program, on its own terminal (a TUI draws with escapes).
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, term.Raw(env.Stdout), term.Raw(env.Stderr)
-	if *asJSON {
+	if f.json {
 		cmd.Stdout = env.Stderr // stdout holds only the summary
 	}
 	cmd.Env = append(os.Environ(),
@@ -128,7 +176,7 @@ the directory CMD runs in: this one.`)
 		"GOOGLE_GEMINI_BASE_URL="+base,
 		"TAPEBOX_GATEWAY_URL="+base,
 	)
-	if wdErr == nil {
+	if wd != "" {
 		// CMD runs here: a harness that trusts $PWD over its working directory (opencode
 		// does) must not get the one record's own parent left.
 		cmd.Env = append(cmd.Env, "PWD="+wd)
@@ -136,25 +184,31 @@ the directory CMD runs in: this one.`)
 	cmd.Env = append(cmd.Env, launchEnv...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
-	fmt.Fprintf(env.Stderr, "tapebox record: gateway on %s, recording into %s\n", base, gf.output)
-	runErr := cmd.Run()
-	code := 0
+	return cmd
+}
+
+// commandExitCode is the exit code of a command that ran and ended with runErr (128+2 when a
+// signal ended it); err is runErr when the command could not run at all.
+func commandExitCode(runErr error) (code int, err error) {
 	var ee *exec.ExitError
 	switch {
 	case runErr == nil:
+		return 0, nil
 	case errors.As(runErr, &ee):
 		code = ee.ExitCode()
 		if code < 0 {
 			code = 128 + 2
 		}
-	default:
-		srv.Close()
-		g.Finish(tape.EndError, runErr.Error())
-		return failf(env, "record", "run %s: %v", argv[0], runErr)
+		return code, nil
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	srv.Shutdown(shutdownCtx)
-	cancel()
+	return 0, runErr
+}
+
+// finish ends the tape after CMD (argv) exited with code: its end reason is the gateway's
+// outcome, cut when CMD failed after a final answer, budget when the breaker stopped it. It
+// prints what was recorded (and with --json the summary) and returns record's exit code.
+func (f *recordFlags) finish(env *Env, g *gateway.Gateway, argv []string, code int, cwd string) int {
+	output := f.gateway.output
 	if p := codexRunProvider(g, argv); p != "" {
 		if err := g.SetLabel(interop.LabelCodexModelProvider, p); err != nil {
 			fmt.Fprintf(env.Stderr, "tapebox record: %v\n", err)
@@ -167,15 +221,15 @@ the directory CMD runs in: this one.`)
 	if err := g.Finish(reason, detail); err != nil {
 		return failf(env, "record", "%v", err)
 	}
-	fmt.Fprintf(env.Stderr, "tapebox record: %s recorded into %s (%s)\n", plural(g.Steps(), "model call"), gf.output, reason)
+	fmt.Fprintf(env.Stderr, "tapebox record: %s recorded into %s (%s)\n", plural(g.Steps(), "model call"), output, reason)
 	if reason == tape.EndBudget {
 		t := g.Tripped()
 		fmt.Fprintf(env.Stderr, "tapebox record: stopped by the breaker: %s: %s\n", t.Limit, t.Detail)
 		code = ExitBudget
 	}
-	if *asJSON {
-		sum := recordSummary{Tape: gf.output, ModelCalls: g.Steps(), Ended: string(reason), Detail: detail, ExitCode: code, Cwd: cfg.Cwd}
-		if t, err := tape.LoadFile(gf.output); err == nil && t.Meta.Workspace != nil {
+	if f.json {
+		sum := recordSummary{Tape: output, ModelCalls: g.Steps(), Ended: string(reason), Detail: detail, ExitCode: code, Cwd: cwd}
+		if t, err := tape.LoadFile(output); err == nil && t.Meta.Workspace != nil {
 			sum.Workspace = t.Meta.Workspace.Snapshot
 			sum.WorkspaceFiles = t.Meta.Workspace.Files
 			sum.EndEntries = len(t.Meta.Workspace.End)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/ed25519"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -22,9 +23,11 @@ func init() {
 // a second the whole string of any finding left.
 const redactPasses = 3
 
-func runRedact(ctx context.Context, env *Env, args []string) int {
-	var patterns listFlag
-	fs := newFlagSet(env, "redact", "-o OUT [--pattern REGEX]... [--no-scan] [--sign KEY] TAPE", `
+// redactUsage is redact's usage line, after "tapebox redact".
+const redactUsage = "-o OUT [--pattern REGEX]... [--no-scan] [--sign KEY] TAPE"
+
+// redactHelp is redact's description in --help.
+const redactHelp = `
 Removes secrets from a tape and writes the result to OUT: every place tapebox scan finds a
 secret (request and response bodies, raw and normalized, stream chunks, headers, the request
 path, meta), and every match of each --pattern in a string value. Each removed value becomes
@@ -52,93 +55,56 @@ After redacting, the tape and the snapshot are scanned again: a secret still fou
 tape has its whole string removed, and redact fails, writing nothing, if any remains after
 that.
 
-Exits 0 when OUT was written and no secret is left, 1 otherwise, 2 on usage error.`)
-	out := fs.String("o", "", "the redacted tape (required; not the input)")
-	fs.Var(&patterns, "pattern", "a regular expression (Go RE2 syntax) removed wherever it matches a string value (repeatable)")
-	noScan := fs.Bool("no-scan", false, "remove only the --pattern matches, not what the secret scan finds")
-	signKey := fs.String("sign", "", "sign the sealed digests with this ed25519 private key (as record --sign)")
-	allowTampered := allowTamperedFlag(fs)
+Exits 0 when OUT was written and no secret is left, 1 otherwise, 2 on usage error.`
+
+// redactFlags are redact's options, parsed from its command line.
+type redactFlags struct {
+	out           string // -o
+	patterns      listFlag
+	noScan        bool
+	signKey       string
+	allowTampered *bool // --allow-tampered
+}
+
+// runRedact is the redact verb: it parses the flags and redacts the tape they name.
+func runRedact(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "redact", redactUsage, redactHelp)
+	var f redactFlags
+	f.register(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return usageError(env, fs, "want one tape file, got %d arguments", fs.NArg())
+	return f.run(ctx, env, fs)
+}
+
+// register defines redact's flags on fs, to be parsed into f.
+func (f *redactFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.out, "o", "", "the redacted tape (required; not the input)")
+	fs.Var(&f.patterns, "pattern", "a regular expression (Go RE2 syntax) removed wherever it matches a string value (repeatable)")
+	fs.BoolVar(&f.noScan, "no-scan", false, "remove only the --pattern matches, not what the secret scan finds")
+	fs.StringVar(&f.signKey, "sign", "", "sign the sealed digests with this ed25519 private key (as record --sign)")
+	f.allowTampered = allowTamperedFlag(fs)
+}
+
+// run checks the parsed flags, redacts the tape (fs.Arg(0)) and its start snapshot, writes
+// them and says what was removed. It returns the exit code.
+func (f *redactFlags) run(ctx context.Context, env *Env, fs *flag.FlagSet) int {
+	res, key, code, ok := f.check(env, fs)
+	if !ok {
+		return code
 	}
 	in := fs.Arg(0)
-	if *out == "" {
-		return usageError(env, fs, "-o OUT is required")
-	}
-	if abs1, _ := filepath.Abs(in); abs1 == mustAbs(*out) {
-		return usageError(env, fs, "-o %s is the input: write the redacted tape elsewhere", *out)
-	}
-	if *noScan && len(patterns) == 0 {
-		return usageError(env, fs, "--no-scan without --pattern removes nothing")
-	}
-	var res []*regexp.Regexp
-	for _, p := range patterns {
-		re, err := regexp.Compile(p)
-		if err != nil {
-			return usageError(env, fs, "--pattern %q: %v", p, err)
-		}
-		res = append(res, re)
-	}
-	var key ed25519.PrivateKey
-	if *signKey != "" {
-		k, err := readSigningKey(*signKey)
-		if err != nil {
-			return usageError(env, fs, "--sign: %v", err)
-		}
-		key = k
-	}
-	t, code := loadTapeToAct(env, "redact", in, *allowTampered)
+	t, code := loadTapeToAct(env, "redact", in, *f.allowTampered)
 	if t == nil {
 		return code
 	}
-	var (
-		removed   int
-		last      *redact.Result
-		remaining []secrets.Finding
-	)
-	for pass := 0; pass < redactPasses; pass++ {
-		opts := redact.Options{Whole: pass > 0, Sign: key}
-		if pass == 0 {
-			opts.Patterns = res
-		}
-		if !*noScan {
-			found, err := secrets.Scan(ctx, t)
-			if err != nil {
-				return failf(env, "redact", "scan %s: %v", in, err)
-			}
-			remaining = found
-			for _, f := range found {
-				opts.Findings = append(opts.Findings, redact.Finding{Pointer: f.Pointer, Offset: f.Offset, Rule: f.Rule, Length: f.Length, Key: f.Key})
-			}
-		}
-		if pass > 0 && len(opts.Findings) == 0 {
-			break
-		}
-		r, err := redact.Tape(t, opts)
-		if err != nil {
-			return failf(env, "redact", "%s: %v", in, err)
-		}
-		removed += len(r.Removed)
-		t, last = r.Tape, r
-		remaining = nil
-	}
-	if !*noScan {
-		found, err := secrets.Scan(ctx, t)
-		if err != nil {
-			return failf(env, "redact", "scan the redacted tape: %v", err)
-		}
-		remaining = found
-	}
-	if len(remaining) > 0 {
-		return failf(env, "redact", "%s: %d secrets remain after %d passes (first: %s); nothing was written", in, len(remaining), redactPasses, term.Printable(remaining[0].String()))
+	t, removed, last, err := f.redactTape(ctx, in, t, res, key)
+	if err != nil {
+		return failf(env, "redact", "%v", err)
 	}
 	var snap *snapshotRedaction
-	if !*noScan && t.Meta.Workspace != nil && t.Meta.Workspace.Snapshot != "" {
-		var err error
-		if snap, err = redactSnapshot(ctx, in, *out, t); err != nil {
+	if !f.noScan && t.Meta.Workspace != nil && t.Meta.Workspace.Snapshot != "" {
+		if snap, err = redactSnapshot(ctx, in, f.out, t); err != nil {
 			return failf(env, "redact", "%s: %v", in, err)
 		}
 		if snap.Path != "" && t.Digest != nil {
@@ -147,9 +113,97 @@ Exits 0 when OUT was written and no secret is left, 1 otherwise, 2 on usage erro
 			}
 		}
 	}
-	if err := tape.Save(*out, t); err != nil {
+	if err := tape.Save(f.out, t); err != nil {
 		return failf(env, "redact", "%v", err)
 	}
+	f.printRemoved(env, in, t, removed, last, snap)
+	return ExitOK
+}
+
+// check checks the flags and the positional arguments, printing a usage error for the first
+// one that is wrong; ok is false then, with the exit code. It returns the compiled
+// --pattern expressions and the --sign key (nil without it).
+func (f *redactFlags) check(env *Env, fs *flag.FlagSet) (res []*regexp.Regexp, key ed25519.PrivateKey, code int, ok bool) {
+	if fs.NArg() != 1 {
+		return nil, nil, usageError(env, fs, "want one tape file, got %d arguments", fs.NArg()), false
+	}
+	in := fs.Arg(0)
+	if f.out == "" {
+		return nil, nil, usageError(env, fs, "-o OUT is required"), false
+	}
+	if abs1, _ := filepath.Abs(in); abs1 == mustAbs(f.out) {
+		return nil, nil, usageError(env, fs, "-o %s is the input: write the redacted tape elsewhere", f.out), false
+	}
+	if f.noScan && len(f.patterns) == 0 {
+		return nil, nil, usageError(env, fs, "--no-scan without --pattern removes nothing"), false
+	}
+	for _, p := range f.patterns {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, nil, usageError(env, fs, "--pattern %q: %v", p, err), false
+		}
+		res = append(res, re)
+	}
+	if f.signKey != "" {
+		k, err := readSigningKey(f.signKey)
+		if err != nil {
+			return nil, nil, usageError(env, fs, "--sign: %v", err), false
+		}
+		key = k
+	}
+	return res, key, ExitOK, true
+}
+
+// redactTape removes from t (read from in) the matches of res and, unless --no-scan, what
+// the secret scan finds, in up to redactPasses rounds (the first removes each secret's
+// token, later ones the whole string of any finding left), sealing again with key. It
+// returns the redacted tape, how many values were removed and the last round's result; an
+// error when a secret remains.
+func (f *redactFlags) redactTape(ctx context.Context, in string, t *tape.Tape, res []*regexp.Regexp, key ed25519.PrivateKey) (_ *tape.Tape, removed int, last *redact.Result, _ error) {
+	var remaining []secrets.Finding
+	for pass := 0; pass < redactPasses; pass++ {
+		opts := redact.Options{Whole: pass > 0, Sign: key}
+		if pass == 0 {
+			opts.Patterns = res
+		}
+		if !f.noScan {
+			found, err := secrets.Scan(ctx, t)
+			if err != nil {
+				return nil, 0, nil, fmt.Errorf("scan %s: %w", in, err)
+			}
+			remaining = found
+			for _, fd := range found {
+				opts.Findings = append(opts.Findings, redact.Finding{Pointer: fd.Pointer, Offset: fd.Offset, Rule: fd.Rule, Length: fd.Length, Key: fd.Key})
+			}
+		}
+		if pass > 0 && len(opts.Findings) == 0 {
+			break
+		}
+		r, err := redact.Tape(t, opts)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("%s: %w", in, err)
+		}
+		removed += len(r.Removed)
+		t, last = r.Tape, r
+		remaining = nil
+	}
+	if !f.noScan {
+		found, err := secrets.Scan(ctx, t)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("scan the redacted tape: %w", err)
+		}
+		remaining = found
+	}
+	if len(remaining) > 0 {
+		return nil, 0, nil, fmt.Errorf("%s: %d secrets remain after %d passes (first: %s); nothing was written", in, len(remaining), redactPasses, term.Printable(remaining[0].String()))
+	}
+	return t, removed, last, nil
+}
+
+// printRemoved says on stdout what was removed from the tape read from in (removed values,
+// the last round's result) and from its start snapshot (snap, nil when not redacted), and
+// where they were written.
+func (f *redactFlags) printRemoved(env *Env, in string, t *tape.Tape, removed int, last *redact.Result, snap *snapshotRedaction) {
 	if snap != nil && snap.Path != "" {
 		if len(snap.Removed) > 0 {
 			fmt.Fprintf(env.Stdout, "%s: removed %d values from the start snapshot (%s); wrote %s\n", in, len(snap.Removed), term.Printable(describeRemoved(snap.Removed)), term.Printable(snap.Path))
@@ -158,17 +212,16 @@ Exits 0 when OUT was written and no secret is left, 1 otherwise, 2 on usage erro
 		}
 	}
 	if removed == 0 {
-		fmt.Fprintf(env.Stdout, "%s: nothing to remove from the tape; wrote %s\n", in, *out)
-		return ExitOK
+		fmt.Fprintf(env.Stdout, "%s: nothing to remove from the tape; wrote %s\n", in, f.out)
+		return
 	}
-	fmt.Fprintf(env.Stdout, "%s: removed %d values (%s); wrote %s\n", in, removed, term.Printable(describeRemoved(t.Meta.Redactions[len(t.Meta.Redactions)-removed-snapRemoved(snap):len(t.Meta.Redactions)-snapRemoved(snap)])), *out)
+	fmt.Fprintf(env.Stdout, "%s: removed %d values (%s); wrote %s\n", in, removed, term.Printable(describeRemoved(t.Meta.Redactions[len(t.Meta.Redactions)-removed-snapRemoved(snap):len(t.Meta.Redactions)-snapRemoved(snap)])), f.out)
 	switch {
 	case last != nil && last.SignatureDropped:
 		fmt.Fprintf(env.Stdout, "digests sealed again; the tape's signature was dropped (it covered what was removed): sign with --sign KEY\n")
 	case last != nil && last.Resealed:
 		fmt.Fprintf(env.Stdout, "digests sealed again\n")
 	}
-	return ExitOK
 }
 
 // snapRemoved is how many redactions the start snapshot's took.

@@ -26,6 +26,7 @@ func init() {
 // The sandbox backends restore workspaces and read their manifests.
 var _ controller.WorkspaceSandbox = (*sandbox.Sandbox)(nil)
 
+// replayFlags are replay's options, parsed from its command line.
 type replayFlags struct {
 	tapePath, sandboxSpec, cwd, output string
 	cwdGiven                           bool // --cwd was on the command line, even empty
@@ -49,11 +50,15 @@ type replayFlags struct {
 	workspaceDir                       string
 	env                                kvFlag
 	telemetry                          *telemetryFlags
+	allowTampered                      *bool // --allow-tampered
 	corpus                             corpusFlags
 }
 
-func runReplay(ctx context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "replay", "--tape run.json (--sandbox SPEC | --listen ADDR) [--output replay.json] [flags]\n       tapebox replay --corpus DIR --sandbox SPEC --journal FILE [--jobs N] [--pool K] [--output-dir DIR] [flags]", `
+// replayUsage is replay's usage line, after "tapebox replay".
+const replayUsage = "--tape run.json (--sandbox SPEC | --listen ADDR) [--output replay.json] [flags]\n       tapebox replay --corpus DIR --sandbox SPEC --journal FILE [--jobs N] [--pool K] [--output-dir DIR] [flags]"
+
+// replayHelp is replay's description in --help.
+const replayHelp = `
 Executor mode (--sandbox): the controller plays the model (recorded responses, recorded latency
 scaled by --speed) and drives tapebox-exec inside the sandbox over one session to run every tool
 call. It exits 1, naming the thread and step, if some thread could not be played to its end.
@@ -149,8 +154,21 @@ differs) is written as Parquet beside the journal (STEM.results.parquet) and a s
 printed that names every tape that differs or failed with its first difference or error
 (--json: as JSON, "problems"). On a terminal a progress bar shows done, failed, running (at
 most --jobs), ready (made ready by --pool), the rate and the ETA. Exit status 1 when a tape
-failed, a replay differs (as replay --check) or the run stopped.`)
+failed, a replay differs (as replay --check) or the run stopped.`
+
+// runReplay is the replay verb: it parses the flags and runs the replay they ask for.
+func runReplay(ctx context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "replay", replayUsage, replayHelp)
 	f := replayFlags{env: kvFlag{}}
+	f.register(fs)
+	if code, done := parse(env, fs, args); done {
+		return code
+	}
+	return f.run(ctx, env, fs)
+}
+
+// register defines replay's flags on fs, to be parsed into f.
+func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tapePath, "tape", "", "the recording to replay (required)")
 	fs.StringVar(&f.sandboxSpec, "sandbox", "", "where tool calls run: local:DIR, unsafe-local:DIR, docker:NAME, docker-image:IMAGE or k8s:NAMESPACE?image=IMAGE")
 	fs.StringVar(&f.cwd, "cwd", "", "working directory inside a container or pod (default: the tape's meta.cwd, else a fresh /workspace; ignored for local:DIR)")
@@ -177,15 +195,17 @@ failed, a replay differs (as replay --check) or the run stopped.`)
 	fs.BoolVar(&f.noWorkspace, "no-workspace", false, "do not restore the tape's start snapshot (meta.workspace) and take no end manifest: the replay starts from the sandbox as it is")
 	f.telemetry = addTelemetryFlags(fs, true)
 	f.corpus.add(fs)
-	allowTampered := allowTamperedFlag(fs)
-	if code, done := parse(env, fs, args); done {
-		return code
-	}
+	f.allowTampered = allowTamperedFlag(fs)
+}
+
+// run checks the parsed flags and replays: a corpus, in the simulator (--listen) or in a
+// sandbox (executor mode). It returns the exit code.
+func (f *replayFlags) run(ctx context.Context, env *Env, fs *flag.FlagSet) int {
 	f.setFlags = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.setFlags[fl.Name] = true })
 	f.cwdGiven = f.setFlags["cwd"]
 	if f.corpus.dir != "" || f.setFlags["jobs"] || f.setFlags["journal"] || f.setFlags["pool"] || f.setFlags["output-dir"] {
-		return runCorpus(ctx, env, fs, &f)
+		return runCorpus(ctx, env, fs, f)
 	}
 	if fi, err := os.Stat(f.tapePath); err == nil && fi.IsDir() {
 		return usageError(env, fs, "--tape %s is a directory: replay every tape in it with --corpus %s --journal FILE", f.tapePath, f.tapePath)
@@ -199,7 +219,7 @@ failed, a replay differs (as replay --check) or the run stopped.`)
 	if (f.sandboxSpec == "") == (f.listen == "") {
 		return usageError(env, fs, "give exactly one of --sandbox (executor mode) or --listen (simulator mode)")
 	}
-	rec, code := loadTapeToAct(env, "replay", f.tapePath, *allowTampered)
+	rec, code := loadTapeToAct(env, "replay", f.tapePath, *f.allowTampered)
 	if rec == nil {
 		return code
 	}
@@ -210,9 +230,9 @@ failed, a replay differs (as replay --check) or the run stopped.`)
 		return usageError(env, fs, `--output - prints the replay tape on stdout: it goes with neither --listen, --json nor --check, which print there too`)
 	}
 	if f.listen != "" {
-		return runSimulator(ctx, env, fs.Name(), rec, &f)
+		return runSimulator(ctx, env, fs.Name(), rec, f)
 	}
-	return runExecutorReplay(ctx, env, rec, &f)
+	return runExecutorReplay(ctx, env, rec, f)
 }
 
 // loadValidTape reads a tape and checks it against the schema, printing every problem.
@@ -276,8 +296,6 @@ func parseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// cliLimit turns a limit flag (0: unlimited) into an Options limit (0: the default,
-// negative: unlimited).
 // logger prints replay's lines to stderr: every line, or with --quiet the warnings only.
 func (f *replayFlags) logger(env *Env) func(format string, args ...any) {
 	return func(format string, args ...any) {
@@ -299,6 +317,8 @@ func (f *replayFlags) memoryLimit() (int64, error) {
 	return mem, nil
 }
 
+// cliLimit turns a limit flag (0: unlimited) into an Options limit (0: the default,
+// negative: unlimited).
 func cliLimit[T int64 | float64](v T) T {
 	if v == 0 {
 		return -1

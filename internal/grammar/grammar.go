@@ -247,5 +247,37 @@ func Untouched(fs []File, touched map[string]bool) []File {
 	return out
 }
 
+// Dirs returns the paths of the directories among fs, in order.
+func Dirs(fs []File) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Dir {
+			out = append(out, f.Path)
+		}
+	}
+	return out
+}
+
+// PickPath draws a path to read or search, as the grammars share it: one of known (the
+// start's files no call has changed yet) 70 times in 100, else any entry of before (class
+// "dir" for a directory) below entries in 100, else a missing file. f is the known file
+// drawn, if it was one.
+func PickPath(r *rand.Rand, known, before []File, entries int) (p string, f File, class string) {
+	switch w := r.IntN(100); {
+	case w < 70 && len(known) > 0:
+		f = known[r.IntN(len(known))]
+		return f.Path, f, f.Class
+	case w < entries && len(before) > 0:
+		e := before[r.IntN(len(before))]
+		class = e.Class
+		if e.Dir {
+			class = "dir"
+		}
+		return e.Path, File{}, class
+	default:
+		return "missing-" + Word(r) + ".txt", File{}, "missing"
+	}
+}
+
 // ShellQuote quotes s for a POSIX shell.
 func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

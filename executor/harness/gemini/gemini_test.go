@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -197,4 +198,23 @@ func TestReplaceStrategies(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.file, string(got), name)
 	}
+}
+
+// TestShellTruncatedRecordedPGID: a long result is cut where the CLI cut it, counting the
+// recording's process group id (seven digits here) and showing the sandbox's. Before, the cut
+// counted the sandbox's id, and the omitted count and the tail's start differed (the fidelity
+// class "the full output's file", 24 calls of Gemini CLI seeds 40000-40117).
+func TestShellTruncatedRecordedPGID(t *testing.T) {
+	s := harnesstest.New(t, gemini.New(), "call_1", nil)
+	rec := &tape.ToolResult{Content: []tape.Block{{Type: tape.BlockText, Text: "Output too large. ...\nProcess Group PGID: 1234567\n</untrusted_context>"}}}
+	text := s.Run("run_shell_command", m{"command": "seq 1 20000"}, rec).Text()
+	first, rest, _ := strings.Cut(text, "\n")
+	whole, err := os.ReadFile(strings.TrimPrefix(first, "Output too large. Showing first 8,000 and last 32,000 characters. For full output see: "))
+	require.NoError(t, err)
+	own := regexp.MustCompile(`Process Group PGID: [0-9]+`).FindString(string(whole))
+	require.NotEmpty(t, own)
+	widened := strings.Replace(string(whole), own, "Process Group PGID: 1234567", 1)
+	assert.Contains(t, rest, fmt.Sprintf("\n\n... [%s characters omitted] ...\n\n", commaInt(len(widened)-40000)))
+	tail := widened[len(widened)-32000:]
+	assert.True(t, strings.HasSuffix(rest, strings.Replace(tail, "Process Group PGID: 1234567", own, 1)), "the tail is the recording's cut, with the sandbox's id")
 }

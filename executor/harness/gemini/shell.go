@@ -101,18 +101,39 @@ func (s *session) shell(ctx context.Context, call tape.ToolCall, rec *tape.ToolR
 	if res.Pid != 0 {
 		parts = append(parts, fmt.Sprintf("Process Group PGID: %d", res.Pid))
 	}
-	return ok(call, s.truncated(call, untrusted(strings.Join(parts, "\n"))))
+	result := untrusted(strings.Join(parts, "\n"))
+	// The CLI cuts a long result counting its process group id's digits: cut where it cut,
+	// with the recording's id (a volatile field) in place of the sandbox's, then put the
+	// sandbox's back.
+	own := fmt.Sprintf("Process Group PGID: %d", res.Pid)
+	recorded := ""
+	if rec != nil && res.Pid != 0 {
+		recorded = pgidLine.FindString(rec.Text())
+	}
+	i := strings.LastIndex(result, own)
+	if recorded == "" || i < 0 {
+		return ok(call, s.truncated(call, result, result))
+	}
+	shown := s.truncated(call, result[:i]+recorded+result[i+len(own):], result)
+	if j := strings.LastIndex(shown, recorded); j >= 0 {
+		shown = shown[:j] + own + shown[j+len(recorded):]
+	}
+	return ok(call, shown)
 }
+
+// pgidLine is the line that names the process group a command ran in.
+var pgidLine = regexp.MustCompile(`Process Group PGID: [0-9]+`)
 
 // truncateThreshold is the CLI's truncateToolOutputThreshold: a shell result longer (in
 // UTF-16 code units) keeps its first fifth and its last four fifths of this, and the whole
 // is saved in a file the result names.
 const truncateThreshold = 40000
 
-// truncated is the CLI's formatTruncatedToolOutput of a shell result over the threshold;
+// truncated is the CLI's formatTruncatedToolOutput of a shell result (text) over the
+// threshold, whole the result as the file keeps it;
 // the whole result goes to a file in the state directory, whose path (an identifier field
 // of the harness table) stands for the CLI's under its project's temporary directory.
-func (s *session) truncated(call tape.ToolCall, text string) string {
+func (s *session) truncated(call tape.ToolCall, text, whole string) string {
 	u := utf16.Encode([]rune(text))
 	if len(u) <= truncateThreshold {
 		return text
@@ -123,7 +144,7 @@ func (s *session) truncated(call tape.ToolCall, text string) string {
 		dir = filepath.Join(s.env.State.Path, "tool-outputs")
 	}
 	file := filepath.Join(dir, action.NewTaskID("run_shell_command_", 12)+".txt")
-	_ = os.WriteFile(file, []byte(text), 0o600)
+	_ = os.WriteFile(file, []byte(whole), 0o600)
 	return fmt.Sprintf("Output too large. Showing first %s and last %s characters. For full output see: %s\n%s\n\n... [%s characters omitted] ...\n\n%s",
 		commas(head), commas(tail), file, string(utf16.Decode(u[:head])), commas(len(u)-head-tail), string(utf16.Decode(u[len(u)-tail:])))
 }

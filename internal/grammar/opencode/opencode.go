@@ -42,11 +42,7 @@ type gen struct {
 func Generate(r *rand.Rand, n int, cwd string) grammar.Sequence {
 	g := &gen{r: r, cwd: cwd, touched: map[string]bool{}}
 	g.seq.Before = grammar.Workspace(r)
-	for _, f := range g.seq.Before {
-		if f.Dir {
-			g.dirs = append(g.dirs, f.Path)
-		}
-	}
+	g.dirs = grammar.Dirs(g.seq.Before)
 	for len(g.seq.Calls) < n {
 		switch w := r.IntN(100); {
 		case w < 20:
@@ -120,21 +116,7 @@ func (g *gen) abs(p string) (string, string) {
 // path.
 func (g *gen) path() (string, string) {
 	r := g.r
-	k := g.known()
-	var p, class string
-	switch w := r.IntN(100); {
-	case w < 70 && len(k) > 0:
-		f := k[r.IntN(len(k))]
-		p, class = f.Path, f.Class
-	case w < 82 && len(g.seq.Before) > 0:
-		e := g.seq.Before[r.IntN(len(g.seq.Before))]
-		p, class = e.Path, e.Class
-		if e.Dir {
-			class = "dir"
-		}
-	default:
-		p, class = "missing-"+grammar.Word(r)+".txt", "missing"
-	}
+	p, _, class := grammar.PickPath(r, g.known(), g.seq.Before, 82)
 	a, c := g.abs(p)
 	return a, class + c
 }

@@ -31,11 +31,7 @@ type gen struct {
 func Generate(r *rand.Rand, n int) grammar.Sequence {
 	g := &gen{r: r, touched: map[string]bool{}}
 	g.seq.Before = grammar.Workspace(r)
-	for _, f := range g.seq.Before {
-		if f.Dir {
-			g.dirs = append(g.dirs, f.Path)
-		}
-	}
+	g.dirs = grammar.Dirs(g.seq.Before)
 	for len(g.seq.Calls) < n {
 		switch w := r.IntN(100); {
 		case w < 22:
@@ -67,22 +63,7 @@ func (g *gen) known() []grammar.File { return grammar.Untouched(g.seq.Before, g.
 // path, sometimes absolute or with Pi's "@" prefix.
 func (g *gen) path() (string, grammar.File, string) {
 	r := g.r
-	k := g.known()
-	var p, class string
-	var f grammar.File
-	switch w := r.IntN(100); {
-	case w < 70 && len(k) > 0:
-		f = k[r.IntN(len(k))]
-		p, class = f.Path, f.Class
-	case w < 80 && len(g.seq.Before) > 0:
-		e := g.seq.Before[r.IntN(len(g.seq.Before))]
-		p, class = e.Path, e.Class
-		if e.Dir {
-			class = "dir"
-		}
-	default:
-		p, class = "missing-"+grammar.Word(r)+".txt", "missing"
-	}
+	p, f, class := grammar.PickPath(r, g.known(), g.seq.Before, 80)
 	switch r.IntN(20) {
 	case 0:
 		p, class = "@"+p, class+"+at"

@@ -68,7 +68,11 @@ func openCodeCase() realCase {
 					{Calls: []tape.ToolCall{
 						call("read", map[string]any{"filePath": cwd + "/notes.txt"}),
 						call("glob", map[string]any{"pattern": "**/*.txt"}),
-						call("grep", map[string]any{"pattern": "BETA|3"}),
+						// One file matches: ripgrep searches files in parallel, so the real
+						// opencode lists two matching files in either order, and the
+						// simulator run (the real harness again) differed from the
+						// recording now and then.
+						call("grep", map[string]any{"pattern": "BETA"}),
 					}},
 					{Calls: []tape.ToolCall{call("todowrite", map[string]any{"todos": []any{
 						map[string]any{"content": "edit notes", "status": "completed", "priority": "high"},

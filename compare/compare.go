@@ -117,12 +117,7 @@ func CompareWith(rec, rep *tape.Tape, o Options) *Report {
 	reached := true
 	reachSet := rec.Reachable()
 	recByID, repByID := rec.ThreadsByID(), rep.ThreadsByID()
-	calls := map[*tape.Thread]bool{} // tape.MakesToolCalls of the unreachable threads
-	for _, th := range rec.Threads {
-		if !reachSet[th] {
-			calls[th] = rec.MakesToolCalls(th)
-		}
-	}
+	calls := rec.ToolCallers()
 	for ref := range rec.Steps() {
 		reach := reachSet[ref.Thread]
 		if !reach && !calls[ref.Thread] {

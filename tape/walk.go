@@ -16,7 +16,7 @@ func (t *Tape) Thread(id string) *Thread {
 }
 
 // Main returns the main thread: the first one without a parent that makes tool calls
-// (MakesToolCalls), else the first one without a parent; nil for an empty tape. A side
+// (ToolCallers), else the first one without a parent; nil for an empty tape. A side
 // conversation that a harness starts before its agent's first answer is in (OpenCode asks
 // its small model for the session's title beside that call) is not the main thread, even
 // when it was written first, and even when its model answered with a call to a tool its
@@ -38,13 +38,20 @@ func (t *Tape) Main() *Thread {
 	return first
 }
 
-// MakesToolCalls says whether some step of th asks for a tool call the harness could run:
-// one whose request offered tools. A call in answer to a request without tools (a title or
-// summary request that a scripted model answered with the agent's turn) does not count,
-// unless no request of the tape lists its tools (a tape imported from a session file that
-// does not keep them).
-func (t *Tape) MakesToolCalls(th *Thread) bool {
-	return th.makesToolCalls(t.offersTools())
+// ToolCallers holds the threads of t some step of which asks for a tool call the harness
+// could run: one whose request offered tools. A call in answer to a request without tools
+// (a title or summary request that a scripted model answered with the agent's turn) does
+// not count, unless no request of the tape lists its tools (a tape imported from a session
+// file that does not keep them).
+func (t *Tape) ToolCallers() map[*Thread]bool {
+	offered := t.offersTools()
+	out := map[*Thread]bool{}
+	for _, th := range t.Threads {
+		if th.makesToolCalls(offered) {
+			out[th] = true
+		}
+	}
+	return out
 }
 
 func (th *Thread) makesToolCalls(offered bool) bool {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,29 +23,7 @@ func TestRealOpenCode(t *testing.T) {
 	c := openCodeCase()
 	c.name = c.harness
 	needHarness(t, c.harness)
-	recPath, state := recordReal(t, r, c)
-	t.Run("executor/docker", func(t *testing.T) {
-		rec, err := tape.LoadFile(recPath)
-		require.NoError(t, err)
-		repPath, got := dockerReplay(t, recPath, rec, c.cwd, c.replayUser())
-		keep(t, repPath, c.name+".docker.json")
-		checkSameState(t, state, got, "docker replay")
-		report := r.requireIdentical(t, recPath, repPath)
-		t.Logf("docker: compare identical, %d steps, %d identifiers", report.StepsCompared, len(report.Identifiers))
-	})
-	t.Run("executor/local", func(t *testing.T) {
-		c.fresh(t)
-		repPath := filepath.Join(t.TempDir(), "replay-local.json")
-		code, _, errOut := r.run(t, t.TempDir(), cleanEnv(), "replay", "--tape", recPath, "--sandbox", "local:"+c.cwd,
-			"--output", repPath, "--speed", "0")
-		require.Equal(t, 0, code, "tapebox replay --sandbox local:%s\n%s", c.cwd, errOut)
-		keep(t, repPath, c.name+".local.json")
-		checkSameState(t, state, localState(t, c.cwd), "local replay")
-		r.requireIdentical(t, recPath, repPath)
-	})
-	t.Run("simulator", func(t *testing.T) {
-		simulateReal(t, r, c, recPath, state)
-	})
+	replayReal(t, r, c)
 }
 
 func openCodeCase() realCase {

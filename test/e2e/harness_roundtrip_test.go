@@ -63,29 +63,7 @@ func TestRealHarnesses(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			needHarness(t, c.harness)
-			recPath, state := recordReal(t, r, c)
-			t.Run("executor/docker", func(t *testing.T) {
-				rec, err := tape.LoadFile(recPath)
-				require.NoError(t, err)
-				repPath, got := dockerReplay(t, recPath, rec, c.cwd, c.replayUser())
-				keep(t, repPath, c.name+".docker.json")
-				checkSameState(t, state, got, "docker replay")
-				report := r.requireIdentical(t, recPath, repPath)
-				t.Logf("docker: compare identical, %d steps, %d identifiers", report.StepsCompared, len(report.Identifiers))
-			})
-			t.Run("executor/local", func(t *testing.T) {
-				c.fresh(t)
-				repPath := filepath.Join(t.TempDir(), "replay-local.json")
-				code, _, errOut := r.run(t, t.TempDir(), cleanEnv(), "replay", "--tape", recPath, "--sandbox", "local:"+c.cwd,
-					"--output", repPath, "--speed", "0")
-				require.Equal(t, 0, code, "tapebox replay --sandbox local:%s\n%s", c.cwd, errOut)
-				keep(t, repPath, c.name+".local.json")
-				checkSameState(t, state, localState(t, c.cwd), "local replay")
-				r.requireIdentical(t, recPath, repPath)
-			})
-			t.Run("simulator", func(t *testing.T) {
-				simulateReal(t, r, c, recPath, state)
-			})
+			recPath := replayReal(t, r, c)
 			if c.repo != nil {
 				t.Run("executor/docker-cli", func(t *testing.T) { repoReplays(t, r, c, recPath) })
 			}
@@ -109,6 +87,36 @@ func (c realCase) fresh(t *testing.T) {
 // checks the tape: it validates, names the harness and its version, ended complete, holds
 // one step per model call and the tool results the harness sent. It returns the tape's path
 // and the end state of the working directory.
+// replayReal records c with the real harness, then replays the tape in executor mode in a
+// fresh container and locally, and in simulator mode with the harness again: each replay
+// must end in the files the harness left and compare identical. It returns the recording.
+func replayReal(t *testing.T, r *rig, c realCase) string {
+	recPath, state := recordReal(t, r, c)
+	t.Run("executor/docker", func(t *testing.T) {
+		rec, err := tape.LoadFile(recPath)
+		require.NoError(t, err)
+		repPath, got := dockerReplay(t, recPath, rec, c.cwd, c.replayUser())
+		keep(t, repPath, c.name+".docker.json")
+		checkSameState(t, state, got, "docker replay")
+		report := r.requireIdentical(t, recPath, repPath)
+		t.Logf("docker: compare identical, %d steps, %d identifiers", report.StepsCompared, len(report.Identifiers))
+	})
+	t.Run("executor/local", func(t *testing.T) {
+		c.fresh(t)
+		repPath := filepath.Join(t.TempDir(), "replay-local.json")
+		code, _, errOut := r.run(t, t.TempDir(), cleanEnv(), "replay", "--tape", recPath, "--sandbox", "local:"+c.cwd,
+			"--output", repPath, "--speed", "0")
+		require.Equal(t, 0, code, "tapebox replay --sandbox local:%s\n%s", c.cwd, errOut)
+		keep(t, repPath, c.name+".local.json")
+		checkSameState(t, state, localState(t, c.cwd), "local replay")
+		r.requireIdentical(t, recPath, repPath)
+	})
+	t.Run("simulator", func(t *testing.T) {
+		simulateReal(t, r, c, recPath, state)
+	})
+	return recPath
+}
+
 func recordReal(t *testing.T, r *rig, c realCase) (string, map[string]string) {
 	t.Helper()
 	return recordRealHome(t, r, c, t.TempDir())

@@ -58,15 +58,18 @@ func (b *requestBody) decide() { b.decideOnce.Do(func() { close(b.decided) }) }
 func (b *requestBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.detached {
-		return 0, errDetached
-	}
+	// Whole comes first: the transport reads once more past Content-Length to see the
+	// end, and finish (at the step's commit) may have read that end before it. An error
+	// there would make the transport drop the upstream connection mid-answer.
 	select {
 	case <-b.decided:
 		if !b.cut && b.err == nil { // whole: nothing more to read
 			return 0, io.EOF
 		}
 	default:
+	}
+	if b.detached {
+		return 0, errDetached
 	}
 	n, err := b.src.Read(p)
 	b.consume(p[:n], err)

@@ -37,7 +37,15 @@
 // one such request at a time.
 //
 // The first call fills the meta: provider, model, harness (from the headers) and, unless
-// Config.Cwd gives it, the working directory the harness names in its request.
+// Config.Cwd gives it, the working directory the harness names in its request. With
+// Config.Workspace, New snapshots the agent's working directory and Finish records its end
+// manifest (meta.workspace).
+//
+// Config.Limits is a circuit breaker (breaker.go): steps, steps per thread, tokens, cost
+// (priced by Config.Cost) and repeated identical tool calls. Once a limit is reached, every
+// later model call is refused with an error in the provider's shape and the tape ends with
+// reason budget (Tripped says which limit); GET /tapebox/status gives the counters as they
+// are (Status).
 //
 // Credentials are kept out of the tape by name: a request or answer header whose name
 // contains key, token, secret, auth, session, cookie, signature, password, passwd or

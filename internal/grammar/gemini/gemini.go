@@ -266,8 +266,9 @@ func (g *gen) list() {
 // directory, a file, a missing path, one outside the working directory.
 func (g *gen) glob() {
 	r := g.r
-	in := map[string]any{"pattern": grammar.Pick(r, "*.txt", "**/*", "**/*.go", "*", "src/**", "no-match-*.zzz", "*.TXT",
-		"**/*.{txt,md}", "*/*", "**/.*", "sub/*", "my dir/*", "**/*é*", "[a-m]*", "**/*.log", "dist/**", "+(a|b).txt")}
+	in := map[string]any{"pattern": grammar.Pick(r, "*.txt", "**/*", "**/*", "**/*.go", "*", "*", "src/**", "no-match-*.zzz", "*.TXT",
+		"**/*.{txt,md}", "*/*", "**/.*", "sub/*", "my dir/*", "**/*é*", "[a-m]*", "**/*.log", "dist/**", "+(a|b).txt",
+		"**/*.md", "docs/*", "**/my*", "*.json", "**/*.MD")}
 	class := "glob"
 	if grammar.Chance(r, 0.2) {
 		in["case_sensitive"], class = true, class+"+case_sensitive"
@@ -289,8 +290,9 @@ func (g *gen) glob() {
 // context, limits, ignored files, a directory, a file, paths that are not there).
 func (g *gen) grep() {
 	r := g.r
-	in := map[string]any{"pattern": grammar.Pick(r, "line", "alpha|beta", `\bx\b`, "héllo", "^$", "no match at all", "(",
-		"LINE", "h{5}", "line [0-9]+", "é", "(?i)x", "a.c", "日本", "[0-9]")}
+	in := map[string]any{"pattern": grammar.Pick(r, "alpha", "alpha|beta", `\bx\b`, "héllo", "^$", "no match at all", "(",
+		"ALPHA", "h{5}", "line [0-9]+", "é", "(?i)x", "a.c", "日本", "[0-9]", "return", "e", "data|config|item|list",
+		"^[a-z ]+$", "🙂", `\w+ end$`, "ß")}
 	class := "grep"
 	for _, o := range []struct {
 		p     float64

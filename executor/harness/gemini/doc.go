@@ -78,9 +78,8 @@
 // first), Rust (ripgrep) and Go do not read alike (groups with flags or names, lookaround,
 // back references, a line break), \b, \w, \d or \s (Unicode classes in Rust, ASCII ones
 // in Go) over a file that is not ASCII, a UTF-16 file (ripgrep decodes it), a NUL byte past
-// ripgrep's first buffer, max_matches_per_file with after-context, a path outside the
-// working directory, and invalid parameters (the CLI's schema message). write_todos replays
-// a list its validation refuses.
+// ripgrep's first buffer, a path outside the working directory, and invalid parameters (the
+// CLI's schema message). write_todos replays a list its validation refuses.
 //
 // Every other tool replays its recorded result, marked copied (not run): web_fetch and
 // google_web_search (the network), update_topic, enter_plan_mode, activate_skill, the

@@ -460,24 +460,30 @@ func (g *grepper) file(path string, before, after int) ([]grepMatch, error) {
 	}
 	show := make([]int8, len(lines)) // 0 none, 1 context, 2 match
 	matches := 0
+	// last is the last line ripgrep prints: with --max-count, the last match's
+	// after-context (where a matching line is printed as a match, and counted by the CLI,
+	// but widens nothing).
 	last := len(lines) - 1
+	limited := false
 	for i, l := range lines {
+		if limited && i > last {
+			break
+		}
 		if !g.re.MatchString(l) {
 			continue
 		}
-		if g.a.MaxPerFile != nil && matches >= *g.a.MaxPerFile {
-			if after > 0 {
-				return nil, errUnsure // --max-count with context: not modelled
-			}
-			last = i - 1
-			break
+		show[i] = 2
+		if limited {
+			continue
 		}
 		matches++
-		show[i] = 2
 		for j := max(0, i-before); j <= min(len(lines)-1, i+after); j++ {
 			if show[j] == 0 {
 				show[j] = 1
 			}
+		}
+		if g.a.MaxPerFile != nil && matches == *g.a.MaxPerFile {
+			limited, last = true, min(len(lines)-1, i+after)
 		}
 	}
 	var out []grepMatch

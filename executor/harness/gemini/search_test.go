@@ -112,6 +112,13 @@ func TestGrepSearch(t *testing.T) {
 	hits = b.String()
 	check(m{"pattern": "hit"}, "Found 100 matches for pattern \"hit\" in path \".\" (results limited to 100 matches for performance):\n---\nFile: sub/many.txt\n"+hits+"---")
 	check(m{"pattern": "hit", "total_max_matches": 2, "names_only": true}, "Found 1 files with matches for pattern \"hit\" in path \".\" (results limited to 2 matches for performance):\nsub/many.txt")
+	// --max-count with context, as ripgrep 13 prints it: the last match's after-context
+	// shows a matching line as a match, and goes no further.
+	files(t, dir, "m/m.txt", "a1\nfoo\nb\nfoo\nc\nd\nfoo\ne\n")
+	check(m{"pattern": "foo", "dir_path": "m", "max_matches_per_file": 1, "context": 2},
+		"Found 2 matches for pattern \"foo\" in path \"m\":\n---\nFile: m.txt\nL1- a1\nL2: foo\nL3- b\nL4: foo\n---")
+	check(m{"pattern": "foo", "dir_path": "m", "max_matches_per_file": 2, "context": 0},
+		"Found 2 matches for pattern \"foo\" in path \"m\":\n---\nFile: m.txt\nL2: foo\nL4: foo\n---")
 	res := s.Run("grep_search", m{"pattern": "x", "dir_path": "nowhere"}, nil)
 	assert.Equal(t, "Path does not exist: "+dir+"/nowhere", res.Text())
 	assert.True(t, res.IsError)

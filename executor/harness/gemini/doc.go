@@ -57,8 +57,9 @@
 //     files (hidden files and the CLI's excluded directories, *.log and *.tmp left out
 //     unless no_ignore; include_pattern as --glob, matched from the working directory;
 //     binary files, with a NUL byte, skipped) and lines (case folded unless case_sensitive,
-//     fixed_strings, context, before, after, max_matches_per_file; a line that is not UTF-8,
-//     which ripgrep's JSON gives as bytes, and one exclude_pattern matches left out), cut at
+//     fixed_strings, context, or before and after in its place, max_matches_per_file; a
+//     line that is not UTF-8, which ripgrep's JSON gives as bytes, and one exclude_pattern
+//     matches left out), cut at
 //     total_max_matches (100) matches; one to three matches are searched again with 50 or 15
 //     lines of context, as the CLI does; "Found N matches for pattern "P" in path "D"" with
 //     "File: F" and "LN: line" ("LN- line" for context) blocks, "Found N files with matches"
@@ -77,9 +78,12 @@
 // minimatch's extglobs or brace ranges, a regular expression JavaScript (which validates it
 // first), Rust (ripgrep) and Go do not read alike (groups with flags or names, lookaround,
 // back references, a line break), \b, \w, \d or \s (Unicode classes in Rust, ASCII ones
-// in Go) over a file that is not ASCII, a UTF-16 file (ripgrep decodes it), a NUL byte past
-// ripgrep's first buffer, a path outside the working directory, and invalid parameters (the
-// CLI's schema message). write_todos replays a list its validation refuses.
+// in Go) over a file that is not ASCII, a UTF-16 file (ripgrep decodes it), a binary file
+// (a NUL byte) with a match before its NUL (whether ripgrep 13 prints it rests on its
+// buffers and literal search), a path outside the working directory, and invalid
+// parameters (the CLI's schema message). write_todos replays a list its validation
+// refuses. TestGrepAgainstRipgrep runs the module and ripgrep (with the CLI's arguments)
+// on random workspaces and calls.
 //
 // Every other tool replays its recorded result, marked copied (not run): web_fetch and
 // google_web_search (the network), update_topic, enter_plan_mode, activate_skill, the

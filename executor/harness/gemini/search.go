@@ -319,15 +319,19 @@ func (s *session) grepSearch(ctx context.Context, call tape.ToolCall, rec *tape.
 	}
 	g := &grepper{re: re, exclude: exclude, a: &a, totalMax: totalMax, base: dir,
 		unicode: !a.Fixed && (unicodeClasses.MatchString(*a.Pattern) || unicodeClasses.MatchString(a.Exclude))}
+	// The CLI passes --context, then --after-context and --before-context (each when not
+	// 0); in ripgrep 13, -A and -B given after -C override it whole.
 	before, after := 0, 0
-	if a.Context != nil {
+	switch {
+	case (a.After != nil && *a.After > 0) || (a.Before != nil && *a.Before > 0):
+		if a.After != nil {
+			after = *a.After
+		}
+		if a.Before != nil {
+			before = *a.Before
+		}
+	case a.Context != nil:
 		before, after = *a.Context, *a.Context
-	}
-	if a.After != nil && *a.After > 0 {
-		after = *a.After
-	}
-	if a.Before != nil && *a.Before > 0 {
-		before = *a.Before
 	}
 	var globs []string
 	if a.Include != "" {
@@ -441,10 +445,15 @@ func (g *grepper) file(path string, before, after int) ([]grepMatch, error) {
 	case hasPrefix(b, "\xff\xfe"), hasPrefix(b, "\xfe\xff"):
 		return nil, errUnsure // ripgrep decodes UTF-16
 	case bytes.IndexByte(b, 0) >= 0:
-		if len(b) > 32<<10 {
-			return nil, errUnsure // a NUL past ripgrep's first buffer: the lines before it are searched
+		// Binary: ripgrep stops at the NUL byte. Whether it prints a match before it
+		// first rests on its buffers and literal search (seen with ripgrep 13: "  \n…\0"
+		// matched by " $" is printed, "ab  \n…\0" is not).
+		for _, l := range strings.Split(string(b[:bytes.IndexByte(b, 0)]), "\n") {
+			if g.re.MatchString(l) {
+				return nil, errUnsure
+			}
 		}
-		return nil, nil // binary: ripgrep stops before printing anything
+		return nil, nil
 	}
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	if g.unicode && !isASCII(b) {
@@ -454,6 +463,9 @@ func (g *grepper) file(path string, before, after int) ([]grepMatch, error) {
 		return nil, nil // ripgrep names the file in bytes, which the CLI skips
 	}
 	text := string(b)
+	if text == "" {
+		return nil, nil // no lines: "^$" matches none
+	}
 	lines := strings.Split(text, "\n")
 	if strings.HasSuffix(text, "\n") {
 		lines = lines[:len(lines)-1]

@@ -83,7 +83,7 @@ func TestGrepSearch(t *testing.T) {
 	for i := 1; i <= 120; i++ {
 		many.WriteString("hit\n")
 	}
-	files(t, dir, "a.txt", "one\nAlpha two  \nthree\n", "b.md", "alpha\r\nbeta\r\n", ".h.txt", "alpha\n", "bin.dat", "alpha\x00\n",
+	files(t, dir, "a.txt", "one\nAlpha two  \nthree\n", "b.md", "alpha\r\nbeta\r\n", ".h.txt", "alpha\n", "bin.dat", "qqq\x00alpha\n",
 		"dist/d.txt", "alpha\n", "sub/many.txt", many.String(), "x.log", "alpha\n")
 	check := func(input m, want string) {
 		t.Helper()
@@ -122,6 +122,13 @@ func TestGrepSearch(t *testing.T) {
 	res := s.Run("grep_search", m{"pattern": "x", "dir_path": "nowhere"}, nil)
 	assert.Equal(t, "Path does not exist: "+dir+"/nowhere", res.Text())
 	assert.True(t, res.IsError)
+
+	// A binary file with a match before its NUL byte: ripgrep prints it or not by its
+	// buffers; the recording is copied.
+	files(t, dir, "sub/bin2.dat", "hit\x00")
+	res = s.Run("grep_search", m{"pattern": "hit"}, recorded("recorded"))
+	assert.True(t, res.CopiedFromTape)
+	require.NoError(t, os.Remove(filepath.Join(dir, "sub/bin2.dat")))
 
 	// Past the limit, the files the recording lists come first (ripgrep's threads order
 	// them from run to run).

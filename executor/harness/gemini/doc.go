@@ -72,8 +72,10 @@
 //     numbered list, or "Successfully cleared the todo list.".
 //
 // glob and grep_search replay the recording where the module cannot reproduce the CLI: an
-// ignore file (.gitignore, .geminiignore, .ignore, .rgignore) in the searched tree or above
-// the working directory (the CLI's file discovery and ripgrep each apply their own rules),
+// ignore file (.geminiignore, .ignore, .rgignore, and .gitignore in a git repository) in the
+// searched tree or above the working directory (the CLI's file discovery and ripgrep each
+// apply their own rules; so a search in a git repository with a .gitignore, the common case
+// for real projects, is copied, not run),
 // respect_git_ignore or respect_gemini_ignore false, an absolute glob or one with
 // minimatch's extglobs or brace ranges, a regular expression JavaScript (which validates it
 // first), Rust (ripgrep) and Go do not read alike (groups with flags or names, lookaround,

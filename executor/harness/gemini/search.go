@@ -20,10 +20,10 @@ import (
 	"github.com/tapebox/tapebox/tape"
 )
 
-// ignoreFileNames are the files whose rules the CLI's file discovery (.gitignore,
-// .geminiignore) or ripgrep (.ignore, .rgignore, .gitignore) apply; a search that could
-// meet one replays its recorded result.
-var ignoreFileNames = []string{".gitignore", ".geminiignore", ".ignore", ".rgignore"}
+// ignoreFileNames are the files whose rules the CLI's file discovery (.geminiignore, and
+// .gitignore in a git repository) or ripgrep (.ignore, .rgignore, and .gitignore in a git
+// repository) apply; a search that could meet one replays its recorded result.
+var ignoreFileNames = []string{".geminiignore", ".ignore", ".rgignore", ".gitignore"}
 
 // coreExcludes are the directories the CLI's glob never enters (COMMON_IGNORE_PATTERNS).
 var coreExcludes = []string{"node_modules", ".git", "bower_components", ".svn", ".hg"}
@@ -36,11 +36,23 @@ var grepExcludes = []string{
 	"!*.log", "!*.tmp",
 }
 
-// ignoreFilesUnder says whether an ignore file lies in root's tree, or in the working
-// directory or a directory above it.
+// ignoreFilesUnder says whether an ignore file in force lies in root's tree, or in the
+// working directory or a directory above it. Outside a git repository (no .git in the
+// working directory or above it: the CLI's isGitRepository, ripgrep's own test), a
+// .gitignore is just a file to both.
 func (s *session) ignoreFilesUnder(ctx context.Context, root string) bool {
+	names := ignoreFileNames[:3]
 	for d := s.env.Cwd; ; d = filepath.Dir(d) {
-		for _, n := range ignoreFileNames {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			names = ignoreFileNames
+			break
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for d := s.env.Cwd; ; d = filepath.Dir(d) {
+		for _, n := range names {
 			if _, err := os.Lstat(filepath.Join(d, n)); err == nil {
 				return true
 			}
@@ -53,7 +65,7 @@ func (s *session) ignoreFilesUnder(ctx context.Context, root string) bool {
 		return false
 	}
 	found := false
-	_ = action.Walk(ctx, root, action.WalkOptions{Hidden: true, NoIgnore: true, Globs: ignoreFileNames,
+	_ = action.Walk(ctx, root, action.WalkOptions{Hidden: true, NoIgnore: true, Globs: names,
 		SkipDirs: coreExcludes, SkipPaths: []string{s.env.State.Path}}, func(action.FileEntry) error {
 		found = true
 		return errStop
@@ -95,7 +107,7 @@ func (s *session) glob(ctx context.Context, call tape.ToolCall, rec *tape.ToolRe
 		return replay(call, rec)
 	case !st.IsDir():
 		return fail(call, "Search path is not a directory: "+dir)
-	case strings.TrimSpace(*a.Pattern) == "":
+	case jsTrim(*a.Pattern) == "":
 		return fail(call, "The 'pattern' parameter cannot be empty.")
 	}
 	if (a.RespectGitIgnore != nil && !*a.RespectGitIgnore) || (a.RespectGeminiIgnore != nil && !*a.RespectGeminiIgnore) || s.ignoreFilesUnder(ctx, dir) {
@@ -208,7 +220,7 @@ func (s *session) writeTodos(_ context.Context, call tape.ToolCall, rec *tape.To
 	inProgress := 0
 	lines := make([]string, len(*a.Todos))
 	for i, t := range *a.Todos {
-		if t.Description == nil || t.Status == nil || strings.TrimSpace(*t.Description) == "" || !todoStatuses[*t.Status] {
+		if t.Description == nil || t.Status == nil || jsTrim(*t.Description) == "" || !todoStatuses[*t.Status] {
 			return replay(call, rec)
 		}
 		if *t.Status == "in_progress" {

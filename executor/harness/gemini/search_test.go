@@ -65,9 +65,20 @@ func TestGlob(t *testing.T) {
 	rec := recorded(found("3", "*.txt", dir, ".dot.txt", "a.TXT", "b.txt"))
 	assert.Equal(t, rec.Text(), s.Run("glob", m{"pattern": "*.txt"}, rec).Text())
 
+	// Outside a git repository a .gitignore is a file like any other, to the CLI and to
+	// ripgrep; in one, its rules apply and the recording is copied.
+	files(t, dir, ".gitignore", "b.txt\n")
+	res := s.Run("glob", m{"pattern": "b.*"}, recorded("recorded"))
+	assert.Equal(t, found("1", "b.*", dir, "b.txt"), res.Text())
+	require.NoError(t, os.Mkdir(filepath.Join(dir, ".git"), 0o755))
+	res = s.Run("glob", m{"pattern": "b.*"}, recorded("recorded"))
+	assert.True(t, res.CopiedFromTape, "a .gitignore in a git repository")
+	require.NoError(t, os.Remove(filepath.Join(dir, ".git")))
+	require.NoError(t, os.Remove(filepath.Join(dir, ".gitignore")))
+
 	// An ignore file the CLI's file discovery would apply: the recording is copied.
 	files(t, dir, ".geminiignore", "b.txt\n")
-	res := s.Run("glob", m{"pattern": "*.txt"}, recorded("recorded"))
+	res = s.Run("glob", m{"pattern": "*.txt"}, recorded("recorded"))
 	assert.True(t, res.CopiedFromTape)
 	assert.Equal(t, "recorded", res.Text())
 }

@@ -80,7 +80,8 @@
 // minimatch's extglobs or brace ranges, a regular expression JavaScript (which validates it
 // first), Rust (ripgrep) and Go do not read alike (groups with flags or names, lookaround,
 // back references, a line break), \b, \w, \d or \s (Unicode classes in Rust, ASCII ones
-// in Go) over a file that is not ASCII, a UTF-16 file (ripgrep decodes it), a binary file
+// in Go) over a file that is not ASCII (but for \bWORD\b, ASCII words, which is rewritten
+// with Unicode word classes around it), a UTF-16 file (ripgrep decodes it), a binary file
 // (a NUL byte) with a match before its NUL (whether ripgrep 13 prints it rests on its
 // buffers and literal search), a path outside the working directory, and invalid
 // parameters (the CLI's schema message). write_todos replays a list its validation

@@ -195,7 +195,8 @@ func TestGrepAgainstRipgrep(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(33, 61))
 	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
-	words := []string{"alpha", "beta", "gamma", "x", "end", "line 1", "héllo", "🙂", "ß", "Ω", "e\u0301", "日本語", "a.c", "abc", "ALPHA", "  "}
+	words := []string{"alpha", "beta", "gamma", "x", "end", "line 1", "héllo", "🙂", "ß", "Ω", "e\u0301", "日本語", "a.c", "abc", "ALPHA", "  ",
+		"éx", "xé", "endé", "(end)", "x_", "_x", "a\u00a0end", "c-ab"}
 	names := []string{"a.txt", "b.md", ".hidden.txt", "sub/c.go", "sub/deep/d.txt", "dist/e.txt", "node_modules/f.txt", "x.log", "y.tmp",
 		"build/g.txt", "my dir/h.txt", "é-notes.txt", ".cfg/i.txt", "7", "10.txt", "sub/.j.md"}
 	performed, calls := 0, 400
@@ -231,7 +232,8 @@ func TestGrepAgainstRipgrep(t *testing.T) {
 			require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
 		}
 		in := map[string]any{"pattern": pick("alpha", "alpha|beta", `\bx\b`, "héllo", "^$", "ALPHA", "é", "e", "ß", "Ω", "[0-9]",
-			"^[a-z ]+$", "a.c", "🙂", "end$", " $", "日本", "gamma x", "total_max_matches_never")}
+			"^[a-z ]+$", "a.c", "🙂", "end$", " $", "日本", "gamma x", "total_max_matches_never", `\bend\b`, `\b(alpha|beta)\b`, `x\b`,
+			`\bab`, `\bllo\b`, `\bc\b`, `\w+ end`)}
 		opt := func(p float64, key string, v any) {
 			if r.Float64() < p {
 				in[key] = v

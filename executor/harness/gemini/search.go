@@ -283,12 +283,43 @@ func compileRegex(pattern string, fixed, fold bool) (*regexp.Regexp, bool) {
 		src = regexp.QuoteMeta(pattern)
 	} else if rustOnly.MatchString(pattern) {
 		return nil, false
+	} else if w, ok := wordBounded(pattern); ok {
+		src = w
 	}
 	if fold {
 		src = "(?i)" + src
 	}
 	re, err := regexp.Compile(src)
 	return re, err == nil
+}
+
+// boundedWords is \bWORD\b (either \b may be missing), WORD ASCII word characters or
+// such words between | in a group or not: the form models write (the tool's own
+// description suggests '\bMatchMe\b').
+var boundedWords = regexp.MustCompile(`^(\\b)?(\(?)([A-Za-z0-9_]+(?:\|[A-Za-z0-9_]+)*)(\)?)(\\b)?$`)
+
+// unicodeWord is Rust's \w: Alphabetic, marks, decimal digits, connector punctuation and
+// the joiners.
+const unicodeWord = `\p{L}\p{Nl}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}`
+
+// wordBounded rewrites a boundedWords pattern for Go, whose \b knows ASCII words only,
+// where ripgrep's knows Unicode ones: a word starts and ends with a word character, so a
+// \b before it is "no word character before it", after it "none after it". The CLI keeps
+// lines, not the matches in them, so a pattern that takes in those neighbours matches the
+// same lines.
+func wordBounded(pattern string) (string, bool) {
+	m := boundedWords.FindStringSubmatch(pattern)
+	if m == nil || (m[1] == "" && m[5] == "") || (m[2] == "") != (m[4] == "") {
+		return "", false
+	}
+	src := "(?:" + m[3] + ")"
+	if m[1] != "" {
+		src = "(?:^|[^" + unicodeWord + "])" + src
+	}
+	if m[5] != "" {
+		src += "(?:$|[^" + unicodeWord + "])"
+	}
+	return src, true
 }
 
 // grepSearch is the CLI's RipGrepTool (the grep_search it registers when it finds
@@ -329,8 +360,9 @@ func (s *session) grepSearch(ctx context.Context, call tape.ToolCall, rec *tape.
 	if a.TotalMax != nil {
 		totalMax = *a.TotalMax
 	}
+	_, bounded := wordBounded(*a.Pattern)
 	g := &grepper{re: re, exclude: exclude, a: &a, totalMax: totalMax, base: dir,
-		unicode: !a.Fixed && (unicodeClasses.MatchString(*a.Pattern) || unicodeClasses.MatchString(a.Exclude))}
+		unicode: (!a.Fixed && unicodeClasses.MatchString(*a.Pattern) && !bounded) || unicodeClasses.MatchString(a.Exclude)}
 	// The CLI passes --context, then --after-context and --before-context (each when not
 	// 0); in ripgrep 13, -A and -B given after -C override it whole.
 	before, after := 0, 0

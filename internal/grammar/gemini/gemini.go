@@ -5,8 +5,12 @@
 // write_file (new deep directories, overwrites, CRLF files, a directory, a path under a
 // file), replace (unique, several, allow_multiple, not found, no change, creating with an
 // empty old_string, and old_strings with indentation, spacing or a character wrong, which the
-// CLI's flexible, regex and fuzzy strategies match), list_directory, glob, grep_search,
-// write_todos, and tools the request does not offer (read_many_files, save_memory).
+// CLI's flexible, regex and fuzzy strategies match), list_directory, glob (dot files,
+// braces, classes, case, extglobs, a directory, a file, missing and outside paths),
+// grep_search (no match, many past the limit, case, words, Unicode, empty lines, a bad
+// pattern, names only, include and exclude filters, context, limits, no_ignore, files in
+// the directories the CLI leaves out, .gitignore and .geminiignore files), write_todos, and
+// tools the request does not offer (read_many_files, save_memory).
 package gemini
 
 import (

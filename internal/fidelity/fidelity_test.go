@@ -242,9 +242,9 @@ func TestScoreboard(t *testing.T) {
 			"-fidelity.only VERSION -fidelity.first SEED -fidelity.seeds 1`. The last column is the time recording and replaying "+
 			"took per 1,000 calls, summed over sequences (two to five ran side by side, on a 2-core machine shared with other work; "+
 			"Pi is replayed at the harness's pace, so its replays take as long as its recordings). A call the executor copies from the "+
-			"recording (counted identical; for Gemini CLI: glob, whose order is by modification time, which a fresh sandbox does not "+
-			"reproduce; grep_search, the CLI's own JavaScript search; write_todos; calls of tools the request did not offer; "+
-			"is_background commands) is marked copied on the tape.",
+			"recording (counted identical; for Gemini CLI: glob and grep_search calls it cannot reproduce, such as ignore files and "+
+			"regular expressions JavaScript, Rust and Go do not read alike, see executor/harness/gemini; calls of tools the request "+
+			"did not offer; is_background commands) is marked copied on the tape.",
 			"`"+relLedger(*ledgerFlag)+"`", n)
 	} else {
 		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+

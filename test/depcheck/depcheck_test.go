@@ -254,17 +254,21 @@ func why(pkgs map[string]pkg, name, prefix string) string {
 }
 
 // TestExecutorSize builds the sandbox-side executor as `make executor` does, for both
-// architectures, and holds it to its budget of 3.5 MiB and, from the amd64 link's dependency
+// architectures, and holds it to its budget of 3.75 MiB and, from the amd64 link's dependency
 // dump, to linking no encoding/json decoder or encoder (see linksEncodingJSON). The budget was
 // 3 MiB until the differential tests of issue 29 (Claude Code 2.1's file refusals and CRLF
 // edits, Codex's CRLF patches and version-dependent behaviours, each harness's answer to a
 // tool its request did not offer) took the amd64 binary 162 bytes over it; that issue allows
 // up to 4 MiB where fidelity needs it, and 3.5 MiB leaves room for the next harness modules.
+// It was 3.5 MiB until OpenCode's apply_patch (issue 33: the tool opencode offers GPT models,
+// performed with its own lenient parser and matching, the applier shared with Codex) took the
+// amd64 binary from 3,645,602 to 3,670,178 bytes, 162 over (the text grew about 13 KB, the
+// file by whole pages); 3.75 MiB leaves room for the next module within issue 29's 4 MiB.
 func TestExecutorSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two binaries")
 	}
-	const budget = 7 << 19 // 3.5 MiB
+	const budget = 15 << 18 // 3.75 MiB
 	for _, arch := range []string{"amd64", "arm64"} {
 		out := t.TempDir() + "/tapebox-exec-" + arch
 		ldflags := "-ldflags=-s -w"

@@ -7,7 +7,9 @@
 // found, no change, creating with an empty oldString, files not read first, and inputs
 // for each of opencode's matchers: exact, trimmed lines, block anchors, collapsed
 // whitespace, indentation, escapes, trimmed ends, context), glob, grep, todowrite, and
-// tools the request does not offer (apply_patch, list, patch).
+// tools the request does not offer (apply_patch, list, patch). GenerateGPT draws for a GPT
+// model, which opencode offers apply_patch in place of edit and write: patches (patch.go)
+// take the edits' and writes' share, and edit and write are tools not offered.
 package opencode
 
 import (

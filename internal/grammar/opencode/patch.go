@@ -86,7 +86,13 @@ func (g *gen) newPath() string {
 // hunk writes one file's hunk and returns its class.
 func (g *gen) hunk(b *strings.Builder) string {
 	r := g.r
-	switch w := r.IntN(100); {
+	w := r.IntN(100)
+	if w >= 32 && len(g.known()) == 0 && grammar.Chance(r, 0.7) {
+		// Every file of the start is changed (its content unknown here): an update would
+		// name a missing file, and fail the whole patch, more often than a model does.
+		w = 0
+	}
+	switch {
 	case w < 20: // add
 		p := g.newPath()
 		class := "add"

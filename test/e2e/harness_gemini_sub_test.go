@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
+)
+
+// TestRealGeminiSubagent records real Gemini CLI 0.61.0 whose model hands a task to its
+// generalist subagent (invoke_agent): the subagent's own conversation reads a file and runs a
+// command together, edits the file, and ends with complete_task, whose answer is the
+// invoke_agent call's result in the main conversation. The tape must hold the subagent's
+// thread linked to the invoke_agent call, and replay in executor mode in a fresh container
+// and locally, and in simulator mode with the real CLI again, each identical with the same
+// end state.
+func TestRealGeminiSubagent(t *testing.T) {
+	r := newRig(t)
+	c := geminiSubagentCase()
+	needHarness(t, c.harness)
+	replayReal(t, r, c)
+}
+
+// geminiSubagentCase is geminiCase with subagents: the main conversation writes notes.txt,
+// invokes the generalist with a task, then two generalists at once, and reads the file the
+// first subagent edited.
+func geminiSubagentCase() realCase {
+	c := geminiCase()
+	const cwd = "/tmp/tapebox-rh-gemini-sub"
+	c.name, c.cwd = "gemini-cli-subagent", cwd
+	call := fakeprovider.Call
+	const (
+		task  = "[rh-gemini-agent] Count the lines of notes.txt into count.txt and capitalise beta."
+		pairA = "[rh-gemini-pair-a] Write a into pair/a.txt."
+		pairB = "[rh-gemini-pair-b] Write b into pair/b.txt."
+	)
+	c.script = func() fakeprovider.Script {
+		return fakeprovider.Script{Threads: []fakeprovider.Thread{
+			{Name: "main", Marker: "[rh-gemini-sub]", Turns: []fakeprovider.Turn{
+				{Text: "Writing the notes first.", Calls: []tape.ToolCall{
+					call("write_file", map[string]any{"file_path": cwd + "/notes.txt", "content": "alpha\nbeta\ngamma\n"}),
+				}},
+				{Calls: []tape.ToolCall{call("invoke_agent", map[string]any{"agent_name": "generalist", "prompt": task})}},
+				// Two subagents at once: the CLI runs the calls of one answer together.
+				{Calls: []tape.ToolCall{
+					call("invoke_agent", map[string]any{"agent_name": "generalist", "prompt": pairA}),
+					call("invoke_agent", map[string]any{"agent_name": "generalist", "prompt": pairB}),
+				}},
+				{Calls: []tape.ToolCall{call("read_file", map[string]any{"file_path": "notes.txt"})}},
+				{Text: "Done: the subagents counted and edited the notes."},
+			}},
+			{Name: "agent", Marker: "[rh-gemini-agent]", Turns: []fakeprovider.Turn{
+				{Text: "Looking at the notes.", Calls: []tape.ToolCall{
+					call("read_file", map[string]any{"file_path": "notes.txt"}),
+					call("run_shell_command", map[string]any{"command": "wc -l < notes.txt > count.txt; cat count.txt", "description": "count lines"}),
+				}},
+				{Calls: []tape.ToolCall{call("replace", map[string]any{"file_path": cwd + "/notes.txt", "old_string": "beta", "new_string": "BETA", "instruction": "capitalise beta"})}},
+				{Calls: []tape.ToolCall{call("complete_task", map[string]any{"result": map[string]any{"response": "notes.txt has 3 lines; beta is now BETA."}})}},
+			}},
+			{Name: "pair-a", Marker: "[rh-gemini-pair-a]", Turns: []fakeprovider.Turn{
+				{Calls: []tape.ToolCall{call("run_shell_command", map[string]any{"command": "mkdir -p pair && echo a > pair/a.txt && echo wrote a"})}},
+				{Calls: []tape.ToolCall{call("complete_task", map[string]any{"result": map[string]any{"response": "wrote pair/a.txt"}})}},
+			}},
+			// The last answer writes a file beside complete_task: the CLI runs both and
+			// sends the model neither result.
+			{Name: "pair-b", Marker: "[rh-gemini-pair-b]", Turns: []fakeprovider.Turn{
+				{Calls: []tape.ToolCall{
+					call("write_file", map[string]any{"file_path": cwd + "/pair/b.txt", "content": "b\n"}),
+					call("complete_task", map[string]any{"result": map[string]any{"response": "wrote pair/b.txt"}}),
+				}},
+			}},
+		}}
+	}
+	command := c.command
+	c.command = func(t *testing.T, home string) ([]string, []string) {
+		argv, env := command(t, home)
+		argv[len(argv)-1] = "[rh-gemini-sub] Have generalists count and edit the notes, and write a pair of files."
+		return argv, env
+	}
+	c.check = func(t *testing.T, rec *tape.Tape, state map[string]string) {
+		require.Len(t, rec.Threads, 4)
+		main := rec.Main()
+		require.Len(t, main.Steps, 5)
+		res := func(th *tape.Thread, step, i int) tape.ToolResult {
+			require.Greater(t, len(th.Steps[step].ToolResults), i, "thread %s step %d has no result %d", th.ID, step, i)
+			return th.Steps[step].ToolResults[i]
+		}
+		// Each subagent's thread is linked to its invoke_agent call, found by its prompt.
+		child := func(step, i int) *tape.Thread {
+			require.Greater(t, len(main.Steps[step].ToolCalls), i)
+			call := main.Steps[step].ToolCalls[i]
+			require.Equal(t, "invoke_agent", call.Name)
+			th := rec.ChildOf(main.ID, call.ID)
+			require.NotNil(t, th, "the thread invoke_agent %s started", call.ID)
+			prompt := jsonField(t, call.Input, "prompt")
+			assert.Contains(t, firstUser(th.Steps[0].Request), prompt, "thread %s is the subagent invoke_agent %s asked for", th.ID, call.ID)
+			return th
+		}
+		agent, a, b := child(1, 0), child(2, 0), child(2, 1)
+		require.Len(t, agent.Steps, 3)
+		require.Len(t, a.Steps, 2)
+		require.Len(t, b.Steps, 1)
+
+		assert.Equal(t, "Subagent 'generalist' finished.\nTermination Reason: GOAL\nResult:\n{\n  \"response\": \"notes.txt has 3 lines; beta is now BETA.\"\n}", res(main, 1, 0).Text())
+		assert.Contains(t, res(main, 2, 0).Text(), `"response": "wrote pair/a.txt"`)
+		assert.Contains(t, res(main, 2, 1).Text(), `"response": "wrote pair/b.txt"`)
+		assert.Equal(t, "alpha\nBETA\ngamma\n", res(main, 3, 0).Text(), "the main thread reads what its subagent edited")
+		assert.Equal(t, "alpha\nbeta\ngamma\n", res(agent, 0, 0).Text())
+		assert.Regexp(t, `^<untrusted_context>\nOutput: 3\nProcess Group PGID: \d+\n</untrusted_context>$`, res(agent, 0, 1).Text())
+		assert.Equal(t, "Successfully modified file: "+cwd+"/notes.txt (1 replacements). Here is the updated code:\nalpha\nBETA\ngamma\n", res(agent, 1, 0).Text())
+		assert.Equal(t, "complete_task", agent.Steps[2].ToolCalls[0].Name)
+		assert.Empty(t, agent.Steps[2].ToolResults, "the CLI ends the subagent on complete_task and sends no result")
+		assert.Empty(t, b.Steps[0].ToolResults, "nor a result of the call beside it")
+		assert.Equal(t, map[string]string{"notes.txt": "alpha\nBETA\ngamma\n", "count.txt": "3\n", "pair/": "", "pair/a.txt": "a\n", "pair/b.txt": "b\n"}, state)
+	}
+	return c
+}
+
+// jsonField is the string field key of a JSON object.
+func jsonField(t *testing.T, obj []byte, key string) string {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(obj, &m))
+	s, _ := m[key].(string)
+	return s
+}

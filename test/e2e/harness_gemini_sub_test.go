@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,7 +25,84 @@ func TestRealGeminiSubagent(t *testing.T) {
 	r := newRig(t)
 	c := geminiSubagentCase()
 	needHarness(t, c.harness)
-	replayReal(t, r, c)
+	recPath := replayReal(t, r, c)
+	t.Run("fork-inside-subagent", func(t *testing.T) { forkGeminiSubagent(t, r, c, recPath) })
+}
+
+// forkGeminiSubagent forks the recording at step 1 of the first subagent's thread, in a
+// fresh directory, onto a second provider that continues the subagent another way: the main
+// thread's first two steps and the subagent's first are served (the real CLI runs their
+// calls, invoke_agent included), the rest is live, and the fork ends in the other
+// continuation's files.
+func forkGeminiSubagent(t *testing.T, r *rig, c realCase, recPath string) {
+	rec, err := tape.LoadFile(recPath)
+	require.NoError(t, err)
+	main := rec.Main()
+	agent := rec.ChildOf(main.ID, main.Steps[1].ToolCalls[0].ID)
+	require.NotNil(t, agent)
+	call := fakeprovider.Call
+	second := fakeprovider.New(fakeprovider.Script{Threads: []fakeprovider.Thread{
+		{Name: "main", Marker: "[rh-gemini-sub]", Turns: []fakeprovider.Turn{never, never, {Text: "Done another way."}}},
+		{Name: "agent", Marker: "[rh-gemini-agent]", Turns: []fakeprovider.Turn{
+			never,
+			{Calls: []tape.ToolCall{call("run_shell_command", map[string]any{"command": "sed -i s/gamma/GAMMA/ notes.txt && echo other"})}},
+			{Calls: []tape.ToolCall{call("complete_task", map[string]any{"result": map[string]any{"response": "gamma is now GAMMA."}})}},
+		}},
+	}})
+	require.NoError(t, second.Start())
+	t.Cleanup(func() { second.Close() })
+	c.fresh(t)
+	require.NoError(t, os.Remove(c.cwd)) // the recording's directory: the fork must not make it
+	forkPath := filepath.Join(t.TempDir(), "fork.json")
+	argv, env := c.command(t, t.TempDir())
+	args := append([]string{"fork", "--tape", recPath, "--thread", agent.ID, "--at", "1", "--upstream", second.URL(),
+		"--output", forkPath, "--json", "--"}, argv...)
+	code, out, errOut := r.run(t, t.TempDir(), cleanEnv(env...), args...)
+	if code != 0 || second.Err() != nil {
+		dumpRequests(t, second)
+		t.Fatalf("tapebox fork: exit %d, provider: %v\nstdout:\n%s\nstderr:\n%s", code, second.Err(), clipText(out, 4000), clipText(errOut, 8000))
+	}
+	keep(t, forkPath, c.name+".fork.json")
+	var sum struct {
+		forkSummary
+		Workdir string `json:"workdir"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
+	assert.Equal(t, "complete", sum.Ended, sum.Detail)
+	assert.NoDirExists(t, c.cwd, "the recording's directory was never made")
+	assert.Equal(t, map[string]int{main.ID: 2, agent.ID: 1}, sum.Served)
+	assert.Equal(t, map[string]string{"notes.txt": "alpha\nbeta\nGAMMA\n", "count.txt": "3\n"}, localState(t, sum.Workdir),
+		"the served steps ran (notes.txt written, lines counted), then the live subagent's command")
+
+	ft, err := tape.LoadFile(forkPath)
+	require.NoError(t, err)
+	require.Len(t, ft.Threads, 2)
+	fm := ft.Main()
+	require.Len(t, fm.Steps, 3)
+	fa := ft.ChildOf(fm.ID, fm.Steps[1].ToolCalls[0].ID)
+	require.NotNil(t, fa, "the fork's subagent thread is linked to the served invoke_agent call")
+	assert.Equal(t, agent.ID, fa.ID)
+	require.Len(t, fa.Steps, 3)
+	moved := func(b []byte) string { return strings.ReplaceAll(string(b), rec.Meta.Cwd, sum.Workdir) }
+	assert.Equal(t, moved(agent.Steps[0].Response.Raw), string(fa.Steps[0].Response.Raw), "the subagent's step 0 is the recording's")
+	assert.Contains(t, string(fa.Steps[1].ToolCalls[0].Input), "s/gamma/GAMMA/", "step 1 is the other continuation's")
+	assert.Empty(t, fa.Steps[2].ToolResults, "complete_task ended the forked subagent too")
+	require.Len(t, fm.Steps[1].ToolResults, 1)
+	assert.Contains(t, fm.Steps[1].ToolResults[0].Text(), "gamma is now GAMMA.", "the served invoke_agent call got the live subagent's answer")
+	assert.Equal(t, "Done another way.", fm.Steps[2].Response.Text())
+	live := 0
+	for _, q := range second.Requests() {
+		if q.Endpoint == fakeprovider.EndpointGemini {
+			live++
+		}
+	}
+	assert.Equal(t, live, ft.Totals().Steps-sum.ServedSteps, "the second provider receives exactly the live steps")
+
+	vcode, vout, verr := r.run(t, t.TempDir(), cleanEnv(), "validate", forkPath)
+	assert.Equal(t, 0, vcode, "the fork tape validates\n%s%s", vout, verr)
+	_, text, _ := r.run(t, t.TempDir(), cleanEnv(), "compare", recPath, forkPath)
+	assert.Contains(t, text, "FORK at thread "+agent.ID+" step 1")
+	t.Logf("fork at thread %s step 1: %d served, %d live\n%s", agent.ID, sum.ServedSteps, sum.LiveSteps, text)
 }
 
 // geminiSubagentCase is geminiCase with subagents: the main conversation writes notes.txt,

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,8 +27,102 @@ func TestRealGeminiSubagent(t *testing.T) {
 	r := newRig(t)
 	c := geminiSubagentCase()
 	needHarness(t, c.harness)
+	// The recording's home is kept (GEMINI_CLI_HOME), so that the CLI's own session files,
+	// the subagents' among them, can be read after it.
+	var recHome string
+	command := c.command
+	c.command = func(t *testing.T, home string) ([]string, []string) {
+		if recHome == "" {
+			recHome = home
+		}
+		argv, env := command(t, home)
+		return argv, append(env, "GEMINI_CLI_HOME="+home)
+	}
 	recPath := replayReal(t, r, c)
+	rec, err := tape.LoadFile(recPath)
+	require.NoError(t, err)
+	t.Run("import-cli-sessions", func(t *testing.T) {
+		harnessDir := filepath.Join(recHome, ".gemini", "tmp")
+		subs, err := filepath.Glob(filepath.Join(harnessDir, "*", "chats", "*-*-*-*-*", "*.jsonl"))
+		require.NoError(t, err)
+		require.Len(t, subs, 3, "Gemini CLI wrote one session file per subagent, under its session's id")
+		imp := importOne(t, r, "gemini-cli", harnessDir)
+		assert.Equal(t, threadShapes(t, rec), threadShapes(t, imp), "the CLI's session files import as the recording's threads, calls and results")
+		c.fresh(t)
+		repPath := filepath.Join(t.TempDir(), "replay.json")
+		impPath := filepath.Join(t.TempDir(), "imported.json")
+		b, err := tape.Marshal(imp)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(impPath, b, 0o644))
+		code, _, errOut := r.run(t, t.TempDir(), cleanEnv(), "replay", "--tape", impPath, "--sandbox", "local:"+c.cwd, "--output", repPath, "--speed", "0")
+		require.Equal(t, 0, code, "tapebox replay of the imported tape\n%s", errOut)
+		checkSameState(t, geminiSubState, localState(t, c.cwd), "replay of the imported tape")
+	})
+	t.Run("export-import", func(t *testing.T) {
+		export := t.TempDir()
+		code, out, errOut := r.run(t, t.TempDir(), cleanEnv(), "export", "--to", "gemini-cli", "--out", export, recPath)
+		require.Equal(t, 0, code, "tapebox export --to gemini-cli\n%s%s", out, errOut)
+		back := importOne(t, r, "gemini-cli", export)
+		assert.Equal(t, threadShapes(t, rec), threadShapes(t, back), "the export imports back as the recording's threads, calls and results")
+		for _, th := range rec.Threads[1:] {
+			bt := back.ChildOf(th.Parent.ThreadID, th.Parent.ToolCallID)
+			require.NotNil(t, bt, "the export's subagent of call %s", th.Parent.ToolCallID)
+		}
+	})
 	t.Run("fork-inside-subagent", func(t *testing.T) { forkGeminiSubagent(t, r, c, recPath) })
+}
+
+// importOne imports the session files under dir with tapebox import --from format: one
+// tape, valid.
+func importOne(t *testing.T, r *rig, format, dir string) *tape.Tape {
+	t.Helper()
+	out := t.TempDir()
+	code, stdout, errOut := r.run(t, t.TempDir(), cleanEnv(), "import", "--from", format, "--out", out, dir)
+	require.Equal(t, 0, code, "tapebox import --from %s\n%s%s", format, stdout, errOut)
+	tapes, err := filepath.Glob(filepath.Join(out, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, tapes, 1, "one session, one tape")
+	code, vout, verr := r.run(t, t.TempDir(), cleanEnv(), "validate", tapes[0])
+	require.Equal(t, 0, code, "%s%s", vout, verr)
+	tp, err := tape.LoadFile(tapes[0])
+	require.NoError(t, err)
+	return tp
+}
+
+// threadShapes describes each thread of a tape by where it was spawned (the main thread's
+// step and call index, whatever the call's id and the thread's) and, step by step, its calls
+// with their inputs and results.
+func threadShapes(t *testing.T, tp *tape.Tape) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, th := range tp.Threads {
+		where := "main"
+		if th.Parent != nil {
+			ref, call, ok := tp.ParentCall(th)
+			require.True(t, ok, "thread %s: its parent call is in the tape", th.ID)
+			k := slices.IndexFunc(ref.Step.ToolCalls, func(c tape.ToolCall) bool { return c.ID == call.ID })
+			where = fmt.Sprintf("%s step %d call %d", ref.Thread.ID, ref.Index, k)
+		} else if th != tp.Main() {
+			continue // a side request
+		}
+		var steps []string
+		for _, st := range th.Steps {
+			var b strings.Builder
+			for _, c := range st.ToolCalls {
+				var in any
+				require.NoError(t, json.Unmarshal(c.Input, &in))
+				fmt.Fprintf(&b, "%s %v => ", c.Name, in)
+				if r, ok := st.ToolResult(c.ID); ok {
+					fmt.Fprintf(&b, "%q (error %v); ", r.Text(), r.IsError)
+				} else {
+					b.WriteString("no result; ")
+				}
+			}
+			steps = append(steps, b.String())
+		}
+		out[where] = steps
+	}
+	return out
 }
 
 // forkGeminiSubagent forks the recording at step 1 of the first subagent's thread, in a
@@ -104,6 +200,9 @@ func forkGeminiSubagent(t *testing.T, r *rig, c realCase, recPath string) {
 	assert.Contains(t, text, "FORK at thread "+agent.ID+" step 1")
 	t.Logf("fork at thread %s step 1: %d served, %d live\n%s", agent.ID, sum.ServedSteps, sum.LiveSteps, text)
 }
+
+// geminiSubState is the end state of geminiSubagentCase.
+var geminiSubState = map[string]string{"notes.txt": "alpha\nBETA\ngamma\n", "count.txt": "3\n", "pair/": "", "pair/a.txt": "a\n", "pair/b.txt": "b\n"}
 
 // geminiSubagentCase is geminiCase with subagents: the main conversation writes notes.txt,
 // invokes the generalist with a task, then two generalists at once, and reads the file the
@@ -195,7 +294,7 @@ func geminiSubagentCase() realCase {
 		assert.Equal(t, "complete_task", agent.Steps[2].ToolCalls[0].Name)
 		assert.Empty(t, agent.Steps[2].ToolResults, "the CLI ends the subagent on complete_task and sends no result")
 		assert.Empty(t, b.Steps[0].ToolResults, "nor a result of the call beside it")
-		assert.Equal(t, map[string]string{"notes.txt": "alpha\nBETA\ngamma\n", "count.txt": "3\n", "pair/": "", "pair/a.txt": "a\n", "pair/b.txt": "b\n"}, state)
+		assert.Equal(t, geminiSubState, state)
 	}
 	return c
 }

@@ -226,7 +226,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	}
 	if th.index < 0 {
 		if th.parent == nil && th.id != "main" {
-			th.parent = g.claimSpawn(th.firstText) // its spawning call may have been recorded since
+			th.parent = g.claimSpawn(th) // its spawning call may have been recorded since
 		}
 		i, err := g.out.addThread(th.id, th.parent)
 		if err != nil {

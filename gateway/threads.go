@@ -41,8 +41,9 @@ type thread struct {
 	// A live thread, as the gateway records it.
 	index int // its index in the tape, -1 until its first step is written
 	// firstText is the opening user messages (those before the model's first answer),
-	// which name a subagent's task.
+	// which name a subagent's task; agent says its first request offered tools.
 	firstText string
+	agent     bool
 	steps     int // steps written
 	lastIndex int
 	// inFlight counts requests of this thread not yet answered.
@@ -318,12 +319,12 @@ func (m *matcher) attribute(req *tape.Request) (th *thread, continued bool) {
 	if t, _ := m.find(req, provider.AssistantTurns(req), sig); t != nil {
 		return t, true
 	}
-	th = &thread{index: -1, sig: sig, firstText: openingText(req)}
+	th = &thread{index: -1, sig: sig, firstText: openingText(req), agent: len(req.Tools) > 0}
 	if len(m.threads) == 0 {
 		th.id = "main"
 	} else {
 		th.id = fmt.Sprintf("t%d", len(m.threads))
-		th.parent = m.claimSpawn(th.firstText)
+		th.parent = m.claimSpawn(th)
 	}
 	m.threads = append(m.threads, th)
 	return th, false
@@ -370,19 +371,27 @@ func spawnPrompt(c tape.ToolCall) string {
 	return ""
 }
 
-// claimSpawn finds the parent of a new thread whose first user message is text.
-func (m *matcher) claimSpawn(text string) *tape.Parent {
+// claimSpawn finds the parent of a new thread th: the pending spawning call whose prompt
+// its opening user messages carry, else, when its request offered tools (an agent), the
+// oldest pending spawning call. A request that offers none and carries no call's prompt is
+// a harness's side question (a title; Gemini CLI's loop check or edit correction, which may
+// come while a subagent starts): it takes no call, which would leave the subagent the call
+// started without its parent.
+func (m *matcher) claimSpawn(th *thread) *tape.Parent {
 	if len(m.spawns) == 0 {
 		return nil
 	}
 	pick := -1
 	for i, s := range m.spawns {
-		if s.prompt != "" && strings.Contains(text, s.prompt) {
+		if s.prompt != "" && strings.Contains(th.firstText, s.prompt) {
 			pick = i
 			break
 		}
 	}
 	if pick < 0 {
+		if !th.agent {
+			return nil
+		}
 		pick = 0
 	}
 	s := m.spawns[pick]

@@ -78,3 +78,34 @@ func TestAnsweredCallOfTheSameConversation(t *testing.T) {
 		require.Same(t, m.threads[0], th, "title first: %v", titleFirst)
 	}
 }
+
+// TestSideRequestLeavesSpawn: a side question that offers no tools and carries no spawn's
+// prompt (Gemini CLI's loop check or edit correction, asked while a subagent starts) takes
+// no pending spawning call; the subagent that comes after it gets its own, and an agent
+// whose opening names no prompt still takes the oldest. Before, the side question took the
+// oldest pending call and the subagent was left without its parent.
+func TestSideRequestLeavesSpawn(t *testing.T) {
+	text := func(role, s string) tape.Message {
+		return tape.Message{Role: role, Content: []tape.Block{{Type: tape.BlockText, Text: s}}}
+	}
+	tools := []tape.Tool{{Name: "read_file"}, {Name: "complete_task"}}
+	m := &matcher{spawning: SpawningTools}
+	main, _ := m.attribute(&tape.Request{Tools: tools, Messages: []tape.Message{text("user", "Use two subagents.")}})
+	require.Equal(t, "main", main.id)
+	m.noteSpawns(main, &tape.Step{ToolCalls: []tape.ToolCall{
+		{ID: "gemini-a-0", Name: "invoke_agent", Input: json.RawMessage(`{"agent_name":"generalist","prompt":"Write a.txt"}`)},
+		{ID: "gemini-a-1", Name: "invoke_agent", Input: json.RawMessage(`{"agent_name":"generalist","prompt":"Write b.txt"}`)},
+	}})
+	open := func(req *tape.Request) *tape.Parent {
+		th, continued := m.attribute(req)
+		require.False(t, continued)
+		return th.parent
+	}
+	// Subagent A has started, and asks its edit corrector a question.
+	require.Equal(t, &tape.Parent{ThreadID: "main", ToolCallID: "gemini-a-0"}, open(&tape.Request{Tools: tools, Messages: []tape.Message{text("user", "Write a.txt")}}))
+	require.Nil(t, open(&tape.Request{System: "You are an expert code-editing assistant.", Messages: []tape.Message{text("user", "Fix the search string.")}}))
+	// Subagent B's opening does not hold its prompt (a template of another harness): the
+	// one call left is its.
+	require.Equal(t, &tape.Parent{ThreadID: "main", ToolCallID: "gemini-a-1"}, open(&tape.Request{Tools: tools, Messages: []tape.Message{text("user", "Your task: see above.")}}))
+	require.Empty(t, m.spawns)
+}

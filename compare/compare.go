@@ -72,7 +72,10 @@ type Report struct {
 // state of the workspace (meta.workspace.end of both tapes). A thread no spawning call leads
 // to is skipped only when it makes no tool call (a title or summary call); a recorded
 // response the recorder did not keep, and a spawning call without a child thread (whose
-// result the replay copies), are differences: the replay cannot have repeated them.
+// result the replay copies), are differences: the replay cannot have repeated them. Steps
+// pair by the attempts each thread went on from (tape.Thread.Kept): a step the harness
+// retried ran nothing in either run and is set aside, so a run that retried a call and one
+// that did not compare alike, but a replay that ran a retried step's calls differs.
 func Compare(rec, rep *tape.Tape) *Report {
 	return CompareWith(rec, rep, Options{})
 }

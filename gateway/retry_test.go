@@ -1,11 +1,15 @@
 package gateway_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +18,7 @@ import (
 	"github.com/tapebox/tapebox/gateway"
 	"github.com/tapebox/tapebox/internal/testutil/minirec"
 	"github.com/tapebox/tapebox/tape"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 	"github.com/tapebox/tapebox/testkit/miniagent"
 )
 
@@ -104,5 +109,87 @@ func TestSimulatorServesRetriedTape(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// statusRetry re-sends a call answered 429 or 5xx once, as the providers' SDKs do.
+type statusRetry struct{ retried atomic.Int32 }
+
+func (s *statusRetry) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
+		return resp, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	s.retried.Add(1)
+	again := req.Clone(req.Context())
+	again.Body = io.NopCloser(bytes.NewReader(body))
+	return http.DefaultTransport.RoundTrip(again)
+}
+
+// TestSimulatorServesFailedAttempt: a tape recorded before retries of answered steps were
+// a rule, the shape it always had: a call answered 429, then its retry, on one thread. The
+// simulator serves the answer the thread went on from, not the 429 (it served the 429 to
+// every attempt before, so the replay diverged), and executor mode's tape compares alike.
+func TestSimulatorServesFailedAttempt(t *testing.T) {
+	for _, p := range everyWire {
+		t.Run(string(p), func(t *testing.T) {
+			script := minirec.Script()
+			script.Threads[0].Turns[2].Fault = &fakeprovider.Fault{Status: http.StatusTooManyRequests, RetryAfter: "0"}
+			sr := &statusRetry{}
+			rec, _ := minirec.RecordWith(t, script, p, true, &http.Client{Transport: sr})
+			require.EqualValues(t, 1, sr.retried.Load())
+			main := rec.Threads[0]
+			require.Len(t, main.Steps, 5)
+			require.Equal(t, http.StatusTooManyRequests, main.Steps[2].Response.Status)
+			require.True(t, main.Superseded(2))
+			require.Equal(t, []int{0, 1, 3, 4}, main.Kept())
+
+			sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{Logf: t.Logf})
+			final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: p, Stream: true, Prompt: "do it", Dir: t.TempDir(), APIKey: "sk-x"})
+			require.NoError(t, err)
+			require.Equal(t, "All done.", final)
+			<-sim.Finished()
+			rep, err := tape.LoadFile(out)
+			require.NoError(t, err)
+			report := compare.Compare(rec, rep)
+			assert.True(t, report.Identical, "%+v", report.Differences)
+		})
+	}
+}
+
+// TestRetryWhileInFlight: a call sent again while the gateway still waits for the first
+// answer (a client-side timeout shorter than the model's) is a second attempt at the same
+// turn: both are steps of one thread, and the thread expects the next turn once, not two
+// turns on, so the next call continues it.
+func TestRetryWhileInFlight(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			rg := newRig(t, oneTurn(&fakeprovider.Fault{FirstByte: 300 * time.Millisecond}), nil)
+			slow := make(chan reply, 1)
+			go func() { slow <- rg.do(t, call{body: taskRequest(stream)}) }()
+			require.Eventually(t, func() bool { return len(rg.up.requests()) == 1 }, 10*time.Second, 5*time.Millisecond)
+			fast := rg.do(t, call{body: taskRequest(stream)})
+			require.Equal(t, http.StatusOK, fast.status)
+			require.Equal(t, http.StatusOK, (<-slow).status)
+			next := anthropicRequest(stream, userText("do the task"), systemEntry("# Environment\nPrimary working directory: /work"),
+				map[string]any{"role": "assistant", "content": []map[string]any{{"type": "text", "text": answerText}}},
+				userText("and then?"))
+			require.Equal(t, http.StatusOK, rg.do(t, call{body: next}).status)
+			require.NoError(t, rg.g.Finish(tape.EndComplete, ""))
+			tp := rg.load(t)
+			require.Len(t, tp.Threads, 1, "the repeated call and the next one continue the thread")
+			main := tp.Threads[0]
+			require.Len(t, main.Steps, 3)
+			assert.True(t, main.Superseded(0))
+			assert.Equal(t, []int{1, 2}, main.Kept())
+			assert.Equal(t, "Second answer.", tape.BlocksText(main.Steps[2].Response.Content))
+		})
 	}
 }

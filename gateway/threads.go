@@ -200,8 +200,8 @@ type matcher struct {
 //     best: a live thread's exactly (its key), a recorded thread's by score, at least 2
 //     (its opening in part, or its tools), a retry scoring one less than the next turn.
 //
-// A live thread expects its next turn (0 only after a failed call), or its last answered
-// turn again: a retry, by the harness or its SDK, of a call the gateway already answered
+// A live thread expects its next turn (0 only after a failed call or while the first is in
+// flight), or its last answered turn again: a retry, by the harness or its SDK, of a call the gateway already answered
 // (after a client-side timeout or a dropped connection). The retry is the thread's next
 // step, and the thread goes on from its answer (tape.Thread.Superseded). A recorded
 // thread whose parent call was served expects its next turn, or its last one again.
@@ -265,8 +265,8 @@ func (m *matcher) find(req *tape.Request, turns int, sig threadSig) (th *thread,
 func (t *thread) expects(turns int) bool {
 	if t.rec == nil {
 		switch turns {
-		case t.turns:
-			return turns > 0 || t.last != nil && !t.lastOK
+		case t.turns: // turn 0: after a failed first call, or while it is in flight
+			return turns > 0 || t.last != nil && !t.lastOK || t.last == nil && t.inFlight > 0
 		case t.turns - 1:
 			return t.last != nil // a retry of the last turn answered
 		}
@@ -352,15 +352,15 @@ func recordedSigs(rec *tape.Tape) []threadSig {
 // new conversation, whose parent is the pending spawning call whose prompt its opening user
 // messages carry (else the oldest pending spawning call, else none).
 //
-// A conversation's first request sent again after its answer is a retry of that thread,
-// unless a pending spawning call's prompt is in its opening: two subagents given the same
-// task start alike, and the second is a thread of its own.
+// A conversation's first request sent again (after its answer, or while it is in flight)
+// is a retry of that thread, unless a pending spawning call's prompt is in its opening: two
+// subagents given the same task start alike, and the second is a thread of its own.
 func (m *matcher) attribute(req *tape.Request) (th *thread, continued bool) {
 	sig := threadSig{key: threadKey(req)}
 	turns := req.Turns()
 	text := ""
 	if t, _ := m.find(req, turns, sig); t != nil {
-		if turns > 0 || turns == t.turns || len(m.spawns) == 0 {
+		if turns > 0 || len(m.spawns) == 0 {
 			return t, true
 		}
 		if text = openingText(req); !m.spawnFor(text) {

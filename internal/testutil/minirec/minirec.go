@@ -135,26 +135,35 @@ func (rt *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return next.RoundTrip(again)
 }
 
-// RecordRetried is Record of RetriedScript through client (its Transport a RetryTransport
-// that retries the main thread's second call, the one carrying the first Bash call's output
-// "made one"), and returns the tape, its path and how many calls were retried.
+// RecordRetried is Record of RetriedScript through a RetryTransport that retries the main
+// thread's second call (the one carrying the first Bash call's output "made one"), and
+// returns the tape, its path and how many calls were retried.
 func RecordRetried(t testing.TB, p tape.Provider, stream bool) (*tape.Tape, string, int) {
 	t.Helper()
-	up := httptest.NewServer(fakeprovider.New(RetriedScript()))
+	rt := &RetryTransport{Trigger: "made one"}
+	rec, out := RecordWith(t, RetriedScript(), p, stream, &http.Client{Transport: rt})
+	return rec, out, rt.Retried
+}
+
+// RecordWith is Record of script with the mini agent's calls sent by client (nil:
+// http.DefaultClient). The run must end with Script's "All done." and leave no ghost.txt
+// (see Ghost).
+func RecordWith(t testing.TB, script fakeprovider.Script, p tape.Provider, stream bool, client *http.Client) (*tape.Tape, string) {
+	t.Helper()
+	up := httptest.NewServer(fakeprovider.New(script))
 	defer up.Close()
 	out := filepath.Join(t.TempDir(), "run.json")
 	g, err := gateway.New(gateway.Config{Output: out, Upstream: up.URL, Harness: "claude-code"})
 	require.NoError(t, err)
 	gw := httptest.NewServer(g)
 	defer gw.Close()
-	rt := &RetryTransport{Trigger: "made one"}
 	dir := t.TempDir()
-	final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: gw.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x", Client: &http.Client{Transport: rt}})
+	final, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: gw.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: dir, APIKey: "sk-x", Client: client})
 	require.NoError(t, err)
 	require.Equal(t, "All done.", final)
 	require.NoFileExists(t, filepath.Join(dir, "ghost.txt"), "the harness never ran the answer it retried")
 	require.NoError(t, g.Finish(tape.EndComplete, ""))
 	rec, err := tape.LoadFile(out)
 	require.NoError(t, err)
-	return rec, out, rt.Retried
+	return rec, out
 }

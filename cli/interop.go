@@ -338,9 +338,12 @@ Turns the session files a harness writes itself into tapes, one per session, wri
 DIR/<tape id>.json. --from says the files' format:
 
   auto         (the default) every *.jsonl file under DIR in whichever of the formats below
-               its first line shows, so that a Hub Traces dataset, ~/.claude/projects,
-               ~/.codex/sessions, ~/.gemini/tmp or ~/.pi/agent/sessions imports whole. A .jsonl file of
-               none of them stops the import.
+               its first line shows, and every *.json file that is an OpenCode export, so
+               that a Hub Traces dataset, ~/.claude/projects, ~/.codex/sessions,
+               ~/.gemini/tmp, ~/.pi/agent/sessions or a folder of opencode exports imports
+               whole. A .jsonl file of none of them stops the import, as does a .json file
+               that begins as an OpenCode export but is not one; other .json files under DIR
+               are left alone. A file named by path is told whatever its name.
   claude-code  <session>.jsonl files (a file, a project folder, or ~/.claude/projects), each
                with its subagents' sidechains: from <session>/subagents/, or as older
                versions kept them, agent-*.jsonl files beside it or sidechain entries in it.
@@ -351,8 +354,7 @@ DIR/<tape id>.json. --from says the files' format:
                the model messages, its ids the file's.
   opencode     what "opencode export SESSION" prints, saved as .json files (OpenCode keeps
                its sessions in SQLite): one tape per session, a subagent's session (one
-               with a parentID) a thread of its parent's, linked to its task call. Not
-               found by auto: name it.
+               with a parentID) a thread of its parent's, linked to its task call.
   pi           the pi coding agent's session files (a file or ~/.pi/agent/sessions). The
                tape is the branch ending at the file's last entry (where Pi resumes); the
                entries of other branches are counted in tapebox.lost.

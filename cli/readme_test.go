@@ -65,12 +65,12 @@ func TestReadmeCommands(t *testing.T) {
 			}
 		}
 	}
-	// Verbs whose README commands some test runs (cli, test/e2e).
-	covered := []string{"bench", "compare", "completion", "cost", "dataset", "demo", "exec-binary", "export", "fork", "gateway",
-		"import", "inspect", "record", "redact", "replay", "scan", "validate", "verify", "version", "view"}
+	// Verbs some test runs: found in the tests of this package and of the end-to-end suite,
+	// so that a verb the docs show whose last test goes fails here.
+	covered := verbsRunByTests(t, ".", "../test/e2e")
 	for v := range seen {
-		if !slices.Contains(covered, v) {
-			t.Errorf("the docs show tapebox %s, which no test is listed as running", v)
+		if !covered[v] {
+			t.Errorf("the docs show tapebox %s, which no test of cli or test/e2e runs", v)
 		}
 	}
 	for v := range commands {
@@ -79,6 +79,37 @@ func TestReadmeCommands(t *testing.T) {
 		}
 	}
 	t.Logf("%d commands checked in %d files, verbs %d", len(cmds), len(files), len(seen))
+}
+
+// verbRun finds a verb run by a test: the first argument, a quoted verb, of a call of
+// runVerbForTest, RunEnv or Run (this package's Run, or cli.Run from the end-to-end suite),
+// its arguments given one by one or as a []string; runDatasetCLI runs dataset.
+var verbRun = regexp.MustCompile(`\b(runVerbForTest|RunEnv|Run|runDatasetCLI)\((?:t|t\.Context\(\)|ctx)[^"\n]{0,40}?"(-{0,2}[a-z][a-z-]*)"`)
+
+// verbsRunByTests returns the verbs the Go tests in dirs run (verbRun); --version counts as
+// version.
+func verbsRunByTests(t *testing.T, dirs ...string) map[string]bool {
+	ran := map[string]bool{}
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("tests in %s: %v (found %d files)", dir, err, len(files))
+		}
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range verbRun.FindAllStringSubmatch(string(src), -1) {
+				verb := strings.TrimPrefix(m[2], "--")
+				if m[1] == "runDatasetCLI" {
+					verb = "dataset"
+				}
+				ran[verb] = true
+			}
+		}
+	}
+	return ran
 }
 
 // subverbFlags lists the flags of "tapebox VERB SUB --help" for each SUB.

@@ -128,31 +128,37 @@ func counted(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// body writes the card's Markdown.
+// body writes the card's Markdown: the title and what a tape is, then one section each
+// for the contents, the configs, the traces (when the dataset has them), use, and how it
+// was made.
 func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", c.PrettyName)
 	b.WriteString("Runs of AI coding agents recorded by [TapeBox](https://github.com/tapebox/tapebox) as *tapes*: " +
 		"every model call an agent made (request, response, timing), the tool calls in each answer and the tool " +
 		"results the harness sent back, for the main agent and each subagent. One tape per run.\n\n")
+	s.contents(&b, l, c)
+	configsSection(&b, l)
+	s.tracesSection(&b)
+	b.WriteString("\n## Use\n\n```python\nfrom datasets import load_dataset\n\n" +
+		"tapes = load_dataset(\"OWNER/NAME\", \"tapes\", split=\"train\")\n" +
+		"steps = load_dataset(\"OWNER/NAME\", \"steps\", split=\"train\")\n```\n\n" +
+		"`tapebox dataset import DIR --out TAPES_DIR` rebuilds every tape file, byte for byte, with its start " +
+		"snapshot beside it; `tapebox replay` plays one back in a sandbox without a model.\n\n")
+	madeSection(&b, l, c, opts)
+	return b.String()
+}
 
+// contents writes the Contents section: the splits' sizes, then what the tapes hold
+// (harnesses, models, providers, how they ended, cost, start snapshots).
+func (s *bodyStats) contents(b *strings.Builder, l layout, c *Card) {
 	b.WriteString("## Contents\n\n| split | tapes | steps (model calls) | tape JSON |\n|---|---:|---:|---:|\n")
 	for _, split := range l.splits(configTapes) {
-		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", split, s.rowCount[configTapes][split], s.rowCount[configSteps][split], humanBytes(s.tapeBytes[split]))
+		fmt.Fprintf(b, "| %s | %d | %d | %s |\n", split, s.rowCount[configTapes][split], s.rowCount[configSteps][split], humanBytes(s.tapeBytes[split]))
 	}
-	fmt.Fprintf(&b, "\n- Harnesses: %s\n- Models: %s\n- Providers (wire formats): %s\n- Ended: %s\n",
+	fmt.Fprintf(b, "\n- Harnesses: %s\n- Models: %s\n- Providers (wire formats): %s\n- Ended: %s\n",
 		counted(s.harnesses), counted(s.models), counted(s.providers), counted(s.ended))
-	if s.priced+int64(len(s.unpriced)) > 0 {
-		fmt.Fprintf(&b, "- Cost at list prices of %s (`cost_usd`): $%.2f for %s", s.pricesDate, s.usd, tapesCount(s.priced))
-		if len(s.unpriced) > 0 {
-			var n int64
-			for _, c := range s.unpriced {
-				n += c
-			}
-			fmt.Fprintf(&b, "; unknown for %s, whose model has no price in the table (`cost_usd` is null): %s", tapesCount(n), counted(s.unpriced))
-		}
-		b.WriteString("\n")
-	}
+	s.costLine(b)
 	var snapshots, snapshotBytes int64
 	for _, info := range c.DatasetInfo {
 		if info.ConfigName == configWorkspaces {
@@ -163,14 +169,35 @@ func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 		}
 	}
 	if s.withSnapshot > 0 || snapshots > 0 {
-		fmt.Fprintf(&b, "- Start snapshots: %d tapes start from one of the %d in the `workspaces` config (%s)\n",
+		fmt.Fprintf(b, "- Start snapshots: %d tapes start from one of the %d in the `workspaces` config (%s)\n",
 			s.withSnapshot, snapshots, humanBytes(snapshotBytes))
 	}
 	if s.leftOut > 0 {
-		fmt.Fprintf(&b, "- %d tapes name a start snapshot that was left out of the dataset (`workspace_included` is false)\n", s.leftOut)
+		fmt.Fprintf(b, "- %d tapes name a start snapshot that was left out of the dataset (`workspace_included` is false)\n", s.leftOut)
 	}
 	b.WriteString("\n")
+}
 
+// costLine writes the line on the tapes' cost at list prices, and on those whose cost is
+// unknown, when any tape was counted.
+func (s *bodyStats) costLine(b *strings.Builder) {
+	if s.priced+int64(len(s.unpriced)) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "- Cost at list prices of %s (`cost_usd`): $%.2f for %s", s.pricesDate, s.usd, tapesCount(s.priced))
+	if len(s.unpriced) > 0 {
+		var n int64
+		for _, c := range s.unpriced {
+			n += c
+		}
+		fmt.Fprintf(b, "; unknown for %s, whose model has no price in the table (`cost_usd` is null): %s", tapesCount(n), counted(s.unpriced))
+	}
+	b.WriteString("\n")
+}
+
+// configsSection writes the Configs section: what a row of each config holds (workspaces
+// and traces when the dataset has them), and which columns are JSON text.
+func configsSection(b *strings.Builder, l layout) {
 	b.WriteString("## Configs\n\n")
 	b.WriteString("- `tapes` (default): one row per tape: id, harness and version, provider, model, working directory, start, how " +
 		"the run ended, task and labels, replay_of, the start snapshot of the workspace (`workspace_digest`, " +
@@ -210,31 +237,33 @@ func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 		for i, col := range jsonColumns[config] {
 			cols[i] = "`" + col + "`"
 		}
-		fmt.Fprintf(&b, "- `%s`: %s\n", config, strings.Join(cols, ", "))
+		fmt.Fprintf(b, "- `%s`: %s\n", config, strings.Join(cols, ", "))
 	}
+}
 
-	if len(s.traces) > 0 {
-		fmt.Fprintf(&b, "\n## Traces\n\n`%s/` holds each tape as the session files its harness writes itself (%s), in the "+
-			"layouts the Hub's trace viewer detects: Claude Code's `<project>/<session>.jsonl` with subagent sidechains "+
-			"under `<session>/subagents/`, Codex's `YYYY/MM/DD/rollout-*.jsonl`, and the Session Trace Simple format for "+
-			"other harnesses. They are a view of the same runs made from the tapes: each session's conversation, tool "+
-			"calls and results in order, but not the raw wire bodies, stream chunks, latencies or workspace snapshots, "+
-			"which only the tapes hold (`tape_json`).\n",
-			TracesDir, counted(s.traces))
+// tracesSection writes the Traces section when the dataset holds session files.
+func (s *bodyStats) tracesSection(b *strings.Builder) {
+	if len(s.traces) == 0 {
+		return
 	}
+	fmt.Fprintf(b, "\n## Traces\n\n`%s/` holds each tape as the session files its harness writes itself (%s), in the "+
+		"layouts the Hub's trace viewer detects: Claude Code's `<project>/<session>.jsonl` with subagent sidechains "+
+		"under `<session>/subagents/`, Codex's `YYYY/MM/DD/rollout-*.jsonl`, and the Session Trace Simple format for "+
+		"other harnesses. They are a view of the same runs made from the tapes: each session's conversation, tool "+
+		"calls and results in order, but not the raw wire bodies, stream chunks, latencies or workspace snapshots, "+
+		"which only the tapes hold (`tape_json`).\n",
+		TracesDir, counted(s.traces))
+}
 
-	b.WriteString("\n## Use\n\n```python\nfrom datasets import load_dataset\n\n" +
-		"tapes = load_dataset(\"OWNER/NAME\", \"tapes\", split=\"train\")\n" +
-		"steps = load_dataset(\"OWNER/NAME\", \"steps\", split=\"train\")\n```\n\n" +
-		"`tapebox dataset import DIR --out TAPES_DIR` rebuilds every tape file, byte for byte, with its start " +
-		"snapshot beside it; `tapebox replay` plays one back in a sandbox without a model.\n\n")
-
+// madeSection writes How it was made: the program, the schema check, the shards' format
+// (and the Arrow files beside them, if any), and the license.
+func madeSection(b *strings.Builder, l layout, c *Card, opts CardOptions) {
 	b.WriteString("## How it was made\n\n")
 	made := "`tapebox dataset export`"
 	if opts.MadeWith != "" {
 		made += " (" + opts.MadeWith + ")"
 	}
-	fmt.Fprintf(&b, "Exported by %s. Every tape was validated against the TapeBox tape schema (format version 1) "+
+	fmt.Fprintf(b, "Exported by %s. Every tape was validated against the TapeBox tape schema (format version 1) "+
 		"on the way in. Parquet shards are zstd-compressed, with a page index, row groups of at most about 100 MB "+
 		"and shards of at most about 500 MB of uncompressed data; `num_bytes` counts the Arrow in-memory size of "+
 		"the columns.", made)
@@ -254,9 +283,8 @@ func (s *bodyStats) body(l layout, c *Card, opts CardOptions) string {
 			"such as `apache-2.0`, `mit`, `cc-by-4.0`, or `other`); the tapes' content comes from the agents' tasks and " +
 			"repositories, so choose one that their licenses allow.\n")
 	} else {
-		fmt.Fprintf(&b, "License: `%s`.\n", c.License)
+		fmt.Fprintf(b, "License: `%s`.\n", c.License)
 	}
-	return b.String()
 }
 
 // The lines around the part of the card's body that TapeBox writes. An export rewrites

@@ -121,17 +121,9 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
-	splits := l.splits(configTapes)
-	if len(opts.Splits) > 0 {
-		for _, s := range opts.Splits {
-			if _, ok := l[configTapes][s]; !ok {
-				return nil, fmt.Errorf("import: %s has no split %q (it has %s)", dir, s, strings.Join(splits, ", "))
-			}
-		}
-		splits = opts.Splits
-	}
-	if len(splits) == 0 {
-		return nil, fmt.Errorf("import: %s: no tapes table under data/%s", dir, configTapes)
+	splits, err := importSplits(l, dir, opts.Splits)
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
 	}
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("import: %w", err)
@@ -148,49 +140,16 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
-	// One goroutine reads (decompression) and names the snapshots, two write files.
-	g, gctx := errgroup.WithContext(ctx)
-	rows := make(chan importTape, 4)
-	seen := map[string]string{}
 	snaps := newSnapshotNames()
 	for _, name := range names {
 		snaps.owner[name] = "" // a tape's: no snapshot takes it
 	}
+	// One goroutine reads (decompression) and names the snapshots, two write files.
+	g, gctx := errgroup.WithContext(ctx)
+	rows := make(chan importTape, 4)
 	g.Go(func() error {
 		defer close(rows)
-		for _, split := range splits {
-			_, fs := l.primary(configTapes, split)
-			res.Splits = append(res.Splits, ImportedSplit{Name: split})
-			for r, err := range rowsOf[tapeJSON](fs, tapesTable, 1) {
-				if err != nil {
-					return err
-				}
-				where := fmt.Sprintf("%s row %d", r.file, r.row)
-				if first, dup := seen[r.v.TapeID]; dup {
-					return fmt.Errorf("%s: tape_id %q is also at %s", where, r.v.TapeID, first)
-				}
-				seen[r.v.TapeID] = where
-				it := importTape{located: r, name: names[r.v.TapeID]}
-				if r.v.WorkspaceIncluded {
-					var from string
-					if from, it.rename, err = snaps.name(split, r.v); err != nil {
-						return fmt.Errorf("%s (tape %s): %w", where, r.v.TapeID, err)
-					}
-					if it.rename != "" {
-						res.Renamed = append(res.Renamed, RenamedSnapshot{TapeID: r.v.TapeID, From: from, To: it.rename})
-					}
-				} else if r.v.WorkspaceDigest != nil {
-					res.WithoutWorkspace++
-				}
-				select {
-				case rows <- it:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-				res.Splits[len(res.Splits)-1].Tapes++
-			}
-		}
-		return nil
+		return readTapes(gctx, l, splits, names, snaps, res, rows)
 	})
 	counts := make([]ImportResult, 2)
 	for w := range counts {
@@ -226,6 +185,65 @@ func Import(ctx context.Context, dir string, opts ImportOptions) (*ImportResult,
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// importSplits are the splits of the tapes table an import reads: want, each of which the
+// dataset in dir must have, or else all of them (at least one).
+func importSplits(l layout, dir string, want []string) ([]string, error) {
+	splits := l.splits(configTapes)
+	if len(want) > 0 {
+		for _, s := range want {
+			if _, ok := l[configTapes][s]; !ok {
+				return nil, fmt.Errorf("%s has no split %q (it has %s)", dir, s, strings.Join(splits, ", "))
+			}
+		}
+		splits = want
+	}
+	if len(splits) == 0 {
+		return nil, fmt.Errorf("%s: no tapes table under data/%s", dir, configTapes)
+	}
+	return splits, nil
+}
+
+// readTapes sends the rows of the splits' tapes tables to rows, each with its file name
+// (names, by tape id) and the name its start snapshot gets (snaps), until ctx is done. It
+// refuses a tape id seen twice, and counts in res the tapes per split, the snapshots
+// renamed and the tapes whose snapshot the dataset does not hold.
+func readTapes(ctx context.Context, l layout, splits []string, names map[string]string, snaps *snapshotNames, res *ImportResult, rows chan<- importTape) error {
+	seen := map[string]string{}
+	for _, split := range splits {
+		_, fs := l.primary(configTapes, split)
+		res.Splits = append(res.Splits, ImportedSplit{Name: split})
+		for r, err := range rowsOf[tapeJSON](fs, tapesTable, 1) {
+			if err != nil {
+				return err
+			}
+			where := fmt.Sprintf("%s row %d", r.file, r.row)
+			if first, dup := seen[r.v.TapeID]; dup {
+				return fmt.Errorf("%s: tape_id %q is also at %s", where, r.v.TapeID, first)
+			}
+			seen[r.v.TapeID] = where
+			it := importTape{located: r, name: names[r.v.TapeID]}
+			if r.v.WorkspaceIncluded {
+				var from string
+				if from, it.rename, err = snaps.name(split, r.v); err != nil {
+					return fmt.Errorf("%s (tape %s): %w", where, r.v.TapeID, err)
+				}
+				if it.rename != "" {
+					res.Renamed = append(res.Renamed, RenamedSnapshot{TapeID: r.v.TapeID, From: from, To: it.rename})
+				}
+			} else if r.v.WorkspaceDigest != nil {
+				res.WithoutWorkspace++
+			}
+			select {
+			case rows <- it:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			res.Splits[len(res.Splits)-1].Tapes++
+		}
+	}
+	return nil
 }
 
 func writeTape(opts ImportOptions, out *tape.AtomicBatch, r importTape) error {

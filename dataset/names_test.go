@@ -130,3 +130,44 @@ type tapeInput struct {
 	id    string
 	write func(dir, name string) Input
 }
+
+// TestImportRefuses: an import names a split the dataset lacks, and a tapes table that
+// holds one tape twice, by file and row, and writes no tape file of the second.
+func TestImportRefuses(t *testing.T) {
+	root := t.TempDir()
+	var inputs []Input
+	for i := range 2 {
+		tp := tapegen.Tape(tapegen.Options{Seed: 41, MeanSteps: 2, Lean: true}, i)
+		inputs = append(inputs, writeTapeFile(t, root, TapeFileName(tp.Meta.TapeID), tp))
+	}
+	dir, _ := export(t, inputs, ExportOptions{})
+
+	_, err := Import(t.Context(), dir, ImportOptions{Out: filepath.Join(t.TempDir(), "out"), Splits: []string{"nope"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `has no split "nope" (it has train)`)
+
+	// The same row twice, as a dataset from someone else may have it.
+	l, err := scanLayout(dir)
+	require.NoError(t, err)
+	_, files := l.primary(configTapes, "train")
+	require.Len(t, files, 1)
+	var rows []TapeRow
+	require.NoError(t, readShard(files[0], tapesTable, 64, func(_ int64, rs []TapeRow) error {
+		rows = append(rows, rs...)
+		return nil
+	}))
+	require.Len(t, rows, 2)
+	rows = append(rows, rows[0])
+	set := newShardSet[TapeRow](filepath.Join(dir, "data", configTapes), "train", tapesTable, Parquet, DefaultShardBytes, DefaultRowGroupBytes)
+	for i := range rows {
+		require.NoError(t, set.write(rows[i:i+1], []int64{tapesTable.rowBytes(reflect.ValueOf(&rows[i]).Elem())}))
+	}
+	require.NoError(t, set.closeCurrentOrEmpty())
+	_, err = set.publish()
+	require.NoError(t, err)
+
+	_, err = Import(t.Context(), dir, ImportOptions{Out: filepath.Join(t.TempDir(), "out")})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "row 2: tape_id \""+rows[0].TapeID+"\" is also at ")
+	assert.Contains(t, err.Error(), "row 0")
+}

@@ -119,45 +119,16 @@ var ErrDiverged = errors.New("the harness diverged from the recording before the
 // when the command ran and the fork point was reached, whatever the live part did (see
 // Result.Ended and ExitCode).
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	rec := opts.Recording
-	if rec == nil {
-		return nil, errors.New("fork: no recording")
-	}
-	th, err := Check(rec, opts.Thread, opts.At)
+	th, err := opts.check()
 	if err != nil {
-		return nil, fmt.Errorf("fork %s: %w", opts.TapePath, err)
-	}
-	if len(opts.Command) == 0 {
-		return nil, errors.New("fork: no command")
+		return nil, err
 	}
 	if opts.Sandbox != "" {
 		return runSandbox(ctx, opts, th)
 	}
-	if opts.Workdir == "" {
-		return nil, errors.New("fork: no working directory")
-	}
-	// Checked and used in the same, clean form: "link/../x" is not where the kernel goes.
-	if opts.Workdir, err = filepath.Abs(opts.Workdir); err != nil {
+	if err := opts.restoreWorkdir(ctx); err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
 	}
-	if err := CheckWorkdir(opts.Workdir); err != nil {
-		return nil, fmt.Errorf("fork: %w", err)
-	}
-	if opts.NoWorkspace {
-		if err := os.MkdirAll(opts.Workdir, 0o755); err != nil {
-			return nil, fmt.Errorf("fork: %w", err)
-		}
-	} else {
-		snap, err := controller.SnapshotFor(opts.TapePath, rec)
-		if err != nil {
-			return nil, fmt.Errorf("fork: %w", err)
-		}
-		if err := controller.RestoreSnapshot(ctx, rec, snap, opts.Workdir); err != nil {
-			return nil, fmt.Errorf("fork: %w", err)
-		}
-		opts.Workspace = opts.Workdir
-	}
-	opts.Cwd = opts.Workdir
 	srv, err := New(opts.Config)
 	if err != nil {
 		return nil, err
@@ -167,60 +138,23 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		srv.Finish("listen failed")
 		return nil, fmt.Errorf("fork: listen: %w", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
-	go hs.Serve(ln)
+	hs := serve(srv, ln)
 	base := "http://" + ln.Addr().String()
-	argv, env := opts.Command, opts.Env
-	if opts.Prepare != nil {
-		pargv, penv, cleanup, err := opts.Prepare(base)
-		if err != nil {
-			shutdown(hs)
-			srv.Finish(err.Error())
-			return nil, fmt.Errorf("fork: prepare %s: %w", opts.Command[0], err)
-		}
-		if cleanup != nil {
-			defer cleanup()
-		}
-		if len(pargv) > 0 {
-			argv = pargv
-		}
-		env = append(append([]string(nil), env...), penv...)
+	argv, env, cleanup, err := opts.prepare(base)
+	if err != nil {
+		shutdown(hs)
+		srv.Finish(err.Error())
+		return nil, fmt.Errorf("fork: prepare %s: %w", opts.Command[0], err)
 	}
+	defer cleanup()
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
-	cmd.Dir = opts.Workdir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
-	cmd.Env = append(append(os.Environ(), env...),
-		"ANTHROPIC_BASE_URL="+base, "OPENAI_BASE_URL="+base+"/v1", "GOOGLE_GEMINI_BASE_URL="+base,
-		"TAPEBOX_GATEWAY_URL="+base, "PWD="+opts.Workdir)
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	grace := opts.DivergeGrace
-	if grace == 0 {
-		grace = 5 * time.Second
-	}
-	go func() {
-		select {
-		case <-srv.Diverged():
-			if live, _ := srv.Live(); !live {
-				t := time.NewTimer(grace)
-				defer t.Stop()
-				select {
-				case <-t.C:
-					cancel()
-				case <-cctx.Done():
-				}
-			}
-		case <-cctx.Done():
-		}
-	}()
+	go interruptOnDivergence(cctx, cancel, srv, opts.DivergeGrace)
+	cmd := opts.hostCommand(cctx, argv, env, base)
 	started := time.Now()
 	runErr := cmd.Run()
-	wall := time.Since(started)
-	res := &Result{Output: opts.Output, Wall: wall, Workdir: opts.Workdir,
-		RecordedToFork: time.Duration(th.Steps[opts.At].Timing.RequestAt * float64(time.Millisecond))}
+	res := &Result{Output: opts.Output, Wall: time.Since(started), Workdir: opts.Workdir}
 	var ee *exec.ExitError
 	failed := ""
 	switch {
@@ -237,17 +171,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("fork: run %s: %w", opts.Command[0], runErr)
 	}
 	shutdown(hs)
-	reason, detail, ferr := srv.Finish(failed)
-	res.Ended, res.Detail = reason, detail
-	res.Reached, _ = srv.Live()
-	if _, at := srv.Live(); res.Reached {
-		res.ToFork = at.Sub(started)
-		res.FirstToFork = at.Sub(srv.FirstCall())
-	}
-	if main := rec.Main(); len(main.Steps) > 0 {
-		res.RecordedFirstToFork = time.Duration((th.Steps[opts.At].Timing.RequestAt - main.Steps[0].Timing.RequestAt) * float64(time.Millisecond))
-	}
-	res.count()
+	ferr := res.settle(srv, failed, started, opts, th)
 	if opts.Verify != "" && res.Reached {
 		cmd := exec.CommandContext(ctx, "sh", "-c", opts.Verify)
 		cmd.Dir = opts.Workdir
@@ -256,6 +180,135 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	return res.finish(ferr, opts, th)
 }
+
+// check returns the thread of the fork point once the options name a recording, a fork
+// point in it and a command.
+func (opts *Options) check() (*tape.Thread, error) {
+	if opts.Recording == nil {
+		return nil, errors.New("fork: no recording")
+	}
+	th, err := Check(opts.Recording, opts.Thread, opts.At)
+	if err != nil {
+		return nil, fmt.Errorf("fork %s: %w", opts.TapePath, err)
+	}
+	if len(opts.Command) == 0 {
+		return nil, errors.New("fork: no command")
+	}
+	return th, nil
+}
+
+// restoreWorkdir makes Workdir absolute, checks it (CheckWorkdir) and restores the
+// recording's start snapshot there (only creates it with NoWorkspace); the fork server then
+// works there (Config.Cwd) and, with a snapshot, takes the fork tape's workspace from it.
+func (opts *Options) restoreWorkdir(ctx context.Context) error {
+	if opts.Workdir == "" {
+		return errors.New("no working directory")
+	}
+	// Checked and used in the same, clean form: "link/../x" is not where the kernel goes.
+	var err error
+	if opts.Workdir, err = filepath.Abs(opts.Workdir); err != nil {
+		return err
+	}
+	if err := CheckWorkdir(opts.Workdir); err != nil {
+		return err
+	}
+	opts.Cwd = opts.Workdir
+	if opts.NoWorkspace {
+		return os.MkdirAll(opts.Workdir, 0o755)
+	}
+	snap, err := controller.SnapshotFor(opts.TapePath, opts.Recording)
+	if err != nil {
+		return err
+	}
+	if err := controller.RestoreSnapshot(ctx, opts.Recording, snap, opts.Workdir); err != nil {
+		return err
+	}
+	opts.Workspace = opts.Workdir
+	return nil
+}
+
+// prepare returns the command line and the variables to add for a fork server at base
+// (Options.Prepare's, else Command and Env) and what to call when the command is done.
+func (opts *Options) prepare(base string) (argv, env []string, cleanup func(), err error) {
+	argv, env, cleanup = opts.Command, opts.Env, func() {}
+	if opts.Prepare == nil {
+		return argv, env, cleanup, nil
+	}
+	pargv, penv, pcleanup, err := opts.Prepare(base)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if pcleanup != nil {
+		cleanup = pcleanup
+	}
+	if len(pargv) > 0 {
+		argv = pargv
+	}
+	return argv, append(append([]string(nil), env...), penv...), cleanup, nil
+}
+
+// hostCommand is argv run in Workdir on this machine against the fork server at base:
+// interrupted (then killed 10 seconds later) when ctx is done.
+func (opts *Options) hostCommand(ctx context.Context, argv, env []string, base string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = opts.Workdir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
+	cmd.Env = append(append(os.Environ(), env...),
+		"ANTHROPIC_BASE_URL="+base, "OPENAI_BASE_URL="+base+"/v1", "GOOGLE_GEMINI_BASE_URL="+base,
+		"TAPEBOX_GATEWAY_URL="+base, "PWD="+opts.Workdir)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// serve serves srv on ln until shutdown.
+func serve(srv *Server, ln net.Listener) *http.Server {
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	go hs.Serve(ln)
+	return hs
+}
+
+// interruptOnDivergence calls cancel (which interrupts the command) grace after the harness
+// diverged from the recording before the fork point (0: 5 seconds), unless ctx is done first.
+func interruptOnDivergence(ctx context.Context, cancel context.CancelFunc, srv *Server, grace time.Duration) {
+	select {
+	case <-srv.Diverged():
+		if live, _ := srv.Live(); live {
+			return
+		}
+		t := time.NewTimer(cmp.Or(grace, 5*time.Second))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-ctx.Done():
+		}
+	case <-ctx.Done():
+	}
+}
+
+// settle finishes the fork tape (failed: why the command failed, "" if it did not) and fills
+// res from the server and the tape: how the tape ended, whether and when the fork point was
+// reached (the command having started at started), when the recording reached it, and the
+// steps served and live. It returns Finish's error.
+func (res *Result) settle(srv *Server, failed string, started time.Time, opts Options, th *tape.Thread) error {
+	reason, detail, ferr := srv.Finish(failed)
+	res.Ended, res.Detail = reason, detail
+	var at time.Time
+	res.Reached, at = srv.Live()
+	if res.Reached {
+		res.ToFork, res.FirstToFork = at.Sub(started), at.Sub(srv.FirstCall())
+	}
+	forkAt := th.Steps[opts.At].Timing.RequestAt
+	res.RecordedToFork = msDuration(forkAt)
+	if main := opts.Recording.Main(); len(main.Steps) > 0 {
+		res.RecordedFirstToFork = msDuration(forkAt - main.Steps[0].Timing.RequestAt)
+	}
+	res.count()
+	return ferr
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // count fills Served and Live from the fork tape.
 func (res *Result) count() {
@@ -312,7 +365,6 @@ func bridgeAddress() (string, error) {
 
 // runSandbox is Run with the command in a fresh container.
 func runSandbox(ctx context.Context, opts Options, th *tape.Thread) (*Result, error) {
-	rec := opts.Recording
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
@@ -324,71 +376,35 @@ func runSandbox(ctx context.Context, opts Options, th *tape.Thread) (*Result, er
 		return nil, fmt.Errorf("fork: sandbox %s: only docker-image:IMAGE is supported (the harness runs in a fresh container)", opts.Sandbox)
 	}
 	var snap string
-	w := rec.Meta.Workspace
 	if !opts.NoWorkspace {
-		if snap, err = controller.SnapshotFor(opts.TapePath, rec); err != nil {
+		if snap, err = controller.SnapshotFor(opts.TapePath, opts.Recording); err != nil {
 			return nil, fmt.Errorf("fork: %w", err)
 		}
 	}
-	host, err := bridgeAddress()
+	ln, base, err := listenOnBridge()
 	if err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return nil, fmt.Errorf("fork: listen on the Docker bridge: %w", err)
-	}
-	base := "http://" + ln.Addr().String()
-	// The container's working directory follows the replay's rule: Workdir, else the tape's
-	// meta.cwd, else a fresh replay.DefaultCwd, never the image's root.
-	cwd := replay.Cwd(spec, rec, replay.Options{Cwd: opts.Workdir, CwdSet: opts.Workdir != "", Logf: opts.Logf})
-	env := map[string]string{"ANTHROPIC_BASE_URL": base, "OPENAI_BASE_URL": base + "/v1", "GOOGLE_GEMINI_BASE_URL": base, "TAPEBOX_GATEWAY_URL": base}
-	for _, kv := range opts.Env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	sb, err := sandbox.Open(ctx, opts.Sandbox, sandbox.Options{Cwd: cwd, Network: "bridge", Env: env, Logf: opts.Logf})
+	sb, err := opts.openContainer(ctx, spec, base, snap)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("fork: %w", err)
 	}
 	defer sb.Close(context.WithoutCancel(ctx))
-	if snap != "" {
-		if err := sb.RestoreWorkspace(ctx, snap, workspace.InfoOf(w)); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("fork: %w", err)
-		}
-	}
 	opts.Workspace, opts.Cwd = "", sb.Cwd()
 	srv, err := New(opts.Config)
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
-	go hs.Serve(ln)
+	hs := serve(srv, ln)
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	grace := cmp.Or(opts.DivergeGrace, 5*time.Second)
-	go func() {
-		select {
-		case <-srv.Diverged():
-			if live, _ := srv.Live(); !live {
-				select {
-				case <-time.After(grace):
-					cancel()
-				case <-cctx.Done():
-				}
-			}
-		case <-cctx.Done():
-		}
-	}()
+	go interruptOnDivergence(cctx, cancel, srv, opts.DivergeGrace)
 	started := time.Now()
 	er, runErr := sb.Exec(cctx, opts.Command)
-	res := &Result{Output: opts.Output, Wall: time.Since(started), Workdir: sb.Cwd(),
-		RecordedToFork: time.Duration(th.Steps[opts.At].Timing.RequestAt * float64(time.Millisecond))}
+	res := &Result{Output: opts.Output, Wall: time.Since(started), Workdir: sb.Cwd()}
 	if er != nil {
 		if opts.Stdout != nil {
 			opts.Stdout.Write(er.Stdout)
@@ -406,39 +422,73 @@ func runSandbox(ctx context.Context, opts Options, th *tape.Thread) (*Result, er
 	case res.ExitCode != 0:
 		failed = fmt.Sprintf("%s exited with code %d", opts.Command[0], res.ExitCode)
 	}
-	if w != nil && !opts.NoWorkspace {
+	if w := opts.Recording.Meta.Workspace; w != nil && !opts.NoWorkspace {
 		if err := forkWorkspace(ctx, sb, srv, w, snap, opts.Output); err != nil {
 			opts.Logf("fork: workspace: %v", err)
 		}
 	}
-	reason, detail, ferr := srv.Finish(failed)
-	res.Ended, res.Detail = reason, detail
-	var at time.Time
-	res.Reached, at = srv.Live()
-	if res.Reached {
-		res.ToFork, res.FirstToFork = at.Sub(started), at.Sub(srv.FirstCall())
-	}
-	if main := rec.Main(); len(main.Steps) > 0 {
-		res.RecordedFirstToFork = time.Duration((th.Steps[opts.At].Timing.RequestAt - main.Steps[0].Timing.RequestAt) * float64(time.Millisecond))
-	}
-	res.count()
+	ferr := res.settle(srv, failed, started, opts, th)
 	if opts.Verify != "" && res.Reached {
-		vr, err := sb.Exec(ctx, []string{"sh", "-c", opts.Verify})
-		switch {
-		case err != nil:
-			res.Verify, res.VerifyOutput = "fail", err.Error()
-		default:
-			res.Verify = "pass"
-			if vr.ExitCode != 0 {
-				res.Verify = "fail"
-			}
-			res.VerifyOutput = string(vr.Stdout) + string(vr.Stderr)
-		}
+		res.Verify, res.VerifyOutput = verifyIn(ctx, sb, opts.Verify)
 	}
 	if runErr != nil && ferr == nil && !res.Reached {
 		ferr = fmt.Errorf("run %s in %s: %w", opts.Command[0], opts.Sandbox, runErr)
 	}
 	return res.finish(ferr, opts, th)
+}
+
+// listenOnBridge listens on a free port of the Docker bridge's address (bridgeAddress),
+// where a container reaches the fork server at base.
+func listenOnBridge() (ln net.Listener, base string, err error) {
+	host, err := bridgeAddress()
+	if err != nil {
+		return nil, "", err
+	}
+	ln, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, "", fmt.Errorf("listen on the Docker bridge: %w", err)
+	}
+	return ln, "http://" + ln.Addr().String(), nil
+}
+
+// openContainer opens the fresh container the command runs in: a bridge network, the
+// provider base URLs pointing at the fork server at base (Env added), and the start
+// snapshot snap (unless "") restored into its working directory, which follows the replay's
+// rule: Workdir, else the tape's meta.cwd, else a fresh replay.DefaultCwd, never the image's
+// root.
+func (opts *Options) openContainer(ctx context.Context, spec sandbox.Spec, base, snap string) (*sandbox.Sandbox, error) {
+	rec := opts.Recording
+	cwd := replay.Cwd(spec, rec, replay.Options{Cwd: opts.Workdir, CwdSet: opts.Workdir != "", Logf: opts.Logf})
+	env := map[string]string{"ANTHROPIC_BASE_URL": base, "OPENAI_BASE_URL": base + "/v1", "GOOGLE_GEMINI_BASE_URL": base, "TAPEBOX_GATEWAY_URL": base}
+	for _, kv := range opts.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	sb, err := sandbox.Open(ctx, opts.Sandbox, sandbox.Options{Cwd: cwd, Network: "bridge", Env: env, Logf: opts.Logf})
+	if err != nil {
+		return nil, err
+	}
+	if snap != "" {
+		if err := sb.RestoreWorkspace(ctx, snap, workspace.InfoOf(rec.Meta.Workspace)); err != nil {
+			sb.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
+	return sb, nil
+}
+
+// verifyIn runs the verify command in the container: "pass" or "fail", and what it printed.
+func verifyIn(ctx context.Context, sb *sandbox.Sandbox, verify string) (outcome, output string) {
+	vr, err := sb.Exec(ctx, []string{"sh", "-c", verify})
+	if err != nil {
+		return "fail", err.Error()
+	}
+	outcome = "pass"
+	if vr.ExitCode != 0 {
+		outcome = "fail"
+	}
+	return outcome, string(vr.Stdout) + string(vr.Stderr)
 }
 
 // forkWorkspace gives the fork tape a copy of the recording's start snapshot, beside it, and

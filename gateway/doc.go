@@ -44,7 +44,15 @@
 // one such request at a time.
 //
 // The first call fills the meta: provider, model, harness (from the headers) and, unless
-// Config.Cwd gives it, the working directory the harness names in its request.
+// Config.Cwd gives it, the working directory the harness names in its request. With
+// Config.Workspace, New snapshots the agent's working directory and Finish records its end
+// manifest (meta.workspace).
+//
+// Config.Limits is a circuit breaker (breaker.go): steps, steps per thread, tokens, cost
+// (priced by Config.Cost) and repeated identical tool calls. Once a limit is reached, every
+// later model call is refused with an error in the provider's shape and the tape ends with
+// reason budget (Tripped says which limit); GET /tapebox/status gives the counters as they
+// are (Status).
 //
 // Credentials are kept out of the tape by name: a request or answer header whose name
 // contains key, token, secret, auth, session, cookie, signature, password, passwd or
@@ -77,8 +85,21 @@
 // same answer again; a request that does not match the recording gets an error in the provider's
 // shape and ends its run as diverged; learned identifiers are substituted in what is
 // served; a step recorded without its raw response is written by tape/provider's emitters.
-// In fork mode, the steps served before the fork point are handed to the live recording
-// (Seed), which continues their threads.
+//
+// Fork mode is the tape mode, then the live mode: a Simulator run until the fork point, a
+// Gateway from it on, each with its own matcher and recorder, instances of the one type
+// each. The two matchers are two because the sides match differently (the tape run finds
+// a request's recorded thread by similarity and learns identifiers; the live side by the
+// conversation's key), not two implementations. Before the fork point the tape run records
+// the steps it serves in memory; at the fork point (the first request past the served
+// prefix, once the steps still being served are recorded) Seed appends them through the
+// live recorder into the fork tape, marked served_from_tape with their timings moved onto
+// its clock, and hands the live matcher their threads as history (last step, turns, and
+// the spawning calls whose child has not started), so that a live request answering a
+// served step's tool calls continues its thread. That hand-over is the only thing that crosses the fork point.
+// It means the fork tape on disk holds no step before the fork point: Finish writes the
+// served steps when the harness stops short of it, but a process killed there leaves a fork
+// tape without them.
 //
 // The gateway has no authentication of its own: what may reach it may send calls through
 // it. It is meant to listen on loopback; POST /tapebox/end answers loopback peers, or a

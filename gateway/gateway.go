@@ -128,9 +128,12 @@ type Gateway struct {
 	// normalized and attributed (begin), then normalized, encoded and published (commit).
 	heavy sync.Mutex
 
-	mu       sync.Mutex
-	matcher  // the live threads
-	metaSet  bool
+	mu      sync.Mutex
+	matcher // the live threads
+	metaSet bool
+	// mainSeen: meta's model (and, unless given, cwd) came from a request that offers
+	// tools, the main thread's first (setMain), or from a fork's prefix (Seed).
+	mainSeen bool
 	finished bool
 	lastErr  string // the last upstream failure, for the end reason
 	steps    int

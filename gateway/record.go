@@ -113,6 +113,10 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 		g.metaSet = true
 		g.setMeta(r.Header, rec.p, step)
 	}
+	if !g.mainSeen && len(step.Request.Tools) > 0 {
+		g.mainSeen = true
+		g.setMain(step)
+	}
 	rec.turns = step.Request.Turns()
 	th, continued := g.attribute(&step.Request)
 	th.inFlight++
@@ -405,7 +409,8 @@ func (g *Gateway) noteUnsupported(thread string, f *unsupported.Finding) {
 
 // setMeta fills what the first call tells of the run. The first call is the main thread's
 // first request (it opens the first thread, which is main), the one place a harness is sure
-// to name its own working directory: a subagent's may name another.
+// to name its own working directory: a subagent's may name another; when it is a side
+// request without tools, setMain corrects the model and cwd at the agent's first call.
 func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 	harness, version := detectHarness(h)
 	model := tape.StepModel(nil, step) // a Gemini call names its model in the path only
@@ -414,6 +419,28 @@ func (g *Gateway) setMeta(h http.Header, p tape.Provider, step *tape.Step) {
 		m.Model = model
 		if m.Harness == "" {
 			m.Harness, m.HarnessVersion = harness, version
+		}
+	})
+	if err == nil && g.cfg.Cwd == "" {
+		err = g.out.learnCwd(&step.Request)
+	}
+	if err != nil {
+		g.logf("meta: %v", err)
+	}
+	g.dirty.Store(true)
+}
+
+// setMain makes meta's model that of the first request that offers tools, and learns
+// meta.cwd from it when it is not known yet: the agent's first call. A harness may send a
+// side request without tools before it, with another model (OpenCode asks its small model
+// for the session's title; Gemini CLI's router asks which model to use), which setMeta
+// took them from. A run whose requests never offer tools keeps the first request's model.
+// Called with g.mu held.
+func (g *Gateway) setMain(step *tape.Step) {
+	model := tape.StepModel(nil, step)
+	err := g.out.updateMeta(func(m *tape.Meta) {
+		if model != "" {
+			m.Model = model
 		}
 	})
 	if err == nil && g.cfg.Cwd == "" {

@@ -39,7 +39,7 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 	}); err != nil {
 		return fmt.Errorf("gateway: seed: %w", err)
 	}
-	g.metaSet = true
+	g.metaSet, g.mainSeen = true, true
 	for _, pt := range prefix.Threads {
 		if len(pt.Steps) == 0 {
 			continue

@@ -61,7 +61,7 @@ func TestImportAuto(t *testing.T) {
 	tapes, err = Import(Auto, dir)
 	require.Error(t, err)
 	assert.Nil(t, tapes)
-	assert.Contains(t, err.Error(), odd+":1: not a Claude Code, Codex, Gemini CLI, Pi or STS session file")
+	assert.Contains(t, err.Error(), odd+":1: not a session file of a format auto knows (tried Claude Code, Codex, Gemini CLI, Pi and STS by the first line, OpenCode by the whole file): its first line: none of Claude Code's, Codex's, Gemini CLI's, Pi's or STS's; as an OpenCode export: /info: missing")
 	require.NoError(t, os.Remove(odd))
 
 	// A bad line in a file of a known format: the error names the format once, then FILE:LINE.

@@ -8,8 +8,8 @@
 // never its raw wire bodies or credentials. Imports give tapes with normalized steps only
 // (no raw bodies, no timing), which meta.labels says (LabelForm); Synthesize adds raw
 // stream bodies made from the normalized form (by tape/provider's StepAnswer and Stream) so
-// that such a tape can also be served in simulator mode. Import reads Claude Code, Codex, Pi and STS files, or, with Auto, tells
-// each file's format by its first line (Detect), so that a Hub Traces dataset imports
-// whole; what a file held that the normalized form has no place for is counted in
+// that such a tape can also be served in simulator mode. Import reads Claude Code, Codex, Gemini CLI, OpenCode, Pi and STS files,
+// or, with Auto, tells each file's format (Detect: by its first line, or as a whole for an
+// OpenCode export), so that a Hub Traces dataset or a folder of exports imports whole; what a file held that the normalized form has no place for is counted in
 // LabelLost.
 package interop

@@ -168,9 +168,20 @@ func sessionFiles(path string, match func(rel string) bool) ([]string, error) {
 	})
 	sort.Strings(out)
 	if err == nil && len(out) == 0 {
-		err = fmt.Errorf("no session files (*.jsonl) under %s", path)
+		err = fmt.Errorf("no session files (%s) under %s", filesWanted(match), path)
 	}
 	return out, err
+}
+
+// filesWanted names the files match takes, for an error ("*.jsonl or *.json").
+func filesWanted(match func(rel string) bool) string {
+	var names []string
+	for _, ext := range []string{".jsonl", ".json"} {
+		if match("rollout-x" + ext) {
+			names = append(names, "*"+ext)
+		}
+	}
+	return strings.Join(names, " or ")
 }
 
 func parseTime(s string) (time.Time, bool) {
@@ -181,13 +192,47 @@ func parseTime(s string) (time.Time, bool) {
 // errFirstLine stops readLines after the first line.
 var errFirstLine = errors.New("first line read")
 
-// Detect tells the format of a session file by its first line: an STS session header
+// autoFormats names what Detect tries, for its errors.
+const autoFormats = "Claude Code, Codex, Gemini CLI, Pi and STS by the first line, OpenCode by the whole file"
+
+// Detect tells the format of a session file. By its first line: an STS session header
 // ({"type":"session","harness":…}), a Pi session header ({"type":"session","id","cwd"},
 // no harness), a Codex rollout line ({"timestamp","type","payload"}), Gemini CLI's session
-// metadata ({"sessionId","projectHash",…}) or
-// a Claude Code entry (one naming a sessionId, uuid or leafUuid, or a summary or
-// file-history-snapshot entry). Anything else is an error naming the file and line 1.
+// metadata ({"sessionId","projectHash",…}) or a Claude Code entry (one naming a sessionId,
+// uuid or leafUuid, or a summary or file-history-snapshot entry). Else by the whole file:
+// what `opencode export SESSION` prints (checkOpenCodeExport). Anything else is an error
+// naming the file, the line its first line is on, the formats tried and why each did not
+// fit.
 func Detect(path string) (Format, error) {
+	f, line, lineErr := detectLine(path)
+	if lineErr == nil {
+		return f, nil
+	}
+	var le *LineError
+	if !errors.As(lineErr, &le) && line == 0 {
+		return "", lineErr // the file cannot be read
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	ocErr := checkOpenCodeExport(b)
+	if ocErr == nil {
+		return OpenCode, nil
+	}
+	why := lineErr.Error()
+	if le != nil {
+		why = le.Err.Error()
+	}
+	if line == 0 {
+		line = 1
+	}
+	return "", fmt.Errorf("%s:%d: not a session file of a format auto knows (tried %s): its first line: %s; as an OpenCode export: %v", path, line, autoFormats, why, ocErr)
+}
+
+// detectLine tells the format of a JSONL session file by its first line (see Detect), and
+// returns that line's number; the error says why it fits none.
+func detectLine(path string) (Format, int, error) {
 	var f Format
 	var line int
 	err := readLines(path, func(n int, b []byte) error {
@@ -219,38 +264,61 @@ func Detect(path string) (Format, error) {
 		case h.SessionID != nil || h.UUID != nil || h.LeafUUID != nil || h.Type == "summary" || h.Type == "file-history-snapshot":
 			f = ClaudeCode
 		default:
-			return fmt.Errorf("not a Claude Code, Codex, Gemini CLI, Pi or STS session file (its first line is none of theirs)")
+			return errors.New("none of Claude Code's, Codex's, Gemini CLI's, Pi's or STS's")
 		}
 		return errFirstLine
 	})
+	var le *LineError
+	if errors.As(err, &le) {
+		line = le.Line
+	}
 	switch {
 	case errors.Is(err, errFirstLine):
-		return f, nil
+		return f, line, nil
 	case err != nil:
-		return "", err
-	case line == 0:
-		return "", fmt.Errorf("%s: empty: not a session file", path)
+		return "", line, err
 	}
-	return f, nil
+	return "", line, &LineError{Path: path, Line: 1, Err: errors.New("empty")}
 }
 
+// autoMatch is which files under a folder ImportAuto reads: *.jsonl files (each must be a
+// session file of a format Detect knows), and *.json files that begin as an OpenCode
+// export (claimsOpenCode; other JSON files are left alone: a folder of sessions holds
+// such, Gemini CLI's logs.json for one).
+func autoMatch(rel string) bool { return isJSONL(rel) || strings.HasSuffix(rel, ".json") }
+
 // ImportAuto reads the session files under path (a file, or a folder such as a Hub Traces
-// dataset, ~/.claude/projects, ~/.codex/sessions or ~/.pi/agent/sessions) whatever their formats: each file's is
-// told by Detect, and the files of each format are imported together (Codex sub-agents
-// with their parents, the STS files of one tape as one). A Claude Code sidechain, under
-// <session>/subagents/ or beside its session file, is read with its session.
+// dataset, ~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions or
+// one of `opencode export` files) whatever their formats: each file's is told by Detect,
+// and the files of each format are imported together (Codex sub-agents with their parents,
+// an OpenCode subagent's session with its parent's, the STS files of one tape as one). A
+// Claude Code sidechain, under <session>/subagents/ or beside its session file, is read
+// with its session. Under a folder, a *.json file that does not begin as an OpenCode
+// export is left alone; a file named by path is detected whatever its name.
 func ImportAuto(path string) ([]*tape.Tape, error) {
-	files, err := sessionFiles(path, isJSONL)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	files, err := sessionFiles(path, autoMatch)
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
 	by := map[Format][]string{}
+	var skipped []string
 	for _, f := range files {
+		if fi.IsDir() && !isJSONL(f) && !claimsOpenCode(f) {
+			skipped = append(skipped, f)
+			continue
+		}
 		format, err := Detect(f)
 		if err != nil {
 			return nil, fmt.Errorf("import: %w", err)
 		}
 		by[format] = append(by[format], f)
+	}
+	if len(skipped) == len(files) {
+		return nil, fmt.Errorf("import: no session files (*.jsonl, or OpenCode exports *.json) under %s: %d .json file(s) there are not OpenCode exports (%s)", path, len(skipped), strings.Join(skipped[:min(len(skipped), 3)], ", "))
 	}
 	var out []*tape.Tape
 	for _, f := range ImportFormats {

@@ -244,6 +244,9 @@ func TestOpenCodeExportGenerated(t *testing.T) {
 		}
 		back, err := Import(OpenCode, dir)
 		require.NoError(t, err, "tape %d", i)
+		auto, err := Import(Auto, dir)
+		require.NoError(t, err, "tape %d: --from auto tells the exports", i)
+		assert.Equal(t, back, auto, "tape %d: --from auto reads them as --from opencode does", i)
 		got := map[string][]call{}
 		for _, b := range back {
 			for _, th := range b.Threads {

@@ -11,7 +11,13 @@
 // Open and Play split Run in two for callers that make sandboxes ready ahead of their
 // replays (a corpus's warm pool) or keep one open after it (testkit's end-state checks).
 //
-// The command line (tapebox replay, bench, demo, replay --corpus), testkit and package corpus
-// all replay through it; package fork opens its container through Open's rules too. The
-// package links no sandbox backend: the program imports the ones it wants (sandbox/all).
+// SandboxOptions is that one rule (Cwd, the working directory: --cwd, else the tape's
+// meta.cwd, else a fresh DefaultCwd; the executor installed in the sandboxes a replay
+// creates, docker-image: and k8s:).
+//
+// The command line (tapebox replay, bench, demo, replay --corpus), testkit (Replay, Run,
+// Bench) and package corpus all replay through Run or Open. Package fork, which runs the
+// real harness against the model endpoint rather than the player, takes its container's
+// working directory from Cwd. The package links no sandbox backend: the program imports the
+// ones it wants (sandbox/all).
 package replay

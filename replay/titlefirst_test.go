@@ -91,6 +91,7 @@ func TestTitleFirst(t *testing.T) {
 			main := rec.Main()
 			require.NotNil(t, main)
 			assert.Len(t, main.Steps, 3, "the agent's thread is the main thread")
+			assert.Equal(t, "fake-model", rec.Meta.Model, "meta.model is the agent's, not the title's claude-haiku-4-5")
 
 			loaded, err := testkit.LoadTape(g.Path)
 			require.NoError(t, err)

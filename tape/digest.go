@@ -532,7 +532,6 @@ func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verif
 		seenHead bool
 		seen     = map[string]bool{}
 		tc       threadChain
-		p        jsonlex.Path
 	)
 	for more := !sc.peekIs('}'); more; {
 		key, err := sc.key()
@@ -564,76 +563,8 @@ func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verif
 					return "", "", err
 				}
 			}
-			if err := sc.expect('['); err != nil {
-				return err.Error(), ptr + "/steps", nil
-			}
-			var c []byte
-			for si := 0; !sc.peekIs(']'); si++ {
-				sp := fmt.Sprintf("%s/steps/%d", ptr, si)
-				if si > 0 {
-					if err := sc.expect(','); err != nil {
-						return fmt.Sprintf("not valid JSON after the step: %v", err), fmt.Sprintf("%s/steps/%d", ptr, si-1), nil
-					}
-				}
-				_, compact, err := sc.value()
-				if err != nil {
-					return fmt.Sprintf("not valid JSON: %v", err), sp, nil
-				}
-				c, _, err = jsonlex.AppendCanonical(c[:0], compact, 0, &p)
-				if err != nil {
-					var de *jsonlex.DuplicateKeyError
-					if errors.As(err, &de) {
-						return fmt.Sprintf("the key %q repeats an earlier one: a reader taking either copy would see another tape", de.Key), sp + de.Pointer, nil
-					}
-					return fmt.Sprintf("not valid JSON: %v", err), sp, nil
-				}
-				content2, d, ok := hs.stepSumCanonical(c)
-				switch {
-				case !ok:
-					return "the step's digest is not a string", sp + "/digest", nil
-				case d == "" && vt.anyDigest:
-					return "step carries no digest", sp, nil
-				case d == "":
-					if vt.noDigest == "" {
-						vt.noDigest = sp
-					}
-					continue
-				case vt.noDigest != "":
-					return "step carries no digest", vt.noDigest, nil
-				}
-				vt.anyDigest = true
-				want, ok := parseSum(d)
-				if !ok {
-					return fmt.Sprintf("digest %q is not sha256:HEX", d), sp + "/digest", nil
-				}
-				prev := func(s scheme) sum {
-					if tc.steps == 0 {
-						return tc.genesis[s]
-					}
-					return tc.last
-				}
-				matches := func(s scheme) bool {
-					if s == 2 {
-						return hs.chain(prev(2), content2) == want
-					}
-					content1, d1, problem := hs.stepSumCompact(compact)
-					return problem == "" && d1 == d && hs.chain(prev(1), content1) == want
-				}
-				switch {
-				case vt.scheme != 0 && matches(vt.scheme):
-				case vt.scheme == 0 && matches(2):
-					vt.scheme = 2
-				case vt.scheme == 0 && matches(1):
-					vt.scheme = 1
-				default:
-					return fmt.Sprintf("the step does not match its digest %s (it, or a step before it in the thread, was changed, moved or removed)", d), sp, nil
-				}
-				tc.last = want
-				tc.steps++
-				v.Steps++
-			}
-			if err := sc.expect(']'); err != nil {
-				return fmt.Sprintf("not valid JSON: %v", err), ptr + "/steps", nil
+			if problem, at := hs.verifySteps(sc, ptr, &tc, v, vt); problem != "" {
+				return problem, at, nil
 			}
 		default:
 			return fmt.Sprintf("unknown field %q", key), ptr, nil
@@ -650,6 +581,104 @@ func (hs Hashing) verifyThread(sc *valueScanner, ti int, tapeID string, v *Verif
 	}
 	vt.threads = append(vt.threads, tc)
 	return "", "", nil
+}
+
+// verifySteps reads the steps array of the thread at ptr, linking each step that carries a
+// digest into tc's chain, or returns the problem and the pointer of the part that does not
+// match.
+func (hs Hashing) verifySteps(sc *valueScanner, ptr string, tc *threadChain, v *Verification, vt *verifyThreads) (problem, at string) {
+	if err := sc.expect('['); err != nil {
+		return err.Error(), ptr + "/steps"
+	}
+	var (
+		c []byte
+		p jsonlex.Path
+	)
+	for si := 0; !sc.peekIs(']'); si++ {
+		sp := fmt.Sprintf("%s/steps/%d", ptr, si)
+		if si > 0 {
+			if err := sc.expect(','); err != nil {
+				return fmt.Sprintf("not valid JSON after the step: %v", err), fmt.Sprintf("%s/steps/%d", ptr, si-1)
+			}
+		}
+		_, compact, err := sc.value()
+		if err != nil {
+			return fmt.Sprintf("not valid JSON: %v", err), sp
+		}
+		c, _, err = jsonlex.AppendCanonical(c[:0], compact, 0, &p)
+		if err != nil {
+			var de *jsonlex.DuplicateKeyError
+			if errors.As(err, &de) {
+				return fmt.Sprintf("the key %q repeats an earlier one: a reader taking either copy would see another tape", de.Key), sp + de.Pointer
+			}
+			return fmt.Sprintf("not valid JSON: %v", err), sp
+		}
+		linked, problem, at := hs.linkStep(compact, c, sp, tc, vt)
+		if problem != "" {
+			return problem, at
+		}
+		if linked {
+			v.Steps++
+		}
+	}
+	if err := sc.expect(']'); err != nil {
+		return fmt.Sprintf("not valid JSON: %v", err), ptr + "/steps"
+	}
+	return "", ""
+}
+
+// linkStep checks the step at sp (compact as found, c its canonical form) against the
+// digest it carries and links it into tc's chain. A step without a digest is not linked
+// (linked false), and is a problem only beside steps that carry one; the first step with a
+// digest fixes the scheme (vt.scheme) every later one must follow.
+func (hs Hashing) linkStep(compact, c []byte, sp string, tc *threadChain, vt *verifyThreads) (linked bool, problem, at string) {
+	content2, d, ok := hs.stepSumCanonical(c)
+	switch {
+	case !ok:
+		return false, "the step's digest is not a string", sp + "/digest"
+	case d == "" && vt.anyDigest:
+		return false, "step carries no digest", sp
+	case d == "":
+		if vt.noDigest == "" {
+			vt.noDigest = sp
+		}
+		return false, "", ""
+	case vt.noDigest != "":
+		return false, "step carries no digest", vt.noDigest
+	}
+	vt.anyDigest = true
+	want, ok := parseSum(d)
+	if !ok {
+		return false, fmt.Sprintf("digest %q is not sha256:HEX", d), sp + "/digest"
+	}
+	matches := func(s scheme) bool {
+		if s == 2 {
+			return hs.chain(tc.prev(2), content2) == want
+		}
+		content1, d1, problem := hs.stepSumCompact(compact)
+		return problem == "" && d1 == d && hs.chain(tc.prev(1), content1) == want
+	}
+	switch {
+	case vt.scheme != 0 && matches(vt.scheme):
+	case vt.scheme == 0 && matches(2):
+		vt.scheme = 2
+	case vt.scheme == 0 && matches(1):
+		vt.scheme = 1
+	default:
+		return false, fmt.Sprintf("the step does not match its digest %s (it, or a step before it in the thread, was changed, moved or removed)", d), sp
+	}
+	tc.last = want
+	tc.steps++
+	return true, "", ""
+}
+
+// prev is the link the next step of the chain follows in scheme s: the last step's, or
+// the thread's genesis before its first step.
+func (tc *threadChain) prev(s scheme) sum {
+	if tc.steps == 0 {
+		return tc.genesis[s]
+	}
+	return tc.last
 }
 
 // stepSumCanonical is scheme 2's content hash of a step given its canonical form c, and

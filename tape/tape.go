@@ -72,7 +72,10 @@ type Meta struct {
 	Harness        string   `json:"harness"`
 	HarnessVersion string   `json:"harness_version"`
 	Provider       Provider `json:"provider"`
-	Model          string   `json:"model"`
+	// Model is the agent's model: the one its first request offering tools names (a side
+	// request before it, such as OpenCode's title request to its small model, does not
+	// count), else the first request's. Each step's own is StepModel.
+	Model string `json:"model"`
 	// Cwd is the working directory the agent ran in, as an absolute path in the machine or
 	// container it ran on; empty when unknown. A replay in a Docker sandbox runs there by
 	// default; a replay tape holds the directory the replay ran in.

@@ -193,3 +193,49 @@ func TestRetryWhileInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAnyCall: whichever model call of the mini agent's run its SDK sends twice (the
+// main thread's or the subagent's, the first one, the one whose answer spawns the
+// subagent, the last one), the tape has the same two threads, exactly that step
+// superseded, the subagent's parent the spawning call the thread went on from, and the
+// simulator replays it identically. The model answers a retry alike (same call ids), so a
+// superseded spawning call must not stay pending for a child to claim.
+func TestRetryAnyCall(t *testing.T) {
+	for _, p := range everyWire {
+		for _, stream := range []bool{true, false} {
+			for nth := 1; nth <= 6; nth++ {
+				t.Run(fmt.Sprintf("%s/stream=%v/call=%d", p, stream, nth), func(t *testing.T) {
+					rt := &minirec.RetryTransport{Nth: nth}
+					rec, _ := minirec.RecordWith(t, minirec.Script(), p, stream, &http.Client{Transport: rt})
+					require.Equal(t, 1, rt.Retried)
+					require.Len(t, rec.Threads, 2)
+					total := 0
+					for _, th := range rec.Threads {
+						for i := range th.Steps {
+							if th.Superseded(i) {
+								total++
+								assert.Empty(t, th.Steps[i].ToolResults, "thread %s step %d", th.ID, i)
+							}
+						}
+					}
+					require.Equal(t, 1, total, "one step superseded")
+					main, sub := rec.Threads[0], rec.Threads[1]
+					assert.Len(t, main.Kept(), 4)
+					assert.Len(t, sub.Kept(), 2)
+					ref, _, ok := rec.ParentCall(sub)
+					require.True(t, ok)
+					assert.False(t, main.Superseded(ref.Index), "the child's parent call is in the answer the thread went on from")
+
+					sim, srv, out := serveSimulator(t, rec, gateway.SimulatorOptions{})
+					_, err := miniagent.Run(t.Context(), miniagent.Config{BaseURL: srv.URL, Provider: p, Stream: stream, Prompt: "do it", Dir: t.TempDir(), APIKey: "sk-x"})
+					require.NoError(t, err)
+					<-sim.Finished()
+					rep, err := tape.LoadFile(out)
+					require.NoError(t, err)
+					report := compare.Compare(rec, rep)
+					assert.True(t, report.Identical, "%+v", report.Differences)
+				})
+			}
+		}
+	}
+}

@@ -361,10 +361,10 @@ func (m *matcher) attribute(req *tape.Request) (th *thread, continued bool) {
 	text := ""
 	if t, _ := m.find(req, turns, sig); t != nil {
 		if turns > 0 || len(m.spawns) == 0 {
-			return t, true
+			return m.continues(t, turns), true
 		}
 		if text = openingText(req); !m.spawnFor(text) {
-			return t, true
+			return m.continues(t, turns), true
 		}
 	} else {
 		text = openingText(req)
@@ -419,6 +419,19 @@ func spawnPrompt(c tape.ToolCall) string {
 		}
 	}
 	return ""
+}
+
+// continues returns t, which a request for turn continues. When that is a retry of the
+// turn t last had answered, the spawning calls of that answer, now superseded, are no
+// longer pending: the harness never ran them, and a child must not claim them.
+func (m *matcher) continues(t *thread, turns int) *thread {
+	if t.rec != nil || turns >= t.turns || t.last == nil || len(m.spawns) == 0 {
+		return t
+	}
+	m.spawns = slices.DeleteFunc(m.spawns, func(s spawn) bool {
+		return s.thread == t.id && slices.ContainsFunc(t.last.ToolCalls, func(c tape.ToolCall) bool { return c.ID == s.callID })
+	})
+	return t
 }
 
 // spawnFor says whether a pending spawning call's prompt is in text.

@@ -170,4 +170,19 @@ func TestRetryOrNewThread(t *testing.T) {
 	second, continued = m.attribute(req("count the lines", 0))
 	require.False(t, continued)
 	require.Equal(t, &tape.Parent{ThreadID: "main", ToolCallID: "b"}, second.parent)
+
+	// A spawning answer retried: its calls are no longer pending (the model answered the
+	// retry alike, with the same id: one pending spawn, the retry's).
+	m = &matcher{spawning: SpawningTools}
+	main, _ = m.attribute(req("do it", 0))
+	spawning := &tape.Step{ToolCalls: []tape.ToolCall{{ID: "a", Name: "Agent", Input: json.RawMessage(`{"prompt":"count the lines"}`)}}}
+	main.last, main.lastOK = spawning, true
+	main.answered(0)
+	m.noteSpawns(main, spawning)
+	th, continued = m.attribute(req("do it", 0))
+	require.True(t, continued)
+	require.Empty(t, m.spawns, "the superseded answer's spawn")
+	main.answered(0)
+	m.noteSpawns(main, spawning)
+	require.Len(t, m.spawns, 1)
 }

@@ -81,3 +81,28 @@ func TestSupersededTellsNothing(t *testing.T) {
 	assert.Equal(t, []int{0, 1, 3}, th.Kept())
 	assert.Equal(t, []int{}, (&tape.Thread{}).Kept())
 }
+
+// TestParentCallSkipsSuperseded: a spawning call answered alike to a step and its retry
+// (the same call id twice) is the retry's: the superseded one was never run.
+func TestParentCallSkipsSuperseded(t *testing.T) {
+	spawn := tape.ToolCall{ID: "a", Name: "Agent"}
+	main := &tape.Thread{ID: "main", Steps: []*tape.Step{
+		{Request: conv(0), ToolCalls: []tape.ToolCall{{ID: "b", Name: "Bash"}}},
+		{Request: conv(1), ToolCalls: []tape.ToolCall{spawn}},
+		{Request: conv(1), ToolCalls: []tape.ToolCall{spawn}},
+		{Request: conv(2)},
+	}}
+	child := &tape.Thread{ID: "t1", Parent: &tape.Parent{ThreadID: "main", ToolCallID: "a"}}
+	tp := &tape.Tape{Threads: []*tape.Thread{main, child}}
+	ref, call, ok := tp.ParentCall(child)
+	require.True(t, ok)
+	assert.Equal(t, 2, ref.Index)
+	assert.Equal(t, spawn, call)
+	// Only superseded steps made it: the first of them.
+	main.Steps = main.Steps[:3]
+	main.Steps[2].ToolCalls = nil
+	main.Steps = append(main.Steps, &tape.Step{Request: conv(1)})
+	ref, _, ok = tp.ParentCall(child)
+	require.True(t, ok)
+	assert.Equal(t, 1, ref.Index)
+}

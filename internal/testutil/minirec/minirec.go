@@ -83,15 +83,18 @@ func RetriedScript() fakeprovider.Script {
 }
 
 // RetryTransport sends every request through Next (nil: http.DefaultTransport), and the
-// first one whose body holds Trigger: it reads the first answer to its end and throws
-// it away, then sends the identical request again and returns that answer. It is a
-// harness's SDK retrying a call the provider (or the gateway) had already answered, after
-// a client-side timeout or a dropped connection.
+// first one whose body holds Trigger (or the Nth) twice: it reads the first answer to its
+// end and throws it away, then sends the identical request again and returns that answer.
+// It is a harness's SDK retrying a call the provider (or the gateway) had already
+// answered, after a client-side timeout or a dropped connection.
 type RetryTransport struct {
 	Trigger string
-	Next    http.RoundTripper
+	// Nth, when above 0, picks the Nth request sent (from 1) instead of Trigger.
+	Nth  int
+	Next http.RoundTripper
 
 	mu   sync.Mutex
+	sent int
 	done bool
 	// Retried counts the requests sent twice (0 or 1).
 	Retried int
@@ -113,7 +116,8 @@ func (rt *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	rt.mu.Lock()
-	retry := !rt.done && bytes.Contains(body, []byte(rt.Trigger))
+	rt.sent++
+	retry := !rt.done && (rt.Nth > 0 && rt.sent == rt.Nth || rt.Nth <= 0 && bytes.Contains(body, []byte(rt.Trigger)))
 	if retry {
 		rt.done = true
 		rt.Retried++

@@ -345,11 +345,19 @@ func (p *player) playThread(ctx context.Context, th *tape.Thread) error {
 		if err := p.appendStep(ti, step); err != nil {
 			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 		}
-		results, err := p.runCalls(ctx, th, si, st, calls)
-		if err != nil {
-			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+		if th.Superseded(si) {
+			// A retried step (tape.Thread.Superseded): the harness went on from the retry's
+			// answer and never ran these calls, so neither does the replay.
+			if len(calls) > 0 {
+				p.opts.Logf("thread %s step %d: retried by the harness, its %d tool calls not run", th.ID, si, len(calls))
+			}
+		} else {
+			results, err := p.runCalls(ctx, th, si, st, calls)
+			if err != nil {
+				return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+			}
+			p.updateStep(ti, si, func(s *tape.Step) { s.ToolResults = results })
 		}
-		p.updateStep(ti, si, func(s *tape.Step) { s.ToolResults = results })
 		if err := p.sync(); err != nil {
 			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 		}

@@ -60,8 +60,12 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 			}
 			th.last, th.lastIndex = &s, si
 			th.lastOK = s.Response.Status > 0 && s.Response.Status < 400
-			if th.lastOK {
+			switch {
+			case !th.lastOK:
+			case len(s.Request.Messages) == 0: // a request not kept tells no turn
 				th.turns++
+			default:
+				th.answered(s.Request.Turns())
 			}
 			th.steps++
 			g.steps++

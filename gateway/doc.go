@@ -23,7 +23,9 @@
 // event with their time. Each call is attributed to a thread: a request that answers the
 // tool calls of a thread's last step continues it; a request that starts a new conversation
 // while a spawning tool call (Claude Code's Agent/Task, Codex's spawn_agent) waits for its
-// child becomes that child's thread. A step's tool results are taken from its thread's next
+// child becomes that child's thread: the call whose prompt its opening carries, else the
+// oldest waiting one when the request offers tools (one that offers none is a side
+// question, a title, and takes no call). A step's tool results are taken from its thread's next
 // request. The tape is persisted after every call with tape.Writer, so a gateway killed at
 // any moment leaves a valid tape with every finished call.
 //

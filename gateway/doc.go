@@ -23,15 +23,18 @@
 // event with their time. Each call is attributed to a thread: a request that answers the
 // tool calls of a thread's last step continues it; a request that starts a new conversation
 // while a spawning tool call (Claude Code's Agent/Task, Codex's spawn_agent) waits for its
-// child becomes that child's thread. A step's tool results are taken from its thread's next
-// request. A request that asks again for a turn its thread already asked for is a retry of
-// that step, by the harness or its SDK, and continues the thread as its next step: after a
-// failed call (429, 5xx, a broken stream), and also after a call the gateway answered whole
-// when the answer was lost on its way (a client-side timeout, a dropped connection; Pi
-// 0.67.1 did this once). The thread goes on from the retry's answer; the earlier attempt
-// stays in the tape, superseded (tape.Thread.Superseded), its tool calls never run. Only a
-// first request sent again while a pending spawning call's prompt is in its opening starts
-// a thread of its own: two subagents given the same task open alike. The tape is persisted after every call with tape.Writer, so a gateway killed at
+// child becomes that child's thread: the call whose prompt its opening carries, else the
+// oldest waiting one when the request offers tools (one that offers none is a side
+// question, a title, and takes no call). A step's tool results are taken from its thread's
+// next request. A request that asks again for a turn its thread already asked for is a
+// retry of that step, by the harness or its SDK, and continues the thread as its next step:
+// after a failed call (429, 5xx, a broken stream), and also after a call the gateway
+// answered whole when the answer was lost on its way (a client-side timeout, a dropped
+// connection; Pi 0.67.1 did this once). The thread goes on from the retry's answer; the
+// earlier attempt stays in the tape, superseded (tape.Thread.Superseded), its tool calls
+// never run. Only a first request sent again while a pending spawning call's prompt is in
+// its opening starts a thread of its own: two subagents given the same task open alike.
+// The tape is persisted after every call with tape.Writer, so a gateway killed at
 // any moment leaves a valid tape with every finished call.
 //
 // Every body is forwarded as it arrives, request or answer, chunked or not. A body longer

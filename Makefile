@@ -3,11 +3,11 @@ GO      ?= go
 PKGS    ?= ./...
 TESTFLAGS ?= -timeout 30m
 
-# Executor build flags: stripped, and without inlining, which keeps each binary under 3.5 MiB
+# Executor build flags: stripped, and without inlining, which keeps each binary under 4 MiB
 # (test/depcheck checks the budget).
 EXEC_FLAGS ?= -gcflags=all=-l -ldflags="-s -w"
 
-.PHONY: build test check bench fuzz fidelity fidelity-board fidelity-codex-pi demo executor sandbox-image clean
+.PHONY: build test check bench fuzz fidelity fidelity-board fidelity-codex-pi demo executor sandbox-image harness-image clean
 
 build: executor
 	$(GO) build -o bin/tapebox ./cmd/tapebox
@@ -66,6 +66,11 @@ demo: build
 
 sandbox-image:
 	./scripts/sandbox-image.sh
+
+# tapebox/harnesses:bookworm: the sandbox image with Gemini CLI and OpenCode (from
+# harnesses/node_modules) and their set-up, for tapebox fork --sandbox (docs/fork.md).
+harness-image: sandbox-image
+	./scripts/harness-image.sh
 
 clean:
 	rm -rf bin dist bench-out fuzz-out demo-out

@@ -28,6 +28,7 @@ type forkFlags struct {
 	at, jobs                                                                                                      int
 	speed                                                                                                         float64
 	noWorkspace, asJSON, quiet, inPlace                                                                           bool
+	env                                                                                                           listFlag // --env, resolved to NAME=VALUE
 }
 
 func runFork(ctx context.Context, env *Env, args []string) int {
@@ -82,8 +83,24 @@ failed to run; 2 for a usage error.`)
 	fs.BoolVar(&f.quiet, "quiet", false, "no log line per call")
 	allowTampered := allowTamperedFlag(fs)
 	fs.StringVar(&f.listen, "listen", "", "address the fork server listens on (default a free loopback port), for a harness configured by hand")
+	fs.Var(&f.env, "env", "with --sandbox, a variable for CMD in the container, which gets none of this machine's: NAME=VALUE, or NAME for its value here (an API key); repeatable")
 	if code, done := parseCommand(env, fs, args); done {
 		return code
+	}
+	for i, kv := range f.env {
+		name, _, hasValue := strings.Cut(kv, "=")
+		switch {
+		case name == "":
+			return usageError(env, fs, "--env %q: want NAME or NAME=VALUE", kv)
+		case f.sandbox == "":
+			return usageError(env, fs, "--env goes with --sandbox (on this machine CMD gets its environment)")
+		case !hasValue:
+			v := env.Getenv(name)
+			if v == "" {
+				return usageError(env, fs, "--env %s: not set on this machine (or empty)", name)
+			}
+			f.env[i] = name + "=" + v
+		}
 	}
 	argv := fs.Args()
 	switch {
@@ -144,7 +161,7 @@ func (f *forkFlags) options(env *Env, rec *tape.Tape, argv []string, model, outp
 	return fork.Options{
 		Config: fork.Config{Recording: rec, Thread: f.thread, At: f.at, Upstream: f.upstream,
 			Overrides: fork.Overrides{Model: model, SystemAppend: f.systemAppend}, Output: output, Speed: f.speed, Logf: logf},
-		TapePath: f.tapePath, Workdir: workdir, NoWorkspace: f.noWorkspace, Command: argv, Sandbox: f.sandbox, Listen: f.listen,
+		TapePath: f.tapePath, Workdir: workdir, NoWorkspace: f.noWorkspace, Command: argv, Env: f.env, Sandbox: f.sandbox, Listen: f.listen,
 		Stdin: env.Stdin, Stdout: stdout, Stderr: env.Stderr,
 		Prepare: func(base string) ([]string, []string, func(), error) {
 			argv, extra, cleanup, note, err := harnessLaunch(argv, base, env.Getenv, launchOptions{})
@@ -192,7 +209,11 @@ func forkOne(ctx context.Context, env *Env, f *forkFlags, rec *tape.Tape, argv [
 		stdout = env.Stderr
 	}
 	opts := f.options(env, rec, argv, f.model, f.output, f.workdir, stdout, "")
-	fmt.Fprintf(env.Stderr, "tapebox fork: %s at thread %s step %d, in %s, into %s\n", f.tapePath, threadName(rec, f.thread), f.at, f.workdir, f.output)
+	where := f.workdir
+	if f.sandbox != "" {
+		where = "a container of " + strings.TrimPrefix(f.sandbox, "docker-image:")
+	}
+	fmt.Fprintf(env.Stderr, "tapebox fork: %s at thread %s step %d, in %s, into %s\n", f.tapePath, threadName(rec, f.thread), f.at, where, f.output)
 	res, err := fork.Run(ctx, opts)
 	if res == nil {
 		return failf(env, "fork", "%v", err)

@@ -81,3 +81,28 @@ func TestForkModelsInContainers(t *testing.T) {
 	}
 	assert.Equal(t, 4, n, "two live steps per fork")
 }
+
+// TestForkEnvFlag: --env goes with --sandbox; NAME takes this machine's value, which must be
+// set; NAME=VALUE is taken as given; the empty name is refused. (The value reaching the
+// container: test/e2e TestRealHarnessForkSandboxed.)
+func TestForkEnvFlag(t *testing.T) {
+	recPath := filepath.Join(t.TempDir(), "run.json")
+	data, err := tape.Marshal(inspectTestTape())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(recPath, data, 0o644))
+	run := func(getenv func(string) string, args ...string) (int, string) {
+		var out, errOut strings.Builder
+		code := RunEnv(t.Context(), append([]string{"fork", "--tape", recPath, "--at", "0"}, args...), &Env{Stdout: &out, Stderr: &errOut, Getenv: getenv})
+		return code, errOut.String()
+	}
+	none := func(string) string { return "" }
+	code, errOut := run(none, "--env", "KEY=v", "--", "true")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "--env goes with --sandbox")
+	code, errOut = run(none, "--sandbox", "docker-image:x", "--env", "GEMINI_API_KEY", "--", "true")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "--env GEMINI_API_KEY: not set on this machine (or empty)")
+	code, errOut = run(none, "--sandbox", "docker-image:x", "--env", "=v", "--", "true")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, `--env "=v": want NAME or NAME=VALUE`)
+}

@@ -76,3 +76,30 @@ func TestForkInContainer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "fail", res.Verify)
 }
+
+// TestForkInContainerMissingHarness: an image without the command (the sandbox image of
+// make sandbox-image holds no harness) stops the fork with an error naming the command, the
+// image and what to build; a command that is there but fails is not reported so.
+func TestForkInContainerMissingHarness(t *testing.T) {
+	_, image := dockertest.Image(t, dockertest.SandboxImage)
+	first := testkit.NewProvider(t, original())
+	recPath, rec := recordIn(t, first, gateway.Config{Workspace: startDir(t), Cwd: "/work/mini"})
+	for _, c := range []struct {
+		command []string
+		missing bool
+	}{{[]string{"opencode", "run", "hi"}, true}, {[]string{"/usr/local/bin/gemini", "-p", "hi"}, true}, {[]string{"sh", "-c", "exit 127"}, false}} {
+		_, err := fork.Run(t.Context(), fork.Options{
+			Config:   fork.Config{Recording: rec, At: 2, Upstream: "http://127.0.0.1:9", Output: filepath.Join(t.TempDir(), "f.json")},
+			TapePath: recPath, Sandbox: "docker-image:" + image, Command: c.command,
+		})
+		require.Error(t, err, c.command)
+		hint := fork.MissingHarness(c.command[0], image)
+		if c.missing {
+			assert.Contains(t, err.Error(), hint)
+			assert.Contains(t, hint, c.command[0]+" is not on the PATH of the image "+image+": ")
+			assert.Contains(t, hint, "make harness-image builds "+fork.HarnessImage)
+		} else {
+			assert.NotContains(t, err.Error(), "is not on the PATH", "exit 127 from the command itself is not a missing harness")
+		}
+	}
+}

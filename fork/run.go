@@ -433,8 +433,32 @@ func runSandbox(ctx context.Context, opts Options, th *tape.Thread) (*Result, er
 	}
 	if runErr != nil && ferr == nil && !res.Reached {
 		ferr = fmt.Errorf("run %s in %s: %w", opts.Command[0], opts.Sandbox, runErr)
+		if missingCommand(runErr) {
+			ferr = fmt.Errorf("%w\n%s", ferr, MissingHarness(opts.Command[0], spec.Target))
+		}
 	}
 	return res.finish(ferr, opts, th)
+}
+
+// HarnessImage is the image make harness-image (scripts/harness-image.sh) builds from make
+// sandbox-image's: Gemini CLI and OpenCode, with the set-up a sandboxed fork of each needs.
+const HarnessImage = "tapebox/harnesses:bookworm"
+
+// MissingHarness says what to do when the image of a sandboxed fork has no command on its
+// PATH.
+func MissingHarness(command, image string) string {
+	return fmt.Sprintf("%s is not on the PATH of the image %s: a sandboxed fork runs CMD inside the image, which must hold the harness and its set-up (make harness-image builds %s with Gemini CLI and OpenCode; docs/fork.md)", command, image, HarnessImage)
+}
+
+// missingCommand says whether err is the sandbox's report of a command it could not start:
+// exit status 126 or 127 with the runtime's "not found".
+func missingCommand(err error) bool {
+	var ee *sandbox.ExitError
+	if !errors.As(err, &ee) || ee.Code != 126 && ee.Code != 127 {
+		return false
+	}
+	low := strings.ToLower(ee.Stderr)
+	return strings.Contains(low, "not found") || strings.Contains(low, "no such file")
 }
 
 // listenOnBridge listens on a free port of the Docker bridge's address (bridgeAddress),

@@ -37,7 +37,10 @@
 // one such request at a time.
 //
 // The first call fills the meta: provider, model, harness (from the headers) and, unless
-// Config.Cwd gives it, the working directory the harness names in its request. With
+// Config.Cwd gives it, the working directory the harness names in its request; the first
+// request that offers tools, the agent's, sets the model (and a cwd not yet known) again,
+// since a side request without tools may come first with another model (OpenCode's title
+// request, Gemini CLI's router). With
 // Config.Workspace, New snapshots the agent's working directory and Finish records its end
 // manifest (meta.workspace).
 //

@@ -379,9 +379,9 @@ func TestBrowserUnpriced(t *testing.T) {
 // with their results as the tape has them.
 func TestBrowserMoreHarnesses(t *testing.T) {
 	browserEnv(t)
-	for _, tc := range []struct{ name, thread, search string }{
-		{"gemini-cli", "main", "beta"},
-		{"opencode", "t1", "beta"},
+	for _, tc := range []struct{ name, thread, search, model string }{
+		{"gemini-cli", "main", "beta", "gemini-2.5-pro"},
+		{"opencode", "t1", "beta", "claude-sonnet-4-5"}, // the agent's, not the title request's claude-haiku-4-5
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := readFile(t, "testdata/"+tc.name+".json")
@@ -407,6 +407,11 @@ func TestBrowserMoreHarnesses(t *testing.T) {
 			}
 			assert.Equal(t, tp.Totals().Steps, r.CanvasSteps)
 			assert.Contains(t, r.Header, tc.name+" "+tp.Meta.HarnessVersion)
+			tot := tp.Totals()
+			for _, part := range []string{"model " + tc.model + " ", fmt.Sprintf("threads %d ", len(tp.Threads)), fmt.Sprintf("tool calls %d ", tot.ToolCalls),
+				fmt.Sprintf("tokens %s in, %s out", thousands(tot.Usage.InputTokens), thousands(tot.Usage.OutputTokens))} {
+				assert.Contains(t, r.Header, part)
+			}
 			assert.Equal(t, "thread "+th.ID+", step 0", r.DetailTitle)
 			require.Len(t, r.Results, len(step.ToolCalls))
 			for i, c := range step.ToolCalls {
@@ -420,4 +425,13 @@ func TestBrowserMoreHarnesses(t *testing.T) {
 			assert.NotEmpty(t, r.SearchRows, "search finds the steps that name beta")
 		})
 	}
+}
+
+// thousands writes n as the page's fmtInt does: digits grouped by threes with commas.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -11,9 +11,9 @@ import (
 )
 
 // Gemini is the grammar of Gemini CLI's tools (internal/grammar/gemini): read_file,
-// run_shell_command, write_file, replace and list_directory, which the executor runs in the
-// sandbox; glob, grep_search and write_todos, which it copies; and tools the request does
-// not offer.
+// run_shell_command, write_file, replace, list_directory, glob, grep_search and write_todos,
+// which the executor runs in the sandbox (copying what it cannot reproduce, see
+// executor/harness/gemini); and tools the request does not offer.
 var Gemini = Grammar{
 	Harness:  realharness.Gemini,
 	Generate: fromGrammar(geminigrammar.Generate),

@@ -80,6 +80,7 @@ func openCodeCase() realCase {
 		check: func(t *testing.T, rec *tape.Tape, state map[string]string) {
 			main := rec.Main()
 			require.NotNil(t, main)
+			assert.Equal(t, "claude-sonnet-4-5", rec.Meta.Model, "the agent's model, whether or not the title request to the small model came first")
 			var agent, sub *tape.Thread
 			for _, th := range rec.Threads {
 				for _, s := range th.Steps {

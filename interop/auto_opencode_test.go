@@ -228,3 +228,20 @@ func TestClaimsOpenCode(t *testing.T) {
 		claimsOpenCode(write(junk)) // never panics, never hangs
 	}
 }
+
+// BenchmarkClaimsOpenCode: what telling a folder's JSON files costs ImportAuto, for a 1 MB
+// tape (not an export: its first key tells) and the real export.
+func BenchmarkClaimsOpenCode(b *testing.B) {
+	for _, c := range []struct {
+		name, path string
+		want       bool
+	}{{"tape", "../viewer/testdata/claude-code.json", false}, {"export", filepath.Join(openCodeFixtures, "session.json"), true}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if claimsOpenCode(c.path) != c.want {
+					b.Fatal(c.path)
+				}
+			}
+		})
+	}
+}

@@ -72,7 +72,10 @@ type Report struct {
 // state of the workspace (meta.workspace.end of both tapes). A thread no spawning call leads
 // to is skipped only when it makes no tool call (a title or summary call); a recorded
 // response the recorder did not keep, and a spawning call without a child thread (whose
-// result the replay copies), are differences: the replay cannot have repeated them.
+// result the replay copies), are differences: the replay cannot have repeated them. Steps
+// pair by the attempts each thread went on from (tape.Thread.Kept): a step the harness
+// retried ran nothing in either run and is set aside, so a run that retried a call and one
+// that did not compare alike, but a replay that ran a retried step's calls differs.
 func Compare(rec, rep *tape.Tape) *Report {
 	return CompareWith(rec, rep, Options{})
 }
@@ -118,13 +121,24 @@ func CompareWith(rec, rep *tape.Tape, o Options) *Report {
 	reachSet := rec.Reachable()
 	recByID, repByID := rec.ThreadsByID(), rep.ThreadsByID()
 	calls := rec.ToolCallers()
+	// Each side's steps the harness went on from (tape.Thread.Kept), paired in order: a
+	// superseded attempt (a step the harness retried) ran nothing, on either side, and a
+	// harness may retry a turn in one run and not in the other.
+	recKept, repKept := keptOrdinals(rec), map[string][]int{}
+	for _, th := range rep.Threads {
+		repKept[th.ID] = th.Kept()
+	}
 	for ref := range rec.Steps() {
 		reach := reachSet[ref.Thread]
 		if !reach && !calls[ref.Thread] {
 			continue // a side conversation (a title or summary call) that replays do not play
 		}
+		k, kept := recKept[ref.Step]
+		if !kept {
+			continue
+		}
 		th := repByID[ref.Thread.ID]
-		if th == nil || ref.Index >= len(th.Steps) {
+		if th == nil || k >= len(repKept[th.ID]) {
 			reached = false
 			missing := "missing"
 			if !reach {
@@ -134,15 +148,16 @@ func CompareWith(rec, rep *tape.Tape, o Options) *Report {
 			continue
 		}
 		r.StepsCompared++
-		compareStep(r, ids, h, ref.Thread.ID, ref.Index, ref.Step, th.Steps[ref.Index])
+		compareStep(r, ids, h, ref.Thread.ID, ref.Index, ref.Step, th.Steps[repKept[th.ID][k]])
 	}
 	for _, th := range rep.Threads {
 		rth := recByID[th.ID]
+		ranSuperseded(r, rth, th)
 		n := 0
 		if rth != nil {
-			n = len(rth.Steps)
+			n = len(rth.Kept())
 		}
-		for i := n; i < len(th.Steps); i++ {
+		for _, i := range repKept[th.ID][min(n, len(repKept[th.ID])):] {
 			r.add(Difference{Thread: th.ID, Step: i, Field: "step", Recorded: "missing", Replayed: "present"})
 		}
 	}
@@ -171,6 +186,33 @@ func CompareWith(rec, rep *tape.Tape, o Options) *Report {
 }
 
 func (r *Report) add(d Difference) { r.Differences = append(r.Differences, d) }
+
+// ranSuperseded reports the results of a replay's superseded step (one its recording
+// retried, rec's thread rth, nil when the recording has none) where the recording has none:
+// the replay ran calls the harness never ran.
+func ranSuperseded(r *Report, rth, th *tape.Thread) {
+	for i, st := range th.Steps {
+		if len(st.ToolResults) == 0 || !th.Superseded(i) || rth != nil && i < len(rth.Steps) && len(rth.Steps[i].ToolResults) > 0 {
+			continue
+		}
+		for _, res := range st.ToolResults {
+			r.add(Difference{Thread: th.ID, Step: i, Field: "tool_result", CallID: res.ToolCallID,
+				Recorded: "missing: the harness retried this step and never ran its calls", Replayed: "present"})
+		}
+	}
+}
+
+// keptOrdinals maps each step of t that the harness went on from (tape.Thread.Kept) to its
+// place among its thread's.
+func keptOrdinals(t *tape.Tape) map[*tape.Step]int {
+	out := map[*tape.Step]int{}
+	for _, th := range t.Threads {
+		for k, i := range th.Kept() {
+			out[th.Steps[i]] = k
+		}
+	}
+	return out
+}
 
 func compareStep(r *Report, ids *match.Identifiers, h, thread string, i int, a, b *tape.Step) {
 	// A response the recorder did not keep (over --max-record-body) normalizes into an answer

@@ -137,6 +137,9 @@ func Replay(ctx context.Context, rec *tape.Tape, sb Sandbox, opts Options) (*Res
 	if w := harnesses.VersionWarning(rec.Meta.Harness, rec.Meta.HarnessVersion); w != "" {
 		opts.Logf("warning: %s", w)
 	}
+	if h, ok := harnesses.Lookup(rec.Meta.Harness); ok {
+		p.ending = h.EndingTools
+	}
 	if p.hello.Env == nil {
 		p.hello.Env = map[string]string{}
 	}
@@ -198,6 +201,8 @@ type player struct {
 	hello  protocol.Hello
 	policy protocol.Policy
 	start  time.Time
+	// ending are the harness's tools whose call ends its thread (harnesses.Harness.EndingTools).
+	ending []string
 
 	out     *tape.Tape
 	w       *tape.Writer
@@ -340,11 +345,19 @@ func (p *player) playThread(ctx context.Context, th *tape.Thread) error {
 		if err := p.appendStep(ti, step); err != nil {
 			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 		}
-		results, err := p.runCalls(ctx, th, si, st, calls)
-		if err != nil {
-			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+		if th.Superseded(si) {
+			// A retried step (tape.Thread.Superseded): the harness went on from the retry's
+			// answer and never ran these calls, so neither does the replay.
+			if len(calls) > 0 {
+				p.opts.Logf("thread %s step %d: retried by the harness, its %d tool calls not run", th.ID, si, len(calls))
+			}
+		} else {
+			results, err := p.runCalls(ctx, th, si, st, calls)
+			if err != nil {
+				return &IncompleteError{Thread: th.ID, Step: si, Err: err}
+			}
+			p.updateStep(ti, si, func(s *tape.Step) { s.ToolResults = results })
 		}
-		p.updateStep(ti, si, func(s *tape.Step) { s.ToolResults = results })
 		if err := p.sync(); err != nil {
 			return &IncompleteError{Thread: th.ID, Step: si, Err: err}
 		}
@@ -387,10 +400,18 @@ func (p *player) sync() error {
 
 // runCalls runs the tool calls of one step: concurrently when the harness runs a response's
 // calls in parallel, else in order. Spawning calls play their child thread.
+//
+// A step that ended its thread (endedBy) writes no result where the recording holds none:
+// its ending call is not sent to the executor, its other calls run for their effects on the
+// workspace.
 func (p *player) runCalls(ctx context.Context, th *tape.Thread, si int, st *tape.Step, calls []tape.ToolCall) ([]tape.ToolResult, error) {
 	results := make([]tape.ToolResult, len(calls))
 	errs := make([]error, len(calls))
+	ended := p.endedBy(st)
 	run := func(i int) {
+		if ended[calls[i].ID] {
+			return
+		}
 		results[i], errs[i] = p.runCall(ctx, th, si, st, calls[i])
 	}
 	if p.policy.ParallelToolCalls && len(calls) > 1 {
@@ -410,7 +431,37 @@ func (p *player) runCalls(ctx context.Context, th *tape.Thread, si int, st *tape
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if len(ended) > 0 {
+		kept := results[:0]
+		for i, r := range results {
+			if _, ok := st.ToolResult(calls[i].ID); ok {
+				kept = append(kept, r)
+			}
+		}
+		results = kept
+	}
 	return results, nil
+}
+
+// endedBy returns the calls of step st, by id, of the harness's ending tools whose results
+// the recording does not hold: the harness ended the thread on them and sent the model no
+// result of that answer. Nil when there are none (a recording whose ending call failed,
+// and so got its error back, ended nothing).
+func (p *player) endedBy(st *tape.Step) map[string]bool {
+	var ended map[string]bool
+	for _, c := range st.ToolCalls {
+		if !slices.Contains(p.ending, c.Name) {
+			continue
+		}
+		if _, ok := st.ToolResult(c.ID); ok {
+			continue
+		}
+		if ended == nil {
+			ended = map[string]bool{}
+		}
+		ended[c.ID] = true
+	}
+	return ended
 }
 
 func (p *player) runCall(ctx context.Context, th *tape.Thread, si int, st *tape.Step, c tape.ToolCall) (tape.ToolResult, error) {

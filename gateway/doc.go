@@ -23,8 +23,18 @@
 // event with their time. Each call is attributed to a thread: a request that answers the
 // tool calls of a thread's last step continues it; a request that starts a new conversation
 // while a spawning tool call (Claude Code's Agent/Task, Codex's spawn_agent) waits for its
-// child becomes that child's thread. A step's tool results are taken from its thread's next
-// request. The tape is persisted after every call with tape.Writer, so a gateway killed at
+// child becomes that child's thread: the call whose prompt its opening carries, else the
+// oldest waiting one when the request offers tools (one that offers none is a side
+// question, a title, and takes no call). A step's tool results are taken from its thread's
+// next request. A request that asks again for a turn its thread already asked for is a
+// retry of that step, by the harness or its SDK, and continues the thread as its next step:
+// after a failed call (429, 5xx, a broken stream), and also after a call the gateway
+// answered whole when the answer was lost on its way (a client-side timeout, a dropped
+// connection; Pi 0.67.1 did this once). The thread goes on from the retry's answer; the
+// earlier attempt stays in the tape, superseded (tape.Thread.Superseded), its tool calls
+// never run. Only a first request sent again while a pending spawning call's prompt is in
+// its opening starts a thread of its own: two subagents given the same task open alike.
+// The tape is persisted after every call with tape.Writer, so a gateway killed at
 // any moment leaves a valid tape with every finished call.
 //
 // Every body is forwarded as it arrives, request or answer, chunked or not. A body longer
@@ -37,7 +47,10 @@
 // one such request at a time.
 //
 // The first call fills the meta: provider, model, harness (from the headers) and, unless
-// Config.Cwd gives it, the working directory the harness names in its request. With
+// Config.Cwd gives it, the working directory the harness names in its request; the first
+// request that offers tools, the agent's, sets the model (and a cwd not yet known) again,
+// since a side request without tools may come first with another model (OpenCode's title
+// request, Gemini CLI's router). With
 // Config.Workspace, New snapshots the agent's working directory and Finish records its end
 // manifest (meta.workspace).
 //
@@ -73,7 +86,9 @@
 // which `tapebox scan` and the dataset export gate apply to the finished tape.
 //
 // In tape mode, each run (/r/RUN/, or "default") has its own cursor, identifiers and
-// replay tape; a request that does not match the recording gets an error in the provider's
+// replay tape; each turn is answered with the recorded step the thread went on from (a
+// superseded attempt is never served), and a harness that asks for a turn again gets the
+// same answer again; a request that does not match the recording gets an error in the provider's
 // shape and ends its run as diverged; learned identifiers are substituted in what is
 // served; a step recorded without its raw response is written by tape/provider's emitters.
 //

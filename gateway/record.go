@@ -45,6 +45,7 @@ type recording struct {
 	encoding, path string
 	form           bool
 	th             *thread // nil when the recording was finished before the call arrived
+	turns          int     // the turn the request asks for (tape.Request.Turns)
 	index          int     // the step's index in its thread, once committed (-1 before)
 }
 
@@ -116,6 +117,7 @@ func (g *Gateway) begin(rec *recording, r *http.Request) {
 		g.mainSeen = true
 		g.setMain(step)
 	}
+	rec.turns = step.Request.Turns()
 	th, continued := g.attribute(&step.Request)
 	th.inFlight++
 	g.noteUnsupported(th.id, found)
@@ -226,7 +228,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	}
 	if th.index < 0 {
 		if th.parent == nil && th.id != "main" {
-			th.parent = g.claimSpawn(th.firstText) // its spawning call may have been recorded since
+			th.parent = g.claimSpawn(th) // its spawning call may have been recorded since
 		}
 		i, err := g.out.addThread(th.id, th.parent)
 		if err != nil {
@@ -254,7 +256,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	th.last, th.lastIndex = s, si
 	th.lastOK = a.complete && a.status > 0 && a.status < 400
 	if th.lastOK {
-		th.turns++
+		th.answered(rec.turns)
 	}
 	th.steps++
 	g.steps++

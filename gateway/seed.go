@@ -44,7 +44,7 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 		if len(pt.Steps) == 0 {
 			continue
 		}
-		th := &thread{id: pt.ID, parent: pt.Parent, sig: threadSig{key: threadKey(&pt.Steps[0].Request)}, firstText: provider.OpeningUserText(&pt.Steps[0].Request)}
+		th := &thread{id: pt.ID, parent: pt.Parent, sig: threadSig{key: threadKey(&pt.Steps[0].Request)}, firstText: provider.OpeningUserText(&pt.Steps[0].Request), agent: len(pt.Steps[0].Request.Tools) > 0}
 		i, err := g.out.addThread(pt.ID, pt.Parent)
 		if err != nil {
 			return fmt.Errorf("gateway: seed thread %s: %w", pt.ID, err)
@@ -60,8 +60,12 @@ func (g *Gateway) Seed(prefix *tape.Tape) error {
 			}
 			th.last, th.lastIndex = &s, si
 			th.lastOK = s.Response.Status > 0 && s.Response.Status < 400
-			if th.lastOK {
+			switch {
+			case !th.lastOK:
+			case len(s.Request.Messages) == 0: // a request not kept tells no turn
 				th.turns++
+			default:
+				th.answered(s.Request.Turns())
 			}
 			th.steps++
 			g.steps++

@@ -85,9 +85,9 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 	if err := provider.Normalize(p, in); err != nil {
 		r.s.opts.Logf("run %s: %v", r.name, err)
 	}
-	ti, si, rec, d := r.match(in, body)
+	ti, turn, si, rec, d := r.match(in, body)
 	if d != nil {
-		r.diverge(w, p, in, ti, arrived, d)
+		r.diverge(w, p, in, ti, turn, arrived, d)
 		return
 	}
 	th := r.s.rec.Threads[ti]
@@ -110,52 +110,57 @@ func (r *simRun) serve(w http.ResponseWriter, hr *http.Request, p tape.Provider,
 	if len(resp.Chunks) > 0 {
 		in.Timing.FirstByteAt = r.ms(arrived.Add(time.Duration(resp.Chunks[0].AtMS * float64(time.Millisecond))))
 	}
-	r.record(ti, si, in)
+	r.record(ti, turn, in)
 }
 
-// match finds the thread and step a request asks for and checks the tool results it
-// carries. It marks the step as served; a step past SimulatorOptions.Until comes back with
-// a nil rec and a nil d, unserved.
-func (r *simRun) match(in *tape.Step, body []byte) (ti, si int, rec *tape.Step, d *divergence) {
+// match finds the thread and turn a request asks for, and the recorded step that answers
+// it (si: the last attempt at that turn, tape.Thread.Kept; a superseded attempt, which
+// the harness never went on from, is not served), and checks the tool results it carries.
+// It marks the turn as served; a step past SimulatorOptions.Until comes back with a nil
+// rec and a nil d, unserved. The replay tape holds one step per turn served: a harness
+// that asks for a turn again (its retry) gets the same answer, which stands for the first.
+func (r *simRun) match(in *tape.Step, body []byte) (ti, turn, si int, rec *tape.Step, d *divergence) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
-		return -1, 0, nil, &divergence{msg: fmt.Sprintf("run %s already ended (%s); start another run with /r/<run>/", r.name, r.reason)}
+		return -1, 0, 0, nil, &divergence{msg: fmt.Sprintf("run %s already ended (%s); start another run with /r/<run>/", r.name, r.reason)}
 	}
-	turns := provider.AssistantTurns(&in.Request)
+	turn = provider.AssistantTurns(&in.Request)
 	sig := sigOf(&in.Request)
-	t, _ := r.threads.find(&in.Request, turns, sig)
+	t, _ := r.threads.find(&in.Request, turn, sig)
 	if t == nil {
-		return -1, 0, nil, &divergence{msg: fmt.Sprintf("no thread of the tape expects a request with %d model turns and this opening (%q)", turns, term.Excerpt(sig.opening, 120))}
+		return -1, turn, 0, nil, &divergence{msg: fmt.Sprintf("no thread of the tape expects a request with %d model turns and this opening (%q)", turn, term.Excerpt(sig.opening, 120))}
 	}
 	best := t.index
 	th := r.s.rec.Threads[best]
-	if turns >= len(th.Steps) {
-		return best, turns, nil, &divergence{thread: th.ID, step: turns, msg: fmt.Sprintf("the tape's thread has %d steps; the harness asked for one more", len(th.Steps))}
+	si = t.step(turn)
+	if turn >= len(t.kept) {
+		return best, turn, si, nil, &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("the tape's thread has %d steps; the harness asked for one more", len(th.Steps))}
 	}
-	rec = th.Steps[turns]
+	rec = th.Steps[si]
 	if m := tape.BodyModel(body); m != "" {
 		if want := tape.BodyModel(rec.Request.Raw); want != "" && m != want {
-			return best, turns, nil, &divergence{thread: th.ID, step: turns, msg: fmt.Sprintf("model %q, the tape has %q", m, want)}
+			return best, turn, si, nil, &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("model %q, the tape has %q", m, want)}
 		}
 	}
-	if turns == 0 {
+	if turn == 0 {
 		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, t.sig.system, sig.system)
 		r.ids.Learn(match.Site{Thread: th.ID, Step: -1}, t.sig.opening, sig.opening)
-	} else if d := r.checkResults(th, turns, in); d != nil {
-		return best, turns, nil, d
+	} else if d := r.checkResults(th, t.kept[turn-1], si, in); d != nil {
+		return best, turn, si, nil, d
 	}
-	if lim, ok := r.s.opts.Until[th.ID]; ok && turns >= lim {
-		return best, turns, nil, nil // the caller hands it on
+	if lim, ok := r.s.opts.Until[th.ID]; ok && si >= lim {
+		return best, turn, si, nil, nil // the caller hands it on
 	}
-	t.serve(turns)
-	return best, turns, rec, nil
+	t.serve(turn)
+	return best, turn, si, rec, nil
 }
 
-// checkResults compares the tool results a request carries for step si-1 with the recorded
-// ones, learning identifiers on the way.
-func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step) *divergence {
-	prev := th.Steps[si-1]
+// checkResults compares the tool results a request for step si carries for step prevSi
+// (the step the thread went on from at the turn before) with the recorded ones, learning
+// identifiers on the way.
+func (r *simRun) checkResults(th *tape.Thread, prevSi, si int, in *tape.Step) *divergence {
+	prev := th.Steps[prevSi]
 	got := provider.RequestResults(r.s.rec.Meta.Provider, &in.Request, prev.ToolCalls) // the request is normalized already
 	h := r.s.rec.Meta.Harness
 	for _, c := range prev.ToolCalls {
@@ -175,7 +180,7 @@ func (r *simRun) checkResults(th *tape.Thread, si int, in *tape.Step) *divergenc
 			continue // the recording did not see this result (cut short); accept it
 		}
 		a, b := match.Mask(h, want.Flat()), match.Mask(h, have.Flat())
-		r.ids.Learn(match.Site{Thread: th.ID, Step: si - 1}, a, b)
+		r.ids.Learn(match.Site{Thread: th.ID, Step: prevSi}, a, b)
 		if r.ids.Apply(a) != b {
 			return &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("tool result of call %s (%s) differs:\n  recorded: %s\n  got:      %s", c.ID, c.Name, term.Excerpt(a, 300), term.Excerpt(b, 300))}
 		}
@@ -273,8 +278,9 @@ func (r *simRun) write(w http.ResponseWriter, hr *http.Request, in, rec *tape.St
 	return served, rc.Flush()
 }
 
-// record writes the served step into the run's tape, after giving the thread's previous
-// step its tool results, and ends the run when every thread has been played.
+// record writes the step served for turn si of thread ti into the run's tape (at index si:
+// one step per turn), after giving the thread's previous step its tool results, and ends
+// the run when every thread has been played.
 func (r *simRun) record(ti, si int, in *tape.Step) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -308,12 +314,14 @@ func (r *simRun) record(ti, si int, in *tape.Step) {
 	}
 }
 
-// prevResults stores the tool results a request carries into the previous step.
+// prevResults stores the tool results a request for turn si carries into the previous
+// step (the previous turn's), for the calls of the step the recording went on from there.
 func (r *simRun) prevResults(ti, si int, in *tape.Step) {
 	if si == 0 || si-1 >= r.written[ti] {
 		return
 	}
-	calls := r.s.rec.Threads[ti].Steps[si-1].ToolCalls
+	t := r.threads.threads[ti]
+	calls := t.rec.Steps[t.step(si-1)].ToolCalls
 	r.logErr(r.tape.answered(r.s.rec.Meta.Provider, ti, si-1, calls, &in.Request, in.Timing.RequestAt))
 }
 
@@ -344,15 +352,16 @@ func (r *simRun) logErr(err error) {
 func (r *simRun) complete() bool {
 	reach := r.s.rec.Reachable()
 	for i, th := range r.s.rec.Threads {
-		if reach[th] && r.written[i] < len(th.Steps) {
+		if reach[th] && r.written[i] < len(r.threads.threads[i].kept) {
 			return false
 		}
 	}
 	return true
 }
 
-// diverge answers a request the tape cannot answer, records it and ends the run.
-func (r *simRun) diverge(w http.ResponseWriter, p tape.Provider, in *tape.Step, ti int, arrived time.Time, d *divergence) {
+// diverge answers a request for turn of thread ti (-1: none) the tape cannot answer,
+// records it and ends the run.
+func (r *simRun) diverge(w http.ResponseWriter, p tape.Provider, in *tape.Step, ti, turn int, arrived time.Time, d *divergence) {
 	msg := "tapebox simulator: run " + r.name + " diverged from the tape: " + d.Error()
 	r.s.opts.Logf("%s", msg)
 	errBody := writeError(w, p, simError(http.StatusBadRequest, "invalid_request_error", msg))
@@ -365,8 +374,8 @@ func (r *simRun) diverge(w http.ResponseWriter, p tape.Provider, in *tape.Step, 
 		in.Response = tape.Response{Status: http.StatusBadRequest, Raw: errBody}
 		in.ToolCalls = nil
 		in.Timing = tape.Timing{RequestAt: r.ms(arrived), FirstByteAt: r.ms(arrived), LastByteAt: r.ms(arrived)}
-		r.prevResults(ti, d.step, in)
-		if d.step >= r.written[ti] {
+		r.prevResults(ti, turn, in)
+		if turn >= r.written[ti] {
 			r.append(ti, in)
 		}
 	}

@@ -55,7 +55,8 @@ type SimulatorOptions struct {
 //
 // For each model call it finds the thread (by system prompt, tools and opening messages,
 // among the threads whose parent call was already served) and the step (by the number of
-// model turns the request already holds), checks that the tool results it carries match the
+// model turns the request already holds: the recorded step the thread went on from at that
+// turn, never an attempt the harness retried; tape.Thread.Kept), checks that the tool results it carries match the
 // recording (volatile fields masked, identifiers learned), and serves the recorded raw
 // response, chunk by chunk with the recorded timing scaled by Speed, identifiers
 // substituted. A request that does not match gets an error in the provider's own shape that

@@ -23,26 +23,32 @@ type thread struct {
 	id     string
 	parent *tape.Parent
 	sig    threadSig
-	// turns counts the steps that got a complete answer: the assistant turns the harness
-	// holds in its history. A failed or broken call does not count, so its retry continues
-	// the thread. For a recorded thread, it is the steps served (the next one to serve).
+	// turns is the turn a live thread expects next: one past the last turn that got a
+	// complete answer (the assistant turns the harness then holds in its history). A failed
+	// or broken call does not count, so its retry continues the thread, and a retry of the
+	// last answered turn (turns-1) continues it too. For a recorded thread, it is the turns
+	// served (the next one to serve).
 	turns int
 	// last is the thread's last step (its tool calls wait for results); lastOK says it got
 	// a complete answer. A recorded thread's is the last step served.
 	last   *tape.Step
 	lastOK bool
 
-	// A recorded thread: its steps, and the thread and step of the call that spawned it
-	// (parent nil: none), which must be served before it starts.
+	// A recorded thread: its steps, the step it went on from at each turn (kept:
+	// tape.Thread.Kept, so that a superseded attempt is never served), and the thread and
+	// turn of the call that spawned it (parent nil: none), which must be served before it
+	// starts.
 	rec        *tape.Thread
+	kept       []int
 	parentOf   *thread
 	parentStep int
 
 	// A live thread, as the gateway records it.
 	index int // its index in the tape, -1 until its first step is written
 	// firstText is the opening user messages (those before the model's first answer),
-	// which name a subagent's task.
+	// which name a subagent's task; agent says its first request offered tools.
 	firstText string
+	agent     bool
 	steps     int // steps written
 	lastIndex int
 	// inFlight counts requests of this thread not yet answered.
@@ -193,11 +199,13 @@ type matcher struct {
 //     when it expects turns);
 //   - among the threads that expect turns, the one whose signature fits the request's
 //     best: a live thread's exactly (its key), a recorded thread's by score, at least 2
-//     (its opening in part, or its tools), a retry scoring one less than the next step.
+//     (its opening in part, or its tools), a retry scoring one less than the next turn.
 //
-// A live thread expects its complete answers' count, and 0 only after a failed call; a
-// recorded thread whose parent call was served expects its next step, or its last one
-// again.
+// A live thread expects its next turn (0 only after a failed call or while the first is in
+// flight), or its last answered turn again: a retry, by the harness or its SDK, of a call the gateway already answered
+// (after a client-side timeout or a dropped connection). The retry is the thread's next
+// step, and the thread goes on from its answer (tape.Thread.Superseded). A recorded
+// thread whose parent call was served expects its next turn, or its last one again.
 //
 // Roles other than user and assistant (Claude Code's role:system entries, OpenAI
 // developer messages) count neither as the first user message nor as turns.
@@ -240,9 +248,9 @@ func (m *matcher) find(req *tape.Request, turns int, sig threadSig) (th *thread,
 			continue
 		case t.rec != nil:
 			sc = t.sig.score(sig)
-			if turns < t.turns {
-				sc-- // prefer a thread waiting for this step over a retry
-			}
+		}
+		if turns < t.turns {
+			sc-- // prefer a thread waiting for this turn over a retry
 		}
 		if sc > bestScore {
 			best, bestScore = t, sc
@@ -257,18 +265,49 @@ func (m *matcher) find(req *tape.Request, turns int, sig threadSig) (th *thread,
 // expects says whether a request with turns assistant turns may continue t.
 func (t *thread) expects(turns int) bool {
 	if t.rec == nil {
-		return turns == t.turns && (turns > 0 || t.last != nil && !t.lastOK)
+		switch turns {
+		case t.turns: // turn 0: after a failed first call, or while it is in flight
+			return turns > 0 || t.last != nil && !t.lastOK || t.last == nil && t.inFlight > 0
+		case t.turns - 1:
+			return t.last != nil // a retry of the last turn answered
+		}
+		return false
 	}
-	if len(t.rec.Steps) == 0 || t.parentOf != nil && t.parentOf.turns <= t.parentStep {
+	if len(t.kept) == 0 || t.parentOf != nil && t.parentOf.turns <= t.parentStep {
 		return false
 	}
 	return turns == t.turns || turns == t.turns-1
 }
 
-// serve marks step si of a recorded thread as served.
-func (t *thread) serve(si int) {
-	t.turns = si + 1
-	t.last, t.lastOK = t.rec.Steps[si], true
+// answered notes that a live thread's request for turn got a complete answer: the thread
+// expects the turn after it (a late answer to an earlier turn moves nothing back).
+func (t *thread) answered(turn int) {
+	t.turns = max(t.turns, turn+1)
+}
+
+// serve marks turn n of a recorded thread as served.
+func (t *thread) serve(n int) {
+	t.turns = n + 1
+	t.last, t.lastOK = t.rec.Steps[t.kept[n]], true
+}
+
+// step is the index in a recorded thread of the step that answers turn n: the one the
+// recording went on from (kept), or, past the last turn recorded, as many steps past the
+// end as n is past the last turn.
+func (t *thread) step(n int) int {
+	if n < len(t.kept) {
+		return t.kept[n]
+	}
+	return len(t.rec.Steps) + n - len(t.kept)
+}
+
+// turnOf is the turn of a recorded thread that step si answers: the kept steps before it.
+func (t *thread) turnOf(si int) int {
+	n := 0
+	for n < len(t.kept) && t.kept[n] < si {
+		n++
+	}
+	return n
 }
 
 // recordedThreads are the matcher's threads for serving rec: one per thread of rec, in its
@@ -276,7 +315,7 @@ func (t *thread) serve(si int) {
 func recordedThreads(rec *tape.Tape, sigs []threadSig) []*thread {
 	out := make([]*thread, len(rec.Threads))
 	for i, th := range rec.Threads {
-		out[i] = &thread{id: th.ID, parent: th.Parent, sig: sigs[i], rec: th, index: i}
+		out[i] = &thread{id: th.ID, parent: th.Parent, sig: sigs[i], rec: th, kept: th.Kept(), index: i}
 	}
 	for i, th := range rec.Threads {
 		ref, _, ok := rec.ParentCall(th)
@@ -285,7 +324,7 @@ func recordedThreads(rec *tape.Tape, sigs []threadSig) []*thread {
 		}
 		for j, p := range rec.Threads {
 			if p.ID == ref.Thread.ID {
-				out[i].parentOf, out[i].parentStep = out[j], ref.Index
+				out[i].parentOf, out[i].parentStep = out[j], out[j].turnOf(ref.Index)
 				break
 			}
 		}
@@ -313,17 +352,30 @@ func recordedSigs(rec *tape.Tape) []threadSig {
 // attribute decides which live thread a request belongs to, opening one when it starts a
 // new conversation, whose parent is the pending spawning call whose prompt its opening user
 // messages carry (else the oldest pending spawning call, else none).
+//
+// A conversation's first request sent again (after its answer, or while it is in flight)
+// is a retry of that thread, unless a pending spawning call's prompt is in its opening: two
+// subagents given the same task start alike, and the second is a thread of its own.
 func (m *matcher) attribute(req *tape.Request) (th *thread, continued bool) {
 	sig := threadSig{key: threadKey(req)}
-	if t, _ := m.find(req, provider.AssistantTurns(req), sig); t != nil {
-		return t, true
+	turns := req.Turns()
+	text := ""
+	if t, _ := m.find(req, turns, sig); t != nil {
+		if turns > 0 || len(m.spawns) == 0 {
+			return m.continues(t, turns), true
+		}
+		if text = openingText(req); !m.spawnFor(text) {
+			return m.continues(t, turns), true
+		}
+	} else {
+		text = openingText(req)
 	}
-	th = &thread{index: -1, sig: sig, firstText: openingText(req)}
+	th = &thread{index: -1, sig: sig, firstText: text, agent: len(req.Tools) > 0}
 	if len(m.threads) == 0 {
 		th.id = "main"
 	} else {
 		th.id = fmt.Sprintf("t%d", len(m.threads))
-		th.parent = m.claimSpawn(th.firstText)
+		th.parent = m.claimSpawn(th)
 	}
 	m.threads = append(m.threads, th)
 	return th, false
@@ -370,19 +422,50 @@ func spawnPrompt(c tape.ToolCall) string {
 	return ""
 }
 
-// claimSpawn finds the parent of a new thread whose first user message is text.
-func (m *matcher) claimSpawn(text string) *tape.Parent {
+// continues returns t, which a request for turn continues. When that is a retry of the
+// turn t last had answered, the spawning calls of that answer, now superseded, are no
+// longer pending: the harness never ran them, and a child must not claim them.
+func (m *matcher) continues(t *thread, turns int) *thread {
+	if t.rec != nil || turns >= t.turns || t.last == nil || len(m.spawns) == 0 {
+		return t
+	}
+	m.spawns = slices.DeleteFunc(m.spawns, func(s spawn) bool {
+		return s.thread == t.id && slices.ContainsFunc(t.last.ToolCalls, func(c tape.ToolCall) bool { return c.ID == s.callID })
+	})
+	return t
+}
+
+// spawnFor says whether a pending spawning call's prompt is in text.
+func (m *matcher) spawnFor(text string) bool {
+	for _, s := range m.spawns {
+		if s.prompt != "" && strings.Contains(text, s.prompt) {
+			return true
+		}
+	}
+	return false
+}
+
+// claimSpawn finds the parent of a new thread th: the pending spawning call whose prompt
+// its opening user messages carry, else, when its request offered tools (an agent), the
+// oldest pending spawning call. A request that offers none and carries no call's prompt is
+// a harness's side question (a title; Gemini CLI's loop check or edit correction, which may
+// come while a subagent starts): it takes no call, which would leave the subagent the call
+// started without its parent.
+func (m *matcher) claimSpawn(th *thread) *tape.Parent {
 	if len(m.spawns) == 0 {
 		return nil
 	}
 	pick := -1
 	for i, s := range m.spawns {
-		if s.prompt != "" && strings.Contains(text, s.prompt) {
+		if s.prompt != "" && strings.Contains(th.firstText, s.prompt) {
 			pick = i
 			break
 		}
 	}
 	if pick < 0 {
+		if !th.agent {
+			return nil
+		}
 		pick = 0
 	}
 	s := m.spawns[pick]

@@ -78,3 +78,142 @@ func TestAnsweredCallOfTheSameConversation(t *testing.T) {
 		require.Same(t, m.threads[0], th, "title first: %v", titleFirst)
 	}
 }
+
+// TestSideRequestLeavesSpawn: a side question that offers no tools and carries no spawn's
+// prompt (Gemini CLI's loop check or edit correction, asked while a subagent starts) takes
+// no pending spawning call; the subagent that comes after it gets its own, and an agent
+// whose opening names no prompt still takes the oldest. Before, the side question took the
+// oldest pending call and the subagent was left without its parent.
+func TestSideRequestLeavesSpawn(t *testing.T) {
+	text := func(role, s string) tape.Message {
+		return tape.Message{Role: role, Content: []tape.Block{{Type: tape.BlockText, Text: s}}}
+	}
+	tools := []tape.Tool{{Name: "read_file"}, {Name: "complete_task"}}
+	m := &matcher{spawning: SpawningTools}
+	main, _ := m.attribute(&tape.Request{Tools: tools, Messages: []tape.Message{text("user", "Use two subagents.")}})
+	require.Equal(t, "main", main.id)
+	m.noteSpawns(main, &tape.Step{ToolCalls: []tape.ToolCall{
+		{ID: "gemini-a-0", Name: "invoke_agent", Input: json.RawMessage(`{"agent_name":"generalist","prompt":"Write a.txt"}`)},
+		{ID: "gemini-a-1", Name: "invoke_agent", Input: json.RawMessage(`{"agent_name":"generalist","prompt":"Write b.txt"}`)},
+	}})
+	open := func(req *tape.Request) *tape.Parent {
+		th, continued := m.attribute(req)
+		require.False(t, continued)
+		return th.parent
+	}
+	// Subagent A has started, and asks its edit corrector a question.
+	require.Equal(t, &tape.Parent{ThreadID: "main", ToolCallID: "gemini-a-0"}, open(&tape.Request{Tools: tools, Messages: []tape.Message{text("user", "Write a.txt")}}))
+	require.Nil(t, open(&tape.Request{System: "You are an expert code-editing assistant.", Messages: []tape.Message{text("user", "Fix the search string.")}}))
+	// Subagent B's opening does not hold its prompt (a template of another harness): the
+	// one call left is its.
+	require.Equal(t, &tape.Parent{ThreadID: "main", ToolCallID: "gemini-a-1"}, open(&tape.Request{Tools: tools, Messages: []tape.Message{text("user", "Your task: see above.")}}))
+	require.Empty(t, m.spawns)
+}
+
+// TestRetryOrNewThread: a request that asks again for the turn its thread last had answered
+// continues that thread (a retry), at every turn; a thread waiting for that turn wins over
+// a retry; a first request sent again while a spawning call whose prompt it carries waits
+// opens that child instead (two subagents given the same task).
+func TestRetryOrNewThread(t *testing.T) {
+	text := func(role, s string) tape.Message {
+		return tape.Message{Role: role, Content: []tape.Block{{Type: tape.BlockText, Text: s}}}
+	}
+	req := func(task string, turns int) *tape.Request {
+		r := &tape.Request{System: "sys", Tools: []tape.Tool{{Name: "Bash"}}, Messages: []tape.Message{text("user", task)}}
+		for range turns {
+			r.Messages = append(r.Messages, text("assistant", "ok"), text("user", "go on"))
+		}
+		return r
+	}
+	answer := func(th *thread, turns int) {
+		th.last, th.lastOK = &tape.Step{}, true
+		th.answered(turns)
+	}
+
+	m := &matcher{spawning: SpawningTools}
+	main, continued := m.attribute(req("do it", 0))
+	require.False(t, continued)
+	answer(main, 0)
+	for turn := range 4 {
+		th, continued := m.attribute(req("do it", turn))
+		require.True(t, continued, "turn %d asked again", turn)
+		require.Same(t, main, th)
+		answer(th, turn)
+		require.Equal(t, turn+1, th.turns, "a retry moves nothing on")
+		th, continued = m.attribute(req("do it", turn+1))
+		require.True(t, continued)
+		require.Same(t, main, th)
+		answer(th, turn+1)
+	}
+	require.Len(t, m.threads, 1)
+	main.answered(1)
+	require.Equal(t, 5, main.turns, "a late answer to an earlier turn moves nothing back")
+
+	// Two subagents with one task: the first answered its first call; the second one's
+	// first call is its own thread, while a spawn with that task waits.
+	m = &matcher{spawning: SpawningTools}
+	main, _ = m.attribute(req("do it", 0))
+	m.noteSpawns(main, &tape.Step{ToolCalls: []tape.ToolCall{
+		{ID: "a", Name: "Agent", Input: json.RawMessage(`{"prompt":"count the lines"}`)},
+		{ID: "b", Name: "Agent", Input: json.RawMessage(`{"prompt":"count the lines"}`)},
+	}})
+	first, continued := m.attribute(req("count the lines", 0))
+	require.False(t, continued)
+	require.Equal(t, &tape.Parent{ThreadID: "main", ToolCallID: "a"}, first.parent)
+	answer(first, 0)
+	second, continued := m.attribute(req("count the lines", 0))
+	require.False(t, continued)
+	require.NotSame(t, first, second)
+	require.Equal(t, &tape.Parent{ThreadID: "main", ToolCallID: "b"}, second.parent)
+	answer(second, 0)
+	// The second one asks for its turn 1 while the first is there already: it continues
+	// its own thread, waiting for that turn, not the first's as a retry...
+	answer(first, 1)
+	th, _ := m.attribute(req("count the lines", 1))
+	require.Same(t, second, th)
+	answer(second, 1)
+	// ...and with no spawn left, the turn both last had answered, asked again, is a retry;
+	// an older turn is not (a conversation started anew).
+	th, continued = m.attribute(req("count the lines", 1))
+	require.True(t, continued)
+	require.Contains(t, []*thread{first, second}, th)
+	th, continued = m.attribute(req("count the lines", 0))
+	require.False(t, continued)
+	require.Len(t, m.threads, 4)
+	require.Nil(t, th.parent)
+
+	// The same, both first calls in flight at once; and a main thread's first call sent
+	// again while in flight is a retry.
+	m = &matcher{spawning: SpawningTools}
+	main, _ = m.attribute(req("do it", 0))
+	main.inFlight++
+	th, continued = m.attribute(req("do it", 0))
+	require.True(t, continued)
+	require.Same(t, main, th)
+	answer(main, 0)
+	main.inFlight = 0
+	m.noteSpawns(main, &tape.Step{ToolCalls: []tape.ToolCall{
+		{ID: "a", Name: "Agent", Input: json.RawMessage(`{"prompt":"count the lines"}`)},
+		{ID: "b", Name: "Agent", Input: json.RawMessage(`{"prompt":"count the lines"}`)},
+	}})
+	first, _ = m.attribute(req("count the lines", 0))
+	first.inFlight++
+	second, continued = m.attribute(req("count the lines", 0))
+	require.False(t, continued)
+	require.Equal(t, &tape.Parent{ThreadID: "main", ToolCallID: "b"}, second.parent)
+
+	// A spawning answer retried: its calls are no longer pending (the model answered the
+	// retry alike, with the same id: one pending spawn, the retry's).
+	m = &matcher{spawning: SpawningTools}
+	main, _ = m.attribute(req("do it", 0))
+	spawning := &tape.Step{ToolCalls: []tape.ToolCall{{ID: "a", Name: "Agent", Input: json.RawMessage(`{"prompt":"count the lines"}`)}}}
+	main.last, main.lastOK = spawning, true
+	main.answered(0)
+	m.noteSpawns(main, spawning)
+	th, continued = m.attribute(req("do it", 0))
+	require.True(t, continued)
+	require.Empty(t, m.spawns, "the superseded answer's spawn")
+	main.answered(0)
+	m.noteSpawns(main, spawning)
+	require.Len(t, m.spawns, 1)
+}

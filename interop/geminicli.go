@@ -34,14 +34,17 @@ func GeminiProject(cwd string) string {
 
 var geminiSlugRE = regexp.MustCompile(`[^a-z0-9]+`)
 
-// ExportGeminiCLI writes a tape's main thread as the session file Gemini CLI 0.61 writes:
-// <project>/chats/session-<time>-<session>.jsonl (the session's metadata, then each user
-// message, each model message with its tool calls and their results, and the results sent
-// back as a user message, as its ChatRecordingService appends them), and
-// <project>/.project_root naming meta.cwd, the marker by which Gemini CLI finds a
-// project's folder. Copied under $GEMINI_CLI_HOME/.gemini/tmp (by default ~/.gemini/tmp),
-// `gemini --resume <session>` run in meta.cwd continues the run. Gemini API tapes only;
-// subagent threads are not written (their files need the CLI's own agent ids).
+// ExportGeminiCLI writes a tape as the session files Gemini CLI 0.61 writes: its main
+// thread as <project>/chats/session-<time>-<session>.jsonl (the session's metadata, then
+// each user message, each model message with its tool calls and their results, and the
+// results sent back as a user message, as its ChatRecordingService appends them), each
+// subagent's thread (one a spawning call started) as <project>/chats/<session>/<agent
+// id>.jsonl (kind "subagent"; the invoke_agent call that ran it names the agent id, as
+// the CLI's does), and <project>/.project_root naming meta.cwd, the marker by which Gemini
+// CLI finds a project's folder. Copied under $GEMINI_CLI_HOME/.gemini/tmp (by default
+// ~/.gemini/tmp), `gemini --resume <session>` run in meta.cwd continues the run, and
+// ImportGeminiCLI reads the files back as one tape. Gemini API tapes only; side threads
+// (no spawning call) are not written.
 func ExportGeminiCLI(tp *tape.Tape) ([]File, error) {
 	if tp.Meta.Provider != tape.ProviderGemini {
 		return nil, fmt.Errorf("export %s: tape %s speaks %q; Gemini CLI sessions hold the Gemini API's contents (use sts or atif)", GeminiCLI, tp.Meta.TapeID, tp.Meta.Provider)
@@ -56,14 +59,62 @@ func ExportGeminiCLI(tp *tape.Tape) ([]File, error) {
 	}
 	session := GeminiSessionID(tp)
 	hash := sha256.Sum256([]byte(cwd))
-	last := main.Steps[len(main.Steps)-1].Timing.LastByteAt
-	lines := []any{map[string]any{"sessionId": session, "projectHash": hex.EncodeToString(hash[:]),
-		"startTime": at(tp, 0), "lastUpdated": at(tp, last), "kind": "main"}}
+	project := GeminiProject(cwd)
+	// The subagents: every thread a spawning call of a written thread started, by its call.
+	agents := map[tape.Parent]string{}
+	var subs []*tape.Thread
+	written := map[string]bool{main.ID: true}
+	for grew := true; grew; {
+		grew = false
+		for _, th := range tp.Threads {
+			if th.Parent == nil || written[th.ID] || !written[th.Parent.ThreadID] || len(th.Steps) == 0 {
+				continue
+			}
+			written[th.ID], grew = true, true
+			agents[*th.Parent] = uuidFrom("gemini-agent", tp.Meta.TapeID, th.ID)
+			subs = append(subs, th)
+		}
+	}
+	head := func(id, kind string, th *tape.Thread) map[string]any {
+		start, last := 0.0, th.Steps[len(th.Steps)-1].Timing.LastByteAt
+		if kind == "subagent" {
+			start = th.Steps[0].Timing.RequestAt
+		}
+		m := map[string]any{"sessionId": id, "projectHash": hex.EncodeToString(hash[:]),
+			"startTime": at(tp, start), "lastUpdated": at(tp, last), "kind": kind}
+		if kind == "subagent" {
+			m["directories"] = []string{cwd}
+		}
+		return m
+	}
+	b, err := jsonl(geminiSessionLines(tp, main, head(session, "main", main), agents))
+	if err != nil {
+		return nil, fmt.Errorf("export %s: %w", GeminiCLI, err)
+	}
+	stamp := strings.NewReplacer(":", "-").Replace(at(tp, 0)[:16])
+	files := []File{{Path: project + "/chats/session-" + stamp + "-" + session[:8] + ".jsonl", Data: b, Thread: main.ID}}
+	for _, th := range subs {
+		id := agents[*th.Parent]
+		b, err := jsonl(geminiSessionLines(tp, th, head(id, "subagent", th), agents))
+		if err != nil {
+			return nil, fmt.Errorf("export %s: thread %s: %w", GeminiCLI, th.ID, err)
+		}
+		files = append(files, File{Path: project + "/chats/" + session + "/" + id + ".jsonl", Data: b, Thread: th.ID})
+	}
+	return append(files, File{Path: project + "/.project_root", Data: []byte(cwd)}), nil
+}
+
+// geminiSessionLines are the records of one thread's session file after its metadata
+// line head: each user message, each model message with its tool calls and their results
+// (an invoke_agent call naming the agent id of the thread it started, from agents), and
+// the results sent back as a user message.
+func geminiSessionLines(tp *tape.Tape, th *tape.Thread, head map[string]any, agents map[tape.Parent]string) []any {
+	lines := []any{head}
 	msgID := func(parts ...string) string {
-		return uuidFrom(append([]string{"gemini-message", tp.Meta.TapeID, main.ID}, parts...)...)
+		return uuidFrom(append([]string{"gemini-message", tp.Meta.TapeID, th.ID}, parts...)...)
 	}
 	seen := 0 // the request messages already written
-	for i, st := range main.Steps {
+	for i, st := range th.Steps {
 		msgs := st.Request.Messages
 		if seen > len(msgs) {
 			seen = 0 // a request that does not extend the one before (a compressed history)
@@ -83,7 +134,15 @@ func ExportGeminiCLI(tp *tape.Tape) ([]File, error) {
 			}
 		}
 		seen = len(msgs) + 1 // the next request holds this answer too
-		lines = append(lines, geminiModelMessage(tp, st, msgID(fmt.Sprint(i), "model")))
+		msg := geminiModelMessage(tp, st, msgID(fmt.Sprint(i), "model"))
+		if calls, ok := msg["toolCalls"].([]any); ok {
+			for k, c := range st.ToolCalls {
+				if id, ok := agents[tape.Parent{ThreadID: th.ID, ToolCallID: c.ID}]; ok {
+					calls[k].(map[string]any)["agentId"] = id
+				}
+			}
+		}
+		lines = append(lines, msg)
 		// What the CLI sent back, recorded as a user message as it records it.
 		var responses []any
 		for _, c := range st.ToolCalls {
@@ -92,21 +151,16 @@ func ExportGeminiCLI(tp *tape.Tape) ([]File, error) {
 			}
 		}
 		if len(responses) > 0 {
+			// Sent with the next request (a subagent's call waits for the subagent).
+			sent := st.Timing.LastByteAt
+			if i+1 < len(th.Steps) {
+				sent = max(sent, th.Steps[i+1].Timing.RequestAt)
+			}
 			lines = append(lines, map[string]any{"id": msgID(fmt.Sprint(i), "results"),
-				"timestamp": at(tp, st.Timing.LastByteAt), "type": "user", "content": responses})
+				"timestamp": at(tp, sent), "type": "user", "content": responses})
 		}
 	}
-	b, err := jsonl(lines)
-	if err != nil {
-		return nil, fmt.Errorf("export %s: %w", GeminiCLI, err)
-	}
-	project := GeminiProject(cwd)
-	stamp := strings.NewReplacer(":", "-").Replace(at(tp, 0)[:16])
-	name := "session-" + stamp + "-" + session[:8] + ".jsonl"
-	return []File{
-		{Path: project + "/chats/" + name, Data: b, Thread: main.ID},
-		{Path: project + "/.project_root", Data: []byte(cwd)},
-	}, nil
+	return lines
 }
 
 // geminiModelMessage is a step's answer as a model message of the session file.

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tapebox/tapebox/internal/jsonlex"
@@ -73,6 +76,9 @@ type geminiToolRun struct {
 	Result    json.RawMessage `json:"result,omitempty"`
 	Status    string          `json:"status,omitempty"`
 	Timestamp string          `json:"timestamp,omitempty"`
+	// AgentID, on an invoke_agent call, is the session id of the subagent it ran: its
+	// file is chats/<main session>/<agentId>.jsonl.
+	AgentID string `json:"agentId,omitempty"`
 }
 
 // What a Gemini CLI import can lose, as LabelLost names it.
@@ -85,23 +91,158 @@ const (
 )
 
 // ImportGeminiCLI reads Gemini CLI session files ($GEMINI_CLI_HOME/.gemini/tmp/<project>/
-// chats/session-*.jsonl, and a subagent's chats/<parent session>/<id>.jsonl): a file or a
-// directory holding them. Each file is one tape of one thread, as the CLI resumes it:
-// every model message a step, whose request is the conversation before it (the system
-// prompt and tools, which the file does not keep, left out) and whose results are its tool
-// calls' results. Ids, timestamps and token counts are the file's.
+// chats/session-*.jsonl, and a subagent's chats/<main session>/<agent id>.jsonl): a file or
+// a directory holding them. Each session is one tape, as the CLI resumes it: every model
+// message a step, whose request is the conversation before it (the system prompt and
+// tools, which the file does not keep, left out) and whose results are its tool calls'
+// results. A subagent's file read with its main session's is a thread of that tape,
+// linked to the invoke_agent call that names it (agentId, or else the call whose prompt
+// its first message holds); read alone, it is a tape of its own. Ids, timestamps and token
+// counts are the files'.
 func ImportGeminiCLI(path string) ([]*tape.Tape, error) { return importPath(GeminiCLI, path) }
 
 func importGeminiFiles(files []string) ([]*tape.Tape, error) {
-	var out []*tape.Tape
+	var all []*geminiImport
 	for _, f := range files {
-		tp, err := importGeminiSession(f)
+		g, err := importGeminiSession(f)
 		if err != nil {
 			return nil, fmt.Errorf("import %s: %w", GeminiCLI, err)
 		}
-		out = append(out, tp)
+		all = append(all, g)
+	}
+	linkGeminiSubagents(all)
+	var out []*tape.Tape
+	for _, g := range all {
+		if g.parent == nil {
+			out = append(out, g.finish())
+		}
 	}
 	return out, nil
+}
+
+// geminiImport is one session file made a thread, with what tying it to others.
+type geminiImport struct {
+	path  string
+	s     *geminiSession
+	tp    *tape.Tape // the tape of the file alone (its thread "main")
+	th    *tape.Thread
+	clock map[*tape.Step]*stepClock
+	// calls are the thread's invoke_agent calls: their id, agentId and prompt.
+	calls []geminiSpawn
+	// parent is the import holding the call that ran this subagent, call that call's id;
+	// children are the subagents this one ran, in the order of their calls.
+	parent   *geminiImport
+	call     string
+	children []*geminiImport
+}
+
+// geminiSpawn is an invoke_agent call of a session.
+type geminiSpawn struct{ id, agent, prompt string }
+
+// geminiSpawnTool is Gemini CLI's tool that runs a subagent (tape/harnesses' Gemini entry).
+const geminiSpawnTool = "invoke_agent"
+
+// geminiEndTool is the tool a Gemini CLI subagent ends with: the CLI takes its input as the
+// subagent's answer and sends the model no result of that answer's calls (tape/harnesses'
+// Gemini EndingTools), though the session file records them.
+const geminiEndTool = "complete_task"
+
+// linkGeminiSubagents makes each subagent file (kind "subagent", in a folder named by its
+// main session's id) a child of the session among all whose invoke_agent call ran it: the
+// call naming it by agentId, or else the first call, not yet claimed, whose prompt its
+// first user message holds. One no call claims stays a tape of its own.
+func linkGeminiSubagents(all []*geminiImport) {
+	session := map[string]bool{}
+	for _, g := range all {
+		session[g.s.meta.SessionID] = true
+	}
+	claimed := map[*geminiImport]map[string]bool{}
+	for _, g := range all {
+		if g.s.meta.Kind != "subagent" || !session[filepath.Base(filepath.Dir(g.path))] {
+			continue
+		}
+		first := provider.OpeningUserText(&g.th.Steps[0].Request)
+		var byPrompt *geminiImport
+		promptCall := ""
+	search:
+		for _, p := range all {
+			if p == g || p.s.meta.SessionID == g.s.meta.SessionID {
+				continue
+			}
+			for _, c := range p.calls {
+				if c.agent == g.s.meta.SessionID {
+					g.parent, g.call = p, c.id
+					break search
+				}
+				if byPrompt == nil && c.agent == "" && c.prompt != "" && strings.Contains(first, c.prompt) && !claimed[p][c.id] {
+					byPrompt, promptCall = p, c.id
+				}
+			}
+		}
+		if g.parent == nil && byPrompt != nil {
+			g.parent, g.call = byPrompt, promptCall
+		}
+		if g.parent == nil || g.parent.descends(g) {
+			g.parent, g.call = nil, ""
+			continue
+		}
+		if claimed[g.parent] == nil {
+			claimed[g.parent] = map[string]bool{}
+		}
+		claimed[g.parent][g.call] = true
+		g.parent.children = append(g.parent.children, g)
+	}
+	for _, g := range all {
+		order := map[string]int{}
+		for i, c := range g.calls {
+			order[c.id] = i
+		}
+		slices.SortStableFunc(g.children, func(a, b *geminiImport) int { return order[a.call] - order[b.call] })
+	}
+}
+
+// descends says whether g is o or below o (a loop of files naming each other).
+func (g *geminiImport) descends(o *geminiImport) bool {
+	for p := g; p != nil; p = p.parent {
+		if p == o {
+			return true
+		}
+	}
+	return false
+}
+
+// finish makes g's tape: its thread "main" and the threads of its subagents (t1, t2, …,
+// each under the thread of its call), timed from the main session's start, ended when the
+// last file was written.
+func (g *geminiImport) finish() *tape.Tape {
+	tp := g.tp
+	lost := losses{}
+	last := g.s.last
+	timed := true
+	var add func(x *geminiImport)
+	add = func(x *geminiImport) {
+		for what, n := range x.s.lost {
+			lost.add(what, n)
+		}
+		if x.s.last.After(last) {
+			last = x.s.last
+		}
+		timed = applyClock(tp, x.th, x.clock) && timed
+		for _, c := range x.children {
+			c.th.ID = fmt.Sprintf("t%d", len(tp.Threads))
+			c.th.Parent = &tape.Parent{ThreadID: x.th.ID, ToolCallID: c.call}
+			tp.Threads = append(tp.Threads, c.th)
+			add(c)
+		}
+	}
+	tp.Threads = append(tp.Threads, g.th)
+	add(g)
+	if timed {
+		tp.Meta.Labels[LabelTiming] = TimingEntries
+	}
+	tp.Meta.Ended = &tape.Ended{Reason: tape.EndComplete, At: cmpTime(last, tp.Meta.StartedAt), Detail: "imported from a Gemini CLI session file, which does not say how the run ended"}
+	lost.label(tp)
+	return tp
 }
 
 // geminiSession is a session file read: its metadata and its messages, in the order the
@@ -194,11 +335,13 @@ type geminiContent struct {
 	Parts []json.RawMessage `json:"parts"`
 }
 
-func importGeminiSession(path string) (*tape.Tape, error) {
+// importGeminiSession reads one session file as one thread.
+func importGeminiSession(path string) (*geminiImport, error) {
 	s, err := readGeminiSession(path)
 	if err != nil {
 		return nil, err
 	}
+	g := &geminiImport{path: path, s: s}
 	th := &tape.Thread{ID: "main", Steps: []*tape.Step{}}
 	tp := newImported(GeminiCLI, "gemini-cli", path)
 	tp.Meta.Provider = tape.ProviderGemini
@@ -262,6 +405,18 @@ func importGeminiSession(path string) (*tape.Tape, error) {
 				return nil, fmt.Errorf("%s:%d: message %s: tool results: %w", path, m.line, *m.ID, err)
 			}
 			st.ToolResults = provider.RequestResults(tape.ProviderGemini, &next.Request, st.ToolCalls)
+			for _, run := range m.ToolCalls {
+				if run.Name == geminiSpawnTool {
+					var in struct {
+						Prompt string `json:"prompt"`
+					}
+					_ = json.Unmarshal(run.Args, &in)
+					g.calls = append(g.calls, geminiSpawn{id: run.ID, agent: run.AgentID, prompt: in.Prompt})
+				}
+				if run.Name == geminiEndTool && (run.Status == "" || run.Status == "success") {
+					st.ToolResults = nil // the subagent ended: none of these results was sent
+				}
+			}
 			for i := range st.ToolResults {
 				for _, run := range m.ToolCalls {
 					if run.ID == st.ToolResults[i].ToolCallID && run.Status != "" && run.Status != "success" {
@@ -291,13 +446,8 @@ func importGeminiSession(path string) (*tape.Tape, error) {
 	if tp.Meta.Cwd == "" && len(s.meta.Directories) > 0 {
 		tp.Meta.Cwd = s.meta.Directories[0]
 	}
-	if applyClock(tp, th, clock) {
-		tp.Meta.Labels[LabelTiming] = TimingEntries
-	}
-	tp.Meta.Ended = &tape.Ended{Reason: tape.EndComplete, At: cmpTime(s.last, tp.Meta.StartedAt), Detail: "imported from a Gemini CLI session file, which does not say how the run ended"}
-	tp.Threads = append(tp.Threads, th)
-	s.lost.label(tp)
-	return tp, nil
+	g.tp, g.th, g.clock = tp, th, clock
+	return g, nil
 }
 
 // geminiStep is the model call a model message stands for: its request the conversation

@@ -97,95 +97,124 @@ func (sc *scan) scanTar(r io.Reader) error {
 		sc.memo.share()
 	}
 	lim := &budget{r: r, left: snapshotMaxBytes}
+	b := &snapBatches{sc: sc}
+	err := readTar(sc.ctx, lim, b.add)
+	b.dispatch()
+	b.wg.Wait()
+	if cerr := sc.collect(b.items); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// snapBatches hands a snapshot's items to the scan in batches of about partBytes, on the
+// scan's workers when it has them (else at once), and keeps every item in archive order.
+type snapBatches struct {
+	sc      *scan
+	items   []*snapItem
+	batch   []*snapItem
+	pending int // bytes in batch
+	wg      sync.WaitGroup
+}
+
+// add queues it, and hands the batch on once it holds partBytes.
+func (b *snapBatches) add(it *snapItem) {
+	b.items = append(b.items, it)
+	b.batch = append(b.batch, it)
+	if b.pending += len(it.text); b.pending >= partBytes {
+		b.dispatch()
+	}
+}
+
+// dispatch hands the batch on, if any.
+func (b *snapBatches) dispatch() {
+	if len(b.batch) == 0 {
+		return
+	}
+	batch := b.batch
+	b.batch, b.pending = nil, 0
+	run := func() {
+		sub := b.sc.sub()
+		for _, it := range batch {
+			sub.scanItem(it)
+		}
+	}
+	if b.sc.workers != nil {
+		b.sc.workers.spawn(&b.wg, run)
+	} else {
+		run()
+	}
+}
+
+// readTar reads the tar lim holds and gives add, in archive order, each entry's name, its
+// link target, and a regular file's content in chunks (readContent), until the archive's
+// end or ctx is done. Each entry adds snapshotOverhead to the bytes lim lets through.
+func readTar(ctx context.Context, lim *budget, add func(*snapItem)) error {
 	tr := tar.NewReader(lim)
+	for entries := 0; ; entries++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		lim.left += snapshotOverhead
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the archive after %d entries: %w", entries, err)
+		}
+		member := hdr.Name
+		add(&snapItem{entry: entries, member: member, field: "path", in: InName, text: []byte(member)})
+		if hdr.Linkname != "" {
+			add(&snapItem{entry: entries, member: member, field: "link", in: InLink, text: []byte(hdr.Linkname)})
+		}
+		if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeRegA {
+			continue
+		}
+		if err := readContent(tr, hdr, entries, add); err != nil {
+			return err
+		}
+	}
+}
+
+// readContent gives add the content of the regular file entry (hdr) in chunks of chunkSize
+// bytes, each with the last chunkOverlap bytes of the one before, so that a secret across
+// two chunks is whole in one; an empty file gives one empty chunk. Whether the file is
+// binary is told from its first chunk.
+func readContent(tr *tar.Reader, hdr *tar.Header, entry int, add func(*snapItem)) error {
+	size := int(min(hdr.Size, chunkSize)) + chunkOverlap
 	var (
-		items   []*snapItem
-		batch   []*snapItem
-		pending int
-		wg      sync.WaitGroup
+		base   int64  // file offset of the chunk's first byte
+		prev   []byte // the chunk before, for the overlap
+		binary bool
 	)
-	dispatch := func() {
-		if len(batch) == 0 {
-			return
+	for first := true; ; first = false {
+		buf := make([]byte, size)
+		keep := copy(buf, prev)
+		n, err := io.ReadFull(tr, buf[keep:])
+		buf = buf[:keep+n]
+		last := err != nil
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("read %s in the archive: %w", hdr.Name, err)
 		}
-		b := batch
-		batch, pending = nil, 0
-		run := func() {
-			sub := sc.sub()
-			for _, it := range b {
-				sub.scanItem(it)
-			}
+		if first {
+			binary = isBinary(buf)
 		}
-		if sc.workers != nil {
-			sc.workers.spawn(&wg, run)
-		} else {
-			run()
+		if len(buf) > 0 && (n > 0 || first) {
+			add(&snapItem{entry: entry, member: hdr.Name, content: true, binary: binary, text: buf, base: base})
 		}
+		if last {
+			return nil
+		}
+		keep = min(chunkOverlap, len(buf))
+		prev = buf[len(buf)-keep:]
+		base += int64(len(buf) - keep)
 	}
-	add := func(it *snapItem) {
-		items = append(items, it)
-		batch = append(batch, it)
-		if pending += len(it.text); pending >= partBytes {
-			dispatch()
-		}
-	}
-	err := func() error {
-		var prev []byte // the chunk before, for the overlap
-		for entries := 0; ; entries++ {
-			if err := sc.ctx.Err(); err != nil {
-				return err
-			}
-			lim.left += snapshotOverhead
-			hdr, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("read the archive after %d entries: %w", entries, err)
-			}
-			member := hdr.Name
-			add(&snapItem{entry: entries, member: member, field: "path", in: InName, text: []byte(member)})
-			if hdr.Linkname != "" {
-				add(&snapItem{entry: entries, member: member, field: "link", in: InLink, text: []byte(hdr.Linkname)})
-			}
-			if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeRegA {
-				continue
-			}
-			// The content in chunks of chunkSize bytes, each with the last chunkOverlap
-			// bytes of the one before.
-			size := int(min(hdr.Size, chunkSize)) + chunkOverlap
-			var base int64 // file offset of the chunk's first byte
-			binary := false
-			prev = prev[:0]
-			for first := true; ; first = false {
-				buf := make([]byte, size)
-				keep := copy(buf, prev)
-				n, err := io.ReadFull(tr, buf[keep:])
-				buf = buf[:keep+n]
-				last := err != nil
-				if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-					return fmt.Errorf("read %s in the archive: %w", member, err)
-				}
-				if first {
-					binary = isBinary(buf)
-				}
-				if len(buf) > 0 && (n > 0 || first) {
-					add(&snapItem{entry: entries, member: member, content: true, binary: binary, text: buf, base: base})
-				}
-				if last {
-					break
-				}
-				keep = min(chunkOverlap, len(buf))
-				prev = buf[len(buf)-keep:]
-				base += int64(len(buf) - keep)
-			}
-			prev = nil
-		}
-	}()
-	dispatch()
-	wg.Wait()
-	// The findings in archive order; a secret in the overlap of two chunks of a file is
-	// reported once.
+}
+
+// collect puts the findings of items into the scan in archive order, a secret in the
+// overlap of two chunks of a file once; it returns the first item's error.
+func (sc *scan) collect(items []*snapItem) error {
 	type seen struct {
 		offset int64
 		rule   string
@@ -211,7 +240,7 @@ func (sc *scan) scanTar(r io.Reader) error {
 			sc.secretOf = append(sc.secretOf, it.secretOf[i])
 		}
 	}
-	return err
+	return nil
 }
 
 // snapItem is one string of a snapshot to scan: an entry's name or link target, or a

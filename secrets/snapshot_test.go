@@ -45,15 +45,17 @@ func zstdBytes(t testing.TB, b []byte) []byte {
 }
 
 // TestScanSnapshotNamesTheFile: secrets in files of a snapshot are found, each naming the
-// file inside the tar and the byte offset in it, including one across the boundary of two
-// of the scan's chunks, one in an entry's name and one in a link's target.
+// file inside the tar and the byte offset in it, including one in a file of more than one
+// chunk, one in an entry's name and one in a link's target (TestScanSnapshotChunkOverlap
+// holds keys at the chunks' ends).
 func TestScanSnapshotNamesTheFile(t *testing.T) {
 	aws := kindNamed(t, "aws").gen(rand.New(rand.NewPCG(1, 1)))
 	gh := fake(t, "github-pat", 2)
 	npm := fake(t, "npm", 3)
 	slack := fake(t, "slack-bot", 4)
 	env := "AWS_ACCESS_KEY_ID=" + aws[0] + "\nGITHUB_TOKEN=" + gh + "\n"
-	// A file of more than one chunk, the key straddling the first boundary.
+	// A file of more than one chunk, the key across chunkSize (inside the first chunk, which
+	// holds chunkSize+chunkOverlap bytes).
 	big := strings.Repeat("lorem ipsum dolor sit amet\n", chunkSize/27+1)
 	big = big[:chunkSize-10] + " " + slack + "\n" + big
 	archive := makeTar(t, []tarEntry{
@@ -90,6 +92,38 @@ func TestScanSnapshotNamesTheFile(t *testing.T) {
 	cut := zstdBytes(t, archive[:len(archive)/2])
 	_, err = s.ScanSnapshot(t.Context(), bytes.NewReader(cut))
 	assert.Error(t, err)
+}
+
+// TestScanSnapshotChunkOverlap: a file is scanned in chunks that overlap by chunkOverlap
+// bytes. A key across the end of the first chunk is found whole in the second, at its offset
+// in the file; a key inside the overlap, which both chunks hold, is reported once.
+func TestScanSnapshotChunkOverlap(t *testing.T) {
+	gh := fake(t, "github-pat", 5)
+	slack := fake(t, "slack-bot", 6)
+	body := []byte(strings.Repeat("lorem ipsum dolor sit amet\n", (chunkSize+chunkOverlap+1000)/27+1))
+	plant := func(at int, key string) {
+		body[at-1] = ' '
+		copy(body[at:], key)
+		body[at+len(key)] = '\n'
+	}
+	inOverlap, acrossEnd := chunkSize+100, chunkSize+chunkOverlap-10
+	plant(inOverlap, gh)
+	plant(acrossEnd, slack)
+	archive := makeTar(t, []tarEntry{{name: "big.log", body: string(body)}})
+	s, err := Default()
+	require.NoError(t, err)
+	got, err := s.ScanSnapshot(t.Context(), bytes.NewReader(zstdBytes(t, archive)))
+	require.NoError(t, err)
+	type where struct {
+		rule   string
+		offset int
+	}
+	var places []where
+	for _, f := range got {
+		assert.Equal(t, "big.log", f.Member)
+		places = append(places, where{f.Rule, f.Offset})
+	}
+	assert.ElementsMatch(t, []where{{"github-pat", inOverlap}, {"slack-bot-token", acrossEnd}}, places)
 }
 
 // FuzzScanTar: any bytes as an uncompressed archive never panic the scan; and a file of

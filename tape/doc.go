@@ -16,7 +16,8 @@
 //	                 ended{reason, at, detail, limit} (null while running)
 //	  threads[]      one per conversation: the main agent, then each subagent
 //	    id, parent   parent = [thread id, tool call id] that spawned it, null for the main thread
-//	    steps[]      one per model call
+//	    steps[]      one per model call, in the order answered; a step whose next step
+//	                 asks for the same turn again was retried (Thread.Superseded)
 //	      request    path, system, messages[], tools[], params{}, stream, headers{}, raw
 //	      response   status, headers{}, content[] (text | thinking | tool_use), stop_reason,
 //	                 usage{}, raw, chunks[] (at_ms, data)

@@ -104,7 +104,9 @@ type StepRef struct {
 }
 
 // ParentCall returns the step and tool call that spawned th; ok is false for the main
-// thread or when the tape does not hold the parent call.
+// thread or when the tape does not hold the parent call. When several steps made a call of
+// that id (a retried step answered alike, Thread.Superseded), it is the first one the
+// thread went on from: a superseded step's calls were never run.
 func (t *Tape) ParentCall(th *Thread) (ref StepRef, call ToolCall, ok bool) {
 	if th.Parent == nil {
 		return StepRef{}, ToolCall{}, false
@@ -115,12 +117,18 @@ func (t *Tape) ParentCall(th *Thread) (ref StepRef, call ToolCall, ok bool) {
 	}
 	for i, s := range p.Steps {
 		for _, c := range s.ToolCalls {
-			if c.ID == th.Parent.ToolCallID {
-				return StepRef{Thread: p, Index: i, Step: s}, c, true
+			if c.ID != th.Parent.ToolCallID {
+				continue
+			}
+			if !ok || ref.Thread.Superseded(ref.Index) {
+				ref, call, ok = StepRef{Thread: p, Index: i, Step: s}, c, true
+			}
+			if !p.Superseded(i) {
+				return ref, call, ok
 			}
 		}
 	}
-	return StepRef{}, ToolCall{}, false
+	return ref, call, ok
 }
 
 // Steps yields every step of every thread in recorded order: by request time, ties kept in

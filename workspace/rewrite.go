@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"archive/tar"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -106,37 +107,16 @@ func rewrite(ctx context.Context, src io.ReaderAt, want Info, w io.Writer, edits
 		if hasEdit {
 			used[e.name] = true
 		}
-		newName := e.name
+		newName := cmp.Or(ed.Name, e.name)
 		if ed.Name != "" {
-			newName = ed.Name
 			renamed[e.name] = newName
 		}
-		oh := &tar.Header{Typeflag: e.typ, Name: newName, Mode: int64(e.perm), ModTime: e.mtime}
-		switch e.typ {
-		case tar.TypeDir:
-			oh.Name += "/"
-		case tar.TypeSymlink:
-			oh.Linkname = e.link
-			if ed.Link != nil {
-				oh.Linkname = ed.Link(e.link)
-			}
-		case tar.TypeLink:
-			oh.Linkname = e.link
-			if n, ok := renamed[e.link]; ok {
-				oh.Linkname = n
-			}
-		case tar.TypeReg:
-			oh.Size = e.size
+		oh := rewrittenHeader(e, newName, ed.Link, renamed)
+		cuts, err := sortedCuts(e, ed)
+		if err != nil {
+			return Info{}, nil, err
 		}
-		if len(ed.Cuts) > 0 && e.typ != tar.TypeReg {
-			return Info{}, nil, fmt.Errorf("%s: content cuts in an entry that is not a regular file", e.name)
-		}
-		cuts := slices.Clone(ed.Cuts)
-		slices.SortFunc(cuts, func(a, b Cut) int { return int(a.Offset - b.Offset) })
-		for i, c := range cuts {
-			if c.Offset < 0 || c.Length < 0 || c.Offset+c.Length > e.size || (i > 0 && c.Offset < cuts[i-1].Offset+cuts[i-1].Length) {
-				return Info{}, nil, fmt.Errorf("%s: cut of %d bytes at %d: outside the file's %d bytes or over another cut", e.name, c.Length, c.Offset, e.size)
-			}
+		for _, c := range cuts {
 			oh.Size += int64(len(c.With)) - c.Length
 		}
 		if _, _, err := out.check(oh); err != nil {
@@ -174,6 +154,46 @@ func rewrite(ctx context.Context, src io.ReaderAt, want Info, w io.Writer, edits
 		return Info{}, nil, err
 	}
 	return Info{Digest: dw.digest(), Size: dw.n, Files: out.files, Bytes: bytes}, changed, nil
+}
+
+// rewrittenHeader is the header entry e gets in the rewritten archive: its name (newName),
+// a symlink's target as link changes it (nil: kept), and a hard link pointing at its file's
+// new name when that file was renamed (renamed).
+func rewrittenHeader(e entry, newName string, link func(string) string, renamed map[string]string) *tar.Header {
+	oh := &tar.Header{Typeflag: e.typ, Name: newName, Mode: int64(e.perm), ModTime: e.mtime}
+	switch e.typ {
+	case tar.TypeDir:
+		oh.Name += "/"
+	case tar.TypeSymlink:
+		oh.Linkname = e.link
+		if link != nil {
+			oh.Linkname = link(e.link)
+		}
+	case tar.TypeLink:
+		oh.Linkname = e.link
+		if n, ok := renamed[e.link]; ok {
+			oh.Linkname = n
+		}
+	case tar.TypeReg:
+		oh.Size = e.size
+	}
+	return oh
+}
+
+// sortedCuts are ed's content cuts of entry e by offset, each checked to lie within the
+// file and over no other; only a regular file takes cuts.
+func sortedCuts(e entry, ed Edit) ([]Cut, error) {
+	if len(ed.Cuts) > 0 && e.typ != tar.TypeReg {
+		return nil, fmt.Errorf("%s: content cuts in an entry that is not a regular file", e.name)
+	}
+	cuts := slices.Clone(ed.Cuts)
+	slices.SortFunc(cuts, func(a, b Cut) int { return int(a.Offset - b.Offset) })
+	for i, c := range cuts {
+		if c.Offset < 0 || c.Length < 0 || c.Offset+c.Length > e.size || (i > 0 && c.Offset < cuts[i-1].Offset+cuts[i-1].Length) {
+			return nil, fmt.Errorf("%s: cut of %d bytes at %d: outside the file's %d bytes or over another cut", e.name, c.Length, c.Offset, e.size)
+		}
+	}
+	return cuts, nil
 }
 
 // copyCut copies size bytes from r to w with cuts (sorted, within size, not

@@ -80,12 +80,12 @@ func globRegexp(g string) (string, error) {
 		case '\\':
 			if i+1 < len(g) {
 				i++
-				b.WriteString(regexp.QuoteMeta(string(g[i])))
+				b.WriteString(regexp.QuoteMeta(g[i : i+1]))
 			} else {
 				b.WriteString(`\\`)
 			}
 		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
+			b.WriteString(regexp.QuoteMeta(g[i : i+1]))
 		}
 	}
 	if depth != 0 {

@@ -329,7 +329,7 @@ func ApplyPatchWith(cwd, text string, o PatchOptions) (PatchResult, error) {
 				return PatchResult{}, &PatchApplyError{Message: fmt.Sprintf("Failed to read file to update %s: %s", fc.abs, ioErrText(err))}
 			}
 			if o.LFOnly {
-				fc.content, err = applyChunksLF(string(b), fc.abs, h.Chunks)
+				fc.content, err = ApplyChunksLF(string(b), fc.abs, h.Chunks, seekSequence)
 			} else {
 				fc.content, err = applyChunks(string(b), fc.abs, h.Chunks)
 			}
@@ -599,10 +599,17 @@ func applyChunks(original, path string, chunks []Chunk) (string, error) {
 	return b.String(), nil
 }
 
-// applyChunksLF applies an update's chunks as Codex did before 0.162: lines are matched
-// with their "\r", the chunk's lines replace the matched ones, every line ends in "\n",
-// and a pure addition goes before a last empty line.
-func applyChunksLF(original, path string, chunks []Chunk) (string, error) {
+// A Seeker finds pattern in lines at or after start (an end-of-file chunk's, eof, at the
+// end of the file), exactly or by the harness's looser comparisons; -1 when it is not
+// there. Codex's is the one ApplyPatch uses; OpenCode's TypeScript port has its own.
+type Seeker func(lines, pattern []string, start int, eof bool) int
+
+// ApplyChunksLF applies an update's chunks as Codex did before 0.162, and as OpenCode's
+// port of it still does (deriveNewContentsFromChunks), with seek finding each chunk: lines
+// are matched with their "\r", the chunk's lines replace the matched ones, every line ends
+// in "\n", and a pure addition goes before a last empty line. Its errors are Codex's words
+// ("Failed to find context ...", "Failed to find expected lines in PATH:\n...").
+func ApplyChunksLF(original, path string, chunks []Chunk, seek Seeker) (string, error) {
 	lines := strings.Split(original, "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
@@ -615,7 +622,7 @@ func applyChunksLF(original, path string, chunks []Chunk) (string, error) {
 	idx := 0
 	for _, c := range chunks {
 		if c.Context != nil {
-			i := seekSequence(lines, []string{*c.Context}, idx, false)
+			i := seek(lines, []string{*c.Context}, idx, false)
 			if i < 0 {
 				return "", &PatchApplyError{Message: fmt.Sprintf("Failed to find context '%s' in %s", *c.Context, path)}
 			}
@@ -630,13 +637,13 @@ func applyChunksLF(original, path string, chunks []Chunk) (string, error) {
 			continue
 		}
 		pat, nw := c.Old, c.New
-		found := seekSequence(lines, pat, idx, c.EOF)
+		found := seek(lines, pat, idx, c.EOF)
 		if found < 0 && pat[len(pat)-1] == "" {
 			pat = pat[:len(pat)-1]
 			if len(nw) > 0 && nw[len(nw)-1] == "" {
 				nw = nw[:len(nw)-1]
 			}
-			found = seekSequence(lines, pat, idx, c.EOF)
+			found = seek(lines, pat, idx, c.EOF)
 		}
 		if found < 0 {
 			return "", &PatchApplyError{Message: fmt.Sprintf("Failed to find expected lines in %s:\n%s", path, strings.Join(c.Old, "\n"))}
@@ -689,6 +696,16 @@ func seekSequence(lines, pattern []string, start int, eof bool) int {
 		}
 	}
 	return -1
+}
+
+// IsJSSpace is JavaScript's whitespace, as String.prototype.trim removes it (WhiteSpace
+// and LineTerminator: Unicode Zs, tabs, the byte order mark, U+2028 and U+2029).
+func IsJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff':
+		return true
+	}
+	return r >= '\u2000' && r <= '\u200a'
 }
 
 func normalizePunct(s string) string {

@@ -89,6 +89,17 @@ func TestGlob(t *testing.T) {
 	got, err = Glob(t.Context(), GlobRequest{Pattern: filepath.Join(root, "sub", "*.go")})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"c.go"}, rels(got), "absolute pattern")
+
+	// A glob's non-ASCII characters match themselves: before, each of their bytes was
+	// quoted as a character of its own ("é" as "Ã©"), and "*é*" matched nothing (found by
+	// executor/harness/gemini TestGlobAgainstNodeGlob).
+	root = tree(t, [][2]string{{"é-notes.txt", ""}, {"e.txt", ""}, {"日本/語.md", ""}})
+	got, err = Glob(t.Context(), GlobRequest{Root: root, Pattern: "**/*é*"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"é-notes.txt"}, rels(got))
+	got, err = Glob(t.Context(), GlobRequest{Root: root, Pattern: "日本/\\語.md"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"日本/語.md"}, rels(got), "an escaped non-ASCII character")
 }
 
 func TestGrep(t *testing.T) {

@@ -45,7 +45,10 @@
 // without capabilities (setpriv), as the local sandbox runs the executor. Gemini CLI
 // (gemini.go) and OpenCode (opencode.go, its pinned version alone, run without --title: its
 // title request, which the scripted model answers with the agent's first call, races that
-// call at the gateway) come from internal/grammar too.
+// call at the gateway) come from internal/grammar too. OpenCode runs twice: with a model
+// that is not a GPT (edit and write), and as "opencode-gpt" (opencode.go's OpenCodeGPT: the
+// model gpt-fake, which gets apply_patch in their place); the recordings of both name the
+// harness opencode, the scoreboard and the ledger keep them apart by the grammar's name.
 //
 // # Shrinking and regressions
 //

@@ -25,7 +25,7 @@ var (
 	shrinkFlag  = flag.String("fidelity.shrink", "", "TestScoreboard: shrink each unclassified divergence and save it as a regression case in this directory")
 	seedFlag    = flag.Uint64("fidelity.first", 1, "TestScoreboard: the first seed")
 	onlyFlag    = flag.String("fidelity.only", "", "TestScoreboard: run only the harness versions this comma-separated list names (2.1.332,...)")
-	harnessFlag = flag.String("fidelity.harness", "", "run only the harnesses this comma-separated list names (claude-code,codex,pi,gemini-cli)")
+	harnessFlag = flag.String("fidelity.harness", "", "run only the harnesses this comma-separated list names (claude-code,codex,pi,gemini-cli,opencode,opencode-gpt)")
 	callsFlag   = flag.Int("fidelity.calls", 0, "TestScoreboard: run seeds until each harness version made at least this many calls (instead of -fidelity.seeds)")
 	ledgerFlag  = flag.String("fidelity.ledger", "", "TestScoreboard: append each outcome to DIR/HARNESS-VERSION.jsonl; the scoreboard then counts every entry of DIR")
 )
@@ -46,7 +46,7 @@ type suite struct {
 
 // suites lists every harness's grammar and versions.
 func suites() []suite {
-	return []suite{{Claude, ClaudeTargets()}, {Codex, CodexTargets()}, {Pi, PiTargets()}, {Gemini, GeminiTargets()}, {OpenCode, OpenCodeTargets()}}
+	return []suite{{Claude, ClaudeTargets()}, {Codex, CodexTargets()}, {Pi, PiTargets()}, {Gemini, GeminiTargets()}, {OpenCode, OpenCodeTargets()}, {OpenCodeGPT, OpenCodeGPTTargets()}}
 }
 
 // lock takes a machine-wide lock of the fidelity runs in the directories named name (the
@@ -138,10 +138,10 @@ func TestQuick(t *testing.T) {
 	}
 	for _, s := range suites() {
 		for _, target := range s.targets {
-			if !wanted(target.Harness, target.Version) {
+			if !wanted(s.grammar.Harness, target.Version) {
 				continue
 			}
-			t.Run(target.Harness+"-"+target.Version, func(t *testing.T) {
+			t.Run(s.grammar.Harness+"-"+target.Version, func(t *testing.T) {
 				realharness.Need(t, target.Harness)
 				lock(t, "targets-"+target.Harness+"-"+target.Version)
 				target.Keep, target.Sandbox = *keepFlag, *sandboxFlag
@@ -194,7 +194,7 @@ func TestScoreboard(t *testing.T) {
 	}
 	for _, s := range suites() {
 		for _, target := range s.targets {
-			if !run || !wanted(target.Harness, target.Version) {
+			if !run || !wanted(s.grammar.Harness, target.Version) {
 				continue
 			}
 			realharness.Need(t, target.Harness)
@@ -205,7 +205,7 @@ func TestScoreboard(t *testing.T) {
 				if *ledgerFlag != "" {
 					e := o.Entry(target.Version)
 					e.Executor = executor
-					if err := AppendEntry(ledgerFile(target), e); err != nil {
+					if err := AppendEntry(ledgerFile(s.grammar.Harness, target), e); err != nil {
 						t.Error(err)
 					}
 				}
@@ -242,9 +242,9 @@ func TestScoreboard(t *testing.T) {
 			"-fidelity.only VERSION -fidelity.first SEED -fidelity.seeds 1`. The last column is the time recording and replaying "+
 			"took per 1,000 calls, summed over sequences (two to five ran side by side, on a 2-core machine shared with other work; "+
 			"Pi is replayed at the harness's pace, so its replays take as long as its recordings). A call the executor copies from the "+
-			"recording (counted identical; for Gemini CLI: glob, whose order is by modification time, which a fresh sandbox does not "+
-			"reproduce; grep_search, the CLI's own JavaScript search; write_todos; calls of tools the request did not offer; "+
-			"is_background commands) is marked copied on the tape.",
+			"recording (counted identical; for Gemini CLI: glob and grep_search calls it cannot reproduce, such as ignore files and "+
+			"regular expressions JavaScript, Rust and Go do not read alike, see executor/harness/gemini; calls of tools the request "+
+			"did not offer; is_background commands) is marked copied on the tape.",
 			"`"+relLedger(*ledgerFlag)+"`", n)
 	} else {
 		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard): %d generated sequences per harness version "+
@@ -263,9 +263,10 @@ func TestScoreboard(t *testing.T) {
 	t.Log("\n" + md)
 }
 
-// ledgerFile is target's ledger file under -fidelity.ledger.
-func ledgerFile(t Target) string {
-	return filepath.Join(*ledgerFlag, t.Harness+"-"+t.Version+".jsonl")
+// ledgerFile is the ledger file under -fidelity.ledger of the grammar named harness (the
+// target's harness, or a variant of it such as opencode-gpt) at target's version.
+func ledgerFile(harness string, t Target) string {
+	return filepath.Join(*ledgerFlag, harness+"-"+t.Version+".jsonl")
 }
 
 // ledgerBoard counts every ledger file of dir, the latest entry of each harness, version
@@ -387,7 +388,7 @@ func TestRegressions(t *testing.T) {
 				continue
 			}
 			for _, target := range s.targets {
-				if (seq.Version != "" && seq.Version != target.Version) || !wanted(target.Harness, target.Version) {
+				if (seq.Version != "" && seq.Version != target.Version) || !wanted(s.grammar.Harness, target.Version) {
 					continue
 				}
 				t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+target.Version, func(t *testing.T) {

@@ -1,17 +1,19 @@
 package fidelity
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 
 	geminigrammar "github.com/tapebox/tapebox/internal/grammar/gemini"
 	"github.com/tapebox/tapebox/internal/testutil/realharness"
+	"github.com/tapebox/tapebox/testkit/fakeprovider"
 )
 
 // Gemini is the grammar of Gemini CLI's tools (internal/grammar/gemini): read_file,
-// run_shell_command, write_file, replace and list_directory, which the executor runs in the
-// sandbox; glob, grep_search and write_todos, which it copies; and tools the request does
-// not offer.
+// run_shell_command, write_file, replace, list_directory, glob, grep_search and write_todos,
+// which the executor runs in the sandbox (copying what it cannot reproduce, see
+// executor/harness/gemini); and tools the request does not offer.
 var Gemini = Grammar{
 	Harness:  realharness.Gemini,
 	Generate: fromGrammar(geminigrammar.Generate),
@@ -68,4 +70,46 @@ const GeminiVersion = "0.61.0"
 // sends them, and the CLI names them itself.
 func GeminiTargets() []Target {
 	return []Target{{Harness: realharness.Gemini, Version: GeminiVersion, Run: withoutCaps(realharness.RunGemini)}}
+}
+
+// sideAnswer is the scripted model's answer to a side request (one without the marker): the
+// JSON a Gemini CLI check asks for (geminiSideJSON), else a plain "none".
+func sideAnswer(r *fakeprovider.Request) fakeprovider.Turn {
+	if r.Endpoint == fakeprovider.EndpointGemini {
+		if text := geminiSideJSON(r.Body); text != "" {
+			return fakeprovider.Turn{Text: text}
+		}
+	}
+	return fakeprovider.Turn{Text: "none"}
+}
+
+// geminiSideJSON answers the checks Gemini CLI 0.61.0 asks for JSON by the schema its
+// request names (generationConfig.responseJsonSchema, BaseLlmClient.generateJson), or "":
+//   - loop detection (LoopDetectionService.checkForLoopWithLLM, once a prompt has run 30
+//     turns, then every 5 to 15): no loop, confidence 0, so that the run goes on and the
+//     next check waits the longest. Unanswered, the CLI retried and the sequence did not
+//     record; answered "none", which is no JSON, it asks again up to its retry limit.
+//   - the next speaker (checkNextSpeaker, off by default): the user, so that the CLI
+//     does not prompt the model again.
+//
+// Other side requests (the edit corrector's) keep the plain answer the rows were made with.
+func geminiSideJSON(body []byte) string {
+	var req struct {
+		GenerationConfig struct {
+			ResponseJSONSchema struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"responseJsonSchema"`
+		} `json:"generationConfig"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	props := req.GenerationConfig.ResponseJSONSchema.Properties
+	switch {
+	case props["unproductive_state_confidence"] != nil:
+		return `{"unproductive_state_analysis":"Each call is a new one the user asked for: no loop.","unproductive_state_confidence":0}`
+	case props["next_speaker"] != nil:
+		return `{"reasoning":"The model finished its turn.","next_speaker":"user"}`
+	}
+	return ""
 }

@@ -27,6 +27,36 @@ var OpenCode = Grammar{
 	Classes:  openCodeClasses,
 }
 
+// OpenCodeGPT is the grammar of OpenCode's tools as a GPT model gets them
+// (opencodegrammar.GenerateGPT): apply_patch in place of edit and write. Its sequences are
+// named "opencode-gpt" on the scoreboard, apart from the other model's; the recordings
+// are opencode's (meta.harness "opencode").
+var OpenCodeGPT = Grammar{
+	Harness: "opencode-gpt",
+	Generate: func(r *rand.Rand, cwd string) ([]File, []Call) {
+		return fromGrammar(func(r *rand.Rand, _ int) grammar.Sequence {
+			return opencodegrammar.GenerateGPT(r, 25+r.IntN(21), cwd)
+		})(r, cwd)
+	},
+	Simplify: SimplifyStrings("content", "patchText"),
+	Classes:  openCodeClasses,
+}
+
+// OpenCodeGPTModel is the model id of the GPT target: opencode 1.18's tool registry offers
+// apply_patch, and neither edit nor write, to a model whose id has "gpt-" and neither
+// "gpt-4" nor "oss", whatever the provider (its other GPT-only choices, a system prompt and
+// reasoning options for gpt-5, do not change what a tool does). The provider stays the
+// custom Anthropic one: the wire format does not reach the tools.
+const OpenCodeGPTModel = "gpt-fake"
+
+// OpenCodeGPTTargets is the pinned opencode with the model OpenCodeGPTModel.
+func OpenCodeGPTTargets() []Target {
+	return []Target{{Harness: realharness.OpenCode, Version: OpenCodeVersion, Run: withoutCaps(func(ctx context.Context, o realharness.Options) (realharness.Result, error) {
+		o.Model = OpenCodeGPTModel
+		return runOpenCode(ctx, o)
+	})}}
+}
+
 // OpenCodeVersion is the opencode pinned in harnesses/package.json.
 const OpenCodeVersion = "1.18.33"
 

@@ -262,13 +262,7 @@ func record(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (
 	for range 4 {
 		turns = append(turns, fakeprovider.Turn{Text: "Done."})
 	}
-	// Older harnesses make side calls of their own (Claude Code 2.0 asks a small model for a
-	// Bash command's prefix and warms up its subagents): they get a plain answer.
-	side := fakeprovider.Thread{Name: "side"}
-	for range 4 {
-		side.Turns = append(side.Turns, fakeprovider.Turn{Text: "none"})
-	}
-	srv := fakeprovider.New(fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Marker: marker, Turns: turns}, side}})
+	srv := fakeprovider.New(script(turns))
 	if err := srv.Start(); err != nil {
 		return nil, err
 	}
@@ -324,6 +318,16 @@ func record(ctx context.Context, t Target, seq *Sequence, recPath, tmp string) (
 		return nil, fmt.Errorf("the scripted provider: %w", subErr)
 	}
 	return rec, nil
+}
+
+// script is the scripted model of a sequence: the main thread, which the marker of the
+// prompt picks, answers with turns. Harnesses make side calls of their own (Claude Code 2.0
+// asks a small model for a Bash command's prefix and warms up its subagents; Gemini CLI
+// checks a long run for loops with its last 20 messages): the side thread answers each
+// (sideAnswer), at whatever step its history puts it.
+func script(turns []fakeprovider.Turn) fakeprovider.Script {
+	side := fakeprovider.Thread{Name: "side", Repeat: true, Turns: []fakeprovider.Turn{{Dynamic: sideAnswer}}}
+	return fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Marker: marker, Turns: turns}, side}}
 }
 
 // fill substitutes the placeholders of input with the ids the harness's results in

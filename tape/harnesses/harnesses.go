@@ -8,6 +8,12 @@ type Harness struct {
 	// never reach the executor, the controller plays the child thread. Empty (not nil) for
 	// a harness without one, so that the executor's hello lists none.
 	SpawningTools []string
+	// EndingTools are the tools whose call ends its thread: the harness takes the call's
+	// input as the thread's answer and sends the model no results for that answer's calls
+	// (Gemini CLI's complete_task, with which a subagent hands back its result). A replay
+	// runs the answer's other calls but, where the recording holds no result, writes none
+	// either, and sends the ending call itself nowhere.
+	EndingTools []string
 	// ParallelToolCalls says whether the harness runs the tool calls of one answer at the
 	// same time (the executor's default concurrency policy).
 	ParallelToolCalls bool
@@ -148,6 +154,10 @@ var Gemini = Harness{
 	// invoke_agent runs one of its subagents (codebase_investigator, cli_help ...) in a
 	// conversation of its own.
 	SpawningTools: []string{"invoke_agent"},
+	// A subagent ends with complete_task (LocalAgentExecutor.processFunctionCalls): its
+	// input is the subagent's answer, and neither it nor the calls beside it get a result
+	// in any request.
+	EndingTools: []string{"complete_task"},
 	// Its scheduler runs one answer's calls together, except the edit tools (replace,
 	// write_file) and update_topic, which wait for the calls before them, and a call whose
 	// wait_for_previous is true.

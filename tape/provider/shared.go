@@ -11,20 +11,9 @@ import (
 // request, and the error both answer with: one definition each, so that the two ends of a
 // tape agree.
 
-// AssistantTurns counts the model's answers a request holds: runs of consecutive assistant
-// messages, since one answer may come back as several entries (a Responses answer's
-// reasoning, message and function_call items each become a message).
-func AssistantTurns(req *tape.Request) int {
-	n, inRun := 0, false
-	for _, m := range req.Messages {
-		out := m.Role == "assistant"
-		if out && !inRun {
-			n++
-		}
-		inRun = out
-	}
-	return n
-}
+// AssistantTurns counts the model's answers a request holds (tape.Request.Turns: runs of
+// consecutive assistant messages).
+func AssistantTurns(req *tape.Request) int { return req.Turns() }
 
 // OpeningText is the text of the messages before the model's first answer, every role
 // (a harness's role:system instructions included), one line per text block.

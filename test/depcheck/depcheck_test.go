@@ -254,17 +254,22 @@ func why(pkgs map[string]pkg, name, prefix string) string {
 }
 
 // TestExecutorSize builds the sandbox-side executor as `make executor` does, for both
-// architectures, and holds it to its budget of 3.5 MiB and, from the amd64 link's dependency
+// architectures, and holds it to its budget of 3.75 MiB and, from the amd64 link's dependency
 // dump, to linking no encoding/json decoder or encoder (see linksEncodingJSON). The budget was
 // 3 MiB until the differential tests of issue 29 (Claude Code 2.1's file refusals and CRLF
 // edits, Codex's CRLF patches and version-dependent behaviours, each harness's answer to a
 // tool its request did not offer) took the amd64 binary 162 bytes over it; that issue allows
-// up to 4 MiB where fidelity needs it, and 3.5 MiB leaves room for the next harness modules.
+// up to 4 MiB where fidelity needs it, and 3.5 MiB left room for the next harness modules.
+// Issue 33's two modules then took the amd64 binary over 3.5 MiB: Gemini CLI's glob and
+// grep_search performed in the sandbox (ripgrep's file and line rules, the CLI's limit,
+// context and wording, in place of copying the recording), about 21 KB, and OpenCode's
+// apply_patch (the tool opencode offers GPT models, its own lenient parser and matching,
+// the applier shared with Codex), about 13 KB of text. The budget is issue 29's 4 MiB.
 func TestExecutorSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two binaries")
 	}
-	const budget = 7 << 19 // 3.5 MiB
+	const budget = 4 << 20 // 4 MiB
 	for _, arch := range []string{"amd64", "arm64"} {
 		out := t.TempDir() + "/tapebox-exec-" + arch
 		ldflags := "-ldflags=-s -w"

@@ -49,6 +49,11 @@ type Thread struct {
 	// Turns are the model's answers in order: the request with n assistant turns already in
 	// it gets Turns[n].
 	Turns []Turn
+	// Repeat makes the last turn answer every later step too: a thread for a harness's side
+	// requests, which carry as much of the conversation they look at as the harness likes
+	// (Gemini CLI's loop detection sends the last 20 messages of a run of any length).
+	// Without it, a step past the last turn is unscripted (Server.Err reports it).
+	Repeat bool
 }
 
 // Turn is one model answer: text, tool calls, or both (text first).

@@ -220,13 +220,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	s.attempts[key]++
 	s.mu.Unlock()
 
-	if req.Step >= len(thread.Turns) {
+	if req.Step >= len(thread.Turns) && !(thread.Repeat && len(thread.Turns) > 0) {
 		s.record(req)
 		s.problem("thread %q: step %d requested, the script has %d turn(s)", name, req.Step, len(thread.Turns))
 		s.answer(w, hr, &req, Turn{Text: fmt.Sprintf("fakeprovider: thread %s has no turn %d.", name, req.Step)}, name, req.Step)
 		return
 	}
-	turn := thread.Turns[req.Step]
+	turn := thread.Turns[min(req.Step, len(thread.Turns)-1)]
 	if turn.Dynamic != nil {
 		turn = turn.Dynamic(&req)
 	}

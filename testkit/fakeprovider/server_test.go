@@ -481,6 +481,31 @@ func TestUnscripted(t *testing.T) {
 	assert.Contains(t, err.Error(), "no thread matches")
 }
 
+// TestRepeat: a thread with Repeat answers every step past its last turn with that turn;
+// one without it leaves them unscripted.
+func TestRepeat(t *testing.T) {
+	srv := start(t, fakeprovider.Script{Threads: []fakeprovider.Thread{
+		{Name: "main", Marker: "[m]", Turns: []fakeprovider.Turn{{Text: "first"}, {Text: "again"}}},
+		{Name: "side", Repeat: true, Turns: []fakeprovider.Turn{{Text: "zero"}, {Text: "always"}}},
+	}})
+	history := func(marker string, turns int) []any {
+		msgs := []any{map[string]any{"role": "user", "content": marker}}
+		for range turns {
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": "x"}, map[string]any{"role": "user", "content": "go on"})
+		}
+		return msgs
+	}
+	text := func(m map[string]any) string { return m["content"].([]any)[0].(map[string]any)["text"].(string) }
+	for turns, want := range []string{"zero", "always", "always", "always"} {
+		m := decode(t, post(t, srv.URL()+"/v1/messages", map[string]any{"messages": history("side", turns*7)}))
+		assert.Equal(t, want, text(m), "side step %d", turns*7)
+	}
+	require.NoError(t, srv.Err())
+	decode(t, post(t, srv.URL()+"/v1/messages", map[string]any{"messages": history("[m]", 2)}))
+	require.Error(t, srv.Err())
+	assert.Contains(t, srv.Err().Error(), `thread "main": step 2 requested, the script has 2 turn(s)`)
+}
+
 func TestGzipRequestBody(t *testing.T) {
 	srv := start(t, oneThread(fakeprovider.Turn{Text: "ok"}))
 	var buf bytes.Buffer

@@ -20,6 +20,9 @@ var tools = harness.Tools[*session]{
 	"write_file":        (*session).writeFile,
 	"replace":           (*session).replace,
 	"list_directory":    (*session).listDirectory,
+	"glob":              (*session).glob,
+	"grep_search":       (*session).grepSearch,
+	"write_todos":       (*session).writeTodos,
 }
 
 // New returns the Gemini CLI module: its name and policy are harnesses.Gemini's.

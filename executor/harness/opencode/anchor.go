@@ -3,6 +3,8 @@ package opencode
 import (
 	"strings"
 	"unicode/utf16"
+
+	"github.com/tapebox/tapebox/executor/action"
 )
 
 // The similarity a block-anchor match needs: one candidate, or the best of several
@@ -14,15 +16,7 @@ const (
 
 // jsTrim is JavaScript's String.prototype.trim: white space and line terminators as
 // ECMAScript counts them (U+FEFF is one, U+0085 is not).
-func jsTrim(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool {
-		switch r {
-		case '\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
-			return true
-		}
-		return r >= 0x2000 && r <= 0x200a
-	})
-}
+func jsTrim(s string) string { return strings.TrimFunc(s, action.IsJSSpace) }
 
 // levenshtein is opencode's edit distance, over UTF-16 code units as JavaScript indexes
 // strings.

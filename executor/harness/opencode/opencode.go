@@ -20,6 +20,8 @@ var tools = harness.Tools[*session]{
 	"glob":      (*session).glob,
 	"grep":      (*session).grep,
 	"todowrite": (*session).todowrite,
+	// apply_patch is offered to a GPT model in place of edit and write.
+	"apply_patch": (*session).applyPatch,
 }
 
 // A spawning tool's call (task) should never reach the executor: the controller plays the
@@ -43,6 +45,17 @@ type session struct{ env *harness.Env }
 
 func (s *session) Run(ctx context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
 	return tools.Run(s, ctx, call, rec)
+}
+
+var _ harness.Unoffered = (*session)(nil)
+
+// NotOffered answers a call of a tool the recorded request did not offer (edit or write
+// asked of a GPT model, which gets apply_patch instead; apply_patch asked of any other):
+// opencode answers "The arguments provided to the tool are invalid: Model tried to call
+// unavailable tool 'NAME'. Available tools: ..." with the tools it has, which the executor
+// does not know, so the recorded answer is replayed.
+func (s *session) NotOffered(_ context.Context, call tape.ToolCall, rec *tape.ToolResult) tape.ToolResult {
+	return harness.Replay(call, rec)
 }
 
 // Immediate says a call replays at once (a tool not performed here).

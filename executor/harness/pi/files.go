@@ -315,7 +315,7 @@ func normalizeToLF(s string) string {
 func fuzzy(s string) string {
 	ls := strings.Split(nfkc(s), "\n")
 	for i, l := range ls {
-		ls[i] = strings.TrimRightFunc(l, isJSSpace)
+		ls[i] = strings.TrimRightFunc(l, action.IsJSSpace)
 	}
 	return strings.Map(func(r rune) rune {
 		switch {
@@ -330,15 +330,6 @@ func fuzzy(s string) string {
 		}
 		return r
 	}, strings.Join(ls, "\n"))
-}
-
-// isJSSpace is JavaScript's trimEnd whitespace.
-func isJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff':
-		return true
-	}
-	return r >= '\u2000' && r <= '\u200a'
 }
 
 // find is Pi's fuzzyFindText: an exact match, else one in fuzzy-normalized text.

@@ -5,8 +5,12 @@
 // write_file (new deep directories, overwrites, CRLF files, a directory, a path under a
 // file), replace (unique, several, allow_multiple, not found, no change, creating with an
 // empty old_string, and old_strings with indentation, spacing or a character wrong, which the
-// CLI's flexible, regex and fuzzy strategies match), list_directory, glob, grep_search,
-// write_todos, and tools the request does not offer (read_many_files, save_memory).
+// CLI's flexible, regex and fuzzy strategies match), list_directory, glob (dot files,
+// braces, classes, case, extglobs, a directory, a file, missing and outside paths),
+// grep_search (no match, many past the limit, case, words, Unicode, empty lines, a bad
+// pattern, names only, include and exclude filters, context, limits, no_ignore, files in
+// the directories the CLI leaves out, .gitignore and .geminiignore files), write_todos, and
+// tools the request does not offer (read_many_files, save_memory).
 package gemini
 
 import (
@@ -33,17 +37,17 @@ func Generate(r *rand.Rand, n int) grammar.Sequence {
 	g.dirs = grammar.Dirs(g.seq.Before)
 	for len(g.seq.Calls) < n {
 		switch w := r.IntN(100); {
-		case w < 21:
+		case w < 20:
 			g.read()
-		case w < 43:
+		case w < 40:
 			g.shell()
-		case w < 66:
+		case w < 61:
 			g.replace()
-		case w < 79:
+		case w < 72:
 			g.write()
-		case w < 88:
+		case w < 78:
 			g.list()
-		case w < 92:
+		case w < 86:
 			g.glob()
 		case w < 96:
 			g.grep()
@@ -226,6 +230,8 @@ func (g *gen) write() {
 	switch w := r.IntN(10); {
 	case w < 4:
 		p, class = grammar.Name(r), "new"
+	case w < 6 && grammar.Chance(r, 0.3):
+		p, class = grammar.Pick(r, "dist/out.txt", "node_modules/pkg/index.txt", "build/line.txt", "debug.log", "x.tmp", ".hidden/line.txt", ".gitignore", "sub/.geminiignore"), "excluded"
 	case w < 6:
 		p, class = "new/"+grammar.Word(r)+"/"+grammar.Name(r), "deep-new-dir"
 	case w < 9 && len(g.known()) > 0:
@@ -260,28 +266,67 @@ func (g *gen) list() {
 	g.add(fakeprovider.Call("list_directory", in), class)
 }
 
-// glob asks for a pattern; the executor copies the CLI's answer (its order is by
-// modification time).
+// glob asks for a pattern: everything, none, dot files, braces, classes, case, a
+// directory, a file, a missing path, one outside the working directory.
 func (g *gen) glob() {
 	r := g.r
-	in := map[string]any{"pattern": grammar.Pick(r, "*.txt", "**/*", "**/*.go", "*", "src/**", "no-match-*.zzz", "*.TXT")}
+	in := map[string]any{"pattern": grammar.Pick(r, "*.txt", "**/*", "**/*", "**/*.go", "*", "*", "src/**", "no-match-*.zzz", "*.TXT",
+		"**/*.{txt,md}", "*/*", "**/.*", "sub/*", "my dir/*", "**/*é*", "[a-m]*", "**/*.log", "dist/**", "+(a|b).txt",
+		"**/*.md", "docs/*", "**/my*", "*.json", "**/*.MD")}
 	class := "glob"
-	if len(g.dirs) > 0 && grammar.Chance(r, 0.2) {
-		in["dir_path"], class = grammar.Pick(r, g.dirs...), "glob+dir_path"
+	if grammar.Chance(r, 0.2) {
+		in["case_sensitive"], class = true, class+"+case_sensitive"
+	}
+	switch {
+	case len(g.dirs) > 0 && grammar.Chance(r, 0.2):
+		in["dir_path"], class = grammar.Pick(r, g.dirs...), class+"+dir_path"
+	case grammar.Chance(r, 0.1):
+		p, c := g.path()
+		in["dir_path"], class = p, class+"+"+c
+	case grammar.Chance(r, 0.05):
+		in["dir_path"], class = grammar.Pick(r, "/tmp", "..", "nowhere"), class+"+elsewhere"
 	}
 	g.add(fakeprovider.Call("glob", in), class)
 }
 
-// grep asks for a pattern; the executor copies the CLI's answer.
+// grep asks for a pattern: lines, none, many past the limit, case, words, unicode, empty
+// lines, a bad pattern, and the tool's options (names only, include and exclude filters,
+// context, limits, ignored files, a directory, a file, paths that are not there).
 func (g *gen) grep() {
 	r := g.r
-	in := map[string]any{"pattern": grammar.Pick(r, "line", "alpha|beta", `\bx\b`, "héllo", "^$", "no match at all", "(")}
+	in := map[string]any{"pattern": grammar.Pick(r, "alpha", "alpha|beta", `\bx\b`, "héllo", "^$", "no match at all", "(",
+		"ALPHA", "h{5}", "line [0-9]+", "é", "(?i)x", "a.c", "日本", "[0-9]", "return", "e", "data|config|item|list",
+		"^[a-z ]+$", "🙂", `\w+ end$`, "ß")}
 	class := "grep"
-	if grammar.Chance(r, 0.3) {
-		in["names_only"], class = true, class+"+names_only"
+	for _, o := range []struct {
+		p     float64
+		key   string
+		value func() any
+	}{
+		{0.25, "names_only", func() any { return true }},
+		{0.2, "include_pattern", func() any { return grammar.Pick(r, "*.txt", "*.{md,go}", "src/**", "*.log", "**/*.json") }},
+		{0.08, "exclude_pattern", func() any { return grammar.Pick(r, "beta", "^line 1") }},
+		{0.12, "case_sensitive", func() any { return true }},
+		{0.08, "fixed_strings", func() any { return true }},
+		{0.08, "context", func() any { return grammar.Pick(r, 0, 1, 2) }},
+		{0.06, "after", func() any { return grammar.Pick(r, 0, 1, 3) }},
+		{0.06, "before", func() any { return grammar.Pick(r, 1, 2) }},
+		{0.1, "no_ignore", func() any { return true }},
+		{0.08, "total_max_matches", func() any { return grammar.Pick(r, 1, 2, 5, 1000) }},
+		{0.06, "max_matches_per_file", func() any { return grammar.Pick(r, 1, 2) }},
+	} {
+		if grammar.Chance(r, o.p) {
+			in[o.key], class = o.value(), class+"+"+o.key
+		}
 	}
-	if grammar.Chance(r, 0.2) {
-		in["include_pattern"], class = "*.txt", class+"+include"
+	switch {
+	case len(g.dirs) > 0 && grammar.Chance(r, 0.15):
+		in["dir_path"], class = grammar.Pick(r, g.dirs...), class+"+dir_path"
+	case grammar.Chance(r, 0.1):
+		p, c := g.path()
+		in["dir_path"], class = p, class+"+"+c
+	case grammar.Chance(r, 0.04):
+		in["dir_path"], class = grammar.Pick(r, "/tmp", "nowhere"), class+"+elsewhere"
 	}
 	g.add(fakeprovider.Call("grep_search", in), class)
 }

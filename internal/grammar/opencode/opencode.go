@@ -7,7 +7,9 @@
 // found, no change, creating with an empty oldString, files not read first, and inputs
 // for each of opencode's matchers: exact, trimmed lines, block anchors, collapsed
 // whitespace, indentation, escapes, trimmed ends, context), glob, grep, todowrite, and
-// tools the request does not offer (apply_patch, list, patch).
+// tools the request does not offer (apply_patch, list, patch). GenerateGPT draws for a GPT
+// model, which opencode offers apply_patch in place of edit and write: patches (patch.go)
+// take the edits' and writes' share, and edit and write are tools not offered.
 package opencode
 
 import (
@@ -28,8 +30,16 @@ var Offered = []string{"bash", "read", "write", "edit", "glob", "grep", "todowri
 // NotOffered are the tools the generator calls that the request does not offer.
 var NotOffered = []string{"apply_patch", "list", "patch", "Read", "multiedit"}
 
+// OfferedGPT are the tools the generator calls that opencode offers a GPT model.
+var OfferedGPT = []string{"bash", "read", "apply_patch", "glob", "grep", "todowrite"}
+
+// NotOfferedGPT are the tools GenerateGPT calls that a GPT model's request does not offer.
+var NotOfferedGPT = []string{"edit", "write", "list", "patch", "Read", "multiedit"}
+
 type gen struct {
-	r       *rand.Rand
+	r *rand.Rand
+	// gpt draws for a GPT model: apply_patch in place of edit and write.
+	gpt     bool
 	cwd     string
 	seq     grammar.Sequence
 	dirs    []string
@@ -40,7 +50,18 @@ type gen struct {
 // Generate returns a sequence of n calls drawn from r for a harness that runs in cwd (the
 // absolute paths a model sends are under it).
 func Generate(r *rand.Rand, n int, cwd string) grammar.Sequence {
-	g := &gen{r: r, cwd: cwd, touched: map[string]bool{}}
+	return generate(&gen{r: r, cwd: cwd, touched: map[string]bool{}}, n)
+}
+
+// GenerateGPT is Generate for a GPT model (an id with "gpt-", not "gpt-4" nor "oss"):
+// opencode then offers apply_patch in place of edit and write, and the calls that would
+// have been edits and writes are patches (OfferedGPT).
+func GenerateGPT(r *rand.Rand, n int, cwd string) grammar.Sequence {
+	return generate(&gen{r: r, cwd: cwd, touched: map[string]bool{}, gpt: true}, n)
+}
+
+func generate(g *gen, n int) grammar.Sequence {
+	r := g.r
 	g.seq.Before = grammar.Workspace(r)
 	g.dirs = grammar.Dirs(g.seq.Before)
 	for len(g.seq.Calls) < n {
@@ -49,6 +70,8 @@ func Generate(r *rand.Rand, n int, cwd string) grammar.Sequence {
 			g.read()
 		case w < 42:
 			g.bash()
+		case w < 78 && g.gpt:
+			g.patch()
 		case w < 66:
 			g.edit()
 		case w < 78:
@@ -445,7 +468,16 @@ func (g *gen) todo() {
 // unknown calls a tool the request does not offer.
 func (g *gen) unknown() {
 	name := grammar.Pick(g.r, NotOffered...)
+	if g.gpt {
+		name = grammar.Pick(g.r, NotOfferedGPT...)
+	}
 	in := map[string]any{"path": "."}
+	switch name {
+	case "edit":
+		in = map[string]any{"filePath": path.Join(g.cwd, "x.txt"), "oldString": "a", "newString": "b"}
+	case "write":
+		in = map[string]any{"filePath": path.Join(g.cwd, "written.txt"), "content": "x\n"}
+	}
 	if name == "apply_patch" || name == "patch" {
 		in = map[string]any{"patchText": "*** Begin Patch\n*** Add File: patched.txt\n+hello\n*** End Patch"}
 	}

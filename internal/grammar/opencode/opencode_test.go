@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,6 +63,48 @@ func TestJobsWaitedFor(t *testing.T) {
 		}
 		if pending {
 			t.Fatalf("seed %d ends with a job not waited for", seed)
+		}
+	}
+}
+
+// GenerateGPT draws apply_patch in place of edit and write, with every kind of hunk and the
+// inputs opencode's parser reads its own way; Generate's sequences are unchanged by it.
+func TestGenerateGPT(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := uint64(1); seed < 80; seed++ {
+		a, b := GenerateGPT(grammar.New(seed), 40, "/w"), GenerateGPT(grammar.New(seed), 40, "/w")
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("seed %d: two sequences", seed)
+		}
+		for i, c := range a.Calls {
+			seen[c.Name] = true
+			if c.Name == "edit" || c.Name == "write" {
+				if !slices.Contains(a.Classes[i], "not-offered") {
+					t.Fatalf("seed %d: %s drawn as offered", seed, c.Name)
+				}
+			}
+			for _, cl := range a.Classes[i] {
+				for _, part := range strings.Split(cl, "+") {
+					seen[part] = true
+				}
+			}
+		}
+	}
+	want := append(append([]string{}, OfferedGPT...), "add", "add-over-existing", "add-under-file", "empty", "delete-text", "delete-dir",
+		"delete-missing", "update-crlf", "update-missing", "update-dir", "move", "context-header", "eof", "fails-halfway", "no-chunks",
+		"not-found", "absolute", "empty-patch", "not-a-patch", "no-hunks", "leading-text", "heredoc", "crlf-patch", "no-end", "not-offered")
+	for _, w := range want {
+		if !seen[w] {
+			t.Errorf("no %s call", w)
+		}
+	}
+	// The non-GPT grammar draws no patch as an offered tool.
+	for seed := uint64(1); seed < 20; seed++ {
+		s := Generate(grammar.New(seed), 40, "/w")
+		for i, c := range s.Calls {
+			if c.Name == "apply_patch" && !slices.Contains(s.Classes[i], "not-offered") {
+				t.Fatalf("seed %d: Generate drew an offered apply_patch", seed)
+			}
 		}
 	}
 }

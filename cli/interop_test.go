@@ -413,3 +413,65 @@ func TestExportClaudeCodeKeepsMessageID(t *testing.T) {
 	}
 	assert.NotZero(t, seen)
 }
+
+// TestDatasetTracesMoreHarnesses: tapebox dataset export --traces of real Gemini CLI 0.61.0
+// and OpenCode 1.18.33 tapes (viewer/testdata, recorded by test/e2e's cases) writes one STS
+// session file and one traces row per thread, naming the harness as the tape does, with
+// its prompt, tools, calls, model and usage; the card counts them; validate agrees.
+func TestDatasetTracesMoreHarnesses(t *testing.T) {
+	paths := []string{"../viewer/testdata/gemini-cli.json", "../viewer/testdata/opencode.json"}
+	out := filepath.Join(t.TempDir(), "ds")
+	code, stdout, stderr := runDatasetCLI(t, "export", "--out", out, "--traces", paths[0], paths[1])
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "with 4 session rows in data/traces")
+	card, err := os.ReadFile(filepath.Join(out, "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(card), "sts (4)")
+	code, _, stderr = runDatasetCLI(t, "validate", out)
+	assert.Equal(t, 0, code, stderr)
+
+	rows, err := dataset.ReadTraces(out, "train")
+	require.NoError(t, err)
+	require.Len(t, rows, 4, "Gemini CLI's one thread, OpenCode's title, agent and subagent")
+	byThread := map[string]dataset.TraceRow{}
+	for _, r := range rows {
+		var md struct {
+			ThreadID         string     `json:"thread_id"`
+			Harness          string     `json:"harness"`
+			Model            string     `json:"model"`
+			ParentToolCallID *string    `json:"parent_tool_call_id"`
+			Usage            tape.Usage `json:"usage"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.Metadata), &md))
+		assert.Equal(t, r.Harness, md.Harness)
+		byThread[r.Harness+"/"+md.ThreadID] = r
+		tp, err := tape.LoadFile(paths[map[string]int{"gemini-cli": 0, "opencode": 1}[r.Harness]])
+		require.NoError(t, err)
+		th := tp.Thread(md.ThreadID)
+		require.NotNil(t, th, "%s names thread %s of its tape", r.FilePath, md.ThreadID)
+		var calls int
+		var usage tape.Usage
+		for _, s := range th.Steps {
+			calls += len(s.ToolCalls)
+			usage = usage.Add(s.Response.Usage)
+		}
+		assert.Equal(t, int64(calls), r.NumToolCalls, r.FilePath)
+		assert.Equal(t, usage.InputTokens, md.Usage.InputTokens, r.FilePath)
+		assert.Equal(t, usage.OutputTokens, md.Usage.OutputTokens, r.FilePath)
+		assert.Equal(t, tape.StepModel(&tp.Meta, th.Steps[0]), md.Model, "the thread's model (OpenCode's title thread: its small model)")
+		if th.Parent != nil {
+			require.NotNil(t, md.ParentToolCallID)
+			assert.Equal(t, th.Parent.ToolCallID, *md.ParentToolCallID)
+		}
+		require.NotNil(t, r.Prompt, r.FilePath)
+	}
+	for _, k := range []string{"gemini-cli/main", "opencode/main", "opencode/t1", "opencode/t2"} {
+		_, ok := byThread[k]
+		assert.True(t, ok, "a row for %s", k)
+	}
+	assert.Contains(t, *byThread["gemini-cli/main"].Prompt, "[rh-gemini]")
+	assert.Contains(t, *byThread["opencode/t1"].Prompt, "[rh-opencode]")
+	assert.NotEmpty(t, byThread["gemini-cli/main"].Tools, "the tools Gemini CLI offered")
+	assert.NotEmpty(t, byThread["opencode/t1"].Tools, "the tools OpenCode offered")
+	assert.Empty(t, byThread["opencode/main"].Tools, "the title request offered none")
+}

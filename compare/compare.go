@@ -124,21 +124,29 @@ func CompareWith(rec, rep *tape.Tape, o Options) *Report {
 	// Each side's steps the harness went on from (tape.Thread.Kept), paired in order: a
 	// superseded attempt (a step the harness retried) ran nothing, on either side, and a
 	// harness may retry a turn in one run and not in the other.
-	recKept, repKept := keptOrdinals(rec), map[string][]int{}
+	// Only threads with a superseded step have an entry.
+	recKept, repKept := map[*tape.Thread]kept{}, map[string]kept{}
+	for _, th := range rec.Threads {
+		if k := keptOf(th); k != nil {
+			recKept[th] = k
+		}
+	}
 	for _, th := range rep.Threads {
-		repKept[th.ID] = th.Kept()
+		if k := keptOf(th); k != nil {
+			repKept[th.ID] = k
+		}
 	}
 	for ref := range rec.Steps() {
 		reach := reachSet[ref.Thread]
 		if !reach && !calls[ref.Thread] {
 			continue // a side conversation (a title or summary call) that replays do not play
 		}
-		k, kept := recKept[ref.Step]
-		if !kept {
+		k, ok := recKept[ref.Thread].ordinal(ref.Index)
+		if !ok {
 			continue
 		}
 		th := repByID[ref.Thread.ID]
-		if th == nil || k >= len(repKept[th.ID]) {
+		if th == nil || k >= repKept[th.ID].len(th) {
 			reached = false
 			missing := "missing"
 			if !reach {
@@ -148,17 +156,17 @@ func CompareWith(rec, rep *tape.Tape, o Options) *Report {
 			continue
 		}
 		r.StepsCompared++
-		compareStep(r, ids, h, ref.Thread.ID, ref.Index, ref.Step, th.Steps[repKept[th.ID][k]])
+		compareStep(r, ids, h, ref.Thread.ID, ref.Index, ref.Step, th.Steps[repKept[th.ID].step(k)])
 	}
 	for _, th := range rep.Threads {
 		rth := recByID[th.ID]
 		ranSuperseded(r, rth, th)
 		n := 0
 		if rth != nil {
-			n = len(rth.Kept())
+			n = recKept[rth].len(rth)
 		}
-		for _, i := range repKept[th.ID][min(n, len(repKept[th.ID])):] {
-			r.add(Difference{Thread: th.ID, Step: i, Field: "step", Recorded: "missing", Replayed: "present"})
+		for k := n; k < repKept[th.ID].len(th); k++ {
+			r.add(Difference{Thread: th.ID, Step: repKept[th.ID].step(k), Field: "step", Recorded: "missing", Replayed: "present"})
 		}
 	}
 	// A replay tape that does not say how it ended was still being written or was cut
@@ -202,16 +210,41 @@ func ranSuperseded(r *Report, rth, th *tape.Thread) {
 	}
 }
 
-// keptOrdinals maps each step of t that the harness went on from (tape.Thread.Kept) to its
-// place among its thread's.
-func keptOrdinals(t *tape.Tape) map[*tape.Step]int {
-	out := map[*tape.Step]int{}
-	for _, th := range t.Threads {
-		for k, i := range th.Kept() {
-			out[th.Steps[i]] = k
+// kept is a thread's steps the harness went on from (tape.Thread.Kept), nil when that is
+// every step: the common case, which then costs no allocation.
+type kept []int
+
+func keptOf(th *tape.Thread) kept {
+	for i := range th.Steps {
+		if th.Superseded(i) {
+			return th.Kept()
 		}
 	}
-	return out
+	return nil
+}
+
+// len is how many steps of th the harness went on from.
+func (k kept) len(th *tape.Thread) int {
+	if k == nil {
+		return len(th.Steps)
+	}
+	return len(k)
+}
+
+// step is the index of the n-th of them.
+func (k kept) step(n int) int {
+	if k == nil {
+		return n
+	}
+	return k[n]
+}
+
+// ordinal is the place of step si among them; false for a superseded step.
+func (k kept) ordinal(si int) (int, bool) {
+	if k == nil {
+		return si, true
+	}
+	return slices.BinarySearch(k, si)
 }
 
 func compareStep(r *Report, ids *match.Identifiers, h, thread string, i int, a, b *tape.Step) {

@@ -110,9 +110,11 @@ func (b *breaker) observe(model string, s *tape.Step) observation {
 }
 
 // add counts a committed step of th (under Gateway.mu; steps is the run's step count after
-// it) and trips the breaker when a limit is reached. It returns a line for the log when
+// it) and trips the breaker when a limit is reached. retry says the step asked again for a
+// turn the thread had answered: answered alike, it repeats no call (the harness runs its
+// calls once), so it leaves the repeat count as it is. It returns a line for the log when
 // the step's model has no price (the first time only), or "".
-func (b *breaker) add(th *thread, steps int, o observation, s *tape.Step) (note string) {
+func (b *breaker) add(th *thread, steps int, o observation, s *tape.Step, retry bool) (note string) {
 	b.tokens += o.tokens
 	if o.priced {
 		b.usd += o.usd
@@ -124,6 +126,7 @@ func (b *breaker) add(th *thread, steps int, o observation, s *tape.Step) (note 
 	}
 	if b.limits.MaxRepeat > 0 {
 		switch {
+		case retry:
 		case !o.hasCalls:
 			th.repeats = 0
 		case th.seenCalls[o.calls]:

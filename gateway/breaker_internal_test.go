@@ -31,7 +31,7 @@ func BenchmarkBreakerStep(b *testing.B) {
 		o := brk.observe("claude-sonnet-4-5", s)
 		th.steps++
 		n++
-		brk.add(th, n, o, s)
+		brk.add(th, n, o, s, false)
 	}
 	if brk.trip.Load() != nil {
 		b.Fatal("tripped")

@@ -255,6 +255,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	}
 	th.last, th.lastIndex = s, si
 	th.lastOK = a.complete && a.status > 0 && a.status < 400
+	retry := rec.turns < th.turns // a turn the thread had answered, asked again
 	if th.lastOK {
 		th.answered(rec.turns)
 	}
@@ -262,7 +263,7 @@ func (g *Gateway) commit(rec *recording, a *answer) {
 	g.steps++
 	var note string
 	if g.brk != nil {
-		note = g.brk.add(th, g.steps, obs, s)
+		note = g.brk.add(th, g.steps, obs, s, retry)
 	}
 	g.noteSpawns(th, s)
 	switch {

@@ -239,3 +239,30 @@ func TestRetryAnyCall(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakerRetryIsNoRepeat: a retried call the model answers alike does not count as a
+// repeat of its tool calls for --max-repeat (the harness runs them once); the same calls
+// asked for at the next turn do.
+func TestBreakerRetryIsNoRepeat(t *testing.T) {
+	script := fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: []fakeprovider.Turn{
+		{Calls: []tape.ToolCall{fakeprovider.Call("Bash", map[string]string{"command": "ls"})}},
+		{Text: "Done."},
+	}}}}
+	rg := newRig(t, script, func(c *gateway.Config) { c.Limits = tape.Limits{MaxRepeat: 1} })
+	for range 2 {
+		require.Equal(t, http.StatusOK, rg.do(t, call{body: taskRequest(false)}).status)
+	}
+	st := rg.g.Status()
+	require.Nil(t, st.Tripped, "a retry answered alike")
+	require.Equal(t, 0, st.Threads[0].Repeats)
+	require.Len(t, st.Threads, 1)
+
+	loop := fakeprovider.Script{Threads: []fakeprovider.Thread{{Name: "main", Turns: []fakeprovider.Turn{
+		{Calls: []tape.ToolCall{fakeprovider.Call("Bash", map[string]string{"command": "ls"})}},
+		{Calls: []tape.ToolCall{fakeprovider.Call("Bash", map[string]string{"command": "ls"})}},
+		{Text: "Done."},
+	}}}}
+	rg = newRig(t, loop, func(c *gateway.Config) { c.Limits = tape.Limits{MaxRepeat: 1} })
+	require.Error(t, runAgent(t, rg, tape.ProviderAnthropic, false))
+	require.NotNil(t, rg.g.Status().Tripped, "the same call at the next turn is a repeat")
+}

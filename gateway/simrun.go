@@ -135,7 +135,7 @@ func (r *simRun) match(in *tape.Step, body []byte) (ti, turn, si int, rec *tape.
 	th := r.s.rec.Threads[best]
 	si = t.step(turn)
 	if turn >= len(t.kept) {
-		return best, turn, si, nil, &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("the tape's thread has %d steps; the harness asked for one more", len(th.Steps))}
+		return best, turn, si, nil, &divergence{thread: th.ID, step: si, msg: fmt.Sprintf("the tape's thread answers %d turns; the harness asked for one more", len(t.kept))}
 	}
 	rec = th.Steps[si]
 	if m := tape.BodyModel(body); m != "" {

@@ -202,10 +202,11 @@ type matcher struct {
 //     (its opening in part, or its tools), a retry scoring one less than the next turn.
 //
 // A live thread expects its next turn (0 only after a failed call or while the first is in
-// flight), or its last answered turn again: a retry, by the harness or its SDK, of a call the gateway already answered
-// (after a client-side timeout or a dropped connection). The retry is the thread's next
-// step, and the thread goes on from its answer (tape.Thread.Superseded). A recorded
-// thread whose parent call was served expects its next turn, or its last one again.
+// flight), or its last answered turn again: a retry, by the harness or its SDK, of a call
+// the gateway already answered (after a client-side timeout or a dropped connection). The
+// retry is the thread's next step, and the thread goes on from its answer
+// (tape.Thread.Superseded). A recorded thread whose parent call was served expects its
+// next turn, or its last one again.
 //
 // Roles other than user and assistant (Claude Code's role:system entries, OpenAI
 // developer messages) count neither as the first user message nor as turns.

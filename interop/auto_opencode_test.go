@@ -191,8 +191,9 @@ func TestDetectOpenCodeNearMisses(t *testing.T) {
 }
 
 // TestClaimsOpenCode: a JSON file claims to be an OpenCode export when it begins as one (an
-// object whose info names a ses_ id), wherever info is among its keys and however much
-// of it is cut off after the id; other JSON does not, nor does a random cut of anything.
+// object whose info, after messages at most, names a ses_ id), however much of it is cut
+// off after the id; other JSON does not (a key of another name first), nor does a random
+// cut of anything.
 func TestClaimsOpenCode(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(openCodeFixtures, "session.json"))
 	require.NoError(t, err)
@@ -210,8 +211,9 @@ func TestClaimsOpenCode(t *testing.T) {
 	for n := 0; n < idEnd-1; n += 7 {
 		assert.False(t, claimsOpenCode(write(b[:n])), "cut at %d, before the id ends", n)
 	}
-	assert.True(t, claimsOpenCode(write([]byte(`{"messages":[{"info":{"id":"msg_1"}}],"x":{"info":1},"info":{"title":"t","model":{"id":"m"},"id":"ses_abc"}}`))))
+	assert.True(t, claimsOpenCode(write([]byte(`{"messages":[{"info":{"id":"msg_1"}}],"info":{"title":"t","model":{"id":"m"},"id":"ses_abc"}}`))), "keys sorted")
 	for _, other := range []string{
+		`{"messages":[],"x":{"info":1},"info":{"id":"ses_abc"}}`, `{"version":1,"meta":{},"info":{"id":"ses_abc"}}`,
 		`{"info":{"id":"chat_01"},"messages":[]}`, `{"info":{"model":{"id":"ses_x"}}}`, `{"x":{"info":{"id":"ses_x"}}}`,
 		`[{"info":{"id":"ses_x"}}]`, `{"info":["id","ses_x"]}`, `{"info":{"id":1}}`, `{}`, ``, `ses_`,
 	} {
@@ -224,5 +226,22 @@ func TestClaimsOpenCode(t *testing.T) {
 			junk[i] = `{}[]":,ses_info id`[rng.IntN(18)]
 		}
 		claimsOpenCode(write(junk)) // never panics, never hangs
+	}
+}
+
+// BenchmarkClaimsOpenCode: what telling a folder's JSON files costs ImportAuto, for a 1 MB
+// tape (not an export: its first key tells) and the real export.
+func BenchmarkClaimsOpenCode(b *testing.B) {
+	for _, c := range []struct {
+		name, path string
+		want       bool
+	}{{"tape", "../viewer/testdata/claude-code.json", false}, {"export", filepath.Join(openCodeFixtures, "session.json"), true}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if claimsOpenCode(c.path) != c.want {
+					b.Fatal(c.path)
+				}
+			}
+		})
 	}
 }

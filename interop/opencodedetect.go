@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 )
@@ -119,10 +118,11 @@ func jsonString(obj map[string]json.RawMessage, key, pointer string) (string, er
 }
 
 // claimsOpenCode says whether the JSON file at path begins as an OpenCode export: an
-// object with an info object whose id is a session id (ses_…). It reads the file as a
-// stream and stops there, so that a cut-off export still claims (and then fails Detect,
-// naming why) while the other JSON files of a folder (Gemini CLI's logs.json, a
-// dataset's metadata, tapes) do not.
+// object whose keys before its info are messages at most, and whose info's id is a session
+// id (ses_…). It reads the file as a stream and stops there, so that a cut-off export
+// still claims (and then fails Detect, naming why) while the other JSON files of a folder
+// (Gemini CLI's logs.json, a dataset's metadata, tapes) do not, and cost a few tokens to
+// tell.
 func claimsOpenCode(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
@@ -138,11 +138,16 @@ func claimsOpenCode(path string) bool {
 		if err != nil {
 			return false
 		}
-		if key != "info" {
-			if skipValue(dec) != nil {
+		switch key {
+		case "messages": // before info in a re-encoding with sorted keys
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
 				return false
 			}
 			continue
+		case "info":
+		default:
+			return false
 		}
 		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 			return false
@@ -157,35 +162,12 @@ func claimsOpenCode(path string) bool {
 				s, ok := v.(string)
 				return err == nil && ok && strings.HasPrefix(s, "ses_")
 			}
-			if skipValue(dec) != nil {
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
 				return false
 			}
 		}
 		return false
 	}
 	return false
-}
-
-// skipValue reads past the next JSON value of dec, token by token (a value cut off by
-// the file's end is an error).
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			if err == io.EOF {
-				return io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }

@@ -241,13 +241,22 @@ func mustCanonical(b []byte) []byte {
 	return c
 }
 
+// writeCanonical writes mustCanonical(b) to h without building it: a request or an answer
+// holds its raw body, which may be tens of megabytes, and Canonical would hold its form
+// and, for each object whose keys are out of order, a second copy.
+func writeCanonical(h hash.Hash, b []byte) {
+	if jsonlex.WriteCanonical(h, b) != nil {
+		h.Write(b) // WriteCanonical wrote nothing
+	}
+}
+
 // hashRequest starts a step's hash with its request's encoding.
 func (hs Hashing) hashRequest(request []byte) []byte {
 	layout()
 	h := hs.New()
 	h.Write([]byte("{"))
 	h.Write(stepMembers[stepRequest][1:])
-	h.Write(mustCanonical(request))
+	writeCanonical(h, request)
 	return marshalState(h)
 }
 
@@ -256,7 +265,7 @@ func (hs Hashing) hashAnswer(afterRequest, response []byte) []byte {
 	layout()
 	h := hs.restoreState(afterRequest)
 	h.Write(stepMembers[stepResponse])
-	h.Write(mustCanonical(response))
+	writeCanonical(h, response)
 	return marshalState(h)
 }
 

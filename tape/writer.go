@@ -412,7 +412,10 @@ func (w *Writer) encodeStepAnswer(ti, si int, ps stepPieces) (stepPieces, error)
 		h := ps.hash.clone() // ps may be the step's current pieces, replaced only on success
 		resp := spans[stepResponse]
 		h.afterAnswer = w.hs.hashAnswer(h.afterRequest, e.b[resp.from:resp.to])
-		h.setCanon(e.b, spans, stepRequest+1, stepToolResults)
+		// The response is in afterAnswer's state: only the members after it are kept (a
+		// canonical copy of the answer, tens of megabytes, kept for every step, was the
+		// recording's largest cost in memory).
+		h.setCanon(e.b, spans, stepResponse+1, stepToolResults)
 		ps.hash = h
 	}
 	return w.encodeStepEnd(ti, si, ps)

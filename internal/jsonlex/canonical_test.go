@@ -1,9 +1,12 @@
 package jsonlex
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -41,6 +44,11 @@ func FuzzCanonical(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := Canonical(nil, b)
+		var w bytes.Buffer
+		werr := WriteCanonical(&w, b)
+		if (err == nil) != (werr == nil) || w.String() != string(got) {
+			t.Fatalf("WriteCanonical %q: %q (%v), Canonical: %q (%v)", b, w.Bytes(), werr, got, err)
+		}
 		if err != nil {
 			var de *DuplicateKeyError
 			if json.Valid(b) && !errors.As(err, &de) {
@@ -63,4 +71,82 @@ func FuzzCanonical(f *testing.F) {
 			t.Fatalf("%q -> %q: values differ (%v)", b, got, err)
 		}
 	})
+}
+
+// TestWriteCanonical: WriteCanonical writes Canonical's bytes, in pieces, for the cases of
+// TestCanonical, for generated documents (objects out of key order, nested, strings past
+// the piece size), and writes nothing for a document Canonical refuses.
+func TestWriteCanonical(t *testing.T) {
+	docs := []string{
+		`{ "b" : 1 , "a" : [ true , null , "x" ] }`, `"\u2014 \/ \u0041"`, `[1.0, 1E0, -0.0, 1e21]`,
+		`{"\u00e9":1,"z":2,"\ud83d\ude00":3,"\uffff":4}`, `{}`, `[]`, `[{}, [], {"a":[]}]`, ` 7 `,
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		docs = append(docs, string(genJSON(rng, 0)))
+	}
+	big := `{"z":"` + strings.Repeat(`x\n\u00e9`, 40000) + `","a":{"y":[` + strings.Repeat(`{"k":1,"b":2},`, 5000) + `0]}}`
+	docs = append(docs, big)
+	for _, d := range docs {
+		want, err := Canonical(nil, []byte(d))
+		if err != nil {
+			t.Fatalf("%.80s: %v", d, err)
+		}
+		var w chunks
+		if err := WriteCanonical(&w, []byte(d)); err != nil {
+			t.Fatalf("%.80s: %v", d, err)
+		}
+		if got := bytes.Join(w, nil); !bytes.Equal(got, want) {
+			t.Fatalf("%.80s:\n got %.200s\nwant %.200s", d, got, want)
+		}
+		if len(d) > 3*canonWriteChunk && len(w) < 2 {
+			t.Errorf("a %d-byte document went out in %d piece", len(d), len(w))
+		}
+	}
+	for _, bad := range []string{`{"a":1,"a":2}`, `{"a":{"x":1,"X":2}}`, `[1,`, `{"a" 1}`, `"\x"`, `[1] 2`, ``} {
+		var w chunks
+		if err := WriteCanonical(&w, []byte(bad)); err == nil || len(w) > 0 {
+			t.Errorf("%q: err %v, %d pieces written", bad, err, len(w))
+		}
+	}
+}
+
+// chunks keeps each Write's bytes.
+type chunks [][]byte
+
+func (c *chunks) Write(p []byte) (int, error) {
+	*c = append(*c, bytes.Clone(p))
+	return len(p), nil
+}
+
+// genJSON draws a JSON value: objects with keys out of order and non-ASCII, escapes,
+// numbers in several spellings.
+func genJSON(r *rand.Rand, depth int) []byte {
+	keys := []string{`"b"`, `"a"`, `"\u00e9"`, `"Z"`, `"\ud83d\ude00"`, `"\uffff"`, `"aa"`, `""`, `"\u0061b"`}
+	scalars := []string{`1`, `-0.0`, `1E3`, `"x\ty"`, `"\u2028"`, `true`, `null`, `"é"`, `0.0000001`}
+	switch n := r.IntN(4); {
+	case depth > 4 || n == 0:
+		return []byte(scalars[r.IntN(len(scalars))])
+	case n == 1:
+		out := []byte{'['}
+		for i := range r.IntN(4) {
+			if i > 0 {
+				out = append(out, " , "[r.IntN(2):]...)
+			}
+			out = append(out, genJSON(r, depth+1)...)
+		}
+		return append(out, ']')
+	default:
+		out := []byte{'{'}
+		perm := r.Perm(len(keys))[:r.IntN(len(keys))]
+		for i, k := range perm {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, keys[k]...)
+			out = append(out, " : "[r.IntN(2):]...)
+			out = append(out, genJSON(r, depth+1)...)
+		}
+		return append(out, '}')
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/tapebox/tapebox/tape"
 )
 
 // ccMessageShape is what the checks of a Claude Code entry's message read.
@@ -108,3 +111,12 @@ var errSkipCheck = errors.New("line left to the importer")
 type lookalikeError struct{ error }
 
 func (e lookalikeError) Unwrap() error { return e.error }
+
+// anyAnswer says whether any of steps holds something of a model's answer (content or a
+// tool call): an import whose steps hold none read nothing of the file it was given, and
+// is an error rather than an empty tape.
+func anyAnswer(steps []*tape.Step) bool {
+	return slices.ContainsFunc(steps, func(s *tape.Step) bool {
+		return len(s.Response.Content) > 0 || len(s.ToolCalls) > 0
+	})
+}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -330,7 +329,7 @@ func importClaudeSession(path string, agents agentIndex) (*tape.Tape, []string, 
 	if len(main.th.Steps) == 0 {
 		return nil, nil, fmt.Errorf("%s: no assistant message: not a Claude Code session with model calls", path)
 	}
-	if !slices.ContainsFunc(main.th.Steps, func(s *tape.Step) bool { return len(s.Response.Content) > 0 }) {
+	if !anyAnswer(main.th.Steps) {
 		return nil, nil, fmt.Errorf("%s: no assistant message has content (/message/content): nothing recognized as Claude Code's model calls", path)
 	}
 	tp.Threads = append(tp.Threads, main.th)

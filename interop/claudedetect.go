@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +73,9 @@ func jsonKind(raw json.RawMessage) string {
 // format; so is a file that cannot be read.
 func checkClaudeCode(path string) error {
 	err := readLines(path, func(_ int, b []byte) error {
+		if !maybeLookalike(b) {
+			return nil
+		}
 		var e struct {
 			Type    string          `json:"type"`
 			Message json.RawMessage `json:"message"`
@@ -102,6 +106,17 @@ func checkClaudeCode(path string) error {
 		return nil
 	}
 	return err
+}
+
+// maybeLookalike says whether the line b may hold what checkClaudeCode looks for: a
+// "parts" or "tool_result" anywhere, or a role that is not, written compactly, user or
+// assistant. Claude Code's lines, which name neither and write their roles compactly, are
+// then not decoded a second time.
+func maybeLookalike(b []byte) bool {
+	if bytes.Contains(b, []byte(`"parts"`)) || bytes.Contains(b, []byte("tool_result")) {
+		return true
+	}
+	return bytes.Contains(b, []byte(`"role"`)) && !bytes.Contains(b, []byte(`"role":"user"`)) && !bytes.Contains(b, []byte(`"role":"assistant"`))
 }
 
 // errSkipCheck stops checkClaudeCode at a line it cannot read, leaving it to the importer.

@@ -57,6 +57,9 @@ func TestAutoRefusesQwenSession(t *testing.T) {
 	for _, c := range []struct{ line, want string }{
 		{`{"type":"tool_result","uuid":"u2","sessionId":"s","message":{"role":"user","content":"x"}}`, `/type: "tool_result"`},
 		{`{"type":"assistant","uuid":"u2","sessionId":"s","message":{"role":"model","content":"x"}}`, `/message/role: "model"`},
+		// Spaced JSON: maybeLookalike's quick test must not let these by.
+		{`{"type": "assistant", "uuid": "u2", "sessionId": "s", "message": {"role": "model", "content": "x"}}`, `/message/role: "model"`},
+		{`{"type": "user", "uuid": "u2", "sessionId": "s", "message": {"role": "user", "parts": [{"text": "x"}]}}`, `/message/parts holds Gemini-style parts`},
 	} {
 		f := filepath.Join(t.TempDir(), "s.jsonl")
 		require.NoError(t, os.WriteFile(f, []byte(`{"type":"user","uuid":"u","sessionId":"s","message":{"role":"user","content":"hi"}}`+"\n"+c.line+"\n"), 0o644))

@@ -343,7 +343,9 @@ DIR/<tape id>.json. --from says the files' format:
                ~/.gemini/tmp, ~/.pi/agent/sessions or a folder of opencode exports imports
                whole. A .jsonl file of none of them stops the import, as does a .json file
                that begins as an OpenCode export but is not one; other .json files under DIR
-               are left alone. A file named by path is told whatever its name.
+               are left alone. A file named by path is told whatever its name. A Qwen
+               Code session (~/.qwen/projects/*/chats), whose lines look like Claude
+               Code's, is refused with the line that tells it apart.
   claude-code  <session>.jsonl files (a file, a project folder, or ~/.claude/projects), each
                with its subagents' sidechains: from <session>/subagents/, or as older
                versions kept them, agent-*.jsonl files beside it or sidechain entries in it.

@@ -66,7 +66,7 @@ func TestImportAuto(t *testing.T) {
 
 	// A bad line in a file of a known format: the error names the format once, then FILE:LINE.
 	bad := filepath.Join(dir, "sessions", "claude_code", "broken.jsonl")
-	require.NoError(t, os.WriteFile(bad, []byte(`{"type":"user","uuid":"u","sessionId":"s","message":{}}`+"\nnot json\n"), 0o644))
+	require.NoError(t, os.WriteFile(bad, []byte(`{"type":"user","uuid":"u","sessionId":"s","message":{"role":"user","content":"hi"}}`+"\nnot json\n"), 0o644))
 	tapes, err = Import(Auto, dir)
 	require.Error(t, err)
 	assert.Nil(t, tapes)

@@ -130,7 +130,7 @@ type ccThreadReader struct {
 }
 
 func (r *ccThreadReader) entry(e ccLine) error {
-	if (e.Type != "user" && e.Type != "assistant") || e.IsMeta || len(e.Message) == 0 {
+	if (e.Type != "user" && e.Type != "assistant") || e.IsMeta || len(e.Message) == 0 || string(e.Message) == "null" {
 		return nil
 	}
 	at, timed := parseTime(e.Timestamp)
@@ -143,6 +143,9 @@ func (r *ccThreadReader) entry(e ccLine) error {
 	r.cwd = cmp.Or(r.cwd, e.Cwd)
 	r.version = cmp.Or(r.version, e.Version)
 	r.session = cmp.Or(r.session, e.SessionID)
+	if err := checkCCMessage(e.Message); err != nil {
+		return err
+	}
 	var m ccReadMessage
 	if err := json.Unmarshal(e.Message, &m); err != nil {
 		return fmt.Errorf("message: %w", err)
@@ -325,6 +328,9 @@ func importClaudeSession(path string, agents agentIndex) (*tape.Tape, []string, 
 	}
 	if len(main.th.Steps) == 0 {
 		return nil, nil, fmt.Errorf("%s: no assistant message: not a Claude Code session with model calls", path)
+	}
+	if !anyAnswer(main.th.Steps) {
+		return nil, nil, fmt.Errorf("%s: no assistant message has content (/message/content): nothing recognized as Claude Code's model calls", path)
 	}
 	tp.Threads = append(tp.Threads, main.th)
 	readers := []*ccThreadReader{main}

@@ -3,6 +3,7 @@ package interop
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -73,6 +74,7 @@ type cxReader struct {
 	steps     []*cxPending
 	cur       *cxPending // the answer being read, nil after an input item
 	lastInput time.Time
+	messages  int // the message items read
 }
 
 // readRollout reads one rollout file into a thread. Its steps are normalized by the
@@ -86,6 +88,11 @@ func readRollout(p string) (*cxRollout, error) {
 	r := c.r
 	if r.id == "" {
 		return nil, fmt.Errorf("%s: no session_meta line: not a Codex rollout", p)
+	}
+	if len(c.steps) == 0 && c.messages == 0 {
+		// A rollout whose model call failed has no output but has the messages sent; one
+		// with neither is another tool's file that only looks like a rollout.
+		return nil, fmt.Errorf("%s: no message item (a response_item of type message) and no model output: nothing recognized as a Codex rollout", p)
 	}
 	if err := r.buildSteps(c.input, c.steps); err != nil {
 		return nil, err
@@ -154,9 +161,19 @@ func (c *cxReader) line(b []byte) error {
 			Role             string          `json:"role"`
 			EncryptedContent string          `json:"encrypted_content"`
 			Tools            json.RawMessage `json:"tools"`
+			Content          json.RawMessage `json:"content"`
 		}
 		if err := json.Unmarshal(l.Payload, &it); err != nil {
 			return fmt.Errorf("response_item: %w", err)
+		}
+		if it.Type == "message" && (len(it.Content) == 0 || it.Content[0] != '[') {
+			if len(it.Content) == 0 || string(it.Content) == "null" {
+				return errors.New("/payload/content: missing: a Codex message item holds its content there")
+			}
+			return fmt.Errorf("/payload/content: %s, not a list of content parts", jsonKind(it.Content))
+		}
+		if it.Type == "message" {
+			c.messages++
 		}
 		switch {
 		case it.Type == "reasoning" && it.EncryptedContent != "":

@@ -11,5 +11,8 @@
 // that such a tape can also be served in simulator mode. Import reads Claude Code, Codex, Gemini CLI, OpenCode, Pi and STS files,
 // or, with Auto, tells each file's format (Detect: by its first line, or as a whole for an
 // OpenCode export), so that a Hub Traces dataset or a folder of exports imports whole; what a file held that the normalized form has no place for is counted in
-// LabelLost.
+// LabelLost. A file that only looks like a format (a Qwen Code session, whose lines are
+// shaped like Claude Code's) is an error naming its file, line and field, never an empty
+// tape: Detect checks a Claude Code file whole, and each importer refuses a message it
+// cannot read or a session in which it recognized no model answer.
 package interop

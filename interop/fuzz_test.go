@@ -43,6 +43,12 @@ func FuzzImport(f *testing.F) {
 	f.Add(gemini, uint8(5))
 	f.Add(gemini, uint8(3))
 	f.Add([]byte(geminiLines(`{"$rewindTo":"x"}`, `{"id":"g","type":"gemini","content":[{"functionCall":{"name":"n"}}],"toolCalls":[{"id":"c","name":"n","result":{"functionResponse":{}}}]}`)), uint8(5))
+	qwen, err := os.ReadFile(qwenSample)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(qwen, uint8(0))
+	f.Add(qwen, uint8(3))
 	oc, err := os.ReadFile(filepath.Join(openCodeFixtures, "session.json"))
 	if err != nil {
 		f.Fatal(err)

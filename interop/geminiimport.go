@@ -42,6 +42,7 @@ type geminiRecord struct {
 	RewindTo *string    `json:"$rewindTo"`
 
 	line int
+	at   string // the message's JSON pointer on its line: "" for a line of its own
 }
 
 type geminiSet struct {
@@ -307,7 +308,7 @@ func readGeminiSession(path string) (*geminiSession, error) {
 					if m.ID == nil || *m.ID == "" {
 						return fmt.Errorf("$set.messages[%d]: a message without an id", i)
 					}
-					m.line = n
+					m.line, m.at = n, fmt.Sprintf("/$set/messages/%d", i)
 					put(m)
 				}
 			}
@@ -371,6 +372,9 @@ func importGeminiSession(path string) (*geminiImport, error) {
 	answered := map[string]bool{} // the calls whose results were sent
 	for _, m := range s.messages {
 		when, timed := parseTime(m.Timestamp)
+		if noContent := len(m.Content) == 0 || string(m.Content) == "null"; noContent && (m.Type == "user" || m.Type == "gemini" && len(m.ToolCalls) == 0 && len(m.Thoughts) == 0) {
+			return nil, fmt.Errorf("%s:%d: message %s: %s/content: missing: a Gemini CLI %s message holds its text there", path, m.line, *m.ID, m.at, m.Type)
+		}
 		switch m.Type {
 		case "user":
 			parts, err := geminiParts(m.Content)
@@ -441,6 +445,9 @@ func importGeminiSession(path string) (*geminiImport, error) {
 	}
 	if len(th.Steps) == 0 {
 		return nil, fmt.Errorf("%s: no model message (type gemini): not a Gemini CLI session with model calls", path)
+	}
+	if !anyAnswer(th.Steps) {
+		return nil, fmt.Errorf("%s: no model message has content, thoughts or tool calls (/content, /thoughts, /toolCalls): nothing recognized as Gemini CLI's model calls", path)
 	}
 	tp.Meta.Cwd = provider.Cwd(&th.Steps[0].Request)
 	if tp.Meta.Cwd == "" && len(s.meta.Directories) > 0 {

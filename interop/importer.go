@@ -199,12 +199,24 @@ const autoFormats = "Claude Code, Codex, Gemini CLI, Pi and STS by the first lin
 // ({"type":"session","harness":…}), a Pi session header ({"type":"session","id","cwd"},
 // no harness), a Codex rollout line ({"timestamp","type","payload"}), Gemini CLI's session
 // metadata ({"sessionId","projectHash",…}) or a Claude Code entry (one naming a sessionId,
-// uuid or leafUuid, or a summary or file-history-snapshot entry). Else by the whole file:
+// uuid or leafUuid, or a summary or file-history-snapshot entry; the whole file is then
+// checked by checkClaudeCode, so that Qwen Code's lookalike entries are not taken for
+// Claude Code's). Else by the whole file:
 // what `opencode export SESSION` prints (checkOpenCodeExport). Anything else is an error
 // naming the file, the line its first line is on, the formats tried and why each did not
 // fit.
 func Detect(path string) (Format, error) {
 	f, line, lineErr := detectLine(path)
+	what := "its first line"
+	if lineErr == nil && f == ClaudeCode {
+		if lineErr = checkClaudeCode(path); lineErr != nil {
+			var le *LineError
+			if errors.As(lineErr, &le) {
+				line = le.Line
+			}
+			what = fmt.Sprintf("its first line looks like a Claude Code entry, but its line %d is not one", line)
+		}
+	}
 	if lineErr == nil {
 		return f, nil
 	}
@@ -227,7 +239,7 @@ func Detect(path string) (Format, error) {
 	if line == 0 {
 		line = 1
 	}
-	return "", fmt.Errorf("%s:%d: not a session file of a format auto knows (tried %s): its first line: %s; as an OpenCode export: %v", path, line, autoFormats, why, ocErr)
+	return "", fmt.Errorf("%s:%d: not a session file of a format auto knows (tried %s): %s: %s; as an OpenCode export: %v", path, line, autoFormats, what, why, ocErr)
 }
 
 // detectLine tells the format of a JSONL session file by its first line (see Detect), and

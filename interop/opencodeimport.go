@@ -225,6 +225,11 @@ func importOpenCodeSession(s *openCodeSession, path string, sessions map[string]
 	if len(tp.Threads[0].Steps) == 0 {
 		return nil, fmt.Errorf("%s: no assistant message: not an OpenCode session with model calls", path)
 	}
+	if !anyAnswer(tp.Threads[0].Steps) && r.lost[LostOpenCodeErrors] == 0 {
+		// An OpenCode answer that failed (info.error) may hold nothing; one that did not
+		// and still holds no text, reasoning or tool part is another tool's file.
+		return nil, fmt.Errorf("%s: no assistant message has a text, reasoning or tool part (/messages/N/parts/M/type), nor an error (/messages/N/info/error): nothing recognized as OpenCode's model calls", path)
+	}
 	tp.Meta.Ended = &tape.Ended{Reason: tape.EndComplete, At: cmpTime(r.last, tp.Meta.StartedAt), Detail: "imported from an OpenCode session export, which does not say how the run ended"}
 	r.lost.label(tp)
 	return tp, nil

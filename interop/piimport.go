@@ -3,6 +3,7 @@ package interop
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -256,6 +257,9 @@ func importPiSession(path string) (*tape.Tape, error) {
 	if len(r.th.Steps) == 0 {
 		return nil, fmt.Errorf("%s: no assistant message on the branch Pi resumes: not a Pi session with model calls", path)
 	}
+	if !anyAnswer(r.th.Steps) && r.lost[LostErrorMessages] == 0 {
+		return nil, fmt.Errorf("%s: no assistant message has content (/message/content) or an error (/message/errorMessage): nothing recognized as Pi's model calls", path)
+	}
 	tp := newImported(Pi, "pi", path)
 	tp.Meta.Provider = r.provider
 	if r.provider == tape.ProviderUnknown {
@@ -409,9 +413,12 @@ func (r *piReader) assistant(m *piMessage) error {
 // assistantBlocks normalizes an assistant message's content, with its tool calls; count
 // says whether what has no place is counted lost (once per block, when it is first read).
 func (r *piReader) assistantBlocks(raw json.RawMessage, count bool) ([]tape.Block, []tape.ToolCall, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil, errors.New("/message/content: missing: a Pi assistant message holds its text and tool calls there")
+	}
 	var list []piBlock
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, nil, fmt.Errorf("assistant content: want a list of blocks: %w", err)
+		return nil, nil, fmt.Errorf("/message/content: want a list of blocks: %w", err)
 	}
 	out := make([]tape.Block, 0, len(list))
 	var calls []tape.ToolCall

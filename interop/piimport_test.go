@@ -237,7 +237,7 @@ func TestImportPiBadInput(t *testing.T) {
 		{"result on another branch", []string{piHeader, piUser, ok[2], piResult("r1", "u1", "call_1")}, `:4: toolResult for "call_1"`},
 		{"unknown parent", append(ok[:3:3], piResult("r1", "zz", "call_1")), `:4: parentId "zz" names no entry of the file`},
 		{"no header", ok[1:], ":1: not a Pi session header"},
-		{"bad content", []string{piHeader, piUser, piAssistant("a1", "u1", "anthropic-messages", "stop", `"text"`)}, ":3: assistant content: want a list of blocks"},
+		{"bad content", []string{piHeader, piUser, piAssistant("a1", "u1", "anthropic-messages", "stop", `"text"`)}, ":3: /message/content: want a list of blocks"},
 		{"repeated id", []string{piHeader, piUser, strings.Replace(ok[2], `"a1"`, `"u1"`, 1)}, `:3: entry id "u1" repeats the id of line 2`},
 		{"no model call", []string{piHeader, piUser}, "no assistant message"},
 	} {

@@ -108,6 +108,16 @@ var openCodeClasses = []Class{
 			}
 			a, okA := body(d.Recorded)
 			b, okB := body(d.Replayed)
-			return okA && okB && (strings.HasPrefix(a, b) || strings.HasPrefix(b, a))
+			if !okA || !okB {
+				return false
+			}
+			if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
+				return true
+			}
+			// The window's start fell in another line: past each side's first line, the
+			// same lines (opencode-gpt seed 62047).
+			_, a, _ = strings.Cut(a, "\n")
+			_, b, _ = strings.Cut(b, "\n")
+			return len(a) > 0 && len(b) > 0 && (strings.HasPrefix(a, b) || strings.HasPrefix(b, a))
 		}},
 }

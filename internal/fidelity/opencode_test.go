@@ -17,6 +17,8 @@ func TestOpenCodeClasses(t *testing.T) {
 		{Divergence{Field: "tool_result", Tool: "bash", Input: "over-51200-bytes", Recorded: "...output truncated...\n\nFull output saved to: /h/tool_1\n\nabc\nabd", Replayed: "...output truncated...\n\nFull output saved to: /s/tool_2\n\nabc\nabc\n"}, ""},
 		{Divergence{Field: "tool_result", Tool: "bash", Input: "cat", Recorded: "...output truncated...\n\nFull output saved to: /h/tool_1\n\nhhh\nhh", Replayed: "...output truncated...\n\nFull output saved to: /s/tool_2\n\nhhh\nhhh\n"}, "opencode's window of a long output"},
 		{Divergence{Field: "tool_result", Tool: "bash", Input: "cat", Recorded: "hhh\n", Replayed: "hh\n"}, ""},
+		{Divergence{Field: "tool_result", Tool: "bash", Input: "over-51200-bytes", Recorded: "...output truncated...\n\nFull output saved to: /h/tool_1\n\nopqrstuvwxyz\nabcdefghijklmnopqrstuvwxyz\nabc", Replayed: "...output truncated...\n\nFull output saved to: /s/tool_2\n\nxyz\nabcdefghijklmnopqrstuvwxyz\nabcdefghijklmnopqrstuvwxyz\n"}, "opencode's window of a long output"},
+		{Divergence{Field: "tool_result", Tool: "bash", Input: "over-51200-bytes", Recorded: "...output truncated...\n\nFull output saved to: /h/tool_1\n\nopqrstuvwxyz\nabcdefghijklmnopqrstuvwxyz\nabc", Replayed: "...output truncated...\n\nFull output saved to: /s/tool_2\n\nxyz\nabcdefghijklmnopqrstuvwxyZ\n"}, ""},
 		{Divergence{Field: "tool_result", Tool: "glob", Input: "pattern", Recorded: "/w/bg-1.txt\n/w/a", Replayed: "/w/a"}, "background job against the harness's pace"},
 		{Divergence{Field: "tool_result", Tool: "grep", Input: "pattern", Recorded: "regex parse error", Replayed: "grep: error"}, ""},
 	} {

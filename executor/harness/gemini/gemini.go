@@ -101,5 +101,46 @@ func (s *session) resolve(p string) (string, bool) {
 		cwd = real
 	}
 	inside := abs == cwd || strings.HasPrefix(abs, strings.TrimSuffix(cwd, "/")+"/")
+	if inside && blockedSegment(strings.TrimPrefix(abs, cwd)) {
+		// The CLI's workspace holds no path through .git, .env or node_modules: it answers
+		// "Path not in workspace", naming its own temporary directory, as for a path outside.
+		inside = false
+	}
 	return abs, inside
+}
+
+// blockedSegment is the CLI's hasBlockedPathSegment (packages/core/src/utils/paths.ts) of a
+// path relative to the workspace: a segment that is .git, .env or node_modules, or a
+// gha-creds-*.json file, once cut at a colon, trimmed of trailing spaces and dots and
+// lower-cased, or a Windows short name of one of them (GIT~1, NODE_M~1).
+func blockedSegment(rel string) bool {
+	for _, seg := range strings.FieldsFunc(rel, func(r rune) bool { return r == '/' || r == '\\' }) {
+		seg, _, _ = strings.Cut(seg, ":")
+		seg = strings.ToLower(strings.TrimRight(seg, " ."))
+		switch {
+		case seg == ".git", seg == ".env", seg == "node_modules",
+			strings.HasPrefix(seg, "gha-creds-") && strings.HasSuffix(seg, ".json"),
+			shortName(seg, "git", "gi", ""), shortName(seg, "env", "en", ""), shortName(seg, "node_m", "no", ""),
+			shortName(seg, "gha-cr", "gh", ".json"), shortName(seg, "gha-cr", "gh", ".jso"):
+			return true
+		}
+	}
+	return false
+}
+
+// shortName matches the CLI's short-name patterns: ^(long|short[0-9a-f]{4})~\d+ext$.
+func shortName(seg, long, short, ext string) bool {
+	seg, ok := strings.CutSuffix(seg, ext)
+	if !ok {
+		return false
+	}
+	head, num, ok := strings.Cut(seg, "~")
+	if !ok || num == "" || strings.Trim(num, "0123456789") != "" {
+		return false
+	}
+	if head == long {
+		return true
+	}
+	h, ok := strings.CutPrefix(head, short)
+	return ok && len(h) == 4 && strings.Trim(h, "0123456789abcdef") == ""
 }

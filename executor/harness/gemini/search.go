@@ -394,6 +394,9 @@ func (s *session) grepSearch(ctx context.Context, call tape.ToolCall, rec *tape.
 		return replay(call, rec)
 	}
 	order := recordedFiles(rec)
+	if a.NamesOnly && len(order) > 1 {
+		order = g.namesOnlyOrder(files, order, before, after)
+	}
 	all, err := g.search(files, order, before, after)
 	if err != nil {
 		return replay(call, rec)
@@ -467,6 +470,48 @@ func (g *grepper) search(files []action.FileEntry, order map[string]int, before,
 		}
 	}
 	return out, nil
+}
+
+// namesOnlyOrder orders the files a names_only recording lists for search. Its list is
+// sorted, so it does not tell in which order ripgrep's threads gave the files; but the CLI
+// read every file but the last whole before the match limit, so the file with the most
+// matches goes last: then the search takes exactly the recorded files whenever some order
+// of them could have given the recording (issue 33's fidelity seeds 40108 and 40109 took
+// the first file by name, which alone filled the limit).
+func (g *grepper) namesOnlyOrder(files []action.FileEntry, order map[string]int, before, after int) map[string]int {
+	type counted struct {
+		name    string
+		matches int
+	}
+	var cs []counted
+	for _, f := range files {
+		name := g.display(f.Path)
+		if _, ok := order[name]; !ok {
+			continue
+		}
+		ms, err := g.file(f.Path, before, after)
+		if err != nil {
+			return order
+		}
+		n := 0
+		for _, m := range ms {
+			if !m.isContext {
+				n++
+			}
+		}
+		cs = append(cs, counted{name, n})
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].matches != cs[j].matches {
+			return cs[i].matches < cs[j].matches
+		}
+		return order[cs[i].name] < order[cs[j].name]
+	})
+	out := make(map[string]int, len(cs))
+	for i, c := range cs {
+		out[c.name] = i
+	}
+	return out
 }
 
 // display is the path the CLI shows for a file: relative to the searched path, the

@@ -123,6 +123,14 @@ func TestGrepSearch(t *testing.T) {
 	hits = b.String()
 	check(m{"pattern": "hit"}, "Found 100 matches for pattern \"hit\" in path \".\" (results limited to 100 matches for performance):\n---\nFile: sub/many.txt\n"+hits+"---")
 	check(m{"pattern": "hit", "total_max_matches": 2, "names_only": true}, "Found 1 files with matches for pattern \"hit\" in path \".\" (results limited to 2 matches for performance):\nsub/many.txt")
+	// names_only past the limit: the recording lists its files sorted, not in ripgrep's
+	// order; the file with the most matches goes last, so the recorded three are found.
+	files(t, dir, "n/a.txt", strings.Repeat("hit\n", 150), "n/b.txt", "hit\nhit\n", "n/c.txt", "hit\nhit\nhit\n", "n/d.txt", "hit\n")
+	three := "Found 3 files with matches for pattern \"hit\" in path \"n\" (results limited to 100 matches for performance):\na.txt\nb.txt\nc.txt"
+	res := s.Run("grep_search", m{"pattern": "hit", "dir_path": "n", "names_only": true}, recorded(three))
+	assert.Equal(t, three, res.Text())
+	assert.False(t, res.CopiedFromTape)
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "n")))
 	// --max-count with context, as ripgrep 13 prints it: the last match's after-context
 	// shows a matching line as a match, and goes no further.
 	files(t, dir, "m/m.txt", "a1\nfoo\nb\nfoo\nc\nd\nfoo\ne\n")
@@ -130,7 +138,7 @@ func TestGrepSearch(t *testing.T) {
 		"Found 2 matches for pattern \"foo\" in path \"m\":\n---\nFile: m.txt\nL1- a1\nL2: foo\nL3- b\nL4: foo\n---")
 	check(m{"pattern": "foo", "dir_path": "m", "max_matches_per_file": 2, "context": 0},
 		"Found 2 matches for pattern \"foo\" in path \"m\":\n---\nFile: m.txt\nL2: foo\nL4: foo\n---")
-	res := s.Run("grep_search", m{"pattern": "x", "dir_path": "nowhere"}, nil)
+	res = s.Run("grep_search", m{"pattern": "x", "dir_path": "nowhere"}, nil)
 	assert.Equal(t, "Path does not exist: "+dir+"/nowhere", res.Text())
 	assert.True(t, res.IsError)
 

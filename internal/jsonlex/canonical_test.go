@@ -86,7 +86,8 @@ func TestWriteCanonical(t *testing.T) {
 		docs = append(docs, string(genJSON(rng, 0)))
 	}
 	big := `{"z":"` + strings.Repeat(`x\n\u00e9`, 40000) + `","a":{"y":[` + strings.Repeat(`{"k":1,"b":2},`, 5000) + `0]}}`
-	docs = append(docs, big)
+	plain := `{"z":"` + strings.Repeat("plain é text ", 10000) + `","a":"` + strings.Repeat("\xff", canonWriteChunk) + `"}`
+	docs = append(docs, big, plain)
 	for _, d := range docs {
 		want, err := Canonical(nil, []byte(d))
 		if err != nil {

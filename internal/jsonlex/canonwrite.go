@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"slices"
+	"unicode/utf8"
 )
 
 // WriteCanonical writes the canonical form of the document b (Canonical's bytes) to w
@@ -63,7 +64,19 @@ func (s *canonWriter) value(i int) int {
 	switch ch := b[i]; {
 	case ch == '"':
 		end, st, _ := String(b, i)
-		s.buf = appendCanonicalString(s.buf, b[i+1:end-1], st)
+		body := b[i+1 : end-1]
+		if len(body) >= canonWriteChunk && st&Escaped == 0 && (st&NonASCII == 0 || utf8.Valid(body)) {
+			// Its canonical form is itself (appendCanonicalString's first case): written
+			// from b, not copied.
+			s.buf = append(s.buf, '"')
+			s.flush()
+			if s.err == nil {
+				_, s.err = s.w.Write(body)
+			}
+			s.buf = append(s.buf, '"')
+			return end
+		}
+		s.buf = appendCanonicalString(s.buf, body, st)
 		s.spill()
 		return end
 	case ch == '{':

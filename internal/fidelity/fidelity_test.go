@@ -161,7 +161,7 @@ func TestQuick(t *testing.T) {
 						t.Errorf("%s: %s", o.Seq.Name(), d)
 					}
 				})
-				tot := b.Total(target.Harness, target.Version)
+				tot := b.Total(s.grammar.Harness, target.Version) // the board keys rows by the grammar (opencode-gpt), not the binary
 				if tot.Calls == 0 {
 					t.Fatalf("no calls were made")
 				}
@@ -219,7 +219,7 @@ func TestScoreboard(t *testing.T) {
 					}
 				}
 			})
-			tot := b.Total(target.Harness, target.Version)
+			tot := b.Total(s.grammar.Harness, target.Version) // the board keys rows by the grammar (opencode-gpt), not the binary
 			t.Logf("%s %s: %d calls, %d identical; %d sequences, %d end states identical (%v so far)",
 				target.Harness, target.Version, tot.Calls, tot.Identical, tot.Sequences, tot.EndIdentical, time.Since(start).Round(time.Second))
 		}

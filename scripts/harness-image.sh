@@ -22,7 +22,8 @@
 # No API key is in the image: the fork passes its --env variables to the container
 # (tapebox fork --sandbox ... --env GEMINI_API_KEY --env ANTHROPIC_API_KEY ...).
 #
-# An image that already exists is kept (TAPEBOX_REBUILD=1 rebuilds it).
+# An image built from the same inputs (harness, node and base image versions, this script) is
+# kept (TAPEBOX_REBUILD=1 rebuilds it anyway).
 #
 # Environment:
 #   TAPEBOX_HARNESS_IMAGE  the image's name (default tapebox/harnesses:bookworm)
@@ -42,10 +43,6 @@ die() {
 
 command -v docker >/dev/null 2>&1 || die "docker not found: install the Docker engine (scripts/ci-setup.sh)"
 docker version >/dev/null 2>&1 || die "no Docker engine answers at ${DOCKER_HOST:-/var/run/docker.sock}"
-if [ "${TAPEBOX_REBUILD:-0}" != 1 ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
-	log "$IMAGE exists; skipped (TAPEBOX_REBUILD=1 rebuilds it)"
-	exit 0
-fi
 docker image inspect "$BASE" >/dev/null 2>&1 || die "$BASE is missing: make sandbox-image builds it"
 node=$(command -v node || true)
 [ -n "$node" ] || die "node not found on this machine: install Node.js 20 or later"
@@ -60,6 +57,20 @@ aarch64 | arm64) arch=arm64 ;;
 esac
 opencode=$NM/opencode-linux-$arch/bin/opencode
 [ -x "$opencode" ] || die "OpenCode is not in $NM (opencode-linux-$arch): run npm ci in harnesses/"
+
+# The image is built once per set of its inputs: the harnesses' versions, node's, this
+# script and the base image.
+key=$( {
+	"$node" --version
+	"$node" -p "require('$gemini/package.json').version"
+	sha256sum "$opencode" "$0" | cut -d' ' -f1
+	docker image inspect --format '{{.Id}}' "$BASE"
+} | sha256sum | cut -c1-16)
+have=$(docker image inspect --format '{{index .Config.Labels "org.tapebox.harness-key"}}' "$IMAGE" 2>/dev/null || true)
+if [ "${TAPEBOX_REBUILD:-0}" != 1 ] && [ "$have" = "$key" ]; then
+	log "$IMAGE is up to date ($key); skipped (TAPEBOX_REBUILD=1 rebuilds it)"
+	exit 0
+fi
 
 ctx=$(mktemp -d "${TMPDIR:-/var/tmp}/tapebox-harness-image.XXXXXX")
 trap 'rm -rf "$ctx"' EXIT
@@ -81,7 +92,7 @@ ENV GEMINI_CLI_HOME=/opt/tapebox/gemini GEMINI_CLI_TRUST_WORKSPACE=true GEMINI_C
     OPENCODE_CONFIG=/opt/tapebox/opencode.json OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 \
     OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_SHARE=1 npm_config_offline=true \
     XDG_DATA_HOME=/tmp/xdg/data XDG_CONFIG_HOME=/tmp/xdg/config XDG_CACHE_HOME=/tmp/xdg/cache XDG_STATE_HOME=/tmp/xdg/state
-LABEL org.opencontainers.image.title=tapebox-harnesses
+LABEL org.opencontainers.image.title=tapebox-harnesses org.tapebox.harness-key=$key
 DOCKERFILE
 log "docker build -> $IMAGE (Gemini CLI $("$node" -p "require('$gemini/package.json').version"), OpenCode $("$opencode" --version 2>/dev/null || echo '?'), node $("$node" --version))"
 docker build -q -t "$IMAGE" "$ctx" >/dev/null || die "docker build of $IMAGE failed"

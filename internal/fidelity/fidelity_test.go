@@ -235,7 +235,7 @@ func TestScoreboard(t *testing.T) {
 		}
 		header = fmt.Sprintf("Written by `make fidelity` (internal/fidelity, TestScoreboard) from the ledger %s (%d sequences, one JSON line each: "+
 			"seed, calls, end state, divergences, the executor's commit; the latest entry of a seed counts). Each sequence is drawn "+
-			"from the harness's seeded grammar (Claude Code: internal/fidelity/claude.go; Codex, Pi and Gemini CLI: internal/grammar), recorded "+
+			"from the harness's seeded grammar (Claude Code: internal/fidelity/claude.go; Codex, Pi, Gemini CLI and OpenCode: internal/grammar; opencode-gpt is OpenCode with a GPT model id, which gets apply_patch), recorded "+
 			"through the real harness (harnesses/, offline) against the scripted provider and the gateway, then replayed in executor "+
 			"mode in a fresh local sandbox at the same path and compared with `tapebox compare`'s comparison: every call and the end "+
 			"state. A seed reproduces its sequence: `go test ./internal/fidelity -run TestScoreboard -fidelity.harness H "+

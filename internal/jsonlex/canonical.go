@@ -212,13 +212,7 @@ func (c *canon) object(i int) (int, error) {
 
 // sort puts the members written from out[start:] in key order.
 func (c *canon) sort(start int, ms []member) {
-	less := func(a, b member) int {
-		ka, kb := c.keys[a.key.from:a.key.to], c.keys[b.key.from:b.key.to]
-		if a.ascii && b.ascii {
-			return bytes.Compare(ka, kb)
-		}
-		return compareUTF16(ka, kb)
-	}
+	less := func(a, b member) int { return compareKeys(c.keys, a.key, b.key, a.ascii && b.ascii) }
 	if slices.IsSortedFunc(ms, less) {
 		return
 	}
@@ -232,6 +226,16 @@ func (c *canon) sort(start int, ms []member) {
 		}
 		c.out = append(c.out, c.scratch[m.from-start:m.to-start]...)
 	}
+}
+
+// compareKeys orders two decoded keys (spans of keys) as JCS sorts members: by UTF-16
+// code units, which is byte order when both are ASCII.
+func compareKeys(keys []byte, a, b span32, ascii bool) int {
+	ka, kb := keys[a.from:a.to], keys[b.from:b.to]
+	if ascii {
+		return bytes.Compare(ka, kb)
+	}
+	return compareUTF16(ka, kb)
 }
 
 // compareUTF16 compares two strings (UTF-8, with lone surrogates as WTF-8) by their UTF-16

@@ -1,7 +1,6 @@
 package jsonlex
 
 import (
-	"bytes"
 	"io"
 	"slices"
 	"unicode/utf8"
@@ -136,16 +135,9 @@ func (s *canonWriter) object(i int) int {
 		i = Space(b, i+1) // past the comma
 	}
 	end := i + 1
-	less := func(x, y canonWMember) int {
-		kx, ky := s.keys[x.key.from:x.key.to], s.keys[y.key.from:y.key.to]
-		if x.ascii && y.ascii {
-			return bytes.Compare(kx, ky)
-		}
-		return compareUTF16(kx, ky)
-	}
 	// A copy: the members' own objects add to s.ms while these are written.
 	sorted := slices.Clone(s.ms[base:])
-	slices.SortFunc(sorted, less)
+	slices.SortFunc(sorted, func(x, y canonWMember) int { return compareKeys(s.keys, x.key, y.key, x.ascii && y.ascii) })
 	s.buf = append(s.buf, '{')
 	for k, m := range sorted {
 		if k > 0 {

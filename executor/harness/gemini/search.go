@@ -394,7 +394,8 @@ func (s *session) grepSearch(ctx context.Context, call tape.ToolCall, rec *tape.
 		return replay(call, rec)
 	}
 	order := recordedFiles(rec)
-	if a.NamesOnly && len(order) > 1 {
+	if a.NamesOnly && len(order) > 1 && strings.Contains(harness.RecordedText(rec), "(results limited to") {
+		// Only a search the limit cut depends on which file came last.
 		order = g.namesOnlyOrder(files, order, before, after)
 	}
 	all, err := g.search(files, order, before, after)

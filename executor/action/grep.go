@@ -131,8 +131,8 @@ func Grep(ctx context.Context, req GrepRequest) ([]GrepFile, error) {
 
 func grepFile(re *regexp.Regexp, text string, req GrepRequest) (GrepFile, bool) {
 	lines := strings.Split(text, "\n")
-	if strings.HasSuffix(text, "\n") {
-		lines = lines[:len(lines)-1]
+	if strings.HasSuffix(text, "\n") || text == "" {
+		lines = lines[:len(lines)-1] // an empty file has no line, not one empty line (rg -c '^$' finds none)
 	}
 	matched := make([]bool, len(lines))
 	// matches per line, for OnlyMatching

@@ -111,6 +111,8 @@ func TestGrep(t *testing.T) {
 		{".env", "foo=1\n"},
 		{"vendor/v.txt", "foo\n"},
 		{".ignore", "vendor/\n"},
+		{"empty/none.txt", ""},
+		{"empty/nl.txt", "\n"},
 	})
 	walk := WalkOptions{Hidden: true, SkipDirs: []string{".git"}}
 	tests := []struct {
@@ -127,6 +129,9 @@ func TestGrep(t *testing.T) {
 			"a.txt": {{N: 1, Text: "one"}, {N: 2, Text: "foo two", Match: true}, {N: 3, Text: "three"}}}},
 		{"only matching", GrepRequest{Pattern: "f[a-z]+", OnlyMatching: true, Walk: WalkOptions{Globs: []string{"a.txt"}}}, []string{"a.txt"}, map[string][]GrepLine{
 			"a.txt": {{N: 2, Text: "foo", Match: true}, {N: 4, Text: "four", Match: true}, {N: 5, Text: "five", Match: true}, {N: 5, Text: "foo", Match: true}}}},
+		// ripgrep: an empty file has no line for ^$; a file of one line end has one.
+		{"empty file", GrepRequest{Pattern: "^$", Walk: WalkOptions{Globs: []string{"empty/*"}}}, []string{"empty/nl.txt"}, map[string][]GrepLine{
+			"empty/nl.txt": {{N: 1, Text: "", Match: true}}}},
 		{"multiline", GrepRequest{Pattern: "two.three", Multiline: true}, []string{"a.txt"}, map[string][]GrepLine{
 			"a.txt": {{N: 2, Text: "foo two", Match: true}, {N: 3, Text: "three", Match: true}}}},
 	}

@@ -108,6 +108,11 @@ func TestApplyPatch(t *testing.T) {
 	out = f.Text("apply_patch", m{"input": "*** Begin Patch\nnonsense\n*** End Patch"}, nil)
 	assert.Equal(t, "apply_patch verification failed: invalid hunk at line 2, 'nonsense' is not a valid hunk header. Valid hunk headers: '*** Add File: {path}', '*** Delete File: {path}', '*** Update File: {path}'", out)
 
+	// Two hunks on one file: Codex refuses the patch before touching anything.
+	out = f.Text("apply_patch", m{"input": "*** Begin Patch\n*** Add File: dup.txt\n+x\n*** Delete File: ./dup.txt\n*** End Patch"}, nil)
+	assert.Equal(t, "apply_patch verification failed: invalid patch: multiple operations target "+filepath.Join(f.Dir, "dup.txt"), out)
+	assert.NoFileExists(t, filepath.Join(f.Dir, "dup.txt"))
+
 	// apply_patch through exec_command and the older shell tool.
 	out = f.Text("exec_command", m{"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: h.txt\n+x\n*** End Patch\nEOF"}, nil)
 	assert.Equal(t, "Exit code: 0\nWall time: W seconds\nOutput:\nSuccess. Updated the following files:\nA h.txt\n", volatile(out))

@@ -2,6 +2,7 @@ package codex
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -47,11 +48,27 @@ const (
 // error, or what failed while writing (Codex shows the failed write alone, "Failed to write
 // file PATH", as the output of a command that exited 1; the files before it are written).
 func (s *session) patch(workdir, text string) (string, patchStatus) {
-	if hunks, err := action.ParsePatch(text); err == nil && len(hunks) == 0 {
+	cwd := s.env.Path(workdir)
+	hunks, err := action.ParsePatch(text)
+	if err == nil && len(hunks) == 0 {
 		return "patch rejected: empty patch", patchRejected
 	}
+	// Codex verifies that no two of a patch's hunks name one file (fidelity seed 64001: an
+	// add and two deletes of the same path).
+	seen := map[string]bool{}
+	for _, h := range hunks {
+		p := h.Path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		p = filepath.Clean(p)
+		if seen[p] {
+			return "apply_patch verification failed: invalid patch: multiple operations target " + p, patchRejected
+		}
+		seen[p] = true
+	}
 	opts := action.PatchOptions{LFOnly: !harnesses.Codex.Has(s.env.HarnessVersion, harnesses.CodexPatchKeepsLineEnds)}
-	res, err := action.ApplyPatchWith(s.env.Path(workdir), text, opts)
+	res, err := action.ApplyPatchWith(cwd, text, opts)
 	if err != nil {
 		var ae *action.PatchApplyError
 		if errors.As(err, &ae) && ae.Writing {
